@@ -1,0 +1,208 @@
+#include "settings.h"
+
+#include "err.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { T_STR, T_INT } set_type_t;
+
+typedef struct set_def {
+    const char *env;
+    const char *flag;
+    set_type_t type;
+    const char *def; /* NULL: unset */
+    long long min, max;
+    unsigned who;
+    size_t off;
+    const char *help;
+} set_def_t;
+
+#define S(f) offsetof(mcpq_settings_t, f)
+#define ALL (SET_INGRESS | SET_WORKER)
+#define ING SET_INGRESS
+#define WRK SET_WORKER
+
+static const set_def_t defs[] = {
+    {"MCPQ_CONFIG", "config", T_STR, NULL, 0, 0, ING, S(config),
+     "config file (SPEC section 7); loaded into Redis at start-up"},
+    {"MCPQ_LISTEN", "listen", T_STR, "127.0.0.1:8080", 0, 0, ING, S(listen),
+     "ingress listen address host:port"},
+    {"MCPQ_KAFKA_BROKERS", "kafka-brokers", T_STR, NULL, 0, 0, ALL, S(kafka_brokers),
+     "Kafka bootstrap servers (host:port,...); required"},
+    {"MCPQ_REDIS_URL", "redis-url", T_STR, "redis://127.0.0.1:6379/0", 0, 0, ALL, S(redis_url),
+     "Redis URL redis://[:password@]host:port/db"},
+    {"MCPQ_ADMIN_TOKEN", "admin-token", T_STR, NULL, 0, 0, ING, S(admin_token),
+     "operator token for /admin (unset: admin API off)"},
+    {"MCPQ_MAX_BODY_BYTES", "max-body-bytes", T_INT, "1048576", 1024, 64LL << 20, ING,
+     S(max_body_bytes), "request body limit in bytes (larger: 413)"},
+    {"MCPQ_PAGE_SIZE", "page-size", T_INT, "100", 1, 1000, ING, S(page_size),
+     "tools/list page size"},
+    {"MCPQ_ALLOWED_ORIGINS", "allowed-origins", T_STR, "", 0, 0, ING, S(allowed_origins),
+     "comma list of scheme://host[:port|:*]; a present Origin outside it gets 403 "
+     "(empty: localhost and 127.0.0.1 on any port)"},
+    {"MCPQ_ALLOWED_HOSTS", "allowed-hosts", T_STR, "", 0, 0, ING, S(allowed_hosts),
+     "comma list of host[:port|:*]; a Host outside it gets 403 (empty: any)"},
+    {"MCPQ_IDEMPOTENCY_TTL_S", "idempotency-ttl-s", T_INT, "86400", 1, 30LL * 86400, ING,
+     S(idempotency_ttl_s), "idempotency window in seconds"},
+    {"MCPQ_WEBHOOK_RETRY_SCHEDULE", "webhook-retry-schedule", T_STR,
+     "0,5,300,1800,7200,18000,36000,36000", 0, 0, ING, S(webhook_retry_schedule),
+     "seconds before each webhook attempt"},
+    {"MCPQ_WEBHOOK_ALLOW_PRIVATE", "webhook-allow-private", T_INT, "0", 0, 1, ING,
+     S(webhook_allow_private), "1 allows loopback and private webhook targets"},
+    {"MCPQ_ROBOT_ID", "robot-id", T_STR, NULL, 0, 0, WRK, S(robot_id),
+     "worker: the robot this worker is"},
+    {"MCPQ_TOPIC_JOBS", "topic-jobs", T_STR, "mcpq.jobs", 0, 0, ALL | SET_BROKER, S(topic_jobs),
+     "Kafka topic of tools/call jobs"},
+    {"MCPQ_GROUP_ID", "group-id", T_STR, "mcpq-workers", 0, 0, WRK, S(group_id),
+     "worker consumer group"},
+    {"MCPQ_WORKER_ID", "worker-id", T_STR, NULL, 0, 0, WRK, S(worker_id),
+     "stable worker name; also the Kafka group.instance.id (static membership)"},
+    {"MCPQ_INSTANCE_ID", "instance-id", T_STR, NULL, 0, 0, ING, S(instance_id),
+     "ingress replica name (default: host-pid-random)"},
+    {"MCPQ_LOG_LEVEL", "log-level", T_STR, "info", 0, 0, ALL | SET_BROKER, S(log_level),
+     "debug, info, warn or error"},
+    {"MCPQ_READY_FILE", "ready-file", T_STR, NULL, 0, 0, ALL | SET_BROKER, S(ready_file),
+     "file written once the process is ready (the local launcher waits for it)"},
+    {"MCPQ_THREADS", "threads", T_INT, "2", 1, 64, ING, S(threads),
+     "HTTP threads (each an epoll loop); constant whatever the load"},
+    {"MCPQ_MAX_CONNECTIONS", "max-connections", T_INT, "20000", 16, 1000000, ING,
+     S(max_connections), "concurrent HTTP connections"},
+    {"MCPQ_CONN_MEMORY_LIMIT", "conn-memory-limit", T_INT, "16384", 4096, 1 << 20, ING,
+     S(conn_memory_limit), "per-connection memory pool (headers) in bytes"},
+    {"MCPQ_CONN_TIMEOUT_S", "conn-timeout-s", T_INT, "120", 1, 86400, ING, S(conn_timeout_s),
+     "idle connection timeout in seconds"},
+    {"MCPQ_DEFAULT_TIMEOUT_MS", "default-timeout-ms", T_INT, "60000", 100, 86400000LL, ALL,
+     S(default_timeout_ms), "tool timeout when a version sets none"},
+    {"MCPQ_KAFKA_MESSAGE_TIMEOUT_MS", "kafka-message-timeout-ms", T_INT, "5000", 100, 300000,
+     ING, S(kafka_message_timeout_ms), "how long a job may wait to reach Kafka (then -32603)"},
+    {"MCPQ_REDIS_TIMEOUT_MS", "redis-timeout-ms", T_INT, "1000", 50, 60000, ALL,
+     S(redis_timeout_ms), "connect and command timeout for Redis"},
+    {"MCPQ_REDIS_POOL_SIZE", "redis-pool-size", T_INT, "8", 1, 256, ING, S(redis_pool_size),
+     "Redis connections the HTTP threads share"},
+    {"MCPQ_SESSION_TTL_S", "session-ttl-s", T_INT, "86400", 60, 30LL * 86400, ING,
+     S(session_ttl_s), "idle lifetime of an Mcp-Session-Id"},
+    {"MCPQ_RESULT_TTL_S", "result-ttl-s", T_INT, "86400", 60, 30LL * 86400, WRK,
+     S(result_ttl_s), "how long results stay in Redis"},
+    {"MCPQ_MAX_OUTPUT_BYTES", "max-output-bytes", T_INT, "4194304", 1024, 256LL << 20, WRK,
+     S(max_output_bytes), "executor output limit (stdout, HTTP body)"},
+    {"MCPQ_MAX_INFLIGHT_JOBS", "max-inflight-jobs", T_INT, "20000", 1, 1000000, WRK,
+     S(max_inflight_jobs), "jobs one worker runs at once (then it pauses consuming)"},
+    {"MCPQ_KILL_GRACE_MS", "kill-grace-ms", T_INT, "2000", 0, 600000, WRK, S(kill_grace_ms),
+     "exec: time between SIGTERM and SIGKILL of the process group"},
+    {"MCPQ_SHUTDOWN_GRACE_MS", "shutdown-grace-ms", T_INT, "10000", 0, 600000, ALL,
+     S(shutdown_grace_ms), "on SIGTERM: how long in-flight calls may finish"},
+    {"MCPQ_PARTITIONS", "partitions", T_INT, "6", 1, 1000, SET_BROKER, S(partitions),
+     "devbroker: partitions per topic"},
+    {"MCPQ_BROKERS", "brokers", T_INT, "1", 1, 16, SET_BROKER, S(brokers),
+     "devbroker: number of in-memory brokers"},
+};
+
+#define NDEFS (sizeof(defs) / sizeof(defs[0]))
+
+static void set_value(mcpq_settings_t *s, const set_def_t *d, const char *v, long long n)
+{
+    char *base = (char *)s;
+    if (d->type == T_STR)
+        *(const char **)(base + d->off) = v;
+    else
+        *(long long *)(base + d->off) = n;
+}
+
+static int apply(mcpq_settings_t *s, const set_def_t *d, const char *v, const char *from,
+                 char *errstr, size_t errstr_size)
+{
+    long long n = 0;
+    if (d->type == T_INT && util_parse_ll(v, d->min, d->max, &n) < 0) {
+        snprintf(errstr, errstr_size, "%s: \"%s\" is not an integer in [%lld, %lld]", from, v,
+                 d->min, d->max);
+        return MCPQ_EINVAL;
+    }
+    set_value(s, d, v, n);
+    return 0;
+}
+
+void settings_usage(FILE *out, unsigned who, const char *prog, const char *about)
+{
+    fprintf(out, "usage: %s [--flag value ...]\n\n%s\n\n", prog, about);
+    fprintf(out, "Every flag overrides its environment variable.\n\n");
+    for (size_t i = 0; i < NDEFS; i++) {
+        const set_def_t *d = &defs[i];
+        if (!(d->who & who))
+            continue;
+        fprintf(out, "  --%-26s %s\n  %-28s %s", d->flag, d->env, "", d->help);
+        if (d->def && *d->def)
+            fprintf(out, " (default %s)", d->def);
+        fputc('\n', out);
+    }
+    fprintf(out, "  --%-26s this text\n", "help");
+}
+
+void settings_markdown(FILE *out)
+{
+    fprintf(out, "| variable | flag | default | used by | meaning |\n|---|---|---|---|---|\n");
+    for (size_t i = 0; i < NDEFS; i++) {
+        const set_def_t *d = &defs[i];
+        fprintf(out, "| `%s` | `--%s` | %s%s%s | %s%s%s | %s |\n", d->env, d->flag,
+                d->def && *d->def ? "`" : "", d->def && *d->def ? d->def : "—",
+                d->def && *d->def ? "`" : "", d->who & SET_INGRESS ? "ingress " : "",
+                d->who & SET_WORKER ? "worker " : "", d->who & SET_BROKER ? "devbroker" : "",
+                d->help);
+    }
+}
+
+int settings_load(mcpq_settings_t *s, unsigned who, const char *prog, const char *about,
+                  int argc, char **argv, char *errstr, size_t errstr_size)
+{
+    memset(s, 0, sizeof(*s));
+    for (size_t i = 0; i < NDEFS; i++) {
+        const set_def_t *d = &defs[i];
+        const char *v = getenv(d->env);
+        if (v && (d->who & who)) {
+            if (apply(s, d, v, d->env, errstr, errstr_size) < 0)
+                return MCPQ_EINVAL;
+        } else if (d->def) {
+            if (apply(s, d, d->def, "default", errstr, errstr_size) < 0)
+                return MCPQ_EINVAL;
+        }
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            settings_usage(stdout, who, prog, about);
+            return 1;
+        }
+        if (strncmp(a, "--", 2) != 0) {
+            snprintf(errstr, errstr_size, "unexpected argument \"%s\" (see --help)", a);
+            return MCPQ_EINVAL;
+        }
+        const char *name = a + 2;
+        const char *eq = strchr(name, '=');
+        size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
+        const set_def_t *d = NULL;
+        for (size_t j = 0; j < NDEFS; j++)
+            if ((defs[j].who & who) && strlen(defs[j].flag) == nlen &&
+                strncmp(defs[j].flag, name, nlen) == 0)
+                d = &defs[j];
+        if (!d) {
+            snprintf(errstr, errstr_size, "unknown flag \"%s\" (see --help)", a);
+            return MCPQ_EINVAL;
+        }
+        const char *v = eq ? eq + 1 : NULL;
+        if (!v) {
+            if (i + 1 >= argc) {
+                snprintf(errstr, errstr_size, "flag --%s needs a value", d->flag);
+                return MCPQ_EINVAL;
+            }
+            v = argv[++i];
+        }
+        if (apply(s, d, v, a, errstr, errstr_size) < 0)
+            return MCPQ_EINVAL;
+    }
+    if ((who & (SET_INGRESS | SET_WORKER)) && (!s->kafka_brokers || !*s->kafka_brokers)) {
+        snprintf(errstr, errstr_size, "MCPQ_KAFKA_BROKERS (--kafka-brokers) is required");
+        return MCPQ_EINVAL;
+    }
+    return 0;
+}

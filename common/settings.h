@@ -1,0 +1,73 @@
+/*
+ * settings.h - the one read-only configuration of a process, built from one table.
+ *
+ * Every knob has a name, an MCPQ_* environment variable, a --flag that overrides it, a
+ * default, bounds and the binaries it applies to (redis static_configs[]). settings_load()
+ * fills an mcpq_settings_t from the environment and argv, validates it, and prints --help
+ * from the same table. Strings point into the environment, argv or static defaults: the
+ * struct owns no memory and is never written after start-up.
+ */
+#ifndef MCPQ_SETTINGS_H
+#define MCPQ_SETTINGS_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#define SET_INGRESS 1u
+#define SET_WORKER 2u
+#define SET_BROKER 4u
+
+typedef struct mcpq_settings {
+    /* SPEC section 7 names */
+    const char *config;
+    const char *listen;
+    const char *kafka_brokers;
+    const char *redis_url;
+    const char *admin_token;
+    long long max_body_bytes;
+    long long page_size;
+    const char *allowed_origins;
+    const char *allowed_hosts;
+    long long idempotency_ttl_s;
+    const char *webhook_retry_schedule;
+    long long webhook_allow_private;
+    const char *robot_id;
+    /* mcpq's own */
+    const char *topic_jobs;
+    const char *group_id;
+    const char *worker_id;
+    const char *instance_id;
+    const char *log_level;
+    const char *ready_file;
+    long long threads;
+    long long max_connections;
+    long long conn_memory_limit;
+    long long conn_timeout_s;
+    long long default_timeout_ms;
+    long long kafka_message_timeout_ms;
+    long long redis_timeout_ms;
+    long long redis_pool_size;
+    long long session_ttl_s;
+    long long result_ttl_s;
+    long long max_output_bytes;
+    long long max_inflight_jobs;
+    long long kill_grace_ms;
+    long long partitions;
+    long long brokers;
+    long long shutdown_grace_ms;
+} mcpq_settings_t;
+
+/*
+ * Fills s for the binary `who` (SET_INGRESS, ...). Returns 0 when the process should run,
+ * 1 when --help was printed (exit 0), MCPQ_EINVAL with errstr filled on a bad value or flag.
+ */
+int settings_load(mcpq_settings_t *s, unsigned who, const char *prog, const char *about,
+                  int argc, char **argv, char *errstr, size_t errstr_size);
+
+/* Prints the table rows of `who` as --help text. */
+void settings_usage(FILE *out, unsigned who, const char *prog, const char *about);
+
+/* Prints the table as a Markdown table (the README's environment section). */
+void settings_markdown(FILE *out);
+
+#endif

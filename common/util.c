@@ -1,0 +1,125 @@
+#include "util.h"
+
+#include "err.h"
+
+#include <errno.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+#include <openssl/sha.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int64_t util_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t util_mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void to_hex(const unsigned char *in, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[in[i] >> 4];
+        out[2 * i + 1] = digits[in[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+int util_random_hex(char *out, size_t nbytes)
+{
+    unsigned char buf[64];
+    if (nbytes > sizeof(buf))
+        return MCPQ_EINVAL;
+    if (RAND_bytes(buf, (int)nbytes) != 1)
+        return MCPQ_EIO;
+    to_hex(buf, nbytes, out);
+    return 0;
+}
+
+void util_sha256_hex(const void *data, size_t len, char out[65])
+{
+    unsigned char md[SHA256_DIGEST_LENGTH];
+    SHA256(data, len, md);
+    to_hex(md, sizeof(md), out);
+}
+
+void util_hmac_sha256_hex(const void *key, size_t keylen, const void *data, size_t len,
+                          char out[65])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    HMAC(EVP_sha256(), key, (int)keylen, data, len, md, &mdlen);
+    to_hex(md, mdlen, out);
+}
+
+int util_ct_equal(const void *a, const void *b, size_t len)
+{
+    return CRYPTO_memcmp(a, b, len) == 0;
+}
+
+int util_parse_ll(const char *s, long long min, long long max, long long *out)
+{
+    if (!s || !*s)
+        return MCPQ_EINVAL;
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end != '\0' || v < min || v > max)
+        return MCPQ_EINVAL;
+    *out = v;
+    return 0;
+}
+
+void util_buf_init(util_buf_t *b, size_t max)
+{
+    b->data = NULL;
+    b->len = 0;
+    b->cap = 0;
+    b->max = max;
+}
+
+void util_buf_cleanup(util_buf_t *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+void util_buf_reset(util_buf_t *b)
+{
+    b->len = 0;
+    if (b->data)
+        b->data[0] = '\0';
+}
+
+int util_buf_append(util_buf_t *b, const void *p, size_t n)
+{
+    if (n > b->max || b->len > b->max - n)
+        return MCPQ_ETOOBIG;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *d = realloc(b->data, cap);
+        if (!d)
+            return MCPQ_ENOMEM;
+        b->data = d;
+        b->cap = cap;
+    }
+    if (n)
+        memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return 0;
+}

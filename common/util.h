@@ -1,0 +1,46 @@
+/*
+ * util.h - small helpers every component needs: clocks, random ids, SHA-256 and HMAC
+ * in hex, constant-time comparison, bounded integer parsing and a growable byte buffer
+ * with a hard maximum. All functions are thread-safe.
+ */
+#ifndef MCPQ_UTIL_H
+#define MCPQ_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Wall clock in Unix milliseconds / a monotonic clock in milliseconds. */
+int64_t util_now_ms(void);
+int64_t util_mono_ms(void);
+
+/* Writes 2*nbytes lowercase hex characters of cryptographic randomness plus a NUL. */
+int util_random_hex(char *out, size_t nbytes);
+
+/* hex(SHA-256(data)) into out[65]. */
+void util_sha256_hex(const void *data, size_t len, char out[65]);
+
+/* hex(HMAC-SHA256(key, data)) into out[65]. */
+void util_hmac_sha256_hex(const void *key, size_t keylen, const void *data, size_t len,
+                          char out[65]);
+
+/* 1 when a and b (both len bytes) are equal; time depends only on len. */
+int util_ct_equal(const void *a, const void *b, size_t len);
+
+/* Parses a whole decimal string into [min, max]; 0 or MCPQ_EINVAL. */
+int util_parse_ll(const char *s, long long min, long long max, long long *out);
+
+/* A byte buffer that refuses to grow past max (curl's dynbuf). Always NUL-terminated. */
+typedef struct util_buf {
+    char *data;
+    size_t len;
+    size_t cap;
+    size_t max;
+} util_buf_t;
+
+void util_buf_init(util_buf_t *b, size_t max);
+void util_buf_cleanup(util_buf_t *b);
+/* 0, MCPQ_ETOOBIG when len+n would pass max (nothing appended), or MCPQ_ENOMEM. */
+int util_buf_append(util_buf_t *b, const void *p, size_t n);
+void util_buf_reset(util_buf_t *b);
+
+#endif
