@@ -34,7 +34,7 @@ static void log_write(log_level_t level, const char *msg, va_list ap)
 {
     struct timeval tv;
     struct tm tm;
-    char ts[40];
+    char ts[64];
 
     gettimeofday(&tv, NULL);
     gmtime_r(&tv.tv_sec, &tm);

@@ -40,10 +40,10 @@ static const set_def_t defs[] = {
     {"MCPQ_PAGE_SIZE", "page-size", T_INT, "100", 1, 1000, ING, S(page_size),
      "tools/list page size"},
     {"MCPQ_ALLOWED_ORIGINS", "allowed-origins", T_STR, "", 0, 0, ING, S(allowed_origins),
-     "comma list of scheme://host[:port|:*]; a present Origin outside it gets 403 "
+     "comma list of scheme://host[:port] (port may be *); a present Origin outside it gets 403 "
      "(empty: localhost and 127.0.0.1 on any port)"},
     {"MCPQ_ALLOWED_HOSTS", "allowed-hosts", T_STR, "", 0, 0, ING, S(allowed_hosts),
-     "comma list of host[:port|:*]; a Host outside it gets 403 (empty: any)"},
+     "comma list of host[:port] (port may be *); a Host outside it gets 403 (empty: any)"},
     {"MCPQ_IDEMPOTENCY_TTL_S", "idempotency-ttl-s", T_INT, "86400", 1, 30LL * 86400, ING,
      S(idempotency_ttl_s), "idempotency window in seconds"},
     {"MCPQ_WEBHOOK_RETRY_SCHEDULE", "webhook-retry-schedule", T_STR,

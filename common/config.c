@@ -1,0 +1,564 @@
+#include "config.h"
+
+#include "err.h"
+#include "schema.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <search.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* One load: where its error goes, and the file name every error starts with. */
+typedef struct cfg_ctx {
+    const char *file; /* NULL for cfg_load_string */
+    char *errstr;
+    size_t errstr_size;
+} cfg_ctx_t;
+
+/* Records "<file>: <message>" and returns MCPQ_EINVAL. */
+static int cfg_fail(cfg_ctx_t *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int cfg_fail(cfg_ctx_t *x, const char *fmt, ...)
+{
+    va_list ap;
+    size_t n = 0;
+    if (!x->errstr || !x->errstr_size)
+        return MCPQ_EINVAL;
+    if (x->file) {
+        int w = snprintf(x->errstr, x->errstr_size, "%s: ", x->file);
+        n = w < 0 ? 0 : (size_t)w < x->errstr_size ? (size_t)w : x->errstr_size - 1;
+    }
+    va_start(ap, fmt);
+    vsnprintf(x->errstr + n, x->errstr_size - n, fmt, ap);
+    va_end(ap);
+    return MCPQ_EINVAL;
+}
+
+/* ---- text ---- */
+
+/* Offset of the first byte that is not valid UTF-8 (or a NUL byte), or len. */
+static size_t utf8_bad_offset(const unsigned char *s, size_t len)
+{
+    size_t i = 0;
+    while (i < len) {
+        unsigned char b = s[i];
+        size_t n = b < 0x80             ? 0
+                   : (b & 0xe0) == 0xc0 ? 1
+                   : (b & 0xf0) == 0xe0 ? 2
+                   : (b & 0xf8) == 0xf0 ? 3
+                                        : 9;
+        uint32_t cp = n == 0 ? b : n == 1 ? (b & 0x1fu) : n == 2 ? (b & 0x0fu) : (b & 0x07u);
+        if (b == 0 || n == 9 || i + n >= len + (n == 0))
+            return i;
+        for (size_t k = 1; k <= n; k++) {
+            if ((s[i + k] & 0xc0) != 0x80)
+                return i;
+            cp = (cp << 6) | (s[i + k] & 0x3fu);
+        }
+        if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
+            cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+            return i;
+        i += n + 1;
+    }
+    return len;
+}
+
+/* 1-based line and column (in characters) of byte offset pos. */
+static void line_col(const char *text, size_t pos, size_t *line, size_t *col)
+{
+    *line = 1;
+    *col = 1;
+    for (size_t i = 0; i < pos; i++) {
+        if (text[i] == '\n') {
+            (*line)++;
+            *col = 1;
+        } else if ((text[i] & 0xc0) != 0x80) {
+            (*col)++;
+        }
+    }
+}
+
+static cJSON *parse(cfg_ctx_t *x, const char *text, size_t len)
+{
+    const char *end = NULL;
+    size_t pos, line, col;
+    if (len > CFG_MAX_BYTES) {
+        cfg_fail(x, "larger than %u bytes", CFG_MAX_BYTES);
+        return NULL;
+    }
+    if ((pos = utf8_bad_offset((const unsigned char *)text, len)) < len) {
+        line_col(text, pos, &line, &col);
+        cfg_fail(x, "line %zu, column %zu: %s", line, col,
+                 text[pos] ? "invalid UTF-8" : "NUL byte in the text");
+        return NULL;
+    }
+    cJSON *doc = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    pos = end && end >= text && end <= text + len ? (size_t)(end - text) : 0;
+    while (doc && pos < len && strchr(" \t\r\n", text[pos]))
+        pos++;
+    if (!doc || pos < len) {
+        line_col(text, pos, &line, &col);
+        cfg_fail(x, "line %zu, column %zu: %s", line, col,
+                 doc ? "unexpected text after the JSON document" : "invalid JSON");
+        cJSON_Delete(doc);
+        return NULL;
+    }
+    return doc;
+}
+
+/* ---- a set of names, to find duplicates ---- */
+
+typedef struct names {
+    struct hsearch_data h;
+    char **keys;
+    size_t n, cap;
+} names_t;
+
+static int names_init(names_t *t, size_t cap)
+{
+    memset(t, 0, sizeof(*t));
+    t->cap = cap;
+    t->keys = calloc(cap + 1, sizeof(*t->keys));
+    if (!t->keys || !hcreate_r(cap * 2 + 16, &t->h)) {
+        free(t->keys);
+        t->keys = NULL;
+        return MCPQ_ENOMEM;
+    }
+    return 0;
+}
+
+static void names_cleanup(names_t *t)
+{
+    if (!t->keys)
+        return;
+    hdestroy_r(&t->h);
+    for (size_t i = 0; i < t->n; i++)
+        free(t->keys[i]);
+    free(t->keys);
+    t->keys = NULL;
+}
+
+/*
+ * Adds the name (kind, a, b) with val. Returns 0 when it is new, 1 when it was there
+ * already (*first = the val it was added with), MCPQ_ENOMEM. With add == 0 only looks.
+ */
+static int names_put(names_t *t, char kind, const char *a, const char *b, intptr_t val,
+                     intptr_t *first, int add)
+{
+    size_t la = strlen(a), lb = b ? strlen(b) : 0;
+    ENTRY e, *found = NULL;
+    char *k = malloc(la + lb + 4);
+    if (!k || (add && t->n >= t->cap)) {
+        free(k);
+        return MCPQ_ENOMEM;
+    }
+    k[0] = kind;
+    k[1] = '\x1f';
+    memcpy(k + 2, a, la);
+    k[2 + la] = '\x1f';
+    memcpy(k + 3 + la, b ? b : "", lb + 1);
+    e.key = k;
+    e.data = (void *)val;
+    if (!hsearch_r(e, add ? ENTER : FIND, &found, &t->h) && add) {
+        free(k);
+        return MCPQ_ENOMEM;
+    }
+    if (found && found->key != k) {
+        *first = (intptr_t)found->data;
+        free(k);
+        return 1;
+    }
+    if (!add) {
+        free(k);
+        return 0;
+    }
+    t->keys[t->n++] = k;
+    return 0;
+}
+
+static int names_add(names_t *t, char kind, const char *a, const char *b, intptr_t val,
+                     intptr_t *first)
+{
+    return names_put(t, kind, a, b, val, first, 1);
+}
+
+static int names_has(names_t *t, char kind, const char *a, const char *b)
+{
+    intptr_t unused;
+    return names_put(t, kind, a, b, 0, &unused, 0) == 1;
+}
+
+/* ---- normalization helpers ---- */
+
+/* The first element of the array obj[key], or NULL. */
+static cJSON *first_item(const cJSON *obj, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    return cJSON_IsArray(v) ? v->child : NULL;
+}
+
+static const char *str(const cJSON *obj, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* Sets obj[key] to a string value, replacing what was there. 0 or MCPQ_ENOMEM. */
+static int set_str(cJSON *obj, const char *key, const char *val)
+{
+    cJSON *v = cJSON_CreateString(val);
+    if (!v)
+        return MCPQ_ENOMEM;
+    if (cJSON_GetObjectItemCaseSensitive(obj, key))
+        return cJSON_ReplaceItemInObjectCaseSensitive(obj, key, v) ? 0 : MCPQ_ENOMEM;
+    return cJSON_AddItemToObject(obj, key, v) ? 0 : MCPQ_ENOMEM;
+}
+
+static int oom(cfg_ctx_t *x)
+{
+    cfg_fail(x, "out of memory");
+    return MCPQ_ENOMEM;
+}
+
+/* An environment variable's value, or NULL when it is unset or empty. */
+static const char *env_value(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+/* 1 when s is "whsec_" + base64 of 24 to 64 bytes (SPEC 5.4). */
+static int whsec_ok(const char *s)
+{
+    size_t n = 0, pad = 0;
+    if (strncmp(s, "whsec_", 6) != 0)
+        return 0;
+    for (s += 6; s[n] && s[n] != '='; n++)
+        if (!strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", s[n]))
+            return 0;
+    while (s[n + pad] == '=')
+        pad++;
+    if (s[n + pad] || n % 4 == 1 || pad > 2 || (pad && (n + pad) % 4))
+        return 0;
+    return n * 3 / 4 >= 24 && n * 3 / 4 <= 64;
+}
+
+/*
+ * Resolves obj's "secret_env" into "secret" (the variable wins when set; a literal
+ * "secret" is the fallback) and drops "secret_env". whsec: the secret must be a Standard
+ * Webhooks secret. path names obj in errors.
+ */
+static int resolve_secret(cfg_ctx_t *x, cJSON *obj, const char *path, int whsec)
+{
+    const char *env = str(obj, "secret_env"), *val = env ? env_value(env) : NULL;
+    if (val && set_str(obj, "secret", val) < 0)
+        return oom(x);
+    if (env && !val && !str(obj, "secret"))
+        return cfg_fail(x, "%s.secret_env: environment variable \"%s\" is not set or empty", path,
+                        env);
+    if (whsec && str(obj, "secret") && !whsec_ok(str(obj, "secret")))
+        return cfg_fail(x, "%s.%s: must be \"whsec_\" followed by the base64 of 24 to 64 bytes",
+                        path, val ? "secret_env" : "secret");
+    cJSON_DeleteItemFromObjectCaseSensitive(obj, "secret_env");
+    return 0;
+}
+
+/* Replaces api key k (at path) of tenant ti with {"id", "sha256"}; checks the key is used
+ * once across all tenants. */
+static int normalize_key(cfg_ctx_t *x, names_t *names, cJSON *keys, cJSON *k, const char *path,
+                         int ti, int ki)
+{
+    const char *literal = str(k, "key"), *env = str(k, "key_env"), *hash = str(k, "sha256");
+    char hex[65];
+    intptr_t first = 0;
+    if (env && !(literal = env_value(env)))
+        return cfg_fail(x, "%s.key_env: environment variable \"%s\" is not set or empty", path,
+                        env);
+    if (literal)
+        util_sha256_hex(literal, strlen(literal), hex);
+    else
+        snprintf(hex, sizeof(hex), "%s", hash);
+    int rc = names_add(names, 'H', hex, NULL, (intptr_t)ti << 24 | ki, &first);
+    if (rc < 0)
+        return oom(x);
+    if (rc)
+        return cfg_fail(x, "%s: the same key is already used by $.tenants[%d].api_keys[%d]", path,
+                        (int)(first >> 24), (int)(first & 0xffffff));
+    cJSON *norm = cJSON_CreateObject();
+    if (!norm || !cJSON_AddStringToObject(norm, "id", str(k, "id")) ||
+        !cJSON_AddStringToObject(norm, "sha256", hex)) {
+        cJSON_Delete(norm);
+        return oom(x);
+    }
+    cJSON *lit = cJSON_GetObjectItemCaseSensitive(k, "key");
+    if (cJSON_IsString(lit))
+        explicit_bzero(lit->valuestring, strlen(lit->valuestring));
+    cJSON_ReplaceItemViaPointer(keys, k, norm);
+    return 0;
+}
+
+/* ---- the checks ---- */
+
+static int check_tenants(cfg_ctx_t *x, names_t *names, cJSON *tenants)
+{
+    char path[96], sub[128];
+    intptr_t first;
+    int ti = 0, i, rc;
+    for (cJSON *t = tenants->child; t; t = t->next, ti++) {
+        const char *id = str(t, "id");
+        cJSON *keys = cJSON_GetObjectItemCaseSensitive(t, "api_keys"), *next;
+        snprintf(path, sizeof(path), "$.tenants[%d]", ti);
+        if ((rc = names_add(names, 'T', id, NULL, ti, &first)) < 0)
+            return oom(x);
+        if (rc)
+            return cfg_fail(x, "%s.id: duplicate tenant id \"%s\" (also $.tenants[%d])", path, id,
+                            (int)first);
+        i = 0;
+        for (cJSON *k = keys ? keys->child : NULL; k; k = next, i++) {
+            next = k->next; /* normalize_key replaces k */
+            snprintf(sub, sizeof(sub), "%s.api_keys[%d]", path, i);
+            if ((rc = names_add(names, 'K', id, str(k, "id"), i, &first)) < 0)
+                return oom(x);
+            if (rc)
+                return cfg_fail(x, "%s.id: duplicate api key id \"%s\" (also %s.api_keys[%d])", sub,
+                                str(k, "id"), path, (int)first);
+            if ((rc = normalize_key(x, names, keys, k, sub, ti, i)) < 0)
+                return rc;
+        }
+        i = 0;
+        for (cJSON *a = first_item(t, "apps"); a; a = a->next, i++) {
+            snprintf(sub, sizeof(sub), "%s.apps[%d]", path, i);
+            /* app ids are global: X-App-Id alone names the app */
+            if ((rc = names_add(names, 'A', str(a, "app_id"), NULL, (intptr_t)ti << 24 | i,
+                                &first)) < 0)
+                return oom(x);
+            if (rc)
+                return cfg_fail(x,
+                                "%s.app_id: duplicate app id \"%s\" (also $.tenants[%d].apps[%d])",
+                                sub, str(a, "app_id"), (int)(first >> 24), (int)(first & 0xffffff));
+            if ((rc = resolve_secret(x, a, sub, 0)) < 0)
+                return rc;
+        }
+        i = 0;
+        for (cJSON *w = first_item(t, "webhooks"); w; w = w->next, i++) {
+            snprintf(sub, sizeof(sub), "%s.webhooks[%d]", path, i);
+            if ((rc = names_add(names, 'W', id, str(w, "id"), i, &first)) < 0)
+                return oom(x);
+            if (rc)
+                return cfg_fail(x, "%s.id: duplicate webhook id \"%s\" (also %s.webhooks[%d])", sub,
+                                str(w, "id"), path, (int)first);
+            if ((rc = resolve_secret(x, w, sub, 1)) < 0)
+                return rc;
+        }
+    }
+    return 0;
+}
+
+static int check_servers(cfg_ctx_t *x, names_t *names, cJSON *servers)
+{
+    intptr_t first;
+    int i = 0, rc;
+    for (cJSON *s = servers->child; s; s = s->next, i++) {
+        const char *tenant = str(s, "tenant"), *name = str(s, "name");
+        if (!names_has(names, 'T', tenant, NULL))
+            return cfg_fail(x, "$.servers[%d].tenant: unknown tenant \"%s\"", i, tenant);
+        if (strcmp(name, "system") == 0)
+            return cfg_fail(x, "$.servers[%d].name: \"system\" is the built-in server", i);
+        if ((rc = names_add(names, 'S', tenant, name, i, &first)) < 0)
+            return oom(x);
+        if (rc)
+            return cfg_fail(x,
+                            "$.servers[%d].name: duplicate server \"%s\" of tenant \"%s\" "
+                            "(also $.servers[%d])",
+                            i, name, tenant, (int)first);
+    }
+    return 0;
+}
+
+/* An explicit default_server must exist; an absent one becomes "default". */
+static int check_default_servers(cfg_ctx_t *x, names_t *names, cJSON *tenants)
+{
+    int i = 0;
+    for (cJSON *t = tenants->child; t; t = t->next, i++) {
+        const char *ds = str(t, "default_server");
+        if (!ds && set_str(t, "default_server", "default") < 0)
+            return oom(x);
+        if (ds && !names_has(names, 'S', str(t, "id"), ds))
+            return cfg_fail(x, "$.tenants[%d].default_server: tenant \"%s\" has no server \"%s\"",
+                            i, str(t, "id"), ds);
+    }
+    return 0;
+}
+
+static int check_version(cfg_ctx_t *x, cJSON *v, const char *path)
+{
+    char sub[160], msg[512];
+    const cJSON *fake = cJSON_GetObjectItemCaseSensitive(v, "fake");
+    static const char *const schemas[] = {"inputSchema", "outputSchema"};
+    for (int k = 0; k < 2; k++) {
+        const cJSON *s = cJSON_GetObjectItemCaseSensitive(v, schemas[k]);
+        snprintf(sub, sizeof(sub), "%s.%s", path, schemas[k]);
+        if (s && sch_schema_check(s, sub, msg, sizeof(msg)) != 0)
+            return cfg_fail(x, "%s", msg);
+    }
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(fake, "enabled")) &&
+        !cJSON_GetObjectItemCaseSensitive(fake, "result"))
+        return cfg_fail(x, "%s.fake: missing required property \"result\" (fake mode is enabled)",
+                        path);
+    if (!str(v, "mode") && set_str(v, "mode", "sync") < 0)
+        return oom(x);
+    snprintf(sub, sizeof(sub), "%s.executor", path);
+    return resolve_secret(x, cJSON_GetObjectItemCaseSensitive(v, "executor"), sub, 1);
+}
+
+static int check_tools(cfg_ctx_t *x, names_t *names, cJSON *tools)
+{
+    char path[96], sub[128];
+    intptr_t first;
+    int i = 0, rc;
+    for (cJSON *t = tools->child; t; t = t->next, i++) {
+        const char *tenant = str(t, "tenant"), *server = str(t, "server"), *name = str(t, "name");
+        cJSON *versions = cJSON_GetObjectItemCaseSensitive(t, "versions");
+        const cJSON *pub = cJSON_GetObjectItemCaseSensitive(t, "published");
+        int found = 0, j = 0;
+        snprintf(path, sizeof(path), "$.tools[%d]", i);
+        if (!names_has(names, 'T', tenant, NULL))
+            return cfg_fail(x, "%s.tenant: unknown tenant \"%s\"", path, tenant);
+        if (!names_has(names, 'S', tenant, server))
+            return cfg_fail(x, "%s.server: tenant \"%s\" has no server \"%s\"", path, tenant,
+                            server);
+        if ((rc = names_add(names, 'N', tenant, name, i, &first)) < 0)
+            return oom(x);
+        if (rc)
+            return cfg_fail(x,
+                            "%s.name: duplicate tool name \"%s\" in tenant \"%s\" "
+                            "(also $.tools[%d])",
+                            path, name, tenant, (int)first);
+        for (cJSON *v = versions->child; v; v = v->next, j++) {
+            int k = 0;
+            snprintf(sub, sizeof(sub), "%s.versions[%d]", path, j);
+            for (const cJSON *w = versions->child; w != v; w = w->next, k++)
+                if (strcmp(str(w, "version"), str(v, "version")) == 0)
+                    return cfg_fail(x,
+                                    "%s.version: duplicate version \"%s\" (also %s.versions[%d])",
+                                    sub, str(v, "version"), path, k);
+            if ((rc = check_version(x, v, sub)) < 0)
+                return rc;
+            found |= cJSON_IsString(pub) && strcmp(pub->valuestring, str(v, "version")) == 0;
+        }
+        if (cJSON_IsString(pub) && !found)
+            return cfg_fail(x, "%s.published: tool \"%s\" has no version \"%s\"", path, name,
+                            pub->valuestring);
+        if (!pub &&
+            set_str(t, "published", str(cJSON_GetArrayItem(versions, j - 1), "version")) < 0)
+            return oom(x);
+    }
+    return 0;
+}
+
+/* An empty array at doc[key] when there is none; returns the array or NULL (no memory). */
+static cJSON *array_member(cJSON *doc, const char *key)
+{
+    cJSON *a = cJSON_GetObjectItemCaseSensitive(doc, key);
+    return a ? a : cJSON_AddArrayToObject(doc, key);
+}
+
+/* Capacity for the names set: one entry per tenant, key (id and hash), app, webhook,
+ * server and tool. */
+static size_t names_needed(const cJSON *doc)
+{
+    size_t n = 0;
+    for (const cJSON *t = first_item(doc, "tenants"); t; t = t->next) {
+        n += 1 + 2 * (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(t, "api_keys"));
+        n += (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(t, "apps"));
+        n += (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(t, "webhooks"));
+    }
+    n += (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "servers"));
+    return n + (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "tools"));
+}
+
+static int normalize(cfg_ctx_t *x, cJSON *doc)
+{
+    cJSON *tenants = cJSON_GetObjectItemCaseSensitive(doc, "tenants");
+    cJSON *servers = array_member(doc, "servers"), *tools = array_member(doc, "tools");
+    names_t names;
+    int rc;
+    if (!servers || !tools || names_init(&names, names_needed(doc)) < 0)
+        return oom(x);
+    rc = check_tenants(x, &names, tenants);
+    if (rc == 0)
+        rc = check_servers(x, &names, servers);
+    if (rc == 0)
+        rc = check_default_servers(x, &names, tenants);
+    if (rc == 0)
+        rc = check_tools(x, &names, tools);
+    names_cleanup(&names);
+    return rc;
+}
+
+static cJSON *load(cfg_ctx_t *x, const char *text, size_t len)
+{
+    const cJSON *schema = sch_builtin("config.schema.json");
+    char msg[512];
+    cJSON *doc = parse(x, text, len);
+    if (!doc)
+        return NULL;
+    if (!schema)
+        cfg_fail(x, "the embedded config.schema.json is missing");
+    else if (sch_validate(schema, doc, "$", msg, sizeof(msg)) != 0)
+        cfg_fail(x, "%s", msg);
+    else if (normalize(x, doc) == 0)
+        return doc;
+    cJSON_Delete(doc);
+    return NULL;
+}
+
+cJSON *cfg_load_string(const char *text, size_t len, char *errstr, size_t errstr_size)
+{
+    cfg_ctx_t x = {NULL, errstr, errstr_size};
+    return load(&x, text ? text : "", text ? len : 0);
+}
+
+cJSON *cfg_load_file(const char *path, char *errstr, size_t errstr_size)
+{
+    cfg_ctx_t x = {path ? path : "(no file)", errstr, errstr_size};
+    util_buf_t buf;
+    char chunk[16384], why[128];
+    int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1, rc = 0;
+    cJSON *doc = NULL;
+    if (fd < 0) {
+        cfg_fail(&x, "cannot open: %s", path ? strerror_r(errno, why, sizeof(why)) : "no path");
+        return NULL;
+    }
+    util_buf_init(&buf, CFG_MAX_BYTES);
+    for (;;) {
+        ssize_t n = read(fd, chunk, sizeof(chunk));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            if (n < 0)
+                cfg_fail(&x, "cannot read: %s", strerror_r(errno, why, sizeof(why)));
+            rc = n < 0 ? MCPQ_EIO : 0;
+            break;
+        }
+        if ((rc = util_buf_append(&buf, chunk, (size_t)n)) < 0) {
+            if (rc == MCPQ_ETOOBIG)
+                cfg_fail(&x, "larger than %u bytes", CFG_MAX_BYTES);
+            else
+                oom(&x);
+            break;
+        }
+    }
+    close(fd);
+    if (rc == 0)
+        doc = load(&x, buf.data ? buf.data : "", buf.len);
+    if (buf.data)
+        explicit_bzero(buf.data, buf.len); /* the file may hold plaintext keys */
+    util_buf_cleanup(&buf);
+    return doc;
+}

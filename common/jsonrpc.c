@@ -1,0 +1,229 @@
+#include "jsonrpc.h"
+
+#include "err.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Length of the UTF-8 sequence at p (1..4), or 0 when it is not well-formed (RFC 3629). */
+static size_t utf8_seq(const unsigned char *p, size_t left)
+{
+    unsigned char c = p[0];
+    if (c < 0x80)
+        return 1;
+    size_t n;
+    unsigned min;
+    unsigned cp;
+    if ((c & 0xE0) == 0xC0) {
+        n = 2, cp = c & 0x1F, min = 0x80;
+    } else if ((c & 0xF0) == 0xE0) {
+        n = 3, cp = c & 0x0F, min = 0x800;
+    } else if ((c & 0xF8) == 0xF0) {
+        n = 4, cp = c & 0x07, min = 0x10000;
+    } else {
+        return 0;
+    }
+    if (n > left)
+        return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (p[i] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return n;
+}
+
+int rpc_body_check(const char *body, size_t len, const char **why)
+{
+    const unsigned char *p = (const unsigned char *)body;
+    int in_string = 0;
+    for (size_t i = 0; i < len;) {
+        unsigned char c = p[i];
+        if (c == 0) {
+            *why = "NUL byte in body";
+            return MCPQ_EINVAL;
+        }
+        if (c >= 0x80) {
+            size_t n = utf8_seq(p + i, len - i);
+            if (!n) {
+                *why = "body is not valid UTF-8";
+                return MCPQ_EINVAL;
+            }
+            i += n;
+            continue;
+        }
+        if (in_string) {
+            if (c < 0x20) {
+                *why = "raw control character inside a string";
+                return MCPQ_EINVAL;
+            }
+            if (c == '\\') {
+                i += 2;
+                continue;
+            }
+            if (c == '"')
+                in_string = 0;
+        } else if (c == '"') {
+            in_string = 1;
+        }
+        i++;
+    }
+    return 0;
+}
+
+static int depth_ok(const char *body, size_t len)
+{
+    int depth = 0, in_string = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = body[i];
+        if (in_string) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_string = 0;
+            continue;
+        }
+        if (c == '"')
+            in_string = 1;
+        else if (c == '{' || c == '[') {
+            if (++depth > RPC_MAX_DEPTH)
+                return 0;
+        } else if (c == '}' || c == ']')
+            depth--;
+    }
+    return 1;
+}
+
+cJSON *rpc_parse(const char *body, size_t len, const char **why)
+{
+    if (len == 0) {
+        *why = "empty body";
+        return NULL;
+    }
+    if (rpc_body_check(body, len, why) < 0)
+        return NULL;
+    if (!depth_ok(body, len)) {
+        *why = "JSON nested too deeply";
+        return NULL;
+    }
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(body, len, &end, 0);
+    if (!root) {
+        *why = "body is not valid JSON";
+        return NULL;
+    }
+    /* Only whitespace may follow the value. */
+    for (const char *p = end; p && p < body + len; p++) {
+        if (*p != ' ' && *p != '\t' && *p != '\r' && *p != '\n') {
+            cJSON_Delete(root);
+            *why = "trailing bytes after the JSON value";
+            return NULL;
+        }
+    }
+    if (!cJSON_IsObject(root) && !cJSON_IsArray(root)) {
+        /* A scalar is JSON but not a JSON-RPC message: the caller answers -32600. */
+        return root;
+    }
+    return root;
+}
+
+void rpc_classify(const cJSON *item, rpc_msg_t *msg)
+{
+    memset(msg, 0, sizeof(*msg));
+    msg->kind = RPC_INVALID;
+    if (!cJSON_IsObject(item)) {
+        msg->why = "a JSON-RPC message must be an object";
+        return;
+    }
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(item, "id");
+    if (id && cJSON_IsNumber(id))
+        msg->id = id;
+    if (id && cJSON_IsString(id) && strlen(id->valuestring) <= RPC_MAX_ID_LEN)
+        msg->id = id;
+    const cJSON *jv = cJSON_GetObjectItemCaseSensitive(item, "jsonrpc");
+    if (!cJSON_IsString(jv) || strcmp(jv->valuestring, "2.0") != 0) {
+        msg->why = "\"jsonrpc\" must be \"2.0\"";
+        return;
+    }
+    if (id && !cJSON_IsString(id) && !cJSON_IsNumber(id)) {
+        msg->why = "\"id\" must be a string or a number";
+        return;
+    }
+    if (id && !msg->id) {
+        msg->why = "\"id\" is too long";
+        return;
+    }
+    const cJSON *method = cJSON_GetObjectItemCaseSensitive(item, "method");
+    if (!method) {
+        if (id && (cJSON_HasObjectItem(item, "result") || cJSON_HasObjectItem(item, "error"))) {
+            msg->kind = RPC_RESPONSE;
+            return;
+        }
+        msg->why = "missing \"method\"";
+        return;
+    }
+    if (!cJSON_IsString(method) || method->valuestring[0] == '\0') {
+        msg->why = "\"method\" must be a non-empty string";
+        return;
+    }
+    const cJSON *params = cJSON_GetObjectItemCaseSensitive(item, "params");
+    if (params && !cJSON_IsObject(params) && !cJSON_IsArray(params)) {
+        msg->why = "\"params\" must be an object or an array";
+        return;
+    }
+    msg->method = method->valuestring;
+    msg->params = params;
+    msg->kind = id ? RPC_REQUEST : RPC_NOTIFICATION;
+}
+
+const char *rpc_id_str(const cJSON *id, char *buf, size_t size)
+{
+    if (!id) {
+        snprintf(buf, size, "null");
+        return buf;
+    }
+    if (cJSON_IsNumber(id)) {
+        double d = id->valuedouble;
+        if (d == (double)(long long)d && d < 9e15 && d > -9e15)
+            snprintf(buf, size, "%lld", (long long)d);
+        else
+            snprintf(buf, size, "%.17g", d);
+        return buf;
+    }
+    char *s = cJSON_PrintUnformatted(id);
+    snprintf(buf, size, "%s", s ? s : "null");
+    cJSON_free(s);
+    return buf;
+}
+
+char *rpc_result_str(const cJSON *id, const char *result_json)
+{
+    char idbuf[600];
+    rpc_id_str(id, idbuf, sizeof(idbuf));
+    size_t n = strlen(idbuf) + strlen(result_json) + 48;
+    char *out = malloc(n);
+    if (out)
+        snprintf(out, n, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}", idbuf, result_json);
+    return out;
+}
+
+char *rpc_error_str(const cJSON *id, int code, const char *message, const cJSON *data)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "jsonrpc", "2.0");
+    if (id)
+        cJSON_AddItemToObject(o, "id", cJSON_Duplicate(id, 1));
+    else
+        cJSON_AddNullToObject(o, "id");
+    cJSON *e = cJSON_AddObjectToObject(o, "error");
+    cJSON_AddNumberToObject(e, "code", code);
+    cJSON_AddStringToObject(e, "message", message);
+    if (data)
+        cJSON_AddItemToObject(e, "data", cJSON_Duplicate(data, 1));
+    char *s = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return s;
+}

@@ -1,0 +1,56 @@
+/*
+ * jsonrpc.h - JSON-RPC 2.0 framing for the MCP endpoint: strict body checks, parsing,
+ * classification of one message, and response/error serialization.
+ *
+ * rpc_parse() rejects what cJSON alone would let through: invalid UTF-8, raw control
+ * characters inside strings, trailing bytes, and nesting deeper than RPC_MAX_DEPTH.
+ * All functions are pure and thread-safe.
+ */
+#ifndef MCPQ_JSONRPC_H
+#define MCPQ_JSONRPC_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+#define RPC_PARSE_ERROR -32700
+#define RPC_INVALID_REQUEST -32600
+#define RPC_METHOD_NOT_FOUND -32601
+#define RPC_INVALID_PARAMS -32602
+#define RPC_INTERNAL_ERROR -32603
+#define RPC_SESSION_NOT_FOUND -32001
+#define RPC_REPLY_TIMEOUT -32003
+#define RPC_HEADER_MISMATCH -32020
+#define RPC_UNSUPPORTED_VERSION -32022
+
+#define RPC_MAX_DEPTH 64
+#define RPC_MAX_ID_LEN 256
+
+typedef enum { RPC_REQUEST, RPC_NOTIFICATION, RPC_RESPONSE, RPC_INVALID } rpc_kind_t;
+
+typedef struct rpc_msg {
+    rpc_kind_t kind;
+    const cJSON *id;     /* request id (string or number); NULL for notifications/invalid */
+    const char *method;  /* NULL unless request or notification */
+    const cJSON *params; /* object or array, or NULL when absent */
+    const char *why;     /* RPC_INVALID: what is wrong */
+} rpc_msg_t;
+
+/* 0 when body is UTF-8 with no raw control character inside a string; else MCPQ_EINVAL. */
+int rpc_body_check(const char *body, size_t len, const char **why);
+
+/* Parses one JSON text (object or array). NULL on -32700 with *why set. */
+cJSON *rpc_parse(const char *body, size_t len, const char **why);
+
+/* Classifies one JSON-RPC message (an element of a batch or the whole body). */
+void rpc_classify(const cJSON *item, rpc_msg_t *msg);
+
+/* {"jsonrpc":"2.0","id":<id>,"result":<result_json>}; id NULL → null. malloc'd string. */
+char *rpc_result_str(const cJSON *id, const char *result_json);
+
+/* {"jsonrpc":"2.0","id":<id>,"error":{"code","message"[,"data"]}}; malloc'd string. */
+char *rpc_error_str(const cJSON *id, int code, const char *message, const cJSON *data);
+
+/* A compact JSON rendering of id ("null" for NULL) into buf; returns buf. */
+const char *rpc_id_str(const cJSON *id, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,159 @@
+#include "kafka.h"
+
+#include "err.h"
+#include "log.h"
+
+#include <librdkafka/rdkafka.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct mq_producer {
+    rd_kafka_t *rk;
+    pthread_t thread;
+    atomic_int stop;
+    atomic_int up;
+    mq_delivery_fn on_delivery;
+    void *cb_arg;
+};
+
+static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+    mq_producer_t *p = opaque;
+    int err = 0;
+    if (m->err) {
+        rd_kafka_msg_status_t st = rd_kafka_message_status(m);
+        err = st == RD_KAFKA_MSG_STATUS_POSSIBLY_PERSISTED ? MCPQ_ETIMEDOUT : MCPQ_EUNAVAIL;
+        log_event(LOG_WARN, "kafka delivery failed", "error", rd_kafka_err2str(m->err),
+                  (char *)NULL);
+    }
+    if (p->on_delivery)
+        p->on_delivery(m->_private, err, p->cb_arg);
+}
+
+static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+{
+    mq_producer_t *p = opaque;
+    if (err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN)
+        atomic_store(&p->up, 0);
+    log_event(LOG_WARN, "kafka error", "error", rd_kafka_err2name(err), "reason", reason,
+              (char *)NULL);
+}
+
+static void *poll_thread(void *arg)
+{
+    mq_producer_t *p = arg;
+    while (!atomic_load(&p->stop))
+        rd_kafka_poll(p->rk, 50);
+    return NULL;
+}
+
+static int conf_set(rd_kafka_conf_t *conf, const char *k, const char *v, char *errstr,
+                    size_t errstr_size)
+{
+    if (rd_kafka_conf_set(conf, k, v, errstr, errstr_size) != RD_KAFKA_CONF_OK)
+        return MCPQ_EINVAL;
+    return 0;
+}
+
+mq_producer_t *mq_producer_new(const char *brokers, int message_timeout_ms,
+                               mq_delivery_fn on_delivery, void *cb_arg, char *errstr,
+                               size_t errstr_size)
+{
+    mq_producer_t *p = calloc(1, sizeof(*p));
+    if (!p) {
+        snprintf(errstr, errstr_size, "out of memory");
+        return NULL;
+    }
+    p->on_delivery = on_delivery;
+    p->cb_arg = cb_arg;
+    atomic_init(&p->up, 1);
+    atomic_init(&p->stop, 0);
+
+    char tmo[32];
+    snprintf(tmo, sizeof(tmo), "%d", message_timeout_ms);
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    if (conf_set(conf, "bootstrap.servers", brokers, errstr, errstr_size) < 0 ||
+        conf_set(conf, "client.id", "mcpq-ingress", errstr, errstr_size) < 0 ||
+        conf_set(conf, "enable.idempotence", "true", errstr, errstr_size) < 0 ||
+        conf_set(conf, "linger.ms", "1", errstr, errstr_size) < 0 ||
+        conf_set(conf, "message.timeout.ms", tmo, errstr, errstr_size) < 0 ||
+        conf_set(conf, "socket.timeout.ms", "3000", errstr, errstr_size) < 0 ||
+        conf_set(conf, "reconnect.backoff.max.ms", "1000", errstr, errstr_size) < 0 ||
+        conf_set(conf, "queue.buffering.max.messages", "1000000", errstr, errstr_size) < 0 ||
+        conf_set(conf, "message.max.bytes", "16777216", errstr, errstr_size) < 0) {
+        rd_kafka_conf_destroy(conf);
+        free(p);
+        return NULL;
+    }
+    rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
+    rd_kafka_conf_set_error_cb(conf, error_cb);
+    rd_kafka_conf_set_opaque(conf, p);
+    p->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, errstr_size);
+    if (!p->rk) {
+        rd_kafka_conf_destroy(conf);
+        free(p);
+        return NULL;
+    }
+    conf = NULL; /* now owned by rk */
+    if (pthread_create(&p->thread, NULL, poll_thread, p) != 0) {
+        snprintf(errstr, errstr_size, "cannot start the producer thread");
+        rd_kafka_destroy(p->rk);
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+void mq_producer_free(mq_producer_t *p, int timeout_ms)
+{
+    if (!p)
+        return;
+    rd_kafka_flush(p->rk, timeout_ms);
+    atomic_store(&p->stop, 1);
+    pthread_join(p->thread, NULL);
+    rd_kafka_purge(p->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    rd_kafka_poll(p->rk, 0);
+    rd_kafka_destroy(p->rk);
+    free(p);
+}
+
+int mq_producer_send(mq_producer_t *p, const char *topic, const char *key, const void *value,
+                     size_t len, const char *traceparent, void *opaque)
+{
+    if (!atomic_load(&p->up))
+        return MCPQ_EUNAVAIL;
+    rd_kafka_headers_t *hdrs = rd_kafka_headers_new(2);
+    rd_kafka_header_add(hdrs, "job_id", -1, key, -1);
+    if (traceparent)
+        rd_kafka_header_add(hdrs, "traceparent", -1, traceparent, -1);
+    rd_kafka_resp_err_t err = rd_kafka_producev(
+        p->rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key, strlen(key)),
+        RD_KAFKA_V_VALUE((void *)value, len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+        RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE(opaque), RD_KAFKA_V_END);
+    if (err) {
+        rd_kafka_headers_destroy(hdrs); /* not taken over on failure */
+        log_event(LOG_WARN, "kafka produce refused", "error", rd_kafka_err2str(err),
+                  (char *)NULL);
+        return err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE ? MCPQ_ETOOBIG : MCPQ_EIO;
+    }
+    return 0;
+}
+
+int mq_producer_up(const mq_producer_t *p)
+{
+    return atomic_load(&p->up);
+}
+
+int mq_producer_probe(mq_producer_t *p, int timeout_ms)
+{
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_resp_err_t err = rd_kafka_metadata(p->rk, 0, NULL, &md, timeout_ms);
+    int up = err == RD_KAFKA_RESP_ERR_NO_ERROR && md && md->broker_cnt > 0;
+    if (md)
+        rd_kafka_metadata_destroy(md);
+    atomic_store(&p->up, up);
+    return up;
+}

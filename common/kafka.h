@@ -1,0 +1,40 @@
+/*
+ * kafka.h - the job producer (librdkafka 2.0.2) the ingress publishes tools/call jobs with.
+ *
+ * mq_producer_new() starts one background thread that serves delivery reports
+ * (rd_kafka_poll). Each mq_producer_send() carries an opaque pointer that comes back in the
+ * delivery callback, on that thread, with 0 or a negative mcpq error. A message that timed
+ * out in flight (POSSIBLY_PERSISTED) is reported as MCPQ_ETIMEDOUT: the job may still run.
+ *
+ * mq_producer_up() tells whether any broker is reachable right now (error_cb tracks
+ * ALL_BROKERS_DOWN, a metadata probe clears it), so callers can fail at once instead of
+ * queueing behind a dead cluster. All functions are thread-safe.
+ */
+#ifndef MCPQ_KAFKA_H
+#define MCPQ_KAFKA_H
+
+#include <stddef.h>
+
+typedef struct mq_producer mq_producer_t;
+
+/* Called on the producer's thread for each message: err 0 when Kafka acknowledged it. */
+typedef void (*mq_delivery_fn)(void *opaque, int err, void *cb_arg);
+
+mq_producer_t *mq_producer_new(const char *brokers, int message_timeout_ms,
+                               mq_delivery_fn on_delivery, void *cb_arg, char *errstr,
+                               size_t errstr_size);
+/* Flushes what is queued (up to timeout_ms), stops the thread, destroys the handle. */
+void mq_producer_free(mq_producer_t *p, int timeout_ms);
+
+/* Queues value (copied) for topic with key; traceparent may be NULL. 0, MCPQ_EUNAVAIL when no
+ * broker is up, MCPQ_ETOOBIG, or MCPQ_EIO (local queue full or other error). */
+int mq_producer_send(mq_producer_t *p, const char *topic, const char *key, const void *value,
+                     size_t len, const char *traceparent, void *opaque);
+
+/* 1 while at least one broker is reachable. */
+int mq_producer_up(const mq_producer_t *p);
+
+/* Asks the cluster for metadata (bounded by timeout_ms); updates and returns mq_producer_up. */
+int mq_producer_probe(mq_producer_t *p, int timeout_ms);
+
+#endif
