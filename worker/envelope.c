@@ -1,0 +1,202 @@
+#include "envelope.h"
+
+#include "err.h"
+#include "utf8.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_SAFE_INT 9007199254740991.0 /* 2^53 - 1: JSON numbers above lose precision */
+
+static int id_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-' || c == '.' || c == ':';
+}
+
+static int id_chars_valid(const char *s, size_t max)
+{
+    size_t n = 0;
+    for (; s[n]; n++)
+        if (n >= max || !id_char(s[n]))
+            return 0;
+    return n > 0;
+}
+
+int wrk_envelope_id_valid(const char *s)
+{
+    return s && id_chars_valid(s, WRK_ID_MAX);
+}
+
+static int reply_valid(const char *s)
+{
+    size_t pl = strlen(WRK_REPLY_PREFIX);
+    return strncmp(s, WRK_REPLY_PREFIX, pl) == 0 && strlen(s) <= WRK_REPLY_MAX &&
+           id_chars_valid(s + pl, WRK_REPLY_MAX);
+}
+
+/* A printable name of 1..WRK_NAME_MAX bytes (UTF-8 was checked on the whole record). */
+static int name_valid(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > WRK_NAME_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return 0;
+    return 1;
+}
+
+/* W3C trace context version 00 shape: 2-32-16-2 lowercase hex digits. */
+static int traceparent_valid(const char *s)
+{
+    static const int parts[] = {2, 32, 16, 2};
+    for (int p = 0; p < 4; p++) {
+        for (int i = 0; i < parts[p]; i++, s++)
+            if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
+                return 0;
+        if (p < 3 && *s++ != '-')
+            return 0;
+    }
+    return *s == '\0';
+}
+
+static const char *get_string(const cJSON *obj, const char *name, int *bad)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, name);
+    if (!it || cJSON_IsNull(it))
+        return NULL;
+    if (!cJSON_IsString(it)) {
+        *bad = 1;
+        return NULL;
+    }
+    return it->valuestring;
+}
+
+/* An optional non-negative integer member; 0 when absent; -1 when not one. */
+static int get_int(const cJSON *obj, const char *name, int64_t *out)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, name);
+    *out = 0;
+    if (!it || cJSON_IsNull(it))
+        return 0;
+    if (!cJSON_IsNumber(it))
+        return -1;
+    double d = it->valuedouble;
+    if (!isfinite(d) || d < 0 || d > MAX_SAFE_INT || d != floor(d))
+        return -1;
+    *out = (int64_t)d;
+    return 0;
+}
+
+#define FAIL(...)                                                                                  \
+    do {                                                                                           \
+        snprintf(errstr, errstr_size, __VA_ARGS__);                                                \
+        return MCPQ_EINVAL;                                                                        \
+    } while (0)
+
+int wrk_envelope_parse(wrk_envelope_t *env, const char *buf, size_t len, char *errstr,
+                       size_t errstr_size)
+{
+    memset(env, 0, sizeof(*env));
+    if (!buf || len == 0)
+        FAIL("empty record");
+    if (!wrk_utf8_valid(buf, len))
+        FAIL("record is not UTF-8 text");
+    const char *end = NULL;
+    env->root = cJSON_ParseWithLengthOpts(buf, len, &end, 0);
+    if (!env->root)
+        FAIL("record is not JSON");
+    for (; end < buf + len; end++)
+        if (*end != ' ' && *end != '\t' && *end != '\n' && *end != '\r')
+            FAIL("trailing bytes after the JSON document");
+    const cJSON *root = env->root;
+    if (!cJSON_IsObject(root))
+        FAIL("record is not a JSON object");
+
+    /* The two fields needed to answer anyone come first. */
+    int bad = 0;
+    const char *id = get_string(root, "job_id", &bad);
+    if (id && wrk_envelope_id_valid(id))
+        env->job_id = id;
+    const char *reply = get_string(root, "reply_to", &bad);
+    if (reply && reply_valid(reply))
+        env->reply_to = reply;
+    if (!env->job_id)
+        FAIL("job_id missing or not 1..%d characters of [A-Za-z0-9_.:-]", WRK_ID_MAX);
+    if (bad || (reply && !env->reply_to))
+        FAIL("reply_to is not a stream key under %s", WRK_REPLY_PREFIX);
+
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "v");
+    if (!cJSON_IsNumber(v) || v->valuedouble != 1.0)
+        FAIL("unsupported envelope version (want \"v\": 1)");
+
+    env->tenant = get_string(root, "tenant", &bad);
+    if (bad || !env->tenant || !name_valid(env->tenant))
+        FAIL("tenant missing or invalid");
+    env->tool = get_string(root, "tool", &bad);
+    if (bad || !env->tool || !name_valid(env->tool))
+        FAIL("tool missing or invalid");
+    env->tool_version = get_string(root, "tool_version", &bad);
+    if (bad)
+        FAIL("tool_version is not a string");
+    const char *tp = get_string(root, "traceparent", &bad);
+    if (bad)
+        FAIL("traceparent is not a string");
+    if (tp && traceparent_valid(tp))
+        env->traceparent = tp;
+
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(root, "arguments");
+    if (args && !cJSON_IsNull(args)) {
+        if (!cJSON_IsObject(args))
+            FAIL("arguments is not an object");
+        env->arguments = args;
+    }
+
+    const cJSON *ex = cJSON_GetObjectItemCaseSensitive(root, "executor");
+    if (!cJSON_IsObject(ex))
+        FAIL("executor missing or not an object");
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(ex, "type");
+    if (!cJSON_IsString(type) || !name_valid(type->valuestring) || strlen(type->valuestring) > 32)
+        FAIL("executor.type missing or invalid");
+    env->executor = ex;
+    env->exec_type = type->valuestring;
+
+    if (get_int(root, "deadline_ms", &env->deadline_ms) < 0)
+        FAIL("deadline_ms is not a non-negative integer");
+    if (get_int(root, "created_ms", &env->created_ms) < 0)
+        FAIL("created_ms is not a non-negative integer");
+    if (get_int(root, "timeout_ms", &env->timeout_ms) < 0)
+        FAIL("timeout_ms is not a non-negative integer");
+    return 0;
+}
+
+void wrk_envelope_cleanup(wrk_envelope_t *env)
+{
+    if (!env)
+        return;
+    cJSON_Delete(env->root);
+    memset(env, 0, sizeof(*env));
+}
+
+char *wrk_envelope_for_executor(const wrk_envelope_t *env, size_t *len)
+{
+    cJSON *copy = cJSON_CreateObject();
+    if (!copy)
+        return NULL;
+    char *out = NULL;
+    for (const cJSON *it = env->root ? env->root->child : NULL; it; it = it->next) {
+        if (it->string && strcmp(it->string, "executor") == 0)
+            continue;
+        /* References: the copy borrows the members and frees none of them. */
+        if (!cJSON_AddItemReferenceToObject(copy, it->string, (cJSON *)it))
+            goto out;
+    }
+    out = cJSON_PrintUnformatted(copy);
+    if (out)
+        *len = strlen(out);
+out:
+    cJSON_Delete(copy);
+    return out;
+}

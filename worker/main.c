@@ -1,0 +1,98 @@
+/*
+ * main.c - mcpq-worker: settings, logging, process set-up; the work is in worker.c.
+ */
+#include "err.h"
+#include "log.h"
+#include "settings.h"
+#include "worker.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+static const char worker_about[] =
+    "mcpq-worker: runs the tools behind mcpq's MCP gateway. It is a member of the Kafka\n"
+    "consumer group MCPQ_GROUP_ID on MCPQ_TOPIC_JOBS: each record is one tools/call job,\n"
+    "which it runs through its executor (builtin echo/sleep/fail, http: POST to a service,\n"
+    "exec: a local program with the call on stdin), bounded by the call's deadline. Results\n"
+    "are written once per job to Redis (mcpq:result:<job_id>) and announced on the waiting\n"
+    "ingress's reply stream, with live progress and log entries; the Kafka offset is stored\n"
+    "only after the result is durable, so a worker that dies mid-job loses nothing.\n"
+    "\n"
+    "One event-loop thread runs thousands of jobs at once. SIGTERM or SIGINT stops taking\n"
+    "jobs, lets running ones finish for MCPQ_SHUTDOWN_GRACE_MS, then exits; unfinished jobs\n"
+    "go to another worker. Logs are JSON lines on stderr.";
+
+/* Children and pipes must never land on fds 0-2 by accident: keep them open. */
+static void keep_std_fds_open(void)
+{
+    for (int fd = 0; fd < 3; fd++) {
+        if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+            continue;
+        int n = open("/dev/null", O_RDWR);
+        if (n >= 0 && n != fd) {
+            dup2(n, fd);
+            close(n);
+        }
+    }
+}
+
+/* Thousands of jobs may each hold a socket or a child's four fds. */
+static void raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    keep_std_fds_open();
+    mcpq_settings_t s;
+    char errstr[512];
+    int rc = settings_load(&s, SET_WORKER, "mcpq-worker", worker_about, argc, argv, errstr,
+                           sizeof(errstr));
+    if (rc == 1)
+        return 0;
+    if (rc < 0) {
+        fprintf(stderr, "mcpq-worker: %s\n", errstr);
+        return 2;
+    }
+    if (!s.kafka_brokers || !*s.kafka_brokers) {
+        fprintf(stderr, "mcpq-worker: MCPQ_KAFKA_BROKERS (--kafka-brokers) is required\n");
+        return 2;
+    }
+    log_init("worker", s.log_level);
+
+    /* Blocked before any thread starts (librdkafka's inherit the mask): the worker reads
+     * them from a signalfd. Children get the defaults back (exec.c). */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    raise_fd_limit();
+
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        log_msgf(LOG_ERROR, "curl_global_init failed");
+        return 1;
+    }
+    int exit_code = 1;
+    wrk_worker_t *w = wrk_worker_new(&s, errstr, sizeof(errstr));
+    if (!w) {
+        log_event(LOG_ERROR, "cannot start the worker", "error", errstr, (char *)NULL);
+    } else {
+        exit_code = wrk_worker_run(w);
+        wrk_worker_free(w);
+    }
+    curl_global_cleanup();
+    return exit_code;
+}

@@ -1,0 +1,571 @@
+#include "worker.h"
+
+#include "consumer.h"
+#include "err.h"
+#include "http.h"
+#include "job.h"
+#include "log.h"
+#include "loop.h"
+#include "record.h"
+#include "store.h"
+#include "util.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#define TICK_MS 200        /* serve Kafka events at least this often */
+#define POLL_BUDGET 256    /* records taken per loop round */
+#define ABORT_WAIT_MS 3000 /* after aborting: how long to wait for children to go */
+#define WORKER_ID_MAX 256
+
+struct wrk_worker {
+    const mcpq_settings_t *s;
+    char worker_id[WORKER_ID_MAX];
+    wrk_loop_t *loop;
+    wrk_rt_t rt;
+    wrk_http_t *http;
+    wrk_store_t *store;
+    wrk_consumer_t *consumer;
+    wrk_io_t *kafka_io, *signal_io;
+    int sigfd;
+    wrk_timer_t tick;
+    int kafka_more;
+    int ready_written;
+    /* Jobs in flight by job_id (chained hash). */
+    wrk_job_t **buckets;
+    size_t nbuckets, njobs;
+    /* Shutdown. */
+    int stopping, aborted, exit_code;
+    int64_t stop_at, abort_until;
+};
+
+/* ---- the table of jobs in flight ---- */
+
+static size_t hash_id(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return (size_t)h;
+}
+
+static wrk_job_t *table_find(wrk_worker_t *w, const char *id)
+{
+    for (wrk_job_t *j = w->buckets[hash_id(id) & (w->nbuckets - 1)]; j; j = j->hnext)
+        if (strcmp(j->env.job_id, id) == 0)
+            return j;
+    return NULL;
+}
+
+static void table_grow(wrk_worker_t *w)
+{
+    size_t n = w->nbuckets * 2;
+    wrk_job_t **b = calloc(n, sizeof(*b));
+    if (!b)
+        return; /* longer chains, still correct */
+    for (size_t i = 0; i < w->nbuckets; i++) {
+        for (wrk_job_t *j = w->buckets[i], *next; j; j = next) {
+            next = j->hnext;
+            size_t k = hash_id(j->env.job_id) & (n - 1);
+            j->hnext = b[k];
+            b[k] = j;
+        }
+    }
+    free(w->buckets);
+    w->buckets = b;
+    w->nbuckets = n;
+}
+
+static void table_add(wrk_worker_t *w, wrk_job_t *job)
+{
+    if (w->njobs >= w->nbuckets)
+        table_grow(w);
+    size_t k = hash_id(job->env.job_id) & (w->nbuckets - 1);
+    job->hnext = w->buckets[k];
+    w->buckets[k] = job;
+    w->njobs++;
+}
+
+static void table_remove(wrk_worker_t *w, wrk_job_t *job)
+{
+    for (wrk_job_t **pp = &w->buckets[hash_id(job->env.job_id) & (w->nbuckets - 1)]; *pp;
+         pp = &(*pp)->hnext) {
+        if (*pp == job) {
+            *pp = job->hnext;
+            w->njobs--;
+            return;
+        }
+    }
+}
+
+/* Calls fn on every job in flight; fn may free the job it gets. */
+static void table_each(wrk_worker_t *w, void (*fn)(wrk_worker_t *, wrk_job_t *))
+{
+    for (size_t i = 0; i < w->nbuckets; i++) {
+        for (wrk_job_t *j = w->buckets[i], *next; j; j = next) {
+            next = j->hnext;
+            fn(w, j);
+        }
+    }
+}
+
+/* ---- job completion ---- */
+
+/* The job is over here: its records are finished (result durable) or abandoned. */
+static void job_release(wrk_worker_t *w, wrk_job_t *job, int durable)
+{
+    for (size_t i = 0; i < job->nnodes; i++) {
+        if (durable)
+            wrk_offnode_done(job->nodes[i]);
+        else
+            wrk_offnode_abandon(job->nodes[i]);
+    }
+    job->nnodes = 0;
+    wrk_store_forget(w->store, &job->req);
+    table_remove(w, job);
+    wrk_job_free(job);
+}
+
+static void on_written(wrk_store_req_t *req, const char *record, size_t len, void *arg);
+
+/* Queues the job's record for Redis: WRITE (SET NX + reply entries) or REPLY (reply entries
+ * only), to the reply streams from index `from` on. */
+static void write_request(wrk_job_t *job, wrk_store_op_t op, size_t from)
+{
+    wrk_worker_t *w = job->rt->arg;
+    job->state = WRK_JOB_WRITING;
+    memset(&job->req, 0, sizeof(job->req));
+    job->req.op = op;
+    job->req.job_id = job->env.job_id;
+    job->req.record = job->record;
+    job->req.record_len = job->record_len;
+    job->req.streams = job->streams + from;
+    job->req.nstreams = job->nstreams - from;
+    job->req.done = on_written;
+    job->req.arg = job;
+    wrk_store_submit(w->store, &job->req);
+}
+
+static void on_written(wrk_store_req_t *req, const char *record, size_t len, void *arg)
+{
+    wrk_job_t *job = arg;
+    wrk_worker_t *w = job->rt->arg;
+    int theirs = len != job->record_len || memcmp(record, job->record, len) != 0;
+    if (theirs && req->op == WRK_STORE_WRITE)
+        log_event(LOG_INFO, "another worker wrote this job's result first; kept theirs", "job_id",
+                  job->env.job_id, (char *)NULL);
+    size_t sent = (size_t)(req->streams - job->streams) + req->nstreams;
+    if (job->nstreams > sent) {
+        /* Deliveries from other ingress replicas arrived while this was being written: their
+         * streams get the same durable record before any offset is stored. */
+        char *copy = theirs ? malloc(len + 1) : NULL;
+        if (copy) {
+            memcpy(copy, record, len);
+            copy[len] = '\0';
+            free(job->record);
+            job->record = copy;
+            job->record_len = len;
+        }
+        write_request(job, WRK_STORE_REPLY, sent);
+        return;
+    }
+    job_release(w, job, 1);
+}
+
+/* rt->on_finished: the job's record is built (or the job was aborted). */
+static void on_job_finished(wrk_job_t *job, void *arg)
+{
+    wrk_worker_t *w = arg;
+    if (!job->record) {
+        job_release(w, job, 0);
+        return;
+    }
+    write_request(job, WRK_STORE_WRITE, 0);
+}
+
+static void on_checked(wrk_store_req_t *req, const char *record, size_t len, void *arg)
+{
+    wrk_job_t *job = arg;
+    wrk_worker_t *w = job->rt->arg;
+    (void)req;
+    if (w->stopping) {
+        job_release(w, job, 0);
+        return;
+    }
+    if (!record) {
+        wrk_job_run(job);
+        return;
+    }
+    log_event(LOG_INFO, "job ran already: re-sending its result", "job_id", job->env.job_id,
+              "tenant", job->env.tenant, "tool", job->env.tool, (char *)NULL);
+    job->record = malloc(len + 1);
+    if (!job->record) {
+        job_release(w, job, 0);
+        return;
+    }
+    memcpy(job->record, record, len);
+    job->record[len] = '\0';
+    job->record_len = len;
+    write_request(job, WRK_STORE_REPLY, 0);
+}
+
+/* ---- records ---- */
+
+static void on_record(const rd_kafka_message_t *msg, wrk_offnode_t *node, void *arg)
+{
+    wrk_worker_t *w = arg;
+    char part[16], off[24], errstr[256];
+    snprintf(part, sizeof(part), "%d", (int)msg->partition);
+    snprintf(off, sizeof(off), "%lld", (long long)msg->offset);
+    if (!node) {
+        log_event(LOG_DEBUG, "record of an untracked partition ignored", "partition", part,
+                  "offset", off, (char *)NULL);
+        return;
+    }
+    if (w->stopping) {
+        wrk_offnode_abandon(node);
+        return;
+    }
+    wrk_job_t *job = wrk_job_new(&w->rt);
+    if (!job) {
+        wrk_offnode_abandon(node);
+        return;
+    }
+    job->partition = msg->partition;
+    job->offset = msg->offset;
+    int rc = wrk_job_parse(job, msg->payload, msg->len, errstr, sizeof(errstr));
+    if (rc < 0) {
+        log_event(LOG_WARN, "malformed job record (it can never run)", "partition", part, "offset",
+                  off, "job_id", job->env.job_id, "error", errstr, (char *)NULL);
+        /* With a usable job id the error becomes its result (and, with a reply_to, the
+         * waiting ingress hears it now); without one there is nobody to tell. */
+        if (!job->env.job_id) {
+            wrk_job_free(job);
+            wrk_offnode_done(node);
+            return;
+        }
+    }
+    wrk_job_t *running = table_find(w, job->env.job_id);
+    if (running) {
+        /* A redelivery of a job in flight here: one run, one result, every offset done. */
+        log_event(LOG_INFO, "job delivered again while in flight: not running it twice", "job_id",
+                  job->env.job_id, "partition", part, "offset", off, (char *)NULL);
+        if (wrk_job_attach(running, node, job->env.reply_to) < 0)
+            wrk_offnode_abandon(node);
+        wrk_job_free(job);
+        return;
+    }
+    table_add(w, job);
+    if (wrk_job_attach(job, node, NULL) < 0) {
+        wrk_offnode_abandon(node);
+        table_remove(w, job);
+        wrk_job_free(job);
+        return;
+    }
+    if (rc < 0) {
+        char msgbuf[320];
+        snprintf(msgbuf, sizeof(msgbuf), "malformed job envelope: %s", errstr);
+        wrk_job_fail(job, WRK_ERR_INTERNAL, msgbuf);
+        return;
+    }
+    job->state = WRK_JOB_CHECKING;
+    memset(&job->req, 0, sizeof(job->req));
+    job->req.op = WRK_STORE_CHECK;
+    job->req.job_id = job->env.job_id;
+    job->req.done = on_checked;
+    job->req.arg = job;
+    wrk_store_submit(w->store, &job->req);
+}
+
+static int ready_file_write(const char *path, const char *content)
+{
+    char tmp[4096];
+    int n = snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
+    if (n < 0 || (size_t)n >= sizeof(tmp))
+        return MCPQ_EINVAL;
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return MCPQ_EIO;
+    int bad = fprintf(f, "%s\n", content) < 0;
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return MCPQ_EIO;
+    }
+    return 0;
+}
+
+static void on_assign(int count, void *arg)
+{
+    wrk_worker_t *w = arg;
+    (void)count;
+    if (w->ready_written)
+        return;
+    w->ready_written = 1;
+    const char *rf = w->s->ready_file;
+    if (rf && *rf && ready_file_write(rf, w->worker_id) < 0)
+        log_msgf(LOG_ERROR, "cannot write ready file %s: %s", rf, strerror(errno));
+    log_event(LOG_INFO, "worker ready: joined the consumer group", "worker", w->worker_id,
+              (char *)NULL);
+}
+
+/* ---- loop callbacks ---- */
+
+static void on_kafka_wake(wrk_io_t *io, int fd, uint32_t events, void *arg)
+{
+    wrk_worker_t *w = arg;
+    (void)io;
+    (void)fd;
+    (void)events;
+    wrk_consumer_wake_clear(w->consumer);
+    w->kafka_more = 1;
+}
+
+static void on_tick(wrk_timer_t *t, void *arg)
+{
+    wrk_worker_t *w = arg;
+    w->kafka_more = 1; /* also keeps max.poll.interval.ms satisfied when idle */
+    wrk_timer_start(w->loop, t, TICK_MS);
+}
+
+static void abandon_waiting(wrk_worker_t *w, wrk_job_t *job)
+{
+    if (job->state == WRK_JOB_CHECKING)
+        job_release(w, job, 0);
+}
+
+static void abort_job(wrk_worker_t *w, wrk_job_t *job)
+{
+    if (job->state == WRK_JOB_RUNNING && job->executing)
+        wrk_job_cancel(job, WRK_CANCEL_ABORT); /* may release the job */
+    else if (job->state != WRK_JOB_RUNNING)
+        job_release(w, job, 0);
+}
+
+static void begin_abort(wrk_worker_t *w)
+{
+    if (w->aborted)
+        return;
+    w->aborted = 1;
+    w->abort_until = util_mono_ms() + ABORT_WAIT_MS;
+    if (w->njobs > 0) {
+        char n[24];
+        snprintf(n, sizeof(n), "%zu", w->njobs);
+        log_event(LOG_WARN,
+                  "shutdown grace over: abandoning unfinished jobs (they will be "
+                  "delivered again)",
+                  "jobs", n, (char *)NULL);
+    }
+    table_each(w, abort_job);
+}
+
+static void begin_stop(wrk_worker_t *w, const char *why)
+{
+    if (w->stopping) {
+        begin_abort(w);
+        return;
+    }
+    w->stopping = 1;
+    w->stop_at = util_mono_ms() + w->s->shutdown_grace_ms;
+    char n[24];
+    snprintf(n, sizeof(n), "%zu", w->njobs);
+    log_event(LOG_INFO, "stopping: no new jobs, letting running ones finish", "reason", why, "jobs",
+              n, (char *)NULL);
+    wrk_consumer_pause(w->consumer, 1);
+    /* Jobs that have not started yet are left for whoever gets their records next. */
+    table_each(w, abandon_waiting);
+}
+
+static void on_signal(wrk_io_t *io, int fd, uint32_t events, void *arg)
+{
+    wrk_worker_t *w = arg;
+    (void)io;
+    (void)events;
+    struct signalfd_siginfo si;
+    while (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+        begin_stop(w, si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
+}
+
+/* ---- construction ---- */
+
+static void make_worker_id(wrk_worker_t *w)
+{
+    if (w->s->worker_id && *w->s->worker_id) {
+        snprintf(w->worker_id, sizeof(w->worker_id), "%s", w->s->worker_id);
+        return;
+    }
+    char host[128] = "host";
+    gethostname(host, sizeof(host) - 1);
+    host[sizeof(host) - 1] = '\0';
+    snprintf(w->worker_id, sizeof(w->worker_id), "worker-%s-%ld", host, (long)getpid());
+}
+
+wrk_worker_t *wrk_worker_new(const mcpq_settings_t *s, char *errstr, size_t errstr_size)
+{
+    wrk_worker_t *w = calloc(1, sizeof(*w));
+    if (!w) {
+        snprintf(errstr, errstr_size, "out of memory");
+        return NULL;
+    }
+    w->s = s;
+    w->sigfd = -1;
+    wrk_timer_init(&w->tick, on_tick, w);
+    make_worker_id(w);
+    w->nbuckets = 1024;
+    w->buckets = calloc(w->nbuckets, sizeof(*w->buckets));
+    w->loop = wrk_loop_new();
+    w->http = w->loop ? wrk_http_new(w->loop, (size_t)s->max_output_bytes) : NULL;
+    w->store = wrk_store_new(s->redis_url, (int)s->redis_timeout_ms, s->result_ttl_s);
+    if (!w->buckets || !w->loop || !w->http || !w->store) {
+        snprintf(errstr, errstr_size, "cannot set up the event loop");
+        goto fail;
+    }
+    w->rt.loop = w->loop;
+    w->rt.http = w->http;
+    w->rt.store = w->store;
+    w->rt.settings = s;
+    w->rt.worker_id = w->worker_id;
+    w->rt.on_finished = on_job_finished;
+    w->rt.arg = w;
+
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    w->sigfd = signalfd(-1, &sigs, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (w->sigfd < 0) {
+        snprintf(errstr, errstr_size, "signalfd: %s", strerror(errno));
+        goto fail;
+    }
+    w->signal_io = wrk_io_new(w->loop, w->sigfd, EPOLLIN, on_signal, w);
+
+    int static_member = s->worker_id && *s->worker_id;
+    w->consumer = wrk_consumer_new(s, w->worker_id, static_member, on_record, on_assign, w, errstr,
+                                   errstr_size);
+    if (!w->consumer)
+        goto fail;
+    w->kafka_io = wrk_io_new(w->loop, wrk_consumer_fd(w->consumer), EPOLLIN, on_kafka_wake, w);
+    if (!w->signal_io || !w->kafka_io) {
+        snprintf(errstr, errstr_size, "cannot watch the Kafka queue or signals");
+        goto fail;
+    }
+    wrk_timer_start(w->loop, &w->tick, TICK_MS);
+    return w;
+fail:
+    wrk_worker_free(w);
+    return NULL;
+}
+
+/* ---- the loop ---- */
+
+static void capacity_check(wrk_worker_t *w)
+{
+    if (w->stopping)
+        return;
+    size_t max = (size_t)w->s->max_inflight_jobs;
+    size_t low = max - max / 10;
+    if (low >= max)
+        low = max - 1;
+    int paused = wrk_consumer_paused(w->consumer);
+    if (!paused && w->njobs >= max) {
+        log_msgf(LOG_DEBUG, "%zu jobs in flight: pausing consumption", w->njobs);
+        wrk_consumer_pause(w->consumer, 1);
+    } else if (paused && w->njobs <= low) {
+        log_msgf(LOG_DEBUG, "%zu jobs in flight: resuming consumption", w->njobs);
+        wrk_consumer_pause(w->consumer, 0);
+        w->kafka_more = 1;
+    }
+}
+
+/* 1 once a stopping worker has nothing left to wait for. */
+static int stop_done(wrk_worker_t *w)
+{
+    if (!w->stopping)
+        return 0;
+    if (w->njobs == 0 && w->rt.executing == 0)
+        return 1;
+    int64_t now = util_mono_ms();
+    if (!w->aborted && now >= w->stop_at)
+        begin_abort(w);
+    if (w->aborted && now >= w->abort_until) {
+        char n[24];
+        snprintf(n, sizeof(n), "%zu", w->rt.executing);
+        log_event(LOG_ERROR, "executors still running after abort; exiting anyway", "executing", n,
+                  (char *)NULL);
+        return 1;
+    }
+    return 0;
+}
+
+int wrk_worker_run(wrk_worker_t *w)
+{
+    char maxs[24];
+    snprintf(maxs, sizeof(maxs), "%lld", w->s->max_inflight_jobs);
+    log_event(LOG_INFO, "worker started", "worker", w->worker_id, "topic", w->s->topic_jobs,
+              "group", w->s->group_id, "robot_id", w->s->robot_id, "max_inflight_jobs", maxs,
+              (char *)NULL);
+    int store_more = 0;
+    for (;;) {
+        int wait = (store_more || (w->kafka_more && !w->stopping)) ? 0 : -1;
+        if (w->stopping && wait < 0)
+            wait = 100; /* re-check the grace deadline */
+        if (wrk_loop_run_once(w->loop, wait) < 0) {
+            w->exit_code = 1;
+            begin_stop(w, "event loop failure");
+        }
+        if (w->kafka_more && !w->stopping) {
+            size_t max = (size_t)w->s->max_inflight_jobs;
+            int budget = w->njobs >= max
+                             ? 16
+                             : (int)(max - w->njobs < POLL_BUDGET ? max - w->njobs : POLL_BUDGET);
+            w->kafka_more = wrk_consumer_poll(w->consumer, budget);
+        }
+        store_more = wrk_store_flush(w->store);
+        wrk_consumer_store(w->consumer);
+        capacity_check(w);
+        if (!w->stopping && wrk_consumer_fatal(w->consumer)) {
+            w->exit_code = 1;
+            begin_stop(w, "fatal Kafka error");
+        }
+        if (stop_done(w))
+            break;
+    }
+    wrk_consumer_close(w->consumer);
+    log_event(LOG_INFO, "worker stopped", "worker", w->worker_id, (char *)NULL);
+    return w->exit_code;
+}
+
+static void free_job(wrk_worker_t *w, wrk_job_t *job)
+{
+    /* Only after an abort that timed out: the job's executor is gone with the process. */
+    job_release(w, job, 0);
+}
+
+void wrk_worker_free(wrk_worker_t *w)
+{
+    if (!w)
+        return;
+    if (w->buckets && w->rt.executing == 0)
+        table_each(w, free_job);
+    wrk_consumer_free(w->consumer);
+    if (w->loop) {
+        wrk_timer_stop(w->loop, &w->tick);
+        wrk_io_free(w->loop, w->kafka_io);
+        wrk_io_free(w->loop, w->signal_io);
+    }
+    if (w->sigfd >= 0)
+        close(w->sigfd);
+    wrk_http_free(w->http);
+    wrk_store_free(w->store);
+    if (w->loop && w->rt.executing == 0)
+        wrk_loop_free(w->loop);
+    if (w->s && w->s->ready_file && *w->s->ready_file && w->ready_written)
+        unlink(w->s->ready_file);
+    free(w->buckets);
+    free(w);
+}
