@@ -1,0 +1,290 @@
+#include "http.h"
+
+#include "err.h"
+#include "jsonrpc.h"
+#include "log.h"
+#include "mcp.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+int ing_http_ready(ing_ctx_t *ctx)
+{
+    ing_registry_t *reg = ing_ctx_registry(ctx);
+    int ok = reg && mq_producer_up(ctx->producer) && ing_pending_healthy(ctx->pending) &&
+             atomic_load(&ctx->redis_up);
+    ing_registry_unref(reg);
+    return ok;
+}
+
+static enum MHD_Result send_resp(ing_req_t *req, ing_resp_t *resp)
+{
+    size_t len = resp->body ? strlen(resp->body) : 0;
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(len, resp->body, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(resp->body);
+        return MHD_NO;
+    }
+    resp->body = NULL; /* now owned by r */
+    if (len && resp->content_type)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, resp->content_type);
+    if (resp->session_id[0])
+        MHD_add_response_header(r, "Mcp-Session-Id", resp->session_id);
+    if (resp->www_auth)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, resp->www_auth);
+    if (resp->allow)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, resp->allow);
+    if (req->ctx && atomic_load(&req->ctx->stopping))
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    enum MHD_Result ret = MHD_queue_response(req->conn, (unsigned)resp->status, r);
+    MHD_destroy_response(r);
+    int64_t ms = util_mono_ms() - req->t0;
+    ing_metrics_request(req->ctx->metrics, req->metric, resp->status, ms);
+    return ret;
+}
+
+static enum MHD_Result send_text(ing_req_t *req, int status, const char *ctype, const char *fmt,
+                                 ...) __attribute__((format(printf, 4, 5)));
+static enum MHD_Result send_text(ing_req_t *req, int status, const char *ctype, const char *fmt,
+                                 ...)
+{
+    ing_resp_t resp = {.status = status, .content_type = ctype};
+    va_list ap;
+    va_start(ap, fmt);
+    if (vasprintf(&resp.body, fmt, ap) < 0)
+        resp.body = NULL;
+    va_end(ap);
+    return send_resp(req, &resp);
+}
+
+/* The answer of a call that was parked (or completed before it could be). */
+static enum MHD_Result send_call(ing_req_t *req)
+{
+    ing_call_t *call = &req->call;
+    ing_resp_t resp = {.status = 200, .content_type = "application/json"};
+    ing_call_outcome_t outcome = ING_CALL_OK;
+    if (call->response) {
+        resp.body = call->response;
+        call->response = NULL;
+        if (call->timed_out)
+            outcome = ING_CALL_TIMEOUT;
+        else if (strstr(resp.body, "\"error\":{"))
+            outcome = ING_CALL_FAILED;
+        else if (strstr(resp.body, "\"isError\":true"))
+            outcome = ING_CALL_TOOL_ERROR;
+    } else {
+        cJSON *id = cJSON_Parse(call->id_json);
+        resp.body = rpc_error_str(id, RPC_INTERNAL_ERROR, "internal error", NULL);
+        cJSON_Delete(id);
+        outcome = ING_CALL_FAILED;
+    }
+    static const char *const names[] = {"ok", "tool_error", "timeout", "failed", "fake"};
+    char ms[32];
+    snprintf(ms, sizeof(ms), "%lld", (long long)(util_mono_ms() - req->t0));
+    log_event(outcome == ING_CALL_OK || outcome == ING_CALL_TOOL_ERROR ? LOG_INFO : LOG_WARN,
+              "tool call answered", "tenant", req->tenant, "tool", req->tool, "job_id",
+              call->job_id, "outcome", names[outcome], "duration_ms", ms, (char *)NULL);
+    ing_metrics_call(req->ctx->metrics, outcome);
+    req->has_call = 0;
+    return send_resp(req, &resp);
+}
+
+static enum MHD_Result route(ing_req_t *req, const char *url, const char *method)
+{
+    ing_ctx_t *ctx = req->ctx;
+    int is_get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+    if (strcmp(url, "/healthz") == 0 && is_get)
+        return send_text(req, 200, "application/json", "{\"status\":\"ok\"}");
+    if (strcmp(url, "/readyz") == 0 && is_get) {
+        ing_registry_t *reg = ing_ctx_registry(ctx);
+        int kafka = mq_producer_up(ctx->producer);
+        int redis = ing_pending_healthy(ctx->pending) && atomic_load(&ctx->redis_up);
+        int ok = reg && kafka && redis;
+        ing_registry_unref(reg);
+        return send_text(req, ok ? 200 : 503, "application/json",
+                         "{\"ready\":%s,\"kafka\":%s,\"redis\":%s,\"registry\":%s}",
+                         ok ? "true" : "false", kafka ? "true" : "false",
+                         redis ? "true" : "false", reg ? "true" : "false");
+    }
+    if (strcmp(url, "/metrics") == 0 && is_get) {
+        util_buf_t b;
+        util_buf_init(&b, (size_t)4 << 20);
+        ing_metrics_render(ctx->metrics, &b, ing_pending_count(ctx->pending),
+                           mq_producer_up(ctx->producer), ing_pending_healthy(ctx->pending));
+        ing_resp_t resp = {.status = 200,
+                           .body = b.data ? b.data : strdup(""),
+                           .content_type = "text/plain; version=0.0.4; charset=utf-8"};
+        return send_resp(req, &resp);
+    }
+    const char *server = NULL;
+    char sbuf[128];
+    if (strcmp(url, "/mcp") == 0 || strcmp(url, "/mcp/") == 0) {
+        server = NULL;
+    } else if (strncmp(url, "/mcp/", 5) == 0 && strlen(url + 5) < sizeof(sbuf) &&
+               !strchr(url + 5, '/')) {
+        snprintf(sbuf, sizeof(sbuf), "%s", url + 5);
+        server = sbuf;
+    } else {
+        return send_text(req, 404, "application/json", "{\"error\":\"not found\"}");
+    }
+    ing_resp_t resp = {0};
+    if (strcmp(method, "POST") == 0) {
+        if (ing_mcp_post(req, server, &resp) == 1)
+            return MHD_YES; /* parked: answered when the result arrives */
+        if (req->has_call)
+            return send_call(req);
+        return send_resp(req, &resp);
+    }
+    if (strcmp(method, "DELETE") == 0) {
+        ing_mcp_delete(req, server, &resp);
+        return send_resp(req, &resp);
+    }
+    resp.status = 405;
+    resp.allow = "POST, DELETE";
+    resp.content_type = "application/json";
+    resp.body = rpc_error_str(NULL, RPC_INVALID_REQUEST,
+                              "Method not allowed: this server offers no GET stream", NULL);
+    return send_resp(req, &resp);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls)
+{
+    ing_ctx_t *ctx = cls;
+    ing_req_t *req = *con_cls;
+    if (!req) {
+        req = calloc(1, sizeof(*req));
+        if (!req)
+            return MHD_NO;
+        req->ctx = ctx;
+        req->conn = conn;
+        req->t0 = util_mono_ms();
+        req->metric = ING_M_NONE;
+        util_buf_init(&req->body, (size_t)ctx->set->max_body_bytes);
+        *con_cls = req;
+        /* Refuse an announced oversized body before reading it (no 100 Continue). */
+        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+        long long n;
+        if (cl && util_parse_ll(cl, 0, 1LL << 62, &n) == 0 && n > ctx->set->max_body_bytes) {
+            req->handled = 1;
+            ing_resp_t resp = {.status = 413, .content_type = "application/json"};
+            char buf[96];
+            snprintf(buf, sizeof(buf), "request body larger than %lld bytes",
+                     ctx->set->max_body_bytes);
+            resp.body = rpc_error_str(NULL, RPC_INVALID_REQUEST, buf, NULL);
+            return send_resp(req, &resp);
+        }
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        if (!req->too_big && util_buf_append(&req->body, upload_data, *upload_data_size) < 0)
+            req->too_big = 1;
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (req->has_call && req->call.done)
+        return send_call(req);
+    if (req->handled)
+        return MHD_YES;
+    req->handled = 1;
+    return route(req, url, method);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    ing_ctx_t *ctx = cls;
+    ing_req_t *req = *con_cls;
+    if (!req)
+        return;
+    if (req->has_call && !req->call.done)
+        ing_pending_remove(ctx->pending, &req->call);
+    free(req->call.response);
+    util_buf_cleanup(&req->body);
+    free(req);
+    *con_cls = NULL;
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    char msg[512];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    size_t n = strlen(msg);
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+        msg[--n] = '\0';
+    log_event(LOG_WARN, "http", "detail", msg, (char *)NULL);
+}
+
+static int parse_listen(const char *listen, struct sockaddr_in *sa)
+{
+    char host[128];
+    const char *colon = strrchr(listen, ':');
+    if (!colon || (size_t)(colon - listen) >= sizeof(host))
+        return MCPQ_EINVAL;
+    memcpy(host, listen, (size_t)(colon - listen));
+    host[colon - listen] = '\0';
+    long long port;
+    if (util_parse_ll(colon + 1, 0, 65535, &port) < 0)
+        return MCPQ_EINVAL;
+    memset(sa, 0, sizeof(*sa));
+    sa->sin_family = AF_INET;
+    sa->sin_port = htons((uint16_t)port);
+    if (strcmp(host, "localhost") == 0)
+        snprintf(host, sizeof(host), "127.0.0.1");
+    if (!*host || strcmp(host, "*") == 0)
+        sa->sin_addr.s_addr = htonl(INADDR_ANY);
+    else if (inet_pton(AF_INET, host, &sa->sin_addr) != 1)
+        return MCPQ_EINVAL;
+    return 0;
+}
+
+int ing_http_start(ing_ctx_t *ctx, char *errstr, size_t errstr_size)
+{
+    struct sockaddr_in sa;
+    if (parse_listen(ctx->set->listen, &sa) < 0) {
+        snprintf(errstr, errstr_size, "MCPQ_LISTEN: \"%s\" is not host:port (IPv4)",
+                 ctx->set->listen);
+        return MCPQ_EINVAL;
+    }
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+                     MHD_USE_TURBO | MHD_USE_ERROR_LOG | MHD_USE_ITC;
+    ctx->daemon = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, ctx, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)ctx->set->threads, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)ctx->set->max_connections, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)ctx->set->conn_memory_limit, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)ctx->set->conn_timeout_s, MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096u,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, ctx, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, ctx,
+        MHD_OPTION_END);
+    if (!ctx->daemon) {
+        snprintf(errstr, errstr_size, "cannot listen on %s (address in use or not local?)",
+                 ctx->set->listen);
+        return MCPQ_EIO;
+    }
+    return 0;
+}
+
+void ing_http_quiesce(ing_ctx_t *ctx)
+{
+    if (ctx->daemon) {
+        MHD_socket s = MHD_quiesce_daemon(ctx->daemon);
+        if (s != MHD_INVALID_SOCKET)
+            close(s);
+    }
+}
+
+void ing_http_stop(ing_ctx_t *ctx)
+{
+    if (ctx->daemon)
+        MHD_stop_daemon(ctx->daemon);
+    ctx->daemon = NULL;
+}

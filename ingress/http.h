@@ -1,0 +1,23 @@
+/*
+ * http.h - the ingress's HTTP server (libmicrohttpd 0.9.75).
+ *
+ * A fixed pool of MCPQ_THREADS epoll threads serves every connection; a tools/call waiting
+ * for its result is suspended (MHD_suspend_connection) and holds no thread. Routes:
+ * POST/DELETE /mcp and /mcp/{server} (mcp.h), GET /healthz, /readyz, /metrics.
+ */
+#ifndef MCPQ_ING_HTTP_H
+#define MCPQ_ING_HTTP_H
+
+#include "ingress.h"
+
+#include <stddef.h>
+
+int ing_http_start(ing_ctx_t *ctx, char *errstr, size_t errstr_size);
+/* Stops accepting new connections (graceful shutdown, step one). */
+void ing_http_quiesce(ing_ctx_t *ctx);
+void ing_http_stop(ing_ctx_t *ctx);
+
+/* 1 while Kafka and Redis are reachable and the registry is loaded. */
+int ing_http_ready(ing_ctx_t *ctx);
+
+#endif

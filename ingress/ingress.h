@@ -1,0 +1,71 @@
+/*
+ * ingress.h - the ingress process: its context and the request each HTTP exchange carries.
+ *
+ * One ing_ctx_t per process, built in main.c and read by every thread. The registry
+ * snapshot pointer is swapped by the refresh thread under reg_lock; request handlers take a
+ * reference (ing_ctx_registry) and drop it when the request ends.
+ */
+#ifndef MCPQ_INGRESS_H
+#define MCPQ_INGRESS_H
+
+#include "kafka.h"
+#include "metrics.h"
+#include "pending.h"
+#include "redis.h"
+#include "registry.h"
+#include "settings.h"
+#include "util.h"
+
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#define ING_SUPPORTED_VERSIONS "2025-11-25", "2025-06-18", "2025-03-26"
+#define ING_LATEST_VERSION "2025-11-25"
+#define ING_DEFAULT_VERSION "2025-03-26"
+
+typedef struct ing_ctx {
+    const mcpq_settings_t *set;
+    struct MHD_Daemon *daemon;
+    mq_producer_t *producer;
+    kv_pool_t *kv;
+    ing_pending_t *pending;
+    ing_metrics_t *metrics;
+    pthread_mutex_t reg_lock;
+    ing_registry_t *reg;
+    char instance[128];
+    char reply_key[192];
+    atomic_int redis_up;
+    atomic_int stopping;
+} ing_ctx_t;
+
+/* The current registry with a reference the caller drops (ing_registry_unref); may be NULL
+ * before the first successful load. */
+ing_registry_t *ing_ctx_registry(ing_ctx_t *ctx);
+
+/* One HTTP exchange. */
+typedef struct ing_req {
+    ing_ctx_t *ctx;
+    struct MHD_Connection *conn;
+    util_buf_t body;
+    int too_big;
+    int handled;  /* the request was dispatched */
+    int has_call; /* call is in use (a job was published) */
+    int64_t t0;
+    ing_method_t metric;
+    char tenant[128];
+    char tool[128];
+    ing_call_t call;
+} ing_req_t;
+
+/* The answer a handler produces for a finished exchange. */
+typedef struct ing_resp {
+    int status;
+    char *body; /* malloc'd, may be NULL for an empty body */
+    const char *content_type;
+    char session_id[80];     /* non-empty: sent as Mcp-Session-Id */
+    const char *www_auth;    /* non-NULL: sent as WWW-Authenticate */
+    const char *allow;       /* non-NULL: sent as Allow */
+} ing_resp_t;
+
+#endif

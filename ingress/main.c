@@ -1,0 +1,229 @@
+/*
+ * main.c - mcpq-ingress: settings, start-up, the registry refresh thread and graceful stop.
+ */
+#include "config.h"
+#include "err.h"
+#include "http.h"
+#include "ingress.h"
+#include "log.h"
+#include "mcp.h"
+#include "settings.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define REFRESH_MS 250
+#define PROBE_EVERY 4 /* Kafka metadata probe every 4 refreshes (1 s) */
+
+static const char about[] =
+    "mcpq-ingress: the MCP Streamable HTTP endpoint of mcpq. It authenticates clients,\n"
+    "validates tools/call arguments, publishes each call as a job to Kafka and answers\n"
+    "when a worker's result arrives through Redis. Stateless: run as many replicas as\n"
+    "needed behind a load balancer; sessions, registry and results live in Redis.";
+
+ing_registry_t *ing_ctx_registry(ing_ctx_t *ctx)
+{
+    pthread_mutex_lock(&ctx->reg_lock);
+    ing_registry_t *reg = ctx->reg;
+    if (reg)
+        ing_registry_ref(reg);
+    pthread_mutex_unlock(&ctx->reg_lock);
+    return reg;
+}
+
+typedef struct refresher {
+    ing_ctx_t *ctx;
+    cJSON *config; /* normalized config still to store; NULL once stored */
+    pthread_t thread;
+    volatile sig_atomic_t stop;
+} refresher_t;
+
+static void refresh_once(refresher_t *rf, redisContext **c, int *logged)
+{
+    ing_ctx_t *ctx = rf->ctx;
+    char err[256];
+    if (!*c) {
+        *c = kv_connect(ctx->set->redis_url, (int)ctx->set->redis_timeout_ms, err, sizeof(err));
+        if (!*c) {
+            atomic_store(&ctx->redis_up, 0);
+            if (!(*logged)++)
+                log_event(LOG_ERROR, "redis unreachable", "error", err, (char *)NULL);
+            return;
+        }
+    }
+    if (rf->config) {
+        if (ing_registry_store(*c, rf->config, err, sizeof(err)) < 0)
+            goto broken;
+        cJSON_Delete(rf->config);
+        rf->config = NULL;
+        log_event(LOG_INFO, "config loaded into the registry", "file", ctx->set->config,
+                  (char *)NULL);
+    }
+    long long rev = 0;
+    if (ing_registry_read_rev(*c, &rev) < 0) {
+        snprintf(err, sizeof(err), "redis: %s", (*c)->err ? (*c)->errstr : "GET failed");
+        goto broken;
+    }
+    atomic_store(&ctx->redis_up, 1);
+    if (*logged) {
+        log_event(LOG_INFO, "redis reachable again", (char *)NULL);
+        *logged = 0;
+    }
+    pthread_mutex_lock(&ctx->reg_lock);
+    int stale = !ctx->reg || ing_registry_rev(ctx->reg) != rev;
+    pthread_mutex_unlock(&ctx->reg_lock);
+    if (!stale)
+        return;
+    ing_registry_t *reg = ing_registry_fetch(*c, err, sizeof(err));
+    if (!reg)
+        goto broken;
+    pthread_mutex_lock(&ctx->reg_lock);
+    ing_registry_t *old = ctx->reg;
+    ctx->reg = reg;
+    pthread_mutex_unlock(&ctx->reg_lock);
+    ing_registry_unref(old);
+    char revs[32];
+    snprintf(revs, sizeof(revs), "%lld", rev);
+    log_event(LOG_INFO, "registry loaded", "revision", revs, (char *)NULL);
+    return;
+broken:
+    atomic_store(&ctx->redis_up, 0);
+    if (!(*logged)++)
+        log_event(LOG_ERROR, "registry refresh failed", "error", err, (char *)NULL);
+    redisFree(*c);
+    *c = NULL;
+}
+
+static void *refresh_thread(void *arg)
+{
+    refresher_t *rf = arg;
+    redisContext *c = NULL;
+    int logged = 0;
+    for (unsigned tick = 0; !rf->stop; tick++) {
+        refresh_once(rf, &c, &logged);
+        if (tick % PROBE_EVERY == 0)
+            mq_producer_probe(rf->ctx->producer, 500);
+        usleep(REFRESH_MS * 1000);
+    }
+    redisFree(c);
+    return NULL;
+}
+
+static int write_ready_file(const char *path, const char *text)
+{
+    if (!path)
+        return 0;
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return MCPQ_EIO;
+    fprintf(f, "%s\n", text);
+    fclose(f);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    mcpq_settings_t set;
+    char err[512];
+    int rc = settings_load(&set, SET_INGRESS, "mcpq-ingress", about, argc, argv, err, sizeof(err));
+    if (rc == 1)
+        return 0;
+    if (rc < 0) {
+        fprintf(stderr, "mcpq-ingress: %s\n", err);
+        return 2;
+    }
+    log_init("ingress", set.log_level);
+
+    refresher_t rf = {0};
+    if (set.config) {
+        rf.config = cfg_load_file(set.config, err, sizeof(err));
+        if (!rf.config) {
+            fprintf(stderr, "mcpq-ingress: config: %s\n", err);
+            log_event(LOG_ERROR, "config rejected", "error", err, (char *)NULL);
+            return 2;
+        }
+    }
+
+    /* Signals are taken by sigwait below: block them before any thread starts. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    ing_ctx_t ctx;
+    memset(&ctx, 0, sizeof(ctx));
+    ctx.set = &set;
+    pthread_mutex_init(&ctx.reg_lock, NULL);
+    atomic_init(&ctx.redis_up, 0);
+    atomic_init(&ctx.stopping, 0);
+    if (set.instance_id) {
+        snprintf(ctx.instance, sizeof(ctx.instance), "%s", set.instance_id);
+    } else {
+        char host[64] = "ingress";
+        gethostname(host, sizeof(host) - 1);
+        snprintf(ctx.instance, sizeof(ctx.instance), "%s-%d", host, (int)getpid());
+    }
+    char hex[17];
+    util_random_hex(hex, 8);
+    snprintf(ctx.reply_key, sizeof(ctx.reply_key), "mcpq:reply:%s:%s", ctx.instance, hex);
+
+    int exit_code = 1;
+    ctx.metrics = ing_metrics_new();
+    ctx.kv = kv_pool_new(set.redis_url, (int)set.redis_timeout_ms, (int)set.redis_pool_size);
+    ctx.pending = ing_pending_new(set.redis_url, (int)set.redis_timeout_ms, ctx.reply_key);
+    ctx.producer = mq_producer_new(set.kafka_brokers, (int)set.kafka_message_timeout_ms,
+                                   ing_mcp_delivered, &ctx, err, sizeof(err));
+    if (!ctx.metrics || !ctx.kv || !ctx.pending || !ctx.producer) {
+        fprintf(stderr, "mcpq-ingress: start-up failed: %s\n",
+                ctx.producer ? "out of memory" : err);
+        goto out;
+    }
+    rf.ctx = &ctx;
+    if (pthread_create(&rf.thread, NULL, refresh_thread, &rf) != 0) {
+        fprintf(stderr, "mcpq-ingress: cannot start the refresh thread\n");
+        goto out;
+    }
+    if (ing_http_start(&ctx, err, sizeof(err)) < 0) {
+        fprintf(stderr, "mcpq-ingress: %s\n", err);
+        log_event(LOG_ERROR, "http start failed", "error", err, (char *)NULL);
+        rf.stop = 1;
+        pthread_join(rf.thread, NULL);
+        goto out;
+    }
+    log_event(LOG_INFO, "listening", "listen", set.listen, "instance", ctx.instance,
+              (char *)NULL);
+    write_ready_file(set.ready_file, set.listen);
+
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    log_event(LOG_INFO, "stopping", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM",
+              (char *)NULL);
+    atomic_store(&ctx.stopping, 1);
+    ing_http_quiesce(&ctx);
+    /* Let in-flight calls finish within the grace period; then answer them -32603. */
+    int64_t until = util_mono_ms() + set.shutdown_grace_ms;
+    while (ing_pending_count(ctx.pending) > 0 && util_mono_ms() < until)
+        usleep(50 * 1000);
+    ing_pending_fail_all(ctx.pending, "server shutting down; try again");
+    usleep(100 * 1000); /* let resumed connections send their answers */
+    ing_http_stop(&ctx);
+    rf.stop = 1;
+    pthread_join(rf.thread, NULL);
+    exit_code = 0;
+out:
+    ing_http_stop(&ctx);
+    ing_pending_free(ctx.pending);
+    mq_producer_free(ctx.producer, 2000);
+    kv_pool_free(ctx.kv);
+    ing_metrics_free(ctx.metrics);
+    ing_registry_unref(ctx.reg);
+    cJSON_Delete(rf.config);
+    pthread_mutex_destroy(&ctx.reg_lock);
+    log_event(LOG_INFO, "stopped", (char *)NULL);
+    return exit_code;
+}

@@ -1,0 +1,22 @@
+/*
+ * mcp.h - the MCP endpoint (SPEC section 2): POST and DELETE on /mcp and /mcp/{server}.
+ *
+ * ing_mcp_post() authenticates, checks the protocol version, parses JSON-RPC and runs the
+ * method: initialize, ping, logging/setLevel, tools/list, tools/call and notifications.
+ * A tools/call whose tool runs on a worker is published to Kafka and parked without a
+ * thread (pending.h); everything else is answered at once.
+ */
+#ifndef MCPQ_ING_MCP_H
+#define MCPQ_ING_MCP_H
+
+#include "ingress.h"
+
+/* 0: resp holds the answer. 1: the request is parked; its answer arrives in req->call. */
+int ing_mcp_post(ing_req_t *req, const char *server, ing_resp_t *resp);
+/* DELETE with Mcp-Session-Id ends the session. Always fills resp. */
+void ing_mcp_delete(ing_req_t *req, const char *server, ing_resp_t *resp);
+
+/* Kafka delivery report for a published job (opaque: the malloc'd job id). */
+void ing_mcp_delivered(void *opaque, int err, void *ctx);
+
+#endif

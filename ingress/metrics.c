@@ -1,0 +1,153 @@
+#include "metrics.h"
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const int statuses[] = {200, 202, 400, 401, 403, 404, 405, 406, 413, 415, 429, 431, 500, 503};
+#define NSTATUS (sizeof(statuses) / sizeof(statuses[0]) + 1) /* + "other" */
+
+static const double buckets_s[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                   0.25,  0.5,    1,     2.5,  5,     10,   30, 60};
+#define NBUCKET (sizeof(buckets_s) / sizeof(buckets_s[0]))
+
+static const char *const method_names[ING_M_COUNT] = {
+    "initialize", "ping", "tools/list", "tools/call", "notification", "session/delete",
+    "other",      "none"};
+static const char *const outcome_names[ING_CALL_COUNT] = {"ok", "tool_error", "timeout", "failed",
+                                                          "fake"};
+
+struct ing_metrics {
+    atomic_ullong requests[ING_M_COUNT][NSTATUS];
+    atomic_ullong hist[ING_M_COUNT][NBUCKET + 1];
+    atomic_ullong hist_sum_us[ING_M_COUNT];
+    atomic_ullong calls[ING_CALL_COUNT];
+    atomic_ullong published_ok, published_failed;
+};
+
+ing_metrics_t *ing_metrics_new(void)
+{
+    return calloc(1, sizeof(ing_metrics_t)); /* all-zero atomics are valid */
+}
+
+void ing_metrics_free(ing_metrics_t *m)
+{
+    free(m);
+}
+
+ing_method_t ing_metrics_method(const char *rpc_method)
+{
+    if (!rpc_method)
+        return ING_M_NONE;
+    if (strcmp(rpc_method, "tools/call") == 0)
+        return ING_M_TOOLS_CALL;
+    if (strcmp(rpc_method, "tools/list") == 0)
+        return ING_M_TOOLS_LIST;
+    if (strcmp(rpc_method, "initialize") == 0)
+        return ING_M_INITIALIZE;
+    if (strcmp(rpc_method, "ping") == 0)
+        return ING_M_PING;
+    if (strncmp(rpc_method, "notifications/", 14) == 0)
+        return ING_M_NOTIFICATION;
+    return ING_M_OTHER;
+}
+
+void ing_metrics_request(ing_metrics_t *m, ing_method_t method, int http_status,
+                         int64_t duration_ms)
+{
+    size_t si = NSTATUS - 1;
+    for (size_t i = 0; i < NSTATUS - 1; i++)
+        if (statuses[i] == http_status)
+            si = i;
+    atomic_fetch_add(&m->requests[method][si], 1);
+    double s = (double)duration_ms / 1000.0;
+    size_t b = 0;
+    while (b < NBUCKET && s > buckets_s[b])
+        b++;
+    atomic_fetch_add(&m->hist[method][b], 1);
+    atomic_fetch_add(&m->hist_sum_us[method], (unsigned long long)duration_ms * 1000ull);
+}
+
+void ing_metrics_call(ing_metrics_t *m, ing_call_outcome_t outcome)
+{
+    atomic_fetch_add(&m->calls[outcome], 1);
+}
+
+void ing_metrics_published(ing_metrics_t *m, int ok)
+{
+    atomic_fetch_add(ok ? &m->published_ok : &m->published_failed, 1);
+}
+
+static int line(util_buf_t *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int line(util_buf_t *out, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return -1;
+    return util_buf_append(out, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
+}
+
+int ing_metrics_render(ing_metrics_t *m, util_buf_t *out, size_t inflight, int kafka_up,
+                       int redis_up)
+{
+    line(out, "# HELP mcpq_http_requests_total HTTP requests by MCP method and status.\n");
+    line(out, "# TYPE mcpq_http_requests_total counter\n");
+    for (int mi = 0; mi < ING_M_COUNT; mi++)
+        for (size_t si = 0; si < NSTATUS; si++) {
+            unsigned long long v = atomic_load(&m->requests[mi][si]);
+            if (!v)
+                continue;
+            char st[16];
+            if (si < NSTATUS - 1)
+                snprintf(st, sizeof(st), "%d", statuses[si]);
+            else
+                snprintf(st, sizeof(st), "other");
+            line(out, "mcpq_http_requests_total{method=\"%s\",status=\"%s\"} %llu\n",
+                 method_names[mi], st, v);
+        }
+    line(out, "# HELP mcpq_request_duration_seconds Time from request to response.\n");
+    line(out, "# TYPE mcpq_request_duration_seconds histogram\n");
+    for (int mi = 0; mi < ING_M_COUNT; mi++) {
+        unsigned long long cum = 0;
+        for (size_t b = 0; b <= NBUCKET; b++)
+            cum += atomic_load(&m->hist[mi][b]);
+        if (!cum)
+            continue;
+        unsigned long long run = 0;
+        for (size_t b = 0; b < NBUCKET; b++) {
+            run += atomic_load(&m->hist[mi][b]);
+            line(out, "mcpq_request_duration_seconds_bucket{method=\"%s\",le=\"%g\"} %llu\n",
+                 method_names[mi], buckets_s[b], run);
+        }
+        line(out, "mcpq_request_duration_seconds_bucket{method=\"%s\",le=\"+Inf\"} %llu\n",
+             method_names[mi], cum);
+        line(out, "mcpq_request_duration_seconds_sum{method=\"%s\"} %.6f\n", method_names[mi],
+             (double)atomic_load(&m->hist_sum_us[mi]) / 1e6);
+        line(out, "mcpq_request_duration_seconds_count{method=\"%s\"} %llu\n", method_names[mi],
+             cum);
+    }
+    line(out, "# HELP mcpq_tool_calls_total tools/call outcomes.\n");
+    line(out, "# TYPE mcpq_tool_calls_total counter\n");
+    for (int i = 0; i < ING_CALL_COUNT; i++)
+        line(out, "mcpq_tool_calls_total{outcome=\"%s\"} %llu\n", outcome_names[i],
+             atomic_load(&m->calls[i]));
+    line(out, "# HELP mcpq_jobs_published_total Jobs handed to Kafka.\n");
+    line(out, "# TYPE mcpq_jobs_published_total counter\n");
+    line(out, "mcpq_jobs_published_total{result=\"ok\"} %llu\n", atomic_load(&m->published_ok));
+    line(out, "mcpq_jobs_published_total{result=\"failed\"} %llu\n",
+         atomic_load(&m->published_failed));
+    line(out, "# HELP mcpq_inflight_calls tools/call requests waiting for a result.\n");
+    line(out, "# TYPE mcpq_inflight_calls gauge\n");
+    line(out, "mcpq_inflight_calls %zu\n", inflight);
+    line(out, "# HELP mcpq_dependency_up 1 while the dependency is reachable.\n");
+    line(out, "# TYPE mcpq_dependency_up gauge\n");
+    line(out, "mcpq_dependency_up{dependency=\"kafka\"} %d\n", kafka_up);
+    line(out, "mcpq_dependency_up{dependency=\"redis\"} %d\n", redis_up);
+    return 0;
+}

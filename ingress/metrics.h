@@ -1,0 +1,51 @@
+/*
+ * metrics.h - the ingress's Prometheus metrics (SPEC section 11): requests by MCP method and
+ * HTTP status, request latency histograms, in-flight calls, published jobs and their
+ * failures, tool call outcomes. Counters are lock-free atomics; every function is
+ * thread-safe. ing_metrics_render() writes the text exposition format.
+ */
+#ifndef MCPQ_ING_METRICS_H
+#define MCPQ_ING_METRICS_H
+
+#include "util.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    ING_M_INITIALIZE,
+    ING_M_PING,
+    ING_M_TOOLS_LIST,
+    ING_M_TOOLS_CALL,
+    ING_M_NOTIFICATION,
+    ING_M_SESSION_DELETE,
+    ING_M_OTHER,
+    ING_M_NONE, /* no JSON-RPC method: unparsable body, auth failure, ... */
+    ING_M_COUNT
+} ing_method_t;
+
+typedef enum {
+    ING_CALL_OK,
+    ING_CALL_TOOL_ERROR,
+    ING_CALL_TIMEOUT,
+    ING_CALL_FAILED,
+    ING_CALL_FAKE,
+    ING_CALL_COUNT
+} ing_call_outcome_t;
+
+typedef struct ing_metrics ing_metrics_t;
+
+ing_metrics_t *ing_metrics_new(void);
+void ing_metrics_free(ing_metrics_t *m);
+
+ing_method_t ing_metrics_method(const char *rpc_method);
+void ing_metrics_request(ing_metrics_t *m, ing_method_t method, int http_status,
+                         int64_t duration_ms);
+void ing_metrics_call(ing_metrics_t *m, ing_call_outcome_t outcome);
+void ing_metrics_published(ing_metrics_t *m, int ok);
+
+/* Appends the exposition text; inflight is the current number of waiting calls. */
+int ing_metrics_render(ing_metrics_t *m, util_buf_t *out, size_t inflight, int kafka_up,
+                       int redis_up);
+
+#endif

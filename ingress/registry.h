@@ -1,0 +1,81 @@
+/*
+ * registry.h - the tool registry as the ingress sees it (SPEC sections 4.1 and 7).
+ *
+ * The registry lives in Redis (hash `mcpq:registry`, counter `mcpq:registry:rev`, see
+ * docs/internals.md) so every replica serves the same catalog. ing_registry_store() writes
+ * a normalized config there; ing_registry_fetch() reads it back into an immutable,
+ * reference-counted snapshot with everything a request needs precomputed: API key hashes,
+ * servers sorted by (tenant, name), each server's published tools sorted by name with their
+ * tools/list JSON rendered once.
+ *
+ * Snapshots are immutable: any thread may read one it holds a reference to.
+ */
+#ifndef MCPQ_ING_REGISTRY_H
+#define MCPQ_ING_REGISTRY_H
+
+#include "redis.h"
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+typedef struct ing_tool {
+    const char *tenant;
+    const char *server;
+    const char *name;
+    const cJSON *version; /* the published version (description, inputSchema, executor, ...) */
+    const char *version_id;
+    char *list_json;      /* this tool as a tools/list entry, compact JSON */
+    long long timeout_ms; /* 0: the process default */
+    int task_mode;
+    const cJSON *fake_result; /* non-NULL when fake.enabled */
+} ing_tool_t;
+
+typedef struct ing_server {
+    const char *tenant;
+    const char *name;
+    const char *description;
+    ing_tool_t **tools; /* sorted by name */
+    size_t ntools;
+} ing_server_t;
+
+typedef struct ing_tenant {
+    const char *id;
+    const char *default_server;
+    const cJSON *doc;
+} ing_tenant_t;
+
+typedef struct ing_apikey {
+    unsigned char sha256[32];
+    const ing_tenant_t *tenant;
+    const char *id;
+} ing_apikey_t;
+
+typedef struct ing_registry ing_registry_t;
+
+/* Writes a normalized config (cfg_load_file output) into Redis atomically (MULTI/EXEC) and
+ * bumps the revision. Objects the config names are replaced; others are kept. */
+int ing_registry_store(redisContext *c, const cJSON *config, char *errstr, size_t errstr_size);
+
+/* Reads the current registry: a snapshot with one reference, or NULL (errstr filled). */
+ing_registry_t *ing_registry_fetch(redisContext *c, char *errstr, size_t errstr_size);
+
+/* Builds a snapshot from registry hash fields (name/value pairs); used by fetch and tests. */
+ing_registry_t *ing_registry_build(const char *const *fields, const size_t *lens, size_t n,
+                                   long long rev, char *errstr, size_t errstr_size);
+
+/* The revision a snapshot was built from. */
+long long ing_registry_rev(const ing_registry_t *reg);
+/* Reads `mcpq:registry:rev` (0 when absent); MCPQ_EUNAVAIL on a Redis failure. */
+int ing_registry_read_rev(redisContext *c, long long *rev);
+
+void ing_registry_ref(ing_registry_t *reg);
+void ing_registry_unref(ing_registry_t *reg);
+
+/* The tenant whose API key hashes to sha256 (32 bytes), compared in constant time. */
+const ing_tenant_t *ing_registry_auth_key(const ing_registry_t *reg, const unsigned char *sha);
+
+const ing_server_t *ing_registry_server(const ing_registry_t *reg, const char *tenant,
+                                        const char *name);
+const ing_tool_t *ing_registry_tool(const ing_server_t *srv, const char *name);
+
+#endif

@@ -1,0 +1,93 @@
+#include "session.h"
+
+#include "err.h"
+#include "util.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+
+int ing_session_id_valid(const char *id)
+{
+    size_t n = strlen(id);
+    if (n < 8 || n >= sizeof(((ing_session_t *)0)->id))
+        return 0;
+    for (const char *p = id; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
+            return 0;
+    return 1;
+}
+
+int ing_session_save(kv_pool_t *kv, const ing_session_t *s, long long ttl_s)
+{
+    char err[256];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "tenant", s->tenant);
+    cJSON_AddStringToObject(o, "version", s->version);
+    cJSON_AddStringToObject(o, "log_level", s->log_level);
+    cJSON_AddNumberToObject(o, "created_ms", (double)util_now_ms());
+    char *json = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    if (!json)
+        return MCPQ_ENOMEM;
+    redisReply *r = kv_pool_command(kv, err, sizeof(err), "SET mcpq:session:%s %s EX %lld", s->id,
+                                    json, ttl_s);
+    cJSON_free(json);
+    if (!r)
+        return MCPQ_EUNAVAIL;
+    freeReplyObject(r);
+    return 0;
+}
+
+int ing_session_create(kv_pool_t *kv, ing_session_t *s, long long ttl_s)
+{
+    char hex[33];
+    if (util_random_hex(hex, 16) < 0)
+        return MCPQ_EIO;
+    snprintf(s->id, sizeof(s->id), "s_%s", hex);
+    return ing_session_save(kv, s, ttl_s);
+}
+
+int ing_session_get(kv_pool_t *kv, const char *id, const char *tenant, long long ttl_s,
+                    ing_session_t *s)
+{
+    char err[256];
+    if (!ing_session_id_valid(id))
+        return MCPQ_ENOTFOUND;
+    redisReply *r = kv_pool_command(kv, err, sizeof(err), "GETEX mcpq:session:%s EX %lld", id,
+                                    ttl_s);
+    if (!r)
+        return MCPQ_EUNAVAIL;
+    int rc = MCPQ_ENOTFOUND;
+    if (r->type == REDIS_REPLY_STRING) {
+        cJSON *o = cJSON_ParseWithLength(r->str, r->len);
+        const char *t = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "tenant"));
+        if (t && strcmp(t, tenant) == 0) {
+            memset(s, 0, sizeof(*s));
+            snprintf(s->id, sizeof(s->id), "%s", id);
+            snprintf(s->tenant, sizeof(s->tenant), "%s", t);
+            const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "version"));
+            const char *l = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "log_level"));
+            snprintf(s->version, sizeof(s->version), "%s", v ? v : "");
+            snprintf(s->log_level, sizeof(s->log_level), "%s", l ? l : "");
+            rc = 0;
+        }
+        cJSON_Delete(o);
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
+int ing_session_delete(kv_pool_t *kv, const char *id, const char *tenant)
+{
+    ing_session_t s;
+    int rc = ing_session_get(kv, id, tenant, 60, &s);
+    if (rc < 0)
+        return rc;
+    char err[256];
+    redisReply *r = kv_pool_command(kv, err, sizeof(err), "DEL mcpq:session:%s", id);
+    if (!r)
+        return MCPQ_EUNAVAIL;
+    freeReplyObject(r);
+    return 0;
+}

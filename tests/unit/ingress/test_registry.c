@@ -1,0 +1,117 @@
+/* Tests ingress/registry.c: snapshots built from registry documents (SPEC 4.1). */
+#include "check.h"
+#include "registry.h"
+
+#include <openssl/sha.h>
+#include <string.h>
+
+static const char *const docs[] = {
+    "tenant:acme",
+    "{\"id\":\"acme\",\"default_server\":\"default\",\"api_keys\":[{\"id\":\"k1\",\"sha256\":"
+    "\"SHA_ACME\"}]}",
+    "tenant:globex",
+    "{\"id\":\"globex\",\"api_keys\":[{\"id\":\"g1\",\"sha256\":\"SHA_GLOBEX\"}]}",
+    "server:acme:default",
+    "{\"tenant\":\"acme\",\"name\":\"default\"}",
+    "server:acme:ops",
+    "{\"tenant\":\"acme\",\"name\":\"ops\"}",
+    "server:globex:default",
+    "{\"tenant\":\"globex\",\"name\":\"default\"}",
+    "tool:acme:zeta",
+    "{\"tenant\":\"acme\",\"server\":\"default\",\"name\":\"zeta\",\"published\":\"2\","
+    "\"versions\":[{\"version\":\"1\",\"description\":\"old\"},{\"version\":\"2\","
+    "\"description\":\"new\",\"timeout_ms\":1500,\"inputSchema\":{\"type\":\"object\"}}]}",
+    "tool:acme:alpha",
+    "{\"tenant\":\"acme\",\"server\":\"default\",\"name\":\"alpha\",\"published\":\"1\","
+    "\"versions\":[{\"version\":\"1\",\"mode\":\"task\",\"fake\":{\"enabled\":true,\"result\":"
+    "{\"content\":[]}}}]}",
+    "tool:acme:offline",
+    "{\"tenant\":\"acme\",\"server\":\"default\",\"name\":\"offline\",\"versions\":[{\"version\":"
+    "\"1\"}]}",
+    "tool:acme:opsy",
+    "{\"tenant\":\"acme\",\"server\":\"ops\",\"name\":\"opsy\",\"published\":\"1\",\"versions\":"
+    "[{\"version\":\"1\"}]}",
+    "tool:globex:echo",
+    "{\"tenant\":\"globex\",\"server\":\"default\",\"name\":\"echo\",\"published\":\"1\","
+    "\"versions\":[{\"version\":\"1\"}]}",
+    "tool:nobody:x",
+    "{\"tenant\":\"nobody\",\"server\":\"default\",\"name\":\"x\",\"published\":\"1\","
+    "\"versions\":[{\"version\":\"1\"}]}",
+};
+
+static void sha_hex(const char *key, char out[65], unsigned char raw[32])
+{
+    SHA256((const unsigned char *)key, strlen(key), raw);
+    for (int i = 0; i < 32; i++)
+        snprintf(out + 2 * i, 3, "%02x", raw[i]);
+}
+
+int main(void)
+{
+    enum { N = sizeof(docs) / sizeof(docs[0]) };
+    char buf[N][1024];
+    const char *fields[N];
+    size_t lens[N];
+    char hex_a[65], hex_g[65];
+    unsigned char raw_a[32], raw_g[32], raw_x[32];
+    sha_hex("acme-key", hex_a, raw_a);
+    sha_hex("globex-key", hex_g, raw_g);
+    for (size_t i = 0; i < N; i++) {
+        const char *d = docs[i];
+        char *o = buf[i];
+        /* substitute the key hashes */
+        size_t k = 0;
+        while (*d) {
+            if (strncmp(d, "SHA_ACME", 8) == 0) {
+                k += (size_t)snprintf(o + k, 1024 - k, "%s", hex_a), d += 8;
+            } else if (strncmp(d, "SHA_GLOBEX", 10) == 0) {
+                k += (size_t)snprintf(o + k, 1024 - k, "%s", hex_g), d += 10;
+            } else {
+                o[k++] = *d++;
+            }
+        }
+        o[k] = '\0';
+        fields[i] = o;
+        lens[i] = k;
+    }
+    char err[256];
+    ing_registry_t *reg = ing_registry_build(fields, lens, N, 42, err, sizeof(err));
+    CHECK(reg != NULL);
+    CHECK_INT_EQ(ing_registry_rev(reg), 42);
+
+    const ing_tenant_t *t = ing_registry_auth_key(reg, raw_a);
+    CHECK(t != NULL);
+    CHECK_STR_EQ(t->id, "acme");
+    CHECK_STR_EQ(ing_registry_auth_key(reg, raw_g)->id, "globex");
+    memset(raw_x, 7, sizeof(raw_x));
+    CHECK(ing_registry_auth_key(reg, raw_x) == NULL);
+    CHECK_STR_EQ(ing_registry_auth_key(reg, raw_g)->default_server, "default");
+
+    const ing_server_t *s = ing_registry_server(reg, "acme", "default");
+    CHECK(s != NULL);
+    /* sorted by name; the offline tool (no published version) is not served */
+    CHECK_INT_EQ(s->ntools, 2);
+    CHECK_STR_EQ(s->tools[0]->name, "alpha");
+    CHECK_STR_EQ(s->tools[1]->name, "zeta");
+    const ing_tool_t *z = ing_registry_tool(s, "zeta");
+    CHECK(z != NULL);
+    CHECK_STR_EQ(z->version_id, "2");
+    CHECK_INT_EQ(z->timeout_ms, 1500);
+    CHECK_CONTAINS(z->list_json, "\"description\":\"new\"");
+    CHECK_CONTAINS(z->list_json, "\"inputSchema\":{\"type\":\"object\"}");
+    const ing_tool_t *a = ing_registry_tool(s, "alpha");
+    CHECK(a->task_mode && a->fake_result);
+    CHECK_CONTAINS(a->list_json, "\"inputSchema\":{\"type\":\"object\"}");
+    CHECK(ing_registry_tool(s, "offline") == NULL);
+    CHECK(ing_registry_tool(s, "opsy") == NULL);
+    CHECK(ing_registry_tool(ing_registry_server(reg, "acme", "ops"), "opsy") != NULL);
+    /* tenant isolation: globex has no ops server and cannot see acme's tools */
+    CHECK(ing_registry_server(reg, "globex", "ops") == NULL);
+    CHECK(ing_registry_tool(ing_registry_server(reg, "globex", "default"), "zeta") == NULL);
+    CHECK(ing_registry_server(reg, "nobody", "default") == NULL);
+    ing_registry_ref(reg);
+    ing_registry_unref(reg);
+    ing_registry_unref(reg);
+    TEST_PASS("registry snapshot");
+    return 0;
+}
