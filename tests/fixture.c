@@ -1,0 +1,366 @@
+#include "fixture.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FX_REDIS_WAIT_MS 10000
+#define FX_BROKER_WAIT_MS 20000
+#define FX_STOP_WAIT_MS 10000
+#define FX_POLL_MS 20
+#define FX_TAIL_BYTES 2048
+
+static long long fx_mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void fx_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+const char *fx_bin_dir(void)
+{
+    const char *d = getenv("MCPQ_BIN_DIR");
+    return d && *d ? d : "./build";
+}
+
+/* The last FX_TAIL_BYTES of a log, on stderr, so a failed start says why. */
+static void fx_log_tail(const char *path)
+{
+    char buf[FX_TAIL_BYTES + 1];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        fprintf(stderr, "fixture: (no log %s: %s)\n", path, strerror(errno));
+        return;
+    }
+    off_t end = lseek(fd, 0, SEEK_END);
+    off_t from = end > FX_TAIL_BYTES ? end - FX_TAIL_BYTES : 0;
+    ssize_t n = pread(fd, buf, FX_TAIL_BYTES, from);
+    close(fd);
+    if (n < 0)
+        n = 0;
+    buf[n] = '\0';
+    fprintf(stderr, "fixture: --- tail of %s ---\n%s%s--- end ---\n", path, buf,
+            n > 0 && buf[n - 1] != '\n' ? "\n" : "");
+}
+
+int fx_free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = 0;
+    socklen_t len = sizeof(a);
+    int port = -1;
+    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    close(fd);
+    return port;
+}
+
+pid_t fx_spawn(const char *const argv[], const char *const extra_env[], const char *log_path)
+{
+    if (!argv || !argv[0] || !log_path) {
+        fprintf(stderr, "fixture: fx_spawn: argv and log_path are required\n");
+        return -1;
+    }
+    int logfd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (logfd < 0) {
+        fprintf(stderr, "fixture: cannot open %s: %s\n", log_path, strerror(errno));
+        return -1;
+    }
+    fflush(NULL); /* no buffered output duplicated into the child */
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "fixture: fork: %s\n", strerror(errno));
+        close(logfd);
+        return -1;
+    }
+    if (pid == 0) {
+        /* Child: only async-signal-safe work until exec, apart from setenv (we are the only
+         * thread here, so its lock cannot be held by anyone). */
+        setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127); /* the test died before prctl */
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        signal(SIGPIPE, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGINT, SIG_DFL);
+        int devnull = open("/dev/null", O_RDONLY);
+        if (devnull >= 0 && devnull != STDIN_FILENO) {
+            dup2(devnull, STDIN_FILENO);
+            close(devnull);
+        }
+        dup2(logfd, STDOUT_FILENO);
+        dup2(logfd, STDERR_FILENO);
+        for (int i = 0; extra_env && extra_env[i]; i++) {
+            const char *eq = strchr(extra_env[i], '=');
+            if (!eq || eq == extra_env[i])
+                continue;
+            char name[256];
+            size_t n = (size_t)(eq - extra_env[i]);
+            if (n >= sizeof(name))
+                continue;
+            memcpy(name, extra_env[i], n);
+            name[n] = '\0';
+            setenv(name, eq + 1, 1);
+        }
+        execvp(argv[0], (char *const *)argv);
+        dprintf(STDERR_FILENO, "fixture: cannot exec %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    setpgid(pid, pid); /* also from the parent: no window where kill(-pid) misses it */
+    close(logfd);
+    return pid;
+}
+
+static int fx_status(int st)
+{
+    if (WIFEXITED(st))
+        return WEXITSTATUS(st);
+    if (WIFSIGNALED(st))
+        return 128 + WTERMSIG(st);
+    return -1;
+}
+
+int fx_wait_exit(pid_t pid, int timeout_ms)
+{
+    if (pid <= 0)
+        return -1;
+    long long end = fx_mono_ms() + timeout_ms;
+    for (;;) {
+        int st = 0;
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid)
+            return fx_status(st);
+        if (r < 0 && errno != EINTR)
+            return -1;
+        if (fx_mono_ms() >= end)
+            return -1;
+        fx_sleep_ms(FX_POLL_MS);
+    }
+}
+
+int fx_stop_pid(pid_t pid, int timeout_ms)
+{
+    if (pid <= 0)
+        return -1;
+    if (kill(-pid, SIGTERM) < 0)
+        kill(pid, SIGTERM);
+    int st = fx_wait_exit(pid, timeout_ms);
+    if (st < 0) {
+        fprintf(stderr, "fixture: pid %ld ignored SIGTERM for %d ms: SIGKILL\n", (long)pid,
+                timeout_ms);
+        kill(-pid, SIGKILL);
+        kill(pid, SIGKILL);
+        st = fx_wait_exit(pid, 5000);
+    } else {
+        kill(-pid, SIGKILL); /* whatever it left in its group */
+    }
+    return st;
+}
+
+int fx_wait_file(const char *path, int timeout_ms)
+{
+    long long end = fx_mono_ms() + timeout_ms;
+    for (;;) {
+        struct stat st;
+        if (stat(path, &st) == 0 && st.st_size > 0)
+            return 0;
+        if (fx_mono_ms() >= end)
+            return -1;
+        fx_sleep_ms(FX_POLL_MS);
+    }
+}
+
+/* 1 when Redis on port answers PING with PONG. */
+static int fx_redis_ping(int port)
+{
+    struct timeval tv = {0, 500000};
+    redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
+    int ok = 0;
+    if (c && !c->err) {
+        redisSetTimeout(c, tv);
+        redisReply *r = redisCommand(c, "PING");
+        ok = r && r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0;
+        if (r)
+            freeReplyObject(r);
+    }
+    if (c)
+        redisFree(c);
+    return ok;
+}
+
+/* Exited already? Then reap it, report and return 1. */
+static int fx_died(pid_t *pid, const char *what, const char *log)
+{
+    int st = 0;
+    if (waitpid(*pid, &st, WNOHANG) != *pid)
+        return 0;
+    fprintf(stderr, "fixture: %s exited during start-up (status %d)\n", what, fx_status(st));
+    fx_log_tail(log);
+    *pid = 0;
+    return 1;
+}
+
+static int fx_redis_start(fx_stack_t *fx)
+{
+    char log[512], port_s[16];
+    snprintf(log, sizeof(log), "%s/redis.log", fx->dir);
+    /* The port is free when picked but may be taken before redis binds it: retry. */
+    for (int attempt = 0; attempt < 3; attempt++) {
+        int port = fx_free_port();
+        if (port < 0) {
+            fprintf(stderr, "fixture: no free port: %s\n", strerror(errno));
+            return -1;
+        }
+        snprintf(port_s, sizeof(port_s), "%d", port);
+        const char *argv[] = {"redis-server", "--port",     port_s,    "--bind",
+                              "127.0.0.1",    "--save",     "",        "--appendonly",
+                              "no",           "--dir",      fx->dir,   "--daemonize",
+                              "no",           "--loglevel", "warning", NULL};
+        fx->redis_pid = fx_spawn(argv, NULL, log);
+        if (fx->redis_pid < 0) {
+            fx->redis_pid = 0;
+            return -1;
+        }
+        long long end = fx_mono_ms() + FX_REDIS_WAIT_MS;
+        while (fx_mono_ms() < end) {
+            if (fx_redis_ping(port)) {
+                fx->redis_port = port;
+                snprintf(fx->redis_url, sizeof(fx->redis_url), "redis://127.0.0.1:%d/0", port);
+                return 0;
+            }
+            if (fx_died(&fx->redis_pid, "redis-server", log))
+                break;
+            fx_sleep_ms(FX_POLL_MS);
+        }
+        if (fx->redis_pid > 0) {
+            fprintf(stderr, "fixture: redis-server on port %d did not answer PING in %d ms\n", port,
+                    FX_REDIS_WAIT_MS);
+            fx_log_tail(log);
+            fx_stop_pid(fx->redis_pid, FX_STOP_WAIT_MS);
+            fx->redis_pid = 0;
+            return -1;
+        }
+    }
+    return -1;
+}
+
+static int fx_broker_start(fx_stack_t *fx, int partitions)
+{
+    char log[512], ready[512], bin[1024], parts_env[64], ready_env[600];
+    snprintf(log, sizeof(log), "%s/devbroker.log", fx->dir);
+    snprintf(ready, sizeof(ready), "%s/devbroker.ready", fx->dir);
+    snprintf(bin, sizeof(bin), "%s/mcpq-devbroker", fx_bin_dir());
+    snprintf(parts_env, sizeof(parts_env), "MCPQ_PARTITIONS=%d", partitions);
+    snprintf(ready_env, sizeof(ready_env), "MCPQ_READY_FILE=%s", ready);
+    if (access(bin, X_OK) != 0) {
+        fprintf(stderr, "fixture: %s is missing (set MCPQ_BIN_DIR to the build dir)\n", bin);
+        return -1;
+    }
+    const char *argv[] = {bin, NULL};
+    const char *env[] = {parts_env, ready_env, NULL};
+    fx->broker_pid = fx_spawn(argv, env, log);
+    if (fx->broker_pid < 0) {
+        fx->broker_pid = 0;
+        return -1;
+    }
+    long long end = fx_mono_ms() + FX_BROKER_WAIT_MS;
+    while (fx_mono_ms() < end) {
+        if (fx_wait_file(ready, 0) == 0) {
+            FILE *f = fopen(ready, "r");
+            if (f && fgets(fx->brokers, sizeof(fx->brokers), f)) {
+                fx->brokers[strcspn(fx->brokers, "\r\n")] = '\0';
+                fclose(f);
+                if (fx->brokers[0])
+                    return 0;
+            } else if (f) {
+                fclose(f);
+            }
+        }
+        if (fx_died(&fx->broker_pid, "mcpq-devbroker", log))
+            return -1;
+        fx_sleep_ms(FX_POLL_MS);
+    }
+    fprintf(stderr, "fixture: mcpq-devbroker wrote no bootstrap address in %d ms\n",
+            FX_BROKER_WAIT_MS);
+    fx_log_tail(log);
+    return -1;
+}
+
+static void fx_stop_keep(fx_stack_t *fx, int keep);
+
+int fx_start(fx_stack_t *fx, int partitions)
+{
+    memset(fx, 0, sizeof(*fx));
+    const char *tmp = getenv("TMPDIR");
+    snprintf(fx->dir, sizeof(fx->dir), "%s/mcpq-fx-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(fx->dir)) {
+        fprintf(stderr, "fixture: mkdtemp %s: %s\n", fx->dir, strerror(errno));
+        fx->dir[0] = '\0';
+        return -1;
+    }
+    if (partitions < 1)
+        partitions = 1;
+    if (fx_redis_start(fx) < 0 || fx_broker_start(fx, partitions) < 0) {
+        fx_stop_keep(fx, 1); /* keep the logs of a failed start */
+        return -1;
+    }
+    return 0;
+}
+
+static int fx_rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    remove(path);
+    return 0;
+}
+
+static void fx_stop_keep(fx_stack_t *fx, int keep)
+{
+    if (fx->broker_pid > 0)
+        fx_stop_pid(fx->broker_pid, FX_STOP_WAIT_MS);
+    if (fx->redis_pid > 0)
+        fx_stop_pid(fx->redis_pid, FX_STOP_WAIT_MS);
+    fx->broker_pid = fx->redis_pid = 0;
+    if (!fx->dir[0])
+        return;
+    if (keep)
+        fprintf(stderr, "fixture: state kept in %s\n", fx->dir);
+    else
+        nftw(fx->dir, fx_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    fx->dir[0] = '\0';
+}
+
+void fx_stop(fx_stack_t *fx)
+{
+    const char *keep = getenv("FX_KEEP");
+    fx_stop_keep(fx, keep && strcmp(keep, "1") == 0);
+}

@@ -1,0 +1,75 @@
+/*
+ * fixture.h - the stack an integration test runs against: a real redis-server and a real
+ * Kafka-protocol broker (mcpq-devbroker, librdkafka's mock cluster), both on random
+ * 127.0.0.1 ports, with their state and logs in a fresh temporary directory.
+ *
+ *     fx_stack_t fx;
+ *     if (fx_start(&fx, 6) < 0)
+ *         return 1;
+ *     ... fx.redis_url, fx.brokers; fx_spawn() an mcpq-worker with MCPQ_KAFKA_BROKERS ...
+ *     fx_stop(&fx);
+ *
+ * Binaries come from $MCPQ_BIN_DIR (ctest sets it to the build dir; default ./build).
+ * FX_KEEP=1 keeps the state dir (redis.log, devbroker.log, whatever the test spawned there)
+ * after fx_stop() and prints where it is.
+ *
+ * Every process fx_spawn() starts gets its own process group and is killed (SIGKILL) when
+ * the thread that spawned it exits (PR_SET_PDEATHSIG), so a test that crashes or is killed
+ * by ctest leaves nothing behind: call fx_start() and fx_spawn() from the test's main thread.
+ * None of these functions is thread-safe.
+ */
+#ifndef MCPQ_TESTS_FIXTURE_H
+#define MCPQ_TESTS_FIXTURE_H
+
+#include <sys/types.h>
+
+typedef struct fx_stack {
+    char dir[256];       /* the state dir (mkdtemp) */
+    char redis_url[128]; /* redis://127.0.0.1:<port>/0 */
+    char brokers[256];   /* the devbroker's bootstrap servers host:port[,...] */
+    pid_t redis_pid, broker_pid;
+    int redis_port;
+} fx_stack_t;
+
+/*
+ * Makes the state dir, starts redis-server (no RDB, no AOF, log in <dir>/redis.log) and
+ * mcpq-devbroker with that many partitions (log in <dir>/devbroker.log), and waits until
+ * Redis answers PING and the broker has written its bootstrap address (at most ~20 s).
+ * Returns 0, or -1 with a message (and the tail of the failing log) on stderr; on failure
+ * everything it started is stopped again.
+ */
+int fx_start(fx_stack_t *fx, int partitions);
+
+/* SIGTERM to both (then SIGKILL after 10 s), waits, removes the dir unless FX_KEEP=1.
+ * Safe to call twice and on a zeroed fx. */
+void fx_stop(fx_stack_t *fx);
+
+/*
+ * fork+exec argv (argv[0] is looked up in PATH when it has no '/') with the current
+ * environment plus extra_env ("K=V" strings, NULL-terminated; may be NULL), stdin from
+ * /dev/null, stdout and stderr appended to log_path (created if missing). The child leads its
+ * own process group. Returns the pid, or -1 with a message on stderr. An exec failure
+ * shows up as exit status 127 with the reason in the log.
+ */
+pid_t fx_spawn(const char *const argv[], const char *const extra_env[], const char *log_path);
+
+/*
+ * Sends SIGTERM to pid's process group, waits up to timeout_ms, then SIGKILLs the group and
+ * reaps pid. Returns the exit status (0..255), 128+signal when it died of a signal, or -1.
+ */
+int fx_stop_pid(pid_t pid, int timeout_ms);
+
+/* Waits up to timeout_ms for pid to exit; the exit status as fx_stop_pid(), or -1 when it
+ * is still running (or is not our child). */
+int fx_wait_exit(pid_t pid, int timeout_ms);
+
+/* A TCP port that was free on 127.0.0.1 a moment ago (the kernel's pick), or -1. */
+int fx_free_port(void);
+
+/* The binary dir: $MCPQ_BIN_DIR, or "./build". */
+const char *fx_bin_dir(void);
+
+/* Waits up to timeout_ms for path to exist and be non-empty: 0 or -1. */
+int fx_wait_file(const char *path, int timeout_ms);
+
+#endif
