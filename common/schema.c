@@ -1,10 +1,11 @@
 #include "schema.h"
 
 #include "err.h"
+#include "jsonval.h"
 #include "log.h"
+#include "rx.h"
 #include "util.h"
 
-#include <math.h>
 #include <pthread.h>
 #include <regex.h>
 #include <stdarg.h>
@@ -15,7 +16,7 @@
 
 #define PATH_CAP 512
 #define MSG_CAP 512
-#define RX_CACHE 8
+#define PATTERN_CACHE 8
 #define PATTERN_MAX 4096 /* longest pattern source accepted */
 
 /* Outcome of one validation step: the instance is invalid (a user error), or the schema is
@@ -26,10 +27,10 @@ enum { V_OK = 0, V_FAIL = 1, V_HARD = 2 };
 static const char *const type_names[] = {"object", "array",   "string", "integer",
                                          "number", "boolean", "null"};
 
-typedef struct rx_entry {
+typedef struct pattern_entry {
     const cJSON *node;
     regex_t rx;
-} rx_entry_t;
+} pattern_entry_t;
 
 /* One validation (or schema check): the current path, the first error, compiled patterns. */
 typedef struct vctx {
@@ -39,7 +40,7 @@ typedef struct vctx {
     char err_msg[MSG_CAP];
     int oom;
     int nrx;
-    rx_entry_t rx[RX_CACHE];
+    pattern_entry_t rx[PATTERN_CACHE];
 } vctx_t;
 
 /* ---- paths and errors ---- */
@@ -146,18 +147,13 @@ static int out_of_memory(vctx_t *c)
     return V_HARD;
 }
 
-/* ---- JSON values ---- */
-
-static int is_integral(const cJSON *v)
-{
-    return cJSON_IsNumber(v) && isfinite(v->valuedouble) && floor(v->valuedouble) == v->valuedouble;
-}
+/* ---- JSON Schema types and messages ---- */
 
 /* The types v has, as a mask: an integral number is both "integer" and "number". */
 static unsigned type_bits(const cJSON *v)
 {
     if (cJSON_IsNumber(v))
-        return is_integral(v) ? 8u | 16u : 16u;
+        return jv_is_integral(v) ? 8u | 16u : 16u;
     return cJSON_IsObject(v)   ? 1u
            : cJSON_IsArray(v)  ? 2u
            : cJSON_IsString(v) ? 4u
@@ -172,74 +168,6 @@ static const char *type_of(const cJSON *v)
     return bits ? type_names[__builtin_ctz(bits)] : "invalid";
 }
 
-static void fmt_number(double d, char *buf, size_t size)
-{
-    if (isfinite(d) && floor(d) == d && fabs(d) < 1e15)
-        snprintf(buf, size, "%.0f", d);
-    else
-        snprintf(buf, size, "%.15g", d);
-}
-
-/* 1 equal, 0 different, -1 nested deeper than the bound. */
-static int json_equal(const cJSON *a, const cJSON *b, int depth)
-{
-    if (depth > SCH_MAX_DEPTH)
-        return -1;
-    if (cJSON_IsNumber(a) && cJSON_IsNumber(b))
-        return a->valuedouble == b->valuedouble;
-    if ((a->type & 0xff) != (b->type & 0xff))
-        return 0;
-    if (cJSON_IsString(a))
-        return strcmp(a->valuestring, b->valuestring) == 0;
-    if (cJSON_IsArray(a) || cJSON_IsObject(a)) {
-        if (cJSON_GetArraySize(a) != cJSON_GetArraySize(b))
-            return 0;
-        const cJSON *y = b->child;
-        for (const cJSON *x = a->child; x; x = x->next) {
-            const cJSON *other =
-                cJSON_IsArray(a) ? y : cJSON_GetObjectItemCaseSensitive(b, x->string);
-            if (!other)
-                return 0;
-            int eq = json_equal(x, other, depth + 1);
-            if (eq != 1)
-                return eq;
-            y = y ? y->next : NULL;
-        }
-    }
-    return 1;
-}
-
-static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *s = p;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ s[i]) * 0x100000001b3ULL;
-    return h;
-}
-
-/* A hash equal for equal values (object members in any order); depth as json_equal. */
-static uint64_t json_hash(const cJSON *v, int depth)
-{
-    uint64_t h = 0xcbf29ce484222325ULL ^ (uint64_t)(v->type & 0xff);
-    if (depth > SCH_MAX_DEPTH)
-        return h;
-    if (cJSON_IsNumber(v)) {
-        double d = v->valuedouble == 0 ? 0.0 : v->valuedouble;
-        h = hash_bytes(0xcbf29ce484222325ULL, &d, sizeof(d));
-    } else if (cJSON_IsString(v)) {
-        h = hash_bytes(h, v->valuestring, strlen(v->valuestring));
-    } else if (cJSON_IsArray(v)) {
-        for (const cJSON *x = v->child; x; x = x->next)
-            h = (h ^ json_hash(x, depth + 1)) * 0x100000001b3ULL;
-    } else if (cJSON_IsObject(v)) {
-        uint64_t sum = 0;
-        for (const cJSON *x = v->child; x; x = x->next)
-            sum += hash_bytes(json_hash(x, depth + 1), x->string, strlen(x->string));
-        h ^= sum;
-    }
-    return h;
-}
-
 /* Appends printf-style text to the string in buf (of size), clipped to fit. */
 static void appendf(char *buf, size_t size, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -250,16 +178,6 @@ static void appendf(char *buf, size_t size, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf + len, size - len, fmt, ap);
     va_end(ap);
-}
-
-/* Appends a JSON rendering of v to buf (of size), clipped with "..." */
-static void append_json(char *buf, size_t size, const cJSON *v)
-{
-    char *s = cJSON_PrintUnformatted(v);
-    if (s && strlen(s) > 120)
-        memcpy(s + 117, "...", 4);
-    appendf(buf, size, "%s", s ? s : "?");
-    cJSON_free(s);
 }
 
 /* ---- keyword values (shared by validation and sch_schema_check) ---- */
@@ -292,7 +210,7 @@ static int get_count(vctx_t *c, const cJSON *s, const char *kw, double *out)
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(s, kw);
     if (!v)
         return 0;
-    if (!is_integral(v) || v->valuedouble < 0)
+    if (!jv_is_integral(v) || v->valuedouble < 0)
         return -bad_schema(c, "\"%s\" must be a non-negative integer", kw);
     *out = v->valuedouble;
     return 1;
@@ -326,216 +244,10 @@ static int get_kind(vctx_t *c, const cJSON *s, const char *kw, int kind, const c
     return 1;
 }
 
-/* ---- patterns: ECMAScript regex source to POSIX ERE ---- */
-
-static void bits_set(unsigned char *bits, int lo, int hi)
-{
-    for (int b = lo; b <= hi; b++)
-        bits[b >> 3] |= (unsigned char)(1u << (b & 7));
-}
-
-static int bits_has(const unsigned char *bits, int b)
-{
-    return (bits[b >> 3] >> (b & 7)) & 1;
-}
-
-/* Adds the class of escape letter e (d, w, s or the negations) to bits; 0 if not a class. */
-static int class_add(unsigned char *bits, char e)
-{
-    unsigned char tmp[32] = {0};
-    switch (e | 0x20) {
-    case 'd':
-        bits_set(tmp, '0', '9');
-        break;
-    case 'w':
-        bits_set(tmp, '0', '9');
-        bits_set(tmp, 'A', 'Z');
-        bits_set(tmp, 'a', 'z');
-        bits_set(tmp, '_', '_');
-        break;
-    case 's':
-        bits_set(tmp, '\t', '\r');
-        bits_set(tmp, ' ', ' ');
-        break;
-    default:
-        return 0;
-    }
-    for (int i = 0; i < 32; i++)
-        bits[i] |= (e >= 'a') ? tmp[i] : (unsigned char)~tmp[i];
-    bits[0] &= (unsigned char)~1u; /* never NUL */
-    return 1;
-}
-
-/* The byte an escape \e stands for inside or outside a class, or -1 when unsupported.
- * *src points after e and is advanced past \xHH and ASCII \uXXXX. */
-static int escape_byte(char e, const char **src)
-{
-    static const char punct[] = "^$\\.*+?()[]{}|/-,:;=!<>'\"#%&~@` ";
-    unsigned v = 0;
-    int digits = e == 'x' ? 2 : e == 'u' ? 4 : 0;
-    switch (e) {
-    case 'n':
-        return '\n';
-    case 't':
-        return '\t';
-    case 'r':
-        return '\r';
-    case 'f':
-        return '\f';
-    case 'v':
-        return '\v';
-    }
-    if (digits) {
-        for (int i = 0; i < digits; i++) {
-            char h = (*src)[i];
-            int d = (h >= '0' && h <= '9')                     ? h - '0'
-                    : ((h | 0x20) >= 'a' && (h | 0x20) <= 'f') ? (h | 0x20) - 'a' + 10
-                                                               : -1;
-            if (d < 0)
-                return -1;
-            v = v * 16 + (unsigned)d;
-        }
-        *src += digits;
-        return (v > 0 && v < 0x80) ? (int)v : -1;
-    }
-    return (e && strchr(punct, e)) ? (unsigned char)e : -1;
-}
-
-/* Emits bits as a POSIX bracket expression: ']' first, '-' last, '^' never first. */
-static int emit_bracket(util_buf_t *out, const unsigned char *bits, int negate)
-{
-    int n = 0, rc;
-    for (int b = 1; b < 256; b++)
-        n += bits_has(bits, b);
-    if (n == 0)
-        return negate ? util_buf_append(out, ".", 1) : -1;
-    if (n == 1 && bits_has(bits, '^') && !negate)
-        return util_buf_append(out, "\\^", 2);
-    rc = util_buf_append(out, negate ? "[^" : "[", negate ? 2 : 1);
-    if (bits_has(bits, ']'))
-        rc |= util_buf_append(out, "]", 1);
-    for (int b = 1; b < 256; b++) {
-        if (!bits_has(bits, b) || b == ']' || b == '-' || b == '^')
-            continue;
-        int e = b;
-        while (e + 1 < 256 && bits_has(bits, e + 1) && e + 1 != ']' && e + 1 != '-' && e + 1 != '^')
-            e++;
-        char run[3] = {(char)b, '-', (char)e};
-        if (e - b >= 2)
-            rc |= util_buf_append(out, run, 3);
-        else
-            rc |= util_buf_append(out, run, 1) | (e > b ? util_buf_append(out, run + 2, 1) : 0);
-        b = e;
-    }
-    if (bits_has(bits, '^'))
-        rc |= util_buf_append(out, "^", 1);
-    if (bits_has(bits, '-'))
-        rc |= util_buf_append(out, "-", 1);
-    return rc | util_buf_append(out, "]", 1);
-}
-
-/* Translates a class "[...]" starting after '['; returns 0 or -1 (unsupported). */
-static int translate_class(const char **src, util_buf_t *out)
-{
-    unsigned char bits[32] = {0};
-    const char *p = *src;
-    int negate = 0, prev = -1;
-    if (*p == '^') {
-        negate = 1;
-        p++;
-    }
-    while (*p && *p != ']') {
-        int ch, escaped = *p == '\\';
-        if ((unsigned char)*p >= 0x80)
-            return -1;
-        if (escaped) {
-            char e = p[1];
-            if (!e)
-                return -1;
-            p += 2;
-            if (e && class_add(bits, e)) {
-                prev = -1;
-                continue;
-            }
-            ch = e == 'b' ? '\b' : escape_byte(e, &p);
-            if (ch < 0)
-                return -1;
-        } else {
-            ch = (unsigned char)*p++;
-        }
-        if (ch == '-' && !escaped && prev >= 0 && *p && *p != ']') {
-            const char *q = p;
-            int hi = (unsigned char)*q++;
-            if (hi == '\\') {
-                char e = *q++;
-                hi = escape_byte(e, &q);
-            }
-            if (hi < prev || hi >= 0x80)
-                return -1;
-            bits_set(bits, prev, hi);
-            p = q;
-            prev = -1;
-            continue;
-        }
-        bits_set(bits, ch, ch);
-        prev = ch;
-    }
-    if (*p != ']')
-        return -1;
-    *src = p + 1;
-    return emit_bracket(out, bits, negate) < 0 ? -1 : 0;
-}
-
-/* ECMAScript pattern to POSIX ERE: 0, or -1 when it uses what ERE cannot express. */
-static int translate_pattern(const char *src, util_buf_t *out)
-{
-    static const char special[] = "^$\\.*+?()[]{}|";
-    int after_quant = 0;
-    while (*src) {
-        int rc = 0, quant = 0;
-        char ch = *src;
-        if (ch == '\\') {
-            char e = src[1];
-            unsigned char bits[32] = {0};
-            if (!e)
-                return -1;
-            src += 2;
-            if (e && class_add(bits, e)) {
-                rc = emit_bracket(out, bits, 0);
-            } else if (e == 'b' || e == 'B') {
-                char two[2] = {'\\', e};
-                rc = util_buf_append(out, two, 2);
-            } else {
-                int b = escape_byte(e, &src);
-                char two[2] = {'\\', (char)b};
-                if (b < 0)
-                    return -1;
-                rc = strchr(special, b) ? util_buf_append(out, two, 2)
-                                        : util_buf_append(out, two + 1, 1);
-            }
-        } else if (ch == '[') {
-            src++;
-            rc = translate_class(&src, out);
-        } else if (ch == '(' && src[1] == '?') {
-            if (src[2] != ':')
-                return -1; /* lookaround, named groups */
-            src += 3;
-            rc = util_buf_append(out, "(", 1);
-        } else if (ch == '?' && after_quant) {
-            src++; /* lazy quantifier: the same matches for a search */
-        } else {
-            quant = ch == '*' || ch == '+' || ch == '?' || ch == '}';
-            rc = util_buf_append(out, src++, 1);
-        }
-        if (rc < 0)
-            return -1;
-        after_quant = quant;
-    }
-    return 0;
-}
+/* ---- patterns: translated by rx.c, compiled once per validation ---- */
 
 /* Compiles pattern text (the value of node, cached per node). NULL on a bad pattern. */
-static const regex_t *rx_get(vctx_t *c, const cJSON *node, const char *pattern, regex_t *tmp)
+static const regex_t *pattern_get(vctx_t *c, const cJSON *node, const char *pattern, regex_t *tmp)
 {
     for (int i = 0; i < c->nrx; i++)
         if (c->rx[i].node == node)
@@ -544,8 +256,8 @@ static const regex_t *rx_get(vctx_t *c, const cJSON *node, const char *pattern, 
         return NULL;
     util_buf_t ere;
     util_buf_init(&ere, 16 * PATTERN_MAX);
-    int rc = translate_pattern(pattern, &ere);
-    regex_t *rx = c->nrx < RX_CACHE ? &c->rx[c->nrx].rx : tmp;
+    int rc = rx_translate(pattern, &ere);
+    regex_t *rx = c->nrx < PATTERN_CACHE ? &c->rx[c->nrx].rx : tmp;
     if (rc == 0)
         rc = regcomp(rx, ere.data ? ere.data : "", REG_EXTENDED | REG_NOSUB) == 0 ? 0 : -1;
     util_buf_cleanup(&ere);
@@ -557,10 +269,10 @@ static const regex_t *rx_get(vctx_t *c, const cJSON *node, const char *pattern, 
 }
 
 /* 1 match, 0 no match, -V_HARD when the pattern is unusable. */
-static int rx_match(vctx_t *c, const cJSON *node, const char *pattern, const char *s)
+static int pattern_match(vctx_t *c, const cJSON *node, const char *pattern, const char *s)
 {
     regex_t tmp;
-    const regex_t *rx = rx_get(c, node, pattern, &tmp);
+    const regex_t *rx = pattern_get(c, node, pattern, &tmp);
     if (!rx)
         return -bad_schema(c, "pattern \"%.100s\" is not supported (POSIX ERE subset)", pattern);
     int m = regexec(rx, s, 0, NULL, 0) == 0;
@@ -652,7 +364,7 @@ static int check_string(vctx_t *c, const cJSON *s, const cJSON *inst)
     if (pat) {
         if (!cJSON_IsString(pat))
             return bad_schema(c, "\"pattern\" must be a string");
-        int m = rx_match(c, pat, pat->valuestring, inst->valuestring);
+        int m = pattern_match(c, pat, pat->valuestring, inst->valuestring);
         if (m < 0)
             return V_HARD;
         if (!m)
@@ -678,7 +390,7 @@ static int check_number(vctx_t *c, const cJSON *s, const cJSON *inst)
                 continue;
             double b = bound->valuedouble;
             int bad = i == 0 ? (excl ? d <= b : d < b) : (excl ? d >= b : d > b);
-            fmt_number(b, num, sizeof(num));
+            jv_number_format(b, num, sizeof(num));
             if (bad)
                 return fail(c, "must be %s%s %s", i == 0 ? ">" : "<", excl ? "" : "=", num);
         }
@@ -728,7 +440,7 @@ static int check_object(vctx_t *c, const cJSON *root, const cJSON *s, const cJSO
         if (ps && (rc = validate_at(c, root, ps, m, depth, m->string, 0)) != V_OK)
             return rc;
         for (const cJSON *pp = pprops ? pprops->child : NULL; pp; pp = pp->next) {
-            int hit = rx_match(c, pp, pp->string, m->string);
+            int hit = pattern_match(c, pp, pp->string, m->string);
             if (hit < 0)
                 return V_HARD;
             if (hit && (rc = validate_at(c, root, pp, m, depth, m->string, 0)) != V_OK)
@@ -770,11 +482,11 @@ static int check_unique(vctx_t *c, const cJSON *inst, int depth)
     if (!hs)
         return out_of_memory(c);
     for (const cJSON *x = inst->child; x; x = x->next, i++)
-        hs[i] = (hashed_t){json_hash(x, depth), i, x};
+        hs[i] = (hashed_t){jv_hash(x, SCH_MAX_DEPTH - depth), i, x};
     qsort(hs, (size_t)n, sizeof(*hs), hashed_cmp);
     for (i = 0; i < n && rc == V_OK; i++) {
         for (int j = i + 1; j < n && hs[j].h == hs[i].h && rc == V_OK; j++) {
-            int eq = json_equal(hs[i].v, hs[j].v, depth);
+            int eq = jv_equal(hs[i].v, hs[j].v, SCH_MAX_DEPTH - depth);
             if (eq < 0)
                 rc = too_deep(c);
             else if (eq)
@@ -819,18 +531,18 @@ static int check_enum(vctx_t *c, const cJSON *s, const cJSON *inst, int depth)
     if (get_kind(c, s, "enum", cJSON_Array, &en) < 0)
         return V_HARD;
     if (cst) {
-        int eq = json_equal(cst, inst, depth);
+        int eq = jv_equal(cst, inst, SCH_MAX_DEPTH - depth);
         if (eq < 0)
             return too_deep(c);
         if (!eq) {
-            append_json(msg, sizeof(msg), cst);
+            jv_append_clipped(msg, sizeof(msg), cst);
             return fail(c, "must be %s", msg);
         }
     }
     if (!en)
         return V_OK;
     for (const cJSON *x = en->child; x; x = x->next) {
-        int eq = json_equal(x, inst, depth);
+        int eq = jv_equal(x, inst, SCH_MAX_DEPTH - depth);
         if (eq < 0)
             return too_deep(c);
         if (eq)
@@ -843,7 +555,7 @@ static int check_enum(vctx_t *c, const cJSON *s, const cJSON *inst, int depth)
             appendf(msg, sizeof(msg), "...");
             break;
         }
-        append_json(msg, sizeof(msg), x);
+        jv_append_clipped(msg, sizeof(msg), x);
     }
     return fail(c, "must be one of %s", msg);
 }
@@ -881,7 +593,7 @@ static int branch_disc(const cJSON *root, const cJSON *b, const cJSON *inst, con
         const cJSON *m = cst ? cJSON_GetObjectItemCaseSensitive(inst, p->string) : NULL;
         if (!m)
             continue;
-        if (json_equal(cst, m, 0) != 1) {
+        if (jv_equal(cst, m, SCH_MAX_DEPTH) != 1) {
             *key = p->string;
             return -1;
         }
@@ -928,7 +640,7 @@ static int explain_none(vctx_t *c, const cJSON *root, const cJSON *list, const c
             const cJSON *p = cJSON_GetObjectItemCaseSensitive(deref(root, b), "properties");
             if (b != list->child)
                 appendf(msg, sizeof(msg), ", ");
-            append_json(
+            jv_append_clipped(
                 msg, sizeof(msg),
                 cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, k0), "const"));
         }
@@ -1114,7 +826,7 @@ static int check_schema(vctx_t *c, const cJSON *root, const cJSON *s, int depth)
         if (get_number(c, s, numbers[i], &v) < 0)
             return V_HARD;
     if ((v = cJSON_GetObjectItemCaseSensitive(s, "pattern")) &&
-        (!cJSON_IsString(v) || rx_match(c, v, v->valuestring, "") < 0))
+        (!cJSON_IsString(v) || pattern_match(c, v, v->valuestring, "") < 0))
         return cJSON_IsString(v) ? V_HARD : bad_schema(c, "\"pattern\" must be a string");
     if ((v = cJSON_GetObjectItemCaseSensitive(s, "$ref")) &&
         (!cJSON_IsString(v) || !ref_resolve(root, v->valuestring, &doc)))
@@ -1130,7 +842,7 @@ static int check_schema(vctx_t *c, const cJSON *root, const cJSON *s, int depth)
         if (get_kind(c, s, maps[i], cJSON_Object, &v) < 0)
             return V_HARD;
         for (v = v ? v->child : NULL; v && rc == V_OK; v = v->next) {
-            if (i == 1 && rx_match(c, v, v->string, "") < 0)
+            if (i == 1 && pattern_match(c, v, v->string, "") < 0)
                 return V_HARD;
             rc = check_sub(c, root, v, depth, maps[i], v->string, -1);
         }

@@ -1,0 +1,223 @@
+/* rx.c - ECMAScript pattern source to POSIX ERE; see rx.h for what is translated. */
+#include "rx.h"
+
+#include "err.h"
+
+#include <string.h>
+
+static void bits_set(unsigned char *bits, int lo, int hi)
+{
+    for (int b = lo; b <= hi; b++)
+        bits[b >> 3] |= (unsigned char)(1u << (b & 7));
+}
+
+static int bits_has(const unsigned char *bits, int b)
+{
+    return (bits[b >> 3] >> (b & 7)) & 1;
+}
+
+/* Adds the class of escape letter e (d, w, s or the negations) to bits; 0 if not a class. */
+static int class_add(unsigned char *bits, char e)
+{
+    unsigned char tmp[32] = {0};
+    switch (e | 0x20) {
+    case 'd':
+        bits_set(tmp, '0', '9');
+        break;
+    case 'w':
+        bits_set(tmp, '0', '9');
+        bits_set(tmp, 'A', 'Z');
+        bits_set(tmp, 'a', 'z');
+        bits_set(tmp, '_', '_');
+        break;
+    case 's':
+        bits_set(tmp, '\t', '\r');
+        bits_set(tmp, ' ', ' ');
+        break;
+    default:
+        return 0;
+    }
+    for (int i = 0; i < 32; i++)
+        bits[i] |= (e >= 'a') ? tmp[i] : (unsigned char)~tmp[i];
+    bits[0] &= (unsigned char)~1u; /* never NUL */
+    return 1;
+}
+
+/* The byte an escape \e stands for inside or outside a class, or -1 when unsupported.
+ * *src points after e and is advanced past \xHH and ASCII \uXXXX. */
+static int escape_byte(char e, const char **src)
+{
+    static const char punct[] = "^$\\.*+?()[]{}|/-,:;=!<>'\"#%&~@` ";
+    unsigned v = 0;
+    int digits = e == 'x' ? 2 : e == 'u' ? 4 : 0;
+    switch (e) {
+    case 'n':
+        return '\n';
+    case 't':
+        return '\t';
+    case 'r':
+        return '\r';
+    case 'f':
+        return '\f';
+    case 'v':
+        return '\v';
+    }
+    if (digits) {
+        for (int i = 0; i < digits; i++) {
+            char h = (*src)[i];
+            int d = (h >= '0' && h <= '9')                     ? h - '0'
+                    : ((h | 0x20) >= 'a' && (h | 0x20) <= 'f') ? (h | 0x20) - 'a' + 10
+                                                               : -1;
+            if (d < 0)
+                return -1;
+            v = v * 16 + (unsigned)d;
+        }
+        *src += digits;
+        return (v > 0 && v < 0x80) ? (int)v : -1;
+    }
+    return (e && strchr(punct, e)) ? (unsigned char)e : -1;
+}
+
+/* Appends n bytes of s to out unless an earlier append failed: the first error sticks. */
+static int put(util_buf_t *out, int rc, const char *s, size_t n)
+{
+    return rc < 0 ? rc : util_buf_append(out, s, n);
+}
+
+/* Emits bits as a POSIX bracket expression: ']' first, '-' last, '^' never first.
+ * MCPQ_EINVAL for an empty class that is not negated (it could never match). */
+static int emit_bracket(util_buf_t *out, const unsigned char *bits, int negate)
+{
+    int n = 0, rc;
+    for (int b = 1; b < 256; b++)
+        n += bits_has(bits, b);
+    if (n == 0)
+        return negate ? util_buf_append(out, ".", 1) : MCPQ_EINVAL;
+    if (n == 1 && bits_has(bits, '^') && !negate)
+        return util_buf_append(out, "\\^", 2);
+    rc = util_buf_append(out, negate ? "[^" : "[", negate ? 2 : 1);
+    if (bits_has(bits, ']'))
+        rc = put(out, rc, "]", 1);
+    for (int b = 1; b < 256; b++) {
+        if (!bits_has(bits, b) || b == ']' || b == '-' || b == '^')
+            continue;
+        int e = b;
+        while (e + 1 < 256 && bits_has(bits, e + 1) && e + 1 != ']' && e + 1 != '-' && e + 1 != '^')
+            e++;
+        char run[3] = {(char)b, '-', (char)e};
+        if (e - b >= 2) {
+            rc = put(out, rc, run, 3);
+        } else {
+            rc = put(out, rc, run, 1);
+            if (e > b)
+                rc = put(out, rc, run + 2, 1);
+        }
+        b = e;
+    }
+    if (bits_has(bits, '^'))
+        rc = put(out, rc, "^", 1);
+    if (bits_has(bits, '-'))
+        rc = put(out, rc, "-", 1);
+    return put(out, rc, "]", 1);
+}
+
+/* Translates a class "[...]" starting after '[' and advances *src past it; 0 or an
+ * rx_translate error. */
+static int translate_class(const char **src, util_buf_t *out)
+{
+    unsigned char bits[32] = {0};
+    const char *p = *src;
+    int negate = 0, prev = -1;
+    if (*p == '^') {
+        negate = 1;
+        p++;
+    }
+    while (*p && *p != ']') {
+        int ch, escaped = *p == '\\';
+        if ((unsigned char)*p >= 0x80)
+            return MCPQ_EINVAL;
+        if (escaped) {
+            char e = p[1];
+            if (!e)
+                return MCPQ_EINVAL;
+            p += 2;
+            if (e && class_add(bits, e)) {
+                prev = -1;
+                continue;
+            }
+            ch = e == 'b' ? '\b' : escape_byte(e, &p);
+            if (ch < 0)
+                return MCPQ_EINVAL;
+        } else {
+            ch = (unsigned char)*p++;
+        }
+        if (ch == '-' && !escaped && prev >= 0 && *p && *p != ']') {
+            const char *q = p;
+            int hi = (unsigned char)*q++;
+            if (hi == '\\') {
+                char e = *q++;
+                hi = escape_byte(e, &q);
+            }
+            if (hi < prev || hi >= 0x80)
+                return MCPQ_EINVAL;
+            bits_set(bits, prev, hi);
+            p = q;
+            prev = -1;
+            continue;
+        }
+        bits_set(bits, ch, ch);
+        prev = ch;
+    }
+    if (*p != ']')
+        return MCPQ_EINVAL;
+    *src = p + 1;
+    return emit_bracket(out, bits, negate);
+}
+
+int rx_translate(const char *ecma, util_buf_t *out)
+{
+    const char *src = ecma;
+    static const char special[] = "^$\\.*+?()[]{}|";
+    int after_quant = 0;
+    while (*src) {
+        int rc = 0, quant = 0;
+        char ch = *src;
+        if (ch == '\\') {
+            char e = src[1];
+            unsigned char bits[32] = {0};
+            if (!e)
+                return MCPQ_EINVAL;
+            src += 2;
+            if (e && class_add(bits, e)) {
+                rc = emit_bracket(out, bits, 0);
+            } else if (e == 'b' || e == 'B') {
+                char two[2] = {'\\', e};
+                rc = util_buf_append(out, two, 2);
+            } else {
+                int b = escape_byte(e, &src);
+                char two[2] = {'\\', (char)b};
+                if (b < 0)
+                    return MCPQ_EINVAL;
+                rc = strchr(special, b) ? util_buf_append(out, two, 2)
+                                        : util_buf_append(out, two + 1, 1);
+            }
+        } else if (ch == '[') {
+            src++;
+            rc = translate_class(&src, out);
+        } else if (ch == '(' && src[1] == '?') {
+            if (src[2] != ':')
+                return MCPQ_EINVAL; /* lookaround, named groups */
+            src += 3;
+            rc = util_buf_append(out, "(", 1);
+        } else if (ch == '?' && after_quant) {
+            src++; /* lazy quantifier: the same matches for a search */
+        } else {
+            quant = ch == '*' || ch == '+' || ch == '?' || ch == '}';
+            rc = util_buf_append(out, src++, 1);
+        }
+        if (rc < 0)
+            return rc;
+        after_quant = quant;
+    }
+    return 0;
+}
