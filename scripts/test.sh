@@ -19,7 +19,27 @@
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
-SHARED=$(cd "$REPO/.." && pwd)/shared
+# The shared acceptance suite lives next to the repository (../shared). A clone made elsewhere
+# (git clone . /tmp/ci) finds it next to the repository it was cloned from; MCPQ_SHARED_DIR
+# overrides both.
+find_shared() {
+    local origin
+    if [ -n "${MCPQ_SHARED_DIR:-}" ]; then
+        echo "$MCPQ_SHARED_DIR"
+        return
+    fi
+    if [ -d "$REPO/../shared/acceptance" ]; then
+        (cd "$REPO/../shared" && pwd)
+        return
+    fi
+    origin=$(git -C "$REPO" config --get remote.origin.url 2>/dev/null || true)
+    if [ -n "$origin" ] && [ -d "$origin/../shared/acceptance" ]; then
+        (cd "$origin/../shared" && pwd)
+        return
+    fi
+    echo "$REPO/../shared"
+}
+SHARED=$(find_shared)
 
 if [ $# -lt 1 ] || [ $# -gt 2 ]; then
     echo "usage: scripts/test.sh BUILD_DIR \"ACCEPT_FILES\"" >&2
