@@ -96,6 +96,7 @@ static int emit_bracket(util_buf_t *out, const unsigned char *bits, int negate)
     if (n == 1 && bits_has(bits, '^') && !negate)
         return util_buf_append(out, "\\^", 2);
     rc = util_buf_append(out, negate ? "[^" : "[", negate ? 2 : 1);
+    size_t start = out->len;
     if (bits_has(bits, ']'))
         rc = put(out, rc, "]", 1);
     for (int b = 1; b < 256; b++) {
@@ -114,9 +115,13 @@ static int emit_bracket(util_buf_t *out, const unsigned char *bits, int negate)
         }
         b = e;
     }
-    if (bits_has(bits, '^'))
+    /* '^' right after '[' would negate: with nothing before it, '-' goes first ("[-^]"). */
+    int caret_first = bits_has(bits, '^') && !negate && out->len == start;
+    if (caret_first)
+        rc = put(out, rc, "-^", 2);
+    else if (bits_has(bits, '^'))
         rc = put(out, rc, "^", 1);
-    if (bits_has(bits, '-'))
+    if (bits_has(bits, '-') && !caret_first)
         rc = put(out, rc, "-", 1);
     return put(out, rc, "]", 1);
 }

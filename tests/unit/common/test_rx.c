@@ -199,6 +199,10 @@ static void test_brackets(void)
     XLATE("[a-]", "[a-]");
     XLATE("[\\]\\-^]", "[]^-]");
     XLATE("[\\^]", "\\^");
+    XLATE("[\\^\\-]", "[-^]"); /* only '^' and '-': '^' first would negate */
+    XLATE("[-^]", "[-^]");
+    MATCH("^[\\^\\-]+$", "^-");
+    NO_MATCH("^[\\^\\-]+$", "x");
     XLATE("[^\\]]", "[^]]");
     XLATE("[^]", "."); /* ECMAScript: any character */
     XLATE("[.*+?(){}|$]", "[$(-+.?{-}]");
