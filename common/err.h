@@ -9,15 +9,15 @@
 
 enum mcpq_err {
     MCPQ_OK = 0,
-    MCPQ_ENOMEM = -1,      /* allocation failed */
-    MCPQ_EINVAL = -2,      /* bad argument or malformed input */
-    MCPQ_EIO = -3,         /* a system call or connection failed */
-    MCPQ_ETIMEDOUT = -4,   /* a deadline passed */
-    MCPQ_ENOTFOUND = -5,   /* no such object */
-    MCPQ_EUNAVAIL = -6,    /* a dependency (Kafka, Redis) is unreachable */
-    MCPQ_ETOOBIG = -7,     /* a bounded buffer would exceed its maximum */
-    MCPQ_EEXIST = -8,      /* the object exists already */
-    MCPQ_EPROTO = -9,      /* a peer answered something we cannot use */
+    MCPQ_ENOMEM = -1,    /* allocation failed */
+    MCPQ_EINVAL = -2,    /* bad argument or malformed input */
+    MCPQ_EIO = -3,       /* a system call or connection failed */
+    MCPQ_ETIMEDOUT = -4, /* a deadline passed */
+    MCPQ_ENOTFOUND = -5, /* no such object */
+    MCPQ_EUNAVAIL = -6,  /* a dependency (Kafka, Redis) is unreachable */
+    MCPQ_ETOOBIG = -7,   /* a bounded buffer would exceed its maximum */
+    MCPQ_EEXIST = -8,    /* the object exists already */
+    MCPQ_EPROTO = -9,    /* a peer answered something we cannot use */
 };
 
 const char *mcpq_strerror(int err);

@@ -135,8 +135,7 @@ int mq_producer_send(mq_producer_t *p, const char *topic, const char *key, const
         RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE(opaque), RD_KAFKA_V_END);
     if (err) {
         rd_kafka_headers_destroy(hdrs); /* not taken over on failure */
-        log_event(LOG_WARN, "kafka produce refused", "error", rd_kafka_err2str(err),
-                  (char *)NULL);
+        log_event(LOG_WARN, "kafka produce refused", "error", rd_kafka_err2str(err), (char *)NULL);
         return err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE ? MCPQ_ETOOBIG : MCPQ_EIO;
     }
     return 0;

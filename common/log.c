@@ -39,8 +39,7 @@ static void log_write(log_level_t level, const char *msg, va_list ap)
     gettimeofday(&tv, NULL);
     gmtime_r(&tv.tv_sec, &tm);
     snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-             (int)(tv.tv_usec / 1000));
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(tv.tv_usec / 1000));
 
     cJSON *o = cJSON_CreateObject();
     if (!o)

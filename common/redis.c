@@ -182,8 +182,7 @@ static redisReply *check_reply(kv_pool_t *pool, redisContext *c, redisReply *r, 
     return r;
 }
 
-redisReply *kv_pool_command(kv_pool_t *pool, char *errstr, size_t errstr_size, const char *fmt,
-                            ...)
+redisReply *kv_pool_command(kv_pool_t *pool, char *errstr, size_t errstr_size, const char *fmt, ...)
 {
     redisContext *c = kv_pool_get(pool, errstr, errstr_size);
     if (!c)

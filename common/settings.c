@@ -69,22 +69,29 @@ static const set_def_t defs[] = {
      "HTTP threads (each an epoll loop); constant whatever the load"},
     {"MCPQ_MAX_CONNECTIONS", "max-connections", T_INT, "20000", 16, 1000000, ING,
      S(max_connections), "concurrent HTTP connections"},
-    {"MCPQ_CONN_MEMORY_LIMIT", "conn-memory-limit", T_INT, "16384", 4096, 1 << 20, ING,
+    {"MCPQ_CONN_MEMORY_LIMIT", "conn-memory-limit", T_INT, "8192", 4096, 1 << 20, ING,
      S(conn_memory_limit), "per-connection memory pool (headers) in bytes"},
     {"MCPQ_CONN_TIMEOUT_S", "conn-timeout-s", T_INT, "120", 1, 86400, ING, S(conn_timeout_s),
      "idle connection timeout in seconds"},
+    {"MCPQ_SSE_KEEPALIVE_MS", "sse-keepalive-ms", T_INT, "1000", 100, 600000, ING,
+     S(sse_keepalive_ms),
+     "a call whose client accepts SSE gets a keep-alive comment after this long without a frame "
+     "(a closed stream is noticed on the next write)"},
     {"MCPQ_DEFAULT_TIMEOUT_MS", "default-timeout-ms", T_INT, "60000", 100, 86400000LL, ALL,
      S(default_timeout_ms), "tool timeout when a version sets none"},
-    {"MCPQ_KAFKA_MESSAGE_TIMEOUT_MS", "kafka-message-timeout-ms", T_INT, "5000", 100, 300000,
-     ING, S(kafka_message_timeout_ms), "how long a job may wait to reach Kafka (then -32603)"},
+    {"MCPQ_KAFKA_MESSAGE_TIMEOUT_MS", "kafka-message-timeout-ms", T_INT, "5000", 100, 300000, ING,
+     S(kafka_message_timeout_ms), "how long a job may wait to reach Kafka (then -32603)"},
+    {"MCPQ_KAFKA_FETCH_WAIT_MS", "kafka-fetch-wait-ms", T_INT, "10", 1, 10000, WRK,
+     S(kafka_fetch_wait_ms),
+     "worker: longest a fetch waits at the broker for new jobs (pickup latency vs idle fetches)"},
     {"MCPQ_REDIS_TIMEOUT_MS", "redis-timeout-ms", T_INT, "1000", 50, 60000, ALL,
      S(redis_timeout_ms), "connect and command timeout for Redis"},
     {"MCPQ_REDIS_POOL_SIZE", "redis-pool-size", T_INT, "8", 1, 256, ING, S(redis_pool_size),
      "Redis connections the HTTP threads share"},
-    {"MCPQ_SESSION_TTL_S", "session-ttl-s", T_INT, "86400", 60, 30LL * 86400, ING,
-     S(session_ttl_s), "idle lifetime of an Mcp-Session-Id"},
-    {"MCPQ_RESULT_TTL_S", "result-ttl-s", T_INT, "86400", 60, 30LL * 86400, WRK,
-     S(result_ttl_s), "how long results stay in Redis"},
+    {"MCPQ_SESSION_TTL_S", "session-ttl-s", T_INT, "86400", 60, 30LL * 86400, ING, S(session_ttl_s),
+     "idle lifetime of an Mcp-Session-Id"},
+    {"MCPQ_RESULT_TTL_S", "result-ttl-s", T_INT, "86400", 60, 30LL * 86400, WRK, S(result_ttl_s),
+     "how long results stay in Redis"},
     {"MCPQ_MAX_OUTPUT_BYTES", "max-output-bytes", T_INT, "4194304", 1024, 256LL << 20, WRK,
      S(max_output_bytes), "executor output limit (stdout, HTTP body)"},
     {"MCPQ_MAX_INFLIGHT_JOBS", "max-inflight-jobs", T_INT, "20000", 1, 1000000, WRK,
@@ -137,6 +144,7 @@ void settings_usage(FILE *out, unsigned who, const char *prog, const char *about
         fputc('\n', out);
     }
     fprintf(out, "  --%-26s this text\n", "help");
+    fprintf(out, "  --%-26s every variable of every binary as a Markdown table\n", "env-table");
 }
 
 void settings_markdown(FILE *out)
@@ -152,8 +160,8 @@ void settings_markdown(FILE *out)
     }
 }
 
-int settings_load(mcpq_settings_t *s, unsigned who, const char *prog, const char *about,
-                  int argc, char **argv, char *errstr, size_t errstr_size)
+int settings_load(mcpq_settings_t *s, unsigned who, const char *prog, const char *about, int argc,
+                  char **argv, char *errstr, size_t errstr_size)
 {
     memset(s, 0, sizeof(*s));
     for (size_t i = 0; i < NDEFS; i++) {
@@ -171,6 +179,10 @@ int settings_load(mcpq_settings_t *s, unsigned who, const char *prog, const char
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             settings_usage(stdout, who, prog, about);
+            return 1;
+        }
+        if (strcmp(a, "--env-table") == 0) { /* the README's table: make env-table */
+            settings_markdown(stdout);
             return 1;
         }
         if (strncmp(a, "--", 2) != 0) {

@@ -43,8 +43,10 @@ typedef struct mcpq_settings {
     long long max_connections;
     long long conn_memory_limit;
     long long conn_timeout_s;
+    long long sse_keepalive_ms;
     long long default_timeout_ms;
     long long kafka_message_timeout_ms;
+    long long kafka_fetch_wait_ms;
     long long redis_timeout_ms;
     long long redis_pool_size;
     long long session_ttl_s;
@@ -61,8 +63,8 @@ typedef struct mcpq_settings {
  * Fills s for the binary `who` (SET_INGRESS, ...). Returns 0 when the process should run,
  * 1 when --help was printed (exit 0), MCPQ_EINVAL with errstr filled on a bad value or flag.
  */
-int settings_load(mcpq_settings_t *s, unsigned who, const char *prog, const char *about,
-                  int argc, char **argv, char *errstr, size_t errstr_size);
+int settings_load(mcpq_settings_t *s, unsigned who, const char *prog, const char *about, int argc,
+                  char **argv, char *errstr, size_t errstr_size);
 
 /* Prints the table rows of `who` as --help text. */
 void settings_usage(FILE *out, unsigned who, const char *prog, const char *about);

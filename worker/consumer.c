@@ -173,6 +173,8 @@ wrk_consumer_t *wrk_consumer_new(const mcpq_settings_t *s, const char *worker_id
         snprintf(errstr, errstr_size, "out of memory");
         goto fail;
     }
+    char fetch_wait[24];
+    snprintf(fetch_wait, sizeof(fetch_wait), "%lld", s->kafka_fetch_wait_ms);
     const char *settings[][2] = {
         {"bootstrap.servers", s->kafka_brokers},
         {"group.id", s->group_id},
@@ -183,7 +185,7 @@ wrk_consumer_t *wrk_consumer_new(const mcpq_settings_t *s, const char *worker_id
         {"auto.offset.reset", "earliest"},
         {"session.timeout.ms", "10000"},
         {"heartbeat.interval.ms", "1000"},
-        {"fetch.wait.max.ms", "10"},
+        {"fetch.wait.max.ms", fetch_wait},
         {"fetch.error.backoff.ms", "100"},
         {"socket.nagle.disable", "true"},
         {"reconnect.backoff.max.ms", "2000"},

@@ -6,11 +6,13 @@
  *   start(job)         begins the work. 0: the executor now owns job->ex_state and will
  *                      call wrk_job_finish() exactly once, possibly before start returns.
  *                      < 0: nothing was started and wrk_job_finish() will not be called.
- *   cancel(job, how)   asks a started job to stop: WRK_CANCEL_TIMEOUT (the deadline passed:
- *                      stop gracefully, e.g. SIGTERM then SIGKILL) or WRK_CANCEL_ABORT (the
- *                      worker is shutting down: stop at once). The executor still calls
- *                      wrk_job_finish() once it has released what it holds (a child reaped,
- *                      a transfer removed); the result it passes then is ignored.
+ *   cancel(job, how)   asks a started job to stop: WRK_CANCEL_TIMEOUT (the deadline passed)
+ *                      or WRK_CANCEL_CALLER (the caller cancelled the call, docs/internals.md
+ *                      "Cancellation"): stop gracefully, e.g. SIGTERM then SIGKILL; or
+ *                      WRK_CANCEL_ABORT (the worker is shutting down): stop at once. The
+ *                      executor still calls wrk_job_finish() once it has released what it
+ *                      holds (a child reaped, a transfer removed); the result it passes then
+ *                      is ignored. A second call may escalate a graceful stop to ABORT.
  *
  * Types this worker does not run (mcp, agent, and anything unknown) get no table entry;
  * the job then answers with an isError result naming the type.
@@ -22,7 +24,12 @@
 
 typedef struct wrk_job wrk_job_t;
 
-typedef enum { WRK_CANCEL_NONE = 0, WRK_CANCEL_TIMEOUT, WRK_CANCEL_ABORT } wrk_cancel_t;
+typedef enum {
+    WRK_CANCEL_NONE = 0,
+    WRK_CANCEL_TIMEOUT, /* graceful */
+    WRK_CANCEL_ABORT,   /* at once */
+    WRK_CANCEL_CALLER,  /* graceful, like TIMEOUT */
+} wrk_cancel_t;
 
 typedef struct wrk_executor {
     const char *type;

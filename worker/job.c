@@ -161,10 +161,30 @@ static void job_answer(wrk_job_t *job, cJSON *result)
     cJSON_Delete(result);
 }
 
+/* The job ends cancelled (no record): one log line, then back to the worker. */
+static void job_end_cancelled(wrk_job_t *job)
+{
+    char dur[32], part[16], off[24];
+    int64_t ran = job->started_ms ? util_now_ms() - job->started_ms : 0;
+    snprintf(dur, sizeof(dur), "%lld", (long long)ran);
+    snprintf(part, sizeof(part), "%d", (int)job->partition);
+    snprintf(off, sizeof(off), "%lld", (long long)job->offset);
+    log_event(LOG_INFO, "job cancelled", "job_id", job->env.job_id, "tenant", job->env.tenant,
+              "tool", job->env.tool, "status", "cancelled", "started",
+              job->started_ms ? "true" : "false", "duration_ms", dur, "partition", part, "offset",
+              off, (char *)NULL);
+    job->rt->on_finished(job, job->rt->arg);
+}
+
 void wrk_job_run(wrk_job_t *job)
 {
     const wrk_envelope_t *env = &job->env;
     char part[16], off[24];
+    if (job->cancelled) {
+        job->state = WRK_JOB_RUNNING;
+        job_end_cancelled(job);
+        return;
+    }
     snprintf(part, sizeof(part), "%d", (int)job->partition);
     snprintf(off, sizeof(off), "%lld", (long long)job->offset);
     log_event(LOG_INFO, "job start", "job_id", env->job_id, "tenant", env->tenant, "tool",
@@ -208,6 +228,19 @@ void wrk_job_run(wrk_job_t *job)
 
 void wrk_job_cancel(wrk_job_t *job, wrk_cancel_t how)
 {
+    if (how == WRK_CANCEL_CALLER) {
+        /* A job whose deadline passed, that is being aborted, or that finished keeps that
+         * outcome: only one not started yet or still running ends cancelled. */
+        if (job->cancelled || job->cancel != WRK_CANCEL_NONE)
+            return;
+        if (job->state == WRK_JOB_CHECKING) {
+            job->cancelled = 1; /* wrk_job_run() ends it */
+            return;
+        }
+        if (!job->executing)
+            return;
+        job->cancelled = 1;
+    }
     if (!job->executing || how == WRK_CANCEL_NONE)
         return;
     if (job->cancel == WRK_CANCEL_ABORT || (job->cancel == how))
@@ -228,6 +261,13 @@ void wrk_job_finish(wrk_job_t *job, cJSON *result)
     job->rt->executing--;
     job->ex_state = NULL;
     wrk_timer_stop(job->rt->loop, &job->deadline_timer);
+    if (job->cancelled) {
+        /* Even when a shutdown escalated the stop to an abort: the caller's cancellation is
+         * known, so the job is finished rather than left for another worker. */
+        cJSON_Delete(result);
+        job_end_cancelled(job);
+        return;
+    }
     switch (job->cancel) {
     case WRK_CANCEL_ABORT:
         cJSON_Delete(result);

@@ -12,6 +12,10 @@
  *   When the deadline fires the executor is cancelled (WRK_CANCEL_TIMEOUT) and the record
  *   says status "timeout"; on shutdown (WRK_CANCEL_ABORT) no record is built at all, so the
  *   record is delivered again to another worker.
+ *   When the caller cancels the call (docs/internals.md "Cancellation"), the worker calls
+ *   wrk_job_cancel(job, WRK_CANCEL_CALLER): the executor is stopped like a timed-out one, or
+ *   a job that has not started never starts, and the job ends with job->cancelled set and
+ *   no record; the worker then sends a `cancelled` entry and stores the offset.
  *
  * The runtime (wrk_rt_t) is what executors reach through job->rt: the loop, the HTTP
  * multi handle, the store, the settings. Thread safety: loop thread only.
@@ -60,8 +64,9 @@ struct wrk_job {
     char *body; /* the envelope as executors get it (wrk_envelope_for_executor) */
     size_t body_len;
     const wrk_executor_t *ex;
-    void *ex_state; /* the executor's */
-    wrk_cancel_t cancel;
+    void *ex_state;      /* the executor's */
+    wrk_cancel_t cancel; /* how the executor was asked to stop */
+    int cancelled;       /* the caller cancelled the job: it ends without a record */
     int executing;
     int64_t deadline_ms; /* epoch ms */
     int64_t started_ms;
@@ -98,11 +103,14 @@ int wrk_job_parse(wrk_job_t *job, const char *buf, size_t len, char *errstr, siz
  * MCPQ_ENOMEM. */
 int wrk_job_attach(wrk_job_t *job, wrk_offnode_t *node, const char *reply_to);
 
-/* Runs the job (see above). rt->on_finished runs exactly once afterwards, perhaps before
- * this returns. */
+/* Runs the job (see above); a job cancelled while it was checked ends cancelled at once.
+ * rt->on_finished runs exactly once afterwards, perhaps before this returns. */
 void wrk_job_run(wrk_job_t *job);
 
-/* Stops a running executor (see executor.h); a no-op when none runs. */
+/* Stops a running executor (see executor.h); a no-op when none runs. WRK_CANCEL_CALLER also
+ * marks a job still in WRK_JOB_CHECKING cancelled (wrk_job_run then ends it at once); it is
+ * ignored for a job stopping for another reason, finished, or writing its record. The
+ * executor may finish, and rt->on_finished run, before this returns. */
 void wrk_job_cancel(wrk_job_t *job, wrk_cancel_t how);
 
 /* Builds a record with status error (a malformed envelope, an internal failure) and calls

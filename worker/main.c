@@ -24,6 +24,12 @@ static const char worker_about[] =
     "ingress's reply stream, with live progress and log entries; the Kafka offset is stored\n"
     "only after the result is durable, so a worker that dies mid-job loses nothing.\n"
     "\n"
+    "A call its caller cancelled (the ingress sets mcpq:cancel:<job_id> and publishes the id\n"
+    "on the Redis channel mcpq:cancel) never starts or is stopped like a timed-out one\n"
+    "(SIGTERM, then SIGKILL after MCPQ_KILL_GRACE_MS; HTTP transfers aborted): it writes no\n"
+    "result, sends a `cancelled` reply entry, and its offset is stored. Running jobs'\n"
+    "cancel keys are also checked once a second, in case a Pub/Sub message was missed.\n"
+    "\n"
     "One event-loop thread runs thousands of jobs at once. SIGTERM or SIGINT stops taking\n"
     "jobs, lets running ones finish for MCPQ_SHUTDOWN_GRACE_MS, then exits; unfinished jobs\n"
     "go to another worker. Logs are JSON lines on stderr.";

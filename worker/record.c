@@ -1,5 +1,8 @@
 #include "record.h"
 
+#include "utf8.h"
+
+#include <stdlib.h>
 #include <string.h>
 
 const char *wrk_status_name(wrk_status_t status)
@@ -42,5 +45,41 @@ char *wrk_record_build(const wrk_record_t *r, size_t *len)
     if (out)
         *len = strlen(out);
     cJSON_Delete(o);
+    return out;
+}
+
+char *wrk_record_cancelled(const char *value, size_t value_len, size_t *len)
+{
+    char *reason = NULL, *out = NULL;
+    cJSON *o = NULL;
+    const char *end = NULL;
+    /* A value far larger than any reason is not parsed at all. */
+    cJSON *v = value && value_len <= 64 * WRK_CANCEL_REASON_MAX
+                   ? cJSON_ParseWithLengthOpts(value, value_len, &end, 0)
+                   : NULL;
+    for (; v && end < value + value_len; end++) {
+        if (*end != ' ' && *end != '\t' && *end != '\n' && *end != '\r') {
+            cJSON_Delete(v); /* trailing bytes: not a JSON document */
+            v = NULL;
+        }
+    }
+    const cJSON *r = cJSON_IsObject(v) ? cJSON_GetObjectItemCaseSensitive(v, "reason") : NULL;
+    if (cJSON_IsString(r) && r->valuestring[0]) {
+        size_t n = strlen(r->valuestring);
+        reason = wrk_utf8_sanitize(r->valuestring, n);
+        if (!reason)
+            goto out;
+        n = strlen(reason);
+        reason[wrk_utf8_cut(reason, n, WRK_CANCEL_REASON_MAX)] = '\0';
+    }
+    o = cJSON_CreateObject();
+    if (o && cJSON_AddStringToObject(o, "reason", reason ? reason : WRK_CANCEL_REASON_DEFAULT))
+        out = cJSON_PrintUnformatted(o);
+    if (out)
+        *len = strlen(out);
+out:
+    cJSON_Delete(o);
+    free(reason);
+    cJSON_Delete(v);
     return out;
 }

@@ -1,6 +1,7 @@
 /*
  * record.h - the result record a worker writes once per job to mcpq:result:<job_id> and
- * sends as the `result` entry of the reply stream (docs/internals.md, "Result record").
+ * sends as the `result` entry of the reply stream (docs/internals.md, "Result record"), and
+ * the data of the `cancelled` entry a cancelled job sends instead.
  *
  *   {"v":1,"job_id","tenant","tool","status":"ok"|"timeout"|"error",
  *    "result":<CallToolResult> (ok) | "error":{"code","message"} (timeout, error),
@@ -33,6 +34,16 @@ typedef struct wrk_record {
 
 /* The record as compact JSON, malloc'd and NUL-terminated, *len set; NULL on ENOMEM. */
 char *wrk_record_build(const wrk_record_t *r, size_t *len);
+
+/* Bytes of a cancellation reason passed on (longer ones are cut). */
+#define WRK_CANCEL_REASON_MAX 1024
+#define WRK_CANCEL_REASON_DEFAULT "cancelled by the caller"
+
+/* The data of a `cancelled` reply entry, {"reason":"..."}, from the value of
+ * mcpq:cancel:<job_id> (untrusted, may be NULL): its "reason" when it is a JSON object with a
+ * string one (made valid UTF-8 and cut to WRK_CANCEL_REASON_MAX bytes), else
+ * WRK_CANCEL_REASON_DEFAULT. Malloc'd and NUL-terminated, *len set; NULL on ENOMEM. */
+char *wrk_record_cancelled(const char *value, size_t value_len, size_t *len);
 
 const char *wrk_status_name(wrk_status_t status);
 

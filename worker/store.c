@@ -2,6 +2,7 @@
 
 #include "err.h"
 #include "log.h"
+#include "record.h"
 #include "redis.h"
 #include "util.h"
 
@@ -15,7 +16,7 @@
 #define STORE_BACKOFF_MIN_MS 100
 #define STORE_BACKOFF_MAX_MS 5000
 #define STORE_EXPIRE_SLOTS 64 /* distinct streams given one EXPIRE per pipeline */
-#define STORE_KEY_MAX (sizeof(WRK_RESULT_PREFIX) + 256)
+#define STORE_KEY_MAX (sizeof(WRK_RESULT_PREFIX) + sizeof(WRK_CANCEL_PREFIX) + 256)
 
 typedef struct store_note {
     struct store_note *next;
@@ -24,7 +25,7 @@ typedef struct store_note {
 } store_note_t;
 
 /* What each appended command was, so its reply can be matched. */
-typedef enum { CMD_NOTE, CMD_EXPIRE, CMD_GET, CMD_SET, CMD_XADD } cmd_kind_t;
+typedef enum { CMD_NOTE, CMD_EXPIRE, CMD_GET, CMD_SET, CMD_XADD, CMD_EXISTS, CMD_CGET } cmd_kind_t;
 
 typedef struct store_cmd {
     cmd_kind_t kind;
@@ -127,6 +128,11 @@ void wrk_store_forget(wrk_store_t *st, wrk_store_req_t *req)
     req->next = NULL;
     free(req->durable);
     req->durable = NULL;
+}
+
+int wrk_store_queued(const wrk_store_req_t *req)
+{
+    return req->queued;
 }
 
 size_t wrk_store_pending(const wrk_store_t *st)
@@ -316,6 +322,22 @@ static const char *key_of(const char *job_id, char *buf, size_t size)
     return buf;
 }
 
+static const char *cancel_key_of(const char *job_id, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s%s", WRK_CANCEL_PREFIX, job_id);
+    return buf;
+}
+
+/* EXISTS mcpq:cancel:<id> (CHECK, PROBE) or GET of it (CANCEL). */
+static int append_cancel_key(wrk_store_t *st, cmd_kind_t kind, wrk_store_req_t *r)
+{
+    char key[STORE_KEY_MAX];
+    const char *argv[] = {kind == CMD_EXISTS ? "EXISTS" : "GET",
+                          cancel_key_of(r->job_id, key, sizeof(key))};
+    size_t lens[] = {strlen(argv[0]), strlen(argv[1])};
+    return append_argv(st, kind, r, 2, argv, lens);
+}
+
 /* Durable record bytes of a WRITE (another worker's when SET NX found one) or REPLY. */
 static const char *durable_of(const wrk_store_req_t *r, size_t *len)
 {
@@ -348,8 +370,9 @@ static void free_replies(redisReply **replies, size_t n)
     free(replies);
 }
 
-/* Round 1: notifications, CHECK (GET) and WRITE (SET NX GET). Sets each request's phase;
- * requests whose answer is final are marked with phase 2 (CHECK) or 1 (WRITE done SET). */
+/* Round 1: notifications, CHECK (GET, EXISTS), PROBE (EXISTS), WRITE (SET NX GET) and
+ * CANCEL (GET). Sets each request's phase; requests whose answer is final are marked with
+ * phase 2 (CHECK, PROBE) or 1 (WRITE done SET, CANCEL knows its entry). */
 static int round_one(wrk_store_t *st, wrk_store_req_t *batch, store_note_t **notes)
 {
     char key[STORE_KEY_MAX];
@@ -371,7 +394,14 @@ static int round_one(wrk_store_t *st, wrk_store_req_t *batch, store_note_t **not
         if (r->op == WRK_STORE_CHECK) {
             const char *argv[] = {"GET", key_of(r->job_id, key, sizeof(key))};
             size_t lens[] = {3, strlen(argv[1])};
-            if (append_argv(st, CMD_GET, r, 2, argv, lens) < 0)
+            if (append_argv(st, CMD_GET, r, 2, argv, lens) < 0 ||
+                append_cancel_key(st, CMD_EXISTS, r) < 0)
+                return MCPQ_ENOMEM;
+        } else if (r->op == WRK_STORE_PROBE) {
+            if (append_cancel_key(st, CMD_EXISTS, r) < 0)
+                return MCPQ_ENOMEM;
+        } else if (r->op == WRK_STORE_CANCEL && r->phase == 0) {
+            if (append_cancel_key(st, CMD_CGET, r) < 0)
                 return MCPQ_ENOMEM;
         } else if (r->op == WRK_STORE_WRITE && r->phase == 0) {
             const char *argv[] = {
@@ -409,6 +439,20 @@ static int round_one(wrk_store_t *st, wrk_store_req_t *batch, store_note_t **not
                           "error", rep->str, (char *)NULL);
             }
             r->phase = 2;
+        } else if (st->cmds[i].kind == CMD_EXISTS) {
+            if (rep->type == REDIS_REPLY_ERROR)
+                log_event(LOG_WARN, "cancel check failed; checking again later", "job_id",
+                          r->job_id, "error", rep->str, (char *)NULL);
+            r->cancelled = rep->type == REDIS_REPLY_INTEGER && rep->integer > 0;
+            if (r->op == WRK_STORE_PROBE)
+                r->phase = 2;
+        } else if (st->cmds[i].kind == CMD_CGET) {
+            /* Whatever the key holds (or nothing, or an error): the entry is sent anyway. */
+            int found = rep->type == REDIS_REPLY_STRING;
+            r->durable = wrk_record_cancelled(found ? rep->str : NULL, found ? rep->len : 0,
+                                              &r->durable_len);
+            if (r->durable)
+                r->phase = 1; /* else retried */
         } else if (st->cmds[i].kind == CMD_SET) {
             if (rep->type == REDIS_REPLY_ERROR) {
                 log_event(LOG_WARN, "result write refused; will retry", "job_id", r->job_id,
@@ -433,18 +477,21 @@ static int round_one(wrk_store_t *st, wrk_store_req_t *batch, store_note_t **not
     return rc;
 }
 
-/* Round 2: the result entries of WRITE (phase 1) and REPLY requests; marks them phase 3. */
+/* Round 2: the result entries of WRITE (phase 1) and REPLY requests, the cancelled entries
+ * of CANCEL (phase 1); marks them phase 3. */
 static int round_two(wrk_store_t *st, wrk_store_req_t *batch)
 {
     st->ncmds = 0;
     st->nexpire = 0;
     for (wrk_store_req_t *r = batch; r; r = r->next) {
-        if (!((r->op == WRK_STORE_WRITE && r->phase == 1) || r->op == WRK_STORE_REPLY))
+        if (!(((r->op == WRK_STORE_WRITE || r->op == WRK_STORE_CANCEL) && r->phase == 1) ||
+              r->op == WRK_STORE_REPLY))
             continue;
         size_t len;
         const char *rec = durable_of(r, &len);
+        const char *kind = r->op == WRK_STORE_CANCEL ? "cancelled" : "result";
         for (size_t i = 0; i < r->nstreams; i++)
-            if (append_xadd(st, CMD_XADD, r, r->streams[i], r->job_id, "result", rec, len) < 0)
+            if (append_xadd(st, CMD_XADD, r, r->streams[i], r->job_id, kind, rec, len) < 0)
                 return MCPQ_ENOMEM;
         if (r->nstreams == 0)
             r->phase = 3;
@@ -475,7 +522,8 @@ static int round_two(wrk_store_t *st, wrk_store_req_t *batch)
 
 static int req_finished(const wrk_store_req_t *r)
 {
-    return (r->op == WRK_STORE_CHECK && r->phase == 2) || r->phase == 3;
+    return ((r->op == WRK_STORE_CHECK || r->op == WRK_STORE_PROBE) && r->phase == 2) ||
+           r->phase == 3;
 }
 
 int wrk_store_flush(wrk_store_t *st)
@@ -521,10 +569,11 @@ int wrk_store_flush(wrk_store_t *st)
             *dtail = r;
             dtail = &r->next;
         } else {
-            if (r->op == WRK_STORE_CHECK) {
+            if (r->op == WRK_STORE_CHECK || r->op == WRK_STORE_PROBE) {
                 free(r->durable);
                 r->durable = NULL;
                 r->phase = 0;
+                r->cancelled = 0;
             }
             *atail = r;
             atail = &r->next;
@@ -538,7 +587,7 @@ int wrk_store_flush(wrk_store_t *st)
         size_t dlen = r->durable_len;
         r->durable = NULL;
         r->phase = 0;
-        if (r->op == WRK_STORE_CHECK)
+        if (r->op == WRK_STORE_CHECK || r->op == WRK_STORE_PROBE)
             r->done(r, durable, durable ? dlen : 0, r->arg);
         else if (durable)
             r->done(r, durable, dlen, r->arg);

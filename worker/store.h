@@ -1,18 +1,25 @@
 /*
- * store.h - the worker's Redis writer: result-exists checks, result records, reply-stream
- * entries (docs/internals.md, "Redis keys" and "Worker delivery semantics").
+ * store.h - the worker's Redis writer: result-exists and cancellation checks, result
+ * records, reply-stream entries (docs/internals.md, "Redis keys", "Worker delivery
+ * semantics" and "Cancellation").
  *
  * Requests are queued without I/O and sent by wrk_store_flush(), which the loop calls once
  * per round: every queued command goes out in one pipeline on one blocking hiredis context
  * (kv_connect, MCPQ_REDIS_TIMEOUT_MS bounds every read and write), so a thousand finished
  * jobs cost a couple of round trips, not a thousand.
  *
- *   CHECK  GET mcpq:result:<id>                      → done(req, record or NULL)
+ *   CHECK  GET mcpq:result:<id>, EXISTS mcpq:cancel:<id>
+ *                                                    → done(req, record or NULL),
+ *                                                      req->cancelled set
+ *   PROBE  EXISTS mcpq:cancel:<id>                   → done(req, NULL, 0), req->cancelled set
  *   WRITE  SET mcpq:result:<id> <record> NX GET EX <ttl>   (the record that is durable:
  *          ours, or the one another worker wrote first), then for every reply stream
  *          XADD <stream> MAXLEN ~ 100000 * job <id> kind result data <durable record>
  *          and EXPIRE <stream> 3600                  → done(req, durable record)
  *   REPLY  the XADD/EXPIRE part alone, for a record already durable (a redelivered job).
+ *   CANCEL GET mcpq:cancel:<id> (for its reason, record.h wrk_record_cancelled), then for
+ *          every reply stream XADD ... kind cancelled data {"reason":"..."} and EXPIRE
+ *                                                    → done(req, entry data)
  *   notify XADD ... kind progress|log data <json>, best effort: dropped if Redis is down.
  *
  * A request's done callback runs only once its commands succeeded. When Redis is
@@ -32,14 +39,22 @@
 #define WRK_REPLY_MAXLEN "100000"
 #define WRK_REPLY_TTL_S "3600"
 #define WRK_RESULT_PREFIX "mcpq:result:"
+#define WRK_CANCEL_PREFIX "mcpq:cancel:"
 
 typedef struct wrk_store wrk_store_t;
 typedef struct wrk_store_req wrk_store_req_t;
 
-typedef enum { WRK_STORE_CHECK = 1, WRK_STORE_WRITE, WRK_STORE_REPLY } wrk_store_op_t;
+typedef enum {
+    WRK_STORE_CHECK = 1,
+    WRK_STORE_WRITE,
+    WRK_STORE_REPLY,
+    WRK_STORE_PROBE,
+    WRK_STORE_CANCEL,
+} wrk_store_op_t;
 
-/* record: CHECK, the stored record (NULL when none); WRITE/REPLY, the durable record. The
- * bytes are valid during the call only. */
+/* record: CHECK, the stored record (NULL when none); WRITE/REPLY, the durable record;
+ * PROBE, NULL; CANCEL, the data of the entry sent. The bytes are valid during the call
+ * only. */
 typedef void (*wrk_store_fn)(wrk_store_req_t *req, const char *record, size_t len, void *arg);
 
 struct wrk_store_req {
@@ -51,9 +66,11 @@ struct wrk_store_req {
     size_t nstreams;
     wrk_store_fn done;
     void *arg;
+    int cancelled; /* CHECK, PROBE: 1 when mcpq:cancel:<id> exists (set before done runs) */
     /* private */
-    int phase;     /* WRITE: 0 SET pending, 1 XADD pending */
-    char *durable; /* WRITE: another worker's record found by SET NX GET (malloc'd) */
+    int phase;     /* WRITE, CANCEL: 0 SET/GET pending, 1 XADD pending */
+    char *durable; /* WRITE: another worker's record found by SET NX GET; CANCEL: the entry
+                    * data (malloc'd) */
     size_t durable_len;
     wrk_store_req_t *next;
     int queued;
@@ -66,6 +83,8 @@ void wrk_store_free(wrk_store_t *st);
 void wrk_store_submit(wrk_store_t *st, wrk_store_req_t *req);
 /* Drops req if queued (its done never runs). */
 void wrk_store_forget(wrk_store_t *st, wrk_store_req_t *req);
+/* 1 while req waits in the queue. */
+int wrk_store_queued(const wrk_store_req_t *req);
 
 /* Queues a best-effort XADD of a progress or log entry (copies everything). */
 void wrk_store_notify(wrk_store_t *st, const char *stream, const char *job_id, const char *kind,

@@ -1,5 +1,6 @@
 #include "worker.h"
 
+#include "cancelsub.h"
 #include "consumer.h"
 #include "err.h"
 #include "http.h"
@@ -22,6 +23,7 @@
 #define POLL_BUDGET 256    /* records taken per loop round */
 #define ABORT_WAIT_MS 3000 /* after aborting: how long to wait for children to go */
 #define WORKER_ID_MAX 256
+#define CANCEL_CHECK_MS 1000 /* EXISTS mcpq:cancel:<id> of every running job this often */
 
 struct wrk_worker {
     const mcpq_settings_t *s;
@@ -31,9 +33,10 @@ struct wrk_worker {
     wrk_http_t *http;
     wrk_store_t *store;
     wrk_consumer_t *consumer;
+    wrk_cancelsub_t *cancelsub;
     wrk_io_t *kafka_io, *signal_io;
     int sigfd;
-    wrk_timer_t tick;
+    wrk_timer_t tick, cancel_tick;
     int kafka_more;
     int ready_written;
     /* Jobs in flight by job_id (chained hash). */
@@ -132,12 +135,14 @@ static void job_release(wrk_worker_t *w, wrk_job_t *job, int durable)
 }
 
 static void on_written(wrk_store_req_t *req, const char *record, size_t len, void *arg);
+static void on_cancel_written(wrk_store_req_t *req, const char *data, size_t len, void *arg);
 
-/* Queues the job's record for Redis: WRITE (SET NX + reply entries) or REPLY (reply entries
- * only), to the reply streams from index `from` on. */
+/* Queues the job's end for Redis: WRITE (SET NX + reply entries), REPLY (reply entries only)
+ * or CANCEL (cancelled entries, no record), to the reply streams from index `from` on. */
 static void write_request(wrk_job_t *job, wrk_store_op_t op, size_t from)
 {
     wrk_worker_t *w = job->rt->arg;
+    wrk_store_forget(w->store, &job->req); /* a cancellation probe still queued */
     job->state = WRK_JOB_WRITING;
     memset(&job->req, 0, sizeof(job->req));
     job->req.op = op;
@@ -146,9 +151,25 @@ static void write_request(wrk_job_t *job, wrk_store_op_t op, size_t from)
     job->req.record_len = job->record_len;
     job->req.streams = job->streams + from;
     job->req.nstreams = job->nstreams - from;
-    job->req.done = on_written;
+    job->req.done = op == WRK_STORE_CANCEL ? on_cancel_written : on_written;
     job->req.arg = job;
     wrk_store_submit(w->store, &job->req);
+}
+
+/* The cancelled entries are written: the job is finished (its offsets may be stored). */
+static void on_cancel_written(wrk_store_req_t *req, const char *data, size_t len, void *arg)
+{
+    wrk_job_t *job = arg;
+    wrk_worker_t *w = job->rt->arg;
+    (void)data;
+    (void)len;
+    size_t sent = (size_t)(req->streams - job->streams) + req->nstreams;
+    if (job->nstreams > sent) {
+        /* Deliveries from other ingress replicas arrived meanwhile: they hear it too. */
+        write_request(job, WRK_STORE_CANCEL, sent);
+        return;
+    }
+    job_release(w, job, 1);
 }
 
 static void on_written(wrk_store_req_t *req, const char *record, size_t len, void *arg)
@@ -177,10 +198,15 @@ static void on_written(wrk_store_req_t *req, const char *record, size_t len, voi
     job_release(w, job, 1);
 }
 
-/* rt->on_finished: the job's record is built (or the job was aborted). */
+/* rt->on_finished: the job's record is built, or the job was cancelled by its caller, or
+ * aborted. */
 static void on_job_finished(wrk_job_t *job, void *arg)
 {
     wrk_worker_t *w = arg;
+    if (job->cancelled) {
+        write_request(job, WRK_STORE_CANCEL, 0);
+        return;
+    }
     if (!job->record) {
         job_release(w, job, 0);
         return;
@@ -192,12 +218,14 @@ static void on_checked(wrk_store_req_t *req, const char *record, size_t len, voi
 {
     wrk_job_t *job = arg;
     wrk_worker_t *w = job->rt->arg;
-    (void)req;
     if (w->stopping) {
         job_release(w, job, 0);
         return;
     }
     if (!record) {
+        /* No result yet; a cancel key set meanwhile means it never starts. */
+        if (req->cancelled)
+            wrk_job_cancel(job, WRK_CANCEL_CALLER);
         wrk_job_run(job);
         return;
     }
@@ -212,6 +240,60 @@ static void on_checked(wrk_store_req_t *req, const char *record, size_t len, voi
     job->record[len] = '\0';
     job->record_len = len;
     write_request(job, WRK_STORE_REPLY, 0);
+}
+
+/* ---- cancellation (docs/internals.md "Cancellation") ---- */
+
+/* The caller cancelled job: a job still being checked never starts, a running one is
+ * stopped like a timed-out one; either ends through on_job_finished with job->cancelled
+ * set. A job already writing its end is left alone. */
+static void job_cancel(wrk_job_t *job, const char *via)
+{
+    if (job->cancelled || job->state == WRK_JOB_WRITING)
+        return;
+    log_event(LOG_DEBUG, "cancellation received", "job_id", job->env.job_id, "via", via,
+              (char *)NULL);
+    wrk_job_cancel(job, WRK_CANCEL_CALLER); /* may release the job */
+}
+
+/* A message on mcpq:cancel: most name jobs of other workers. */
+static void on_cancel_message(const char *job_id, void *arg)
+{
+    wrk_worker_t *w = arg;
+    wrk_job_t *job = table_find(w, job_id);
+    if (job)
+        job_cancel(job, "pubsub");
+}
+
+static void on_probed(wrk_store_req_t *req, const char *record, size_t len, void *arg)
+{
+    wrk_job_t *job = arg;
+    (void)record;
+    (void)len;
+    if (req->cancelled)
+        job_cancel(job, "key");
+}
+
+/* Queues EXISTS mcpq:cancel:<id> for a running job (its request is idle while it runs). */
+static void probe_job(wrk_worker_t *w, wrk_job_t *job)
+{
+    if (job->state != WRK_JOB_RUNNING || !job->executing || job->cancel != WRK_CANCEL_NONE ||
+        wrk_store_queued(&job->req))
+        return;
+    memset(&job->req, 0, sizeof(job->req));
+    job->req.op = WRK_STORE_PROBE;
+    job->req.job_id = job->env.job_id;
+    job->req.done = on_probed;
+    job->req.arg = job;
+    wrk_store_submit(w->store, &job->req);
+}
+
+/* Pub/Sub loses messages while its connection is down: the keys are checked too. */
+static void on_cancel_tick(wrk_timer_t *t, void *arg)
+{
+    wrk_worker_t *w = arg;
+    table_each(w, probe_job);
+    wrk_timer_start(w->loop, t, CANCEL_CHECK_MS);
 }
 
 /* ---- records ---- */
@@ -415,13 +497,17 @@ wrk_worker_t *wrk_worker_new(const mcpq_settings_t *s, char *errstr, size_t errs
     w->s = s;
     w->sigfd = -1;
     wrk_timer_init(&w->tick, on_tick, w);
+    wrk_timer_init(&w->cancel_tick, on_cancel_tick, w);
     make_worker_id(w);
     w->nbuckets = 1024;
     w->buckets = calloc(w->nbuckets, sizeof(*w->buckets));
     w->loop = wrk_loop_new();
     w->http = w->loop ? wrk_http_new(w->loop, (size_t)s->max_output_bytes) : NULL;
     w->store = wrk_store_new(s->redis_url, (int)s->redis_timeout_ms, s->result_ttl_s);
-    if (!w->buckets || !w->loop || !w->http || !w->store) {
+    w->cancelsub = w->loop ? wrk_cancelsub_new(w->loop, s->redis_url, (int)s->redis_timeout_ms,
+                                               on_cancel_message, w)
+                           : NULL;
+    if (!w->buckets || !w->loop || !w->http || !w->store || !w->cancelsub) {
         snprintf(errstr, errstr_size, "cannot set up the event loop");
         goto fail;
     }
@@ -455,6 +541,7 @@ wrk_worker_t *wrk_worker_new(const mcpq_settings_t *s, char *errstr, size_t errs
         goto fail;
     }
     wrk_timer_start(w->loop, &w->tick, TICK_MS);
+    wrk_timer_start(w->loop, &w->cancel_tick, CANCEL_CHECK_MS);
     return w;
 fail:
     wrk_worker_free(w);
@@ -555,11 +642,13 @@ void wrk_worker_free(wrk_worker_t *w)
     wrk_consumer_free(w->consumer);
     if (w->loop) {
         wrk_timer_stop(w->loop, &w->tick);
+        wrk_timer_stop(w->loop, &w->cancel_tick);
         wrk_io_free(w->loop, w->kafka_io);
         wrk_io_free(w->loop, w->signal_io);
     }
     if (w->sigfd >= 0)
         close(w->sigfd);
+    wrk_cancelsub_free(w->cancelsub);
     wrk_http_free(w->http);
     wrk_store_free(w->store);
     if (w->loop && w->rt.executing == 0)

@@ -4,8 +4,9 @@
  *
  * Design (SPEC sections 6, 11 and 12; docs/internals.md "Worker delivery semantics"):
  *   - One thread runs the epoll loop (loop.h). It watches the Kafka consumer queue's
- *     wake-up pipe, libcurl's sockets, child pipes and pidfds, a signalfd, and a timer
- *     heap (sleeps, deadlines, curl, kill grace, a 200 ms tick). librdkafka keeps its own
+ *     wake-up pipe, libcurl's sockets, child pipes and pidfds, a signalfd, the Redis
+ *     connection subscribed to cancellations, and a timer heap (sleeps, deadlines, curl,
+ *     kill grace, a 200 ms tick, a 1 s cancellation check). librdkafka keeps its own
  *     internal threads; nothing else is started, whatever the number of jobs.
  *   - Each record becomes a job (job.h) keyed by job_id: a second record with the id of a
  *     job still in flight (a redelivery) attaches to it instead of running again. A job
@@ -13,6 +14,12 @@
  *   - Results go to Redis through the batching store (store.h); only once a result is
  *     durable is its offset marked done, and offsets are stored per partition up to the
  *     finished prefix (offsets.h, consumer.h).
+ *   - Cancellation (docs/internals.md "Cancellation"): a message on mcpq:cancel
+ *     (cancelsub.h) naming a job in flight here, or its key mcpq:cancel:<id> (checked with
+ *     the result before a job starts, then once a second for every running job), cancels
+ *     it: it never starts or its executor is stopped like a timed-out one, it writes no
+ *     result, a `cancelled` entry goes to its reply streams, and then its offset is done
+ *     like any finished job's.
  *   - At MCPQ_MAX_INFLIGHT_JOBS jobs in flight all partitions are paused; below 90% of it
  *     they resume.
  *   - SIGTERM/SIGINT: stop consuming, let running jobs finish for MCPQ_SHUTDOWN_GRACE_MS,

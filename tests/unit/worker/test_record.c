@@ -61,9 +61,56 @@ static void test_errors(void)
     TEST_PASS("timeout and error records");
 }
 
+/* The cancelled entry's data from the value of mcpq:cancel:<id>. */
+static void check_cancelled(const char *value, const char *want)
+{
+    size_t len = 0;
+    char *s = wrk_record_cancelled(value, value ? strlen(value) : 0, &len);
+    CHECK_STR_EQ(s, want);
+    CHECK_INT_EQ(len, strlen(s));
+    free(s);
+}
+
+static void test_cancelled(void)
+{
+    check_cancelled("{\"reason\":\"user pressed stop\"}", "{\"reason\":\"user pressed stop\"}");
+    check_cancelled("{\"reason\": \"say \\\"hi\\\"\", \"by\": 3}",
+                    "{\"reason\":\"say \\\"hi\\\"\"}");
+    /* Anything else: the default reason. */
+    const char *dflt = "{\"reason\":\"" WRK_CANCEL_REASON_DEFAULT "\"}";
+    check_cancelled(NULL, dflt);
+    check_cancelled("", dflt);
+    check_cancelled("1", dflt);
+    check_cancelled("plain text", dflt);
+    check_cancelled("{\"reason\":7}", dflt);
+    check_cancelled("{\"reason\":\"\"}", dflt);
+    check_cancelled("[\"reason\"]", dflt);
+    check_cancelled("{\"reason\":\"x\"} trailing", dflt);
+    /* Not UTF-8: repaired, so the entry stays valid JSON. */
+    check_cancelled("{\"reason\":\"a\xff\"}", "{\"reason\":\"a\xef\xbf\xbd\"}");
+    /* Long reasons are cut, never inside a character. */
+    enum { N = WRK_CANCEL_REASON_MAX + 100 };
+    static char big[N + 32], want[N + 32];
+    int n = snprintf(big, sizeof(big), "{\"reason\":\"");
+    for (int i = 0; i < N / 2; i++) {
+        big[n++] = '\xc3'; /* U+00E9, two bytes */
+        big[n++] = '\xa9';
+    }
+    snprintf(big + n, sizeof(big) - (size_t)n, "\"}");
+    n = snprintf(want, sizeof(want), "{\"reason\":\"");
+    for (int i = 0; i < WRK_CANCEL_REASON_MAX / 2; i++) {
+        want[n++] = '\xc3';
+        want[n++] = '\xa9';
+    }
+    snprintf(want + n, sizeof(want) - (size_t)n, "\"}");
+    check_cancelled(big, want);
+    TEST_PASS("cancelled entry data");
+}
+
 int main(void)
 {
     test_ok();
     test_errors();
+    test_cancelled();
     return 0;
 }
