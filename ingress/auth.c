@@ -81,8 +81,7 @@ int ing_auth_origin_ok(struct MHD_Connection *conn, const char *allowed_origins,
 {
     const char *origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
     if (origin) {
-        const char *list = allowed_origins && *allowed_origins ? allowed_origins
-                                                               : default_origins;
+        const char *list = allowed_origins && *allowed_origins ? allowed_origins : default_origins;
         if (!ing_auth_listed(list, origin))
             return 0;
     }

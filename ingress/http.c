@@ -64,36 +64,89 @@ static enum MHD_Result send_text(ing_req_t *req, int status, const char *ctype, 
     return send_resp(req, &resp);
 }
 
-/* The answer of a call that was parked (or completed before it could be). */
-static enum MHD_Result send_call(ing_req_t *req)
+/* Logs and counts how a call ended; response is its JSON-RPC answer (NULL: none sent). */
+static void call_outcome(ing_req_t *req, const char *response)
 {
     ing_call_t *call = &req->call;
-    ing_resp_t resp = {.status = 200, .content_type = "application/json"};
     ing_call_outcome_t outcome = ING_CALL_OK;
-    if (call->response) {
-        resp.body = call->response;
-        call->response = NULL;
-        if (call->timed_out)
-            outcome = ING_CALL_TIMEOUT;
-        else if (strstr(resp.body, "\"error\":{"))
-            outcome = ING_CALL_FAILED;
-        else if (strstr(resp.body, "\"isError\":true"))
-            outcome = ING_CALL_TOOL_ERROR;
-    } else {
-        cJSON *id = cJSON_Parse(call->id_json);
-        resp.body = rpc_error_str(id, RPC_INTERNAL_ERROR, "internal error", NULL);
-        cJSON_Delete(id);
+    if (call->cancelled)
+        outcome = ING_CALL_CANCELLED;
+    else if (!response || call->timed_out)
+        outcome = call->timed_out ? ING_CALL_TIMEOUT : ING_CALL_FAILED;
+    else if (strstr(response, "\"error\":{"))
         outcome = ING_CALL_FAILED;
-    }
-    static const char *const names[] = {"ok", "tool_error", "timeout", "failed", "fake"};
+    else if (strstr(response, "\"isError\":true"))
+        outcome = ING_CALL_TOOL_ERROR;
+    static const char *const names[] = {"ok",     "tool_error", "timeout",
+                                        "failed", "fake",       "cancelled"};
     char ms[32];
     snprintf(ms, sizeof(ms), "%lld", (long long)(util_mono_ms() - req->t0));
     log_event(outcome == ING_CALL_OK || outcome == ING_CALL_TOOL_ERROR ? LOG_INFO : LOG_WARN,
               "tool call answered", "tenant", req->tenant, "tool", req->tool, "job_id",
-              call->job_id, "outcome", names[outcome], "duration_ms", ms, (char *)NULL);
+              call->job_id, "outcome", names[outcome], "duration_ms", ms, "stream",
+              call->streaming ? "sse" : "json", (char *)NULL);
     ing_metrics_call(req->ctx->metrics, outcome);
+}
+
+/* The JSON answer of a call that was parked (or completed before it could be). */
+static enum MHD_Result send_call(ing_req_t *req)
+{
+    ing_call_t *call = &req->call;
+    ing_resp_t resp = {.status = 200, .content_type = "application/json"};
+    if (call->response) {
+        resp.body = call->response;
+        call->response = NULL;
+    } else {
+        cJSON *id = cJSON_Parse(call->id_json);
+        resp.body = rpc_error_str(id, RPC_INTERNAL_ERROR, "internal error", NULL);
+        cJSON_Delete(id);
+    }
+    call_outcome(req, call->response ? call->response : resp.body);
     req->has_call = 0;
     return send_resp(req, &resp);
+}
+
+/* Content reader of a streamed call (SSE). */
+static ssize_t read_stream(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    ing_req_t *req = cls;
+    ssize_t n = ing_pending_read(req->ctx->pending, &req->call, buf, max);
+    if (n == MHD_CONTENT_READER_END_OF_STREAM && req->has_call) {
+        call_outcome(req, req->call.response);
+        req->has_call = 0;
+    }
+    return n;
+}
+
+/* Queues the SSE response of a call (SPEC section 2): its frames follow as they arrive. */
+static enum MHD_Result start_stream(ing_req_t *req)
+{
+    struct MHD_Response *r =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, read_stream, req, NULL);
+    if (!r)
+        return MHD_NO;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    MHD_add_response_header(r, "X-Accel-Buffering", "no");
+    enum MHD_Result ret = MHD_queue_response(req->conn, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    ing_metrics_request(req->ctx->metrics, req->metric, 200, util_mono_ms() - req->t0);
+    return ret;
+}
+
+/* A call's connection came back (or never left): answer, stream, or wait again. */
+static enum MHD_Result answer_call(ing_req_t *req)
+{
+    switch (ing_pending_take(req->ctx->pending, &req->call)) {
+    case ING_TAKE_JSON:
+        return send_call(req);
+    case ING_TAKE_STREAM:
+        return start_stream(req);
+    case ING_TAKE_WAIT:
+    default:
+        return MHD_YES;
+    }
 }
 
 static enum MHD_Result route(ing_req_t *req, const char *url, const char *method)
@@ -110,8 +163,8 @@ static enum MHD_Result route(ing_req_t *req, const char *url, const char *method
         ing_registry_unref(reg);
         return send_text(req, ok ? 200 : 503, "application/json",
                          "{\"ready\":%s,\"kafka\":%s,\"redis\":%s,\"registry\":%s}",
-                         ok ? "true" : "false", kafka ? "true" : "false",
-                         redis ? "true" : "false", reg ? "true" : "false");
+                         ok ? "true" : "false", kafka ? "true" : "false", redis ? "true" : "false",
+                         reg ? "true" : "false");
     }
     if (strcmp(url, "/metrics") == 0 && is_get) {
         util_buf_t b;
@@ -139,7 +192,7 @@ static enum MHD_Result route(ing_req_t *req, const char *url, const char *method
         if (ing_mcp_post(req, server, &resp) == 1)
             return MHD_YES; /* parked: answered when the result arrives */
         if (req->has_call)
-            return send_call(req);
+            return answer_call(req);
         return send_resp(req, &resp);
     }
     if (strcmp(method, "DELETE") == 0) {
@@ -155,9 +208,8 @@ static enum MHD_Result route(ing_req_t *req, const char *url, const char *method
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size,
-                                  void **con_cls)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
 {
     ing_ctx_t *ctx = cls;
     ing_req_t *req = *con_cls;
@@ -191,8 +243,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *upload_data_size = 0;
         return MHD_YES;
     }
-    if (req->has_call && req->call.done)
-        return send_call(req);
+    if (req->has_call && req->handled)
+        return answer_call(req);
     if (req->handled)
         return MHD_YES;
     req->handled = 1;
@@ -206,9 +258,13 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     ing_req_t *req = *con_cls;
     if (!req)
         return;
-    if (req->has_call && !req->call.done)
-        ing_pending_remove(ctx->pending, &req->call);
-    free(req->call.response);
+    (void)conn;
+    if (req->has_call && ing_pending_remove(ctx->pending, &req->call) && req->call.modern &&
+        toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) {
+        /* 2026-07-28: closing the response stream cancels the request (SPEC section 2). */
+        ing_pending_cancel(ctx->pending, req->call.job_id, "the client closed the stream");
+    }
+    ing_pending_release(&req->call);
     util_buf_cleanup(&req->body);
     free(req);
     *con_cls = NULL;
@@ -258,13 +314,13 @@ int ing_http_start(ing_ctx_t *ctx, char *errstr, size_t errstr_size)
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_TURBO | MHD_USE_ERROR_LOG | MHD_USE_ITC;
     ctx->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, ctx, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)ctx->set->threads, MHD_OPTION_CONNECTION_LIMIT,
+        flags, 0, NULL, NULL, on_request, ctx, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, ctx,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE,
+        (unsigned)ctx->set->threads, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)ctx->set->max_connections, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
         (size_t)ctx->set->conn_memory_limit, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)ctx->set->conn_timeout_s, MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096u,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, ctx, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, ctx,
-        MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, ctx, MHD_OPTION_END);
     if (!ctx->daemon) {
         snprintf(errstr, errstr_size, "cannot listen on %s (address in use or not local?)",
                  ctx->set->listen);

@@ -20,7 +20,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#define ING_SUPPORTED_VERSIONS "2025-11-25", "2025-06-18", "2025-03-26"
+#define ING_SUPPORTED_VERSIONS "2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"
+#define ING_MODERN_VERSION "2026-07-28"
 #define ING_LATEST_VERSION "2025-11-25"
 #define ING_DEFAULT_VERSION "2025-03-26"
 
@@ -63,9 +64,9 @@ typedef struct ing_resp {
     int status;
     char *body; /* malloc'd, may be NULL for an empty body */
     const char *content_type;
-    char session_id[80];     /* non-empty: sent as Mcp-Session-Id */
-    const char *www_auth;    /* non-NULL: sent as WWW-Authenticate */
-    const char *allow;       /* non-NULL: sent as Allow */
+    char session_id[80];  /* non-empty: sent as Mcp-Session-Id */
+    const char *www_auth; /* non-NULL: sent as WWW-Authenticate */
+    const char *allow;    /* non-NULL: sent as Allow */
 } ing_resp_t;
 
 #endif

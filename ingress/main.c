@@ -175,7 +175,8 @@ int main(int argc, char **argv)
     int exit_code = 1;
     ctx.metrics = ing_metrics_new();
     ctx.kv = kv_pool_new(set.redis_url, (int)set.redis_timeout_ms, (int)set.redis_pool_size);
-    ctx.pending = ing_pending_new(set.redis_url, (int)set.redis_timeout_ms, ctx.reply_key);
+    ctx.pending = ing_pending_new(set.redis_url, (int)set.redis_timeout_ms, ctx.reply_key,
+                                  (int)set.sse_keepalive_ms);
     ctx.producer = mq_producer_new(set.kafka_brokers, (int)set.kafka_message_timeout_ms,
                                    ing_mcp_delivered, &ctx, err, sizeof(err));
     if (!ctx.metrics || !ctx.kv || !ctx.pending || !ctx.producer) {
@@ -195,14 +196,12 @@ int main(int argc, char **argv)
         pthread_join(rf.thread, NULL);
         goto out;
     }
-    log_event(LOG_INFO, "listening", "listen", set.listen, "instance", ctx.instance,
-              (char *)NULL);
+    log_event(LOG_INFO, "listening", "listen", set.listen, "instance", ctx.instance, (char *)NULL);
     write_ready_file(set.ready_file, set.listen);
 
     int sig = 0;
     sigwait(&sigs, &sig);
-    log_event(LOG_INFO, "stopping", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM",
-              (char *)NULL);
+    log_event(LOG_INFO, "stopping", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM", (char *)NULL);
     atomic_store(&ctx.stopping, 1);
     ing_http_quiesce(&ctx);
     /* Let in-flight calls finish within the grace period; then answer them -32603. */

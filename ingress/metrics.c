@@ -6,18 +6,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const int statuses[] = {200, 202, 400, 401, 403, 404, 405, 406, 413, 415, 429, 431, 500, 503};
+static const int statuses[] = {200, 202, 400, 401, 403, 404, 405,
+                               406, 413, 415, 429, 431, 500, 503};
 #define NSTATUS (sizeof(statuses) / sizeof(statuses[0]) + 1) /* + "other" */
 
-static const double buckets_s[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
-                                   0.25,  0.5,    1,     2.5,  5,     10,   30, 60};
+static const double buckets_s[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                   0.5,   1,      2.5,   5,    10,    30,   60};
 #define NBUCKET (sizeof(buckets_s) / sizeof(buckets_s[0]))
 
 static const char *const method_names[ING_M_COUNT] = {
-    "initialize", "ping", "tools/list", "tools/call", "notification", "session/delete",
-    "other",      "none"};
-static const char *const outcome_names[ING_CALL_COUNT] = {"ok", "tool_error", "timeout", "failed",
-                                                          "fake"};
+    "initialize",   "ping",           "tools/list", "tools/call",
+    "notification", "session/delete", "other",      "none"};
+static const char *const outcome_names[ING_CALL_COUNT] = {"ok",     "tool_error", "timeout",
+                                                          "failed", "fake",       "cancelled"};
 
 struct ing_metrics {
     atomic_ullong requests[ING_M_COUNT][NSTATUS];

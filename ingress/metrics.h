@@ -30,6 +30,7 @@ typedef enum {
     ING_CALL_TIMEOUT,
     ING_CALL_FAILED,
     ING_CALL_FAKE,
+    ING_CALL_CANCELLED,
     ING_CALL_COUNT
 } ing_call_outcome_t;
 

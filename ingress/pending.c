@@ -3,6 +3,7 @@
 #include "err.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "notify.h"
 #include "redis.h"
 #include "util.h"
 
@@ -16,6 +17,15 @@
 
 #define NBUCKETS 16384
 #define READ_BLOCK_MS 50
+#define KEEPALIVE_TICK_MS 200
+#define CANCEL_TTL_S 86400
+#define SSE_MAX_BACKLOG ((size_t)8 << 20) /* per call: frames a slow client has not read */
+
+typedef struct cancel_req {
+    struct cancel_req *next;
+    char job_id[ING_JOB_ID_LEN];
+    char reason[128];
+} cancel_req_t;
 
 struct ing_pending {
     pthread_mutex_t lock;
@@ -26,6 +36,9 @@ struct ing_pending {
     char *redis_url;
     int redis_timeout_ms;
     char *reply_key;
+    int keepalive_ms;
+    int64_t next_tick_mono;
+    cancel_req_t *cancels; /* to publish, newest first */
     pthread_t thread;
     atomic_int stop;
     atomic_int healthy;
@@ -126,15 +139,54 @@ static void unlink_locked(ing_pending_t *p, ing_call_t *call)
     p->count--;
 }
 
-/* Takes ownership of response. */
+/* Resumes a suspended connection (lock held). */
+static void wake_locked(ing_call_t *call)
+{
+    if (call->parked) {
+        call->parked = 0;
+        MHD_resume_connection(call->conn);
+    }
+}
+
+/* Appends raw SSE bytes to a call that streams or may (lock held). 0 or MCPQ_ENOMEM. */
+static int append_raw_locked(ing_pending_t *p, ing_call_t *call, const char *bytes, size_t n)
+{
+    if (call->out.len - call->out_off + n > SSE_MAX_BACKLOG ||
+        util_buf_append(&call->out, bytes, n) < 0)
+        return MCPQ_ENOMEM;
+    call->want_stream = 1;
+    call->next_keepalive_mono = util_mono_ms() + p->keepalive_ms;
+    wake_locked(call);
+    return 0;
+}
+
+/* Appends one `event: message` frame carrying json (lock held). */
+static int append_frame_locked(ing_pending_t *p, ing_call_t *call, const char *json)
+{
+    static const char head[] = "event: message\ndata: ";
+    size_t n = strlen(json);
+    if (call->out.len - call->out_off + n + sizeof(head) + 2 > SSE_MAX_BACKLOG)
+        return MCPQ_ENOMEM;
+    if (util_buf_append(&call->out, head, sizeof(head) - 1) < 0 ||
+        util_buf_append(&call->out, json, n) < 0 || util_buf_append(&call->out, "\n\n", 2) < 0)
+        return MCPQ_ENOMEM;
+    return append_raw_locked(p, call, "", 0);
+}
+
+/* Ends a call (lock held). Takes ownership of response, which may be NULL for a cancelled
+ * call that answers nothing. A streamed call gets the response as its last frame. */
 static void complete_locked(ing_pending_t *p, ing_call_t *call, char *response, int timed_out)
 {
     unlink_locked(p, call);
-    call->response = response;
     call->timed_out = timed_out;
     call->done = 1;
-    if (call->parked)
-        MHD_resume_connection(call->conn);
+    if (call->want_stream || call->streaming) {
+        if (response)
+            append_frame_locked(p, call, response);
+        call->stream_end = 1;
+    }
+    call->response = response;
+    wake_locked(call);
 }
 
 void ing_pending_add(ing_pending_t *p, ing_call_t *call)
@@ -142,6 +194,10 @@ void ing_pending_add(ing_pending_t *p, ing_call_t *call)
     call->done = 0;
     call->parked = 0;
     call->response = NULL;
+    call->want_stream = call->streaming = call->stream_end = call->cancelled = 0;
+    util_buf_init(&call->out, SIZE_MAX);
+    call->out_off = 0;
+    call->next_keepalive_mono = util_mono_ms() + p->keepalive_ms;
     pthread_mutex_lock(&p->lock);
     size_t b = bucket_of(call->job_id);
     call->next = p->buckets[b];
@@ -162,7 +218,7 @@ int ing_pending_park(ing_pending_t *p, ing_call_t *call)
 {
     int done;
     pthread_mutex_lock(&p->lock);
-    done = call->done;
+    done = call->done || call->want_stream;
     if (!done) {
         MHD_suspend_connection(call->conn);
         call->parked = 1;
@@ -171,11 +227,103 @@ int ing_pending_park(ing_pending_t *p, ing_call_t *call)
     return done;
 }
 
-void ing_pending_remove(ing_pending_t *p, ing_call_t *call)
+int ing_pending_remove(ing_pending_t *p, ing_call_t *call)
 {
     pthread_mutex_lock(&p->lock);
-    if (call->in_table)
+    int was = call->in_table;
+    if (was)
         unlink_locked(p, call);
+    pthread_mutex_unlock(&p->lock);
+    return was;
+}
+
+ing_take_t ing_pending_take(ing_pending_t *p, ing_call_t *call)
+{
+    ing_take_t t;
+    pthread_mutex_lock(&p->lock);
+    if (call->streaming) {
+        t = ING_TAKE_WAIT; /* the content reader serves it; nothing for the handler */
+    } else if (call->want_stream) {
+        call->streaming = 1;
+        t = ING_TAKE_STREAM;
+    } else if (call->done) {
+        t = ING_TAKE_JSON;
+    } else {
+        MHD_suspend_connection(call->conn);
+        call->parked = 1;
+        t = ING_TAKE_WAIT;
+    }
+    pthread_mutex_unlock(&p->lock);
+    return t;
+}
+
+ssize_t ing_pending_read(ing_pending_t *p, ing_call_t *call, char *buf, size_t max)
+{
+    ssize_t n;
+    pthread_mutex_lock(&p->lock);
+    size_t avail = call->out.len - call->out_off;
+    if (avail > 0) {
+        size_t k = avail < max ? avail : max;
+        memcpy(buf, call->out.data + call->out_off, k);
+        call->out_off += k;
+        if (call->out_off == call->out.len)
+            call->out.len = call->out_off = 0;
+        n = (ssize_t)k;
+    } else if (call->stream_end) {
+        n = MHD_CONTENT_READER_END_OF_STREAM;
+    } else {
+        MHD_suspend_connection(call->conn);
+        call->parked = 1;
+        n = 0;
+    }
+    pthread_mutex_unlock(&p->lock);
+    return n;
+}
+
+void ing_pending_release(ing_call_t *call)
+{
+    util_buf_cleanup(&call->out);
+    free(call->response);
+    call->response = NULL;
+}
+
+int ing_cancel_job(redisContext *ctx, const char *job_id, const char *reason)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "reason", reason ? reason : "cancelled");
+    char *val = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    if (!val)
+        return MCPQ_ENOMEM;
+    redisAppendCommand(ctx, "SET mcpq:cancel:%s %s EX %d", job_id, val, CANCEL_TTL_S);
+    redisAppendCommand(ctx, "PUBLISH mcpq:cancel %s", job_id);
+    cJSON_free(val);
+    int rc = 0;
+    for (int i = 0; i < 2; i++) {
+        redisReply *r = NULL;
+        if (redisGetReply(ctx, (void **)&r) != REDIS_OK || !r || r->type == REDIS_REPLY_ERROR)
+            rc = MCPQ_EUNAVAIL;
+        if (r)
+            freeReplyObject(r);
+        if (rc < 0 && ctx->err)
+            break;
+    }
+    return rc;
+}
+
+void ing_pending_cancel(ing_pending_t *p, const char *job_id, const char *reason)
+{
+    cancel_req_t *c = calloc(1, sizeof(*c));
+    if (!c) {
+        log_event(LOG_ERROR, "cannot queue a cancellation: out of memory", "job_id", job_id,
+                  (char *)NULL);
+        return;
+    }
+    snprintf(c->job_id, sizeof(c->job_id), "%s", job_id);
+    snprintf(c->reason, sizeof(c->reason), "%s", reason);
+    pthread_mutex_lock(&p->lock);
+    c->next = p->cancels;
+    p->cancels = c;
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -219,43 +367,128 @@ int ing_pending_healthy(ing_pending_t *p)
     return atomic_load(&p->healthy);
 }
 
-/* The JSON-RPC response for a result record (docs/internals.md). */
-static char *response_for_record(const char *id_json, const char *record, size_t len)
+/* The JSON-RPC response for a result record (docs/internals.md). Under 2026-07-28 the
+ * result carries resultType. */
+static char *response_for_record(const ing_call_t *call, const char *record, size_t len)
 {
     cJSON *rec = cJSON_ParseWithLength(record, len);
     const char *status = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "status"));
-    const cJSON *result = cJSON_GetObjectItemCaseSensitive(rec, "result");
+    cJSON *result = cJSON_GetObjectItemCaseSensitive(rec, "result");
     char *out = NULL;
     if (status && strcmp(status, "ok") == 0 && cJSON_IsObject(result)) {
+        if (call->modern && !cJSON_GetObjectItemCaseSensitive(result, "resultType"))
+            cJSON_AddStringToObject(result, "resultType", "complete");
         char *rs = cJSON_PrintUnformatted(result);
         if (rs) {
-            size_t n = strlen(id_json) + strlen(rs) + 48;
+            size_t n = strlen(call->id_json) + strlen(rs) + 48;
             out = malloc(n);
             if (out)
-                snprintf(out, n, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}", id_json, rs);
+                snprintf(out, n, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}", call->id_json,
+                         rs);
             cJSON_free(rs);
         }
     } else if (status && strcmp(status, "timeout") == 0) {
-        out = error_response(id_json, RPC_REPLY_TIMEOUT, "Agent reply timeout");
+        out = error_response(call->id_json, RPC_REPLY_TIMEOUT, "Agent reply timeout");
     } else {
         const cJSON *err = cJSON_GetObjectItemCaseSensitive(rec, "error");
         const cJSON *code = cJSON_GetObjectItemCaseSensitive(err, "code");
         const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "message"));
-        out = error_response(id_json, cJSON_IsNumber(code) ? (int)code->valuedouble
-                                                           : RPC_INTERNAL_ERROR,
+        out = error_response(call->id_json,
+                             cJSON_IsNumber(code) ? (int)code->valuedouble : RPC_INTERNAL_ERROR,
                              msg ? msg : "the worker could not run the tool");
     }
     cJSON_Delete(rec);
     return out;
 }
 
-static void deliver(ing_pending_t *p, const char *job_id, const char *record, size_t len)
+/* A `cancelled` entry: a stream ends without a response; a JSON answer is -32800 (or, when
+ * the client accepts SSE, an empty stream, so nothing answers the cancelled request). */
+static void cancel_locked(ing_pending_t *p, ing_call_t *call)
+{
+    call->cancelled = 1;
+    if (call->sse_ok || call->want_stream || call->streaming) {
+        call->want_stream = 1;
+        complete_locked(p, call, NULL, 0);
+    } else {
+        complete_locked(
+            p, call, error_response(call->id_json, RPC_REQUEST_CANCELLED, "Request cancelled"), 0);
+    }
+}
+
+/* One reply-stream entry for a call of this replica. */
+static void deliver(ing_pending_t *p, const char *job_id, const char *kind, const char *data,
+                    size_t len)
 {
     pthread_mutex_lock(&p->lock);
     ing_call_t *c = find_locked(p, job_id);
-    if (c)
-        complete_locked(p, c, response_for_record(c->id_json, record, len), 0);
+    if (!c) {
+        pthread_mutex_unlock(&p->lock);
+        return;
+    }
+    if (strcmp(kind, "result") == 0) {
+        complete_locked(p, c, response_for_record(c, data, len), 0);
+    } else if (strcmp(kind, "cancelled") == 0) {
+        cancel_locked(p, c);
+    } else if (c->sse_ok) {
+        char *n = NULL;
+        if (strcmp(kind, "progress") == 0 && c->progress_token[0])
+            n = ing_notify_progress(c->progress_token, data, len);
+        else if (strcmp(kind, "log") == 0)
+            n = ing_notify_log(data, len, c->log_min, c->tool);
+        if (n && append_frame_locked(p, c, n) < 0)
+            log_event(LOG_WARN, "notification dropped: the client reads too slowly", "job_id",
+                      job_id, (char *)NULL);
+        free(n);
+    }
     pthread_mutex_unlock(&p->lock);
+}
+
+/* Keep-alive comments for calls that may stream and have been quiet (reader thread). */
+static void keepalive_tick(ing_pending_t *p)
+{
+    static const char comment[] = ": keep-alive\n\n";
+    int64_t now = util_mono_ms();
+    if (now < p->next_tick_mono)
+        return;
+    p->next_tick_mono = now + KEEPALIVE_TICK_MS;
+    pthread_mutex_lock(&p->lock);
+    for (size_t b = 0; b < NBUCKETS && p->count > 0; b++)
+        for (ing_call_t *c = p->buckets[b]; c; c = c->next)
+            if (c->sse_ok && c->next_keepalive_mono <= now)
+                append_raw_locked(p, c, comment, sizeof(comment) - 1);
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* Publishes queued cancellations (reader thread). Kept queued while Redis is down. */
+static void publish_cancels(ing_pending_t *p, redisContext **ctx)
+{
+    pthread_mutex_lock(&p->lock);
+    cancel_req_t *list = p->cancels;
+    p->cancels = NULL;
+    pthread_mutex_unlock(&p->lock);
+    while (list) {
+        cancel_req_t *c = list;
+        if (!*ctx || ing_cancel_job(*ctx, c->job_id, c->reason) < 0) {
+            if (*ctx && (*ctx)->err) {
+                redisFree(*ctx);
+                *ctx = NULL;
+            }
+            break; /* retried on the next round */
+        }
+        log_event(LOG_INFO, "tool call cancelled by the client", "job_id", c->job_id, "reason",
+                  c->reason, (char *)NULL);
+        list = c->next;
+        free(c);
+    }
+    if (list) {
+        cancel_req_t *tail = list;
+        while (tail->next)
+            tail = tail->next;
+        pthread_mutex_lock(&p->lock);
+        tail->next = p->cancels;
+        p->cancels = list;
+        pthread_mutex_unlock(&p->lock);
+    }
 }
 
 static const redisReply *field_of(const redisReply *kv, const char *name)
@@ -285,8 +518,8 @@ static void handle_entries(ing_pending_t *p, const redisReply *r, char *last_id,
         const redisReply *data = field_of(e->element[1], "data");
         if (!job || !kind || !data || job->type != REDIS_REPLY_STRING)
             continue;
-        if (strcmp(kind->str, "result") == 0)
-            deliver(p, job->str, data->str, data->len);
+        if (kind->type == REDIS_REPLY_STRING && data->type == REDIS_REPLY_STRING)
+            deliver(p, job->str, kind->str, data->str, data->len);
     }
 }
 
@@ -314,7 +547,7 @@ static void expire(ing_pending_t *p, redisContext **ctx)
         if (c) {
             char *resp;
             if (r && r->type == REDIS_REPLY_STRING)
-                resp = response_for_record(c->id_json, r->str, r->len);
+                resp = response_for_record(c, r->str, r->len);
             else
                 resp = error_response(c->id_json, RPC_REPLY_TIMEOUT, "Agent reply timeout");
             complete_locked(p, c, resp, !(r && r->type == REDIS_REPLY_STRING));
@@ -341,13 +574,14 @@ static void *reader_thread(void *arg)
                     log_event(LOG_ERROR, "reply reader: redis unreachable", "error", err,
                               (char *)NULL);
                 expire(p, &ctx);
+                keepalive_tick(p);
                 usleep(200 * 1000);
                 continue;
             }
             if (strcmp(last_id, "$") == 0) {
                 /* Start after what is there now, by id, so a reconnect misses nothing. */
-                redisReply *r = redisCommand(ctx, "XADD %s MAXLEN ~ 100000 * kind hello",
-                                             p->reply_key);
+                redisReply *r =
+                    redisCommand(ctx, "XADD %s MAXLEN ~ 100000 * kind hello", p->reply_key);
                 if (r && r->type == REDIS_REPLY_STRING)
                     snprintf(last_id, sizeof(last_id), "%s", r->str);
                 if (r)
@@ -372,12 +606,15 @@ static void *reader_thread(void *arg)
         handle_entries(p, r, last_id, sizeof(last_id));
         freeReplyObject(r);
         expire(p, &ctx);
+        keepalive_tick(p);
+        publish_cancels(p, &ctx);
     }
     redisFree(ctx);
     return NULL;
 }
 
-ing_pending_t *ing_pending_new(const char *redis_url, int redis_timeout_ms, const char *reply_key)
+ing_pending_t *ing_pending_new(const char *redis_url, int redis_timeout_ms, const char *reply_key,
+                               int keepalive_ms)
 {
     ing_pending_t *p = calloc(1, sizeof(*p));
     if (!p)
@@ -385,8 +622,9 @@ ing_pending_t *ing_pending_new(const char *redis_url, int redis_timeout_ms, cons
     pthread_mutex_init(&p->lock, NULL);
     p->redis_url = strdup(redis_url);
     p->reply_key = strdup(reply_key);
-    p->redis_timeout_ms = redis_timeout_ms < 2 * READ_BLOCK_MS ? 2 * READ_BLOCK_MS
-                                                               : redis_timeout_ms;
+    p->keepalive_ms = keepalive_ms > 0 ? keepalive_ms : 1000;
+    p->redis_timeout_ms =
+        redis_timeout_ms < 2 * READ_BLOCK_MS ? 2 * READ_BLOCK_MS : redis_timeout_ms;
     atomic_init(&p->stop, 0);
     atomic_init(&p->healthy, 0);
     if (!p->redis_url || !p->reply_key || pthread_create(&p->thread, NULL, reader_thread, p)) {
@@ -405,6 +643,13 @@ void ing_pending_free(ing_pending_t *p)
     atomic_store(&p->stop, 1);
     pthread_join(p->thread, NULL);
     ing_pending_fail_all(p, "server shutting down");
+    while (p->cancels) {
+        cancel_req_t *c = p->cancels;
+        p->cancels = c->next;
+        log_event(LOG_WARN, "cancellation not published: shutting down", "job_id", c->job_id,
+                  (char *)NULL);
+        free(c);
+    }
     free(p->heap);
     free(p->redis_url);
     free(p->reply_key);

@@ -9,23 +9,54 @@
  * -32003, after one last look at the durable result key. Completing a parked call resumes
  * its connection; the HTTP thread then sends call->response.
  *
+ * Streaming (SSE, SPEC section 2): a call whose client accepts text/event-stream gets the
+ * progress and log entries of its job as `event: message` frames as they arrive, then its
+ * response. The first frame (or the first keep-alive comment, after keepalive_ms of waiting)
+ * resumes the connection with want_stream set; the HTTP thread then queues a streamed
+ * response whose content reader (ing_pending_read) hands out the frames, suspending the
+ * connection whenever there is nothing to send. Keep-alive comments continue every
+ * keepalive_ms until the response is sent; a failed write is how a closed stream is seen.
+ *
+ * Cancellation (docs/internals.md): ing_pending_cancel() queues a job id; the reader thread
+ * sets `mcpq:cancel:<job>` and publishes it. A `cancelled` entry from the worker ends the
+ * call: an open stream ends without a response, a JSON answer is -32800.
+ *
  * Thread safety: every function is thread-safe. A call's fields are written under the
- * table's lock until done is set; after that the HTTP thread owns them.
+ * table's lock until done is set (streamed calls: until the stream ends); after that the
+ * HTTP thread owns them.
  */
 #ifndef MCPQ_ING_PENDING_H
 #define MCPQ_ING_PENDING_H
 
+#include "util.h"
+
 #include <microhttpd.h>
+#include <hiredis/hiredis.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define ING_JOB_ID_LEN 40
 
 typedef struct ing_call {
     char job_id[ING_JOB_ID_LEN];
-    char id_json[300];            /* the JSON-RPC id, rendered */
-    int64_t deadline_mono;        /* monotonic ms */
+    char id_json[300];     /* the JSON-RPC id, rendered */
+    int64_t deadline_mono; /* monotonic ms */
     struct MHD_Connection *conn;
+    /* set before ing_pending_add, read-only after */
+    int sse_ok;               /* the client accepts text/event-stream */
+    int modern;               /* 2026-07-28: the result carries resultType */
+    int log_min;              /* forward log entries at or above this level; -1: none */
+    char progress_token[300]; /* rendered JSON; "" when the call has none */
+    char tool[128];           /* logger name of forwarded log entries */
+    /* streaming state, under the table lock */
+    int want_stream; /* an SSE response should start */
+    int streaming;   /* the SSE response is queued; frames go to out */
+    int stream_end;  /* nothing more is appended to out */
+    int cancelled;   /* ended by a `cancelled` entry */
+    util_buf_t out;  /* SSE bytes not yet handed to libmicrohttpd */
+    size_t out_off;
+    int64_t next_keepalive_mono;
     /* table bookkeeping */
     struct ing_call *next;
     size_t heap_idx;
@@ -39,19 +70,43 @@ typedef struct ing_call {
 
 typedef struct ing_pending ing_pending_t;
 
-/* reply_key: this replica's stream (mcpq:reply:<instance>). */
-ing_pending_t *ing_pending_new(const char *redis_url, int redis_timeout_ms, const char *reply_key);
+/* reply_key: this replica's stream (mcpq:reply:<instance>); keepalive_ms: SSE comment
+ * interval while a streamed call waits. */
+ing_pending_t *ing_pending_new(const char *redis_url, int redis_timeout_ms, const char *reply_key,
+                               int keepalive_ms);
 /* Completes every call still waiting with -32603 "server shutting down", stops the thread. */
 void ing_pending_free(ing_pending_t *p);
 
 void ing_pending_add(ing_pending_t *p, ing_call_t *call);
-/* Suspends call->conn until completion; returns 1 (nothing suspended) if already done. Must
+/* Suspends call->conn until completion or its first SSE frame; returns 1 (nothing
+ * suspended) if there is something to send already. Must
  * run on the connection's HTTP thread, inside the access handler. */
 int ing_pending_park(ing_pending_t *p, ing_call_t *call);
 /* Completes a call by job id with a JSON-RPC error (e.g. Kafka refused the job). */
 void ing_pending_fail(ing_pending_t *p, const char *job_id, int code, const char *message);
-/* Removes a call that never got parked (the request failed before publishing). */
-void ing_pending_remove(ing_pending_t *p, ing_call_t *call);
+/* Removes a call that is still waiting (its request failed or its client went away).
+ * 1 when it was waiting, 0 when it had already completed. */
+int ing_pending_remove(ing_pending_t *p, ing_call_t *call);
+
+/* What the HTTP thread does with a resumed call (ing_pending_take). */
+typedef enum {
+    ING_TAKE_WAIT = 0, /* nothing yet: the connection was suspended again */
+    ING_TAKE_JSON,     /* done: send call->response as one JSON object */
+    ING_TAKE_STREAM    /* queue the SSE response now (the call is marked streaming) */
+} ing_take_t;
+
+/* On the connection's HTTP thread, inside the access handler. */
+ing_take_t ing_pending_take(ing_pending_t *p, ing_call_t *call);
+/* The SSE response's content reader: bytes copied, MHD_CONTENT_READER_END_OF_STREAM, or 0
+ * after suspending the connection until more arrives. */
+ssize_t ing_pending_read(ing_pending_t *p, ing_call_t *call, char *buf, size_t max);
+/* Frees a call's buffers once its request is over. */
+void ing_pending_release(ing_call_t *call);
+
+/* Asks the workers to stop job_id (asynchronously, from the reader thread). */
+void ing_pending_cancel(ing_pending_t *p, const char *job_id, const char *reason);
+/* SET mcpq:cancel:<job_id> + PUBLISH mcpq:cancel on ctx. 0 or MCPQ_EUNAVAIL. */
+int ing_cancel_job(redisContext *ctx, const char *job_id, const char *reason);
 
 size_t ing_pending_count(ing_pending_t *p);
 /* 1 while the reader is connected to Redis. */

@@ -30,8 +30,8 @@ int ing_session_save(kv_pool_t *kv, const ing_session_t *s, long long ttl_s)
     cJSON_Delete(o);
     if (!json)
         return MCPQ_ENOMEM;
-    redisReply *r = kv_pool_command(kv, err, sizeof(err), "SET mcpq:session:%s %s EX %lld", s->id,
-                                    json, ttl_s);
+    redisReply *r =
+        kv_pool_command(kv, err, sizeof(err), "SET mcpq:session:%s %s EX %lld", s->id, json, ttl_s);
     cJSON_free(json);
     if (!r)
         return MCPQ_EUNAVAIL;
@@ -54,8 +54,8 @@ int ing_session_get(kv_pool_t *kv, const char *id, const char *tenant, long long
     char err[256];
     if (!ing_session_id_valid(id))
         return MCPQ_ENOTFOUND;
-    redisReply *r = kv_pool_command(kv, err, sizeof(err), "GETEX mcpq:session:%s EX %lld", id,
-                                    ttl_s);
+    redisReply *r =
+        kv_pool_command(kv, err, sizeof(err), "GETEX mcpq:session:%s EX %lld", id, ttl_s);
     if (!r)
         return MCPQ_EUNAVAIL;
     int rc = MCPQ_ENOTFOUND;

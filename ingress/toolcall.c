@@ -1,0 +1,255 @@
+#include "mcpint.h"
+
+#include "era.h"
+#include "err.h"
+#include "log.h"
+#include "mcp.h"
+#include "notify.h"
+#include "schema.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Arguments the gateway consumes itself (SPEC 4.2); never passed to a tool. */
+static const char *const reserved_args[] = {"idempotency_key", "attachments", "RobotId",
+                                            "TaskPriority", "channel_id"};
+
+/* A CallToolResult with isError and one text block. */
+static cJSON *tool_error_result(const char *text)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON *content = cJSON_AddArrayToObject(o, "content");
+    cJSON *block = cJSON_CreateObject();
+    cJSON_AddStringToObject(block, "type", "text");
+    cJSON_AddStringToObject(block, "text", text);
+    cJSON_AddItemToArray(content, block);
+    cJSON_AddTrueToObject(o, "isError");
+    return o;
+}
+
+/* Where notifications/cancelled finds a legacy call's job: per session, else per tenant. */
+static void reqmap_key(const ing_mcp_t *m, const char *id_json, char *out, size_t size)
+{
+    if (m->has_session)
+        snprintf(out, size, "mcpq:reqmap:s:%s:%s", m->session.id, id_json);
+    else
+        snprintf(out, size, "mcpq:reqmap:t:%s:%s", m->tenant->id, id_json);
+}
+
+/* The tool's own arguments: a copy of params.arguments without the reserved names. */
+static cJSON *tool_arguments(const cJSON *args)
+{
+    cJSON *out = args ? cJSON_Duplicate(args, 1) : cJSON_CreateObject();
+    for (size_t i = 0; out && i < sizeof(reserved_args) / sizeof(reserved_args[0]); i++)
+        cJSON_DeleteItemFromObjectCaseSensitive(out, reserved_args[i]);
+    return out;
+}
+
+static cJSON *build_envelope(ing_mcp_t *m, const ing_tool_t *tool, const rpc_msg_t *msg,
+                             cJSON *args, const char *job_id, long long timeout_ms)
+{
+    ing_ctx_t *ctx = m->req->ctx;
+    int64_t now = util_now_ms();
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddNumberToObject(e, "v", 1);
+    cJSON_AddStringToObject(e, "job_id", job_id);
+    cJSON_AddItemToObject(e, "call_id", cJSON_Duplicate(msg->id, 1));
+    cJSON_AddStringToObject(e, "tenant", tool->tenant);
+    cJSON_AddStringToObject(e, "server", tool->server);
+    cJSON_AddStringToObject(e, "tool", tool->name);
+    cJSON_AddStringToObject(e, "tool_version", tool->version_id ? tool->version_id : "");
+    cJSON_AddItemToObject(e, "arguments", args);
+    cJSON_AddArrayToObject(e, "attachments");
+    cJSON_AddNullToObject(e, "task_id");
+    char chan[40];
+    if (m->has_session) {
+        snprintf(chan, sizeof(chan), "c_%s", m->session.id + 2);
+        cJSON_AddStringToObject(e, "session_id", m->session.id);
+    } else {
+        char hex[33];
+        util_random_hex(hex, 16);
+        snprintf(chan, sizeof(chan), "c_%s", hex);
+    }
+    cJSON_AddStringToObject(e, "channel_id", chan);
+    const cJSON *exe = cJSON_GetObjectItemCaseSensitive(tool->version, "executor");
+    cJSON_AddItemToObject(e, "executor", cJSON_Duplicate(exe, 1));
+    cJSON_AddStringToObject(e, "mode", tool->task_mode ? "task" : "sync");
+    cJSON_AddNumberToObject(e, "timeout_ms", (double)timeout_ms);
+    cJSON_AddNumberToObject(e, "created_ms", (double)now);
+    cJSON_AddNumberToObject(e, "deadline_ms", (double)(now + timeout_ms));
+    cJSON_AddStringToObject(e, "reply_to", ctx->reply_key);
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(msg->params, "_meta");
+    const cJSON *tok = cJSON_GetObjectItemCaseSensitive(meta, "progressToken");
+    if (cJSON_IsString(tok) || cJSON_IsNumber(tok))
+        cJSON_AddItemToObject(e, "progress_token", cJSON_Duplicate(tok, 1));
+    const char *tp = MHD_lookup_connection_value(m->req->conn, MHD_HEADER_KIND, "traceparent");
+    if (!tp)
+        tp = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "traceparent"));
+    if (tp && strlen(tp) < 128)
+        cJSON_AddStringToObject(e, "traceparent", tp);
+    return e;
+}
+
+int ing_mcp_tools_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
+{
+    ing_req_t *req = m->req;
+    ing_ctx_t *ctx = req->ctx;
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(msg->params, "name");
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(msg->params, "arguments");
+    if (!cJSON_IsString(name)) {
+        ing_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS, "params.name must be a string",
+                       NULL);
+        return 0;
+    }
+    if (args && !cJSON_IsObject(args) && !cJSON_IsNull(args)) {
+        ing_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS, "params.arguments must be an object",
+                       NULL);
+        return 0;
+    }
+    if (cJSON_IsNull(args))
+        args = NULL;
+    const ing_tool_t *tool = ing_registry_tool(m->server, name->valuestring);
+    if (!tool) {
+        char buf[200];
+        snprintf(buf, sizeof(buf), "Unknown tool: %.120s", name->valuestring);
+        ing_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS, buf, NULL);
+        return 0;
+    }
+    snprintf(req->tool, sizeof(req->tool), "%s", tool->name);
+    const cJSON *schema = cJSON_GetObjectItemCaseSensitive(tool->version, "inputSchema");
+    char why[512];
+    if (m->modern && ing_param_headers_check(req->conn, schema, args, why, sizeof(why)) < 0) {
+        ing_resp_error(resp, 400, msg->id, RPC_HEADER_MISMATCH, why, NULL);
+        return 0;
+    }
+    cJSON *own = tool_arguments(args);
+    if (!own) {
+        ing_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR, "out of memory", NULL);
+        return 0;
+    }
+    if (schema && sch_validate(schema, own, "arguments", why, sizeof(why)) < 0) {
+        char text[640];
+        snprintf(text, sizeof(text), "Invalid arguments for tool %s: %s", tool->name, why);
+        cJSON_Delete(own);
+        ing_metrics_call(ctx->metrics, ING_CALL_TOOL_ERROR);
+        ing_resp_result_obj(m, resp, msg->id, tool_error_result(text));
+        return 0;
+    }
+    if (tool->fake_result) {
+        cJSON_Delete(own);
+        ing_metrics_call(ctx->metrics, ING_CALL_FAKE);
+        ing_resp_result_obj(m, resp, msg->id, cJSON_Duplicate(tool->fake_result, 1));
+        log_event(LOG_INFO, "tool call answered in fake mode", "tenant", tool->tenant, "tool",
+                  tool->name, (char *)NULL);
+        return 0;
+    }
+    if (!mq_producer_up(ctx->producer) || !ing_pending_healthy(ctx->pending)) {
+        cJSON_Delete(own);
+        ing_metrics_call(ctx->metrics, ING_CALL_FAILED);
+        ing_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR,
+                       !mq_producer_up(ctx->producer)
+                           ? "job queue (Kafka) unavailable; try again"
+                           : "result store (Redis) unavailable; try again",
+                       NULL);
+        return 0;
+    }
+
+    long long timeout_ms = tool->timeout_ms > 0 ? tool->timeout_ms : ctx->set->default_timeout_ms;
+    char hex[33];
+    util_random_hex(hex, 16);
+    ing_call_t *call = &req->call;
+    snprintf(call->job_id, sizeof(call->job_id), "j_%s", hex);
+    rpc_id_str(msg->id, call->id_json, sizeof(call->id_json));
+    call->conn = req->conn;
+    call->deadline_mono = util_mono_ms() + timeout_ms;
+    const char *accept = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, "Accept");
+    call->sse_ok = accept && strcasestr(accept, "text/event-stream") != NULL;
+    call->modern = m->modern;
+    call->log_min = m->log_min;
+    snprintf(call->tool, sizeof(call->tool), "%s", tool->name);
+    const cJSON *tok = cJSON_GetObjectItemCaseSensitive(ing_meta(msg), "progressToken");
+    call->progress_token[0] = '\0';
+    if (cJSON_IsString(tok) || cJSON_IsNumber(tok))
+        rpc_id_str(tok, call->progress_token, sizeof(call->progress_token));
+
+    cJSON *env = build_envelope(m, tool, msg, own, call->job_id, timeout_ms);
+    own = NULL; /* now owned by env */
+    char *payload = cJSON_PrintUnformatted(env);
+    cJSON_Delete(env);
+    char *opaque = strdup(call->job_id);
+    if (!payload || !opaque) {
+        free(payload);
+        free(opaque);
+        ing_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR, "out of memory", NULL);
+        return 0;
+    }
+    if (!m->modern) {
+        /* So notifications/cancelled reaches the job from any replica. Best effort: without
+         * Redis the call still runs, it just cannot be cancelled. */
+        char key[600], ttl[24], err[128];
+        reqmap_key(m, call->id_json, key, sizeof(key));
+        snprintf(ttl, sizeof(ttl), "%lld", timeout_ms / 1000 + 60);
+        const char *argv[] = {"SET", key, call->job_id, "EX", ttl};
+        redisReply *r = kv_pool_commandargv(ctx->kv, err, sizeof(err), 5, argv, NULL);
+        if (r)
+            freeReplyObject(r);
+    }
+    ing_pending_add(ctx->pending, call);
+    req->has_call = 1;
+    int rc = mq_producer_send(ctx->producer, ctx->set->topic_jobs, call->job_id, payload,
+                              strlen(payload), NULL, opaque);
+    cJSON_free(payload);
+    if (rc < 0) {
+        free(opaque);
+        ing_pending_remove(ctx->pending, call);
+        req->has_call = 0;
+        ing_metrics_published(ctx->metrics, 0);
+        ing_metrics_call(ctx->metrics, ING_CALL_FAILED);
+        ing_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR,
+                       rc == MCPQ_ETOOBIG ? "arguments too large for the job queue"
+                                          : "job queue (Kafka) unavailable; try again",
+                       NULL);
+        return 0;
+    }
+    log_event(LOG_INFO, "tool call published", "tenant", tool->tenant, "tool", tool->name, "job_id",
+              call->job_id, (char *)NULL);
+    return ing_pending_park(ctx->pending, call) ? 0 : 1;
+}
+
+void ing_mcp_delivered(void *opaque, int err, void *arg)
+{
+    ing_ctx_t *ctx = arg;
+    char *job_id = opaque;
+    ing_metrics_published(ctx->metrics, err == 0);
+    if (err == MCPQ_EUNAVAIL)
+        ing_pending_fail(ctx->pending, job_id, RPC_INTERNAL_ERROR,
+                         "job queue (Kafka) unavailable; try again");
+    free(job_id);
+}
+
+void ing_mcp_cancelled(ing_mcp_t *m, const rpc_msg_t *msg)
+{
+    const cJSON *rid = cJSON_GetObjectItemCaseSensitive(msg->params, "requestId");
+    if (!cJSON_IsString(rid) && !cJSON_IsNumber(rid))
+        return;
+    const char *reason =
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg->params, "reason"));
+    char id_json[300], key[600], err[128];
+    rpc_id_str(rid, id_json, sizeof(id_json));
+    reqmap_key(m, id_json, key, sizeof(key));
+    const char *argv[] = {"GET", key};
+    redisReply *r = kv_pool_commandargv(m->req->ctx->kv, err, sizeof(err), 2, argv, NULL);
+    if (!r || r->type != REDIS_REPLY_STRING) {
+        if (!r)
+            log_event(LOG_WARN, "cannot look up a cancelled request", "error", err, (char *)NULL);
+        if (r)
+            freeReplyObject(r);
+        return; /* finished already, or never ours: nothing to stop */
+    }
+    char job_id[ING_JOB_ID_LEN];
+    snprintf(job_id, sizeof(job_id), "%s", r->str);
+    freeReplyObject(r);
+    ing_pending_cancel(m->req->ctx->pending, job_id, reason ? reason : "cancelled by the client");
+}

@@ -1,0 +1,95 @@
+/* Unit tests of ingress/era.c (mirrored header values) and ingress/notify.c (the
+ * notifications built from reply-stream entries). */
+#include "check.h"
+#include "era.h"
+#include "err.h"
+#include "notify.h"
+
+#include <cjson/cJSON.h>
+
+static void test_hdr_decode(void)
+{
+    char out[64];
+    CHECK_INT_EQ(ing_hdr_decode("get_weather", out, sizeof(out)), 0);
+    CHECK_STR_EQ(out, "get_weather");
+    CHECK_INT_EQ(ing_hdr_decode("with space\tand tab", out, sizeof(out)), 0);
+    CHECK_STR_EQ(out, "with space\tand tab");
+    /* the examples of the 2026-07-28 transport page */
+    CHECK_INT_EQ(ing_hdr_decode("=?base64?SGVsbG8sIOS4lueVjA==?=", out, sizeof(out)), 0);
+    CHECK_STR_EQ(out, "Hello, \xe4\xb8\x96\xe7\x95\x8c");
+    CHECK_INT_EQ(ing_hdr_decode("=?base64?IHBhZGRlZCA=?=", out, sizeof(out)), 0);
+    CHECK_STR_EQ(out, " padded ");
+    CHECK_INT_EQ(ing_hdr_decode("=?base64?bGluZTEKbGluZTI=?=", out, sizeof(out)), 0);
+    CHECK_STR_EQ(out, "line1\nline2");
+    CHECK_INT_EQ(ing_hdr_decode("=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?=", out, sizeof(out)), 0);
+    CHECK_STR_EQ(out, "=?base64?literal?=");
+    /* refused: raw control or non-ASCII bytes, broken base64, a NUL inside, too long */
+    CHECK_INT_EQ(ing_hdr_decode("a\x01", out, sizeof(out)), MCPQ_EINVAL);
+    CHECK_INT_EQ(ing_hdr_decode("caf\xc3\xa9", out, sizeof(out)), MCPQ_EINVAL);
+    CHECK_INT_EQ(ing_hdr_decode("=?base64?abc?=", out, sizeof(out)), MCPQ_EINVAL);
+    CHECK_INT_EQ(ing_hdr_decode("=?base64?a$==?=", out, sizeof(out)), MCPQ_EINVAL);
+    CHECK_INT_EQ(ing_hdr_decode("=?base64?AA==?=", out, sizeof(out)), MCPQ_EINVAL);
+    CHECK_INT_EQ(ing_hdr_decode("0123456789", out, 8), MCPQ_EINVAL);
+    TEST_PASS("mirrored header values: plain and =?base64?...?=");
+}
+
+static void test_levels(void)
+{
+    CHECK_INT_EQ(ing_log_level_index("debug"), 0);
+    CHECK_INT_EQ(ing_log_level_index("warning"), 3);
+    CHECK_INT_EQ(ing_log_level_index("emergency"), 7);
+    CHECK_INT_EQ(ing_log_level_index("warn"), -1);
+    CHECK_INT_EQ(ing_log_level_index(NULL), -1);
+    TEST_PASS("logging levels");
+}
+
+static void test_progress(void)
+{
+    const char *d = "{\"progress\":2,\"total\":3,\"message\":\"step 2\"}";
+    char *n = ing_notify_progress("\"tok-7\"", d, strlen(d));
+    CHECK_STR_EQ(n,
+                 "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{"
+                 "\"progressToken\":\"tok-7\",\"progress\":2,\"total\":3,\"message\":\"step 2\"}}");
+    free(n);
+    /* a numeric token 0 is a token; total and message are optional */
+    d = "{\"progress\":0.5}";
+    n = ing_notify_progress("0", d, strlen(d));
+    CHECK_STR_EQ(n, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{"
+                    "\"progressToken\":0,\"progress\":0.5}}");
+    free(n);
+    d = "{\"total\":3}";
+    CHECK(ing_notify_progress("1", d, strlen(d)) == NULL);
+    CHECK(ing_notify_progress("1", "{", 1) == NULL);
+    TEST_PASS("notifications/progress");
+}
+
+static void test_log(void)
+{
+    const char *d = "{\"level\":\"warning\",\"data\":\"disk almost full\"}";
+    char *n = ing_notify_log(d, strlen(d), ing_log_level_index("info"), "report");
+    CHECK_STR_EQ(n, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{"
+                    "\"level\":\"warning\",\"logger\":\"report\",\"data\":\"disk almost full\"}}");
+    free(n);
+    /* below the threshold, no threshold, unknown level, no data: nothing */
+    CHECK(ing_notify_log(d, strlen(d), ing_log_level_index("error"), "report") == NULL);
+    CHECK(ing_notify_log(d, strlen(d), -1, "report") == NULL);
+    const char *bad = "{\"level\":\"loud\",\"data\":\"x\"}";
+    CHECK(ing_notify_log(bad, strlen(bad), 0, NULL) == NULL);
+    const char *nodata = "{\"level\":\"info\"}";
+    CHECK(ing_notify_log(nodata, strlen(nodata), 0, NULL) == NULL);
+    /* structured data passes through */
+    const char *obj = "{\"level\":\"debug\",\"data\":{\"rows\":3}}";
+    n = ing_notify_log(obj, strlen(obj), 0, NULL);
+    CHECK_CONTAINS(n, "\"data\":{\"rows\":3}");
+    free(n);
+    TEST_PASS("notifications/message with level filtering");
+}
+
+int main(void)
+{
+    test_hdr_decode();
+    test_levels();
+    test_progress();
+    test_log();
+    return 0;
+}
