@@ -9,42 +9,42 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(expr)                                                                            \
-    do {                                                                                       \
-        if (!(expr)) {                                                                         \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #expr);           \
-            exit(1);                                                                           \
-        }                                                                                      \
+#define CHECK(expr)                                                                                \
+    do {                                                                                           \
+        if (!(expr)) {                                                                             \
+            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #expr);               \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
-#define CHECK_INT_EQ(a, b)                                                                     \
-    do {                                                                                       \
-        long long va_ = (long long)(a), vb_ = (long long)(b);                                  \
-        if (va_ != vb_) {                                                                      \
-            fprintf(stderr, "%s:%d: %s == %s failed: %lld != %lld\n", __FILE__, __LINE__, #a,  \
-                    #b, va_, vb_);                                                             \
-            exit(1);                                                                           \
-        }                                                                                      \
+#define CHECK_INT_EQ(a, b)                                                                         \
+    do {                                                                                           \
+        long long va_ = (long long)(a), vb_ = (long long)(b);                                      \
+        if (va_ != vb_) {                                                                          \
+            fprintf(stderr, "%s:%d: %s == %s failed: %lld != %lld\n", __FILE__, __LINE__, #a, #b,  \
+                    va_, vb_);                                                                     \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
-#define CHECK_STR_EQ(a, b)                                                                     \
-    do {                                                                                       \
-        const char *sa_ = (a), *sb_ = (b);                                                     \
-        if (!sa_ || !sb_ || strcmp(sa_, sb_) != 0) {                                           \
-            fprintf(stderr, "%s:%d: %s == %s failed: \"%s\" != \"%s\"\n", __FILE__, __LINE__,  \
-                    #a, #b, sa_ ? sa_ : "(null)", sb_ ? sb_ : "(null)");                       \
-            exit(1);                                                                           \
-        }                                                                                      \
+#define CHECK_STR_EQ(a, b)                                                                         \
+    do {                                                                                           \
+        const char *sa_ = (a), *sb_ = (b);                                                         \
+        if (!sa_ || !sb_ || strcmp(sa_, sb_) != 0) {                                               \
+            fprintf(stderr, "%s:%d: %s == %s failed: \"%s\" != \"%s\"\n", __FILE__, __LINE__, #a,  \
+                    #b, sa_ ? sa_ : "(null)", sb_ ? sb_ : "(null)");                               \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
-#define CHECK_CONTAINS(hay, needle)                                                            \
-    do {                                                                                       \
-        const char *h_ = (hay), *n_ = (needle);                                                \
-        if (!h_ || !strstr(h_, n_)) {                                                          \
-            fprintf(stderr, "%s:%d: \"%s\" does not contain \"%s\"\n", __FILE__, __LINE__,    \
-                    h_ ? h_ : "(null)", n_);                                                   \
-            exit(1);                                                                           \
-        }                                                                                      \
+#define CHECK_CONTAINS(hay, needle)                                                                \
+    do {                                                                                           \
+        const char *h_ = (hay), *n_ = (needle);                                                    \
+        if (!h_ || !strstr(h_, n_)) {                                                              \
+            fprintf(stderr, "%s:%d: \"%s\" does not contain \"%s\"\n", __FILE__, __LINE__,         \
+                    h_ ? h_ : "(null)", n_);                                                       \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
 #define TEST_PASS(name) printf("ok - %s\n", name)

@@ -21,11 +21,11 @@ static void test_parse(void)
     CHECK(!parses(""));
     CHECK(!parses("{"));
     CHECK(!parses("{\"a\":1} x"));
-    CHECK(!parses("{\"a\":\"\xff\"}"));          /* invalid UTF-8 */
-    CHECK(!parses("{\"a\":\"\xed\xa0\x80\"}"));  /* UTF-16 surrogate encoded in UTF-8 */
-    CHECK(!parses("{\"a\":\"\xc0\xaf\"}"));      /* overlong */
+    CHECK(!parses("{\"a\":\"\xff\"}"));         /* invalid UTF-8 */
+    CHECK(!parses("{\"a\":\"\xed\xa0\x80\"}")); /* UTF-16 surrogate encoded in UTF-8 */
+    CHECK(!parses("{\"a\":\"\xc0\xaf\"}"));     /* overlong */
     CHECK(parses("{\"a\":\"\xe4\xbd\xa0\xe5\xa5\xbd\"}"));
-    CHECK(!parses("{\"a\":\"tab\there\"}"));     /* raw control character in a string */
+    CHECK(!parses("{\"a\":\"tab\there\"}")); /* raw control character in a string */
     CHECK(parses("{\"a\":\"esc\\\"aped\\\\\"}"));
     const char nul[] = "{\"a\":1}\0";
     const char *why = NULL;

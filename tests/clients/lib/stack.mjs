@@ -1,0 +1,182 @@
+// One local mcpq stack for a test file, through scripts/mcpq-local (SPEC section 8):
+//   mcpq-local --bin-dir B --port P --workers N --config tests/clients/mcpq-clients.json
+//              --state-dir <fresh temp dir> [--env K=V ...]
+// It waits for the `READY http://127.0.0.1:P` line; stop() sends SIGTERM and requires exit
+// status 0 within 20 s with no process left in the launcher's process group.
+import { spawn } from 'node:child_process';
+import { createWriteStream, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const CLIENTS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+export const REPO = path.resolve(CLIENTS_DIR, '..', '..');
+export const CONFIG_PATH = path.join(CLIENTS_DIR, 'mcpq-clients.json');
+export const CONFIG = JSON.parse(readFileSync(CONFIG_PATH, 'utf8'));
+export const API_KEY = CONFIG.tenants[0].api_keys[0].key;
+/** Every tool of the tenant's default server, in config order. */
+export const TOOL_NAMES = CONFIG.tools.map((t) => t.name);
+
+const READY_TIMEOUT_MS = 120_000;
+const STOP_TIMEOUT_MS = 20_000;
+
+/** A port that is free on 127.0.0.1 right now. */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen({ port: 0, host: '127.0.0.1' }, () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function tail(text, lines = 40) {
+  return text.split('\n').slice(-lines).join('\n');
+}
+
+function groupAlive(pgid) {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch (e) {
+    return e.code === 'EPERM';
+  }
+}
+
+const live = new Set();
+process.on('exit', () => {
+  for (const pid of live) {
+    try { process.kill(-pid, 'SIGKILL'); } catch { /* gone */ }
+  }
+});
+
+/**
+ * @param {{env?: Record<string,string>, workers?: number, label?: string}} [opts]
+ * @returns {Promise<{url: string, baseUrl: string, port: number, stateDir: string,
+ *   stop(): Promise<void>, logs(): string}>}
+ */
+export async function startStack({ env = {}, workers = 2, label = 'clients' } = {}) {
+  const launcher = path.join(REPO, 'scripts', 'mcpq-local');
+  const binDir = path.resolve(REPO, process.env.MCPQ_BIN_DIR || 'build');
+  const stateDir = mkdtempSync(path.join(process.env.TMPDIR || os.tmpdir(), `mcpq-${label}-`));
+  const port = await freePort();
+  const args = [
+    '--bin-dir', binDir,
+    '--port', String(port),
+    '--ingresses', '1',
+    '--workers', String(workers),
+    '--config', CONFIG_PATH,
+    '--state-dir', stateDir,
+  ];
+  for (const [k, v] of Object.entries(env)) args.push('--env', `${k}=${v}`);
+
+  const out = createWriteStream(path.join(stateDir, 'launcher.out'));
+  out.write(`$ ${launcher} ${args.join(' ')}\n`);
+  let output = '';
+  let stdoutBuf = '';
+  let exitInfo = null;
+  // The stack is configured by flags and --env only.
+  const childEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MCPQ_')));
+  const child = spawn(launcher, args, {
+    cwd: REPO,
+    detached: true, // its own process group, so stop() can check that nothing is left
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: childEnv,
+  });
+  live.add(child.pid);
+  const exited = new Promise((resolve) => {
+    child.once('exit', (code, signal) => {
+      exitInfo = { code, signal };
+      resolve(exitInfo);
+    });
+  });
+  const record = (d) => {
+    output += d;
+    if (!out.writableEnded) out.write(d);
+  };
+  child.stderr.on('data', record);
+
+  let ready = false;
+  const readyP = new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(
+      `no READY line within ${READY_TIMEOUT_MS / 1000} s (state dir ${stateDir}):\n${tail(output)}`)), READY_TIMEOUT_MS);
+    child.once('error', (err) => {
+      clearTimeout(timer);
+      reject(new Error(`cannot start ${launcher}: ${err.message}`));
+    });
+    child.stdout.on('data', (d) => {
+      record(d);
+      if (ready) return;
+      stdoutBuf += d;
+      const m = stdoutBuf.match(/^READY (http:\/\/127\.0\.0\.1:(\d+))\r?\n/m);
+      if (!m) return;
+      ready = true;
+      clearTimeout(timer);
+      if (Number(m[2]) !== port) reject(new Error(`launcher was given --port ${port} but printed ${m[0].trim()}`));
+      else resolve(m[1]);
+    });
+    exited.then(({ code, signal }) => {
+      clearTimeout(timer);
+      reject(new Error(`launcher exited before READY (code ${code}, signal ${signal}); state dir ${stateDir}:\n${tail(output)}`));
+    });
+  });
+  let baseUrl;
+  try {
+    baseUrl = await readyP;
+  } catch (err) {
+    try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone */ }
+    live.delete(child.pid);
+    out.end();
+    throw err;
+  }
+
+  let stopped = false;
+  async function stop() {
+    if (stopped) return;
+    stopped = true;
+    let failure = null;
+    if (exitInfo) {
+      failure = `the launcher had already exited (code ${exitInfo.code}, signal ${exitInfo.signal})`;
+    } else {
+      process.kill(child.pid, 'SIGTERM');
+      let timer;
+      const res = await Promise.race([
+        exited,
+        new Promise((r) => { timer = setTimeout(() => r(null), STOP_TIMEOUT_MS); }),
+      ]);
+      clearTimeout(timer);
+      if (!res) {
+        try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone */ }
+        await exited;
+        failure = `the launcher did not exit within ${STOP_TIMEOUT_MS / 1000} s of SIGTERM`;
+      } else if (res.code !== 0) {
+        failure = `after SIGTERM the launcher exited with code ${res.code} signal ${res.signal}, want 0`;
+      }
+    }
+    for (let i = 0; i < 20 && groupAlive(child.pid); i++) await new Promise((r) => setTimeout(r, 100));
+    if (groupAlive(child.pid)) {
+      try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone */ }
+      failure = failure || 'processes were left in the launcher\'s process group (killed them)';
+    }
+    live.delete(child.pid);
+    await new Promise((r) => out.end(r));
+    if (failure) throw new Error(`${failure}; state dir kept: ${stateDir}\n${tail(output)}`);
+    if (process.env.KEEP !== '1') rmSync(stateDir, { recursive: true, force: true });
+  }
+
+  /** Launcher output and the tail of every component log (for failure messages). */
+  function logs() {
+    let text = `--- launcher\n${tail(output, 20)}\n`;
+    try {
+      for (const name of readdirSync(stateDir).filter((n) => n.endsWith('.log')).sort()) {
+        text += `--- ${name}\n${tail(readFileSync(path.join(stateDir, name), 'utf8'), 15)}\n`;
+      }
+    } catch { /* state dir gone */ }
+    return text;
+  }
+
+  return { url: `${baseUrl}/mcp`, baseUrl, port, stateDir, stop, logs };
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Runs one group of the real-client tests against a local stack (scripts/mcpq-local):
+#
+#   tests/clients/run.sh v1            sdk-v1.test.mjs   (@modelcontextprotocol/sdk 1.x, 2025-11-25)
+#   tests/clients/run.sh v2            sdk-v2.test.mjs   (@modelcontextprotocol/client 2.x, 2026-07-28)
+#   tests/clients/run.sh conformance   conformance.sh    (official conformance suite, server scenarios)
+#
+# The binaries come from $MCPQ_BIN_DIR (default <repo>/build; ctest sets it to its build dir).
+# npm packages are installed (once per package-lock.json) by install.sh into
+# $MCPQ_CLIENTS_WORK (default <repo>/build/clients). KEEP=1 keeps the stacks' state dirs.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+
+if [ $# -ne 1 ]; then
+    echo "usage: tests/clients/run.sh v1|v2|conformance" >&2
+    exit 2
+fi
+
+BIN_DIR=${MCPQ_BIN_DIR:-$REPO/build}
+case $BIN_DIR in /*) ;; *) BIN_DIR=$REPO/$BIN_DIR ;; esac
+for b in mcpq-ingress mcpq-worker mcpq-devbroker; do
+    [ -x "$BIN_DIR/$b" ] || { echo "clients: $BIN_DIR/$b is missing (run make build)" >&2; exit 2; }
+done
+export MCPQ_BIN_DIR=$BIN_DIR
+
+WORK=$("$HERE/install.sh")
+export MCPQ_CLIENTS_DEPS=$WORK
+
+case $1 in
+v1 | v2)
+    cd "$REPO"
+    exec node --import "$HERE/lib/register.mjs" --test --test-concurrency=1 \
+        --test-reporter=spec "$HERE/sdk-$1.test.mjs"
+    ;;
+conformance)
+    exec bash "$HERE/conformance.sh"
+    ;;
+*)
+    echo "clients: unknown group '$1' (v1, v2 or conformance)" >&2
+    exit 2
+    ;;
+esac
