@@ -33,7 +33,7 @@ acceptance: build
 	@ACCEPT_NO_BUILD=1 $(ACCEPTANCE)/run.sh . $(ACCEPT_FILES)
 
 up: build
-	@exec scripts/mcpq-local --config deploy/local/mcpq.json --port $${PORT:-8080}
+	@exec bash scripts/up.sh $${PORT:-8080}
 
 bench: build
 	@bash bench/run.sh
