@@ -4,7 +4,7 @@ BUILD_ASAN ?= build-asan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 ACCEPTANCE ?= ../shared/acceptance
 # Acceptance files of every resolved issue.
-ACCEPT_FILES ?= 01 02 04 05 07 08
+ACCEPT_FILES ?= 01 02 03 04 05 07 08
 
 .PHONY: all deps build build-asan test test-unit test-asan acceptance up bench fmt fmt-check clean
 

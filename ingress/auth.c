@@ -1,6 +1,12 @@
 #include "auth.h"
 
+#include "err.h"
+#include "log.h"
+#include "sig.h"
+#include "util.h"
+
 #include <openssl/sha.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -9,24 +15,87 @@ static const char default_origins[] =
     "http://localhost:*,http://127.0.0.1:*,https://localhost:*,https://127.0.0.1:*,"
     "http://[::1]:*,https://[::1]:*";
 
-const ing_tenant_t *ing_auth_tenant(struct MHD_Connection *conn, const ing_registry_t *reg,
-                                    const char **why)
+static const char *hdr(struct MHD_Connection *conn, const char *name)
 {
+    return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
+}
+
+/* Claims the nonce for its app: 1 when it was new, 0 when seen within SIG_NONCE_TTL_S,
+ * MCPQ_EUNAVAIL when Redis cannot tell. */
+static int nonce_claim(kv_pool_t *kv, const char *app_id, const char *nonce)
+{
+    char err[256];
+    redisReply *r = kv_pool_command(kv, err, sizeof(err), "SET mcpq:nonce:%s:%s 1 NX EX %d", app_id,
+                                    nonce, SIG_NONCE_TTL_S);
+    if (!r || r->type == REDIS_REPLY_ERROR) {
+        log_event(LOG_ERROR, "auth: nonce store unavailable", "detail", r && r->str ? r->str : err,
+                  (char *)NULL);
+        if (r)
+            freeReplyObject(r);
+        return MCPQ_EUNAVAIL;
+    }
+    int fresh = r->type == REDIS_REPLY_STATUS;
+    freeReplyObject(r);
+    return fresh;
+}
+
+static const ing_tenant_t *auth_signed(struct MHD_Connection *conn, const ing_registry_t *reg,
+                                       const ing_auth_req_t *r, int *status, const char **why)
+{
+    sig_headers_t h;
+    if (sig_headers_parse(hdr(conn, "X-App-Id"), hdr(conn, "X-Timestamp"), hdr(conn, "X-Nonce"),
+                          hdr(conn, "X-Signature"), &h, why) < 0)
+        return NULL;
+    if (!sig_ts_fresh(h.ts, util_now_ms() / 1000)) {
+        *why = "X-Timestamp is more than 300 s away from the server clock";
+        return NULL;
+    }
+    const char *secret = NULL;
+    const ing_tenant_t *t = reg ? ing_registry_app(reg, h.app_id, &secret) : NULL;
+    char *canonical = sig_canonical(r->method, r->uri, h.timestamp, h.nonce, r->body, r->body_len);
+    /* An unknown app and a wrong signature answer alike: app ids are not confirmed. */
+    int ok = t && canonical && sig_verify(secret, strlen(secret), canonical, h.signature);
+    free(canonical);
+    if (!ok) {
+        *why = "invalid signature (unknown app, wrong secret, or the request changed after "
+               "signing)";
+        return NULL;
+    }
+    int fresh = nonce_claim(r->kv, h.app_id, h.nonce);
+    if (fresh < 0) {
+        *status = 503;
+        *why = "nonce store (Redis) unavailable; try again";
+        return NULL;
+    }
+    if (!fresh) {
+        *why = "X-Nonce already used (a replayed request)";
+        return NULL;
+    }
+    return t;
+}
+
+const ing_tenant_t *ing_auth_tenant(struct MHD_Connection *conn, const ing_registry_t *reg,
+                                    const ing_auth_req_t *r, int *status, const char **why)
+{
+    *status = 401;
+    if (hdr(conn, "X-App-Id") || hdr(conn, "X-Signature"))
+        return auth_signed(conn, reg, r, status, why);
     const char *key = NULL;
-    const char *authz = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
+    const char *authz = hdr(conn, "Authorization");
     if (authz) {
         if (strncasecmp(authz, "Bearer ", 7) != 0) {
-            *why = "unsupported Authorization scheme (use Bearer)";
+            *why = "unsupported Authorization scheme (use Bearer, X-Api-Key or HMAC signing)";
             return NULL;
         }
         key = authz + 7;
         while (*key == ' ')
             key++;
     } else {
-        key = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Api-Key");
+        key = hdr(conn, "X-Api-Key");
     }
     if (!key || !*key) {
-        *why = "missing credentials (Authorization: Bearer <key> or X-Api-Key)";
+        *why = "missing credentials (Authorization: Bearer <key>, X-Api-Key, or HMAC signing "
+               "with X-App-Id, X-Timestamp, X-Nonce and X-Signature)";
         return NULL;
     }
     unsigned char sha[SHA256_DIGEST_LENGTH];

@@ -1,19 +1,34 @@
 /*
  * auth.h - who is calling (SPEC section 3): API keys from `Authorization: Bearer <key>` or
  * `X-Api-Key`, hashed with SHA-256 and compared in constant time against the registry's
- * key hashes; Origin and Host allow-lists against DNS rebinding (SPEC section 2).
- * Nothing here logs or returns a credential. Thread-safe.
+ * key hashes; HMAC request signing (X-App-Id, X-Timestamp, X-Nonce, X-Signature; sig.h) with
+ * each nonce claimed once per app in Redis for SIG_NONCE_TTL_S, so a request replayed at any
+ * replica is refused; Origin and Host allow-lists against DNS rebinding (SPEC section 2).
+ * A request that carries X-App-Id or X-Signature is judged by its signature alone (an API
+ * key next to a bad signature does not rescue it). Nothing here logs or returns a
+ * credential, a signature or a nonce. Thread-safe.
  */
 #ifndef MCPQ_ING_AUTH_H
 #define MCPQ_ING_AUTH_H
 
+#include "redis.h"
 #include "registry.h"
 
 #include <microhttpd.h>
 
-/* The authenticated tenant, or NULL with *why set ("missing credentials", ...). */
+/* What a signature covers: the request as received. */
+typedef struct ing_auth_req {
+    const char *method;
+    const char *uri; /* path and query exactly as sent */
+    const void *body;
+    size_t body_len;
+    kv_pool_t *kv; /* where nonces are claimed */
+} ing_auth_req_t;
+
+/* The authenticated tenant, or NULL with *status (401, or 503 when the nonce store is
+ * unreachable) and *why (a message for the client) set. */
 const ing_tenant_t *ing_auth_tenant(struct MHD_Connection *conn, const ing_registry_t *reg,
-                                    const char **why);
+                                    const ing_auth_req_t *r, int *status, const char **why);
 
 /* 1 when value matches an entry of the comma list (scheme://host[:port|:*] for origins,
  * host[:port|:*] for hosts). */

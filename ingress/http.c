@@ -207,6 +207,20 @@ static enum MHD_Result route(ing_req_t *req, const char *url, const char *method
     return send_resp(req, &resp);
 }
 
+/* Allocates the exchange as soon as the request line is parsed, to keep its target exactly as
+ * sent: HMAC signing (SPEC section 3) signs the raw path and query, which libmicrohttpd's url
+ * argument no longer has (unescaped, query split off). The pointer becomes *con_cls. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    ing_req_t *req = calloc(1, sizeof(*req));
+    if (!req)
+        return NULL;
+    req->ctx = cls;
+    req->conn = conn;
+    req->uri = strdup(uri ? uri : "");
+    return req;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **con_cls)
@@ -214,15 +228,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     ing_ctx_t *ctx = cls;
     ing_req_t *req = *con_cls;
     if (!req) {
-        req = calloc(1, sizeof(*req));
-        if (!req)
-            return MHD_NO;
-        req->ctx = ctx;
-        req->conn = conn;
+        req = on_uri(ctx, url, conn);
+        *con_cls = req;
+    }
+    if (!req || !req->uri)
+        return MHD_NO; /* out of memory: libmicrohttpd closes the connection */
+    if (!req->started) {
+        req->started = 1;
+        req->method = method;
         req->t0 = util_mono_ms();
         req->metric = ING_M_NONE;
         util_buf_init(&req->body, (size_t)ctx->set->max_body_bytes);
-        *con_cls = req;
         /* Refuse an announced oversized body before reading it (no 100 Continue). */
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
         long long n;
@@ -266,6 +282,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     }
     ing_pending_release(&req->call);
     util_buf_cleanup(&req->body);
+    free(req->uri);
     free(req);
     *con_cls = NULL;
 }
@@ -320,7 +337,8 @@ int ing_http_start(ing_ctx_t *ctx, char *errstr, size_t errstr_size)
         (unsigned)ctx->set->max_connections, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
         (size_t)ctx->set->conn_memory_limit, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)ctx->set->conn_timeout_s, MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096u,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, ctx, MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, ctx, MHD_OPTION_URI_LOG_CALLBACK, on_uri, ctx,
+        MHD_OPTION_END);
     if (!ctx->daemon) {
         snprintf(errstr, errstr_size, "cannot listen on %s (address in use or not local?)",
                  ctx->set->listen);

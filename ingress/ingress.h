@@ -48,6 +48,9 @@ ing_registry_t *ing_ctx_registry(ing_ctx_t *ctx);
 typedef struct ing_req {
     ing_ctx_t *ctx;
     struct MHD_Connection *conn;
+    char *uri;          /* the request target exactly as sent (path and query), malloc'd */
+    const char *method; /* MHD's string, valid for the request's lifetime */
+    int started;        /* the first access-handler call has run */
     util_buf_t body;
     int too_big;
     int handled;  /* the request was dispatched */

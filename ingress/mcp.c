@@ -357,8 +357,18 @@ static int front(ing_req_t *req, const char *server, ing_mcp_t *m, ing_resp_t *r
         return -1;
     }
     const char *why = NULL;
-    m->tenant = ing_auth_tenant(req->conn, m->reg, &why);
+    int status = 401;
+    ing_auth_req_t ar = {.method = req->method,
+                         .uri = req->uri,
+                         .body = req->body.data,
+                         .body_len = req->body.len,
+                         .kv = ctx->kv};
+    m->tenant = ing_auth_tenant(req->conn, m->reg, &ar, &status, &why);
     if (!m->tenant) {
+        if (status == 503) {
+            ing_resp_error(resp, 503, NULL, RPC_INTERNAL_ERROR, why, NULL);
+            return -1;
+        }
         ing_resp_error(resp, 401, NULL, -32000, why, NULL);
         resp->www_auth = "Bearer realm=\"mcpq\"";
         return -1;
@@ -395,11 +405,11 @@ static int load_session(ing_mcp_t *m, const cJSON *id, ing_resp_t *resp)
 
 int ing_mcp_post(ing_req_t *req, const char *server, ing_resp_t *resp)
 {
-    ing_mcp_t m;
+    ing_mcp_t m = {0};
     int parked = 0;
     cJSON *root = NULL;
-    if (front(req, server, &m, resp) < 0)
-        goto out;
+    /* Before auth, as for an announced Content-Length (http.c): a signature over a body that
+     * was cut off could not verify anyway. */
     if (req->too_big) {
         char buf[96];
         snprintf(buf, sizeof(buf), "request body larger than %lld bytes",
@@ -407,6 +417,8 @@ int ing_mcp_post(ing_req_t *req, const char *server, ing_resp_t *resp)
         ing_resp_error(resp, 413, NULL, RPC_INVALID_REQUEST, buf, NULL);
         goto out;
     }
+    if (front(req, server, &m, resp) < 0)
+        goto out;
     if (!content_type_ok(header(req, "Content-Type"))) {
         ing_resp_error(resp, 415, NULL, RPC_INVALID_REQUEST,
                        "Content-Type must be application/json", NULL);

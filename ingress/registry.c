@@ -384,6 +384,23 @@ const ing_tenant_t *ing_registry_auth_key(const ing_registry_t *reg, const unsig
     return found;
 }
 
+const ing_tenant_t *ing_registry_app(const ing_registry_t *reg, const char *app_id,
+                                     const char **secret)
+{
+    for (size_t i = 0; i < reg->ntenants; i++) {
+        const cJSON *a;
+        cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(reg->tenants[i].doc, "apps"))
+        {
+            const char *id = str_of(a, "app_id"), *sec = str_of(a, "secret");
+            if (id && sec && *sec && strcmp(id, app_id) == 0) {
+                *secret = sec;
+                return &reg->tenants[i];
+            }
+        }
+    }
+    return NULL;
+}
+
 const ing_server_t *ing_registry_server(const ing_registry_t *reg, const char *tenant,
                                         const char *name)
 {

@@ -74,6 +74,11 @@ void ing_registry_unref(ing_registry_t *reg);
 /* The tenant whose API key hashes to sha256 (32 bytes), compared in constant time. */
 const ing_tenant_t *ing_registry_auth_key(const ing_registry_t *reg, const unsigned char *sha);
 
+/* The tenant of the app app_id (app ids are unique across tenants, config.c checks) with
+ * *secret set to its secret, or NULL. */
+const ing_tenant_t *ing_registry_app(const ing_registry_t *reg, const char *app_id,
+                                     const char **secret);
+
 const ing_server_t *ing_registry_server(const ing_registry_t *reg, const char *tenant,
                                         const char *name);
 const ing_tool_t *ing_registry_tool(const ing_server_t *srv, const char *name);

@@ -1,0 +1,194 @@
+/*
+ * Integration test of HMAC request signing (SPEC section 3) across ingress replicas: two
+ * mcpq-ingress processes share one real redis-server (and a real devbroker), and
+ *   - a signed tools/list is accepted at replica 0 as the app's tenant;
+ *   - the same request replayed at replica 1 is refused (401): the nonce is claimed in Redis,
+ *     not in one replica's memory;
+ *   - a fresh nonce is accepted at replica 1, a stale timestamp is refused at either;
+ *   - with Redis stopped, a signed request is answered 503 with -32603 at once (the nonce
+ *     cannot be claimed, so the request is not let through), never hung;
+ *   - neither replica's log holds the app secret, a signature or a nonce.
+ */
+#include "check.h"
+#include "fixture.h"
+#include "sig.h"
+#include "util.h"
+
+#include <curl/curl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define APP "it-app"
+#define SECRET "it-app-secret-7c1d0b"
+
+static fx_stack_t fx;
+static int ports[2];
+static pid_t ingress[2];
+static char logs[2][300];
+
+typedef struct reply {
+    long status;
+    char body[8192];
+    size_t len;
+} reply_t;
+
+static size_t on_body(char *p, size_t size, size_t n, void *arg)
+{
+    reply_t *r = arg;
+    size_t k = size * n;
+    size_t room = sizeof(r->body) - 1 - r->len;
+    memcpy(r->body + r->len, p, k < room ? k : room);
+    r->len += k < room ? k : room;
+    r->body[r->len] = '\0';
+    return k;
+}
+
+/* POSTs body to replica i at uri with the four signing headers. */
+static void post_signed(int i, const char *uri, const char *body, long long ts, const char *nonce,
+                        reply_t *r)
+{
+    char tsbuf[32], url[256], h[4][160], sig[65];
+    snprintf(tsbuf, sizeof(tsbuf), "%lld", ts);
+    char *canonical = sig_canonical("POST", uri, tsbuf, nonce, body, strlen(body));
+    CHECK(canonical != NULL);
+    util_hmac_sha256_hex(SECRET, strlen(SECRET), canonical, strlen(canonical), sig);
+    free(canonical);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", ports[i], uri);
+    snprintf(h[0], sizeof(h[0]), "X-App-Id: %s", APP);
+    snprintf(h[1], sizeof(h[1]), "X-Timestamp: %s", tsbuf);
+    snprintf(h[2], sizeof(h[2]), "X-Nonce: %s", nonce);
+    snprintf(h[3], sizeof(h[3]), "X-Signature: %s", sig);
+    struct curl_slist *hl = curl_slist_append(NULL, "Content-Type: application/json");
+    hl = curl_slist_append(hl, "Accept: application/json");
+    for (int k = 0; k < 4; k++)
+        hl = curl_slist_append(hl, h[k]);
+    memset(r, 0, sizeof(*r));
+    CURL *c = curl_easy_init();
+    CHECK(c != NULL);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
+    CHECK_INT_EQ(curl_easy_perform(c), CURLE_OK);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(hl);
+}
+
+static void start_ingress(int i)
+{
+    char cfg[300], ready[300], e_cfg[340], e_l[64], e_b[300], e_r[160], e_id[64], e_rf[340];
+    snprintf(cfg, sizeof(cfg), "%s/hmac.json", fx.dir);
+    snprintf(ready, sizeof(ready), "%s/ingress-%d.ready", fx.dir, i);
+    snprintf(logs[i], sizeof(logs[i]), "%s/ingress-%d.log", fx.dir, i);
+    snprintf(e_cfg, sizeof(e_cfg), "MCPQ_CONFIG=%s", cfg);
+    snprintf(e_l, sizeof(e_l), "MCPQ_LISTEN=127.0.0.1:%d", ports[i]);
+    snprintf(e_b, sizeof(e_b), "MCPQ_KAFKA_BROKERS=%s", fx.brokers);
+    snprintf(e_r, sizeof(e_r), "MCPQ_REDIS_URL=%s", fx.redis_url);
+    snprintf(e_id, sizeof(e_id), "MCPQ_INSTANCE_ID=hmac-%d", i);
+    snprintf(e_rf, sizeof(e_rf), "MCPQ_READY_FILE=%s", ready);
+    const char *env[] = {e_cfg, e_l, e_b, e_r, e_id, e_rf, NULL};
+    char bin[300];
+    snprintf(bin, sizeof(bin), "%s/mcpq-ingress", fx_bin_dir());
+    const char *argv[] = {bin, NULL};
+    ingress[i] = fx_spawn(argv, env, logs[i]);
+    CHECK(ingress[i] > 0);
+    CHECK_INT_EQ(fx_wait_file(ready, 20000), 0);
+}
+
+static void write_config(void)
+{
+    char path[300];
+    snprintf(path, sizeof(path), "%s/hmac.json", fx.dir);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    fputs("{\"tenants\": [{\"id\": \"t1\", \"api_keys\": [{\"id\": \"k\", \"key\": \"it-key\"}],"
+          " \"apps\": [{\"app_id\": \"" APP "\", \"secret\": \"" SECRET "\"}]}],"
+          " \"servers\": [{\"tenant\": \"t1\", \"name\": \"default\"}],"
+          " \"tools\": [{\"tenant\": \"t1\", \"server\": \"default\", \"name\": \"only_t1\","
+          " \"published\": \"1\", \"versions\": [{\"version\": \"1\", \"inputSchema\": "
+          "{\"type\": \"object\"}, \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]}]}",
+          f);
+    fclose(f);
+}
+
+/* 1 when needle occurs in the file at path. */
+static int file_contains(const char *path, const char *needle)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    static char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return strstr(buf, needle) != NULL;
+}
+
+int main(void)
+{
+    const char *list = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}";
+    reply_t r;
+    char nonce[40], used[40];
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (fx_start(&fx, 2) < 0)
+        return 1;
+    write_config();
+    ports[0] = fx_free_port();
+    do
+        ports[1] = fx_free_port();
+    while (ports[1] == ports[0]);
+    start_ingress(0);
+    start_ingress(1);
+    long long now = util_now_ms() / 1000;
+
+    CHECK_INT_EQ(util_random_hex(used, 12), 0);
+    post_signed(0, "/mcp?x=1", list, now, used, &r);
+    CHECK_INT_EQ(r.status, 200);
+    CHECK_CONTAINS(r.body, "only_t1");
+    TEST_PASS("a signed request is served at replica 0 as the app's tenant");
+
+    post_signed(1, "/mcp?x=1", list, now, used, &r);
+    CHECK_INT_EQ(r.status, 401);
+    CHECK_CONTAINS(r.body, "already used");
+    CHECK(strstr(r.body, "only_t1") == NULL);
+    post_signed(0, "/mcp?x=1", list, now, used, &r);
+    CHECK_INT_EQ(r.status, 401);
+    TEST_PASS("the same request replayed at replica 1 (and at 0) is refused with 401");
+
+    CHECK_INT_EQ(util_random_hex(nonce, 12), 0);
+    post_signed(1, "/mcp", list, now, nonce, &r);
+    CHECK_INT_EQ(r.status, 200);
+    CHECK_INT_EQ(util_random_hex(nonce, 12), 0);
+    post_signed(1, "/mcp", list, now - 301, nonce, &r);
+    CHECK_INT_EQ(r.status, 401);
+    CHECK_CONTAINS(r.body, "300 s");
+    post_signed(0, "/mcp", list, now + 400, nonce, &r);
+    CHECK_INT_EQ(r.status, 401);
+    TEST_PASS("a fresh nonce is served at replica 1; timestamps outside 300 s are refused");
+
+    CHECK_INT_EQ(fx_stop_pid(fx.redis_pid, 5000), 0);
+    fx.redis_pid = 0;
+    CHECK_INT_EQ(util_random_hex(nonce, 12), 0);
+    long long t0 = util_mono_ms();
+    post_signed(0, "/mcp", list, now, nonce, &r);
+    CHECK_INT_EQ(r.status, 503);
+    CHECK_CONTAINS(r.body, "-32603");
+    CHECK(util_mono_ms() - t0 < 5000);
+    TEST_PASS("Redis down: a signed request gets 503 -32603 at once, not a pass");
+
+    for (int i = 0; i < 2; i++) {
+        CHECK_INT_EQ(fx_stop_pid(ingress[i], 10000), 0);
+        CHECK(!file_contains(logs[i], SECRET));
+        CHECK(!file_contains(logs[i], used));
+    }
+    TEST_PASS("no app secret or nonce in either replica's log");
+    fx_stop(&fx);
+    curl_global_cleanup();
+    return 0;
+}
