@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 /* Length of the UTF-8 sequence at p (1..4), or 0 when it is not well-formed (RFC 3629). */
@@ -97,6 +98,51 @@ static int depth_ok(const char *body, size_t len)
     return 1;
 }
 
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Counts the values of the tree into *count and refuses duplicate member names in any object
+ * (JSON parsers disagree on which duplicate wins, so a body that relies on one is refused
+ * rather than read one way here and another way by a tool). 0, or -1 with *why set. */
+static int shape_ok(const cJSON *node, size_t *count, const char **why)
+{
+    for (; node; node = node->next) {
+        if (++*count > RPC_MAX_VALUES) {
+            *why = "too many JSON values (more than " RPC_STR(RPC_MAX_VALUES) ")";
+            return -1;
+        }
+        if (!cJSON_IsObject(node) && !cJSON_IsArray(node))
+            continue;
+        if (shape_ok(node->child, count, why) < 0)
+            return -1;
+        if (!cJSON_IsObject(node) || !node->child || !node->child->next)
+            continue;
+        size_t n = 0;
+        for (const cJSON *c = node->child; c; c = c->next)
+            n++;
+        const char **names = malloc(n * sizeof(*names));
+        if (!names) {
+            *why = "out of memory";
+            return -1;
+        }
+        n = 0;
+        for (const cJSON *c = node->child; c; c = c->next)
+            names[n++] = c->string ? c->string : "";
+        qsort(names, n, sizeof(*names), cmp_names);
+        int dup = 0;
+        for (size_t i = 1; i < n && !dup; i++)
+            dup = strcmp(names[i - 1], names[i]) == 0;
+        free(names);
+        if (dup) {
+            *why = "duplicate member name in a JSON object";
+            return -1;
+        }
+    }
+    return 0;
+}
+
 cJSON *rpc_parse(const char *body, size_t len, const char **why)
 {
     if (len == 0) {
@@ -123,10 +169,12 @@ cJSON *rpc_parse(const char *body, size_t len, const char **why)
             return NULL;
         }
     }
-    if (!cJSON_IsObject(root) && !cJSON_IsArray(root)) {
-        /* A scalar is JSON but not a JSON-RPC message: the caller answers -32600. */
-        return root;
+    size_t count = 0;
+    if (shape_ok(root, &count, why) < 0) {
+        cJSON_Delete(root);
+        return NULL;
     }
+    /* A scalar is JSON but not a JSON-RPC message: the caller answers -32600. */
     return root;
 }
 
@@ -139,7 +187,7 @@ void rpc_classify(const cJSON *item, rpc_msg_t *msg)
         return;
     }
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(item, "id");
-    if (id && cJSON_IsNumber(id))
+    if (id && cJSON_IsNumber(id) && isfinite(id->valuedouble))
         msg->id = id;
     if (id && cJSON_IsString(id) && strlen(id->valuestring) <= RPC_MAX_ID_LEN)
         msg->id = id;
@@ -150,6 +198,10 @@ void rpc_classify(const cJSON *item, rpc_msg_t *msg)
     }
     if (id && !cJSON_IsString(id) && !cJSON_IsNumber(id)) {
         msg->why = "\"id\" must be a string or a number";
+        return;
+    }
+    if (id && cJSON_IsNumber(id) && !msg->id) {
+        msg->why = "\"id\" must be a finite number";
         return;
     }
     if (id && !msg->id) {

@@ -3,7 +3,9 @@
  * classification of one message, and response/error serialization.
  *
  * rpc_parse() rejects what cJSON alone would let through: invalid UTF-8, raw control
- * characters inside strings, trailing bytes, and nesting deeper than RPC_MAX_DEPTH.
+ * characters inside strings, trailing bytes, nesting deeper than RPC_MAX_DEPTH, more than
+ * RPC_MAX_VALUES values, and duplicate member names in an object. rpc_classify() refuses an
+ * id that is not a string of at most RPC_MAX_ID_LEN bytes or a finite number.
  * All functions are pure and thread-safe.
  */
 #ifndef MCPQ_JSONRPC_H
@@ -25,6 +27,9 @@
 
 #define RPC_MAX_DEPTH 64
 #define RPC_MAX_ID_LEN 256
+#define RPC_MAX_VALUES 100000 /* JSON values in one body (objects, arrays and scalars) */
+#define RPC_STR_(x) #x
+#define RPC_STR(x) RPC_STR_(x)
 
 typedef enum { RPC_REQUEST, RPC_NOTIFICATION, RPC_RESPONSE, RPC_INVALID } rpc_kind_t;
 

@@ -100,10 +100,56 @@ static void test_serialize(void)
     TEST_PASS("serialize");
 }
 
+/* Duplicate member names, the value count and non-finite ids (the hostile-input rules). */
+static void test_hostile(void)
+{
+    const char *why = NULL;
+    const char *dup = "{\"jsonrpc\":\"2.0\",\"id\":1,\"id\":2,\"method\":\"ping\"}";
+    CHECK(rpc_parse(dup, strlen(dup), &why) == NULL);
+    CHECK_STR_EQ(why, "duplicate member name in a JSON object");
+    const char *nested_dup = "{\"params\":{\"arguments\":{\"a\":1,\"b\":2,\"a\":3}}}";
+    CHECK(rpc_parse(nested_dup, strlen(nested_dup), &why) == NULL);
+    CHECK(parses("{\"a\":{\"x\":1},\"b\":{\"x\":1}}")); /* same name, other objects */
+    /* RPC_MAX_VALUES values pass (the outer array counts as one), one more does not. */
+    size_t n = RPC_MAX_VALUES - 1;
+    char *big = malloc(2 * n + 2);
+    CHECK(big != NULL);
+    big[0] = '[';
+    for (size_t i = 0; i < n; i++) {
+        big[1 + 2 * i] = '0';
+        big[2 + 2 * i] = i + 1 < n ? ',' : ']';
+    }
+    big[2 * n + 1] = '\0';
+    cJSON *v = rpc_parse(big, strlen(big), &why);
+    CHECK(v != NULL);
+    cJSON_Delete(v);
+    big[2 * n] = ',';
+    char *more = malloc(2 * n + 4);
+    CHECK(more != NULL);
+    memcpy(more, big, 2 * n + 1);
+    memcpy(more + 2 * n + 1, "0]", 3);
+    CHECK(rpc_parse(more, strlen(more), &why) == NULL);
+    CHECK_CONTAINS(why, "too many JSON values");
+    free(big);
+    free(more);
+    /* An id that parses to infinity is not an id: -32600, and nothing prints "inf". */
+    const char *inf = "{\"jsonrpc\":\"2.0\",\"id\":1e400,\"method\":\"ping\"}";
+    cJSON *root = rpc_parse(inf, strlen(inf), &why);
+    CHECK(root != NULL);
+    rpc_msg_t msg;
+    rpc_classify(root, &msg);
+    CHECK_INT_EQ(msg.kind, RPC_INVALID);
+    CHECK_STR_EQ(msg.why, "\"id\" must be a finite number");
+    CHECK(msg.id == NULL);
+    cJSON_Delete(root);
+    TEST_PASS("duplicate names, value count and non-finite ids are refused");
+}
+
 int main(void)
 {
     test_parse();
     test_classify();
     test_serialize();
+    test_hostile();
     return 0;
 }
