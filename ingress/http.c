@@ -207,6 +207,26 @@ static enum MHD_Result route(ing_req_t *req, const char *url, const char *method
     return send_resp(req, &resp);
 }
 
+/* MHD_get_connection_values() iterator: stops at the first header whose name or value holds a
+ * control character (a bare CR or LF, NUL, DEL; a tab is allowed in values), which RFC 9110
+ * says a recipient must refuse: such bytes are how header injection and request smuggling
+ * through a lenient proxy begin. */
+static enum MHD_Result header_clean(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value)
+{
+    (void)kind;
+    for (const unsigned char *p = (const unsigned char *)key; p && *p; p++)
+        if (*p <= ' ' || *p == 0x7f)
+            goto bad;
+    for (const unsigned char *p = (const unsigned char *)value; p && *p; p++)
+        if ((*p < ' ' && *p != '\t') || *p == 0x7f)
+            goto bad;
+    return MHD_YES;
+bad:
+    *(int *)cls = 1;
+    return MHD_NO;
+}
+
 /* Allocates the exchange as soon as the request line is parsed, to keep its target exactly as
  * sent: HMAC signing (SPEC section 3) signs the raw path and query, which libmicrohttpd's url
  * argument no longer has (unescaped, query split off). The pointer becomes *con_cls. */
@@ -239,6 +259,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         req->t0 = util_mono_ms();
         req->metric = ING_M_NONE;
         util_buf_init(&req->body, (size_t)ctx->set->max_body_bytes);
+        int dirty = 0;
+        MHD_get_connection_values(conn, MHD_HEADER_KIND, header_clean, &dirty);
+        if (dirty) {
+            req->handled = 1;
+            ing_resp_t resp = {.status = 400, .content_type = "application/json"};
+            resp.body = rpc_error_str(NULL, RPC_INVALID_REQUEST,
+                                      "a header holds a control character", NULL);
+            return send_resp(req, &resp);
+        }
         /* Refuse an announced oversized body before reading it (no 100 Continue). */
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
         long long n;

@@ -4,6 +4,7 @@
 #   tests/clients/run.sh v1            sdk-v1.test.mjs   (@modelcontextprotocol/sdk 1.x, 2025-11-25)
 #   tests/clients/run.sh v2            sdk-v2.test.mjs   (@modelcontextprotocol/client 2.x, 2026-07-28)
 #   tests/clients/run.sh conformance   conformance.sh    (official conformance suite, server scenarios)
+#   tests/clients/run.sh hostile       hostile.test.mjs  (hostile-input catalogue over raw TCP)
 #
 # The binaries come from $MCPQ_BIN_DIR (default <repo>/build; ctest sets it to its build dir).
 # npm packages are installed (once per package-lock.json) by install.sh into
@@ -14,7 +15,7 @@ HERE=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 
 if [ $# -ne 1 ]; then
-    echo "usage: tests/clients/run.sh v1|v2|conformance" >&2
+    echo "usage: tests/clients/run.sh v1|v2|conformance|hostile" >&2
     exit 2
 fi
 
@@ -29,16 +30,18 @@ WORK=$("$HERE/install.sh")
 export MCPQ_CLIENTS_DEPS=$WORK
 
 case $1 in
-v1 | v2)
+v1 | v2 | hostile)
+    test_file=$HERE/sdk-$1.test.mjs
+    [ "$1" != hostile ] || test_file=$HERE/hostile.test.mjs
     cd "$REPO"
     exec node --import "$HERE/lib/register.mjs" --test --test-concurrency=1 \
-        --test-reporter=spec "$HERE/sdk-$1.test.mjs"
+        --test-reporter=spec "$test_file"
     ;;
 conformance)
     exec bash "$HERE/conformance.sh"
     ;;
 *)
-    echo "clients: unknown group '$1' (v1, v2 or conformance)" >&2
+    echo "clients: unknown group '$1' (v1, v2, conformance or hostile)" >&2
     exit 2
     ;;
 esac
