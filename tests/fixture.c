@@ -12,6 +12,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,13 +28,6 @@ static long long fx_mono_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void fx_sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
 }
 
 const char *fx_bin_dir(void)
@@ -363,4 +357,41 @@ void fx_stop(fx_stack_t *fx)
 {
     const char *keep = getenv("FX_KEEP");
     fx_stop_keep(fx, keep && strcmp(keep, "1") == 0);
+}
+
+long long fx_now_ms(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
+void fx_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+void fx_write_file(const char *path, const char *content, int mode)
+{
+    FILE *f = fopen(path, "w");
+    if (!f || fputs(content, f) < 0 || fclose(f) != 0 || chmod(path, (mode_t)mode) < 0) {
+        fprintf(stderr, "fixture: cannot write %s: %s\n", path, strerror(errno));
+        exit(1);
+    }
+}
+
+int fx_alive(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
 }

@@ -69,6 +69,16 @@ int fx_free_port(void);
 /* The binary dir: $MCPQ_BIN_DIR, or "./build". */
 const char *fx_bin_dir(void);
 
+/* Wall clock in milliseconds; sleeps ms milliseconds (EINTR resumes). */
+long long fx_now_ms(void);
+void fx_sleep_ms(int ms);
+
+/* Writes content to path with that mode (chmod); on failure prints why and exits the test. */
+void fx_write_file(const char *path, const char *content, int mode);
+
+/* 1 while pid exists and is neither a zombie nor dead (/proc/<pid>/stat). */
+int fx_alive(pid_t pid);
+
 /* Waits up to timeout_ms for path to exist and be non-empty: 0 or -1. */
 int fx_wait_file(const char *path, int timeout_ms);
 

@@ -46,20 +46,6 @@ static char script[512], worker_log[512];
 static int32_t last_partition = -1;
 static int64_t last_offset = -1;
 
-static long long now_ms(void)
-{
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
-}
-
 /* ---- Kafka ---- */
 
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opaque)
@@ -96,7 +82,7 @@ static void kafka_start(void)
 static void produce_job(const char *job_id, const char *executor)
 {
     char buf[8192];
-    long long now = now_ms();
+    long long now = fx_now_ms();
     int n = snprintf(buf, sizeof(buf),
                      "{\"v\":1,\"job_id\":\"%s\",\"call_id\":1,\"tenant\":\"acme\","
                      "\"server\":\"default\",\"tool\":\"slow\",\"tool_version\":\"1\","
@@ -188,14 +174,14 @@ static int count_entries(const char *job_id, const char *kind, char *data, size_
 /* Waits for job_id's `cancelled` entry; its data in data. */
 static void need_cancelled(const char *job_id, int timeout_ms, char *data, size_t size)
 {
-    long long end = now_ms() + timeout_ms;
+    long long end = fx_now_ms() + timeout_ms;
     while (count_entries(job_id, "cancelled", data, size) == 0) {
-        if (now_ms() >= end) {
+        if (fx_now_ms() >= end) {
             fprintf(stderr, "no cancelled entry for %s within %d ms (logs in %s)\n", job_id,
                     timeout_ms, fx.dir);
             CHECK(0);
         }
-        sleep_ms(20);
+        fx_sleep_ms(20);
     }
 }
 
@@ -211,13 +197,13 @@ static long long subscribers(void)
 
 static void wait_subscribed(int timeout_ms)
 {
-    long long end = now_ms() + timeout_ms;
+    long long end = fx_now_ms() + timeout_ms;
     while (subscribers() < 1) {
-        if (now_ms() >= end) {
+        if (fx_now_ms() >= end) {
             fprintf(stderr, "the worker did not subscribe to %s (logs in %s)\n", CHANNEL, fx.dir);
             CHECK(0);
         }
-        sleep_ms(50);
+        fx_sleep_ms(50);
     }
 }
 
@@ -225,7 +211,7 @@ static void redis_connect(void)
 {
     if (redis)
         redisFree(redis);
-    long long end = now_ms() + 10000;
+    long long end = fx_now_ms() + 10000;
     for (;;) {
         redis = redisConnect("127.0.0.1", fx.redis_port);
         if (redis && !redis->err) {
@@ -238,8 +224,8 @@ static void redis_connect(void)
         }
         redisFree(redis);
         redis = NULL;
-        CHECK(now_ms() < end);
-        sleep_ms(50);
+        CHECK(fx_now_ms() < end);
+        fx_sleep_ms(50);
     }
 }
 
@@ -268,15 +254,6 @@ static pid_t start_worker(const char *id)
     return pid;
 }
 
-static void write_file(const char *path, const char *content, int mode)
-{
-    FILE *f = fopen(path, "w");
-    CHECK(f != NULL);
-    fputs(content, f);
-    fclose(f);
-    chmod(path, (mode_t)mode);
-}
-
 static int file_exists(const char *path)
 {
     struct stat st;
@@ -284,20 +261,6 @@ static int file_exists(const char *path)
 }
 
 /* 1 while pid exists and is not a zombie. */
-static int alive(pid_t pid)
-{
-    char path[64], buf[512];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')');
-    return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
-}
-
 /* CPU time (user + system) pid has used, in ms. */
 static long long cpu_ms(pid_t pid)
 {
@@ -342,18 +305,18 @@ static int log_line(const char *msg, const char *job_id, char *line, size_t size
 static void write_script(void)
 {
     snprintf(script, sizeof(script), "%s/tool.sh", fx.dir);
-    write_file(script,
-               "#!/bin/sh\n"
-               "if [ \"$2\" = stubborn ]; then trap '' TERM;\n"
-               "else trap 'echo term > \"$1.term\"; exit 143' TERM; fi\n"
-               "echo started > \"$1.started\"\n"
-               "sleep 30 &\n"
-               "echo $$ > \"$1.tmp\"\n"
-               "echo $! >> \"$1.tmp\"\n"
-               "mv \"$1.tmp\" \"$1.pids\"\n"
-               "wait\n"
-               "echo finished > \"$1.finished\"\n",
-               0755);
+    fx_write_file(script,
+                  "#!/bin/sh\n"
+                  "if [ \"$2\" = stubborn ]; then trap '' TERM;\n"
+                  "else trap 'echo term > \"$1.term\"; exit 143' TERM; fi\n"
+                  "echo started > \"$1.started\"\n"
+                  "sleep 30 &\n"
+                  "echo $$ > \"$1.tmp\"\n"
+                  "echo $! >> \"$1.tmp\"\n"
+                  "mv \"$1.tmp\" \"$1.pids\"\n"
+                  "wait\n"
+                  "echo finished > \"$1.finished\"\n",
+                  0755);
 }
 
 typedef struct tool_run {
@@ -386,21 +349,21 @@ static void start_tool(tool_run_t *t, const char *job_id, const char *mode)
     fclose(f);
     t->pids[0] = a;
     t->pids[1] = b;
-    CHECK(alive(a) && alive(b));
+    CHECK(fx_alive(a) && fx_alive(b));
 }
 
 /* Milliseconds from t0 until both processes of the tool are gone (fails after limit_ms). */
 static long long wait_tool_gone(const tool_run_t *t, long long t0, int limit_ms)
 {
-    while (alive(t->pids[0]) || alive(t->pids[1])) {
-        if (now_ms() - t0 > limit_ms) {
+    while (fx_alive(t->pids[0]) || fx_alive(t->pids[1])) {
+        if (fx_now_ms() - t0 > limit_ms) {
             fprintf(stderr, "tool %s still running %d ms after the cancellation (logs in %s)\n",
                     t->prefix, limit_ms, fx.dir);
             CHECK(0);
         }
-        sleep_ms(10);
+        fx_sleep_ms(10);
     }
-    return now_ms() - t0;
+    return fx_now_ms() - t0;
 }
 
 static int tool_file(const tool_run_t *t, const char *suffix)
@@ -414,7 +377,7 @@ static int tool_file(const tool_run_t *t, const char *suffix)
 static void expect_no_result(const char *job_id)
 {
     CHECK_INT_EQ(result_exists(job_id), 0);
-    sleep_ms(300);
+    fx_sleep_ms(300);
     CHECK_INT_EQ(result_exists(job_id), 0);
     CHECK_INT_EQ(count_entries(job_id, "result", NULL, 0), 0);
     CHECK_INT_EQ(count_entries(job_id, "cancelled", NULL, 0), 1);
@@ -427,7 +390,7 @@ static void test_set_and_publish(void)
     tool_run_t t;
     start_tool(&t, "j_c_pubsub", "polite");
     cancel_key_set("j_c_pubsub", "{\"reason\":\"user pressed stop\"}");
-    long long t0 = now_ms();
+    long long t0 = fx_now_ms();
     CHECK(cancel_publish("j_c_pubsub") >= 1); /* the worker is subscribed */
     long long took = wait_tool_gone(&t, t0, 3000);
     CHECK(tool_file(&t, "term"));      /* SIGTERM first: the tool could clean up */
@@ -449,7 +412,7 @@ static void test_publish_only(void)
 {
     tool_run_t t;
     start_tool(&t, "j_c_pubonly", "polite");
-    long long t0 = now_ms();
+    long long t0 = fx_now_ms();
     CHECK(cancel_publish("j_c_pubonly") >= 1);
     wait_tool_gone(&t, t0, 3000);
     char data[512];
@@ -463,7 +426,7 @@ static void test_key_only(void)
 {
     tool_run_t t;
     start_tool(&t, "j_c_keyonly", "stubborn");
-    long long t0 = now_ms();
+    long long t0 = fx_now_ms();
     cancel_key_set("j_c_keyonly", "{\"reason\":\"missed message\"}");
     /* At most a second until the check, then SIGTERM (ignored), SIGKILL 500 ms later. */
     long long took = wait_tool_gone(&t, t0, 3500);
@@ -523,17 +486,17 @@ static void test_http(void)
     snprintf(exec, sizeof(exec), "{\"type\":\"http\",\"url\":\"http://127.0.0.1:%d/hold\"}",
              ntohs(a.sin_port));
     produce_job("j_c_http", exec);
-    long long end = now_ms() + 30000;
-    while (!http_flag(&http_accepted) && now_ms() < end)
-        sleep_ms(20);
+    long long end = fx_now_ms() + 30000;
+    while (!http_flag(&http_accepted) && fx_now_ms() < end)
+        fx_sleep_ms(20);
     CHECK(http_flag(&http_accepted));
-    sleep_ms(200);
+    fx_sleep_ms(200);
     CHECK(!http_flag(&http_closed));
     cancel_key_set("j_c_http", "{\"reason\":\"no longer needed\"}");
-    long long t0 = now_ms();
+    long long t0 = fx_now_ms();
     CHECK(cancel_publish("j_c_http") >= 1);
-    while (!http_flag(&http_closed) && now_ms() - t0 < 3000)
-        sleep_ms(10);
+    while (!http_flag(&http_closed) && fx_now_ms() - t0 < 3000)
+        fx_sleep_ms(10);
     CHECK(http_flag(&http_closed)); /* the transfer was aborted */
     char data[512];
     need_cancelled("j_c_http", 5000, data, sizeof(data));
@@ -565,9 +528,9 @@ static void test_cancelled_before_start(void)
     CHECK_CONTAINS(line, "\"started\":\"false\"");
     CHECK_CONTAINS(line, "\"duration_ms\":\"0\"");
     /* Its offset is stored like any finished job's (auto-commit runs every second). */
-    long long end = now_ms() + 15000, c;
-    while ((c = committed(part)) < off + 1 && now_ms() < end)
-        sleep_ms(200);
+    long long end = fx_now_ms() + 15000, c;
+    while ((c = committed(part)) < off + 1 && fx_now_ms() < end)
+        fx_sleep_ms(200);
     if (c < off + 1)
         fprintf(stderr, "partition %d: committed %lld, want >= %lld (logs in %s)\n", (int)part, c,
                 (long long)off + 1, fx.dir);
@@ -580,12 +543,12 @@ static void test_redis_restart(pid_t worker)
     CHECK(kill(fx.redis_pid, SIGKILL) == 0);
     CHECK(fx_wait_exit(fx.redis_pid, 5000) == 128 + SIGKILL);
     /* Redis is away: the worker retries with a backoff, it does not spin. */
-    long long cpu0 = cpu_ms(worker), t0 = now_ms();
-    sleep_ms(3000);
-    long long used = cpu_ms(worker) - cpu0, wall = now_ms() - t0;
+    long long cpu0 = cpu_ms(worker), t0 = fx_now_ms();
+    fx_sleep_ms(3000);
+    long long used = cpu_ms(worker) - cpu0, wall = fx_now_ms() - t0;
     printf("# redis down: the worker used %lld ms CPU in %lld ms\n", used, wall);
     CHECK(used * 2 < wall);
-    CHECK(alive(worker));
+    CHECK(fx_alive(worker));
 
     char port[16], log[512];
     snprintf(port, sizeof(port), "%d", fx.redis_port);
@@ -599,7 +562,7 @@ static void test_redis_restart(pid_t worker)
 
     tool_run_t t;
     start_tool(&t, "j_c_after_restart", "polite");
-    long long t1 = now_ms();
+    long long t1 = fx_now_ms();
     CHECK(cancel_publish("j_c_after_restart") >= 1);
     wait_tool_gone(&t, t1, 3000);
     char data[512];

@@ -42,20 +42,6 @@ static rd_kafka_t *producer;
 static redisContext *redis;
 static int http_port;
 
-static long long now_ms(void)
-{
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
-}
-
 /* ---- a small HTTP server for the http executor ---- */
 
 typedef struct seen_req {
@@ -121,7 +107,7 @@ static void *http_conn(void *arg)
     } else if (strcmp(path, "/500") == 0) {
         http_answer(fd, "500 Internal Server Error", "text/plain", "boom");
     } else if (strcmp(path, "/slow") == 0) {
-        sleep_ms(3000);
+        fx_sleep_ms(3000);
         http_answer(fd, "200 OK", "text/plain", "late");
     } else {
         http_answer(fd, "404 Not Found", "text/plain", "no");
@@ -198,7 +184,7 @@ static void produce_job(const char *job_id, const char *tool, const char *execut
                      "\"channel_id\":\"c_1\",\"executor\":%s,\"mode\":\"sync\","
                      "\"timeout_ms\":60000,\"created_ms\":%lld,\"deadline_ms\":%lld,"
                      "\"reply_to\":\"" REPLY "\"}",
-                     job_id, tool, arguments, executor, now_ms(), deadline_ms);
+                     job_id, tool, arguments, executor, fx_now_ms(), deadline_ms);
     CHECK(n > 0 && (size_t)n < sizeof(buf));
     produce_raw(job_id, buf, (size_t)n);
 }
@@ -215,7 +201,7 @@ static cJSON *wait_result(const char *job_id, int timeout_ms)
 {
     char key[256];
     snprintf(key, sizeof(key), "mcpq:result:%s", job_id);
-    long long end = now_ms() + timeout_ms;
+    long long end = fx_now_ms() + timeout_ms;
     do {
         redisReply *r = rcmd("GET %s", key);
         if (r->type == REDIS_REPLY_STRING) {
@@ -225,8 +211,8 @@ static cJSON *wait_result(const char *job_id, int timeout_ms)
             return v;
         }
         freeReplyObject(r);
-        sleep_ms(50);
-    } while (now_ms() < end);
+        fx_sleep_ms(50);
+    } while (fx_now_ms() < end);
     return NULL;
 }
 
@@ -343,15 +329,6 @@ static pid_t start_worker(const char *id, const char *const more_env[])
     return pid;
 }
 
-static void write_file(const char *path, const char *content, int mode)
-{
-    FILE *f = fopen(path, "w");
-    CHECK(f != NULL);
-    fputs(content, f);
-    fclose(f);
-    chmod(path, (mode_t)mode);
-}
-
 static int count_lines(const char *path)
 {
     FILE *f = fopen(path, "r");
@@ -367,32 +344,18 @@ static int count_lines(const char *path)
 
 static int wait_lines(const char *path, int n, int timeout_ms)
 {
-    long long end = now_ms() + timeout_ms;
-    while (count_lines(path) < n && now_ms() < end)
-        sleep_ms(20);
+    long long end = fx_now_ms() + timeout_ms;
+    while (count_lines(path) < n && fx_now_ms() < end)
+        fx_sleep_ms(20);
     return count_lines(path);
 }
 
 /* 1 while pid exists and is not a zombie. */
-static int alive(pid_t pid)
-{
-    char path[64], buf[512];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')');
-    return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
-}
-
 /* ---- phase 1: one worker ---- */
 
 static void test_builtin(void)
 {
-    long long dl = now_ms() + 30000;
+    long long dl = fx_now_ms() + 30000;
     produce_job("j_echo", "echo", "{\"type\":\"builtin\",\"name\":\"echo\"}",
                 "{\"text\":\"hi\",\"n\":[1,2]}", dl);
     produce_job("j_fail", "fail", "{\"type\":\"builtin\",\"name\":\"fail\"}",
@@ -434,22 +397,22 @@ static void test_builtin(void)
 
 static void test_deadlines(const char *marker)
 {
-    long long t0 = now_ms();
+    long long t0 = fx_now_ms();
     produce_job("j_sleep_dl", "sleep", "{\"type\":\"builtin\",\"name\":\"sleep\"}",
                 "{\"ms\":10000}", t0 + 700);
     cJSON *r = need_result("j_sleep_dl", 10000);
     CHECK_STR_EQ(str_at(r, "status"), "timeout");
     CHECK(at(at(r, "error"), "code")->valuedouble == -32003);
-    CHECK(now_ms() - t0 < 5000);
+    CHECK(fx_now_ms() - t0 < 5000);
     cJSON_Delete(r);
 
     /* Past its deadline: answered timeout, never run. */
     char exec[1024];
     snprintf(exec, sizeof(exec),
              "{\"type\":\"exec\",\"argv\":[\"/bin/sh\",\"-c\",\"echo ran >> %s\"]}", marker);
-    produce_job("j_late", "late", exec, "{}", now_ms() - 1);
+    produce_job("j_late", "late", exec, "{}", fx_now_ms() - 1);
     expect_str("j_late", 10000, "status", "timeout", 0, -1);
-    sleep_ms(200);
+    fx_sleep_ms(200);
     CHECK_INT_EQ(count_lines(marker), 0);
     TEST_PASS("deadlines: a sleep past it and a job already late");
 }
@@ -457,18 +420,18 @@ static void test_deadlines(const char *marker)
 static void test_exec(void)
 {
     char script[512], exec[1024];
-    long long dl = now_ms() + 30000;
+    long long dl = fx_now_ms() + 30000;
     snprintf(script, sizeof(script), "%s/report.sh", fx.dir);
-    write_file(script,
-               "#!/bin/sh\n"
-               "cat >/dev/null\n"
-               "echo \"progress 0 2 starting\" >&2\n"
-               "echo \"log info halfway there\" >&2\n"
-               "echo \"some noise\" >&2\n"
-               "echo \"progress 2 2 finished\" >&2\n"
-               "printf '%s\\n' '{\"content\":[{\"type\":\"text\",\"text\":\"report ready\"}],"
-               "\"structuredContent\":{\"rows\":3},\"isError\":false}'\n",
-               0755);
+    fx_write_file(script,
+                  "#!/bin/sh\n"
+                  "cat >/dev/null\n"
+                  "echo \"progress 0 2 starting\" >&2\n"
+                  "echo \"log info halfway there\" >&2\n"
+                  "echo \"some noise\" >&2\n"
+                  "echo \"progress 2 2 finished\" >&2\n"
+                  "printf '%s\\n' '{\"content\":[{\"type\":\"text\",\"text\":\"report ready\"}],"
+                  "\"structuredContent\":{\"rows\":3},\"isError\":false}'\n",
+                  0755);
     snprintf(exec, sizeof(exec), "{\"type\":\"exec\",\"argv\":[\"%s\"]}", script);
     produce_job("j_exec", "report", exec, "{}", dl);
     produce_job("j_stdin", "stdin",
@@ -551,9 +514,9 @@ static void test_exec_timeout(void)
              "echo $! >> %s\n"
              "wait\n",
              pidfile, pidfile);
-    write_file(script, body, 0755);
+    fx_write_file(script, body, 0755);
     snprintf(exec, sizeof(exec), "{\"type\":\"exec\",\"argv\":[\"%s\"]}", script);
-    long long t0 = now_ms();
+    long long t0 = fx_now_ms();
     produce_job("j_stubborn", "stubborn", exec, "{}", t0 + 1000);
     expect_str("j_stubborn", 15000, "status", "timeout", 0, -1);
     /* TERM ignored: SIGKILL after MCPQ_KILL_GRACE_MS (500) took down the whole group. */
@@ -562,18 +525,18 @@ static void test_exec_timeout(void)
     int a = 0, b = 0;
     CHECK(fscanf(f, "%d %d", &a, &b) == 2);
     fclose(f);
-    long long end = now_ms() + 3000;
-    while ((alive(a) || alive(b)) && now_ms() < end)
-        sleep_ms(20);
-    CHECK(!alive(a));
-    CHECK(!alive(b));
+    long long end = fx_now_ms() + 3000;
+    while ((fx_alive(a) || fx_alive(b)) && fx_now_ms() < end)
+        fx_sleep_ms(20);
+    CHECK(!fx_alive(a));
+    CHECK(!fx_alive(b));
     TEST_PASS("exec timeout: SIGTERM, then SIGKILL to the process group");
 }
 
 static void test_http(void)
 {
     char exec[1024];
-    long long dl = now_ms() + 30000;
+    long long dl = fx_now_ms() + 30000;
     snprintf(exec, sizeof(exec),
              "{\"type\":\"http\",\"url\":\"http://127.0.0.1:%d/sig\",\"secret\":\"" SECRET "\","
              "\"headers\":{\"X-Tenant-Token\":\"tok\"}}",
@@ -587,7 +550,7 @@ static void test_http(void)
     produce_job("j_http_500", "http_500", exec, "{}", dl);
     snprintf(exec, sizeof(exec), "{\"type\":\"http\",\"url\":\"http://127.0.0.1:%d/slow\"}",
              http_port);
-    produce_job("j_http_slow", "slow", exec, "{}", now_ms() + 800);
+    produce_job("j_http_slow", "slow", exec, "{}", fx_now_ms() + 800);
     int dead = fx_free_port();
     snprintf(exec, sizeof(exec), "{\"type\":\"http\",\"url\":\"http://127.0.0.1:%d/x\"}", dead);
     produce_job("j_http_refused", "refused", exec, "{}", dl);
@@ -610,7 +573,7 @@ static void test_http(void)
     const char *sig = strcasestr(seen.headers, "webhook-signature: ");
     CHECK(ts && sig);
     long long tsv = strtoll(ts + 19, NULL, 10);
-    CHECK(tsv > now_ms() / 1000 - 60 && tsv <= now_ms() / 1000 + 1);
+    CHECK(tsv > fx_now_ms() / 1000 - 60 && tsv <= fx_now_ms() / 1000 + 1);
     char want[WRK_WHSIG_LEN];
     CHECK_INT_EQ(
         wrk_whsig_sign(SECRET, "j_http_sig", tsv, seen.body, strlen(seen.body), want, sizeof(want)),
@@ -638,7 +601,7 @@ static void test_http(void)
 
 static void test_odd_records(void)
 {
-    long long dl = now_ms() + 30000;
+    long long dl = fx_now_ms() + 30000;
     produce_job("j_mcp", "upstream", "{\"type\":\"mcp\",\"url\":\"http://x\",\"tool\":\"t\"}", "{}",
                 dl);
     produce_raw("junk", "definitely not json", 19);
@@ -671,21 +634,21 @@ static void test_redelivery(const char *counter)
              "{\"type\":\"exec\",\"argv\":[\"/bin/sh\",\"-c\",\"echo run >> %s; sleep 1; "
              "echo once\"]}",
              counter);
-    long long dl = now_ms() + 30000;
+    long long dl = fx_now_ms() + 30000;
     /* Twice while it runs, then again after it finished. */
     produce_job("j_dup", "dup", exec, "{}", dl);
     produce_job("j_dup", "dup", exec, "{}", dl);
     expect_str("j_dup", 10000, "result.content.0.text", "once", 0, -1);
     produce_job("j_dup", "dup", exec, "{}", dl);
-    long long end = now_ms() + 10000;
+    long long end = fx_now_ms() + 10000;
     entries_t e;
     do {
-        sleep_ms(50);
+        fx_sleep_ms(50);
         read_entries("j_dup", &e);
-    } while (e.results < 2 && now_ms() < end);
+    } while (e.results < 2 && fx_now_ms() < end);
     CHECK_INT_EQ(e.results, 2); /* the in-flight duplicate shares the first answer */
     CHECK_STR_EQ(e.data[0], e.data[1]);
-    sleep_ms(300);
+    fx_sleep_ms(300);
     CHECK_INT_EQ(count_lines(counter), 1);
     TEST_PASS("a redelivered job runs once and has one result");
 }
@@ -694,7 +657,7 @@ static void test_burst(void)
 {
     /* MCPQ_MAX_INFLIGHT_JOBS is 4 for this worker: pausing and resuming must lose nothing. */
     enum { N = 40 };
-    long long dl = now_ms() + 60000;
+    long long dl = fx_now_ms() + 60000;
     for (int i = 0; i < N; i++) {
         char id[32];
         snprintf(id, sizeof(id), "j_burst_%d", i);
@@ -714,7 +677,7 @@ static void redis_reconnect(void)
 {
     if (redis)
         redisFree(redis);
-    long long end = now_ms() + 10000;
+    long long end = fx_now_ms() + 10000;
     for (;;) {
         redis = redisConnect("127.0.0.1", fx.redis_port);
         if (redis && !redis->err) {
@@ -727,29 +690,29 @@ static void redis_reconnect(void)
         }
         redisFree(redis);
         redis = NULL;
-        CHECK(now_ms() < end);
-        sleep_ms(50);
+        CHECK(fx_now_ms() < end);
+        fx_sleep_ms(50);
     }
 }
 
 static void test_redis_outage(void)
 {
-    long long dl = now_ms() + 60000;
+    long long dl = fx_now_ms() + 60000;
     /* Redis hangs (every command times out), then resumes. */
     CHECK(kill(fx.redis_pid, SIGSTOP) == 0);
     produce_job("j_hang", "sleep", "{\"type\":\"builtin\",\"name\":\"sleep\"}", "{\"ms\":50}", dl);
-    sleep_ms(2500);
+    fx_sleep_ms(2500);
     CHECK(kill(fx.redis_pid, SIGCONT) == 0);
     expect_str("j_hang", 20000, "status", "ok", 0, -1);
 
     /* Redis dies (results held in memory), then a new one starts on the same port. */
     produce_job("j_before", "sleep", "{\"type\":\"builtin\",\"name\":\"sleep\"}", "{\"ms\":1500}",
                 dl);
-    sleep_ms(500); /* checked and running */
+    fx_sleep_ms(500); /* checked and running */
     CHECK(kill(fx.redis_pid, SIGKILL) == 0);
     CHECK(fx_wait_exit(fx.redis_pid, 5000) == 128 + SIGKILL);
     produce_job("j_during", "echo", "{\"type\":\"builtin\",\"name\":\"echo\"}", "{}", dl);
-    sleep_ms(2500);
+    fx_sleep_ms(2500);
     char port[16], log[512];
     snprintf(port, sizeof(port), "%d", fx.redis_port);
     snprintf(log, sizeof(log), "%s/redis2.log", fx.dir);
@@ -779,7 +742,7 @@ static void test_restarts(void)
              "{\"type\":\"exec\",\"argv\":[\"/bin/sh\",\"-c\",\"echo run >> %s; sleep 1; "
              "echo finished\"]}",
              counter);
-    produce_job("j_graceful", "g", exec, "{}", now_ms() + 60000);
+    produce_job("j_graceful", "g", exec, "{}", fx_now_ms() + 60000);
     CHECK_INT_EQ(wait_lines(counter, 1, 20000), 1);
     CHECK_INT_EQ(fx_stop_pid(b, 15000), 0);
     cJSON *r = wait_result("j_graceful", 100);
@@ -797,11 +760,11 @@ static void test_restarts(void)
              "{\"type\":\"exec\",\"argv\":[\"/bin/sh\",\"-c\",\"echo run >> %s; sleep 3; "
              "echo second\"]}",
              counter2);
-    produce_job("j_abandon", "a", exec, "{}", now_ms() + 120000);
+    produce_job("j_abandon", "a", exec, "{}", fx_now_ms() + 120000);
     CHECK_INT_EQ(wait_lines(counter2, 1, 20000), 1);
-    long long t0 = now_ms();
+    long long t0 = fx_now_ms();
     CHECK_INT_EQ(fx_stop_pid(c, 15000), 0);
-    CHECK(now_ms() - t0 < 3000);
+    CHECK(fx_now_ms() - t0 < 3000);
     CHECK(wait_result("j_abandon", 100) == NULL);
     TEST_PASS("SIGTERM past the grace period: exit 0 without a result");
 
@@ -822,11 +785,11 @@ static void test_restarts(void)
              "{\"type\":\"exec\",\"argv\":[\"/bin/sh\",\"-c\",\"echo run >> %s; sleep 2; "
              "echo survived\"]}",
              counter3);
-    produce_job("j_crash", "crash", exec, "{}", now_ms() + 120000);
+    produce_job("j_crash", "crash", exec, "{}", fx_now_ms() + 120000);
     CHECK_INT_EQ(wait_lines(counter3, 1, 20000), 1);
     CHECK(kill(-d, SIGKILL) == 0);
     CHECK(fx_wait_exit(d, 5000) == 128 + SIGKILL);
-    sleep_ms(2500); /* the orphaned tool finishes, but nobody writes its result */
+    fx_sleep_ms(2500); /* the orphaned tool finishes, but nobody writes its result */
     CHECK(wait_result("j_crash", 100) == NULL);
     pid_t d2 = start_worker("w-d", NULL);
     expect_str("j_crash", 60000, "result.content.0.text", "survived", 0, -1);
