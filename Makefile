@@ -1,12 +1,16 @@
 # Thin wrapper over CMake and the scripts; see README.md.
 BUILD      ?= build
 BUILD_ASAN ?= build-asan
+BUILD_FUZZ ?= build-fuzz
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 ACCEPTANCE ?= ../shared/acceptance
 # Acceptance files of every resolved issue.
 ACCEPT_FILES ?= 01 02 03 04 05 07 08
+# make fuzz: seconds per libFuzzer driver, and which drivers (empty: all of tests/fuzz/).
+FUZZ_SECONDS ?= 600
+FUZZ_NAMES ?=
 
-.PHONY: all deps build build-asan test test-unit test-asan acceptance up bench fmt fmt-check clean
+.PHONY: all deps build build-asan test test-unit test-asan acceptance up bench fuzz fmt fmt-check clean
 
 all: build
 
@@ -38,11 +42,16 @@ up: build
 bench: build
 	@bash bench/run.sh
 
+# Every libFuzzer driver (tests/fuzz/) for FUZZ_SECONDS each, one after the other, built with
+# clang in $(BUILD_FUZZ) on a copy of its seed corpus; see docs/fuzzing.md.
+fuzz: deps
+	@BUILD_FUZZ=$(BUILD_FUZZ) JOBS=$(JOBS) bash scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_NAMES)
+
 fmt:
-	@clang-format -i common/*.[ch] ingress/*.[ch] worker/*.[ch] tests/*.[ch] tests/*/*/*.c tests/integration/*.c bench/*.c deploy/devbroker/*.c
+	@clang-format -i common/*.[ch] ingress/*.[ch] worker/*.[ch] tests/*.[ch] tests/*/*/*.c tests/integration/*.c tests/fuzz/*.[ch] bench/*.c deploy/devbroker/*.c
 
 fmt-check:
 	@clang-format --dry-run --Werror common/*.[ch] ingress/*.[ch] worker/*.[ch] deploy/devbroker/*.c
 
 clean:
-	rm -rf $(BUILD) $(BUILD_ASAN)
+	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_FUZZ)

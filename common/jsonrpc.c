@@ -178,6 +178,21 @@ cJSON *rpc_parse(const char *body, size_t len, const char **why)
     return root;
 }
 
+/* Length of s as a JSON string, as cJSON and rpc_id_str print it: quotes and escapes
+ * included (a control character takes 6 bytes, "\u0001"). */
+static size_t json_string_len(const char *s)
+{
+    size_t n = 2;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\' || *p == '\b' || *p == '\f' || *p == '\n' || *p == '\r' ||
+            *p == '\t')
+            n += 2;
+        else
+            n += *p < 0x20 ? 6 : 1;
+    }
+    return n;
+}
+
 void rpc_classify(const cJSON *item, rpc_msg_t *msg)
 {
     memset(msg, 0, sizeof(*msg));
@@ -189,7 +204,10 @@ void rpc_classify(const cJSON *item, rpc_msg_t *msg)
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(item, "id");
     if (id && cJSON_IsNumber(id) && isfinite(id->valuedouble))
         msg->id = id;
-    if (id && cJSON_IsString(id) && strlen(id->valuestring) <= RPC_MAX_ID_LEN)
+    /* The limit is on the id as JSON, which is how it is kept (rpc_id_str into the ingress's
+     * 300-byte buffers) and sent back: 256 bytes of control characters printed as 1538 and
+     * were cut, the response no longer JSON (tests/fuzz/corpus/jsonrpc/regress-id-escapes). */
+    if (id && cJSON_IsString(id) && json_string_len(id->valuestring) <= RPC_MAX_ID_LEN + 2)
         msg->id = id;
     const cJSON *jv = cJSON_GetObjectItemCaseSensitive(item, "jsonrpc");
     if (!cJSON_IsString(jv) || strcmp(jv->valuestring, "2.0") != 0) {
@@ -239,7 +257,9 @@ const char *rpc_id_str(const cJSON *id, char *buf, size_t size)
     }
     if (cJSON_IsNumber(id)) {
         double d = id->valuedouble;
-        if (d == (double)(long long)d && d < 9e15 && d > -9e15)
+        /* The range first: converting a double outside long long's range is undefined
+         * (tests/fuzz/corpus/jsonrpc/regress-id-cast-overflow). */
+        if (d < 9e15 && d > -9e15 && d == (double)(long long)d)
             snprintf(buf, size, "%lld", (long long)d);
         else
             snprintf(buf, size, "%.17g", d);
@@ -251,31 +271,52 @@ const char *rpc_id_str(const cJSON *id, char *buf, size_t size)
     return buf;
 }
 
+/* The id as JSON text, malloc'd (never clipped, unlike rpc_id_str into a buffer); numbers as
+ * rpc_id_str renders them. NULL on ENOMEM. */
+static char *id_json(const cJSON *id)
+{
+    char num[64];
+    if (id && !cJSON_IsNumber(id))
+        return cJSON_PrintUnformatted(id);
+    rpc_id_str(id, num, sizeof(num));
+    return strdup(num);
+}
+
 char *rpc_result_str(const cJSON *id, const char *result_json)
 {
-    char idbuf[600];
-    rpc_id_str(id, idbuf, sizeof(idbuf));
-    size_t n = strlen(idbuf) + strlen(result_json) + 48;
-    char *out = malloc(n);
+    char *idj = id_json(id), *out = NULL;
+    if (!idj)
+        return NULL;
+    size_t n = strlen(idj) + strlen(result_json) + 48;
+    out = malloc(n);
     if (out)
-        snprintf(out, n, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}", idbuf, result_json);
+        snprintf(out, n, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}", idj, result_json);
+    free(idj);
     return out;
 }
 
 char *rpc_error_str(const cJSON *id, int code, const char *message, const cJSON *data)
 {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "jsonrpc", "2.0");
-    if (id)
-        cJSON_AddItemToObject(o, "id", cJSON_Duplicate(id, 1));
-    else
-        cJSON_AddNullToObject(o, "id");
-    cJSON *e = cJSON_AddObjectToObject(o, "error");
+    /* The id is rendered by id_json, as in rpc_result_str, not by cJSON's printer: cJSON
+     * prints a number with 15 significant digits whenever that reads back within its epsilon,
+     * so an id such as 12345678901234567 came back as 1.23456789012346e+16
+     * (tests/fuzz/corpus/jsonrpc/regress-error-id-precision). */
+    char *idj, *out = NULL;
+    cJSON *e = cJSON_CreateObject();
     cJSON_AddNumberToObject(e, "code", code);
     cJSON_AddStringToObject(e, "message", message);
     if (data)
         cJSON_AddItemToObject(e, "data", cJSON_Duplicate(data, 1));
-    char *s = cJSON_PrintUnformatted(o);
-    cJSON_Delete(o);
-    return s;
+    char *es = cJSON_PrintUnformatted(e);
+    cJSON_Delete(e);
+    idj = es ? id_json(id) : NULL;
+    if (idj) {
+        size_t n = strlen(idj) + strlen(es) + 40;
+        out = malloc(n);
+        if (out)
+            snprintf(out, n, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":%s}", idj, es);
+    }
+    free(idj);
+    cJSON_free(es);
+    return out;
 }

@@ -78,6 +78,87 @@ static int escape_byte(char e, const char **src)
     return (e && strchr(punct, e)) ? (unsigned char)e : -1;
 }
 
+/*
+ * The size glibc's regcomp gives the translation, estimated as the pattern is read. regcomp
+ * copies the operand of a repetition once per repeat (x{2,5} is built as x x x? x? x?, x+ as
+ * x x*), so nested or stacked repetitions multiply, and the epsilon closures it computes grow
+ * with the square of the copies: "\\++++...+" (each '+' doubling) took gigabytes, and
+ * "[a-z]{0,10000}" 0.8 GB and a second, for every validation that compiles the pattern
+ * (tests/fuzz/corpus/config/regress-regcomp-stacked-quantifiers). Patterns whose estimate
+ * passes RX_MAX_COPIES atom copies, or that nest groups more than RX_MAX_NEST deep, are
+ * refused (MCPQ_EINVAL); "{0,2000}" still fits (about 35 MB, 15 ms to compile).
+ */
+#define RX_MAX_COPIES 2048
+#define RX_MAX_NEST 64
+
+typedef struct rx_cost {
+    size_t total[RX_MAX_NEST + 1]; /* per open group: copies so far */
+    size_t last[RX_MAX_NEST + 1]; /* copies in the last atom or group (what a quantifier repeats) */
+    int depth;
+} rx_cost_t;
+
+/* a * b, saturating just above the budget. */
+static size_t cost_mul(size_t a, size_t b)
+{
+    return b && a > (RX_MAX_COPIES + 1) / b ? RX_MAX_COPIES + 1 : a * b;
+}
+
+/* An atom (or a closed group) of n copies. 0, or MCPQ_EINVAL over budget. */
+static int cost_atom(rx_cost_t *k, size_t n)
+{
+    k->total[k->depth] += n;
+    k->last[k->depth] = n;
+    return k->total[k->depth] > RX_MAX_COPIES ? MCPQ_EINVAL : 0;
+}
+
+/* The last atom repeated: factor copies of it instead of one. */
+static int cost_repeat(rx_cost_t *k, size_t factor)
+{
+    size_t last = k->last[k->depth], now = cost_mul(last, factor);
+    k->total[k->depth] += now - last;
+    k->last[k->depth] = now;
+    return k->total[k->depth] > RX_MAX_COPIES ? MCPQ_EINVAL : 0;
+}
+
+static int cost_open(rx_cost_t *k)
+{
+    if (k->depth >= RX_MAX_NEST)
+        return MCPQ_EINVAL;
+    k->depth++;
+    k->total[k->depth] = 0;
+    k->last[k->depth] = 0;
+    return 0;
+}
+
+static int cost_close(rx_cost_t *k)
+{
+    if (k->depth == 0)
+        return cost_atom(k, 1); /* an unmatched ')': regcomp decides */
+    size_t inner = k->total[k->depth--];
+    return cost_atom(k, inner ? inner : 1);
+}
+
+/* Length of an ERE bound "{n}", "{n,}", "{n,m}" or "{,m}" at s (0 when s does not start
+ * one), with the copies regcomp makes of its operand in *factor. */
+static size_t bound_len(const char *s, size_t *factor)
+{
+    size_t i = 1, lo = 0, hi = 0, nlo = 0, nhi = 0;
+    int comma = 0;
+    for (; s[i] >= '0' && s[i] <= '9'; i++, nlo++)
+        lo = lo > RX_MAX_COPIES ? lo : lo * 10 + (size_t)(s[i] - '0');
+    if (s[i] == ',') {
+        comma = 1;
+        for (i++; s[i] >= '0' && s[i] <= '9'; i++, nhi++)
+            hi = hi > RX_MAX_COPIES ? hi : hi * 10 + (size_t)(s[i] - '0');
+    }
+    if ((nlo == 0 && !comma) || s[i] != '}')
+        return 0; /* glibc reads "{,m}" as "{0,m}" */
+    *factor = !comma ? lo : nhi == 0 ? lo + 1 : (hi > lo ? hi : lo) + 1;
+    if (*factor == 0)
+        *factor = 1;
+    return i + 1;
+}
+
 /* Appends n bytes of s to out unless an earlier append failed: the first error sticks. */
 static int put(util_buf_t *out, int rc, const char *s, size_t n)
 {
@@ -184,9 +265,29 @@ int rx_translate(const char *ecma, util_buf_t *out)
     const char *src = ecma;
     static const char special[] = "^$\\.*+?()[]{}|";
     int after_quant = 0;
+    rx_cost_t cost = {{0}, {0}, 0};
     while (*src) {
         int rc = 0, quant = 0;
         char ch = *src;
+        size_t factor = 1, n;
+        if (ch == '(' || ch == ')' || ch == '|' || (ch == '?' && after_quant)) {
+            /* groups and alternatives: accounted for below */
+        } else if (ch == '*' || ch == '+' || ch == '?') {
+            rc = cost_repeat(&cost, ch == '+' ? 2 : 1);
+        } else if (ch == '{' && (n = bound_len(src, &factor)) > 0) {
+            rc = cost_repeat(&cost, factor);
+            if (rc == 0)
+                rc = util_buf_append(out, src, n);
+            if (rc < 0)
+                return rc;
+            src += n;
+            after_quant = 1;
+            continue;
+        } else {
+            rc = cost_atom(&cost, 1);
+        }
+        if (rc < 0)
+            return rc;
         if (ch == '\\') {
             char e = src[1];
             unsigned char bits[32] = {0};
@@ -213,12 +314,21 @@ int rx_translate(const char *ecma, util_buf_t *out)
             if (src[2] != ':')
                 return MCPQ_EINVAL; /* lookaround, named groups */
             src += 3;
-            rc = util_buf_append(out, "(", 1);
+            rc = cost_open(&cost);
+            if (rc == 0)
+                rc = util_buf_append(out, "(", 1);
         } else if (ch == '?' && after_quant) {
             src++; /* lazy quantifier: the same matches for a search */
         } else {
             quant = ch == '*' || ch == '+' || ch == '?' || ch == '}';
-            rc = util_buf_append(out, src++, 1);
+            if (ch == '(')
+                rc = cost_open(&cost);
+            else if (ch == ')')
+                rc = cost_close(&cost);
+            else if (ch == '|')
+                cost.last[cost.depth] = 0; /* a quantifier after '|' repeats nothing */
+            if (rc == 0)
+                rc = util_buf_append(out, src++, 1);
         }
         if (rc < 0)
             return rc;

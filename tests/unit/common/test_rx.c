@@ -248,6 +248,32 @@ static void test_refused(void)
     TEST_PASS("unsupported constructs refused");
 }
 
+/* Patterns glibc's regcomp would expand past RX_MAX_COPIES atom copies (gigabytes and
+ * seconds to compile: tests/fuzz/corpus/config/regress-regcomp-stacked-quantifiers). */
+static void test_expansion_budget(void)
+{
+    regex_t re;
+    REFUSED("a++++++++++++"); /* each '+' doubles its operand */
+    REFUSED("\\+++++++++++++++++++++++++++++++++++++++++++++++d{3}");
+    REFUSED("(a{100}){100}");  /* nested bounds multiply */
+    REFUSED("(?:a{50}){41}");  /* 2050 copies */
+    REFUSED("[a-z]{0,10000}"); /* one bound over the budget */
+    REFUSED("(a?){,10000}");   /* glibc reads {,m} as {0,m} */
+    REFUSED("(a|b+){1000}");   /* alternatives add up */
+    REFUSED("x{1000}y{1049}"); /* so does a sequence */
+    /* 65 nested groups */
+    REFUSED("(((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((a)))))))))))))))))"
+            ")))))))))))))))))))))))))))))))))))))))))))))))))");
+    XLATE("a+++++++++++", "a+++++++++++"); /* 2048 copies */
+    XLATE("(?:a{50}){40}", "(a{50}){40}");
+    XLATE("x{1000}y{1047}", "x{1000}y{1047}");
+    XLATE("a{,}b{2}?{", "a{,}b{2}{"); /* not every '{' starts a bound */
+    compile("^[a-z]{0,2000}$", &re);
+    CHECK(regexec(&re, "abc", 0, NULL, 0) == 0);
+    regfree(&re);
+    TEST_PASS("expansion budget for regcomp");
+}
+
 static void test_buffer_errors(void)
 {
     util_buf_t b;
@@ -306,6 +332,7 @@ int main(void)
     test_anchors_and_escapes();
     test_brackets();
     test_refused();
+    test_expansion_budget();
     test_buffer_errors();
     test_real_patterns();
     return 0;
