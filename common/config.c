@@ -83,6 +83,51 @@ static void line_col(const char *text, size_t pos, size_t *line, size_t *col)
     }
 }
 
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/*
+ * The first member name used twice in one object of v (depth first), with the JSON path of
+ * that object in path (clipped to size); NULL when there is none. cJSON keeps both members
+ * and every lookup here finds the first, while other readers of the same file take the last:
+ * {"secret_env": "A", "secret_env": "B"} left a "secret_env" in the normalized document
+ * (tests/fuzz/corpus/config/regress-duplicate-member). *oom is set when memory ran out.
+ */
+static const char *duplicate_member(const cJSON *v, char *path, size_t size, size_t len, int *oom)
+{
+    size_t n = 0, i = 0;
+    const char *dup = NULL;
+    if (!cJSON_IsObject(v) && !cJSON_IsArray(v))
+        return NULL;
+    for (const cJSON *c = v->child; c; c = c->next, i++) {
+        int w = cJSON_IsArray(v) ? snprintf(path + len, size - len, "[%zu]", i)
+                                 : snprintf(path + len, size - len, ".%.100s", c->string);
+        size_t sub = w < 0 ? len : len + (size_t)w < size ? len + (size_t)w : size - 1;
+        if ((dup = duplicate_member(c, path, size, sub, oom)) || *oom)
+            return dup;
+        n++;
+    }
+    path[len] = '\0';
+    if (!cJSON_IsObject(v) || n < 2)
+        return NULL;
+    const char **names = malloc(n * sizeof(*names));
+    if (!names) {
+        *oom = 1;
+        return NULL;
+    }
+    i = 0;
+    for (const cJSON *c = v->child; c; c = c->next)
+        names[i++] = c->string ? c->string : "";
+    qsort(names, n, sizeof(*names), name_cmp);
+    for (i = 1; i < n && !dup; i++)
+        if (strcmp(names[i - 1], names[i]) == 0)
+            dup = names[i];
+    free(names);
+    return dup;
+}
+
 static cJSON *parse(cfg_ctx_t *x, const char *text, size_t len)
 {
     const char *end = NULL;
@@ -105,6 +150,17 @@ static cJSON *parse(cfg_ctx_t *x, const char *text, size_t len)
         line_col(text, pos, &line, &col);
         cfg_fail(x, "line %zu, column %zu: %s", line, col,
                  doc ? "unexpected text after the JSON document" : "invalid JSON");
+        cJSON_Delete(doc);
+        return NULL;
+    }
+    char path[256] = "$";
+    int nomem = 0;
+    const char *dup = duplicate_member(doc, path, sizeof(path), 1, &nomem);
+    if (dup || nomem) {
+        if (nomem)
+            cfg_fail(x, "out of memory");
+        else
+            cfg_fail(x, "%s: duplicate member \"%.100s\"", path, dup);
         cJSON_Delete(doc);
         return NULL;
     }

@@ -79,45 +79,58 @@ static int escape_byte(char e, const char **src)
 }
 
 /*
- * The size glibc's regcomp gives the translation, estimated as the pattern is read. regcomp
- * copies the operand of a repetition once per repeat (x{2,5} is built as x x x? x? x?, x+ as
- * x x*), so nested or stacked repetitions multiply, and the epsilon closures it computes grow
- * with the square of the copies: "\\++++...+" (each '+' doubling) took gigabytes, and
- * "[a-z]{0,10000}" 0.8 GB and a second, for every validation that compiles the pattern
- * (tests/fuzz/corpus/config/regress-regcomp-stacked-quantifiers). Patterns whose estimate
- * passes RX_MAX_COPIES atom copies, or that nest groups more than RX_MAX_NEST deep, are
- * refused (MCPQ_EINVAL); "{0,2000}" still fits (about 35 MB, 15 ms to compile).
+ * The size glibc's regcomp gives the translation, estimated as the pattern is read, in nodes
+ * (atoms and repetition operators). regcomp copies the operand of a repetition once per
+ * repeat (x{2,5} is built as x x x? x? x?, x+ as x x*), so nested repetitions multiply, its
+ * epsilon closures grow with the square of the copies, and a repetition of something that
+ * repeats already costs it far more than its size: "\\++++...+" (each '+' doubling) took
+ * gigabytes, "[a-z]{0,10000}" 0.8 GB and a second, "&**...*{1000}" minutes, for every
+ * validation that compiles the pattern (tests/fuzz/corpus/config/regress-regcomp-*).
+ *
+ * So, as in ECMAScript, a quantifier cannot follow a quantifier (only the lazy '?'); a
+ * repeated operand that contains a repetition counts RX_NESTED_REP_WEIGHT times; and
+ * patterns estimated above RX_MAX_NODES nodes, or nesting groups more than RX_MAX_NEST deep,
+ * are refused (MCPQ_EINVAL). "[a-z]{0,2000}" still fits (about 35 MB, 15 ms to compile).
  */
-#define RX_MAX_COPIES 2048
+#define RX_MAX_NODES 2048
+#define RX_NESTED_REP_WEIGHT 4
 #define RX_MAX_NEST 64
 
 typedef struct rx_cost {
-    size_t total[RX_MAX_NEST + 1]; /* per open group: copies so far */
-    size_t last[RX_MAX_NEST + 1]; /* copies in the last atom or group (what a quantifier repeats) */
+    size_t total[RX_MAX_NEST + 1]; /* per open group: nodes so far */
+    size_t last[RX_MAX_NEST + 1];  /* nodes of the last atom or group (what a quantifier repeats) */
+    unsigned char last_rep[RX_MAX_NEST + 1]; /* ... and whether it contains a repetition */
+    unsigned char any_rep[RX_MAX_NEST + 1];  /* whether the group so far contains one */
     int depth;
 } rx_cost_t;
 
 /* a * b, saturating just above the budget. */
 static size_t cost_mul(size_t a, size_t b)
 {
-    return b && a > (RX_MAX_COPIES + 1) / b ? RX_MAX_COPIES + 1 : a * b;
+    return b && a > (RX_MAX_NODES + 1) / b ? RX_MAX_NODES + 1 : a * b;
 }
 
-/* An atom (or a closed group) of n copies. 0, or MCPQ_EINVAL over budget. */
-static int cost_atom(rx_cost_t *k, size_t n)
+/* An atom, or a closed group, of n nodes (rep: it contains a repetition). 0, or MCPQ_EINVAL
+ * over budget. */
+static int cost_atom(rx_cost_t *k, size_t n, int rep)
 {
     k->total[k->depth] += n;
     k->last[k->depth] = n;
-    return k->total[k->depth] > RX_MAX_COPIES ? MCPQ_EINVAL : 0;
+    k->last_rep[k->depth] = (unsigned char)rep;
+    k->any_rep[k->depth] |= (unsigned char)rep;
+    return k->total[k->depth] > RX_MAX_NODES ? MCPQ_EINVAL : 0;
 }
 
-/* The last atom repeated: factor copies of it instead of one. */
+/* The last atom repeated: factor copies of it, plus the repetition node. */
 static int cost_repeat(rx_cost_t *k, size_t factor)
 {
-    size_t last = k->last[k->depth], now = cost_mul(last, factor);
-    k->total[k->depth] += now - last;
-    k->last[k->depth] = now;
-    return k->total[k->depth] > RX_MAX_COPIES ? MCPQ_EINVAL : 0;
+    int d = k->depth;
+    size_t last = k->last[d];
+    size_t now = cost_mul(cost_mul(last, factor), k->last_rep[d] ? RX_NESTED_REP_WEIGHT : 1) + 1;
+    k->total[d] += now - last;
+    k->last[d] = now;
+    k->last_rep[d] = k->any_rep[d] = 1;
+    return k->total[d] > RX_MAX_NODES ? MCPQ_EINVAL : 0;
 }
 
 static int cost_open(rx_cost_t *k)
@@ -125,17 +138,25 @@ static int cost_open(rx_cost_t *k)
     if (k->depth >= RX_MAX_NEST)
         return MCPQ_EINVAL;
     k->depth++;
-    k->total[k->depth] = 0;
-    k->last[k->depth] = 0;
+    k->total[k->depth] = k->last[k->depth] = 0;
+    k->last_rep[k->depth] = k->any_rep[k->depth] = 0;
     return 0;
 }
 
 static int cost_close(rx_cost_t *k)
 {
     if (k->depth == 0)
-        return cost_atom(k, 1); /* an unmatched ')': regcomp decides */
-    size_t inner = k->total[k->depth--];
-    return cost_atom(k, inner ? inner : 1);
+        return cost_atom(k, 1, 0); /* an unmatched ')': regcomp decides */
+    size_t inner = k->total[k->depth];
+    int rep = k->any_rep[k->depth--];
+    return cost_atom(k, inner + 1, rep);
+}
+
+/* Nothing before a quantifier right after '|' (it repeats an empty operand). */
+static void cost_alt(rx_cost_t *k)
+{
+    k->last[k->depth] = 0;
+    k->last_rep[k->depth] = 0;
 }
 
 /* Length of an ERE bound "{n}", "{n,}", "{n,m}" or "{,m}" at s (0 when s does not start
@@ -145,11 +166,11 @@ static size_t bound_len(const char *s, size_t *factor)
     size_t i = 1, lo = 0, hi = 0, nlo = 0, nhi = 0;
     int comma = 0;
     for (; s[i] >= '0' && s[i] <= '9'; i++, nlo++)
-        lo = lo > RX_MAX_COPIES ? lo : lo * 10 + (size_t)(s[i] - '0');
+        lo = lo > RX_MAX_NODES ? lo : lo * 10 + (size_t)(s[i] - '0');
     if (s[i] == ',') {
         comma = 1;
         for (i++; s[i] >= '0' && s[i] <= '9'; i++, nhi++)
-            hi = hi > RX_MAX_COPIES ? hi : hi * 10 + (size_t)(s[i] - '0');
+            hi = hi > RX_MAX_NODES ? hi : hi * 10 + (size_t)(s[i] - '0');
     }
     if ((nlo == 0 && !comma) || s[i] != '}')
         return 0; /* glibc reads "{,m}" as "{0,m}" */
@@ -264,27 +285,32 @@ int rx_translate(const char *ecma, util_buf_t *out)
 {
     const char *src = ecma;
     static const char special[] = "^$\\.*+?()[]{}|";
-    int after_quant = 0;
-    rx_cost_t cost = {{0}, {0}, 0};
+    int after_quant = 0, after_rep = 0;
+    rx_cost_t cost;
+    memset(&cost, 0, sizeof(cost));
     while (*src) {
-        int rc = 0, quant = 0;
+        int rc = 0, quant = 0, rep = 0;
         char ch = *src;
-        size_t factor = 1, n;
-        if (ch == '(' || ch == ')' || ch == '|' || (ch == '?' && after_quant)) {
-            /* groups and alternatives: accounted for below */
-        } else if (ch == '*' || ch == '+' || ch == '?') {
-            rc = cost_repeat(&cost, ch == '+' ? 2 : 1);
-        } else if (ch == '{' && (n = bound_len(src, &factor)) > 0) {
-            rc = cost_repeat(&cost, factor);
-            if (rc == 0)
-                rc = util_buf_append(out, src, n);
+        size_t factor = 1, n = 0;
+        if (ch == '{')
+            n = bound_len(src, &factor);
+        if (ch == '?' && after_quant) {
+            rep = after_rep; /* lazy: still right after the quantifier */
+        } else if (ch == '*' || ch == '+' || ch == '?' || n > 0) {
+            if (after_rep)
+                return MCPQ_EINVAL; /* "a**", "a+*", "a{2}{3}": nothing to repeat */
+            rc = cost_repeat(&cost, ch == '+' ? 2 : factor);
+            rep = 1;
+        } else if (ch != '(' && ch != ')' && ch != '|') {
+            rc = cost_atom(&cost, 1, 0); /* groups and alternatives: accounted for below */
+        }
+        if (rc == 0 && n > 0) {
+            rc = util_buf_append(out, src, n);
+            src += n;
+            after_quant = after_rep = 1;
             if (rc < 0)
                 return rc;
-            src += n;
-            after_quant = 1;
             continue;
-        } else {
-            rc = cost_atom(&cost, 1);
         }
         if (rc < 0)
             return rc;
@@ -326,13 +352,14 @@ int rx_translate(const char *ecma, util_buf_t *out)
             else if (ch == ')')
                 rc = cost_close(&cost);
             else if (ch == '|')
-                cost.last[cost.depth] = 0; /* a quantifier after '|' repeats nothing */
+                cost_alt(&cost);
             if (rc == 0)
                 rc = util_buf_append(out, src++, 1);
         }
         if (rc < 0)
             return rc;
         after_quant = quant;
+        after_rep = rep;
     }
     return 0;
 }

@@ -55,10 +55,13 @@ static cJSON *must_load(const char *text, int line)
     "'servers':[{'tenant':'acme','name':'default','description':'d'}" SERVERS_EXTRA "],"           \
     "'tools':[" TOOLS "]}"
 
-#define VERSION(V, EXTRA)                                                                          \
+/* A version without timeout_ms, for tests that set their own (a member given twice is
+ * refused). */
+#define VERSION_BARE(V, EXTRA)                                                                     \
     "{'version':'" V "','description':'Echo','inputSchema':{'type':'object','properties':"         \
     "{'text':{'type':'string'}},'required':['text']},'executor':{'type':'builtin',"                \
-    "'name':'echo'},'timeout_ms':60000" EXTRA "}"
+    "'name':'echo'}" EXTRA "}"
+#define VERSION(V, EXTRA) VERSION_BARE(V, ",'timeout_ms':60000" EXTRA)
 
 #define TOOL(NAME, VERSIONS, EXTRA)                                                                \
     "{'tenant':'acme','server':'default','name':'" NAME "'" EXTRA ",'versions':[" VERSIONS "]}"
@@ -328,6 +331,11 @@ static void test_semantic_errors(void)
 
 static void test_schema_errors(void)
 {
+    /* A member given twice: cJSON keeps both, other readers take the last one. */
+    FAILS("{'tenants':[{'id':'t'}],'tenants':[{'id':'u'}]}", "$: duplicate member \"tenants\"");
+    FAILS("{'tenants':[{'id':'t','apps':[{'app_id':'a','secret':'s','secret_env':'A',"
+          "'secret_env':'B'}]}]}",
+          "$.tenants[0].apps[0]: duplicate member \"secret_env\"");
     FAILS("{}", "$: missing required property \"tenants\"");
     FAILS("[]", "$: expected object, got array");
     FAILS("{'tenants':[]}", "$.tenants: must have at least 1 item");
@@ -342,9 +350,9 @@ static void test_schema_errors(void)
     cJSON *doc = LOAD(CFG(
         "", "", TOOL("a12345678901234567890123456789012345678901234567_.", VERSION("1", ""), "")));
     cJSON_Delete(doc);
-    FAILS(CFG("", "", TOOL("t", VERSION("1", ",'timeout_ms':99"), "")),
+    FAILS(CFG("", "", TOOL("t", VERSION_BARE("1", ",'timeout_ms':99"), "")),
           "$.tools[0].versions[0].timeout_ms: must be >= 100");
-    FAILS(CFG("", "", TOOL("t", VERSION("1", ",'timeout_ms':86400001"), "")),
+    FAILS(CFG("", "", TOOL("t", VERSION_BARE("1", ",'timeout_ms':86400001"), "")),
           "$.tools[0].versions[0].timeout_ms: must be <= 86400000");
     FAILS(CFG("", "", TOOL("t", VERSION("1", ",'mode':'async'"), "")),
           "$.tools[0].versions[0].mode: must be one of \"sync\", \"task\"");
