@@ -5,7 +5,8 @@
  * rpc_parse() rejects what cJSON alone would let through: invalid UTF-8, raw control
  * characters inside strings, trailing bytes, nesting deeper than RPC_MAX_DEPTH, more than
  * RPC_MAX_VALUES values, and duplicate member names in an object. rpc_classify() refuses an
- * id that is not a string of at most RPC_MAX_ID_LEN bytes or a finite number.
+ * id that is not a finite number or a string whose JSON form (quotes and escapes included)
+ * is at most RPC_MAX_ID_LEN + 2 bytes, so every rendering of an id fits whole.
  * All functions are pure and thread-safe.
  */
 #ifndef MCPQ_JSONRPC_H

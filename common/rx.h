@@ -15,7 +15,11 @@
  * Refused as unsupported (MCPQ_EINVAL): lookaround and named groups ("(?=", "(?!", "(?<"),
  * backreferences and other unknown escapes ("\1", "\k", "\p"), a trailing '\', \x or \u
  * without enough hex digits or outside ASCII, bytes >= 0x80 inside a class, an unclosed or
- * empty class ("[]"), a reversed range ("[z-a]").
+ * empty class ("[]"), a reversed range ("[z-a]"). Refused as too costly to compile: a
+ * quantifier right after another one ("a**", "a{2}{3}"; a lazy '?' is still allowed), groups
+ * nested deeper than RX_MAX_NEST, and patterns whose estimated regcomp size passes
+ * RX_MAX_COPIES atom copies (glibc copies a repeated operand once per repeat, so stacked
+ * repetitions multiply; "[a-z]{0,2000}" still fits).
  *
  * Pure functions: thread-safe.
  */
