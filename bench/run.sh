@@ -7,7 +7,9 @@
 # 2. Starts three servers on loopback: the bare libmicrohttpd responder (bench-bare_responder),
 #    the TypeScript SDK server (bench/ts_sdk_server.mjs, echo and sleep in-process) and an
 #    mcpq stack (scripts/mcpq-local --workers 2, bench/mcpq-bench.json, state in
-#    build/bench/state).
+#    build/bench/state). The bench key's rate limit is 10^9/s: every request still goes
+#    through the limiter (a local lease spent per request, Redis once per 5*10^7), but no
+#    request is refused.
 # 3. Measures:
 #    - N (10,000) concurrent in-flight tools/call of `sleep` (5 s) against one ingress
 #      (bench-inflight: completed, latency, max RSS and thread count of the ingress);

@@ -324,8 +324,8 @@ static int resolve_secret(cfg_ctx_t *x, cJSON *obj, const char *path, int whsec)
     return 0;
 }
 
-/* Replaces api key k (at path) of tenant ti with {"id", "sha256"}; checks the key is used
- * once across all tenants. */
+/* Replaces api key k (at path) of tenant ti with {"id", "sha256"} (and its "rate_limit");
+ * checks the key is used once across all tenants. */
 static int normalize_key(cfg_ctx_t *x, names_t *names, cJSON *keys, cJSON *k, const char *path,
                          int ti, int ki)
 {
@@ -351,6 +351,9 @@ static int normalize_key(cfg_ctx_t *x, names_t *names, cJSON *keys, cJSON *k, co
         cJSON_Delete(norm);
         return oom(x);
     }
+    cJSON *limit = cJSON_DetachItemFromObjectCaseSensitive(k, "rate_limit");
+    if (limit)
+        cJSON_AddItemToObject(norm, "rate_limit", limit);
     cJSON *lit = cJSON_GetObjectItemCaseSensitive(k, "key");
     if (cJSON_IsString(lit))
         explicit_bzero(lit->valuestring, strlen(lit->valuestring));

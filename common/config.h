@@ -7,7 +7,8 @@
  * between tenants, servers, tools and versions, secrets from the environment, tool
  * schemas that sch_validate can use), and normalizes it into the document the registry
  * stores in Redis, which holds no plaintext API key:
- *   - every API key becomes {"id", "sha256"} (from "key", "key_env" or "sha256");
+ *   - every API key becomes {"id", "sha256"} (from "key", "key_env" or "sha256") and keeps
+ *     its "rate_limit";
  *   - app, webhook and executor secrets given by "secret_env" are resolved into "secret"
  *     ("secret_env" wins when both are given and the variable is set);
  *   - "default_server" defaults to "default", a version's "mode" to "sync", a tool's

@@ -193,6 +193,16 @@ static size_t json_string_len(const char *s)
     return n;
 }
 
+int rpc_id_valid(const cJSON *v)
+{
+    if (cJSON_IsNumber(v))
+        return isfinite(v->valuedouble);
+    /* The limit is on the id as JSON, which is how it is kept (rpc_id_str into the ingress's
+     * 300-byte buffers) and sent back: 256 bytes of control characters printed as 1538 and
+     * were cut, the response no longer JSON (tests/fuzz/corpus/jsonrpc/regress-id-escapes). */
+    return cJSON_IsString(v) && json_string_len(v->valuestring) <= RPC_MAX_ID_LEN + 2;
+}
+
 void rpc_classify(const cJSON *item, rpc_msg_t *msg)
 {
     memset(msg, 0, sizeof(*msg));
@@ -202,12 +212,7 @@ void rpc_classify(const cJSON *item, rpc_msg_t *msg)
         return;
     }
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(item, "id");
-    if (id && cJSON_IsNumber(id) && isfinite(id->valuedouble))
-        msg->id = id;
-    /* The limit is on the id as JSON, which is how it is kept (rpc_id_str into the ingress's
-     * 300-byte buffers) and sent back: 256 bytes of control characters printed as 1538 and
-     * were cut, the response no longer JSON (tests/fuzz/corpus/jsonrpc/regress-id-escapes). */
-    if (id && cJSON_IsString(id) && json_string_len(id->valuestring) <= RPC_MAX_ID_LEN + 2)
+    if (rpc_id_valid(id))
         msg->id = id;
     const cJSON *jv = cJSON_GetObjectItemCaseSensitive(item, "jsonrpc");
     if (!cJSON_IsString(jv) || strcmp(jv->valuestring, "2.0") != 0) {

@@ -25,6 +25,7 @@
 #define RPC_REQUEST_CANCELLED -32800
 #define RPC_HEADER_MISMATCH -32020
 #define RPC_UNSUPPORTED_VERSION -32022
+#define RPC_RATE_LIMITED -32029 /* mcpq: over a per-key or per-app rate limit (HTTP 429) */
 
 #define RPC_MAX_DEPTH 64
 #define RPC_MAX_ID_LEN 256
@@ -47,6 +48,10 @@ int rpc_body_check(const char *body, size_t len, const char **why);
 
 /* Parses one JSON text (object or array). NULL on -32700 with *why set. */
 cJSON *rpc_parse(const char *body, size_t len, const char **why);
+
+/* 1 when v may serve as an id (or a progressToken): a finite number, or a string whose JSON
+ * rendering is at most RPC_MAX_ID_LEN + 2 bytes. */
+int rpc_id_valid(const cJSON *v);
 
 /* Classifies one JSON-RPC message (an element of a batch or the whole body). */
 void rpc_classify(const cJSON *item, rpc_msg_t *msg);

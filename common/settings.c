@@ -100,6 +100,16 @@ static const set_def_t defs[] = {
      "exec: time between SIGTERM and SIGKILL of the process group"},
     {"MCPQ_SHUTDOWN_GRACE_MS", "shutdown-grace-ms", T_INT, "10000", 0, 600000, ALL,
      S(shutdown_grace_ms), "on SIGTERM: how long in-flight calls may finish"},
+    {"MCPQ_RATE_LIMIT_PER_S", "rate-limit-per-s", T_INT, "1000", 0, 1000000000, ING,
+     S(rate_limit_per_s),
+     "requests per second each API key and each app may make when its tenant's config sets no "
+     "rate_limits (0: unlimited); over it: 429 with Retry-After"},
+    {"MCPQ_RATE_LIMIT_BURST", "rate-limit-burst", T_INT, "0", 0, 1000000000000LL, ING,
+     S(rate_limit_burst), "bucket size for MCPQ_RATE_LIMIT_PER_S (0: twice the rate)"},
+    {"MCPQ_RATE_LIMIT_LEASE_MS", "rate-limit-lease-ms", T_INT, "50", 1, 60000, ING,
+     S(rate_limit_lease_ms),
+     "how much of a rate one replica takes from the shared bucket in Redis at a time (fewer "
+     "Redis round trips vs. how far the fleet may overshoot a burst)"},
     {"MCPQ_PARTITIONS", "partitions", T_INT, "6", 1, 1000, SET_BROKER, S(partitions),
      "devbroker: partitions per topic"},
     {"MCPQ_BROKERS", "brokers", T_INT, "1", 1, 16, SET_BROKER, S(brokers),

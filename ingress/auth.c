@@ -40,7 +40,8 @@ static int nonce_claim(kv_pool_t *kv, const char *app_id, const char *nonce)
 }
 
 static const ing_tenant_t *auth_signed(struct MHD_Connection *conn, const ing_registry_t *reg,
-                                       const ing_auth_req_t *r, int *status, const char **why)
+                                       const ing_auth_req_t *r, ing_principal_t *who, int *status,
+                                       const char **why)
 {
     sig_headers_t h;
     if (sig_headers_parse(hdr(conn, "X-App-Id"), hdr(conn, "X-Timestamp"), hdr(conn, "X-Nonce"),
@@ -50,11 +51,11 @@ static const ing_tenant_t *auth_signed(struct MHD_Connection *conn, const ing_re
         *why = "X-Timestamp is more than 300 s away from the server clock";
         return NULL;
     }
-    const char *secret = NULL;
-    const ing_tenant_t *t = reg ? ing_registry_app(reg, h.app_id, &secret) : NULL;
+    const ing_app_t *app = reg ? ing_registry_app(reg, h.app_id) : NULL;
     char *canonical = sig_canonical(r->method, r->uri, h.timestamp, h.nonce, r->body, r->body_len);
     /* An unknown app and a wrong signature answer alike: app ids are not confirmed. */
-    int ok = t && canonical && sig_verify(secret, strlen(secret), canonical, h.signature);
+    int ok =
+        app && canonical && sig_verify(app->secret, strlen(app->secret), canonical, h.signature);
     free(canonical);
     if (!ok) {
         *why = "invalid signature (unknown app, wrong secret, or the request changed after "
@@ -71,15 +72,18 @@ static const ing_tenant_t *auth_signed(struct MHD_Connection *conn, const ing_re
         *why = "X-Nonce already used (a replayed request)";
         return NULL;
     }
-    return t;
+    *who =
+        (ing_principal_t){.tenant = app->tenant, .kind = 'a', .id = app->app_id, .rate = app->rate};
+    return app->tenant;
 }
 
 const ing_tenant_t *ing_auth_tenant(struct MHD_Connection *conn, const ing_registry_t *reg,
-                                    const ing_auth_req_t *r, int *status, const char **why)
+                                    const ing_auth_req_t *r, ing_principal_t *who, int *status,
+                                    const char **why)
 {
     *status = 401;
     if (hdr(conn, "X-App-Id") || hdr(conn, "X-Signature"))
-        return auth_signed(conn, reg, r, status, why);
+        return auth_signed(conn, reg, r, who, status, why);
     const char *key = NULL;
     const char *authz = hdr(conn, "Authorization");
     if (authz) {
@@ -100,10 +104,13 @@ const ing_tenant_t *ing_auth_tenant(struct MHD_Connection *conn, const ing_regis
     }
     unsigned char sha[SHA256_DIGEST_LENGTH];
     SHA256((const unsigned char *)key, strlen(key), sha);
-    const ing_tenant_t *t = reg ? ing_registry_auth_key(reg, sha) : NULL;
-    if (!t)
+    const ing_apikey_t *k = reg ? ing_registry_auth_key(reg, sha) : NULL;
+    if (!k) {
         *why = "invalid API key";
-    return t;
+        return NULL;
+    }
+    *who = (ing_principal_t){.tenant = k->tenant, .kind = 'k', .id = k->id, .rate = k->rate};
+    return k->tenant;
 }
 
 /* Does one list entry (len bytes) match value? A trailing ":*" matches any port or none. */

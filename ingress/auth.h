@@ -25,10 +25,19 @@ typedef struct ing_auth_req {
     kv_pool_t *kv; /* where nonces are claimed */
 } ing_auth_req_t;
 
-/* The authenticated tenant, or NULL with *status (401, or 503 when the nonce store is
- * unreachable) and *why (a message for the client) set. */
+/* Who a request authenticated as: an API key or an app of a tenant. */
+typedef struct ing_principal {
+    const ing_tenant_t *tenant;
+    char kind;       /* 'k': API key, 'a': app (HMAC signing) */
+    const char *id;  /* the key's id or the app id (never the key or the secret) */
+    ing_rate_t rate; /* its configured rate limit (per_s < 0: none configured) */
+} ing_principal_t;
+
+/* The authenticated tenant with *who filled, or NULL with *status (401, or 503 when the
+ * nonce store is unreachable) and *why (a message for the client) set. */
 const ing_tenant_t *ing_auth_tenant(struct MHD_Connection *conn, const ing_registry_t *reg,
-                                    const ing_auth_req_t *r, int *status, const char **why);
+                                    const ing_auth_req_t *r, ing_principal_t *who, int *status,
+                                    const char **why);
 
 /* 1 when value matches an entry of the comma list (scheme://host[:port|:*] for origins,
  * host[:port|:*] for hosts). */

@@ -41,6 +41,11 @@ static enum MHD_Result send_resp(ing_req_t *req, ing_resp_t *resp)
         MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, resp->www_auth);
     if (resp->allow)
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, resp->allow);
+    if (resp->retry_after_s > 0) {
+        char ra[24];
+        snprintf(ra, sizeof(ra), "%lld", resp->retry_after_s);
+        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, ra);
+    }
     if (req->ctx && atomic_load(&req->ctx->stopping))
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ret = MHD_queue_response(req->conn, (unsigned)resp->status, r);

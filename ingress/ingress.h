@@ -11,6 +11,7 @@
 #include "kafka.h"
 #include "metrics.h"
 #include "pending.h"
+#include "ratelimit.h"
 #include "redis.h"
 #include "registry.h"
 #include "settings.h"
@@ -32,6 +33,7 @@ typedef struct ing_ctx {
     kv_pool_t *kv;
     ing_pending_t *pending;
     ing_metrics_t *metrics;
+    ing_rl_t *rl;
     pthread_mutex_t reg_lock;
     ing_registry_t *reg;
     char instance[128];
@@ -67,9 +69,10 @@ typedef struct ing_resp {
     int status;
     char *body; /* malloc'd, may be NULL for an empty body */
     const char *content_type;
-    char session_id[80];  /* non-empty: sent as Mcp-Session-Id */
-    const char *www_auth; /* non-NULL: sent as WWW-Authenticate */
-    const char *allow;    /* non-NULL: sent as Allow */
+    char session_id[80];     /* non-empty: sent as Mcp-Session-Id */
+    const char *www_auth;    /* non-NULL: sent as WWW-Authenticate */
+    const char *allow;       /* non-NULL: sent as Allow */
+    long long retry_after_s; /* > 0: sent as Retry-After */
 } ing_resp_t;
 
 #endif

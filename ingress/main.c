@@ -177,9 +177,10 @@ int main(int argc, char **argv)
     ctx.kv = kv_pool_new(set.redis_url, (int)set.redis_timeout_ms, (int)set.redis_pool_size);
     ctx.pending = ing_pending_new(set.redis_url, (int)set.redis_timeout_ms, ctx.reply_key,
                                   (int)set.sse_keepalive_ms);
+    ctx.rl = ctx.kv ? ing_rl_new(ctx.kv, set.rate_limit_lease_ms) : NULL;
     ctx.producer = mq_producer_new(set.kafka_brokers, (int)set.kafka_message_timeout_ms,
                                    ing_mcp_delivered, &ctx, err, sizeof(err));
-    if (!ctx.metrics || !ctx.kv || !ctx.pending || !ctx.producer) {
+    if (!ctx.metrics || !ctx.kv || !ctx.pending || !ctx.rl || !ctx.producer) {
         fprintf(stderr, "mcpq-ingress: start-up failed: %s\n",
                 ctx.producer ? "out of memory" : err);
         goto out;
@@ -218,6 +219,7 @@ out:
     ing_http_stop(&ctx);
     ing_pending_free(ctx.pending);
     mq_producer_free(ctx.producer, 2000);
+    ing_rl_free(ctx.rl);
     kv_pool_free(ctx.kv);
     ing_metrics_free(ctx.metrics);
     ing_registry_unref(ctx.reg);

@@ -340,6 +340,24 @@ static int accept_ok(const char *accept)
            strcasestr(accept, "application/*") || strcasestr(accept, "text/event-stream");
 }
 
+/* 1 with resp filled (429, Retry-After) when the caller's key or app is over its rate. */
+static int over_rate_limit(ing_ctx_t *ctx, const ing_principal_t *who, ing_resp_t *resp)
+{
+    long long wait_ms = 0;
+    if (ing_rl_admit(ctx->rl, who, ctx->set->rate_limit_per_s, ctx->set->rate_limit_burst,
+                     &wait_ms))
+        return 0;
+    char msg[160];
+    snprintf(msg, sizeof(msg), "rate limit of this %s exceeded; retry after %lld ms",
+             who->kind == 'a' ? "app" : "API key", wait_ms);
+    cJSON *data = cJSON_CreateObject();
+    cJSON_AddNumberToObject(data, "retryAfterMs", (double)wait_ms);
+    ing_resp_error(resp, 429, NULL, RPC_RATE_LIMITED, msg, data);
+    cJSON_Delete(data);
+    resp->retry_after_s = (wait_ms + 999) / 1000;
+    return 1;
+}
+
 /* Common front half of POST and DELETE: origin, auth, registry, server. 0 or resp filled. */
 static int front(ing_req_t *req, const char *server, ing_mcp_t *m, ing_resp_t *resp)
 {
@@ -363,7 +381,8 @@ static int front(ing_req_t *req, const char *server, ing_mcp_t *m, ing_resp_t *r
                          .body = req->body.data,
                          .body_len = req->body.len,
                          .kv = ctx->kv};
-    m->tenant = ing_auth_tenant(req->conn, m->reg, &ar, &status, &why);
+    ing_principal_t who = {0};
+    m->tenant = ing_auth_tenant(req->conn, m->reg, &ar, &who, &status, &why);
     if (!m->tenant) {
         if (status == 503) {
             ing_resp_error(resp, 503, NULL, RPC_INTERNAL_ERROR, why, NULL);
@@ -374,6 +393,8 @@ static int front(ing_req_t *req, const char *server, ing_mcp_t *m, ing_resp_t *r
         return -1;
     }
     snprintf(req->tenant, sizeof(req->tenant), "%s", m->tenant->id);
+    if (over_rate_limit(ctx, &who, resp))
+        return -1;
     const char *sname = server ? server : m->tenant->default_server;
     m->server = ing_registry_server(m->reg, m->tenant->id, sname);
     if (!m->server) {

@@ -24,6 +24,8 @@ struct ing_registry {
     size_t ntools;
     ing_apikey_t *keys;
     size_t nkeys;
+    ing_app_t *apps;
+    size_t napps;
 };
 
 static const char *str_of(const cJSON *o, const char *k)
@@ -172,6 +174,20 @@ static int hex_to_bytes(const char *hex, unsigned char *out, size_t n)
     return 0;
 }
 
+/* A rate_limit object ({"per_second", "burst"}); absent: fallback, else "not configured". */
+static ing_rate_t rate_of(const cJSON *o, const ing_rate_t *fallback)
+{
+    ing_rate_t r = {.per_s = -1, .burst = 0};
+    const cJSON *ps = cJSON_GetObjectItemCaseSensitive(o, "per_second");
+    if (!cJSON_IsNumber(ps))
+        return fallback ? *fallback : r;
+    r.per_s = ps->valuedouble >= 0 ? ps->valuedouble : -1;
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(o, "burst");
+    if (cJSON_IsNumber(b) && b->valuedouble >= 1)
+        r.burst = b->valuedouble < 1e15 ? (long long)b->valuedouble : 1000000000000000LL;
+    return r;
+}
+
 static const ing_tenant_t *find_tenant(const ing_registry_t *reg, const char *id)
 {
     for (size_t i = 0; i < reg->ntenants; i++)
@@ -214,7 +230,7 @@ ing_registry_t *ing_registry_build(const char *const *fields, const size_t *lens
     if (!reg->tenants || !reg->servers || !reg->tools)
         goto nomem;
 
-    size_t nkeys = 0;
+    size_t nkeys = 0, napps = 0;
     cJSON *doc;
     cJSON_ArrayForEach(doc, reg->docs)
     {
@@ -227,13 +243,18 @@ ing_registry_t *ing_registry_build(const char *const *fields, const size_t *lens
                 t->default_server = "default";
             t->doc = doc;
             nkeys += (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "api_keys"));
+            napps += (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "apps"));
         }
     }
     reg->keys = calloc(nkeys + 1, sizeof(*reg->keys));
-    if (!reg->keys)
+    reg->apps = calloc(napps + 1, sizeof(*reg->apps));
+    if (!reg->keys || !reg->apps)
         goto nomem;
     for (size_t i = 0; i < reg->ntenants; i++) {
-        const cJSON *k;
+        const cJSON *k,
+            *limits = cJSON_GetObjectItemCaseSensitive(reg->tenants[i].doc, "rate_limits");
+        ing_rate_t key_rate = rate_of(cJSON_GetObjectItemCaseSensitive(limits, "api_key"), NULL);
+        ing_rate_t app_rate = rate_of(cJSON_GetObjectItemCaseSensitive(limits, "app"), NULL);
         cJSON_ArrayForEach(k, cJSON_GetObjectItemCaseSensitive(reg->tenants[i].doc, "api_keys"))
         {
             ing_apikey_t *key = &reg->keys[reg->nkeys];
@@ -241,7 +262,19 @@ ing_registry_t *ing_registry_build(const char *const *fields, const size_t *lens
                 continue;
             key->tenant = &reg->tenants[i];
             key->id = str_of(k, "id");
+            key->rate = rate_of(cJSON_GetObjectItemCaseSensitive(k, "rate_limit"), &key_rate);
             reg->nkeys++;
+        }
+        cJSON_ArrayForEach(k, cJSON_GetObjectItemCaseSensitive(reg->tenants[i].doc, "apps"))
+        {
+            ing_app_t *app = &reg->apps[reg->napps];
+            app->app_id = str_of(k, "app_id");
+            app->secret = str_of(k, "secret");
+            if (!app->app_id || !app->secret || !*app->secret)
+                continue;
+            app->tenant = &reg->tenants[i];
+            app->rate = rate_of(cJSON_GetObjectItemCaseSensitive(k, "rate_limit"), &app_rate);
+            reg->napps++;
         }
     }
     cJSON_ArrayForEach(doc, reg->docs)
@@ -366,38 +399,30 @@ void ing_registry_unref(ing_registry_t *reg)
     free(reg->tools);
     free(reg->tenants);
     free(reg->keys);
+    free(reg->apps);
     cJSON_Delete(reg->docs);
     free(reg);
 }
 
-const ing_tenant_t *ing_registry_auth_key(const ing_registry_t *reg, const unsigned char *sha)
+const ing_apikey_t *ing_registry_auth_key(const ing_registry_t *reg, const unsigned char *sha)
 {
-    const ing_tenant_t *found = NULL;
+    const ing_apikey_t *found = NULL;
     /* Every key is compared, whatever matched, so timing tells nothing about which. */
     for (size_t i = 0; i < reg->nkeys; i++) {
         unsigned diff = 0;
         for (size_t j = 0; j < 32; j++)
             diff |= (unsigned)(reg->keys[i].sha256[j] ^ sha[j]);
         if (diff == 0)
-            found = reg->keys[i].tenant;
+            found = &reg->keys[i];
     }
     return found;
 }
 
-const ing_tenant_t *ing_registry_app(const ing_registry_t *reg, const char *app_id,
-                                     const char **secret)
+const ing_app_t *ing_registry_app(const ing_registry_t *reg, const char *app_id)
 {
-    for (size_t i = 0; i < reg->ntenants; i++) {
-        const cJSON *a;
-        cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(reg->tenants[i].doc, "apps"))
-        {
-            const char *id = str_of(a, "app_id"), *sec = str_of(a, "secret");
-            if (id && sec && *sec && strcmp(id, app_id) == 0) {
-                *secret = sec;
-                return &reg->tenants[i];
-            }
-        }
-    }
+    for (size_t i = 0; i < reg->napps; i++)
+        if (strcmp(reg->apps[i].app_id, app_id) == 0)
+            return &reg->apps[i];
     return NULL;
 }
 

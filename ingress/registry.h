@@ -44,11 +44,25 @@ typedef struct ing_tenant {
     const cJSON *doc;
 } ing_tenant_t;
 
+/* A request rate limit from the config (SPEC section 3; ratelimit.h applies it). */
+typedef struct ing_rate {
+    double per_s;    /* tokens added per second; 0: no limit; < 0: not configured */
+    long long burst; /* bucket size; 0: twice per_s (at least 1) */
+} ing_rate_t;
+
 typedef struct ing_apikey {
     unsigned char sha256[32];
     const ing_tenant_t *tenant;
     const char *id;
+    ing_rate_t rate; /* the key's rate_limit, else its tenant's rate_limits.api_key */
 } ing_apikey_t;
+
+typedef struct ing_app {
+    const char *app_id;
+    const char *secret;
+    const ing_tenant_t *tenant;
+    ing_rate_t rate; /* the app's rate_limit, else its tenant's rate_limits.app */
+} ing_app_t;
 
 typedef struct ing_registry ing_registry_t;
 
@@ -71,13 +85,12 @@ int ing_registry_read_rev(redisContext *c, long long *rev);
 void ing_registry_ref(ing_registry_t *reg);
 void ing_registry_unref(ing_registry_t *reg);
 
-/* The tenant whose API key hashes to sha256 (32 bytes), compared in constant time. */
-const ing_tenant_t *ing_registry_auth_key(const ing_registry_t *reg, const unsigned char *sha);
+/* The API key that hashes to sha256 (32 bytes), compared in constant time, or NULL. */
+const ing_apikey_t *ing_registry_auth_key(const ing_registry_t *reg, const unsigned char *sha);
 
-/* The tenant of the app app_id (app ids are unique across tenants, config.c checks) with
- * *secret set to its secret, or NULL. */
-const ing_tenant_t *ing_registry_app(const ing_registry_t *reg, const char *app_id,
-                                     const char **secret);
+/* The app app_id (app ids are unique across tenants, config.c checks) with a non-empty
+ * secret, or NULL. */
+const ing_app_t *ing_registry_app(const ing_registry_t *reg, const char *app_id);
 
 const ing_server_t *ing_registry_server(const ing_registry_t *reg, const char *tenant,
                                         const char *name);

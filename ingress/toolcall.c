@@ -82,7 +82,7 @@ static cJSON *build_envelope(ing_mcp_t *m, const ing_tool_t *tool, const rpc_msg
     cJSON_AddStringToObject(e, "reply_to", ctx->reply_key);
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(msg->params, "_meta");
     const cJSON *tok = cJSON_GetObjectItemCaseSensitive(meta, "progressToken");
-    if (cJSON_IsString(tok) || cJSON_IsNumber(tok))
+    if (rpc_id_valid(tok))
         cJSON_AddItemToObject(e, "progress_token", cJSON_Duplicate(tok, 1));
     const char *tp = MHD_lookup_connection_value(m->req->conn, MHD_HEADER_KIND, "traceparent");
     if (!tp)
@@ -110,6 +110,16 @@ int ing_mcp_tools_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     }
     if (cJSON_IsNull(args))
         args = NULL;
+    /* Kept as rendered JSON in a fixed buffer and echoed in every progress notification:
+     * held to the id rules so it is never cut (null counts as absent). */
+    const cJSON *tok = cJSON_GetObjectItemCaseSensitive(ing_meta(msg), "progressToken");
+    if (tok && !cJSON_IsNull(tok) && !rpc_id_valid(tok)) {
+        ing_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS,
+                       "params._meta.progressToken must be a string of at most " RPC_STR(
+                           RPC_MAX_ID_LEN) " bytes as JSON or a finite number",
+                       NULL);
+        return 0;
+    }
     const ing_tool_t *tool = ing_registry_tool(m->server, name->valuestring);
     if (!tool) {
         char buf[200];
@@ -169,9 +179,8 @@ int ing_mcp_tools_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     call->modern = m->modern;
     call->log_min = m->log_min;
     snprintf(call->tool, sizeof(call->tool), "%s", tool->name);
-    const cJSON *tok = cJSON_GetObjectItemCaseSensitive(ing_meta(msg), "progressToken");
     call->progress_token[0] = '\0';
-    if (cJSON_IsString(tok) || cJSON_IsNumber(tok))
+    if (rpc_id_valid(tok))
         rpc_id_str(tok, call->progress_token, sizeof(call->progress_token));
 
     cJSON *env = build_envelope(m, tool, msg, own, call->job_id, timeout_ms);

@@ -1,5 +1,6 @@
 #include "fixture.h"
 
+#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -394,4 +396,93 @@ int fx_alive(pid_t pid)
     buf[n] = '\0';
     const char *p = strrchr(buf, ')');
     return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
+pid_t fx_spawn_ingress(const fx_stack_t *fx, const char *name, int port, const char *config,
+                       const char *const extra_env[], char *log_out, size_t log_size)
+{
+    char ready[300], log[300], e_cfg[340], e_l[64], e_b[300], e_r[160], e_id[160], e_rf[340];
+    snprintf(ready, sizeof(ready), "%s/%s.ready", fx->dir, name);
+    snprintf(log, sizeof(log), "%s/%s.log", fx->dir, name);
+    snprintf(e_cfg, sizeof(e_cfg), "MCPQ_CONFIG=%s", config);
+    snprintf(e_l, sizeof(e_l), "MCPQ_LISTEN=127.0.0.1:%d", port);
+    snprintf(e_b, sizeof(e_b), "MCPQ_KAFKA_BROKERS=%s", fx->brokers);
+    snprintf(e_r, sizeof(e_r), "MCPQ_REDIS_URL=%s", fx->redis_url);
+    snprintf(e_id, sizeof(e_id), "MCPQ_INSTANCE_ID=%s", name);
+    snprintf(e_rf, sizeof(e_rf), "MCPQ_READY_FILE=%s", ready);
+    const char *env[32] = {e_cfg, e_l, e_b, e_r, e_id, e_rf};
+    size_t n = 6;
+    for (size_t i = 0; extra_env && extra_env[i] && n < 31; i++)
+        env[n++] = extra_env[i];
+    env[n] = NULL;
+    char bin[300];
+    snprintf(bin, sizeof(bin), "%s/mcpq-ingress", fx_bin_dir());
+    const char *argv[] = {bin, NULL};
+    if (log_out)
+        snprintf(log_out, log_size, "%s", log);
+    pid_t pid = fx_spawn(argv, env, log);
+    if (pid < 0)
+        return -1;
+    if (fx_wait_file(ready, 20000) < 0) {
+        fprintf(stderr, "fixture: ingress %s not ready in 20 s\n", name);
+        fx_log_tail(log);
+        fx_stop_pid(pid, 2000);
+        return -1;
+    }
+    return pid;
+}
+
+static size_t fx_on_body(char *p, size_t size, size_t n, void *arg)
+{
+    fx_reply_t *r = arg;
+    size_t k = size * n, room = sizeof(r->body) - 1 - r->len;
+    memcpy(r->body + r->len, p, k < room ? k : room);
+    r->len += k < room ? k : room;
+    r->body[r->len] = '\0';
+    return k;
+}
+
+static size_t fx_on_header(char *p, size_t size, size_t n, void *arg)
+{
+    fx_reply_t *r = arg;
+    size_t k = size * n;
+    if (k > 12 && strncasecmp(p, "Retry-After:", 12) == 0) {
+        size_t i = 12, j = 0;
+        while (i < k && p[i] == ' ')
+            i++;
+        while (i < k && p[i] != '\r' && p[i] != '\n' && j + 1 < sizeof(r->retry_after))
+            r->retry_after[j++] = p[i++];
+        r->retry_after[j] = '\0';
+    }
+    return k;
+}
+
+int fx_http_post(const char *url, const char *const headers[], const char *body, fx_reply_t *r)
+{
+    memset(r, 0, sizeof(*r));
+    struct curl_slist *hl = curl_slist_append(NULL, "Content-Type: application/json");
+    hl = curl_slist_append(hl, "Accept: application/json");
+    for (size_t i = 0; headers && headers[i]; i++)
+        hl = curl_slist_append(hl, headers[i]);
+    CURL *c = curl_easy_init();
+    if (!c || !hl) {
+        curl_slist_free_all(hl);
+        return -1;
+    }
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, fx_on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, fx_on_header);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
+    long long t0 = fx_mono_ms();
+    CURLcode rc = curl_easy_perform(c);
+    r->ms = fx_mono_ms() - t0;
+    if (rc == CURLE_OK)
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(hl);
+    return rc == CURLE_OK ? 0 : -1;
 }

@@ -82,4 +82,27 @@ int fx_alive(pid_t pid);
 /* Waits up to timeout_ms for path to exist and be non-empty: 0 or -1. */
 int fx_wait_file(const char *path, int timeout_ms);
 
+/*
+ * Starts an mcpq-ingress named name on 127.0.0.1:port against fx's Redis and broker with
+ * config file config, plus extra_env ("K=V", NULL-terminated; may be NULL), logging to
+ * <dir>/<name>.log (path copied to log_out, log_size bytes, when log_out is not NULL), and
+ * waits for its ready file. The pid, or -1 with a message on stderr.
+ */
+pid_t fx_spawn_ingress(const fx_stack_t *fx, const char *name, int port, const char *config,
+                       const char *const extra_env[], char *log_out, size_t log_size);
+
+/* An HTTP answer as fx_http_post() saw it (the body cut at 8 KiB). */
+typedef struct fx_reply {
+    long status;
+    char body[8192];
+    size_t len;
+    char retry_after[32]; /* the Retry-After header's value; "" when absent */
+    long long ms;         /* how long the exchange took */
+} fx_reply_t;
+
+/* POSTs body (Content-Type: application/json, Accept: application/json, plus headers,
+ * NULL-terminated "Name: value" strings) to url with a 10 s timeout. 0, or -1 when no
+ * HTTP answer came (r->status 0). */
+int fx_http_post(const char *url, const char *const headers[], const char *body, fx_reply_t *r);
+
 #endif

@@ -11,6 +11,7 @@ import { after, before, test } from 'node:test';
 import { API_KEY, CONFIG, startStack } from './lib/stack.mjs';
 
 const OTHER_KEY = CONFIG.tenants[1].api_keys[0].key;
+const METERED_KEY = CONFIG.tenants[0].api_keys[1].key; // rate_limit: 0.2/s, burst 2
 const APP = CONFIG.tenants[0].apps[0];
 const T = { timeout: 60_000 };
 
@@ -136,6 +137,10 @@ const cases = () => [
   ['tools/call without a name', request({ body: rpc({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: {} }) }), 200, -32602],
   ['tools/call of an unknown tool', request({ body: call('no_such_tool', {}) }), 200, -32602],
   ['tools/call with arguments a string', request({ body: rpc({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'echo', arguments: 'x' } }) }), 200, -32602],
+  ['a 300-character progressToken', request({ body: call('echo', { text: 'a' }, { params: { name: 'echo', arguments: { text: 'a' }, _meta: { progressToken: 'p'.repeat(300) } } }) }), 200, -32602],
+  ['a progressToken of 200 control characters (1,200 bytes as JSON)', request({ body: call('echo', { text: 'a' }, { params: { name: 'echo', arguments: { text: 'a' }, _meta: { progressToken: '\u0001'.repeat(200) } } }) }), 200, -32602],
+  ['a progressToken that is an object', request({ body: call('echo', { text: 'a' }, { params: { name: 'echo', arguments: { text: 'a' }, _meta: { progressToken: { a: 1 } } } }) }), 200, -32602],
+  ['a progressToken of 1e400', request({ body: '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"a"},"_meta":{"progressToken":1e400}}}' }), 200, -32602],
   ['unknown method', request({ body: rpc({ jsonrpc: '2.0', id: 1, method: 'resources/list' }) }), 200, -32601],
   ['unsupported protocol version', request({ body: PING, headers: { 'MCP-Protocol-Version': '1999-01-01' } }), 400, -32022],
   ['Mcp-Name header does not match the body', request({ body: call('echo', { text: 'a' }), headers: { 'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': 'tools/call', 'Mcp-Name': 'other_tool' } }), 400, -32020],
@@ -158,6 +163,10 @@ const cases = () => [
   ['a nonce with a forbidden character', request({ auth: false, body: PING, headers: signed({ body: PING, nonce: 'bad nonce!' }) }), 401, -32000],
   ['a signed request, first time', request({ auth: false, body: replayBody, headers: replayHeaders }), 200, null],
   ['the same signed request replayed', request({ auth: false, body: replayBody, headers: replayHeaders }), 401, -32000],
+  ['a rate-limited key, 1st request of its burst of 2', request({ auth: false, body: PING, headers: { Authorization: `Bearer ${METERED_KEY}` } }), 200, null],
+  ['a rate-limited key, 2nd request of its burst of 2', request({ auth: false, body: PING, headers: { 'X-Api-Key': METERED_KEY } }), 200, null],
+  ['a rate-limited key over its rate (0.2/s)', request({ auth: false, body: PING, headers: { Authorization: `Bearer ${METERED_KEY}` } }), 429, -32029],
+  ['a rate-limited key over its rate, a tools/call', request({ auth: false, body: call('echo', { text: 'x' }), headers: { Authorization: `Bearer ${METERED_KEY}` } }), 429, -32029],
 ];
 
 test('hostile-input catalogue: at least 40 requests, each with its exact status and error', T, async () => {
@@ -174,6 +183,11 @@ test('hostile-input catalogue: at least 40 requests, each with its exact status 
       assert.equal(typeof r.json.error?.message, 'string', `${name}: an error message`);
     }
     if (status === 401) assert.match(r.head, /\r\nWWW-Authenticate: /i, `${name}: 401 carries WWW-Authenticate`);
+    if (status === 429) {
+      const ra = /\r\nRetry-After: (\d+)\r\n/i.exec(`${r.head}\r\n`);
+      assert.ok(ra && Number(ra[1]) >= 1 && Number(ra[1]) <= 5, `${name}: 429 carries Retry-After in seconds (${r.head})`);
+      assert.ok(r.json?.error?.data?.retryAfterMs > 0, `${name}: data.retryAfterMs`);
+    }
   }
   assert.deepEqual(failures, []);
 });
@@ -185,7 +199,7 @@ test('after the catalogue the ingress still serves a normal call, and nothing le
   const logs = readdirSync(stack.stateDir).filter((n) => n.endsWith('.log'))
     .map((n) => readFileSync(path.join(stack.stateDir, n), 'utf8')).join('\n');
   assert.ok(logs.length > 0, 'the stack wrote logs');
-  for (const secret of [API_KEY, OTHER_KEY, APP.secret, replayHeaders['X-Signature']]) {
+  for (const secret of [API_KEY, OTHER_KEY, METERED_KEY, APP.secret, replayHeaders['X-Signature']]) {
     assert.ok(!logs.includes(secret), 'no key, secret or signature in the logs');
   }
 });

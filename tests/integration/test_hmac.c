@@ -29,26 +29,9 @@ static int ports[2];
 static pid_t ingress[2];
 static char logs[2][300];
 
-typedef struct reply {
-    long status;
-    char body[8192];
-    size_t len;
-} reply_t;
-
-static size_t on_body(char *p, size_t size, size_t n, void *arg)
-{
-    reply_t *r = arg;
-    size_t k = size * n;
-    size_t room = sizeof(r->body) - 1 - r->len;
-    memcpy(r->body + r->len, p, k < room ? k : room);
-    r->len += k < room ? k : room;
-    r->body[r->len] = '\0';
-    return k;
-}
-
 /* POSTs body to replica i at uri with the four signing headers. */
 static void post_signed(int i, const char *uri, const char *body, long long ts, const char *nonce,
-                        reply_t *r)
+                        fx_reply_t *r)
 {
     char tsbuf[32], url[256], h[4][160], sig[65];
     snprintf(tsbuf, sizeof(tsbuf), "%lld", ts);
@@ -61,44 +44,17 @@ static void post_signed(int i, const char *uri, const char *body, long long ts, 
     snprintf(h[1], sizeof(h[1]), "X-Timestamp: %s", tsbuf);
     snprintf(h[2], sizeof(h[2]), "X-Nonce: %s", nonce);
     snprintf(h[3], sizeof(h[3]), "X-Signature: %s", sig);
-    struct curl_slist *hl = curl_slist_append(NULL, "Content-Type: application/json");
-    hl = curl_slist_append(hl, "Accept: application/json");
-    for (int k = 0; k < 4; k++)
-        hl = curl_slist_append(hl, h[k]);
-    memset(r, 0, sizeof(*r));
-    CURL *c = curl_easy_init();
-    CHECK(c != NULL);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
-    CHECK_INT_EQ(curl_easy_perform(c), CURLE_OK);
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
-    curl_easy_cleanup(c);
-    curl_slist_free_all(hl);
+    const char *hdrs[] = {h[0], h[1], h[2], h[3], NULL};
+    CHECK_INT_EQ(fx_http_post(url, hdrs, body, r), 0);
 }
 
 static void start_ingress(int i)
 {
-    char cfg[300], ready[300], e_cfg[340], e_l[64], e_b[300], e_r[160], e_id[64], e_rf[340];
+    char cfg[300], name[32];
     snprintf(cfg, sizeof(cfg), "%s/hmac.json", fx.dir);
-    snprintf(ready, sizeof(ready), "%s/ingress-%d.ready", fx.dir, i);
-    snprintf(logs[i], sizeof(logs[i]), "%s/ingress-%d.log", fx.dir, i);
-    snprintf(e_cfg, sizeof(e_cfg), "MCPQ_CONFIG=%s", cfg);
-    snprintf(e_l, sizeof(e_l), "MCPQ_LISTEN=127.0.0.1:%d", ports[i]);
-    snprintf(e_b, sizeof(e_b), "MCPQ_KAFKA_BROKERS=%s", fx.brokers);
-    snprintf(e_r, sizeof(e_r), "MCPQ_REDIS_URL=%s", fx.redis_url);
-    snprintf(e_id, sizeof(e_id), "MCPQ_INSTANCE_ID=hmac-%d", i);
-    snprintf(e_rf, sizeof(e_rf), "MCPQ_READY_FILE=%s", ready);
-    const char *env[] = {e_cfg, e_l, e_b, e_r, e_id, e_rf, NULL};
-    char bin[300];
-    snprintf(bin, sizeof(bin), "%s/mcpq-ingress", fx_bin_dir());
-    const char *argv[] = {bin, NULL};
-    ingress[i] = fx_spawn(argv, env, logs[i]);
+    snprintf(name, sizeof(name), "hmac-%d", i);
+    ingress[i] = fx_spawn_ingress(&fx, name, ports[i], cfg, NULL, logs[i], sizeof(logs[i]));
     CHECK(ingress[i] > 0);
-    CHECK_INT_EQ(fx_wait_file(ready, 20000), 0);
 }
 
 static void write_config(void)
@@ -133,7 +89,7 @@ static int file_contains(const char *path, const char *needle)
 int main(void)
 {
     const char *list = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}";
-    reply_t r;
+    fx_reply_t r;
     char nonce[40], used[40];
     curl_global_init(CURL_GLOBAL_DEFAULT);
     if (fx_start(&fx, 2) < 0)

@@ -329,6 +329,37 @@ static void test_semantic_errors(void)
     TEST_PASS("semantic checks");
 }
 
+static void test_rate_limits(void)
+{
+    cJSON *doc = LOAD("{'tenants':[{'id':'a','rate_limits':{'api_key':{'per_second':2.5,'burst':5},"
+                      "'app':{'per_second':0}},'api_keys':[{'id':'k','key':'rk',"
+                      "'rate_limit':{'per_second':10}}],'apps':[{'app_id':'p','secret':'s',"
+                      "'rate_limit':{'per_second':1,'burst':1}}]}]}");
+    const cJSON *t = at(doc, "tenants", 0, NULL);
+    const cJSON *key = at(t, "api_keys", 0, NULL);
+    /* the normalized key keeps its rate_limit next to id and sha256 */
+    CHECK_INT_EQ(cJSON_GetArraySize(key), 3);
+    const cJSON *kl = cJSON_GetObjectItemCaseSensitive(key, "rate_limit");
+    CHECK(cJSON_GetObjectItemCaseSensitive(kl, "per_second")->valuedouble == 10.0);
+    const cJSON *tl = cJSON_GetObjectItemCaseSensitive(t, "rate_limits");
+    const cJSON *ak = cJSON_GetObjectItemCaseSensitive(tl, "api_key");
+    CHECK(cJSON_GetObjectItemCaseSensitive(ak, "burst")->valuedouble == 5.0);
+    cJSON_Delete(doc);
+    FAILS("{'tenants':[{'id':'a','rate_limits':{'key':{'per_second':1}}}]}",
+          "$.tenants[0].rate_limits: unknown property \"key\"");
+    FAILS("{'tenants':[{'id':'a','rate_limits':{'api_key':{'burst':3}}}]}",
+          "$.tenants[0].rate_limits.api_key: missing required property \"per_second\"");
+    FAILS("{'tenants':[{'id':'a','rate_limits':{'app':{'per_second':-1}}}]}",
+          "$.tenants[0].rate_limits.app.per_second: must be >= 0");
+    FAILS("{'tenants':[{'id':'a','api_keys':[{'id':'k','key':'x','rate_limit':{'per_second':1,"
+          "'burst':0}}]}]}",
+          "$.tenants[0].api_keys[0].rate_limit.burst: must be >= 1");
+    FAILS("{'tenants':[{'id':'a','apps':[{'app_id':'p','secret':'s','rate_limit':{'per_second':"
+          "'5'}}]}]}",
+          "$.tenants[0].apps[0].rate_limit.per_second: expected number, got string");
+    TEST_PASS("rate limits: kept through normalization, malformed ones refused with their path");
+}
+
 static void test_schema_errors(void)
 {
     /* A member given twice: cJSON keeps both, other readers take the last one. */
@@ -542,6 +573,7 @@ int main(void)
     test_secret_formats();
     test_semantic_errors();
     test_schema_errors();
+    test_rate_limits();
     test_syntax_errors();
     test_files();
     test_acceptance_config();

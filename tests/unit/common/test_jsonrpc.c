@@ -142,6 +142,23 @@ static void test_hostile(void)
     CHECK_STR_EQ(msg.why, "\"id\" must be a finite number");
     CHECK(msg.id == NULL);
     cJSON_Delete(root);
+    /* rpc_id_valid, which progressToken is held to as well: 258 bytes as JSON at most */
+    char s256[257], esc[120];
+    memset(s256, 'a', 256);
+    s256[256] = '\0';
+    memset(esc, '\x01', 119);
+    esc[119] = '\0';
+    cJSON *ok = cJSON_CreateString(s256), *bad = cJSON_CreateString(esc);
+    cJSON *num = cJSON_CreateNumber(7), *obj = cJSON_CreateObject();
+    CHECK(rpc_id_valid(ok) && rpc_id_valid(num));
+    CHECK(!rpc_id_valid(bad) && !rpc_id_valid(obj) && !rpc_id_valid(NULL));
+    s256[0] = '"'; /* one escape more: 259 bytes */
+    cJSON_SetValuestring(ok, s256);
+    CHECK(!rpc_id_valid(ok));
+    cJSON_Delete(ok);
+    cJSON_Delete(bad);
+    cJSON_Delete(num);
+    cJSON_Delete(obj);
     TEST_PASS("duplicate names, value count and non-finite ids are refused");
 }
 

@@ -8,9 +8,12 @@
 static const char *const docs[] = {
     "tenant:acme",
     "{\"id\":\"acme\",\"default_server\":\"default\",\"api_keys\":[{\"id\":\"k1\",\"sha256\":"
-    "\"SHA_ACME\"}]}",
+    "\"SHA_ACME\"}],\"rate_limits\":{\"api_key\":{\"per_second\":2.5,\"burst\":7},\"app\":{"
+    "\"per_second\":0}},\"apps\":[{\"app_id\":\"a1\",\"secret\":\"s1\"},{\"app_id\":\"a2\","
+    "\"secret\":\"s2\",\"rate_limit\":{\"per_second\":9}},{\"app_id\":\"a3\",\"secret\":\"\"}]}",
     "tenant:globex",
-    "{\"id\":\"globex\",\"api_keys\":[{\"id\":\"g1\",\"sha256\":\"SHA_GLOBEX\"}]}",
+    "{\"id\":\"globex\",\"api_keys\":[{\"id\":\"g1\",\"sha256\":\"SHA_GLOBEX\","
+    "\"rate_limit\":{\"per_second\":1,\"burst\":3}}]}",
     "server:acme:default",
     "{\"tenant\":\"acme\",\"name\":\"default\"}",
     "server:acme:ops",
@@ -79,13 +82,32 @@ int main(void)
     CHECK(reg != NULL);
     CHECK_INT_EQ(ing_registry_rev(reg), 42);
 
-    const ing_tenant_t *t = ing_registry_auth_key(reg, raw_a);
-    CHECK(t != NULL);
-    CHECK_STR_EQ(t->id, "acme");
-    CHECK_STR_EQ(ing_registry_auth_key(reg, raw_g)->id, "globex");
+    const ing_apikey_t *ka = ing_registry_auth_key(reg, raw_a);
+    CHECK(ka != NULL);
+    CHECK_STR_EQ(ka->tenant->id, "acme");
+    CHECK_STR_EQ(ka->id, "k1");
+    /* the tenant's rate_limits.api_key applies to a key that names none */
+    CHECK(ka->rate.per_s == 2.5);
+    CHECK_INT_EQ(ka->rate.burst, 7);
+    const ing_apikey_t *kg = ing_registry_auth_key(reg, raw_g);
+    CHECK_STR_EQ(kg->tenant->id, "globex");
+    /* a key's own rate_limit */
+    CHECK(kg->rate.per_s == 1.0);
+    CHECK_INT_EQ(kg->rate.burst, 3);
     memset(raw_x, 7, sizeof(raw_x));
     CHECK(ing_registry_auth_key(reg, raw_x) == NULL);
-    CHECK_STR_EQ(ing_registry_auth_key(reg, raw_g)->default_server, "default");
+    CHECK_STR_EQ(kg->tenant->default_server, "default");
+
+    /* apps: the tenant's rate_limits.app (0: unlimited), an app's own, no empty secrets */
+    const ing_app_t *a1 = ing_registry_app(reg, "a1");
+    CHECK(a1 != NULL);
+    CHECK_STR_EQ(a1->secret, "s1");
+    CHECK_STR_EQ(a1->tenant->id, "acme");
+    CHECK(a1->rate.per_s == 0.0);
+    const ing_app_t *a2 = ing_registry_app(reg, "a2");
+    CHECK(a2 != NULL && a2->rate.per_s == 9.0 && a2->rate.burst == 0);
+    CHECK(ing_registry_app(reg, "a3") == NULL);
+    CHECK(ing_registry_app(reg, "nope") == NULL);
 
     const ing_server_t *s = ing_registry_server(reg, "acme", "default");
     CHECK(s != NULL);

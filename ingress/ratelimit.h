@@ -1,0 +1,54 @@
+/*
+ * ratelimit.h - per-API-key and per-app request rate limits (issue 4; config in SPEC
+ * section 7's tenant `rate_limits`, README "Limits on what a client may send").
+ *
+ * Each API key and each app has a token bucket in Redis (`mcpq:rl:<tenant>:<k|a>:<id>`, a
+ * hash {t: tokens, ts: ms}) that every ingress replica draws from, so the limit holds for
+ * the fleet, not per replica. The bucket is refilled and drawn by one Lua script using
+ * Redis's clock (replicas' clocks do not matter).
+ *
+ * So that a request does not cost a Redis round trip, a replica draws a lease of tokens at
+ * a time (MCPQ_RATE_LIMIT_LEASE_MS worth of the rate, at least 1, at most a quarter of the
+ * burst) and spends it locally; when the bucket is empty Redis says how long until the next
+ * token and the replica refuses locally until then. The price is accuracy: each replica
+ * may hold up to one lease unspent, so a key can briefly exceed its burst by
+ * replicas x lease tokens. Leased tokens are not returned.
+ *
+ * When Redis cannot be reached the replica keeps limiting with a local bucket of the same
+ * rate and burst (a limit per replica rather than per fleet) and logs that once; requests
+ * are not refused because the store of the limits is down.
+ *
+ * Thread-safe. Buckets are created for authenticated keys and apps only, so their number is
+ * bounded by the configured credentials.
+ */
+#ifndef MCPQ_ING_RATELIMIT_H
+#define MCPQ_ING_RATELIMIT_H
+
+#include "auth.h"
+#include "redis.h"
+#include "registry.h"
+
+typedef struct ing_rl ing_rl_t;
+
+/* A limiter drawing from Redis through kv (NULL: local buckets only). lease_ms: how much of
+ * the rate one replica leases at a time. */
+ing_rl_t *ing_rl_new(kv_pool_t *kv, long long lease_ms);
+void ing_rl_free(ing_rl_t *rl);
+
+/*
+ * Spends one token of the bucket named `name` ("<tenant>:k:<key id>" or
+ * "<tenant>:a:<app id>") limited to rate (per_s > 0; burst 0: twice per_s, at least 1).
+ * Returns 1 when the request may go on, 0 when it is over its limit, with *retry_after_ms
+ * set to when the next token is due (>= 1).
+ */
+int ing_rl_take(ing_rl_t *rl, const char *name, const ing_rate_t *rate, long long *retry_after_ms);
+
+/* ing_rl_take for the caller who: its configured rate, else default_per_s and
+ * default_burst (the MCPQ_RATE_LIMIT_* settings); a rate of 0 is no limit. */
+int ing_rl_admit(ing_rl_t *rl, const ing_principal_t *who, long long default_per_s,
+                 long long default_burst, long long *retry_after_ms);
+
+/* The bucket size rate gives (burst, or twice per_s, at least 1). */
+long long ing_rl_burst(const ing_rate_t *rate);
+
+#endif

@@ -1,0 +1,169 @@
+/*
+ * Integration test of per-API-key and per-app rate limits (issue 4, README "Limits on what
+ * a client may send"): two mcpq-ingress replicas share one real redis-server, and
+ *   - a key limited by its tenant's rate_limits.api_key (2/s, burst 4) gets 4 answers at
+ *     replica 0, then 429 with Retry-After and -32029 at replica 1: the bucket is in Redis,
+ *     not in one replica;
+ *   - after the time the 429 names, the key is served once more (one token at 2/s);
+ *   - another key of the same tenant has its own bucket; a key whose own rate_limit is 0 is
+ *     not limited;
+ *   - a tenant with no rate_limits gets MCPQ_RATE_LIMIT_PER_S / MCPQ_RATE_LIMIT_BURST;
+ *   - an app (HMAC signing) is limited by its own rate_limit;
+ *   - with Redis stopped, limits still hold per replica and answers come at once.
+ */
+#include "check.h"
+#include "fixture.h"
+#include "sig.h"
+#include "util.h"
+
+#include <curl/curl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define APP "rl-app"
+#define SECRET "rl-app-secret-5f0c"
+
+static fx_stack_t fx;
+static int ports[2];
+static const char *list = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}";
+
+static void post_key(int i, const char *key, fx_reply_t *r)
+{
+    char url[128], h[160];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/mcp", ports[i]);
+    snprintf(h, sizeof(h), "Authorization: Bearer %s", key);
+    const char *hdrs[] = {h, NULL};
+    CHECK_INT_EQ(fx_http_post(url, hdrs, list, r), 0);
+}
+
+static void post_app(int i, fx_reply_t *r)
+{
+    char ts[32], nonce[40], url[128], h[4][160], sig[65];
+    snprintf(ts, sizeof(ts), "%lld", (long long)(util_now_ms() / 1000));
+    CHECK_INT_EQ(util_random_hex(nonce, 12), 0);
+    char *canonical = sig_canonical("POST", "/mcp", ts, nonce, list, strlen(list));
+    CHECK(canonical != NULL);
+    util_hmac_sha256_hex(SECRET, strlen(SECRET), canonical, strlen(canonical), sig);
+    free(canonical);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/mcp", ports[i]);
+    snprintf(h[0], sizeof(h[0]), "X-App-Id: %s", APP);
+    snprintf(h[1], sizeof(h[1]), "X-Timestamp: %s", ts);
+    snprintf(h[2], sizeof(h[2]), "X-Nonce: %s", nonce);
+    snprintf(h[3], sizeof(h[3]), "X-Signature: %s", sig);
+    const char *hdrs[] = {h[0], h[1], h[2], h[3], NULL};
+    CHECK_INT_EQ(fx_http_post(url, hdrs, list, r), 0);
+}
+
+/* A 429 as the README describes it: Retry-After in whole seconds, -32029, retryAfterMs. */
+static long long check_limited(const fx_reply_t *r, const char *who)
+{
+    CHECK_INT_EQ(r->status, 429);
+    CHECK_CONTAINS(r->body, "\"code\":-32029");
+    CHECK_CONTAINS(r->body, who);
+    CHECK(r->retry_after[0] != '\0');
+    long long s = atoll(r->retry_after);
+    CHECK(s >= 1 && s <= 2);
+    const char *p = strstr(r->body, "\"retryAfterMs\":");
+    CHECK(p != NULL);
+    long long ms = atoll(p + 15);
+    CHECK(ms >= 1 && ms <= 1000 * s);
+    return ms;
+}
+
+static void write_config(const char *path)
+{
+    fx_write_file(
+        path,
+        "{\"tenants\": ["
+        " {\"id\": \"t1\", \"rate_limits\": {\"api_key\": {\"per_second\": 2, \"burst\": 4}},"
+        "  \"api_keys\": [{\"id\": \"slow\", \"key\": \"rl-slow\"},"
+        "                {\"id\": \"other\", \"key\": \"rl-other\"},"
+        "                {\"id\": \"free\", \"key\": \"rl-free\", \"rate_limit\": {\"per_second\": "
+        "0}},"
+        "                {\"id\": \"down\", \"key\": \"rl-down\"}],"
+        "  \"apps\": [{\"app_id\": \"" APP "\", \"secret\": \"" SECRET "\","
+        "             \"rate_limit\": {\"per_second\": 1, \"burst\": 2}}]},"
+        " {\"id\": \"t2\", \"api_keys\": [{\"id\": \"plain\", \"key\": \"rl-plain\"}]}],"
+        " \"servers\": [{\"tenant\": \"t1\", \"name\": \"default\"},"
+        "              {\"tenant\": \"t2\", \"name\": \"default\"}]}",
+        0600);
+}
+
+int main(void)
+{
+    fx_reply_t r;
+    char cfg[300];
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (fx_start(&fx, 2) < 0)
+        return 1;
+    snprintf(cfg, sizeof(cfg), "%s/rl.json", fx.dir);
+    write_config(cfg);
+    ports[0] = fx_free_port();
+    do
+        ports[1] = fx_free_port();
+    while (ports[1] == ports[0]);
+    const char *env[] = {"MCPQ_RATE_LIMIT_PER_S=3", "MCPQ_RATE_LIMIT_BURST=3", NULL};
+    pid_t ing[2];
+    ing[0] = fx_spawn_ingress(&fx, "rl-0", ports[0], cfg, env, NULL, 0);
+    ing[1] = fx_spawn_ingress(&fx, "rl-1", ports[1], cfg, env, NULL, 0);
+    CHECK(ing[0] > 0 && ing[1] > 0);
+
+    for (int i = 0; i < 4; i++) {
+        post_key(0, "rl-slow", &r);
+        CHECK_INT_EQ(r.status, 200);
+    }
+    post_key(1, "rl-slow", &r);
+    long long wait_ms = check_limited(&r, "API key");
+    TEST_PASS("burst 4 served at replica 0, the 5th request is 429 at replica 1 (shared bucket)");
+
+    fx_sleep_ms((int)wait_ms + 20);
+    post_key(0, "rl-slow", &r);
+    CHECK_INT_EQ(r.status, 200);
+    post_key(0, "rl-slow", &r);
+    check_limited(&r, "API key");
+    TEST_PASS("after retryAfterMs one more token is there, and only one");
+
+    post_key(1, "rl-other", &r);
+    CHECK_INT_EQ(r.status, 200);
+    for (int i = 0; i < 40; i++) {
+        post_key(i % 2, "rl-free", &r);
+        CHECK_INT_EQ(r.status, 200);
+    }
+    TEST_PASS("another key of the tenant has its own bucket; rate_limit 0 is unlimited");
+
+    for (int i = 0; i < 3; i++) {
+        post_key(i % 2, "rl-plain", &r);
+        CHECK_INT_EQ(r.status, 200);
+    }
+    post_key(0, "rl-plain", &r);
+    check_limited(&r, "API key");
+    TEST_PASS("a tenant without rate_limits gets MCPQ_RATE_LIMIT_PER_S and _BURST (3)");
+
+    post_app(0, &r);
+    CHECK_INT_EQ(r.status, 200);
+    post_app(1, &r);
+    CHECK_INT_EQ(r.status, 200);
+    post_app(0, &r);
+    check_limited(&r, "app");
+    TEST_PASS("an app's own rate_limit (burst 2) holds across replicas");
+
+    CHECK_INT_EQ(fx_stop_pid(fx.redis_pid, 5000), 0);
+    fx.redis_pid = 0;
+    for (int i = 0; i < 4; i++) {
+        post_key(0, "rl-down", &r);
+        CHECK_INT_EQ(r.status, 200);
+        CHECK(r.ms < 3000);
+    }
+    post_key(0, "rl-down", &r);
+    check_limited(&r, "API key");
+    CHECK(r.ms < 3000);
+    post_key(0, "rl-free", &r);
+    CHECK_INT_EQ(r.status, 200);
+    TEST_PASS("Redis down: the limit still holds at the replica, answers come at once");
+
+    for (int i = 0; i < 2; i++)
+        CHECK_INT_EQ(fx_stop_pid(ing[i], 10000), 0);
+    fx_stop(&fx);
+    curl_global_cleanup();
+    return 0;
+}
