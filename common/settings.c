@@ -48,9 +48,16 @@ static const set_def_t defs[] = {
      S(idempotency_ttl_s), "idempotency window in seconds"},
     {"MCPQ_WEBHOOK_RETRY_SCHEDULE", "webhook-retry-schedule", T_STR,
      "0,5,300,1800,7200,18000,36000,36000", 0, 0, ING, S(webhook_retry_schedule),
-     "seconds before each webhook attempt"},
+     "seconds before each webhook attempt (attempt 1 waits the first entry after the event, "
+     "each later one that long after the previous attempt); when the list is used up the "
+     "delivery is failed"},
     {"MCPQ_WEBHOOK_ALLOW_PRIVATE", "webhook-allow-private", T_INT, "0", 0, 1, ING,
-     S(webhook_allow_private), "1 allows loopback and private webhook targets"},
+     S(webhook_allow_private),
+     "1 allows loopback and private webhook targets (0: loopback, private, link-local, CGNAT, "
+     "multicast and unspecified addresses are refused, checked on the address connected to)"},
+    {"MCPQ_WEBHOOK_MAX_INFLIGHT", "webhook-max-inflight", T_INT, "32", 1, 10000, ING,
+     S(webhook_max_inflight),
+     "webhook deliveries one ingress sends at once (the rest wait their turn in Redis)"},
     {"MCPQ_ROBOT_ID", "robot-id", T_STR, NULL, 0, 0, WRK, S(robot_id),
      "worker: the robot this worker is"},
     {"MCPQ_TOPIC_JOBS", "topic-jobs", T_STR, "mcpq.jobs", 0, 0, ALL | SET_BROKER, S(topic_jobs),
@@ -110,6 +117,15 @@ static const set_def_t defs[] = {
      S(rate_limit_lease_ms),
      "how much of a rate one replica takes from the shared bucket in Redis at a time (fewer "
      "Redis round trips vs. how far the fleet may overshoot a burst)"},
+    {"MCPQ_TASK_SLOTS", "task-slots", T_INT, "4", 1, 10000, WRK, S(task_slots),
+     "worker without a robot id: tasks without a RobotId it runs at once (a robot runs one)"},
+    {"MCPQ_TASK_LEASE_MS", "task-lease-ms", T_INT, "15000", 1000, 3600000, ALL, S(task_lease_ms),
+     "a running task whose worker has not renewed its lease for this long (renewed every "
+     "second) goes back to waiting, or is terminated past MCPQ_TASK_MAX_ATTEMPTS"},
+    {"MCPQ_TASK_MAX_ATTEMPTS", "task-max-attempts", T_INT, "3", 1, 100, WRK, S(task_max_attempts),
+     "runs a task gets when its workers die under it"},
+    {"MCPQ_TASK_RETENTION_S", "task-retention-s", T_INT, "604800", 60, 365LL * 86400, ALL,
+     S(task_retention_s), "how long a task (and its result) is kept after its last change"},
     {"MCPQ_PARTITIONS", "partitions", T_INT, "6", 1, 1000, SET_BROKER, S(partitions),
      "devbroker: partitions per topic"},
     {"MCPQ_BROKERS", "brokers", T_INT, "1", 1, 16, SET_BROKER, S(brokers),

@@ -31,6 +31,7 @@ typedef struct mcpq_settings {
     long long idempotency_ttl_s;
     const char *webhook_retry_schedule;
     long long webhook_allow_private;
+    long long webhook_max_inflight;
     const char *robot_id;
     /* mcpq's own */
     const char *topic_jobs;
@@ -60,6 +61,10 @@ typedef struct mcpq_settings {
     long long rate_limit_per_s;
     long long rate_limit_burst;
     long long rate_limit_lease_ms;
+    long long task_slots;
+    long long task_lease_ms;
+    long long task_max_attempts;
+    long long task_retention_s;
 } mcpq_settings_t;
 
 /*

@@ -4,6 +4,7 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "mcp.h"
+#include "webhook.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -179,6 +180,11 @@ static enum MHD_Result route(ing_req_t *req, const char *url, const char *method
         ing_resp_t resp = {.status = 200,
                            .body = b.data ? b.data : strdup(""),
                            .content_type = "text/plain; version=0.0.4; charset=utf-8"};
+        return send_resp(req, &resp);
+    }
+    if (strcmp(url, "/v1/webhooks") == 0 || strncmp(url, "/v1/webhooks/", 13) == 0) {
+        ing_resp_t resp = {0}; /* webhook deliveries of the caller's tenant (webhook.h) */
+        ing_wh_api(req, url, method, &resp);
         return send_resp(req, &resp);
     }
     const char *server = NULL;

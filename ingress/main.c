@@ -8,7 +8,9 @@
 #include "log.h"
 #include "mcp.h"
 #include "settings.h"
+#include "webhook.h"
 
+#include <curl/curl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,6 +138,11 @@ int main(int argc, char **argv)
         return 2;
     }
     log_init("ingress", set.log_level);
+    ing_wh_schedule_t sched;
+    if (ing_wh_schedule_parse(set.webhook_retry_schedule, &sched, err, sizeof(err)) < 0) {
+        fprintf(stderr, "mcpq-ingress: %s\n", err);
+        return 2;
+    }
 
     refresher_t rf = {0};
     if (set.config) {
@@ -145,7 +152,15 @@ int main(int argc, char **argv)
             log_event(LOG_ERROR, "config rejected", "error", err, (char *)NULL);
             return 2;
         }
+        /* The SSRF guard at load time: a webhook url naming a private address literally. */
+        if (!set.webhook_allow_private && ing_wh_config_check(rf.config, err, sizeof(err)) < 0) {
+            fprintf(stderr, "mcpq-ingress: config: %s: %s\n", set.config, err);
+            log_event(LOG_ERROR, "config rejected", "error", err, (char *)NULL);
+            cJSON_Delete(rf.config);
+            return 2;
+        }
     }
+    curl_global_init(CURL_GLOBAL_DEFAULT); /* before any thread: webhook deliveries use curl */
 
     /* Signals are taken by sigwait below: block them before any thread starts. */
     sigset_t sigs;
@@ -173,6 +188,7 @@ int main(int argc, char **argv)
     snprintf(ctx.reply_key, sizeof(ctx.reply_key), "mcpq:reply:%s:%s", ctx.instance, hex);
 
     int exit_code = 1;
+    ing_wh_t *wh = NULL;
     ctx.metrics = ing_metrics_new();
     ctx.kv = kv_pool_new(set.redis_url, (int)set.redis_timeout_ms, (int)set.redis_pool_size);
     ctx.pending = ing_pending_new(set.redis_url, (int)set.redis_timeout_ms, ctx.reply_key,
@@ -183,6 +199,11 @@ int main(int argc, char **argv)
     if (!ctx.metrics || !ctx.kv || !ctx.pending || !ctx.rl || !ctx.producer) {
         fprintf(stderr, "mcpq-ingress: start-up failed: %s\n",
                 ctx.producer ? "out of memory" : err);
+        goto out;
+    }
+    wh = ing_wh_new(&ctx, err, sizeof(err));
+    if (!wh) {
+        fprintf(stderr, "mcpq-ingress: webhooks: %s\n", err);
         goto out;
     }
     rf.ctx = &ctx;
@@ -197,6 +218,13 @@ int main(int argc, char **argv)
         pthread_join(rf.thread, NULL);
         goto out;
     }
+    if (ing_wh_start(wh) < 0) {
+        fprintf(stderr, "mcpq-ingress: cannot start the webhook dispatcher\n");
+        ing_http_stop(&ctx);
+        rf.stop = 1;
+        pthread_join(rf.thread, NULL);
+        goto out;
+    }
     log_event(LOG_INFO, "listening", "listen", set.listen, "instance", ctx.instance, (char *)NULL);
     write_ready_file(set.ready_file, set.listen);
 
@@ -205,6 +233,9 @@ int main(int argc, char **argv)
     log_event(LOG_INFO, "stopping", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM", (char *)NULL);
     atomic_store(&ctx.stopping, 1);
     ing_http_quiesce(&ctx);
+    /* Webhook attempts in flight may finish meanwhile; the rest go back to the queue. */
+    ing_wh_quiesce(wh, set.shutdown_grace_ms < ING_WH_TIMEOUT_MS ? set.shutdown_grace_ms
+                                                                 : ING_WH_TIMEOUT_MS);
     /* Let in-flight calls finish within the grace period; then answer them -32603. */
     int64_t until = util_mono_ms() + set.shutdown_grace_ms;
     while (ing_pending_count(ctx.pending) > 0 && util_mono_ms() < until)
@@ -217,6 +248,7 @@ int main(int argc, char **argv)
     exit_code = 0;
 out:
     ing_http_stop(&ctx);
+    ing_wh_free(wh);
     ing_pending_free(ctx.pending);
     mq_producer_free(ctx.producer, 2000);
     ing_rl_free(ctx.rl);
@@ -225,6 +257,7 @@ out:
     ing_registry_unref(ctx.reg);
     cJSON_Delete(rf.config);
     pthread_mutex_destroy(&ctx.reg_lock);
+    curl_global_cleanup();
     log_event(LOG_INFO, "stopped", (char *)NULL);
     return exit_code;
 }

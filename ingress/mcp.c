@@ -6,6 +6,7 @@
 #include "log.h"
 #include "mcpint.h"
 #include "notify.h"
+#include "system.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -110,6 +111,12 @@ static void do_initialize(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     cJSON *caps = cJSON_AddObjectToObject(r, "capabilities");
     cJSON_AddBoolToObject(cJSON_AddObjectToObject(caps, "tools"), "listChanged", 0);
     cJSON_AddObjectToObject(caps, "logging");
+    /* MCP Tasks (2025-11-25): tools/call may be task-augmented; tasks/list and cancel. */
+    cJSON *tasks = cJSON_AddObjectToObject(caps, "tasks");
+    cJSON_AddObjectToObject(tasks, "list");
+    cJSON_AddObjectToObject(tasks, "cancel");
+    cJSON_AddObjectToObject(
+        cJSON_AddObjectToObject(cJSON_AddObjectToObject(tasks, "requests"), "tools"), "call");
     cJSON_AddItemToObject(r, "serverInfo", server_info());
     cJSON_AddStringToObject(r, "instructions", INSTRUCTIONS);
     ing_resp_result_obj(m, resp, msg->id, r);
@@ -265,6 +272,8 @@ static int dispatch(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
         return 0;
     } else if (strcmp(meth, "tools/call") == 0) {
         return ing_mcp_tools_call(m, msg, resp);
+    } else if (!m->modern && strncmp(meth, "tasks/", 6) == 0) {
+        return ing_mcp_tasks(m, msg, resp);
     }
     char buf[200];
     snprintf(buf, sizeof(buf), "Method not found: %.120s", meth);
@@ -396,7 +405,9 @@ static int front(ing_req_t *req, const char *server, ing_mcp_t *m, ing_resp_t *r
     if (over_rate_limit(ctx, &who, resp))
         return -1;
     const char *sname = server ? server : m->tenant->default_server;
-    m->server = ing_registry_server(m->reg, m->tenant->id, sname);
+    m->server = strcmp(sname, ING_SYSTEM_SERVER) == 0
+                    ? ing_system_server()
+                    : ing_registry_server(m->reg, m->tenant->id, sname);
     if (!m->server) {
         ing_resp_error(resp, 404, NULL, RPC_INVALID_PARAMS, "server not found", NULL);
         return -1;

@@ -37,6 +37,9 @@ void ing_resp_result_obj(ing_mcp_t *m, ing_resp_t *resp, const cJSON *id, cJSON 
 /* tools/call (toolcall.c). 1 when the request is parked waiting for a worker, else 0 with
  * resp filled. */
 int ing_mcp_tools_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp);
+/* tasks/get, tasks/result, tasks/list, tasks/cancel (MCP Tasks, 2025-11-25; mcptasks.c).
+ * 1 when parked (tasks/result of a task still running), else 0 with resp filled. */
+int ing_mcp_tasks(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp);
 /* notifications/cancelled of a legacy client: cancels the job its requestId names. */
 void ing_mcp_cancelled(ing_mcp_t *m, const rpc_msg_t *msg);
 

@@ -5,6 +5,7 @@
 #include "log.h"
 #include "notify.h"
 #include "redis.h"
+#include "tasks.h"
 #include "util.h"
 
 #include <cjson/cJSON.h>
@@ -378,6 +379,8 @@ static char *response_for_record(const ing_call_t *call, const char *record, siz
     if (status && strcmp(status, "ok") == 0 && cJSON_IsObject(result)) {
         if (call->modern && !cJSON_GetObjectItemCaseSensitive(result, "resultType"))
             cJSON_AddStringToObject(result, "resultType", "complete");
+        if (call->task_result)
+            ing_task_related_meta(result, call->job_id);
         char *rs = cJSON_PrintUnformatted(result);
         if (rs) {
             size_t n = strlen(call->id_json) + strlen(rs) + 48;

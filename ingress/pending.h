@@ -49,6 +49,7 @@ typedef struct ing_call {
     int log_min;              /* forward log entries at or above this level; -1: none */
     char progress_token[300]; /* rendered JSON; "" when the call has none */
     char tool[128];           /* logger name of forwarded log entries */
+    int task_result;          /* tasks/result: the result carries the related-task _meta */
     /* streaming state, under the table lock */
     int want_stream; /* an SSE response should start */
     int streaming;   /* the SSE response is queued; frames go to out */

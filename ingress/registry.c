@@ -146,6 +146,8 @@ static char *render_list_entry(const char *name, const cJSON *ver)
         cJSON *s = cJSON_AddObjectToObject(o, "inputSchema");
         cJSON_AddStringToObject(s, "type", "object");
     }
+    /* Any tool may run as an MCP task (SPEC 5.2). */
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(o, "execution"), "taskSupport", "optional");
     char *out = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     return out;
@@ -424,6 +426,11 @@ const ing_app_t *ing_registry_app(const ing_registry_t *reg, const char *app_id)
         if (strcmp(reg->apps[i].app_id, app_id) == 0)
             return &reg->apps[i];
     return NULL;
+}
+
+const ing_tenant_t *ing_registry_tenant(const ing_registry_t *reg, const char *id)
+{
+    return reg && id ? find_tenant(reg, id) : NULL;
 }
 
 const ing_server_t *ing_registry_server(const ing_registry_t *reg, const char *tenant,

@@ -92,6 +92,9 @@ const ing_apikey_t *ing_registry_auth_key(const ing_registry_t *reg, const unsig
  * secret, or NULL. */
 const ing_app_t *ing_registry_app(const ing_registry_t *reg, const char *app_id);
 
+/* The tenant id (its config document: webhooks, rate_limits, ...), or NULL. */
+const ing_tenant_t *ing_registry_tenant(const ing_registry_t *reg, const char *id);
+
 const ing_server_t *ing_registry_server(const ing_registry_t *reg, const char *tenant,
                                         const char *name);
 const ing_tool_t *ing_registry_tool(const ing_server_t *srv, const char *name);

@@ -6,6 +6,8 @@
 #include "mcp.h"
 #include "notify.h"
 #include "schema.h"
+#include "system.h"
+#include "tasks.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -92,8 +94,136 @@ static cJSON *build_envelope(ing_mcp_t *m, const ing_tool_t *tool, const rpc_msg
     return e;
 }
 
+/* RobotId and TaskPriority (SPEC 4.2) from the call's arguments: 0, or -1 with why set. */
+static int task_routing(const cJSON *args, const char **robot, long long *priority,
+                        const char **why)
+{
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(args, "RobotId");
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(args, "TaskPriority");
+    *robot = NULL;
+    *priority = 50;
+    if (r && !cJSON_IsNull(r)) {
+        if (!cJSON_IsString(r) || !task_robot_ok(r->valuestring)) {
+            *why = "arguments.RobotId must be 1-128 characters of [A-Za-z0-9_.:-]";
+            return -1;
+        }
+        *robot = r->valuestring;
+    }
+    if (p && !cJSON_IsNull(p)) {
+        if (!cJSON_IsNumber(p) || p->valuedouble != (double)(long long)p->valuedouble ||
+            p->valuedouble < 0 || p->valuedouble > 100) {
+            *why = "arguments.TaskPriority must be an integer from 0 to 100";
+            return -1;
+        }
+        *priority = (long long)p->valuedouble;
+    }
+    return 0;
+}
+
+/* The call becomes a task (SPEC 5): created in Redis as waiting, its job published with
+ * mode "task", and answered at once: with {TaskId, TaskStatus} for a task-mode tool (seed
+ * 003), or a CreateTaskResult when the client asked for one with params.task (2025-11-25).
+ * own (the tool's arguments) is consumed. */
+static int start_task(ing_mcp_t *m, const rpc_msg_t *msg, const ing_tool_t *tool, cJSON *own,
+                      const cJSON *args, long long timeout_ms, int as_mcp, ing_resp_t *resp)
+{
+    ing_ctx_t *ctx = m->req->ctx;
+    const char *robot = NULL, *why = NULL;
+    long long priority = 50;
+    if (task_routing(args, &robot, &priority, &why) < 0) {
+        cJSON_Delete(own);
+        ing_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS, why, NULL);
+        return 0;
+    }
+    char id[TASK_ID_LEN];
+    task_id_new(id);
+    cJSON *env = build_envelope(m, tool, msg, own, id, timeout_ms);
+    cJSON_ReplaceItemInObjectCaseSensitive(env, "task_id", cJSON_CreateString(id));
+    cJSON_DeleteItemFromObjectCaseSensitive(env, "reply_to");
+    cJSON_ReplaceItemInObjectCaseSensitive(env, "mode", cJSON_CreateString("task"));
+    char *payload = cJSON_PrintUnformatted(env);
+    char *args_json = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(env, "arguments"));
+    cJSON_Delete(env);
+    const cJSON *ttl = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(msg->params, "task"), "ttl");
+    ing_task_new_t t = {
+        .id = id,
+        .tenant = tool->tenant,
+        .server = tool->server,
+        .tool = tool->name,
+        .version = tool->version_id,
+        .args_json = args_json ? args_json : "{}",
+        .robot = robot,
+        .env_json = payload ? payload : "",
+        .surface = as_mcp ? "mcp" : "tool",
+        .priority = priority,
+        .ttl_ms = cJSON_IsNumber(ttl) && ttl->valuedouble > 0 ? (long long)ttl->valuedouble : 0,
+        .retention_s = ctx->set->task_retention_s};
+    long long created = 0;
+    int rc = payload && args_json ? ing_task_create(ctx->kv, &t, &created) : MCPQ_ENOMEM;
+    cJSON_free(args_json);
+    if (rc < 0) {
+        cJSON_free(payload);
+        ing_metrics_call(ctx->metrics, ING_CALL_FAILED);
+        ing_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR,
+                       "task store (Redis) unavailable; try again", NULL);
+        return 0;
+    }
+    char *opaque = malloc(strlen(id) + 3);
+    if (opaque)
+        snprintf(opaque, strlen(id) + 3, "t:%s", id);
+    rc = opaque ? mq_producer_send(ctx->producer, ctx->set->topic_jobs, id, payload,
+                                   strlen(payload), NULL, opaque)
+                : MCPQ_ENOMEM;
+    cJSON_free(payload);
+    if (rc < 0) {
+        free(opaque);
+        ing_task_abandon(ctx->kv, id, "the job queue (Kafka) refused the task",
+                         ctx->set->task_retention_s);
+        ing_metrics_published(ctx->metrics, 0);
+        ing_metrics_call(ctx->metrics, ING_CALL_FAILED);
+        ing_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR,
+                       "job queue (Kafka) unavailable; try again", NULL);
+        return 0;
+    }
+    log_event(LOG_INFO, "task created", "tenant", tool->tenant, "tool", tool->name, "task_id", id,
+              "robot", robot ? robot : "", (char *)NULL);
+    cJSON *result = cJSON_CreateObject();
+    if (as_mcp) {
+        ing_task_t task;
+        if (ing_task_get(ctx->kv, tool->tenant, id, &task) == 0) {
+            cJSON_AddItemToObject(result, "task", ing_task_mcp(&task));
+            ing_task_cleanup(&task);
+        } else {
+            cJSON *tk = cJSON_AddObjectToObject(result, "task");
+            cJSON_AddStringToObject(tk, "taskId", id);
+            cJSON_AddStringToObject(tk, "status", "working");
+        }
+    } else {
+        cJSON *sc = cJSON_CreateObject();
+        cJSON_AddStringToObject(sc, "TaskId", id);
+        cJSON_AddStringToObject(sc, "TaskStatus", "waiting");
+        char *text = cJSON_PrintUnformatted(sc);
+        cJSON *content = cJSON_AddArrayToObject(result, "content");
+        cJSON *block = cJSON_CreateObject();
+        cJSON_AddStringToObject(block, "type", "text");
+        cJSON_AddStringToObject(block, "text", text ? text : "");
+        cJSON_free(text);
+        cJSON_AddItemToArray(content, block);
+        cJSON_AddItemToObject(result, "structuredContent", sc);
+        cJSON_AddFalseToObject(result, "isError");
+    }
+    ing_metrics_call(ctx->metrics, ING_CALL_OK);
+    ing_resp_result_obj(m, resp, msg->id, result);
+    return 0;
+}
+
 int ing_mcp_tools_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
 {
+    if (m->server == ing_system_server()) {
+        ing_system_call(m, msg, resp);
+        return 0;
+    }
     ing_req_t *req = m->req;
     ing_ctx_t *ctx = req->ctx;
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(msg->params, "name");
@@ -167,6 +297,11 @@ int ing_mcp_tools_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     }
 
     long long timeout_ms = tool->timeout_ms > 0 ? tool->timeout_ms : ctx->set->default_timeout_ms;
+    /* A task-mode tool, or any tool a 2025-11-25 client asks to run as a task (SPEC 5.2). */
+    int as_mcp =
+        !m->modern && cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(msg->params, "task"));
+    if (tool->task_mode || as_mcp)
+        return start_task(m, msg, tool, own, args, timeout_ms, as_mcp, resp);
     char hex[33];
     util_random_hex(hex, 16);
     ing_call_t *call = &req->call;
@@ -232,6 +367,14 @@ void ing_mcp_delivered(void *opaque, int err, void *arg)
     ing_ctx_t *ctx = arg;
     char *job_id = opaque;
     ing_metrics_published(ctx->metrics, err == 0);
+    if (strncmp(job_id, "t:", 2) == 0) {
+        /* A task's job: nobody waits on the connection; the task itself records it. */
+        if (err == MCPQ_EUNAVAIL)
+            ing_task_abandon(ctx->kv, job_id + 2, "the job queue (Kafka) did not take the task",
+                             ctx->set->task_retention_s);
+        free(job_id);
+        return;
+    }
     if (err == MCPQ_EUNAVAIL)
         ing_pending_fail(ctx->pending, job_id, RPC_INTERNAL_ERROR,
                          "job queue (Kafka) unavailable; try again");

@@ -432,6 +432,35 @@ pid_t fx_spawn_ingress(const fx_stack_t *fx, const char *name, int port, const c
     return pid;
 }
 
+pid_t fx_spawn_worker(const fx_stack_t *fx, const char *name, const char *const extra_env[])
+{
+    char bin[300], ready[300], log[300], e_b[300], e_r[160], e_id[160], e_rf[340];
+    snprintf(bin, sizeof(bin), "%s/mcpq-worker", fx_bin_dir());
+    snprintf(ready, sizeof(ready), "%s/%s.ready", fx->dir, name);
+    snprintf(log, sizeof(log), "%s/%s.log", fx->dir, name);
+    unlink(ready);
+    snprintf(e_b, sizeof(e_b), "MCPQ_KAFKA_BROKERS=%s", fx->brokers);
+    snprintf(e_r, sizeof(e_r), "MCPQ_REDIS_URL=%s", fx->redis_url);
+    snprintf(e_id, sizeof(e_id), "MCPQ_WORKER_ID=%s", name);
+    snprintf(e_rf, sizeof(e_rf), "MCPQ_READY_FILE=%s", ready);
+    const char *env[32] = {e_b, e_r, e_id, e_rf};
+    size_t n = 4;
+    for (size_t i = 0; extra_env && extra_env[i] && n < 31; i++)
+        env[n++] = extra_env[i];
+    env[n] = NULL;
+    const char *argv[] = {bin, NULL};
+    pid_t pid = fx_spawn(argv, env, log);
+    if (pid < 0)
+        return -1;
+    if (fx_wait_file(ready, 60000) < 0) {
+        fprintf(stderr, "fixture: worker %s not ready in 60 s\n", name);
+        fx_log_tail(log);
+        fx_stop_pid(pid, 2000);
+        return -1;
+    }
+    return pid;
+}
+
 static size_t fx_on_body(char *p, size_t size, size_t n, void *arg)
 {
     fx_reply_t *r = arg;

@@ -91,6 +91,11 @@ int fx_wait_file(const char *path, int timeout_ms);
 pid_t fx_spawn_ingress(const fx_stack_t *fx, const char *name, int port, const char *config,
                        const char *const extra_env[], char *log_out, size_t log_size);
 
+/* Starts an mcpq-worker with MCPQ_WORKER_ID=name against fx's Redis and broker, plus
+ * extra_env, logging to <dir>/<name>.log, and waits (60 s) until it joined the consumer
+ * group. The pid, or -1 with a message on stderr. */
+pid_t fx_spawn_worker(const fx_stack_t *fx, const char *name, const char *const extra_env[]);
+
 /* An HTTP answer as fx_http_post() saw it (the body cut at 8 KiB). */
 typedef struct fx_reply {
     long status;

@@ -141,6 +141,14 @@ int wrk_envelope_parse(wrk_envelope_t *env, const char *buf, size_t len, char *e
     env->tool_version = get_string(root, "tool_version", &bad);
     if (bad)
         FAIL("tool_version is not a string");
+    env->mode = get_string(root, "mode", &bad);
+    if (bad)
+        FAIL("mode is not a string");
+    const char *tid = get_string(root, "task_id", &bad);
+    if (bad)
+        FAIL("task_id is not a string");
+    if (tid && wrk_envelope_id_valid(tid))
+        env->task_id = tid;
     const char *tp = get_string(root, "traceparent", &bad);
     if (bad)
         FAIL("traceparent is not a string");

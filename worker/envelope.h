@@ -32,6 +32,8 @@ typedef struct wrk_envelope {
     const char *tool;
     const char *tool_version; /* NULL when absent */
     const char *traceparent;  /* NULL when absent or not W3C-shaped */
+    const char *mode;         /* "task" for a task (SPEC 5.1); NULL or "sync" otherwise */
+    const char *task_id;      /* the task's id when mode is "task" (a valid id), else NULL */
     const cJSON *arguments;   /* an object; NULL when absent */
     const cJSON *executor;    /* an object with a string "type" */
     const char *exec_type;

@@ -254,11 +254,10 @@ static int build_headers(wrk_job_t *job, http_xfer_t *x, const char **why)
         return MCPQ_ENOMEM;
     const cJSON *secret = cJSON_GetObjectItemCaseSensitive(ex, "secret");
     if (secret && !cJSON_IsNull(secret)) {
-        char sig[WRK_WHSIG_LEN], ts[24];
+        char sig[WHSIG_LEN], ts[24];
         long long now = (long long)(util_now_ms() / 1000);
-        if (!cJSON_IsString(secret) ||
-            wrk_whsig_sign(secret->valuestring, job->env.job_id, now, job->body, job->body_len, sig,
-                           sizeof(sig)) < 0) {
+        if (!cJSON_IsString(secret) || whsig_sign(secret->valuestring, job->env.job_id, now,
+                                                  job->body, job->body_len, sig, sizeof(sig)) < 0) {
             *why = "executor.secret is not a Standard Webhooks secret (whsec_ + base64)";
             return MCPQ_EINVAL;
         }

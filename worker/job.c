@@ -291,6 +291,9 @@ void wrk_job_finish(wrk_job_t *job, cJSON *result)
 
 void wrk_job_notify(wrk_job_t *job, const char *kind, const cJSON *data)
 {
+    if (job->task && data && job->rt->on_task_progress && strcmp(kind, "progress") == 0 &&
+        job->cancel == WRK_CANCEL_NONE)
+        job->rt->on_task_progress(job, data, job->rt->arg);
     if (job->nstreams == 0 || !data || job->cancel != WRK_CANCEL_NONE)
         return;
     char *s = cJSON_PrintUnformatted(data);

@@ -46,6 +46,9 @@ typedef struct wrk_rt {
     /* Called once per job when its record is built (job->record) or, for an aborted job,
      * when its executor has let go (job->record NULL). */
     void (*on_finished)(wrk_job_t *job, void *arg);
+    /* Called for each progress entry of a task's job (job->task), even with no reply stream:
+     * the task's status message and progress live in Redis (SPEC 5.1). May be NULL. */
+    void (*on_task_progress)(wrk_job_t *job, const cJSON *data, void *arg);
     void *arg;
     size_t executing; /* executors started and not finished */
 } wrk_rt_t;
@@ -67,6 +70,8 @@ struct wrk_job {
     void *ex_state;      /* the executor's */
     wrk_cancel_t cancel; /* how the executor was asked to stop */
     int cancelled;       /* the caller cancelled the job: it ends without a record */
+    int task;            /* a task claimed from a task queue (worker/tasks.h), no Kafka record */
+    int task_pending;    /* Kafka hand-off or task end not yet written to Redis: retried */
     int executing;
     int64_t deadline_ms; /* epoch ms */
     int64_t started_ms;

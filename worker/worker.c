@@ -9,6 +9,7 @@
 #include "loop.h"
 #include "record.h"
 #include "store.h"
+#include "tasks.h"
 #include "util.h"
 
 #include <errno.h>
@@ -34,6 +35,9 @@ struct wrk_worker {
     wrk_store_t *store;
     wrk_consumer_t *consumer;
     wrk_cancelsub_t *cancelsub;
+    wrk_tasks_t *tasks;
+    size_t ntasks;       /* claimed tasks in the table */
+    wrk_job_t *handoffs; /* task records whose hand-off to Redis failed: retried */
     wrk_io_t *kafka_io, *signal_io;
     int sigfd;
     wrk_timer_t tick, cancel_tick;
@@ -198,11 +202,191 @@ static void on_written(wrk_store_req_t *req, const char *record, size_t len, voi
     job_release(w, job, 1);
 }
 
+/* ---- tasks (worker/tasks.h) ---- */
+
+static void task_release(wrk_worker_t *w, wrk_job_t *job)
+{
+    w->ntasks--;
+    job_release(w, job, 1);
+}
+
+/* The run's end as the task model keeps it: complete, or terminated with a reason. 1 when
+ * written (or no longer ours), 0 to retry. */
+static int task_end(wrk_worker_t *w, wrk_job_t *job)
+{
+    cJSON *rec = cJSON_ParseWithLength(job->record, job->record_len);
+    const char *status = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "status"));
+    cJSON *result = cJSON_GetObjectItemCaseSensitive(rec, "result");
+    char reason[300] = "";
+    char *result_json = NULL;
+    int failed = 1;
+    if (status && strcmp(status, "ok") == 0 && cJSON_IsObject(result)) {
+        failed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result, "isError"));
+        if (failed)
+            snprintf(reason, sizeof(reason), "the tool returned an error result");
+        result_json = cJSON_PrintUnformatted(result);
+    } else {
+        const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(rec, "error"), "message"));
+        if (status && strcmp(status, "timeout") == 0)
+            snprintf(reason, sizeof(reason), "timed out after %lld ms",
+                     (long long)(job->env.timeout_ms > 0 ? job->env.timeout_ms
+                                                         : w->s->default_timeout_ms));
+        else
+            snprintf(reason, sizeof(reason), "%s", msg ? msg : "the worker could not run the tool");
+        cJSON *r = cJSON_CreateObject();
+        cJSON *content = cJSON_AddArrayToObject(r, "content");
+        cJSON *block = cJSON_CreateObject();
+        cJSON_AddStringToObject(block, "type", "text");
+        cJSON_AddStringToObject(block, "text", reason);
+        cJSON_AddItemToArray(content, block);
+        cJSON_AddTrueToObject(r, "isError");
+        result_json = cJSON_PrintUnformatted(r);
+        cJSON_Delete(r);
+    }
+    cJSON_Delete(rec);
+    if (!result_json)
+        return 0;
+    int rc = wrk_tasks_finish(w->tasks, job->env.job_id, failed ? "terminated" : "complete",
+                              result_json, reason);
+    cJSON_free(result_json);
+    return rc >= 0;
+}
+
+/* A claimed task's job is over: its end goes to Redis (retried on the tick while Redis is
+ * unreachable). A cancelled task was ended by whoever cancelled it; an aborted one (shutdown)
+ * is left to its lease, which runs out and puts it back to waiting. */
+static void task_finished(wrk_worker_t *w, wrk_job_t *job)
+{
+    if (job->cancelled || !job->record || task_end(w, job)) {
+        job->task_pending = 0;
+        task_release(w, job);
+        return;
+    }
+    job->task_pending = 1;
+    job->state = WRK_JOB_WRITING;
+}
+
+static void on_task_progress(wrk_job_t *job, const cJSON *data, void *arg)
+{
+    wrk_worker_t *w = arg;
+    char *s = cJSON_PrintUnformatted(data);
+    if (!s)
+        return;
+    wrk_tasks_progress(w->tasks, job->env.job_id,
+                       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(data, "message")), s);
+    cJSON_free(s);
+}
+
+/* Claims tasks from this worker's queue while it has free slots, and runs them. */
+static void task_claim(wrk_worker_t *w)
+{
+    while (!w->stopping && w->ntasks < wrk_tasks_slots(w->tasks)) {
+        char *env = NULL, errstr[256];
+        size_t len = 0;
+        int64_t begin = 0;
+        long attempt = 0;
+        if (wrk_tasks_claim(w->tasks, &env, &len, &begin, &attempt) <= 0)
+            return;
+        wrk_job_t *job = wrk_job_new(&w->rt);
+        if (!job || wrk_job_parse(job, env, len, errstr, sizeof(errstr)) < 0 ||
+            table_find(w, job->env.job_id)) {
+            /* Unreadable or already here: its lease runs out and the reaper decides. */
+            log_event(LOG_ERROR, "claimed task cannot run here", "error",
+                      job ? errstr : "out of memory", (char *)NULL);
+            wrk_job_free(job);
+            free(env);
+            return;
+        }
+        free(env);
+        job->task = 1;
+        /* A task's timeout counts from its start, not its time in the queue (SPEC 5.1). */
+        int64_t timeout = job->env.timeout_ms > 0 ? job->env.timeout_ms : w->s->default_timeout_ms;
+        job->deadline_ms = (begin > 0 ? begin : util_now_ms()) + timeout;
+        job->nstreams = 0; /* nobody waits live on a task's job */
+        char att[24];
+        snprintf(att, sizeof(att), "%ld", attempt);
+        log_event(LOG_INFO, "task started", "task_id", job->env.job_id, "tool", job->env.tool,
+                  "tenant", job->env.tenant, "attempt", att, (char *)NULL);
+        table_add(w, job);
+        w->ntasks++;
+        job->state = WRK_JOB_RUNNING;
+        wrk_job_run(job);
+    }
+}
+
+/* Task records whose hand-off failed, and task ends not yet written: tried again. */
+static void task_retry(wrk_worker_t *w, wrk_job_t *job)
+{
+    if (job->task && job->task_pending)
+        task_finished(w, job);
+}
+
+static void handoff_retry(wrk_worker_t *w)
+{
+    wrk_job_t **pp = &w->handoffs;
+    while (*pp) {
+        wrk_job_t *job = *pp;
+        if (!w->stopping && wrk_tasks_enqueue(w->tasks, job->env.task_id) < 0)
+            return;
+        *pp = job->hnext;
+        for (size_t i = 0; i < job->nnodes; i++) {
+            if (w->stopping)
+                wrk_offnode_abandon(job->nodes[i]);
+            else
+                wrk_offnode_done(job->nodes[i]);
+        }
+        job->nnodes = 0;
+        wrk_job_free(job);
+    }
+}
+
+/* A task's record from Kafka: into its robot's queue, and the offset is done. */
+static void task_handoff(wrk_worker_t *w, wrk_job_t *job, wrk_offnode_t *node)
+{
+    if (wrk_job_attach(job, node, NULL) < 0) {
+        wrk_offnode_abandon(node);
+        wrk_job_free(job);
+        return;
+    }
+    job->hnext = w->handoffs;
+    w->handoffs = job;
+    handoff_retry(w);
+}
+
+/* Every second: renew the leases of running tasks (before reaping, so none of ours is
+ * reaped), retry pending ends and hand-offs, then reap leases that ran out anywhere. */
+static void task_second(wrk_worker_t *w)
+{
+    const char *ids[256];
+    size_t n = 0;
+    for (size_t i = 0; i < w->nbuckets; i++) {
+        for (wrk_job_t *j = w->buckets[i]; j; j = j->hnext) {
+            if (!j->task || j->task_pending)
+                continue;
+            ids[n++] = j->env.job_id;
+            if (n == sizeof(ids) / sizeof(ids[0])) {
+                wrk_tasks_heartbeat(w->tasks, ids, n);
+                n = 0;
+            }
+        }
+    }
+    if (n)
+        wrk_tasks_heartbeat(w->tasks, ids, n);
+    table_each(w, task_retry);
+    handoff_retry(w);
+    wrk_tasks_reap(w->tasks);
+}
+
 /* rt->on_finished: the job's record is built, or the job was cancelled by its caller, or
  * aborted. */
 static void on_job_finished(wrk_job_t *job, void *arg)
 {
     wrk_worker_t *w = arg;
+    if (job->task) {
+        task_finished(w, job);
+        return;
+    }
     if (job->cancelled) {
         write_request(job, WRK_STORE_CANCEL, 0);
         return;
@@ -293,6 +477,7 @@ static void on_cancel_tick(wrk_timer_t *t, void *arg)
 {
     wrk_worker_t *w = arg;
     table_each(w, probe_job);
+    task_second(w);
     wrk_timer_start(w->loop, t, CANCEL_CHECK_MS);
 }
 
@@ -331,6 +516,10 @@ static void on_record(const rd_kafka_message_t *msg, wrk_offnode_t *node, void *
             wrk_offnode_done(node);
             return;
         }
+    }
+    if (rc == 0 && job->env.task_id && job->env.mode && strcmp(job->env.mode, "task") == 0) {
+        task_handoff(w, job, node);
+        return;
     }
     wrk_job_t *running = table_find(w, job->env.job_id);
     if (running) {
@@ -412,6 +601,7 @@ static void on_tick(wrk_timer_t *t, void *arg)
 {
     wrk_worker_t *w = arg;
     w->kafka_more = 1; /* also keeps max.poll.interval.ms satisfied when idle */
+    task_claim(w);
     wrk_timer_start(w->loop, t, TICK_MS);
 }
 
@@ -461,6 +651,7 @@ static void begin_stop(wrk_worker_t *w, const char *why)
     wrk_consumer_pause(w->consumer, 1);
     /* Jobs that have not started yet are left for whoever gets their records next. */
     table_each(w, abandon_waiting);
+    handoff_retry(w);
 }
 
 static void on_signal(wrk_io_t *io, int fd, uint32_t events, void *arg)
@@ -504,10 +695,11 @@ wrk_worker_t *wrk_worker_new(const mcpq_settings_t *s, char *errstr, size_t errs
     w->loop = wrk_loop_new();
     w->http = w->loop ? wrk_http_new(w->loop, (size_t)s->max_output_bytes) : NULL;
     w->store = wrk_store_new(s->redis_url, (int)s->redis_timeout_ms, s->result_ttl_s);
+    w->tasks = wrk_tasks_new(s, w->worker_id);
     w->cancelsub = w->loop ? wrk_cancelsub_new(w->loop, s->redis_url, (int)s->redis_timeout_ms,
                                                on_cancel_message, w)
                            : NULL;
-    if (!w->buckets || !w->loop || !w->http || !w->store || !w->cancelsub) {
+    if (!w->buckets || !w->loop || !w->http || !w->store || !w->cancelsub || !w->tasks) {
         snprintf(errstr, errstr_size, "cannot set up the event loop");
         goto fail;
     }
@@ -517,6 +709,7 @@ wrk_worker_t *wrk_worker_new(const mcpq_settings_t *s, char *errstr, size_t errs
     w->rt.settings = s;
     w->rt.worker_id = w->worker_id;
     w->rt.on_finished = on_job_finished;
+    w->rt.on_task_progress = on_task_progress;
     w->rt.arg = w;
 
     sigset_t sigs;
@@ -542,6 +735,7 @@ wrk_worker_t *wrk_worker_new(const mcpq_settings_t *s, char *errstr, size_t errs
     }
     wrk_timer_start(w->loop, &w->tick, TICK_MS);
     wrk_timer_start(w->loop, &w->cancel_tick, CANCEL_CHECK_MS);
+    wrk_tasks_release_mine(w->tasks);
     return w;
 fail:
     wrk_worker_free(w);
@@ -649,6 +843,12 @@ void wrk_worker_free(wrk_worker_t *w)
     if (w->sigfd >= 0)
         close(w->sigfd);
     wrk_cancelsub_free(w->cancelsub);
+    while (w->handoffs) {
+        wrk_job_t *job = w->handoffs;
+        w->handoffs = job->hnext;
+        wrk_job_free(job);
+    }
+    wrk_tasks_free(w->tasks);
     wrk_http_free(w->http);
     wrk_store_free(w->store);
     if (w->loop && w->rt.executing == 0)

@@ -574,10 +574,9 @@ static void test_http(void)
     CHECK(ts && sig);
     long long tsv = strtoll(ts + 19, NULL, 10);
     CHECK(tsv > fx_now_ms() / 1000 - 60 && tsv <= fx_now_ms() / 1000 + 1);
-    char want[WRK_WHSIG_LEN];
+    char want[WHSIG_LEN];
     CHECK_INT_EQ(
-        wrk_whsig_sign(SECRET, "j_http_sig", tsv, seen.body, strlen(seen.body), want, sizeof(want)),
-        0);
+        whsig_sign(SECRET, "j_http_sig", tsv, seen.body, strlen(seen.body), want, sizeof(want)), 0);
     CHECK(strncmp(sig + 19, want, strlen(want)) == 0);
     cJSON *body = cJSON_Parse(seen.body);
     CHECK(body != NULL);

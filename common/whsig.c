@@ -52,11 +52,11 @@ static int b64_decode(const char *s, unsigned char *key, size_t key_size)
     return real;
 }
 
-int wrk_whsig_sign(const char *secret, const char *id, long long timestamp, const void *body,
-                   size_t len, char *out, size_t out_size)
+int whsig_sign(const char *secret, const char *id, long long timestamp, const void *body,
+               size_t len, char *out, size_t out_size)
 {
     size_t pl = strlen(WHSIG_PREFIX);
-    if (!secret || strncmp(secret, WHSIG_PREFIX, pl) != 0 || out_size < WRK_WHSIG_LEN)
+    if (!secret || strncmp(secret, WHSIG_PREFIX, pl) != 0 || out_size < WHSIG_LEN)
         return MCPQ_EINVAL;
     unsigned char key[WHSIG_KEY_MAX];
     int keylen = b64_decode(secret + pl, key, sizeof(key));

@@ -1,0 +1,82 @@
+/*
+ * task.h - the one task model (SPEC section 5) as Redis keys and the Lua scripts that move
+ * a task through its states, shared by the ingress (create, cancel, read) and the worker
+ * (enqueue, claim, heartbeat, progress, finish, reap).
+ *
+ * Keys (docs/internals.md "Tasks"):
+ *   mcpq:task:<id>          hash: id, tenant, server, tool, version, args (JSON), robot,
+ *                           priority, env (the job envelope), state, msg, progress (JSON),
+ *                           result (CallToolResult JSON), error, created_ms, begin_ms,
+ *                           end_ms, updated_ms, attempts, worker, queued, ttl_ms, surface
+ *   mcpq:tasks:<tenant>     zset of the tenant's task ids by created_ms (listing)
+ *   mcpq:tq:<robot>         zset: tasks waiting for that robot (mcpq:tq:_any: no RobotId),
+ *                           score (100 - priority) * 1e13 + created_ms, so ZPOPMIN takes the
+ *                           highest priority, oldest first
+ *   mcpq:task:leases        zset: running task ids by lease expiry (Redis clock, ms)
+ *   mcpq:task:<id>:waiters  set of reply streams of ingress replicas parked on tasks/result
+ *   mcpq:result:<id>        the result record once terminal (as for a sync job)
+ *
+ * States: waiting -> running -> complete | terminated, and cancelled from waiting or
+ * running. Every transition is one script, so a state change, its webhook deliveries
+ * (common/whq.h) and the wake-up of waiting tasks/result calls happen together or not at
+ * all. Times come from Redis's clock (TIME), so replicas' clocks do not matter.
+ *
+ * Thread safety: the functions are thread-safe; a redisContext belongs to its caller's
+ * thread.
+ */
+#ifndef MCPQ_TASK_H
+#define MCPQ_TASK_H
+
+#include <hiredis/hiredis.h>
+#include <stddef.h>
+
+#define TASK_ID_LEN 37 /* a UUID (36 characters) and NUL */
+#define TASK_ROBOT_MAX 128
+
+typedef enum {
+    TASK_SCRIPT_CREATE = 0,
+    TASK_SCRIPT_ENQUEUE,
+    TASK_SCRIPT_CLAIM,
+    TASK_SCRIPT_HEARTBEAT,
+    TASK_SCRIPT_PROGRESS,
+    TASK_SCRIPT_FINISH,
+    TASK_SCRIPT_REAP,
+    TASK_SCRIPT_RELEASE,
+    TASK_SCRIPT_CANCEL,
+    TASK_SCRIPT_ABANDON,
+    TASK_SCRIPT_COUNT
+} task_script_t;
+
+/* A new unguessable task id (UUID version 4 from 122 random bits). */
+void task_id_new(char out[TASK_ID_LEN]);
+
+/* 1 when robot is a usable RobotId: 1..TASK_ROBOT_MAX of [A-Za-z0-9_.:-]. */
+int task_robot_ok(const char *robot);
+
+/*
+ * Runs script s with argc string arguments (no keys; scripts derive their keys) on c:
+ * EVALSHA, then EVAL when Redis does not know it yet. The reply (caller frees) or NULL with
+ * errstr filled (connection failure or an error reply).
+ *
+ * Arguments per script (all strings):
+ *   CREATE    id tenant server tool version args_json robot priority env_json retention_s
+ *             ttl_ms surface                         -> created_ms, or 0 when the id exists
+ *   ENQUEUE   id                                     -> 1 queued, 0 not waiting/queued already
+ *   CLAIM     robot("" = any) worker lease_ms id_base -> nil, or [id, env, begin_ms, attempts]
+ *   HEARTBEAT worker lease_ms id...                  -> leases extended
+ *   PROGRESS  id worker message progress_json        -> 1 or 0
+ *   FINISH    id worker state result_json reason retention_s id_base
+ *                                                    -> 1, or 0 when no longer ours
+ *   REAP      max_attempts retention_s id_base limit -> ["<id> requeued"|"<id> terminated"...]
+ *   RELEASE   worker                                 -> leases of that worker expired now
+ *   CANCEL    id tenant reason retention_s id_base   -> 1, -1 unknown/foreign, -2 finished
+ *   ABANDON   id reason retention_s id_base          -> 1 when a waiting task that never
+ *             reached a queue (Kafka refused its job) ended terminated
+ */
+redisReply *task_script_run(redisContext *c, task_script_t s, int argc, const char *const *argv,
+                            char *errstr, size_t errstr_size);
+
+/* The MCP Tasks status of a task state: working, completed, failed or cancelled. */
+const char *task_mcp_status(const char *state);
+
+#endif

@@ -1,0 +1,179 @@
+#include "system.h"
+
+#include "err.h"
+#include "tasks.h"
+#include "util.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LIST_DEFAULT 20
+#define LIST_MAX 100
+
+static const char *const tool_json[] = {
+    "{\"name\":\"workerSysGetTaskStatus\",\"description\":\"The status and result of a task by "
+    "its TaskId: waiting, running, complete, terminated or cancelled, with begin and end "
+    "times in epoch milliseconds.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{"
+    "\"TaskId\":{\"type\":\"string\"}},\"required\":[\"TaskId\"]}}",
+    "{\"name\":\"workerSysCancelTask\",\"description\":\"Cancels a waiting or running task by "
+    "its TaskId (a running exec task's process group is stopped).\",\"inputSchema\":{\"type\":"
+    "\"object\",\"properties\":{\"TaskId\":{\"type\":\"string\"}},\"required\":[\"TaskId\"]}}",
+    "{\"name\":\"workerSysListTasks\",\"description\":\"This tenant's tasks, newest first, "
+    "PageSize (1-100, default 20) at a time; pass the NextPageToken of a page to get the "
+    "next.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"PageSize\":{\"type\":"
+    "\"integer\",\"minimum\":1,\"maximum\":100},\"PageToken\":{\"type\":\"string\"}}}}",
+};
+#define NTOOLS (sizeof(tool_json) / sizeof(tool_json[0]))
+
+static ing_tool_t tools[NTOOLS];
+static ing_tool_t *tool_ptrs[NTOOLS];
+static ing_server_t server;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void build(void)
+{
+    static const char *const names[] = {"workerSysGetTaskStatus", "workerSysCancelTask",
+                                        "workerSysListTasks"};
+    for (size_t i = 0; i < NTOOLS; i++) {
+        tools[i].server = ING_SYSTEM_SERVER;
+        tools[i].name = names[i];
+        tools[i].list_json = (char *)tool_json[i];
+        tool_ptrs[i] = &tools[i];
+    }
+    server.name = ING_SYSTEM_SERVER;
+    server.description = "built-in task tools (seed 003)";
+    server.tools = tool_ptrs;
+    server.ntools = NTOOLS;
+}
+
+const ing_server_t *ing_system_server(void)
+{
+    pthread_once(&once, build);
+    return &server;
+}
+
+/* The seed-003 envelope around data (consumed), as a CallToolResult. */
+static cJSON *envelope(int ok, int code, const char *msg, const char *msg_code, cJSON *data,
+                       cJSON *pager)
+{
+    char uuid[TASK_ID_LEN];
+    task_id_new(uuid);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "requestId", uuid);
+    cJSON_AddBoolToObject(o, "success", ok);
+    cJSON_AddNumberToObject(o, "code", code);
+    cJSON_AddStringToObject(o, "msg", msg);
+    cJSON_AddStringToObject(o, "msgCode", msg_code);
+    cJSON_AddItemToObject(o, "data", data ? data : cJSON_CreateNull());
+    cJSON_AddItemToObject(o, "pager", pager ? pager : cJSON_CreateNull());
+    cJSON_AddNullToObject(o, "instanceId");
+    cJSON *r = cJSON_CreateObject();
+    cJSON *content = cJSON_AddArrayToObject(r, "content");
+    cJSON *block = cJSON_CreateObject();
+    cJSON_AddStringToObject(block, "type", "text");
+    char *text = cJSON_PrintUnformatted(o);
+    cJSON_AddStringToObject(block, "text", text ? text : "");
+    cJSON_free(text);
+    cJSON_AddItemToArray(content, block);
+    cJSON_AddItemToObject(r, "structuredContent", o);
+    cJSON_AddBoolToObject(r, "isError", !ok);
+    return r;
+}
+
+static cJSON *failure(int rc)
+{
+    if (rc == MCPQ_EUNAVAIL)
+        return envelope(0, 503, "task store (Redis) unavailable; try again", "error.unavailable",
+                        NULL, NULL);
+    if (rc == MCPQ_EINVAL)
+        return envelope(0, 409, "the task has already finished", "task.finished", NULL, NULL);
+    return envelope(0, 404, "task not found", "task.notFound", NULL, NULL);
+}
+
+static cJSON *get_status(ing_mcp_t *m, const char *id)
+{
+    ing_task_t t;
+    int rc = ing_task_get(m->req->ctx->kv, m->tenant->id, id, &t);
+    if (rc < 0)
+        return failure(rc);
+    cJSON *r = envelope(1, 0, "success", "result.success", ing_task_seed003(&t), NULL);
+    ing_task_cleanup(&t);
+    return r;
+}
+
+static cJSON *cancel(ing_mcp_t *m, const char *id)
+{
+    int rc = ing_task_cancel(m->req->ctx->kv, m->tenant->id, id, "cancelled by workerSysCancelTask",
+                             m->req->ctx->set->task_retention_s);
+    return rc < 0 ? failure(rc) : get_status(m, id);
+}
+
+static cJSON *list(ing_mcp_t *m, const cJSON *args)
+{
+    const cJSON *ps = cJSON_GetObjectItemCaseSensitive(args, "PageSize");
+    const char *token = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(args, "PageToken"));
+    long long size = cJSON_IsNumber(ps) ? (long long)ps->valuedouble : LIST_DEFAULT;
+    long long offset = 0;
+    if (size < 1 || size > LIST_MAX ||
+        (token && *token && util_parse_ll(token, 0, 1000000000LL, &offset) < 0))
+        return envelope(0, 400, "PageSize must be 1-100 and PageToken one this tool returned",
+                        "param.invalid", NULL, NULL);
+    int more = 0;
+    cJSON *ids = ing_task_list(m->req->ctx->kv, m->tenant->id, offset, size, &more);
+    if (!ids)
+        return failure(MCPQ_EUNAVAIL);
+    cJSON *data = cJSON_CreateObject();
+    cJSON *arr = cJSON_AddArrayToObject(data, "Tasks");
+    const cJSON *id;
+    cJSON_ArrayForEach(id, ids)
+    {
+        ing_task_t t;
+        if (ing_task_get(m->req->ctx->kv, m->tenant->id, id->valuestring, &t) == 0) {
+            cJSON_AddItemToArray(arr, ing_task_seed003(&t));
+            ing_task_cleanup(&t);
+        }
+    }
+    cJSON_Delete(ids);
+    cJSON *pager = cJSON_CreateObject();
+    cJSON_AddNumberToObject(pager, "PageSize", (double)size);
+    if (more) {
+        char next[32];
+        snprintf(next, sizeof(next), "%lld", offset + size);
+        cJSON_AddStringToObject(pager, "NextPageToken", next);
+    } else {
+        cJSON_AddNullToObject(pager, "NextPageToken");
+    }
+    return envelope(1, 0, "success", "result.success", data, pager);
+}
+
+void ing_system_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
+{
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg->params, "name"));
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(msg->params, "arguments");
+    const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(args, "TaskId"));
+    cJSON *result = NULL;
+    if (!name) {
+        ing_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS, "params.name must be a string",
+                       NULL);
+        return;
+    }
+    if (strcmp(name, "workerSysListTasks") == 0) {
+        result = list(m, args);
+    } else if (strcmp(name, "workerSysGetTaskStatus") == 0 ||
+               strcmp(name, "workerSysCancelTask") == 0) {
+        if (!id) {
+            ing_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS,
+                           "arguments.TaskId must be a string", NULL);
+            return;
+        }
+        result = name[9] == 'G' ? get_status(m, id) : cancel(m, id);
+    } else {
+        char buf[200];
+        snprintf(buf, sizeof(buf), "Unknown tool: %.120s", name);
+        ing_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS, buf, NULL);
+        return;
+    }
+    ing_resp_result_obj(m, resp, msg->id, result);
+}

@@ -1,0 +1,72 @@
+/*
+ * tasks.h - the ingress's side of the task model (common/task.h, SPEC section 5): creating
+ * a task for a tools/call, reading, listing and cancelling a tenant's tasks, and rendering a
+ * task for each surface: the seed-003 shape of the system server (workerSysGetTaskStatus),
+ * and the MCP Tasks `Task` object (2025-11-25).
+ *
+ * A task of another tenant answers exactly as a missing one (SPEC section 3).
+ *
+ * Thread-safe (Redis through the kv pool).
+ */
+#ifndef MCPQ_ING_TASKS_H
+#define MCPQ_ING_TASKS_H
+
+#include "redis.h"
+#include "task.h"
+
+#include <cjson/cJSON.h>
+
+/* A task as read from Redis: its hash fields as a cJSON object of strings. */
+typedef struct ing_task {
+    cJSON *fields;
+} ing_task_t;
+
+typedef struct ing_task_new {
+    const char *id, *tenant, *server, *tool, *version;
+    const char *args_json, *robot, *env_json, *surface;
+    long long priority, ttl_ms, retention_s;
+} ing_task_new_t;
+
+/* Creates the task (state waiting). 0 with *created_ms, or MCPQ_EUNAVAIL. */
+int ing_task_create(kv_pool_t *kv, const ing_task_new_t *t, long long *created_ms);
+
+/* Ends a task whose job never reached Kafka as terminated (reason). Best effort. */
+void ing_task_abandon(kv_pool_t *kv, const char *id, const char *reason, long long retention_s);
+
+/* Reads the tenant's task: 0 (task filled; ing_task_cleanup), MCPQ_ENOTFOUND (missing or
+ * another tenant's), MCPQ_EUNAVAIL. */
+int ing_task_get(kv_pool_t *kv, const char *tenant, const char *id, ing_task_t *task);
+void ing_task_cleanup(ing_task_t *task);
+
+/* A field ("" when absent). */
+const char *ing_task_field(const ing_task_t *task, const char *name);
+
+/* Cancels: 0, MCPQ_ENOTFOUND, MCPQ_EINVAL (already finished), MCPQ_EUNAVAIL. */
+int ing_task_cancel(kv_pool_t *kv, const char *tenant, const char *id, const char *reason,
+                    long long retention_s);
+
+/* Up to limit ids of the tenant's tasks, newest first, starting after `after` entries
+ * (offset); *more set when there are others. A cJSON array of strings, or NULL (Redis). */
+cJSON *ing_task_list(kv_pool_t *kv, const char *tenant, long long offset, long long limit,
+                     int *more);
+
+/* The seed-003 `data` object: TaskId, TaskStatus, TaskPriority, TaskDescription, RobotId,
+ * AppId, AppParams [{Name, Value}], TaskResult, CallbackConfig, TaskCreateTime,
+ * TaskBeginTime, TaskEndTime (epoch ms, null until known). */
+cJSON *ing_task_seed003(const ing_task_t *task);
+
+/* The MCP Tasks Task object: taskId, status, statusMessage, createdAt, lastUpdatedAt, ttl,
+ * pollInterval. */
+cJSON *ing_task_mcp(const ing_task_t *task);
+
+/* The task's CallToolResult once terminal (a copy; NULL before). */
+cJSON *ing_task_result(const ing_task_t *task);
+
+/* Adds _meta {"io.modelcontextprotocol/related-task": {"taskId": id}} to a result. */
+void ing_task_related_meta(cJSON *result, const char *id);
+
+/* Registers reply_key to hear when the task ends (SADD mcpq:task:<id>:waiters). 0 or
+ * MCPQ_EUNAVAIL. */
+int ing_task_wait(kv_pool_t *kv, const char *id, const char *reply_key);
+
+#endif
