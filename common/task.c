@@ -2,15 +2,7 @@
 
 #include "util.h"
 
-#if __has_include("whq.h")
 #include "whq.h"
-#else
-/* Until webhook deliveries exist: task events go nowhere. */
-static const char WHQ_LUA_ENQUEUE[] =
-    "local function whq_enqueue(tenant, event, task_id, data_json, iso_ts, now_ms, id_base)\n"
-    "  return 0\n"
-    "end\n";
-#endif
 
 #include <openssl/sha.h>
 #include <pthread.h>
@@ -18,32 +10,10 @@ static const char WHQ_LUA_ENQUEUE[] =
 #include <stdlib.h>
 #include <string.h>
 
-/* Helpers every script shares: Redis's clock, ISO 8601 times, queue keys and scores, the
- * webhook event and the wake-up of parked tasks/result calls. The webhook enqueue function
- * (whq.h) is prepended to this. */
+/* Helpers every script shares: queue keys and scores, the webhook event and the wake-up of
+ * parked tasks/result calls. The webhook enqueue function and the clock helpers now_ms() and
+ * iso() (whq.h) are prepended to this. */
 static const char prelude[] =
-    "local function now_ms()\n"
-    "  local t = redis.call('TIME')\n"
-    "  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-    "end\n"
-    "local function iso(ms)\n"
-    "  local s = math.floor(ms / 1000)\n"
-    "  local days = math.floor(s / 86400)\n"
-    "  local rem = s - days * 86400\n"
-    "  local z = days + 719468\n"
-    "  local era = math.floor(z / 146097)\n"
-    "  local doe = z - era * 146097\n"
-    "  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524)\n"
-    "                          - math.floor(doe / 146096)) / 365)\n"
-    "  local y = yoe + era * 400\n"
-    "  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))\n"
-    "  local mp = math.floor((5 * doy + 2) / 153)\n"
-    "  local d = doy - math.floor((153 * mp + 2) / 5) + 1\n"
-    "  local m = mp < 10 and mp + 3 or mp - 9\n"
-    "  if m <= 2 then y = y + 1 end\n"
-    "  return string.format('%04d-%02d-%02dT%02d:%02d:%02d.%03dZ', y, m, d,\n"
-    "    math.floor(rem / 3600), math.floor(rem % 3600 / 60), rem % 60, ms % 1000)\n"
-    "end\n"
     "local function qkey(robot)\n"
     "  if not robot or robot == '' then return 'mcpq:tq:_any' end\n"
     "  return 'mcpq:tq:' .. robot\n"
@@ -233,11 +203,12 @@ static pthread_once_t scripts_once = PTHREAD_ONCE_INIT;
 static void compile_all(void)
 {
     for (int i = 0; i < TASK_SCRIPT_COUNT; i++) {
-        size_t n = strlen(WHQ_LUA_ENQUEUE) + strlen(prelude) + strlen(bodies[i]) + 2;
+        size_t n = strlen(WHQ_LUA_ENQUEUE) + strlen(WHQ_LUA_CLOCK) + strlen(prelude) +
+                   strlen(bodies[i]) + 2;
         char *src = malloc(n);
         if (!src)
             continue;
-        snprintf(src, n, "%s\n%s%s", WHQ_LUA_ENQUEUE, prelude, bodies[i]);
+        snprintf(src, n, "%s\n%s%s%s", WHQ_LUA_ENQUEUE, WHQ_LUA_CLOCK, prelude, bodies[i]);
         unsigned char d[SHA_DIGEST_LENGTH];
         SHA1((const unsigned char *)src, strlen(src), d);
         for (int j = 0; j < SHA_DIGEST_LENGTH; j++)

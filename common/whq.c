@@ -56,9 +56,12 @@ const char WHQ_LUA_ENQUEUE[] =
                                                                  "  return n\n"
                                                                  "end\n";
 
-/* The standalone call: Redis's clock, its ISO 8601 form, then whq_enqueue. */
-static const char standalone[] =
-    "local function whq_iso(ms)\n"
+const char WHQ_LUA_CLOCK[] =
+    "local function now_ms()\n"
+    "  local t = redis.call('TIME')\n"
+    "  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "end\n"
+    "local function iso(ms)\n"
     "  local s = math.floor(ms / 1000)\n"
     "  local days = math.floor(s / 86400)\n"
     "  local rem = s - days * 86400\n"
@@ -75,10 +78,12 @@ static const char standalone[] =
     "  if m <= 2 then y = y + 1 end\n"
     "  return string.format('%04d-%02d-%02dT%02d:%02d:%02d.%03dZ', y, m, d,\n"
     "    math.floor(rem / 3600), math.floor(rem % 3600 / 60), rem % 60, ms % 1000)\n"
-    "end\n"
-    "local t = redis.call('TIME')\n"
-    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-    "return whq_enqueue(ARGV[1], ARGV[2], ARGV[3], ARGV[4], whq_iso(now), now, ARGV[5])\n";
+    "end\n";
+
+/* The standalone call (after WHQ_LUA_CLOCK): Redis's clock, then whq_enqueue. */
+static const char standalone[] =
+    "local now = now_ms()\n"
+    "return whq_enqueue(ARGV[1], ARGV[2], ARGV[3], ARGV[4], iso(now), now, ARGV[5])\n";
 
 int whq_event_known(const char *event)
 {
@@ -105,14 +110,15 @@ int whq_event(kv_pool_t *kv, const char *tenant, const char *event, const char *
         snprintf(errstr, errstr_size, "whq_event: data is not a JSON object");
         return MCPQ_EINVAL;
     }
-    size_t n1 = strlen(WHQ_LUA_ENQUEUE), n2 = strlen(standalone);
-    char *script = malloc(n1 + n2 + 1);
+    size_t n1 = strlen(WHQ_LUA_ENQUEUE), nc = strlen(WHQ_LUA_CLOCK), n2 = strlen(standalone);
+    char *script = malloc(n1 + nc + n2 + 1);
     if (!script) {
         snprintf(errstr, errstr_size, "out of memory");
         return MCPQ_ENOMEM;
     }
     memcpy(script, WHQ_LUA_ENQUEUE, n1);
-    memcpy(script + n1, standalone, n2 + 1);
+    memcpy(script + n1, WHQ_LUA_CLOCK, nc);
+    memcpy(script + n1 + nc, standalone, n2 + 1);
     char base[25];
     if (util_random_hex(base, 12) < 0) {
         free(script);

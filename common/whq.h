@@ -57,6 +57,10 @@
 /* Lua source defining whq_enqueue (above); NUL-terminated. */
 extern const char WHQ_LUA_ENQUEUE[];
 
+/* Lua source defining now_ms() (Redis's clock, epoch ms) and iso(ms) (ISO 8601 UTC with
+ * milliseconds), shared by the standalone enqueue and the task scripts (common/task.c). */
+extern const char WHQ_LUA_CLOCK[];
+
 /* 1 when event is one of task.running, task.completed, task.terminated, task.cancelled. */
 int whq_event_known(const char *event);
 
