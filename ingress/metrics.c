@@ -20,12 +20,16 @@ static const char *const method_names[ING_M_COUNT] = {
 static const char *const outcome_names[ING_CALL_COUNT] = {"ok",     "tool_error", "timeout",
                                                           "failed", "fake",       "cancelled"};
 
+static const char *const wh_names[ING_WH_COUNT] = {"delivered", "retry", "failed", "disabled"};
+
 struct ing_metrics {
     atomic_ullong requests[ING_M_COUNT][NSTATUS];
     atomic_ullong hist[ING_M_COUNT][NBUCKET + 1];
     atomic_ullong hist_sum_us[ING_M_COUNT];
     atomic_ullong calls[ING_CALL_COUNT];
     atomic_ullong published_ok, published_failed;
+    atomic_ullong wh[ING_WH_COUNT];
+    atomic_ullong wh_us; /* time spent in webhook attempts */
 };
 
 ing_metrics_t *ing_metrics_new(void)
@@ -79,6 +83,12 @@ void ing_metrics_call(ing_metrics_t *m, ing_call_outcome_t outcome)
 void ing_metrics_published(ing_metrics_t *m, int ok)
 {
     atomic_fetch_add(ok ? &m->published_ok : &m->published_failed, 1);
+}
+
+void ing_metrics_webhook(ing_metrics_t *m, ing_wh_outcome_t outcome, int64_t duration_ms)
+{
+    atomic_fetch_add(&m->wh[outcome], 1);
+    atomic_fetch_add(&m->wh_us, (unsigned long long)(duration_ms > 0 ? duration_ms : 0) * 1000ull);
 }
 
 static int line(util_buf_t *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -143,6 +153,15 @@ int ing_metrics_render(ing_metrics_t *m, util_buf_t *out, size_t inflight, int k
     line(out, "mcpq_jobs_published_total{result=\"ok\"} %llu\n", atomic_load(&m->published_ok));
     line(out, "mcpq_jobs_published_total{result=\"failed\"} %llu\n",
          atomic_load(&m->published_failed));
+    line(out, "# HELP mcpq_webhook_attempts_total Webhook HTTP attempts by outcome (retry: "
+              "failed, another attempt scheduled).\n");
+    line(out, "# TYPE mcpq_webhook_attempts_total counter\n");
+    for (int i = 0; i < ING_WH_COUNT; i++)
+        line(out, "mcpq_webhook_attempts_total{outcome=\"%s\"} %llu\n", wh_names[i],
+             atomic_load(&m->wh[i]));
+    line(out, "# HELP mcpq_webhook_attempt_seconds_total Time spent in webhook HTTP attempts.\n");
+    line(out, "# TYPE mcpq_webhook_attempt_seconds_total counter\n");
+    line(out, "mcpq_webhook_attempt_seconds_total %.6f\n", (double)atomic_load(&m->wh_us) / 1e6);
     line(out, "# HELP mcpq_inflight_calls tools/call requests waiting for a result.\n");
     line(out, "# TYPE mcpq_inflight_calls gauge\n");
     line(out, "mcpq_inflight_calls %zu\n", inflight);

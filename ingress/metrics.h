@@ -1,8 +1,8 @@
 /*
  * metrics.h - the ingress's Prometheus metrics (SPEC section 11): requests by MCP method and
  * HTTP status, request latency histograms, in-flight calls, published jobs and their
- * failures, tool call outcomes. Counters are lock-free atomics; every function is
- * thread-safe. ing_metrics_render() writes the text exposition format.
+ * failures, tool call outcomes, webhook delivery attempts by outcome. Counters are lock-free
+ * atomics; every function is thread-safe. ing_metrics_render() writes the text exposition format.
  */
 #ifndef MCPQ_ING_METRICS_H
 #define MCPQ_ING_METRICS_H
@@ -34,6 +34,15 @@ typedef enum {
     ING_CALL_COUNT
 } ing_call_outcome_t;
 
+/* What one webhook HTTP attempt led to (ingress/webhook.c). */
+typedef enum {
+    ING_WH_DELIVERED, /* 2xx */
+    ING_WH_RETRY,     /* failed; another attempt is scheduled */
+    ING_WH_FAILED,    /* failed; the schedule is exhausted */
+    ING_WH_DISABLED,  /* 410 Gone: the endpoint is disabled */
+    ING_WH_COUNT
+} ing_wh_outcome_t;
+
 typedef struct ing_metrics ing_metrics_t;
 
 ing_metrics_t *ing_metrics_new(void);
@@ -44,6 +53,8 @@ void ing_metrics_request(ing_metrics_t *m, ing_method_t method, int http_status,
                          int64_t duration_ms);
 void ing_metrics_call(ing_metrics_t *m, ing_call_outcome_t outcome);
 void ing_metrics_published(ing_metrics_t *m, int ok);
+/* One webhook HTTP attempt and how long it took. */
+void ing_metrics_webhook(ing_metrics_t *m, ing_wh_outcome_t outcome, int64_t duration_ms);
 
 /* Appends the exposition text; inflight is the current number of waiting calls. */
 int ing_metrics_render(ing_metrics_t *m, util_buf_t *out, size_t inflight, int kafka_up,

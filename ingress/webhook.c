@@ -213,6 +213,13 @@ static void record(ing_wh_t *wh, const wh_xfer_t *x, const char *status, long ht
     char att[24];
     snprintf(att, sizeof(att), "%lld", x->attempt);
     int ok = strcmp(status, "delivered") == 0;
+    if (counted && wh->ctx->metrics)
+        ing_metrics_webhook(wh->ctx->metrics,
+                            ok                                ? ING_WH_DELIVERED
+                            : strcmp(status, "pending") == 0  ? ING_WH_RETRY
+                            : strcmp(status, "disabled") == 0 ? ING_WH_DISABLED
+                                                              : ING_WH_FAILED,
+                            ms);
     log_event(ok ? LOG_INFO : LOG_WARN, "webhook attempt", "tenant", x->tenant, "webhook",
               x->webhook, "delivery", x->id, "event", x->event, "attempt", counted ? att : NULL,
               "http_status", hs[0] ? hs : NULL, "status", status, "duration_ms",

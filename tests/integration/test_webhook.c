@@ -671,6 +671,37 @@ static void test_redeliver(const char *gone_second)
     TEST_PASS("redelivering to a disabled endpoint re-enables it");
 }
 
+/* The value of one sample line of /metrics text ("name{labels} value"), or -1. */
+static double sample(const char *text, const char *series)
+{
+    char want[200];
+    snprintf(want, sizeof(want), "\n%s ", series);
+    const char *p = strstr(text, want);
+    return p ? strtod(p + strlen(want), NULL) : -1;
+}
+
+static void test_metrics(void)
+{
+    static reply_t r;
+    api(0, "/metrics", NULL, &r);
+    CHECK_INT_EQ(r.status, 200);
+    /* This replica has, by now, delivered (sig, ...), scheduled a retry (r503), exhausted a
+     * schedule (fail) and been told 410 (gone). */
+    const char *outcomes[] = {"delivered", "retry", "failed", "disabled"};
+    for (size_t i = 0; i < 4; i++) {
+        char series[100];
+        snprintf(series, sizeof(series), "mcpq_webhook_attempts_total{outcome=\"%s\"}",
+                 outcomes[i]);
+        double v = sample(r.body, series);
+        if (v < 1)
+            fprintf(stderr, "%s = %g\n", series, v);
+        CHECK(v >= 1);
+    }
+    CHECK(sample(r.body, "mcpq_webhook_attempts_total{outcome=\"retry\"}") >= 2);
+    CHECK(sample(r.body, "mcpq_webhook_attempt_seconds_total") > 0);
+    TEST_PASS("/metrics counts webhook attempts by outcome (delivered, retry, failed, disabled)");
+}
+
 static pid_t test_restart(pid_t ing, const char *cfg)
 {
     char id[128];
@@ -844,6 +875,7 @@ int main(void)
     test_down();
     test_api(fail_id);
     test_redeliver(gone_second);
+    test_metrics();
     WAIT_FOR((r = redisCommand(rc, "ZCARD mcpq:wh:due")) &&
                  (r->integer == 0 || (freeReplyObject(r), 0)),
              20000);
