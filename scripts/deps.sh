@@ -6,8 +6,8 @@ set -euo pipefail
 PKGS=(
   build-essential cmake pkg-config clang-format
   librdkafka-dev libmicrohttpd-dev libcjson-dev libssl-dev libhiredis-dev libcurl4-openssl-dev
-  redis-server curl ca-certificates
-  nodejs npm
+  redis-server curl ca-certificates openssl
+  nodejs npm python3
 )
 
 missing=()

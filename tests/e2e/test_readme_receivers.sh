@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# End-to-end test of the README's webhook receivers, run by ctest with MCPQ_BIN_DIR set to the
+# build dir and the repository root as cwd. The Python and the Node.js receiver are taken from
+# README.md ("A receiver") exactly as printed, only their port changed, and run as a user
+# would; a local stack (scripts/mcpq-local) has one webhook to each. Then:
+#   - a task-mode tool's task.completed delivery reaches both, and both verify it (they print
+#     "<webhook-id> task.completed <TaskId> complete" and answer 204);
+#   - a wrong signature and a correctly signed but stale timestamp get 401 from both.
+# KEEP=1 keeps the state dir.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
+BIN_DIR=${MCPQ_BIN_DIR:-$REPO/build}
+case $BIN_DIR in /*) ;; *) BIN_DIR=$REPO/$BIN_DIR ;; esac
+KEY=readme-hooks-key-7c2e
+SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw # the Standard Webhooks test vector's secret
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/mcpq-receivers.XXXXXX")
+PIDS=()
+STEP=start
+
+fail() {
+    printf 'not ok - %s: %s\n' "$STEP" "$*"
+    for f in "$TMP"/*.out "$TMP"/*.err "$TMP"/state/*.log; do
+        [ -f "$f" ] || continue
+        echo "# --- tail of $f"
+        tail -n 20 "$f" | sed 's/^/#   /'
+    done
+    exit 1
+}
+
+cleanup() {
+    local rc=$? p i
+    for p in "${PIDS[@]}"; do
+        kill -TERM -- "-$p" 2>/dev/null || true
+    done
+    for p in "${PIDS[@]}"; do # the launcher stops its stack within 20 s
+        for ((i = 0; i < 200; i++)); do
+            kill -0 "$p" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -KILL -- "-$p" 2>/dev/null || true
+        wait "$p" 2>/dev/null || true
+    done
+    if [ "${KEEP:-0}" = 1 ] || [ "$rc" != 0 ]; then
+        echo "# state kept in $TMP"
+    else
+        rm -rf "$TMP"
+    fi
+}
+trap cleanup EXIT
+
+free_port() {
+    local p i
+    for i in $(seq 1 100); do
+        p=$((10000 + RANDOM % 22000))
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+            echo "$p"
+            return
+        fi
+    done
+    return 1
+}
+
+# The body of the first fenced block in README.md opened with ```$1 after the line "$2".
+readme_block() {
+    awk -v lang="$1" -v after="$2" '
+        index($0, after) { seen = 1 }
+        seen && !inside && $0 == "```" lang { inside = 1; next }
+        inside && $0 == "```" { exit }
+        inside { print }
+    ' "$REPO/README.md"
+}
+
+wait_for() { # seconds command...
+    local n=$1 i
+    shift
+    for ((i = 0; i < n * 10; i++)); do
+        "$@" && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# ------------------------------------------------------------------ the receivers
+STEP="README receivers"
+PY_PORT=$(free_port)
+JS_PORT=$(free_port)
+[ "$PY_PORT" != "$JS_PORT" ] || JS_PORT=$(free_port)
+readme_block python '**A receiver**' >"$TMP/receiver.py"
+readme_block js 'or in Node.js' >"$TMP/receiver.mjs"
+grep -q 'serve_forever' "$TMP/receiver.py" || fail "no Python receiver found in README.md"
+grep -q 'createServer' "$TMP/receiver.mjs" || fail "no Node.js receiver found in README.md"
+sed -i "s/9999/$PY_PORT/" "$TMP/receiver.py"
+sed -i "s/9999/$JS_PORT/" "$TMP/receiver.mjs"
+WEBHOOK_SECRET=$SECRET setsid python3 -u "$TMP/receiver.py" >"$TMP/py.out" 2>"$TMP/py.err" </dev/null &
+PIDS+=($!)
+WEBHOOK_SECRET=$SECRET setsid node "$TMP/receiver.mjs" >"$TMP/js.out" 2>"$TMP/js.err" </dev/null &
+PIDS+=($!)
+wait_for 20 listening "$PY_PORT" || fail "the Python receiver does not listen on $PY_PORT"
+wait_for 20 listening "$JS_PORT" || fail "the Node.js receiver does not listen on $JS_PORT"
+
+# ------------------------------------------------------------------ the stack
+STEP="stack"
+cat >"$TMP/mcpq.json" <<EOF
+{
+  "tenants": [{"id": "hooks", "api_keys": [{"id": "k1", "key": "$KEY"}], "default_server": "default",
+               "webhooks": [
+                 {"id": "py", "url": "http://127.0.0.1:$PY_PORT/hook", "secret_env": "HOOK_SECRET",
+                  "events": ["task.completed"]},
+                 {"id": "js", "url": "http://127.0.0.1:$JS_PORT/hook", "secret_env": "HOOK_SECRET",
+                  "events": ["task.completed"]}]}],
+  "servers": [{"tenant": "hooks", "name": "default", "description": "README receivers"}],
+  "tools": [
+    {"tenant": "hooks", "server": "default", "name": "monthly_report", "published": "1",
+     "versions": [{"version": "1", "description": "a task-mode tool",
+                   "inputSchema": {"type": "object", "properties": {"month": {"type": "string"}}},
+                   "executor": {"type": "builtin", "name": "echo"}, "timeout_ms": 60000, "mode": "task"}]}
+  ]
+}
+EOF
+PORT=$(free_port)
+mkdir -p "$TMP/state"
+setsid "$REPO/scripts/mcpq-local" --bin-dir "$BIN_DIR" --port "$PORT" --workers 1 \
+    --config "$TMP/mcpq.json" --state-dir "$TMP/state" --env "HOOK_SECRET=$SECRET" \
+    >"$TMP/launcher.out" 2>"$TMP/launcher.err" </dev/null &
+PIDS+=($!)
+wait_for 120 grep -q '^READY ' "$TMP/launcher.out" || fail "the stack did not start"
+
+# ------------------------------------------------------------------ a signed delivery
+STEP="task.completed reaches both receivers"
+answer=$(curl -sS --max-time 30 -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
+    -H 'Accept: application/json, text/event-stream' \
+    -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"monthly_report","arguments":{"month":"2026-10"}}}' \
+    "http://127.0.0.1:$PORT/mcp")
+TASK=$(printf '%s' "$answer" | sed -n 's/.*"TaskId":"\([0-9a-f-]\{36\}\)".*/\1/p' | head -n 1)
+[ -n "$TASK" ] || fail "no TaskId in: $answer"
+got() { grep -Eq "^msg_[^ ]+ task\.completed $TASK complete\$" "$1"; }
+wait_for 30 got "$TMP/py.out" || fail "the Python receiver did not print the delivery of $TASK"
+wait_for 30 got "$TMP/js.out" || fail "the Node.js receiver did not print the delivery of $TASK"
+printf 'ok - a task.completed delivery of task %s is verified by both README receivers\n' "$TASK"
+
+# ------------------------------------------------------------------ forged and stale
+STEP="forged and stale deliveries"
+post() { # port id timestamp signature → HTTP status
+    curl -sS -o /dev/null -w '%{http_code}' --max-time 10 -H 'Content-Type: application/json' \
+        -H "webhook-id: $2" -H "webhook-timestamp: $3" -H "webhook-signature: $4" \
+        --data-binary '{"type":"task.completed","data":{"TaskId":"x","TaskStatus":"complete"}}' \
+        "http://127.0.0.1:$1/hook"
+}
+sign() { # id timestamp → v1,<base64 HMAC-SHA256> with the secret, over the same body as post
+    local body='{"type":"task.completed","data":{"TaskId":"x","TaskStatus":"complete"}}'
+    printf '%s.%s.%s' "$1" "$2" "$body" |
+        openssl dgst -sha256 -mac HMAC -macopt "hexkey:$(printf '%s' "${SECRET#whsec_}" | base64 -d | od -An -tx1 | tr -d ' \n')" -binary |
+        base64 | sed 's/^/v1,/'
+}
+now=$(date +%s)
+for port in "$PY_PORT" "$JS_PORT"; do
+    good=$(sign msg_fresh "$now")
+    [ "$(post "$port" msg_fresh "$now" "$good")" = 204 ] || fail "a correctly signed delivery is refused on $port"
+    [ "$(post "$port" msg_forged "$now" "v1,AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=")" = 401 ] ||
+        fail "a wrong signature is accepted on $port"
+    stale=$((now - 3600))
+    [ "$(post "$port" msg_stale "$stale" "$(sign msg_stale "$stale")")" = 401 ] ||
+        fail "a stale timestamp is accepted on $port"
+done
+echo "ok - both receivers answer 204 to a signed delivery, 401 to a wrong signature and to a stale timestamp"
