@@ -24,6 +24,7 @@
 #define RPC_REPLY_TIMEOUT -32003
 #define RPC_REQUEST_CANCELLED -32800
 #define RPC_HEADER_MISMATCH -32020
+#define RPC_MISSING_CAPABILITY -32021 /* 2026-07-28: a required client capability is missing */
 #define RPC_UNSUPPORTED_VERSION -32022
 #define RPC_RATE_LIMITED -32029 /* mcpq: over a per-key or per-app rate limit (HTTP 429) */
 

@@ -113,7 +113,7 @@ static const char *const bodies[TASK_SCRIPT_COUNT] = {
         "if h[1] ~= 'running' or h[2] ~= ARGV[2] then return 0 end\n"
         "local now = now_ms()\n"
         "redis.call('HSET', k, 'state', ARGV[3], 'result', ARGV[4], 'error', ARGV[5],\n"
-        "  'end_ms', now, 'updated_ms', now)\n"
+        "  'end_ms', now, 'updated_ms', now, 'fault', ARGV[8])\n"
         "redis.call('ZREM', 'mcpq:task:leases', ARGV[1])\n"
         "redis.call('EXPIRE', k, ARGV[6])\n"
         "finished(ARGV[1], ARGV[3], ARGV[4], ARGV[6], ARGV[7], now)\n"
@@ -137,7 +137,7 @@ static const char *const bodies[TASK_SCRIPT_COUNT] = {
         "..\n"
         "        '}],\"isError\":true}'\n"
         "      redis.call('HSET', k, 'state', 'terminated', 'result', result, 'error', reason,\n"
-        "        'end_ms', now, 'updated_ms', now)\n"
+        "        'end_ms', now, 'updated_ms', now, 'fault', '" TASK_FAULT_INTERNAL "')\n"
         "      redis.call('EXPIRE', k, ARGV[2])\n"
         "      finished(id, 'terminated', result, ARGV[2], ARGV[3], now)\n"
         "      out[#out + 1] = id .. ' terminated'\n"
@@ -159,6 +159,17 @@ static const char *const bodies[TASK_SCRIPT_COUNT] = {
         "  end\n"
         "end\n"
         "return n\n",
+    [TASK_SCRIPT_HANDBACK] =
+        "local k = 'mcpq:task:' .. ARGV[1]\n"
+        "local h = redis.call('HMGET', k, 'state', 'worker', 'robot', 'priority', 'created_ms',\n"
+        "  'attempts')\n"
+        "if h[1] ~= 'running' or h[2] ~= ARGV[2] then return 0 end\n"
+        "local att = math.max((tonumber(h[6]) or 1) - 1, 0)\n"
+        "redis.call('HSET', k, 'state', 'waiting', 'worker', '', 'queued', '1', 'attempts', att,\n"
+        "  'updated_ms', now_ms(), 'msg', 'waiting again: its worker shut down')\n"
+        "redis.call('ZREM', 'mcpq:task:leases', ARGV[1])\n"
+        "redis.call('ZADD', qkey(h[3]), qscore(h[4], h[5]), ARGV[1])\n"
+        "return 1\n",
     [TASK_SCRIPT_ABANDON] =
         "local k = 'mcpq:task:' .. ARGV[1]\n"
         "local h = redis.call('HMGET', k, 'state', 'queued')\n"
@@ -167,7 +178,7 @@ static const char *const bodies[TASK_SCRIPT_COUNT] = {
         "local result = '{\"content\":[{\"type\":\"text\",\"text\":' .. cjson.encode(ARGV[2]) ..\n"
         "  '}],\"isError\":true}'\n"
         "redis.call('HSET', k, 'state', 'terminated', 'result', result, 'error', ARGV[2],\n"
-        "  'end_ms', now, 'updated_ms', now)\n"
+        "  'end_ms', now, 'updated_ms', now, 'fault', '" TASK_FAULT_INTERNAL "')\n"
         "redis.call('EXPIRE', k, ARGV[3])\n"
         "finished(ARGV[1], 'terminated', result, ARGV[3], ARGV[4], now)\n"
         "return 1\n",
@@ -275,13 +286,13 @@ int task_robot_ok(const char *robot)
     return 1;
 }
 
-const char *task_mcp_status(const char *state)
+const char *task_mcp_status(const char *state, const char *fault, int ext)
 {
     if (!state || strcmp(state, "waiting") == 0 || strcmp(state, "running") == 0)
         return "working";
     if (strcmp(state, "complete") == 0)
         return "completed";
     if (strcmp(state, "terminated") == 0)
-        return "failed";
+        return ext && !(fault && *fault) ? "completed" : "failed";
     return "cancelled";
 }

@@ -7,7 +7,10 @@
  *   mcpq:task:<id>          hash: id, tenant, server, tool, version, args (JSON), robot,
  *                           priority, env (the job envelope), state, msg, progress (JSON),
  *                           result (CallToolResult JSON), error, created_ms, begin_ms,
- *                           end_ms, updated_ms, attempts, worker, queued, ttl_ms, surface
+ *                           end_ms, updated_ms, attempts, worker, queued, ttl_ms, surface,
+ *                           fault (the JSON-RPC code of a terminated task that failed outside
+ *                           the tool, e.g. -32003 timeout, -32603 worker lost; absent when the
+ *                           tool itself returned an isError result)
  *   mcpq:tasks:<tenant>     zset of the tenant's task ids by created_ms (listing)
  *   mcpq:tq:<robot>         zset: tasks waiting for that robot (mcpq:tq:_any: no RobotId),
  *                           score (100 - priority) * 1e13 + created_ms, so ZPOPMIN takes the
@@ -43,6 +46,7 @@ typedef enum {
     TASK_SCRIPT_REAP,
     TASK_SCRIPT_RELEASE,
     TASK_SCRIPT_CANCEL,
+    TASK_SCRIPT_HANDBACK,
     TASK_SCRIPT_ABANDON,
     TASK_SCRIPT_COUNT
 } task_script_t;
@@ -65,10 +69,13 @@ int task_robot_ok(const char *robot);
  *   CLAIM     robot("" = any) worker lease_ms id_base -> nil, or [id, env, begin_ms, attempts]
  *   HEARTBEAT worker lease_ms id...                  -> leases extended
  *   PROGRESS  id worker message progress_json        -> 1 or 0
- *   FINISH    id worker state result_json reason retention_s id_base
+ *   FINISH    id worker state result_json reason retention_s id_base fault("" = none)
  *                                                    -> 1, or 0 when no longer ours
  *   REAP      max_attempts retention_s id_base limit -> ["<id> requeued"|"<id> terminated"...]
  *   RELEASE   worker                                 -> leases of that worker expired now
+ *   HANDBACK  id worker                              -> 1 when the worker's running task went
+ *             back to waiting at the head of its priority (a shutdown: the attempt is not
+ *             counted), 0 when it was not running there
  *   CANCEL    id tenant reason retention_s id_base   -> 1, -1 unknown/foreign, -2 finished
  *   ABANDON   id reason retention_s id_base          -> 1 when a waiting task that never
  *             reached a queue (Kafka refused its job) ended terminated
@@ -76,7 +83,13 @@ int task_robot_ok(const char *robot);
 redisReply *task_script_run(redisContext *c, task_script_t s, int argc, const char *const *argv,
                             char *errstr, size_t errstr_size);
 
-/* The MCP Tasks status of a task state: working, completed, failed or cancelled. */
-const char *task_mcp_status(const char *state);
+/* The MCP Tasks status of a task state: working, completed, failed or cancelled. The
+ * 2025-11-25 surface (ext = 0) reports every terminated task as failed; the 2026-07-28
+ * extension (ext = 1) reports one that ended with the tool's own isError result (no fault) as
+ * completed, carrying that result (SPEC 5.1). */
+const char *task_mcp_status(const char *state, const char *fault, int ext);
+
+#define TASK_FAULT_TIMEOUT "-32003"
+#define TASK_FAULT_INTERNAL "-32603"
 
 #endif

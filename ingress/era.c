@@ -18,6 +18,13 @@ const cJSON *ing_meta(const rpc_msg_t *msg)
     return cJSON_IsObject(m) ? m : NULL;
 }
 
+int ing_declares_tasks_ext(const rpc_msg_t *msg)
+{
+    const cJSON *caps = cJSON_GetObjectItemCaseSensitive(ing_meta(msg), ING_META_CLIENT_CAPS);
+    const cJSON *ext = cJSON_GetObjectItemCaseSensitive(caps, "extensions");
+    return cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(ext, ING_EXT_TASKS));
+}
+
 int ing_hdr_decode(const char *raw, char *out, size_t out_size)
 {
     size_t n = strlen(raw);
@@ -81,9 +88,14 @@ int ing_modern_headers_check(struct MHD_Connection *conn, const rpc_msg_t *msg,
                  m ? m : "(absent)", msg->method);
         return MCPQ_EINVAL;
     }
-    if (strcmp(msg->method, "tools/call") == 0) {
-        const char *name =
-            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg->params, "name"));
+    /* The body field Mcp-Name mirrors: the tool's name, or the task's id (tasks extension). */
+    int is_call = strcmp(msg->method, "tools/call") == 0;
+    int is_task = strcmp(msg->method, "tasks/get") == 0 ||
+                  strcmp(msg->method, "tasks/update") == 0 ||
+                  strcmp(msg->method, "tasks/cancel") == 0;
+    const char *name = cJSON_GetStringValue(
+        cJSON_GetObjectItemCaseSensitive(msg->params, is_call ? "name" : "taskId"));
+    if (is_call || (is_task && name)) {
         const char *raw = header(conn, "Mcp-Name");
         char dec[MAX_HDR_VALUE + 1];
         if (!raw || ing_hdr_decode(raw, dec, sizeof(dec)) < 0 || !name || strcmp(dec, name) != 0) {

@@ -19,9 +19,16 @@
 #define ING_META_VERSION "io.modelcontextprotocol/protocolVersion"
 #define ING_META_LOG_LEVEL "io.modelcontextprotocol/logLevel"
 #define ING_META_SERVER_INFO "io.modelcontextprotocol/serverInfo"
+#define ING_META_CLIENT_CAPS "io.modelcontextprotocol/clientCapabilities"
+#define ING_EXT_TASKS "io.modelcontextprotocol/tasks"
 
 /* params._meta of a message, or NULL. */
 const cJSON *ing_meta(const rpc_msg_t *msg);
+
+/* 1 when the request declares the tasks extension in its per-request capabilities
+ * (params._meta[clientCapabilities].extensions["io.modelcontextprotocol/tasks"] is an
+ * object), else 0. */
+int ing_declares_tasks_ext(const rpc_msg_t *msg);
 
 /* The value a mirrored header stands for: plain visible ASCII (spaces and tabs inside) as is,
  * `=?base64?X?=` decoded. 0, or MCPQ_EINVAL (bad characters, bad base64, too long). */
@@ -29,7 +36,9 @@ int ing_hdr_decode(const char *raw, char *out, size_t out_size);
 
 /* Checks a 2026-07-28 request against its headers: MCP-Protocol-Version against
  * _meta's protocolVersion, Mcp-Method against method, Mcp-Name against params.name
- * (tools/call). 0, or MCPQ_EINVAL with why filled (the -32020 message). */
+ * (tools/call) or params.taskId (tasks/get, tasks/update, tasks/cancel of the tasks
+ * extension, when taskId is a string; otherwise the method answers -32602). 0, or MCPQ_EINVAL with
+ * why filled (the -32020 message). */
 int ing_modern_headers_check(struct MHD_Connection *conn, const rpc_msg_t *msg,
                              const char *header_version, char *why, size_t why_size);
 

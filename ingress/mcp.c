@@ -133,6 +133,9 @@ static void do_discover(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     cJSON *caps = cJSON_AddObjectToObject(r, "capabilities");
     cJSON_AddBoolToObject(cJSON_AddObjectToObject(caps, "tools"), "listChanged", 0);
     cJSON_AddObjectToObject(caps, "logging");
+    /* The tasks extension (SPEC 5.2): task-mode tools answer with a task to clients that
+     * declare it on the request. */
+    cJSON_AddObjectToObject(cJSON_AddObjectToObject(caps, "extensions"), ING_EXT_TASKS);
     cJSON_AddItemToObject(r, "serverInfo", server_info());
     cJSON_AddStringToObject(r, "instructions", INSTRUCTIONS);
     int modern = m->modern;
@@ -274,6 +277,9 @@ static int dispatch(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
         return ing_mcp_tools_call(m, msg, resp);
     } else if (!m->modern && strncmp(meth, "tasks/", 6) == 0) {
         return ing_mcp_tasks(m, msg, resp);
+    } else if (strncmp(meth, "tasks/", 6) == 0) {
+        ing_mcp_tasks_ext(m, msg, resp);
+        return 0;
     }
     char buf[200];
     snprintf(buf, sizeof(buf), "Method not found: %.120s", meth);

@@ -40,6 +40,10 @@ int ing_mcp_tools_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp);
 /* tasks/get, tasks/result, tasks/list, tasks/cancel (MCP Tasks, 2025-11-25; mcptasks.c).
  * 1 when parked (tasks/result of a task still running), else 0 with resp filled. */
 int ing_mcp_tasks(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp);
+/* tasks/get, tasks/update, tasks/cancel of the 2026-07-28 io.modelcontextprotocol/tasks
+ * extension (mcptasks.c); -32021 for a request that does not declare it, -32601 (404) for
+ * other tasks/ methods. */
+void ing_mcp_tasks_ext(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp);
 /* notifications/cancelled of a legacy client: cancels the job its requestId names. */
 void ing_mcp_cancelled(ing_mcp_t *m, const rpc_msg_t *msg);
 

@@ -1,10 +1,20 @@
-/* MCP Tasks, 2025-11-25 surface (SPEC 5.2): tasks/get, tasks/result, tasks/list and
- * tasks/cancel over the one task model (tasks.h). A task of another tenant is "not found"
- * exactly like a missing one. tasks/result of a task still running parks the request without
- * a thread, like a tools/call (pending.h): the task's end wakes it through this replica's
- * reply stream. */
+/* MCP Tasks over the one task model (tasks.h), both surfaces of SPEC 5.2:
+ *
+ * - 2025-11-25: tasks/get, tasks/result, tasks/list and tasks/cancel. tasks/result of a task
+ *   still running parks the request without a thread, like a tools/call (pending.h): the
+ *   task's end wakes it through this replica's reply stream.
+ * - 2026-07-28, the io.modelcontextprotocol/tasks extension: tasks/get (a DetailedTask, with
+ *   `result` or `error` once terminal), tasks/update and tasks/cancel (empty acknowledgements),
+ *   for clients that declare the extension on the request; others get -32021. Its tasks never
+ *   ask the client for input (no input_required), so tasks/update has nothing outstanding to
+ *   answer: it checks the task and acknowledges, as the extension says a server ignores
+ *   responses to keys that are not outstanding.
+ *
+ * A task of another tenant is "not found" exactly like a missing one.
+ */
 #include "mcpint.h"
 
+#include "era.h"
 #include "err.h"
 #include "tasks.h"
 
@@ -27,6 +37,19 @@ static void unavailable(ing_resp_t *resp, const cJSON *id)
                    NULL);
 }
 
+/* Answers a failed task store call (rc < 0: not found or Redis down) and returns 1; 0 when
+ * rc is a success. */
+static int answered(int rc, ing_resp_t *resp, const cJSON *id)
+{
+    if (rc >= 0)
+        return 0;
+    if (rc == MCPQ_ENOTFOUND)
+        not_found(resp, id);
+    else
+        unavailable(resp, id);
+    return 1;
+}
+
 /* The terminal task's answer to tasks/result: its CallToolResult with the related-task
  * _meta, or -32800 for a cancelled task. */
 static void answer_result(ing_mcp_t *m, const rpc_msg_t *msg, const ing_task_t *t, ing_resp_t *resp)
@@ -47,15 +70,8 @@ static int do_result(ing_mcp_t *m, const rpc_msg_t *msg, const char *task_id, in
     ing_ctx_t *ctx = m->req->ctx;
     ing_task_t t;
     for (int round = 0; round < 2; round++) {
-        int rc = ing_task_get(ctx->kv, m->tenant->id, task_id, &t);
-        if (rc == MCPQ_ENOTFOUND) {
-            not_found(resp, msg->id);
+        if (answered(ing_task_get(ctx->kv, m->tenant->id, task_id, &t), resp, msg->id))
             return 0;
-        }
-        if (rc < 0) {
-            unavailable(resp, msg->id);
-            return 0;
-        }
         const char *state = ing_task_field(&t, "state");
         int done = strcmp(state, "waiting") != 0 && strcmp(state, "running") != 0;
         if (done || strlen(task_id) >= ING_JOB_ID_LEN) {
@@ -112,7 +128,7 @@ static void do_list(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     {
         ing_task_t t;
         if (ing_task_get(m->req->ctx->kv, m->tenant->id, id->valuestring, &t) == 0) {
-            cJSON_AddItemToArray(arr, ing_task_mcp(&t));
+            cJSON_AddItemToArray(arr, ing_task_mcp(&t, 0, m->req->ctx->set->task_retention_s));
             ing_task_cleanup(&t);
         }
     }
@@ -125,59 +141,119 @@ static void do_list(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     ing_resp_result_obj(m, resp, msg->id, r);
 }
 
+/* params.taskId, or NULL after answering -32602. */
+static const char *task_id_param(const rpc_msg_t *msg, ing_resp_t *resp)
+{
+    const char *task_id =
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg->params, "taskId"));
+    if (!task_id)
+        ing_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS, "params.taskId must be a string",
+                       NULL);
+    return task_id;
+}
+
+/* Cancels; a task already ended is an error for 2025-11-25 and acknowledged for the
+ * extension (cancellation there is eventually consistent and may end in another terminal
+ * status). 1 when answered with an error. */
+static int cancel(ing_mcp_t *m, const rpc_msg_t *msg, const char *task_id, int ext,
+                  ing_resp_t *resp)
+{
+    ing_ctx_t *ctx = m->req->ctx;
+    int rc = ing_task_cancel(ctx->kv, m->tenant->id, task_id, "cancelled by tasks/cancel",
+                             ctx->set->task_retention_s);
+    if (rc == MCPQ_EINVAL && !ext) {
+        ing_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS,
+                       "Cannot cancel task: already in a terminal status", NULL);
+        return 1;
+    }
+    return answered(rc == MCPQ_EINVAL ? 0 : rc, resp, msg->id);
+}
+
+/* Answers with the task as the surface renders it (ext: the DetailedTask). */
+static void answer_task(ing_mcp_t *m, const rpc_msg_t *msg, const char *task_id, int ext,
+                        ing_resp_t *resp)
+{
+    ing_ctx_t *ctx = m->req->ctx;
+    ing_task_t t;
+    if (answered(ing_task_get(ctx->kv, m->tenant->id, task_id, &t), resp, msg->id))
+        return;
+    ing_resp_result_obj(m, resp, msg->id, ing_task_mcp(&t, ext, ctx->set->task_retention_s));
+    ing_task_cleanup(&t);
+}
+
+static void method_not_found(const rpc_msg_t *msg, int status, ing_resp_t *resp)
+{
+    char buf[200];
+    snprintf(buf, sizeof(buf), "Method not found: %.120s", msg->method);
+    ing_resp_error(resp, status, msg->id, RPC_METHOD_NOT_FOUND, buf, NULL);
+}
+
 int ing_mcp_tasks(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
 {
     const char *meth = msg->method;
-    ing_ctx_t *ctx = m->req->ctx;
     if (strcmp(meth, "tasks/list") == 0) {
         do_list(m, msg, resp);
         return 0;
     }
     int get = strcmp(meth, "tasks/get") == 0, result = strcmp(meth, "tasks/result") == 0;
-    int cancel = strcmp(meth, "tasks/cancel") == 0;
-    if (!get && !result && !cancel) {
-        char buf[200];
-        snprintf(buf, sizeof(buf), "Method not found: %.120s", meth);
-        ing_resp_error(resp, 200, msg->id, RPC_METHOD_NOT_FOUND, buf, NULL);
+    int cancelling = strcmp(meth, "tasks/cancel") == 0;
+    if (!get && !result && !cancelling) {
+        method_not_found(msg, 200, resp);
         return 0;
     }
-    const char *task_id =
-        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg->params, "taskId"));
-    if (!task_id) {
-        ing_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS, "params.taskId must be a string",
-                       NULL);
+    const char *task_id = task_id_param(msg, resp);
+    if (!task_id)
         return 0;
-    }
     if (result)
         return do_result(m, msg, task_id, resp);
-    if (cancel) {
-        int rc = ing_task_cancel(ctx->kv, m->tenant->id, task_id, "cancelled by tasks/cancel",
-                                 ctx->set->task_retention_s);
-        if (rc == MCPQ_EINVAL) {
-            ing_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS,
-                           "Cannot cancel task: already in a terminal status", NULL);
-            return 0;
-        }
-        if (rc == MCPQ_ENOTFOUND) {
-            not_found(resp, msg->id);
-            return 0;
-        }
-        if (rc < 0) {
-            unavailable(resp, msg->id);
-            return 0;
-        }
-    }
-    ing_task_t t;
-    int rc = ing_task_get(ctx->kv, m->tenant->id, task_id, &t);
-    if (rc == MCPQ_ENOTFOUND) {
-        not_found(resp, msg->id);
+    if (cancelling && cancel(m, msg, task_id, 0, resp))
         return 0;
-    }
-    if (rc < 0) {
-        unavailable(resp, msg->id);
-        return 0;
-    }
-    ing_resp_result_obj(m, resp, msg->id, ing_task_mcp(&t));
-    ing_task_cleanup(&t);
+    answer_task(m, msg, task_id, 0, resp);
     return 0;
+}
+
+void ing_mcp_tasks_ext(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
+{
+    const char *meth = msg->method;
+    int get = strcmp(meth, "tasks/get") == 0, update = strcmp(meth, "tasks/update") == 0;
+    int cancelling = strcmp(meth, "tasks/cancel") == 0;
+    if (!get && !update && !cancelling) {
+        method_not_found(msg, 404, resp);
+        return;
+    }
+    if (!ing_declares_tasks_ext(msg)) {
+        cJSON *data = cJSON_CreateObject();
+        cJSON_AddObjectToObject(
+            cJSON_AddObjectToObject(cJSON_AddObjectToObject(data, "requiredCapabilities"),
+                                    "extensions"),
+            ING_EXT_TASKS);
+        ing_resp_error(resp, 400, msg->id, RPC_MISSING_CAPABILITY,
+                       "Missing required client capability: declare the " ING_EXT_TASKS
+                       " extension in params._meta[\"" ING_META_CLIENT_CAPS "\"].extensions",
+                       data);
+        cJSON_Delete(data);
+        return;
+    }
+    const char *task_id = task_id_param(msg, resp);
+    if (!task_id)
+        return;
+    if (get) {
+        answer_task(m, msg, task_id, 1, resp);
+        return;
+    }
+    if (update) {
+        const cJSON *responses = cJSON_GetObjectItemCaseSensitive(msg->params, "inputResponses");
+        if (!cJSON_IsObject(responses)) {
+            ing_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS,
+                           "params.inputResponses must be an object", NULL);
+            return;
+        }
+        ing_task_t t;
+        if (answered(ing_task_get(m->req->ctx->kv, m->tenant->id, task_id, &t), resp, msg->id))
+            return;
+        ing_task_cleanup(&t);
+    } else if (cancel(m, msg, task_id, 1, resp)) {
+        return;
+    }
+    ing_resp_result_obj(m, resp, msg->id, cJSON_CreateObject());
 }

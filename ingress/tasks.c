@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#define POLL_INTERVAL_MS 1000 /* suggested to pollers of a task that has not ended */
+
 /* Runs a task script on a pooled connection. */
 static redisReply *run(kv_pool_t *kv, task_script_t s, int argc, const char *const *argv)
 {
@@ -211,12 +213,14 @@ static cJSON *iso_time(long long ms)
     return cJSON_CreateString(buf);
 }
 
-cJSON *ing_task_mcp(const ing_task_t *task)
+cJSON *ing_task_mcp(const ing_task_t *task, int ext, long long retention_s)
 {
     cJSON *t = cJSON_CreateObject();
     const char *state = ing_task_field(task, "state");
+    const char *fault = ing_task_field(task, "fault");
+    const char *status = task_mcp_status(state, fault, ext);
     cJSON_AddStringToObject(t, "taskId", ing_task_field(task, "id"));
-    cJSON_AddStringToObject(t, "status", task_mcp_status(state));
+    cJSON_AddStringToObject(t, "status", status);
     const char *msg = *ing_task_field(task, "error") ? ing_task_field(task, "error")
                                                      : ing_task_field(task, "msg");
     if (*msg)
@@ -225,13 +229,20 @@ cJSON *ing_task_mcp(const ing_task_t *task)
                           iso_time(strtoll(ing_task_field(task, "created_ms"), NULL, 10)));
     cJSON_AddItemToObject(t, "lastUpdatedAt",
                           iso_time(strtoll(ing_task_field(task, "updated_ms"), NULL, 10)));
-    long long ttl = strtoll(ing_task_field(task, "ttl_ms"), NULL, 10);
-    if (ttl > 0)
-        cJSON_AddNumberToObject(t, "ttl", (double)ttl);
-    else
-        cJSON_AddNullToObject(t, "ttl");
-    if (!terminal(state))
-        cJSON_AddNumberToObject(t, "pollInterval", 1000);
+    /* The retention the gateway keeps a task for, whatever TTL the client asked for. */
+    cJSON_AddNumberToObject(t, ext ? "ttlMs" : "ttl", (double)retention_s * 1000.0);
+    if (!terminal(state)) {
+        cJSON_AddNumberToObject(t, ext ? "pollIntervalMs" : "pollInterval", POLL_INTERVAL_MS);
+        return t;
+    }
+    if (ext && strcmp(status, "completed") == 0) {
+        cJSON *result = json_field(task, "result");
+        cJSON_AddItemToObject(t, "result", result ? result : cJSON_CreateObject());
+    } else if (ext && strcmp(status, "failed") == 0) {
+        cJSON *err = cJSON_AddObjectToObject(t, "error");
+        cJSON_AddNumberToObject(err, "code", (double)strtol(fault, NULL, 10));
+        cJSON_AddStringToObject(err, "message", *msg ? msg : "the task failed");
+    }
     return t;
 }
 

@@ -2,7 +2,7 @@
  * tasks.h - the ingress's side of the task model (common/task.h, SPEC section 5): creating
  * a task for a tools/call, reading, listing and cancelling a tenant's tasks, and rendering a
  * task for each surface: the seed-003 shape of the system server (workerSysGetTaskStatus),
- * and the MCP Tasks `Task` object (2025-11-25).
+ * and the MCP Tasks `Task` object (2025-11-25 and the 2026-07-28 extension).
  *
  * A task of another tenant answers exactly as a missing one (SPEC section 3).
  *
@@ -55,9 +55,12 @@ cJSON *ing_task_list(kv_pool_t *kv, const char *tenant, long long offset, long l
  * TaskBeginTime, TaskEndTime (epoch ms, null until known). */
 cJSON *ing_task_seed003(const ing_task_t *task);
 
-/* The MCP Tasks Task object: taskId, status, statusMessage, createdAt, lastUpdatedAt, ttl,
- * pollInterval. */
-cJSON *ing_task_mcp(const ing_task_t *task);
+/* The MCP Tasks Task object: taskId, status, statusMessage, createdAt, lastUpdatedAt, the
+ * retention as TTL, and a poll interval while it runs. ext = 0: the 2025-11-25 shape (ttl,
+ * pollInterval; a terminated task is failed). ext = 1: the 2026-07-28 extension's
+ * DetailedTask (ttlMs, pollIntervalMs; once terminal, `result` for completed, which includes
+ * a tool's isError result, or the JSON-RPC `error` for failed). */
+cJSON *ing_task_mcp(const ing_task_t *task, int ext, long long retention_s);
 
 /* The task's CallToolResult once terminal (a copy; NULL before). */
 cJSON *ing_task_result(const ing_task_t *task);

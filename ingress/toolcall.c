@@ -120,12 +120,52 @@ static int task_routing(const cJSON *args, const char **robot, long long *priori
     return 0;
 }
 
+/* How a call that became a task is answered. */
+typedef enum {
+    ANSWER_SEED003, /* structuredContent {TaskId, TaskStatus} (SPEC 5.1) */
+    ANSWER_MCP2025, /* CreateTaskResult {task} (2025-11-25, params.task) */
+    ANSWER_EXT      /* resultType "task" and the Task (2026-07-28 tasks extension) */
+} task_answer_t;
+
+/* Which answer a tools/call gets: a task (ANSWER_*) or -1 to run it synchronously. The
+ * 2026-07-28 extension leaves the choice to the server: a declaring client gets a task for a
+ * task-mode tool and for any tool it sends with params.task (the 2025-11-25 hint, which the
+ * gateway honours on that surface too); a client that does not declare it gets the SPEC 5.1
+ * answer of a task-mode tool and runs other tools synchronously. */
+static int task_answer(const ing_mcp_t *m, const rpc_msg_t *msg, const ing_tool_t *tool)
+{
+    int hinted = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(msg->params, "task"));
+    if (m->modern && ing_declares_tasks_ext(msg))
+        return tool->task_mode || hinted ? ANSWER_EXT : -1;
+    if (!m->modern && hinted)
+        return ANSWER_MCP2025;
+    return tool->task_mode ? ANSWER_SEED003 : -1;
+}
+
+/* The seed-003 answer: {TaskId, TaskStatus} as structuredContent and as text. */
+static void seed003_answer(cJSON *result, const char *id)
+{
+    cJSON *sc = cJSON_CreateObject();
+    cJSON_AddStringToObject(sc, "TaskId", id);
+    cJSON_AddStringToObject(sc, "TaskStatus", "waiting");
+    char *text = cJSON_PrintUnformatted(sc);
+    cJSON *content = cJSON_AddArrayToObject(result, "content");
+    cJSON *block = cJSON_CreateObject();
+    cJSON_AddStringToObject(block, "type", "text");
+    cJSON_AddStringToObject(block, "text", text ? text : "");
+    cJSON_free(text);
+    cJSON_AddItemToArray(content, block);
+    cJSON_AddItemToObject(result, "structuredContent", sc);
+    cJSON_AddFalseToObject(result, "isError");
+}
+
 /* The call becomes a task (SPEC 5): created in Redis as waiting, its job published with
- * mode "task", and answered at once: with {TaskId, TaskStatus} for a task-mode tool (seed
- * 003), or a CreateTaskResult when the client asked for one with params.task (2025-11-25).
- * own (the tool's arguments) is consumed. */
+ * mode "task", and answered at once as `answer` says. The task is durable before the answer
+ * leaves (the extension's rule: tasks/get resolves as soon as the client has the id). own
+ * (the tool's arguments) is consumed. */
 static int start_task(ing_mcp_t *m, const rpc_msg_t *msg, const ing_tool_t *tool, cJSON *own,
-                      const cJSON *args, long long timeout_ms, int as_mcp, ing_resp_t *resp)
+                      const cJSON *args, long long timeout_ms, task_answer_t answer,
+                      ing_resp_t *resp)
 {
     ing_ctx_t *ctx = m->req->ctx;
     const char *robot = NULL, *why = NULL;
@@ -155,7 +195,9 @@ static int start_task(ing_mcp_t *m, const rpc_msg_t *msg, const ing_tool_t *tool
         .args_json = args_json ? args_json : "{}",
         .robot = robot,
         .env_json = payload ? payload : "",
-        .surface = as_mcp ? "mcp" : "tool",
+        .surface = answer == ANSWER_EXT       ? "ext"
+                   : answer == ANSWER_MCP2025 ? "mcp"
+                                              : "tool",
         .priority = priority,
         .ttl_ms = cJSON_IsNumber(ttl) && ttl->valuedouble > 0 ? (long long)ttl->valuedouble : 0,
         .retention_s = ctx->set->task_retention_s};
@@ -188,30 +230,29 @@ static int start_task(ing_mcp_t *m, const rpc_msg_t *msg, const ing_tool_t *tool
     }
     log_event(LOG_INFO, "task created", "tenant", tool->tenant, "tool", tool->name, "task_id", id,
               "robot", robot ? robot : "", (char *)NULL);
-    cJSON *result = cJSON_CreateObject();
-    if (as_mcp) {
+    cJSON *result = NULL;
+    if (answer == ANSWER_SEED003) {
+        result = cJSON_CreateObject();
+        seed003_answer(result, id);
+    } else {
+        int ext = answer == ANSWER_EXT;
         ing_task_t task;
+        cJSON *tk;
         if (ing_task_get(ctx->kv, tool->tenant, id, &task) == 0) {
-            cJSON_AddItemToObject(result, "task", ing_task_mcp(&task));
+            tk = ing_task_mcp(&task, ext, ctx->set->task_retention_s);
             ing_task_cleanup(&task);
         } else {
-            cJSON *tk = cJSON_AddObjectToObject(result, "task");
+            tk = cJSON_CreateObject();
             cJSON_AddStringToObject(tk, "taskId", id);
             cJSON_AddStringToObject(tk, "status", "working");
         }
-    } else {
-        cJSON *sc = cJSON_CreateObject();
-        cJSON_AddStringToObject(sc, "TaskId", id);
-        cJSON_AddStringToObject(sc, "TaskStatus", "waiting");
-        char *text = cJSON_PrintUnformatted(sc);
-        cJSON *content = cJSON_AddArrayToObject(result, "content");
-        cJSON *block = cJSON_CreateObject();
-        cJSON_AddStringToObject(block, "type", "text");
-        cJSON_AddStringToObject(block, "text", text ? text : "");
-        cJSON_free(text);
-        cJSON_AddItemToArray(content, block);
-        cJSON_AddItemToObject(result, "structuredContent", sc);
-        cJSON_AddFalseToObject(result, "isError");
+        if (ext) { /* CreateTaskResult = Result & Task, flat */
+            result = tk;
+            cJSON_AddStringToObject(result, "resultType", "task");
+        } else {
+            result = cJSON_CreateObject();
+            cJSON_AddItemToObject(result, "task", tk);
+        }
     }
     ing_metrics_call(ctx->metrics, ING_CALL_OK);
     ing_resp_result_obj(m, resp, msg->id, result);
@@ -297,11 +338,10 @@ int ing_mcp_tools_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     }
 
     long long timeout_ms = tool->timeout_ms > 0 ? tool->timeout_ms : ctx->set->default_timeout_ms;
-    /* A task-mode tool, or any tool a 2025-11-25 client asks to run as a task (SPEC 5.2). */
-    int as_mcp =
-        !m->modern && cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(msg->params, "task"));
-    if (tool->task_mode || as_mcp)
-        return start_task(m, msg, tool, own, args, timeout_ms, as_mcp, resp);
+    /* A task-mode tool, or any tool a client asks to run as a task (SPEC 5.2). */
+    int answer = task_answer(m, msg, tool);
+    if (answer >= 0)
+        return start_task(m, msg, tool, own, args, timeout_ms, (task_answer_t)answer, resp);
     char hex[33];
     util_random_hex(hex, 16);
     ing_call_t *call = &req->call;

@@ -151,12 +151,12 @@ void wrk_tasks_progress(wrk_tasks_t *t, const char *task_id, const char *message
 }
 
 int wrk_tasks_finish(wrk_tasks_t *t, const char *task_id, const char *state,
-                     const char *result_json, const char *reason)
+                     const char *result_json, const char *reason, const char *fault)
 {
     char base[20];
-    const char *argv[] = {task_id, t->worker_id, state,        result_json,
-                          reason,  t->retention, id_base(base)};
-    redisReply *r = run(t, TASK_SCRIPT_FINISH, 7, argv);
+    const char *argv[] = {task_id, t->worker_id, state,         result_json,
+                          reason,  t->retention, id_base(base), fault ? fault : ""};
+    redisReply *r = run(t, TASK_SCRIPT_FINISH, 8, argv);
     if (!r)
         return MCPQ_EUNAVAIL;
     int rc = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
@@ -179,6 +179,20 @@ void wrk_tasks_reap(wrk_tasks_t *t)
             log_event(LOG_WARN, "task lease ran out (its worker died or hung)", "task",
                       r->element[i]->str, (char *)NULL);
     freeReplyObject(r);
+}
+
+int wrk_tasks_handback(wrk_tasks_t *t, const char *task_id)
+{
+    const char *argv[] = {task_id, t->worker_id};
+    redisReply *r = run(t, TASK_SCRIPT_HANDBACK, 2, argv);
+    if (!r)
+        return MCPQ_EUNAVAIL;
+    int rc = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+    freeReplyObject(r);
+    if (rc)
+        log_event(LOG_INFO, "task handed back: waiting for another worker", "task_id", task_id,
+                  (char *)NULL);
+    return rc;
 }
 
 void wrk_tasks_release_mine(wrk_tasks_t *t)

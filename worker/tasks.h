@@ -23,6 +23,7 @@
 #define MCPQ_WORKER_TASKS_H
 
 #include "settings.h"
+#include "task.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -51,11 +52,17 @@ void wrk_tasks_heartbeat(wrk_tasks_t *t, const char *const *ids, size_t n);
 void wrk_tasks_progress(wrk_tasks_t *t, const char *task_id, const char *message,
                         const char *progress_json);
 
-/* Ends a run: state "complete" or "terminated" with its CallToolResult JSON and a reason
- * ("" when none). 1 written, 0 the task was no longer this worker's (cancelled, reaped),
- * MCPQ_EUNAVAIL: retry later. */
+/* Ends a run: state "complete" or "terminated" with its CallToolResult JSON, a reason
+ * ("" when none) and, for a failure outside the tool (timeout, executor fault), its JSON-RPC
+ * code as fault (TASK_FAULT_*; NULL when the tool returned the result). 1 written, 0 the task
+ * was no longer this worker's (cancelled, reaped), MCPQ_EUNAVAIL: retry later. */
 int wrk_tasks_finish(wrk_tasks_t *t, const char *task_id, const char *state,
-                     const char *result_json, const char *reason);
+                     const char *result_json, const char *reason, const char *fault);
+
+/* Puts a task this worker stopped running because it shuts down back to waiting at once
+ * (another worker may take it; the attempt is not counted). 1 done, 0 not running here,
+ * MCPQ_EUNAVAIL: Redis is down, and the lease will bring it back instead. */
+int wrk_tasks_handback(wrk_tasks_t *t, const char *task_id);
 
 /* Requeues or terminates tasks whose leases ran out (any worker's). Best effort. */
 void wrk_tasks_reap(wrk_tasks_t *t);

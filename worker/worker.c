@@ -219,6 +219,7 @@ static int task_end(wrk_worker_t *w, wrk_job_t *job)
     cJSON *result = cJSON_GetObjectItemCaseSensitive(rec, "result");
     char reason[300] = "";
     char *result_json = NULL;
+    const char *fault = NULL; /* a failure outside the tool: its JSON-RPC code */
     int failed = 1;
     if (status && strcmp(status, "ok") == 0 && cJSON_IsObject(result)) {
         failed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result, "isError"));
@@ -228,7 +229,9 @@ static int task_end(wrk_worker_t *w, wrk_job_t *job)
     } else {
         const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(rec, "error"), "message"));
-        if (status && strcmp(status, "timeout") == 0)
+        int timeout = status && strcmp(status, "timeout") == 0;
+        fault = timeout ? TASK_FAULT_TIMEOUT : TASK_FAULT_INTERNAL;
+        if (timeout)
             snprintf(reason, sizeof(reason), "timed out after %lld ms",
                      (long long)(job->env.timeout_ms > 0 ? job->env.timeout_ms
                                                          : w->s->default_timeout_ms));
@@ -248,16 +251,18 @@ static int task_end(wrk_worker_t *w, wrk_job_t *job)
     if (!result_json)
         return 0;
     int rc = wrk_tasks_finish(w->tasks, job->env.job_id, failed ? "terminated" : "complete",
-                              result_json, reason);
+                              result_json, reason, fault);
     cJSON_free(result_json);
     return rc >= 0;
 }
 
 /* A claimed task's job is over: its end goes to Redis (retried on the tick while Redis is
- * unreachable). A cancelled task was ended by whoever cancelled it; an aborted one (shutdown)
- * is left to its lease, which runs out and puts it back to waiting. */
+ * unreachable). A cancelled task was ended by whoever cancelled it; one aborted by a
+ * shutdown goes back to waiting at once (or, with Redis down, when its lease runs out). */
 static void task_finished(wrk_worker_t *w, wrk_job_t *job)
 {
+    if (!job->cancelled && !job->record)
+        wrk_tasks_handback(w->tasks, job->env.job_id);
     if (job->cancelled || !job->record || task_end(w, job)) {
         job->task_pending = 0;
         task_release(w, job);

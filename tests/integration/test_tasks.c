@@ -202,6 +202,28 @@ int main(void)
     CHECK_STR_EQ(field(d, "attempts"), "2");
     TEST_PASS("a robot worker killed mid-task: the task runs again (attempt 2) and completes");
 
+    /* A worker stopped with SIGTERM mid-task hands the task back at once: with a 30 s lease,
+     * only the hand-back can bring it back to waiting within seconds. */
+    const char *r2[] = {"MCPQ_TASK_LEASE_MS=30000", "MCPQ_KILL_GRACE_MS=500",
+                        "MCPQ_SHUTDOWN_GRACE_MS=300", "MCPQ_ROBOT_ID=r2", NULL};
+    pid_t w_r2 = fx_spawn_worker(&fx, "w-r2", r2);
+    CHECK(w_r2 > 0);
+    char *e = start("\"RobotId\":\"r2\",\"secs\":4");
+    CHECK_INT_EQ(wait_state(e, "running", 20000), 0);
+    long long stopped_at = fx_now_ms();
+    CHECK_INT_EQ(fx_stop_pid(w_r2, 10000), 0); /* SIGTERM, exit status 0 */
+    CHECK_INT_EQ(wait_state(e, "waiting", 5000), 0);
+    CHECK(fx_now_ms() - stopped_at < 5000);
+    CHECK_STR_EQ(field(e, "attempts"), "0");
+    CHECK_STR_EQ(field(e, "msg"), "waiting again: its worker shut down");
+    w_r2 = fx_spawn_worker(&fx, "w-r2b", r2);
+    CHECK(w_r2 > 0);
+    CHECK_INT_EQ(wait_state(e, "complete", 30000), 0);
+    CHECK_STR_EQ(field(e, "worker"), "w-r2b");
+    CHECK_STR_EQ(field(e, "attempts"), "1");
+    TEST_PASS("a worker stopped mid-task hands it back at once (attempt not counted); another "
+              "worker of the pool completes it");
+
     j = post(NULL, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":"
                    "\"job\",\"arguments\":{\"TaskPriority\":101}}}");
     CHECK(cJSON_GetObjectItemCaseSensitive(j, "error") != NULL);
@@ -225,9 +247,11 @@ int main(void)
     free(mid);
     free(c);
     free(d);
+    free(e);
     redisFree(rc);
     CHECK_INT_EQ(fx_stop_pid(w_any, 10000), 0);
     CHECK_INT_EQ(fx_stop_pid(w_r1, 10000), 0);
+    CHECK_INT_EQ(fx_stop_pid(w_r2, 10000), 0);
     CHECK_INT_EQ(fx_stop_pid(ing, 10000), 0);
     fx_stop(&fx);
     curl_global_cleanup();
