@@ -368,9 +368,7 @@ int ing_pending_healthy(ing_pending_t *p)
     return atomic_load(&p->healthy);
 }
 
-/* The JSON-RPC response for a result record (docs/internals.md). Under 2026-07-28 the
- * result carries resultType. */
-static char *response_for_record(const ing_call_t *call, const char *record, size_t len)
+char *ing_record_response(const ing_call_t *call, const char *record, size_t len)
 {
     cJSON *rec = cJSON_ParseWithLength(record, len);
     const char *status = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "status"));
@@ -418,21 +416,28 @@ static void cancel_locked(ing_pending_t *p, ing_call_t *call)
     }
 }
 
-/* One reply-stream entry for a call of this replica. */
+/* One reply-stream entry for the calls of this replica waiting on the job: usually one, more
+ * when repeats of an idempotent call wait on the same job (idem.h). */
 static void deliver(ing_pending_t *p, const char *job_id, const char *kind, const char *data,
                     size_t len)
 {
     pthread_mutex_lock(&p->lock);
-    ing_call_t *c = find_locked(p, job_id);
-    if (!c) {
+    int result = strcmp(kind, "result") == 0, cancelled = strcmp(kind, "cancelled") == 0;
+    if (result || cancelled) {
+        /* Each completion unlinks its call, so look the job up again until none is left. */
+        ing_call_t *c;
+        while ((c = find_locked(p, job_id)) != NULL) {
+            if (result)
+                complete_locked(p, c, ing_record_response(c, data, len), 0);
+            else
+                cancel_locked(p, c);
+        }
         pthread_mutex_unlock(&p->lock);
         return;
     }
-    if (strcmp(kind, "result") == 0) {
-        complete_locked(p, c, response_for_record(c, data, len), 0);
-    } else if (strcmp(kind, "cancelled") == 0) {
-        cancel_locked(p, c);
-    } else if (c->sse_ok) {
+    for (ing_call_t *c = p->buckets[bucket_of(job_id)]; c; c = c->next) {
+        if (strcmp(c->job_id, job_id) != 0 || !c->sse_ok)
+            continue;
         char *n = NULL;
         if (strcmp(kind, "progress") == 0 && c->progress_token[0])
             n = ing_notify_progress(c->progress_token, data, len);
@@ -546,11 +551,15 @@ static void expire(ing_pending_t *p, redisContext **ctx)
             *ctx = NULL;
         }
         pthread_mutex_lock(&p->lock);
-        ing_call_t *c = find_locked(p, job_id);
+        /* The call whose deadline passed (several calls may wait on one job id). */
+        ing_call_t *c = p->nheap > 0 && p->heap[0]->deadline_mono <= now &&
+                                strcmp(p->heap[0]->job_id, job_id) == 0
+                            ? p->heap[0]
+                            : NULL;
         if (c) {
             char *resp;
             if (r && r->type == REDIS_REPLY_STRING)
-                resp = response_for_record(c, r->str, r->len);
+                resp = ing_record_response(c, r->str, r->len);
             else
                 resp = error_response(c->id_json, RPC_REPLY_TIMEOUT, "Agent reply timeout");
             complete_locked(p, c, resp, !(r && r->type == REDIS_REPLY_STRING));

@@ -115,4 +115,9 @@ int ing_pending_healthy(ing_pending_t *p);
 /* Completes everything still waiting with -32603 (graceful shutdown after the grace period). */
 void ing_pending_fail_all(ing_pending_t *p, const char *message);
 
+/* The JSON-RPC response for a result record (docs/internals.md) answering call (its id_json,
+ * modern and task_result are used): the record's result, -32003 for a timeout, or its error.
+ * Under 2026-07-28 the result carries resultType. Malloc'd; NULL on ENOMEM. */
+char *ing_record_response(const ing_call_t *call, const char *record, size_t len);
+
 #endif

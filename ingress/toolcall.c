@@ -2,6 +2,7 @@
 
 #include "era.h"
 #include "err.h"
+#include "idem.h"
 #include "log.h"
 #include "mcp.h"
 #include "notify.h"
@@ -159,77 +160,11 @@ static void seed003_answer(cJSON *result, const char *id)
     cJSON_AddFalseToObject(result, "isError");
 }
 
-/* The call becomes a task (SPEC 5): created in Redis as waiting, its job published with
- * mode "task", and answered at once as `answer` says. The task is durable before the answer
- * leaves (the extension's rule: tasks/get resolves as soon as the client has the id). own
- * (the tool's arguments) is consumed. */
-static int start_task(ing_mcp_t *m, const rpc_msg_t *msg, const ing_tool_t *tool, cJSON *own,
-                      const cJSON *args, long long timeout_ms, task_answer_t answer,
-                      ing_resp_t *resp)
+/* Answers a call that became task id as `answer` says (see task_answer_t). */
+static int answer_task(ing_mcp_t *m, const rpc_msg_t *msg, const ing_tool_t *tool, const char *id,
+                       task_answer_t answer, ing_resp_t *resp)
 {
     ing_ctx_t *ctx = m->req->ctx;
-    const char *robot = NULL, *why = NULL;
-    long long priority = 50;
-    if (task_routing(args, &robot, &priority, &why) < 0) {
-        cJSON_Delete(own);
-        ing_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS, why, NULL);
-        return 0;
-    }
-    char id[TASK_ID_LEN];
-    task_id_new(id);
-    cJSON *env = build_envelope(m, tool, msg, own, id, timeout_ms);
-    cJSON_ReplaceItemInObjectCaseSensitive(env, "task_id", cJSON_CreateString(id));
-    cJSON_DeleteItemFromObjectCaseSensitive(env, "reply_to");
-    cJSON_ReplaceItemInObjectCaseSensitive(env, "mode", cJSON_CreateString("task"));
-    char *payload = cJSON_PrintUnformatted(env);
-    char *args_json = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(env, "arguments"));
-    cJSON_Delete(env);
-    const cJSON *ttl = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(msg->params, "task"), "ttl");
-    ing_task_new_t t = {
-        .id = id,
-        .tenant = tool->tenant,
-        .server = tool->server,
-        .tool = tool->name,
-        .version = tool->version_id,
-        .args_json = args_json ? args_json : "{}",
-        .robot = robot,
-        .env_json = payload ? payload : "",
-        .surface = answer == ANSWER_EXT       ? "ext"
-                   : answer == ANSWER_MCP2025 ? "mcp"
-                                              : "tool",
-        .priority = priority,
-        .ttl_ms = cJSON_IsNumber(ttl) && ttl->valuedouble > 0 ? (long long)ttl->valuedouble : 0,
-        .retention_s = ctx->set->task_retention_s};
-    long long created = 0;
-    int rc = payload && args_json ? ing_task_create(ctx->kv, &t, &created) : MCPQ_ENOMEM;
-    cJSON_free(args_json);
-    if (rc < 0) {
-        cJSON_free(payload);
-        ing_metrics_call(ctx->metrics, ING_CALL_FAILED);
-        ing_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR,
-                       "task store (Redis) unavailable; try again", NULL);
-        return 0;
-    }
-    char *opaque = malloc(strlen(id) + 3);
-    if (opaque)
-        snprintf(opaque, strlen(id) + 3, "t:%s", id);
-    rc = opaque ? mq_producer_send(ctx->producer, ctx->set->topic_jobs, id, payload,
-                                   strlen(payload), NULL, opaque)
-                : MCPQ_ENOMEM;
-    cJSON_free(payload);
-    if (rc < 0) {
-        free(opaque);
-        ing_task_abandon(ctx->kv, id, "the job queue (Kafka) refused the task",
-                         ctx->set->task_retention_s);
-        ing_metrics_published(ctx->metrics, 0);
-        ing_metrics_call(ctx->metrics, ING_CALL_FAILED);
-        ing_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR,
-                       "job queue (Kafka) unavailable; try again", NULL);
-        return 0;
-    }
-    log_event(LOG_INFO, "task created", "tenant", tool->tenant, "tool", tool->name, "task_id", id,
-              "robot", robot ? robot : "", (char *)NULL);
     cJSON *result = NULL;
     if (answer == ANSWER_SEED003) {
         result = cJSON_CreateObject();
@@ -257,6 +192,96 @@ static int start_task(ing_mcp_t *m, const rpc_msg_t *msg, const ing_tool_t *tool
     ing_metrics_call(ctx->metrics, ING_CALL_OK);
     ing_resp_result_obj(m, resp, msg->id, result);
     return 0;
+}
+
+/* The call becomes a task (SPEC 5): created in Redis as waiting, its job published with
+ * mode "task", and answered at once as `answer` says. The task is durable before the answer
+ * leaves (the extension's rule: tasks/get resolves as soon as the client has the id). own
+ * (the tool's arguments) is consumed. */
+static int start_task(ing_mcp_t *m, const rpc_msg_t *msg, const ing_tool_t *tool, cJSON *own,
+                      const cJSON *args, long long timeout_ms, task_answer_t answer,
+                      const char *idem_id, ing_resp_t *resp)
+{
+    ing_ctx_t *ctx = m->req->ctx;
+    const char *robot = NULL, *why = NULL;
+    long long priority = 50;
+    if (task_routing(args, &robot, &priority, &why) < 0) {
+        cJSON_Delete(own);
+        ing_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS, why, NULL);
+        return 0;
+    }
+    char id[TASK_ID_LEN];
+    if (idem_id)
+        snprintf(id, sizeof(id), "%s", idem_id);
+    else
+        task_id_new(id);
+    ing_task_t existing;
+    if (idem_id && ing_task_get(ctx->kv, tool->tenant, id, &existing) == 0) {
+        /* A repeat of an idempotent call whose task exists: the same answer, nothing new. */
+        ing_task_cleanup(&existing);
+        cJSON_Delete(own);
+        return answer_task(m, msg, tool, id, answer, resp);
+    }
+    cJSON *env = build_envelope(m, tool, msg, own, id, timeout_ms);
+    cJSON_ReplaceItemInObjectCaseSensitive(env, "task_id", cJSON_CreateString(id));
+    cJSON_DeleteItemFromObjectCaseSensitive(env, "reply_to");
+    cJSON_ReplaceItemInObjectCaseSensitive(env, "mode", cJSON_CreateString("task"));
+    char *payload = cJSON_PrintUnformatted(env);
+    char *args_json = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(env, "arguments"));
+    cJSON_Delete(env);
+    const cJSON *ttl = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(msg->params, "task"), "ttl");
+    ing_task_new_t t = {
+        .id = id,
+        .tenant = tool->tenant,
+        .server = tool->server,
+        .tool = tool->name,
+        .version = tool->version_id,
+        .args_json = args_json ? args_json : "{}",
+        .robot = robot,
+        .env_json = payload ? payload : "",
+        .surface = answer == ANSWER_EXT       ? "ext"
+                   : answer == ANSWER_MCP2025 ? "mcp"
+                                              : "tool",
+        .priority = priority,
+        .ttl_ms = cJSON_IsNumber(ttl) && ttl->valuedouble > 0 ? (long long)ttl->valuedouble : 0,
+        .retention_s = ctx->set->task_retention_s};
+    long long created = 0;
+    int rc = payload && args_json ? ing_task_create(ctx->kv, &t, &created) : MCPQ_ENOMEM;
+    cJSON_free(args_json);
+    if (rc < 0 && idem_id && ing_task_get(ctx->kv, tool->tenant, id, &existing) == 0) {
+        /* A concurrent repeat created it first. */
+        ing_task_cleanup(&existing);
+        cJSON_free(payload);
+        return answer_task(m, msg, tool, id, answer, resp);
+    }
+    if (rc < 0) {
+        cJSON_free(payload);
+        ing_metrics_call(ctx->metrics, ING_CALL_FAILED);
+        ing_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR,
+                       "task store (Redis) unavailable; try again", NULL);
+        return 0;
+    }
+    char *opaque = malloc(strlen(id) + 3);
+    if (opaque)
+        snprintf(opaque, strlen(id) + 3, "t:%s", id);
+    rc = opaque ? mq_producer_send(ctx->producer, ctx->set->topic_jobs, id, payload,
+                                   strlen(payload), NULL, opaque)
+                : MCPQ_ENOMEM;
+    cJSON_free(payload);
+    if (rc < 0) {
+        free(opaque);
+        ing_task_abandon(ctx->kv, id, "the job queue (Kafka) refused the task",
+                         ctx->set->task_retention_s);
+        ing_metrics_published(ctx->metrics, 0);
+        ing_metrics_call(ctx->metrics, ING_CALL_FAILED);
+        ing_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR,
+                       "job queue (Kafka) unavailable; try again", NULL);
+        return 0;
+    }
+    log_event(LOG_INFO, "task created", "tenant", tool->tenant, "tool", tool->name, "task_id", id,
+              "robot", robot ? robot : "", (char *)NULL);
+    return answer_task(m, msg, tool, id, answer, resp);
 }
 
 int ing_mcp_tools_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
@@ -305,6 +330,12 @@ int ing_mcp_tools_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
         ing_resp_error(resp, 400, msg->id, RPC_HEADER_MISMATCH, why, NULL);
         return 0;
     }
+    const char *ikey = NULL;
+    if (ing_idem_key(args, &ikey) < 0) {
+        ing_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS,
+                       "arguments.idempotency_key must be a string of 1 to 255 bytes", NULL);
+        return 0;
+    }
     cJSON *own = tool_arguments(args);
     if (!own) {
         ing_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR, "out of memory", NULL);
@@ -338,20 +369,68 @@ int ing_mcp_tools_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     }
 
     long long timeout_ms = tool->timeout_ms > 0 ? tool->timeout_ms : ctx->set->default_timeout_ms;
-    /* A task-mode tool, or any tool a client asks to run as a task (SPEC 5.2). */
-    int answer = task_answer(m, msg, tool);
-    if (answer >= 0)
-        return start_task(m, msg, tool, own, args, timeout_ms, (task_answer_t)answer, resp);
-    char hex[33];
-    util_random_hex(hex, 16);
     ing_call_t *call = &req->call;
-    snprintf(call->job_id, sizeof(call->job_id), "j_%s", hex);
     rpc_id_str(msg->id, call->id_json, sizeof(call->id_json));
+    call->modern = m->modern;
+    call->task_result = 0;
+    /* An idempotency key (SPEC 4.2, idem.h): the first call's id is claimed with it; a
+     * repeat of a call that has ended is answered from its stored record, here. */
+    int as_task = task_answer(m, msg, tool);
+    char idem_id[ING_JOB_ID_LEN] = "";
+    if (ikey) {
+        char scope[33], proposed[ING_JOB_ID_LEN];
+        ing_idem_scope(tool->tenant, tool->server, tool->name, ikey, scope);
+        if (as_task >= 0) {
+            task_id_new(proposed);
+        } else {
+            char hex[33];
+            util_random_hex(hex, 16);
+            snprintf(proposed, sizeof(proposed), "j_%s", hex);
+        }
+        char *rec = NULL;
+        size_t rec_len = 0;
+        int st = ing_idem_claim(ctx->kv, tool->tenant, scope, own, ctx->set->idempotency_ttl_s,
+                                proposed, idem_id, sizeof(idem_id), &rec, &rec_len);
+        if (st < 0 || st == ING_IDEM_CONFLICT) {
+            cJSON_Delete(own);
+            if (st < 0)
+                ing_metrics_call(ctx->metrics, ING_CALL_FAILED);
+            ing_resp_error(resp, 200, msg->id, st < 0 ? RPC_INTERNAL_ERROR : RPC_INVALID_PARAMS,
+                           st < 0 ? "idempotency store (Redis) unavailable; try again"
+                                  : "idempotency_key was already used for this tool with other "
+                                    "arguments",
+                           NULL);
+            return 0;
+        }
+        if (rec) {
+            cJSON_Delete(own);
+            char *out = ing_record_response(call, rec, rec_len);
+            free(rec);
+            log_event(LOG_INFO, "idempotent repeat answered from the stored response", "tenant",
+                      tool->tenant, "tool", tool->name, "job_id", idem_id, (char *)NULL);
+            if (!out) {
+                ing_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR, "out of memory", NULL);
+                return 0;
+            }
+            ing_resp_json(resp, 200, out);
+            return 0;
+        }
+    }
+    /* A task-mode tool, or any tool a client asks to run as a task (SPEC 5.2). */
+    if (as_task >= 0)
+        return start_task(m, msg, tool, own, args, timeout_ms, (task_answer_t)as_task,
+                          ikey ? idem_id : NULL, resp);
+    if (ikey) {
+        snprintf(call->job_id, sizeof(call->job_id), "%s", idem_id);
+    } else {
+        char hex[33];
+        util_random_hex(hex, 16);
+        snprintf(call->job_id, sizeof(call->job_id), "j_%s", hex);
+    }
     call->conn = req->conn;
     call->deadline_mono = util_mono_ms() + timeout_ms;
     const char *accept = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, "Accept");
     call->sse_ok = accept && strcasestr(accept, "text/event-stream") != NULL;
-    call->modern = m->modern;
     call->log_min = m->log_min;
     snprintf(call->tool, sizeof(call->tool), "%s", tool->name);
     call->progress_token[0] = '\0';
@@ -360,6 +439,8 @@ int ing_mcp_tools_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
 
     cJSON *env = build_envelope(m, tool, msg, own, call->job_id, timeout_ms);
     own = NULL; /* now owned by env */
+    if (ikey)   /* the worker keeps the record as long as a repeat may replay it */
+        cJSON_AddNumberToObject(env, "result_ttl_s", (double)ctx->set->idempotency_ttl_s);
     char *payload = cJSON_PrintUnformatted(env);
     cJSON_Delete(env);
     char *opaque = strdup(call->job_id);

@@ -177,6 +177,8 @@ int wrk_envelope_parse(wrk_envelope_t *env, const char *buf, size_t len, char *e
         FAIL("created_ms is not a non-negative integer");
     if (get_int(root, "timeout_ms", &env->timeout_ms) < 0)
         FAIL("timeout_ms is not a non-negative integer");
+    if (get_int(root, "result_ttl_s", &env->result_ttl_s) < 0 || env->result_ttl_s > 30LL * 86400)
+        FAIL("result_ttl_s is not an integer from 0 to 30 days");
     return 0;
 }
 

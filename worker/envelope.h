@@ -37,9 +37,11 @@ typedef struct wrk_envelope {
     const cJSON *arguments;   /* an object; NULL when absent */
     const cJSON *executor;    /* an object with a string "type" */
     const char *exec_type;
-    int64_t deadline_ms; /* epoch ms; 0 when absent */
-    int64_t created_ms;  /* 0 when absent */
-    int64_t timeout_ms;  /* 0 when absent */
+    int64_t deadline_ms;  /* epoch ms; 0 when absent */
+    int64_t created_ms;   /* 0 when absent */
+    int64_t timeout_ms;   /* 0 when absent */
+    int64_t result_ttl_s; /* how long the result record must be kept at least (an idempotent
+                           * call, ingress/idem.h); 0 when absent */
 } wrk_envelope_t;
 
 /* Parses buf[0..len) into env (which the caller then cleans up either way).

@@ -404,9 +404,15 @@ static int round_one(wrk_store_t *st, wrk_store_req_t *batch, store_note_t **not
             if (append_cancel_key(st, CMD_CGET, r) < 0)
                 return MCPQ_ENOMEM;
         } else if (r->op == WRK_STORE_WRITE && r->phase == 0) {
+            char own_ttl[24];
+            const char *ttl = st->ttl;
+            if (r->ttl_s > strtoll(st->ttl, NULL, 10)) {
+                snprintf(own_ttl, sizeof(own_ttl), "%lld", (long long)r->ttl_s);
+                ttl = own_ttl;
+            }
             const char *argv[] = {
-                "SET", key_of(r->job_id, key, sizeof(key)), r->record, "NX", "GET", "EX", st->ttl};
-            size_t lens[] = {3, strlen(argv[1]), r->record_len, 2, 3, 2, strlen(st->ttl)};
+                "SET", key_of(r->job_id, key, sizeof(key)), r->record, "NX", "GET", "EX", ttl};
+            size_t lens[] = {3, strlen(argv[1]), r->record_len, 2, 3, 2, strlen(ttl)};
             if (append_argv(st, CMD_SET, r, 7, argv, lens) < 0)
                 return MCPQ_ENOMEM;
         }

@@ -12,7 +12,8 @@
  *                                                    → done(req, record or NULL),
  *                                                      req->cancelled set
  *   PROBE  EXISTS mcpq:cancel:<id>                   → done(req, NULL, 0), req->cancelled set
- *   WRITE  SET mcpq:result:<id> <record> NX GET EX <ttl>   (the record that is durable:
+ *   WRITE  SET mcpq:result:<id> <record> NX GET EX <ttl>   (ttl: the store's, or the
+ *          request's ttl_s when longer; the record that is durable:
  *          ours, or the one another worker wrote first), then for every reply stream
  *          XADD <stream> MAXLEN ~ 100000 * job <id> kind result data <durable record>
  *          and EXPIRE <stream> 3600                  → done(req, durable record)
@@ -64,6 +65,7 @@ struct wrk_store_req {
     size_t record_len;
     const char *const *streams; /* WRITE, REPLY: reply streams (may be 0) */
     size_t nstreams;
+    int64_t ttl_s; /* WRITE: keep the record at least this long (0: the store's TTL) */
     wrk_store_fn done;
     void *arg;
     int cancelled; /* CHECK, PROBE: 1 when mcpq:cancel:<id> exists (set before done runs) */

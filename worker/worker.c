@@ -155,6 +155,7 @@ static void write_request(wrk_job_t *job, wrk_store_op_t op, size_t from)
     job->req.record_len = job->record_len;
     job->req.streams = job->streams + from;
     job->req.nstreams = job->nstreams - from;
+    job->req.ttl_s = job->env.result_ttl_s;
     job->req.done = op == WRK_STORE_CANCEL ? on_cancel_written : on_written;
     job->req.arg = job;
     wrk_store_submit(w->store, &job->req);
