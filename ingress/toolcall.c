@@ -2,6 +2,7 @@
 
 #include "era.h"
 #include "err.h"
+#include "files.h"
 #include "log.h"
 #include "mcp.h"
 #include "notify.h"
@@ -49,8 +50,10 @@ static cJSON *tool_arguments(const cJSON *args)
     return out;
 }
 
+/* The job envelope (schemas/job.schema.json); args and atts (resolved attachments, may be
+ * NULL) are consumed. */
 static cJSON *build_envelope(ing_mcp_t *m, const ing_tool_t *tool, const rpc_msg_t *msg,
-                             cJSON *args, const char *job_id, long long timeout_ms)
+                             cJSON *args, cJSON *atts, const char *job_id, long long timeout_ms)
 {
     ing_ctx_t *ctx = m->req->ctx;
     int64_t now = util_now_ms();
@@ -63,7 +66,7 @@ static cJSON *build_envelope(ing_mcp_t *m, const ing_tool_t *tool, const rpc_msg
     cJSON_AddStringToObject(e, "tool", tool->name);
     cJSON_AddStringToObject(e, "tool_version", tool->version_id ? tool->version_id : "");
     cJSON_AddItemToObject(e, "arguments", args);
-    cJSON_AddArrayToObject(e, "attachments");
+    cJSON_AddItemToObject(e, "attachments", atts ? atts : cJSON_CreateArray());
     cJSON_AddNullToObject(e, "task_id");
     char chan[40];
     if (m->has_session) {
@@ -164,7 +167,7 @@ static void seed003_answer(cJSON *result, const char *id)
  * leaves (the extension's rule: tasks/get resolves as soon as the client has the id). own
  * (the tool's arguments) is consumed. */
 static int start_task(ing_mcp_t *m, const rpc_msg_t *msg, const ing_tool_t *tool, cJSON *own,
-                      const cJSON *args, long long timeout_ms, task_answer_t answer,
+                      cJSON *atts, const cJSON *args, long long timeout_ms, task_answer_t answer,
                       ing_resp_t *resp)
 {
     ing_ctx_t *ctx = m->req->ctx;
@@ -172,12 +175,13 @@ static int start_task(ing_mcp_t *m, const rpc_msg_t *msg, const ing_tool_t *tool
     long long priority = 50;
     if (task_routing(args, &robot, &priority, &why) < 0) {
         cJSON_Delete(own);
+        cJSON_Delete(atts);
         ing_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS, why, NULL);
         return 0;
     }
     char id[TASK_ID_LEN];
     task_id_new(id);
-    cJSON *env = build_envelope(m, tool, msg, own, id, timeout_ms);
+    cJSON *env = build_envelope(m, tool, msg, own, atts, id, timeout_ms);
     cJSON_ReplaceItemInObjectCaseSensitive(env, "task_id", cJSON_CreateString(id));
     cJSON_DeleteItemFromObjectCaseSensitive(env, "reply_to");
     cJSON_ReplaceItemInObjectCaseSensitive(env, "mode", cJSON_CreateString("task"));
@@ -318,8 +322,22 @@ int ing_mcp_tools_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
         ing_resp_result_obj(m, resp, msg->id, tool_error_result(text));
         return 0;
     }
+    /* attachments (SPEC 4.2): each URL lasts the call's timeout plus MCPQ_FILES_URL_TTL_S. */
+    long long timeout_ms = tool->timeout_ms > 0 ? tool->timeout_ms : ctx->set->default_timeout_ms;
+    cJSON *atts = NULL;
+    int arc = ing_files_attach(
+        ctx->files, req->conn, tool->tenant, cJSON_GetObjectItemCaseSensitive(args, "attachments"),
+        ctx->set->files_url_ttl_s + timeout_ms / 1000 + 1, &atts, why, sizeof(why));
+    if (arc < 0) {
+        cJSON_Delete(own);
+        ing_resp_error(resp, 200, msg->id,
+                       arc == MCPQ_EINVAL ? RPC_INVALID_PARAMS : RPC_INTERNAL_ERROR,
+                       arc == MCPQ_ENOMEM ? "out of memory" : why, NULL);
+        return 0;
+    }
     if (tool->fake_result) {
         cJSON_Delete(own);
+        cJSON_Delete(atts);
         ing_metrics_call(ctx->metrics, ING_CALL_FAKE);
         ing_resp_result_obj(m, resp, msg->id, cJSON_Duplicate(tool->fake_result, 1));
         log_event(LOG_INFO, "tool call answered in fake mode", "tenant", tool->tenant, "tool",
@@ -328,6 +346,7 @@ int ing_mcp_tools_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     }
     if (!mq_producer_up(ctx->producer) || !ing_pending_healthy(ctx->pending)) {
         cJSON_Delete(own);
+        cJSON_Delete(atts);
         ing_metrics_call(ctx->metrics, ING_CALL_FAILED);
         ing_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR,
                        !mq_producer_up(ctx->producer)
@@ -337,11 +356,10 @@ int ing_mcp_tools_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
         return 0;
     }
 
-    long long timeout_ms = tool->timeout_ms > 0 ? tool->timeout_ms : ctx->set->default_timeout_ms;
     /* A task-mode tool, or any tool a client asks to run as a task (SPEC 5.2). */
     int answer = task_answer(m, msg, tool);
     if (answer >= 0)
-        return start_task(m, msg, tool, own, args, timeout_ms, (task_answer_t)answer, resp);
+        return start_task(m, msg, tool, own, atts, args, timeout_ms, (task_answer_t)answer, resp);
     char hex[33];
     util_random_hex(hex, 16);
     ing_call_t *call = &req->call;
@@ -358,8 +376,8 @@ int ing_mcp_tools_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     if (rpc_id_valid(tok))
         rpc_id_str(tok, call->progress_token, sizeof(call->progress_token));
 
-    cJSON *env = build_envelope(m, tool, msg, own, call->job_id, timeout_ms);
-    own = NULL; /* now owned by env */
+    cJSON *env = build_envelope(m, tool, msg, own, atts, call->job_id, timeout_ms);
+    own = atts = NULL; /* now owned by env */
     char *payload = cJSON_PrintUnformatted(env);
     cJSON_Delete(env);
     char *opaque = strdup(call->job_id);
