@@ -126,6 +126,25 @@ static const set_def_t defs[] = {
      "runs a task gets when its workers die under it"},
     {"MCPQ_TASK_RETENTION_S", "task-retention-s", T_INT, "604800", 60, 365LL * 86400, ALL,
      S(task_retention_s), "how long a task (and its result) is kept after its last change"},
+    {"MCPQ_PUBLIC_URL", "public-url", T_STR, NULL, 0, 0, ING, S(public_url),
+     "scheme://host[:port] the ingress is reached at, for the absolute upload and download URLs "
+     "of files (unset: http:// and the request's Host)"},
+    {"MCPQ_FILES_DIR", "files-dir", T_STR, "/var/lib/mcpq/files", 0, 0, ING, S(files_dir),
+     "where uploaded files are stored (a volume every replica shares; created if missing; when "
+     "it cannot be created the files API answers 503); scripts/mcpq-local uses <state dir>/files"},
+    {"MCPQ_FILES_SECRET", "files-secret", T_STR, NULL, 0, 0, ING, S(files_secret),
+     "key of the HMAC-SHA256 signatures of upload and download URLs (unset: random per process, "
+     "so every replica must be given the same one when there is more than one)"},
+    {"MCPQ_FILES_MAX_BYTES", "files-max-bytes", T_INT, "104857600", 1, 1LL << 40, ING,
+     S(files_max_bytes), "largest file POST /v1/files/presign-upload accepts (100 MiB)"},
+    {"MCPQ_FILES_TTL_S", "files-ttl-s", T_INT, "86400", 1, 365LL * 86400, ING, S(files_ttl_s),
+     "lifetime of a file from its presign; then its metadata expires and the sweep deletes it"},
+    {"MCPQ_FILES_URL_TTL_S", "files-url-ttl-s", T_INT, "900", 1, 7LL * 86400, ING,
+     S(files_url_ttl_s),
+     "lifetime of a signed upload or download URL (an attachment's URL also lasts the call's "
+     "timeout)"},
+    {"MCPQ_FILES_SWEEP_S", "files-sweep-s", T_INT, "60", 1, 86400, ING, S(files_sweep_s),
+     "how often each ingress deletes stored files whose metadata has expired"},
     {"MCPQ_PARTITIONS", "partitions", T_INT, "6", 1, 1000, SET_BROKER, S(partitions),
      "devbroker: partitions per topic"},
     {"MCPQ_BROKERS", "brokers", T_INT, "1", 1, 16, SET_BROKER, S(brokers),

@@ -65,6 +65,13 @@ typedef struct mcpq_settings {
     long long task_lease_ms;
     long long task_max_attempts;
     long long task_retention_s;
+    const char *public_url;
+    const char *files_dir;
+    const char *files_secret;
+    long long files_max_bytes;
+    long long files_ttl_s;
+    long long files_url_ttl_s;
+    long long files_sweep_s;
 } mcpq_settings_t;
 
 /*

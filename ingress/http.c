@@ -1,6 +1,7 @@
 #include "http.h"
 
 #include "err.h"
+#include "files.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "mcp.h"
@@ -182,6 +183,19 @@ static enum MHD_Result route(ing_req_t *req, const char *url, const char *method
                            .content_type = "text/plain; version=0.0.4; charset=utf-8"};
         return send_resp(req, &resp);
     }
+    if (strncmp(url, "/v1/files/", 10) == 0) { /* files (files.h, SPEC section 10) */
+        ing_resp_t resp = {0};
+        struct MHD_Response *r = NULL;
+        if (!ing_files_is_content(url)) {
+            ing_files_api(req, url, method, &resp);
+        } else if (ing_files_download(req, url, method, &r, &resp)) {
+            enum MHD_Result ret = MHD_queue_response(req->conn, MHD_HTTP_OK, r);
+            MHD_destroy_response(r);
+            ing_metrics_request(ctx->metrics, req->metric, 200, util_mono_ms() - req->t0);
+            return ret;
+        }
+        return send_resp(req, &resp);
+    }
     if (strcmp(url, "/v1/webhooks") == 0 || strncmp(url, "/v1/webhooks/", 13) == 0) {
         ing_resp_t resp = {0}; /* webhook deliveries of the caller's tenant (webhook.h) */
         ing_wh_api(req, url, method, &resp);
@@ -279,6 +293,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                                       "a header holds a control character", NULL);
             return send_resp(req, &resp);
         }
+        if (strcmp(method, "PUT") == 0 && ing_files_is_content(url)) {
+            /* A file upload: checked now, its body streamed to disk (files.h). */
+            ing_resp_t resp = {0};
+            if (ing_files_upload_begin(req, url, &resp))
+                return MHD_YES;
+            req->handled = 1;
+            return send_resp(req, &resp);
+        }
         /* Refuse an announced oversized body before reading it (no 100 Continue). */
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
         long long n;
@@ -292,6 +314,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             return send_resp(req, &resp);
         }
         return MHD_YES;
+    }
+    if (req->upload && !req->handled) {
+        if (*upload_data_size) {
+            int rc = ing_files_upload_data(req, upload_data, *upload_data_size);
+            *upload_data_size = 0;
+            return rc < 0 ? MHD_NO : MHD_YES;
+        }
+        req->handled = 1;
+        ing_resp_t resp = {0};
+        ing_files_upload_end(req, &resp);
+        return send_resp(req, &resp);
     }
     if (*upload_data_size) {
         if (!req->too_big && util_buf_append(&req->body, upload_data, *upload_data_size) < 0)
@@ -321,6 +354,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         ing_pending_cancel(ctx->pending, req->call.job_id, "the client closed the stream");
     }
     ing_pending_release(&req->call);
+    ing_files_upload_free(req->upload);
     util_buf_cleanup(&req->body);
     free(req->uri);
     free(req);

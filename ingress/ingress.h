@@ -34,6 +34,7 @@ typedef struct ing_ctx {
     ing_pending_t *pending;
     ing_metrics_t *metrics;
     ing_rl_t *rl;
+    struct ing_files *files; /* files and attachments (files.h) */
     pthread_mutex_t reg_lock;
     ing_registry_t *reg;
     char instance[128];
@@ -62,6 +63,7 @@ typedef struct ing_req {
     char tenant[128];
     char tool[128];
     ing_call_t call;
+    struct ing_upload *upload; /* a PUT of a signed upload URL being streamed (files.h) */
 } ing_req_t;
 
 /* The answer a handler produces for a finished exchange. */

@@ -8,6 +8,7 @@
 #include "log.h"
 #include "mcp.h"
 #include "settings.h"
+#include "files.h"
 #include "webhook.h"
 
 #include <curl/curl.h>
@@ -201,6 +202,11 @@ int main(int argc, char **argv)
                 ctx.producer ? "out of memory" : err);
         goto out;
     }
+    ctx.files = ing_files_new(&ctx);
+    if (!ctx.files || ing_files_start(ctx.files) < 0) {
+        fprintf(stderr, "mcpq-ingress: files: cannot start\n");
+        goto out;
+    }
     wh = ing_wh_new(&ctx, err, sizeof(err));
     if (!wh) {
         fprintf(stderr, "mcpq-ingress: webhooks: %s\n", err);
@@ -249,6 +255,7 @@ int main(int argc, char **argv)
 out:
     ing_http_stop(&ctx);
     ing_wh_free(wh);
+    ing_files_free(ctx.files);
     ing_pending_free(ctx.pending);
     mq_producer_free(ctx.producer, 2000);
     ing_rl_free(ctx.rl);

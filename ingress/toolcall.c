@@ -3,6 +3,7 @@
 #include "era.h"
 #include "err.h"
 #include "idem.h"
+#include "files.h"
 #include "log.h"
 #include "mcp.h"
 #include "notify.h"
@@ -50,8 +51,10 @@ static cJSON *tool_arguments(const cJSON *args)
     return out;
 }
 
+/* The job envelope (schemas/job.schema.json); args and atts (resolved attachments, may be
+ * NULL) are consumed. */
 static cJSON *build_envelope(ing_mcp_t *m, const ing_tool_t *tool, const rpc_msg_t *msg,
-                             cJSON *args, const char *job_id, long long timeout_ms)
+                             cJSON *args, cJSON *atts, const char *job_id, long long timeout_ms)
 {
     ing_ctx_t *ctx = m->req->ctx;
     int64_t now = util_now_ms();
@@ -64,7 +67,7 @@ static cJSON *build_envelope(ing_mcp_t *m, const ing_tool_t *tool, const rpc_msg
     cJSON_AddStringToObject(e, "tool", tool->name);
     cJSON_AddStringToObject(e, "tool_version", tool->version_id ? tool->version_id : "");
     cJSON_AddItemToObject(e, "arguments", args);
-    cJSON_AddArrayToObject(e, "attachments");
+    cJSON_AddItemToObject(e, "attachments", atts ? atts : cJSON_CreateArray());
     cJSON_AddNullToObject(e, "task_id");
     char chan[40];
     if (m->has_session) {
@@ -199,7 +202,7 @@ static int answer_task(ing_mcp_t *m, const rpc_msg_t *msg, const ing_tool_t *too
  * leaves (the extension's rule: tasks/get resolves as soon as the client has the id). own
  * (the tool's arguments) is consumed. */
 static int start_task(ing_mcp_t *m, const rpc_msg_t *msg, const ing_tool_t *tool, cJSON *own,
-                      const cJSON *args, long long timeout_ms, task_answer_t answer,
+                      cJSON *atts, const cJSON *args, long long timeout_ms, task_answer_t answer,
                       const char *idem_id, ing_resp_t *resp)
 {
     ing_ctx_t *ctx = m->req->ctx;
@@ -207,6 +210,7 @@ static int start_task(ing_mcp_t *m, const rpc_msg_t *msg, const ing_tool_t *tool
     long long priority = 50;
     if (task_routing(args, &robot, &priority, &why) < 0) {
         cJSON_Delete(own);
+        cJSON_Delete(atts);
         ing_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS, why, NULL);
         return 0;
     }
@@ -220,9 +224,10 @@ static int start_task(ing_mcp_t *m, const rpc_msg_t *msg, const ing_tool_t *tool
         /* A repeat of an idempotent call whose task exists: the same answer, nothing new. */
         ing_task_cleanup(&existing);
         cJSON_Delete(own);
+        cJSON_Delete(atts);
         return answer_task(m, msg, tool, id, answer, resp);
     }
-    cJSON *env = build_envelope(m, tool, msg, own, id, timeout_ms);
+    cJSON *env = build_envelope(m, tool, msg, own, atts, id, timeout_ms);
     cJSON_ReplaceItemInObjectCaseSensitive(env, "task_id", cJSON_CreateString(id));
     cJSON_DeleteItemFromObjectCaseSensitive(env, "reply_to");
     cJSON_ReplaceItemInObjectCaseSensitive(env, "mode", cJSON_CreateString("task"));
@@ -349,8 +354,22 @@ int ing_mcp_tools_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
         ing_resp_result_obj(m, resp, msg->id, tool_error_result(text));
         return 0;
     }
+    /* attachments (SPEC 4.2): each URL lasts the call's timeout plus MCPQ_FILES_URL_TTL_S. */
+    long long timeout_ms = tool->timeout_ms > 0 ? tool->timeout_ms : ctx->set->default_timeout_ms;
+    cJSON *atts = NULL;
+    int arc = ing_files_attach(
+        ctx->files, req->conn, tool->tenant, cJSON_GetObjectItemCaseSensitive(args, "attachments"),
+        ctx->set->files_url_ttl_s + timeout_ms / 1000 + 1, &atts, why, sizeof(why));
+    if (arc < 0) {
+        cJSON_Delete(own);
+        ing_resp_error(resp, 200, msg->id,
+                       arc == MCPQ_EINVAL ? RPC_INVALID_PARAMS : RPC_INTERNAL_ERROR,
+                       arc == MCPQ_ENOMEM ? "out of memory" : why, NULL);
+        return 0;
+    }
     if (tool->fake_result) {
         cJSON_Delete(own);
+        cJSON_Delete(atts);
         ing_metrics_call(ctx->metrics, ING_CALL_FAKE);
         ing_resp_result_obj(m, resp, msg->id, cJSON_Duplicate(tool->fake_result, 1));
         log_event(LOG_INFO, "tool call answered in fake mode", "tenant", tool->tenant, "tool",
@@ -359,6 +378,7 @@ int ing_mcp_tools_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     }
     if (!mq_producer_up(ctx->producer) || !ing_pending_healthy(ctx->pending)) {
         cJSON_Delete(own);
+        cJSON_Delete(atts);
         ing_metrics_call(ctx->metrics, ING_CALL_FAILED);
         ing_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR,
                        !mq_producer_up(ctx->producer)
@@ -368,7 +388,6 @@ int ing_mcp_tools_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
         return 0;
     }
 
-    long long timeout_ms = tool->timeout_ms > 0 ? tool->timeout_ms : ctx->set->default_timeout_ms;
     ing_call_t *call = &req->call;
     rpc_id_str(msg->id, call->id_json, sizeof(call->id_json));
     call->modern = m->modern;
@@ -389,10 +408,20 @@ int ing_mcp_tools_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
         }
         char *rec = NULL;
         size_t rec_len = 0;
-        int st = ing_idem_claim(ctx->kv, tool->tenant, scope, own, ctx->set->idempotency_ttl_s,
-                                proposed, idem_id, sizeof(idem_id), &rec, &rec_len);
+        /* What a repeat must match: the tool's arguments and the attachments as sent. */
+        cJSON *what = cJSON_CreateObject();
+        cJSON_AddItemReferenceToObject(what, "arguments", own);
+        const cJSON *sent = cJSON_GetObjectItemCaseSensitive(args, "attachments");
+        if (sent)
+            cJSON_AddItemReferenceToObject(what, "attachments", (cJSON *)sent);
+        int st =
+            what ? ing_idem_claim(ctx->kv, tool->tenant, scope, what, ctx->set->idempotency_ttl_s,
+                                  proposed, idem_id, sizeof(idem_id), &rec, &rec_len)
+                 : MCPQ_ENOMEM;
+        cJSON_Delete(what);
         if (st < 0 || st == ING_IDEM_CONFLICT) {
             cJSON_Delete(own);
+            cJSON_Delete(atts);
             if (st < 0)
                 ing_metrics_call(ctx->metrics, ING_CALL_FAILED);
             ing_resp_error(resp, 200, msg->id, st < 0 ? RPC_INTERNAL_ERROR : RPC_INVALID_PARAMS,
@@ -404,6 +433,7 @@ int ing_mcp_tools_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
         }
         if (rec) {
             cJSON_Delete(own);
+            cJSON_Delete(atts);
             char *out = ing_record_response(call, rec, rec_len);
             free(rec);
             log_event(LOG_INFO, "idempotent repeat answered from the stored response", "tenant",
@@ -418,7 +448,7 @@ int ing_mcp_tools_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     }
     /* A task-mode tool, or any tool a client asks to run as a task (SPEC 5.2). */
     if (as_task >= 0)
-        return start_task(m, msg, tool, own, args, timeout_ms, (task_answer_t)as_task,
+        return start_task(m, msg, tool, own, atts, args, timeout_ms, (task_answer_t)as_task,
                           ikey ? idem_id : NULL, resp);
     if (ikey) {
         snprintf(call->job_id, sizeof(call->job_id), "%s", idem_id);
@@ -437,9 +467,9 @@ int ing_mcp_tools_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     if (rpc_id_valid(tok))
         rpc_id_str(tok, call->progress_token, sizeof(call->progress_token));
 
-    cJSON *env = build_envelope(m, tool, msg, own, call->job_id, timeout_ms);
-    own = NULL; /* now owned by env */
-    if (ikey)   /* the worker keeps the record as long as a repeat may replay it */
+    cJSON *env = build_envelope(m, tool, msg, own, atts, call->job_id, timeout_ms);
+    own = atts = NULL; /* now owned by env */
+    if (ikey)          /* the worker keeps the record as long as a repeat may replay it */
         cJSON_AddNumberToObject(env, "result_ttl_s", (double)ctx->set->idempotency_ttl_s);
     char *payload = cJSON_PrintUnformatted(env);
     cJSON_Delete(env);
