@@ -13,6 +13,7 @@
 #include "webhook.h"
 
 #include "auth.h"
+#include "v1.h"
 #include "err.h"
 #include "log.h"
 #include "whq.h"
@@ -93,73 +94,6 @@ static const char redeliver_lua[] =
     "redis.call('EXPIRE', k, " STR(WHQ_RETENTION_S) ")\n"
                                                     "return redis.call('HMGET', k, " FIELDS ")\n";
 
-static void json_error(ing_resp_t *resp, int status, const char *msg)
-{
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "error", msg);
-    resp->status = status;
-    resp->content_type = "application/json";
-    resp->body = cJSON_PrintUnformatted(o);
-    cJSON_Delete(o);
-    if (!resp->body)
-        resp->status = 500;
-}
-
-static void json_body(ing_resp_t *resp, int status, cJSON *o)
-{
-    resp->status = status;
-    resp->content_type = "application/json";
-    resp->body = o ? cJSON_PrintUnformatted(o) : NULL;
-    cJSON_Delete(o);
-    if (!resp->body)
-        json_error(resp, 500, "out of memory");
-}
-
-/* Origin, auth and rate limit, as for /mcp. The tenant, or NULL with resp filled. */
-static const ing_tenant_t *front(ing_req_t *req, ing_registry_t **reg, ing_resp_t *resp)
-{
-    ing_ctx_t *ctx = req->ctx;
-    if (!ing_auth_origin_ok(req->conn, ctx->set->allowed_origins, ctx->set->allowed_hosts)) {
-        json_error(resp, 403, "Origin or Host not allowed");
-        return NULL;
-    }
-    *reg = ing_ctx_registry(ctx);
-    if (!*reg) {
-        json_error(resp, 503, "registry not loaded yet; try again");
-        return NULL;
-    }
-    const char *why = NULL;
-    int status = 401;
-    ing_auth_req_t ar = {.method = req->method,
-                         .uri = req->uri,
-                         .body = req->body.data,
-                         .body_len = req->body.len,
-                         .kv = ctx->kv};
-    ing_principal_t who = {0};
-    const ing_tenant_t *t = ing_auth_tenant(req->conn, *reg, &ar, &who, &status, &why);
-    if (!t) {
-        json_error(resp, status == 503 ? 503 : 401, why ? why : "unauthorized");
-        if (status != 503)
-            resp->www_auth = "Bearer realm=\"mcpq\"";
-        return NULL;
-    }
-    snprintf(req->tenant, sizeof(req->tenant), "%s", t->id);
-    long long wait_ms = 0;
-    if (!ing_rl_admit(ctx->rl, &who, ctx->set->rate_limit_per_s, ctx->set->rate_limit_burst,
-                      &wait_ms)) {
-        char msg[160];
-        snprintf(msg, sizeof(msg), "rate limit of this %s exceeded; retry after %lld ms",
-                 who.kind == 'a' ? "app" : "API key", wait_ms);
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "error", msg);
-        cJSON_AddNumberToObject(o, "retryAfterMs", (double)wait_ms);
-        json_body(resp, 429, o);
-        resp->retry_after_s = (wait_ms + 999) / 1000;
-        return NULL;
-    }
-    return t;
-}
-
 static int id_ok(const char *id, size_t len)
 {
     if (len == 0 || len > WHQ_ID_MAX)
@@ -227,7 +161,7 @@ static void list(ing_req_t *req, const ing_tenant_t *t, ing_resp_t *resp)
     const char *l = arg(req, "limit"), *cursor = arg(req, "cursor"), *task = arg(req, "task"),
                *status = arg(req, "status");
     if (l && util_parse_ll(l, 1, LIMIT_MAX, &limit) < 0) {
-        json_error(resp, 400, "limit must be an integer from 1 to " STR(LIMIT_MAX));
+        ing_v1_error(resp, 400, "limit must be an integer from 1 to " STR(LIMIT_MAX));
         return;
     }
     char cs[24] = "", cid[WHQ_ID_MAX + 1] = "";
@@ -236,19 +170,19 @@ static void list(ing_req_t *req, const ing_tenant_t *t, ing_resp_t *resp)
         size_t sl = dot ? (size_t)(dot - cursor) : 0;
         long long n;
         if (!dot || sl == 0 || sl >= sizeof(cs) || !id_ok(dot + 1, strlen(dot + 1))) {
-            json_error(resp, 400, "cursor is not one this API returned");
+            ing_v1_error(resp, 400, "cursor is not one this API returned");
             return;
         }
         memcpy(cs, cursor, sl);
         cs[sl] = '\0';
         if (util_parse_ll(cs, 0, 1LL << 53, &n) < 0) {
-            json_error(resp, 400, "cursor is not one this API returned");
+            ing_v1_error(resp, 400, "cursor is not one this API returned");
             return;
         }
         snprintf(cid, sizeof(cid), "%s", dot + 1);
     }
     if (task && strlen(task) > TASK_MAX) {
-        json_error(resp, 400, "task is too long");
+        ing_v1_error(resp, 400, "task is too long");
         return;
     }
     if (status && *status) {
@@ -256,7 +190,7 @@ static void list(ing_req_t *req, const ing_tenant_t *t, ing_resp_t *resp)
         for (size_t i = 0; i < sizeof(statuses) / sizeof(statuses[0]); i++)
             known |= strcmp(status, statuses[i]) == 0;
         if (!known) {
-            json_error(resp, 400, "status must be pending, delivered, failed or disabled");
+            ing_v1_error(resp, 400, "status must be pending, delivered, failed or disabled");
             return;
         }
     }
@@ -270,7 +204,7 @@ static void list(ing_req_t *req, const ing_tenant_t *t, ing_resp_t *resp)
                   r ? "unexpected reply" : err, (char *)NULL);
         if (r)
             freeReplyObject(r);
-        json_error(resp, 503, "delivery store (Redis) unavailable; try again");
+        ing_v1_error(resp, 503, "delivery store (Redis) unavailable; try again");
         return;
     }
     cJSON *o = cJSON_CreateObject();
@@ -286,7 +220,7 @@ static void list(ing_req_t *req, const ing_tenant_t *t, ing_resp_t *resp)
         cJSON_AddNullToObject(o, "next_cursor");
     }
     freeReplyObject(r);
-    json_body(resp, 200, o);
+    ing_v1_json(resp, 200, o);
 }
 
 static void redeliver(ing_req_t *req, const ing_tenant_t *t, const char *id, ing_resp_t *resp)
@@ -297,15 +231,15 @@ static void redeliver(ing_req_t *req, const ing_tenant_t *t, const char *id, ing
     if (!r) {
         log_event(LOG_ERROR, "webhook deliveries: redeliver failed", "tenant", t->id, "error", err,
                   (char *)NULL);
-        json_error(resp, 503, "delivery store (Redis) unavailable; try again");
+        ing_v1_error(resp, 503, "delivery store (Redis) unavailable; try again");
         return;
     }
     if (r->type == REDIS_REPLY_ARRAY && r->elements == NFIELDS) {
         log_event(LOG_INFO, "webhook redelivery queued", "tenant", t->id, "delivery", id,
                   (char *)NULL);
-        json_body(resp, 202, delivery_json(r->element));
+        ing_v1_json(resp, 202, delivery_json(r->element));
     } else {
-        json_error(resp, 404, "no such delivery");
+        ing_v1_error(resp, 404, "no such delivery");
     }
     freeReplyObject(r);
 }
@@ -323,29 +257,29 @@ void ing_wh_api(ing_req_t *req, const char *url, const char *method, ing_resp_t 
     if (!is_list) {
         if (ul <= bl + 1 + tl || strncmp(url, base, bl) != 0 || url[bl] != '/' ||
             strcmp(url + ul - tl, tail) != 0) {
-            json_error(resp, 404, "not found");
+            ing_v1_error(resp, 404, "not found");
             return;
         }
         id = url + bl + 1;
         idlen = ul - bl - 1 - tl;
     }
     if (is_list ? !is_get : strcmp(method, "POST") != 0) {
-        json_error(resp, 405, "method not allowed");
+        ing_v1_error(resp, 405, "method not allowed");
         resp->allow = is_list ? "GET, HEAD" : "POST";
         return;
     }
     if (req->too_big) {
-        json_error(resp, 413, "request body too large");
+        ing_v1_error(resp, 413, "request body too large");
         return;
     }
     ing_registry_t *reg = NULL;
-    const ing_tenant_t *t = front(req, &reg, resp);
+    const ing_tenant_t *t = ing_v1_front(req, &reg, resp);
     if (t) {
         char idbuf[WHQ_ID_MAX + 1];
         if (is_list) {
             list(req, t, resp);
         } else if (!id_ok(id, idlen)) {
-            json_error(resp, 404, "no such delivery");
+            ing_v1_error(resp, 404, "no such delivery");
         } else {
             memcpy(idbuf, id, idlen);
             idbuf[idlen] = '\0';

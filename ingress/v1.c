@@ -1,0 +1,75 @@
+/*
+ * v1.c - what every tenant API under /v1 shares (v1.h).
+ */
+#include "v1.h"
+
+#include "auth.h"
+
+#include <stdio.h>
+
+void ing_v1_error(ing_resp_t *resp, int status, const char *msg)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "error", msg);
+    resp->status = status;
+    resp->content_type = "application/json";
+    resp->body = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    if (!resp->body)
+        resp->status = 500;
+}
+
+void ing_v1_json(ing_resp_t *resp, int status, cJSON *o)
+{
+    resp->status = status;
+    resp->content_type = "application/json";
+    resp->body = o ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    if (!resp->body)
+        ing_v1_error(resp, 500, "out of memory");
+}
+
+/* Origin, auth and rate limit, as for /mcp. The tenant, or NULL with resp filled. */
+const ing_tenant_t *ing_v1_front(ing_req_t *req, ing_registry_t **reg, ing_resp_t *resp)
+{
+    ing_ctx_t *ctx = req->ctx;
+    if (!ing_auth_origin_ok(req->conn, ctx->set->allowed_origins, ctx->set->allowed_hosts)) {
+        ing_v1_error(resp, 403, "Origin or Host not allowed");
+        return NULL;
+    }
+    *reg = ing_ctx_registry(ctx);
+    if (!*reg) {
+        ing_v1_error(resp, 503, "registry not loaded yet; try again");
+        return NULL;
+    }
+    const char *why = NULL;
+    int status = 401;
+    ing_auth_req_t ar = {.method = req->method,
+                         .uri = req->uri,
+                         .body = req->body.data,
+                         .body_len = req->body.len,
+                         .kv = ctx->kv};
+    ing_principal_t who = {0};
+    const ing_tenant_t *t = ing_auth_tenant(req->conn, *reg, &ar, &who, &status, &why);
+    if (!t) {
+        ing_v1_error(resp, status == 503 ? 503 : 401, why ? why : "unauthorized");
+        if (status != 503)
+            resp->www_auth = "Bearer realm=\"mcpq\"";
+        return NULL;
+    }
+    snprintf(req->tenant, sizeof(req->tenant), "%s", t->id);
+    long long wait_ms = 0;
+    if (!ing_rl_admit(ctx->rl, &who, ctx->set->rate_limit_per_s, ctx->set->rate_limit_burst,
+                      &wait_ms)) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "rate limit of this %s exceeded; retry after %lld ms",
+                 who.kind == 'a' ? "app" : "API key", wait_ms);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "error", msg);
+        cJSON_AddNumberToObject(o, "retryAfterMs", (double)wait_ms);
+        ing_v1_json(resp, 429, o);
+        resp->retry_after_s = (wait_ms + 999) / 1000;
+        return NULL;
+    }
+    return t;
+}
