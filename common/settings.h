@@ -52,6 +52,9 @@ typedef struct mcpq_settings {
     long long redis_pool_size;
     long long session_ttl_s;
     long long result_ttl_s;
+    long long channel_max_turns;
+    long long channel_max_bytes;
+    long long channel_ttl_s;
     long long max_output_bytes;
     long long max_inflight_jobs;
     long long kill_grace_ms;

@@ -1,5 +1,6 @@
 #include "http.h"
 
+#include "channels.h"
 #include "err.h"
 #include "files.h"
 #include "jsonrpc.h"
@@ -199,6 +200,11 @@ static enum MHD_Result route(ing_req_t *req, const char *url, const char *method
     if (strcmp(url, "/v1/webhooks") == 0 || strncmp(url, "/v1/webhooks/", 13) == 0) {
         ing_resp_t resp = {0}; /* webhook deliveries of the caller's tenant (webhook.h) */
         ing_wh_api(req, url, method, &resp);
+        return send_resp(req, &resp);
+    }
+    if (strncmp(url, "/v1/channels/", 13) == 0) {
+        ing_resp_t resp = {0}; /* agent replies to the caller's channels (channels.h) */
+        ing_channel_api(req, url, method, &resp);
         return send_resp(req, &resp);
     }
     const char *server = NULL;

@@ -22,6 +22,10 @@ typedef struct ing_mcp {
     int log_min;         /* notifications/message threshold for this request; -1: none */
     ing_session_t session;
     int has_session;
+    /* tools/call: the conversation channel given by the channel_id argument (checked:
+     * the caller's), else empty (the session's channel, or a fresh one); channels.h. */
+    char channel[104];
+    long long channel_ttl_ms;
 } ing_mcp_t;
 
 /* Fills resp with a JSON body (takes body; NULL body: 500). */

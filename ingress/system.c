@@ -1,6 +1,8 @@
 #include "system.h"
 
+#include "channels.h"
 #include "err.h"
+#include "log.h"
 #include "tasks.h"
 #include "util.h"
 
@@ -24,6 +26,12 @@ static const char *const tool_json[] = {
     "PageSize (1-100, default 20) at a time; pass the NextPageToken of a page to get the "
     "next.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"PageSize\":{\"type\":"
     "\"integer\",\"minimum\":1,\"maximum\":100},\"PageToken\":{\"type\":\"string\"}}}}",
+    "{\"name\":\"open_channel\",\"description\":\"Opens a conversation channel: pass its "
+    "channel_id as an argument of later tools/call requests so they share conversation context "
+    "(what Mcp-Session-Id gives older clients). It expires after a period without use.\","
+    "\"inputSchema\":{\"type\":\"object\",\"properties\":{}},\"outputSchema\":{\"type\":"
+    "\"object\",\"properties\":{\"channel_id\":{\"type\":\"string\"}},\"required\":["
+    "\"channel_id\"]}}",
 };
 #define NTOOLS (sizeof(tool_json) / sizeof(tool_json[0]))
 
@@ -35,7 +43,7 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static void build(void)
 {
     static const char *const names[] = {"workerSysGetTaskStatus", "workerSysCancelTask",
-                                        "workerSysListTasks"};
+                                        "workerSysListTasks", "open_channel"};
     for (size_t i = 0; i < NTOOLS; i++) {
         tools[i].server = ING_SYSTEM_SERVER;
         tools[i].name = names[i];
@@ -43,7 +51,7 @@ static void build(void)
         tool_ptrs[i] = &tools[i];
     }
     server.name = ING_SYSTEM_SERVER;
-    server.description = "built-in task tools (seed 003)";
+    server.description = "built-in task tools (seed 003) and open_channel";
     server.tools = tool_ptrs;
     server.ntools = NTOOLS;
 }
@@ -148,6 +156,36 @@ static cJSON *list(ing_mcp_t *m, const cJSON *args)
     return envelope(1, 0, "success", "result.success", data, pager);
 }
 
+/* {channel_id} as structuredContent and text (channels.h). */
+static cJSON *open_channel(ing_mcp_t *m)
+{
+    char id[64];
+    if (ing_channel_open(m->req->ctx->kv, m->tenant->id, m->req->ctx->set->channel_ttl_s, id,
+                         sizeof(id)) < 0) {
+        const char *text = "channel store (Redis) unavailable; try again";
+        cJSON *r = cJSON_CreateObject();
+        cJSON *block = cJSON_CreateObject();
+        cJSON_AddStringToObject(block, "type", "text");
+        cJSON_AddStringToObject(block, "text", text);
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(r, "content"), block);
+        cJSON_AddBoolToObject(r, "isError", 1);
+        return r;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "channel_id", id);
+    cJSON *r = cJSON_CreateObject();
+    cJSON *block = cJSON_CreateObject();
+    cJSON_AddStringToObject(block, "type", "text");
+    char *text = cJSON_PrintUnformatted(o);
+    cJSON_AddStringToObject(block, "text", text ? text : "");
+    cJSON_free(text);
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(r, "content"), block);
+    cJSON_AddItemToObject(r, "structuredContent", o);
+    cJSON_AddBoolToObject(r, "isError", 0);
+    log_event(LOG_INFO, "channel opened", "tenant", m->tenant->id, "channel", id, (char *)NULL);
+    return r;
+}
+
 void ing_system_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
 {
     const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg->params, "name"));
@@ -159,7 +197,9 @@ void ing_system_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
                        NULL);
         return;
     }
-    if (strcmp(name, "workerSysListTasks") == 0) {
+    if (strcmp(name, "open_channel") == 0) {
+        result = open_channel(m);
+    } else if (strcmp(name, "workerSysListTasks") == 0) {
         result = list(m, args);
     } else if (strcmp(name, "workerSysGetTaskStatus") == 0 ||
                strcmp(name, "workerSysCancelTask") == 0) {

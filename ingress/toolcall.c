@@ -1,5 +1,6 @@
 #include "mcpint.h"
 
+#include "channels.h"
 #include "era.h"
 #include "err.h"
 #include "idem.h"
@@ -69,16 +70,23 @@ static cJSON *build_envelope(ing_mcp_t *m, const ing_tool_t *tool, const rpc_msg
     cJSON_AddItemToObject(e, "arguments", args);
     cJSON_AddItemToObject(e, "attachments", atts ? atts : cJSON_CreateArray());
     cJSON_AddNullToObject(e, "task_id");
-    char chan[40];
-    if (m->has_session) {
-        snprintf(chan, sizeof(chan), "c_%s", m->session.id + 2);
+    char chan[sizeof(m->channel)];
+    long long chan_ttl_ms = ctx->set->channel_ttl_s * 1000;
+    if (m->has_session)
         cJSON_AddStringToObject(e, "session_id", m->session.id);
+    if (m->channel[0]) {
+        snprintf(chan, sizeof(chan), "%s", m->channel);
+        chan_ttl_ms = m->channel_ttl_ms;
+    } else if (m->has_session) {
+        snprintf(chan, sizeof(chan), "c_%s", m->session.id + 2);
+        chan_ttl_ms = ctx->set->session_ttl_s * 1000;
     } else {
         char hex[33];
         util_random_hex(hex, 16);
         snprintf(chan, sizeof(chan), "c_%s", hex);
     }
     cJSON_AddStringToObject(e, "channel_id", chan);
+    cJSON_AddNumberToObject(e, "channel_ttl_ms", (double)chan_ttl_ms);
     const cJSON *exe = cJSON_GetObjectItemCaseSensitive(tool->version, "executor");
     cJSON_AddItemToObject(e, "executor", cJSON_Duplicate(exe, 1));
     cJSON_AddStringToObject(e, "mode", tool->task_mode ? "task" : "sync");
@@ -340,6 +348,28 @@ int ing_mcp_tools_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
         ing_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS,
                        "arguments.idempotency_key must be a string of 1 to 255 bytes", NULL);
         return 0;
+    }
+    /* channel_id (SPEC 4.2): a channel of this tenant from system.open_channel; an unknown
+     * or foreign one answers alike, so existence does not leak. */
+    const cJSON *chan = cJSON_GetObjectItemCaseSensitive(args, "channel_id");
+    m->channel[0] = '\0';
+    if (chan && !cJSON_IsNull(chan)) {
+        int rc = cJSON_IsString(chan) ? ing_channel_use(ctx->kv, m->tenant->id, chan->valuestring,
+                                                        ctx->set->channel_ttl_s, &m->channel_ttl_ms)
+                                      : MCPQ_EINVAL;
+        if (rc == MCPQ_EUNAVAIL) {
+            ing_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR,
+                           "channel store (Redis) unavailable; try again", NULL);
+            return 0;
+        }
+        if (rc < 0) {
+            ing_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS,
+                           "Unknown channel_id: open one with the open_channel tool of the "
+                           "system server",
+                           NULL);
+            return 0;
+        }
+        snprintf(m->channel, sizeof(m->channel), "%s", chan->valuestring);
     }
     cJSON *own = tool_arguments(args);
     if (!own) {

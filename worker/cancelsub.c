@@ -26,6 +26,8 @@ struct wrk_cancelsub {
     int stall_ms;
     wrk_cancelsub_fn on_cancel;
     void *arg;
+    wrk_cancelsub_fn on_reply; /* messages on WRK_AGENTREPLY_CHANNEL; may be NULL */
+    void *reply_arg;
     redisContext *ctx;
     wrk_io_t *io;
     uint32_t events;
@@ -82,11 +84,16 @@ static int sub_write(wrk_cancelsub_t *sub)
     return 0;
 }
 
-static void sub_message(wrk_cancelsub_t *sub, const redisReply *payload)
+static void sub_message(wrk_cancelsub_t *sub, const redisReply *channel, const redisReply *payload)
 {
     if (payload->type != REDIS_REPLY_STRING || payload->len > WRK_ID_MAX ||
         strlen(payload->str) != payload->len || !wrk_envelope_id_valid(payload->str)) {
         log_msgf(LOG_DEBUG, "cancel subscriber: ignoring a message that is not a job id");
+        return;
+    }
+    if (channel->type == REDIS_REPLY_STRING && strcmp(channel->str, WRK_AGENTREPLY_CHANNEL) == 0) {
+        if (sub->on_reply)
+            sub->on_reply(payload->str, sub->reply_arg);
         return;
     }
     sub->on_cancel(payload->str, sub->arg);
@@ -115,7 +122,7 @@ static int sub_reply(wrk_cancelsub_t *sub, const redisReply *r)
         return 0;
     const char *kind = r->element[0]->str;
     if (strcmp(kind, "message") == 0 && r->elements == 3) {
-        sub_message(sub, r->element[2]);
+        sub_message(sub, r->element[1], r->element[2]);
     } else if (strcmp(kind, "pong") == 0) {
         sub->ping_pending = 0;
     } else if (strcmp(kind, "subscribe") == 0 && sub->state == SUB_HANDSHAKE) {
@@ -208,7 +215,8 @@ static void sub_connect(wrk_cancelsub_t *sub)
         sub->auth_pending = 1;
     }
     /* Channels are not per database: no SELECT. */
-    if (redisAppendCommand(sub->ctx, "SUBSCRIBE %s", WRK_CANCEL_CHANNEL) != REDIS_OK) {
+    if (redisAppendCommand(sub->ctx, "SUBSCRIBE %s %s", WRK_CANCEL_CHANNEL,
+                           WRK_AGENTREPLY_CHANNEL) != REDIS_OK) {
         sub_down(sub, "out of memory");
         return;
     }
@@ -260,4 +268,10 @@ void wrk_cancelsub_free(wrk_cancelsub_t *sub)
 int wrk_cancelsub_up(const wrk_cancelsub_t *sub)
 {
     return sub && sub->state == SUB_UP;
+}
+
+void wrk_cancelsub_on_reply(wrk_cancelsub_t *sub, wrk_cancelsub_fn on_reply, void *arg)
+{
+    sub->on_reply = on_reply;
+    sub->reply_arg = arg;
 }

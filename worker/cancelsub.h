@@ -25,6 +25,9 @@
 #include "loop.h"
 
 #define WRK_CANCEL_CHANNEL "mcpq:cancel"
+/* Also subscribed: the ingress publishes the message id of each agent_reply it stored
+ * (docs/internals.md "The agent reply path"); handed to the on_reply callback. */
+#define WRK_AGENTREPLY_CHANNEL "mcpq:agentreply"
 #define WRK_CANCELSUB_PING_MS 5000
 
 typedef struct wrk_cancelsub wrk_cancelsub_t;
@@ -37,6 +40,9 @@ wrk_cancelsub_t *wrk_cancelsub_new(wrk_loop_t *loop, const char *url, int timeou
                                    wrk_cancelsub_fn on_cancel, void *arg);
 /* Closes the connection and stops the timers. NULL is a no-op. */
 void wrk_cancelsub_free(wrk_cancelsub_t *sub);
+
+/* Where messages on WRK_AGENTREPLY_CHANNEL go (message ids, checked like job ids). */
+void wrk_cancelsub_on_reply(wrk_cancelsub_t *sub, wrk_cancelsub_fn on_reply, void *arg);
 
 /* 1 while subscribed. */
 int wrk_cancelsub_up(const wrk_cancelsub_t *sub);

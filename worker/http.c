@@ -23,14 +23,17 @@ struct wrk_http {
     size_t max_output;
 };
 
-typedef struct http_xfer {
+struct wrk_http_xfer {
     wrk_job_t *job;
     CURL *easy;
     struct curl_slist *headers;
     util_buf_t body;
     int too_big;
+    wrk_http_done_fn done;
+    void *arg;
     char errbuf[CURL_ERROR_SIZE];
-} http_xfer_t;
+};
+typedef struct wrk_http_xfer http_xfer_t;
 
 static void xfer_free(wrk_http_t *h, http_xfer_t *x)
 {
@@ -43,20 +46,22 @@ static void xfer_free(wrk_http_t *h, http_xfer_t *x)
     free(x);
 }
 
-static cJSON *xfer_result(wrk_http_t *h, http_xfer_t *x, CURLcode code)
+/* What a finished transfer answered, for its done callback. */
+static void xfer_resp(wrk_http_t *h, http_xfer_t *x, CURLcode code, wrk_http_resp_t *resp)
 {
+    memset(resp, 0, sizeof(*resp));
+    resp->max_output = h->max_output;
     if (code == CURLE_OK) {
-        long status = 0;
         char *ctype = NULL;
-        curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
+        curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &resp->status);
         curl_easy_getinfo(x->easy, CURLINFO_CONTENT_TYPE, &ctype);
-        return wrk_output_from_http(status, ctype, x->body.data, x->body.len);
+        resp->ctype = ctype;
+        resp->body = x->body.data;
+        resp->len = x->body.len;
+        return;
     }
-    if (x->too_big)
-        return wrk_output_errorf("output too large: the tool answered more than %zu bytes",
-                                 h->max_output);
-    return wrk_output_errorf("HTTP request failed: %s",
-                             x->errbuf[0] ? x->errbuf : curl_easy_strerror(code));
+    resp->too_big = x->too_big;
+    resp->error = x->errbuf[0] ? x->errbuf : curl_easy_strerror(code);
 }
 
 static void http_check_done(wrk_http_t *h)
@@ -68,12 +73,11 @@ static void http_check_done(wrk_http_t *h)
             continue;
         http_xfer_t *x = NULL;
         curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
-        CURLcode code = msg->data.result;
-        wrk_job_t *job = x->job;
-        cJSON *res = xfer_result(h, x, code);
+        wrk_http_resp_t resp;
+        xfer_resp(h, x, msg->data.result, &resp);
+        /* The callback may finish the job but must not cancel x: it is freed right after. */
+        x->done(x->job, &resp, x->arg);
         xfer_free(h, x);
-        job->ex_state = NULL;
-        wrk_job_finish(job, res);
     }
 }
 
@@ -218,8 +222,10 @@ static int add_header(struct curl_slist **list, const char *name, const char *va
     return 0;
 }
 
-/* Builds the request headers; a message for the caller in why when the config is bad. */
-static int build_headers(wrk_job_t *job, http_xfer_t *x, const char **why)
+/* Builds the request headers (signing body when the executor has a secret); a message for
+ * the caller in why when the config is bad. */
+static int build_headers(wrk_job_t *job, http_xfer_t *x, const char *body, size_t len,
+                         const char **why)
 {
     const cJSON *ex = job->env.executor;
     *why = NULL;
@@ -256,8 +262,8 @@ static int build_headers(wrk_job_t *job, http_xfer_t *x, const char **why)
     if (secret && !cJSON_IsNull(secret)) {
         char sig[WHSIG_LEN], ts[24];
         long long now = (long long)(util_now_ms() / 1000);
-        if (!cJSON_IsString(secret) || whsig_sign(secret->valuestring, job->env.job_id, now,
-                                                  job->body, job->body_len, sig, sizeof(sig)) < 0) {
+        if (!cJSON_IsString(secret) || whsig_sign(secret->valuestring, job->env.job_id, now, body,
+                                                  len, sig, sizeof(sig)) < 0) {
             *why = "executor.secret is not a Standard Webhooks secret (whsec_ + base64)";
             return MCPQ_EINVAL;
         }
@@ -275,40 +281,39 @@ static int url_valid(const char *url)
     return strncasecmp(url, "http://", 7) == 0 || strncasecmp(url, "https://", 8) == 0;
 }
 
-static int http_start(wrk_job_t *job)
+wrk_http_xfer_t *wrk_http_post(wrk_job_t *job, const char *body, size_t len, wrk_http_done_fn done,
+                               void *arg, const char **why)
 {
     wrk_http_t *h = job->rt->http;
+    *why = NULL;
     const cJSON *url = cJSON_GetObjectItemCaseSensitive(job->env.executor, "url");
     if (!cJSON_IsString(url) || !url_valid(url->valuestring)) {
-        wrk_job_finish(job, wrk_output_errorf("executor.url must be an http:// or https:// "
-                                              "URL"));
-        return 0;
+        *why = "executor.url must be an http:// or https:// URL";
+        return NULL;
     }
     http_xfer_t *x = calloc(1, sizeof(*x));
     if (!x)
-        return -1;
+        return NULL;
     x->job = job;
+    x->done = done;
+    x->arg = arg;
     util_buf_init(&x->body, h->max_output);
-    const char *why = NULL;
-    if (build_headers(job, x, &why) < 0) {
+    if (build_headers(job, x, body, len, why) < 0) {
         xfer_free(h, x);
-        if (!why)
-            return -1;
-        wrk_job_finish(job, wrk_output_errorf("%s", why));
-        return 0;
+        return NULL;
     }
     x->easy = curl_easy_init();
     if (!x->easy) {
         xfer_free(h, x);
-        return -1;
+        return NULL;
     }
     CURL *e = x->easy;
     curl_easy_setopt(e, CURLOPT_URL, url->valuestring);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_POST, 1L);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDS, job->body);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)job->body_len);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->headers);
     curl_easy_setopt(e, CURLOPT_USERAGENT, "mcpq-worker");
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS,
@@ -321,7 +326,41 @@ static int http_start(wrk_job_t *job)
         log_event(LOG_ERROR, "curl_multi_add_handle failed", "job_id", job->env.job_id,
                   (char *)NULL);
         xfer_free(h, x);
-        return -1;
+        return NULL;
+    }
+    return x;
+}
+
+void wrk_http_xfer_cancel(wrk_http_t *h, wrk_http_xfer_t *x)
+{
+    if (x)
+        xfer_free(h, x);
+}
+
+static void http_done(wrk_job_t *job, const wrk_http_resp_t *resp, void *arg)
+{
+    (void)arg;
+    cJSON *res;
+    if (resp->status)
+        res = wrk_output_from_http(resp->status, resp->ctype, resp->body, resp->len);
+    else if (resp->too_big)
+        res = wrk_output_errorf("output too large: the tool answered more than %zu bytes",
+                                resp->max_output);
+    else
+        res = wrk_output_errorf("HTTP request failed: %s", resp->error);
+    job->ex_state = NULL;
+    wrk_job_finish(job, res);
+}
+
+static int http_start(wrk_job_t *job)
+{
+    const char *why = NULL;
+    http_xfer_t *x = wrk_http_post(job, job->body, job->body_len, http_done, NULL, &why);
+    if (!x) {
+        if (!why)
+            return -1;
+        wrk_job_finish(job, wrk_output_errorf("%s", why));
+        return 0;
     }
     job->ex_state = x;
     return 0;

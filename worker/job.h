@@ -36,10 +36,12 @@
 #include <stdint.h>
 
 typedef struct wrk_http wrk_http_t;
+typedef struct wrk_agent wrk_agent_t;
 
 typedef struct wrk_rt {
     wrk_loop_t *loop;
     wrk_http_t *http;
+    wrk_agent_t *agent; /* agent calls waiting for replies (agent.h) */
     wrk_store_t *store;
     const mcpq_settings_t *settings;
     const char *worker_id;

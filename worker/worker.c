@@ -1,5 +1,6 @@
 #include "worker.h"
 
+#include "agent.h"
 #include "cancelsub.h"
 #include "consumer.h"
 #include "err.h"
@@ -32,6 +33,7 @@ struct wrk_worker {
     wrk_loop_t *loop;
     wrk_rt_t rt;
     wrk_http_t *http;
+    wrk_agent_t *agent;
     wrk_store_t *store;
     wrk_consumer_t *consumer;
     wrk_cancelsub_t *cancelsub;
@@ -483,8 +485,16 @@ static void on_cancel_tick(wrk_timer_t *t, void *arg)
 {
     wrk_worker_t *w = arg;
     table_each(w, probe_job);
+    wrk_agent_tick(w->agent); /* agent replies whose Pub/Sub message was lost */
     task_second(w);
     wrk_timer_start(w->loop, t, CANCEL_CHECK_MS);
+}
+
+/* A message on mcpq:agentreply: the reply of an agent call is stored (agent.h). */
+static void on_agent_reply(const char *message_id, void *arg)
+{
+    wrk_worker_t *w = arg;
+    wrk_agent_reply_ready(w->agent, message_id);
 }
 
 /* ---- records ---- */
@@ -701,16 +711,20 @@ wrk_worker_t *wrk_worker_new(const mcpq_settings_t *s, char *errstr, size_t errs
     w->loop = wrk_loop_new();
     w->http = w->loop ? wrk_http_new(w->loop, (size_t)s->max_output_bytes) : NULL;
     w->store = wrk_store_new(s->redis_url, (int)s->redis_timeout_ms, s->result_ttl_s);
+    w->agent = wrk_agent_new(s);
     w->tasks = wrk_tasks_new(s, w->worker_id);
     w->cancelsub = w->loop ? wrk_cancelsub_new(w->loop, s->redis_url, (int)s->redis_timeout_ms,
                                                on_cancel_message, w)
                            : NULL;
-    if (!w->buckets || !w->loop || !w->http || !w->store || !w->cancelsub || !w->tasks) {
+    if (!w->buckets || !w->loop || !w->http || !w->store || !w->cancelsub || !w->tasks ||
+        !w->agent) {
         snprintf(errstr, errstr_size, "cannot set up the event loop");
         goto fail;
     }
     w->rt.loop = w->loop;
     w->rt.http = w->http;
+    w->rt.agent = w->agent;
+    wrk_cancelsub_on_reply(w->cancelsub, on_agent_reply, w);
     w->rt.store = w->store;
     w->rt.settings = s;
     w->rt.worker_id = w->worker_id;
@@ -856,6 +870,7 @@ void wrk_worker_free(wrk_worker_t *w)
     }
     wrk_tasks_free(w->tasks);
     wrk_http_free(w->http);
+    wrk_agent_free(w->agent);
     wrk_store_free(w->store);
     if (w->loop && w->rt.executing == 0)
         wrk_loop_free(w->loop);
