@@ -26,7 +26,7 @@ int64_t util_mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void to_hex(const unsigned char *in, size_t n, char *out)
+void util_hex(const unsigned char *in, size_t n, char *out)
 {
     static const char digits[] = "0123456789abcdef";
     for (size_t i = 0; i < n; i++) {
@@ -43,7 +43,7 @@ int util_random_hex(char *out, size_t nbytes)
         return MCPQ_EINVAL;
     if (RAND_bytes(buf, (int)nbytes) != 1)
         return MCPQ_EIO;
-    to_hex(buf, nbytes, out);
+    util_hex(buf, nbytes, out);
     return 0;
 }
 
@@ -51,7 +51,7 @@ void util_sha256_hex(const void *data, size_t len, char out[65])
 {
     unsigned char md[SHA256_DIGEST_LENGTH];
     SHA256(data, len, md);
-    to_hex(md, sizeof(md), out);
+    util_hex(md, sizeof(md), out);
 }
 
 void util_hmac_sha256_hex(const void *key, size_t keylen, const void *data, size_t len,
@@ -60,7 +60,7 @@ void util_hmac_sha256_hex(const void *key, size_t keylen, const void *data, size
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int mdlen = 0;
     HMAC(EVP_sha256(), key, (int)keylen, data, len, md, &mdlen);
-    to_hex(md, mdlen, out);
+    util_hex(md, mdlen, out);
 }
 
 int util_ct_equal(const void *a, const void *b, size_t len)

@@ -13,6 +13,9 @@
 int64_t util_now_ms(void);
 int64_t util_mono_ms(void);
 
+/* Writes the 2*n lowercase hex characters of in[0..n) plus a NUL to out. */
+void util_hex(const unsigned char *in, size_t n, char *out);
+
 /* Writes 2*nbytes lowercase hex characters of cryptographic randomness plus a NUL. */
 int util_random_hex(char *out, size_t nbytes);
 

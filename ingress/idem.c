@@ -1,6 +1,7 @@
 #include "idem.h"
 
 #include "err.h"
+#include "util.h"
 
 #include <openssl/evp.h>
 #include <openssl/rand.h>
@@ -88,16 +89,6 @@ static int canon(EVP_MD_CTX *md, const cJSON *v, int depth)
     return 0;
 }
 
-static void hex_of(const unsigned char *d, size_t n, char *out)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[d[i] >> 4];
-        out[2 * i + 1] = digits[d[i] & 15];
-    }
-    out[2 * n] = '\0';
-}
-
 int ing_idem_fingerprint(const cJSON *v, char hex[65])
 {
     EVP_MD_CTX *md = EVP_MD_CTX_new();
@@ -108,7 +99,7 @@ int ing_idem_fingerprint(const cJSON *v, char hex[65])
         rc = MCPQ_ENOMEM;
     EVP_MD_CTX_free(md);
     if (rc == 0)
-        hex_of(d, n, hex);
+        util_hex(d, n, hex);
     return rc;
 }
 
@@ -126,7 +117,7 @@ void ing_idem_scope(const char *tenant, const char *server, const char *tool, co
     EVP_MD_CTX_free(md);
     if (!ok && RAND_bytes(d, 16) != 1) /* a random scope at least never merges two calls */
         memset(d, 0, 16);
-    hex_of(d, 16, scope);
+    util_hex(d, 16, scope);
 }
 
 int ing_idem_claim(kv_pool_t *kv, const char *tenant, const char *scope, const cJSON *args,
