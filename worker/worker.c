@@ -7,6 +7,7 @@
 #include "job.h"
 #include "log.h"
 #include "loop.h"
+#include "mcp.h"
 #include "record.h"
 #include "store.h"
 #include "tasks.h"
@@ -32,6 +33,7 @@ struct wrk_worker {
     wrk_loop_t *loop;
     wrk_rt_t rt;
     wrk_http_t *http;
+    wrk_mcp_t *mcp;
     wrk_store_t *store;
     wrk_consumer_t *consumer;
     wrk_cancelsub_t *cancelsub;
@@ -699,17 +701,19 @@ wrk_worker_t *wrk_worker_new(const mcpq_settings_t *s, char *errstr, size_t errs
     w->buckets = calloc(w->nbuckets, sizeof(*w->buckets));
     w->loop = wrk_loop_new();
     w->http = w->loop ? wrk_http_new(w->loop, (size_t)s->max_output_bytes) : NULL;
+    w->mcp = w->http ? wrk_mcp_new(w->http) : NULL;
     w->store = wrk_store_new(s->redis_url, (int)s->redis_timeout_ms, s->result_ttl_s);
     w->tasks = wrk_tasks_new(s, w->worker_id);
     w->cancelsub = w->loop ? wrk_cancelsub_new(w->loop, s->redis_url, (int)s->redis_timeout_ms,
                                                on_cancel_message, w)
                            : NULL;
-    if (!w->buckets || !w->loop || !w->http || !w->store || !w->cancelsub || !w->tasks) {
+    if (!w->buckets || !w->loop || !w->http || !w->mcp || !w->store || !w->cancelsub || !w->tasks) {
         snprintf(errstr, errstr_size, "cannot set up the event loop");
         goto fail;
     }
     w->rt.loop = w->loop;
     w->rt.http = w->http;
+    w->rt.mcp = w->mcp;
     w->rt.store = w->store;
     w->rt.settings = s;
     w->rt.worker_id = w->worker_id;
@@ -854,6 +858,7 @@ void wrk_worker_free(wrk_worker_t *w)
         wrk_job_free(job);
     }
     wrk_tasks_free(w->tasks);
+    wrk_mcp_free(w->mcp);
     wrk_http_free(w->http);
     wrk_store_free(w->store);
     if (w->loop && w->rt.executing == 0)
