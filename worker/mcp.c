@@ -222,7 +222,7 @@ static char *rpc_body(long id, const char *method, cJSON *params, size_t *len)
 static cJSON *modern_meta(cJSON *params)
 {
     cJSON *meta = cJSON_AddObjectToObject(params, "_meta");
-    cJSON_AddStringToObject(meta, WRK_MCP_META_VERSION, WRK_MCP_MODERN_VERSION);
+    cJSON_AddStringToObject(meta, MCPW_META_VERSION, MCPW_MODERN_VERSION);
     return params;
 }
 
@@ -306,7 +306,7 @@ static void call_done(const wrk_http_resp_t *resp, void *arg)
             call_wait(c);
         return;
     }
-    cJSON *r = wrk_mcpwire_response(resp->content_type, resp->body, resp->len, c->id, call_note, c);
+    cJSON *r = mcpw_response(resp->content_type, resp->body, resp->len, c->id, call_note, c);
     if (!r) {
         call_end(c, resp->status >= 200 && resp->status <= 299
                         ? wrk_output_errorf("upstream MCP server %s sent no response to the call",
@@ -374,7 +374,7 @@ static void call_send(mcp_call_t *c)
     size_t len = 0;
     char *body = rpc_body(c->id, "tools/call", params, &len);
     struct curl_slist *h =
-        up_headers(up, up->modern, up->modern ? WRK_MCP_MODERN_VERSION : up->version, "tools/call",
+        up_headers(up, up->modern, up->modern ? MCPW_MODERN_VERSION : up->version, "tools/call",
                    tool, c->session, job->env.traceparent);
     if (!body || !h) {
         cJSON_free(body);
@@ -402,7 +402,7 @@ static void up_ready(wrk_mcp_t *m, mcp_up_t *up, const char *failure)
     } else {
         up->state = UP_READY;
         log_event(LOG_INFO, "upstream MCP server ready", "upstream", up->host, "version",
-                  up->modern ? WRK_MCP_MODERN_VERSION : up->version, "session",
+                  up->modern ? MCPW_MODERN_VERSION : up->version, "session",
                   up->session[0] ? "yes" : "no", (char *)NULL);
     }
     while (c) {
@@ -431,12 +431,11 @@ static void up_done(const wrk_http_resp_t *resp, void *arg)
         up_ready(m, up, why);
         return;
     }
-    cJSON *r = up->state == UP_INITIALIZED
-                   ? NULL
-                   : wrk_mcpwire_response(resp->content_type, resp->body, resp->len, up->neg_id,
-                                          NULL, NULL);
+    cJSON *r = up->state == UP_INITIALIZED ? NULL
+                                           : mcpw_response(resp->content_type, resp->body,
+                                                           resp->len, up->neg_id, NULL, NULL);
     if (up->state == UP_DISCOVER) {
-        int modern = wrk_mcpwire_discover_modern(resp->status, r);
+        int modern = mcpw_discover_modern(resp->status, r);
         cJSON_Delete(r);
         if (modern) {
             up->modern = 1;
@@ -446,7 +445,7 @@ static void up_done(const wrk_http_resp_t *resp, void *arg)
         up->modern = 0;
         up->state = UP_INITIALIZE;
         cJSON *p = cJSON_CreateObject();
-        cJSON_AddStringToObject(p, "protocolVersion", WRK_MCP_LEGACY_VERSION);
+        cJSON_AddStringToObject(p, "protocolVersion", MCPW_LEGACY_VERSION);
         cJSON_AddObjectToObject(p, "capabilities");
         cJSON *ci = cJSON_AddObjectToObject(p, "clientInfo");
         cJSON_AddStringToObject(ci, "name", "mcpq-worker");
@@ -455,7 +454,7 @@ static void up_done(const wrk_http_resp_t *resp, void *arg)
         return;
     }
     if (up->state == UP_INITIALIZE) {
-        const char *v = wrk_mcpwire_legacy_version(r);
+        const char *v = mcpw_legacy_version(r);
         if (!v) {
             const cJSON *e = cJSON_GetObjectItemCaseSensitive(r, "error");
             const char *em = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "message"));
@@ -485,7 +484,7 @@ static void up_done(const wrk_http_resp_t *resp, void *arg)
 static void up_send(wrk_mcp_t *m, mcp_up_t *up, const char *method, cJSON *params, int notify)
 {
     int modern = up->state == UP_DISCOVER;
-    const char *version = modern                        ? WRK_MCP_MODERN_VERSION
+    const char *version = modern                        ? MCPW_MODERN_VERSION
                           : up->state == UP_INITIALIZED ? up->version
                                                         : NULL;
     up->neg_id = notify ? -1 : ++m->next_id;

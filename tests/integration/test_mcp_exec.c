@@ -151,7 +151,8 @@ static enum MHD_Result legacy(struct MHD_Connection *conn, cJSON *msg)
                      rpc_error(NULL, -32000, "Bad Request: Server not initialized"), NULL);
     }
     if (strcmp(method, "initialize") == 0) {
-        atomic_fetch_add(&n_initialize, 1);
+        if (strcmp(hdr(conn, "User-Agent"), "mcpq-worker") == 0) /* not federation's */
+            atomic_fetch_add(&n_initialize, 1);
         cJSON *r = cJSON_CreateObject();
         const char *asked =
             cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params, "protocolVersion"));
@@ -168,7 +169,8 @@ static enum MHD_Result legacy(struct MHD_Connection *conn, cJSON *msg)
     if (strcmp(hdr(conn, "MCP-Protocol-Version"), "2025-11-25") != 0)
         return reply(conn, 400, "application/json", rpc_error(id, -32000, "bad version"), NULL);
     if (strcmp(method, "notifications/initialized") == 0) {
-        atomic_fetch_add(&n_initialized, 1);
+        if (strcmp(hdr(conn, "User-Agent"), "mcpq-worker") == 0)
+            atomic_fetch_add(&n_initialized, 1);
         return reply(conn, 202, NULL, NULL, NULL);
     }
     if (strcmp(method, "notifications/cancelled") == 0) {

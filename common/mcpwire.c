@@ -42,7 +42,7 @@ static void ev_reset(sse_ev_t *ev)
         ev->data[0] = '\0';
 }
 
-int wrk_mcpwire_sse_each(const char *body, size_t len, wrk_sse_fn fn, void *arg)
+int mcpw_sse_each(const char *body, size_t len, mcpw_sse_fn fn, void *arg)
 {
     sse_ev_t ev = {0};
     const char *p = body, *end = body + len;
@@ -93,7 +93,7 @@ int wrk_mcpwire_sse_each(const char *body, size_t len, wrk_sse_fn fn, void *arg)
 typedef struct find {
     long id;
     cJSON *found;
-    wrk_mcp_note_fn note;
+    mcpw_note_fn note;
     void *arg;
 } find_t;
 
@@ -131,14 +131,14 @@ static int find_sse(const char *event, const char *data, size_t len, void *arg)
     return f->found != NULL;
 }
 
-cJSON *wrk_mcpwire_response(const char *content_type, const char *body, size_t len, long id,
-                            wrk_mcp_note_fn note, void *arg)
+cJSON *mcpw_response(const char *content_type, const char *body, size_t len, long id,
+                     mcpw_note_fn note, void *arg)
 {
     find_t f = {.id = id, .note = note, .arg = arg};
     if (!body || len == 0)
         return NULL;
     if (content_type && strncasecmp(content_type, "text/event-stream", 17) == 0) {
-        wrk_mcpwire_sse_each(body, len, find_sse, &f);
+        mcpw_sse_each(body, len, find_sse, &f);
         return f.found;
     }
     cJSON *msg = cJSON_ParseWithLength(body, len);
@@ -147,7 +147,7 @@ cJSON *wrk_mcpwire_response(const char *content_type, const char *body, size_t l
     return f.found;
 }
 
-int wrk_mcpwire_discover_modern(long status, const cJSON *response)
+int mcpw_discover_modern(long status, const cJSON *response)
 {
     if (status < 200 || status > 299)
         return 0;
@@ -160,13 +160,13 @@ int wrk_mcpwire_discover_modern(long status, const cJSON *response)
     const cJSON *v;
     cJSON_ArrayForEach(v, sup)
     {
-        if (cJSON_IsString(v) && strcmp(v->valuestring, WRK_MCP_MODERN_VERSION) == 0)
+        if (cJSON_IsString(v) && strcmp(v->valuestring, MCPW_MODERN_VERSION) == 0)
             return 1;
     }
     return 0;
 }
 
-const char *wrk_mcpwire_legacy_version(const cJSON *response)
+const char *mcpw_legacy_version(const cJSON *response)
 {
     static const char *const known[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(response, "result");
