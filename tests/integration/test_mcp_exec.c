@@ -28,11 +28,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define TOKEN "sekrit-upstream-token-42"
 
 static fx_stack_t fx;
-static int port, up_port;
+static int port, up_port, sdk_port;
 static atomic_int sessions_epoch = 1; /* bumping it expires every session */
 static atomic_int n_initialize, n_initialized, n_discover, n_cancelled, n_bad_auth, n_call;
 
@@ -380,7 +381,7 @@ static void tool_json(char *out, size_t size, const char *name, const char *path
 
 static void write_config(const char *path, int down_port)
 {
-    char t[8][768], cfg[8192];
+    char t[10][768], cfg[12288];
     tool_json(t[0], sizeof(t[0]), "l_echo", "/legacy", "echo", 10000, up_port);
     tool_json(t[1], sizeof(t[1]), "l_bad", "/legacy", "bad", 10000, up_port);
     tool_json(t[2], sizeof(t[2]), "l_nosuch", "/legacy", "nosuch", 10000, up_port);
@@ -389,14 +390,19 @@ static void write_config(const char *path, int down_port)
     tool_json(t[5], sizeof(t[5]), "m_echo", "/modern", "echo", 10000, up_port);
     tool_json(t[6], sizeof(t[6]), "m_nosuch", "/modern", "nosuch", 10000, up_port);
     tool_json(t[7], sizeof(t[7]), "down", "/legacy", "echo", 20000, down_port);
+    tool_json(t[8], sizeof(t[8]), "sdk_echo", "/mcp", "echo", 10000, sdk_port);
+    tool_json(t[9], sizeof(t[9]), "sdk_fail", "/mcp", "fail", 10000, sdk_port);
     snprintf(cfg, sizeof(cfg),
              "{\"tenants\":[{\"id\":\"m\",\"api_keys\":[{\"id\":\"k\",\"key\":\"mcp-key\"}]}],"
              "\"servers\":[{\"tenant\":\"m\",\"name\":\"default\"},"
              "{\"tenant\":\"m\",\"name\":\"fed\",\"federate\":{\"url\":"
              "\"http://127.0.0.1:%d/legacy\",\"prefix\":\"up_\",\"headers\":{"
+             "\"Authorization\":\"Bearer " TOKEN "\"}}},"
+             "{\"tenant\":\"m\",\"name\":\"sdkfed\",\"federate\":{\"url\":"
+             "\"http://127.0.0.1:%d/mcp\",\"prefix\":\"sdkup_\",\"headers\":{"
              "\"Authorization\":\"Bearer " TOKEN "\"}}}],"
-             "\"tools\":[%s,%s,%s,%s,%s,%s,%s,%s]}",
-             up_port, t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]);
+             "\"tools\":[%s,%s,%s,%s,%s,%s,%s,%s,%s,%s]}",
+             up_port, sdk_port, t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9]);
     fx_write_file(path, cfg, 0600);
 }
 
@@ -523,6 +529,74 @@ static void test_federation(void)
     TEST_PASS("federation: upstream tools listed with the prefix (bad name skipped), callable");
 }
 
+/* The official TypeScript SDK 1.x as the upstream (tests/clients/sdk-upstream.mjs), when
+ * node and the npm packages of tests/clients/install.sh are there; else 0 (skipped). */
+static pid_t sdk_start(char *deps, size_t size)
+{
+    const char *env = getenv("MCPQ_CLIENTS_DEPS");
+    char probe[600], ready[400], portstr[16], depenv[700];
+    snprintf(deps, size, "%s", env && *env ? env : "build/clients");
+    snprintf(probe, sizeof(probe), "%s/node_modules/@modelcontextprotocol/sdk/package.json", deps);
+    if (access(probe, R_OK) != 0 || system("node --version >/dev/null 2>&1") != 0)
+        return 0;
+    if (deps[0] != '/') {
+        char *abs = realpath(deps, NULL);
+        CHECK(abs != NULL);
+        snprintf(deps, size, "%s", abs);
+        free(abs);
+    }
+    snprintf(ready, sizeof(ready), "%s/sdk-upstream.ready", fx.dir);
+    snprintf(portstr, sizeof(portstr), "%d", sdk_port);
+    snprintf(depenv, sizeof(depenv), "MCPQ_CLIENTS_DEPS=%s", deps);
+    snprintf(probe, sizeof(probe), "%s/sdk-upstream.log", fx.dir);
+    const char *argv[] = {"node",
+                          "--import",
+                          "./tests/clients/lib/register.mjs",
+                          "tests/clients/sdk-upstream.mjs",
+                          portstr,
+                          ready,
+                          TOKEN,
+                          NULL};
+    const char *extra[] = {depenv, NULL};
+    pid_t pid = fx_spawn(argv, extra, probe);
+    CHECK(pid > 0);
+    CHECK_INT_EQ(fx_wait_file(ready, 20000), 0);
+    return pid;
+}
+
+static void test_sdk_upstream(void)
+{
+    cJSON *j = call(NULL, "sdk_echo", "{\"text\":\"hello sdk\"}");
+    CHECK(!is_error(j));
+    CHECK_STR_EQ(text0(j), "sdk echo: hello sdk");
+    CHECK_STR_EQ(str_at(j, "result", "structuredContent", "text"), "hello sdk");
+    cJSON_Delete(j);
+    j = call(NULL, "sdk_fail", "{}");
+    CHECK(is_error(j));
+    CHECK_STR_EQ(text0(j), "sdk tool failed");
+    cJSON_Delete(j);
+    /* federation from the SDK server too */
+    const cJSON *tools = NULL;
+    j = NULL;
+    for (int i = 0; i < 100; i++) {
+        cJSON_Delete(j);
+        j = post_to("sdkfed", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", 200);
+        tools = cJSON_GetObjectItemCaseSensitive(result_of(j), "tools");
+        if (cJSON_GetArraySize(tools) >= 2)
+            break;
+        fx_sleep_ms(100);
+    }
+    CHECK_INT_EQ(cJSON_GetArraySize(tools), 2);
+    CHECK_STR_EQ(str_at(cJSON_GetArrayItem(tools, 0), "name", NULL, NULL), "sdkup_echo");
+    CHECK(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(tools, 0), "outputSchema"));
+    cJSON_Delete(j);
+    j = call("sdkfed", "sdkup_echo", "{\"text\":\"via federation\"}");
+    CHECK_STR_EQ(str_at(j, "result", "structuredContent", "text"), "via federation");
+    cJSON_Delete(j);
+    TEST_PASS("official TypeScript SDK 1.x upstream (SSE answers, sessions): call, isError, "
+              "federation");
+}
+
 int main(void)
 {
     char cfg[300], wlog[400], ilog[400];
@@ -530,8 +604,11 @@ int main(void)
     if (fx_start(&fx, 2) < 0)
         return 1;
     up_port = fx_free_port();
+    sdk_port = fx_free_port();
     int down_port = fx_free_port();
     struct MHD_Daemon *up = upstream_start(up_port);
+    char deps[500];
+    pid_t sdk = sdk_start(deps, sizeof(deps));
     snprintf(cfg, sizeof(cfg), "%s/mcp.json", fx.dir);
     write_config(cfg, down_port);
     port = fx_free_port();
@@ -546,6 +623,12 @@ int main(void)
     test_modern();
     test_down_and_timeout();
     test_federation();
+    if (sdk > 0)
+        test_sdk_upstream();
+    else
+        printf("ok - # SKIP official SDK upstream: no node or no npm packages in %s "
+               "(tests/clients/install.sh)\n",
+               deps);
 
     CHECK_INT_EQ(atomic_load(&n_bad_auth), 0);
     CHECK(!file_contains(wlog, TOKEN));
@@ -555,6 +638,8 @@ int main(void)
     CHECK_INT_EQ(fx_stop_pid(w, 10000), 0);
     CHECK_INT_EQ(fx_stop_pid(ing, 10000), 0);
     MHD_stop_daemon(up);
+    if (sdk > 0)
+        fx_stop_pid(sdk, 5000);
     fx_stop(&fx);
     curl_global_cleanup();
     return 0;
