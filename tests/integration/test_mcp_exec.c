@@ -518,7 +518,9 @@ static void test_federation(void)
     CHECK_STR_EQ(str_at(cJSON_GetArrayItem(tools, 0), "name", NULL, NULL), "up_bad");
     CHECK_STR_EQ(str_at(cJSON_GetArrayItem(tools, 1), "name", NULL, NULL), "up_echo");
     CHECK_STR_EQ(str_at(cJSON_GetArrayItem(tools, 1), "description", NULL, NULL), "upstream tool");
-    CHECK(strstr(cJSON_PrintUnformatted(j), TOKEN) == NULL);
+    char *printed = cJSON_PrintUnformatted(j);
+    CHECK(strstr(printed, TOKEN) == NULL);
+    free(printed);
     cJSON_Delete(j);
     j = call("fed", "up_echo", "{\"text\":\"federated\"}");
     CHECK_STR_EQ(str_at(j, "result", "structuredContent", "text"), "federated");
