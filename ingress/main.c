@@ -3,6 +3,7 @@
  */
 #include "config.h"
 #include "err.h"
+#include "federate.h"
 #include "http.h"
 #include "ingress.h"
 #include "log.h"
@@ -190,6 +191,7 @@ int main(int argc, char **argv)
 
     int exit_code = 1;
     ing_wh_t *wh = NULL;
+    ing_federate_t *fed = NULL;
     ctx.metrics = ing_metrics_new();
     ctx.kv = kv_pool_new(set.redis_url, (int)set.redis_timeout_ms, (int)set.redis_pool_size);
     ctx.pending = ing_pending_new(set.redis_url, (int)set.redis_timeout_ms, ctx.reply_key,
@@ -213,6 +215,10 @@ int main(int argc, char **argv)
         goto out;
     }
     rf.ctx = &ctx;
+    /* Federated servers (federate.h): imported in the background; before the refresh thread
+     * starts, which frees rf.config once stored. */
+    if (rf.config)
+        fed = ing_federate_start(&set, rf.config);
     if (pthread_create(&rf.thread, NULL, refresh_thread, &rf) != 0) {
         fprintf(stderr, "mcpq-ingress: cannot start the refresh thread\n");
         goto out;
@@ -254,6 +260,7 @@ int main(int argc, char **argv)
     exit_code = 0;
 out:
     ing_http_stop(&ctx);
+    ing_federate_stop(fed);
     ing_wh_free(wh);
     ing_files_free(ctx.files);
     ing_pending_free(ctx.pending);

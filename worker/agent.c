@@ -45,7 +45,7 @@ typedef struct agent_call {
     char agent[AGENT_NAME_MAX]; /* host[:port] of the url, for messages */
     char *body;                 /* the chat_message, alive as long as the transfer */
     size_t body_len;
-    wrk_http_xfer_t *xfer;
+    wrk_http_req_t *xfer;
     int waiting; /* on a->waiting: answered 202 */
     struct agent_call *prev, *next;
 } agent_call_t;
@@ -378,12 +378,11 @@ static cJSON *reply_to_result(agent_call_t *c, const cJSON *reply)
     return wrk_output_errorf("agent %s: %s", c->agent, why);
 }
 
-static void agent_http_done(wrk_job_t *job, const wrk_http_resp_t *resp, void *arg)
+static void agent_http_done(const wrk_http_resp_t *resp, void *arg)
 {
     agent_call_t *c = arg;
-    (void)job;
     c->xfer = NULL; /* freed by http.c after this returns */
-    if (resp->status == 0) {
+    if (resp->code != CURLE_OK) {
         log_event(LOG_INFO, "agent unreachable", "job_id", c->message_id, "agent", c->agent,
                   (char *)NULL);
         call_finish(c,
@@ -482,7 +481,7 @@ static int agent_start(wrk_job_t *job)
     c->body_len = strlen(c->body);
     const char *why = NULL;
     job->ex_state = c;
-    c->xfer = wrk_http_post(job, c->body, c->body_len, agent_http_done, c, &why);
+    c->xfer = wrk_http_post_job(job, c->body, c->body_len, agent_http_done, c, &why);
     if (!c->xfer) {
         job->ex_state = NULL;
         if (!why) {
@@ -499,7 +498,7 @@ static void agent_cancel(wrk_job_t *job, wrk_cancel_t how)
     agent_call_t *c = job->ex_state;
     if (!c)
         return;
-    wrk_http_xfer_cancel(job->rt->http, c->xfer);
+    wrk_http_req_cancel(job->rt->http, c->xfer);
     c->xfer = NULL;
     /* On abort the job goes to another worker, which waits under the same message id. */
     call_finish(c, NULL, how != WRK_CANCEL_ABORT);

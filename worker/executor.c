@@ -3,10 +3,8 @@
 #include <string.h>
 
 static const wrk_executor_t *const executors[] = {
-    &wrk_builtin_executor,
-    &wrk_http_executor,
-    &wrk_exec_executor,
-    &wrk_agent_executor,
+    &wrk_builtin_executor, &wrk_http_executor, &wrk_exec_executor,
+    &wrk_agent_executor,   &wrk_mcp_executor,
 };
 
 const wrk_executor_t *wrk_executor_find(const char *type)

@@ -14,7 +14,7 @@
  *                      holds (a child reaped, a transfer removed); the result it passes then
  *                      is ignored. A second call may escalate a graceful stop to ABORT.
  *
- * Types this worker does not run (mcp, and anything unknown) get no table entry;
+ * Types this worker does not run (anything unknown) get no table entry;
  * the job then answers with an isError result naming the type.
  *
  * Thread safety: loop thread only.
@@ -41,6 +41,7 @@ extern const wrk_executor_t wrk_builtin_executor;
 extern const wrk_executor_t wrk_http_executor;
 extern const wrk_executor_t wrk_exec_executor;
 extern const wrk_executor_t wrk_agent_executor;
+extern const wrk_executor_t wrk_mcp_executor;
 
 /* The executor for type, or NULL when this worker does not run that type. */
 const wrk_executor_t *wrk_executor_find(const char *type);

@@ -14,54 +14,42 @@
 #include <strings.h>
 
 #define HTTP_TIMEOUT_SLACK_MS 500 /* the job's deadline timer fires first */
-#define HTTP_HEADER_MAX 8192
 
 struct wrk_http {
     wrk_loop_t *loop;
     CURLM *multi;
     wrk_timer_t timer;
     size_t max_output;
+    wrk_http_req_t *reqs; /* every live request, so wrk_http_free can drop them */
 };
 
-struct wrk_http_xfer {
-    wrk_job_t *job;
+struct wrk_http_req {
     CURL *easy;
     struct curl_slist *headers;
     util_buf_t body;
     int too_big;
+    char errbuf[CURL_ERROR_SIZE];
+    char session_id[WRK_HTTP_SESSION_MAX];
     wrk_http_done_fn done;
     void *arg;
-    char errbuf[CURL_ERROR_SIZE];
+    wrk_http_req_t *prev, *next;
 };
-typedef struct wrk_http_xfer http_xfer_t;
 
-static void xfer_free(wrk_http_t *h, http_xfer_t *x)
+static void req_free(wrk_http_t *h, wrk_http_req_t *r)
 {
-    if (x->easy) {
-        curl_multi_remove_handle(h->multi, x->easy);
-        curl_easy_cleanup(x->easy);
+    if (r->easy) {
+        curl_multi_remove_handle(h->multi, r->easy);
+        curl_easy_cleanup(r->easy);
     }
-    curl_slist_free_all(x->headers);
-    util_buf_cleanup(&x->body);
-    free(x);
-}
-
-/* What a finished transfer answered, for its done callback. */
-static void xfer_resp(wrk_http_t *h, http_xfer_t *x, CURLcode code, wrk_http_resp_t *resp)
-{
-    memset(resp, 0, sizeof(*resp));
-    resp->max_output = h->max_output;
-    if (code == CURLE_OK) {
-        char *ctype = NULL;
-        curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &resp->status);
-        curl_easy_getinfo(x->easy, CURLINFO_CONTENT_TYPE, &ctype);
-        resp->ctype = ctype;
-        resp->body = x->body.data;
-        resp->len = x->body.len;
-        return;
-    }
-    resp->too_big = x->too_big;
-    resp->error = x->errbuf[0] ? x->errbuf : curl_easy_strerror(code);
+    if (r->prev)
+        r->prev->next = r->next;
+    else if (h->reqs == r)
+        h->reqs = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    curl_slist_free_all(r->headers);
+    util_buf_cleanup(&r->body);
+    free(r);
 }
 
 static void http_check_done(wrk_http_t *h)
@@ -71,13 +59,27 @@ static void http_check_done(wrk_http_t *h)
     while ((msg = curl_multi_info_read(h->multi, &left))) {
         if (msg->msg != CURLMSG_DONE)
             continue;
-        http_xfer_t *x = NULL;
-        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
-        wrk_http_resp_t resp;
-        xfer_resp(h, x, msg->data.result, &resp);
-        /* The callback may finish the job but must not cancel x: it is freed right after. */
-        x->done(x->job, &resp, x->arg);
-        xfer_free(h, x);
+        wrk_http_req_t *r = NULL;
+        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&r);
+        wrk_http_resp_t resp = {.code = msg->data.result,
+                                .too_big = r->too_big,
+                                .body = "",
+                                .session_id = r->session_id};
+        if (resp.code == CURLE_OK) {
+            curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &resp.status);
+            char *ctype = NULL;
+            curl_easy_getinfo(r->easy, CURLINFO_CONTENT_TYPE, &ctype);
+            resp.content_type = ctype;
+        } else {
+            resp.error = r->errbuf[0] ? r->errbuf : curl_easy_strerror(resp.code);
+        }
+        if (r->body.data) {
+            resp.body = r->body.data;
+            resp.len = r->body.len;
+        }
+        if (r->done)
+            r->done(&resp, r->arg);
+        req_free(h, r);
     }
 }
 
@@ -162,23 +164,105 @@ void wrk_http_free(wrk_http_t *h)
 {
     if (!h)
         return;
+    while (h->reqs)
+        req_free(h, h->reqs);
     curl_multi_cleanup(h->multi);
     wrk_timer_stop(h->loop, &h->timer);
     free(h);
 }
 
+size_t wrk_http_max_output(const wrk_http_t *h)
+{
+    return h->max_output;
+}
+
 static size_t http_write_cb(char *ptr, size_t size, size_t nmemb, void *userdata)
 {
-    http_xfer_t *x = userdata;
+    wrk_http_req_t *r = userdata;
     size_t n = size * nmemb;
-    if (util_buf_append(&x->body, ptr, n) < 0) {
-        x->too_big = 1;
+    if (util_buf_append(&r->body, ptr, n) < 0) {
+        r->too_big = 1;
         return 0; /* aborts the transfer: CURLE_WRITE_ERROR */
     }
     return n;
 }
 
-static int header_name_valid(const char *s)
+/* Keeps the response's Mcp-Session-Id (the only response header an executor needs). */
+static size_t http_header_cb(char *buf, size_t size, size_t nitems, void *userdata)
+{
+    wrk_http_req_t *r = userdata;
+    size_t n = size * nitems;
+    static const char name[] = "mcp-session-id:";
+    if (n > sizeof(name) - 1 && strncasecmp(buf, name, sizeof(name) - 1) == 0) {
+        const char *v = buf + sizeof(name) - 1, *e = buf + n;
+        while (v < e && (*v == ' ' || *v == '\t'))
+            v++;
+        while (e > v && (e[-1] == '\r' || e[-1] == '\n' || e[-1] == ' ' || e[-1] == '\t'))
+            e--;
+        size_t vl = (size_t)(e - v);
+        if (vl < sizeof(r->session_id)) {
+            memcpy(r->session_id, v, vl);
+            r->session_id[vl] = '\0';
+        } else {
+            r->session_id[0] = '\0';
+        }
+    }
+    return n;
+}
+
+wrk_http_req_t *wrk_http_post(wrk_http_t *h, const char *url, struct curl_slist *headers,
+                              const char *body, size_t len, int64_t timeout_ms,
+                              wrk_http_done_fn done, void *arg)
+{
+    wrk_http_req_t *r = calloc(1, sizeof(*r));
+    if (!r) {
+        curl_slist_free_all(headers);
+        return NULL;
+    }
+    r->headers = headers;
+    r->done = done;
+    r->arg = arg;
+    util_buf_init(&r->body, h->max_output);
+    r->easy = curl_easy_init();
+    if (!r->easy) {
+        req_free(h, r);
+        return NULL;
+    }
+    CURL *e = r->easy;
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_POST, 1L);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+    curl_easy_setopt(e, CURLOPT_COPYPOSTFIELDS, body);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
+    curl_easy_setopt(e, CURLOPT_USERAGENT, "mcpq-worker");
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(timeout_ms > 0 ? timeout_ms : 1));
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, http_write_cb);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, http_header_cb);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, r);
+    if (curl_multi_add_handle(h->multi, e) != CURLM_OK) {
+        log_event(LOG_ERROR, "curl_multi_add_handle failed", (char *)NULL);
+        req_free(h, r);
+        return NULL;
+    }
+    r->next = h->reqs;
+    if (h->reqs)
+        h->reqs->prev = r;
+    h->reqs = r;
+    return r;
+}
+
+void wrk_http_req_cancel(wrk_http_t *h, wrk_http_req_t *req)
+{
+    if (req)
+        req_free(h, req);
+}
+
+int wrk_http_header_name_valid(const char *s)
 {
     static const char tchar[] = "!#$%&'*+-.^_`|~";
     if (!*s)
@@ -190,13 +274,28 @@ static int header_name_valid(const char *s)
     return 1;
 }
 
-static int header_value_valid(const char *s)
+int wrk_http_header_value_valid(const char *s)
 {
     for (; *s; s++)
         if ((unsigned char)*s < 0x20 && *s != '\t')
             return 0;
     return 1;
 }
+
+int wrk_http_header_add(struct curl_slist **list, const char *name, const char *value)
+{
+    char line[WRK_HTTP_HEADER_MAX];
+    int n = snprintf(line, sizeof(line), "%s: %s", name, value);
+    if (n < 0 || (size_t)n >= sizeof(line))
+        return MCPQ_ETOOBIG;
+    struct curl_slist *l = curl_slist_append(*list, line);
+    if (!l)
+        return MCPQ_ENOMEM;
+    *list = l;
+    return 0;
+}
+
+/* ---- the http executor ---- */
 
 /* Headers the worker sets itself; a configured one of these names is skipped. */
 static int header_reserved(const char *name)
@@ -209,22 +308,9 @@ static int header_reserved(const char *name)
     return 0;
 }
 
-static int add_header(struct curl_slist **list, const char *name, const char *value)
-{
-    char line[HTTP_HEADER_MAX];
-    int n = snprintf(line, sizeof(line), "%s: %s", name, value);
-    if (n < 0 || (size_t)n >= sizeof(line))
-        return MCPQ_ETOOBIG;
-    struct curl_slist *l = curl_slist_append(*list, line);
-    if (!l)
-        return MCPQ_ENOMEM;
-    *list = l;
-    return 0;
-}
-
-/* Builds the request headers (signing body when the executor has a secret); a message for
- * the caller in why when the config is bad. */
-static int build_headers(wrk_job_t *job, http_xfer_t *x, const char *body, size_t len,
+/* Builds the request headers into *list, signing body when the executor has a secret; a
+ * message for the caller in why when the config is bad. */
+static int build_headers(wrk_job_t *job, const char *body, size_t len, struct curl_slist **list,
                          const char **why)
 {
     const cJSON *ex = job->env.executor;
@@ -233,8 +319,8 @@ static int build_headers(wrk_job_t *job, http_xfer_t *x, const char *body, size_
     struct curl_slist *l = curl_slist_append(NULL, "Expect:");
     if (!l)
         return MCPQ_ENOMEM;
-    x->headers = l;
-    if (add_header(&x->headers, "Content-Type", "application/json") < 0)
+    *list = l;
+    if (wrk_http_header_add(list, "Content-Type", "application/json") < 0)
         return MCPQ_ENOMEM;
     const cJSON *hdrs = cJSON_GetObjectItemCaseSensitive(ex, "headers");
     if (hdrs && !cJSON_IsNull(hdrs)) {
@@ -243,20 +329,20 @@ static int build_headers(wrk_job_t *job, http_xfer_t *x, const char *body, size_
             return MCPQ_EINVAL;
         }
         for (const cJSON *it = hdrs->child; it; it = it->next) {
-            if (!cJSON_IsString(it) || !header_name_valid(it->string) ||
-                !header_value_valid(it->valuestring)) {
+            if (!cJSON_IsString(it) || !wrk_http_header_name_valid(it->string) ||
+                !wrk_http_header_value_valid(it->valuestring)) {
                 *why = "executor.headers holds an invalid header name or value";
                 return MCPQ_EINVAL;
             }
             if (header_reserved(it->string))
                 continue;
-            if (add_header(&x->headers, it->string, it->valuestring) < 0) {
+            if (wrk_http_header_add(list, it->string, it->valuestring) < 0) {
                 *why = "executor.headers holds a header that is too long";
                 return MCPQ_EINVAL;
             }
         }
     }
-    if (job->env.traceparent && add_header(&x->headers, "traceparent", job->env.traceparent) < 0)
+    if (job->env.traceparent && wrk_http_header_add(list, "traceparent", job->env.traceparent) < 0)
         return MCPQ_ENOMEM;
     const cJSON *secret = cJSON_GetObjectItemCaseSensitive(ex, "secret");
     if (secret && !cJSON_IsNull(secret)) {
@@ -268,9 +354,9 @@ static int build_headers(wrk_job_t *job, http_xfer_t *x, const char *body, size_
             return MCPQ_EINVAL;
         }
         snprintf(ts, sizeof(ts), "%lld", now);
-        if (add_header(&x->headers, "webhook-id", job->env.job_id) < 0 ||
-            add_header(&x->headers, "webhook-timestamp", ts) < 0 ||
-            add_header(&x->headers, "webhook-signature", sig) < 0)
+        if (wrk_http_header_add(list, "webhook-id", job->env.job_id) < 0 ||
+            wrk_http_header_add(list, "webhook-timestamp", ts) < 0 ||
+            wrk_http_header_add(list, "webhook-signature", sig) < 0)
             return MCPQ_ENOMEM;
     }
     return 0;
@@ -281,98 +367,64 @@ static int url_valid(const char *url)
     return strncasecmp(url, "http://", 7) == 0 || strncasecmp(url, "https://", 8) == 0;
 }
 
-wrk_http_xfer_t *wrk_http_post(wrk_job_t *job, const char *body, size_t len, wrk_http_done_fn done,
-                               void *arg, const char **why)
+static void http_done(const wrk_http_resp_t *resp, void *arg)
 {
-    wrk_http_t *h = job->rt->http;
+    wrk_job_t *job = arg;
+    cJSON *res;
+    job->ex_state = NULL;
+    if (resp->code == CURLE_OK)
+        res = wrk_output_from_http(resp->status, resp->content_type, resp->body, resp->len);
+    else if (resp->too_big)
+        res = wrk_output_errorf("output too large: the tool answered more than %zu bytes",
+                                wrk_http_max_output(job->rt->http));
+    else
+        res = wrk_output_errorf("HTTP request failed: %s", resp->error);
+    wrk_job_finish(job, res);
+}
+
+wrk_http_req_t *wrk_http_post_job(wrk_job_t *job, const char *body, size_t len,
+                                  wrk_http_done_fn done, void *arg, const char **why)
+{
     *why = NULL;
     const cJSON *url = cJSON_GetObjectItemCaseSensitive(job->env.executor, "url");
     if (!cJSON_IsString(url) || !url_valid(url->valuestring)) {
         *why = "executor.url must be an http:// or https:// URL";
         return NULL;
     }
-    http_xfer_t *x = calloc(1, sizeof(*x));
-    if (!x)
-        return NULL;
-    x->job = job;
-    x->done = done;
-    x->arg = arg;
-    util_buf_init(&x->body, h->max_output);
-    if (build_headers(job, x, body, len, why) < 0) {
-        xfer_free(h, x);
+    struct curl_slist *headers = NULL;
+    if (build_headers(job, body, len, &headers, why) < 0) {
+        curl_slist_free_all(headers);
         return NULL;
     }
-    x->easy = curl_easy_init();
-    if (!x->easy) {
-        xfer_free(h, x);
-        return NULL;
-    }
-    CURL *e = x->easy;
-    curl_easy_setopt(e, CURLOPT_URL, url->valuestring);
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_POST, 1L);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->headers);
-    curl_easy_setopt(e, CURLOPT_USERAGENT, "mcpq-worker");
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS,
-                     (long)(wrk_job_remaining_ms(job) + HTTP_TIMEOUT_SLACK_MS));
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, http_write_cb);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf);
-    curl_easy_setopt(e, CURLOPT_PRIVATE, x);
-    if (curl_multi_add_handle(h->multi, e) != CURLM_OK) {
-        log_event(LOG_ERROR, "curl_multi_add_handle failed", "job_id", job->env.job_id,
+    wrk_http_req_t *r = wrk_http_post(job->rt->http, url->valuestring, headers, body, len,
+                                      wrk_job_remaining_ms(job) + HTTP_TIMEOUT_SLACK_MS, done, arg);
+    if (!r)
+        log_event(LOG_ERROR, "cannot start the HTTP request", "job_id", job->env.job_id,
                   (char *)NULL);
-        xfer_free(h, x);
-        return NULL;
-    }
-    return x;
-}
-
-void wrk_http_xfer_cancel(wrk_http_t *h, wrk_http_xfer_t *x)
-{
-    if (x)
-        xfer_free(h, x);
-}
-
-static void http_done(wrk_job_t *job, const wrk_http_resp_t *resp, void *arg)
-{
-    (void)arg;
-    cJSON *res;
-    if (resp->status)
-        res = wrk_output_from_http(resp->status, resp->ctype, resp->body, resp->len);
-    else if (resp->too_big)
-        res = wrk_output_errorf("output too large: the tool answered more than %zu bytes",
-                                resp->max_output);
-    else
-        res = wrk_output_errorf("HTTP request failed: %s", resp->error);
-    job->ex_state = NULL;
-    wrk_job_finish(job, res);
+    return r;
 }
 
 static int http_start(wrk_job_t *job)
 {
     const char *why = NULL;
-    http_xfer_t *x = wrk_http_post(job, job->body, job->body_len, http_done, NULL, &why);
-    if (!x) {
+    wrk_http_req_t *r = wrk_http_post_job(job, job->body, job->body_len, http_done, job, &why);
+    if (!r) {
         if (!why)
             return -1;
         wrk_job_finish(job, wrk_output_errorf("%s", why));
         return 0;
     }
-    job->ex_state = x;
+    job->ex_state = r;
     return 0;
 }
 
 static void http_cancel(wrk_job_t *job, wrk_cancel_t how)
 {
     (void)how;
-    http_xfer_t *x = job->ex_state;
-    if (!x)
+    wrk_http_req_t *r = job->ex_state;
+    if (!r)
         return;
-    xfer_free(job->rt->http, x);
+    wrk_http_req_cancel(job->rt->http, r);
     job->ex_state = NULL;
     wrk_job_finish(job, NULL);
 }

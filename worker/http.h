@@ -10,6 +10,8 @@
  *
  * All transfers share one curl multi handle driven by the worker's loop
  * (curl_multi_socket_action with socket and timer callbacks): no thread per request.
+ * Other executors run their POSTs on the same handle: worker/mcp.c through wrk_http_post(),
+ * worker/agent.c through wrk_http_post_job(): one transfer machinery per worker.
  * Thread safety: loop thread only.
  */
 #ifndef MCPQ_WORKER_HTTP_H
@@ -17,44 +19,72 @@
 
 #include "loop.h"
 
+#include <curl/curl.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct wrk_http wrk_http_t;
+typedef struct wrk_http_req wrk_http_req_t;
 
-typedef struct wrk_job wrk_job_t;
-typedef struct wrk_http_xfer wrk_http_xfer_t;
+/* Bytes of one header line a request may carry. */
+#define WRK_HTTP_HEADER_MAX 8192
+/* Bytes of an Mcp-Session-Id kept from a response (longer ones are treated as absent). */
+#define WRK_HTTP_SESSION_MAX 256
 
-/* What a transfer ended with: status 0 when no HTTP answer came (error says why; too_big
- * when the body passed MCPQ_MAX_OUTPUT_BYTES). The bytes are valid during the callback only. */
+/* The outcome of a POST, valid only during the done callback. */
 typedef struct wrk_http_resp {
-    long status;
-    const char *ctype;
-    const char *body;
+    CURLcode code;            /* CURLE_OK: an HTTP exchange completed (any status) */
+    const char *error;        /* code != CURLE_OK: curl's message (no header values in it) */
+    int too_big;              /* the body passed the output limit (code is then an error) */
+    long status;              /* HTTP status */
+    const char *content_type; /* may be NULL */
+    const char *body;         /* NUL-terminated; len bytes */
     size_t len;
-    const char *error;
-    int too_big;
-    size_t max_output;
+    const char *session_id; /* the response's Mcp-Session-Id, "" when absent */
 } wrk_http_resp_t;
 
-/* Runs once per transfer on the loop thread; it may finish the job but must not cancel the
- * transfer (it is freed when the callback returns). */
-typedef void (*wrk_http_done_fn)(wrk_job_t *job, const wrk_http_resp_t *resp, void *arg);
-
-/*
- * The transfer machinery the http and agent executors share: POSTs body (borrowed: it must
- * outlive the transfer) to job->env.executor's url with its headers, a traceparent, and
- * Standard Webhooks headers over body when the executor has a secret; bounded by the job's
- * deadline. NULL when nothing was started: *why is a message for the caller when the
- * executor config is bad, NULL on an internal failure (logged).
- */
-wrk_http_xfer_t *wrk_http_post(wrk_job_t *job, const char *body, size_t len, wrk_http_done_fn done,
-                               void *arg, const char **why);
-/* Stops a transfer at once; its callback never runs. NULL is a no-op. */
-void wrk_http_xfer_cancel(wrk_http_t *h, wrk_http_xfer_t *x);
+/* Called once when the request ends (not after wrk_http_req_cancel). The request is freed
+ * after the callback returns. */
+typedef void (*wrk_http_done_fn)(const wrk_http_resp_t *resp, void *arg);
 
 /* curl_global_init() must have run. NULL on failure (logged). */
 wrk_http_t *wrk_http_new(wrk_loop_t *loop, size_t max_output);
-/* Every transfer must have finished (or been cancelled) before. NULL is a no-op. */
+/* Requests still running (fire-and-forget ones) are dropped without their callbacks.
+ * NULL is a no-op. */
 void wrk_http_free(wrk_http_t *h);
+
+/* The output limit (MCPQ_MAX_OUTPUT_BYTES) every response body is bounded by. */
+size_t wrk_http_max_output(const wrk_http_t *h);
+
+/*
+ * Starts a POST of body[0..len) (copied) to url with headers (ownership passes to the
+ * request, also on failure), bounded by timeout_ms. done(resp, arg) runs once when it ends;
+ * done may be NULL (fire-and-forget). Returns the request, or NULL when curl refused it
+ * (logged; done will not run).
+ */
+wrk_http_req_t *wrk_http_post(wrk_http_t *h, const char *url, struct curl_slist *headers,
+                              const char *body, size_t len, int64_t timeout_ms,
+                              wrk_http_done_fn done, void *arg);
+
+typedef struct wrk_job wrk_job_t;
+
+/*
+ * The POST the http and agent executors make for a job: body (copied) to
+ * job->env.executor's url with its configured headers, a traceparent, and Standard Webhooks
+ * headers over body when the executor has a secret; bounded by the job's deadline. NULL when
+ * nothing was started: *why is a message for the caller when the executor config is bad,
+ * NULL on an internal failure (logged).
+ */
+wrk_http_req_t *wrk_http_post_job(wrk_job_t *job, const char *body, size_t len,
+                                  wrk_http_done_fn done, void *arg, const char **why);
+
+/* Aborts a running request at once; its callback does not run. NULL is a no-op. */
+void wrk_http_req_cancel(wrk_http_t *h, wrk_http_req_t *req);
+
+/* Header helpers shared by executors. */
+int wrk_http_header_name_valid(const char *s);
+int wrk_http_header_value_valid(const char *s);
+/* Appends "name: value" to *list; 0, MCPQ_ETOOBIG or MCPQ_ENOMEM. */
+int wrk_http_header_add(struct curl_slist **list, const char *name, const char *value);
 
 #endif

@@ -289,6 +289,21 @@ void wrk_job_finish(wrk_job_t *job, cJSON *result)
     job_answer(job, result);
 }
 
+void wrk_job_finish_error(wrk_job_t *job, int code, const char *message)
+{
+    if (!job->executing)
+        return;
+    if (job->cancelled || job->cancel != WRK_CANCEL_NONE) {
+        wrk_job_finish(job, NULL); /* the stop decides the outcome */
+        return;
+    }
+    job->executing = 0;
+    job->rt->executing--;
+    job->ex_state = NULL;
+    wrk_timer_stop(job->rt->loop, &job->deadline_timer);
+    job_complete(job, WRK_STATUS_ERROR, NULL, code, message);
+}
+
 void wrk_job_notify(wrk_job_t *job, const char *kind, const cJSON *data)
 {
     if (job->task && data && job->rt->on_task_progress && strcmp(kind, "progress") == 0 &&

@@ -37,11 +37,13 @@
 
 typedef struct wrk_http wrk_http_t;
 typedef struct wrk_agent wrk_agent_t;
+typedef struct wrk_mcp wrk_mcp_t;
 
 typedef struct wrk_rt {
     wrk_loop_t *loop;
     wrk_http_t *http;
     wrk_agent_t *agent; /* agent calls waiting for replies (agent.h) */
+    wrk_mcp_t *mcp;     /* the mcp executor's upstream cache (worker/mcp.h) */
     wrk_store_t *store;
     const mcpq_settings_t *settings;
     const char *worker_id;
@@ -127,6 +129,11 @@ void wrk_job_fail(wrk_job_t *job, int code, const char *message);
 /* For executors: the job's CallToolResult (ownership passes to the job; NULL when the
  * executor was cancelled or could not build one). Exactly once per started executor. */
 void wrk_job_finish(wrk_job_t *job, cJSON *result);
+
+/* For executors, instead of wrk_job_finish: the call ends with a JSON-RPC error (record
+ * status "error", code and message passed to the client as they are), e.g. an upstream MCP
+ * server's -32602. message is copied. */
+void wrk_job_finish_error(wrk_job_t *job, int code, const char *message);
 
 /* For executors: a live entry on the reply stream (kind "progress" or "log"); data is
  * borrowed. A no-op when nobody listens (no reply_to). */

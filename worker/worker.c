@@ -8,6 +8,7 @@
 #include "job.h"
 #include "log.h"
 #include "loop.h"
+#include "mcp.h"
 #include "record.h"
 #include "store.h"
 #include "tasks.h"
@@ -34,6 +35,7 @@ struct wrk_worker {
     wrk_rt_t rt;
     wrk_http_t *http;
     wrk_agent_t *agent;
+    wrk_mcp_t *mcp;
     wrk_store_t *store;
     wrk_consumer_t *consumer;
     wrk_cancelsub_t *cancelsub;
@@ -710,13 +712,14 @@ wrk_worker_t *wrk_worker_new(const mcpq_settings_t *s, char *errstr, size_t errs
     w->buckets = calloc(w->nbuckets, sizeof(*w->buckets));
     w->loop = wrk_loop_new();
     w->http = w->loop ? wrk_http_new(w->loop, (size_t)s->max_output_bytes) : NULL;
+    w->mcp = w->http ? wrk_mcp_new(w->http) : NULL;
     w->store = wrk_store_new(s->redis_url, (int)s->redis_timeout_ms, s->result_ttl_s);
     w->agent = wrk_agent_new(s);
     w->tasks = wrk_tasks_new(s, w->worker_id);
     w->cancelsub = w->loop ? wrk_cancelsub_new(w->loop, s->redis_url, (int)s->redis_timeout_ms,
                                                on_cancel_message, w)
                            : NULL;
-    if (!w->buckets || !w->loop || !w->http || !w->store || !w->cancelsub || !w->tasks ||
+    if (!w->buckets || !w->loop || !w->http || !w->mcp || !w->store || !w->cancelsub || !w->tasks ||
         !w->agent) {
         snprintf(errstr, errstr_size, "cannot set up the event loop");
         goto fail;
@@ -725,6 +728,7 @@ wrk_worker_t *wrk_worker_new(const mcpq_settings_t *s, char *errstr, size_t errs
     w->rt.http = w->http;
     w->rt.agent = w->agent;
     wrk_cancelsub_on_reply(w->cancelsub, on_agent_reply, w);
+    w->rt.mcp = w->mcp;
     w->rt.store = w->store;
     w->rt.settings = s;
     w->rt.worker_id = w->worker_id;
@@ -869,6 +873,7 @@ void wrk_worker_free(wrk_worker_t *w)
         wrk_job_free(job);
     }
     wrk_tasks_free(w->tasks);
+    wrk_mcp_free(w->mcp);
     wrk_http_free(w->http);
     wrk_agent_free(w->agent);
     wrk_store_free(w->store);

@@ -601,8 +601,7 @@ static void test_http(void)
 static void test_odd_records(void)
 {
     long long dl = fx_now_ms() + 30000;
-    produce_job("j_mcp", "upstream", "{\"type\":\"mcp\",\"url\":\"http://x\",\"tool\":\"t\"}", "{}",
-                dl);
+    produce_job("j_mcp", "upstream", "{\"type\":\"nosuch\",\"url\":\"http://x\"}", "{}", dl);
     produce_raw("junk", "definitely not json", 19);
     const char *half = "{\"job_id\":\"j_half\",\"reply_to\":\"" REPLY "\",\"v\":1}";
     produce_raw("j_half", half, strlen(half));
@@ -613,7 +612,7 @@ static void test_odd_records(void)
         produce_job(id, "echo", "{\"type\":\"builtin\",\"name\":\"echo\"}", "{}", dl);
     }
     expect_str("j_mcp", 10000, "result.content.0.text",
-               "executor type \"mcp\" is not available on this worker", 0, 1);
+               "executor type \"nosuch\" is not available on this worker", 0, 1);
     cJSON *r = need_result("j_half", 10000);
     CHECK_STR_EQ(str_at(r, "status"), "error");
     CHECK_CONTAINS(str_at(r, "error.message"), "malformed job envelope");

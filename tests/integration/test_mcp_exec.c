@@ -1,0 +1,648 @@
+/*
+ * test_mcp_exec.c - the mcp executor (SPEC 6.4) and federation end to end: redis-server,
+ * mcpq-devbroker, one mcpq-ingress and one mcpq-worker (tests/fixture.c), and an in-process
+ * upstream MCP server (libmicrohttpd) that can act as
+ *   /legacy   a 2025-11-25 server with sessions (initialize, Mcp-Session-Id; 404 for an
+ *             unknown session), answering application/json; tools/list in two pages;
+ *   /modern   a 2026-07-28 server (server/discover; checks MCP-Protocol-Version, Mcp-Method,
+ *             Mcp-Name and _meta), answering tools/call as an SSE stream with a progress
+ *             notification before the response.
+ * Checked: legacy and 2026-07-28 calls, structuredContent and isError passthrough, upstream
+ * -32602 → -32602, other upstream errors → isError with the message, session 404 →
+ * re-initialize and the call succeeds, upstream down → isError quickly, timeout → -32003,
+ * configured headers reach the upstream and never the result or the worker's log, and
+ * federation: the upstream's tools listed with the prefix (an invalid name skipped) and
+ * callable.
+ */
+#include "check.h"
+#include "fixture.h"
+#include "util.h"
+
+#include <arpa/inet.h>
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define TOKEN "sekrit-upstream-token-42"
+
+static fx_stack_t fx;
+static int port, up_port, sdk_port;
+static atomic_int sessions_epoch = 1; /* bumping it expires every session */
+static atomic_int n_initialize, n_initialized, n_discover, n_cancelled, n_bad_auth, n_call;
+
+/* ---- the upstream ---- */
+
+static const char *hdr(struct MHD_Connection *conn, const char *name)
+{
+    const char *v = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
+    return v ? v : "";
+}
+
+static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *ctype,
+                             char *body, const char *session)
+{
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(body ? strlen(body) : 0, body ? body : (void *)"",
+                                        body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+    if (ctype)
+        MHD_add_response_header(r, "Content-Type", ctype);
+    if (session)
+        MHD_add_response_header(r, "Mcp-Session-Id", session);
+    enum MHD_Result ret = MHD_queue_response(conn, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static char *rpc_result(const cJSON *id, cJSON *result)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "jsonrpc", "2.0");
+    cJSON_AddItemToObject(o, "id", cJSON_Duplicate(id, 1));
+    cJSON_AddItemToObject(o, "result", result);
+    char *s = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return s;
+}
+
+static char *rpc_error(const cJSON *id, int code, const char *msg)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "jsonrpc", "2.0");
+    cJSON_AddItemToObject(o, "id", id ? cJSON_Duplicate(id, 1) : cJSON_CreateNull());
+    cJSON *e = cJSON_AddObjectToObject(o, "error");
+    cJSON_AddNumberToObject(e, "code", code);
+    cJSON_AddStringToObject(e, "message", msg);
+    char *s = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return s;
+}
+
+static cJSON *text_result(const char *text, int is_error)
+{
+    cJSON *r = cJSON_CreateObject();
+    cJSON *c = cJSON_AddArrayToObject(r, "content");
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddStringToObject(t, "type", "text");
+    cJSON_AddStringToObject(t, "text", text);
+    cJSON_AddItemToArray(c, t);
+    if (is_error)
+        cJSON_AddTrueToObject(r, "isError");
+    return r;
+}
+
+static cJSON *tool_def(const char *name)
+{
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddStringToObject(t, "name", name);
+    cJSON_AddStringToObject(t, "description", "upstream tool");
+    cJSON *s = cJSON_AddObjectToObject(t, "inputSchema");
+    cJSON_AddStringToObject(s, "type", "object");
+    return t;
+}
+
+/* tools/call on either upstream: a result (NULL with *err_code set for an error). */
+static cJSON *call_tool(const cJSON *params, int *err_code, const char **err_msg)
+{
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params, "name"));
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(params, "arguments");
+    atomic_fetch_add(&n_call, 1);
+    if (name && strcmp(name, "echo") == 0) {
+        char *a = cJSON_PrintUnformatted(args);
+        cJSON *r = text_result(a, 0);
+        cJSON_AddItemToObject(r, "structuredContent", cJSON_Duplicate(args, 1));
+        free(a);
+        return r;
+    }
+    if (name && strcmp(name, "bad") == 0)
+        return text_result("the upstream tool failed", 1);
+    if (name && strcmp(name, "boom") == 0) {
+        *err_code = -32000;
+        *err_msg = "kaboom from upstream";
+        return NULL;
+    }
+    if (name && strcmp(name, "slow") == 0) {
+        fx_sleep_ms(4000);
+        return text_result("slow done", 0);
+    }
+    *err_code = -32602;
+    *err_msg = "Unknown tool: nosuch";
+    return NULL;
+}
+
+static enum MHD_Result legacy(struct MHD_Connection *conn, cJSON *msg)
+{
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "id");
+    const char *method = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg, "method"));
+    const cJSON *params = cJSON_GetObjectItemCaseSensitive(msg, "params");
+    char sess[64];
+    snprintf(sess, sizeof(sess), "sess-%d", atomic_load(&sessions_epoch));
+    if (!method)
+        return reply(conn, 400, "application/json", rpc_error(id, -32600, "bad"), NULL);
+    if (strcmp(method, "server/discover") == 0) {
+        atomic_fetch_add(&n_discover, 1);
+        /* what the 1.x SDK answers: no session yet */
+        return reply(conn, 400, "application/json",
+                     rpc_error(NULL, -32000, "Bad Request: Server not initialized"), NULL);
+    }
+    if (strcmp(method, "initialize") == 0) {
+        if (strcmp(hdr(conn, "User-Agent"), "mcpq-worker") == 0) /* not federation's */
+            atomic_fetch_add(&n_initialize, 1);
+        cJSON *r = cJSON_CreateObject();
+        const char *asked =
+            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params, "protocolVersion"));
+        cJSON_AddStringToObject(r, "protocolVersion", asked ? asked : "?");
+        cJSON_AddObjectToObject(cJSON_AddObjectToObject(r, "capabilities"), "tools");
+        cJSON *si = cJSON_AddObjectToObject(r, "serverInfo");
+        cJSON_AddStringToObject(si, "name", "legacy-up");
+        cJSON_AddStringToObject(si, "version", "1");
+        return reply(conn, 200, "application/json", rpc_result(id, r), sess);
+    }
+    if (strcmp(hdr(conn, "Mcp-Session-Id"), sess) != 0)
+        return reply(conn, 404, "application/json", rpc_error(NULL, -32001, "Session not found"),
+                     NULL);
+    if (strcmp(hdr(conn, "MCP-Protocol-Version"), "2025-11-25") != 0)
+        return reply(conn, 400, "application/json", rpc_error(id, -32000, "bad version"), NULL);
+    if (strcmp(method, "notifications/initialized") == 0) {
+        if (strcmp(hdr(conn, "User-Agent"), "mcpq-worker") == 0)
+            atomic_fetch_add(&n_initialized, 1);
+        return reply(conn, 202, NULL, NULL, NULL);
+    }
+    if (strcmp(method, "notifications/cancelled") == 0) {
+        atomic_fetch_add(&n_cancelled, 1);
+        return reply(conn, 202, NULL, NULL, NULL);
+    }
+    if (strcmp(method, "tools/list") == 0) {
+        const char *cursor =
+            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params, "cursor"));
+        cJSON *r = cJSON_CreateObject();
+        cJSON *tools = cJSON_AddArrayToObject(r, "tools");
+        if (!cursor) {
+            cJSON_AddItemToArray(tools, tool_def("echo"));
+            cJSON_AddItemToArray(tools, tool_def("bad name!"));
+            cJSON_AddStringToObject(r, "nextCursor", "page2");
+        } else {
+            cJSON_AddItemToArray(tools, tool_def("bad"));
+        }
+        return reply(conn, 200, "application/json", rpc_result(id, r), NULL);
+    }
+    if (strcmp(method, "tools/call") == 0) {
+        int code = 0;
+        const char *em = NULL;
+        cJSON *r = call_tool(params, &code, &em);
+        return reply(conn, 200, "application/json", r ? rpc_result(id, r) : rpc_error(id, code, em),
+                     NULL);
+    }
+    return reply(conn, 200, "application/json", rpc_error(id, -32601, "Method not found"), NULL);
+}
+
+static enum MHD_Result modern(struct MHD_Connection *conn, cJSON *msg)
+{
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "id");
+    const char *method = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg, "method"));
+    const cJSON *params = cJSON_GetObjectItemCaseSensitive(msg, "params");
+    const char *mv = cJSON_GetStringValue(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(params, "_meta"),
+                                         "io.modelcontextprotocol/protocolVersion"));
+    if (!method || !mv || strcmp(mv, "2026-07-28") != 0 ||
+        strcmp(hdr(conn, "MCP-Protocol-Version"), "2026-07-28") != 0 ||
+        strcmp(hdr(conn, "Mcp-Method"), method) != 0)
+        return reply(conn, 400, "application/json", rpc_error(id, -32020, "header mismatch"), NULL);
+    if (strcmp(method, "server/discover") == 0) {
+        atomic_fetch_add(&n_discover, 1);
+        cJSON *r = cJSON_CreateObject();
+        cJSON *sup = cJSON_AddArrayToObject(r, "supportedVersions");
+        cJSON_AddItemToArray(sup, cJSON_CreateString("2026-07-28"));
+        cJSON_AddObjectToObject(cJSON_AddObjectToObject(r, "capabilities"), "tools");
+        cJSON_AddStringToObject(r, "resultType", "complete");
+        return reply(conn, 200, "application/json", rpc_result(id, r), NULL);
+    }
+    if (strcmp(method, "tools/call") == 0) {
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params, "name"));
+        if (!name || strcmp(hdr(conn, "Mcp-Name"), name) != 0)
+            return reply(conn, 400, "application/json", rpc_error(id, -32020, "Mcp-Name"), NULL);
+        int code = 0;
+        const char *em = NULL;
+        cJSON *r = call_tool(params, &code, &em);
+        if (r)
+            cJSON_AddStringToObject(r, "resultType", "complete");
+        char *resp = r ? rpc_result(id, r) : rpc_error(id, code, em);
+        size_t n = strlen(resp) + 512;
+        char *sse = malloc(n);
+        snprintf(sse, n,
+                 ": comment\r\nevent: message\r\ndata: {\"jsonrpc\":\"2.0\",\"method\":"
+                 "\"notifications/progress\",\"params\":{\"progressToken\":\"x\",\"progress\":1,"
+                 "\"total\":2}}\r\n\r\nevent: message\ndata: %s\n\n",
+                 resp);
+        free(resp);
+        return reply(conn, 200, "text/event-stream", sse, NULL);
+    }
+    return reply(conn, 404, "application/json", rpc_error(id, -32601, "Method not found"), NULL);
+}
+
+static enum MHD_Result on_req(void *cls, struct MHD_Connection *conn, const char *url,
+                              const char *method, const char *version, const char *upload,
+                              size_t *upload_size, void **con_cls)
+{
+    (void)cls, (void)method, (void)version;
+    util_buf_t *b = *con_cls;
+    if (!b) {
+        b = calloc(1, sizeof(*b));
+        util_buf_init(b, 1 << 20);
+        *con_cls = b;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        util_buf_append(b, upload, *upload_size);
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (strcmp(hdr(conn, "Authorization"), "Bearer " TOKEN) != 0) {
+        atomic_fetch_add(&n_bad_auth, 1);
+        return reply(conn, 401, "application/json", rpc_error(NULL, -32000, "no auth"), NULL);
+    }
+    if (!strstr(hdr(conn, "Accept"), "text/event-stream") ||
+        !strstr(hdr(conn, "Accept"), "application/json"))
+        return reply(conn, 406, "application/json", rpc_error(NULL, -32000, "accept"), NULL);
+    cJSON *msg = cJSON_ParseWithLength(b->data ? b->data : "", b->len);
+    enum MHD_Result ret;
+    if (strcmp(url, "/legacy") == 0)
+        ret = legacy(conn, msg);
+    else if (strcmp(url, "/modern") == 0)
+        ret = modern(conn, msg);
+    else
+        ret = reply(conn, 404, NULL, NULL, NULL);
+    cJSON_Delete(msg);
+    return ret;
+}
+
+static void on_done(void *cls, struct MHD_Connection *conn, void **con_cls,
+                    enum MHD_RequestTerminationCode toe)
+{
+    (void)cls, (void)conn, (void)toe;
+    util_buf_t *b = *con_cls;
+    if (b) {
+        util_buf_cleanup(b);
+        free(b);
+    }
+    *con_cls = NULL;
+}
+
+static struct MHD_Daemon *upstream_start(int p)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)p)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct MHD_Daemon *d = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, 0,
+        NULL, NULL, on_req, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+        MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL, MHD_OPTION_END);
+    CHECK(d != NULL);
+    return d;
+}
+
+/* ---- the gateway side ---- */
+
+static cJSON *post_to(const char *server, const char *body, long want_status)
+{
+    char url[160];
+    fx_reply_t r;
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/mcp%s%s", port, server ? "/" : "",
+             server ? server : "");
+    const char *hdrs[] = {"Authorization: Bearer mcp-key", NULL};
+    CHECK_INT_EQ(fx_http_post(url, hdrs, body, &r), 0);
+    CHECK_INT_EQ(r.status, want_status);
+    CHECK(strstr(r.body, TOKEN) == NULL);
+    cJSON *j = cJSON_Parse(r.body);
+    CHECK(j != NULL);
+    return j;
+}
+
+static cJSON *call(const char *server, const char *tool, const char *args)
+{
+    char body[1024];
+    snprintf(body, sizeof(body),
+             "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":"
+             "\"%s\",\"arguments\":%s}}",
+             tool, args);
+    return post_to(server, body, 200);
+}
+
+static const char *str_at(const cJSON *j, const char *a, const char *b, const char *c)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, a);
+    if (b)
+        x = cJSON_GetObjectItemCaseSensitive(x, b);
+    if (c)
+        x = cJSON_GetObjectItemCaseSensitive(x, c);
+    return cJSON_GetStringValue(x);
+}
+
+static const cJSON *result_of(const cJSON *j)
+{
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "result");
+    CHECK(cJSON_IsObject(r));
+    return r;
+}
+
+static const char *text0(const cJSON *j)
+{
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(result_of(j), "content");
+    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(c, 0), "text"));
+}
+
+static int is_error(const cJSON *j)
+{
+    return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result_of(j), "isError"));
+}
+
+static int error_code(const cJSON *j)
+{
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "error");
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(e, "code");
+    return cJSON_IsNumber(c) ? (int)c->valuedouble : 0;
+}
+
+static void tool_json(char *out, size_t size, const char *name, const char *path, const char *tool,
+                      int timeout_ms, int port_of_upstream)
+{
+    snprintf(out, size,
+             "{\"tenant\":\"m\",\"server\":\"default\",\"name\":\"%s\",\"published\":\"1\","
+             "\"versions\":[{\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},"
+             "\"timeout_ms\":%d,\"executor\":{\"type\":\"mcp\",\"url\":\"http://127.0.0.1:%d%s\","
+             "\"tool\":\"%s\",\"headers\":{\"Authorization\":\"Bearer " TOKEN "\"}}}]}",
+             name, timeout_ms, port_of_upstream, path, tool);
+}
+
+static void write_config(const char *path, int down_port)
+{
+    char t[10][768], cfg[12288];
+    tool_json(t[0], sizeof(t[0]), "l_echo", "/legacy", "echo", 10000, up_port);
+    tool_json(t[1], sizeof(t[1]), "l_bad", "/legacy", "bad", 10000, up_port);
+    tool_json(t[2], sizeof(t[2]), "l_nosuch", "/legacy", "nosuch", 10000, up_port);
+    tool_json(t[3], sizeof(t[3]), "l_boom", "/legacy", "boom", 10000, up_port);
+    tool_json(t[4], sizeof(t[4]), "l_slow", "/legacy", "slow", 1500, up_port);
+    tool_json(t[5], sizeof(t[5]), "m_echo", "/modern", "echo", 10000, up_port);
+    tool_json(t[6], sizeof(t[6]), "m_nosuch", "/modern", "nosuch", 10000, up_port);
+    tool_json(t[7], sizeof(t[7]), "down", "/legacy", "echo", 20000, down_port);
+    tool_json(t[8], sizeof(t[8]), "sdk_echo", "/mcp", "echo", 10000, sdk_port);
+    tool_json(t[9], sizeof(t[9]), "sdk_fail", "/mcp", "fail", 10000, sdk_port);
+    snprintf(cfg, sizeof(cfg),
+             "{\"tenants\":[{\"id\":\"m\",\"api_keys\":[{\"id\":\"k\",\"key\":\"mcp-key\"}]}],"
+             "\"servers\":[{\"tenant\":\"m\",\"name\":\"default\"},"
+             "{\"tenant\":\"m\",\"name\":\"fed\",\"federate\":{\"url\":"
+             "\"http://127.0.0.1:%d/legacy\",\"prefix\":\"up_\",\"headers\":{"
+             "\"Authorization\":\"Bearer " TOKEN "\"}}},"
+             "{\"tenant\":\"m\",\"name\":\"sdkfed\",\"federate\":{\"url\":"
+             "\"http://127.0.0.1:%d/mcp\",\"prefix\":\"sdkup_\",\"headers\":{"
+             "\"Authorization\":\"Bearer " TOKEN "\"}}}],"
+             "\"tools\":[%s,%s,%s,%s,%s,%s,%s,%s,%s,%s]}",
+             up_port, sdk_port, t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9]);
+    fx_write_file(path, cfg, 0600);
+}
+
+static int file_contains(const char *path, const char *needle)
+{
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    char line[8192];
+    int found = 0;
+    while (!found && fgets(line, sizeof(line), f))
+        found = strstr(line, needle) != NULL;
+    fclose(f);
+    return found;
+}
+
+static void test_legacy(void)
+{
+    cJSON *j = call(NULL, "l_echo", "{\"text\":\"hi\"}");
+    CHECK(!is_error(j));
+    CHECK_STR_EQ(text0(j), "{\"text\":\"hi\"}");
+    CHECK_STR_EQ(str_at(j, "result", "structuredContent", "text"), "hi");
+    cJSON_Delete(j);
+    CHECK_INT_EQ(atomic_load(&n_initialize), 1);
+    CHECK_INT_EQ(atomic_load(&n_initialized), 1);
+    /* the session is cached: no second handshake */
+    j = call(NULL, "l_echo", "{\"text\":\"again\"}");
+    CHECK_STR_EQ(str_at(j, "result", "structuredContent", "text"), "again");
+    cJSON_Delete(j);
+    CHECK_INT_EQ(atomic_load(&n_initialize), 1);
+
+    j = call(NULL, "l_bad", "{}");
+    CHECK(is_error(j));
+    CHECK_STR_EQ(text0(j), "the upstream tool failed");
+    cJSON_Delete(j);
+
+    j = call(NULL, "l_nosuch", "{}");
+    CHECK_INT_EQ(error_code(j), -32602);
+    CHECK_CONTAINS(str_at(j, "error", "message", NULL), "Unknown tool");
+    cJSON_Delete(j);
+
+    j = call(NULL, "l_boom", "{}");
+    CHECK(is_error(j));
+    CHECK_CONTAINS(text0(j), "kaboom from upstream");
+    CHECK_CONTAINS(text0(j), "127.0.0.1");
+    cJSON_Delete(j);
+    TEST_PASS("legacy upstream: session handshake once, passthrough, isError, -32602, errors");
+}
+
+static void test_session_expired(void)
+{
+    int before = atomic_load(&n_initialize);
+    atomic_fetch_add(&sessions_epoch, 1);
+    cJSON *j = call(NULL, "l_echo", "{\"text\":\"after expiry\"}");
+    CHECK(!is_error(j));
+    CHECK_STR_EQ(str_at(j, "result", "structuredContent", "text"), "after expiry");
+    cJSON_Delete(j);
+    CHECK_INT_EQ(atomic_load(&n_initialize), before + 1);
+    TEST_PASS("legacy upstream: session 404 → initialize again, the call succeeds");
+}
+
+static void test_modern(void)
+{
+    cJSON *j = call(NULL, "m_echo", "{\"n\":3}");
+    CHECK(!is_error(j));
+    CHECK_INT_EQ((int)cJSON_GetObjectItemCaseSensitive(
+                     cJSON_GetObjectItemCaseSensitive(result_of(j), "structuredContent"), "n")
+                     ->valuedouble,
+                 3);
+    cJSON_Delete(j);
+    j = call(NULL, "m_nosuch", "{}");
+    CHECK_INT_EQ(error_code(j), -32602);
+    cJSON_Delete(j);
+    TEST_PASS("2026-07-28 upstream: discover, headers and _meta, SSE answer, -32602");
+}
+
+static void test_down_and_timeout(void)
+{
+    long long t0 = fx_now_ms();
+    cJSON *j = call(NULL, "down", "{}");
+    CHECK(is_error(j));
+    CHECK_CONTAINS(text0(j), "upstream MCP server 127.0.0.1:");
+    CHECK(fx_now_ms() - t0 < 5000);
+    cJSON_Delete(j);
+
+    int calls = atomic_load(&n_call);
+    t0 = fx_now_ms();
+    j = call(NULL, "l_slow", "{}");
+    CHECK_INT_EQ(error_code(j), -32003);
+    CHECK(fx_now_ms() - t0 < 4000);
+    cJSON_Delete(j);
+    CHECK(atomic_load(&n_call) > calls);
+    /* notifications/cancelled reaches the upstream best-effort */
+    for (int i = 0; i < 100 && atomic_load(&n_cancelled) == 0; i++)
+        fx_sleep_ms(50);
+    CHECK_INT_EQ(atomic_load(&n_cancelled), 1);
+    TEST_PASS("upstream down → isError quickly; timeout → -32003 and notifications/cancelled");
+}
+
+static void test_federation(void)
+{
+    cJSON *j = NULL;
+    const cJSON *tools = NULL;
+    /* the import happens in the background after start-up */
+    for (int i = 0; i < 100; i++) {
+        cJSON_Delete(j);
+        j = post_to("fed", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", 200);
+        tools = cJSON_GetObjectItemCaseSensitive(result_of(j), "tools");
+        if (cJSON_GetArraySize(tools) >= 2)
+            break;
+        fx_sleep_ms(100);
+    }
+    CHECK_INT_EQ(cJSON_GetArraySize(tools), 2);
+    CHECK_STR_EQ(str_at(cJSON_GetArrayItem(tools, 0), "name", NULL, NULL), "up_bad");
+    CHECK_STR_EQ(str_at(cJSON_GetArrayItem(tools, 1), "name", NULL, NULL), "up_echo");
+    CHECK_STR_EQ(str_at(cJSON_GetArrayItem(tools, 1), "description", NULL, NULL), "upstream tool");
+    char *printed = cJSON_PrintUnformatted(j);
+    CHECK(strstr(printed, TOKEN) == NULL);
+    free(printed);
+    cJSON_Delete(j);
+    j = call("fed", "up_echo", "{\"text\":\"federated\"}");
+    CHECK_STR_EQ(str_at(j, "result", "structuredContent", "text"), "federated");
+    cJSON_Delete(j);
+    j = call("fed", "up_bad", "{}");
+    CHECK(is_error(j));
+    cJSON_Delete(j);
+    TEST_PASS("federation: upstream tools listed with the prefix (bad name skipped), callable");
+}
+
+/* The official TypeScript SDK 1.x as the upstream (tests/clients/sdk-upstream.mjs), when
+ * node and the npm packages of tests/clients/install.sh are there; else 0 (skipped). */
+static pid_t sdk_start(char *deps, size_t size)
+{
+    const char *env = getenv("MCPQ_CLIENTS_DEPS");
+    char probe[600], ready[400], portstr[16], depenv[700];
+    snprintf(deps, size, "%s", env && *env ? env : "build/clients");
+    snprintf(probe, sizeof(probe), "%s/node_modules/@modelcontextprotocol/sdk/package.json", deps);
+    if (access(probe, R_OK) != 0 || system("node --version >/dev/null 2>&1") != 0)
+        return 0;
+    if (deps[0] != '/') {
+        char *abs = realpath(deps, NULL);
+        CHECK(abs != NULL);
+        snprintf(deps, size, "%s", abs);
+        free(abs);
+    }
+    snprintf(ready, sizeof(ready), "%s/sdk-upstream.ready", fx.dir);
+    snprintf(portstr, sizeof(portstr), "%d", sdk_port);
+    snprintf(depenv, sizeof(depenv), "MCPQ_CLIENTS_DEPS=%s", deps);
+    snprintf(probe, sizeof(probe), "%s/sdk-upstream.log", fx.dir);
+    const char *argv[] = {"node",
+                          "--import",
+                          "./tests/clients/lib/register.mjs",
+                          "tests/clients/sdk-upstream.mjs",
+                          portstr,
+                          ready,
+                          TOKEN,
+                          NULL};
+    const char *extra[] = {depenv, NULL};
+    pid_t pid = fx_spawn(argv, extra, probe);
+    CHECK(pid > 0);
+    CHECK_INT_EQ(fx_wait_file(ready, 20000), 0);
+    return pid;
+}
+
+static void test_sdk_upstream(void)
+{
+    cJSON *j = call(NULL, "sdk_echo", "{\"text\":\"hello sdk\"}");
+    CHECK(!is_error(j));
+    CHECK_STR_EQ(text0(j), "sdk echo: hello sdk");
+    CHECK_STR_EQ(str_at(j, "result", "structuredContent", "text"), "hello sdk");
+    cJSON_Delete(j);
+    j = call(NULL, "sdk_fail", "{}");
+    CHECK(is_error(j));
+    CHECK_STR_EQ(text0(j), "sdk tool failed");
+    cJSON_Delete(j);
+    /* federation from the SDK server too */
+    const cJSON *tools = NULL;
+    j = NULL;
+    for (int i = 0; i < 100; i++) {
+        cJSON_Delete(j);
+        j = post_to("sdkfed", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", 200);
+        tools = cJSON_GetObjectItemCaseSensitive(result_of(j), "tools");
+        if (cJSON_GetArraySize(tools) >= 2)
+            break;
+        fx_sleep_ms(100);
+    }
+    CHECK_INT_EQ(cJSON_GetArraySize(tools), 2);
+    CHECK_STR_EQ(str_at(cJSON_GetArrayItem(tools, 0), "name", NULL, NULL), "sdkup_echo");
+    CHECK(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(tools, 0), "outputSchema"));
+    cJSON_Delete(j);
+    j = call("sdkfed", "sdkup_echo", "{\"text\":\"via federation\"}");
+    CHECK_STR_EQ(str_at(j, "result", "structuredContent", "text"), "via federation");
+    cJSON_Delete(j);
+    TEST_PASS("official TypeScript SDK 1.x upstream (SSE answers, sessions): call, isError, "
+              "federation");
+}
+
+int main(void)
+{
+    char cfg[300], wlog[400], ilog[400];
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (fx_start(&fx, 2) < 0)
+        return 1;
+    up_port = fx_free_port();
+    sdk_port = fx_free_port();
+    int down_port = fx_free_port();
+    struct MHD_Daemon *up = upstream_start(up_port);
+    char deps[500];
+    pid_t sdk = sdk_start(deps, sizeof(deps));
+    snprintf(cfg, sizeof(cfg), "%s/mcp.json", fx.dir);
+    write_config(cfg, down_port);
+    port = fx_free_port();
+    pid_t ing = fx_spawn_ingress(&fx, "ingress", port, cfg, NULL, ilog, sizeof(ilog));
+    CHECK(ing > 0);
+    pid_t w = fx_spawn_worker(&fx, "w1", NULL);
+    CHECK(w > 0);
+    snprintf(wlog, sizeof(wlog), "%s/w1.log", fx.dir);
+
+    test_legacy();
+    test_session_expired();
+    test_modern();
+    test_down_and_timeout();
+    test_federation();
+    if (sdk > 0)
+        test_sdk_upstream();
+    else
+        printf("ok - # SKIP official SDK upstream: no node or no npm packages in %s "
+               "(tests/clients/install.sh)\n",
+               deps);
+
+    CHECK_INT_EQ(atomic_load(&n_bad_auth), 0);
+    CHECK(!file_contains(wlog, TOKEN));
+    CHECK(!file_contains(ilog, TOKEN));
+    TEST_PASS("the upstream token never reaches a log");
+
+    CHECK_INT_EQ(fx_stop_pid(w, 10000), 0);
+    CHECK_INT_EQ(fx_stop_pid(ing, 10000), 0);
+    MHD_stop_daemon(up);
+    if (sdk > 0)
+        fx_stop_pid(sdk, 5000);
+    fx_stop(&fx);
+    curl_global_cleanup();
+    return 0;
+}
