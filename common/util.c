@@ -2,12 +2,14 @@
 
 #include "err.h"
 
+#include <curl/curl.h>
 #include <errno.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -122,4 +124,21 @@ int util_buf_append(util_buf_t *b, const void *p, size_t n)
     b->len += n;
     b->data[b->len] = '\0';
     return 0;
+}
+
+void util_url_host(const char *url, char *out, size_t size)
+{
+    CURLU *u = curl_url();
+    char *host = NULL, *port = NULL;
+    snprintf(out, size, "(invalid url)");
+    if (u && url && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK) {
+        if (curl_url_get(u, CURLUPART_PORT, &port, 0) == CURLUE_OK && port)
+            snprintf(out, size, "%s:%s", host, port);
+        else
+            snprintf(out, size, "%s", host);
+    }
+    curl_free(host);
+    curl_free(port);
+    curl_url_cleanup(u);
 }

@@ -13,6 +13,10 @@
 int64_t util_now_ms(void);
 int64_t util_mono_ms(void);
 
+/* host[:port] of url for messages and logs, never its userinfo, path or query; "(invalid
+ * url)" when it does not parse. */
+void util_url_host(const char *url, char *out, size_t size);
+
 /* Writes the 2*n lowercase hex characters of in[0..n) plus a NUL to out. */
 void util_hex(const unsigned char *in, size_t n, char *out);
 

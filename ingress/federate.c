@@ -365,23 +365,6 @@ fail:
     return NULL;
 }
 
-static void url_host(const char *url, char *out, size_t size)
-{
-    CURLU *u = curl_url();
-    char *host = NULL, *port = NULL;
-    snprintf(out, size, "(invalid url)");
-    if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
-        curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK) {
-        if (curl_url_get(u, CURLUPART_PORT, &port, 0) == CURLUE_OK)
-            snprintf(out, size, "%s:%s", host, port);
-        else
-            snprintf(out, size, "%s", host);
-    }
-    curl_free(host);
-    curl_free(port);
-    curl_url_cleanup(u);
-}
-
 /* One import of e; 0 or a negative code (logged). */
 static int fed_import(ing_federate_t *f, fed_entry_t *e, redisContext **rc)
 {
@@ -393,7 +376,7 @@ static int fed_import(ing_federate_t *f, fed_entry_t *e, redisContext **rc)
         .url = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(fed, "url")),
         .headers = cJSON_GetObjectItemCaseSensitive(fed, "headers"),
     };
-    url_host(c.url, c.host, sizeof(c.host));
+    util_url_host(c.url, c.host, sizeof(c.host));
     char why[512] = "", err[256];
     cJSON *up = fed_list(&c, why, sizeof(why));
     if (!up) {

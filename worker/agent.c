@@ -424,24 +424,6 @@ static void agent_http_done(const wrk_http_resp_t *resp, void *arg)
     call_finish(c, res, 1);
 }
 
-/* host[:port] of url (never its credentials, path or query). */
-static void agent_name(const char *url, char *out, size_t size)
-{
-    snprintf(out, size, "(unnamed)");
-    CURLU *u = curl_url();
-    char *host = NULL, *port = NULL;
-    if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
-        curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK) {
-        if (curl_url_get(u, CURLUPART_PORT, &port, 0) == CURLUE_OK && port)
-            snprintf(out, size, "%s:%s", host, port);
-        else
-            snprintf(out, size, "%s", host);
-    }
-    curl_free(host);
-    curl_free(port);
-    curl_url_cleanup(u);
-}
-
 static int agent_start(wrk_job_t *job)
 {
     wrk_agent_t *a = job->rt->agent;
@@ -459,7 +441,7 @@ static int agent_start(wrk_job_t *job)
         snprintf(c->channel_id, sizeof(c->channel_id), "c_%.100s", job->env.job_id);
     const char *url =
         cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(job->env.executor, "url"));
-    agent_name(url ? url : "", c->agent, sizeof(c->agent));
+    util_url_host(url ? url : "", c->agent, sizeof(c->agent));
 
     cJSON *turns = NULL;
     int rc = agent_prepare(c, &turns);

@@ -82,24 +82,6 @@ void wrk_mcp_free(wrk_mcp_t *m)
     free(m);
 }
 
-/* The upstream's host[:port] for messages: never its path, query or userinfo. */
-static void url_host(const char *url, char *out, size_t size)
-{
-    CURLU *u = curl_url();
-    char *host = NULL, *port = NULL;
-    snprintf(out, size, "(invalid url)");
-    if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
-        curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK) {
-        if (curl_url_get(u, CURLUPART_PORT, &port, 0) == CURLUE_OK)
-            snprintf(out, size, "%s:%s", host, port);
-        else
-            snprintf(out, size, "%s", host);
-    }
-    curl_free(host);
-    curl_free(port);
-    curl_url_cleanup(u);
-}
-
 static int url_valid(const char *url)
 {
     return strncasecmp(url, "http://", 7) == 0 || strncasecmp(url, "https://", 8) == 0;
@@ -163,7 +145,7 @@ static mcp_up_t *up_get(wrk_mcp_t *m, const char *url, const cJSON *headers)
     }
     up->key = key;
     up->m = m;
-    url_host(url, up->host, sizeof(up->host));
+    util_url_host(url, up->host, sizeof(up->host));
     up->next = m->ups;
     m->ups = up;
     return up;
