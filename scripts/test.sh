@@ -166,6 +166,12 @@ EOF
     SUMMARY+=("$label acceptance: $pass passed, $fail failed")
 }
 
+# The npm packages of the real-client tests (tests/clients/install.sh), installed once before
+# ctest: integration tests that use them (test_mcp_exec's official-SDK upstream) then never
+# run before the e2e tests have installed them.
+MCPQ_CLIENTS_DEPS=$("$REPO/tests/clients/install.sh")
+export MCPQ_CLIENTS_DEPS
+
 run_all() { # build_dir label
     local bdir=$1 label=$2 reports=
     if is_sanitized "$bdir"; then
