@@ -55,7 +55,7 @@ static int canon(EVP_MD_CTX *md, const cJSON *v, int depth)
             return MCPQ_ENOMEM;
         for (const cJSON *c = v->child; c && i < n; c = c->next)
             kids[i++] = c;
-        if (obj)
+        if (obj && n > 1) /* qsort must not get NULL, which an empty object has */
             qsort(kids, n, sizeof(*kids), by_name);
         int rc = EVP_DigestUpdate(md, obj ? "{" : "[", 1) == 1 ? 0 : MCPQ_ENOMEM;
         for (i = 0; i < n && rc == 0; i++) {
