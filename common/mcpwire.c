@@ -178,3 +178,34 @@ const char *mcpw_legacy_version(const cJSON *response)
             return known[i];
     return NULL;
 }
+
+int mcpw_header_reserved(const char *name)
+{
+    static const char *const reserved[] = {
+        "content-type",         "content-length", "accept",     "expect",
+        "mcp-protocol-version", "mcp-session-id", "mcp-method", "mcp-name"};
+    for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
+        if (strcasecmp(name, reserved[i]) == 0)
+            return 1;
+    return 0;
+}
+
+int mcpw_session_header(const char *line, size_t len, char *out, size_t out_size)
+{
+    static const char name[] = "mcp-session-id:";
+    if (len <= sizeof(name) - 1 || strncasecmp(line, name, sizeof(name) - 1) != 0)
+        return 0;
+    const char *v = line + sizeof(name) - 1, *e = line + len;
+    while (v < e && (*v == ' ' || *v == '\t'))
+        v++;
+    while (e > v && (e[-1] == '\r' || e[-1] == '\n' || e[-1] == ' ' || e[-1] == '\t'))
+        e--;
+    size_t vl = (size_t)(e - v);
+    if (vl < out_size) {
+        memcpy(out, v, vl);
+        out[vl] = '\0';
+    } else if (out_size > 0) {
+        out[0] = '\0';
+    }
+    return 1;
+}

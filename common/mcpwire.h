@@ -52,4 +52,14 @@ int mcpw_discover_modern(long status, const cJSON *response);
  * this gateway speaks (a static string), else NULL. */
 const char *mcpw_legacy_version(const cJSON *response);
 
+/* 1 when a configured header name is one the MCP client sets itself (Content-Type, Accept,
+ * Expect, MCP-Protocol-Version, Mcp-Session-Id, Mcp-Method, Mcp-Name, ...), so a configured
+ * one is skipped; else 0. Case-insensitive. */
+int mcpw_header_reserved(const char *name);
+
+/* One raw response header line (as curl's header callback gets it): when it is
+ * Mcp-Session-Id, its trimmed value goes to out (or "" when it does not fit) and 1 is
+ * returned; else 0 and out is untouched. */
+int mcpw_session_header(const char *line, size_t len, char *out, size_t out_size);
+
 #endif

@@ -177,20 +177,8 @@ static size_t write_cb(char *p, size_t size, size_t n, void *arg)
 static size_t header_cb(char *buf, size_t size, size_t n, void *arg)
 {
     fed_resp_t *r = arg;
-    size_t len = size * n;
-    static const char name[] = "mcp-session-id:";
-    if (len > sizeof(name) - 1 && strncasecmp(buf, name, sizeof(name) - 1) == 0) {
-        const char *v = buf + sizeof(name) - 1, *e = buf + len;
-        while (v < e && (*v == ' ' || *v == '\t'))
-            v++;
-        while (e > v && (e[-1] == '\r' || e[-1] == '\n' || e[-1] == ' '))
-            e--;
-        if ((size_t)(e - v) < sizeof(r->session)) {
-            memcpy(r->session, v, (size_t)(e - v));
-            r->session[e - v] = '\0';
-        }
-    }
-    return len;
+    mcpw_session_header(buf, size * n, r->session, sizeof(r->session));
+    return size * n;
 }
 
 static int add_header(struct curl_slist **l, const char *name, const char *value)
@@ -203,17 +191,6 @@ static int add_header(struct curl_slist **l, const char *name, const char *value
     if (!x)
         return MCPQ_ENOMEM;
     *l = x;
-    return 0;
-}
-
-static int header_reserved(const char *name)
-{
-    static const char *const reserved[] = {
-        "content-type",         "content-length", "accept",     "expect",
-        "mcp-protocol-version", "mcp-session-id", "mcp-method", "mcp-name"};
-    for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
-        if (strcasecmp(name, reserved[i]) == 0)
-            return 1;
     return 0;
 }
 
@@ -254,7 +231,7 @@ static int fed_post(fed_conn_t *c, int modern_step, const char *method, cJSON *p
         rc = add_header(&h, "Mcp-Session-Id", c->session);
     if (cJSON_IsObject(c->headers))
         for (const cJSON *it = c->headers->child; it && !rc; it = it->next)
-            if (cJSON_IsString(it) && !header_reserved(it->string))
+            if (cJSON_IsString(it) && !mcpw_header_reserved(it->string))
                 rc = add_header(&h, it->string, it->valuestring);
     fed_resp_t r = {0};
     util_buf_init(&r.body, FED_BODY_MAX);

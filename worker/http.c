@@ -1,6 +1,7 @@
 #include "http.h"
 
 #include "err.h"
+#include "mcpwire.h"
 #include "job.h"
 #include "log.h"
 #include "output.h"
@@ -191,23 +192,8 @@ static size_t http_write_cb(char *ptr, size_t size, size_t nmemb, void *userdata
 static size_t http_header_cb(char *buf, size_t size, size_t nitems, void *userdata)
 {
     wrk_http_req_t *r = userdata;
-    size_t n = size * nitems;
-    static const char name[] = "mcp-session-id:";
-    if (n > sizeof(name) - 1 && strncasecmp(buf, name, sizeof(name) - 1) == 0) {
-        const char *v = buf + sizeof(name) - 1, *e = buf + n;
-        while (v < e && (*v == ' ' || *v == '\t'))
-            v++;
-        while (e > v && (e[-1] == '\r' || e[-1] == '\n' || e[-1] == ' ' || e[-1] == '\t'))
-            e--;
-        size_t vl = (size_t)(e - v);
-        if (vl < sizeof(r->session_id)) {
-            memcpy(r->session_id, v, vl);
-            r->session_id[vl] = '\0';
-        } else {
-            r->session_id[0] = '\0';
-        }
-    }
-    return n;
+    mcpw_session_header(buf, size * nitems, r->session_id, sizeof(r->session_id));
+    return size * nitems;
 }
 
 wrk_http_req_t *wrk_http_post(wrk_http_t *h, const char *url, struct curl_slist *headers,

@@ -87,18 +87,6 @@ static int url_valid(const char *url)
     return strncasecmp(url, "http://", 7) == 0 || strncasecmp(url, "https://", 8) == 0;
 }
 
-/* Headers the executor sets itself; configured ones of these names are skipped. */
-static int header_reserved(const char *name)
-{
-    static const char *const reserved[] = {
-        "content-type",         "content-length", "accept",     "expect",
-        "mcp-protocol-version", "mcp-session-id", "mcp-method", "mcp-name"};
-    for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
-        if (strcasecmp(name, reserved[i]) == 0)
-            return 1;
-    return 0;
-}
-
 /* The configured headers: NULL (none) or an object of valid headers; *bad set otherwise. */
 static const cJSON *config_headers(const cJSON *ex, int *bad)
 {
@@ -175,7 +163,7 @@ static struct curl_slist *up_headers(const mcp_up_t *up, int modern, const char 
         rc = wrk_http_header_add(&l, "traceparent", traceparent);
     if (up->headers)
         for (const cJSON *it = up->headers->child; it && !rc; it = it->next)
-            if (!header_reserved(it->string))
+            if (!mcpw_header_reserved(it->string))
                 rc = wrk_http_header_add(&l, it->string, it->valuestring);
     if (rc < 0) {
         curl_slist_free_all(l);

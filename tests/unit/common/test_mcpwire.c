@@ -130,8 +130,28 @@ static void test_eras(void)
     TEST_PASS("era decisions: discover result → 2026-07-28, else legacy; initialize versions");
 }
 
+static void test_headers(void)
+{
+    CHECK(mcpw_header_reserved("Mcp-Session-Id"));
+    CHECK(mcpw_header_reserved("content-type"));
+    CHECK(mcpw_header_reserved("MCP-PROTOCOL-VERSION"));
+    CHECK(!mcpw_header_reserved("Authorization"));
+    char sid[16] = "old";
+    const char l1[] = "Content-Type: application/json\r\n";
+    CHECK_INT_EQ(mcpw_session_header(l1, sizeof(l1) - 1, sid, sizeof(sid)), 0);
+    CHECK_STR_EQ(sid, "old");
+    const char l2[] = "mcp-session-id: \tabc-123 \r\n";
+    CHECK_INT_EQ(mcpw_session_header(l2, sizeof(l2) - 1, sid, sizeof(sid)), 1);
+    CHECK_STR_EQ(sid, "abc-123");
+    const char l3[] = "Mcp-Session-Id: 0123456789abcdefXYZ\r\n"; /* longer than sid */
+    CHECK_INT_EQ(mcpw_session_header(l3, sizeof(l3) - 1, sid, sizeof(sid)), 1);
+    CHECK_STR_EQ(sid, "");
+    TEST_PASS("reserved MCP header names; Mcp-Session-Id read from a raw header line");
+}
+
 int main(void)
 {
+    test_headers();
     test_sse();
     test_response();
     test_eras();
