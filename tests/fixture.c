@@ -8,6 +8,8 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
+#include <arpa/inet.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -514,4 +516,64 @@ int fx_http_post(const char *url, const char *const headers[], const char *body,
     curl_easy_cleanup(c);
     curl_slist_free_all(hl);
     return rc == CURLE_OK ? 0 : -1;
+}
+
+/* ---- in-process HTTP servers ---- */
+
+#define FX_MAX_SERVERS 8
+static fx_server_fn fx_handlers[FX_MAX_SERVERS];
+static int fx_nhandlers;
+
+static enum MHD_Result fx_on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                     const char *method, const char *version, const char *upload,
+                                     size_t *upload_size, void **con_cls)
+{
+    (void)version;
+    util_buf_t *b = *con_cls;
+    if (!b) {
+        b = calloc(1, sizeof(*b));
+        if (!b)
+            return MHD_NO;
+        util_buf_init(b, (size_t)8 << 20);
+        *con_cls = b;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        util_buf_append(b, upload, *upload_size);
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    return fx_handlers[(intptr_t)cls](conn, url, method, b);
+}
+
+static void fx_on_done(void *cls, struct MHD_Connection *conn, void **con_cls,
+                       enum MHD_RequestTerminationCode toe)
+{
+    (void)cls, (void)conn, (void)toe;
+    util_buf_t *b = *con_cls;
+    if (b) {
+        util_buf_cleanup(b);
+        free(b);
+    }
+    *con_cls = NULL;
+}
+
+struct MHD_Daemon *fx_server_start(int port, fx_server_fn handler)
+{
+    intptr_t slot = -1;
+    for (int i = 0; i < fx_nhandlers; i++)
+        if (fx_handlers[i] == handler)
+            slot = i;
+    if (slot < 0) {
+        if (fx_nhandlers == FX_MAX_SERVERS)
+            return NULL;
+        slot = fx_nhandlers;
+        fx_handlers[fx_nhandlers++] = handler;
+    }
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, 0,
+        NULL, NULL, fx_on_request, (void *)slot, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+        MHD_OPTION_NOTIFY_COMPLETED, fx_on_done, NULL, MHD_OPTION_END);
 }

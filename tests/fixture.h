@@ -21,6 +21,9 @@
 #ifndef MCPQ_TESTS_FIXTURE_H
 #define MCPQ_TESTS_FIXTURE_H
 
+#include "util.h"
+
+#include <microhttpd.h>
 #include <sys/types.h>
 
 typedef struct fx_stack {
@@ -109,5 +112,14 @@ typedef struct fx_reply {
  * NULL-terminated "Name: value" strings) to url with a 10 s timeout. 0, or -1 when no
  * HTTP answer came (r->status 0). */
 int fx_http_post(const char *url, const char *const headers[], const char *body, fx_reply_t *r);
+
+/* A request an in-process test server received in full: its body is in b. */
+typedef enum MHD_Result (*fx_server_fn)(struct MHD_Connection *conn, const char *url,
+                                        const char *method, const util_buf_t *b);
+
+/* Starts an HTTP server on 127.0.0.1:port (a thread per connection) that reads each request
+ * body (up to 8 MiB) and then calls handler (at most 8 handlers per process). Stop it with
+ * MHD_stop_daemon. NULL on failure. */
+struct MHD_Daemon *fx_server_start(int port, fx_server_fn handler);
 
 #endif

@@ -54,23 +54,10 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static msg_t msgs[MAXMSG];
 static int nmsgs;
 
-static enum MHD_Result on_agent(void *cls, struct MHD_Connection *conn, const char *url,
-                                const char *method, const char *version, const char *upload,
-                                size_t *upload_size, void **con_cls)
+static enum MHD_Result on_agent(struct MHD_Connection *conn, const char *url, const char *method,
+                                const util_buf_t *b)
 {
-    (void)cls, (void)method, (void)version;
-    util_buf_t *b = *con_cls;
-    if (!b) {
-        b = calloc(1, sizeof(*b));
-        util_buf_init(b, 1 << 20);
-        *con_cls = b;
-        return MHD_YES;
-    }
-    if (*upload_size) {
-        util_buf_append(b, upload, *upload_size);
-        *upload_size = 0;
-        return MHD_YES;
-    }
+    (void)method;
     cJSON *m = cJSON_ParseWithLength(b->data ? b->data : "", b->len);
     int nturns = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(m, "turns"));
     const char *mid = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "message_id"));
@@ -108,18 +95,6 @@ static enum MHD_Result on_agent(void *cls, struct MHD_Connection *conn, const ch
     MHD_destroy_response(resp);
     free(answer);
     return ret;
-}
-
-static void on_done(void *cls, struct MHD_Connection *conn, void **con_cls,
-                    enum MHD_RequestTerminationCode toe)
-{
-    (void)cls, (void)conn, (void)toe;
-    util_buf_t *b = *con_cls;
-    if (b) {
-        util_buf_cleanup(b);
-        free(b);
-    }
-    *con_cls = NULL;
 }
 
 /* The k-th chat_message received (waits up to 10 s). Borrowed. */
@@ -349,12 +324,7 @@ int main(void)
     int down_port = fx_free_port();
     ing_port = fx_free_port();
     write_config(down_port);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)agent_port)};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    struct MHD_Daemon *agent = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, 0,
-        NULL, NULL, on_agent, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-        MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL, MHD_OPTION_END);
+    struct MHD_Daemon *agent = fx_server_start(agent_port, on_agent);
     CHECK(agent != NULL);
     char cfg[300], wlog[300];
     snprintf(cfg, sizeof(cfg), "%s/agent.json", fx.dir);

@@ -246,23 +246,10 @@ static enum MHD_Result modern(struct MHD_Connection *conn, cJSON *msg)
     return reply(conn, 404, "application/json", rpc_error(id, -32601, "Method not found"), NULL);
 }
 
-static enum MHD_Result on_req(void *cls, struct MHD_Connection *conn, const char *url,
-                              const char *method, const char *version, const char *upload,
-                              size_t *upload_size, void **con_cls)
+static enum MHD_Result on_req(struct MHD_Connection *conn, const char *url, const char *method,
+                              const util_buf_t *b)
 {
-    (void)cls, (void)method, (void)version;
-    util_buf_t *b = *con_cls;
-    if (!b) {
-        b = calloc(1, sizeof(*b));
-        util_buf_init(b, 1 << 20);
-        *con_cls = b;
-        return MHD_YES;
-    }
-    if (*upload_size) {
-        util_buf_append(b, upload, *upload_size);
-        *upload_size = 0;
-        return MHD_YES;
-    }
+    (void)method;
     if (strcmp(hdr(conn, "Authorization"), "Bearer " TOKEN) != 0) {
         atomic_fetch_add(&n_bad_auth, 1);
         return reply(conn, 401, "application/json", rpc_error(NULL, -32000, "no auth"), NULL);
@@ -282,26 +269,9 @@ static enum MHD_Result on_req(void *cls, struct MHD_Connection *conn, const char
     return ret;
 }
 
-static void on_done(void *cls, struct MHD_Connection *conn, void **con_cls,
-                    enum MHD_RequestTerminationCode toe)
-{
-    (void)cls, (void)conn, (void)toe;
-    util_buf_t *b = *con_cls;
-    if (b) {
-        util_buf_cleanup(b);
-        free(b);
-    }
-    *con_cls = NULL;
-}
-
 static struct MHD_Daemon *upstream_start(int p)
 {
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)p)};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    struct MHD_Daemon *d = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, 0,
-        NULL, NULL, on_req, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-        MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL, MHD_OPTION_END);
+    struct MHD_Daemon *d = fx_server_start(p, on_req);
     CHECK(d != NULL);
     return d;
 }

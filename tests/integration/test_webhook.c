@@ -82,23 +82,10 @@ static long long mono_ms(void)
     return (long long)util_mono_ms();
 }
 
-static enum MHD_Result on_hook(void *cls, struct MHD_Connection *conn, const char *url,
-                               const char *method, const char *version, const char *upload,
-                               size_t *upload_size, void **con_cls)
+static enum MHD_Result on_hook(struct MHD_Connection *conn, const char *url, const char *method,
+                               const util_buf_t *b)
 {
-    (void)cls, (void)method, (void)version;
-    util_buf_t *b = *con_cls;
-    if (!b) {
-        b = calloc(1, sizeof(*b));
-        util_buf_init(b, 8 << 20);
-        *con_cls = b;
-        return MHD_YES;
-    }
-    if (*upload_size) {
-        util_buf_append(b, upload, *upload_size);
-        *upload_size = 0;
-        return MHD_YES;
-    }
+    (void)method;
     int status = 200;
     char ra[64] = "";
     pthread_mutex_lock(&mu);
@@ -146,26 +133,9 @@ static enum MHD_Result on_hook(void *cls, struct MHD_Connection *conn, const cha
     return ret;
 }
 
-static void on_done(void *cls, struct MHD_Connection *conn, void **con_cls,
-                    enum MHD_RequestTerminationCode toe)
-{
-    (void)cls, (void)conn, (void)toe;
-    util_buf_t *b = *con_cls;
-    if (b) {
-        util_buf_cleanup(b);
-        free(b);
-    }
-    *con_cls = NULL;
-}
-
 static struct MHD_Daemon *receiver_start(int port)
 {
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    struct MHD_Daemon *d = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, 0,
-        NULL, NULL, on_hook, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-        MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL, MHD_OPTION_END);
+    struct MHD_Daemon *d = fx_server_start(port, on_hook);
     CHECK(d != NULL);
     return d;
 }
