@@ -38,6 +38,56 @@ void util_hex(const unsigned char *in, size_t n, char *out)
     out[2 * n] = '\0';
 }
 
+static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+void util_b64url_encode(const unsigned char *in, size_t n, char *out)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned long v = (unsigned long)in[i] << 16;
+        if (i + 1 < n)
+            v |= (unsigned long)in[i + 1] << 8;
+        if (i + 2 < n)
+            v |= in[i + 2];
+        size_t chars = n - i >= 3 ? 4 : n - i + 1;
+        for (size_t k = 0; k < chars; k++)
+            out[o++] = b64url[(v >> (18 - 6 * k)) & 63];
+    }
+    out[o] = '\0';
+}
+
+int util_b64url_decode(const char *s, unsigned char *out, size_t size, size_t *len)
+{
+    size_t n = strlen(s), o = 0;
+    if (n % 4 == 1 || n / 4 * 3 + (n % 4 ? n % 4 - 1 : 0) > size)
+        return MCPQ_EINVAL;
+    unsigned long v = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *p = strchr(b64url, s[i]);
+        if (!p)
+            return MCPQ_EINVAL;
+        v = (v << 6) | (unsigned long)(p - b64url);
+        if (i % 4 == 3) {
+            out[o++] = (unsigned char)(v >> 16);
+            out[o++] = (unsigned char)(v >> 8);
+            out[o++] = (unsigned char)v;
+            v = 0;
+        }
+    }
+    if (n % 4 == 2) {
+        if (v & 15) /* 12 bits for 1 byte: the low 4 must be zero */
+            return MCPQ_EINVAL;
+        out[o++] = (unsigned char)(v >> 4);
+    } else if (n % 4 == 3) {
+        if (v & 3) /* 18 bits for 2 bytes: the low 2 must be zero */
+            return MCPQ_EINVAL;
+        out[o++] = (unsigned char)(v >> 10);
+        out[o++] = (unsigned char)(v >> 2);
+    }
+    *len = o;
+    return 0;
+}
+
 int util_random_hex(char *out, size_t nbytes)
 {
     unsigned char buf[64];

@@ -1,7 +1,7 @@
 /*
  * util.h - small helpers every component needs: clocks, random ids, SHA-256 and HMAC
- * in hex, constant-time comparison, bounded integer parsing and a growable byte buffer
- * with a hard maximum. All functions are thread-safe.
+ * in hex, base64url, constant-time comparison, bounded integer parsing and a growable byte
+ * buffer with a hard maximum. All functions are thread-safe.
  */
 #ifndef MCPQ_UTIL_H
 #define MCPQ_UTIL_H
@@ -19,6 +19,16 @@ void util_url_host(const char *url, char *out, size_t size);
 
 /* Writes the 2*n lowercase hex characters of in[0..n) plus a NUL to out. */
 void util_hex(const unsigned char *in, size_t n, char *out);
+
+/* Unpadded base64url (RFC 4648 section 5) of in[0..n) plus a NUL into out, which must hold
+ * UTIL_B64URL_LEN(n) + 1 bytes. */
+#define UTIL_B64URL_LEN(n) (((n) / 3) * 4 + ((n) % 3 ? (n) % 3 + 1 : 0))
+void util_b64url_encode(const unsigned char *in, size_t n, char *out);
+
+/* Decodes unpadded base64url s into out (size bytes) and sets *len. Strict, so each byte
+ * string has one encoding: no padding, whitespace or non-zero unused trailing bits. 0, or
+ * MCPQ_EINVAL (bad character or length, or more than size bytes). */
+int util_b64url_decode(const char *s, unsigned char *out, size_t size, size_t *len);
 
 /* Writes 2*nbytes lowercase hex characters of cryptographic randomness plus a NUL. */
 int util_random_hex(char *out, size_t nbytes);

@@ -1,0 +1,49 @@
+/* Tests common/util.c: base64url. */
+#include "check.h"
+#include "err.h"
+#include "util.h"
+
+static void roundtrip(const char *in, const char *want)
+{
+    size_t n = strlen(in), len = 0;
+    char enc[64];
+    unsigned char dec[64];
+    CHECK_INT_EQ(UTIL_B64URL_LEN(n), strlen(want));
+    util_b64url_encode((const unsigned char *)in, n, enc);
+    CHECK_STR_EQ(enc, want);
+    CHECK_INT_EQ(util_b64url_decode(enc, dec, sizeof(dec), &len), 0);
+    CHECK_INT_EQ(len, n);
+    CHECK(memcmp(dec, in, n) == 0);
+}
+
+int main(void)
+{
+    /* RFC 4648 section 10 vectors, unpadded. */
+    roundtrip("", "");
+    roundtrip("f", "Zg");
+    roundtrip("fo", "Zm8");
+    roundtrip("foo", "Zm9v");
+    roundtrip("foob", "Zm9vYg");
+    roundtrip("fooba", "Zm9vYmE");
+    roundtrip("foobar", "Zm9vYmFy");
+    /* The URL alphabet: - and _ instead of + and /. */
+    const unsigned char hi[] = {0xfb, 0xff, 0xbf};
+    char enc[8];
+    util_b64url_encode(hi, sizeof(hi), enc);
+    CHECK_STR_EQ(enc, "-_-_");
+    TEST_PASS("b64url encode and decode");
+
+    unsigned char out[8];
+    size_t len = 0;
+    CHECK_INT_EQ(util_b64url_decode("Zm9v=", out, sizeof(out), &len), MCPQ_EINVAL);
+    CHECK_INT_EQ(util_b64url_decode("Zm+v", out, sizeof(out), &len), MCPQ_EINVAL);
+    CHECK_INT_EQ(util_b64url_decode("Zm9 v", out, sizeof(out), &len), MCPQ_EINVAL);
+    CHECK_INT_EQ(util_b64url_decode("Z", out, sizeof(out), &len), MCPQ_EINVAL);
+    CHECK_INT_EQ(util_b64url_decode("Zh", out, sizeof(out), &len), MCPQ_EINVAL);  /* bits left */
+    CHECK_INT_EQ(util_b64url_decode("Zm9", out, sizeof(out), &len), MCPQ_EINVAL); /* bits left */
+    CHECK_INT_EQ(util_b64url_decode("Zm9vYmFy", out, 5, &len), MCPQ_EINVAL);      /* too long */
+    CHECK_INT_EQ(util_b64url_decode("Zm9vYmFy", out, 6, &len), 0);
+    CHECK_INT_EQ(len, 6);
+    TEST_PASS("b64url decode is strict");
+    return 0;
+}
