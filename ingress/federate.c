@@ -5,6 +5,7 @@
 #include "mcpwire.h"
 #include "redis.h"
 #include "registry.h"
+#include "regstore.h"
 #include "schema.h"
 #include "util.h"
 
@@ -373,7 +374,8 @@ static int fed_import(ing_federate_t *f, fed_entry_t *e, redisContext **rc)
     int rcode = 0;
     if (!*rc)
         *rc = kv_connect(f->set->redis_url, (int)f->set->redis_timeout_ms, err, sizeof(err));
-    if (!*rc || ing_registry_store(*rc, doc, err, sizeof(err)) < 0) {
+    rs_summary_t sum;
+    if (!*rc || rs_apply(*rc, doc, 0, &sum, err, sizeof(err)) < 0) {
         if (!e->failures++)
             log_event(LOG_WARN, "federation: cannot store the imported tools (will retry)",
                       "tenant", tenant, "server", sname, "error", err, (char *)NULL);

@@ -1,6 +1,8 @@
 #include "http.h"
 
+#include "admin.h"
 #include "channels.h"
+#include "config.h"
 #include "err.h"
 #include "files.h"
 #include "jsonrpc.h"
@@ -48,6 +50,11 @@ static enum MHD_Result send_resp(ing_req_t *req, ing_resp_t *resp)
         char ra[24];
         snprintf(ra, sizeof(ra), "%lld", resp->retry_after_s);
         MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, ra);
+    }
+    if (resp->etag[0]) {
+        char et[32];
+        snprintf(et, sizeof(et), "\"%s\"", resp->etag);
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, et);
     }
     if (req->ctx && atomic_load(&req->ctx->stopping))
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
@@ -202,6 +209,11 @@ static enum MHD_Result route(ing_req_t *req, const char *url, const char *method
         ing_wh_api(req, url, method, &resp);
         return send_resp(req, &resp);
     }
+    if (strcmp(url, "/admin") == 0 || strncmp(url, "/admin/", 7) == 0) {
+        ing_resp_t resp = {0}; /* the operator API (admin.h) */
+        ing_admin_api(req, url, method, &resp);
+        return send_resp(req, &resp);
+    }
     if (strncmp(url, "/v1/channels/", 13) == 0) {
         ing_resp_t resp = {0}; /* agent replies to the caller's channels (channels.h) */
         ing_channel_api(req, url, method, &resp);
@@ -289,7 +301,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         req->method = method;
         req->t0 = util_mono_ms();
         req->metric = ING_M_NONE;
-        util_buf_init(&req->body, (size_t)ctx->set->max_body_bytes);
+        /* A whole config applied through the admin API may be larger than a call. */
+        long long max_body = ctx->set->max_body_bytes;
+        if (strcmp(url, "/admin/v1/config") == 0 && max_body < (long long)CFG_MAX_BYTES)
+            max_body = CFG_MAX_BYTES;
+        util_buf_init(&req->body, (size_t)max_body);
         int dirty = 0;
         MHD_get_connection_values(conn, MHD_HEADER_KIND, header_clean, &dirty);
         if (dirty) {
@@ -310,12 +326,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         /* Refuse an announced oversized body before reading it (no 100 Continue). */
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
         long long n;
-        if (cl && util_parse_ll(cl, 0, 1LL << 62, &n) == 0 && n > ctx->set->max_body_bytes) {
+        if (cl && util_parse_ll(cl, 0, 1LL << 62, &n) == 0 && n > max_body) {
             req->handled = 1;
             ing_resp_t resp = {.status = 413, .content_type = "application/json"};
             char buf[96];
-            snprintf(buf, sizeof(buf), "request body larger than %lld bytes",
-                     ctx->set->max_body_bytes);
+            snprintf(buf, sizeof(buf), "request body larger than %lld bytes", max_body);
             resp.body = rpc_error_str(NULL, RPC_INVALID_REQUEST, buf, NULL);
             return send_resp(req, &resp);
         }

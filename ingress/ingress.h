@@ -75,6 +75,7 @@ typedef struct ing_resp {
     const char *www_auth;    /* non-NULL: sent as WWW-Authenticate */
     const char *allow;       /* non-NULL: sent as Allow */
     long long retry_after_s; /* > 0: sent as Retry-After */
+    char etag[24];           /* non-empty: sent as ETag (quoted) */
 } ing_resp_t;
 
 #endif

@@ -8,6 +8,7 @@
 #include "ingress.h"
 #include "log.h"
 #include "mcp.h"
+#include "regstore.h"
 #include "settings.h"
 #include "files.h"
 #include "webhook.h"
@@ -26,7 +27,13 @@ static const char about[] =
     "mcpq-ingress: the MCP Streamable HTTP endpoint of mcpq. It authenticates clients,\n"
     "validates tools/call arguments, publishes each call as a job to Kafka and answers\n"
     "when a worker's result arrives through Redis. Stateless: run as many replicas as\n"
-    "needed behind a load balancer; sessions, registry and results live in Redis.";
+    "needed behind a load balancer; sessions, registry and results live in Redis.\n"
+    "\n"
+    "Registry commands (run once and exit; they use MCPQ_REDIS_URL):\n"
+    "  mcpq-ingress --apply FILE [--prune]   apply a config file to the running gateway's\n"
+    "                                        registry, idempotently (--prune deletes the servers\n"
+    "                                        and tools of its tenants that FILE does not name)\n"
+    "  mcpq-ingress --export                 print the registry as a config file";
 
 ing_registry_t *ing_ctx_registry(ing_ctx_t *ctx)
 {
@@ -59,12 +66,19 @@ static void refresh_once(refresher_t *rf, redisContext **c, int *logged)
         }
     }
     if (rf->config) {
-        if (ing_registry_store(*c, rf->config, err, sizeof(err)) < 0)
+        rs_summary_t sum;
+        int applied = 0;
+        if (rs_seed(*c, rf->config, &applied, &sum, err, sizeof(err)) < 0)
             goto broken;
         cJSON_Delete(rf->config);
         rf->config = NULL;
-        log_event(LOG_INFO, "config loaded into the registry", "file", ctx->set->config,
-                  (char *)NULL);
+        char counts[96];
+        snprintf(counts, sizeof(counts), "created=%d updated=%d unchanged=%d", sum.created,
+                 sum.updated, sum.unchanged);
+        log_event(LOG_INFO,
+                  applied ? "config applied to the registry"
+                          : "config already applied: registry left as it is",
+                  "file", ctx->set->config, "objects", counts, (char *)NULL);
     }
     long long rev = 0;
     if (ing_registry_read_rev(*c, &rev) < 0) {
@@ -128,10 +142,76 @@ static int write_ready_file(const char *path, const char *text)
     return 0;
 }
 
+/* Takes --apply FILE, --prune and --export out of argv (the rest are settings). */
+static void registry_flags(int *argc, char **argv, const char **apply, int *prune, int *export)
+{
+    int out = 1;
+    for (int i = 1; i < *argc; i++) {
+        if (strcmp(argv[i], "--apply") == 0 && i + 1 < *argc)
+            *apply = argv[++i];
+        else if (strncmp(argv[i], "--apply=", 8) == 0)
+            *apply = argv[i] + 8;
+        else if (strcmp(argv[i], "--prune") == 0)
+            *prune = 1;
+        else if (strcmp(argv[i], "--export") == 0)
+            *export = 1;
+        else
+            argv[out++] = argv[i];
+    }
+    *argc = out;
+    argv[out] = NULL;
+}
+
+/* mcpq-ingress --apply FILE / --export: one registry command against MCPQ_REDIS_URL. */
+static int registry_command(const mcpq_settings_t *set, const char *apply, int prune)
+{
+    char err[1024];
+    redisContext *c = kv_connect(set->redis_url, (int)set->redis_timeout_ms, err, sizeof(err));
+    if (!c) {
+        fprintf(stderr, "mcpq-ingress: redis: %s\n", err);
+        return 1;
+    }
+    int code = 1;
+    if (!apply) {
+        cJSON *doc = rs_export(c, err, sizeof(err));
+        char *text = doc ? cJSON_Print(doc) : NULL;
+        if (text)
+            printf("%s\n", text);
+        else
+            fprintf(stderr, "mcpq-ingress: export: %s\n", doc ? "out of memory" : err);
+        code = text ? 0 : 1;
+        cJSON_free(text);
+        cJSON_Delete(doc);
+        redisFree(c);
+        return code;
+    }
+    cJSON *cfg = cfg_load_file(apply, err, sizeof(err));
+    rs_summary_t sum;
+    if (!cfg) {
+        fprintf(stderr, "mcpq-ingress: config: %s\n", err);
+        code = 2;
+    } else if (!set->webhook_allow_private && ing_wh_config_check(cfg, err, sizeof(err)) < 0) {
+        fprintf(stderr, "mcpq-ingress: config: %s: %s\n", apply, err);
+        code = 2;
+    } else if (rs_apply(c, cfg, prune, &sum, err, sizeof(err)) < 0) {
+        fprintf(stderr, "mcpq-ingress: apply: %s\n", err);
+    } else {
+        printf("applied %s: created %d, updated %d, unchanged %d, deleted %d (revision %lld)\n",
+               apply, sum.created, sum.updated, sum.unchanged, sum.deleted, sum.rev);
+        code = 0;
+    }
+    cJSON_Delete(cfg);
+    redisFree(c);
+    return code;
+}
+
 int main(int argc, char **argv)
 {
     mcpq_settings_t set;
     char err[512];
+    const char *apply = NULL;
+    int prune = 0, export = 0;
+    registry_flags(&argc, argv, &apply, &prune, &export);
     int rc = settings_load(&set, SET_INGRESS, "mcpq-ingress", about, argc, argv, err, sizeof(err));
     if (rc == 1)
         return 0;
@@ -140,6 +220,8 @@ int main(int argc, char **argv)
         return 2;
     }
     log_init("ingress", set.log_level);
+    if (apply || export)
+        return registry_command(&set, apply, prune);
     ing_wh_schedule_t sched;
     if (ing_wh_schedule_parse(set.webhook_retry_schedule, &sched, err, sizeof(err)) < 0) {
         fprintf(stderr, "mcpq-ingress: %s\n", err);

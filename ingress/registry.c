@@ -34,64 +34,6 @@ static const char *str_of(const cJSON *o, const char *k)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-static int hset_doc(redisContext *c, const char *field, const cJSON *doc)
-{
-    char *s = cJSON_PrintUnformatted(doc);
-    if (!s)
-        return MCPQ_ENOMEM;
-    redisAppendCommand(c, "HSET %s %s %s", REG_KEY, field, s);
-    cJSON_free(s);
-    return 0;
-}
-
-int ing_registry_store(redisContext *c, const cJSON *config, char *errstr, size_t errstr_size)
-{
-    int queued = 0, rc = 0;
-    char field[600];
-    redisAppendCommand(c, "MULTI");
-    queued++;
-    const cJSON *t;
-    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(config, "tenants"))
-    {
-        snprintf(field, sizeof(field), "tenant:%s", str_of(t, "id"));
-        if ((rc = hset_doc(c, field, t)) < 0)
-            goto drain;
-        queued++;
-    }
-    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(config, "servers"))
-    {
-        snprintf(field, sizeof(field), "server:%s:%s", str_of(t, "tenant"), str_of(t, "name"));
-        if ((rc = hset_doc(c, field, t)) < 0)
-            goto drain;
-        queued++;
-    }
-    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(config, "tools"))
-    {
-        snprintf(field, sizeof(field), "tool:%s:%s", str_of(t, "tenant"), str_of(t, "name"));
-        if ((rc = hset_doc(c, field, t)) < 0)
-            goto drain;
-        queued++;
-    }
-    redisAppendCommand(c, "INCR %s", REG_REV_KEY);
-    queued++;
-    redisAppendCommand(c, "EXEC");
-    queued++;
-drain:
-    for (int i = 0; i < queued; i++) {
-        redisReply *r = NULL;
-        if (redisGetReply(c, (void **)&r) != REDIS_OK) {
-            snprintf(errstr, errstr_size, "redis: %s", c->errstr);
-            return MCPQ_EUNAVAIL;
-        }
-        if (r->type == REDIS_REPLY_ERROR) {
-            snprintf(errstr, errstr_size, "redis: %.*s", (int)r->len, r->str);
-            rc = MCPQ_EIO;
-        }
-        freeReplyObject(r);
-    }
-    return rc;
-}
-
 int ing_registry_read_rev(redisContext *c, long long *rev)
 {
     redisReply *r = redisCommand(c, "GET %s", REG_REV_KEY);

@@ -2,8 +2,8 @@
  * registry.h - the tool registry as the ingress sees it (SPEC sections 4.1 and 7).
  *
  * The registry lives in Redis (hash `mcpq:registry`, counter `mcpq:registry:rev`, see
- * docs/internals.md) so every replica serves the same catalog. ing_registry_store() writes
- * a normalized config there; ing_registry_fetch() reads it back into an immutable,
+ * docs/internals.md) so every replica serves the same catalog. regstore.h writes it;
+ * ing_registry_fetch() reads it back into an immutable,
  * reference-counted snapshot with everything a request needs precomputed: API key hashes,
  * servers sorted by (tenant, name), each server's published tools sorted by name with their
  * tools/list JSON rendered once.
@@ -65,10 +65,6 @@ typedef struct ing_app {
 } ing_app_t;
 
 typedef struct ing_registry ing_registry_t;
-
-/* Writes a normalized config (cfg_load_file output) into Redis atomically (MULTI/EXEC) and
- * bumps the revision. Objects the config names are replaced; others are kept. */
-int ing_registry_store(redisContext *c, const cJSON *config, char *errstr, size_t errstr_size);
 
 /* Reads the current registry: a snapshot with one reference, or NULL (errstr filled). */
 ing_registry_t *ing_registry_fetch(redisContext *c, char *errstr, size_t errstr_size);

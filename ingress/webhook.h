@@ -122,5 +122,8 @@ void ing_wh_free(ing_wh_t *wh);
  * Fills resp (JSON body).
  */
 void ing_wh_api(ing_req_t *req, const char *url, const char *method, ing_resp_t *resp);
+/* The same for the admin API, on tenant's deliveries: id NULL lists them (query as above),
+ * else redelivers delivery id. The caller has checked the operator token and the method. */
+void ing_wh_deliveries(ing_req_t *req, const char *tenant, const char *id, ing_resp_t *resp);
 
 #endif

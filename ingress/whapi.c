@@ -153,7 +153,7 @@ static const char *arg(ing_req_t *req, const char *name)
     return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
-static void list(ing_req_t *req, const ing_tenant_t *t, ing_resp_t *resp)
+static void list(ing_req_t *req, const char *tenant, ing_resp_t *resp)
 {
     static const char *const statuses[] = {"pending", "delivered", "failed", "disabled"};
     long long limit = LIMIT_DEFAULT;
@@ -196,10 +196,10 @@ static void list(ing_req_t *req, const ing_tenant_t *t, ing_resp_t *resp)
     char lim[16], err[256];
     snprintf(lim, sizeof(lim), "%lld", limit);
     const char *argv[] = {
-        "EVAL", list_lua, "0", t->id, lim, cs, cid, task ? task : "", status ? status : ""};
+        "EVAL", list_lua, "0", tenant, lim, cs, cid, task ? task : "", status ? status : ""};
     redisReply *r = kv_pool_commandargv(req->ctx->kv, err, sizeof(err), 9, argv, NULL);
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 2 || (r->elements - 2) % NFIELDS != 0) {
-        log_event(LOG_ERROR, "webhook deliveries: list failed", "tenant", t->id, "error",
+        log_event(LOG_ERROR, "webhook deliveries: list failed", "tenant", tenant, "error",
                   r ? "unexpected reply" : err, (char *)NULL);
         if (r)
             freeReplyObject(r);
@@ -222,19 +222,19 @@ static void list(ing_req_t *req, const ing_tenant_t *t, ing_resp_t *resp)
     ing_api_body(resp, 200, o);
 }
 
-static void redeliver(ing_req_t *req, const ing_tenant_t *t, const char *id, ing_resp_t *resp)
+static void redeliver(ing_req_t *req, const char *tenant, const char *id, ing_resp_t *resp)
 {
     char err[256];
-    const char *argv[] = {"EVAL", redeliver_lua, "0", t->id, id};
+    const char *argv[] = {"EVAL", redeliver_lua, "0", tenant, id};
     redisReply *r = kv_pool_commandargv(req->ctx->kv, err, sizeof(err), 5, argv, NULL);
     if (!r) {
-        log_event(LOG_ERROR, "webhook deliveries: redeliver failed", "tenant", t->id, "error", err,
+        log_event(LOG_ERROR, "webhook deliveries: redeliver failed", "tenant", tenant, "error", err,
                   (char *)NULL);
         ing_api_error(resp, 503, "delivery store (Redis) unavailable; try again");
         return;
     }
     if (r->type == REDIS_REPLY_ARRAY && r->elements == NFIELDS) {
-        log_event(LOG_INFO, "webhook redelivery queued", "tenant", t->id, "delivery", id,
+        log_event(LOG_INFO, "webhook redelivery queued", "tenant", tenant, "delivery", id,
                   (char *)NULL);
         ing_api_body(resp, 202, delivery_json(r->element));
     } else {
@@ -276,14 +276,24 @@ void ing_wh_api(ing_req_t *req, const char *url, const char *method, ing_resp_t 
     if (t) {
         char idbuf[WHQ_ID_MAX + 1];
         if (is_list) {
-            list(req, t, resp);
+            list(req, t->id, resp);
         } else if (!id_ok(id, idlen)) {
             ing_api_error(resp, 404, "no such delivery");
         } else {
             memcpy(idbuf, id, idlen);
             idbuf[idlen] = '\0';
-            redeliver(req, t, idbuf, resp);
+            redeliver(req, t->id, idbuf, resp);
         }
     }
     ing_registry_unref(reg);
+}
+
+void ing_wh_deliveries(ing_req_t *req, const char *tenant, const char *id, ing_resp_t *resp)
+{
+    if (!id)
+        list(req, tenant, resp);
+    else if (!id_ok(id, strlen(id)))
+        ing_api_error(resp, 404, "no such delivery");
+    else
+        redeliver(req, tenant, id, resp);
 }

@@ -1,0 +1,112 @@
+/*
+ * regstore.h - the registry as an editable set of documents (SPEC sections 4.1, 7 and 9).
+ *
+ * The registry is the Redis hash `mcpq:registry` (fields `tenant:<id>`, `server:<tenant>:<name>`,
+ * `tool:<tenant>:<name>`, each a JSON document in the config file's form) with the counter
+ * `mcpq:registry:rev`. Every writer (the config load at start-up, `mcpq-ingress --apply`, the
+ * admin API, federation) goes through here:
+ *
+ *   rs_load()    reads every field and keeps each one's text exactly as read;
+ *   rs_get()/rs_put() read and stage documents;
+ *   rs_commit()  writes the staged documents in one Lua script that first checks that every
+ *                field it touches still holds the text rs_load() read (compare-and-set), then
+ *                bumps the revision and publishes it on `mcpq:registry:changed`. Two admins
+ *                racing cannot lose each other's change: the loser gets RS_CONFLICT and
+ *                re-runs its read-modify-write.
+ *
+ * Every object (tenant, API key, app, webhook, server, tool, tool version) carries
+ * `createTime` and `updateTime` (RFC 3339 UTC, milliseconds) inside its document; its etag is
+ * computed from its stored text (rs_etag), so it changes with every write and costs nothing to
+ * keep. These two members are the only ones the config file's schema does not know:
+ * rs_strip_meta() removes them before validation and export.
+ *
+ * Not thread-safe: a state belongs to one request.
+ */
+#ifndef MCPQ_ING_REGSTORE_H
+#define MCPQ_ING_REGSTORE_H
+
+#include "redis.h"
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+#define RS_CHANNEL "mcpq:registry:changed"
+#define RS_CONFLICT 1 /* rs_commit: another writer changed a field first */
+
+typedef struct rs_state {
+    cJSON *docs;     /* field -> current document (with staged changes applied) */
+    cJSON *raw;      /* field -> text as read (string), for the compare-and-set */
+    cJSON *staged;   /* field -> true: written by rs_commit (absent from docs: deleted) */
+    cJSON *replaced; /* documents rs_put replaced, kept until rs_free */
+    long long rev;   /* the revision read with the documents */
+} rs_state_t;
+
+/* Reads the whole registry. 0, or MCPQ_EUNAVAIL/MCPQ_EIO/MCPQ_ENOMEM with err filled. */
+int rs_load(redisContext *c, rs_state_t *st, char *err, size_t err_size);
+void rs_free(rs_state_t *st);
+
+/* The document at field (current, staged changes included; owned by st and valid until
+ * rs_free, even after rs_put replaces it), or NULL. */
+cJSON *rs_get(rs_state_t *st, const char *field);
+/* Stages doc (owned by st from now on) at field; NULL deletes the field. 0 or MCPQ_ENOMEM. */
+int rs_put(rs_state_t *st, const char *field, cJSON *doc);
+/* Writes the staged fields with compare-and-set: 0 (*rev = the new revision, unchanged when
+ * nothing was staged), RS_CONFLICT, or a negative code with err filled. */
+int rs_commit(redisContext *c, rs_state_t *st, long long *rev, char *err, size_t err_size);
+
+/* Registry field names. */
+void rs_field_tenant(char *buf, size_t size, const char *tenant);
+void rs_field_server(char *buf, size_t size, const char *tenant, const char *name);
+void rs_field_tool(char *buf, size_t size, const char *tenant, const char *name);
+
+/* Now as RFC 3339 UTC with milliseconds ("2026-11-24T10:00:00.123Z"); buf >= 32 bytes. */
+void rs_now(char *buf, size_t size);
+/* Sets o's createTime (when absent: to now) and updateTime (to now). */
+void rs_touch(cJSON *o, const char *now);
+/* The etag of o: 20 lowercase hex digits of SHA-256 over its compact JSON, skipping the members
+ * named in skip (NULL-terminated; may be NULL). */
+void rs_etag(const cJSON *o, const char *const *skip, char out[21]);
+/* Removes createTime and updateTime from every object of a config-form document (tenants with
+ * their keys, apps and webhooks; servers; tools with their versions), in place. */
+void rs_strip_meta(cJSON *doc);
+
+/*
+ * Checks the state of one tenant as the config loader would (schemas/config.schema.json,
+ * references between tenant, servers and tools, tool schemas): builds the tenant's config
+ * document from st and runs cfg_load_string on it. 0, or MCPQ_EINVAL with err naming the
+ * problem.
+ */
+int rs_check_tenant(rs_state_t *st, const char *tenant, char *err, size_t err_size);
+
+/* What rs_apply did. */
+typedef struct rs_summary {
+    int created, updated, unchanged, deleted;
+    long long rev;
+} rs_summary_t;
+
+/*
+ * Applies a normalized config document (cfg_load_file/cfg_load_string output; "tenants" may
+ * be absent, as for a federated server's import) idempotently: an object whose content equals
+ * the stored one (createTime and updateTime aside) is left as it is, so applying the same file
+ * twice changes nothing, not even the revision; a changed object keeps its createTime. With
+ * prune, the servers and tools of the tenants the document names that it does not name are
+ * deleted. Retries compare-and-set conflicts. 0, or a negative code with err filled.
+ */
+int rs_apply(redisContext *c, const cJSON *config, int prune, rs_summary_t *sum, char *err,
+             size_t err_size);
+
+/*
+ * The start-up load of MCPQ_CONFIG (every replica runs it): applies config (no prune) unless
+ * this exact config (SHA-256 of its normalized text, kept in the registry hash's `meta:config`
+ * field) was the last one applied. So restarting replicas does not undo changes made through
+ * the admin API since, while a changed ConfigMap is applied by the first replica that starts
+ * with it, and a registry lost with its Redis is seeded again. *applied = 1 when it applied.
+ */
+int rs_seed(redisContext *c, const cJSON *config, int *applied, rs_summary_t *sum, char *err,
+            size_t err_size);
+
+/* The registry as a config document (createTime/updateTime removed; API keys as sha256),
+ * sorted by tenant, server and tool name; NULL with err filled. */
+cJSON *rs_export(redisContext *c, char *err, size_t err_size);
+
+#endif
