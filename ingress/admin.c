@@ -316,7 +316,8 @@ cJSON *ing_admin_list_tools(const char *tenant, const cJSON *tool_docs, const ch
     cJSON_ArrayForEach(d, tool_docs)
     {
         const char *t = str_of(d, "tenant");
-        if (t && strcmp(t, tenant) == 0 && str_of(d, "name"))
+        if (t && strcmp(t, tenant) == 0 && str_of(d, "name") &&
+            cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(d, "versions")))
             cJSON_AddItemToArray(items, show_tool(d));
     }
     cJSON *o = list_page(items, fields, sizeof(fields) / sizeof(fields[0]), page_size, page_token,

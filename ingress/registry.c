@@ -375,6 +375,11 @@ const ing_tenant_t *ing_registry_tenant(const ing_registry_t *reg, const char *i
     return reg && id ? find_tenant(reg, id) : NULL;
 }
 
+const cJSON *ing_registry_docs(const ing_registry_t *reg)
+{
+    return reg->docs;
+}
+
 const ing_server_t *ing_registry_server(const ing_registry_t *reg, const char *tenant,
                                         const char *name)
 {

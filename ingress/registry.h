@@ -91,6 +91,10 @@ const ing_app_t *ing_registry_app(const ing_registry_t *reg, const char *app_id)
 /* The tenant id (its config document: webhooks, rate_limits, ...), or NULL. */
 const ing_tenant_t *ing_registry_tenant(const ing_registry_t *reg, const char *id);
 
+/* Every document of the snapshot (tenants, servers, tools, in the config file's form, each
+ * with a "_field" member naming its registry field), for listings. */
+const cJSON *ing_registry_docs(const ing_registry_t *reg);
+
 const ing_server_t *ing_registry_server(const ing_registry_t *reg, const char *tenant,
                                         const char *name);
 const ing_tool_t *ing_registry_tool(const ing_server_t *srv, const char *name);

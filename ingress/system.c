@@ -1,5 +1,6 @@
 #include "system.h"
 
+#include "admin.h"
 #include "channels.h"
 #include "err.h"
 #include "log.h"
@@ -32,6 +33,14 @@ static const char *const tool_json[] = {
     "\"inputSchema\":{\"type\":\"object\",\"properties\":{}},\"outputSchema\":{\"type\":"
     "\"object\",\"properties\":{\"channel_id\":{\"type\":\"string\"}},\"required\":["
     "\"channel_id\"]}}",
+    "{\"name\":\"list_tools\",\"description\":\"This tenant's tools on every server, published "
+    "or not (seed 004 listing): pageSize (default 50, at most 1000) and pageToken (a "
+    "nextPageToken) page it; filter takes name, server, published, create_time and update_time "
+    "with = and != joined by AND (name = \\\"echo\\\" AND published = true); orderBy is name or "
+    "create_time, optionally followed by desc. Each tool has createTime, updateTime and "
+    "etag.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"pageSize\":{\"type\":"
+    "\"integer\",\"minimum\":0},\"pageToken\":{\"type\":\"string\"},\"filter\":{\"type\":"
+    "\"string\"},\"orderBy\":{\"type\":\"string\"}}}}",
 };
 #define NTOOLS (sizeof(tool_json) / sizeof(tool_json[0]))
 
@@ -43,7 +52,7 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static void build(void)
 {
     static const char *const names[] = {"workerSysGetTaskStatus", "workerSysCancelTask",
-                                        "workerSysListTasks", "open_channel"};
+                                        "workerSysListTasks", "open_channel", "list_tools"};
     for (size_t i = 0; i < NTOOLS; i++) {
         tools[i].server = ING_SYSTEM_SERVER;
         tools[i].name = names[i];
@@ -51,7 +60,7 @@ static void build(void)
         tool_ptrs[i] = &tools[i];
     }
     server.name = ING_SYSTEM_SERVER;
-    server.description = "built-in task tools (seed 003) and open_channel";
+    server.description = "built-in task tools (seed 003), open_channel and list_tools";
     server.tools = tool_ptrs;
     server.ntools = NTOOLS;
 }
@@ -156,6 +165,49 @@ static cJSON *list(ing_mcp_t *m, const cJSON *args)
     return envelope(1, 0, "success", "result.success", data, pager);
 }
 
+/* A CallToolResult with o (consumed) as structuredContent and its JSON as the text. */
+static cJSON *structured(cJSON *o)
+{
+    cJSON *r = cJSON_CreateObject();
+    cJSON *block = cJSON_CreateObject();
+    cJSON_AddStringToObject(block, "type", "text");
+    char *text = cJSON_PrintUnformatted(o);
+    cJSON_AddStringToObject(block, "text", text ? text : "");
+    cJSON_free(text);
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(r, "content"), block);
+    cJSON_AddItemToObject(r, "structuredContent", o);
+    cJSON_AddBoolToObject(r, "isError", 0);
+    return r;
+}
+
+/* list_tools: the seed-004 listing of the caller's tools from the registry snapshot (the same
+ * listing as the admin API's GET .../tools, admin.h). NULL with err for bad arguments. */
+static cJSON *list_tools(ing_mcp_t *m, const cJSON *args, char *err, size_t err_size)
+{
+    const cJSON *ps = cJSON_GetObjectItemCaseSensitive(args, "pageSize");
+    char size[32] = "";
+    static const char *const strs[] = {"pageToken", "filter", "orderBy"};
+    for (size_t i = 0; i < 3; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, strs[i]);
+        if (v && !cJSON_IsString(v)) {
+            snprintf(err, err_size, "arguments.%s must be a string", strs[i]);
+            return NULL;
+        }
+    }
+    if (ps && !(cJSON_IsNumber(ps) && ps->valuedouble >= 0 && ps->valuedouble < 1e9)) {
+        snprintf(err, err_size, "arguments.pageSize must be a non-negative integer");
+        return NULL;
+    }
+    if (ps)
+        snprintf(size, sizeof(size), "%lld", (long long)ps->valuedouble);
+    cJSON *o = ing_admin_list_tools(
+        m->tenant->id, ing_registry_docs(m->reg), ps ? size : NULL,
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(args, "pageToken")),
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(args, "filter")),
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(args, "orderBy")), err, err_size);
+    return o ? structured(o) : NULL;
+}
+
 /* {channel_id} as structuredContent and text (channels.h). */
 static cJSON *open_channel(ing_mcp_t *m)
 {
@@ -173,15 +225,7 @@ static cJSON *open_channel(ing_mcp_t *m)
     }
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "channel_id", id);
-    cJSON *r = cJSON_CreateObject();
-    cJSON *block = cJSON_CreateObject();
-    cJSON_AddStringToObject(block, "type", "text");
-    char *text = cJSON_PrintUnformatted(o);
-    cJSON_AddStringToObject(block, "text", text ? text : "");
-    cJSON_free(text);
-    cJSON_AddItemToArray(cJSON_AddArrayToObject(r, "content"), block);
-    cJSON_AddItemToObject(r, "structuredContent", o);
-    cJSON_AddBoolToObject(r, "isError", 0);
+    cJSON *r = structured(o);
     log_event(LOG_INFO, "channel opened", "tenant", m->tenant->id, "channel", id, (char *)NULL);
     return r;
 }
@@ -199,6 +243,12 @@ void ing_system_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     }
     if (strcmp(name, "open_channel") == 0) {
         result = open_channel(m);
+    } else if (strcmp(name, "list_tools") == 0) {
+        char err[512];
+        if (!(result = list_tools(m, args, err, sizeof(err)))) {
+            ing_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS, err, NULL);
+            return;
+        }
     } else if (strcmp(name, "workerSysListTasks") == 0) {
         result = list(m, args);
     } else if (strcmp(name, "workerSysGetTaskStatus") == 0 ||
