@@ -30,7 +30,8 @@ stop_demo() {
 }
 trap stop_demo EXIT
 
-"$ROOT/scripts/mcpq-local" --config "$ROOT/deploy/local/mcpq.json" --port "$PORT" &
+"$ROOT/scripts/mcpq-local" --config "$ROOT/deploy/local/mcpq.json" --port "$PORT" \
+    --env "MCPQ_ADMIN_TOKEN=${MCPQ_ADMIN_TOKEN:-demo-admin-token}" &
 launcher=$!
 signalled=0
 trap 'signalled=1; kill -TERM "$launcher" 2>/dev/null || true' INT TERM

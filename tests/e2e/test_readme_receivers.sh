@@ -9,79 +9,10 @@
 # KEEP=1 keeps the state dir.
 set -euo pipefail
 
-REPO=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
-BIN_DIR=${MCPQ_BIN_DIR:-$REPO/build}
-case $BIN_DIR in /*) ;; *) BIN_DIR=$REPO/$BIN_DIR ;; esac
 KEY=readme-hooks-key-7c2e
 SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw # the Standard Webhooks test vector's secret
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/mcpq-receivers.XXXXXX")
-PIDS=()
-STEP=start
-
-fail() {
-    printf 'not ok - %s: %s\n' "$STEP" "$*"
-    for f in "$TMP"/*.out "$TMP"/*.err "$TMP"/state/*.log; do
-        [ -f "$f" ] || continue
-        echo "# --- tail of $f"
-        tail -n 20 "$f" | sed 's/^/#   /'
-    done
-    exit 1
-}
-
-cleanup() {
-    local rc=$? p i
-    for p in "${PIDS[@]}"; do
-        kill -TERM -- "-$p" 2>/dev/null || true
-    done
-    for p in "${PIDS[@]}"; do # the launcher stops its stack within 20 s
-        for ((i = 0; i < 200; i++)); do
-            kill -0 "$p" 2>/dev/null || break
-            sleep 0.1
-        done
-        kill -KILL -- "-$p" 2>/dev/null || true
-        wait "$p" 2>/dev/null || true
-    done
-    if [ "${KEEP:-0}" = 1 ] || [ "$rc" != 0 ]; then
-        echo "# state kept in $TMP"
-    else
-        rm -rf "$TMP"
-    fi
-}
-trap cleanup EXIT
-
-free_port() {
-    local p i
-    for i in $(seq 1 100); do
-        p=$((10000 + RANDOM % 22000))
-        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-            echo "$p"
-            return
-        fi
-    done
-    return 1
-}
-
-# The body of the first fenced block in README.md opened with ```$1 after the line "$2".
-readme_block() {
-    awk -v lang="$1" -v after="$2" '
-        index($0, after) { seen = 1 }
-        seen && !inside && $0 == "```" lang { inside = 1; next }
-        inside && $0 == "```" { exit }
-        inside { print }
-    ' "$REPO/README.md"
-}
-
-wait_for() { # seconds command...
-    local n=$1 i
-    shift
-    for ((i = 0; i < n * 10; i++)); do
-        "$@" && return 0
-        sleep 0.1
-    done
-    return 1
-}
-
-listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# shellcheck source=tests/e2e/readme_lib.sh
+. "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/readme_lib.sh"
 
 # ------------------------------------------------------------------ the receivers
 STEP="README receivers"
@@ -120,13 +51,7 @@ cat >"$TMP/mcpq.json" <<EOF
   ]
 }
 EOF
-PORT=$(free_port)
-mkdir -p "$TMP/state"
-setsid "$REPO/scripts/mcpq-local" --bin-dir "$BIN_DIR" --port "$PORT" --workers 1 \
-    --config "$TMP/mcpq.json" --state-dir "$TMP/state" --env "HOOK_SECRET=$SECRET" \
-    >"$TMP/launcher.out" 2>"$TMP/launcher.err" </dev/null &
-PIDS+=($!)
-wait_for 120 grep -q '^READY ' "$TMP/launcher.out" || fail "the stack did not start"
+start_stack --workers 1 --config "$TMP/mcpq.json" --env "HOOK_SECRET=$SECRET"
 
 # ------------------------------------------------------------------ a signed delivery
 STEP="task.completed reaches both receivers"
