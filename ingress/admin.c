@@ -152,42 +152,41 @@ static int precondition(adm_t *a, const cJSON *shown)
 
 /* ---- objects as shown ------------------------------------------------------------------- */
 
+/* The members keys (NULL-terminated) of src with its metadata and etag. */
+static cJSON *show_members(const cJSON *src, const char *const *keys)
+{
+    cJSON *o = cJSON_CreateObject();
+    for (size_t i = 0; keys[i]; i++)
+        copy_member(o, src, keys[i]);
+    copy_meta(o, src);
+    return with_etag(o);
+}
+
 static cJSON *show_tenant(const cJSON *t)
 {
-    cJSON *o = cJSON_CreateObject();
-    copy_member(o, t, "id");
-    copy_member(o, t, "default_server");
-    copy_member(o, t, "rate_limits");
-    copy_meta(o, t);
-    return with_etag(o);
+    static const char *const keys[] = {"id", "default_server", "rate_limits", NULL};
+    return show_members(t, keys);
 }
 
+/* An API key: never its hash. */
 static cJSON *show_key(const cJSON *k)
 {
-    cJSON *o = cJSON_CreateObject();
-    copy_member(o, k, "id");
-    copy_member(o, k, "rate_limit");
-    copy_meta(o, k);
-    return with_etag(o);
+    static const char *const keys[] = {"id", "rate_limit", NULL};
+    return show_members(k, keys);
 }
 
+/* An app: never its secret. */
 static cJSON *show_app(const cJSON *k)
 {
-    cJSON *o = cJSON_CreateObject();
-    copy_member(o, k, "app_id");
-    copy_member(o, k, "rate_limit");
-    copy_meta(o, k);
-    return with_etag(o);
+    static const char *const keys[] = {"app_id", "rate_limit", NULL};
+    return show_members(k, keys);
 }
 
+/* A webhook: never its secret. */
 static cJSON *show_webhook(const cJSON *w)
 {
-    cJSON *o = cJSON_CreateObject();
-    copy_member(o, w, "id");
-    copy_member(o, w, "url");
-    copy_member(o, w, "events");
-    copy_meta(o, w);
-    return with_etag(o);
+    static const char *const keys[] = {"id", "url", "events", NULL};
+    return show_members(w, keys);
 }
 
 static cJSON *show_server(const cJSON *s)
