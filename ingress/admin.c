@@ -280,12 +280,19 @@ static cJSON *show_version(const cJSON *tool, const cJSON *v)
 
 /* ---- listing ---------------------------------------------------------------------------- */
 
-static const lst_field_t order_fields[] = {{"name", "name"}, {"create_time", "createTime"}};
-
+/* fields[0] is the list's "name" (the member naming its items: id, app_id, version, ...);
+ * orderBy takes it and create_time. */
 static cJSON *list_page(const cJSON *items, const lst_field_t *fields, size_t nfields,
                         const char *ps, const char *pt, const char *filter, const char *order_by,
                         const char *key, char *err, size_t err_size)
 {
+    const lst_field_t order_fields[] = {fields[0], {"create_time", "createTime"}};
+    /* Ties (objects created in the same millisecond) are ordered by name, so pages are stable. */
+    char order[256];
+    if (order_by && *order_by && !strstr(order_by, "name") && strlen(order_by) < 200) {
+        snprintf(order, sizeof(order), "%s, name", order_by);
+        order_by = order;
+    }
     lst_query_t q;
     if (lst_parse(&q, ps, pt, filter, order_by, fields, nfields, order_fields, 2, PAGE_DEFAULT,
                   PAGE_MAX, err, err_size) < 0)
@@ -547,16 +554,9 @@ static int tenants(adm_t *a)
         cJSON *items = cJSON_CreateArray(), *docs = docs_with_prefix(a, "tenant:"), *d;
         cJSON_ArrayForEach(d, docs)
         {
-            cJSON *o = show_tenant(d);
-            cJSON_AddStringToObject(o, "name", str_of(d, "id") ? str_of(d, "id") : "");
-            cJSON_AddItemToArray(items, o);
+            cJSON_AddItemToArray(items, show_tenant(d));
         }
         cJSON_Delete(docs);
-        cJSON *e;
-        cJSON_ArrayForEach(e, items)
-        {
-            cJSON_DeleteItemFromObjectCaseSensitive(e, "name");
-        }
         return answer_list(a, items, fields, 2, "tenants");
     }
     static const char *const allowed[] = {"id", "default_server", "rate_limits", NULL};
@@ -727,8 +727,9 @@ static int sub_list_or_create(adm_t *a, const sub_kind_t *k, cJSON *t)
         return DONE;
     const char *id = str_of(o, k->id_key);
     if (by_id(arr, k->id_key, id)) {
+        fail(a, 409, "$.%s: %s \"%s\" exists already", k->id_key, k->what, id);
         cJSON_Delete(o);
-        return fail(a, 409, "$.%s: %s \"%s\" exists already", k->id_key, k->what, id);
+        return DONE;
     }
     if ((k->show == show_app && !app_id_free(a, id)) ||
         (k->show == show_webhook && !webhook_url_ok(a, str_of(t, "id"), o))) {
@@ -841,8 +842,9 @@ static int servers(adm_t *a, const char *tenant)
     char field[600];
     rs_field_server(field, sizeof(field), tenant, name);
     if (rs_get(&a->st, field)) {
+        fail(a, 409, "$.name: server \"%s\" exists already", name);
         cJSON_Delete(s);
-        return fail(a, 409, "$.name: server \"%s\" exists already", name);
+        return DONE;
     }
     rs_touch(s, a->now);
     rs_put(&a->st, field, s);
