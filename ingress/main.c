@@ -22,7 +22,8 @@
 #include <unistd.h>
 
 #define REFRESH_MS 250
-#define PROBE_MS 1000 /* Kafka metadata probe */
+#define PROBE_MS 1000      /* Kafka metadata probe */
+#define READY_WAIT_MS 5000 /* longest the ready file waits for the first registry load */
 
 static const char about[] =
     "mcpq-ingress: the MCP Streamable HTTP endpoint of mcpq. It authenticates clients,\n"
@@ -278,6 +279,15 @@ int main(int argc, char **argv)
         goto out;
     }
     log_event(LOG_INFO, "listening", "listen", set.listen, "instance", ctx.instance, (char *)NULL);
+    /* Ready once /mcp can answer: the refresh thread's first load usually lands within
+     * milliseconds; a request before it would get 503 "registry not loaded yet". When Redis
+     * is down at start-up the file is written anyway after READY_WAIT_MS (as /readyz says). */
+    for (int64_t until = util_mono_ms() + READY_WAIT_MS; util_mono_ms() < until; usleep(5000)) {
+        ing_registry_t *reg = ing_ctx_registry(&ctx);
+        ing_registry_unref(reg);
+        if (reg)
+            break;
+    }
     write_ready_file(set.ready_file, set.listen);
 
     int sig = 0;
