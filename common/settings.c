@@ -84,6 +84,14 @@ static const set_def_t defs[] = {
      S(sse_keepalive_ms),
      "a call whose client accepts SSE gets a keep-alive comment after this long without a frame "
      "(a closed stream is noticed on the next write)"},
+    {"MCPQ_LISTEN_KEEPALIVE_MS", "listen-keepalive-ms", T_INT, "20000", 1000, 600000, ING,
+     S(listen_keepalive_ms),
+     "a notification stream (GET /mcp, subscriptions/listen) gets a keep-alive comment after "
+     "this long without a frame (a client gone is noticed on a write, so its stream counts "
+     "against MCPQ_MAX_LISTENERS up to about twice this long)"},
+    {"MCPQ_MAX_LISTENERS", "max-listeners", T_INT, "10000", 0, 1000000, ING, S(max_listeners),
+     "notification streams (GET /mcp, subscriptions/listen) one ingress holds open at once; "
+     "more get 503"},
     {"MCPQ_DEFAULT_TIMEOUT_MS", "default-timeout-ms", T_INT, "60000", 100, 86400000LL, ALL,
      S(default_timeout_ms), "tool timeout when a version sets none"},
     {"MCPQ_KAFKA_MESSAGE_TIMEOUT_MS", "kafka-message-timeout-ms", T_INT, "5000", 100, 300000, ING,

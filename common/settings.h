@@ -45,6 +45,8 @@ typedef struct mcpq_settings {
     long long conn_memory_limit;
     long long conn_timeout_s;
     long long sse_keepalive_ms;
+    long long listen_keepalive_ms;
+    long long max_listeners;
     long long default_timeout_ms;
     long long kafka_message_timeout_ms;
     long long kafka_fetch_wait_ms;

@@ -6,6 +6,7 @@
 #include "err.h"
 #include "files.h"
 #include "jsonrpc.h"
+#include "listen.h"
 #include "log.h"
 #include "mcp.h"
 #include "webhook.h"
@@ -128,7 +129,8 @@ static ssize_t read_stream(void *cls, uint64_t pos, char *buf, size_t max)
     ing_req_t *req = cls;
     ssize_t n = ing_pending_read(req->ctx->pending, &req->call, buf, max);
     if (n == MHD_CONTENT_READER_END_OF_STREAM && req->has_call) {
-        call_outcome(req, req->call.response);
+        if (!req->call.listener) /* a notification stream is no tool call */
+            call_outcome(req, req->call.response);
         req->has_call = 0;
     }
     return n;
@@ -242,11 +244,13 @@ static enum MHD_Result route(ing_req_t *req, const char *url, const char *method
         ing_mcp_delete(req, server, &resp);
         return send_resp(req, &resp);
     }
-    resp.status = 405;
-    resp.allow = "POST, DELETE";
-    resp.content_type = "application/json";
-    resp.body = rpc_error_str(NULL, RPC_INVALID_REQUEST,
-                              "Method not allowed: this server offers no GET stream", NULL);
+    if (strcmp(method, "GET") == 0) {
+        ing_mcp_get(req, server, &resp); /* the legacy GET stream (listen.h) */
+        if (req->has_call)
+            return answer_call(req);
+        return send_resp(req, &resp);
+    }
+    ing_mcp_method_not_allowed(&resp);
     return send_resp(req, &resp);
 }
 
@@ -370,10 +374,11 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         return;
     (void)conn;
     if (req->has_call && ing_pending_remove(ctx->pending, &req->call) && req->call.modern &&
-        toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) {
+        !req->call.listener && toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) {
         /* 2026-07-28: closing the response stream cancels the request (SPEC section 2). */
         ing_pending_cancel(ctx->pending, req->call.job_id, "the client closed the stream");
     }
+    ing_listen_remove(ctx->listen, req->listener); /* after the call left the table */
     ing_pending_release(&req->call);
     ing_files_upload_free(req->upload);
     util_buf_cleanup(&req->body);

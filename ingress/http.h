@@ -3,7 +3,8 @@
  *
  * A fixed pool of MCPQ_THREADS epoll threads serves every connection; a tools/call waiting
  * for its result is suspended (MHD_suspend_connection) and holds no thread. Routes:
- * POST/DELETE /mcp and /mcp/{server} (mcp.h), GET /healthz, /readyz, /metrics,
+ * POST/DELETE /mcp and /mcp/{server} (mcp.h), GET of them (the legacy notification stream,
+ * listen.h), GET /healthz, /readyz, /metrics,
  * /v1/webhooks/... (webhook.h) and /v1/files/... (files.h; a PUT of a signed upload URL is
  * checked when its headers arrive and its body streamed to disk, not buffered).
  */

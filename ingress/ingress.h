@@ -34,7 +34,8 @@ typedef struct ing_ctx {
     ing_pending_t *pending;
     ing_metrics_t *metrics;
     ing_rl_t *rl;
-    struct ing_files *files; /* files and attachments (files.h) */
+    struct ing_files *files;   /* files and attachments (files.h) */
+    struct ing_listen *listen; /* notification streams (listen.h) */
     pthread_mutex_t reg_lock;
     ing_registry_t *reg;
     char instance[128];
@@ -63,7 +64,8 @@ typedef struct ing_req {
     char tenant[128];
     char tool[128];
     ing_call_t call;
-    struct ing_upload *upload; /* a PUT of a signed upload URL being streamed (files.h) */
+    struct ing_upload *upload;     /* a PUT of a signed upload URL being streamed (files.h) */
+    struct ing_listener *listener; /* a notification stream open on call (listen.h) */
 } ing_req_t;
 
 /* The answer a handler produces for a finished exchange. */

@@ -6,6 +6,7 @@
 #include "federate.h"
 #include "http.h"
 #include "ingress.h"
+#include "listen.h"
 #include "log.h"
 #include "mcp.h"
 #include "regstore.h"
@@ -18,10 +19,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define REFRESH_MS 250
-#define PROBE_EVERY 4 /* Kafka metadata probe every 4 refreshes (1 s) */
+#define PROBE_MS 1000      /* Kafka metadata probe */
+#define READY_WAIT_MS 5000 /* longest the ready file waits for the first registry load */
 
 static const char about[] =
     "mcpq-ingress: the MCP Streamable HTTP endpoint of mcpq. It authenticates clients,\n"
@@ -50,7 +53,20 @@ typedef struct refresher {
     cJSON *config; /* normalized config still to store; NULL once stored */
     pthread_t thread;
     volatile sig_atomic_t stop;
+    pthread_mutex_t lock; /* guards kick */
+    pthread_cond_t cond;  /* CLOCK_MONOTONIC */
+    int kick;             /* refresh now: the registry may have changed (listen.h) */
 } refresher_t;
+
+/* The Pub/Sub thread heard of a registry change: refresh without waiting for the poll. */
+static void refresh_wake(void *arg)
+{
+    refresher_t *rf = arg;
+    pthread_mutex_lock(&rf->lock);
+    rf->kick = 1;
+    pthread_cond_signal(&rf->cond);
+    pthread_mutex_unlock(&rf->lock);
+}
 
 static void refresh_once(refresher_t *rf, redisContext **c, int *logged)
 {
@@ -102,6 +118,7 @@ static void refresh_once(refresher_t *rf, redisContext **c, int *logged)
     ing_registry_t *old = ctx->reg;
     ctx->reg = reg;
     pthread_mutex_unlock(&ctx->reg_lock);
+    ing_listen_registry_changed(ctx->listen, old, reg); /* notifications/tools/list_changed */
     ing_registry_unref(old);
     char revs[32];
     snprintf(revs, sizeof(revs), "%lld", rev);
@@ -120,11 +137,24 @@ static void *refresh_thread(void *arg)
     refresher_t *rf = arg;
     redisContext *c = NULL;
     int logged = 0;
-    for (unsigned tick = 0; !rf->stop; tick++) {
+    int64_t next_probe = 0;
+    while (!rf->stop) {
         refresh_once(rf, &c, &logged);
-        if (tick % PROBE_EVERY == 0)
+        if (util_mono_ms() >= next_probe) {
             mq_producer_probe(rf->ctx->producer, 500);
-        usleep(REFRESH_MS * 1000);
+            next_probe = util_mono_ms() + PROBE_MS;
+        }
+        /* The revision poll; a kick (Pub/Sub) cuts the wait short. */
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_nsec += (long)REFRESH_MS * 1000000L;
+        until.tv_sec += until.tv_nsec / 1000000000L;
+        until.tv_nsec %= 1000000000L;
+        pthread_mutex_lock(&rf->lock);
+        while (!rf->kick && !rf->stop && pthread_cond_timedwait(&rf->cond, &rf->lock, &until) == 0)
+            ;
+        rf->kick = 0;
+        pthread_mutex_unlock(&rf->lock);
     }
     redisFree(c);
     return NULL;
@@ -229,6 +259,12 @@ int main(int argc, char **argv)
     }
 
     refresher_t rf = {0};
+    pthread_mutex_init(&rf.lock, NULL);
+    pthread_condattr_t cattr;
+    pthread_condattr_init(&cattr);
+    pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
+    pthread_cond_init(&rf.cond, &cattr);
+    pthread_condattr_destroy(&cattr);
     if (set.config) {
         rf.config = cfg_load_file(set.config, err, sizeof(err));
         if (!rf.config) {
@@ -297,6 +333,11 @@ int main(int argc, char **argv)
         goto out;
     }
     rf.ctx = &ctx;
+    ctx.listen = ing_listen_new(&ctx, refresh_wake, &rf);
+    if (!ctx.listen) {
+        fprintf(stderr, "mcpq-ingress: cannot start the registry subscriber\n");
+        goto out;
+    }
     /* Federated servers (federate.h): imported in the background; before the refresh thread
      * starts, which frees rf.config once stored. */
     if (rf.config)
@@ -320,6 +361,15 @@ int main(int argc, char **argv)
         goto out;
     }
     log_event(LOG_INFO, "listening", "listen", set.listen, "instance", ctx.instance, (char *)NULL);
+    /* Ready once /mcp can answer: the refresh thread's first load usually lands within
+     * milliseconds; a request before it would get 503 "registry not loaded yet". When Redis
+     * is down at start-up the file is written anyway after READY_WAIT_MS (as /readyz says). */
+    for (int64_t until = util_mono_ms() + READY_WAIT_MS; util_mono_ms() < until; usleep(5000)) {
+        ing_registry_t *reg = ing_ctx_registry(&ctx);
+        ing_registry_unref(reg);
+        if (reg)
+            break;
+    }
     write_ready_file(set.ready_file, set.listen);
 
     int sig = 0;
@@ -327,6 +377,8 @@ int main(int argc, char **argv)
     log_event(LOG_INFO, "stopping", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM", (char *)NULL);
     atomic_store(&ctx.stopping, 1);
     ing_http_quiesce(&ctx);
+    /* Notification streams never finish on their own: end them now (no new one opens). */
+    ing_listen_close_all(ctx.listen);
     /* Webhook attempts in flight may finish meanwhile; the rest go back to the queue. */
     ing_wh_quiesce(wh, set.shutdown_grace_ms < ING_WH_TIMEOUT_MS ? set.shutdown_grace_ms
                                                                  : ING_WH_TIMEOUT_MS);
@@ -342,6 +394,7 @@ int main(int argc, char **argv)
     exit_code = 0;
 out:
     ing_http_stop(&ctx);
+    ing_listen_free(ctx.listen); /* after the refresh thread and HTTP, its only callers */
     ing_federate_stop(fed);
     ing_wh_free(wh);
     ing_files_free(ctx.files);
@@ -353,6 +406,8 @@ out:
     ing_registry_unref(ctx.reg);
     cJSON_Delete(rf.config);
     pthread_mutex_destroy(&ctx.reg_lock);
+    pthread_cond_destroy(&rf.cond);
+    pthread_mutex_destroy(&rf.lock);
     curl_global_cleanup();
     log_event(LOG_INFO, "stopped", (char *)NULL);
     return exit_code;

@@ -3,6 +3,7 @@
 #include "auth.h"
 #include "era.h"
 #include "err.h"
+#include "listen.h"
 #include "log.h"
 #include "mcpint.h"
 #include "notify.h"
@@ -109,7 +110,8 @@ static void do_initialize(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     cJSON *r = cJSON_CreateObject();
     cJSON_AddStringToObject(r, "protocolVersion", v);
     cJSON *caps = cJSON_AddObjectToObject(r, "capabilities");
-    cJSON_AddBoolToObject(cJSON_AddObjectToObject(caps, "tools"), "listChanged", 0);
+    /* notifications/tools/list_changed: the GET stream (listen.h) */
+    cJSON_AddBoolToObject(cJSON_AddObjectToObject(caps, "tools"), "listChanged", 1);
     cJSON_AddObjectToObject(caps, "logging");
     /* MCP Tasks (2025-11-25): tools/call may be task-augmented; tasks/list and cancel. */
     cJSON *tasks = cJSON_AddObjectToObject(caps, "tasks");
@@ -131,7 +133,9 @@ static void do_discover(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     for (size_t i = 0; i < NVERSIONS; i++)
         cJSON_AddItemToArray(sup, cJSON_CreateString(supported_versions[i]));
     cJSON *caps = cJSON_AddObjectToObject(r, "capabilities");
-    cJSON_AddBoolToObject(cJSON_AddObjectToObject(caps, "tools"), "listChanged", 0);
+    /* notifications/tools/list_changed: subscriptions/listen, or the GET stream of an older
+     * version (listen.h) */
+    cJSON_AddBoolToObject(cJSON_AddObjectToObject(caps, "tools"), "listChanged", 1);
     cJSON_AddObjectToObject(caps, "logging");
     /* The tasks extension (SPEC 5.2): task-mode tools answer with a task to clients that
      * declare it on the request. */
@@ -228,6 +232,71 @@ static void do_tools_list(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     ing_resp_json(resp, 200, b.data); /* ownership of b.data moves to resp */
 }
 
+static const char *header(ing_req_t *req, const char *name)
+{
+    return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+/* Streams that cannot open (ing_listen_open's errors) as an HTTP answer. */
+static void listen_refused(ing_resp_t *resp, const cJSON *id, int rc)
+{
+    if (rc == MCPQ_EUNAVAIL || rc == MCPQ_ETOOBIG) {
+        ing_resp_error(resp, 503, id, RPC_INTERNAL_ERROR,
+                       rc == MCPQ_EUNAVAIL
+                           ? "server shutting down; listen on another replica"
+                           : "too many notification streams open on this replica; try again",
+                       NULL);
+        resp->retry_after_s = 5;
+    } else {
+        ing_resp_error(resp, 500, id, RPC_INTERNAL_ERROR, "cannot open the stream: out of memory",
+                       NULL);
+    }
+}
+
+/* subscriptions/listen (2026-07-28; listen.h says what of the specification this follows):
+ * an SSE stream that stays open, acknowledged first, carrying
+ * notifications/tools/list_changed when the filter asks for toolsListChanged, ended by the
+ * client closing it or by this server with the listen request's response. */
+static void do_listen(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
+{
+    const cJSON *filter = cJSON_GetObjectItemCaseSensitive(msg->params, "notifications");
+    if (!cJSON_IsObject(filter)) {
+        ing_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS,
+                       "params.notifications must be an object naming the notifications to "
+                       "receive, e.g. {\"toolsListChanged\": true}",
+                       NULL);
+        return;
+    }
+    const char *accept = header(m->req, "Accept");
+    if (!accept || !strcasestr(accept, "text/event-stream")) {
+        ing_resp_error(resp, 406, msg->id, RPC_INVALID_REQUEST,
+                       "subscriptions/listen answers with an SSE stream: Accept must include "
+                       "text/event-stream",
+                       NULL);
+        return;
+    }
+    /* The response that ends the stream gracefully (SubscriptionsListenResult). */
+    cJSON *end = cJSON_CreateObject();
+    cJSON *meta = cJSON_AddObjectToObject(end, "_meta");
+    cJSON_AddItemToObject(meta, ING_META_SUBSCRIPTION_ID, cJSON_Duplicate(msg->id, 1));
+    modern_result(end);
+    char *end_result = cJSON_PrintUnformatted(end);
+    cJSON_Delete(end);
+    char *end_json = end_result ? rpc_result_str(msg->id, end_result) : NULL;
+    cJSON_free(end_result);
+    char idbuf[320];
+    ing_listen_spec_t spec = {
+        .tenant = m->tenant->id,
+        .server = m->server->name,
+        .sub_id_json = rpc_id_str(msg->id, idbuf, sizeof(idbuf)),
+        .tools = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(filter, "toolsListChanged")),
+        .end_json = end_json};
+    int rc = end_json ? ing_listen_open(m->req->ctx->listen, m->req, &spec) : MCPQ_ENOMEM;
+    free(end_json);
+    if (rc < 0)
+        listen_refused(resp, msg->id, rc);
+}
+
 /* ---- dispatch ---- */
 
 /* HTTP 400 with -32022, data.supported and data.requested. */
@@ -275,6 +344,9 @@ static int dispatch(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
         return 0;
     } else if (strcmp(meth, "tools/call") == 0) {
         return ing_mcp_tools_call(m, msg, resp);
+    } else if (m->modern && strcmp(meth, "subscriptions/listen") == 0) {
+        do_listen(m, msg, resp);
+        return 0;
     } else if (!m->modern && strncmp(meth, "tasks/", 6) == 0) {
         return ing_mcp_tasks(m, msg, resp);
     } else if (strncmp(meth, "tasks/", 6) == 0) {
@@ -330,11 +402,6 @@ static void do_batch(ing_mcp_t *m, const cJSON *batch, ing_resp_t *resp)
         return;
     }
     ing_resp_json(resp, 200, b.data);
-}
-
-static const char *header(ing_req_t *req, const char *name)
-{
-    return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
 }
 
 static int content_type_ok(const char *ct)
@@ -558,15 +625,75 @@ void ing_mcp_delete(ing_req_t *req, const char *server, ing_resp_t *resp)
                            NULL);
         } else {
             int rc = ing_session_delete(req->ctx->kv, sid, m.tenant->id);
-            if (rc == 0)
+            if (rc == 0) {
                 resp->status = 200;
-            else if (rc == MCPQ_ENOTFOUND)
+                ing_listen_session_ended(req->ctx->listen, sid); /* its GET streams end */
+            } else if (rc == MCPQ_ENOTFOUND)
                 ing_resp_error(resp, 404, NULL, RPC_SESSION_NOT_FOUND, "Session not found", NULL);
             else
                 ing_resp_error(resp, 503, NULL, RPC_INTERNAL_ERROR,
                                "session store (Redis) unavailable; try again", NULL);
         }
     }
+    if (m.reg)
+        ing_registry_unref(m.reg);
+}
+
+void ing_mcp_method_not_allowed(ing_resp_t *resp)
+{
+    ing_resp_error(resp, 405, NULL, RPC_INVALID_REQUEST,
+                   "Method not allowed: the MCP endpoint takes POST, DELETE, and GET with Accept: "
+                   "text/event-stream (the notification stream of protocol versions up to "
+                   "2025-11-25)",
+                   NULL);
+    resp->allow = "GET, POST, DELETE";
+}
+
+void ing_mcp_get(ing_req_t *req, const char *server, ing_resp_t *resp)
+{
+    ing_mcp_t m = {0};
+    req->metric = ING_M_OTHER;
+    /* Streamable HTTP of 2025-03-26 to 2025-11-25, "Listening for Messages from the Server":
+     * the client MUST list text/event-stream in Accept, and the server answers with an SSE
+     * stream or 405. 2026-07-28 removed the GET endpoint (405; subscriptions/listen instead). */
+    const char *accept = header(req, "Accept");
+    const char *v = header(req, "MCP-Protocol-Version");
+    if (!accept || !strcasestr(accept, "text/event-stream")) {
+        ing_mcp_method_not_allowed(resp);
+        return;
+    }
+    if (v && !version_supported(v)) {
+        unsupported_version(resp, NULL, v);
+        return;
+    }
+    if (v && strcmp(v, ING_MODERN_VERSION) == 0) {
+        ing_resp_error(resp, 405, NULL, RPC_INVALID_REQUEST,
+                       "Method not allowed: protocol version 2026-07-28 has no GET stream; send "
+                       "subscriptions/listen",
+                       NULL);
+        resp->allow = "POST";
+        return;
+    }
+    if (front(req, server, &m, resp) < 0)
+        goto out;
+    if (!header(req, "Mcp-Session-Id")) {
+        ing_resp_error(resp, 400, NULL, RPC_INVALID_REQUEST,
+                       "Mcp-Session-Id header required: the GET stream belongs to a session "
+                       "(initialize first)",
+                       NULL);
+        goto out;
+    }
+    if (load_session(&m, NULL, resp) < 0)
+        goto out;
+    ing_listen_spec_t spec = {
+        .tenant = m.tenant->id, .server = m.server->name, .session_id = m.session.id};
+    int rc = ing_listen_open(req->ctx->listen, req, &spec);
+    if (rc == MCPQ_EEXIST)
+        ing_resp_error(resp, 409, NULL, RPC_INVALID_REQUEST,
+                       "Conflict: this session already has a GET stream open", NULL);
+    else if (rc < 0)
+        listen_refused(resp, NULL, rc);
+out:
     if (m.reg)
         ing_registry_unref(m.reg);
 }

@@ -33,7 +33,8 @@ struct ing_pending {
     ing_call_t *buckets[NBUCKETS];
     ing_call_t **heap; /* min-heap on deadline_mono */
     size_t nheap, capheap;
-    size_t count;
+    size_t count;      /* calls waiting, listeners excepted */
+    size_t nlisteners; /* listeners in the table */
     char *redis_url;
     int redis_timeout_ms;
     char *reply_key;
@@ -137,7 +138,16 @@ static void unlink_locked(ing_pending_t *p, ing_call_t *call)
         *pp = call->next;
     heap_remove(p, call);
     call->in_table = 0;
-    p->count--;
+    if (call->listener)
+        p->nlisteners--;
+    else
+        p->count--;
+}
+
+/* A call's keep-alive interval. */
+static int keepalive_of(const ing_pending_t *p, const ing_call_t *call)
+{
+    return call->keepalive_ms > 0 ? call->keepalive_ms : p->keepalive_ms;
 }
 
 /* Resumes a suspended connection (lock held). */
@@ -156,7 +166,7 @@ static int append_raw_locked(ing_pending_t *p, ing_call_t *call, const char *byt
         util_buf_append(&call->out, bytes, n) < 0)
         return MCPQ_ENOMEM;
     call->want_stream = 1;
-    call->next_keepalive_mono = util_mono_ms() + p->keepalive_ms;
+    call->next_keepalive_mono = util_mono_ms() + keepalive_of(p, call);
     wake_locked(call);
     return 0;
 }
@@ -198,7 +208,7 @@ void ing_pending_add(ing_pending_t *p, ing_call_t *call)
     call->want_stream = call->streaming = call->stream_end = call->cancelled = 0;
     util_buf_init(&call->out, SIZE_MAX);
     call->out_off = 0;
-    call->next_keepalive_mono = util_mono_ms() + p->keepalive_ms;
+    call->next_keepalive_mono = util_mono_ms() + keepalive_of(p, call);
     pthread_mutex_lock(&p->lock);
     size_t b = bucket_of(call->job_id);
     call->next = p->buckets[b];
@@ -210,7 +220,10 @@ void ing_pending_add(ing_pending_t *p, ing_call_t *call)
         call->response = NULL;
     } else {
         call->in_table = 1;
-        p->count++;
+        if (call->listener)
+            p->nlisteners++;
+        else
+            p->count++;
     }
     pthread_mutex_unlock(&p->lock);
 }
@@ -279,6 +292,39 @@ ssize_t ing_pending_read(ing_pending_t *p, ing_call_t *call, char *buf, size_t m
     }
     pthread_mutex_unlock(&p->lock);
     return n;
+}
+
+int ing_pending_post(ing_pending_t *p, const char *job_id, const char *json)
+{
+    pthread_mutex_lock(&p->lock);
+    ing_call_t *c = find_locked(p, job_id);
+    int rc = c ? append_frame_locked(p, c, json) : MCPQ_ENOTFOUND;
+    pthread_mutex_unlock(&p->lock);
+    return rc;
+}
+
+int ing_pending_comment(ing_pending_t *p, const char *job_id, const char *text)
+{
+    char line[256];
+    int n = snprintf(line, sizeof(line), ": %s\n\n", text);
+    if (n < 0 || (size_t)n >= sizeof(line))
+        return MCPQ_EINVAL;
+    pthread_mutex_lock(&p->lock);
+    ing_call_t *c = find_locked(p, job_id);
+    int rc = c ? append_raw_locked(p, c, line, (size_t)n) : MCPQ_ENOTFOUND;
+    pthread_mutex_unlock(&p->lock);
+    return rc;
+}
+
+void ing_pending_finish(ing_pending_t *p, const char *job_id, char *last)
+{
+    pthread_mutex_lock(&p->lock);
+    ing_call_t *c = find_locked(p, job_id);
+    if (c)
+        complete_locked(p, c, last, 0);
+    else
+        free(last);
+    pthread_mutex_unlock(&p->lock);
 }
 
 void ing_pending_release(ing_call_t *call)
@@ -350,7 +396,8 @@ void ing_pending_fail_all(ing_pending_t *p, const char *message)
     pthread_mutex_lock(&p->lock);
     while (p->nheap > 0) {
         ing_call_t *c = p->heap[0];
-        complete_locked(p, c, error_response(c->id_json, RPC_INTERNAL_ERROR, message), 0);
+        complete_locked(
+            p, c, c->listener ? NULL : error_response(c->id_json, RPC_INTERNAL_ERROR, message), 0);
     }
     pthread_mutex_unlock(&p->lock);
 }
@@ -460,7 +507,7 @@ static void keepalive_tick(ing_pending_t *p)
         return;
     p->next_tick_mono = now + KEEPALIVE_TICK_MS;
     pthread_mutex_lock(&p->lock);
-    for (size_t b = 0; b < NBUCKETS && p->count > 0; b++)
+    for (size_t b = 0; b < NBUCKETS && p->count + p->nlisteners > 0; b++)
         for (ing_call_t *c = p->buckets[b]; c; c = c->next)
             if (c->sse_ok && c->next_keepalive_mono <= now)
                 append_raw_locked(p, c, comment, sizeof(comment) - 1);

@@ -17,6 +17,12 @@
  * connection whenever there is nothing to send. Keep-alive comments continue every
  * keepalive_ms until the response is sent; a failed write is how a closed stream is seen.
  *
+ * Listeners (listen.h): a long-lived notification stream (the legacy GET stream, a 2026-07-28
+ * subscriptions/listen) is a call with `listener` set, keyed by an id of its own ("l_<hex>"),
+ * no deadline and no result: it streams from the start, gets frames through ing_pending_post()
+ * and keep-alive comments every keepalive_ms, and ends with ing_pending_finish() or when its
+ * client goes away. Listeners are not counted by ing_pending_count().
+ *
  * Cancellation (docs/internals.md): ing_pending_cancel() queues a job id; the reader thread
  * sets `mcpq:cancel:<job>` and publishes it. A `cancelled` entry from the worker ends the
  * call: an open stream ends without a response, a JSON answer is -32800.
@@ -50,6 +56,8 @@ typedef struct ing_call {
     char progress_token[300]; /* rendered JSON; "" when the call has none */
     char tool[128];           /* logger name of forwarded log entries */
     int task_result;          /* tasks/result: the result carries the related-task _meta */
+    int listener;             /* a notification stream (listen.h): see above */
+    int keepalive_ms;         /* > 0: its keep-alive interval instead of the table's */
     /* streaming state, under the table lock */
     int want_stream; /* an SSE response should start */
     int streaming;   /* the SSE response is queued; frames go to out */
@@ -101,6 +109,15 @@ ing_take_t ing_pending_take(ing_pending_t *p, ing_call_t *call);
 /* The SSE response's content reader: bytes copied, MHD_CONTENT_READER_END_OF_STREAM, or 0
  * after suspending the connection until more arrives. */
 ssize_t ing_pending_read(ing_pending_t *p, ing_call_t *call, char *buf, size_t max);
+/* Appends one `event: message` frame carrying json to the stream of the waiting call job_id
+ * (a listener's). 0, MCPQ_ENOTFOUND (it has ended), or MCPQ_ENOMEM (out of memory, or its
+ * client has not read SSE_MAX_BACKLOG bytes). */
+int ing_pending_post(ing_pending_t *p, const char *job_id, const char *json);
+/* Appends the SSE comment ": <text>" to the stream of the waiting call job_id. Same returns. */
+int ing_pending_comment(ing_pending_t *p, const char *job_id, const char *text);
+/* Ends the waiting call job_id: last (malloc'd JSON, consumed; may be NULL) is its last
+ * frame, then its stream ends. Nothing when it has ended already. */
+void ing_pending_finish(ing_pending_t *p, const char *job_id, char *last);
 /* Frees a call's buffers once its request is over. */
 void ing_pending_release(ing_call_t *call);
 
@@ -112,7 +129,8 @@ int ing_cancel_job(redisContext *ctx, const char *job_id, const char *reason);
 size_t ing_pending_count(ing_pending_t *p);
 /* 1 while the reader is connected to Redis. */
 int ing_pending_healthy(ing_pending_t *p);
-/* Completes everything still waiting with -32603 (graceful shutdown after the grace period). */
+/* Completes everything still waiting with -32603 (graceful shutdown after the grace period);
+ * listeners' streams just end. */
 void ing_pending_fail_all(ing_pending_t *p, const char *message);
 
 /* The JSON-RPC response for a result record (docs/internals.md) answering call (its id_json,

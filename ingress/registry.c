@@ -3,6 +3,7 @@
 #include "err.h"
 #include "log.h"
 
+#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -140,6 +141,19 @@ static const ing_tenant_t *find_tenant(const ing_registry_t *reg, const char *id
     return NULL;
 }
 
+/* The tools/list fingerprint of a server whose tools are attached and sorted: SHA-256 over
+ * every list_json, each followed by a NUL (no entry holds one). 0 or MCPQ_ENOMEM. */
+static int server_fingerprint(ing_server_t *s)
+{
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    int ok = md && EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1;
+    for (size_t i = 0; ok && i < s->ntools; i++)
+        ok = EVP_DigestUpdate(md, s->tools[i]->list_json, strlen(s->tools[i]->list_json) + 1) == 1;
+    ok = ok && EVP_DigestFinal_ex(md, s->tools_fp, NULL) == 1;
+    EVP_MD_CTX_free(md);
+    return ok ? 0 : MCPQ_ENOMEM;
+}
+
 ing_registry_t *ing_registry_build(const char *const *fields, const size_t *lens, size_t n,
                                    long long rev, char *errstr, size_t errstr_size)
 {
@@ -275,6 +289,8 @@ ing_registry_t *ing_registry_build(const char *const *fields, const size_t *lens
             if (!strcmp(reg->tools[j].tenant, s->tenant) && !strcmp(reg->tools[j].server, s->name))
                 s->tools[s->ntools++] = &reg->tools[j];
         qsort(s->tools, s->ntools, sizeof(*s->tools), tool_ptr_cmp);
+        if (server_fingerprint(s) < 0)
+            goto nomem;
     }
     return reg;
 nomem:

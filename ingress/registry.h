@@ -36,6 +36,9 @@ typedef struct ing_server {
     const char *description;
     ing_tool_t **tools; /* sorted by name */
     size_t ntools;
+    /* SHA-256 over its tools' list_json in order: two snapshots whose server has the same
+     * fingerprint answer tools/list alike (listen.h tells clients when it changes). */
+    unsigned char tools_fp[32];
 } ing_server_t;
 
 typedef struct ing_tenant {

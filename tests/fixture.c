@@ -473,18 +473,26 @@ static size_t fx_on_body(char *p, size_t size, size_t n, void *arg)
     return k;
 }
 
+/* The value of header line p (k bytes) when it is name's, into out. */
+static void fx_header_value(const char *p, size_t k, const char *name, char *out, size_t size)
+{
+    size_t nl = strlen(name);
+    if (k <= nl || strncasecmp(p, name, nl) != 0 || p[nl] != ':')
+        return;
+    size_t i = nl + 1, j = 0;
+    while (i < k && p[i] == ' ')
+        i++;
+    while (i < k && p[i] != '\r' && p[i] != '\n' && j + 1 < size)
+        out[j++] = p[i++];
+    out[j] = '\0';
+}
+
 static size_t fx_on_header(char *p, size_t size, size_t n, void *arg)
 {
     fx_reply_t *r = arg;
     size_t k = size * n;
-    if (k > 12 && strncasecmp(p, "Retry-After:", 12) == 0) {
-        size_t i = 12, j = 0;
-        while (i < k && p[i] == ' ')
-            i++;
-        while (i < k && p[i] != '\r' && p[i] != '\n' && j + 1 < sizeof(r->retry_after))
-            r->retry_after[j++] = p[i++];
-        r->retry_after[j] = '\0';
-    }
+    fx_header_value(p, k, "Retry-After", r->retry_after, sizeof(r->retry_after));
+    fx_header_value(p, k, "Mcp-Session-Id", r->session_id, sizeof(r->session_id));
     return k;
 }
 

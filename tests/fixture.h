@@ -105,6 +105,7 @@ typedef struct fx_reply {
     char body[8192];
     size_t len;
     char retry_after[32]; /* the Retry-After header's value; "" when absent */
+    char session_id[128]; /* the Mcp-Session-Id header's value; "" when absent */
     long long ms;         /* how long the exchange took */
 } fx_reply_t;
 

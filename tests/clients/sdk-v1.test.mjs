@@ -7,7 +7,9 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CallToolResultSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolResultSchema, LoggingMessageNotificationSchema, ToolListChangedNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import { API_KEY, TOOL_NAMES, startStack } from './lib/stack.mjs';
 import {
   CONTENT_FIXTURES, LOG_LEVELS, isSubsequence, killPids, pidAlive, readPids, textOf, waitFor,
@@ -187,4 +189,39 @@ test('cancel: aborting callTool sends notifications/cancelled (202) and the tool
   }
   const r = await client.callTool({ name: 'echo', arguments: { text: 'after cancel' } });
   assert.deepEqual(r.structuredContent, { text: 'after cancel' }, 'the session keeps working after a cancel');
+});
+
+/** A tool document of the clients tenant's default server (SPEC 4.1), as the registry holds it. */
+function addedTool(name) {
+  return {
+    tenant: 'clients', server: 'default', name, published: '1',
+    versions: [{ version: '1', description: 'added by the list_changed test', inputSchema: { type: 'object' },
+      executor: { type: 'builtin', name: 'echo' } }],
+  };
+}
+
+test('tools/list_changed: a registry change reaches the GET stream the SDK opened after initialize', T, async () => {
+  const get = wire.find((w) => w.method === 'GET');
+  assert.ok(get, 'the SDK opens the standalone GET stream');
+  assert.equal(get.status, 200, 'GET /mcp with the session opens the notification stream');
+  assert.match(get.contentType ?? '', /^text\/event-stream/);
+  let seen = 0;
+  client.setNotificationHandler(ToolListChangedNotificationSchema, () => { seen++; });
+  const name = 'e2e_list_changed_v1';
+  stack.registrySet(`tool:clients:${name}`, addedTool(name));
+  try {
+    assert.ok(await waitFor(() => seen >= 1, { timeoutMs: 5_000 }),
+      `no notifications/tools/list_changed on the GET stream\n${stack.logs()}`);
+    const names = [];
+    let cursor;
+    do {
+      const page = await client.listTools(cursor ? { cursor } : undefined);
+      names.push(...page.tools.map((t) => t.name));
+      cursor = page.nextCursor;
+    } while (cursor);
+    assert.ok(names.includes(name), `tools/list after the notification names ${name}: ${names}`);
+  } finally {
+    stack.registrySet(`tool:clients:${name}`, null);
+  }
+  assert.ok(await waitFor(() => seen >= 2, { timeoutMs: 5_000 }), 'removing the tool is a change too');
 });

@@ -257,3 +257,32 @@ test('cancel: aborting callTool closes the request\'s stream and the tool\'s pro
   const r = await client.callTool({ name: 'echo', arguments: { text: 'after cancel' } });
   assert.deepEqual(r.structuredContent, { text: 'after cancel' }, 'the gateway keeps serving after a cancel');
 });
+
+/** A tool document of the clients tenant's default server (SPEC 4.1), as the registry holds it. */
+function addedTool(name) {
+  return {
+    tenant: 'clients', server: 'default', name, published: '1',
+    versions: [{ version: '1', description: 'added by the list_changed test', inputSchema: { type: 'object' },
+      executor: { type: 'builtin', name: 'echo' } }],
+  };
+}
+
+test('subscriptions/listen: acknowledged with toolsListChanged, then notifications/tools/list_changed', T, async () => {
+  let seen = 0;
+  client.setNotificationHandler('notifications/tools/list_changed', () => { seen++; });
+  const sub = await client.listen({ toolsListChanged: true, promptsListChanged: true });
+  assert.deepEqual(sub.honoredFilter, { toolsListChanged: true }, 'a tools-only server honours toolsListChanged only');
+  const listen = wire.find((w) => w.body?.method === 'subscriptions/listen');
+  assert.equal(listen.headers['mcp-method'], 'subscriptions/listen');
+  const name = 'e2e_list_changed_v2';
+  stack.registrySet(`tool:clients:${name}`, addedTool(name));
+  try {
+    assert.ok(await waitFor(() => seen >= 1, { timeoutMs: 5_000 }),
+      `no notifications/tools/list_changed on the listen stream\n${stack.logs()}`);
+  } finally {
+    stack.registrySet(`tool:clients:${name}`, null);
+  }
+  assert.ok(await waitFor(() => seen >= 2, { timeoutMs: 5_000 }), 'removing the tool is a change too');
+  await sub.close();
+  assert.equal(await sub.closed, 'local');
+});

@@ -3,7 +3,7 @@
 //              --state-dir <fresh temp dir> [--env K=V ...]
 // It waits for the `READY http://127.0.0.1:P` line; stop() sends SIGTERM and requires exit
 // status 0 within 20 s with no process left in the launcher's process group.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createWriteStream, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -56,7 +56,8 @@ process.on('exit', () => {
 /**
  * @param {{env?: Record<string,string>, workers?: number, label?: string}} [opts]
  * @returns {Promise<{url: string, baseUrl: string, port: number, stateDir: string,
- *   stop(): Promise<void>, logs(): string}>}
+ *   stop(): Promise<void>, logs(): string, redis(...args: string[]): string,
+ *   registrySet(field: string, doc: object|null): void}>}
  */
 export async function startStack({ env = {}, workers = 2, label = 'clients' } = {}) {
   const launcher = path.join(REPO, 'scripts', 'mcpq-local');
@@ -178,5 +179,22 @@ export async function startStack({ env = {}, workers = 2, label = 'clients' } = 
     return text;
   }
 
-  return { url: `${baseUrl}/mcp`, baseUrl, port, stateDir, stop, logs };
+  /** redis-cli against the stack's Redis (the launcher prints its port). */
+  function redis(...args) {
+    const m = output.match(/redis ready on 127\.0\.0\.1:(\d+)/);
+    if (!m) throw new Error(`the launcher printed no Redis port:\n${tail(output)}`);
+    return execFileSync('redis-cli', ['-h', '127.0.0.1', '-p', m[1], ...args], { encoding: 'utf8' }).trim();
+  }
+
+  /**
+   * Changes a field of the registry hash the way the admin API does (docs/internals.md):
+   * the document (doc null: the field is deleted), a revision bump, the Pub/Sub wake-up.
+   */
+  function registrySet(field, doc) {
+    if (doc === null) redis('HDEL', 'mcpq:registry', field);
+    else redis('HSET', 'mcpq:registry', field, JSON.stringify(doc));
+    redis('PUBLISH', 'mcpq:registry:changed', redis('INCR', 'mcpq:registry:rev'));
+  }
+
+  return { url: `${baseUrl}/mcp`, baseUrl, port, stateDir, stop, logs, redis, registrySet };
 }

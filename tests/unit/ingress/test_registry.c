@@ -131,9 +131,50 @@ int main(void)
     CHECK(ing_registry_server(reg, "globex", "ops") == NULL);
     CHECK(ing_registry_tool(ing_registry_server(reg, "globex", "default"), "zeta") == NULL);
     CHECK(ing_registry_server(reg, "nobody", "default") == NULL);
+
+    /* tools/list fingerprints (listen.h): the same documents give the same fingerprint; a
+     * changed published tool changes its server's only; so does a newly published version
+     * whose tools/list entry differs, but not one whose entry is the same. */
+    ing_registry_t *same = ing_registry_build(fields, lens, N, 43, err, sizeof(err));
+    CHECK(same != NULL);
+    CHECK(memcmp(ing_registry_server(same, "acme", "default")->tools_fp, s->tools_fp, 32) == 0);
+    CHECK(memcmp(ing_registry_server(reg, "acme", "ops")->tools_fp, s->tools_fp, 32) != 0);
+    ing_registry_unref(same);
+    const char *zeta_v3 =
+        "{\"tenant\":\"acme\",\"server\":\"default\",\"name\":\"zeta\",\"published\":\"3\","
+        "\"versions\":[{\"version\":\"2\",\"description\":\"new\",\"timeout_ms\":1500,"
+        "\"inputSchema\":{\"type\":\"object\"}},{\"version\":\"3\",\"description\":\"new\","
+        "\"timeout_ms\":9,\"inputSchema\":{\"type\":\"object\"}}]}";
+    const char *zeta_v4 =
+        "{\"tenant\":\"acme\",\"server\":\"default\",\"name\":\"zeta\",\"published\":\"4\","
+        "\"versions\":[{\"version\":\"4\",\"description\":\"newer\"}]}";
+    const char *variants[] = {zeta_v3, zeta_v4};
+    for (int v = 0; v < 2; v++) {
+        const char *f2[N];
+        size_t l2[N];
+        for (size_t i = 0; i < N; i++) {
+            f2[i] = fields[i];
+            l2[i] = lens[i];
+            if (i > 0 && strcmp(fields[i - 1], "tool:acme:zeta") == 0) {
+                f2[i] = variants[v];
+                l2[i] = strlen(variants[v]);
+            }
+        }
+        ing_registry_t *r2 = ing_registry_build(f2, l2, N, 44, err, sizeof(err));
+        CHECK(r2 != NULL);
+        int differs =
+            memcmp(ing_registry_server(r2, "acme", "default")->tools_fp, s->tools_fp, 32) != 0;
+        CHECK_INT_EQ(differs, v == 1);
+        CHECK(memcmp(ing_registry_server(r2, "acme", "ops")->tools_fp,
+                     ing_registry_server(reg, "acme", "ops")->tools_fp, 32) == 0);
+        CHECK(memcmp(ing_registry_server(r2, "globex", "default")->tools_fp,
+                     ing_registry_server(reg, "globex", "default")->tools_fp, 32) == 0);
+        ing_registry_unref(r2);
+    }
     ing_registry_ref(reg);
     ing_registry_unref(reg);
     ing_registry_unref(reg);
     TEST_PASS("registry snapshot");
+    TEST_PASS("tools/list fingerprints per server");
     return 0;
 }

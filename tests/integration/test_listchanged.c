@@ -1,0 +1,550 @@
+/*
+ * Registry changes reach every replica and the clients listening (SPEC 4.1 and 9,
+ * ingress/listen.h) on a real stack: redis-server, mcpq-devbroker, two ingress replicas A and
+ * B on the same Redis, and a worker. The registry is changed the way the admin API does it:
+ * HSET of a tool document into mcpq:registry, INCR mcpq:registry:rev, PUBLISH
+ * mcpq:registry:changed.
+ *   - GET /mcp: 405 without Accept: text/event-stream and under 2026-07-28, 400 without a
+ *     session, 404 with an unknown one, 401 without credentials, 409 for a second stream of
+ *     the session on the same replica; initialize and server/discover say listChanged: true;
+ *   - a legacy GET stream on A and a 2026-07-28 subscriptions/listen stream on B (acknowledged
+ *     first, with the honoured filter; one that honours nothing ends at once with its result);
+ *   - a change to another tenant's tools notifies neither stream;
+ *   - a new tool of the streams' tenant shows in tools/list on both replicas within 1 s
+ *     (measured, polled every 50 ms) and both streams get notifications/tools/list_changed
+ *     (the 2026-07-28 one with its subscriptionId);
+ *   - a call started before its tool's new version is published finishes on the old version
+ *     (the executor travels in the job envelope); the next call runs the new one;
+ *   - keep-alive comments; a client closing its stream, DELETE of the session on the other replica
+ * (its GET stream ends), and SIGTERM of B (its subscriptions/listen stream gets the listen result).
+ */
+#include "check.h"
+#include "fixture.h"
+
+#include <curl/curl.h>
+#include <hiredis/hiredis.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define T_KEY "Authorization: Bearer t-key"
+#define O_KEY "Authorization: Bearer o-key"
+#define LEGACY_V "MCP-Protocol-Version: 2025-06-18"
+#define MODERN_V "MCP-Protocol-Version: 2026-07-28"
+#define META                                                                                       \
+    "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","                       \
+    "\"io.modelcontextprotocol/clientInfo\":{\"name\":\"itest\",\"version\":\"1\"},"               \
+    "\"io.modelcontextprotocol/clientCapabilities\":{}}"
+#define LIST_CHANGED "\"method\":\"notifications/tools/list_changed\""
+#define LEGACY_FRAME                                                                               \
+    "event: message\ndata: "                                                                       \
+    "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n"
+
+static fx_stack_t fx;
+static redisContext *redis;
+
+/* ---- a streamed HTTP exchange read by a thread of its own ---- */
+
+typedef struct stream {
+    char url[128];
+    char body[2048]; /* POST body; "" for a GET */
+    const char *headers[8];
+    pthread_t th;
+    pthread_mutex_t lock;
+    char buf[65536];
+    size_t len;
+    long status;
+    char ctype[64];
+    atomic_int stop, done;
+} stream_t;
+
+static size_t on_data(char *p, size_t size, size_t n, void *arg)
+{
+    stream_t *s = arg;
+    size_t k = size * n;
+    pthread_mutex_lock(&s->lock);
+    size_t room = sizeof(s->buf) - 1 - s->len, c = k < room ? k : room;
+    memcpy(s->buf + s->len, p, c);
+    s->len += c;
+    s->buf[s->len] = '\0';
+    pthread_mutex_unlock(&s->lock);
+    return k;
+}
+
+static size_t on_header(char *p, size_t size, size_t n, void *arg)
+{
+    stream_t *s = arg;
+    size_t k = size * n;
+    pthread_mutex_lock(&s->lock);
+    if (k > 9 && strncmp(p, "HTTP/1.1 ", 9) == 0)
+        s->status = strtol(p + 9, NULL, 10);
+    if (k > 13 && strncasecmp(p, "Content-Type:", 13) == 0)
+        snprintf(s->ctype, sizeof(s->ctype), "%.*s", (int)(k - 13), p + 13);
+    pthread_mutex_unlock(&s->lock);
+    return k;
+}
+
+static int on_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+{
+    (void)a, (void)b, (void)c, (void)d;
+    return atomic_load(&((stream_t *)arg)->stop); /* non-zero aborts the transfer */
+}
+
+static void *stream_thread(void *arg)
+{
+    stream_t *s = arg;
+    CURL *c = curl_easy_init();
+    struct curl_slist *hl = NULL;
+    for (int i = 0; s->headers[i]; i++)
+        hl = curl_slist_append(hl, s->headers[i]);
+    if (s->body[0])
+        hl = curl_slist_append(hl, "Content-Type: application/json");
+    curl_easy_setopt(c, CURLOPT_URL, s->url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+    if (s->body[0])
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, s->body);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, s);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, s);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, s);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 120000L);
+    curl_easy_perform(c);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(hl);
+    atomic_store(&s->done, 1);
+    return NULL;
+}
+
+static void stream_open(stream_t *s, int port, const char *path, const char *body,
+                        const char *const headers[])
+{
+    memset(s, 0, sizeof(*s));
+    pthread_mutex_init(&s->lock, NULL);
+    snprintf(s->url, sizeof(s->url), "http://127.0.0.1:%d%s", port, path);
+    snprintf(s->body, sizeof(s->body), "%s", body ? body : "");
+    for (int i = 0; headers[i] && i < 7; i++)
+        s->headers[i] = headers[i];
+    atomic_init(&s->stop, 0);
+    atomic_init(&s->done, 0);
+    CHECK_INT_EQ(pthread_create(&s->th, NULL, stream_thread, s), 0);
+}
+
+static void stream_close(stream_t *s)
+{
+    atomic_store(&s->stop, 1);
+    pthread_join(s->th, NULL);
+    pthread_mutex_destroy(&s->lock);
+}
+
+/* How many times needle occurs in what the stream received so far. */
+static int stream_count(stream_t *s, const char *needle)
+{
+    int n = 0;
+    pthread_mutex_lock(&s->lock);
+    for (const char *p = s->buf; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+        n++;
+    pthread_mutex_unlock(&s->lock);
+    return n;
+}
+
+/* Waits up to ms for needle to have occurred at least times times: 1, or 0 on timeout. */
+static int stream_wait(stream_t *s, const char *needle, int times, int ms)
+{
+    long long until = fx_now_ms() + ms;
+    while (stream_count(s, needle) < times) {
+        if (fx_now_ms() >= until)
+            return 0;
+        fx_sleep_ms(10);
+    }
+    return 1;
+}
+
+static int stream_wait_done(stream_t *s, int ms)
+{
+    long long until = fx_now_ms() + ms;
+    while (!atomic_load(&s->done)) {
+        if (fx_now_ms() >= until)
+            return 0;
+        fx_sleep_ms(10);
+    }
+    return 1;
+}
+
+static void stream_dump(stream_t *s, const char *what)
+{
+    pthread_mutex_lock(&s->lock);
+    fprintf(stderr, "--- %s (status %ld) ---\n%s\n--- end ---\n", what, s->status, s->buf);
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* ---- plain exchanges ---- */
+
+/* A GET answered at once: its status and body. */
+static long http_get(int port, const char *const headers[], char *body, size_t size)
+{
+    stream_t s;
+    stream_open(&s, port, "/mcp", NULL, headers);
+    CHECK(stream_wait_done(&s, 5000));
+    pthread_join(s.th, NULL);
+    snprintf(body, size, "%.*s", (int)(size - 1), s.buf);
+    pthread_mutex_destroy(&s.lock);
+    return s.status;
+}
+
+static void post(int port, const char *const headers[], const char *body, fx_reply_t *r)
+{
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/mcp", port);
+    CHECK_INT_EQ(fx_http_post(url, headers, body, r), 0);
+}
+
+/* 1 when tools/list of the key's default server names tool (and, if given, has text). */
+static int listed(int port, const char *key, const char *tool, const char *text)
+{
+    const char *h[] = {key, NULL};
+    fx_reply_t r;
+    post(port, h, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", &r);
+    char name[160];
+    snprintf(name, sizeof(name), "\"name\":\"%s\"", tool);
+    return r.status == 200 && strstr(r.body, name) && (!text || strstr(r.body, text));
+}
+
+/* Polls tools/list on both replicas every 50 ms until both show it: the ms it took from
+ * t0, or -1 after 1000 ms. */
+static long long until_listed(const int ports[2], const char *key, const char *tool,
+                              const char *text, long long t0, long long ms_at[2])
+{
+    ms_at[0] = ms_at[1] = -1;
+    for (;;) {
+        for (int i = 0; i < 2; i++)
+            if (ms_at[i] < 0 && listed(ports[i], key, tool, text))
+                ms_at[i] = fx_now_ms() - t0;
+        if (ms_at[0] >= 0 && ms_at[1] >= 0)
+            return ms_at[0] > ms_at[1] ? ms_at[0] : ms_at[1];
+        if (fx_now_ms() - t0 >= 1000)
+            return -1;
+        fx_sleep_ms(50);
+    }
+}
+
+/* The admin API's way: the document, the revision, the wake-up (unless quiet: then the
+ * replicas' revision poll alone must find the change). */
+static void registry_write(const char *field, const char *doc, int quiet)
+{
+    redisReply *r = redisCommand(redis, "HSET mcpq:registry %s %s", field, doc);
+    CHECK(r != NULL && r->type == REDIS_REPLY_INTEGER);
+    freeReplyObject(r);
+    r = redisCommand(redis, "INCR mcpq:registry:rev");
+    CHECK(r != NULL && r->type == REDIS_REPLY_INTEGER);
+    long long rev = r->integer;
+    freeReplyObject(r);
+    if (quiet)
+        return;
+    r = redisCommand(redis, "PUBLISH mcpq:registry:changed %lld", rev);
+    CHECK(r != NULL && r->type == REDIS_REPLY_INTEGER);
+    CHECK(r->integer >= 2); /* both replicas are subscribed */
+    freeReplyObject(r);
+}
+
+static void registry_put(const char *field, const char *doc)
+{
+    registry_write(field, doc, 0);
+}
+
+/* 1 when a line of the log at path holds both a and b. */
+static int log_has(const char *path, const char *a, const char *b)
+{
+    FILE *f = fopen(path, "r");
+    char line[8192];
+    int found = 0;
+    while (f && !found && fgets(line, sizeof(line), f))
+        found = strstr(line, a) && strstr(line, b);
+    if (f)
+        fclose(f);
+    return found;
+}
+
+typedef struct call {
+    int port;
+    fx_reply_t r;
+} call_t;
+
+static void *slow_call(void *arg)
+{
+    call_t *c = arg;
+    const char *h[] = {T_KEY, NULL};
+    post(c->port, h,
+         "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":\"slow\","
+         "\"arguments\":{\"ms\":2500}}}",
+         &c->r);
+    return NULL;
+}
+
+static const char config[] =
+    "{\"tenants\": [{\"id\": \"t\", \"api_keys\": [{\"id\": \"k\", \"key\": \"t-key\"}]},"
+    "  {\"id\": \"o\", \"api_keys\": [{\"id\": \"k\", \"key\": \"o-key\"}]}],"
+    " \"servers\": [{\"tenant\": \"t\", \"name\": \"default\"},"
+    "  {\"tenant\": \"o\", \"name\": \"default\"}],"
+    " \"tools\": [{\"tenant\": \"t\", \"server\": \"default\", \"name\": \"echo\","
+    "  \"published\": \"1\", \"versions\": [{\"version\": \"1\", \"inputSchema\": {\"type\": "
+    "  \"object\"}, \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]},"
+    " {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"slow\", \"published\": \"1\","
+    "  \"versions\": [{\"version\": \"1\", \"description\": \"sleeps (v1)\", \"inputSchema\":"
+    "  {\"type\": \"object\"}, \"executor\": {\"type\": \"builtin\", \"name\": \"sleep\"}}]},"
+    " {\"tenant\": \"o\", \"server\": \"default\", \"name\": \"oecho\", \"published\": \"1\","
+    "  \"versions\": [{\"version\": \"1\", \"inputSchema\": {\"type\": \"object\"},"
+    "  \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]}]}";
+
+int main(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (fx_start(&fx, 2) < 0)
+        return 1;
+    char cfg[300], log_a[300];
+    snprintf(cfg, sizeof(cfg), "%s/listchanged.json", fx.dir);
+    fx_write_file(cfg, config, 0600);
+    int pa = fx_free_port(), pb = fx_free_port();
+    while (pb == pa)
+        pb = fx_free_port();
+    /* A sends keep-alives every second, so a closed stream is noticed within one. */
+    const char *env_a[] = {"MCPQ_LISTEN_KEEPALIVE_MS=1000", NULL};
+    pid_t ia = fx_spawn_ingress(&fx, "ingress-a", pa, cfg, env_a, log_a, sizeof(log_a));
+    pid_t ib = fx_spawn_ingress(&fx, "ingress-b", pb, cfg, NULL, NULL, 0);
+    pid_t w = fx_spawn_worker(&fx, "worker", NULL);
+    CHECK(ia > 0 && ib > 0 && w > 0);
+    struct timeval tv = {5, 0};
+    redis = redisConnectWithTimeout("127.0.0.1", fx.redis_port, tv);
+    CHECK(redis != NULL && !redis->err);
+    const int ports[2] = {pa, pb};
+
+    /* 1. GET /mcp without a stream to open. */
+    char body[8192];
+    const char *h_json[] = {T_KEY, "Accept: application/json", NULL};
+    CHECK_INT_EQ(http_get(pa, h_json, body, sizeof(body)), 405);
+    const char *h_nosess[] = {T_KEY, "Accept: text/event-stream", LEGACY_V, NULL};
+    CHECK_INT_EQ(http_get(pa, h_nosess, body, sizeof(body)), 400);
+    CHECK_CONTAINS(body, "Mcp-Session-Id header required");
+    const char *h_unknown[] = {T_KEY, "Accept: text/event-stream", LEGACY_V,
+                               "Mcp-Session-Id: s_00000000000000000000000000000000", NULL};
+    CHECK_INT_EQ(http_get(pa, h_unknown, body, sizeof(body)), 404);
+    CHECK_CONTAINS(body, "-32001");
+    const char *h_modern[] = {T_KEY, "Accept: text/event-stream", MODERN_V, NULL};
+    CHECK_INT_EQ(http_get(pa, h_modern, body, sizeof(body)), 405);
+    TEST_PASS("GET /mcp: 405 without Accept: text/event-stream or under 2026-07-28, 400 "
+              "without a session, 404 for an unknown one");
+
+    /* 2. A session on A; its capabilities. */
+    fx_reply_t r;
+    const char *h_init[] = {T_KEY, NULL};
+    post(pa, h_init,
+         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+         "\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"itest\",\"version\":\"1\"}}"
+         "}",
+         &r);
+    CHECK_INT_EQ(r.status, 200);
+    CHECK_CONTAINS(r.body, "\"tools\":{\"listChanged\":true}");
+    CHECK(r.session_id[0] != '\0');
+    char sess[160];
+    snprintf(sess, sizeof(sess), "Mcp-Session-Id: %s", r.session_id);
+    const char *h_sess[] = {T_KEY, LEGACY_V, sess, NULL};
+    post(pa, h_sess, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", &r);
+    CHECK_INT_EQ(r.status, 202);
+    const char *h_noauth[] = {"Accept: text/event-stream", LEGACY_V, sess, NULL};
+    CHECK_INT_EQ(http_get(pa, h_noauth, body, sizeof(body)), 401);
+
+    /* 3. The legacy GET stream on A. */
+    stream_t legacy;
+    const char *h_get[] = {T_KEY, "Accept: text/event-stream", LEGACY_V, sess, NULL};
+    stream_open(&legacy, pa, "/mcp", NULL, h_get);
+    CHECK(stream_wait(&legacy, ": listening", 1, 5000));
+    CHECK_INT_EQ(legacy.status, 200);
+    CHECK_CONTAINS(legacy.ctype, "text/event-stream");
+    CHECK_INT_EQ(http_get(pa, h_get, body, sizeof(body)), 409);
+    TEST_PASS("legacy GET stream open on replica A (initialize says listChanged: true; a second "
+              "stream of the session is 409, no credentials 401)");
+
+    /* 4. subscriptions/listen on B. */
+    const char *h_listen[] = {T_KEY, "Accept: application/json, text/event-stream", MODERN_V,
+                              "Mcp-Method: subscriptions/listen", NULL};
+    post(pb, h_listen,
+         "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"subscriptions/listen\",\"params\":{" META "}}",
+         &r);
+    CHECK_CONTAINS(r.body, "-32602");
+    const char *h_json_only[] = {T_KEY, "Accept: application/json", MODERN_V,
+                                 "Mcp-Method: subscriptions/listen", NULL};
+    post(pb, h_json_only,
+         "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"subscriptions/listen\",\"params\":{" META
+         ",\"notifications\":{\"toolsListChanged\":true}}}",
+         &r);
+    CHECK_INT_EQ(r.status, 406);
+    stream_t none;
+    stream_open(
+        &none, pb, "/mcp",
+        "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"subscriptions/listen\",\"params\":{" META
+        ",\"notifications\":{\"promptsListChanged\":true}}}",
+        h_listen);
+    CHECK(stream_wait_done(&none, 5000));
+    CHECK_CONTAINS(none.buf, "\"notifications\":{}");
+    CHECK_CONTAINS(none.buf, "\"id\":4,\"result\":{\"_meta\":{\"io.modelcontextprotocol/"
+                             "subscriptionId\":4");
+    stream_close(&none);
+    stream_t modern;
+    stream_open(&modern, pb, "/mcp",
+                "{\"jsonrpc\":\"2.0\",\"id\":\"sub-1\",\"method\":\"subscriptions/listen\","
+                "\"params\":{" META ",\"notifications\":{\"toolsListChanged\":true,"
+                "\"resourcesListChanged\":true}}}",
+                h_listen);
+    if (!stream_wait(&modern, "notifications/subscriptions/acknowledged", 1, 5000))
+        stream_dump(&modern, "subscriptions/listen");
+    CHECK_INT_EQ(modern.status, 200);
+    CHECK_CONTAINS(modern.ctype, "text/event-stream");
+    CHECK_CONTAINS(modern.buf, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":"
+                               "\"notifications/subscriptions/acknowledged\",\"params\":{\"_meta\":"
+                               "{\"io.modelcontextprotocol/subscriptionId\":\"sub-1\"},"
+                               "\"notifications\":{\"toolsListChanged\":true}}}\n\n");
+    const char *h_disc[] = {T_KEY, MODERN_V, "Mcp-Method: server/discover", NULL};
+    post(pb, h_disc,
+         "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"server/discover\",\"params\":{" META "}}", &r);
+    CHECK_CONTAINS(r.body, "\"tools\":{\"listChanged\":true}");
+    TEST_PASS(
+        "subscriptions/listen on replica B: acknowledged first with the honoured subset; a "
+        "filter honouring nothing ends at once with the listen result; no filter is -32602, no "
+        "Accept: text/event-stream 406");
+
+    /* 5. Another tenant's change notifies neither. */
+    registry_put("tool:o:onew",
+                 "{\"tenant\":\"o\",\"server\":\"default\",\"name\":\"onew\",\"published\":\"1\","
+                 "\"versions\":[{\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},"
+                 "\"executor\":{\"type\":\"builtin\",\"name\":\"echo\"}}]}");
+    long long at[2];
+    CHECK(until_listed(ports, O_KEY, "onew", NULL, fx_now_ms(), at) >= 0);
+    fx_sleep_ms(500);
+    CHECK_INT_EQ(stream_count(&legacy, LIST_CHANGED), 0);
+    CHECK_INT_EQ(stream_count(&modern, LIST_CHANGED), 0);
+    CHECK(!listed(pa, T_KEY, "onew", NULL));
+    TEST_PASS("a change to another tenant's tools notifies neither stream");
+
+    /* 6. A new tool of tenant t. */
+    long long t0 = fx_now_ms();
+    registry_put("tool:t:fresh",
+                 "{\"tenant\":\"t\",\"server\":\"default\",\"name\":\"fresh\",\"published\":\"1\","
+                 "\"versions\":[{\"version\":\"1\",\"description\":\"new\",\"inputSchema\":{"
+                 "\"type\":\"object\"},\"executor\":{\"type\":\"builtin\",\"name\":\"echo\"}}]}");
+    long long ms = until_listed(ports, T_KEY, "fresh", NULL, t0, at);
+    printf("# new tool in tools/list: replica A %lld ms, replica B %lld ms\n", at[0], at[1]);
+    CHECK(ms >= 0);
+    CHECK(stream_wait(&legacy, LEGACY_FRAME, 1, 2000));
+    CHECK(stream_wait(&modern, LIST_CHANGED, 1, 2000));
+    printf("# notifications/tools/list_changed on both streams %lld ms after the change\n",
+           fx_now_ms() - t0);
+    CHECK_CONTAINS(modern.buf, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":"
+                               "\"notifications/tools/list_changed\",\"params\":{\"_meta\":{"
+                               "\"io.modelcontextprotocol/subscriptionId\":\"sub-1\"}}}\n\n");
+    CHECK_INT_EQ(stream_count(&legacy, LIST_CHANGED), 1);
+    CHECK_INT_EQ(stream_count(&modern, LIST_CHANGED), 1);
+    TEST_PASS("a new tool is in tools/list on both replicas within 1 s and both streams get "
+              "notifications/tools/list_changed");
+
+    /* 6b. Without the Pub/Sub wake-up (at-most-once: it may be lost), the revision poll. */
+    t0 = fx_now_ms();
+    registry_write("tool:t:quiet",
+                   "{\"tenant\":\"t\",\"server\":\"default\",\"name\":\"quiet\",\"published\":"
+                   "\"1\",\"versions\":[{\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},"
+                   "\"executor\":{\"type\":\"builtin\",\"name\":\"echo\"}}]}",
+                   1);
+    ms = until_listed(ports, T_KEY, "quiet", NULL, t0, at);
+    printf("# without PUBLISH: replica A %lld ms, replica B %lld ms\n", at[0], at[1]);
+    CHECK(ms >= 0);
+    CHECK(stream_wait(&legacy, LIST_CHANGED, 2, 2000));
+    CHECK(stream_wait(&modern, LIST_CHANGED, 2, 2000));
+    TEST_PASS("without PUBLISH the revision poll finds the change within 1 s, and notifies");
+
+    /* 7. A call in flight keeps the version it started on. */
+    call_t slow = {.port = pa};
+    pthread_t th;
+    CHECK_INT_EQ(pthread_create(&th, NULL, slow_call, &slow), 0);
+    fx_sleep_ms(700);
+    t0 = fx_now_ms();
+    registry_put("tool:t:slow",
+                 "{\"tenant\":\"t\",\"server\":\"default\",\"name\":\"slow\",\"published\":\"2\","
+                 "\"versions\":[{\"version\":\"1\",\"description\":\"sleeps (v1)\",\"inputSchema\":"
+                 "{\"type\":\"object\"},\"executor\":{\"type\":\"builtin\",\"name\":\"sleep\"}},"
+                 "{\"version\":\"2\",\"description\":\"echoes (v2)\",\"inputSchema\":{\"type\":"
+                 "\"object\"},\"executor\":{\"type\":\"builtin\",\"name\":\"echo\"}}]}");
+    ms = until_listed(ports, T_KEY, "slow", "echoes (v2)", t0, at);
+    printf("# new version in tools/list: replica A %lld ms, replica B %lld ms\n", at[0], at[1]);
+    CHECK(ms >= 0);
+    call_t now = {.port = pb};
+    slow_call(&now);
+    CHECK_INT_EQ(now.r.status, 200);
+    CHECK_CONTAINS(now.r.body, "{\\\"ms\\\":2500}"); /* v2 echoes its arguments */
+    pthread_join(th, NULL);
+    CHECK_INT_EQ(slow.r.status, 200);
+    CHECK_CONTAINS(slow.r.body, "slept 2500 ms"); /* v1, which it was published as */
+    CHECK(stream_wait(&legacy, LIST_CHANGED, 3, 2000));
+    CHECK(stream_wait(&modern, LIST_CHANGED, 3, 2000));
+    CHECK(stream_wait(&legacy, ": keep-alive\n\n", 2, 3000)); /* A: a second without a frame */
+    TEST_PASS("a call in flight finishes on the version it started on; the next runs the new one");
+
+    /* 8. A client closing its stream. */
+    stream_t gone;
+    stream_open(
+        &gone, pa, "/mcp",
+        "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"subscriptions/listen\",\"params\":{" META
+        ",\"notifications\":{\"toolsListChanged\":true}}}",
+        h_listen);
+    CHECK(stream_wait(&gone, "acknowledged", 1, 5000));
+    stream_close(&gone);
+    int closed = 0;
+    for (long long until = fx_now_ms() + 5000; !closed && fx_now_ms() < until; fx_sleep_ms(50))
+        closed = log_has(log_a, "\"msg\":\"notification stream closed\"", "\"by\":\"client\"");
+    CHECK(closed);
+    TEST_PASS("a client closing its stream is noticed at the next keep-alive and forgotten");
+
+    /* 9. DELETE of the session on B ends its GET stream on A. */
+    const char *h_del[] = {T_KEY, sess, NULL};
+    CHECK(!atomic_load(&legacy.done));
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/mcp", pb);
+    CURL *c = curl_easy_init();
+    struct curl_slist *hl = NULL;
+    for (int i = 0; h_del[i]; i++)
+        hl = curl_slist_append(hl, h_del[i]);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "DELETE");
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
+    t0 = fx_now_ms();
+    CHECK_INT_EQ(curl_easy_perform(c), CURLE_OK);
+    long st = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st);
+    CHECK_INT_EQ(st, 200);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(hl);
+    CHECK(stream_wait_done(&legacy, 3000));
+    printf("# GET stream on A ended %lld ms after DELETE on B\n", fx_now_ms() - t0);
+    stream_close(&legacy);
+    TEST_PASS("DELETE of the session on replica B ends its GET stream on replica A");
+
+    /* 10. SIGTERM of B ends its subscriptions/listen stream with the listen result. */
+    CHECK_INT_EQ(fx_stop_pid(ib, 15000), 0);
+    CHECK(stream_wait_done(&modern, 3000));
+    CHECK_CONTAINS(modern.buf, "data: {\"jsonrpc\":\"2.0\",\"id\":\"sub-1\",\"result\":{\"_meta\":"
+                               "{\"io.modelcontextprotocol/subscriptionId\":\"sub-1\",");
+    CHECK_CONTAINS(modern.buf, "\"resultType\":\"complete\"");
+    stream_close(&modern);
+    TEST_PASS("SIGTERM: the subscriptions/listen stream ends with the listen result");
+
+    CHECK_INT_EQ(fx_stop_pid(w, 10000), 0);
+    CHECK_INT_EQ(fx_stop_pid(ia, 10000), 0);
+    redisFree(redis);
+    fx_stop(&fx);
+    curl_global_cleanup();
+    return 0;
+}
