@@ -12,8 +12,9 @@
  * (mcp.h checks them). The stream carries `{"jsonrpc":"2.0","method":
  * "notifications/tools/list_changed"}` frames and never a response. One per session per
  * replica (another gets 409, as the TypeScript SDK answers). DELETE of the session ends it on
- * every replica; an open stream keeps its session alive (its TTL is refreshed every
- * LISTEN_SWEEP_MS, which also ends streams whose session is gone).
+ * every replica; an open stream keeps its session alive (its TTL is refreshed every 30 s,
+ * and a stream whose session is gone ends then). Either kind follows the server it was
+ * opened on: a later change of the tenant's default_server does not move it.
  *
  * 2026-07-28 subscriptions/listen, as the 2026-07-28 specification defines it
  * (schema/2026-07-28/schema.ts "subscriptions/listen" and NotificationMetaObject;
