@@ -49,10 +49,11 @@
 #define MCPQ_ING_LISTEN_H
 
 #include "ingress.h"
+#include "regstore.h"
 
 #include <stddef.h>
 
-#define ING_CHANNEL_REGISTRY "mcpq:registry:changed"
+#define ING_CHANNEL_REGISTRY RS_CHANNEL /* regstore.h: every registry write publishes here */
 #define ING_CHANNEL_SESSION_ENDED "mcpq:session:ended"
 #define ING_META_SUBSCRIPTION_ID "io.modelcontextprotocol/subscriptionId"
 
