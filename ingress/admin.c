@@ -150,6 +150,32 @@ static int precondition(adm_t *a, const cJSON *shown)
     return 0;
 }
 
+/* A GET (without a verb) is answered with shown (consumed); any other request is checked
+ * against shown's etag (precondition). 1 when the write may go on; 0 when answered, *rc then
+ * being what the handler returns. */
+static int read_or_check(adm_t *a, cJSON *shown, int *rc)
+{
+    if (strcmp(a->method, "GET") == 0 && !a->verb) {
+        *rc = answer(a, 200, shown);
+        return 0;
+    }
+    int ok = precondition(a, shown);
+    cJSON_Delete(shown);
+    *rc = DONE;
+    return ok;
+}
+
+/* A JSON merge patch (RFC 7396, one level): each member of patch replaces into's, null
+ * removes it. */
+static void merge_patch(cJSON *into, const cJSON *patch)
+{
+    for (const cJSON *m = patch ? patch->child : NULL; m; m = m->next) {
+        cJSON_DeleteItemFromObjectCaseSensitive(into, m->string);
+        if (!cJSON_IsNull(m))
+            cJSON_AddItemToObject(into, m->string, cJSON_Duplicate(m, 1));
+    }
+}
+
 /* ---- objects as shown ------------------------------------------------------------------- */
 
 /* The members keys (NULL-terminated) of src with its metadata and etag. */
@@ -581,13 +607,9 @@ static int tenant_one(adm_t *a, const char *id)
     cJSON *t = tenant_doc(a, id);
     if (!t)
         return fail(a, 404, "no tenant \"%s\"", id);
-    cJSON *shown = show_tenant(t);
-    if (strcmp(a->method, "GET") == 0)
-        return answer(a, 200, shown);
-    int ok = precondition(a, shown);
-    cJSON_Delete(shown);
-    if (!ok)
-        return DONE;
+    int rc;
+    if (!read_or_check(a, show_tenant(t), &rc))
+        return rc;
     if (strcmp(a->method, "DELETE") == 0) {
         char sp[300], tp[300];
         snprintf(sp, sizeof(sp), "server:%s:", id);
@@ -610,11 +632,7 @@ static int tenant_one(adm_t *a, const char *id)
     if (!only_members(a, a->body, allowed))
         return DONE;
     cJSON *copy = stage_tenant(a, t);
-    for (const cJSON *m = a->body ? a->body->child : NULL; m; m = m->next) {
-        cJSON_DeleteItemFromObjectCaseSensitive(copy, m->string);
-        if (!cJSON_IsNull(m))
-            cJSON_AddItemToObject(copy, m->string, cJSON_Duplicate(m, 1));
-    }
+    merge_patch(copy, a->body);
     if (!str_of(copy, "default_server"))
         cJSON_AddStringToObject(copy, "default_server", "default");
     rs_touch(copy, a->now);
@@ -755,13 +773,9 @@ static int sub_one(adm_t *a, const sub_kind_t *k, cJSON *t, const char *id)
     cJSON *e = by_id(cJSON_GetObjectItemCaseSensitive(t, k->array), k->id_key, id);
     if (!e)
         return fail(a, 404, "tenant \"%s\" has no %s \"%s\"", str_of(t, "id"), k->what, id);
-    cJSON *shown = k->show(e);
-    if (strcmp(a->method, "GET") == 0 && !a->verb)
-        return answer(a, 200, shown);
-    int ok = precondition(a, shown);
-    cJSON_Delete(shown);
-    if (!ok)
-        return DONE;
+    int rc;
+    if (!read_or_check(a, k->show(e), &rc))
+        return rc;
     cJSON *copy = stage_tenant(a, t);
     cJSON *carr = cJSON_GetObjectItemCaseSensitive(copy, k->array);
     cJSON *ce = by_id(carr, k->id_key, id);
@@ -781,17 +795,13 @@ static int sub_one(adm_t *a, const sub_kind_t *k, cJSON *t, const char *id)
         if (!no_env_refs(a, a->body, "$") ||
             !only_members(a, a->body, k->show == show_app ? app_keys : wh_keys))
             return DONE;
-        for (const cJSON *m = a->body ? a->body->child : NULL; m; m = m->next) {
-            cJSON_DeleteItemFromObjectCaseSensitive(ce, m->string);
-            if (!cJSON_IsNull(m))
-                cJSON_AddItemToObject(ce, m->string, cJSON_Duplicate(m, 1));
-        }
+        merge_patch(ce, a->body);
         if (!body_valid(a, ce, k->def) ||
             (k->show == show_webhook && !webhook_url_ok(a, str_of(t, "id"), ce)))
             return DONE;
     }
     rs_touch(ce, a->now);
-    shown = k->show(ce);
+    cJSON *shown = k->show(ce);
     if (secret[0])
         cJSON_AddStringToObject(shown, "secret", secret);
     return answer(a, 200, shown);
@@ -862,13 +872,9 @@ static int server_one(adm_t *a, const cJSON *t, const char *name)
     cJSON *s = rs_get(&a->st, field);
     if (!s)
         return fail(a, 404, "tenant \"%s\" has no server \"%s\"", tenant, name);
-    cJSON *shown = show_server(s);
-    if (strcmp(a->method, "GET") == 0)
-        return answer(a, 200, shown);
-    int ok = precondition(a, shown);
-    cJSON_Delete(shown);
-    if (!ok)
-        return DONE;
+    int rc;
+    if (!read_or_check(a, show_server(s), &rc))
+        return rc;
     if (strcmp(a->method, "DELETE") == 0) {
         int n = tools_of_server(a, tenant, name);
         if (n)
@@ -884,11 +890,7 @@ static int server_one(adm_t *a, const cJSON *t, const char *name)
     if (!only_members(a, a->body, allowed))
         return DONE;
     cJSON *copy = cJSON_Duplicate(s, 1);
-    for (const cJSON *m = a->body ? a->body->child : NULL; m; m = m->next) {
-        cJSON_DeleteItemFromObjectCaseSensitive(copy, m->string);
-        if (!cJSON_IsNull(m))
-            cJSON_AddItemToObject(copy, m->string, cJSON_Duplicate(m, 1));
-    }
+    merge_patch(copy, a->body);
     rs_touch(copy, a->now);
     rs_put(&a->st, field, copy);
     a->check_tenant = tenant;
@@ -1116,13 +1118,9 @@ static int version_one(adm_t *a, const cJSON *t, const char *name, const char *v
     const cJSON *v = find_version(tool, ver);
     if (!v)
         return fail(a, 404, "tool \"%s\" has no version \"%s\"", name, ver);
-    cJSON *shown = show_version(tool, v);
-    if (strcmp(a->method, "GET") == 0 && !a->verb)
-        return answer(a, 200, shown);
-    int ok = precondition(a, shown);
-    cJSON_Delete(shown);
-    if (!ok)
-        return DONE;
+    int rc;
+    if (!read_or_check(a, show_version(tool, v), &rc))
+        return rc;
     int published = is_published(tool, ver);
     cJSON *copy = cJSON_Duplicate(tool, 1);
     cJSON *cvs = cJSON_GetObjectItemCaseSensitive(copy, "versions");
@@ -1169,15 +1167,11 @@ static int version_one(adm_t *a, const cJSON *t, const char *name, const char *v
             cJSON_Delete(copy);
             return fail(a, 400, "$: version, from_version and publish cannot be edited");
         }
-        for (const cJSON *m = a->body ? a->body->child : NULL; m; m = m->next) {
-            cJSON_DeleteItemFromObjectCaseSensitive(cv, m->string);
-            if (!cJSON_IsNull(m))
-                cJSON_AddItemToObject(cv, m->string, cJSON_Duplicate(m, 1));
-        }
+        merge_patch(cv, a->body);
         cJSON *check = cJSON_Duplicate(cv, 1);
         cJSON_DeleteItemFromObjectCaseSensitive(check, "createTime");
         cJSON_DeleteItemFromObjectCaseSensitive(check, "updateTime");
-        ok = version_ok(a, check);
+        int ok = version_ok(a, check);
         cJSON_Delete(check);
         if (!ok) {
             cJSON_Delete(copy);
