@@ -673,6 +673,17 @@ static int app_id_free(adm_t *a, const char *app_id)
     return owner == NULL;
 }
 
+/* Gives o an "id" of prefix-<8 hex> when it has none. */
+static void default_id(cJSON *o, const char *prefix)
+{
+    char hex[17], id[32];
+    if (str_of(o, "id"))
+        return;
+    util_random_hex(hex, 4);
+    snprintf(id, sizeof(id), "%s-%s", prefix, hex);
+    cJSON_AddStringToObject(o, "id", id);
+}
+
 /* Fills a new sub-object from the body; *shown_secret receives what is shown once. */
 static cJSON *sub_new(adm_t *a, const sub_kind_t *k, char *secret, size_t secret_size)
 {
@@ -688,13 +699,7 @@ static cJSON *sub_new(adm_t *a, const sub_kind_t *k, char *secret, size_t secret
             cJSON_Delete(o);
             return NULL;
         }
-        if (!str_of(o, "id")) {
-            char id[17];
-            util_random_hex(id, 4);
-            char buf[24];
-            snprintf(buf, sizeof(buf), "k-%s", id);
-            cJSON_AddStringToObject(o, "id", buf);
-        }
+        default_id(o, "k");
         if (!str_of(o, "sha256")) {
             char hex[49], sha[65];
             util_random_hex(hex, 24);
@@ -708,13 +713,7 @@ static cJSON *sub_new(adm_t *a, const sub_kind_t *k, char *secret, size_t secret
             cJSON_AddStringToObject(o, "secret", secret);
         }
     } else {
-        if (!str_of(o, "id")) {
-            char id[17];
-            util_random_hex(id, 4);
-            char buf[24];
-            snprintf(buf, sizeof(buf), "wh-%s", id);
-            cJSON_AddStringToObject(o, "id", buf);
-        }
+        default_id(o, "wh");
         if (!cJSON_HasObjectItem(o, "secret")) {
             whsec_new(secret, secret_size);
             cJSON_AddStringToObject(o, "secret", secret);
