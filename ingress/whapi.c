@@ -13,6 +13,7 @@
 #include "webhook.h"
 
 #include "api.h"
+#include "listing.h"
 #include "err.h"
 #include "log.h"
 #include "whq.h"
@@ -159,6 +160,34 @@ static void list(ing_req_t *req, const char *tenant, ing_resp_t *resp)
     long long limit = LIMIT_DEFAULT;
     const char *l = arg(req, "limit"), *cursor = arg(req, "cursor"), *task = arg(req, "task"),
                *status = arg(req, "status");
+    /* The seed-004 names too (the admin API's lists all take them): pageSize, pageToken, and a
+     * filter of task/status equalities; the order is fixed, newest first. */
+    lst_query_t q;
+    char ferr[256];
+    static const lst_field_t fields[] = {{"task", "task"}, {"status", "status"}};
+    static const lst_field_t order[] = {{"create_time", "created_ms"}};
+    const char *filter = arg(req, "filter"), *order_by = arg(req, "orderBy");
+    l = l ? l : arg(req, "pageSize");
+    cursor = cursor ? cursor : arg(req, "pageToken");
+    if (lst_parse(&q, NULL, NULL, filter, NULL, fields, 2, order, 1, 1, 1, ferr, sizeof(ferr)) <
+        0) {
+        ing_api_error(resp, 400, ferr);
+        return;
+    }
+    for (size_t i = 0; i < q.nclauses; i++) {
+        if (q.clause[i].negate) {
+            ing_api_error(resp, 400, "filter: deliveries filter on task and status with = only");
+            return;
+        }
+        if (strcmp(q.clause[i].json_key, "task") == 0)
+            task = q.clause[i].value;
+        else
+            status = q.clause[i].value;
+    }
+    if (order_by && *order_by && strcmp(order_by, "create_time desc") != 0) {
+        ing_api_error(resp, 400, "orderBy: deliveries are listed newest first (create_time desc)");
+        return;
+    }
     if (l && util_parse_ll(l, 1, LIMIT_MAX, &limit) < 0) {
         ing_api_error(resp, 400, "limit must be an integer from 1 to " STR(LIMIT_MAX));
         return;
@@ -215,6 +244,7 @@ static void list(ing_req_t *req, const char *tenant, ing_resp_t *resp)
         char next[24 + WHQ_ID_MAX + 2];
         snprintf(next, sizeof(next), "%s.%s", ns, nid);
         cJSON_AddStringToObject(o, "next_cursor", next);
+        cJSON_AddStringToObject(o, "nextPageToken", next);
     } else {
         cJSON_AddNullToObject(o, "next_cursor");
     }
