@@ -14,6 +14,9 @@
 #    KEDA and Prometheus Operator schemas from pinned npm packages, installed by
 #    deploy/kubernetes/tools/install.sh into BUILD_DIR/deploy-tools; cross-references; mcpq's
 #    settings from `BUILD_DIR/mcpq-ingress --env-table`);
+#    then starts each mcpq container's real binary on its rendered settings and config file
+#    (Kafka and Redis pointed at a closed loopback port): the binaries reject a bad MCPQ_*
+#    value or config file at start-up, before they connect to anything;
 # 3. runs scripts/check-images.sh BUILD_DIR (the Dockerfile against ldd and dpkg).
 #
 # A missing tool is a failure, never a skip. Renders are kept in BUILD_DIR/deploy-render/.
@@ -50,9 +53,64 @@ cp "$K8S/tools/validate.mjs" "$TOOLS/validate.mjs" # resolves its imports from $
 mkdir -p "$OUT"
 "$BUILD_DIR/mcpq-ingress" --env-table >"$OUT/env-table.md"
 
+# Starts the real binary of one mcpq container (a dir written by validate.mjs --dump-runs) with
+# the container's settings and config file, but Kafka and Redis on a closed loopback port and
+# its files under the run dir: it validates every MCPQ_* value and the config file (with the
+# values of its *_env variables) at start-up and exits 2 on a bad one; once it logs that it
+# listens (ingress) or started (worker), all of that passed, and it is stopped.
+stop() { # pid: SIGTERM, then SIGKILL after 5 s
+    local i
+    kill "$1" 2>/dev/null || true
+    for ((i = 0; i < 100; i++)); do
+        kill -0 "$1" 2>/dev/null || break
+        sleep 0.05
+    done
+    kill -9 "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+}
+start_check() { # run_dir label
+    local dir=$1 label=$2 bin env=() log pid i line
+    bin=$(cat "$dir/binary")
+    log=$dir/start.log
+    while IFS= read -r line; do
+        case ${line%%=*} in
+        MCPQ_KAFKA_BROKERS | MCPQ_REDIS_URL | MCPQ_LISTEN | MCPQ_FILES_DIR | MCPQ_CONFIG | MCPQ_READY_FILE) ;;
+        *) env+=("$line") ;;
+        esac
+    done <"$dir/env"
+    env+=(MCPQ_KAFKA_BROKERS=127.0.0.1:1 MCPQ_REDIS_URL=redis://127.0.0.1:1/0
+        MCPQ_LISTEN=127.0.0.1:0 MCPQ_FILES_DIR="$dir/files")
+    if [ -f "$dir/mcpq.json" ]; then
+        if [ -s "$dir/unresolved" ]; then
+            echo "     $label: config file not loaded: $(tr '\n' ' ' <"$dir/unresolved")come from outside the manifests"
+        else
+            env+=(MCPQ_CONFIG="$dir/mcpq.json")
+        fi
+    fi
+    env -i PATH="$PATH" "${env[@]}" "$BUILD_DIR/$bin" >"$log" 2>&1 &
+    pid=$!
+    for ((i = 0; i < 200; i++)); do
+        if grep -qE '"msg":"(listening|worker started)"' "$log"; then
+            stop "$pid"
+            echo "ok   $label: $bin starts with these settings$([ -f "$dir/mcpq.json" ] && [ ! -s "$dir/unresolved" ] && echo " and config file")"
+            return 0
+        fi
+        if ! kill -0 "$pid" 2>/dev/null; then
+            wait "$pid" 2>/dev/null || true
+            echo "FAIL $label: $bin refused to start:"
+            grep -vE 'Connect to|kafka error|unreachable|Redis call failed' "$log" | head -n 5 | sed 's/^/       /'
+            return 1
+        fi
+        sleep 0.05
+    done
+    stop "$pid"
+    echo "FAIL $label: $bin neither started nor exited within 10 s (log: $log)"
+    return 1
+}
+
 # name dir validate-args...
 check() {
-    local name=$1 dir=$2 rc=0
+    local name=$1 dir=$2 rc=0 run
     shift 2
     if ! "$KUBECTL" kustomize "$dir" >"$OUT/$name.yaml" 2>"$OUT/$name.err"; then
         cat "$OUT/$name.err"
@@ -62,9 +120,17 @@ check() {
     grep -v -e "^# Warning: 'bases' is deprecated" -e "^# Warning: 'patchesStrategicMerge' is deprecated" \
         "$OUT/$name.err" || true
     result 0 "$name: kubectl kustomize ${dir#"$REPO"/} ($(grep -c '^kind:' "$OUT/$name.yaml") objects)"
+    rm -rf "${OUT:?}/$name.runs"
     node "$TOOLS/validate.mjs" --env-table "$OUT/env-table.md" --schemas "$REPO/schemas" \
-        --drain-grace-s "$DRAIN_GRACE_S" --label "$name" "$@" "$OUT/$name.yaml" || rc=$?
+        --drain-grace-s "$DRAIN_GRACE_S" --label "$name" --dump-runs "$OUT/$name.runs" "$@" \
+        "$OUT/$name.yaml" || rc=$?
     result "$rc" "$name: schemas and references"
+    rc=0
+    for run in "$OUT/$name.runs"/*/; do
+        [ -d "$run" ] || continue
+        start_check "${run%/}" "$name: $(basename "$run")" || rc=1
+    done
+    result "$rc" "$name: the binaries accept the settings and the config file"
 }
 
 # The base alone has no Secret (each overlay brings or names its own) and untagged images.

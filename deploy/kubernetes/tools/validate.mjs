@@ -2,7 +2,8 @@
 // of `kubectl kustomize` for the base and each overlay):
 //
 //   node validate.mjs --env-table FILE --schemas DIR [--external Kind/name ...]
-//                     [--require-image-tags] [--drain-grace-s N] [--label TEXT] FILE.yaml ...
+//                     [--require-image-tags] [--drain-grace-s N] [--label TEXT]
+//                     [--dump-runs DIR] FILE.yaml ...
 //
 // 1. Schema: every object against the OpenAPI schema of its apiVersion and kind, from npm
 //    packages generated from the real schemas (package.json beside this file):
@@ -28,6 +29,13 @@
 //    /tmp on a volume, no privilege escalation, ALL capabilities dropped, CPU and memory
 //    requests and limits; with --require-image-tags, images pinned to a tag or digest.
 //
+// With --dump-runs DIR it also writes, for every mcpq container, what scripts/check-deploy.sh
+// needs to start the real binary on it (which rejects bad settings and a bad config file at
+// start-up): DIR/<Kind>-<name>-<container>/binary, env (NAME=VALUE lines: the container's
+// MCPQ_* settings and the *_env variables of its config file, with values from the rendered
+// ConfigMaps and Secrets; the pod name for a fieldRef to metadata.name), mcpq.json (its
+// config file, if any) and unresolved (variables whose values are not in the manifests).
+//
 // Prints "ok"/"FAIL" per object and ends with "N objects, M errors"; exits 1 on any error.
 import fs from "node:fs";
 import path from "node:path";
@@ -44,6 +52,7 @@ for (let i = 2; i < process.argv.length; i++) {
     else if (a === "--require-image-tags") opts.requireTags = true;
     else if (a === "--drain-grace-s") opts.drainGraceS = Number(process.argv[++i]);
     else if (a === "--label") opts.label = process.argv[++i];
+    else if (a === "--dump-runs") opts.dumpRuns = process.argv[++i];
     else if (a.startsWith("--")) usage(`unknown option ${a}`);
     else opts.files.push(a);
 }
@@ -51,7 +60,8 @@ if (!opts.envTable || !opts.schemas || opts.files.length === 0) usage("missing a
 
 function usage(msg) {
     console.error(`validate: ${msg}\nusage: node validate.mjs --env-table FILE --schemas DIR ` +
-        `[--external Kind/name ...] [--require-image-tags] [--drain-grace-s N] [--label TEXT] FILE.yaml ...`);
+        `[--external Kind/name ...] [--require-image-tags] [--drain-grace-s N] [--label TEXT] ` +
+        `[--dump-runs DIR] FILE.yaml ...`);
     process.exit(2);
 }
 
@@ -81,6 +91,11 @@ for (const file of opts.files) {
             continue;
         }
         const obj = doc.toJS();
+        // kustomize folds long base64 values of a Secret's data over several lines; the API
+        // server's base64 decoding (Go's encoding/base64) ignores the line breaks, so do we.
+        if (obj?.kind === "Secret" && obj.data && typeof obj.data === "object")
+            for (const [k, v] of Object.entries(obj.data))
+                if (typeof v === "string") obj.data[k] = v.replace(/[\r\n]/g, "");
         if (obj !== null && obj !== undefined) objects.push({ file, obj });
     }
 }
@@ -222,6 +237,61 @@ function checkKeyRef(o, where, kind, ref) {
         fail(o, `${where}: ${kind} ${ref.name} has no key ${ref.key}`);
 }
 
+// The value of an env var as the pod would see it, when the manifests hold it: inline, from a
+// rendered ConfigMap or Secret (env or envFrom), or the pod's own name or namespace. undefined
+// when unset, null when set from outside the manifests.
+function resolveEnv(o, c, name) {
+    const decode = (s, k) => (s.stringData?.[k] !== undefined ? s.stringData[k]
+        : s.data?.[k] !== undefined ? Buffer.from(s.data[k], "base64").toString("utf8") : undefined);
+    const e = (c.env ?? []).find((x) => x.name === name);
+    if (e) {
+        if (e.value !== undefined) return e.value;
+        const vf = e.valueFrom ?? {};
+        if (vf.secretKeyRef) {
+            const sec = find("Secret", vf.secretKeyRef.name, nsOf(o));
+            return sec ? decode(sec, vf.secretKeyRef.key) ?? null : null;
+        }
+        if (vf.configMapKeyRef)
+            return find("ConfigMap", vf.configMapKeyRef.name, nsOf(o))?.data?.[vf.configMapKeyRef.key] ?? null;
+        if (vf.fieldRef?.fieldPath === "metadata.name") return `${o.metadata.name}-0`;
+        if (vf.fieldRef?.fieldPath === "metadata.namespace") return nsOf(o) || "default";
+        return null;
+    }
+    for (const src of c.envFrom ?? []) {
+        const pre = src.prefix ?? "";
+        if (!name.startsWith(pre)) continue;
+        const k = name.slice(pre.length);
+        if (src.configMapRef) {
+            const v = find("ConfigMap", src.configMapRef.name, nsOf(o))?.data?.[k];
+            if (v !== undefined) return v;
+        } else if (src.secretRef) {
+            const sec = find("Secret", src.secretRef.name, nsOf(o));
+            const v = sec && decode(sec, k);
+            if (v !== undefined) return v;
+        }
+    }
+    return undefined;
+}
+
+function dumpRun(o, c, bin, configText, configEnv) {
+    const dir = path.join(opts.dumpRuns, `${o.kind}-${o.metadata.name}-${c.name}`);
+    fs.mkdirSync(dir, { recursive: true });
+    const names = new Set([...envNames(o, c)].filter((n) => n.startsWith("MCPQ_")));
+    for (const n of configEnv) names.add(n);
+    const env = [];
+    const unresolved = [];
+    for (const n of [...names].sort()) {
+        const v = resolveEnv(o, c, n);
+        if (v === undefined) continue;
+        if (v === null || /[\n\0]/.test(v)) unresolved.push(n);
+        else env.push(`${n}=${v}`);
+    }
+    fs.writeFileSync(path.join(dir, "binary"), `mcpq-${bin}\n`);
+    fs.writeFileSync(path.join(dir, "env"), env.map((l) => `${l}\n`).join(""));
+    fs.writeFileSync(path.join(dir, "unresolved"), unresolved.map((l) => `${l}\n`).join(""));
+    if (configText !== undefined) fs.writeFileSync(path.join(dir, "mcpq.json"), configText);
+}
+
 // --- per-object checks -------------------------------------------------------------------------
 function checkPodTemplate(o) {
     const spec = o.spec?.template?.spec;
@@ -328,7 +398,8 @@ function checkMcpq(o, c, bin, at, mounts, volumes) {
         probe("livenessProbe", "/healthz");
         if (grace < opts.drainGraceS + 5)
             fail(o, `terminationGracePeriodSeconds ${grace} leaves no room after the ingress drain grace of ${opts.drainGraceS} s`);
-        checkConfigFile(o, c, at, mounts, volumes);
+        const [text, refs] = checkConfigFile(o, c, at, mounts, volumes) ?? [];
+        if (opts.dumpRuns) dumpRun(o, c, bin, text, refs ?? []);
     }
     if (bin === "worker") {
         const ms = Number(envOrDefault(o, c, "MCPQ_SHUTDOWN_GRACE_MS"));
@@ -336,6 +407,7 @@ function checkMcpq(o, c, bin, at, mounts, volumes) {
             fail(o, `${at}: MCPQ_SHUTDOWN_GRACE_MS ${ms} does not fit in terminationGracePeriodSeconds ${grace}`);
         if (c.livenessProbe?.httpGet || c.readinessProbe?.httpGet)
             fail(o, `${at}: mcpq-worker serves no HTTP, an httpGet probe can never pass`);
+        if (opts.dumpRuns) dumpRun(o, c, bin, undefined, []);
     }
 }
 
@@ -375,6 +447,7 @@ function checkConfigFile(o, c, at, mounts, volumes) {
     walk(config, "");
     for (const [where, name] of refs)
         if (!names.has(name)) fail(o, `${at}: the config file's ${where.slice(1)} names ${name}, which the container does not set`);
+    return [text, refs.map(([, name]) => name)];
 }
 
 function checkService(o) {
