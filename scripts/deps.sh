@@ -8,15 +8,20 @@ PKGS=(
   librdkafka-dev libmicrohttpd-dev libcjson-dev libssl-dev libhiredis-dev libcurl4-openssl-dev
   redis-server curl ca-certificates openssl
   nodejs npm python3
+  kubernetes-client
 )
 
 missing=()
 for p in "${PKGS[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
-    # node and npm may come from outside Debian (an image's own Node.js): accept them on PATH.
+    # node, npm and kubectl may come from outside Debian (the image's own): accept them on PATH.
     case "$p" in
       nodejs) command -v node >/dev/null && continue ;;
       npm) command -v npm >/dev/null && continue ;;
+      # kubectl renders deploy/kubernetes (kubectl kustomize, scripts/check-deploy.sh). Debian's
+      # is 1.20 (kustomize v2.0.3); a newer kubectl on PATH (e.g. the image's own) does too,
+      # and installing Debian's over it would clash on /usr/bin/kubectl.
+      kubernetes-client) command -v kubectl >/dev/null && continue ;;
     esac
     missing+=("$p")
   fi

@@ -1,0 +1,356 @@
+#!/usr/bin/env bash
+# Checks deploy/docker/Dockerfile offline (no Docker engine runs here):
+#
+#   scripts/check-images.sh [BUILD_DIR] [DOCKERFILE]
+#
+# BUILD_DIR defaults to <repo>/build (its mcpq-ingress, mcpq-worker, mcpq-devbroker are what
+# `ldd` is asked about), DOCKERFILE to <repo>/deploy/docker/Dockerfile. For each runtime target
+# (ingress, worker, devbroker) it checks that:
+#   1. the target stage exists, copies its binary from the build stage to /usr/local/bin and
+#      has that binary last in its exec-form ENTRYPOINT;
+#   2. every shared library `ldd BUILD_DIR/<binary>` lists belongs (dpkg -S) to a package that
+#      the stage installs or that those packages depend on, recursively (Depends and
+#      Pre-Depends from the dpkg database of this machine, which builds with the -dev
+#      packages of the same Debian release as the image: libssl-dev pulls libssl3, which is
+#      what the stage must name). Sanitizer runtimes (an ASan build dir), and the libraries
+#      only they need, are not image libraries and are skipped;
+#   3. no runtime stage (nor a stage it is built FROM) installs a compiler, build tool or -dev
+#      package, and each apt-get install there says --no-install-recommends;
+#   4. the stage runs as a numeric, non-root USER (runAsNonRoot can only verify a number);
+#   5. the ingress stage EXPOSEs the port of its MCPQ_LISTEN.
+# Also: the build stage configures with -DMCPQ_WERROR=ON, and .dockerignore lets in every path
+# the Dockerfile COPYs from the context.
+#
+# Prints one line per check and "images: N passed, M failed"; exits non-zero on any failure.
+# USERS and ENTRY are read through `inherited` (a nameref), which shellcheck cannot follow.
+# shellcheck disable=SC2034
+set -euo pipefail
+
+REPO=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
+BUILD_DIR=${1:-$REPO/build}
+DOCKERFILE=${2:-$REPO/deploy/docker/Dockerfile}
+DOCKERIGNORE=$REPO/.dockerignore
+TARGETS=(ingress worker devbroker)
+
+PASS=0
+FAIL=0
+ok() { PASS=$((PASS + 1)); printf 'ok   %s\n' "$*"; }
+bad() { FAIL=$((FAIL + 1)); printf 'FAIL %s\n' "$*"; }
+note() { printf '     %s\n' "$*"; }
+
+for tool in ldd dpkg dpkg-query; do
+    command -v "$tool" >/dev/null || { echo "images: $tool is required" >&2; exit 2; }
+done
+[ -f "$DOCKERFILE" ] || { echo "images: no $DOCKERFILE" >&2; exit 2; }
+for t in "${TARGETS[@]}"; do
+    [ -x "$BUILD_DIR/mcpq-$t" ] || { echo "images: no $BUILD_DIR/mcpq-$t (run make build)" >&2; exit 2; }
+done
+
+# --- parse the Dockerfile -------------------------------------------------------------------
+# One instruction per line: comment lines dropped (also inside continuations, as Docker does),
+# continuation lines joined.
+instructions() {
+    awk '
+        /^[[:space:]]*#/ { next }
+        {
+            line = $0
+            if (sub(/\\[[:space:]]*$/, "", line)) { acc = acc line " "; next }
+            acc = acc line
+            if (acc ~ /[^[:space:]]/) print acc
+            acc = ""
+        }
+        END { if (acc ~ /[^[:space:]]/) print acc }
+    ' "$1"
+}
+
+declare -A ARGS PARENT PKGS USERS ENTRY EXPOSE COPIES ENVS RECOMMENDS
+STAGES=()
+stage=
+while IFS= read -r line; do
+    read -r kw rest <<<"$line"
+    kw=${kw^^}
+    case $kw in
+    ARG)
+        [[ $rest == *=* ]] && ARGS[${rest%%=*}]=${rest#*=}
+        ;;
+    FROM)
+        read -r -a w <<<"$rest"
+        stage=
+        parent=${w[0]}
+        for a in "${!ARGS[@]}"; do parent=${parent//\$\{$a\}/${ARGS[$a]}}; done
+        for ((i = 1; i < ${#w[@]}; i++)); do
+            if [ "${w[i]^^}" = AS ]; then stage=${w[i + 1]}; fi
+        done
+        [ -n "$stage" ] || stage="#${#STAGES[@]}"
+        STAGES+=("$stage")
+        PARENT[$stage]=$parent
+        PKGS[$stage]=
+        COPIES[$stage]=
+        ENVS[$stage]=
+        RECOMMENDS[$stage]=0
+        ;;
+    RUN)
+        # Every `apt-get install` of the RUN: the words after it up to the next && ; or |.
+        # RECOMMENDS counts the installs without --no-install-recommends.
+        read -r -a w <<<"${rest//&&/ ; }"
+        inst=0 flag=0 prev=
+        for word in "${w[@]}" ';'; do
+            case $word in
+            ';' | '|' | '||')
+                [ "$inst" = 1 ] && [ "$flag" = 0 ] && RECOMMENDS[$stage]=$((RECOMMENDS[$stage] + 1))
+                inst=0
+                ;;
+            install) case $prev in apt-get | apt) inst=1 flag=0 ;; esac ;;
+            --no-install-recommends) flag=1 ;;
+            -*) ;;
+            *) [ "$inst" = 1 ] && PKGS[$stage]+=" $word" ;;
+            esac
+            prev=$word
+        done
+        ;;
+    USER) USERS[$stage]=$rest ;;
+    ENTRYPOINT) ENTRY[$stage]=$rest ;;
+    EXPOSE) EXPOSE[$stage]+=" $rest" ;;
+    ENV) ENVS[$stage]+=" $rest" ;;
+    COPY | ADD) COPIES[$stage]+="$rest"$'\n' ;;
+    esac
+done < <(instructions "$DOCKERFILE")
+
+is_stage() { [ -n "${PARENT[$1]+x}" ]; }
+# The chain of stages a stage is built FROM, itself first.
+chain() {
+    local s=$1
+    while is_stage "$s"; do
+        echo "$s"
+        s=${PARENT[$s]}
+    done
+}
+inherited() { # MAP STAGE: the nearest value along the chain
+    local -n map=$1
+    local s
+    for s in $(chain "$2"); do
+        if [ -n "${map[$s]:-}" ]; then
+            echo "${map[$s]}"
+            return
+        fi
+    done
+}
+
+# --- package closure from the dpkg database ---------------------------------------------------
+# One dpkg-query for every installed package: name -> "Depends, Pre-Depends".
+declare -A DEPS
+while IFS=$'\t' read -r name status deps; do
+    case $status in *' installed') DEPS[$name]=$deps ;; esac
+done < <(dpkg-query -W -f='${Package}\t${Status}\t${Depends}, ${Pre-Depends}\n')
+installed() { [ -n "${DEPS[$1]+x}" ]; }
+# Every package the given ones pull in (Depends, Pre-Depends), each alternative that is
+# installed here; prints one name per line.
+closure() {
+    local -A seen=()
+    local queue=("$@") p d
+    while [ ${#queue[@]} -gt 0 ]; do
+        p=${queue[0]}
+        queue=("${queue[@]:1}")
+        [ -n "${seen[$p]+x}" ] && continue
+        seen[$p]=1
+        installed "$p" || continue
+        while IFS= read -r d; do
+            d=${d%%(*}
+            d=${d%%:*}
+            d=${d// /}
+            [ -n "$d" ] && [ -z "${seen[$d]+x}" ] && queue+=("$d")
+        done <<<"${DEPS[$p]//[,|]/$'\n'}"
+    done
+    printf '%s\n' "${!seen[@]}"
+}
+
+# The package that owns each library path: one dpkg -S for every path of every binary, under
+# each name dpkg may know it by (usrmerge: /lib or /usr/lib; the symlink or the real file).
+declare -A OWNER LIBS
+candidates() {
+    local path=$1 real
+    real=$(readlink -f "$path" 2>/dev/null || echo "$path")
+    printf '%s\n' "$path" "${path#/usr}" "/usr$path" "$real" "${real#/usr}" "/usr$real"
+}
+owner() {
+    local cand
+    while IFS= read -r cand; do
+        if [ -n "${OWNER[$cand]:-}" ]; then
+            echo "${OWNER[$cand]}"
+            return 0
+        fi
+    done < <(candidates "$1")
+    return 1
+}
+load_owners() {
+    local t line pkg path paths=()
+    for t in "${TARGETS[@]}"; do
+        LIBS[$t]=$(ldd "$BUILD_DIR/mcpq-$t")
+        while read -r name arrow path _; do
+            [ "$arrow" = '=>' ] || path=$name
+            case $path in /*) mapfile -t -O "${#paths[@]}" paths < <(candidates "$path") ;; esac
+        done <<<"${LIBS[$t]}"
+    done
+    while IFS= read -r line; do
+        pkg=${line%%: *}
+        path=${line#*: }
+        OWNER[$path]=${pkg%%:*}
+    done < <(printf '%s\n' "${paths[@]}" | sort -u | xargs dpkg -S 2>/dev/null || true)
+}
+load_owners
+
+FORBIDDEN='(-dev|-dbg)$|^(build-essential|gcc(-[0-9]+)?|g\+\+(-[0-9]+)?|cpp(-[0-9]+)?|clang(-[0-9]+)?|llvm.*|cmake|make|pkg-config|pkgconf|binutils.*|autoconf|automake|libtool|bison|flex|git)$'
+
+# --- checks -----------------------------------------------------------------------------------
+echo "images: $DOCKERFILE against $BUILD_DIR"
+
+if is_stage build && grep -q -- '-DMCPQ_WERROR=ON' <<<"$(instructions "$DOCKERFILE" | awk '/^FROM .* [Aa][Ss] build$/{b=1;next} /^FROM /{b=0} b')"; then
+    ok "build stage configures with -DMCPQ_WERROR=ON"
+else
+    bad "build stage: no stage 'build' running cmake -DMCPQ_WERROR=ON"
+fi
+
+# .dockerignore must let in every COPY source from the context.
+if [ -f "$DOCKERIGNORE" ]; then
+    missing_ctx=()
+    while IFS= read -r src; do
+        [ -n "$src" ] || continue
+        allowed=0
+        while IFS= read -r pat; do
+            pat=${pat%/}
+            case $src in "$pat" | "$pat"/*) allowed=1 ;; esac
+        done < <(sed -n 's/^!//p' "$DOCKERIGNORE")
+        [ "$allowed" = 1 ] || missing_ctx+=("$src")
+    done < <(for s in "${STAGES[@]}"; do printf '%s' "${COPIES[$s]}"; done |
+        grep -v -- '--from=' | awk '{for (i = 1; i < NF; i++) if ($i !~ /^--/) print $i}' |
+        sed 's,/$,,' | sort -u)
+    if [ ${#missing_ctx[@]} -eq 0 ]; then
+        ok ".dockerignore lets in every COPY source"
+    else
+        bad ".dockerignore excludes COPY sources: ${missing_ctx[*]}"
+    fi
+else
+    bad "no .dockerignore next to the build context ($DOCKERIGNORE)"
+fi
+
+for t in "${TARGETS[@]}"; do
+    bin=mcpq-$t
+    if ! is_stage "$t"; then
+        bad "$t: no stage '$t' (docker build --target $t)"
+        continue
+    fi
+    ok "$t: target exists (built FROM $(chain "$t" | tail -n +2 | tr '\n' ' ')${PARENT[$(chain "$t" | tail -n1)]})"
+
+    # 1. binary copied from the build stage and run by the ENTRYPOINT.
+    if grep -qE -- "--from=build[[:space:]]+/build/${bin}[[:space:]]+/usr/local/bin/${bin}\$" <<<"${COPIES[$t]}"; then
+        ok "$t: copies /build/$bin from the build stage to /usr/local/bin/$bin"
+    else
+        bad "$t: no COPY --from=build /build/$bin /usr/local/bin/$bin"
+    fi
+    entry=$(inherited ENTRY "$t")
+    if grep -qE "^\[.*\"/usr/local/bin/$bin\"[[:space:]]*\]\$" <<<"$entry"; then
+        ok "$t: ENTRYPOINT $entry"
+    else
+        bad "$t: ENTRYPOINT is not an exec-form list ending with /usr/local/bin/$bin: ${entry:-none}"
+    fi
+
+    # 3. no build tools; --no-install-recommends.
+    pkgs=()
+    for s in $(chain "$t"); do
+        read -r -a more <<<"${PKGS[$s]}"
+        pkgs+=("${more[@]}")
+        if [ "${RECOMMENDS[$s]}" != 0 ]; then
+            bad "$t: stage $s runs apt-get install without --no-install-recommends"
+        fi
+    done
+    forbidden=()
+    for p in "${pkgs[@]}"; do
+        grep -qE "$FORBIDDEN" <<<"$p" && forbidden+=("$p")
+    done
+    if [ ${#forbidden[@]} -eq 0 ]; then
+        ok "$t: no compiler, build tool or -dev package (installs: ${pkgs[*]})"
+    else
+        bad "$t: runtime stage installs build packages: ${forbidden[*]}"
+    fi
+    for p in "${pkgs[@]}"; do
+        if ! installed "$p"; then
+            if apt-cache show "$p" >/dev/null 2>&1; then
+                note "$t: $p is not installed on this machine; it is a Debian package, but the libraries it pulls in are not counted"
+            elif ! apt-cache policy libc6 2>/dev/null | grep -qE '^ *Candidate: [^(]'; then
+                note "$t: $p is not installed here and the apt lists are missing (apt-get update): its name is not checked"
+            else
+                bad "$t: $p is not a Debian package of this release"
+            fi
+        fi
+    done
+
+    # 2. ldd's libraries against the closure of the stage's packages.
+    mapfile -t provided < <(closure "${pkgs[@]}")
+    declare -A have=()
+    for p in "${provided[@]}"; do have[$p]=1; done
+    missing=()
+    nlibs=0
+    # A sanitizer build dir (build-asan): the image is built without sanitizers, so their
+    # runtimes, and what only they need (libstdc++), are not image libraries.
+    declare -A skip=()
+    while read -r name arrow path _; do
+        case $name in
+        libasan.so.* | libubsan.so.* | liblsan.so.* | libtsan.so.*)
+            skip[$name]=1
+            while read -r dep _; do skip[$dep]=1; done < <(ldd "$path" 2>/dev/null)
+            ;;
+        esac
+    done <<<"${LIBS[$t]}"
+    if [ ${#skip[@]} -gt 0 ]; then
+        note "$t: sanitizer build: skipping the sanitizer runtimes and the libraries only they need"
+        if command -v readelf >/dev/null; then # keep what the binary itself needs
+            while read -r dep; do unset "skip[$dep]"; done < <(readelf -d "$BUILD_DIR/$bin" |
+                sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | grep -vE '^lib(a|ub|l|t)san\.so')
+        fi
+    fi
+    while read -r name arrow path _; do
+        case $name in linux-vdso.so.* | linux-gate.so.*) continue ;; esac
+        [ "$arrow" = '=>' ] || path=$name # the loader: "/lib64/ld-linux-x86-64.so.2 (0x...)"
+        [ -n "${skip[$name]+x}" ] && continue
+        if [ "$path" = "not" ]; then
+            bad "$t: ldd cannot find $name on this machine"
+            continue
+        fi
+        nlibs=$((nlibs + 1))
+        if ! pkg=$(owner "$path"); then
+            missing+=("$name (no Debian package owns $path)")
+        elif [ -z "${have[$pkg]+x}" ]; then
+            missing+=("$name (package $pkg)")
+        fi
+    done <<<"${LIBS[$t]}"
+    unset have skip
+    if [ ${#missing[@]} -eq 0 ]; then
+        ok "$t: the stage's packages provide all $nlibs libraries ldd lists for $bin"
+    else
+        bad "$t: libraries of $bin that the stage's packages do not provide: ${missing[*]}"
+    fi
+
+    # 4. non-root numeric user.
+    user=$(inherited USERS "$t")
+    uid=${user%%:*}
+    if [[ $uid =~ ^[0-9]+$ ]] && [ "$uid" != 0 ]; then
+        ok "$t: runs as USER $user"
+    else
+        bad "$t: USER must be a numeric non-root uid (runAsNonRoot), got '${user:-none (root)}'"
+    fi
+
+    # 5. the ingress listens on all addresses and exposes that port.
+    if [ "$t" = ingress ]; then
+        env_all=$(for s in $(chain "$t"); do echo "${ENVS[$s]}"; done)
+        listen=$(grep -oE 'MCPQ_LISTEN=[^[:space:]]+' <<<"$env_all" | head -n1 | cut -d= -f2)
+        port=${listen##*:}
+        if [ "${listen%:*}" = 0.0.0.0 ] && grep -qw "$port" <<<"$(inherited EXPOSE "$t")"; then
+            ok "$t: MCPQ_LISTEN=$listen and EXPOSE $port"
+        else
+            bad "$t: needs ENV MCPQ_LISTEN=0.0.0.0:<port> and EXPOSE <port> (MCPQ_LISTEN=${listen:-unset}, EXPOSE${EXPOSE[$t]:- none})"
+        fi
+    fi
+done
+
+echo "images: $PASS passed, $FAIL failed"
+[ "$FAIL" = 0 ]
