@@ -1258,6 +1258,36 @@ static int c_list_meta(void)
     return 0;
 }
 
+/* The system server's list_tools tool: the same listing, for an MCP client of the tenant. */
+static int c_list_tools_mcp(void)
+{
+    static char key[128];
+    admin(&R, "POST", "/admin/v1/tenants/lst/apiKeys", NULL, "{}");
+    EXPECT_STATUS(&R, 201);
+    snprintf(key, sizeof(key), "%s", J(R.body, "key"));
+    EXPECT_PROPAGATED(wait_key_status(key, 200), "a key of tenant lst");
+    char auth[200];
+    snprintf(auth, sizeof(auth), "Authorization: Bearer %s", key);
+    const char *hdrs[] = {auth, "Accept: application/json, text/event-stream", NULL};
+    http(&R, "POST", ports[1], "/mcp/system", hdrs,
+         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
+         "\"list_tools\",\"arguments\":{\"pageSize\":2,\"filter\":\"published = false\","
+         "\"orderBy\":\"create_time\"}}}");
+    EXPECT_STATUS(&R, 200);
+    EXPECT(strcmp(NAMES(R.body, "result.structuredContent.tools", "name"), "delta,echo") == 0,
+           "list_tools page 1: %s", R.body);
+    EXPECT(strlen(J(R.body, "result.structuredContent.nextPageToken")) > 8,
+           "list_tools page 1 has a nextPageToken: %s", R.body);
+    EXPECT(strlen(J(R.body, "result.structuredContent.tools.0.etag")) == 20, "etag: %s", R.body);
+    http(&R, "POST", ports[1], "/mcp/system", hdrs,
+         "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
+         "\"list_tools\",\"arguments\":{\"filter\":\"colour = red\"}}}");
+    EXPECT(strcmp(J(R.body, "error.code"), "-32602") == 0 &&
+               strstr(J(R.body, "error.message"), "colour"),
+           "an unknown filter field -> -32602 naming it: %s", R.body);
+    return 0;
+}
+
 /* ---- 9. export and apply ------------------------------------------------------------------ */
 
 static long long registry_rev(void)
@@ -1647,6 +1677,8 @@ static const check_t checks[] = {
      c_list_bad_filter},
     {"listing: a bad pageToken (or one for another filter) -> 400", c_list_bad_token},
     {"listing: every item has createTime, updateTime, etag", c_list_meta},
+    {"listing: the system server's list_tools gives MCP clients the same listing",
+     c_list_tools_mcp},
     {"config: GET /admin/v1/config exports the registry without metadata or keys", c_export},
     {"config: PUT of the export -> created 0, updated 0; revision and etags unchanged",
      c_apply_same},
