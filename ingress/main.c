@@ -56,7 +56,57 @@ typedef struct refresher {
     pthread_mutex_t lock; /* guards kick */
     pthread_cond_t cond;  /* CLOCK_MONOTONIC */
     int kick;             /* refresh now: the registry may have changed (listen.h) */
+    int lost_logged;      /* the registry vanished from Redis and could not be seeded again */
 } refresher_t;
+
+/* MCPQ_CONFIG read, normalized and checked (the SSRF guard at load time: a webhook url naming
+ * a private address literally). NULL with err set when the file is unusable. */
+static cJSON *config_read(const mcpq_settings_t *set, char *err, size_t err_size)
+{
+    cJSON *cfg = cfg_load_file(set->config, err, err_size);
+    if (!cfg)
+        return NULL;
+    char why[384];
+    if (!set->webhook_allow_private && ing_wh_config_check(cfg, why, sizeof(why)) < 0) {
+        snprintf(err, err_size, "%s: %s", set->config, why);
+        cJSON_Delete(cfg);
+        return NULL;
+    }
+    return cfg;
+}
+
+/*
+ * The registry revision is 0 (no key) only before the first write or after Redis lost its data
+ * (a restart without persistence, a flush): every registry write bumps it. Swapping to the
+ * empty registry would answer every client 401, so the replica keeps serving the snapshot it
+ * has and seeds the registry again from MCPQ_CONFIG (the write is idempotent and
+ * compare-and-set, so replicas racing to do it agree); objects created only through the admin
+ * API are gone with the data and must be applied again (docs/operations.md). Returns 1 when
+ * the caller should keep its snapshot.
+ */
+static int registry_lost(refresher_t *rf, long long rev)
+{
+    ing_ctx_t *ctx = rf->ctx;
+    pthread_mutex_lock(&ctx->reg_lock);
+    int had = ctx->reg && ing_registry_rev(ctx->reg) > 0;
+    pthread_mutex_unlock(&ctx->reg_lock);
+    if (rev != 0 || !had)
+        return 0;
+    char err[512];
+    if (ctx->set->config && !rf->config)
+        rf->config = config_read(ctx->set, err, sizeof(err));
+    if (rf->config) {
+        log_event(LOG_WARN, "registry gone from Redis: seeding it again from the config file",
+                  "file", ctx->set->config, (char *)NULL);
+        rf->lost_logged = 0;
+    } else if (!rf->lost_logged++) {
+        log_event(LOG_ERROR,
+                  "registry gone from Redis: serving the last one loaded until it is applied "
+                  "again (mcpq-ingress --apply)",
+                  "error", ctx->set->config ? err : "no MCPQ_CONFIG to seed it from", (char *)NULL);
+    }
+    return 1;
+}
 
 /* The Pub/Sub thread heard of a registry change: refresh without waiting for the poll. */
 static void refresh_wake(void *arg)
@@ -105,6 +155,11 @@ static void refresh_once(refresher_t *rf, redisContext **c, int *logged)
     if (*logged) {
         log_event(LOG_INFO, "redis reachable again", (char *)NULL);
         *logged = 0;
+    }
+    if (registry_lost(rf, rev)) {
+        if (rf->config)
+            refresh_wake(rf); /* seed on the next round, without waiting for the poll */
+        return;
     }
     pthread_mutex_lock(&ctx->reg_lock);
     int stale = !ctx->reg || ing_registry_rev(ctx->reg) != rev;
@@ -266,17 +321,10 @@ int main(int argc, char **argv)
     pthread_cond_init(&rf.cond, &cattr);
     pthread_condattr_destroy(&cattr);
     if (set.config) {
-        rf.config = cfg_load_file(set.config, err, sizeof(err));
+        rf.config = config_read(&set, err, sizeof(err));
         if (!rf.config) {
             fprintf(stderr, "mcpq-ingress: config: %s\n", err);
             log_event(LOG_ERROR, "config rejected", "error", err, (char *)NULL);
-            return 2;
-        }
-        /* The SSRF guard at load time: a webhook url naming a private address literally. */
-        if (!set.webhook_allow_private && ing_wh_config_check(rf.config, err, sizeof(err)) < 0) {
-            fprintf(stderr, "mcpq-ingress: config: %s: %s\n", set.config, err);
-            log_event(LOG_ERROR, "config rejected", "error", err, (char *)NULL);
-            cJSON_Delete(rf.config);
             return 2;
         }
     }

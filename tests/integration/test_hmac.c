@@ -5,6 +5,9 @@
  *   - the same request replayed at replica 1 is refused (401): the nonce is claimed in Redis,
  *     not in one replica's memory;
  *   - a fresh nonce is accepted at replica 1, a stale timestamp is refused at either;
+ *   - Redis losing its data (FLUSHALL, as a restart without persistence would): both replicas
+ *     keep serving the registry they have, and the registry is seeded again from the config
+ *     file (a wiped registry would otherwise answer every client 401);
  *   - with Redis stopped, a signed request is answered 503 with -32603 at once (the nonce
  *     cannot be claimed, so the request is not let through), never hung;
  *   - neither replica's log holds the app secret, a signature or a nonce.
@@ -15,6 +18,7 @@
 #include "util.h"
 
 #include <curl/curl.h>
+#include <hiredis/hiredis.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +131,32 @@ int main(void)
     post_signed(0, "/mcp", list, now + 400, nonce, &r);
     CHECK_INT_EQ(r.status, 401);
     TEST_PASS("a fresh nonce is served at replica 1; timestamps outside 300 s are refused");
+
+    redisContext *rc = redisConnect("127.0.0.1", fx.redis_port);
+    CHECK(rc && !rc->err);
+    redisReply *rep = redisCommand(rc, "FLUSHALL");
+    CHECK(rep && rep->type == REDIS_REPLY_STATUS);
+    freeReplyObject(rep);
+    int seeded = 0;
+    for (long long until = util_mono_ms() + 10000; !seeded && util_mono_ms() < until;) {
+        rep = redisCommand(rc, "HEXISTS mcpq:registry tenant:t1");
+        seeded = rep && rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
+        freeReplyObject(rep);
+        if (!seeded)
+            fx_sleep_ms(50);
+    }
+    CHECK(seeded);
+    redisFree(rc);
+    for (int i = 0; i < 2; i++) {
+        char url[128];
+        snprintf(url, sizeof(url), "http://127.0.0.1:%d/mcp", ports[i]);
+        const char *hdrs[] = {"Authorization: Bearer it-key", NULL};
+        CHECK_INT_EQ(fx_http_post(url, hdrs, list, &r), 0);
+        CHECK_INT_EQ(r.status, 200);
+        CHECK_CONTAINS(r.body, "only_t1");
+    }
+    CHECK(file_contains(logs[0], "seeding it again") || file_contains(logs[1], "seeding it again"));
+    TEST_PASS("Redis lost its data: the registry is seeded again and both replicas still serve");
 
     CHECK_INT_EQ(fx_stop_pid(fx.redis_pid, 5000), 0);
     fx.redis_pid = 0;
