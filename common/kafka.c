@@ -121,14 +121,16 @@ void mq_producer_free(mq_producer_t *p, int timeout_ms)
 }
 
 int mq_producer_send(mq_producer_t *p, const char *topic, const char *key, const void *value,
-                     size_t len, const char *traceparent, void *opaque)
+                     size_t len, const char *traceparent, const char *tracestate, void *opaque)
 {
     if (!atomic_load(&p->up))
         return MCPQ_EUNAVAIL;
-    rd_kafka_headers_t *hdrs = rd_kafka_headers_new(2);
+    rd_kafka_headers_t *hdrs = rd_kafka_headers_new(3);
     rd_kafka_header_add(hdrs, "job_id", -1, key, -1);
     if (traceparent)
         rd_kafka_header_add(hdrs, "traceparent", -1, traceparent, -1);
+    if (tracestate)
+        rd_kafka_header_add(hdrs, "tracestate", -1, tracestate, -1);
     rd_kafka_resp_err_t err = rd_kafka_producev(
         p->rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key, strlen(key)),
         RD_KAFKA_V_VALUE((void *)value, len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),

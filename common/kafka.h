@@ -26,10 +26,11 @@ mq_producer_t *mq_producer_new(const char *brokers, int message_timeout_ms,
 /* Flushes what is queued (up to timeout_ms), stops the thread, destroys the handle. */
 void mq_producer_free(mq_producer_t *p, int timeout_ms);
 
-/* Queues value (copied) for topic with key; traceparent may be NULL. 0, MCPQ_EUNAVAIL when no
- * broker is up, MCPQ_ETOOBIG, or MCPQ_EIO (local queue full or other error). */
+/* Queues value (copied) for topic with key and the headers job_id, traceparent and tracestate
+ * (W3C trace context; either may be NULL, then the header is left out). 0, MCPQ_EUNAVAIL when
+ * no broker is up, MCPQ_ETOOBIG, or MCPQ_EIO (local queue full or other error). */
 int mq_producer_send(mq_producer_t *p, const char *topic, const char *key, const void *value,
-                     size_t len, const char *traceparent, void *opaque);
+                     size_t len, const char *traceparent, const char *tracestate, void *opaque);
 
 /* 1 while at least one broker is reachable. */
 int mq_producer_up(const mq_producer_t *p);

@@ -13,6 +13,13 @@
 static const char *log_component = "mcpq";
 static log_level_t log_min = LOG_INFO;
 
+/* Set once at start-up (log_trace_resolver_set) before threads start; read-only afterwards. */
+static log_trace_fn log_resolver;
+static void *log_resolver_arg;
+
+/* The trace of the call this thread is handling. */
+static _Thread_local log_ctx_t log_tls;
+
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
 
 void log_init(const char *component, const char *min_level)
@@ -28,6 +35,62 @@ void log_init(const char *component, const char *min_level)
 int log_enabled(log_level_t level)
 {
     return level >= log_min;
+}
+
+void log_ctx_set(const char *trace_id, const char *span_id)
+{
+    snprintf(log_tls.trace_id, sizeof(log_tls.trace_id), "%s", trace_id ? trace_id : "");
+    snprintf(log_tls.span_id, sizeof(log_tls.span_id), "%s", trace_id && span_id ? span_id : "");
+}
+
+void log_ctx_clear(void)
+{
+    log_ctx_set(NULL, NULL);
+}
+
+void log_ctx_push(const char *trace_id, const char *span_id, log_ctx_t *saved)
+{
+    *saved = log_tls;
+    log_ctx_set(trace_id, span_id);
+}
+
+void log_ctx_restore(const log_ctx_t *saved)
+{
+    log_tls = *saved;
+}
+
+void log_ctx_get(log_ctx_t *out)
+{
+    *out = log_tls;
+}
+
+void log_trace_resolver_set(log_trace_fn fn, void *arg)
+{
+    log_resolver = fn;
+    log_resolver_arg = arg;
+}
+
+/* Adds the trace of the line: the thread's context, else the resolver's for the job it names;
+ * never over a trace_id the caller gave. */
+static void add_trace(cJSON *o)
+{
+    if (cJSON_GetObjectItemCaseSensitive(o, "trace_id"))
+        return;
+    log_ctx_t found;
+    const log_ctx_t *c = log_tls.trace_id[0] ? &log_tls : NULL;
+    if (!c && log_resolver) {
+        const char *job = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "job_id"));
+        if (!job)
+            job = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "task_id"));
+        memset(&found, 0, sizeof(found));
+        if (job && log_resolver(job, &found, log_resolver_arg) && found.trace_id[0])
+            c = &found;
+    }
+    if (!c)
+        return;
+    cJSON_AddStringToObject(o, "trace_id", c->trace_id);
+    if (c->span_id[0] && !cJSON_GetObjectItemCaseSensitive(o, "span_id"))
+        cJSON_AddStringToObject(o, "span_id", c->span_id);
 }
 
 static void log_write(log_level_t level, const char *msg, va_list ap)
@@ -56,6 +119,7 @@ static void log_write(log_level_t level, const char *msg, va_list ap)
         if (v)
             cJSON_AddStringToObject(o, k, v);
     }
+    add_trace(o);
     char *line = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     if (!line)

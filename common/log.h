@@ -7,8 +7,15 @@
  * Fields are given as NULL-terminated key/value string pairs; a NULL value is skipped.
  * Callers never pass secrets (API keys, app secrets, signatures) as fields.
  *
- * log_init() is called once at start-up, before any thread exists; after that every
- * function here is thread-safe.
+ * Trace context (W3C, common/trace.h): each thread has a log context. While a thread handles
+ * one call it sets the call's trace (log_ctx_set), and every line it writes carries
+ * "trace_id" (and "span_id") until it clears or restores the context. A line that passes
+ * "trace_id" itself keeps its own. A process that runs many calls on one thread (the worker)
+ * may also register a resolver: a line without a trace that names a "job_id" or "task_id"
+ * gets that job's trace from it.
+ *
+ * log_init() and log_trace_resolver_set() are called once at start-up, before any thread
+ * exists; after that every function here is thread-safe (the context is thread-local).
  */
 #ifndef MCPQ_LOG_H
 #define MCPQ_LOG_H
@@ -25,5 +32,26 @@ void log_event(log_level_t level, const char *msg, ...) __attribute__((sentinel)
 void log_msgf(log_level_t level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 int log_enabled(log_level_t level);
+
+/* A thread's log context: the trace of the call it is handling ("" when none). */
+typedef struct log_ctx {
+    char trace_id[33];
+    char span_id[17];
+} log_ctx_t;
+
+/* Sets this thread's context (copied; span_id may be NULL); NULL trace_id clears it. */
+void log_ctx_set(const char *trace_id, const char *span_id);
+void log_ctx_clear(void);
+/* Saves this thread's context into *saved and sets a new one: for a callback nested inside
+ * another call's handling; log_ctx_restore(saved) puts the outer one back. */
+void log_ctx_push(const char *trace_id, const char *span_id, log_ctx_t *saved);
+void log_ctx_restore(const log_ctx_t *saved);
+/* Copies this thread's context into *out (trace_id "" when none). */
+void log_ctx_get(log_ctx_t *out);
+
+/* Fills out with the trace of job id (a "job_id" or "task_id" field) and returns 1, or 0
+ * when it knows none. Called on the logging thread; must not log. */
+typedef int (*log_trace_fn)(const char *job_id, log_ctx_t *out, void *arg);
+void log_trace_resolver_set(log_trace_fn fn, void *arg);
 
 #endif

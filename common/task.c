@@ -61,7 +61,8 @@ static const char *const bodies[TASK_SCRIPT_COUNT] = {
         "redis.call('HSET', k, 'id', ARGV[1], 'tenant', ARGV[2], 'server', ARGV[3],\n"
         "  'tool', ARGV[4], 'version', ARGV[5], 'args', ARGV[6], 'robot', ARGV[7],\n"
         "  'priority', ARGV[8], 'env', ARGV[9], 'state', 'waiting', 'created_ms', now,\n"
-        "  'updated_ms', now, 'attempts', 0, 'ttl_ms', ARGV[11], 'surface', ARGV[12])\n"
+        "  'updated_ms', now, 'attempts', 0, 'ttl_ms', ARGV[11], 'surface', ARGV[12],\n"
+        "  'traceparent', ARGV[13] or '')\n"
         "redis.call('EXPIRE', k, ARGV[10])\n"
         "redis.call('ZADD', 'mcpq:tasks:' .. ARGV[2], now, ARGV[1])\n"
         "return now\n",

@@ -10,7 +10,9 @@
  *                           end_ms, updated_ms, attempts, worker, queued, ttl_ms, surface,
  *                           fault (the JSON-RPC code of a terminated task that failed outside
  *                           the tool, e.g. -32003 timeout, -32603 worker lost; absent when the
- *                           tool itself returned an isError result)
+ *                           tool itself returned an isError result),
+ *                           traceparent (W3C, the creating call's trace at the ingress; ""
+ *                           when none; webhook deliveries of the task carry its trace)
  *   mcpq:tasks:<tenant>     zset of the tenant's task ids by created_ms (listing)
  *   mcpq:tq:<robot>         zset: tasks waiting for that robot (mcpq:tq:_any: no RobotId),
  *                           score (100 - priority) * 1e13 + created_ms, so ZPOPMIN takes the
@@ -64,7 +66,7 @@ int task_robot_ok(const char *robot);
  *
  * Arguments per script (all strings):
  *   CREATE    id tenant server tool version args_json robot priority env_json retention_s
- *             ttl_ms surface                         -> created_ms, or 0 when the id exists
+ *             ttl_ms surface [traceparent]           -> created_ms, or 0 when the id exists
  *   ENQUEUE   id                                     -> 1 queued, 0 not waiting/queued already
  *   CLAIM     robot("" = any) worker lease_ms id_base -> nil, or [id, env, begin_ms, attempts]
  *   HEARTBEAT worker lease_ms id...                  -> leases extended

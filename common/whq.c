@@ -24,6 +24,7 @@ const char WHQ_LUA_ENQUEUE[] =
     "  local body = '{\"type\":\"' .. event .. '\",\"timestamp\":\"' .. iso_ts ..\n"
     "    '\",\"data\":' .. data_json .. '}'\n"
     "  local idx = '" WHQ_INDEX_PREFIX "' .. tenant\n"
+    "  local tp = redis.call('HGET', 'mcpq:task:' .. task_id, 'traceparent') or ''\n"
     "  local n = 0\n"
     "  for _, w in ipairs(t.webhooks) do\n"
     "    local sub = false\n"
@@ -39,7 +40,7 @@ const char WHQ_LUA_ENQUEUE[] =
     "      redis.call('HSET', k, 'id', id, 'tenant', tenant, 'webhook', w.id, 'event', event,\n"
     "        'task', task_id, 'body', body, 'created_ms', now, 'attempts', '0',\n"
     "        'status', 'pending', 'next_ms', now, 'last_status', '', 'last_error', '',\n"
-    "        'log', '[]')\n"
+    "        'log', '[]', 'traceparent', tp)\n"
     "      redis.call('EXPIRE', k, " STR(
         WHQ_RETENTION_S) ")\n"
                          "      redis.call('ZADD', '" WHQ_DUE_KEY "', now, id)\n"

@@ -18,7 +18,9 @@
  *
  *   mcpq:whd:<id>            hash: id, tenant, webhook, event, task, body, created_ms,
  *                            attempts ("0"), status ("pending"), next_ms, last_status,
- *                            last_error, log ("[]", a JSON array of attempts); the
+ *                            last_error, log ("[]", a JSON array of attempts),
+ *                            traceparent (the task's, mcpq:task:<task_id> field, "" when
+ *                            none: every attempt is sent in that trace); the
  *                            dispatcher adds sched_base and claim. EXPIRE WHQ_RETENTION_S
  *                            (refreshed on every attempt and redelivery).
  *   mcpq:wh:due              zset: deliveries to attempt, scored by when (epoch ms).

@@ -288,9 +288,10 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     return req;
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version, const char *upload_data,
-                                  size_t *upload_data_size, void **con_cls)
+static enum MHD_Result handle_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                      const char *method, const char *version,
+                                      const char *upload_data, size_t *upload_data_size,
+                                      void **con_cls)
 {
     ing_ctx_t *ctx = cls;
     ing_req_t *req = *con_cls;
@@ -365,6 +366,25 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return route(req, url, method);
 }
 
+/* Sets this thread's log context to the request's call (log.h): every line logged while
+ * libmicrohttpd runs a callback for a call carries its trace. */
+static void call_log_ctx(const ing_req_t *req)
+{
+    const trace_ctx_t *t = req ? &req->call.trace : NULL;
+    log_ctx_set(t && t->trace_id[0] ? t->trace_id : NULL, t ? t->span_id : NULL);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
+{
+    call_log_ctx(*con_cls); /* tools/call sets it once it knows the trace */
+    enum MHD_Result ret =
+        handle_request(cls, conn, url, method, version, upload_data, upload_data_size, con_cls);
+    log_ctx_clear();
+    return ret;
+}
+
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
@@ -373,6 +393,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (!req)
         return;
     (void)conn;
+    call_log_ctx(req);
     if (req->has_call && ing_pending_remove(ctx->pending, &req->call) && req->call.modern &&
         !req->call.listener && toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) {
         /* 2026-07-28: closing the response stream cancels the request (SPEC section 2). */
@@ -385,6 +406,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     free(req->uri);
     free(req);
     *con_cls = NULL;
+    log_ctx_clear();
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)

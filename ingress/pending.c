@@ -26,6 +26,7 @@ typedef struct cancel_req {
     struct cancel_req *next;
     char job_id[ING_JOB_ID_LEN];
     char reason[128];
+    log_ctx_t trace; /* the cancelling thread's log context: the call's trace when known */
 } cancel_req_t;
 
 struct ing_pending {
@@ -368,6 +369,7 @@ void ing_pending_cancel(ing_pending_t *p, const char *job_id, const char *reason
     }
     snprintf(c->job_id, sizeof(c->job_id), "%s", job_id);
     snprintf(c->reason, sizeof(c->reason), "%s", reason);
+    log_ctx_get(&c->trace);
     pthread_mutex_lock(&p->lock);
     c->next = p->cancels;
     p->cancels = c;
@@ -492,7 +494,8 @@ static void deliver(ing_pending_t *p, const char *job_id, const char *kind, cons
             n = ing_notify_log(data, len, c->log_min, c->tool);
         if (n && append_frame_locked(p, c, n) < 0)
             log_event(LOG_WARN, "notification dropped: the client reads too slowly", "job_id",
-                      job_id, (char *)NULL);
+                      job_id, "trace_id", c->trace.trace_id[0] ? c->trace.trace_id : NULL,
+                      (char *)NULL);
         free(n);
     }
     pthread_mutex_unlock(&p->lock);
@@ -531,7 +534,8 @@ static void publish_cancels(ing_pending_t *p, redisContext **ctx)
             break; /* retried on the next round */
         }
         log_event(LOG_INFO, "tool call cancelled by the client", "job_id", c->job_id, "reason",
-                  c->reason, (char *)NULL);
+                  c->reason, "trace_id", c->trace.trace_id[0] ? c->trace.trace_id : NULL,
+                  (char *)NULL);
         list = c->next;
         free(c);
     }
@@ -706,7 +710,7 @@ void ing_pending_free(ing_pending_t *p)
         cancel_req_t *c = p->cancels;
         p->cancels = c->next;
         log_event(LOG_WARN, "cancellation not published: shutting down", "job_id", c->job_id,
-                  (char *)NULL);
+                  "trace_id", c->trace.trace_id[0] ? c->trace.trace_id : NULL, (char *)NULL);
         free(c);
     }
     free(p->heap);

@@ -34,6 +34,7 @@
 #ifndef MCPQ_ING_PENDING_H
 #define MCPQ_ING_PENDING_H
 
+#include "trace.h"
 #include "util.h"
 
 #include <microhttpd.h>
@@ -55,6 +56,7 @@ typedef struct ing_call {
     int log_min;              /* forward log entries at or above this level; -1: none */
     char progress_token[300]; /* rendered JSON; "" when the call has none */
     char tool[128];           /* logger name of forwarded log entries */
+    trace_ctx_t trace;        /* the call's trace, the ingress's span; trace_id "" if none */
     int task_result;          /* tasks/result: the result carries the related-task _meta */
     int listener;             /* a notification stream (listen.h): see above */
     int keepalive_ms;         /* > 0: its keep-alive interval instead of the table's */

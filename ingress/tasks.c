@@ -44,8 +44,9 @@ int ing_task_create(kv_pool_t *kv, const ing_task_new_t *t, long long *created_m
                           t->env_json,
                           ret,
                           ttl,
-                          t->surface};
-    redisReply *r = run(kv, TASK_SCRIPT_CREATE, 12, argv);
+                          t->surface,
+                          t->traceparent ? t->traceparent : ""};
+    redisReply *r = run(kv, TASK_SCRIPT_CREATE, 13, argv);
     if (!r)
         return MCPQ_EUNAVAIL;
     int ok = r->type == REDIS_REPLY_INTEGER && r->integer > 0;

@@ -24,6 +24,7 @@ typedef struct ing_task {
 typedef struct ing_task_new {
     const char *id, *tenant, *server, *tool, *version;
     const char *args_json, *robot, *env_json, *surface;
+    const char *traceparent; /* the creating call's (ingress span); NULL or "" for none */
     long long priority, ttl_ms, retention_s;
 } ing_task_new_t;
 

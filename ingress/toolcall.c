@@ -11,6 +11,7 @@
 #include "schema.h"
 #include "system.h"
 #include "tasks.h"
+#include "trace.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -52,10 +53,37 @@ static cJSON *tool_arguments(const cJSON *args)
     return out;
 }
 
+/* The call's trace (W3C trace context, SPEC section 11): the client's traceparent from the
+ * HTTP header, else from params._meta.traceparent, continued with the ingress's own span as
+ * parent-id; a new trace when neither parses (an invalid one is ignored, never an error).
+ * *state is the tracestate sent along with the traceparent used (the header, or
+ * params._meta.tracestate) when it is sane, else NULL; borrowed from the request. */
+static void call_trace(ing_mcp_t *m, const rpc_msg_t *msg, trace_ctx_t *t, const char **state)
+{
+    trace_ctx_t in;
+    const cJSON *meta = ing_meta(msg);
+    const char *hdr = MHD_lookup_connection_value(m->req->conn, MHD_HEADER_KIND, "traceparent");
+    const char *st = NULL;
+    int have = 0;
+    if (hdr && trace_parse(hdr, &in) == 0) {
+        have = 1;
+        st = MHD_lookup_connection_value(m->req->conn, MHD_HEADER_KIND, "tracestate");
+    } else if (trace_parse(
+                   cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "traceparent")),
+                   &in) == 0) {
+        have = 1;
+        st = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "tracestate"));
+    }
+    *state = have && trace_state_ok(st) ? st : NULL;
+    if ((have ? trace_child(&in, t) : trace_new(t)) < 0)
+        memset(t, 0, sizeof(*t)); /* no randomness: the call runs untraced */
+}
+
 /* The job envelope (schemas/job.schema.json); args and atts (resolved attachments, may be
- * NULL) are consumed. */
+ * NULL) are consumed. traceparent (the ingress's span) may be "" for none. */
 static cJSON *build_envelope(ing_mcp_t *m, const ing_tool_t *tool, const rpc_msg_t *msg,
-                             cJSON *args, cJSON *atts, const char *job_id, long long timeout_ms)
+                             cJSON *args, cJSON *atts, const char *job_id, long long timeout_ms,
+                             const char *traceparent)
 {
     ing_ctx_t *ctx = m->req->ctx;
     int64_t now = util_now_ms();
@@ -98,11 +126,8 @@ static cJSON *build_envelope(ing_mcp_t *m, const ing_tool_t *tool, const rpc_msg
     const cJSON *tok = cJSON_GetObjectItemCaseSensitive(meta, "progressToken");
     if (rpc_id_valid(tok))
         cJSON_AddItemToObject(e, "progress_token", cJSON_Duplicate(tok, 1));
-    const char *tp = MHD_lookup_connection_value(m->req->conn, MHD_HEADER_KIND, "traceparent");
-    if (!tp)
-        tp = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "traceparent"));
-    if (tp && strlen(tp) < 128)
-        cJSON_AddStringToObject(e, "traceparent", tp);
+    if (traceparent[0])
+        cJSON_AddStringToObject(e, "traceparent", traceparent);
     return e;
 }
 
@@ -211,7 +236,8 @@ static int answer_task(ing_mcp_t *m, const rpc_msg_t *msg, const ing_tool_t *too
  * (the tool's arguments) is consumed. */
 static int start_task(ing_mcp_t *m, const rpc_msg_t *msg, const ing_tool_t *tool, cJSON *own,
                       cJSON *atts, const cJSON *args, long long timeout_ms, task_answer_t answer,
-                      const char *idem_id, ing_resp_t *resp)
+                      const char *idem_id, const char *traceparent, const char *tracestate,
+                      ing_resp_t *resp)
 {
     ing_ctx_t *ctx = m->req->ctx;
     const char *robot = NULL, *why = NULL;
@@ -235,7 +261,7 @@ static int start_task(ing_mcp_t *m, const rpc_msg_t *msg, const ing_tool_t *tool
         cJSON_Delete(atts);
         return answer_task(m, msg, tool, id, answer, resp);
     }
-    cJSON *env = build_envelope(m, tool, msg, own, atts, id, timeout_ms);
+    cJSON *env = build_envelope(m, tool, msg, own, atts, id, timeout_ms, traceparent);
     cJSON_ReplaceItemInObjectCaseSensitive(env, "task_id", cJSON_CreateString(id));
     cJSON_DeleteItemFromObjectCaseSensitive(env, "reply_to");
     cJSON_ReplaceItemInObjectCaseSensitive(env, "mode", cJSON_CreateString("task"));
@@ -253,6 +279,7 @@ static int start_task(ing_mcp_t *m, const rpc_msg_t *msg, const ing_tool_t *tool
         .args_json = args_json ? args_json : "{}",
         .robot = robot,
         .env_json = payload ? payload : "",
+        .traceparent = traceparent,
         .surface = answer == ANSWER_EXT       ? "ext"
                    : answer == ANSWER_MCP2025 ? "mcp"
                                               : "tool",
@@ -278,9 +305,10 @@ static int start_task(ing_mcp_t *m, const rpc_msg_t *msg, const ing_tool_t *tool
     char *opaque = malloc(strlen(id) + 3);
     if (opaque)
         snprintf(opaque, strlen(id) + 3, "t:%s", id);
-    rc = opaque ? mq_producer_send(ctx->producer, ctx->set->topic_jobs, id, payload,
-                                   strlen(payload), NULL, opaque)
-                : MCPQ_ENOMEM;
+    rc = opaque
+             ? mq_producer_send(ctx->producer, ctx->set->topic_jobs, id, payload, strlen(payload),
+                                traceparent[0] ? traceparent : NULL, tracestate, opaque)
+             : MCPQ_ENOMEM;
     cJSON_free(payload);
     if (rc < 0) {
         free(opaque);
@@ -337,6 +365,16 @@ int ing_mcp_tools_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
         return 0;
     }
     snprintf(req->tool, sizeof(req->tool), "%s", tool->name);
+    /* From here on every line this thread logs for the call carries its trace (log.h); the
+     * request handler clears the context when it returns. */
+    ing_call_t *call = &req->call;
+    const char *tracestate = NULL;
+    char traceparent[TRACE_PARENT_LEN + 1] = "";
+    call_trace(m, msg, &call->trace, &tracestate);
+    if (call->trace.trace_id[0]) {
+        trace_format(&call->trace, traceparent);
+        log_ctx_set(call->trace.trace_id, call->trace.span_id);
+    }
     const cJSON *schema = cJSON_GetObjectItemCaseSensitive(tool->version, "inputSchema");
     char why[512];
     if (m->modern && ing_param_headers_check(req->conn, schema, args, why, sizeof(why)) < 0) {
@@ -418,7 +456,6 @@ int ing_mcp_tools_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
         return 0;
     }
 
-    ing_call_t *call = &req->call;
     rpc_id_str(msg->id, call->id_json, sizeof(call->id_json));
     call->modern = m->modern;
     call->task_result = 0;
@@ -479,7 +516,7 @@ int ing_mcp_tools_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     /* A task-mode tool, or any tool a client asks to run as a task (SPEC 5.2). */
     if (as_task >= 0)
         return start_task(m, msg, tool, own, atts, args, timeout_ms, (task_answer_t)as_task,
-                          ikey ? idem_id : NULL, resp);
+                          ikey ? idem_id : NULL, traceparent, tracestate, resp);
     if (ikey) {
         snprintf(call->job_id, sizeof(call->job_id), "%s", idem_id);
     } else {
@@ -497,7 +534,7 @@ int ing_mcp_tools_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     if (rpc_id_valid(tok))
         rpc_id_str(tok, call->progress_token, sizeof(call->progress_token));
 
-    cJSON *env = build_envelope(m, tool, msg, own, atts, call->job_id, timeout_ms);
+    cJSON *env = build_envelope(m, tool, msg, own, atts, call->job_id, timeout_ms, traceparent);
     own = atts = NULL; /* now owned by env */
     if (ikey)          /* the worker keeps the record as long as a repeat may replay it */
         cJSON_AddNumberToObject(env, "result_ttl_s", (double)ctx->set->idempotency_ttl_s);
@@ -523,8 +560,9 @@ int ing_mcp_tools_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     }
     ing_pending_add(ctx->pending, call);
     req->has_call = 1;
-    int rc = mq_producer_send(ctx->producer, ctx->set->topic_jobs, call->job_id, payload,
-                              strlen(payload), NULL, opaque);
+    int rc =
+        mq_producer_send(ctx->producer, ctx->set->topic_jobs, call->job_id, payload,
+                         strlen(payload), traceparent[0] ? traceparent : NULL, tracestate, opaque);
     cJSON_free(payload);
     if (rc < 0) {
         free(opaque);

@@ -2,6 +2,7 @@
 
 #include "err.h"
 #include "log.h"
+#include "trace.h"
 #include "whq.h"
 #include "whsig.h"
 
@@ -26,8 +27,10 @@
 
 /* ---- Redis scripts ---- */
 
-/* ARGV: limit, visibility_ms, token base, first delay ms. Returns 9 strings per claimed
- * delivery: id tenant webhook event body attempts sched_base token disabled-url. */
+/* ARGV: limit, visibility_ms, token base, first delay ms. Returns CLAIM_FIELDS strings per
+ * claimed delivery: id tenant webhook event body attempts sched_base token disabled-url
+ * traceparent. */
+#define CLAIM_FIELDS 10
 static const char claim_lua[] =
     "local t = redis.call('TIME')\n"
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
@@ -37,7 +40,7 @@ static const char claim_lua[] =
     "for i, id in ipairs(ids) do\n"
     "  local k = '" WHQ_DELIVERY_PREFIX "' .. id\n"
     "  local h = redis.call('HMGET', k, 'tenant', 'webhook', 'event', 'body', 'attempts',\n"
-    "    'sched_base', 'created_ms', 'status')\n"
+    "    'sched_base', 'created_ms', 'status', 'traceparent')\n"
     "  local att = tonumber(h[5]) or 0\n"
     "  local first = (tonumber(h[7]) or 0) + tonumber(ARGV[4])\n"
     "  if not h[1] or h[8] ~= 'pending' then\n"
@@ -51,7 +54,7 @@ static const char claim_lua[] =
     "    redis.call('HSET', k, 'claim', tok)\n"
     "    local dis = redis.call('GET', '" WHQ_DISABLED_PREFIX "' .. h[1] .. ':' .. (h[2] or ''))\n"
     "    for _, v in ipairs({id, h[1], h[2] or '', h[3] or '', h[4] or '', tostring(att),\n"
-    "        h[6] or '0', tok, dis or ''}) do\n"
+    "        h[6] or '0', tok, dis or '', h[9] or ''}) do\n"
     "      out[#out + 1] = v\n"
     "    end\n"
     "  end\n"
@@ -118,6 +121,7 @@ typedef struct wh_xfer {
     char webhook[128];
     char event[32];
     char token[96];
+    trace_ctx_t trace; /* the task's trace with this attempt's span; trace_id "" if none */
     char *url;         /* for the 410 mark only; never logged */
     long long attempt; /* this attempt's number within its round (1-based) */
     int64_t t0;
@@ -221,9 +225,11 @@ static void record(ing_wh_t *wh, const wh_xfer_t *x, const char *status, long ht
                                                               : ING_WH_FAILED,
                             ms);
     log_event(ok ? LOG_INFO : LOG_WARN, "webhook attempt", "tenant", x->tenant, "webhook",
-              x->webhook, "delivery", x->id, "event", x->event, "attempt", counted ? att : NULL,
-              "http_status", hs[0] ? hs : NULL, "status", status, "duration_ms",
-              counted ? mss : NULL, "error", error && *error ? error : NULL, "note",
+              x->webhook, "delivery", x->id, "trace_id",
+              x->trace.trace_id[0] ? x->trace.trace_id : NULL, "span_id",
+              x->trace.trace_id[0] ? x->trace.span_id : NULL, "event", x->event, "attempt",
+              counted ? att : NULL, "http_status", hs[0] ? hs : NULL, "status", status,
+              "duration_ms", counted ? mss : NULL, "error", error && *error ? error : NULL, "note",
               !r     ? "outcome not recorded (Redis); the delivery will be retried"
               : ours ? NULL
                      : "claim lost (redelivered or taken over); outcome ignored",
@@ -334,6 +340,12 @@ static const char *start_post(ing_wh_t *wh, wh_xfer_t *x, const char *url, const
         add_header(x, "webhook-id", x->id) < 0 || add_header(x, "webhook-timestamp", ts) < 0 ||
         add_header(x, "webhook-signature", sig) < 0 || add_header(x, "Expect", "") < 0)
         return "out of memory";
+    if (x->trace.trace_id[0]) {
+        char tp[TRACE_PARENT_LEN + 1];
+        trace_format(&x->trace, tp);
+        if (add_header(x, "traceparent", tp) < 0)
+            return "out of memory";
+    }
     x->url = strdup(url);
     x->easy = curl_easy_init();
     if (!x->url || !x->easy)
@@ -369,7 +381,8 @@ static const char *start_post(ing_wh_t *wh, wh_xfer_t *x, const char *url, const
     return NULL;
 }
 
-/* Takes one claimed delivery (9 reply strings): sends it, or records why it is not sent. */
+/* Takes one claimed delivery (CLAIM_FIELDS reply strings): sends it, or records why it is
+ * not sent. */
 static void dispatch(ing_wh_t *wh, const ing_registry_t *reg, redisReply **f)
 {
     wh_xfer_t *x = calloc(1, sizeof(*x));
@@ -387,6 +400,10 @@ static void dispatch(ing_wh_t *wh, const ing_registry_t *reg, redisReply **f)
         x->attempt = 1;
     x->body = strdup(f[4]->str);
     const char *disabled = f[8]->str;
+    /* The task's trace, continued with a span per attempt (an unparsable one: none). */
+    trace_ctx_t task_trace;
+    if (trace_parse(f[9]->str, &task_trace) < 0 || trace_child(&task_trace, &x->trace) < 0)
+        memset(&x->trace, 0, sizeof(x->trace));
     const cJSON *w = reg ? find_webhook(reg, x->tenant, x->webhook) : NULL;
     const char *url = w ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(w, "url")) : NULL;
     const char *secret =
@@ -435,7 +452,7 @@ static int claim(ing_wh_t *wh, int n)
     snprintf(tok, sizeof(tok), "%s:%llu", wh->tok_base, ++wh->seq);
     const char *args[] = {lim, vis, tok, first};
     redisReply *r = eval(wh, claim_lua, 4, args, err, sizeof(err));
-    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements % 9 != 0) {
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements % CLAIM_FIELDS != 0) {
         if (!wh->redis_down_logged++)
             log_event(LOG_ERROR, "webhook dispatcher: cannot claim deliveries", "error",
                       r ? "unexpected reply" : err, (char *)NULL);
@@ -447,11 +464,11 @@ static int claim(ing_wh_t *wh, int n)
         log_event(LOG_INFO, "webhook dispatcher: Redis reachable again", (char *)NULL);
         wh->redis_down_logged = 0;
     }
-    int got = (int)(r->elements / 9);
+    int got = (int)(r->elements / CLAIM_FIELDS);
     ing_registry_t *reg = got ? ing_ctx_registry(wh->ctx) : NULL;
-    for (size_t i = 0; i < r->elements; i += 9) {
+    for (size_t i = 0; i < r->elements; i += CLAIM_FIELDS) {
         int ok = 1;
-        for (size_t j = 0; j < 9; j++)
+        for (size_t j = 0; j < CLAIM_FIELDS; j++)
             ok &= r->element[i + j]->type == REDIS_REPLY_STRING;
         if (ok)
             dispatch(wh, reg, &r->element[i]);
@@ -549,7 +566,8 @@ static void *wh_thread(void *arg)
         if (r)
             freeReplyObject(r);
         log_event(LOG_INFO, "webhook attempt aborted at shutdown; handed back", "tenant", x->tenant,
-                  "delivery", x->id, (char *)NULL);
+                  "delivery", x->id, "trace_id", x->trace.trace_id[0] ? x->trace.trace_id : NULL,
+                  (char *)NULL);
         xfer_unlink(x);
         xfer_free(x);
     }

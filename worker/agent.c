@@ -378,7 +378,7 @@ static cJSON *reply_to_result(agent_call_t *c, const cJSON *reply)
     return wrk_output_errorf("agent %s: %s", c->agent, why);
 }
 
-static void agent_http_done(const wrk_http_resp_t *resp, void *arg)
+static void agent_http_done_in(const wrk_http_resp_t *resp, void *arg)
 {
     agent_call_t *c = arg;
     c->xfer = NULL; /* freed by http.c after this returns */
@@ -422,6 +422,16 @@ static void agent_http_done(const wrk_http_resp_t *resp, void *arg)
                                            c->agent, resp->status);
     cJSON_Delete(reply);
     call_finish(c, res, 1);
+}
+
+/* The agent's answer, logged in the job's trace. */
+static void agent_http_done(const wrk_http_resp_t *resp, void *arg)
+{
+    const agent_call_t *c = arg;
+    log_ctx_t saved;
+    wrk_job_log_enter(c->job, &saved);
+    agent_http_done_in(resp, arg);
+    wrk_job_log_leave(&saved);
 }
 
 static int agent_start(wrk_job_t *job)

@@ -197,12 +197,15 @@ char *wrk_envelope_for_executor(const wrk_envelope_t *env, size_t *len)
         return NULL;
     char *out = NULL;
     for (const cJSON *it = env->root ? env->root->child : NULL; it; it = it->next) {
-        if (it->string && strcmp(it->string, "executor") == 0)
+        if (it->string &&
+            (strcmp(it->string, "executor") == 0 || strcmp(it->string, "traceparent") == 0))
             continue;
         /* References: the copy borrows the members and frees none of them. */
         if (!cJSON_AddItemReferenceToObject(copy, it->string, (cJSON *)it))
             goto out;
     }
+    if (env->traceparent && !cJSON_AddStringToObject(copy, "traceparent", env->traceparent))
+        goto out;
     out = cJSON_PrintUnformatted(copy);
     if (out)
         *len = strlen(out);

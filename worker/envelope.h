@@ -31,7 +31,8 @@ typedef struct wrk_envelope {
     const char *tenant;   /* NULL only after a failed parse */
     const char *tool;
     const char *tool_version; /* NULL when absent */
-    const char *traceparent;  /* NULL when absent or not W3C-shaped */
+    const char *traceparent;  /* NULL when absent or not W3C-shaped; the job may point it at
+                               * its own span's (job.h), which executors then get */
     const char *mode;         /* "task" for a task (SPEC 5.1); NULL or "sync" otherwise */
     const char *task_id;      /* the task's id when mode is "task" (a valid id), else NULL */
     const cJSON *arguments;   /* an object; NULL when absent */
@@ -54,8 +55,8 @@ void wrk_envelope_cleanup(wrk_envelope_t *env);
 int wrk_envelope_id_valid(const char *s);
 
 /* The envelope as executors receive it: compact JSON of every member except "executor"
- * (which may hold secrets and headers meant for the worker only). Malloc'd, NUL-terminated,
- * *len set; NULL on ENOMEM. */
+ * (which may hold secrets and headers meant for the worker only), with "traceparent" set to
+ * env->traceparent (left out when NULL). Malloc'd, NUL-terminated, *len set; NULL on ENOMEM. */
 char *wrk_envelope_for_executor(const wrk_envelope_t *env, size_t *len);
 
 #endif

@@ -353,7 +353,7 @@ static int url_valid(const char *url)
     return strncasecmp(url, "http://", 7) == 0 || strncasecmp(url, "https://", 8) == 0;
 }
 
-static void http_done(const wrk_http_resp_t *resp, void *arg)
+static void http_done_in(const wrk_http_resp_t *resp, void *arg)
 {
     wrk_job_t *job = arg;
     cJSON *res;
@@ -366,6 +366,16 @@ static void http_done(const wrk_http_resp_t *resp, void *arg)
     else
         res = wrk_output_errorf("HTTP request failed: %s", resp->error);
     wrk_job_finish(job, res);
+}
+
+/* The answer of the job's request, logged in the job's trace. */
+static void http_done(const wrk_http_resp_t *resp, void *arg)
+{
+    const wrk_job_t *job = arg;
+    log_ctx_t saved;
+    wrk_job_log_enter(job, &saved);
+    http_done_in(resp, arg);
+    wrk_job_log_leave(&saved);
 }
 
 wrk_http_req_t *wrk_http_post_job(wrk_job_t *job, const char *body, size_t len,

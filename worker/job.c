@@ -36,9 +36,38 @@ void wrk_job_free(wrk_job_t *job)
     free(job);
 }
 
-int wrk_job_parse(wrk_job_t *job, const char *buf, size_t len, char *errstr, size_t errstr_size)
+/* The worker's span: a child of the header's traceparent, else of the envelope's, else a new
+ * trace. An invalid one is ignored (W3C); without randomness the job runs untraced. */
+static void job_trace(wrk_job_t *job, const char *header)
+{
+    trace_ctx_t in;
+    const char *from = header && trace_parse(header, &in) == 0 ? header : job->env.traceparent;
+    job->env.traceparent = NULL;
+    job->traceparent[0] = '\0';
+    if (trace_start(from, &job->trace) < 0) {
+        memset(&job->trace, 0, sizeof(job->trace));
+        return;
+    }
+    trace_format(&job->trace, job->traceparent);
+    job->env.traceparent = job->traceparent;
+}
+
+void wrk_job_log_enter(const wrk_job_t *job, log_ctx_t *saved)
+{
+    const char *t = job && job->trace.trace_id[0] ? job->trace.trace_id : NULL;
+    log_ctx_push(t, t ? job->trace.span_id : NULL, saved);
+}
+
+void wrk_job_log_leave(const log_ctx_t *saved)
+{
+    log_ctx_restore(saved);
+}
+
+int wrk_job_parse(wrk_job_t *job, const char *buf, size_t len, const char *traceparent,
+                  char *errstr, size_t errstr_size)
 {
     int rc = wrk_envelope_parse(&job->env, buf, len, errstr, errstr_size);
+    job_trace(job, traceparent);
     if (job->env.reply_to) {
         job->streams[0] = job->env.reply_to;
         job->nstreams = 1;
@@ -176,7 +205,7 @@ static void job_end_cancelled(wrk_job_t *job)
     job->rt->on_finished(job, job->rt->arg);
 }
 
-void wrk_job_run(wrk_job_t *job)
+static void job_run(wrk_job_t *job)
 {
     const wrk_envelope_t *env = &job->env;
     char part[16], off[24];
@@ -224,6 +253,15 @@ void wrk_job_run(wrk_job_t *job)
         job_answer(job,
                    wrk_output_errorf("the %s executor could not start the tool", env->exec_type));
     }
+}
+
+/* Runs the job with its trace in this thread's log context (job.h). */
+void wrk_job_run(wrk_job_t *job)
+{
+    log_ctx_t saved;
+    wrk_job_log_enter(job, &saved);
+    job_run(job);
+    wrk_job_log_leave(&saved);
 }
 
 void wrk_job_cancel(wrk_job_t *job, wrk_cancel_t how)

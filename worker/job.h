@@ -25,11 +25,13 @@
 
 #include "envelope.h"
 #include "executor.h"
+#include "log.h"
 #include "loop.h"
 #include "offsets.h"
 #include "record.h"
 #include "settings.h"
 #include "store.h"
+#include "trace.h"
 
 #include <cjson/cJSON.h>
 #include <stddef.h>
@@ -68,6 +70,12 @@ typedef enum {
 struct wrk_job {
     wrk_rt_t *rt;
     wrk_envelope_t env;
+    /* The job's trace (W3C): the worker's span, a child of the ingress's traceparent (the
+     * Kafka header, else the envelope's) or a new trace; env.traceparent points at its
+     * rendering, which executors pass on (http, mcp and agent requests, exec's TRACEPARENT).
+     * Every line logged for the job carries trace.trace_id (wrk_job_log_enter). */
+    trace_ctx_t trace;
+    char traceparent[TRACE_PARENT_LEN + 1];
     char *body; /* the envelope as executors get it (wrk_envelope_for_executor) */
     size_t body_len;
     const wrk_executor_t *ex;
@@ -105,8 +113,16 @@ wrk_job_t *wrk_job_new(wrk_rt_t *rt);
  * forgotten). NULL is a no-op. */
 void wrk_job_free(wrk_job_t *job);
 
-/* Parses the record value into job->env; 0 or MCPQ_EINVAL (errstr filled). */
-int wrk_job_parse(wrk_job_t *job, const char *buf, size_t len, char *errstr, size_t errstr_size);
+/* Parses the record value into job->env and starts the job's trace from traceparent (the
+ * Kafka record's header; NULL or invalid: the envelope's). 0 or MCPQ_EINVAL (errstr filled);
+ * the trace is set either way. */
+int wrk_job_parse(wrk_job_t *job, const char *buf, size_t len, const char *traceparent,
+                  char *errstr, size_t errstr_size);
+
+/* While the loop thread works for job: this thread's log lines carry its trace (log.h).
+ * Saves the outer context in *saved for wrk_job_log_leave. */
+void wrk_job_log_enter(const wrk_job_t *job, log_ctx_t *saved);
+void wrk_job_log_leave(const log_ctx_t *saved);
 
 /* Adds a Kafka record's offset node and reply stream (may be NULL) to the job. 0 or
  * MCPQ_ENOMEM. */

@@ -247,7 +247,7 @@ static void call_note(const cJSON *note, void *arg)
     cJSON_Delete(data);
 }
 
-static void call_done(const wrk_http_resp_t *resp, void *arg)
+static void call_done_in(const wrk_http_resp_t *resp, void *arg)
 {
     mcp_call_t *c = arg;
     mcp_up_t *up = c->up;
@@ -321,6 +321,16 @@ static void call_done(const wrk_http_resp_t *resp, void *arg)
     cJSON_DetachItemViaPointer(r, result);
     cJSON_Delete(r);
     call_end(c, result);
+}
+
+/* The upstream's answer to the call, logged in the job's trace. */
+static void call_done(const wrk_http_resp_t *resp, void *arg)
+{
+    const mcp_call_t *c = arg;
+    log_ctx_t saved;
+    wrk_job_log_enter(c->job, &saved);
+    call_done_in(resp, arg);
+    wrk_job_log_leave(&saved);
 }
 
 static void call_send(mcp_call_t *c)

@@ -15,6 +15,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +54,7 @@ struct wrk_worker {
     /* Shutdown. */
     int stopping, aborted, exit_code;
     int64_t stop_at, abort_until;
+    pthread_t loop_thread; /* the thread that runs the loop and owns the table */
 };
 
 /* ---- the table of jobs in flight ---- */
@@ -71,6 +73,21 @@ static wrk_job_t *table_find(wrk_worker_t *w, const char *id)
         if (strcmp(j->env.job_id, id) == 0)
             return j;
     return NULL;
+}
+
+/* The log resolver (log.h): a line naming a job in flight here carries that job's trace,
+ * whichever callback logged it. The table belongs to the loop thread: others get nothing. */
+static int trace_of_job(const char *job_id, log_ctx_t *out, void *arg)
+{
+    wrk_worker_t *w = arg;
+    if (!pthread_equal(pthread_self(), w->loop_thread) || !w->buckets)
+        return 0;
+    const wrk_job_t *job = table_find(w, job_id);
+    if (!job || !job->trace.trace_id[0])
+        return 0;
+    snprintf(out->trace_id, sizeof(out->trace_id), "%s", job->trace.trace_id);
+    snprintf(out->span_id, sizeof(out->span_id), "%s", job->trace.span_id);
+    return 1;
 }
 
 static void table_grow(wrk_worker_t *w)
@@ -299,7 +316,7 @@ static void task_claim(wrk_worker_t *w)
         if (wrk_tasks_claim(w->tasks, &env, &len, &begin, &attempt) <= 0)
             return;
         wrk_job_t *job = wrk_job_new(&w->rt);
-        if (!job || wrk_job_parse(job, env, len, errstr, sizeof(errstr)) < 0 ||
+        if (!job || wrk_job_parse(job, env, len, NULL, errstr, sizeof(errstr)) < 0 ||
             table_find(w, job->env.job_id)) {
             /* Unreadable or already here: its lease runs out and the reaper decides. */
             log_event(LOG_ERROR, "claimed task cannot run here", "error",
@@ -316,8 +333,11 @@ static void task_claim(wrk_worker_t *w)
         job->nstreams = 0; /* nobody waits live on a task's job */
         char att[24];
         snprintf(att, sizeof(att), "%ld", attempt);
+        log_ctx_t saved;
+        wrk_job_log_enter(job, &saved);
         log_event(LOG_INFO, "task started", "task_id", job->env.job_id, "tool", job->env.tool,
                   "tenant", job->env.tenant, "attempt", att, (char *)NULL);
+        wrk_job_log_leave(&saved);
         table_add(w, job);
         w->ntasks++;
         job->state = WRK_JOB_RUNNING;
@@ -501,10 +521,28 @@ static void on_agent_reply(const char *message_id, void *arg)
 
 /* ---- records ---- */
 
+/* The record's traceparent header into buf (NULL when absent or too long to be one). */
+static const char *record_traceparent(const rd_kafka_message_t *msg, char *buf, size_t size)
+{
+    rd_kafka_headers_t *hdrs = NULL;
+    const void *v = NULL;
+    size_t n = 0;
+    if (rd_kafka_message_headers(msg, &hdrs) != RD_KAFKA_RESP_ERR_NO_ERROR ||
+        rd_kafka_header_get_last(hdrs, "traceparent", &v, &n) != RD_KAFKA_RESP_ERR_NO_ERROR || !v ||
+        n >= size)
+        return NULL;
+    memcpy(buf, v, n);
+    buf[n] = '\0';
+    return buf;
+}
+
+static void record_run(wrk_worker_t *w, wrk_job_t *job, wrk_offnode_t *node, int rc,
+                       const char *errstr, const char *part, const char *off);
+
 static void on_record(const rd_kafka_message_t *msg, wrk_offnode_t *node, void *arg)
 {
     wrk_worker_t *w = arg;
-    char part[16], off[24], errstr[256];
+    char part[16], off[24], errstr[256], tp[TRACE_PARENT_LEN + 8];
     snprintf(part, sizeof(part), "%d", (int)msg->partition);
     snprintf(off, sizeof(off), "%lld", (long long)msg->offset);
     if (!node) {
@@ -523,7 +561,18 @@ static void on_record(const rd_kafka_message_t *msg, wrk_offnode_t *node, void *
     }
     job->partition = msg->partition;
     job->offset = msg->offset;
-    int rc = wrk_job_parse(job, msg->payload, msg->len, errstr, sizeof(errstr));
+    int rc = wrk_job_parse(job, msg->payload, msg->len, record_traceparent(msg, tp, sizeof(tp)),
+                           errstr, sizeof(errstr));
+    log_ctx_t saved;
+    wrk_job_log_enter(job, &saved); /* the job may be freed in record_run: saved is a copy */
+    record_run(w, job, node, rc, errstr, part, off);
+    wrk_job_log_leave(&saved);
+}
+
+/* The rest of on_record, in the job's trace: run the parsed job, or answer why it cannot. */
+static void record_run(wrk_worker_t *w, wrk_job_t *job, wrk_offnode_t *node, int rc,
+                       const char *errstr, const char *part, const char *off)
+{
     if (rc < 0) {
         log_event(LOG_WARN, "malformed job record (it can never run)", "partition", part, "offset",
                   off, "job_id", job->env.job_id, "error", errstr, (char *)NULL);
@@ -710,6 +759,9 @@ wrk_worker_t *wrk_worker_new(const mcpq_settings_t *s, char *errstr, size_t errs
     make_worker_id(w);
     w->nbuckets = 1024;
     w->buckets = calloc(w->nbuckets, sizeof(*w->buckets));
+    /* Before any thread starts (log.h); wrk_worker_run names the loop thread again. */
+    w->loop_thread = pthread_self();
+    log_trace_resolver_set(trace_of_job, w);
     w->loop = wrk_loop_new();
     w->http = w->loop ? wrk_http_new(w->loop, (size_t)s->max_output_bytes) : NULL;
     w->mcp = w->http ? wrk_mcp_new(w->http) : NULL;
@@ -815,6 +867,7 @@ int wrk_worker_run(wrk_worker_t *w)
               "group", w->s->group_id, "robot_id", w->s->robot_id, "max_inflight_jobs", maxs,
               (char *)NULL);
     int store_more = 0;
+    w->loop_thread = pthread_self();
     for (;;) {
         int wait = (store_more || (w->kafka_more && !w->stopping)) ? 0 : -1;
         if (w->stopping && wait < 0)
@@ -858,6 +911,7 @@ void wrk_worker_free(wrk_worker_t *w)
     if (w->buckets && w->rt.executing == 0)
         table_each(w, free_job);
     wrk_consumer_free(w->consumer);
+    log_trace_resolver_set(NULL, NULL); /* its librdkafka threads are gone */
     if (w->loop) {
         wrk_timer_stop(w->loop, &w->tick);
         wrk_timer_stop(w->loop, &w->cancel_tick);
