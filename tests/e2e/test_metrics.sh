@@ -8,7 +8,8 @@
 #   - the workers' mcpq_worker_jobs_total{executor="builtin"} grew by the jobs that reached
 #     them (ok and tool_error), mcpq_worker_running_jobs is 0, and
 #     mcpq_worker_kafka_consumer_lag has one series per partition assigned to a worker;
-#   - worker /healthz and /readyz answer 200;
+#   - worker /healthz and /readyz answer 200, and a worker draining running jobs after
+#     SIGTERM answers /readyz 503 with "stopping":true;
 #   - deploy/grafana/mcpq-dashboard.json is valid JSON whose every panel query parses as PromQL
 #     (`promtool check rules` on them as recording rules), and every metric named by the
 #     dashboard or by deploy/kubernetes/base/prometheusrule.yaml is in the scrapes.
@@ -136,3 +137,27 @@ out=$(python3 "$REPO/scripts/check-metrics-refs.py" --metrics "$TMP/ingress.prom
     --refs "$REPO/deploy/kubernetes/base/prometheusrule.yaml" 2>&1) || fail "$out"
 out=$(promtool check rules "$TMP/dashboard-rules.json" 2>&1) || fail "dashboard queries: $out"
 echo "ok - dashboard: valid JSON, $(grep -c '"record"' "$TMP/dashboard-rules.json") queries parse as PromQL, every metric it and the alert rules name exists"
+
+STEP="a stopping worker is not ready"
+# Sleep calls keep a worker busy; SIGTERM makes it finish them (MCPQ_SHUTDOWN_GRACE_MS) while
+# /readyz answers 503 and mcpq_worker_stopping is 1.
+curls=()
+for i in $(seq 1 8); do
+    (rpc_call sleep '{"ms":3000}' >"$TMP/sleep-$i.out" 2>&1 || true) &
+    curls+=($!)
+done
+busy() { scrape "$W0" "$TMP/w0-busy.prom" && [ "$(value "$TMP/w0-busy.prom" mcpq_worker_running_jobs)" -gt 0 ]; }
+if wait_for 5 busy; then
+    kill -TERM "$(cat "$TMP/state/worker-0.pid")"
+    stopping() {
+        body=$(curl -s --max-time 1 -w ' %{http_code}' "$W0/readyz") || return 1
+        [[ $body == *'"stopping":true'*' 503' ]]
+    }
+    wait_for 3 stopping || fail "worker-0 /readyz after SIGTERM: $body"
+    scrape "$W0" "$TMP/w0-stop.prom"
+    [ "$(value "$TMP/w0-stop.prom" mcpq_worker_stopping)" = 1 ] || fail "mcpq_worker_stopping is not 1"
+    echo "ok - a worker draining after SIGTERM answers /readyz 503 {\"stopping\":true}"
+else
+    echo "ok - skipped the SIGTERM check: no sleep job landed on worker-0"
+fi
+wait "${curls[@]}"
