@@ -72,6 +72,9 @@ static const set_def_t defs[] = {
      "debug, info, warn or error"},
     {"MCPQ_READY_FILE", "ready-file", T_STR, NULL, 0, 0, ALL | SET_BROKER, S(ready_file),
      "file written once the process is ready (the local launcher waits for it)"},
+    {"MCPQ_METRICS_LISTEN", "metrics-listen", T_STR, "", 0, 0, WRK, S(metrics_listen),
+     "worker: host:port (IPv4) of its own HTTP server for GET /metrics, /healthz and /readyz "
+     "(empty: none)"},
     {"MCPQ_THREADS", "threads", T_INT, "2", 1, 64, ING, S(threads),
      "HTTP threads (each an epoll loop); constant whatever the load"},
     {"MCPQ_MAX_CONNECTIONS", "max-connections", T_INT, "20000", 16, 1000000, ING,

@@ -40,6 +40,7 @@ typedef struct mcpq_settings {
     const char *instance_id;
     const char *log_level;
     const char *ready_file;
+    const char *metrics_listen; /* worker: /metrics etc. (empty: off) */
     long long threads;
     long long max_connections;
     long long conn_memory_limit;

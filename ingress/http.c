@@ -186,11 +186,13 @@ static enum MHD_Result route(ing_req_t *req, const char *url, const char *method
     if (strcmp(url, "/metrics") == 0 && is_get) {
         util_buf_t b;
         util_buf_init(&b, (size_t)4 << 20);
-        ing_metrics_render(ctx->metrics, &b, ing_pending_count(ctx->pending),
-                           mq_producer_up(ctx->producer), ing_pending_healthy(ctx->pending));
-        ing_resp_t resp = {.status = 200,
-                           .body = b.data ? b.data : strdup(""),
-                           .content_type = "text/plain; version=0.0.4; charset=utf-8"};
+        ing_metrics_now_t now = {.inflight = ing_pending_count(ctx->pending),
+                                 .listeners = ctx->listen ? ing_listen_count(ctx->listen) : 0,
+                                 .kafka_up = mq_producer_up(ctx->producer),
+                                 .redis_up = ing_pending_healthy(ctx->pending)};
+        ing_metrics_render(ctx->metrics, &b, &now);
+        ing_resp_t resp = {
+            .status = 200, .body = b.data ? b.data : strdup(""), .content_type = PROM_CONTENT_TYPE};
         return send_resp(req, &resp);
     }
     if (strncmp(url, "/v1/files/", 10) == 0) { /* files (files.h, SPEC section 10) */

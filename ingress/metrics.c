@@ -29,12 +29,26 @@ struct ing_metrics {
     atomic_ullong calls[ING_CALL_COUNT];
     atomic_ullong published_ok, published_failed;
     atomic_ullong wh[ING_WH_COUNT];
-    atomic_ullong wh_us; /* time spent in webhook attempts */
+    atomic_ullong wh_us;            /* time spent in webhook attempts */
+    atomic_llong wh_queued, wh_due; /* -1 until the dispatcher looked */
+    int64_t start_ms;
 };
 
 ing_metrics_t *ing_metrics_new(void)
 {
-    return calloc(1, sizeof(ing_metrics_t)); /* all-zero atomics are valid */
+    ing_metrics_t *m = calloc(1, sizeof(ing_metrics_t)); /* all-zero atomics are valid */
+    if (!m)
+        return NULL;
+    atomic_store(&m->wh_queued, -1);
+    atomic_store(&m->wh_due, -1);
+    m->start_ms = util_now_ms();
+    return m;
+}
+
+void ing_metrics_webhook_queue(ing_metrics_t *m, long long queued, long long due)
+{
+    atomic_store(&m->wh_queued, queued);
+    atomic_store(&m->wh_due, due);
 }
 
 void ing_metrics_free(ing_metrics_t *m)
@@ -104,8 +118,7 @@ static int line(util_buf_t *out, const char *fmt, ...)
     return util_buf_append(out, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
 }
 
-int ing_metrics_render(ing_metrics_t *m, util_buf_t *out, size_t inflight, int kafka_up,
-                       int redis_up)
+int ing_metrics_render(ing_metrics_t *m, util_buf_t *out, const ing_metrics_now_t *now)
 {
     line(out, "# HELP mcpq_http_requests_total HTTP requests by MCP method and status.\n");
     line(out, "# TYPE mcpq_http_requests_total counter\n");
@@ -164,10 +177,23 @@ int ing_metrics_render(ing_metrics_t *m, util_buf_t *out, size_t inflight, int k
     line(out, "mcpq_webhook_attempt_seconds_total %.6f\n", (double)atomic_load(&m->wh_us) / 1e6);
     line(out, "# HELP mcpq_inflight_calls tools/call requests waiting for a result.\n");
     line(out, "# TYPE mcpq_inflight_calls gauge\n");
-    line(out, "mcpq_inflight_calls %zu\n", inflight);
+    line(out, "mcpq_inflight_calls %zu\n", now->inflight);
+    prom_head(out, "mcpq_notification_streams", "gauge",
+              "Open notification streams (GET /mcp streams and subscriptions/listen).");
+    prom_line(out, "mcpq_notification_streams %zu\n", now->listeners);
+    long long queued = atomic_load(&m->wh_queued), due = atomic_load(&m->wh_due);
+    if (queued >= 0) { /* left out until the dispatcher has looked once */
+        prom_head(out, "mcpq_webhook_queue_deliveries", "gauge",
+                  "Webhook deliveries waiting for an attempt (first or retry), fleet-wide, as "
+                  "this ingress's dispatcher last saw them.");
+        prom_line(out, "mcpq_webhook_queue_deliveries %lld\n", queued);
+        prom_head(out, "mcpq_webhook_queue_due_deliveries", "gauge",
+                  "Of those, deliveries whose attempt is due now (the dispatchers' backlog).");
+        prom_line(out, "mcpq_webhook_queue_due_deliveries %lld\n", due);
+    }
     line(out, "# HELP mcpq_dependency_up 1 while the dependency is reachable.\n");
     line(out, "# TYPE mcpq_dependency_up gauge\n");
-    line(out, "mcpq_dependency_up{dependency=\"kafka\"} %d\n", kafka_up);
-    line(out, "mcpq_dependency_up{dependency=\"redis\"} %d\n", redis_up);
-    return 0;
+    line(out, "mcpq_dependency_up{dependency=\"kafka\"} %d\n", now->kafka_up);
+    line(out, "mcpq_dependency_up{dependency=\"redis\"} %d\n", now->redis_up);
+    return prom_process(out, "ingress", m->start_ms);
 }

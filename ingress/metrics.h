@@ -1,12 +1,14 @@
 /*
  * metrics.h - the ingress's Prometheus metrics (SPEC section 11): requests by MCP method and
  * HTTP status, request latency histograms, in-flight calls, published jobs and their
- * failures, tool call outcomes, webhook delivery attempts by outcome. Counters are lock-free
- * atomics; every function is thread-safe. ing_metrics_render() writes the text exposition format.
+ * failures, tool call outcomes, webhook delivery attempts by outcome, open notification streams,
+ * the webhook queue, build info and start time. Counters are lock-free atomics; every function is
+ * thread-safe. ing_metrics_render() writes the text exposition format.
  */
 #ifndef MCPQ_ING_METRICS_H
 #define MCPQ_ING_METRICS_H
 
+#include "promtext.h"
 #include "util.h"
 
 #include <stddef.h>
@@ -56,8 +58,20 @@ void ing_metrics_published(ing_metrics_t *m, int ok);
 /* One webhook HTTP attempt and how long it took. */
 void ing_metrics_webhook(ing_metrics_t *m, ing_wh_outcome_t outcome, int64_t duration_ms);
 
-/* Appends the exposition text; inflight is the current number of waiting calls. */
-int ing_metrics_render(ing_metrics_t *m, util_buf_t *out, size_t inflight, int kafka_up,
-                       int redis_up);
+/* The webhook queue as the dispatcher last saw it (ingress/webhook.c, every
+ * ING_METRICS_WH_QUEUE_MS on its own thread, never at scrape time): deliveries waiting in
+ * mcpq:wh:due, and how many of them are due now. */
+void ing_metrics_webhook_queue(ing_metrics_t *m, long long queued, long long due);
+#define ING_METRICS_WH_QUEUE_MS 5000
+
+/* What the ingress is doing now, read at scrape time. */
+typedef struct ing_metrics_now {
+    size_t inflight;  /* tools/call requests waiting for a result */
+    size_t listeners; /* open notification streams (listen.h) */
+    int kafka_up, redis_up;
+} ing_metrics_now_t;
+
+/* Appends the exposition text. */
+int ing_metrics_render(ing_metrics_t *m, util_buf_t *out, const ing_metrics_now_t *now);
 
 #endif

@@ -532,15 +532,37 @@ static void reap(ing_wh_t *wh)
     }
 }
 
+/* The queue's depth for /metrics (metrics.h): ZCARD and ZCOUNT of mcpq:wh:due, here on the
+ * dispatcher's thread every ING_METRICS_WH_QUEUE_MS, so a scrape never waits on Redis. */
+static void queue_depth(ing_wh_t *wh)
+{
+    char err[256], upto[24];
+    snprintf(upto, sizeof(upto), "%lld", (long long)util_now_ms());
+    redisReply *all = kv_pool_command(wh->ctx->kv, err, sizeof(err), "ZCARD " WHQ_DUE_KEY);
+    redisReply *due =
+        all ? kv_pool_command(wh->ctx->kv, err, sizeof(err), "ZCOUNT " WHQ_DUE_KEY " -inf %s", upto)
+            : NULL;
+    if (all && due && all->type == REDIS_REPLY_INTEGER && due->type == REDIS_REPLY_INTEGER)
+        ing_metrics_webhook_queue(wh->ctx->metrics, all->integer, due->integer);
+    if (all)
+        freeReplyObject(all);
+    if (due)
+        freeReplyObject(due);
+}
+
 static void *wh_thread(void *arg)
 {
     ing_wh_t *wh = arg;
-    int64_t next_claim = 0;
+    int64_t next_claim = 0, next_depth = 0;
     for (;;) {
         int quiescing = atomic_load(&wh->quiescing);
         int64_t now = util_mono_ms();
         if (quiescing && (wh->inflight == 0 || now >= atomic_load(&wh->drain_until)))
             break;
+        if (!quiescing && now >= next_depth && wh->ctx->metrics) {
+            queue_depth(wh);
+            next_depth = now + ING_METRICS_WH_QUEUE_MS;
+        }
         if (!quiescing && now >= next_claim && wh->inflight < wh->max_inflight) {
             int want = wh->max_inflight - wh->inflight;
             int got = claim(wh, want);

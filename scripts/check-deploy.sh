@@ -17,6 +17,7 @@
 #    then starts each mcpq container's real binary on its rendered settings and config file
 #    (Kafka and Redis pointed at a closed loopback port): the binaries reject a bad MCPQ_*
 #    value or config file at start-up, before they connect to anything;
+#    every PrometheusRule's rule groups go through `promtool check rules`;
 # 3. runs scripts/check-images.sh BUILD_DIR (the Dockerfile against ldd and dpkg).
 #
 # A missing tool is a failure, never a skip. Renders are kept in BUILD_DIR/deploy-render/.
@@ -75,6 +76,9 @@ start_check() { # run_dir label
     while IFS= read -r line; do
         case ${line%%=*} in
         MCPQ_KAFKA_BROKERS | MCPQ_REDIS_URL | MCPQ_LISTEN | MCPQ_FILES_DIR | MCPQ_CONFIG | MCPQ_READY_FILE) ;;
+        # The worker's metrics server: any free loopback port (its format is checked by
+        # validate.mjs; the binary refuses a malformed one at start-up all the same).
+        MCPQ_METRICS_LISTEN) env+=(MCPQ_METRICS_LISTEN=127.0.0.1:0) ;;
         *) env+=("$line") ;;
         esac
     done <"$dir/env"
@@ -131,6 +135,39 @@ check() {
         start_check "${run%/}" "$name: $(basename "$run")" || rc=1
     done
     result "$rc" "$name: the binaries accept the settings and the config file"
+    check_rules "$name"
+}
+
+# The alert rules of every PrometheusRule in a render, through `promtool check rules` (PromQL
+# syntax, templates, durations). promtool comes with Debian's prometheus package, which
+# scripts/deps.sh installs; outside CI a missing promtool skips this check with a note.
+check_rules() { # name
+    local name=$1 rc=0 f
+    grep -q '^kind: PrometheusRule' "$OUT/$name.yaml" || return 0
+    if ! command -v promtool >/dev/null; then
+        if [ "${CI:-}" = true ]; then
+            result 1 "$name: promtool check rules (promtool is missing; scripts/deps.sh installs Debian's prometheus)"
+        else
+            echo "     $name: promtool check rules skipped: no promtool (scripts/deps.sh installs it)"
+        fi
+        return 0
+    fi
+    rm -rf "${OUT:?}/$name.rules"
+    mkdir -p "$OUT/$name.rules"
+    (cd "$TOOLS" && node --input-type=module -e '
+        import fs from "node:fs";
+        import YAML from "yaml";
+        const [render, dir] = process.argv.slice(1);
+        for (const d of YAML.parseAllDocuments(fs.readFileSync(render, "utf8"))) {
+            const o = d.toJS();
+            if (o?.kind === "PrometheusRule")
+                fs.writeFileSync(`${dir}/${o.metadata.name}.json`, JSON.stringify({ groups: o.spec?.groups ?? [] }));
+        }' "$OUT/$name.yaml" "$OUT/$name.rules") || rc=1
+    for f in "$OUT/$name.rules"/*.json; do
+        [ -f "$f" ] || continue
+        promtool check rules "$f" >"$f.out" 2>&1 || { rc=1; sed 's/^/     /' "$f.out"; }
+    done
+    result "$rc" "$name: promtool check rules ($(ls "$OUT/$name.rules"/*.json 2>/dev/null | wc -l) PrometheusRule)"
 }
 
 # The base alone has no Secret (each overlay brings or names its own) and untagged images.

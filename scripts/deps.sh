@@ -9,6 +9,7 @@ PKGS=(
   redis-server curl ca-certificates openssl
   nodejs npm python3
   kubernetes-client
+  prometheus
 )
 
 missing=()
@@ -22,6 +23,10 @@ for p in "${PKGS[@]}"; do
       # is 1.20 (kustomize v2.0.3); a newer kubectl on PATH (e.g. the image's own) does too,
       # and installing Debian's over it would clash on /usr/bin/kubectl.
       kubernetes-client) command -v kubectl >/dev/null && continue ;;
+      # Only for promtool (tests/e2e/test_metrics.sh, scripts/check-deploy.sh: `promtool check
+      # metrics` and `check rules`); any promtool on PATH will do. The package (~96 MB) also
+      # brings a Prometheus server, which is never started (see policy-rc.d below).
+      prometheus) command -v promtool >/dev/null && continue ;;
     esac
     missing+=("$p")
   fi
@@ -37,6 +42,18 @@ if [ "$(id -u)" != 0 ]; then
   SUDO=sudo
 fi
 export DEBIAN_FRONTEND=noninteractive
+# Packages that ship a service (prometheus) must not start it: a policy-rc.d that says
+# "forbidden" (exit 101) stops invoke-rc.d and deb-systemd-invoke, with or without systemd.
+# Docker images usually have one already; otherwise one is in place for this install only.
+POLICY=/usr/sbin/policy-rc.d
+own_policy=0
+if [ ! -e "$POLICY" ]; then
+  printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$POLICY" >/dev/null
+  $SUDO chmod 755 "$POLICY"
+  own_policy=1
+fi
+drop_policy() { if [ "$own_policy" = 1 ]; then $SUDO rm -f "$POLICY"; fi; }
+trap drop_policy EXIT
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 echo "deps: done" >&2

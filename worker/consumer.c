@@ -3,6 +3,7 @@
 #include "err.h"
 #include "log.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -21,6 +22,9 @@ struct wrk_consumer {
     int paused;
     int closed;
     int fatal;
+    int up; /* wrk_consumer_up() */
+    wrk_lag_fn on_lag;
+    void *lag_arg;
     wrk_record_fn on_record;
     wrk_assign_fn on_assign;
     void *arg;
@@ -45,8 +49,11 @@ static void consumer_error_cb(rd_kafka_t *rk, int err, const char *reason, void 
         log_event(LOG_ERROR, "kafka fatal error: the worker must stop", "error",
                   rd_kafka_err2name(orig), "reason", why, (char *)NULL);
         c->fatal = 1;
+        c->up = 0;
         return;
     }
+    if (err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN)
+        c->up = 0;
     log_event(err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN ? LOG_ERROR : LOG_WARN, "kafka error",
               "error", rd_kafka_err2name((rd_kafka_resp_err_t)err), "reason", reason, (char *)NULL);
 }
@@ -128,6 +135,7 @@ static void consumer_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             log_msgf(LOG_ERROR, "rd_kafka_assign: %s", rd_kafka_err2str(aerr));
         if (c->paused)
             set_pause(c, parts, 1);
+        c->up = 1;
         log_event(LOG_INFO, "partitions assigned", "partitions", which, (char *)NULL);
         if (c->on_assign)
             c->on_assign(parts->cnt, c->arg);
@@ -144,6 +152,90 @@ static void consumer_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     else
         log_event(LOG_WARN, "rebalance error: assignment dropped", "error", rd_kafka_err2name(err),
                   (char *)NULL);
+}
+
+/*
+ * Consumer lag from librdkafka's statistics (statistics.interval.ms), rather than from
+ * rd_kafka_position() + rd_kafka_get_watermark_offsets(): both of those are thread-safe and
+ * non-blocking in 2.0.2, but the position is RD_KAFKA_OFFSET_INVALID on every partition no
+ * record was consumed from since it was assigned, so an idle partition (or one that is
+ * behind but paused) would have no lag at all; and rd_kafka_committed() would fill the gap
+ * only with a blocking broker round trip. The statistics carry, per partition, the high
+ * watermark, the application's position (app_offset), the committed offset and the
+ * fetcher's next offset, gathered by librdkafka's own thread without any request. The
+ * callback is served through the main queue, which rd_kafka_poll_set_consumer() forwards to
+ * the consumer queue: it runs on the loop thread inside rd_kafka_consumer_poll(), like the
+ * rebalance callback, so it may read the tracked assignment. Cost: one cJSON parse of a few
+ * KiB every WRK_CONSUMER_STATS_MS.
+ *
+ * lag = hi_offset - position, position being app_offset (the offset after the last record
+ * handed to the worker), else the committed offset (where consuming resumes), else
+ * next_offset (auto.offset.reset=earliest: the log start). Partitions with neither a high
+ * watermark nor a position yet are left out rather than reported as 0.
+ */
+static int64_t stats_offset(const cJSON *part, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(part, name);
+    return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : -1;
+}
+
+static int stats_brokers_up(const cJSON *root)
+{
+    const cJSON *brokers = cJSON_GetObjectItemCaseSensitive(root, "brokers"), *b;
+    cJSON_ArrayForEach(b, brokers)
+    {
+        const char *source = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(b, "source"));
+        const char *state = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(b, "state"));
+        if (source && (strcmp(source, "internal") == 0 || strcmp(source, "logical") == 0))
+            continue;
+        if (state && strcmp(state, "UP") == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static int consumer_stats_cb(rd_kafka_t *rk, char *json, size_t json_len, void *opaque)
+{
+    wrk_consumer_t *c = opaque;
+    (void)rk;
+    cJSON *root = cJSON_ParseWithLength(json, json_len);
+    if (!root)
+        return 0; /* librdkafka frees json */
+    if (!c->fatal)
+        c->up = stats_brokers_up(root);
+    const cJSON *parts = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "topics"),
+                                         c->topic),
+        "partitions");
+    int32_t *ids = c->nparts > 0 ? malloc((size_t)c->nparts * sizeof(*ids)) : NULL;
+    int64_t *lags = c->nparts > 0 ? malloc((size_t)c->nparts * sizeof(*lags)) : NULL;
+    size_t n = 0;
+    const cJSON *p;
+    cJSON_ArrayForEach(p, parts)
+    {
+        if (!ids || !lags)
+            break;
+        int64_t id = stats_offset(p, "partition");
+        if (id < 0 || id >= c->nparts || !c->parts[id])
+            continue; /* the unassigned pseudo-partition -1, or not ours */
+        int64_t hi = stats_offset(p, "hi_offset");
+        int64_t pos = stats_offset(p, "app_offset");
+        if (pos < 0)
+            pos = stats_offset(p, "committed_offset");
+        if (pos < 0)
+            pos = stats_offset(p, "next_offset");
+        if (hi < 0 || pos < 0)
+            continue;
+        ids[n] = (int32_t)id;
+        lags[n] = hi > pos ? hi - pos : 0;
+        n++;
+    }
+    if (c->on_lag)
+        c->on_lag(c->topic, ids, lags, n, c->lag_arg);
+    free(ids);
+    free(lags);
+    cJSON_Delete(root);
+    return 0;
 }
 
 static int conf_set(rd_kafka_conf_t *conf, const char *k, const char *v, char *errstr,
@@ -201,6 +293,13 @@ wrk_consumer_t *wrk_consumer_new(const mcpq_settings_t *s, const char *worker_id
     rd_kafka_conf_set_log_cb(conf, consumer_log_cb);
     rd_kafka_conf_set_error_cb(conf, consumer_error_cb);
     rd_kafka_conf_set_rebalance_cb(conf, consumer_rebalance_cb);
+    if (s->metrics_listen && *s->metrics_listen) {
+        char every[24];
+        snprintf(every, sizeof(every), "%d", WRK_CONSUMER_STATS_MS);
+        if (conf_set(conf, "statistics.interval.ms", every, errstr, errstr_size) < 0)
+            goto fail;
+        rd_kafka_conf_set_stats_cb(conf, consumer_stats_cb);
+    }
     rd_kafka_conf_set_opaque(conf, c);
 
     c->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, errstr_size);
@@ -324,6 +423,25 @@ void wrk_consumer_close(wrk_consumer_t *c)
 int wrk_consumer_fatal(const wrk_consumer_t *c)
 {
     return c->fatal;
+}
+
+void wrk_consumer_on_lag(wrk_consumer_t *c, wrk_lag_fn on_lag, void *arg)
+{
+    c->on_lag = on_lag;
+    c->lag_arg = arg;
+}
+
+int wrk_consumer_up(const wrk_consumer_t *c)
+{
+    return c->up && !c->fatal && !c->closed;
+}
+
+int wrk_consumer_assigned(const wrk_consumer_t *c)
+{
+    int n = 0;
+    for (int i = 0; i < c->nparts; i++)
+        n += c->parts[i] != NULL;
+    return n;
 }
 
 size_t wrk_consumer_tracked(const wrk_consumer_t *c)

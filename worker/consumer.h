@@ -28,14 +28,22 @@
 
 #include <librdkafka/rdkafka.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct wrk_consumer wrk_consumer_t;
+
+#define WRK_CONSUMER_STATS_MS 2000
 
 /* A record (never an error event); node is NULL when the partition is not tracked (the
  * record must then be ignored). msg is valid during the call only. */
 typedef void (*wrk_record_fn)(const rd_kafka_message_t *msg, wrk_offnode_t *node, void *arg);
 /* After every assignment (count may be 0). */
 typedef void (*wrk_assign_fn)(int count, void *arg);
+
+/* The lag of the assigned partitions (records behind the high watermark), from librdkafka's
+ * statistics; partitions whose offsets are not known yet are left out. */
+typedef void (*wrk_lag_fn)(const char *topic, const int32_t *partitions, const int64_t *lags,
+                           size_t n, void *arg);
 
 /* Creates the consumer and subscribes. static_member: use worker_id as group.instance.id.
  * NULL with errstr filled on a configuration error. */
@@ -66,6 +74,18 @@ void wrk_consumer_close(wrk_consumer_t *c);
 
 /* 1 after librdkafka raised a fatal error (e.g. this static member was fenced). */
 int wrk_consumer_fatal(const wrk_consumer_t *c);
+
+/* Where the lag goes: on_lag runs on the loop thread (from wrk_consumer_poll) every
+ * WRK_CONSUMER_STATS_MS when the consumer was created with MCPQ_METRICS_LISTEN set. */
+void wrk_consumer_on_lag(wrk_consumer_t *c, wrk_lag_fn on_lag, void *arg);
+
+/* 1 while the consumer reaches Kafka: set once partitions are assigned, cleared when every
+ * broker is down or on a fatal error, and then following the brokers' state in the
+ * statistics. */
+int wrk_consumer_up(const wrk_consumer_t *c);
+
+/* Partitions assigned now. */
+int wrk_consumer_assigned(const wrk_consumer_t *c);
 
 /* Records handed out and not yet finished, over all tracked partitions. */
 size_t wrk_consumer_tracked(const wrk_consumer_t *c);

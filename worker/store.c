@@ -49,6 +49,7 @@ struct wrk_store {
     size_t ncmds, cmds_cap;
     const char *expire_streams[STORE_EXPIRE_SLOTS];
     size_t nexpire;
+    unsigned long long written, retried; /* wrk_store_counts() */
 };
 
 wrk_store_t *wrk_store_new(const char *url, int timeout_ms, long long result_ttl_s)
@@ -575,6 +576,8 @@ int wrk_store_flush(wrk_store_t *st)
             *dtail = r;
             dtail = &r->next;
         } else {
+            if (r->op == WRK_STORE_WRITE || r->op == WRK_STORE_REPLY || r->op == WRK_STORE_CANCEL)
+                st->retried++;
             if (r->op == WRK_STORE_CHECK || r->op == WRK_STORE_PROBE) {
                 free(r->durable);
                 r->durable = NULL;
@@ -593,6 +596,8 @@ int wrk_store_flush(wrk_store_t *st)
         size_t dlen = r->durable_len;
         r->durable = NULL;
         r->phase = 0;
+        if (r->op == WRK_STORE_WRITE)
+            st->written++;
         if (r->op == WRK_STORE_CHECK || r->op == WRK_STORE_PROBE)
             r->done(r, durable, durable ? dlen : 0, r->arg);
         else if (durable)
@@ -602,4 +607,11 @@ int wrk_store_flush(wrk_store_t *st)
         free(durable);
     }
     return (st->head || st->notes) && st->ctx && util_mono_ms() >= st->retry_at;
+}
+
+void wrk_store_counts(const wrk_store_t *st, unsigned long long *written,
+                      unsigned long long *retried)
+{
+    *written = st->written;
+    *retried = st->retried;
 }

@@ -102,4 +102,9 @@ size_t wrk_store_pending(const wrk_store_t *st);
 /* 1 while the last attempt to reach Redis succeeded. */
 int wrk_store_up(const wrk_store_t *st);
 
+/* Since the store was made: WRITE requests done (result records durable), and write
+ * requests (WRITE, REPLY, CANCEL) that did not go through and were queued again. */
+void wrk_store_counts(const wrk_store_t *st, unsigned long long *written,
+                      unsigned long long *retried);
+
 #endif

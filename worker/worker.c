@@ -9,6 +9,7 @@
 #include "log.h"
 #include "loop.h"
 #include "mcp.h"
+#include "metrics.h"
 #include "record.h"
 #include "store.h"
 #include "tasks.h"
@@ -41,8 +42,9 @@ struct wrk_worker {
     wrk_consumer_t *consumer;
     wrk_cancelsub_t *cancelsub;
     wrk_tasks_t *tasks;
-    size_t ntasks;       /* claimed tasks in the table */
-    wrk_job_t *handoffs; /* task records whose hand-off to Redis failed: retried */
+    wrk_metrics_t *metrics; /* counters, and the /metrics server (metrics.h) */
+    size_t ntasks;          /* claimed tasks in the table */
+    wrk_job_t *handoffs;    /* task records whose hand-off to Redis failed: retried */
     wrk_io_t *kafka_io, *signal_io;
     int sigfd;
     wrk_timer_t tick, cancel_tick;
@@ -147,6 +149,8 @@ static void table_each(wrk_worker_t *w, void (*fn)(wrk_worker_t *, wrk_job_t *))
 /* The job is over here: its records are finished (result durable) or abandoned. */
 static void job_release(wrk_worker_t *w, wrk_job_t *job, int durable)
 {
+    if (!durable)
+        wrk_metrics_released(w->metrics);
     for (size_t i = 0; i < job->nnodes; i++) {
         if (durable)
             wrk_offnode_done(job->nodes[i]);
@@ -283,8 +287,10 @@ static int task_end(wrk_worker_t *w, wrk_job_t *job)
  * shutdown goes back to waiting at once (or, with Redis down, when its lease runs out). */
 static void task_finished(wrk_worker_t *w, wrk_job_t *job)
 {
-    if (!job->cancelled && !job->record)
+    if (!job->cancelled && !job->record) {
         wrk_tasks_handback(w->tasks, job->env.job_id);
+        wrk_metrics_released(w->metrics);
+    }
     if (job->cancelled || !job->record || task_end(w, job)) {
         job->task_pending = 0;
         task_release(w, job);
@@ -408,11 +414,36 @@ static void task_second(wrk_worker_t *w)
     wrk_tasks_reap(w->tasks);
 }
 
+/* A job ended here: its outcome and run time for the metrics (an aborted job, without a
+ * record, is counted as released when it is let go). */
+static void job_count(wrk_worker_t *w, const wrk_job_t *job)
+{
+    wrk_outcome_t out;
+    if (job->cancelled)
+        out = WRK_OUT_CANCELLED;
+    else if (!job->record)
+        return;
+    else if (job->status == WRK_STATUS_TIMEOUT)
+        out = WRK_OUT_TIMEOUT;
+    else if (job->status == WRK_STATUS_ERROR)
+        out = WRK_OUT_ERROR;
+    else
+        out = job->is_error ? WRK_OUT_TOOL_ERROR : WRK_OUT_OK;
+    int64_t ran = -1; /* never started: not in the histogram */
+    if (job->started_ms) {
+        ran = util_now_ms() - job->started_ms;
+        if (ran < 0)
+            ran = 0;
+    }
+    wrk_metrics_job(w->metrics, job->env.exec_type, out, ran);
+}
+
 /* rt->on_finished: the job's record is built, or the job was cancelled by its caller, or
  * aborted. */
 static void on_job_finished(wrk_job_t *job, void *arg)
 {
     wrk_worker_t *w = arg;
+    job_count(w, job);
     if (job->task) {
         task_finished(w, job);
         return;
@@ -445,6 +476,7 @@ static void on_checked(wrk_store_req_t *req, const char *record, size_t len, voi
     }
     log_event(LOG_INFO, "job ran already: re-sending its result", "job_id", job->env.job_id,
               "tenant", job->env.tenant, "tool", job->env.tool, (char *)NULL);
+    wrk_metrics_redelivered(w->metrics, WRK_REDELIVERED_RESENT);
     job->record = malloc(len + 1);
     if (!job->record) {
         job_release(w, job, 0);
@@ -552,6 +584,7 @@ static void on_record(const rd_kafka_message_t *msg, wrk_offnode_t *node, void *
     }
     if (w->stopping) {
         wrk_offnode_abandon(node);
+        wrk_metrics_released(w->metrics);
         return;
     }
     wrk_job_t *job = wrk_job_new(&w->rt);
@@ -593,6 +626,7 @@ static void record_run(wrk_worker_t *w, wrk_job_t *job, wrk_offnode_t *node, int
         /* A redelivery of a job in flight here: one run, one result, every offset done. */
         log_event(LOG_INFO, "job delivered again while in flight: not running it twice", "job_id",
                   job->env.job_id, "partition", part, "offset", off, (char *)NULL);
+        wrk_metrics_redelivered(w->metrics, WRK_REDELIVERED_ATTACHED);
         if (wrk_job_attach(running, node, job->env.reply_to) < 0)
             wrk_offnode_abandon(node);
         wrk_job_free(job);
@@ -710,6 +744,7 @@ static void begin_stop(wrk_worker_t *w, const char *why)
         return;
     }
     w->stopping = 1;
+    wrk_metrics_stopping(w->metrics);
     w->stop_at = util_mono_ms() + w->s->shutdown_grace_ms;
     char n[24];
     snprintf(n, sizeof(n), "%zu", w->njobs);
@@ -729,6 +764,29 @@ static void on_signal(wrk_io_t *io, int fd, uint32_t events, void *arg)
     struct signalfd_siginfo si;
     while (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
         begin_stop(w, si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
+}
+
+/* ---- metrics ---- */
+
+static void on_lag(const char *topic, const int32_t *partitions, const int64_t *lags, size_t n,
+                   void *arg)
+{
+    wrk_worker_t *w = arg;
+    wrk_metrics_lag(w->metrics, topic, partitions, lags, n);
+}
+
+/* Once per loop round: a few atomic stores for the metrics server's thread. */
+static void metrics_publish(wrk_worker_t *w)
+{
+    wrk_metrics_gauges_t g = {
+        .running = w->rt.executing,
+        .inflight = w->njobs,
+        .kafka_up = wrk_consumer_up(w->consumer),
+        .redis_up = wrk_store_up(w->store) && wrk_cancelsub_up(w->cancelsub),
+        .assigned = wrk_consumer_assigned(w->consumer),
+    };
+    wrk_store_counts(w->store, &g.results_written, &g.results_retried);
+    wrk_metrics_gauges(w->metrics, &g);
 }
 
 /* ---- construction ---- */
@@ -768,11 +826,12 @@ wrk_worker_t *wrk_worker_new(const mcpq_settings_t *s, char *errstr, size_t errs
     w->store = wrk_store_new(s->redis_url, (int)s->redis_timeout_ms, s->result_ttl_s);
     w->agent = wrk_agent_new(s);
     w->tasks = wrk_tasks_new(s, w->worker_id);
+    w->metrics = wrk_metrics_new();
     w->cancelsub = w->loop ? wrk_cancelsub_new(w->loop, s->redis_url, (int)s->redis_timeout_ms,
                                                on_cancel_message, w)
                            : NULL;
     if (!w->buckets || !w->loop || !w->http || !w->mcp || !w->store || !w->cancelsub || !w->tasks ||
-        !w->agent) {
+        !w->agent || !w->metrics) {
         snprintf(errstr, errstr_size, "cannot set up the event loop");
         goto fail;
     }
@@ -804,11 +863,14 @@ wrk_worker_t *wrk_worker_new(const mcpq_settings_t *s, char *errstr, size_t errs
                                    errstr_size);
     if (!w->consumer)
         goto fail;
+    wrk_consumer_on_lag(w->consumer, on_lag, w);
     w->kafka_io = wrk_io_new(w->loop, wrk_consumer_fd(w->consumer), EPOLLIN, on_kafka_wake, w);
     if (!w->signal_io || !w->kafka_io) {
         snprintf(errstr, errstr_size, "cannot watch the Kafka queue or signals");
         goto fail;
     }
+    if (wrk_metrics_serve(w->metrics, s->metrics_listen, errstr, errstr_size) < 0)
+        goto fail;
     wrk_timer_start(w->loop, &w->tick, TICK_MS);
     wrk_timer_start(w->loop, &w->cancel_tick, CANCEL_CHECK_MS);
     wrk_tasks_release_mine(w->tasks);
@@ -886,6 +948,7 @@ int wrk_worker_run(wrk_worker_t *w)
         store_more = wrk_store_flush(w->store);
         wrk_consumer_store(w->consumer);
         capacity_check(w);
+        metrics_publish(w);
         if (!w->stopping && wrk_consumer_fatal(w->consumer)) {
             w->exit_code = 1;
             begin_stop(w, "fatal Kafka error");
@@ -935,6 +998,7 @@ void wrk_worker_free(wrk_worker_t *w)
         wrk_loop_free(w->loop);
     if (w->s && w->s->ready_file && *w->s->ready_file && w->ready_written)
         unlink(w->s->ready_file);
+    wrk_metrics_free(w->metrics); /* last: releasing jobs above still counts */
     free(w->buckets);
     free(w);
 }

@@ -8,7 +8,7 @@
 // 1. Schema: every object against the OpenAPI schema of its apiVersion and kind, from npm
 //    packages generated from the real schemas (package.json beside this file):
 //    kubernetes-models (the Kubernetes API), @kubernetes-models/keda (KEDA's CRDs: ScaledObject)
-//    and @kubernetes-models/prometheus-operator (ServiceMonitor). A kind no package knows is an
+//    and @kubernetes-models/prometheus-operator (ServiceMonitor, PodMonitor, PrometheusRule). A kind no package knows is an
 //    error. Unknown fields are errors too, as the API server's strict field validation makes
 //    them: the generated validators read every field the schema knows, so a field of a typed
 //    object that the validator never read is one the schema does not have.
@@ -18,7 +18,7 @@
 // 3. References inside the rendered set: Secret and ConfigMap keys used by env, envFrom and
 //    volumes (objects named by --external are created outside the manifests: only their name
 //    is checked), Service and PodDisruptionBudget selectors, HPA, ScaledObject and StatefulSet
-//    targets, ServiceMonitor selectors and port names.
+//    targets, ServiceMonitor and PodMonitor selectors and port names.
 // 4. mcpq: MCPQ_* names and which binary reads them (--env-table: `mcpq-ingress --env-table`),
 //    MCPQ_LISTEN on all addresses and on a container port, /readyz and /healthz probes on the
 //    ingress, the config file of MCPQ_CONFIG (found through its volume and ConfigMap) against
@@ -405,8 +405,23 @@ function checkMcpq(o, c, bin, at, mounts, volumes) {
         const ms = Number(envOrDefault(o, c, "MCPQ_SHUTDOWN_GRACE_MS"));
         if (!(ms < grace * 1000))
             fail(o, `${at}: MCPQ_SHUTDOWN_GRACE_MS ${ms} does not fit in terminationGracePeriodSeconds ${grace}`);
-        if (c.livenessProbe?.httpGet || c.readinessProbe?.httpGet)
-            fail(o, `${at}: mcpq-worker serves no HTTP, an httpGet probe can never pass`);
+        // The worker serves HTTP only with MCPQ_METRICS_LISTEN set (/metrics, /healthz, /readyz).
+        const listen = envOrDefault(o, c, "MCPQ_METRICS_LISTEN") ?? "";
+        if (!listen) {
+            if (c.livenessProbe?.httpGet || c.readinessProbe?.httpGet)
+                fail(o, `${at}: mcpq-worker serves no HTTP without MCPQ_METRICS_LISTEN, an httpGet probe can never pass`);
+        } else {
+            const port = Number(listen.slice(listen.lastIndexOf(":") + 1));
+            const host = listen.slice(0, listen.lastIndexOf(":"));
+            if (!["0.0.0.0", ""].includes(host))
+                fail(o, `${at}: MCPQ_METRICS_LISTEN=${listen} is not reachable from outside the pod (use 0.0.0.0:<port>)`);
+            if (!(c.ports ?? []).some((p) => p.containerPort === port && p.name === "metrics"))
+                fail(o, `${at}: MCPQ_METRICS_LISTEN port ${port} is not the container port named metrics`);
+            for (const [name, pathWanted] of [["readinessProbe", "/readyz"], ["livenessProbe", "/healthz"]]) {
+                const hg = c[name]?.httpGet;
+                if (hg && hg.path !== pathWanted) fail(o, `${at}: ${name} should be an httpGet of ${pathWanted}`);
+            }
+        }
         if (opts.dumpRuns) dumpRun(o, c, bin, undefined, []);
     }
 }
@@ -505,6 +520,26 @@ function checkServiceMonitor(o) {
             fail(o, `endpoint port ${ep.port} is not a port name of the selected Services`);
 }
 
+// PodMonitor: its selector matches pod templates whose containers have the named port.
+function checkPodMonitor(o) {
+    const sel = o.spec?.selector?.matchLabels;
+    const exprs = o.spec?.selector?.matchExpressions ?? [];
+    const exprOk = (labels) => exprs.every((e) =>
+        e.operator === "In" ? (e.values ?? []).includes(labels[e.key])
+            : e.operator === "NotIn" ? !(e.values ?? []).includes(labels[e.key])
+                : e.operator === "Exists" ? e.key in labels : !(e.key in labels));
+    const pods = workloads.filter((w) => nsOf(w) === nsOf(o) && matches(sel, podLabels(w)) &&
+        exprOk(podLabels(w)));
+    if (pods.length === 0) return fail(o, "selector matches no pod template");
+    for (const want of exprs.filter((e) => e.operator === "In").flatMap((e) => e.values.map((v) => [e.key, v])))
+        if (!pods.some((w) => podLabels(w)[want[0]] === want[1]))
+            fail(o, `selector names ${want[0]}=${want[1]}, which no pod template has`);
+    for (const ep of o.spec.podMetricsEndpoints ?? [])
+        for (const w of pods)
+            if (ep.port && !containersOf(w).some((c) => (c.ports ?? []).some((p) => p.name === ep.port)))
+                fail(o, `endpoint port ${ep.port} is not a container port name of ${idOf(w)}`);
+}
+
 // --- run ----------------------------------------------------------------------------------------
 const seen = new Set();
 for (const x of objects) {
@@ -539,6 +574,7 @@ for (const o of valid) {
         fail(o, "selector matches no pod template");
     if (o.kind === "ScaledObject") checkScaledObject(o);
     if (o.kind === "ServiceMonitor") checkServiceMonitor(o);
+    if (o.kind === "PodMonitor") checkPodMonitor(o);
     if (o.kind === "StatefulSet") {
         const svc = find("Service", o.spec?.serviceName, nsOf(o));
         if (!svc) fail(o, `serviceName ${o.spec?.serviceName} is not a Service in the manifests`);

@@ -1,0 +1,32 @@
+#include "promtext.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+int prom_line(util_buf_t *out, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return 0;
+    return util_buf_append(out, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
+}
+
+int prom_head(util_buf_t *out, const char *name, const char *type, const char *help)
+{
+    int rc = prom_line(out, "# HELP %s %s\n", name, help);
+    return rc < 0 ? rc : prom_line(out, "# TYPE %s %s\n", name, type);
+}
+
+int prom_process(util_buf_t *out, const char *binary, int64_t start_ms)
+{
+    prom_head(out, "mcpq_build_info", "gauge",
+              "Always 1; the labels say which mcpq build and binary this is.");
+    prom_line(out, "mcpq_build_info{version=\"%s\",binary=\"%s\"} 1\n", MCPQ_VERSION, binary);
+    prom_head(out, "process_start_time_seconds", "gauge",
+              "Start time of the process since the Unix epoch in seconds.");
+    return prom_line(out, "process_start_time_seconds %.3f\n", (double)start_ms / 1000.0);
+}

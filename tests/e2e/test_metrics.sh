@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# End-to-end test of the metrics (SPEC section 11), run by ctest with MCPQ_BIN_DIR set:
+#   a stack from scripts/mcpq-local with --metrics-port (two workers with their own /metrics);
+#   tools/call ok, tool error and unknown tool; then
+#   - both /metrics pass `promtool check metrics` with no lint output at all;
+#   - the ingress's mcpq_http_requests_total{method="tools/call",status="200"} grew by the
+#     number of calls, mcpq_inflight_calls is back to 0, mcpq_tool_calls_total counted them;
+#   - the workers' mcpq_worker_jobs_total{executor="builtin"} grew by the jobs that reached
+#     them (ok and tool_error), mcpq_worker_running_jobs is 0, and
+#     mcpq_worker_kafka_consumer_lag has one series per partition assigned to a worker;
+#   - worker /healthz and /readyz answer 200, and a worker draining running jobs after
+#     SIGTERM answers /readyz 503 with "stopping":true;
+#   - deploy/grafana/mcpq-dashboard.json is valid JSON whose every panel query parses as PromQL
+#     (`promtool check rules` on them as recording rules), and every metric named by the
+#     dashboard or by deploy/kubernetes/base/prometheusrule.yaml is in the scrapes.
+# promtool comes with Debian's prometheus package (scripts/deps.sh); without it the test fails
+# under CI=true and is skipped otherwise. KEEP=1 keeps the state dir.
+set -euo pipefail
+STEP=start
+. "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/readme_lib.sh"
+
+if ! command -v promtool >/dev/null; then
+    [ "${CI:-}" = true ] && fail "promtool is missing (scripts/deps.sh installs Debian's prometheus)"
+    echo "ok - skipped: no promtool (scripts/deps.sh installs Debian's prometheus)"
+    exit 0
+fi
+
+KEY=demo-key # deploy/local/mcpq.json
+STEP="start the stack"
+for _ in $(seq 1 50); do # two free ports in a row for the workers' metrics servers
+    MPORT=$(free_port)
+    listening $((MPORT + 1)) || break
+done
+start_stack --workers 2 --metrics-port "$MPORT"
+URL=http://127.0.0.1:$PORT
+W0=http://127.0.0.1:$MPORT
+W1=http://127.0.0.1:$((MPORT + 1))
+grep -q "worker-0 metrics: $W0/metrics" "$TMP/launcher.err" || fail "the launcher does not say where worker-0's metrics are"
+
+scrape() { # url file
+    curl -sS --max-time 5 "$1/metrics" >"$2" || fail "GET $1/metrics failed"
+}
+# value FILE SERIES: the sample of exactly that series (name and labels as rendered), else 0
+value() {
+    awk -v s="$2" 'index($0, s " ") == 1 { v = $2 } END { print (v == "" ? 0 : v) }' "$1"
+}
+# sum FILE PREFIX: the sum of every sample whose line starts with PREFIX
+sum() {
+    awk -v p="$2" 'index($0, p) == 1 { t += $NF } END { printf "%d\n", t }' "$1"
+}
+rpc_call() { # name arguments-json
+    curl -sS --max-time 30 -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
+        -H 'Accept: application/json, text/event-stream' \
+        -d "{\"jsonrpc\":\"2.0\",\"id\":$RANDOM,\"method\":\"tools/call\",\"params\":{\"name\":\"$1\",\"arguments\":$2}}" \
+        "$URL/mcp"
+}
+CALLS='mcpq_http_requests_total{method="tools/call",status="200"}'
+JOBS='mcpq_worker_jobs_total{executor="builtin",'
+
+STEP="scrape before"
+scrape "$URL" "$TMP/ingress-0.prom"
+scrape "$W0" "$TMP/w0-0.prom"
+scrape "$W1" "$TMP/w1-0.prom"
+calls0=$(value "$TMP/ingress-0.prom" "$CALLS")
+ok0=$(value "$TMP/ingress-0.prom" 'mcpq_tool_calls_total{outcome="ok"}')
+terr0=$(value "$TMP/ingress-0.prom" 'mcpq_tool_calls_total{outcome="tool_error"}')
+jobs0=$(($(sum "$TMP/w0-0.prom" "$JOBS") + $(sum "$TMP/w1-0.prom" "$JOBS")))
+
+STEP="calls"
+for i in 1 2 3; do
+    r=$(rpc_call echo "{\"text\":\"metrics-$i\"}") || fail "curl failed"
+    case $r in *'"isError":false'*) ;; *) fail "echo: $r" ;; esac
+done
+r=$(rpc_call fail '{"message":"on purpose"}') || fail "curl failed"
+case $r in *'"isError":true'*) ;; *) fail "fail: $r" ;; esac
+r=$(rpc_call no-such-tool '{}') || fail "curl failed"
+case $r in *'"error"'*) ;; *) fail "unknown tool: $r" ;; esac
+echo "ok - 5 tools/call: 3 ok, 1 tool error, 1 unknown tool"
+
+STEP="ingress metrics"
+scrape "$URL" "$TMP/ingress.prom"
+calls=$(value "$TMP/ingress.prom" "$CALLS")
+[ "$((calls - calls0))" = 5 ] || fail "$CALLS went from $calls0 to $calls, not +5"
+[ "$(value "$TMP/ingress.prom" mcpq_inflight_calls)" = 0 ] || fail "mcpq_inflight_calls is not 0"
+[ "$(($(value "$TMP/ingress.prom" 'mcpq_tool_calls_total{outcome="ok"}') - ok0))" = 3 ] ||
+    fail "mcpq_tool_calls_total{outcome=\"ok\"} did not grow by 3"
+[ "$(($(value "$TMP/ingress.prom" 'mcpq_tool_calls_total{outcome="tool_error"}') - terr0))" = 1 ] ||
+    fail "mcpq_tool_calls_total{outcome=\"tool_error\"} did not grow by 1"
+for m in mcpq_request_duration_seconds_bucket mcpq_notification_streams mcpq_webhook_attempts_total \
+    mcpq_build_info process_start_time_seconds 'mcpq_dependency_up{dependency="kafka"} 1'; do
+    grep -q "^$m" "$TMP/ingress.prom" || fail "no $m in the ingress's /metrics"
+done
+echo "ok - ingress: tools/call 200 +5, in flight 0, outcomes counted"
+
+STEP="worker metrics"
+# A worker publishes its counters once per loop round and its lag every 2 s (statistics).
+worker_settled() {
+    scrape "$W0" "$TMP/w0.prom"
+    scrape "$W1" "$TMP/w1.prom"
+    jobs=$(($(sum "$TMP/w0.prom" "$JOBS") + $(sum "$TMP/w1.prom" "$JOBS")))
+    assigned=$(($(sum "$TMP/w0.prom" mcpq_worker_kafka_assigned_partitions) +
+        $(sum "$TMP/w1.prom" mcpq_worker_kafka_assigned_partitions)))
+    lags=$(cat "$TMP/w0.prom" "$TMP/w1.prom" | grep -c '^mcpq_worker_kafka_consumer_lag{' || true)
+    [ "$((jobs - jobs0))" = 4 ] && [ "$assigned" -gt 0 ] && [ "$lags" = "$assigned" ]
+}
+wait_for 15 worker_settled ||
+    fail "workers: jobs +$((jobs - jobs0)) (want 4), $assigned partitions assigned, $lags lag series"
+for f in "$TMP/w0.prom" "$TMP/w1.prom"; do
+    [ "$(value "$f" mcpq_worker_running_jobs)" = 0 ] || fail "mcpq_worker_running_jobs is not 0 in $f"
+    grep -q '^mcpq_worker_dependency_up{dependency="redis"} 1' "$f" || fail "redis not up in $f"
+done
+okj=$(($(value "$TMP/w0.prom" 'mcpq_worker_jobs_total{executor="builtin",outcome="tool_error"}') +
+    $(value "$TMP/w1.prom" 'mcpq_worker_jobs_total{executor="builtin",outcome="tool_error"}')))
+[ "$okj" -ge 1 ] || fail "no builtin tool_error job counted"
+echo "ok - workers: builtin jobs +4, running 0, $lags lag series for $assigned assigned partitions"
+
+STEP="worker probes"
+for u in "$W0" "$W1"; do
+    for p in healthz readyz; do
+        code=$(curl -s -o /dev/null -w '%{http_code}' "$u/$p")
+        [ "$code" = 200 ] || fail "$u/$p answered $code"
+    done
+done
+echo "ok - worker /healthz and /readyz answer 200"
+
+STEP="promtool check metrics"
+for f in "$TMP/ingress.prom" "$TMP/w0.prom" "$TMP/w1.prom"; do
+    out=$(promtool check metrics <"$f" 2>&1) || fail "promtool check metrics $(basename "$f"): $out"
+    [ -z "$out" ] || fail "promtool check metrics $(basename "$f") has lint problems: $out"
+done
+echo "ok - promtool check metrics: ingress and both workers clean"
+
+STEP="dashboard and alert rules"
+out=$(python3 "$REPO/scripts/check-metrics-refs.py" --metrics "$TMP/ingress.prom" "$TMP/w0.prom" \
+    "$TMP/w1.prom" --dashboard "$REPO/deploy/grafana/mcpq-dashboard.json" \
+    --rules-out "$TMP/dashboard-rules.json" \
+    --refs "$REPO/deploy/kubernetes/base/prometheusrule.yaml" 2>&1) || fail "$out"
+out=$(promtool check rules "$TMP/dashboard-rules.json" 2>&1) || fail "dashboard queries: $out"
+echo "ok - dashboard: valid JSON, $(grep -c '"record"' "$TMP/dashboard-rules.json") queries parse as PromQL, every metric it and the alert rules name exists"
+
+STEP="a stopping worker is not ready"
+# Sleep calls keep a worker busy; SIGTERM makes it finish them (MCPQ_SHUTDOWN_GRACE_MS) while
+# /readyz answers 503 and mcpq_worker_stopping is 1.
+curls=()
+for i in $(seq 1 8); do
+    (rpc_call sleep '{"ms":3000}' >"$TMP/sleep-$i.out" 2>&1 || true) &
+    curls+=($!)
+done
+busy() { scrape "$W0" "$TMP/w0-busy.prom" && [ "$(value "$TMP/w0-busy.prom" mcpq_worker_running_jobs)" -gt 0 ]; }
+if wait_for 5 busy; then
+    kill -TERM "$(cat "$TMP/state/worker-0.pid")"
+    stopping() {
+        body=$(curl -s --max-time 1 -w ' %{http_code}' "$W0/readyz") || return 1
+        [[ $body == *'"stopping":true'*' 503' ]]
+    }
+    wait_for 3 stopping || fail "worker-0 /readyz after SIGTERM: $body"
+    scrape "$W0" "$TMP/w0-stop.prom"
+    [ "$(value "$TMP/w0-stop.prom" mcpq_worker_stopping)" = 1 ] || fail "mcpq_worker_stopping is not 1"
+    echo "ok - a worker draining after SIGTERM answers /readyz 503 {\"stopping\":true}"
+else
+    echo "ok - skipped the SIGTERM check: no sleep job landed on worker-0"
+fi
+wait "${curls[@]}"
