@@ -126,7 +126,14 @@ static const set_def_t defs[] = {
     {"MCPQ_KILL_GRACE_MS", "kill-grace-ms", T_INT, "2000", 0, 600000, WRK, S(kill_grace_ms),
      "exec: time between SIGTERM and SIGKILL of the process group"},
     {"MCPQ_SHUTDOWN_GRACE_MS", "shutdown-grace-ms", T_INT, "10000", 0, 600000, ALL,
-     S(shutdown_grace_ms), "on SIGTERM: how long in-flight calls may finish"},
+     S(shutdown_grace_ms),
+     "on SIGTERM: how long in-flight calls may finish (ingress: after MCPQ_DRAIN_DELAY_MS, "
+     "then the rest are answered -32603; worker: then unfinished jobs are released and "
+     "delivered again)"},
+    {"MCPQ_DRAIN_DELAY_MS", "drain-delay-ms", T_INT, "0", 0, 600000, ING, S(drain_delay_ms),
+     "on SIGTERM: how long the ingress keeps accepting and serving while /readyz already "
+     "answers 503 (so a load balancer stops sending before the listen socket closes); a "
+     "second SIGTERM or SIGINT cuts it short. MCPQ_SHUTDOWN_GRACE_MS follows it"},
     {"MCPQ_RATE_LIMIT_PER_S", "rate-limit-per-s", T_INT, "1000", 0, 1000000000, ING,
      S(rate_limit_per_s),
      "requests per second each API key and each app may make when its tenant's config sets no "

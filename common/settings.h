@@ -64,6 +64,7 @@ typedef struct mcpq_settings {
     long long partitions;
     long long brokers;
     long long shutdown_grace_ms;
+    long long drain_delay_ms;
     long long rate_limit_per_s;
     long long rate_limit_burst;
     long long rate_limit_lease_ms;

@@ -146,6 +146,8 @@ static enum MHD_Result start_stream(ing_req_t *req)
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
     MHD_add_response_header(r, "X-Accel-Buffering", "no");
+    if (atomic_load(&req->ctx->stopping))
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ret = MHD_queue_response(req->conn, MHD_HTTP_OK, r);
     MHD_destroy_response(r);
     ing_metrics_request(req->ctx->metrics, req->metric, 200, util_mono_ms() - req->t0);
@@ -176,12 +178,16 @@ static enum MHD_Result route(ing_req_t *req, const char *url, const char *method
         ing_registry_t *reg = ing_ctx_registry(ctx);
         int kafka = mq_producer_up(ctx->producer);
         int redis = ing_pending_healthy(ctx->pending) && atomic_load(&ctx->redis_up);
-        int ok = reg && kafka && redis;
+        /* Draining (SIGTERM): not ready whatever the rest says, so the load balancer stops
+         * sending here while the calls already in flight finish. */
+        int draining = atomic_load(&ctx->stopping);
+        int ok = reg && kafka && redis && !draining;
         ing_registry_unref(reg);
         return send_text(req, ok ? 200 : 503, "application/json",
-                         "{\"ready\":%s,\"kafka\":%s,\"redis\":%s,\"registry\":%s}",
+                         "{\"ready\":%s,\"kafka\":%s,\"redis\":%s,\"registry\":%s,"
+                         "\"draining\":%s}",
                          ok ? "true" : "false", kafka ? "true" : "false", redis ? "true" : "false",
-                         reg ? "true" : "false");
+                         reg ? "true" : "false", draining ? "true" : "false");
     }
     if (strcmp(url, "/metrics") == 0 && is_get) {
         util_buf_t b;
@@ -478,6 +484,13 @@ void ing_http_quiesce(ing_ctx_t *ctx)
         if (s != MHD_INVALID_SOCKET)
             close(s);
     }
+}
+
+unsigned ing_http_connections(ing_ctx_t *ctx)
+{
+    const union MHD_DaemonInfo *info =
+        ctx->daemon ? MHD_get_daemon_info(ctx->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS) : NULL;
+    return info ? info->num_connections : 0;
 }
 
 void ing_http_stop(ing_ctx_t *ctx)

@@ -18,6 +18,8 @@
 int ing_http_start(ing_ctx_t *ctx, char *errstr, size_t errstr_size);
 /* Stops accepting new connections (graceful shutdown, step one). */
 void ing_http_quiesce(ing_ctx_t *ctx);
+/* Open connections (suspended ones included); 0 once stopped. Thread-safe. */
+unsigned ing_http_connections(ing_ctx_t *ctx);
 void ing_http_stop(ing_ctx_t *ctx);
 
 /* 1 while Kafka and Redis are reachable and the registry is loaded. */

@@ -31,9 +31,6 @@ BUILD_DIR=$(cd "$BUILD_DIR" && pwd)
 KUBECTL=${KUBECTL:-kubectl}
 K8S=$REPO/deploy/kubernetes
 OUT=$BUILD_DIR/deploy-render
-# The ingress drain grace (MCPQ_DRAIN_GRACE_S, 25 s by default): terminationGracePeriodSeconds
-# of the ingress must leave room after it.
-DRAIN_GRACE_S=25
 
 PASS=0
 FAIL=0
@@ -126,7 +123,7 @@ check() {
     result 0 "$name: kubectl kustomize ${dir#"$REPO"/} ($(grep -c '^kind:' "$OUT/$name.yaml") objects)"
     rm -rf "${OUT:?}/$name.runs"
     node "$TOOLS/validate.mjs" --env-table "$OUT/env-table.md" --schemas "$REPO/schemas" \
-        --drain-grace-s "$DRAIN_GRACE_S" --label "$name" --dump-runs "$OUT/$name.runs" "$@" \
+        --label "$name" --dump-runs "$OUT/$name.runs" "$@" \
         "$OUT/$name.yaml" || rc=$?
     result "$rc" "$name: schemas and references"
     rc=0

@@ -2,7 +2,7 @@
 // of `kubectl kustomize` for the base and each overlay):
 //
 //   node validate.mjs --env-table FILE --schemas DIR [--external Kind/name ...]
-//                     [--require-image-tags] [--drain-grace-s N] [--label TEXT]
+//                     [--require-image-tags] [--label TEXT]
 //                     [--dump-runs DIR] FILE.yaml ...
 //
 // 1. Schema: every object against the OpenAPI schema of its apiVersion and kind, from npm
@@ -43,14 +43,13 @@ import { parseAllDocuments } from "yaml";
 import Ajv2020 from "ajv/dist/2020.js";
 
 // --- arguments ---------------------------------------------------------------------------------
-const opts = { external: new Set(), files: [], requireTags: false, drainGraceS: 25, label: "" };
+const opts = { external: new Set(), files: [], requireTags: false, label: "" };
 for (let i = 2; i < process.argv.length; i++) {
     const a = process.argv[i];
     if (a === "--env-table") opts.envTable = process.argv[++i];
     else if (a === "--schemas") opts.schemas = process.argv[++i];
     else if (a === "--external") opts.external.add(process.argv[++i]);
     else if (a === "--require-image-tags") opts.requireTags = true;
-    else if (a === "--drain-grace-s") opts.drainGraceS = Number(process.argv[++i]);
     else if (a === "--label") opts.label = process.argv[++i];
     else if (a === "--dump-runs") opts.dumpRuns = process.argv[++i];
     else if (a.startsWith("--")) usage(`unknown option ${a}`);
@@ -60,7 +59,7 @@ if (!opts.envTable || !opts.schemas || opts.files.length === 0) usage("missing a
 
 function usage(msg) {
     console.error(`validate: ${msg}\nusage: node validate.mjs --env-table FILE --schemas DIR ` +
-        `[--external Kind/name ...] [--require-image-tags] [--drain-grace-s N] [--label TEXT] ` +
+        `[--external Kind/name ...] [--require-image-tags] [--label TEXT] ` +
         `[--dump-runs DIR] FILE.yaml ...`);
     process.exit(2);
 }
@@ -396,8 +395,12 @@ function checkMcpq(o, c, bin, at, mounts, volumes) {
         };
         probe("readinessProbe", "/readyz");
         probe("livenessProbe", "/healthz");
-        if (grace < opts.drainGraceS + 5)
-            fail(o, `terminationGracePeriodSeconds ${grace} leaves no room after the ingress drain grace of ${opts.drainGraceS} s`);
+        // The drain: /readyz fails for MCPQ_DRAIN_DELAY_MS while still serving, then in-flight
+        // calls get MCPQ_SHUTDOWN_GRACE_MS; 5 s more for the last answers and the exit.
+        const delayMs = Number(envOrDefault(o, c, "MCPQ_DRAIN_DELAY_MS") ?? 0);
+        const graceMs = Number(envOrDefault(o, c, "MCPQ_SHUTDOWN_GRACE_MS"));
+        if (!(delayMs + graceMs + 5000 <= grace * 1000))
+            fail(o, `${at}: MCPQ_DRAIN_DELAY_MS ${delayMs} + MCPQ_SHUTDOWN_GRACE_MS ${graceMs} + 5 s does not fit in terminationGracePeriodSeconds ${grace}`);
         const [text, refs] = checkConfigFile(o, c, at, mounts, volumes) ?? [];
         if (opts.dumpRuns) dumpRun(o, c, bin, text, refs ?? []);
     }
