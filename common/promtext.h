@@ -10,6 +10,7 @@
 
 #include "util.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #ifndef MCPQ_VERSION
@@ -24,6 +25,17 @@ int prom_line(util_buf_t *out, const char *fmt, ...) __attribute__((format(print
 
 /* Appends the HELP and TYPE lines of a metric. */
 int prom_head(util_buf_t *out, const char *name, const char *type, const char *help);
+
+/* A histogram series kept as lock-free counters: counts[i] (i < nb) holds observations at or
+ * below bounds[i] and above bounds[i-1]; counts[nb] those above the largest bound. */
+void prom_observe(const double *bounds, size_t nb, atomic_ullong *counts, atomic_ullong *sum_us,
+                  int64_t duration_ms);
+
+/* Appends the _bucket (cumulative, le="+Inf" last), _sum and _count lines of one series of
+ * histogram name with one label (label="value"); nothing when it has no observation. */
+int prom_histogram(util_buf_t *out, const char *name, const char *label, const char *value,
+                   const double *bounds, size_t nb, const atomic_ullong *counts,
+                   const atomic_ullong *sum_us);
 
 /* Appends mcpq_build_info{version,binary} 1 and process_start_time_seconds (start_ms: Unix
  * epoch milliseconds when the process started). */

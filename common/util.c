@@ -2,8 +2,10 @@
 
 #include "err.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -191,4 +193,27 @@ void util_url_host(const char *url, char *out, size_t size)
     curl_free(host);
     curl_free(port);
     curl_url_cleanup(u);
+}
+
+int util_parse_listen(const char *listen, struct sockaddr_in *sa)
+{
+    char host[128];
+    const char *colon = strrchr(listen, ':');
+    if (!colon || (size_t)(colon - listen) >= sizeof(host))
+        return MCPQ_EINVAL;
+    memcpy(host, listen, (size_t)(colon - listen));
+    host[colon - listen] = '\0';
+    long long port;
+    if (util_parse_ll(colon + 1, 0, 65535, &port) < 0)
+        return MCPQ_EINVAL;
+    memset(sa, 0, sizeof(*sa));
+    sa->sin_family = AF_INET;
+    sa->sin_port = htons((uint16_t)port);
+    if (strcmp(host, "localhost") == 0)
+        snprintf(host, sizeof(host), "127.0.0.1");
+    if (!*host || strcmp(host, "*") == 0)
+        sa->sin_addr.s_addr = htonl(INADDR_ANY);
+    else if (inet_pton(AF_INET, host, &sa->sin_addr) != 1)
+        return MCPQ_EINVAL;
+    return 0;
 }

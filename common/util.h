@@ -46,6 +46,12 @@ int util_ct_equal(const void *a, const void *b, size_t len);
 /* Parses a whole decimal string into [min, max]; 0 or MCPQ_EINVAL. */
 int util_parse_ll(const char *s, long long min, long long max, long long *out);
 
+/* A listen address "host:port" into an IPv4 socket address: host is a dotted quad,
+ * "localhost" (127.0.0.1), or empty or "*" (every interface); port 0-65535. 0 or
+ * MCPQ_EINVAL. Used by the ingress's HTTP server and the worker's metrics server. */
+struct sockaddr_in;
+int util_parse_listen(const char *listen, struct sockaddr_in *sa);
+
 /* A byte buffer that refuses to grow past max (curl's dynbuf). Always NUL-terminated. */
 typedef struct util_buf {
     char *data;

@@ -427,33 +427,10 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     log_event(LOG_WARN, "http", "detail", msg, (char *)NULL);
 }
 
-static int parse_listen(const char *listen, struct sockaddr_in *sa)
-{
-    char host[128];
-    const char *colon = strrchr(listen, ':');
-    if (!colon || (size_t)(colon - listen) >= sizeof(host))
-        return MCPQ_EINVAL;
-    memcpy(host, listen, (size_t)(colon - listen));
-    host[colon - listen] = '\0';
-    long long port;
-    if (util_parse_ll(colon + 1, 0, 65535, &port) < 0)
-        return MCPQ_EINVAL;
-    memset(sa, 0, sizeof(*sa));
-    sa->sin_family = AF_INET;
-    sa->sin_port = htons((uint16_t)port);
-    if (strcmp(host, "localhost") == 0)
-        snprintf(host, sizeof(host), "127.0.0.1");
-    if (!*host || strcmp(host, "*") == 0)
-        sa->sin_addr.s_addr = htonl(INADDR_ANY);
-    else if (inet_pton(AF_INET, host, &sa->sin_addr) != 1)
-        return MCPQ_EINVAL;
-    return 0;
-}
-
 int ing_http_start(ing_ctx_t *ctx, char *errstr, size_t errstr_size)
 {
     struct sockaddr_in sa;
-    if (parse_listen(ctx->set->listen, &sa) < 0) {
+    if (util_parse_listen(ctx->set->listen, &sa) < 0) {
         snprintf(errstr, errstr_size, "MCPQ_LISTEN: \"%s\" is not host:port (IPv4)",
                  ctx->set->listen);
         return MCPQ_EINVAL;

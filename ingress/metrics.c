@@ -81,12 +81,7 @@ void ing_metrics_request(ing_metrics_t *m, ing_method_t method, int http_status,
         if (statuses[i] == http_status)
             si = i;
     atomic_fetch_add(&m->requests[method][si], 1);
-    double s = (double)duration_ms / 1000.0;
-    size_t b = 0;
-    while (b < NBUCKET && s > buckets_s[b])
-        b++;
-    atomic_fetch_add(&m->hist[method][b], 1);
-    atomic_fetch_add(&m->hist_sum_us[method], (unsigned long long)duration_ms * 1000ull);
+    prom_observe(buckets_s, NBUCKET, m->hist[method], &m->hist_sum_us[method], duration_ms);
 }
 
 void ing_metrics_call(ing_metrics_t *m, ing_call_outcome_t outcome)
@@ -105,23 +100,10 @@ void ing_metrics_webhook(ing_metrics_t *m, ing_wh_outcome_t outcome, int64_t dur
     atomic_fetch_add(&m->wh_us, (unsigned long long)(duration_ms > 0 ? duration_ms : 0) * 1000ull);
 }
 
-static int line(util_buf_t *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int line(util_buf_t *out, const char *fmt, ...)
-{
-    char buf[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf, sizeof(buf), fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return -1;
-    return util_buf_append(out, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
-}
-
 int ing_metrics_render(ing_metrics_t *m, util_buf_t *out, const ing_metrics_now_t *now)
 {
-    line(out, "# HELP mcpq_http_requests_total HTTP requests by MCP method and status.\n");
-    line(out, "# TYPE mcpq_http_requests_total counter\n");
+    prom_line(out, "# HELP mcpq_http_requests_total HTTP requests by MCP method and status.\n");
+    prom_line(out, "# TYPE mcpq_http_requests_total counter\n");
     for (int mi = 0; mi < ING_M_COUNT; mi++)
         for (size_t si = 0; si < NSTATUS; si++) {
             unsigned long long v = atomic_load(&m->requests[mi][si]);
@@ -132,52 +114,39 @@ int ing_metrics_render(ing_metrics_t *m, util_buf_t *out, const ing_metrics_now_
                 snprintf(st, sizeof(st), "%d", statuses[si]);
             else
                 snprintf(st, sizeof(st), "other");
-            line(out, "mcpq_http_requests_total{method=\"%s\",status=\"%s\"} %llu\n",
-                 method_names[mi], st, v);
+            prom_line(out, "mcpq_http_requests_total{method=\"%s\",status=\"%s\"} %llu\n",
+                      method_names[mi], st, v);
         }
-    line(out, "# HELP mcpq_request_duration_seconds Time from request to response.\n");
-    line(out, "# TYPE mcpq_request_duration_seconds histogram\n");
-    for (int mi = 0; mi < ING_M_COUNT; mi++) {
-        unsigned long long cum = 0;
-        for (size_t b = 0; b <= NBUCKET; b++)
-            cum += atomic_load(&m->hist[mi][b]);
-        if (!cum)
-            continue;
-        unsigned long long run = 0;
-        for (size_t b = 0; b < NBUCKET; b++) {
-            run += atomic_load(&m->hist[mi][b]);
-            line(out, "mcpq_request_duration_seconds_bucket{method=\"%s\",le=\"%g\"} %llu\n",
-                 method_names[mi], buckets_s[b], run);
-        }
-        line(out, "mcpq_request_duration_seconds_bucket{method=\"%s\",le=\"+Inf\"} %llu\n",
-             method_names[mi], cum);
-        line(out, "mcpq_request_duration_seconds_sum{method=\"%s\"} %.6f\n", method_names[mi],
-             (double)atomic_load(&m->hist_sum_us[mi]) / 1e6);
-        line(out, "mcpq_request_duration_seconds_count{method=\"%s\"} %llu\n", method_names[mi],
-             cum);
-    }
-    line(out, "# HELP mcpq_tool_calls_total tools/call outcomes.\n");
-    line(out, "# TYPE mcpq_tool_calls_total counter\n");
+    prom_line(out, "# HELP mcpq_request_duration_seconds Time from request to response.\n");
+    prom_line(out, "# TYPE mcpq_request_duration_seconds histogram\n");
+    for (int mi = 0; mi < ING_M_COUNT; mi++)
+        prom_histogram(out, "mcpq_request_duration_seconds", "method", method_names[mi], buckets_s,
+                       NBUCKET, m->hist[mi], &m->hist_sum_us[mi]);
+    prom_line(out, "# HELP mcpq_tool_calls_total tools/call outcomes.\n");
+    prom_line(out, "# TYPE mcpq_tool_calls_total counter\n");
     for (int i = 0; i < ING_CALL_COUNT; i++)
-        line(out, "mcpq_tool_calls_total{outcome=\"%s\"} %llu\n", outcome_names[i],
-             atomic_load(&m->calls[i]));
-    line(out, "# HELP mcpq_jobs_published_total Jobs handed to Kafka.\n");
-    line(out, "# TYPE mcpq_jobs_published_total counter\n");
-    line(out, "mcpq_jobs_published_total{result=\"ok\"} %llu\n", atomic_load(&m->published_ok));
-    line(out, "mcpq_jobs_published_total{result=\"failed\"} %llu\n",
-         atomic_load(&m->published_failed));
-    line(out, "# HELP mcpq_webhook_attempts_total Webhook HTTP attempts by outcome (retry: "
-              "failed, another attempt scheduled).\n");
-    line(out, "# TYPE mcpq_webhook_attempts_total counter\n");
+        prom_line(out, "mcpq_tool_calls_total{outcome=\"%s\"} %llu\n", outcome_names[i],
+                  atomic_load(&m->calls[i]));
+    prom_line(out, "# HELP mcpq_jobs_published_total Jobs handed to Kafka.\n");
+    prom_line(out, "# TYPE mcpq_jobs_published_total counter\n");
+    prom_line(out, "mcpq_jobs_published_total{result=\"ok\"} %llu\n",
+              atomic_load(&m->published_ok));
+    prom_line(out, "mcpq_jobs_published_total{result=\"failed\"} %llu\n",
+              atomic_load(&m->published_failed));
+    prom_line(out, "# HELP mcpq_webhook_attempts_total Webhook HTTP attempts by outcome (retry: "
+                   "failed, another attempt scheduled).\n");
+    prom_line(out, "# TYPE mcpq_webhook_attempts_total counter\n");
     for (int i = 0; i < ING_WH_COUNT; i++)
-        line(out, "mcpq_webhook_attempts_total{outcome=\"%s\"} %llu\n", wh_names[i],
-             atomic_load(&m->wh[i]));
-    line(out, "# HELP mcpq_webhook_attempt_seconds_total Time spent in webhook HTTP attempts.\n");
-    line(out, "# TYPE mcpq_webhook_attempt_seconds_total counter\n");
-    line(out, "mcpq_webhook_attempt_seconds_total %.6f\n", (double)atomic_load(&m->wh_us) / 1e6);
-    line(out, "# HELP mcpq_inflight_calls tools/call requests waiting for a result.\n");
-    line(out, "# TYPE mcpq_inflight_calls gauge\n");
-    line(out, "mcpq_inflight_calls %zu\n", now->inflight);
+        prom_line(out, "mcpq_webhook_attempts_total{outcome=\"%s\"} %llu\n", wh_names[i],
+                  atomic_load(&m->wh[i]));
+    prom_line(out,
+              "# HELP mcpq_webhook_attempt_seconds_total Time spent in webhook HTTP attempts.\n");
+    prom_line(out, "# TYPE mcpq_webhook_attempt_seconds_total counter\n");
+    prom_line(out, "mcpq_webhook_attempt_seconds_total %.6f\n",
+              (double)atomic_load(&m->wh_us) / 1e6);
+    prom_line(out, "# HELP mcpq_inflight_calls tools/call requests waiting for a result.\n");
+    prom_line(out, "# TYPE mcpq_inflight_calls gauge\n");
+    prom_line(out, "mcpq_inflight_calls %zu\n", now->inflight);
     prom_head(out, "mcpq_notification_streams", "gauge",
               "Open notification streams (GET /mcp streams and subscriptions/listen).");
     prom_line(out, "mcpq_notification_streams %zu\n", now->listeners);
@@ -191,9 +160,9 @@ int ing_metrics_render(ing_metrics_t *m, util_buf_t *out, const ing_metrics_now_
                   "Of those, deliveries whose attempt is due now (the dispatchers' backlog).");
         prom_line(out, "mcpq_webhook_queue_due_deliveries %lld\n", due);
     }
-    line(out, "# HELP mcpq_dependency_up 1 while the dependency is reachable.\n");
-    line(out, "# TYPE mcpq_dependency_up gauge\n");
-    line(out, "mcpq_dependency_up{dependency=\"kafka\"} %d\n", now->kafka_up);
-    line(out, "mcpq_dependency_up{dependency=\"redis\"} %d\n", now->redis_up);
+    prom_line(out, "# HELP mcpq_dependency_up 1 while the dependency is reachable.\n");
+    prom_line(out, "# TYPE mcpq_dependency_up gauge\n");
+    prom_line(out, "mcpq_dependency_up{dependency=\"kafka\"} %d\n", now->kafka_up);
+    prom_line(out, "mcpq_dependency_up{dependency=\"redis\"} %d\n", now->redis_up);
     return prom_process(out, "ingress", m->start_ms);
 }

@@ -82,14 +82,8 @@ void wrk_metrics_job(wrk_metrics_t *m, const char *exec_type, wrk_outcome_t outc
 {
     size_t e = exec_index(exec_type);
     atomic_fetch_add(&m->jobs[e][outcome], 1);
-    if (duration_ms < 0)
-        return;
-    double s = (double)duration_ms / 1000.0;
-    size_t b = 0;
-    while (b < NBUCKET && s > buckets_s[b])
-        b++;
-    atomic_fetch_add(&m->hist[e][b], 1);
-    atomic_fetch_add(&m->hist_sum_us[e], (unsigned long long)duration_ms * 1000ull);
+    if (duration_ms >= 0)
+        prom_observe(buckets_s, NBUCKET, m->hist[e], &m->hist_sum_us[e], duration_ms);
 }
 
 void wrk_metrics_released(wrk_metrics_t *m)
@@ -183,27 +177,9 @@ int wrk_metrics_render(wrk_metrics_t *m, util_buf_t *out)
         }
     prom_head(out, "mcpq_worker_job_duration_seconds", "histogram",
               "How long jobs ran in their executor, by executor type.");
-    for (size_t e = 0; e < NEXEC; e++) {
-        unsigned long long cum = 0;
-        for (size_t b = 0; b <= NBUCKET; b++)
-            cum += atomic_load(&m->hist[e][b]);
-        if (!cum)
-            continue;
-        unsigned long long run = 0;
-        for (size_t b = 0; b < NBUCKET; b++) {
-            run += atomic_load(&m->hist[e][b]);
-            prom_line(out,
-                      "mcpq_worker_job_duration_seconds_bucket{executor=\"%s\",le=\"%g\"} %llu\n",
-                      exec_names[e], buckets_s[b], run);
-        }
-        prom_line(out,
-                  "mcpq_worker_job_duration_seconds_bucket{executor=\"%s\",le=\"+Inf\"} %llu\n",
-                  exec_names[e], cum);
-        prom_line(out, "mcpq_worker_job_duration_seconds_sum{executor=\"%s\"} %.6f\n",
-                  exec_names[e], (double)atomic_load(&m->hist_sum_us[e]) / 1e6);
-        prom_line(out, "mcpq_worker_job_duration_seconds_count{executor=\"%s\"} %llu\n",
-                  exec_names[e], cum);
-    }
+    for (size_t e = 0; e < NEXEC; e++)
+        prom_histogram(out, "mcpq_worker_job_duration_seconds", "executor", exec_names[e],
+                       buckets_s, NBUCKET, m->hist[e], &m->hist_sum_us[e]);
     prom_head(out, "mcpq_worker_running_jobs", "gauge", "Executors running now.");
     prom_line(out, "mcpq_worker_running_jobs %zu\n", atomic_load(&m->running));
     prom_head(out, "mcpq_worker_inflight_jobs", "gauge",
@@ -310,35 +286,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return answer_text(conn, 404, "{\"error\":\"not found\"}");
 }
 
-static int parse_listen(const char *listen, struct sockaddr_in *sa)
-{
-    char host[128];
-    const char *colon = strrchr(listen, ':');
-    if (!colon || (size_t)(colon - listen) >= sizeof(host))
-        return MCPQ_EINVAL;
-    memcpy(host, listen, (size_t)(colon - listen));
-    host[colon - listen] = '\0';
-    long long port;
-    if (util_parse_ll(colon + 1, 0, 65535, &port) < 0)
-        return MCPQ_EINVAL;
-    memset(sa, 0, sizeof(*sa));
-    sa->sin_family = AF_INET;
-    sa->sin_port = htons((uint16_t)port);
-    if (strcmp(host, "localhost") == 0)
-        snprintf(host, sizeof(host), "127.0.0.1");
-    if (!*host || strcmp(host, "*") == 0)
-        sa->sin_addr.s_addr = htonl(INADDR_ANY);
-    else if (inet_pton(AF_INET, host, &sa->sin_addr) != 1)
-        return MCPQ_EINVAL;
-    return 0;
-}
-
 int wrk_metrics_serve(wrk_metrics_t *m, const char *listen, char *errstr, size_t errstr_size)
 {
     if (!listen || !*listen || m->daemon)
         return 0;
     struct sockaddr_in sa;
-    if (parse_listen(listen, &sa) < 0) {
+    if (util_parse_listen(listen, &sa) < 0) {
         snprintf(errstr, errstr_size, "MCPQ_METRICS_LISTEN: \"%s\" is not host:port (IPv4)",
                  listen);
         return MCPQ_EINVAL;

@@ -3,6 +3,9 @@
 #include "err.h"
 #include "util.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 static void roundtrip(const char *in, const char *want)
 {
     size_t n = strlen(in), len = 0;
@@ -45,5 +48,21 @@ int main(void)
     CHECK_INT_EQ(util_b64url_decode("Zm9vYmFy", out, 6, &len), 0);
     CHECK_INT_EQ(len, 6);
     TEST_PASS("b64url decode is strict");
+
+    struct sockaddr_in sa;
+    CHECK_INT_EQ(util_parse_listen("127.0.0.1:8080", &sa), 0);
+    CHECK_INT_EQ(ntohs(sa.sin_port), 8080);
+    CHECK_INT_EQ(ntohl(sa.sin_addr.s_addr), 0x7f000001);
+    CHECK_INT_EQ(util_parse_listen("localhost:1", &sa), 0);
+    CHECK_INT_EQ(ntohl(sa.sin_addr.s_addr), 0x7f000001);
+    CHECK_INT_EQ(util_parse_listen(":9464", &sa), 0);
+    CHECK_INT_EQ(ntohl(sa.sin_addr.s_addr), INADDR_ANY);
+    CHECK_INT_EQ(util_parse_listen("*:9464", &sa), 0);
+    CHECK_INT_EQ(util_parse_listen("0.0.0.0:0", &sa), 0);
+    CHECK_INT_EQ(util_parse_listen("8080", &sa), MCPQ_EINVAL);
+    CHECK_INT_EQ(util_parse_listen("127.0.0.1:65536", &sa), MCPQ_EINVAL);
+    CHECK_INT_EQ(util_parse_listen("127.0.0.1:", &sa), MCPQ_EINVAL);
+    CHECK_INT_EQ(util_parse_listen("example.com:80", &sa), MCPQ_EINVAL);
+    TEST_PASS("listen addresses: host:port, localhost, any interface; others refused");
     return 0;
 }
