@@ -1,6 +1,5 @@
 #include "metrics.h"
 
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
