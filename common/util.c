@@ -58,17 +58,40 @@ void util_b64url_encode(const unsigned char *in, size_t n, char *out)
     out[o] = '\0';
 }
 
-int util_b64url_decode(const char *s, unsigned char *out, size_t size, size_t *len)
+static int b64_value(char c, int url)
 {
-    size_t n = strlen(s), o = 0;
-    if (n % 4 == 1 || n / 4 * 3 + (n % 4 ? n % 4 - 1 : 0) > size)
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    if (c == (url ? '-' : '+'))
+        return 62;
+    if (c == (url ? '_' : '/'))
+        return 63;
+    return -1;
+}
+
+int util_b64_decode(const char *s, size_t n, int flags, unsigned char *out, size_t size,
+                    size_t *len)
+{
+    size_t pad = 0, o = 0;
+    while (pad < n && s[n - 1 - pad] == '=')
+        pad++;
+    if (pad > 2 || (pad && (flags & UTIL_B64_NOPAD)) || ((pad || (flags & UTIL_B64_PAD)) && n % 4))
+        return MCPQ_EINVAL;
+    n -= pad; /* the data characters; '=' may not stand for a whole quantum */
+    if (n % 4 == 1 || (pad && n % 4 == 0))
+        return MCPQ_EINVAL;
+    if (n / 4 * 3 + (n % 4 ? n % 4 - 1 : 0) > size)
         return MCPQ_EINVAL;
     unsigned long v = 0;
     for (size_t i = 0; i < n; i++) {
-        const char *p = strchr(b64url, s[i]);
-        if (!p)
+        int d = b64_value(s[i], flags & UTIL_B64_URL);
+        if (d < 0)
             return MCPQ_EINVAL;
-        v = (v << 6) | (unsigned long)(p - b64url);
+        v = (v << 6) | (unsigned long)d;
         if (i % 4 == 3) {
             out[o++] = (unsigned char)(v >> 16);
             out[o++] = (unsigned char)(v >> 8);

@@ -25,10 +25,19 @@ void util_hex(const unsigned char *in, size_t n, char *out);
 #define UTIL_B64URL_LEN(n) (((n) / 3) * 4 + ((n) % 3 ? (n) % 3 + 1 : 0))
 void util_b64url_encode(const unsigned char *in, size_t n, char *out);
 
-/* Decodes unpadded base64url s into out (size bytes) and sets *len. Strict, so each byte
- * string has one encoding: no padding, whitespace or non-zero unused trailing bits. 0, or
- * MCPQ_EINVAL (bad character or length, or more than size bytes). */
-int util_b64url_decode(const char *s, unsigned char *out, size_t size, size_t *len);
+/* The one base64 decoder of the tree (RFC 4648): the alphabet and the padding rule are the
+ * caller's, everything else is strict, so each byte string has exactly one accepted encoding:
+ * no whitespace, no character outside the alphabet, no non-zero unused trailing bits, at most
+ * two '=' and only at the end. UTIL_B64_URL: the base64url alphabet (-_) instead of +/.
+ * UTIL_B64_PAD: padding required (the length a multiple of 4); UTIL_B64_NOPAD: padding
+ * refused; neither: optional (when present, the length must be a multiple of 4).
+ * Decodes s[0..n) into out (size bytes) and sets *len. 0, or MCPQ_EINVAL (bad character,
+ * padding or length, or more than size bytes). out is only written within [0, size). */
+#define UTIL_B64_URL 1
+#define UTIL_B64_PAD 2
+#define UTIL_B64_NOPAD 4
+int util_b64_decode(const char *s, size_t n, int flags, unsigned char *out, size_t size,
+                    size_t *len);
 
 /* Writes 2*nbytes lowercase hex characters of cryptographic randomness plus a NUL. */
 int util_random_hex(char *out, size_t nbytes);

@@ -1,6 +1,7 @@
 #include "whsig.h"
 
 #include "err.h"
+#include "util.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -12,44 +13,13 @@
 #define WHSIG_PREFIX "whsec_"
 #define WHSIG_KEY_MAX 256
 
-static int b64_char(char c)
-{
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' ||
-           c == '/';
-}
-
-/* Strict standard base64 (padding optional) into key; its length or -1. */
+/* Standard base64 (padding optional) of 1..key_size bytes into key; its length or -1. */
 static int b64_decode(const char *s, unsigned char *key, size_t key_size)
 {
-    size_t n = strlen(s), pad = 0;
-    while (n > 0 && s[n - 1] == '=' && pad < 2) {
-        n--;
-        pad++;
-    }
-    if (n == 0 || n % 4 == 1)
+    size_t len = 0;
+    if (util_b64_decode(s, strlen(s), 0, key, key_size, &len) < 0 || len == 0)
         return -1;
-    for (size_t i = 0; i < n; i++)
-        if (!b64_char(s[i]))
-            return -1;
-    /* EVP_DecodeBlock wants whole quanta: re-pad into a scratch buffer. */
-    char padded[((WHSIG_KEY_MAX + 2) / 3) * 4 + 4];
-    size_t full = (n + 3) / 4 * 4;
-    if (full >= sizeof(padded) || full / 4 * 3 > key_size + 2)
-        return -1;
-    memcpy(padded, s, n);
-    memset(padded + n, '=', full - n);
-    padded[full] = '\0';
-    unsigned char tmp[sizeof(padded)];
-    int out = EVP_DecodeBlock(tmp, (const unsigned char *)padded, (int)full);
-    if (out < 0)
-        return -1;
-    int real = out - (int)(full - n); /* EVP_DecodeBlock counts padding as zero bytes */
-    if (real <= 0 || (size_t)real > key_size)
-        return -1;
-    memcpy(key, tmp, (size_t)real);
-    OPENSSL_cleanse(tmp, sizeof(tmp));
-    OPENSSL_cleanse(padded, sizeof(padded));
-    return real;
+    return (int)len;
 }
 
 int whsig_sign(const char *secret, const char *id, long long timestamp, const void *body,

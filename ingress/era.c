@@ -1,9 +1,9 @@
 #include "era.h"
 
 #include "err.h"
+#include "util.h"
 
 #include <math.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,23 +29,18 @@ int ing_hdr_decode(const char *raw, char *out, size_t out_size)
 {
     size_t n = strlen(raw);
     size_t head = sizeof(SENTINEL_HEAD) - 1, tail = sizeof(SENTINEL_TAIL) - 1;
-    if (n > MAX_HDR_VALUE)
+    if (n > MAX_HDR_VALUE || out_size == 0)
         return MCPQ_EINVAL;
     if (n >= head + tail && strncmp(raw, SENTINEL_HEAD, head) == 0 &&
         strcmp(raw + n - tail, SENTINEL_TAIL) == 0) {
-        const char *b64 = raw + head;
-        size_t blen = n - head - tail;
-        if (blen % 4 != 0 || (blen / 4) * 3 + 1 > out_size)
+        /* Strict: padding required, at most two '=' and only at the end, one encoding per
+         * value (util.h); room for the NUL; a NUL inside the value is refused. */
+        size_t k = 0;
+        if (util_b64_decode(raw + head, n - head - tail, UTIL_B64_PAD, (unsigned char *)out,
+                            out_size - 1, &k) < 0 ||
+            memchr(out, '\0', k))
             return MCPQ_EINVAL;
-        int k = EVP_DecodeBlock((unsigned char *)out, (const unsigned char *)b64, (int)blen);
-        if (k < 0)
-            return MCPQ_EINVAL;
-        /* EVP_DecodeBlock counts the bytes '=' padding stands for. */
-        for (size_t i = blen; i > 0 && b64[i - 1] == '='; i--)
-            k--;
         out[k] = '\0';
-        if (memchr(out, '\0', (size_t)k))
-            return MCPQ_EINVAL;
         return 0;
     }
     for (size_t i = 0; i < n; i++) {

@@ -217,8 +217,8 @@ static int parse_token(lst_query_t *q, const char *tok)
     unsigned char b[TOKEN_BYTES];
     size_t len = 0;
     if (strlen(tok) != UTIL_B64URL_LEN(TOKEN_BYTES) ||
-        util_b64url_decode(tok, b, sizeof(b), &len) < 0 || len != TOKEN_BYTES ||
-        b[0] != TOKEN_VERSION || memcmp(b + 9, q->hash, 8) != 0)
+        util_b64_decode(tok, strlen(tok), UTIL_B64_URL | UTIL_B64_NOPAD, b, sizeof(b), &len) < 0 ||
+        len != TOKEN_BYTES || b[0] != TOKEN_VERSION || memcmp(b + 9, q->hash, 8) != 0)
         return MCPQ_EINVAL;
     uint64_t off = 0;
     for (int i = 1; i <= 8; i++)

@@ -1,10 +1,13 @@
-/* Tests common/util.c: base64url. */
+/* Tests common/util.c: base64 (both alphabets, the padding rules), listen addresses. */
 #include "check.h"
 #include "err.h"
 #include "util.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+
+#define B64URL(s, out, size, len)                                                                  \
+    util_b64_decode(s, strlen(s), UTIL_B64_URL | UTIL_B64_NOPAD, out, size, len)
 
 static void roundtrip(const char *in, const char *want)
 {
@@ -14,7 +17,7 @@ static void roundtrip(const char *in, const char *want)
     CHECK_INT_EQ(UTIL_B64URL_LEN(n), strlen(want));
     util_b64url_encode((const unsigned char *)in, n, enc);
     CHECK_STR_EQ(enc, want);
-    CHECK_INT_EQ(util_b64url_decode(enc, dec, sizeof(dec), &len), 0);
+    CHECK_INT_EQ(B64URL(enc, dec, sizeof(dec), &len), 0);
     CHECK_INT_EQ(len, n);
     CHECK(memcmp(dec, in, n) == 0);
 }
@@ -38,16 +41,62 @@ int main(void)
 
     unsigned char out[8];
     size_t len = 0;
-    CHECK_INT_EQ(util_b64url_decode("Zm9v=", out, sizeof(out), &len), MCPQ_EINVAL);
-    CHECK_INT_EQ(util_b64url_decode("Zm+v", out, sizeof(out), &len), MCPQ_EINVAL);
-    CHECK_INT_EQ(util_b64url_decode("Zm9 v", out, sizeof(out), &len), MCPQ_EINVAL);
-    CHECK_INT_EQ(util_b64url_decode("Z", out, sizeof(out), &len), MCPQ_EINVAL);
-    CHECK_INT_EQ(util_b64url_decode("Zh", out, sizeof(out), &len), MCPQ_EINVAL);  /* bits left */
-    CHECK_INT_EQ(util_b64url_decode("Zm9", out, sizeof(out), &len), MCPQ_EINVAL); /* bits left */
-    CHECK_INT_EQ(util_b64url_decode("Zm9vYmFy", out, 5, &len), MCPQ_EINVAL);      /* too long */
-    CHECK_INT_EQ(util_b64url_decode("Zm9vYmFy", out, 6, &len), 0);
+    CHECK_INT_EQ(B64URL("Zm9v=", out, sizeof(out), &len), MCPQ_EINVAL);
+    CHECK_INT_EQ(B64URL("Zm+v", out, sizeof(out), &len), MCPQ_EINVAL);
+    CHECK_INT_EQ(B64URL("Zm9 v", out, sizeof(out), &len), MCPQ_EINVAL);
+    CHECK_INT_EQ(B64URL("Z", out, sizeof(out), &len), MCPQ_EINVAL);
+    CHECK_INT_EQ(B64URL("Zh", out, sizeof(out), &len), MCPQ_EINVAL);  /* bits left */
+    CHECK_INT_EQ(B64URL("Zm9", out, sizeof(out), &len), MCPQ_EINVAL); /* bits left */
+    CHECK_INT_EQ(B64URL("Zm9vYmFy", out, 5, &len), MCPQ_EINVAL);      /* too long */
+    CHECK_INT_EQ(B64URL("Zm9vYmFy", out, 6, &len), 0);
     CHECK_INT_EQ(len, 6);
     TEST_PASS("b64url decode is strict");
+
+    /* Standard alphabet with its padding rules: required, refused, optional. */
+    static const struct {
+        const char *in;
+        int flags;
+        int rc;
+        const char *want;
+    } std[] = {
+        {"Zm9vYg==", UTIL_B64_PAD, 0, "foob"},
+        {"Zm9vYmE=", UTIL_B64_PAD, 0, "fooba"},
+        {"Zm9vYg", UTIL_B64_PAD, MCPQ_EINVAL, NULL},     /* padding missing */
+        {"Zm9vYg==", UTIL_B64_NOPAD, MCPQ_EINVAL, NULL}, /* padding refused */
+        {"Zm9vYg", 0, 0, "foob"},                        /* optional: absent */
+        {"Zm9vYg==", 0, 0, "foob"},                      /* optional: present */
+        {"Zm9vYg=", 0, MCPQ_EINVAL, NULL},               /* present but short */
+        {"====", 0, MCPQ_EINVAL, NULL},                  /* padding only */
+        {"========", 0, MCPQ_EINVAL, NULL},
+        {"=", 0, MCPQ_EINVAL, NULL},
+        {"==", UTIL_B64_PAD, MCPQ_EINVAL, NULL},
+        {"A===", 0, MCPQ_EINVAL, NULL},     /* three '=' */
+        {"Zm9v====", 0, MCPQ_EINVAL, NULL}, /* a whole quantum of '=' */
+        {"Zm=v", 0, MCPQ_EINVAL, NULL},     /* '=' inside */
+        {"Zg==Zg==", 0, MCPQ_EINVAL, NULL}, /* padding, then more */
+        {"Zh==", 0, MCPQ_EINVAL, NULL},     /* non-zero unused bits */
+        {"+/+/", 0, 0, "\xfb\xff\xbf"},
+        {"-_-_", 0, MCPQ_EINVAL, NULL}, /* url alphabet in standard */
+        {"Zm9v\n", 0, MCPQ_EINVAL, NULL},
+    };
+    for (size_t i = 0; i < sizeof(std) / sizeof(std[0]); i++) {
+        /* The output sits between guards: nothing may be written outside [0, size). */
+        struct {
+            unsigned char lo[8], out[6], hi[8];
+        } g;
+        memset(&g, 0xa5, sizeof(g));
+        len = 99;
+        int rc =
+            util_b64_decode(std[i].in, strlen(std[i].in), std[i].flags, g.out, sizeof(g.out), &len);
+        CHECK_INT_EQ(rc, std[i].rc);
+        if (std[i].want) {
+            CHECK_INT_EQ(len, strlen(std[i].want));
+            CHECK(memcmp(g.out, std[i].want, len) == 0);
+        }
+        for (size_t k = 0; k < 8; k++)
+            CHECK(g.lo[k] == 0xa5 && g.hi[k] == 0xa5);
+    }
+    TEST_PASS("base64 decode: standard alphabet, padding required, refused or optional");
 
     struct sockaddr_in sa;
     CHECK_INT_EQ(util_parse_listen("127.0.0.1:8080", &sa), 0);

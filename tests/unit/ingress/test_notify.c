@@ -33,6 +33,35 @@ static void test_hdr_decode(void)
     TEST_PASS("mirrored header values: plain and =?base64?...?=");
 }
 
+/* Regression: padding alone (`=?base64?====?=`) made the decoded length negative and wrote a
+ * NUL below the buffer at an offset the sender chose. Every malformed padding is refused and
+ * nothing outside the buffer is touched. */
+static void test_hdr_decode_padding(void)
+{
+    static const char *const bad[] = {
+        "=?base64?====?=",     "=?base64?========?=", "=?base64?============?=",
+        "=?base64?=?=",        "=?base64?==?=",       "=?base64?A===?=",
+        "=?base64?QQ=?=",      "=?base64?QQ===?=",    "=?base64?QUJD====?=",
+        "=?base64?QQ==QQ==?=", "=?base64?Q=Q=?=",     "=?base64?QQ?=", /* unpadded */
+        "=?base64?QR==?=",     "=?base64?QUI?=",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct {
+            char lo[32], out[16], hi[32];
+        } g;
+        memset(&g, 'G', sizeof(g));
+        CHECK_INT_EQ(ing_hdr_decode(bad[i], g.out, sizeof(g.out)), MCPQ_EINVAL);
+        for (size_t k = 0; k < sizeof(g.lo); k++)
+            CHECK(g.lo[k] == 'G' && g.hi[k] == 'G');
+    }
+    /* Exactly full: 12 decoded bytes need 13 with the NUL. */
+    char out[13];
+    CHECK_INT_EQ(ing_hdr_decode("=?base64?MDEyMzQ1Njc4OWFi?=", out, sizeof(out)), 0);
+    CHECK_STR_EQ(out, "0123456789ab");
+    CHECK_INT_EQ(ing_hdr_decode("=?base64?MDEyMzQ1Njc4OWFi?=", out, 12), MCPQ_EINVAL);
+    TEST_PASS("mirrored header values: malformed base64 padding refused, no write outside");
+}
+
 static void test_levels(void)
 {
     CHECK_INT_EQ(ing_log_level_index("debug"), 0);
@@ -88,6 +117,7 @@ static void test_log(void)
 int main(void)
 {
     test_hdr_decode();
+    test_hdr_decode_padding();
     test_levels();
     test_progress();
     test_log();
