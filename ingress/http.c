@@ -1,6 +1,7 @@
 #include "http.h"
 
 #include "admin.h"
+#include "batch.h"
 #include "channels.h"
 #include "config.h"
 #include "err.h"
@@ -81,9 +82,8 @@ static enum MHD_Result send_text(ing_req_t *req, int status, const char *ctype, 
 }
 
 /* Logs and counts how a call ended; response is its JSON-RPC answer (NULL: none sent). */
-static void call_outcome(ing_req_t *req, const char *response)
+static void call_outcome(ing_req_t *req, const ing_call_t *call, const char *response)
 {
-    ing_call_t *call = &req->call;
     ing_call_outcome_t outcome = ING_CALL_OK;
     if (call->cancelled)
         outcome = ING_CALL_CANCELLED;
@@ -98,10 +98,18 @@ static void call_outcome(ing_req_t *req, const char *response)
     char ms[32];
     snprintf(ms, sizeof(ms), "%lld", (long long)(util_mono_ms() - req->t0));
     log_event(outcome == ING_CALL_OK || outcome == ING_CALL_TOOL_ERROR ? LOG_INFO : LOG_WARN,
-              "tool call answered", "tenant", req->tenant, "tool", req->tool, "job_id",
+              "tool call answered", "tenant", req->tenant, "tool", call->tool, "job_id",
               call->job_id, "outcome", names[outcome], "duration_ms", ms, "stream",
               call->streaming ? "sse" : "json", (char *)NULL);
     ing_metrics_call(req->ctx->metrics, outcome);
+}
+
+/* call_outcome() of every element of a batch that waited. */
+static void batch_outcomes(ing_req_t *req)
+{
+    for (size_t i = 0; i < req->batch->n; i++)
+        if (req->batch->calls[i])
+            call_outcome(req, req->batch->calls[i], req->batch->calls[i]->response);
 }
 
 /* The JSON answer of a call that was parked (or completed before it could be). */
@@ -109,6 +117,15 @@ static enum MHD_Result send_call(ing_req_t *req)
 {
     ing_call_t *call = &req->call;
     ing_resp_t resp = {.status = 200, .content_type = "application/json"};
+    if (req->batch) { /* the array of a batch whose elements waited (batch.h) */
+        int oom = 0;
+        resp.body = ing_batch_response(req->batch, &oom);
+        if (!resp.body)
+            resp.body = rpc_error_str(NULL, RPC_INTERNAL_ERROR, "internal error", NULL);
+        batch_outcomes(req);
+        req->has_call = 0;
+        return send_resp(req, &resp);
+    }
     if (call->response) {
         resp.body = call->response;
         call->response = NULL;
@@ -117,7 +134,7 @@ static enum MHD_Result send_call(ing_req_t *req)
         resp.body = rpc_error_str(id, RPC_INTERNAL_ERROR, "internal error", NULL);
         cJSON_Delete(id);
     }
-    call_outcome(req, call->response ? call->response : resp.body);
+    call_outcome(req, call, call->response ? call->response : resp.body);
     req->has_call = 0;
     return send_resp(req, &resp);
 }
@@ -129,8 +146,10 @@ static ssize_t read_stream(void *cls, uint64_t pos, char *buf, size_t max)
     ing_req_t *req = cls;
     ssize_t n = ing_pending_read(req->ctx->pending, &req->call, buf, max);
     if (n == MHD_CONTENT_READER_END_OF_STREAM && req->has_call) {
-        if (!req->call.listener) /* a notification stream is no tool call */
-            call_outcome(req, req->call.response);
+        if (req->batch)
+            batch_outcomes(req);
+        else if (!req->call.listener) /* a notification stream is no tool call */
+            call_outcome(req, &req->call, req->call.response);
         req->has_call = 0;
     }
     return n;
@@ -402,8 +421,11 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         return;
     (void)conn;
     call_log_ctx(req);
-    if (req->has_call && ing_pending_remove(ctx->pending, &req->call) && req->call.modern &&
-        !req->call.listener && toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) {
+    if (req->batch) {
+        ing_batch_free(req->batch, ctx->pending); /* its elements leave the table */
+        req->batch = NULL;
+    } else if (req->has_call && ing_pending_remove(ctx->pending, &req->call) && req->call.modern &&
+               !req->call.listener && toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) {
         /* 2026-07-28: closing the response stream cancels the request (SPEC section 2). */
         ing_pending_cancel(ctx->pending, req->call.job_id, "the client closed the stream");
     }

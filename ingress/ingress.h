@@ -62,10 +62,10 @@ typedef struct ing_req {
     int64_t t0;
     ing_method_t metric;
     char tenant[128];
-    char tool[128];
     ing_call_t call;
     struct ing_upload *upload;     /* a PUT of a signed upload URL being streamed (files.h) */
     struct ing_listener *listener; /* a notification stream open on call (listen.h) */
+    struct ing_batch *batch;       /* a batch whose elements wait, call its group (batch.h) */
 } ing_req_t;
 
 /* The answer a handler produces for a finished exchange. */

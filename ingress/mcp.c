@@ -1,6 +1,7 @@
 #include "mcp.h"
 
 #include "auth.h"
+#include "batch.h"
 #include "era.h"
 #include "err.h"
 #include "listen.h"
@@ -359,49 +360,121 @@ static int dispatch(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     return 0;
 }
 
-/* A 2025-03-26 batch: every element answered in one array (tools/call elements excepted). */
-static void do_batch(ing_mcp_t *m, const cJSON *batch, ing_resp_t *resp)
+/* ---- waiting (mcpint.h) ---- */
+
+ing_call_t *ing_mcp_call(ing_mcp_t *m)
 {
-    if (cJSON_GetArraySize(batch) == 0) {
-        ing_resp_error(resp, 400, NULL, RPC_INVALID_REQUEST, "empty batch", NULL);
-        return;
+    return m->batch ? ing_batch_call(m->batch, m->elem) : &m->req->call;
+}
+
+int ing_mcp_enqueue(ing_mcp_t *m, ing_call_t *call)
+{
+    call->group = m->batch ? &m->req->call : NULL;
+    int rc = ing_pending_add(m->req->ctx->pending, call);
+    if (rc == 0 && !m->batch)
+        m->req->has_call = 1;
+    return rc;
+}
+
+void ing_mcp_dequeue(ing_mcp_t *m, ing_call_t *call)
+{
+    ing_pending_remove(m->req->ctx->pending, call);
+    if (!m->batch)
+        m->req->has_call = 0;
+}
+
+int ing_mcp_park(ing_mcp_t *m, ing_call_t *call)
+{
+    if (m->batch)
+        return 1; /* the batch parks once, when every element is dispatched */
+    return ing_pending_park(m->req->ctx->pending, call) ? 0 : 1;
+}
+
+/* One element of a batch into slot m->elem: its immediate response, or its call left
+ * waiting. */
+static void batch_element(ing_mcp_t *m, const cJSON *item)
+{
+    ing_batch_t *b = m->batch;
+    rpc_msg_t msg;
+    ing_resp_t one = {0};
+    int waits = 0;
+    rpc_classify(item, &msg);
+    if (msg.kind == RPC_INVALID)
+        ing_resp_error(&one, 400, msg.id, RPC_INVALID_REQUEST, msg.why, NULL);
+    else if (msg.kind == RPC_NOTIFICATION)
+        dispatch(m, &msg, &one); /* notifications/cancelled; nothing to answer */
+    else if (msg.kind != RPC_REQUEST)
+        return; /* a response: nothing to answer */
+    else if (strcmp(msg.method, "initialize") == 0)
+        ing_resp_error(&one, 200, msg.id, RPC_INVALID_REQUEST,
+                       "initialize cannot be sent inside a batch", NULL);
+    else
+        waits = dispatch(m, &msg, &one);
+    if (!waits) {
+        ing_batch_call_drop(b, m->elem); /* made, but answered at once */
+        b->bodies[m->elem] = one.body;
+    } else {
+        free(one.body);
     }
-    util_buf_t b;
-    util_buf_init(&b, (size_t)64 << 20);
-    util_buf_append(&b, "[", 1);
-    int n = 0;
+}
+
+/* A 2025-03-26 batch (docs/internals.md, "Batches"): every element is dispatched as if sent
+ * alone, those that wait (tools/call, tasks/result) each on a call of their own. With none
+ * waiting the array is answered at once; otherwise the request's call becomes the batch's
+ * group, which streams every response as it comes (a client that accepts
+ * text/event-stream) or answers the array when the last element is done. 1 when parked. */
+static int do_batch(ing_mcp_t *m, const cJSON *batch, ing_resp_t *resp)
+{
+    ing_req_t *req = m->req;
+    int n = cJSON_GetArraySize(batch);
+    if (n == 0) {
+        ing_resp_error(resp, 400, NULL, RPC_INVALID_REQUEST, "empty batch", NULL);
+        return 0;
+    }
+    if (n > ING_BATCH_MAX) {
+        char buf[120];
+        snprintf(buf, sizeof(buf), "a batch holds at most %d messages; this one has %d",
+                 ING_BATCH_MAX, n);
+        ing_resp_error(resp, 400, NULL, RPC_INVALID_REQUEST, buf, NULL);
+        return 0;
+    }
+    ing_batch_t *b = ing_batch_new((size_t)n);
+    if (!b) {
+        ing_resp_error(resp, 500, NULL, RPC_INTERNAL_ERROR, "out of memory", NULL);
+        return 0;
+    }
+    ing_call_t *group = &req->call;
+    group->conn = req->conn;
+    const char *accept = header(req, "Accept");
+    group->sse_ok = accept && strcasestr(accept, "text/event-stream") != NULL;
+    snprintf(group->id_json, sizeof(group->id_json), "null");
+    snprintf(group->tool, sizeof(group->tool), "batch");
+    ing_pending_group_init(req->ctx->pending, group);
+    m->batch = b;
     const cJSON *item;
     cJSON_ArrayForEach(item, batch)
     {
-        rpc_msg_t msg;
-        ing_resp_t one = {0};
-        rpc_classify(item, &msg);
-        if (msg.kind == RPC_INVALID)
-            ing_resp_error(&one, 400, msg.id, RPC_INVALID_REQUEST, msg.why, NULL);
-        else if (msg.kind == RPC_NOTIFICATION)
-            dispatch(m, &msg, &one); /* notifications/cancelled; nothing to answer */
-        else if (msg.kind != RPC_REQUEST)
-            continue;
-        else if (strcmp(msg.method, "tools/call") == 0 || strcmp(msg.method, "initialize") == 0)
-            ing_resp_error(&one, 200, msg.id, RPC_INVALID_REQUEST,
-                           "tools/call and initialize cannot be sent inside a batch", NULL);
+        batch_element(m, item);
+        m->elem++;
+    }
+    m->batch = NULL;
+    req->metric = ING_M_OTHER;
+    if (!ing_batch_waits(b)) {
+        int oom = 0;
+        char *arr = ing_batch_response(b, &oom);
+        ing_batch_free(b, NULL);
+        if (oom)
+            ing_resp_error(resp, 500, NULL, RPC_INTERNAL_ERROR, "out of memory", NULL);
+        else if (!arr)
+            resp->status = 202; /* only notifications and responses */
         else
-            dispatch(m, &msg, &one);
-        if (one.body) {
-            if (n++)
-                util_buf_append(&b, ",", 1);
-            util_buf_append(&b, one.body, strlen(one.body));
-            free(one.body);
-        }
+            ing_resp_json(resp, 200, arr);
+        return 0;
     }
-    util_buf_append(&b, "]", 1);
-    m->req->metric = ING_M_OTHER;
-    if (n == 0) {
-        util_buf_cleanup(&b);
-        resp->status = 202;
-        return;
-    }
-    ing_resp_json(resp, 200, b.data);
+    req->batch = b;
+    req->has_call = 1;
+    ing_pending_group_seal(req->ctx->pending, group, b->bodies, b->n);
+    return ing_pending_park(req->ctx->pending, group) ? 0 : 1;
 }
 
 static int content_type_ok(const char *ct)
@@ -563,7 +636,7 @@ int ing_mcp_post(ing_req_t *req, const char *server, ing_resp_t *resp)
         }
         if (load_session(&m, NULL, resp) < 0)
             goto out;
-        do_batch(&m, root, resp);
+        parked = do_batch(&m, root, resp);
         goto out;
     }
     if (msg.kind == RPC_INVALID) {

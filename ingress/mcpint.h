@@ -26,6 +26,9 @@ typedef struct ing_mcp {
      * the caller's), else empty (the session's channel, or a fresh one); channels.h. */
     char channel[104];
     long long channel_ttl_ms;
+    /* a 2025-03-26 batch (batch.h): the element being dispatched; NULL for one request */
+    struct ing_batch *batch;
+    size_t elem;
 } ing_mcp_t;
 
 /* Fills resp with a JSON body (takes body; NULL body: 500). */
@@ -38,7 +41,19 @@ void ing_resp_result_owned(ing_resp_t *resp, const cJSON *id, char *result_json)
 /* Same with a cJSON result (consumed). Under 2026-07-28 adds resultType and serverInfo. */
 void ing_resp_result_obj(ing_mcp_t *m, ing_resp_t *resp, const cJSON *id, cJSON *result);
 
-/* tools/call (toolcall.c). 1 when the request is parked waiting for a worker, else 0 with
+/* Waiting for an answer without a thread (pending.h), the same for one request and for an
+ * element of a batch. A method that may wait fills the call ing_mcp_call() gives (the
+ * request's own, or the element's), adds it with ing_mcp_enqueue() (0, or < 0 when the
+ * table refused it: answer -32603), takes it back with ing_mcp_dequeue() if its request
+ * fails after all, and returns ing_mcp_park(): 1 when it waits (one request: parked; a batch
+ * element: the batch parks once every element is dispatched), 0 when the answer is there
+ * already (the HTTP layer takes it from the call). */
+ing_call_t *ing_mcp_call(ing_mcp_t *m);
+int ing_mcp_enqueue(ing_mcp_t *m, ing_call_t *call);
+void ing_mcp_dequeue(ing_mcp_t *m, ing_call_t *call);
+int ing_mcp_park(ing_mcp_t *m, ing_call_t *call);
+
+/* tools/call (toolcall.c). 1 when the request waits for a worker (see above), else 0 with
  * resp filled. */
 int ing_mcp_tools_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp);
 /* tasks/get, tasks/result, tasks/list, tasks/cancel (MCP Tasks, 2025-11-25; mcptasks.c).

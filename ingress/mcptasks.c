@@ -90,7 +90,11 @@ static int do_result(ing_mcp_t *m, const rpc_msg_t *msg, const char *task_id, in
         }
     }
     ing_req_t *req = m->req;
-    ing_call_t *call = &req->call;
+    ing_call_t *call = ing_mcp_call(m);
+    if (!call) {
+        ing_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR, "out of memory", NULL);
+        return 0;
+    }
     snprintf(call->job_id, sizeof(call->job_id), "%s", task_id);
     rpc_id_str(msg->id, call->id_json, sizeof(call->id_json));
     call->conn = req->conn;
@@ -100,9 +104,11 @@ static int do_result(ing_mcp_t *m, const rpc_msg_t *msg, const char *task_id, in
     call->log_min = -1;
     call->task_result = 1;
     snprintf(call->tool, sizeof(call->tool), "tasks/result");
-    ing_pending_add(ctx->pending, call);
-    req->has_call = 1;
-    return ing_pending_park(ctx->pending, call) ? 0 : 1;
+    if (ing_mcp_enqueue(m, call) < 0) {
+        ing_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR, "internal error; try again", NULL);
+        return 0;
+    }
+    return ing_mcp_park(m, call);
 }
 
 static void do_list(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)

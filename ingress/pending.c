@@ -8,6 +8,7 @@
 #include "tasks.h"
 #include "util.h"
 
+#include <assert.h>
 #include <cjson/cJSON.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -151,9 +152,17 @@ static int keepalive_of(const ing_pending_t *p, const ing_call_t *call)
     return call->keepalive_ms > 0 ? call->keepalive_ms : p->keepalive_ms;
 }
 
+/* The call that owns the connection: a batch element's group, else the call itself. Streams,
+ * keep-alives and wake-ups all go to it. */
+static ing_call_t *owner_of(ing_call_t *call)
+{
+    return call->group ? call->group : call;
+}
+
 /* Resumes a suspended connection (lock held). */
 static void wake_locked(ing_call_t *call)
 {
+    call = owner_of(call);
     if (call->parked) {
         call->parked = 0;
         MHD_resume_connection(call->conn);
@@ -163,6 +172,7 @@ static void wake_locked(ing_call_t *call)
 /* Appends raw SSE bytes to a call that streams or may (lock held). 0 or MCPQ_ENOMEM. */
 static int append_raw_locked(ing_pending_t *p, ing_call_t *call, const char *bytes, size_t n)
 {
+    call = owner_of(call);
     if (call->out.len - call->out_off + n > SSE_MAX_BACKLOG ||
         util_buf_append(&call->out, bytes, n) < 0)
         return MCPQ_ENOMEM;
@@ -177,6 +187,7 @@ static int append_frame_locked(ing_pending_t *p, ing_call_t *call, const char *j
 {
     static const char head[] = "event: message\ndata: ";
     size_t n = strlen(json);
+    call = owner_of(call);
     if (call->out.len - call->out_off + n + sizeof(head) + 2 > SSE_MAX_BACKLOG)
         return MCPQ_ENOMEM;
     if (util_buf_append(&call->out, head, sizeof(head) - 1) < 0 ||
@@ -185,13 +196,35 @@ static int append_frame_locked(ing_pending_t *p, ing_call_t *call, const char *j
     return append_raw_locked(p, call, "", 0);
 }
 
+/* Drops one reference of a batch's group (lock held): the seal's or an element's. The last
+ * one ends the batch: its stream ends, or its array can be answered. */
+static void group_release_locked(ing_call_t *group)
+{
+    assert(group->nwaiting > 0);
+    if (--group->nwaiting > 0)
+        return;
+    group->done = 1;
+    if (group->sse_ok)
+        group->want_stream = group->stream_end = 1;
+    wake_locked(group);
+}
+
 /* Ends a call (lock held). Takes ownership of response, which may be NULL for a cancelled
- * call that answers nothing. A streamed call gets the response as its last frame. */
+ * call that answers nothing. A streamed call gets the response as its last frame; a batch
+ * element's response is a frame of its group's stream, or waits for the group's array. */
 static void complete_locked(ing_pending_t *p, ing_call_t *call, char *response, int timed_out)
 {
     unlink_locked(p, call);
     call->timed_out = timed_out;
     call->done = 1;
+    if (call->group) {
+        if (call->group->sse_ok && response && append_frame_locked(p, call, response) < 0)
+            log_event(LOG_WARN, "batch response dropped: the client reads too slowly", "job_id",
+                      call->job_id, (char *)NULL);
+        call->response = response;
+        group_release_locked(call->group);
+        return;
+    }
     if (call->want_stream || call->streaming) {
         if (response)
             append_frame_locked(p, call, response);
@@ -201,8 +234,19 @@ static void complete_locked(ing_pending_t *p, ing_call_t *call, char *response, 
     wake_locked(call);
 }
 
-void ing_pending_add(ing_pending_t *p, ing_call_t *call)
+int ing_pending_add(ing_pending_t *p, ing_call_t *call)
 {
+    /* A call in the table twice makes a loop in its bucket and two heap entries (the
+     * reader would spin under the lock): refused, loudly in debug builds. */
+    pthread_mutex_lock(&p->lock);
+    int twice = call->in_table;
+    pthread_mutex_unlock(&p->lock);
+    assert(!twice && "a call was added to the pending table twice");
+    if (twice) {
+        log_event(LOG_ERROR, "refused to add a call that is already waiting", "job_id",
+                  call->job_id, (char *)NULL);
+        return MCPQ_EEXIST;
+    }
     call->done = 0;
     call->parked = 0;
     call->response = NULL;
@@ -214,18 +258,51 @@ void ing_pending_add(ing_pending_t *p, ing_call_t *call)
     size_t b = bucket_of(call->job_id);
     call->next = p->buckets[b];
     p->buckets[b] = call;
+    int rc = 0;
     if (heap_push(p, call) < 0) {
         /* Cannot track its deadline: answer at once rather than risk a hang. */
         p->buckets[b] = call->next;
         call->done = 1;
         call->response = NULL;
+        rc = MCPQ_ENOMEM;
     } else {
         call->in_table = 1;
         if (call->listener)
             p->nlisteners++;
         else
             p->count++;
+        if (call->group)
+            call->group->nwaiting++;
     }
+    pthread_mutex_unlock(&p->lock);
+    return rc;
+}
+
+void ing_pending_group_init(ing_pending_t *p, ing_call_t *group)
+{
+    group->done = group->parked = group->timed_out = 0;
+    group->response = NULL;
+    group->want_stream = group->streaming = group->stream_end = group->cancelled = 0;
+    util_buf_init(&group->out, SIZE_MAX);
+    group->out_off = 0;
+    group->next_keepalive_mono = util_mono_ms() + keepalive_of(p, group);
+    group->group = NULL;
+    group->in_table = 0;
+    group->nwaiting = 1; /* the seal's */
+}
+
+void ing_pending_group_seal(ing_pending_t *p, ing_call_t *group, char *const *bodies, size_t n)
+{
+    pthread_mutex_lock(&p->lock);
+    if (group->sse_ok) {
+        for (size_t i = 0; i < n; i++)
+            if (bodies[i] && append_frame_locked(p, group, bodies[i]) < 0)
+                log_event(LOG_WARN, "batch response dropped: too large for the stream",
+                          (char *)NULL);
+        group->want_stream = 1;
+        group->next_keepalive_mono = util_mono_ms() + keepalive_of(p, group);
+    }
+    group_release_locked(group);
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -248,6 +325,12 @@ int ing_pending_remove(ing_pending_t *p, ing_call_t *call)
     int was = call->in_table;
     if (was)
         unlink_locked(p, call);
+    if (was && call->group) {
+        /* Its reference goes back without ending the group: the element's request failed
+         * before the seal (which still holds the group), or the batch's client is gone. */
+        assert(call->group->nwaiting > 0);
+        call->group->nwaiting--;
+    }
     pthread_mutex_unlock(&p->lock);
     return was;
 }
@@ -512,7 +595,7 @@ static void keepalive_tick(ing_pending_t *p)
     pthread_mutex_lock(&p->lock);
     for (size_t b = 0; b < NBUCKETS && p->count + p->nlisteners > 0; b++)
         for (ing_call_t *c = p->buckets[b]; c; c = c->next)
-            if (c->sse_ok && c->next_keepalive_mono <= now)
+            if (c->sse_ok && owner_of(c)->next_keepalive_mono <= now)
                 append_raw_locked(p, c, comment, sizeof(comment) - 1);
     pthread_mutex_unlock(&p->lock);
 }

@@ -23,6 +23,18 @@
  * and keep-alive comments every keepalive_ms, and ends with ing_pending_finish() or when its
  * client goes away. Listeners are not counted by ing_pending_count().
  *
+ * Batches (2025-03-26 JSON-RPC batches, docs/internals.md): the elements of one batch that
+ * wait (tools/call, tasks/result) are calls of their own, each in the table under its own
+ * job id with its own deadline, whose `group` is the batch's call. The group owns the
+ * connection and is never in the table itself: only the group parks, wakes, streams and
+ * finishes. A group made with ing_pending_group_init() holds one reference of its own until
+ * ing_pending_group_seal(), so elements that finish while the batch is still being
+ * dispatched cannot end it early; it is done when the seal and every element are. A group
+ * whose client accepts text/event-stream streams from the seal on: every element's response
+ * (and its notifications) is a frame, the stream ends with the last one. Otherwise each
+ * element keeps its response and the HTTP thread answers the whole array once the group is
+ * done.
+ *
  * Cancellation (docs/internals.md): ing_pending_cancel() queues a job id; the reader thread
  * sets `mcpq:cancel:<job>` and publishes it. A `cancelled` entry from the worker ends the
  * call: an open stream ends without a response, a JSON answer is -32800.
@@ -68,6 +80,9 @@ typedef struct ing_call {
     util_buf_t out;  /* SSE bytes not yet handed to libmicrohttpd */
     size_t out_off;
     int64_t next_keepalive_mono;
+    /* batches: see above */
+    struct ing_call *group; /* an element: the batch's call (set before ing_pending_add) */
+    size_t nwaiting;        /* a group: the seal plus elements not done, under the lock */
     /* table bookkeeping */
     struct ing_call *next;
     size_t heap_idx;
@@ -88,15 +103,26 @@ ing_pending_t *ing_pending_new(const char *redis_url, int redis_timeout_ms, cons
 /* Completes every call still waiting with -32603 "server shutting down", stops the thread. */
 void ing_pending_free(ing_pending_t *p);
 
-void ing_pending_add(ing_pending_t *p, ing_call_t *call);
-/* Suspends call->conn until completion or its first SSE frame; returns 1 (nothing
- * suspended) if there is something to send already. Must
- * run on the connection's HTTP thread, inside the access handler. */
+/* Adds call under its job id. 0; MCPQ_ENOMEM when the table cannot track it (the call is
+ * then done, with no response: answer -32603); MCPQ_EEXIST when this very call is in the
+ * table already (a caller bug: an assertion in debug builds; the call is left as it was). */
+int ing_pending_add(ing_pending_t *p, ing_call_t *call);
+/* Makes group the call of a batch whose elements will wait (see above): its stream state is
+ * reset and it holds the seal's reference. sse_ok must be set before. Not in the table. */
+void ing_pending_group_init(ing_pending_t *p, ing_call_t *group);
+/* Drops the seal's reference once every element has been dispatched: with no element
+ * waiting the group is done at once. A streaming group (sse_ok) starts its stream with
+ * frames, one per JSON-RPC response in bodies[0..n) (the elements answered at once). */
+void ing_pending_group_seal(ing_pending_t *p, ing_call_t *group, char *const *bodies, size_t n);
+/* Suspends call->conn (a group's: the batch) until completion or its first SSE frame; returns 1
+ * (nothing suspended) if there is something to send already. Must run on the connection's HTTP
+ * thread, inside the access handler. */
 int ing_pending_park(ing_pending_t *p, ing_call_t *call);
 /* Completes a call by job id with a JSON-RPC error (e.g. Kafka refused the job). */
 void ing_pending_fail(ing_pending_t *p, const char *job_id, int code, const char *message);
 /* Removes a call that is still waiting (its request failed or its client went away).
- * 1 when it was waiting, 0 when it had already completed. */
+ * 1 when it was waiting, 0 when it had already completed. A batch element gives its
+ * group's reference back without ending the group. */
 int ing_pending_remove(ing_pending_t *p, ing_call_t *call);
 
 /* What the HTTP thread does with a resumed call (ing_pending_take). */

@@ -364,10 +364,13 @@ int ing_mcp_tools_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
         ing_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS, buf, NULL);
         return 0;
     }
-    snprintf(req->tool, sizeof(req->tool), "%s", tool->name);
     /* From here on every line this thread logs for the call carries its trace (log.h); the
      * request handler clears the context when it returns. */
-    ing_call_t *call = &req->call;
+    ing_call_t *call = ing_mcp_call(m);
+    if (!call) {
+        ing_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR, "out of memory", NULL);
+        return 0;
+    }
     const char *tracestate = NULL;
     char traceparent[TRACE_PARENT_LEN + 1] = "";
     call_trace(m, msg, &call->trace, &tracestate);
@@ -558,16 +561,19 @@ int ing_mcp_tools_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
         if (r)
             freeReplyObject(r);
     }
-    ing_pending_add(ctx->pending, call);
-    req->has_call = 1;
+    if (ing_mcp_enqueue(m, call) < 0) {
+        cJSON_free(payload);
+        free(opaque);
+        ing_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR, "internal error; try again", NULL);
+        return 0;
+    }
     int rc =
         mq_producer_send(ctx->producer, ctx->set->topic_jobs, call->job_id, payload,
                          strlen(payload), traceparent[0] ? traceparent : NULL, tracestate, opaque);
     cJSON_free(payload);
     if (rc < 0) {
         free(opaque);
-        ing_pending_remove(ctx->pending, call);
-        req->has_call = 0;
+        ing_mcp_dequeue(m, call);
         ing_metrics_published(ctx->metrics, 0);
         ing_metrics_call(ctx->metrics, ING_CALL_FAILED);
         ing_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR,
@@ -578,7 +584,7 @@ int ing_mcp_tools_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     }
     log_event(LOG_INFO, "tool call published", "tenant", tool->tenant, "tool", tool->name, "job_id",
               call->job_id, (char *)NULL);
-    return ing_pending_park(ctx->pending, call) ? 0 : 1;
+    return ing_mcp_park(m, call);
 }
 
 void ing_mcp_delivered(void *opaque, int err, void *arg)
