@@ -37,6 +37,57 @@ static size_t utf8_seq(const unsigned char *p, size_t left)
     return n;
 }
 
+static int hex4(const unsigned char *p, size_t left, unsigned *out)
+{
+    unsigned v = 0;
+    if (left < 4)
+        return -1;
+    for (int i = 0; i < 4; i++) {
+        unsigned char c = p[i];
+        int d = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
+        if (d < 0)
+            return -1;
+        v = v << 4 | (unsigned)d;
+    }
+    *out = v;
+    return 0;
+}
+
+/* The escape at p (p[0] == '\\') inside a string: its length, or 0 with *why set. JSON
+ * allows only \" \\ \/ \b \f \n \r \t and \uXXXX; a \u that is a lone surrogate or U+0000 is
+ * refused too: cJSON would turn the first into a wrong character and the second into the
+ * end of a C string, so what was checked, logged or signed would differ from what a tool
+ * gets (docs/security.md). */
+static size_t escape_len(const unsigned char *p, size_t left, const char **why)
+{
+    unsigned hi, lo;
+    if (left >= 2 && p[1] && strchr("\"\\/bfnrt", p[1]))
+        return 2;
+    if (left < 2 || p[1] != 'u' || hex4(p + 2, left - 2, &hi) < 0) {
+        *why = "invalid escape in a JSON string";
+        return 0;
+    }
+    if (hi == 0) {
+        *why = "\\u0000 (NUL) in a JSON string is not accepted";
+        return 0;
+    }
+    if (hi >= 0xDC00 && hi <= 0xDFFF) {
+        *why = "lone low surrogate escape in a JSON string";
+        return 0;
+    }
+    if (hi < 0xD800 || hi > 0xDBFF)
+        return 6;
+    if (left < 12 || p[6] != '\\' || p[7] != 'u' || hex4(p + 8, left - 8, &lo) < 0 || lo < 0xDC00 ||
+        lo > 0xDFFF) {
+        *why = "lone high surrogate escape in a JSON string";
+        return 0;
+    }
+    return 12;
+}
+
 int rpc_body_check(const char *body, size_t len, const char **why)
 {
     const unsigned char *p = (const unsigned char *)body;
@@ -62,7 +113,10 @@ int rpc_body_check(const char *body, size_t len, const char **why)
                 return MCPQ_EINVAL;
             }
             if (c == '\\') {
-                i += 2;
+                size_t n = escape_len(p + i, len - i, why);
+                if (!n)
+                    return MCPQ_EINVAL;
+                i += n;
                 continue;
             }
             if (c == '"')

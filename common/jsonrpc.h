@@ -44,7 +44,8 @@ typedef struct rpc_msg {
     const char *why;     /* RPC_INVALID: what is wrong */
 } rpc_msg_t;
 
-/* 0 when body is UTF-8 with no raw control character inside a string; else MCPQ_EINVAL. */
+/* 0 when body is UTF-8 with no raw control character inside a string and only the escapes
+ * JSON allows, none of them \u0000 or a lone surrogate; else MCPQ_EINVAL with *why set. */
 int rpc_body_check(const char *body, size_t len, const char **why);
 
 /* Parses one JSON text (object or array). NULL on -32700 with *why set. */

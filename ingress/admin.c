@@ -1366,7 +1366,9 @@ static int parse_body(adm_t *a)
         ing_api_error(a->resp, 415, "Content-Type must be application/json");
         return 0;
     }
-    a->body = cJSON_ParseWithLength(req->body.data, req->body.len);
+    a->body = ing_api_json(req, a->resp);
+    if (!a->body)
+        return 0;
     if (!cJSON_IsObject(a->body)) {
         ing_api_error(a->resp, 400, "the body must be a JSON object");
         return 0;

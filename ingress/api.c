@@ -4,6 +4,7 @@
 #include "api.h"
 
 #include "auth.h"
+#include "jsonrpc.h"
 
 #include <stdio.h>
 
@@ -17,6 +18,18 @@ void ing_api_error(ing_resp_t *resp, int status, const char *msg)
     cJSON_Delete(o);
     if (!resp->body)
         resp->status = 500;
+}
+
+cJSON *ing_api_json(ing_req_t *req, ing_resp_t *resp)
+{
+    const char *why = NULL;
+    cJSON *o = rpc_parse(req->body.data ? req->body.data : "", req->body.len, &why);
+    if (!o) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "the body is not accepted JSON: %s", why ? why : "parse error");
+        ing_api_error(resp, 400, msg);
+    }
+    return o;
 }
 
 void ing_api_body(ing_resp_t *resp, int status, cJSON *o)

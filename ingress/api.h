@@ -23,6 +23,11 @@ const ing_tenant_t *ing_api_front(ing_req_t *req, ing_registry_t **reg, ing_resp
 /* Fills resp with status and {"error": msg}. */
 void ing_api_error(ing_resp_t *resp, int status, const char *msg);
 
+/* The request's body as JSON, read by the same strict parser as /mcp (jsonrpc.h rpc_parse:
+ * UTF-8, no NUL or lone surrogate, no duplicate member names, bounded depth), or NULL with
+ * resp filled (400 saying what is wrong). Owned by the caller. */
+cJSON *ing_api_json(ing_req_t *req, ing_resp_t *resp);
+
 /* Fills resp with status and o rendered (o is consumed; NULL or no memory: 500). */
 void ing_api_body(ing_resp_t *resp, int status, cJSON *o);
 

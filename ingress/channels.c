@@ -109,12 +109,10 @@ int ing_channel_use(kv_pool_t *kv, const char *tenant, const char *id, long long
 /* Stores the agent_reply body for the channel (see channels.h); resp filled. */
 static void post_message(ing_req_t *req, const ing_tenant_t *t, const char *chan, ing_resp_t *resp)
 {
-    cJSON *reply = cJSON_ParseWithLength(req->body.data ? req->body.data : "", req->body.len);
+    cJSON *reply = ing_api_json(req, resp);
     char why[300], msg[400];
-    if (!reply) {
-        ing_api_error(resp, 400, "body is not JSON");
+    if (!reply)
         return;
-    }
     const cJSON *schema = sch_builtin("agent-reply.schema.json");
     if (!schema || sch_validate(schema, reply, "body", why, sizeof(why)) < 0) {
         snprintf(msg, sizeof(msg), "not an agent_reply: %s", schema ? why : "schema missing");

@@ -119,7 +119,9 @@ static void presign(ing_req_t *req, const ing_tenant_t *t, ing_resp_t *resp)
 {
     ing_ctx_t *ctx = req->ctx;
     const mcpq_settings_t *set = ctx->set;
-    cJSON *body = cJSON_ParseWithLength(req->body.data ? req->body.data : "", req->body.len);
+    cJSON *body = ing_api_json(req, resp);
+    if (!body)
+        return;
     const cJSON *fn = cJSON_GetObjectItemCaseSensitive(body, "filename");
     const cJSON *ct = cJSON_GetObjectItemCaseSensitive(body, "content_type");
     const cJSON *sz = cJSON_GetObjectItemCaseSensitive(body, "size");

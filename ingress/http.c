@@ -281,20 +281,23 @@ static enum MHD_Result route(ing_req_t *req, const char *url, const char *method
     return send_resp(req, &resp);
 }
 
-/* MHD_get_connection_values() iterator: stops at the first header whose name or value holds a
- * control character (a bare CR or LF, NUL, DEL; a tab is allowed in values), which RFC 9110
+/* MHD_get_connection_values_n() iterator: stops at the first header whose name or value holds
+ * a control character (a bare CR or LF, NUL, DEL; a tab is allowed in values), which RFC 9110
  * says a recipient must refuse: such bytes are how header injection and request smuggling
- * through a lenient proxy begin. */
+ * through a lenient proxy begin. The lengths come from libmicrohttpd, so a NUL inside a value
+ * (which every C-string reader would see as its end) is found too (docs/security.md). */
 static enum MHD_Result header_clean(void *cls, enum MHD_ValueKind kind, const char *key,
-                                    const char *value)
+                                    size_t key_size, const char *value, size_t value_size)
 {
     (void)kind;
-    for (const unsigned char *p = (const unsigned char *)key; p && *p; p++)
-        if (*p <= ' ' || *p == 0x7f)
+    for (size_t i = 0; key && i < key_size; i++)
+        if ((unsigned char)key[i] <= ' ' || key[i] == 0x7f)
             goto bad;
-    for (const unsigned char *p = (const unsigned char *)value; p && *p; p++)
-        if ((*p < ' ' && *p != '\t') || *p == 0x7f)
+    for (size_t i = 0; value && i < value_size; i++) {
+        unsigned char c = (unsigned char)value[i];
+        if ((c < ' ' && c != '\t') || c == 0x7f)
             goto bad;
+    }
     return MHD_YES;
 bad:
     *(int *)cls = 1;
@@ -339,12 +342,17 @@ static enum MHD_Result handle_request(void *cls, struct MHD_Connection *conn, co
             max_body = CFG_MAX_BYTES;
         util_buf_init(&req->body, (size_t)max_body);
         int dirty = 0;
-        MHD_get_connection_values(conn, MHD_HEADER_KIND, header_clean, &dirty);
-        if (dirty) {
+        MHD_get_connection_values_n(conn, MHD_HEADER_KIND, header_clean, &dirty);
+        /* An encoded NUL in the target: libmicrohttpd's decoded url would end there, so the
+         * path routed on would be shorter than the one sent (and signed). */
+        int nul_target = strstr(req->uri, "%00") != NULL;
+        if (dirty || nul_target) {
             req->handled = 1;
             ing_resp_t resp = {.status = 400, .content_type = "application/json"};
             resp.body = rpc_error_str(NULL, RPC_INVALID_REQUEST,
-                                      "a header holds a control character", NULL);
+                                      dirty ? "a header holds a control character"
+                                            : "the request target holds an encoded NUL (%00)",
+                                      NULL);
             return send_resp(req, &resp);
         }
         if (strcmp(method, "PUT") == 0 && ing_files_is_content(url)) {

@@ -162,9 +162,53 @@ static void test_hostile(void)
     TEST_PASS("duplicate names, value count and non-finite ids are refused");
 }
 
+/* Regression (issue 17, finding 9): cJSON turns "\u0000" into the end of a C string and an
+ * invalid "\u12G4" into a NUL too, so a tool name, an id or an argument checked here was not
+ * the one a tool got. Escapes JSON does not allow, U+0000 and lone surrogates are refused. */
+static void test_escapes(void)
+{
+    static const char *const bad[] = {
+        "{\"method\":\"tools/call\\u0000x\"}", /* U+0000 */
+        "{\"a\":\"\\u0000\"}",
+        "{\"a\\u0000b\":1}",          /* in a member name */
+        "{\"a\":\"\\u12G4\"}",        /* not hex */
+        "{\"a\":\"\\u12\"}",          /* short */
+        "{\"a\":\"\\uD800\"}",        /* lone high surrogate */
+        "{\"a\":\"\\uD800\\u0041\"}", /* high surrogate, then no low one */
+        "{\"a\":\"\\uDBFFx\\uDC00\"}",
+        "{\"a\":\"\\uDC00\"}",        /* lone low surrogate */
+        "{\"a\":\"\\uDFFF\\uD800\"}", /* reversed pair */
+        "{\"a\":\"\\x41\"}",          /* escapes JSON does not have */
+        "{\"a\":\"\\a\"}",
+        "{\"a\":\"\\'\"}",
+        "{\"a\":\"\\", /* ends inside an escape */
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        const char *why = NULL;
+        if (rpc_parse(bad[i], strlen(bad[i]), &why) != NULL) {
+            fprintf(stderr, "accepted: %s\n", bad[i]);
+            exit(1);
+        }
+        CHECK(why != NULL);
+    }
+    const char *why = NULL;
+    CHECK(rpc_parse(bad[0], strlen(bad[0]), &why) == NULL);
+    CHECK_CONTAINS(why, "NUL");
+    /* What JSON allows still parses, and a surrogate pair is one character. */
+    CHECK(parses("{\"a\":\"\\\"\\\\\\/\\b\\f\\n\\r\\t\"}"));
+    CHECK(parses("{\"a\":\"\\u0041\\u00e9\\u4F60\\u0001\"}"));
+    const char *pair = "{\"a\":\"\\uD83D\\uDE00\"}";
+    cJSON *j = rpc_parse(pair, strlen(pair), &why);
+    CHECK(j != NULL);
+    CHECK_STR_EQ(cJSON_GetObjectItem(j, "a")->valuestring, "\xf0\x9f\x98\x80");
+    cJSON_Delete(j);
+    TEST_PASS("escapes: \\u0000, invalid \\u and lone surrogates refused");
+}
+
 int main(void)
 {
     test_parse();
+    test_escapes();
     test_classify();
     test_serialize();
     test_hostile();
