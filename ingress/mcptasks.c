@@ -64,31 +64,31 @@ static void answer_result(ing_mcp_t *m, const rpc_msg_t *msg, const ing_task_t *
     ing_resp_result_obj(m, resp, msg->id, result);
 }
 
-/* tasks/result: 1 when parked. */
+/* Looks at the task: 0 when it still runs (nothing answered), else 1 with resp filled (its
+ * result, not found, or Redis unavailable). */
+static int answer_if_done(ing_mcp_t *m, const rpc_msg_t *msg, const char *task_id, ing_resp_t *resp)
+{
+    ing_task_t t;
+    if (answered(ing_task_get(m->req->ctx->kv, m->tenant->id, task_id, &t), resp, msg->id))
+        return 1;
+    const char *state = ing_task_field(&t, "state");
+    int done = strcmp(state, "waiting") != 0 && strcmp(state, "running") != 0;
+    if (done)
+        answer_result(m, msg, &t, resp);
+    else if (strlen(task_id) >= ING_JOB_ID_LEN)
+        not_found(resp, msg->id);
+    ing_task_cleanup(&t);
+    return done || strlen(task_id) >= ING_JOB_ID_LEN;
+}
+
+/* tasks/result: 1 when parked. The call is in the pending table before this replica is
+ * registered as a waiter and before the second look, so the task's end is never missed: it
+ * either shows in that look, or its reply-stream entry finds the call waiting. */
 static int do_result(ing_mcp_t *m, const rpc_msg_t *msg, const char *task_id, ing_resp_t *resp)
 {
     ing_ctx_t *ctx = m->req->ctx;
-    ing_task_t t;
-    for (int round = 0; round < 2; round++) {
-        if (answered(ing_task_get(ctx->kv, m->tenant->id, task_id, &t), resp, msg->id))
-            return 0;
-        const char *state = ing_task_field(&t, "state");
-        int done = strcmp(state, "waiting") != 0 && strcmp(state, "running") != 0;
-        if (done || strlen(task_id) >= ING_JOB_ID_LEN) {
-            if (done)
-                answer_result(m, msg, &t, resp);
-            else
-                not_found(resp, msg->id);
-            ing_task_cleanup(&t);
-            return 0;
-        }
-        ing_task_cleanup(&t);
-        /* Register, then look again: a task that ended in between is answered now. */
-        if (round == 0 && ing_task_wait(ctx->kv, task_id, ctx->reply_key) < 0) {
-            unavailable(resp, msg->id);
-            return 0;
-        }
-    }
+    if (answer_if_done(m, msg, task_id, resp))
+        return 0;
     ing_req_t *req = m->req;
     ing_call_t *call = ing_mcp_call(m);
     if (!call) {
@@ -106,6 +106,15 @@ static int do_result(ing_mcp_t *m, const rpc_msg_t *msg, const char *task_id, in
     snprintf(call->tool, sizeof(call->tool), "tasks/result");
     if (ing_mcp_enqueue(m, call) < 0) {
         ing_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR, "internal error; try again", NULL);
+        return 0;
+    }
+    if (ing_task_wait(ctx->kv, task_id, ctx->reply_key) < 0) {
+        ing_mcp_dequeue(m, call);
+        unavailable(resp, msg->id);
+        return 0;
+    }
+    if (answer_if_done(m, msg, task_id, resp)) { /* it ended in between */
+        ing_mcp_dequeue(m, call);
         return 0;
     }
     return ing_mcp_park(m, call);
