@@ -155,7 +155,8 @@ static const set_def_t defs[] = {
      S(task_retention_s), "how long a task (and its result) is kept after its last change"},
     {"MCPQ_PUBLIC_URL", "public-url", T_STR, NULL, 0, 0, ING, S(public_url),
      "scheme://host[:port] the ingress is reached at, for the absolute upload and download URLs "
-     "of files (unset: http:// and the request's Host)"},
+     "of files (unset: http:// and the request's Host when it is loopback or listed in "
+     "MCPQ_ALLOWED_HOSTS; any other Host gets no URL: presign 503, attachments -32603)"},
     {"MCPQ_FILES_DIR", "files-dir", T_STR, "/var/lib/mcpq/files", 0, 0, ING, S(files_dir),
      "where uploaded files are stored (a volume every replica shares; created if missing; when "
      "it cannot be created the files API answers 503); scripts/mcpq-local uses <state dir>/files"},
