@@ -1319,6 +1319,20 @@ static int split_path(adm_t *a, const char *rest)
     return 0;
 }
 
+int ing_admin_token_ok(const mcpq_settings_t *set, struct MHD_Connection *conn)
+{
+    const char *token = set->admin_token;
+    if (!token || !*token)
+        return 0;
+    const char *h =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    unsigned char want[65], got[65];
+    util_sha256_hex(token, strlen(token), (char *)want);
+    int ok = h && strncmp(h, "Bearer ", 7) == 0;
+    util_sha256_hex(ok ? h + 7 : "", ok ? strlen(h + 7) : 0, (char *)got);
+    return util_ct_equal(want, got, 64) && ok;
+}
+
 /* 1 when the request carries the operator token, else answers. */
 static int operator_ok(ing_req_t *req, ing_resp_t *resp)
 {
@@ -1332,13 +1346,7 @@ static int operator_ok(ing_req_t *req, ing_resp_t *resp)
         ing_api_error(resp, 403, "Origin or Host not allowed");
         return 0;
     }
-    const char *h =
-        MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-    unsigned char want[65], got[65];
-    util_sha256_hex(token, strlen(token), (char *)want);
-    int ok = h && strncmp(h, "Bearer ", 7) == 0;
-    util_sha256_hex(ok ? h + 7 : "", ok ? strlen(h + 7) : 0, (char *)got);
-    if (ok && util_ct_equal(want, got, 64))
+    if (ing_admin_token_ok(req->ctx->set, req->conn))
         return 1;
     ing_api_error(resp, 401, "the admin API needs Authorization: Bearer <MCPQ_ADMIN_TOKEN>");
     resp->www_auth = "Bearer realm=\"mcpq-admin\"";
