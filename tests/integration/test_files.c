@@ -160,6 +160,18 @@ static cJSON *presign(int i, const char *key, const char *filename, const char *
     return j;
 }
 
+/* A presign of a 3-byte a.txt at replica i sent with headers (NULL-terminated). */
+static void presign_with(int i, const char *const headers[], fx_reply_t *r)
+{
+    char url[128];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/files/presign-upload", ports[i]);
+    CHECK_INT_EQ(fx_http_post(url, headers,
+                              "{\"filename\":\"a.txt\",\"content_type\":\"text/plain\","
+                              "\"size\":3}",
+                              r),
+                 0);
+}
+
 /* Presign + PUT of data; the file id into id (35 bytes). */
 static void upload(int i, const char *key, const char *filename, const char *ctype,
                    const char *data, char *id)
@@ -508,12 +520,7 @@ int main(void)
     char u0[128];
     fx_reply_t hr;
     const char *evil[] = {"Authorization: Bearer key-one", "Host: evil.example", NULL};
-    snprintf(u0, sizeof(u0), "http://127.0.0.1:%d/v1/files/presign-upload", ports[0]);
-    CHECK_INT_EQ(fx_http_post(u0, evil,
-                              "{\"filename\":\"a.txt\",\"content_type\":\"text/plain\","
-                              "\"size\":3}",
-                              &hr),
-                 0);
+    presign_with(0, evil, &hr);
     CHECK_INT_EQ(hr.status, 503);
     CHECK(strstr(hr.body, "evil.example") == NULL);
     CHECK_CONTAINS(hr.body, "MCPQ_PUBLIC_URL");
@@ -530,21 +537,11 @@ int main(void)
     cJSON_Delete(j);
     /* A Host MCPQ_ALLOWED_HOSTS lists (replica 1) and a loopback one are the operator's. */
     const char *listed[] = {"Authorization: Bearer key-one", "Host: files.example:8443", NULL};
-    snprintf(u0, sizeof(u0), "http://127.0.0.1:%d/v1/files/presign-upload", ports[1]);
-    CHECK_INT_EQ(fx_http_post(u0, listed,
-                              "{\"filename\":\"a.txt\",\"content_type\":\"text/plain\","
-                              "\"size\":3}",
-                              &hr),
-                 0);
+    presign_with(1, listed, &hr);
     CHECK_INT_EQ(hr.status, 200);
     CHECK_CONTAINS(hr.body, "\"upload_url\":\"http://files.example:8443/v1/files/f_");
     const char *local[] = {"Authorization: Bearer key-one", "Host: localhost:1234", NULL};
-    snprintf(u0, sizeof(u0), "http://127.0.0.1:%d/v1/files/presign-upload", ports[0]);
-    CHECK_INT_EQ(fx_http_post(u0, local,
-                              "{\"filename\":\"a.txt\",\"content_type\":\"text/plain\","
-                              "\"size\":3}",
-                              &hr),
-                 0);
+    presign_with(0, local, &hr);
     CHECK_INT_EQ(hr.status, 200);
     CHECK_CONTAINS(hr.body, "\"upload_url\":\"http://localhost:1234/v1/files/f_");
     TEST_PASS("without MCPQ_PUBLIC_URL, Host evil.example gets no URL (presign 503, tools/call "
