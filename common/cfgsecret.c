@@ -6,7 +6,6 @@
 
 #include "err.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,17 +22,25 @@ typedef struct walk {
     void *arg;
 } walk_t;
 
-/* fmt into buf; NULL when a %s argument is NULL or the result does not fit. */
-static const char *join(char *buf, size_t size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static const char *join(char *buf, size_t size, const char *fmt, ...)
+/* The n parts joined with '/' into buf: a place's identity. NULL when a part is NULL (a name on
+ * the way is not a string) or the result does not fit. */
+static const char *join(char *buf, size_t size, const char *const *parts, size_t n)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf, size, fmt, ap);
-    va_end(ap);
-    return n < 0 || (size_t)n >= size ? NULL : buf;
+    size_t len = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (!parts[k])
+            return NULL;
+        int w = snprintf(buf + len, size - len, "%s%s", k ? "/" : "", parts[k]);
+        if (w < 0 || (size_t)w >= size - len)
+            return NULL;
+        len += (size_t)w;
+    }
+    return buf;
 }
+
+#define JOIN(buf, ...)                                                                             \
+    join(buf, sizeof(buf), (const char *const[]){__VA_ARGS__},                                     \
+         sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *))
 
 static const char *str_of(const cJSON *o, const char *k)
 {
@@ -47,7 +54,7 @@ static int visit(walk_t *w, cJSON *holder, const char *member, const char *id, c
     char i2[ID_MAX], p2[JPATH_MAX];
     if (!cJSON_IsString(it))
         return 0;
-    const char *ip = id ? join(i2, sizeof(i2), "%s/%s", id, member) : NULL;
+    const char *ip = JOIN(i2, id, member);
     snprintf(p2, sizeof(p2), "%s.%s", path, member);
     return w->fn(it, ip, p2, w->arg);
 }
@@ -63,7 +70,7 @@ static int visit_map(walk_t *w, cJSON *holder, const char *member, const char *i
     for (e = m->child; e && !rc; e = e->next) {
         if (!cJSON_IsString(e) || !e->string)
             continue;
-        const char *ip = id ? join(i2, sizeof(i2), "%s/%s/%s", id, member, e->string) : NULL;
+        const char *ip = JOIN(i2, id, member, e->string);
         snprintf(p2, sizeof(p2), "%s.%s.%s", path, member, e->string);
         rc = w->fn(e, ip, p2, w->arg);
     }
@@ -100,15 +107,13 @@ static int walk_tenant(walk_t *w, cJSON *t, int ti)
                 {"apps", "app", "app_id", "secret"},
                 {"webhooks", "webhook", "id", "secret"}};
     char tid[ID_MAX], id[ID_MAX], path[JPATH_MAX];
-    const char *tp = join(tid, sizeof(tid), "tenant/%s", str_of(t, "id"));
+    const char *tp = JOIN(tid, "tenant", str_of(t, "id"));
     int rc = 0;
     for (size_t k = 0; k < sizeof(subs) / sizeof(subs[0]) && !rc; k++) {
         int i = 0;
         EACH(e, i, t, subs[k].array)
         {
-            const char *ip =
-                tp ? join(id, sizeof(id), "%s/%s/%s", tp, subs[k].kind, str_of(e, subs[k].id_key))
-                   : NULL;
+            const char *ip = JOIN(id, tp, subs[k].kind, str_of(e, subs[k].id_key));
             snprintf(path, sizeof(path), "$.tenants[%d].%s[%d]", ti, subs[k].array, i);
             if ((rc = visit(w, e, subs[k].member, ip, path)) != 0)
                 break;
@@ -129,8 +134,7 @@ static int walk_doc(walk_t *w, cJSON *doc)
     i = 0;
     EACH(s, i, doc, "servers")
     {
-        const char *ip =
-            join(id, sizeof(id), "server/%s/%s/federate", str_of(s, "tenant"), str_of(s, "name"));
+        const char *ip = JOIN(id, "server", str_of(s, "tenant"), str_of(s, "name"), "federate");
         snprintf(path, sizeof(path), "$.servers[%d].federate", i);
         cJSON *f = cJSON_GetObjectItemCaseSensitive(s, "federate");
         if (cJSON_IsObject(f) && (rc = walk_federate(w, f, ip, path)) != 0)
@@ -139,13 +143,11 @@ static int walk_doc(walk_t *w, cJSON *doc)
     i = 0;
     EACH(t, i, doc, "tools")
     {
-        const char *ip = join(id, sizeof(id), "tool/%s/%s", str_of(t, "tenant"), str_of(t, "name"));
+        const char *ip = JOIN(id, "tool", str_of(t, "tenant"), str_of(t, "name"));
         int j = 0;
         EACH(v, j, t, "versions")
         {
-            const char *vp =
-                ip ? join(vid, sizeof(vid), "%s/version/%s/executor", ip, str_of(v, "version"))
-                   : NULL;
+            const char *vp = JOIN(vid, ip, "version", str_of(v, "version"), "executor");
             snprintf(vpath, sizeof(vpath), "$.tools[%d].versions[%d].executor", i, j);
             cJSON *x = cJSON_GetObjectItemCaseSensitive(v, "executor");
             if (cJSON_IsObject(x) && (rc = walk_executor(w, x, vp, vpath)) != 0)
