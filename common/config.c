@@ -1,5 +1,6 @@
 #include "config.h"
 
+#include "cfgsecret.h"
 #include "err.h"
 #include "schema.h"
 #include "util.h"
@@ -565,6 +566,8 @@ static cJSON *load(cfg_ctx_t *x, const char *text, size_t len)
         return NULL;
     if (!schema)
         cfg_fail(x, "the embedded config.schema.json is missing");
+    else if (cfg_secret_refuse(doc, msg, sizeof(msg)) != 0) /* never stored as a secret */
+        cfg_fail(x, "%s", msg);
     else if (sch_validate(schema, doc, "$", msg, sizeof(msg)) != 0)
         cfg_fail(x, "%s", msg);
     else if (normalize(x, doc) == 0)

@@ -13,6 +13,7 @@
  *     ("secret_env" wins when both are given and the variable is set);
  *   - "default_server" defaults to "default", a version's "mode" to "sync", a tool's
  *     "published" to its last version; "servers" and "tools" are always arrays.
+ * A secret given as CFG_HIDDEN, the admin API's placeholder, is refused (cfgsecret.h).
  * Errors name the file and the JSON path: "mcpq.json: $.tools[2].versions[0].executor:
  * missing required property "argv"", and JSON syntax errors the line and column.
  *

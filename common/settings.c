@@ -36,7 +36,17 @@ static const set_def_t defs[] = {
     {"MCPQ_ADMIN_TOKEN", "admin-token", T_STR, NULL, 0, 0, ING, S(admin_token),
      "operator token for /admin (unset: admin API off)"},
     {"MCPQ_MAX_BODY_BYTES", "max-body-bytes", T_INT, "1048576", 1024, 64LL << 20, ING,
-     S(max_body_bytes), "request body limit in bytes (larger: 413)"},
+     S(max_body_bytes),
+     "request body limit in bytes once the headers name a known credential (larger: 413)"},
+    {"MCPQ_PREAUTH_BODY_BYTES", "preauth-body-bytes", T_INT, "65536", 1024, 64LL << 20, ING,
+     S(preauth_body_bytes),
+     "request body limit in bytes while the headers name no known credential (an API key of a "
+     "tenant, a known X-App-Id with a fresh X-Timestamp, the admin token on /admin); larger: "
+     "413 before the body is read"},
+    {"MCPQ_MAX_BODY_MEMORY_BYTES", "max-body-memory-bytes", T_INT, "268435456", 1024, 1LL << 40,
+     ING, S(max_body_memory_bytes),
+     "request body bytes one ingress holds in memory at once, all requests together; a request "
+     "whose body would pass it gets 503 with Retry-After"},
     {"MCPQ_PAGE_SIZE", "page-size", T_INT, "100", 1, 1000, ING, S(page_size),
      "tools/list page size"},
     {"MCPQ_ALLOWED_ORIGINS", "allowed-origins", T_STR, "", 0, 0, ING, S(allowed_origins),
@@ -155,7 +165,8 @@ static const set_def_t defs[] = {
      S(task_retention_s), "how long a task (and its result) is kept after its last change"},
     {"MCPQ_PUBLIC_URL", "public-url", T_STR, NULL, 0, 0, ING, S(public_url),
      "scheme://host[:port] the ingress is reached at, for the absolute upload and download URLs "
-     "of files (unset: http:// and the request's Host)"},
+     "of files (unset: http:// and the request's Host when it is loopback or listed in "
+     "MCPQ_ALLOWED_HOSTS; any other Host gets no URL: presign 503, attachments -32603)"},
     {"MCPQ_FILES_DIR", "files-dir", T_STR, "/var/lib/mcpq/files", 0, 0, ING, S(files_dir),
      "where uploaded files are stored (a volume every replica shares; created if missing; when "
      "it cannot be created the files API answers 503); scripts/mcpq-local uses <state dir>/files"},

@@ -25,6 +25,8 @@ typedef struct mcpq_settings {
     const char *redis_url;
     const char *admin_token;
     long long max_body_bytes;
+    long long preauth_body_bytes;    /* body limit before the headers prove a credential */
+    long long max_body_memory_bytes; /* request bodies held at once, per ingress */
     long long page_size;
     const char *allowed_origins;
     const char *allowed_hosts;

@@ -5,8 +5,12 @@
  * Decisions (README "Administration" says the same to users):
  *   - Created API keys, app secrets and webhook secrets are returned once, in the answer to
  *     the request that created them; keys are stored as SHA-256 only, and no read shows a
- *     secret. Bodies take literal secrets only: `*_env` references belong in the config
- *     file, where the process that reads them has the environment.
+ *     secret or a key's hash: the export (GET /admin/v1/config) and the version and server
+ *     views show "(hidden)" in their place (cfgsecret.h), the key, app and webhook views leave
+ *     them out. A PUT of the export keeps the stored secret where it finds "(hidden)"; the
+ *     CLI's `mcpq-ingress --export` (run with the operator's own access to Redis) is the
+ *     export with secrets, for backups. Bodies take literal secrets only: `*_env` references
+ *     belong in the config file, where the process that reads them has the environment.
  *   - A tool is created with its first version (POST .../tools {"name", "server"?, "version",
  *     "publish"?}); it disappears with its last version, so there is no DELETE of a tool.
  *   - A published version cannot be edited (offline it or add a version), so a published
@@ -22,6 +26,7 @@
 
 #include "api.h"
 #include "auth.h"
+#include "cfgsecret.h"
 #include "config.h"
 #include "err.h"
 #include "listing.h"
@@ -222,11 +227,10 @@ static cJSON *show_server(const cJSON *s)
     copy_member(o, s, "name");
     copy_member(o, s, "description");
     const cJSON *fed = cJSON_GetObjectItemCaseSensitive(s, "federate");
-    if (fed) { /* headers may hold credentials: not shown */
-        cJSON *f = cJSON_AddObjectToObject(o, "federate");
-        copy_member(f, fed, "url");
-        copy_member(f, fed, "prefix");
-        copy_member(f, fed, "timeout_ms");
+    if (fed) { /* header values may be credentials: hidden (cfgsecret.h) */
+        cJSON *f = cJSON_Duplicate(fed, 1);
+        cfg_secret_redact_federate(f);
+        cJSON_AddItemToObject(o, "federate", f);
     }
     copy_meta(o, s);
     return with_etag(o);
@@ -287,17 +291,9 @@ static cJSON *show_version(const cJSON *tool, const cJSON *v)
         copy_member(o, v, keys[i]);
     cJSON_AddBoolToObject(o, "published", is_published(tool, str_of(v, "version")));
     const cJSON *exe = cJSON_GetObjectItemCaseSensitive(v, "executor");
-    if (exe) { /* secrets and header values (credentials) are not shown */
+    if (exe) { /* its secret, header and env values are hidden (cfgsecret.h) */
         cJSON *x = cJSON_Duplicate(exe, 1);
-        cJSON_DeleteItemFromObjectCaseSensitive(x, "secret");
-        cJSON *h = cJSON_GetObjectItemCaseSensitive(x, "headers");
-        for (cJSON *e = h ? h->child : NULL; e; e = e->next)
-            if (cJSON_IsString(e))
-                cJSON_SetValuestring(e, "(hidden)");
-        cJSON *env = cJSON_GetObjectItemCaseSensitive(x, "env");
-        for (cJSON *e = env ? env->child : NULL; e; e = e->next)
-            if (cJSON_IsString(e))
-                cJSON_SetValuestring(e, "(hidden)");
+        cfg_secret_redact_executor(x);
         cJSON_AddItemToObject(o, "executor", x);
     }
     copy_meta(o, v);
@@ -1195,13 +1191,19 @@ static int version_one(adm_t *a, const cJSON *t, const char *name, const char *v
 static int config_doc(adm_t *a, redisContext *c)
 {
     char err[1024];
-    if (strcmp(a->method, "GET") == 0) {
-        cJSON *doc = rs_export(c, err, sizeof(err));
-        if (!doc)
-            return fail(a, 503, "%s", err);
-        ing_api_body(a->resp, 200, doc);
+    cJSON *stored = rs_export(c, err, sizeof(err));
+    if (!stored)
+        return fail(a, 503, "%s", err);
+    if (strcmp(a->method, "GET") == 0) { /* no secret: `mcpq-ingress --export` has them */
+        cfg_secret_redact(stored);
+        ing_api_body(a->resp, 200, stored);
         return DONE;
     }
+    /* A redacted export applied back keeps the stored secrets in place of its placeholders. */
+    int restored = cfg_secret_restore(a->body, stored, err, sizeof(err));
+    cJSON_Delete(stored);
+    if (restored < 0)
+        return fail(a, restored == MCPQ_EINVAL ? 400 : 503, "%s", err);
     char *text = cJSON_PrintUnformatted(a->body);
     cJSON *cfg = text ? cfg_load_string(text, strlen(text), err, sizeof(err)) : NULL;
     cJSON_free(text);
@@ -1319,6 +1321,20 @@ static int split_path(adm_t *a, const char *rest)
     return 0;
 }
 
+int ing_admin_token_ok(const mcpq_settings_t *set, struct MHD_Connection *conn)
+{
+    const char *token = set->admin_token;
+    if (!token || !*token)
+        return 0;
+    const char *h =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    unsigned char want[65], got[65];
+    util_sha256_hex(token, strlen(token), (char *)want);
+    int ok = h && strncmp(h, "Bearer ", 7) == 0;
+    util_sha256_hex(ok ? h + 7 : "", ok ? strlen(h + 7) : 0, (char *)got);
+    return util_ct_equal(want, got, 64) && ok;
+}
+
 /* 1 when the request carries the operator token, else answers. */
 static int operator_ok(ing_req_t *req, ing_resp_t *resp)
 {
@@ -1332,13 +1348,7 @@ static int operator_ok(ing_req_t *req, ing_resp_t *resp)
         ing_api_error(resp, 403, "Origin or Host not allowed");
         return 0;
     }
-    const char *h =
-        MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-    unsigned char want[65], got[65];
-    util_sha256_hex(token, strlen(token), (char *)want);
-    int ok = h && strncmp(h, "Bearer ", 7) == 0;
-    util_sha256_hex(ok ? h + 7 : "", ok ? strlen(h + 7) : 0, (char *)got);
-    if (ok && util_ct_equal(want, got, 64))
+    if (ing_admin_token_ok(req->ctx->set, req->conn))
         return 1;
     ing_api_error(resp, 401, "the admin API needs Authorization: Bearer <MCPQ_ADMIN_TOKEN>");
     resp->www_auth = "Bearer realm=\"mcpq-admin\"";

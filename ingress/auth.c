@@ -39,18 +39,27 @@ static int nonce_claim(kv_pool_t *kv, const char *app_id, const char *nonce)
     return fresh;
 }
 
+/* Parses a signed request's headers into *h and checks that X-Timestamp is fresh: 0, or -1
+ * with *why set. */
+static int signed_headers(struct MHD_Connection *conn, sig_headers_t *h, const char **why)
+{
+    if (sig_headers_parse(hdr(conn, "X-App-Id"), hdr(conn, "X-Timestamp"), hdr(conn, "X-Nonce"),
+                          hdr(conn, "X-Signature"), h, why) < 0)
+        return -1;
+    if (!sig_ts_fresh(h->ts, util_now_ms() / 1000)) {
+        *why = "X-Timestamp is more than 300 s away from the server clock";
+        return -1;
+    }
+    return 0;
+}
+
 static const ing_tenant_t *auth_signed(struct MHD_Connection *conn, const ing_registry_t *reg,
                                        const ing_auth_req_t *r, ing_principal_t *who, int *status,
                                        const char **why)
 {
     sig_headers_t h;
-    if (sig_headers_parse(hdr(conn, "X-App-Id"), hdr(conn, "X-Timestamp"), hdr(conn, "X-Nonce"),
-                          hdr(conn, "X-Signature"), &h, why) < 0)
+    if (signed_headers(conn, &h, why) < 0)
         return NULL;
-    if (!sig_ts_fresh(h.ts, util_now_ms() / 1000)) {
-        *why = "X-Timestamp is more than 300 s away from the server clock";
-        return NULL;
-    }
     const ing_app_t *app = reg ? ing_registry_app(reg, h.app_id) : NULL;
     char *canonical = sig_canonical(r->method, r->uri, h.timestamp, h.nonce, r->body, r->body_len);
     /* An unknown app and a wrong signature answer alike: app ids are not confirmed. */
@@ -77,13 +86,10 @@ static const ing_tenant_t *auth_signed(struct MHD_Connection *conn, const ing_re
     return app->tenant;
 }
 
-const ing_tenant_t *ing_auth_tenant(struct MHD_Connection *conn, const ing_registry_t *reg,
-                                    const ing_auth_req_t *r, ing_principal_t *who, int *status,
-                                    const char **why)
+/* The registry's API key named by Authorization: Bearer or X-Api-Key, or NULL with *why set. */
+static const ing_apikey_t *api_key(struct MHD_Connection *conn, const ing_registry_t *reg,
+                                   const char **why)
 {
-    *status = 401;
-    if (hdr(conn, "X-App-Id") || hdr(conn, "X-Signature"))
-        return auth_signed(conn, reg, r, who, status, why);
     const char *key = NULL;
     const char *authz = hdr(conn, "Authorization");
     if (authz) {
@@ -105,12 +111,35 @@ const ing_tenant_t *ing_auth_tenant(struct MHD_Connection *conn, const ing_regis
     unsigned char sha[SHA256_DIGEST_LENGTH];
     SHA256((const unsigned char *)key, strlen(key), sha);
     const ing_apikey_t *k = reg ? ing_registry_auth_key(reg, sha) : NULL;
-    if (!k) {
+    if (!k)
         *why = "invalid API key";
+    return k;
+}
+
+const ing_tenant_t *ing_auth_tenant(struct MHD_Connection *conn, const ing_registry_t *reg,
+                                    const ing_auth_req_t *r, ing_principal_t *who, int *status,
+                                    const char **why)
+{
+    *status = 401;
+    if (hdr(conn, "X-App-Id") || hdr(conn, "X-Signature"))
+        return auth_signed(conn, reg, r, who, status, why);
+    const ing_apikey_t *k = api_key(conn, reg, why);
+    if (!k)
         return NULL;
-    }
     *who = (ing_principal_t){.tenant = k->tenant, .kind = 'k', .id = k->id, .rate = k->rate};
     return k->tenant;
+}
+
+int ing_auth_known(struct MHD_Connection *conn, const ing_registry_t *reg)
+{
+    const char *why;
+    if (!reg)
+        return 0;
+    if (hdr(conn, "X-App-Id") || hdr(conn, "X-Signature")) {
+        sig_headers_t h;
+        return signed_headers(conn, &h, &why) == 0 && ing_registry_app(reg, h.app_id) != NULL;
+    }
+    return api_key(conn, reg, &why) != NULL;
 }
 
 /* Does one list entry (len bytes) match value? A trailing ":*" matches any port or none. */

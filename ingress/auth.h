@@ -39,6 +39,16 @@ const ing_tenant_t *ing_auth_tenant(struct MHD_Connection *conn, const ing_regis
                                     const ing_auth_req_t *r, ing_principal_t *who, int *status,
                                     const char **why);
 
+/*
+ * 1 when the headers alone name a credential the registry knows: an API key (Authorization:
+ * Bearer or X-Api-Key) of a tenant, or, for a signed request, a known X-App-Id with a
+ * well-formed X-Nonce and X-Signature and an X-Timestamp within SIG_WINDOW_S. The signature
+ * itself covers the body and is checked by ing_auth_tenant once the body is in; this only
+ * decides how much body the ingress reads before that (http.c, MCPQ_PREAUTH_BODY_BYTES).
+ * Claims no nonce. reg may be NULL (0).
+ */
+int ing_auth_known(struct MHD_Connection *conn, const ing_registry_t *reg);
+
 /* 1 when value matches an entry of the comma list (scheme://host[:port|:*] for origins,
  * host[:port|:*] for hosts). */
 int ing_auth_listed(const char *list, const char *value);

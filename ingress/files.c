@@ -3,6 +3,7 @@
  */
 #include "files.h"
 
+#include "auth.h"
 #include "err.h"
 #include "log.h"
 
@@ -280,6 +281,20 @@ static int host_ok(const char *host)
     return 1;
 }
 
+/* The local machine on any port: what `make up` and scripts/mcpq-local are reached at. */
+static const char loopback_hosts[] = "localhost:*,127.0.0.1:*,[::1]:*";
+
+/* 1 when host may name where file URLs point without MCPQ_PUBLIC_URL: a loopback host, or one
+ * MCPQ_ALLOWED_HOSTS lists (the operator's word, not the caller's). */
+static int host_trusted(const mcpq_settings_t *set, const char *host)
+{
+    if (!host || !host_ok(host))
+        return 0;
+    if (ing_auth_listed(loopback_hosts, host))
+        return 1;
+    return set->allowed_hosts && *set->allowed_hosts && ing_auth_listed(set->allowed_hosts, host);
+}
+
 int ing_files_url(const ing_files_t *f, struct MHD_Connection *conn, const char *method,
                   const char *file_id, long long exp, char *out, size_t size)
 {
@@ -291,10 +306,11 @@ int ing_files_url(const ing_files_t *f, struct MHD_Connection *conn, const char 
         size_t n = strlen(base);
         while (n && base[n - 1] == '/')
             base[--n] = '\0';
-    } else if (host && host_ok(host)) {
-        snprintf(base, sizeof(base), "http://%s", host);
-    } else {
-        snprintf(base, sizeof(base), "http://%s", set->listen);
+    } else if (host ? host_trusted(set, host) : host_trusted(set, set->listen)) {
+        snprintf(base, sizeof(base), "http://%s", host ? host : set->listen);
+    } else { /* a Host the caller chose must not decide where the URL points */
+        log_event(LOG_WARN, "files: no URL built: " ING_FILES_NO_BASE, (char *)NULL);
+        return MCPQ_EUNAVAIL;
     }
     const void *key;
     size_t keylen;
@@ -415,7 +431,14 @@ int ing_files_attach(ing_files_t *f, struct MHD_Connection *conn, const char *te
             break;
         }
         char url[ING_FILES_URL_MAX];
-        ing_files_url(f, conn, "GET", id->valuestring, exp, url, sizeof(url));
+        int urc = ing_files_url(f, conn, "GET", id->valuestring, exp, url, sizeof(url));
+        if (urc < 0) {
+            freeReplyObject(r);
+            snprintf(why, why_size, "%s",
+                     urc == MCPQ_EUNAVAIL ? ING_FILES_NO_BASE : "MCPQ_PUBLIC_URL too long");
+            rc = MCPQ_EUNAVAIL;
+            break;
+        }
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "file_id", id->valuestring);
         cJSON_AddStringToObject(o, "filename", cJSON_IsString(fname) ? fname->valuestring : v[2]);

@@ -76,9 +76,17 @@ int ing_files_disposition(const char *filename, char *out, size_t size);
 
 /* --- URLs and attachments --- */
 
+/* Why ing_files_url answered MCPQ_EUNAVAIL, for the client. */
+#define ING_FILES_NO_BASE                                                                          \
+    "file URLs need MCPQ_PUBLIC_URL: this request's Host is neither a loopback host nor listed "   \
+    "in MCPQ_ALLOWED_HOSTS"
+
 /* The absolute signed URL of method (PUT or GET) for file_id valid until exp (Unix s):
- * MCPQ_PUBLIC_URL, else http:// and the request's Host (conn may be NULL), else the listen
- * address; then /v1/files/<id>/content?exp=..&sig=... 0 or MCPQ_ETOOBIG. */
+ * MCPQ_PUBLIC_URL; else http:// and the request's Host (conn may be NULL: the listen address)
+ * when that is a loopback host (localhost, 127.0.0.1, [::1], any port) or listed in
+ * MCPQ_ALLOWED_HOSTS; then /v1/files/<id>/content?exp=..&sig=... A Host the caller chose
+ * never decides where the URL points: 0, MCPQ_EUNAVAIL (no trusted base: ING_FILES_NO_BASE)
+ * or MCPQ_ETOOBIG. */
 int ing_files_url(const ing_files_t *f, struct MHD_Connection *conn, const char *method,
                   const char *file_id, long long exp, char *out, size_t size);
 /* Verifies exp and sig of a request's URL (ing_files_verify with the process key). */
@@ -93,7 +101,8 @@ int ing_files_check(const ing_files_t *f, const char *method, const char *file_i
  * display name; the download keeps its own); a `content_type` given by the caller must
  * equal the stored one. atts NULL or JSON null: an empty array. Returns 0; MCPQ_EINVAL
  * with why naming the index (`attachments[1]: unknown file_id`, the same for another
- * tenant's file) for -32602; MCPQ_EUNAVAIL with why set when Redis is unreachable.
+ * tenant's file) for -32602; MCPQ_EUNAVAIL with why set when Redis is unreachable or no
+ * URL can be built (ING_FILES_NO_BASE), for -32603.
  */
 int ing_files_attach(ing_files_t *f, struct MHD_Connection *conn, const char *tenant,
                      const cJSON *atts, long long valid_s, cJSON **out, char *why, size_t why_size);

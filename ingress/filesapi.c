@@ -162,6 +162,14 @@ static void presign(ing_req_t *req, const ing_tenant_t *t, ing_resp_t *resp)
     snprintf(key, sizeof(key), ING_FILE_KEY_PREFIX "%s", id);
     snprintf(size, sizeof(size), "%lld", (long long)sz->valuedouble);
     long long now_ms = util_now_ms();
+    long long exp = now_ms / 1000 + set->files_url_ttl_s;
+    char url[ING_FILES_URL_MAX], at[32];
+    int urc = ing_files_url(ctx->files, req->conn, "PUT", id, exp, url, sizeof(url));
+    if (urc < 0) { /* before anything is stored */
+        ing_api_error(resp, urc == MCPQ_EUNAVAIL ? 503 : 500,
+                      urc == MCPQ_EUNAVAIL ? ING_FILES_NO_BASE : "MCPQ_PUBLIC_URL too long");
+        goto out;
+    }
     snprintf(created, sizeof(created), "%lld", now_ms);
     snprintf(ttl, sizeof(ttl), "%lld", set->files_ttl_s);
     const char *argv[] = {"EVAL",          presign_lua,     "1",  key,     t->id,
@@ -173,12 +181,6 @@ static void presign(ing_req_t *req, const ing_tenant_t *t, ing_resp_t *resp)
         goto out;
     }
     freeReplyObject(r);
-    long long exp = now_ms / 1000 + set->files_url_ttl_s;
-    char url[ING_FILES_URL_MAX], at[32];
-    if (ing_files_url(ctx->files, req->conn, "PUT", id, exp, url, sizeof(url)) < 0) {
-        ing_api_error(resp, 500, "MCPQ_PUBLIC_URL too long");
-        goto out;
-    }
     iso_time(exp, at);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "file_id", id);

@@ -1,6 +1,7 @@
 #include "http.h"
 
 #include "admin.h"
+#include "auth.h"
 #include "batch.h"
 #include "channels.h"
 #include "config.h"
@@ -304,6 +305,125 @@ bad:
     return MHD_NO;
 }
 
+/* ---- request bodies (README "Limits on what a client may send") ----------------------------
+ *
+ * A body is read into memory only up to a limit the headers earn: MCPQ_PREAUTH_BODY_BYTES
+ * while they name no credential the ingress knows, MCPQ_MAX_BODY_BYTES once they do (an API
+ * key of a tenant, or a known X-App-Id with a fresh X-Timestamp: the signature, which covers
+ * the body, is checked when the body is in), and CFG_MAX_BYTES for the admin token on
+ * /admin/v1/config. All bodies together hold at most MCPQ_MAX_BODY_MEMORY_BYTES: a request whose
+ * body would pass it gets 503 with Retry-After. The signed file upload PUT streams to disk
+ * (files.h) and is counted by neither. */
+
+static int is_admin_url(const char *url)
+{
+    return strcmp(url, "/admin") == 0 || strncmp(url, "/admin/", 7) == 0;
+}
+
+/* The body limit a request's headers earn (see above); pre is the limit without proof. */
+static long long body_limit_earned(ing_req_t *req, const char *url, long long pre)
+{
+    ing_ctx_t *ctx = req->ctx;
+    long long max = ctx->set->max_body_bytes;
+    if (is_admin_url(url)) { /* only the operator token counts on /admin */
+        if (!ing_admin_token_ok(ctx->set, req->conn))
+            return pre;
+        if (strcmp(url, "/admin/v1/config") == 0 && max < (long long)CFG_MAX_BYTES)
+            return CFG_MAX_BYTES; /* a whole config applied at once */
+        return max;
+    }
+    ing_registry_t *reg = ing_ctx_registry(ctx);
+    int known = ing_auth_known(req->conn, reg);
+    ing_registry_unref(reg);
+    return known ? max : pre;
+}
+
+/* Counts the body's first `total` bytes against MCPQ_MAX_BODY_MEMORY_BYTES: 0, or -1 when
+ * they do not fit (nothing more is counted). */
+static int body_reserve(ing_req_t *req, size_t total)
+{
+    if (total <= req->body_held)
+        return 0;
+    long long add = (long long)(total - req->body_held);
+    long long now = atomic_fetch_add(&req->ctx->body_bytes, add) + add;
+    if (now > req->ctx->set->max_body_memory_bytes) {
+        atomic_fetch_sub(&req->ctx->body_bytes, add);
+        return -1;
+    }
+    req->body_held = total;
+    return 0;
+}
+
+/* Frees the body and gives its bytes back. */
+static void body_release(ing_req_t *req)
+{
+    util_buf_cleanup(&req->body);
+    if (req->body_held)
+        atomic_fetch_sub(&req->ctx->body_bytes, (long long)req->body_held);
+    req->body_held = 0;
+}
+
+/* A piece of the body: kept, or the body is dropped as too big (413) or too many bodies are
+ * held (503); either is answered when the request is routed. */
+static void body_take(ing_req_t *req, const char *data, size_t n)
+{
+    if (req->too_big || req->busy)
+        return;
+    if ((long long)(req->body.len + n) > req->body_limit)
+        req->too_big = 1;
+    else if (body_reserve(req, req->body.len + n) < 0 || util_buf_append(&req->body, data, n) < 0)
+        req->busy = 1;
+    if (req->too_big || req->busy)
+        body_release(req);
+}
+
+/* The 503 of a body that does not fit in MCPQ_MAX_BODY_MEMORY_BYTES. */
+static enum MHD_Result send_busy(ing_req_t *req)
+{
+    ing_resp_t resp = {.status = 503, .content_type = "application/json", .retry_after_s = 1};
+    resp.body = rpc_error_str(NULL, RPC_INTERNAL_ERROR,
+                              "the ingress holds too many request bodies at once "
+                              "(MCPQ_MAX_BODY_MEMORY_BYTES); try again",
+                              NULL);
+    log_event(LOG_WARN, "request body refused: MCPQ_MAX_BODY_MEMORY_BYTES reached", (char *)NULL);
+    return send_resp(req, &resp);
+}
+
+/* Sets the request's body limit once its headers are in, and refuses an announced body that
+ * passes it (413) or does not fit in memory (503) before reading it (no 100 Continue):
+ * MHD_YES to read on, or the answer queued. */
+static enum MHD_Result body_begin(ing_req_t *req, const char *url)
+{
+    const mcpq_settings_t *set = req->ctx->set;
+    struct MHD_Connection *conn = req->conn;
+    long long pre = set->preauth_body_bytes < set->max_body_bytes ? set->preauth_body_bytes
+                                                                  : set->max_body_bytes;
+    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+    const char *te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Transfer-Encoding");
+    long long n = -1;
+    if (cl && util_parse_ll(cl, 0, 1LL << 62, &n) < 0)
+        n = -1;
+    /* The credentials are looked at only for a body that may pass the small limit. */
+    int small = n >= 0 ? n <= pre : !cl && !te;
+    req->body_limit = small ? pre : body_limit_earned(req, url, pre);
+    util_buf_init(&req->body, (size_t)req->body_limit);
+    if (n > req->body_limit) {
+        req->handled = 1;
+        req->too_big = 1;
+        ing_resp_t resp = {.status = 413, .content_type = "application/json"};
+        char buf[96];
+        snprintf(buf, sizeof(buf), "request body larger than %lld bytes", req->body_limit);
+        resp.body = rpc_error_str(NULL, RPC_INVALID_REQUEST, buf, NULL);
+        return send_resp(req, &resp);
+    }
+    if (n > 0 && body_reserve(req, (size_t)n) < 0) {
+        req->handled = 1;
+        req->busy = 1;
+        return send_busy(req);
+    }
+    return MHD_YES;
+}
+
 /* Allocates the exchange as soon as the request line is parsed, to keep its target exactly as
  * sent: HMAC signing (SPEC section 3) signs the raw path and query, which libmicrohttpd's url
  * argument no longer has (unescaped, query split off). The pointer becomes *con_cls. */
@@ -336,11 +456,6 @@ static enum MHD_Result handle_request(void *cls, struct MHD_Connection *conn, co
         req->method = method;
         req->t0 = util_mono_ms();
         req->metric = ING_M_NONE;
-        /* A whole config applied through the admin API may be larger than a call. */
-        long long max_body = ctx->set->max_body_bytes;
-        if (strcmp(url, "/admin/v1/config") == 0 && max_body < (long long)CFG_MAX_BYTES)
-            max_body = CFG_MAX_BYTES;
-        util_buf_init(&req->body, (size_t)max_body);
         int dirty = 0;
         MHD_get_connection_values_n(conn, MHD_HEADER_KIND, header_clean, &dirty);
         /* An encoded NUL in the target: libmicrohttpd's decoded url would end there, so the
@@ -363,18 +478,7 @@ static enum MHD_Result handle_request(void *cls, struct MHD_Connection *conn, co
             req->handled = 1;
             return send_resp(req, &resp);
         }
-        /* Refuse an announced oversized body before reading it (no 100 Continue). */
-        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
-        long long n;
-        if (cl && util_parse_ll(cl, 0, 1LL << 62, &n) == 0 && n > max_body) {
-            req->handled = 1;
-            ing_resp_t resp = {.status = 413, .content_type = "application/json"};
-            char buf[96];
-            snprintf(buf, sizeof(buf), "request body larger than %lld bytes", max_body);
-            resp.body = rpc_error_str(NULL, RPC_INVALID_REQUEST, buf, NULL);
-            return send_resp(req, &resp);
-        }
-        return MHD_YES;
+        return body_begin(req, url);
     }
     if (req->upload && !req->handled) {
         if (*upload_data_size) {
@@ -388,8 +492,7 @@ static enum MHD_Result handle_request(void *cls, struct MHD_Connection *conn, co
         return send_resp(req, &resp);
     }
     if (*upload_data_size) {
-        if (!req->too_big && util_buf_append(&req->body, upload_data, *upload_data_size) < 0)
-            req->too_big = 1;
+        body_take(req, upload_data, *upload_data_size);
         *upload_data_size = 0;
         return MHD_YES;
     }
@@ -398,6 +501,8 @@ static enum MHD_Result handle_request(void *cls, struct MHD_Connection *conn, co
     if (req->handled)
         return MHD_YES;
     req->handled = 1;
+    if (req->busy)
+        return send_busy(req);
     return route(req, url, method);
 }
 
@@ -440,7 +545,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     ing_listen_remove(ctx->listen, req->listener); /* after the call left the table */
     ing_pending_release(&req->call);
     ing_files_upload_free(req->upload);
-    util_buf_cleanup(&req->body);
+    body_release(req);
     free(req->uri);
     free(req);
     *con_cls = NULL;

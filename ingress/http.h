@@ -7,6 +7,9 @@
  * listen.h), GET /healthz, /readyz, /metrics,
  * /v1/webhooks/... (webhook.h) and /v1/files/... (files.h; a PUT of a signed upload URL is
  * checked when its headers arrive and its body streamed to disk, not buffered).
+ * Other bodies are buffered up to a limit the headers earn (MCPQ_PREAUTH_BODY_BYTES until they
+ * name a known credential, then MCPQ_MAX_BODY_BYTES), all of them together up to
+ * MCPQ_MAX_BODY_MEMORY_BYTES (then 503); see http.c "request bodies".
  */
 #ifndef MCPQ_ING_HTTP_H
 #define MCPQ_ING_HTTP_H

@@ -42,6 +42,7 @@ typedef struct ing_ctx {
     char reply_key[192];
     atomic_int redis_up;
     atomic_int stopping;
+    atomic_llong body_bytes; /* request body bytes held now, all requests together (http.c) */
 } ing_ctx_t;
 
 /* The current registry with a reference the caller drops (ing_registry_unref); may be NULL
@@ -56,9 +57,12 @@ typedef struct ing_req {
     const char *method; /* MHD's string, valid for the request's lifetime */
     int started;        /* the first access-handler call has run */
     util_buf_t body;
-    int too_big;
-    int handled;  /* the request was dispatched */
-    int has_call; /* call is in use (a job was published) */
+    long long body_limit; /* this request's body limit (http.c: before and after credentials) */
+    size_t body_held;     /* bytes of ctx->body_bytes this request holds */
+    int too_big;          /* the body passed body_limit: answered 413 */
+    int busy;             /* the body would pass MCPQ_MAX_BODY_MEMORY_BYTES: answered 503 */
+    int handled;          /* the request was dispatched */
+    int has_call;         /* call is in use (a job was published) */
     int64_t t0;
     ing_method_t metric;
     char tenant[128];

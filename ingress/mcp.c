@@ -590,8 +590,7 @@ int ing_mcp_post(ing_req_t *req, const char *server, ing_resp_t *resp)
      * was cut off could not verify anyway. */
     if (req->too_big) {
         char buf[96];
-        snprintf(buf, sizeof(buf), "request body larger than %lld bytes",
-                 req->ctx->set->max_body_bytes);
+        snprintf(buf, sizeof(buf), "request body larger than %lld bytes", req->body_limit);
         ing_resp_error(resp, 413, NULL, RPC_INVALID_REQUEST, buf, NULL);
         goto out;
     }

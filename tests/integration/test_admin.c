@@ -16,6 +16,9 @@
  *   - export and apply (HTTP and `mcpq-ingress --apply/--export`), idempotent, with prune;
  *   - two PATCHes racing with the same If-Match: one 200, one 412;
  *   - a duplicate server, API key, app or webhook id: 409 naming it;
+ *   - no read (the export, the per-object views) shows a secret of apps, webhooks, API keys,
+ *     federation and executor headers and env; a PUT of the redacted export keeps the stored
+ *     secrets; "(hidden)" where nothing is stored is refused (400; --apply exits 2);
  *   - at the end every process exits with 0 and logged no sanitizer report (ASan build).
  *
  * Each rule is its own check that reports "ok - ..." or "not ok - ..." and the run goes on,
@@ -24,6 +27,7 @@
  */
 #include "check.h"
 #include "fixture.h"
+#include "util.h"
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
@@ -1612,6 +1616,204 @@ static int c_sub_dup(void)
     return 0;
 }
 
+/* ---- 10. no read shows a secret; a PUT of the export keeps them -------------------------- */
+
+#define SEC_KEY "sec-api-key-4f1d0a9b"
+#define SEC_APP "sec-app-secret-0c9e7d2a51f6b3e8"
+#define SEC_WHSEC "whsec_c2VjLXdlYmhvb2stc2VjcmV0LTAxMjM0NTY3ODk="
+#define SEC_HTTP_WHSEC "whsec_c2VjLWh0dHAtZXhlY3V0b3Itc2VjcmV0LTAxMjM="
+#define SEC_FED_HDR "Bearer sec-federation-token-77aa"
+#define SEC_HTTP_HDR "sec-http-header-value-19bd"
+#define SEC_MCP_HDR "Bearer sec-mcp-header-value-5c2e"
+#define SEC_AGENT_HDR "sec-agent-header-value-8d41"
+#define SEC_ENV "sec-env-password-e630"
+
+/* Every secret the sec tenant holds, and the hash of its API key. */
+static const char *const sec_secrets[] = {SEC_KEY,     SEC_APP,      SEC_WHSEC,   SEC_HTTP_WHSEC,
+                                          SEC_FED_HDR, SEC_HTTP_HDR, SEC_MCP_HDR, SEC_AGENT_HDR,
+                                          SEC_ENV,     NULL};
+static char sec_key_sha[65];
+static char sec_export[REPLY_MAX];
+
+/* The registry hash in Redis, every field, as one text (for looking for the stored secrets). */
+static char *registry_text(void)
+{
+    redisContext *c = redisConnect("127.0.0.1", fx.redis_port);
+    CHECK(c != NULL && !c->err);
+    redisReply *r = redisCommand(c, "HGETALL mcpq:registry");
+    CHECK(r != NULL && r->type == REDIS_REPLY_ARRAY);
+    size_t n = 1;
+    for (size_t i = 0; i < r->elements; i++)
+        n += r->element[i]->len + 1;
+    char *out = malloc(n), *p = out;
+    CHECK(out != NULL);
+    for (size_t i = 0; i < r->elements; i++) {
+        memcpy(p, r->element[i]->str, r->element[i]->len);
+        p += r->element[i]->len;
+        *p++ = '\n';
+    }
+    *p = '\0';
+    freeReplyObject(r);
+    redisFree(c);
+    return out;
+}
+
+static int c_secret_setup(void)
+{
+    util_sha256_hex(SEC_KEY, strlen(SEC_KEY), sec_key_sha);
+    admin(&R, "PUT", "/admin/v1/config", NULL,
+          "{\"tenants\":[{\"id\":\"sec\",\"api_keys\":[{\"id\":\"k\",\"key\":\"" SEC_KEY "\"}],"
+          "\"apps\":[{\"app_id\":\"sec-app\",\"secret\":\"" SEC_APP "\"}],"
+          "\"webhooks\":[{\"id\":\"wh\",\"url\":\"http://127.0.0.1:9/hook\",\"events\":"
+          "[\"task.completed\"],\"secret\":\"" SEC_WHSEC "\"}]}],"
+          "\"servers\":[{\"tenant\":\"sec\",\"name\":\"default\"},{\"tenant\":\"sec\",\"name\":"
+          "\"fed\",\"federate\":{\"url\":\"http://127.0.0.1:9/mcp\",\"prefix\":\"up_\","
+          "\"headers\":{\"Authorization\":\"" SEC_FED_HDR "\"}}}],"
+          "\"tools\":[{\"tenant\":\"sec\",\"server\":\"default\",\"name\":\"h\",\"versions\":"
+          "[{\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},\"executor\":{\"type\":"
+          "\"http\",\"url\":\"http://127.0.0.1:9/run\",\"headers\":{\"X-Api-Token\":\"" SEC_HTTP_HDR
+          "\"},\"secret\":\"" SEC_HTTP_WHSEC "\"}}]},"
+          "{\"tenant\":\"sec\",\"server\":\"default\",\"name\":\"m\",\"versions\":[{\"version\":"
+          "\"1\",\"inputSchema\":{\"type\":\"object\"},\"executor\":{\"type\":\"mcp\",\"url\":"
+          "\"http://127.0.0.1:9/mcp\",\"tool\":\"t\",\"headers\":{\"Authorization\":\"" SEC_MCP_HDR
+          "\"}}}]},"
+          "{\"tenant\":\"sec\",\"server\":\"default\",\"name\":\"a\",\"versions\":[{\"version\":"
+          "\"1\",\"inputSchema\":{\"type\":\"object\"},\"executor\":{\"type\":\"agent\",\"url\":"
+          "\"http://127.0.0.1:9/agent\",\"headers\":{\"X-Agent-Key\":\"" SEC_AGENT_HDR "\"}}}]},"
+          "{\"tenant\":\"sec\",\"server\":\"default\",\"name\":\"e\",\"versions\":[{\"version\":"
+          "\"1\",\"inputSchema\":{\"type\":\"object\"},\"executor\":{\"type\":\"exec\",\"argv\":"
+          "[\"true\"],\"env\":{\"API_PASSWORD\":\"" SEC_ENV "\"}}}]}]}");
+    EXPECT_STATUS(&R, 200);
+    char *reg = registry_text();
+    int missing = 0;
+    for (size_t i = 1; sec_secrets[i]; i++) /* [0], the key, is stored as its hash */
+        missing += strstr(reg, sec_secrets[i]) == NULL;
+    missing += strstr(reg, sec_key_sha) == NULL;
+    free(reg);
+    EXPECT(missing == 0, "%d secrets not stored by the set-up", missing);
+    return 0;
+}
+
+static int c_secret_export(void)
+{
+    admin(&R, "GET", "/admin/v1/config", NULL, NULL);
+    EXPECT_STATUS(&R, 200);
+    snprintf(sec_export, sizeof(sec_export), "%s", R.body);
+    for (size_t i = 0; sec_secrets[i]; i++)
+        EXPECT_LACKS(&R, sec_secrets[i]);
+    EXPECT_LACKS(&R, sec_key_sha);
+    EXPECT_HAS(&R, "\"Authorization\":\"(hidden)\"");
+    EXPECT_HAS(&R, "\"API_PASSWORD\":\"(hidden)\"");
+    EXPECT_HAS(&R, "\"secret\":\"(hidden)\"");
+    EXPECT_HAS(&R, "\"sha256\":\"(hidden)\"");
+    cJSON *doc = cJSON_Parse(R.body), *t;
+    int shown = 0;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(doc, "tenants"))
+    {
+        cJSON *k;
+        cJSON_ArrayForEach(k, cJSON_GetObjectItemCaseSensitive(t, "api_keys"))
+        {
+            const char *h = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(k, "sha256"));
+            shown += !h || strcmp(h, "(hidden)") != 0;
+        }
+    }
+    cJSON_Delete(doc);
+    EXPECT(shown == 0, "%d API key hashes shown by the export", shown);
+    /* the per-object views hide the same values */
+    static const char *const views[] = {
+        "/admin/v1/tenants/sec/apps/sec-app",       "/admin/v1/tenants/sec/webhooks/wh",
+        "/admin/v1/tenants/sec/servers/fed",        "/admin/v1/tenants/sec/tools/h/versions/1",
+        "/admin/v1/tenants/sec/tools/m/versions/1", "/admin/v1/tenants/sec/tools/a/versions/1",
+        "/admin/v1/tenants/sec/tools/e/versions/1", "/admin/v1/tenants/sec/apiKeys/k"};
+    for (size_t v = 0; v < sizeof(views) / sizeof(views[0]); v++) {
+        admin(&R, "GET", views[v], NULL, NULL);
+        EXPECT_STATUS(&R, 200);
+        for (size_t i = 0; sec_secrets[i]; i++)
+            EXPECT_LACKS(&R, sec_secrets[i]);
+        EXPECT_LACKS(&R, sec_key_sha);
+    }
+    admin(&R, "GET", "/admin/v1/tenants/sec/servers/fed", NULL, NULL);
+    EXPECT_HAS(&R, "\"headers\":{\"Authorization\":\"(hidden)\"}");
+    return 0;
+}
+
+static int c_secret_roundtrip(void)
+{
+    EXPECT(sec_export[0], "no export to start from");
+    long long rev = registry_rev();
+    admin(&R, "PUT", "/admin/v1/config", NULL, sec_export);
+    EXPECT_STATUS(&R, 200);
+    EXPECT_STR(&R, "created", "0");
+    EXPECT_STR(&R, "updated", "0");
+    EXPECT(registry_rev() == rev, "revision %lld -> %lld", rev, registry_rev());
+    char *reg = registry_text();
+    int missing = 0;
+    for (size_t i = 1; sec_secrets[i]; i++)
+        missing += strstr(reg, sec_secrets[i]) == NULL;
+    missing += strstr(reg, sec_key_sha) == NULL;
+    int placeholders = strstr(reg, "(hidden)") != NULL;
+    free(reg);
+    EXPECT(missing == 0, "%d stored secrets lost by a PUT of the redacted export", missing);
+    EXPECT(!placeholders, "a placeholder was stored");
+    return 0;
+}
+
+/* The export with the app sec-app2 {"secret": "(hidden)"} added to tenant sec (malloc'd). */
+static char *export_with_new_hidden(void)
+{
+    cJSON *doc = cJSON_Parse(sec_export), *t;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(doc, "tenants"))
+    {
+        const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "id"));
+        if (id && strcmp(id, "sec") == 0)
+            cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(t, "apps"),
+                                 cJSON_Parse("{\"app_id\":\"sec-app2\",\"secret\":\"(hidden)\"}"));
+    }
+    char *s = cJSON_PrintUnformatted(doc);
+    cJSON_Delete(doc);
+    return s;
+}
+
+static int c_secret_new_placeholder(void)
+{
+    EXPECT(sec_export[0], "no export to start from");
+    long long rev = registry_rev();
+    char *doc = export_with_new_hidden();
+    EXPECT(doc != NULL, "the export is not a config document");
+    admin(&R, "PUT", "/admin/v1/config", NULL, doc);
+    cJSON_free(doc);
+    EXPECT_STATUS(&R, 400);
+    EXPECT_HAS(&R, ".apps[1].secret: \\\"(hidden)\\\" stands for the stored value");
+    EXPECT(registry_rev() == rev, "a refused config changed the revision");
+    /* a placeholder where the admin API takes a body of one object is refused too */
+    admin(&R, "POST", "/admin/v1/tenants/sec/tools/h/versions", NULL,
+          "{\"version\":\"2\",\"from_version\":\"1\",\"executor\":{\"type\":\"http\",\"url\":"
+          "\"http://127.0.0.1:9/run\",\"headers\":{\"X-Api-Token\":\"(hidden)\"}}}");
+    EXPECT_STATUS(&R, 400);
+    EXPECT_HAS(&R, "placeholder of a redacted export");
+    EXPECT(registry_rev() == rev, "a refused version changed the revision");
+    return 0;
+}
+
+static int c_secret_cli(void)
+{
+    char path[300];
+    snprintf(path, sizeof(path), "%s/redacted.json", fx.dir);
+    fx_write_file(path,
+                  "{\"tenants\": [{\"id\": \"sec\", \"apps\": [{\"app_id\": \"sec-app\", "
+                  "\"secret\": \"(hidden)\"}]}]}\n",
+                  0600);
+    int st = run_cli("--apply", path, cli_out, sizeof(cli_out));
+    EXPECT(st == 2, "--apply of a placeholder exited %d: %.800s", st, cli_out);
+    EXPECT(strstr(cli_out, "$.tenants[0].apps[0].secret: \"(hidden)\" is the placeholder"),
+           "--apply said: %.800s", cli_out);
+    st = run_cli("--export", NULL, cli_out, sizeof(cli_out));
+    EXPECT(st == 0, "--export exited %d: %.800s", st, cli_out);
+    EXPECT(strstr(cli_out, SEC_APP) && strstr(cli_out, SEC_HTTP_HDR) && strstr(cli_out, SEC_ENV),
+           "--export (the backup with secrets) lacks them");
+    return 0;
+}
+
 /* ---- main --------------------------------------------------------------------------------- */
 
 typedef struct check {
@@ -1691,6 +1893,17 @@ static const check_t checks[] = {
     {"race: two PATCHes with the same If-Match -> exactly one 200 and one 412", c_concurrent_patch},
     {"duplicates: a server, API key, app or webhook id taken in the tenant -> 409 naming it",
      c_sub_dup},
+    {"secrets: set-up of tenant sec with an app, a webhook, a federated server and http, mcp, "
+     "agent and exec tools with secrets",
+     c_secret_setup},
+    {"secrets: GET /admin/v1/config and the per-object views show none (\"(hidden)\" instead)",
+     c_secret_export},
+    {"secrets: PUT of the redacted export -> unchanged; every stored secret kept",
+     c_secret_roundtrip},
+    {"secrets: \"(hidden)\" for a value never stored (new app, a version body) -> 400",
+     c_secret_new_placeholder},
+    {"secrets: --apply refuses \"(hidden)\"; --export (the CLI backup) keeps the secrets",
+     c_secret_cli},
 };
 
 /* 1 when the log at <dir>/<name>.log holds a sanitizer report (printed). */

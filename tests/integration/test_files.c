@@ -15,6 +15,9 @@
  *     callers (401);
  *   - attachments: another tenant's file_id and an unknown one get the same -32602
  *     "attachments[i]: unknown file_id", a pending (not uploaded) one -32602 too;
+ *   - without MCPQ_PUBLIC_URL, a presign or a tools/call with attachments sent with
+ *     `Host: evil.example` gets no URL (503, -32603) rather than one pointing there; a Host
+ *     MCPQ_ALLOWED_HOSTS lists (replica 1) or a loopback one is used;
  *   - expiry: a file whose metadata expired (MCPQ_FILES_TTL_S=2 at replica 1) is deleted
  *     from the storage directory by the sweep, and its URL answers 404.
  */
@@ -32,6 +35,10 @@
 #include <unistd.h>
 
 #define SECRET "files-it-secret-0123456789"
+/* ingress/files.h ING_FILES_NO_BASE */
+#define ING_NO_BASE_MSG                                                                            \
+    "file URLs need MCPQ_PUBLIC_URL: this request's Host is neither a loopback host nor listed "   \
+    "in MCPQ_ALLOWED_HOSTS"
 
 static fx_stack_t fx;
 static int ports[2];
@@ -153,6 +160,18 @@ static cJSON *presign(int i, const char *key, const char *filename, const char *
     return j;
 }
 
+/* A presign of a 3-byte a.txt at replica i sent with headers (NULL-terminated). */
+static void presign_with(int i, const char *const headers[], fx_reply_t *r)
+{
+    char url[128];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/files/presign-upload", ports[i]);
+    CHECK_INT_EQ(fx_http_post(url, headers,
+                              "{\"filename\":\"a.txt\",\"content_type\":\"text/plain\","
+                              "\"size\":3}",
+                              r),
+                 0);
+}
+
 /* Presign + PUT of data; the file id into id (35 bytes). */
 static void upload(int i, const char *key, const char *filename, const char *ctype,
                    const char *data, char *id)
@@ -249,8 +268,12 @@ int main(void)
     snprintf(cfg, sizeof(cfg), "%s/files.json", fx.dir);
     const char *env0[] = {e_dir, "MCPQ_FILES_SECRET=" SECRET, "MCPQ_FILES_SWEEP_S=1", NULL};
     /* Replica 1: files expire 2 s after their presign. */
-    const char *env1[] = {e_dir, "MCPQ_FILES_SECRET=" SECRET, "MCPQ_FILES_SWEEP_S=1",
-                          "MCPQ_FILES_TTL_S=2", NULL};
+    const char *env1[] = {e_dir,
+                          "MCPQ_FILES_SECRET=" SECRET,
+                          "MCPQ_FILES_SWEEP_S=1",
+                          "MCPQ_FILES_TTL_S=2",
+                          "MCPQ_ALLOWED_HOSTS=127.0.0.1:*,files.example:*",
+                          NULL};
     ports[0] = fx_free_port();
     do
         ports[1] = fx_free_port();
@@ -492,6 +515,37 @@ int main(void)
     cJSON_Delete(presign(0, NULL, "a.txt", "text/plain", 3, &st));
     CHECK_INT_EQ(st, 401);
     TEST_PASS("presign refuses bad names, types, sizes (400) and anonymous callers (401)");
+
+    /* Without MCPQ_PUBLIC_URL a caller-chosen Host never decides where file URLs point. */
+    char u0[128];
+    fx_reply_t hr;
+    const char *evil[] = {"Authorization: Bearer key-one", "Host: evil.example", NULL};
+    presign_with(0, evil, &hr);
+    CHECK_INT_EQ(hr.status, 503);
+    CHECK(strstr(hr.body, "evil.example") == NULL);
+    CHECK_CONTAINS(hr.body, "MCPQ_PUBLIC_URL");
+    snprintf(u0, sizeof(u0), "http://127.0.0.1:%d/mcp", ports[0]);
+    snprintf(args, sizeof(args),
+             "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
+             "\"fetch\",\"arguments\":{\"attachments\":[{\"file_id\":\"%s\"}]}}}",
+             id);
+    CHECK_INT_EQ(fx_http_post(u0, evil, args, &hr), 0);
+    CHECK_INT_EQ(hr.status, 200);
+    CHECK(strstr(hr.body, "evil.example") == NULL);
+    j = cJSON_Parse(hr.body);
+    check_rpc_error(j, -32603, ING_NO_BASE_MSG);
+    cJSON_Delete(j);
+    /* A Host MCPQ_ALLOWED_HOSTS lists (replica 1) and a loopback one are the operator's. */
+    const char *listed[] = {"Authorization: Bearer key-one", "Host: files.example:8443", NULL};
+    presign_with(1, listed, &hr);
+    CHECK_INT_EQ(hr.status, 200);
+    CHECK_CONTAINS(hr.body, "\"upload_url\":\"http://files.example:8443/v1/files/f_");
+    const char *local[] = {"Authorization: Bearer key-one", "Host: localhost:1234", NULL};
+    presign_with(0, local, &hr);
+    CHECK_INT_EQ(hr.status, 200);
+    CHECK_CONTAINS(hr.body, "\"upload_url\":\"http://localhost:1234/v1/files/f_");
+    TEST_PASS("without MCPQ_PUBLIC_URL, Host evil.example gets no URL (presign 503, tools/call "
+              "-32603); a listed or loopback Host does");
 
     /* expiry: presigned at replica 1 (TTL 2 s), uploaded, downloadable, then swept */
     char tmp_id[35];

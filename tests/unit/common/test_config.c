@@ -202,6 +202,20 @@ static void test_env_secrets(void)
           "$.tools[0].versions[0].executor.secret_env: environment variable \"MCPQ_TEST_UNSET\" "
           "is not set or empty");
     TEST_PASS("key_env and secret_env");
+
+    /* the admin API's placeholder is never loaded as a secret (cfgsecret.h) */
+    FAILS("{'tenants':[{'id':'a','apps':[{'app_id':'x','secret':'(hidden)'}]}]}",
+          "$.tenants[0].apps[0].secret: \"(hidden)\" is the placeholder of a redacted export, "
+          "not a value: give the value (PUT /admin/v1/config keeps the stored one in its place)");
+    FAILS(CFG("", "",
+              TOOL("h",
+                   "{'version':'1','inputSchema':{'type':'object'},'executor':{'type':'exec',"
+                   "'argv':['true'],'env':{'PW':'(hidden)'}}}",
+                   "")),
+          "$.tools[0].versions[0].executor.env.PW: \"(hidden)\" is the placeholder of a redacted "
+          "export, not a value: give the value (PUT /admin/v1/config keeps the stored one in its "
+          "place)");
+    TEST_PASS("\"(hidden)\" as a secret, header or env value is refused");
 }
 
 static void test_secret_formats(void)
