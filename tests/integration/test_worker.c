@@ -151,17 +151,6 @@ static void http_start(void)
 
 /* ---- Kafka, Redis and worker helpers ---- */
 
-static void producer_start(void)
-{
-    char errstr[512];
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    CHECK(rd_kafka_conf_set(conf, "bootstrap.servers", fx.brokers, errstr, sizeof(errstr)) ==
-          RD_KAFKA_CONF_OK);
-    CHECK(rd_kafka_conf_set(conf, "linger.ms", "0", errstr, sizeof(errstr)) == RD_KAFKA_CONF_OK);
-    producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
-    CHECK(producer != NULL);
-}
-
 static void produce_raw(const char *key, const char *value, size_t len)
 {
     CHECK_INT_EQ(rd_kafka_producev(
@@ -809,7 +798,7 @@ int main(void)
         return 1;
     redis = redisConnect("127.0.0.1", fx.redis_port);
     CHECK(redis && !redis->err);
-    producer_start();
+    producer = fx_kafka_new(&fx, NULL, NULL);
     http_start();
 
     char marker[512], counter[512];
