@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -84,6 +85,13 @@ int main(int argc, char **argv)
         return 2;
     }
     log_init("worker", s.log_level);
+    /* Tools run as the worker's user: without this, one could read the worker's environment
+     * (its credentials, MCPQ_JOB_SIGNING_KEY) from /proc/<pid>/environ, its memory from
+     * /proc/<pid>/mem, or ptrace it. A process that is not dumpable has its /proc files
+     * owned by root. The cost: no core dumps of mcpq-worker. */
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+        log_event(LOG_WARN, "cannot make the worker non-dumpable: tools may read its environment",
+                  "error", strerror(errno), (char *)NULL);
     if (keys.n == 0)
         log_event(LOG_WARN,
                   "MCPQ_JOB_SIGNING_KEY is not set: this worker runs every record on the jobs "
