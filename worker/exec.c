@@ -472,8 +472,10 @@ static int exec_start(wrk_job_t *job)
     int err = spawn_child(p, argv, envp, cwd);
     free_strv(envp);
     if (err) {
-        cJSON *res = wrk_output_errorf("cannot start \"%.200s\"%s%.200s: %s", argv[0],
-                                       cwd ? " in " : "", cwd ? cwd : "", strerror(err));
+        char detail[600];
+        snprintf(detail, sizeof(detail), "cannot start \"%.200s\"%s%.200s: %s", argv[0],
+                 cwd ? " in " : "", cwd ? cwd : "", strerror(err));
+        cJSON *res = wrk_job_error_hidden(job, detail, "the tool could not be run");
         free(argv);
         free(p);
         wrk_job_finish(job, res);

@@ -482,7 +482,8 @@ static void test_exec(void)
     expect_str("j_exit2", 10000, "result.content.0.text", "Traceback", 0, 1);
     expect_str("j_env", 10000, "result.content.0.text", "val-j_env-none", 0, -1);
     expect_str("j_big", 10000, "result.content.0.text", "output too large", 1, 1);
-    expect_str("j_noexe", 10000, "result.content.0.text", "/nonexistent/tool", 1, 1);
+    expect_str("j_noexe", 10000, "result.content.0.text", "the tool could not be run (error id e_",
+               1, 1);
     expect_str("j_noargv", 10000, "result.content.0.text", "executor.argv", 1, 1);
     /* Nothing of the worker's (Redis, Kafka, curl sockets) leaks into a tool: 0-2 and ls's. */
     expect_str("j_fds", 10000, "result.content.0.text", "0\n1\n2\n3", 0, 0);
@@ -582,7 +583,8 @@ static void test_http(void)
     cJSON_Delete(r);
     expect_str("j_http_500", 10000, "result.content.0.text", "HTTP 500: boom", 0, 1);
     expect_str("j_http_slow", 10000, "status", "timeout", 0, -1);
-    expect_str("j_http_refused", 10000, "result.content.0.text", "HTTP request failed", 1, 1);
+    expect_str("j_http_refused", 10000, "result.content.0.text",
+               "the tool's HTTP service could not be reached (error id e_", 1, 1);
     expect_str("j_http_badsecret", 10000, "result.content.0.text", "executor.secret", 1, 1);
     TEST_PASS("http: signed POST of the envelope, pass-through, JSON, 500, timeout, refused");
 }
