@@ -17,6 +17,7 @@ struct mq_producer {
     atomic_int up;
     mq_delivery_fn on_delivery;
     void *cb_arg;
+    jobsig_keys_t sign; /* n == 1: key[0] signs every record */
 };
 
 static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
@@ -58,9 +59,16 @@ static int conf_set(rd_kafka_conf_t *conf, const char *k, const char *v, char *e
     return 0;
 }
 
+/* Wipes the key and frees p. */
+static void producer_release(mq_producer_t *p)
+{
+    jobsig_keys_cleanup(&p->sign);
+    free(p);
+}
+
 mq_producer_t *mq_producer_new(const char *brokers, int message_timeout_ms,
-                               mq_delivery_fn on_delivery, void *cb_arg, char *errstr,
-                               size_t errstr_size)
+                               const jobsig_key_t *sign_key, mq_delivery_fn on_delivery,
+                               void *cb_arg, char *errstr, size_t errstr_size)
 {
     mq_producer_t *p = calloc(1, sizeof(*p));
     if (!p) {
@@ -69,6 +77,10 @@ mq_producer_t *mq_producer_new(const char *brokers, int message_timeout_ms,
     }
     p->on_delivery = on_delivery;
     p->cb_arg = cb_arg;
+    if (sign_key) {
+        p->sign.key[0] = *sign_key;
+        p->sign.n = 1;
+    }
     atomic_init(&p->up, 1);
     atomic_init(&p->stop, 0);
 
@@ -85,7 +97,7 @@ mq_producer_t *mq_producer_new(const char *brokers, int message_timeout_ms,
         conf_set(conf, "queue.buffering.max.messages", "1000000", errstr, errstr_size) < 0 ||
         conf_set(conf, "message.max.bytes", "16777216", errstr, errstr_size) < 0) {
         rd_kafka_conf_destroy(conf);
-        free(p);
+        producer_release(p);
         return NULL;
     }
     rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
@@ -94,14 +106,14 @@ mq_producer_t *mq_producer_new(const char *brokers, int message_timeout_ms,
     p->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, errstr_size);
     if (!p->rk) {
         rd_kafka_conf_destroy(conf);
-        free(p);
+        producer_release(p);
         return NULL;
     }
     conf = NULL; /* now owned by rk */
     if (pthread_create(&p->thread, NULL, poll_thread, p) != 0) {
         snprintf(errstr, errstr_size, "cannot start the producer thread");
         rd_kafka_destroy(p->rk);
-        free(p);
+        producer_release(p);
         return NULL;
     }
     return p;
@@ -117,7 +129,7 @@ void mq_producer_free(mq_producer_t *p, int timeout_ms)
     rd_kafka_purge(p->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
     rd_kafka_poll(p->rk, 0);
     rd_kafka_destroy(p->rk);
-    free(p);
+    producer_release(p);
 }
 
 int mq_producer_send(mq_producer_t *p, const char *topic, const char *key, const void *value,
@@ -125,8 +137,13 @@ int mq_producer_send(mq_producer_t *p, const char *topic, const char *key, const
 {
     if (!atomic_load(&p->up))
         return MCPQ_EUNAVAIL;
-    rd_kafka_headers_t *hdrs = rd_kafka_headers_new(3);
+    rd_kafka_headers_t *hdrs = rd_kafka_headers_new(4);
     rd_kafka_header_add(hdrs, "job_id", -1, key, -1);
+    if (p->sign.n) {
+        char sig[JOBSIG_VALUE_LEN + 1];
+        jobsig_sign(&p->sign.key[0], value, len, sig);
+        rd_kafka_header_add(hdrs, JOBSIG_HEADER, -1, sig, (ssize_t)JOBSIG_VALUE_LEN);
+    }
     if (traceparent)
         rd_kafka_header_add(hdrs, "traceparent", -1, traceparent, -1);
     if (tracestate)

@@ -8,10 +8,16 @@
  *
  * mq_producer_up() tells whether any broker is reachable right now (error_cb tracks
  * ALL_BROKERS_DOWN, a metadata probe clears it), so callers can fail at once instead of
- * queueing behind a dead cluster. All functions are thread-safe.
+ * queueing behind a dead cluster.
+ *
+ * Given a signing key, every record carries the header mcpq-sig (jobsig.h): whatever code
+ * publishes through the producer signs, so no job leaves the ingress unsigned.
+ * All functions are thread-safe.
  */
 #ifndef MCPQ_KAFKA_H
 #define MCPQ_KAFKA_H
+
+#include "jobsig.h"
 
 #include <stddef.h>
 
@@ -20,15 +26,17 @@ typedef struct mq_producer mq_producer_t;
 /* Called on the producer's thread for each message: err 0 when Kafka acknowledged it. */
 typedef void (*mq_delivery_fn)(void *opaque, int err, void *cb_arg);
 
+/* sign_key (copied; NULL: records are not signed) signs every record's value. */
 mq_producer_t *mq_producer_new(const char *brokers, int message_timeout_ms,
-                               mq_delivery_fn on_delivery, void *cb_arg, char *errstr,
-                               size_t errstr_size);
+                               const jobsig_key_t *sign_key, mq_delivery_fn on_delivery,
+                               void *cb_arg, char *errstr, size_t errstr_size);
 /* Flushes what is queued (up to timeout_ms), stops the thread, destroys the handle. */
 void mq_producer_free(mq_producer_t *p, int timeout_ms);
 
 /* Queues value (copied) for topic with key and the headers job_id, traceparent and tracestate
- * (W3C trace context; either may be NULL, then the header is left out). 0, MCPQ_EUNAVAIL when
- * no broker is up, MCPQ_ETOOBIG, or MCPQ_EIO (local queue full or other error). */
+ * (W3C trace context; either may be NULL, then the header is left out), and mcpq-sig when the
+ * producer has a signing key. 0, MCPQ_EUNAVAIL when no broker is up, MCPQ_ETOOBIG, or
+ * MCPQ_EIO (local queue full or other error). */
 int mq_producer_send(mq_producer_t *p, const char *topic, const char *key, const void *value,
                      size_t len, const char *traceparent, const char *tracestate, void *opaque);
 

@@ -72,6 +72,23 @@ static const set_def_t defs[] = {
      "worker: the robot this worker is"},
     {"MCPQ_TOPIC_JOBS", "topic-jobs", T_STR, "mcpq.jobs", 0, 0, ALL | SET_BROKER, S(topic_jobs),
      "Kafka topic of tools/call jobs"},
+    {"MCPQ_JOB_SIGNING_KEY", "job-signing-key", T_STR, NULL, 0, 0, ALL, S(job_signing_key),
+     "key (32 to 1024 bytes) of the HMAC-SHA256 signature of every job record (Kafka header "
+     "mcpq-sig): the ingress signs each job, a worker refuses a record without a valid one; the "
+     "same on every ingress and worker (unset: jobs are neither signed nor checked, so anyone "
+     "who can write to the jobs topic runs programs on the workers; both binaries warn at "
+     "start-up)"},
+    {"MCPQ_JOB_SIGNING_KEY_FILE", "job-signing-key-file", T_STR, NULL, 0, 0, ALL,
+     S(job_signing_key_file),
+     "file holding MCPQ_JOB_SIGNING_KEY (a trailing newline is not part of the key), e.g. a "
+     "mounted Kubernetes Secret; not together with MCPQ_JOB_SIGNING_KEY"},
+    {"MCPQ_JOB_SIGNING_KEY_PREVIOUS", "job-signing-key-previous", T_STR, NULL, 0, 0, WRK,
+     S(job_signing_key_previous),
+     "worker: a second key whose signatures are accepted too, while a key rotation is under way "
+     "(docs/operations.md)"},
+    {"MCPQ_JOB_SIGNING_KEY_PREVIOUS_FILE", "job-signing-key-previous-file", T_STR, NULL, 0, 0, WRK,
+     S(job_signing_key_previous_file),
+     "worker: file holding MCPQ_JOB_SIGNING_KEY_PREVIOUS; not together with it"},
     {"MCPQ_GROUP_ID", "group-id", T_STR, "mcpq-workers", 0, 0, WRK, S(group_id),
      "worker consumer group"},
     {"MCPQ_WORKER_ID", "worker-id", T_STR, NULL, 0, 0, WRK, S(worker_id),

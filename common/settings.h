@@ -37,6 +37,10 @@ typedef struct mcpq_settings {
     const char *robot_id;
     /* mcpq's own */
     const char *topic_jobs;
+    const char *job_signing_key; /* jobsig.h: read through jobsig_keys_load() */
+    const char *job_signing_key_file;
+    const char *job_signing_key_previous;
+    const char *job_signing_key_previous_file;
     const char *group_id;
     const char *worker_id;
     const char *instance_id;

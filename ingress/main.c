@@ -6,6 +6,7 @@
 #include "federate.h"
 #include "http.h"
 #include "ingress.h"
+#include "jobsig.h"
 #include "listen.h"
 #include "log.h"
 #include "mcp.h"
@@ -390,6 +391,17 @@ int main(int argc, char **argv)
         fprintf(stderr, "mcpq-ingress: %s\n", err);
         return 2;
     }
+    jobsig_keys_t keys;
+    if (jobsig_keys_load(&keys, &set, err, sizeof(err)) < 0) {
+        fprintf(stderr, "mcpq-ingress: %s\n", err);
+        return 2;
+    }
+    if (keys.n == 0)
+        log_event(LOG_WARN,
+                  "MCPQ_JOB_SIGNING_KEY is not set: jobs are published unsigned, and a worker "
+                  "without a key runs whatever any writer to the jobs topic asks "
+                  "(insecure; docs/operations.md, \"Job signing and Kafka ACLs\")",
+                  (char *)NULL);
 
     refresher_t rf = {0};
     pthread_mutex_init(&rf.lock, NULL);
@@ -403,6 +415,7 @@ int main(int argc, char **argv)
         if (!rf.config) {
             fprintf(stderr, "mcpq-ingress: config: %s\n", err);
             log_event(LOG_ERROR, "config rejected", "error", err, (char *)NULL);
+            jobsig_keys_cleanup(&keys);
             return 2;
         }
     }
@@ -441,8 +454,10 @@ int main(int argc, char **argv)
     ctx.pending = ing_pending_new(set.redis_url, (int)set.redis_timeout_ms, ctx.reply_key,
                                   (int)set.sse_keepalive_ms);
     ctx.rl = ctx.kv ? ing_rl_new(ctx.kv, set.rate_limit_lease_ms) : NULL;
-    ctx.producer = mq_producer_new(set.kafka_brokers, (int)set.kafka_message_timeout_ms,
-                                   ing_mcp_delivered, &ctx, err, sizeof(err));
+    ctx.producer =
+        mq_producer_new(set.kafka_brokers, (int)set.kafka_message_timeout_ms,
+                        keys.n ? &keys.key[0] : NULL, ing_mcp_delivered, &ctx, err, sizeof(err));
+    jobsig_keys_cleanup(&keys); /* the producer has its copy */
     if (!ctx.metrics || !ctx.kv || !ctx.pending || !ctx.rl || !ctx.producer) {
         fprintf(stderr, "mcpq-ingress: start-up failed: %s\n",
                 ctx.producer ? "out of memory" : err);

@@ -328,6 +328,11 @@ int fx_start(fx_stack_t *fx, int partitions)
     }
     if (partitions < 1)
         partitions = 1;
+    if (util_random_hex(fx->job_key, 32) < 0) {
+        fprintf(stderr, "fixture: no randomness for the job signing key\n");
+        return -1;
+    }
+    snprintf(fx->job_key_env, sizeof(fx->job_key_env), "MCPQ_JOB_SIGNING_KEY=%s", fx->job_key);
     if (fx_redis_start(fx) < 0 || fx_broker_start(fx, partitions) < 0) {
         fx_stop_keep(fx, 1); /* keep the logs of a failed start */
         return -1;
@@ -412,8 +417,8 @@ pid_t fx_spawn_ingress(const fx_stack_t *fx, const char *name, int port, const c
     snprintf(e_r, sizeof(e_r), "MCPQ_REDIS_URL=%s", fx->redis_url);
     snprintf(e_id, sizeof(e_id), "MCPQ_INSTANCE_ID=%s", name);
     snprintf(e_rf, sizeof(e_rf), "MCPQ_READY_FILE=%s", ready);
-    const char *env[32] = {e_cfg, e_l, e_b, e_r, e_id, e_rf};
-    size_t n = 6;
+    const char *env[32] = {e_cfg, e_l, e_b, e_r, e_id, e_rf, fx->job_key_env};
+    size_t n = 7;
     for (size_t i = 0; extra_env && extra_env[i] && n < 31; i++)
         env[n++] = extra_env[i];
     env[n] = NULL;
@@ -445,8 +450,8 @@ pid_t fx_spawn_worker(const fx_stack_t *fx, const char *name, const char *const 
     snprintf(e_r, sizeof(e_r), "MCPQ_REDIS_URL=%s", fx->redis_url);
     snprintf(e_id, sizeof(e_id), "MCPQ_WORKER_ID=%s", name);
     snprintf(e_rf, sizeof(e_rf), "MCPQ_READY_FILE=%s", ready);
-    const char *env[32] = {e_b, e_r, e_id, e_rf};
-    size_t n = 4;
+    const char *env[32] = {e_b, e_r, e_id, e_rf, fx->job_key_env};
+    size_t n = 5;
     for (size_t i = 0; extra_env && extra_env[i] && n < 31; i++)
         env[n++] = extra_env[i];
     env[n] = NULL;
@@ -524,6 +529,53 @@ int fx_http_post(const char *url, const char *const headers[], const char *body,
     curl_easy_cleanup(c);
     curl_slist_free_all(hl);
     return rc == CURLE_OK ? 0 : -1;
+}
+
+rd_kafka_t *fx_kafka_new(const fx_stack_t *fx, const char *group,
+                         void (*dr_cb)(rd_kafka_t *, const rd_kafka_message_t *, void *))
+{
+    char errstr[512];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    if (rd_kafka_conf_set(conf, "bootstrap.servers", fx->brokers, errstr, sizeof(errstr)) ||
+        rd_kafka_conf_set(conf, group ? "group.id" : "linger.ms", group ? group : "0", errstr,
+                          sizeof(errstr))) {
+        fprintf(stderr, "fixture: Kafka client config: %s\n", errstr);
+        exit(1);
+    }
+    if (dr_cb)
+        rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
+    rd_kafka_t *rk =
+        rd_kafka_new(group ? RD_KAFKA_CONSUMER : RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+    if (!rk) {
+        fprintf(stderr, "fixture: Kafka client: %s\n", errstr);
+        exit(1);
+    }
+    return rk; /* conf now owned by rk */
+}
+
+long long fx_committed(rd_kafka_t *reader, const char *topic, int32_t partition)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, topic, partition);
+    rd_kafka_resp_err_t err = rd_kafka_committed(reader, l, 5000);
+    long long off = err ? -2 : l->elems[0].offset;
+    rd_kafka_topic_partition_list_destroy(l);
+    return off;
+}
+
+int fx_log_line(const char *path, const char *a, const char *b, char *out, size_t size)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    char line[16384];
+    int found = 0;
+    while (!found && fgets(line, sizeof(line), f))
+        found = strstr(line, a) && (!b || strstr(line, b));
+    fclose(f);
+    if (found && out)
+        snprintf(out, size, "%s", line);
+    return found;
 }
 
 /* ---- in-process HTTP servers ---- */

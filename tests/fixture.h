@@ -23,6 +23,7 @@
 
 #include "util.h"
 
+#include <librdkafka/rdkafka.h>
 #include <microhttpd.h>
 #include <sys/types.h>
 
@@ -32,6 +33,12 @@ typedef struct fx_stack {
     char brokers[256];   /* the devbroker's bootstrap servers host:port[,...] */
     pid_t redis_pid, broker_pid;
     int redis_port;
+    /* The stack's job signing key (64 random hex digits, drawn by fx_start) and its
+     * "MCPQ_JOB_SIGNING_KEY=<key>" setting, which fx_spawn_ingress and fx_spawn_worker give
+     * every ingress and worker (extra_env may override it). A test that produces job records
+     * itself signs them with it (jobsig.h) or starts its workers without it. */
+    char job_key[65];
+    char job_key_env[96];
 } fx_stack_t;
 
 /*
@@ -87,17 +94,33 @@ int fx_wait_file(const char *path, int timeout_ms);
 
 /*
  * Starts an mcpq-ingress named name on 127.0.0.1:port against fx's Redis and broker with
- * config file config, plus extra_env ("K=V", NULL-terminated; may be NULL), logging to
+ * config file config and fx's job signing key, plus extra_env ("K=V", NULL-terminated; may
+ * be NULL; later entries win), logging to
  * <dir>/<name>.log (path copied to log_out, log_size bytes, when log_out is not NULL), and
  * waits for its ready file. The pid, or -1 with a message on stderr.
  */
 pid_t fx_spawn_ingress(const fx_stack_t *fx, const char *name, int port, const char *config,
                        const char *const extra_env[], char *log_out, size_t log_size);
 
-/* Starts an mcpq-worker with MCPQ_WORKER_ID=name against fx's Redis and broker, plus
- * extra_env, logging to <dir>/<name>.log, and waits (60 s) until it joined the consumer
- * group. The pid, or -1 with a message on stderr. */
+/* Starts an mcpq-worker with MCPQ_WORKER_ID=name against fx's Redis and broker with fx's job
+ * signing key, plus extra_env (later entries win), logging to <dir>/<name>.log, and waits
+ * (60 s) until it joined the consumer group. The pid, or -1 with a message on stderr. */
 pid_t fx_spawn_worker(const fx_stack_t *fx, const char *name, const char *const extra_env[]);
+
+/* A Kafka client on fx's broker: with group NULL a producer sending at once (linger.ms 0),
+ * dr_cb (may be NULL) reporting each delivery; with a group a consumer that never
+ * subscribes, for reading that group's committed offsets (fx_committed). Exits the test when
+ * it cannot be made. rd_kafka_destroy() it. */
+rd_kafka_t *fx_kafka_new(const fx_stack_t *fx, const char *group,
+                         void (*dr_cb)(rd_kafka_t *, const rd_kafka_message_t *, void *));
+
+/* The committed offset of the reader's group on topic's partition: -1001 when none yet, -2
+ * when the broker did not answer within 5 s. */
+long long fx_committed(rd_kafka_t *reader, const char *topic, int32_t partition);
+
+/* 1 when a line of the file at path holds a and b (b may be NULL), which is then copied to
+ * out (size bytes; out may be NULL); 0 otherwise. Lines up to 16 KiB. */
+int fx_log_line(const char *path, const char *a, const char *b, char *out, size_t size);
 
 /* An HTTP answer as fx_http_post() saw it (the body cut at 8 KiB). */
 typedef struct fx_reply {

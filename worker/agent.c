@@ -42,7 +42,7 @@ typedef struct agent_call {
     wrk_job_t *job;
     char message_id[WRK_ID_MAX + 1];
     char channel_id[WRK_ID_MAX + 1];
-    char agent[AGENT_NAME_MAX]; /* host[:port] of the url, for messages */
+    char agent[AGENT_NAME_MAX]; /* host[:port] of the url, for the log only */
     char *body;                 /* the chat_message, alive as long as the transfer */
     size_t body_len;
     wrk_http_req_t *xfer;
@@ -375,7 +375,7 @@ static cJSON *reply_to_result(agent_call_t *c, const cJSON *reply)
     cJSON *res = wrk_agent_reply_result(reply, c->message_id, why, sizeof(why));
     if (res)
         return res;
-    return wrk_output_errorf("agent %s: %s", c->agent, why);
+    return wrk_job_error_hidden(c->job, c->agent, "the agent's reply was refused: %s", why);
 }
 
 static void agent_http_done_in(const wrk_http_resp_t *resp, void *arg)
@@ -383,11 +383,12 @@ static void agent_http_done_in(const wrk_http_resp_t *resp, void *arg)
     agent_call_t *c = arg;
     c->xfer = NULL; /* freed by http.c after this returns */
     if (resp->code != CURLE_OK) {
-        log_event(LOG_INFO, "agent unreachable", "job_id", c->message_id, "agent", c->agent,
-                  (char *)NULL);
         call_finish(c,
-                    wrk_output_errorf("agent %s unreachable: %s", c->agent,
-                                      resp->too_big ? "answer too large" : resp->error),
+                    resp->too_big
+                        ? wrk_output_errorf("output too large: the agent answered more than %zu "
+                                            "bytes",
+                                            wrk_http_max_output(c->job->rt->http))
+                        : wrk_http_failure(c->job, resp, "the agent"),
                     1);
         return;
     }
@@ -409,17 +410,16 @@ static void agent_http_done_in(const wrk_http_resp_t *resp, void *arg)
         return;
     }
     if (resp->status < 200 || resp->status > 299) {
-        char st[16];
-        snprintf(st, sizeof(st), "%ld", resp->status);
-        log_event(LOG_INFO, "agent answered an error", "job_id", c->message_id, "agent", c->agent,
-                  "status", st, (char *)NULL);
-        call_finish(c, wrk_output_errorf("agent %s answered HTTP %ld", c->agent, resp->status), 1);
+        call_finish(
+            c, wrk_job_error_hidden(c->job, c->agent, "the agent answered HTTP %ld", resp->status),
+            1);
         return;
     }
     cJSON *reply = resp->body ? cJSON_ParseWithLength(resp->body, resp->len) : NULL;
     cJSON *res = reply ? reply_to_result(c, reply)
-                       : wrk_output_errorf("agent %s answered HTTP %ld without an agent_reply",
-                                           c->agent, resp->status);
+                       : wrk_job_error_hidden(c->job, c->agent,
+                                              "the agent answered HTTP %ld without an agent_reply",
+                                              resp->status);
     cJSON_Delete(reply);
     call_finish(c, res, 1);
 }
@@ -456,9 +456,8 @@ static int agent_start(wrk_job_t *job)
     cJSON *turns = NULL;
     int rc = agent_prepare(c, &turns);
     if (rc < 0) {
-        cJSON *res = wrk_output_errorf("agent %s: the conversation store (Redis) is "
-                                       "unavailable; try again",
-                                       c->agent);
+        cJSON *res = wrk_job_error_hidden(
+            c->job, c->agent, "the conversation store (Redis) is unavailable; try again");
         free(c);
         wrk_job_finish(job, res);
         return 0;

@@ -14,7 +14,8 @@
  *                               under mcpq:agentreply:<message_id> and PUBLISHes the id on
  *                               mcpq:agentreply (cancelsub.h); the key is also polled once a
  *                               second (wrk_agent_tick) for messages lost by Pub/Sub
- *   other status, unreachable   an isError result naming the agent by host[:port]
+ *   other status, unreachable   an isError result with an error id; the agent's host[:port]
+ *                               and curl's message go to the log (wrk_job_error_hidden)
  *   deadline                    the job times out (record status timeout → -32003)
  *
  * While a call waits, mcpq:agentwait:<message_id> holds {"channel_id", "tenant"} (expiring

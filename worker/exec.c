@@ -7,6 +7,7 @@
 #include "stderrline.h"
 #include "util.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -243,58 +244,115 @@ static char *kv_join(const char *k, const char *v)
     return s;
 }
 
-/* Whether name (up to '=' in an environ entry) is overridden by the job. */
-static int env_overridden(const char *entry, const cJSON *env)
+/* The child's environment under construction: "K=V" strings, each name at most once. */
+typedef struct exec_env {
+    char **v; /* NULL-terminated, cap + 1 slots */
+    size_t n, cap;
+} exec_env_t;
+
+/* Sets name=value, replacing an entry of that name. 0 or MCPQ_ENOMEM. */
+static int env_put(exec_env_t *e, const char *name, const char *value)
 {
-    size_t n = strcspn(entry, "=");
-    if (strncmp(entry, "MCPQ_", 5) == 0 || (n == 11 && strncmp(entry, "TRACEPARENT", 11) == 0))
-        return 1;
-    for (const cJSON *it = env ? env->child : NULL; it; it = it->next)
-        if (strlen(it->string) == n && strncmp(it->string, entry, n) == 0)
-            return 1;
+    char *kv = kv_join(name, value);
+    if (!kv)
+        return MCPQ_ENOMEM;
+    size_t nl = strlen(name);
+    for (size_t i = 0; i < e->n; i++) {
+        if (strncmp(e->v[i], name, nl) == 0 && e->v[i][nl] == '=') {
+            free(e->v[i]);
+            e->v[i] = kv;
+            return 0;
+        }
+    }
+    assert(e->n < e->cap);
+    e->v[e->n++] = kv;
     return 0;
 }
 
-/* The child's environment (see exec.h), every string malloc'd; NULL with *why set when
- * executor.env is malformed (or NULL with *why NULL on ENOMEM). */
+/* A POSIX-style variable name: [A-Za-z_][A-Za-z0-9_]*. */
+static int env_name_valid(const char *s)
+{
+    if (!s || !((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_'))
+        return 0;
+    for (s++; *s; s++)
+        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
+              *s == '_'))
+            return 0;
+    return 1;
+}
+
+/* The worker's variables every tool gets when they are set (none of them is a credential). */
+static const char *const env_inherited[] = {"LANG", "LC_ALL", "LC_CTYPE", "TZ"};
+
+/*
+ * The child's environment (see exec.h), every string malloc'd; NULL with *why set when
+ * executor.env or executor.env_pass is malformed (or NULL with *why NULL on ENOMEM). Later
+ * steps win over earlier ones: the defaults, then the worker variables env_pass names, then
+ * executor.env, then MCPQ_JOB_ID and TRACEPARENT, which the worker owns.
+ */
 static char **build_env(const wrk_job_t *job, const char **why)
 {
-    extern char **environ;
     const cJSON *env = cJSON_GetObjectItemCaseSensitive(job->env.executor, "env");
+    const cJSON *pass = cJSON_GetObjectItemCaseSensitive(job->env.executor, "env_pass");
     *why = NULL;
     if (cJSON_IsNull(env))
         env = NULL;
+    if (cJSON_IsNull(pass))
+        pass = NULL;
     if (env && !cJSON_IsObject(env)) {
         *why = "executor.env must be an object of strings";
         return NULL;
     }
+    if (pass && (!cJSON_IsArray(pass) || cJSON_GetArraySize(pass) > WRK_EXEC_ENV_PASS_MAX)) {
+        *why = "executor.env_pass must be an array of at most 64 variable names";
+        return NULL;
+    }
     size_t n = 0;
-    for (char **e = environ; e && *e; e++)
-        n++;
-    for (const cJSON *it = env ? env->child : NULL; it; it = it->next) {
+    for (const cJSON *it = env ? env->child : NULL; it; it = it->next, n++) {
         if (!cJSON_IsString(it) || !it->string[0] || strchr(it->string, '=')) {
             *why = "executor.env must be an object of strings with names without '='";
             return NULL;
         }
-        n++;
     }
-    char **v = calloc(n + 3, sizeof(*v));
-    if (!v)
+    for (const cJSON *it = pass ? pass->child : NULL; it; it = it->next, n++) {
+        if (!cJSON_IsString(it) || !env_name_valid(it->valuestring) ||
+            strncmp(it->valuestring, "MCPQ_", 5) == 0) {
+            *why = "executor.env_pass must hold variable names ([A-Za-z_][A-Za-z0-9_]*), "
+                   "none of them MCPQ_*";
+            return NULL;
+        }
+    }
+    /* PATH, TMPDIR, HOME, LANG, MCPQ_JOB_ID, TRACEPARENT and the inherited ones. */
+    exec_env_t e = {.cap = n + 6 + sizeof(env_inherited) / sizeof(env_inherited[0])};
+    e.v = calloc(e.cap + 1, sizeof(*e.v));
+    if (!e.v)
         return NULL;
-    size_t i = 0;
-    for (char **e = environ; e && *e; e++)
-        if (!env_overridden(*e, env) && !(v[i++] = strdup(*e)))
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || tmp[0] != '/')
+        tmp = "/tmp";
+    if (env_put(&e, "PATH", WRK_EXEC_DEFAULT_PATH) < 0 || env_put(&e, "TMPDIR", tmp) < 0 ||
+        env_put(&e, "HOME", tmp) < 0 || env_put(&e, "LANG", "C.UTF-8") < 0)
+        goto oom;
+    for (size_t i = 0; i < sizeof(env_inherited) / sizeof(env_inherited[0]); i++) {
+        const char *v = getenv(env_inherited[i]);
+        if (v && env_put(&e, env_inherited[i], v) < 0)
             goto oom;
+    }
+    for (const cJSON *it = pass ? pass->child : NULL; it; it = it->next) {
+        const char *v = getenv(it->valuestring);
+        if (v && env_put(&e, it->valuestring, v) < 0)
+            goto oom;
+    }
     for (const cJSON *it = env ? env->child : NULL; it; it = it->next)
-        if (!(v[i++] = kv_join(it->string, it->valuestring)))
+        if (env_put(&e, it->string, it->valuestring) < 0)
             goto oom;
-    if (!(v[i++] = kv_join("MCPQ_JOB_ID", job->env.job_id)))
+    if (env_put(&e, "MCPQ_JOB_ID", job->env.job_id) < 0)
         goto oom;
-    if (job->env.traceparent && !(v[i++] = kv_join("TRACEPARENT", job->env.traceparent)))
+    if (job->env.traceparent && env_put(&e, "TRACEPARENT", job->env.traceparent) < 0)
         goto oom;
-    return v;
+    return e.v;
 oom:
-    free_strv(v);
+    free_strv(e.v);
     return NULL;
 }
 
@@ -414,8 +472,10 @@ static int exec_start(wrk_job_t *job)
     int err = spawn_child(p, argv, envp, cwd);
     free_strv(envp);
     if (err) {
-        cJSON *res = wrk_output_errorf("cannot start \"%.200s\"%s%.200s: %s", argv[0],
-                                       cwd ? " in " : "", cwd ? cwd : "", strerror(err));
+        char detail[600];
+        snprintf(detail, sizeof(detail), "cannot start \"%.200s\"%s%.200s: %s", argv[0],
+                 cwd ? " in " : "", cwd ? cwd : "", strerror(err));
+        cJSON *res = wrk_job_error_hidden(job, detail, "the tool could not be run");
         free(argv);
         free(p);
         wrk_job_finish(job, res);

@@ -2,9 +2,15 @@
  * exec.h - the exec executor (SPEC section 6.3): runs a local program per job, the RPA case.
  *
  * The executor config is {"type": "exec", "argv": ["/path/or/name", ...], "env": {K: V},
- * "cwd": "/dir"}. argv[0] is absolute or found on the worker's PATH. The child:
- *   - runs in its own process group, with the worker's environment minus MCPQ_* variables,
- *     plus MCPQ_JOB_ID, TRACEPARENT (when the call carried one) and executor.env;
+ * "env_pass": ["NAME", ...], "cwd": "/dir"}. argv[0] is absolute or found on the worker's
+ * PATH. The child:
+ *   - runs in its own process group with a minimal environment, never the worker's (which
+ *     may hold cloud, Kafka or Redis credentials): PATH=WRK_EXEC_DEFAULT_PATH, TMPDIR (the
+ *     worker's when absolute, else /tmp), HOME=TMPDIR, LANG=C.UTF-8, and the worker's LANG,
+ *     LC_ALL, LC_CTYPE and TZ when set; then the worker variables executor.env_pass names
+ *     (never MCPQ_*; one the worker lacks is left out); then executor.env, which may set
+ *     any of these (PATH too); then MCPQ_JOB_ID and TRACEPARENT (when the call carried one),
+ *     which the worker owns;
  *   - gets the envelope (wrk_envelope_for_executor) on stdin, written without blocking;
  *   - prints its result on stdout, up to MCPQ_MAX_OUTPUT_BYTES (beyond that it is killed
  *     and the answer is isError "output too large");
@@ -24,5 +30,9 @@
 #define WRK_EXEC_TAIL_MAX 4096
 /* Most entries in executor.argv. */
 #define WRK_EXEC_ARGV_MAX 256
+/* Most names in executor.env_pass. */
+#define WRK_EXEC_ENV_PASS_MAX 64
+/* A tool's PATH unless executor.env sets one or executor.env_pass names it. */
+#define WRK_EXEC_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
 
 #endif

@@ -353,6 +353,19 @@ static int url_valid(const char *url)
     return strncasecmp(url, "http://", 7) == 0 || strncasecmp(url, "https://", 8) == 0;
 }
 
+cJSON *wrk_http_failure(const wrk_job_t *job, const wrk_http_resp_t *resp, const char *what)
+{
+    char host[256], detail[CURL_ERROR_SIZE + 512];
+    const char *url =
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(job->env.executor, "url"));
+    util_url_host(url ? url : "", host, sizeof(host));
+    snprintf(detail, sizeof(detail), "request to %s failed: %s", host,
+             resp->error ? resp->error : "?");
+    if (resp->code == CURLE_OPERATION_TIMEDOUT)
+        return wrk_job_error_hidden(job, detail, "%s did not answer in time", what);
+    return wrk_job_error_hidden(job, detail, "%s could not be reached", what);
+}
+
 static void http_done_in(const wrk_http_resp_t *resp, void *arg)
 {
     wrk_job_t *job = arg;
@@ -364,7 +377,7 @@ static void http_done_in(const wrk_http_resp_t *resp, void *arg)
         res = wrk_output_errorf("output too large: the tool answered more than %zu bytes",
                                 wrk_http_max_output(job->rt->http));
     else
-        res = wrk_output_errorf("HTTP request failed: %s", resp->error);
+        res = wrk_http_failure(job, resp, "the tool's HTTP service");
     wrk_job_finish(job, res);
 }
 

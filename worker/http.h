@@ -19,6 +19,7 @@
 
 #include "loop.h"
 
+#include <cjson/cJSON.h>
 #include <curl/curl.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -77,6 +78,12 @@ typedef struct wrk_job wrk_job_t;
  */
 wrk_http_req_t *wrk_http_post_job(wrk_job_t *job, const char *body, size_t len,
                                   wrk_http_done_fn done, void *arg, const char **why);
+
+/* The caller's result for a request of job's executor that got no HTTP answer (resp->code
+ * is not CURLE_OK, not too_big): "<what> did not answer in time" or "<what> could not be
+ * reached" with an error id, while the host of executor.url and curl's message go to the
+ * log (wrk_job_error_hidden). NULL on ENOMEM. */
+cJSON *wrk_http_failure(const wrk_job_t *job, const wrk_http_resp_t *resp, const char *what);
 
 /* Aborts a running request at once; its callback does not run. NULL is a no-op. */
 void wrk_http_req_cancel(wrk_http_t *h, wrk_http_req_t *req);

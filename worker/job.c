@@ -5,6 +5,7 @@
 #include "output.h"
 #include "util.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -356,4 +357,24 @@ void wrk_job_notify(wrk_job_t *job, const char *kind, const cJSON *data)
     for (size_t i = 0; i < job->nstreams; i++)
         wrk_store_notify(job->rt->store, job->streams[i], job->env.job_id, kind, s, len);
     free(s);
+}
+
+cJSON *wrk_job_error_hidden(const wrk_job_t *job, const char *detail, const char *public_fmt, ...)
+{
+    /* Room for the error id within wrk_output_errorf's 1 KiB, however long the message. */
+    char msg[960], id[2 + 16 + 1] = "e_";
+    va_list ap;
+    va_start(ap, public_fmt);
+    vsnprintf(msg, sizeof(msg), public_fmt, ap);
+    va_end(ap);
+    if (util_random_hex(id + 2, 8) < 0)
+        snprintf(id + 2, sizeof(id) - 2, "%016llx", (unsigned long long)util_now_ms());
+    log_ctx_t saved;
+    wrk_job_log_enter(job, &saved);
+    log_event(LOG_WARN, "tool failed; the caller gets the error id, not the details", "job_id",
+              job->env.job_id, "error_id", id, "tenant", job->env.tenant, "tool", job->env.tool,
+              "executor", job->env.exec_type, "message", msg, "detail", detail ? detail : "",
+              (char *)NULL);
+    wrk_job_log_leave(&saved);
+    return wrk_output_errorf("%s (error id %s)", msg, id);
 }

@@ -151,6 +151,16 @@ void wrk_job_finish(wrk_job_t *job, cJSON *result);
  * server's -32602. message is copied. */
 void wrk_job_finish_error(wrk_job_t *job, int code, const char *message);
 
+/* For executors, the result of a failure whose details are the operator's, not the caller's
+ * (README.md, "What a tool gets, and what a caller sees"): host names and ports, paths,
+ * argv, library messages. The caller gets an isError result with the printf-style public
+ * message and a fresh error id, "<public> (error id e_<16 hex digits>)"; one warning in the
+ * log carries that error id with the job id, tenant, tool, executor, trace, the public
+ * message and detail (what the caller is not told, e.g. the service's host:port and curl's
+ * message; may be NULL). A new cJSON result (for wrk_job_finish), NULL on ENOMEM. */
+cJSON *wrk_job_error_hidden(const wrk_job_t *job, const char *detail, const char *public_fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* For executors: a live entry on the reply stream (kind "progress" or "log"); data is
  * borrowed. A no-op when nobody listens (no reply_to). */
 void wrk_job_notify(wrk_job_t *job, const char *kind, const cJSON *data);

@@ -2,6 +2,7 @@
  * main.c - mcpq-worker: settings, logging, process set-up; the work is in worker.c.
  */
 #include "err.h"
+#include "jobsig.h"
 #include "log.h"
 #include "settings.h"
 #include "worker.h"
@@ -12,6 +13,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -23,6 +25,8 @@ static const char worker_about[] =
     "are written once per job to Redis (mcpq:result:<job_id>) and announced on the waiting\n"
     "ingress's reply stream, with live progress and log entries; the Kafka offset is stored\n"
     "only after the result is durable, so a worker that dies mid-job loses nothing.\n"
+    "With MCPQ_JOB_SIGNING_KEY set, a record without a valid signature of the ingress (the\n"
+    "mcpq-sig header) is refused before anything of it runs.\n"
     "\n"
     "A call its caller cancelled (the ingress sets mcpq:cancel:<job_id> and publishes the id\n"
     "on the Redis channel mcpq:cancel) never starts or is stopped like a timed-out one\n"
@@ -75,7 +79,25 @@ int main(int argc, char **argv)
         fprintf(stderr, "mcpq-worker: MCPQ_KAFKA_BROKERS (--kafka-brokers) is required\n");
         return 2;
     }
+    jobsig_keys_t keys;
+    if (jobsig_keys_load(&keys, &s, errstr, sizeof(errstr)) < 0) {
+        fprintf(stderr, "mcpq-worker: %s\n", errstr);
+        return 2;
+    }
     log_init("worker", s.log_level);
+    /* Tools run as the worker's user: without this, one could read the worker's environment
+     * (its credentials, MCPQ_JOB_SIGNING_KEY) from /proc/<pid>/environ, its memory from
+     * /proc/<pid>/mem, or ptrace it. A process that is not dumpable has its /proc files
+     * owned by root. The cost: no core dumps of mcpq-worker. */
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+        log_event(LOG_WARN, "cannot make the worker non-dumpable: tools may read its environment",
+                  "error", strerror(errno), (char *)NULL);
+    if (keys.n == 0)
+        log_event(LOG_WARN,
+                  "MCPQ_JOB_SIGNING_KEY is not set: this worker runs every record on the jobs "
+                  "topic, signed or not, so anyone who can write to the topic can run programs "
+                  "here (insecure; docs/operations.md, \"Job signing and Kafka ACLs\")",
+                  (char *)NULL);
 
     /* Blocked before any thread starts (librdkafka's inherit the mask): the worker reads
      * them from a signalfd. Children get the defaults back (exec.c). */
@@ -89,10 +111,11 @@ int main(int argc, char **argv)
 
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         log_msgf(LOG_ERROR, "curl_global_init failed");
+        jobsig_keys_cleanup(&keys);
         return 1;
     }
     int exit_code = 1;
-    wrk_worker_t *w = wrk_worker_new(&s, errstr, sizeof(errstr));
+    wrk_worker_t *w = wrk_worker_new(&s, &keys, errstr, sizeof(errstr));
     if (!w) {
         log_event(LOG_ERROR, "cannot start the worker", "error", errstr, (char *)NULL);
     } else {
@@ -100,5 +123,6 @@ int main(int argc, char **argv)
         wrk_worker_free(w);
     }
     curl_global_cleanup();
+    jobsig_keys_cleanup(&keys);
     return exit_code;
 }

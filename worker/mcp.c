@@ -254,11 +254,11 @@ static void call_done_in(const wrk_http_resp_t *resp, void *arg)
     c->req = NULL;
     if (resp->code != CURLE_OK) {
         if (resp->too_big)
-            call_end(c, wrk_output_errorf("upstream MCP server %s answered more than %zu bytes",
-                                          up->host, wrk_http_max_output(c->m->http)));
+            call_end(c, wrk_output_errorf("output too large: the upstream MCP server answered "
+                                          "more than %zu bytes",
+                                          wrk_http_max_output(c->m->http)));
         else
-            call_end(c, wrk_output_errorf("upstream MCP server %s unreachable: %s", up->host,
-                                          resp->error));
+            call_end(c, wrk_http_failure(c->job, resp, "the tool's upstream MCP server"));
         return;
     }
     if (resp->status == 404 && !up->modern && c->session[0] && !c->retried) {
@@ -278,10 +278,12 @@ static void call_done_in(const wrk_http_resp_t *resp, void *arg)
     }
     cJSON *r = mcpw_response(resp->content_type, resp->body, resp->len, c->id, call_note, c);
     if (!r) {
-        call_end(c, resp->status >= 200 && resp->status <= 299
-                        ? wrk_output_errorf("upstream MCP server %s sent no response to the call",
-                                            up->host)
-                        : wrk_output_errorf("upstream MCP server %s answered HTTP %ld", up->host,
+        call_end(c,
+                 resp->status >= 200 && resp->status <= 299
+                     ? wrk_job_error_hidden(c->job, up->host,
+                                            "the upstream MCP server sent no response to the call")
+                     : wrk_job_error_hidden(c->job, up->host,
+                                            "the upstream MCP server answered HTTP %ld",
                                             resp->status));
         return;
     }
@@ -298,23 +300,26 @@ static void call_done_in(const wrk_http_resp_t *resp, void *arg)
             call_end_error(c, -32602, text);
             return;
         }
-        call_end(c,
-                 wrk_output_errorf("upstream MCP server %s: error %d: %s", up->host, icode, text));
+        call_end(c, wrk_job_error_hidden(c->job, up->host,
+                                         "the upstream MCP server answered error %d: %s", icode,
+                                         text));
         return;
     }
     const char *rt = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(result, "resultType"));
     if (rt && strcmp(rt, "complete") != 0) {
         cJSON_Delete(r);
-        call_end(c, wrk_output_errorf("upstream MCP server %s answered a \"%s\" result, which "
-                                      "the mcp executor does not follow",
-                                      up->host, rt));
+        call_end(c, wrk_job_error_hidden(
+                        c->job, up->host,
+                        "the upstream MCP server answered a \"%.64s\" result, which the mcp "
+                        "executor does not follow",
+                        rt));
         return;
     }
     if (!wrk_output_is_result(result)) {
         cJSON_Delete(r);
-        call_end(c, wrk_output_errorf("upstream MCP server %s answered something that is not a "
-                                      "CallToolResult",
-                                      up->host));
+        call_end(c, wrk_job_error_hidden(c->job, up->host,
+                                         "the upstream MCP server answered something that is not a "
+                                         "CallToolResult"));
         return;
     }
     cJSON_DeleteItemFromObjectCaseSensitive(result, "resultType");
@@ -371,6 +376,19 @@ static void call_send(mcp_call_t *c)
 
 /* ---- the handshake ---- */
 
+/* A waiting call's result when its upstream's handshake failed (failure: what went wrong,
+ * "unreachable: ..." when no answer came). */
+static cJSON *handshake_error(const mcp_call_t *c, const char *failure)
+{
+    char detail[MCP_HOST_MAX + 600];
+    snprintf(detail, sizeof(detail), "upstream MCP server %s: %.512s", c->up->host, failure);
+    if (strncmp(failure, "unreachable", 11) == 0)
+        return wrk_job_error_hidden(c->job, detail,
+                                    "the tool's upstream MCP server could not be reached");
+    return wrk_job_error_hidden(c->job, detail,
+                                "the MCP handshake with the tool's upstream MCP server failed");
+}
+
 static void up_ready(wrk_mcp_t *m, mcp_up_t *up, const char *failure)
 {
     mcp_call_t *c = up->waiters;
@@ -389,7 +407,7 @@ static void up_ready(wrk_mcp_t *m, mcp_up_t *up, const char *failure)
         mcp_call_t *next = c->next;
         c->next = NULL;
         if (failure)
-            call_end(c, wrk_output_errorf("upstream MCP server %s: %s", up->host, failure));
+            call_end(c, handshake_error(c, failure));
         else
             call_send(c);
         c = next;

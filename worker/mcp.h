@@ -20,10 +20,11 @@
  * a 2026-07-28 resultType "complete" is dropped, the ingress adds its own). An upstream
  * JSON-RPC error -32602 (unknown tool, bad params) ends the job with that JSON-RPC error
  * (record status "error"), as the gateway answers its own -32602; other upstream errors
- * become an isError result with the upstream's message; transport failures an isError
- * result naming the upstream by host only (never the URL's path or query, nor header
- * values). Timeout or cancel aborts the transfer and, in a legacy session, sends
- * notifications/cancelled best-effort.
+ * become an isError result with the upstream's message; transport and handshake failures
+ * an isError result saying what failed. Each of these carries an error id, and the upstream's
+ * host[:port] and curl's message go only to the log (wrk_job_error_hidden; never the URL's
+ * path or query, nor header values). Timeout or cancel aborts the transfer and, in a legacy
+ * session, sends notifications/cancelled best-effort.
  *
  * Thread safety: loop thread only.
  */

@@ -23,6 +23,7 @@ static const char *const exec_names[] = {"builtin", "http", "exec", "mcp", "agen
 static const char *const outcome_names[WRK_OUT_COUNT] = {"ok", "tool_error", "timeout", "error",
                                                          "cancelled"};
 static const char *const redelivered_names[WRK_REDELIVERED_COUNT] = {"attached", "resent"};
+static const char *const rejected_names[WRK_REJECTED_COUNT] = {"signature"};
 
 /* Executor run times: builtin calls take microseconds, agents and long tools minutes. */
 static const double buckets_s[] = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
@@ -37,6 +38,7 @@ struct wrk_metrics {
     atomic_ullong hist_sum_us[NEXEC];
     atomic_ullong released;
     atomic_ullong redelivered[WRK_REDELIVERED_COUNT];
+    atomic_ullong rejected[WRK_REJECTED_COUNT];
     atomic_ullong results_written, results_retried;
     atomic_size_t running, inflight;
     atomic_int kafka_up, redis_up, assigned, stopping;
@@ -94,6 +96,11 @@ void wrk_metrics_released(wrk_metrics_t *m)
 void wrk_metrics_redelivered(wrk_metrics_t *m, wrk_redelivered_t how)
 {
     atomic_fetch_add(&m->redelivered[how], 1);
+}
+
+void wrk_metrics_rejected(wrk_metrics_t *m, wrk_rejected_t why)
+{
+    atomic_fetch_add(&m->rejected[why], 1);
 }
 
 void wrk_metrics_gauges(wrk_metrics_t *m, const wrk_metrics_gauges_t *g)
@@ -194,6 +201,12 @@ int wrk_metrics_render(wrk_metrics_t *m, util_buf_t *out)
     for (int i = 0; i < WRK_REDELIVERED_COUNT; i++)
         prom_line(out, "mcpq_worker_jobs_redelivered_total{handling=\"%s\"} %llu\n",
                   redelivered_names[i], atomic_load(&m->redelivered[i]));
+    prom_head(out, "mcpq_worker_jobs_rejected_total", "counter",
+              "Job records refused before anything of them ran (signature: no valid job "
+              "signature); their offsets are committed.");
+    for (int i = 0; i < WRK_REJECTED_COUNT; i++)
+        prom_line(out, "mcpq_worker_jobs_rejected_total{reason=\"%s\"} %llu\n", rejected_names[i],
+                  atomic_load(&m->rejected[i]));
     prom_head(out, "mcpq_worker_results_written_total", "counter",
               "Result records made durable in Redis and announced on reply streams.");
     prom_line(out, "mcpq_worker_results_written_total %llu\n", atomic_load(&m->results_written));

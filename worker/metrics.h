@@ -12,6 +12,8 @@
  *   mcpq_worker_jobs_released_total              jobs let go without a result (shutdown):
  *                                                Kafka delivers them to another worker
  *   mcpq_worker_jobs_redelivered_total{handling} records of a job that ran or runs already
+ *   mcpq_worker_jobs_rejected_total{reason}      records refused before anything ran
+ *                                                (signature: no valid mcpq-sig, jobsig.h)
  *   mcpq_worker_results_written_total            result records made durable in Redis
  *   mcpq_worker_results_retried_total            Redis writes that failed and were retried
  *   mcpq_worker_kafka_consumer_lag{topic,partition} records behind the high watermark on
@@ -51,6 +53,11 @@ typedef enum {
     WRK_REDELIVERED_COUNT
 } wrk_redelivered_t;
 
+typedef enum {
+    WRK_REJECTED_SIGNATURE, /* no valid job signature (jobsig.h) */
+    WRK_REJECTED_COUNT
+} wrk_rejected_t;
+
 /* What the loop thread publishes once per round. */
 typedef struct wrk_metrics_gauges {
     size_t running;                                      /* executors running */
@@ -77,6 +84,7 @@ void wrk_metrics_job(wrk_metrics_t *m, const char *exec_type, wrk_outcome_t outc
                      int64_t duration_ms);
 void wrk_metrics_released(wrk_metrics_t *m);
 void wrk_metrics_redelivered(wrk_metrics_t *m, wrk_redelivered_t how);
+void wrk_metrics_rejected(wrk_metrics_t *m, wrk_rejected_t why);
 void wrk_metrics_gauges(wrk_metrics_t *m, const wrk_metrics_gauges_t *g);
 void wrk_metrics_stopping(wrk_metrics_t *m);
 

@@ -32,6 +32,7 @@
 
 struct wrk_worker {
     const mcpq_settings_t *s;
+    const jobsig_keys_t *keys; /* job signing keys (borrowed); n == 0: records not checked */
     char worker_id[WORKER_ID_MAX];
     wrk_loop_t *loop;
     wrk_rt_t rt;
@@ -568,6 +569,45 @@ static const char *record_traceparent(const rd_kafka_message_t *msg, char *buf, 
     return buf;
 }
 
+/* The record's key when it is a valid job id, for the log line of a refused record. */
+static const char *record_key(const rd_kafka_message_t *msg, char *buf, size_t size)
+{
+    if (!msg->key || msg->key_len == 0 || msg->key_len >= size ||
+        memchr(msg->key, '\0', msg->key_len))
+        return "(none)";
+    memcpy(buf, msg->key, msg->key_len);
+    buf[msg->key_len] = '\0';
+    return wrk_envelope_id_valid(buf) ? buf : "(invalid)";
+}
+
+/* Checks the record's job signature (jobsig.h) before anything of it is read. 1: go on;
+ * 0: refused, and then it is only logged, counted and its offset done. Nothing is written
+ * to Redis for it: its reply_to and task_id are as unauthenticated as the rest, and
+ * answering them would let any writer to the topic end other callers' calls. */
+static int record_signed(wrk_worker_t *w, const rd_kafka_message_t *msg, wrk_offnode_t *node,
+                         const char *part, const char *off)
+{
+    if (w->keys->n == 0)
+        return 1;
+    rd_kafka_headers_t *hdrs = NULL;
+    const void *v = NULL;
+    size_t n = 0;
+    if (rd_kafka_message_headers(msg, &hdrs) != RD_KAFKA_RESP_ERR_NO_ERROR ||
+        rd_kafka_header_get_last(hdrs, JOBSIG_HEADER, &v, &n) != RD_KAFKA_RESP_ERR_NO_ERROR)
+        v = NULL;
+    jobsig_check_t c =
+        jobsig_verify(w->keys, msg->payload ? msg->payload : "", msg->len, v, v ? n : 0);
+    if (c == JOBSIG_OK)
+        return 1;
+    char key[WRK_ID_MAX + 1];
+    log_event(LOG_WARN, "job record refused: no valid job signature, nothing of it runs",
+              "partition", part, "offset", off, "job_id", record_key(msg, key, sizeof(key)),
+              "signature", jobsig_check_name(c), (char *)NULL);
+    wrk_metrics_rejected(w->metrics, WRK_REJECTED_SIGNATURE);
+    wrk_offnode_done(node);
+    return 0;
+}
+
 static void record_run(wrk_worker_t *w, wrk_job_t *job, wrk_offnode_t *node, int rc,
                        const char *errstr, const char *part, const char *off);
 
@@ -587,6 +627,8 @@ static void on_record(const rd_kafka_message_t *msg, wrk_offnode_t *node, void *
         wrk_metrics_released(w->metrics);
         return;
     }
+    if (!record_signed(w, msg, node, part, off))
+        return;
     wrk_job_t *job = wrk_job_new(&w->rt);
     if (!job) {
         wrk_offnode_abandon(node);
@@ -803,7 +845,8 @@ static void make_worker_id(wrk_worker_t *w)
     snprintf(w->worker_id, sizeof(w->worker_id), "worker-%s-%ld", host, (long)getpid());
 }
 
-wrk_worker_t *wrk_worker_new(const mcpq_settings_t *s, char *errstr, size_t errstr_size)
+wrk_worker_t *wrk_worker_new(const mcpq_settings_t *s, const jobsig_keys_t *keys, char *errstr,
+                             size_t errstr_size)
 {
     wrk_worker_t *w = calloc(1, sizeof(*w));
     if (!w) {
@@ -811,6 +854,7 @@ wrk_worker_t *wrk_worker_new(const mcpq_settings_t *s, char *errstr, size_t errs
         return NULL;
     }
     w->s = s;
+    w->keys = keys;
     w->sigfd = -1;
     wrk_timer_init(&w->tick, on_tick, w);
     wrk_timer_init(&w->cancel_tick, on_cancel_tick, w);
@@ -927,7 +971,7 @@ int wrk_worker_run(wrk_worker_t *w)
     snprintf(maxs, sizeof(maxs), "%lld", w->s->max_inflight_jobs);
     log_event(LOG_INFO, "worker started", "worker", w->worker_id, "topic", w->s->topic_jobs,
               "group", w->s->group_id, "robot_id", w->s->robot_id, "max_inflight_jobs", maxs,
-              (char *)NULL);
+              "job_signatures", w->keys->n ? "checked" : "off", (char *)NULL);
     int store_more = 0;
     w->loop_thread = pthread_self();
     for (;;) {

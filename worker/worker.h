@@ -8,6 +8,11 @@
  *     connection subscribed to cancellations, and a timer heap (sleeps, deadlines, curl,
  *     kill grace, a 200 ms tick, a 1 s cancellation check). librdkafka keeps its own
  *     internal threads; nothing else is started, whatever the number of jobs.
+ *   - With a job signing key (jobsig.h), a record whose mcpq-sig header does not verify is
+ *     refused before anything else happens: nothing of it is parsed or run, nothing is
+ *     written to Redis (its reply_to and task are unauthenticated too, so the caller times
+ *     out), one warning names its partition, offset and key, it is counted in
+ *     mcpq_worker_jobs_rejected_total{reason="signature"}, and its offset is done.
  *   - Each record becomes a job (job.h) keyed by job_id: a second record with the id of a
  *     job still in flight (a redelivery) attaches to it instead of running again. A job
  *     first checks mcpq:result:<id>; if present the result is re-sent, else it runs.
@@ -32,6 +37,7 @@
 #ifndef MCPQ_WORKER_WORKER_H
 #define MCPQ_WORKER_WORKER_H
 
+#include "jobsig.h"
 #include "settings.h"
 
 #include <stddef.h>
@@ -39,11 +45,13 @@
 typedef struct wrk_worker wrk_worker_t;
 
 /*
- * Builds a worker from the settings (which must outlive it). SIGTERM and SIGINT must be
- * blocked in every thread before (the worker reads them from a signalfd), and
- * curl_global_init() must have run. NULL with errstr filled on failure.
+ * Builds a worker from the settings and the job signing keys (keys->n == 0: records are not
+ * checked), both of which must outlive it. SIGTERM and SIGINT must be blocked in every thread
+ * before (the worker reads them from a signalfd), and curl_global_init() must have run. NULL
+ * with errstr filled on failure.
  */
-wrk_worker_t *wrk_worker_new(const mcpq_settings_t *s, char *errstr, size_t errstr_size);
+wrk_worker_t *wrk_worker_new(const mcpq_settings_t *s, const jobsig_keys_t *keys, char *errstr,
+                             size_t errstr_size);
 
 /* Runs until stopped by a signal (or a fatal Kafka error). 0 after a clean stop, else 1. */
 int wrk_worker_run(wrk_worker_t *w);

@@ -58,25 +58,6 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opa
     last_offset = msg->offset;
 }
 
-static void kafka_start(void)
-{
-    char errstr[512];
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    CHECK(rd_kafka_conf_set(conf, "bootstrap.servers", fx.brokers, errstr, sizeof(errstr)) ==
-          RD_KAFKA_CONF_OK);
-    CHECK(rd_kafka_conf_set(conf, "linger.ms", "0", errstr, sizeof(errstr)) == RD_KAFKA_CONF_OK);
-    rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
-    producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
-    CHECK(producer != NULL);
-    /* Reads the workers' committed offsets (it never subscribes, so never joins). */
-    conf = rd_kafka_conf_new();
-    CHECK(rd_kafka_conf_set(conf, "bootstrap.servers", fx.brokers, errstr, sizeof(errstr)) ==
-          RD_KAFKA_CONF_OK);
-    CHECK(rd_kafka_conf_set(conf, "group.id", GROUP, errstr, sizeof(errstr)) == RD_KAFKA_CONF_OK);
-    offsets_reader = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
-    CHECK(offsets_reader != NULL);
-}
-
 /* Produces an envelope for job_id (executor is JSON text) and waits for its delivery:
  * last_partition/last_offset say where it went. */
 static void produce_job(const char *job_id, const char *executor)
@@ -101,17 +82,6 @@ static void produce_job(const char *job_id, const char *executor)
                  0);
     CHECK_INT_EQ(rd_kafka_flush(producer, 10000), 0);
     CHECK(last_partition >= 0 && last_offset >= 0);
-}
-
-/* The group's committed offset on partition (-1001: none yet). */
-static long long committed(int32_t partition)
-{
-    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
-    rd_kafka_topic_partition_list_add(l, TOPIC, partition);
-    rd_kafka_resp_err_t err = rd_kafka_committed(offsets_reader, l, 5000);
-    long long off = err ? -2 : l->elems[0].offset;
-    rd_kafka_topic_partition_list_destroy(l);
-    return off;
 }
 
 /* ---- Redis ---- */
@@ -285,18 +255,7 @@ static int log_line(const char *msg, const char *job_id, char *line, size_t size
     char want_msg[128], want_id[192];
     snprintf(want_msg, sizeof(want_msg), "\"msg\":\"%s\"", msg);
     snprintf(want_id, sizeof(want_id), "\"job_id\":\"%s\"", job_id);
-    FILE *f = fopen(worker_log, "r");
-    CHECK(f != NULL);
-    char buf[4096];
-    int found = 0;
-    while (!found && fgets(buf, sizeof(buf), f))
-        if (strstr(buf, want_msg) && strstr(buf, want_id)) {
-            found = 1;
-            if (line)
-                snprintf(line, size, "%s", buf);
-        }
-    fclose(f);
-    return found;
+    return fx_log_line(worker_log, want_msg, want_id, line, size);
 }
 
 /* The exec tool: "$1.started", then its pid and a background sleep's in "$1.pids", then it
@@ -529,7 +488,7 @@ static void test_cancelled_before_start(void)
     CHECK_CONTAINS(line, "\"duration_ms\":\"0\"");
     /* Its offset is stored like any finished job's (auto-commit runs every second). */
     long long end = fx_now_ms() + 15000, c;
-    while ((c = committed(part)) < off + 1 && fx_now_ms() < end)
+    while ((c = fx_committed(offsets_reader, TOPIC, part)) < off + 1 && fx_now_ms() < end)
         fx_sleep_ms(200);
     if (c < off + 1)
         fprintf(stderr, "partition %d: committed %lld, want >= %lld (logs in %s)\n", (int)part, c,
@@ -578,7 +537,9 @@ int main(void)
     if (fx_start(&fx, 2) < 0)
         return 1;
     redis_connect();
-    kafka_start();
+    producer = fx_kafka_new(&fx, NULL, on_delivery);
+    /* Reads the workers' committed offsets (it never subscribes, so never joins). */
+    offsets_reader = fx_kafka_new(&fx, GROUP, NULL);
     write_script();
     pid_t w = start_worker("w-cancel");
     wait_subscribed(10000);

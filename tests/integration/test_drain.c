@@ -218,7 +218,8 @@ static void workers_start(const char *const names[], pid_t pids[], int n, const 
         snprintf(ready[i], sizeof(ready[i]), "%s/%s.ready", fx.dir, names[i]);
         snprintf(e_rf[i], sizeof(e_rf[i]), "MCPQ_READY_FILE=%s/%s.ready", fx.dir, names[i]);
         snprintf(log, sizeof(log), "%s/%s.log", fx.dir, names[i]);
-        const char *env[] = {e_b, e_r, e_grace, e_rf[i], "MCPQ_KILL_GRACE_MS=500", NULL};
+        const char *env[] = {e_b, e_r, e_grace, e_rf[i], "MCPQ_KILL_GRACE_MS=500", fx.job_key_env,
+                             NULL};
         const char *argv[] = {bin, NULL};
         pids[i] = fx_spawn(argv, env, log);
         CHECK(pids[i] > 0);

@@ -151,17 +151,6 @@ static void http_start(void)
 
 /* ---- Kafka, Redis and worker helpers ---- */
 
-static void producer_start(void)
-{
-    char errstr[512];
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    CHECK(rd_kafka_conf_set(conf, "bootstrap.servers", fx.brokers, errstr, sizeof(errstr)) ==
-          RD_KAFKA_CONF_OK);
-    CHECK(rd_kafka_conf_set(conf, "linger.ms", "0", errstr, sizeof(errstr)) == RD_KAFKA_CONF_OK);
-    producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
-    CHECK(producer != NULL);
-}
-
 static void produce_raw(const char *key, const char *value, size_t len)
 {
     CHECK_INT_EQ(rd_kafka_producev(
@@ -493,7 +482,8 @@ static void test_exec(void)
     expect_str("j_exit2", 10000, "result.content.0.text", "Traceback", 0, 1);
     expect_str("j_env", 10000, "result.content.0.text", "val-j_env-none", 0, -1);
     expect_str("j_big", 10000, "result.content.0.text", "output too large", 1, 1);
-    expect_str("j_noexe", 10000, "result.content.0.text", "/nonexistent/tool", 1, 1);
+    expect_str("j_noexe", 10000, "result.content.0.text", "the tool could not be run (error id e_",
+               1, 1);
     expect_str("j_noargv", 10000, "result.content.0.text", "executor.argv", 1, 1);
     /* Nothing of the worker's (Redis, Kafka, curl sockets) leaks into a tool: 0-2 and ls's. */
     expect_str("j_fds", 10000, "result.content.0.text", "0\n1\n2\n3", 0, 0);
@@ -593,7 +583,8 @@ static void test_http(void)
     cJSON_Delete(r);
     expect_str("j_http_500", 10000, "result.content.0.text", "HTTP 500: boom", 0, 1);
     expect_str("j_http_slow", 10000, "status", "timeout", 0, -1);
-    expect_str("j_http_refused", 10000, "result.content.0.text", "HTTP request failed", 1, 1);
+    expect_str("j_http_refused", 10000, "result.content.0.text",
+               "the tool's HTTP service could not be reached (error id e_", 1, 1);
     expect_str("j_http_badsecret", 10000, "result.content.0.text", "executor.secret", 1, 1);
     TEST_PASS("http: signed POST of the envelope, pass-through, JSON, 500, timeout, refused");
 }
@@ -809,7 +800,7 @@ int main(void)
         return 1;
     redis = redisConnect("127.0.0.1", fx.redis_port);
     CHECK(redis && !redis->err);
-    producer_start();
+    producer = fx_kafka_new(&fx, NULL, NULL);
     http_start();
 
     char marker[512], counter[512];

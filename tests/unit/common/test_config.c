@@ -340,6 +340,25 @@ static void test_semantic_errors(void)
                    "")),
           "$.tools[0].versions[0].outputSchema.properties.s: invalid schema: pattern \"(?<=x)\" "
           "is not supported (POSIX ERE subset)");
+    /* exec env_pass: worker variables by name, never MCPQ_* */
+    doc = LOAD(CFG("", "",
+                   TOOL("e",
+                        "{'version':'1','inputSchema':{'type':'object'},'executor':{'type':"
+                        "'exec','argv':['/bin/true'],'env_pass':['AWS_REGION','http_proxy']}}",
+                        "")));
+    cJSON_Delete(doc);
+    FAILS_C(CFG("", "",
+                TOOL("e",
+                     "{'version':'1','inputSchema':{'type':'object'},'executor':{'type':"
+                     "'exec','argv':['/bin/true'],'env_pass':['MCPQ_JOB_SIGNING_KEY']}}",
+                     "")),
+            "env_pass");
+    FAILS_C(CFG("", "",
+                TOOL("e",
+                     "{'version':'1','inputSchema':{'type':'object'},'executor':{'type':"
+                     "'exec','argv':['/bin/true'],'env_pass':['A=B']}}",
+                     "")),
+            "env_pass");
     TEST_PASS("semantic checks");
 }
 

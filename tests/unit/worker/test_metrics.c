@@ -25,6 +25,8 @@ static void test_counters(void)
     wrk_metrics_job(m, "weird", WRK_OUT_ERROR, -1); /* never ran: not in the histogram */
     wrk_metrics_released(m);
     wrk_metrics_redelivered(m, WRK_REDELIVERED_RESENT);
+    wrk_metrics_rejected(m, WRK_REJECTED_SIGNATURE);
+    wrk_metrics_rejected(m, WRK_REJECTED_SIGNATURE);
     wrk_metrics_gauges_t g = {.running = 2,
                               .inflight = 5,
                               .results_written = 7,
@@ -52,6 +54,7 @@ static void test_counters(void)
     CHECK_CONTAINS(text, "mcpq_worker_inflight_jobs 5\n");
     CHECK_CONTAINS(text, "mcpq_worker_jobs_released_total 1\n");
     CHECK_CONTAINS(text, "mcpq_worker_jobs_redelivered_total{handling=\"resent\"} 1\n");
+    CHECK_CONTAINS(text, "mcpq_worker_jobs_rejected_total{reason=\"signature\"} 2\n");
     CHECK_CONTAINS(text, "mcpq_worker_results_written_total 7\n");
     CHECK_CONTAINS(text, "mcpq_worker_results_retried_total 1\n");
     CHECK_CONTAINS(text,
