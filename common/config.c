@@ -3,6 +3,7 @@
 #include "cfgsecret.h"
 #include "err.h"
 #include "schema.h"
+#include "task.h"
 #include "util.h"
 
 #include <errno.h>
@@ -360,6 +361,33 @@ static int normalize_key(cfg_ctx_t *x, names_t *names, cJSON *keys, cJSON *k, co
 
 /* ---- the checks ---- */
 
+/* Tenant t's "robots" (t is $.tenants[ti], at path): a robot belongs to one tenant, and
+ * "_any" is the queue of tasks without a RobotId (common/task.c), which no tenant can own. */
+static int check_robots(cfg_ctx_t *x, names_t *names, const cJSON *tenants, const cJSON *t,
+                        const char *path, int ti)
+{
+    intptr_t first;
+    int i = 0, rc;
+    for (const cJSON *r = first_item(t, "robots"); r; r = r->next, i++) {
+        if (strcmp(r->valuestring, TASK_ROBOT_ANY) == 0)
+            return cfg_fail(x,
+                            "%s.robots[%d]: \"" TASK_ROBOT_ANY "\" is the queue of tasks without "
+                            "a RobotId and cannot be declared",
+                            path, i);
+        if ((rc = names_add(names, 'R', r->valuestring, NULL, (intptr_t)ti << 24 | i, &first)) < 0)
+            return oom(x);
+        if (rc)
+            return cfg_fail(x,
+                            "%s.robots[%d]: robot \"%s\" is declared by tenant \"%s\" "
+                            "($.tenants[%d].robots[%d]) and by tenant \"%s\"; a robot belongs "
+                            "to one tenant",
+                            path, i, r->valuestring,
+                            str(cJSON_GetArrayItem(tenants, (int)(first >> 24)), "id"),
+                            (int)(first >> 24), (int)(first & 0xffffff), str(t, "id"));
+    }
+    return 0;
+}
+
 static int check_tenants(cfg_ctx_t *x, names_t *names, cJSON *tenants)
 {
     char path[96], sub[128];
@@ -400,6 +428,8 @@ static int check_tenants(cfg_ctx_t *x, names_t *names, cJSON *tenants)
             if ((rc = resolve_secret(x, a, sub, 0)) < 0)
                 return rc;
         }
+        if ((rc = check_robots(x, names, tenants, t, path, ti)) < 0)
+            return rc;
         i = 0;
         for (cJSON *w = first_item(t, "webhooks"); w; w = w->next, i++) {
             snprintf(sub, sizeof(sub), "%s.webhooks[%d]", path, i);
@@ -524,7 +554,7 @@ static cJSON *array_member(cJSON *doc, const char *key)
     return a ? a : cJSON_AddArrayToObject(doc, key);
 }
 
-/* Capacity for the names set: one entry per tenant, key (id and hash), app, webhook,
+/* Capacity for the names set: one entry per tenant, key (id and hash), app, webhook, robot,
  * server and tool. */
 static size_t names_needed(const cJSON *doc)
 {
@@ -533,6 +563,7 @@ static size_t names_needed(const cJSON *doc)
         n += 1 + 2 * (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(t, "api_keys"));
         n += (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(t, "apps"));
         n += (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(t, "webhooks"));
+        n += (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(t, "robots"));
     }
     n += (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "servers"));
     return n + (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "tools"));

@@ -23,6 +23,8 @@ const char *mcpq_strerror(int err)
         return "already exists";
     case MCPQ_EPROTO:
         return "protocol error";
+    case MCPQ_EQUOTA:
+        return "tenant quota reached";
     default:
         return "unknown error";
     }

@@ -18,6 +18,7 @@ enum mcpq_err {
     MCPQ_ETOOBIG = -7,   /* a bounded buffer would exceed its maximum */
     MCPQ_EEXIST = -8,    /* the object exists already */
     MCPQ_EPROTO = -9,    /* a peer answered something we cannot use */
+    MCPQ_EQUOTA = -10,   /* a tenant's quota (config "quotas") is used up */
 };
 
 const char *mcpq_strerror(int err);

@@ -26,7 +26,7 @@
 #define RPC_HEADER_MISMATCH -32020
 #define RPC_MISSING_CAPABILITY -32021 /* 2026-07-28: a required client capability is missing */
 #define RPC_UNSUPPORTED_VERSION -32022
-#define RPC_RATE_LIMITED -32029 /* mcpq: over a per-key or per-app rate limit (HTTP 429) */
+#define RPC_RATE_LIMITED -32029 /* mcpq: over a rate limit or a tenant quota (HTTP 429) */
 
 #define RPC_MAX_DEPTH 64
 #define RPC_MAX_ID_LEN 256

@@ -171,6 +171,25 @@ static const set_def_t defs[] = {
      S(rate_limit_lease_ms),
      "how much of a rate one replica takes from the shared bucket in Redis at a time (fewer "
      "Redis round trips vs. how far the fleet may overshoot a burst)"},
+    {"MCPQ_TENANT_MAX_STREAMS", "tenant-max-streams", T_INT, "1000", 0, 1000000, ING,
+     S(tenant_max_streams),
+     "notification streams (GET /mcp, subscriptions/listen) one tenant may hold open on one "
+     "ingress when its config sets no quotas.notification_streams (0: no limit); more get 429, "
+     "-32029"},
+    {"MCPQ_TENANT_MAX_SESSIONS", "tenant-max-sessions", T_INT, "10000", 0, 1000000000, ING,
+     S(tenant_max_sessions),
+     "live Mcp-Session-Ids one tenant may hold across the fleet when its config sets no "
+     "quotas.sessions (0: no limit); initialize past it gets 429, -32029"},
+    {"MCPQ_TENANT_MAX_TASKS", "tenant-max-tasks", T_INT, "100000", 0, 1000000000, ING,
+     S(tenant_max_tasks),
+     "tasks one tenant may have in retention (any state, until MCPQ_TASK_RETENTION_S after "
+     "their last change) across the fleet when its config sets no quotas.tasks (0: no limit); "
+     "a new task past it gets 429, -32029"},
+    {"MCPQ_TENANT_MAX_FILE_BYTES", "tenant-max-file-bytes", T_INT, "10737418240", 0, 1LL << 50, ING,
+     S(tenant_max_file_bytes),
+     "bytes of files one tenant may have stored or presigned (until MCPQ_FILES_TTL_S after "
+     "each presign) across the fleet when its config sets no quotas.file_bytes (0: no limit; "
+     "default 10 GiB); a presign past it gets 429"},
     {"MCPQ_TASK_SLOTS", "task-slots", T_INT, "4", 1, 10000, WRK, S(task_slots),
      "worker without a robot id: tasks without a RobotId it runs at once (a robot runs one)"},
     {"MCPQ_TASK_LEASE_MS", "task-lease-ms", T_INT, "15000", 1000, 3600000, ALL, S(task_lease_ms),

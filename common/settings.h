@@ -74,6 +74,10 @@ typedef struct mcpq_settings {
     long long rate_limit_per_s;
     long long rate_limit_burst;
     long long rate_limit_lease_ms;
+    long long tenant_max_streams; /* defaults of the tenants' "quotas" (0: no limit) */
+    long long tenant_max_sessions;
+    long long tenant_max_tasks;
+    long long tenant_max_file_bytes;
     long long task_slots;
     long long task_lease_ms;
     long long task_max_attempts;

@@ -10,12 +10,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* How many of the oldest ids of a tenant's index CREATE checks for expired tasks on every
+ * call, and at most when the tenant is at its quota (Lua literals). */
+#define PRUNE_EACH "16"
+#define PRUNE_FULL "1000"
+
 /* Helpers every script shares: queue keys and scores, the webhook event and the wake-up of
  * parked tasks/result calls. The webhook enqueue function and the clock helpers now_ms() and
  * iso() (whq.h) are prepended to this. */
 static const char prelude[] =
     "local function qkey(robot)\n"
-    "  if not robot or robot == '' then return 'mcpq:tq:_any' end\n"
+    "  if not robot or robot == '' then return 'mcpq:tq:" TASK_ROBOT_ANY "' end\n"
     "  return 'mcpq:tq:' .. robot\n"
     "end\n"
     "local function qscore(prio, created)\n"
@@ -57,6 +62,21 @@ static const char *const bodies[TASK_SCRIPT_COUNT] = {
     [TASK_SCRIPT_CREATE] =
         "local k = 'mcpq:task:' .. ARGV[1]\n"
         "if redis.call('EXISTS', k) == 1 then return 0 end\n"
+        "local idx = '" TASK_INDEX_PREFIX "' .. ARGV[2]\n"
+        /* The index keeps ids whose hash has expired: the oldest are dropped as they are
+         * found (every call looks at a few, a call at the quota at many), then it counts. */
+        "local function prune(n)\n"
+        "  for _, id in ipairs(redis.call('ZRANGE', idx, 0, n - 1)) do\n"
+        "    if redis.call('EXISTS', 'mcpq:task:' .. id) == 0 then redis.call('ZREM', idx, id) "
+        "end\n"
+        "  end\n"
+        "end\n"
+        "local max = tonumber(ARGV[14]) or 0\n"
+        "prune(" PRUNE_EACH ")\n"
+        "if max > 0 and redis.call('ZCARD', idx) >= max then\n"
+        "  prune(" PRUNE_FULL ")\n"
+        "  if redis.call('ZCARD', idx) >= max then return -1 end\n"
+        "end\n"
         "local now = now_ms()\n"
         "redis.call('HSET', k, 'id', ARGV[1], 'tenant', ARGV[2], 'server', ARGV[3],\n"
         "  'tool', ARGV[4], 'version', ARGV[5], 'args', ARGV[6], 'robot', ARGV[7],\n"
@@ -64,7 +84,7 @@ static const char *const bodies[TASK_SCRIPT_COUNT] = {
         "  'updated_ms', now, 'attempts', 0, 'ttl_ms', ARGV[11], 'surface', ARGV[12],\n"
         "  'traceparent', ARGV[13] or '')\n"
         "redis.call('EXPIRE', k, ARGV[10])\n"
-        "redis.call('ZADD', 'mcpq:tasks:' .. ARGV[2], now, ARGV[1])\n"
+        "redis.call('ZADD', idx, now, ARGV[1])\n"
         "return now\n",
     [TASK_SCRIPT_ENQUEUE] =
         "local k = 'mcpq:task:' .. ARGV[1]\n"

@@ -13,7 +13,9 @@
  *                           tool itself returned an isError result),
  *                           traceparent (W3C, the creating call's trace at the ingress; ""
  *                           when none; webhook deliveries of the task carry its trace)
- *   mcpq:tasks:<tenant>     zset of the tenant's task ids by created_ms (listing)
+ *   mcpq:tasks:<tenant>     zset of the tenant's task ids by created_ms (listing, and the
+ *                           count of quotas.tasks: CREATE drops ids whose hash has expired,
+ *                           oldest first, before it counts)
  *   mcpq:tq:<robot>         zset: tasks waiting for that robot (mcpq:tq:_any: no RobotId),
  *                           score (100 - priority) * 1e13 + created_ms, so ZPOPMIN takes the
  *                           highest priority, oldest first
@@ -37,6 +39,10 @@
 
 #define TASK_ID_LEN 37 /* a UUID (36 characters) and NUL */
 #define TASK_ROBOT_MAX 128
+/* The queue of tasks without a RobotId (mcpq:tq:_any): no tenant can declare it (config.c). */
+#define TASK_ROBOT_ANY "_any"
+/* The tenant's index of its task ids (mcpq:tasks:<tenant>). */
+#define TASK_INDEX_PREFIX "mcpq:tasks:"
 
 typedef enum {
     TASK_SCRIPT_CREATE = 0,
@@ -66,7 +72,9 @@ int task_robot_ok(const char *robot);
  *
  * Arguments per script (all strings):
  *   CREATE    id tenant server tool version args_json robot priority env_json retention_s
- *             ttl_ms surface [traceparent]           -> created_ms, or 0 when the id exists
+ *             ttl_ms surface traceparent max_tasks("0" = no limit)
+ *                                                    -> created_ms, 0 when the id exists, -1
+ *             when the tenant has max_tasks tasks in retention (the quota, nothing created)
  *   ENQUEUE   id                                     -> 1 queued, 0 not waiting/queued already
  *   CLAIM     robot("" = any) worker lease_ms id_base -> nil, or [id, env, begin_ms, attempts]
  *   HEARTBEAT worker lease_ms id...                  -> leases extended

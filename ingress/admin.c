@@ -195,7 +195,8 @@ static cJSON *show_members(const cJSON *src, const char *const *keys)
 
 static cJSON *show_tenant(const cJSON *t)
 {
-    static const char *const keys[] = {"id", "default_server", "rate_limits", NULL};
+    static const char *const keys[] = {"id",     "default_server", "rate_limits",
+                                       "robots", "quotas",         NULL};
     return show_members(t, keys);
 }
 
@@ -554,6 +555,27 @@ static cJSON *stage_tenant(adm_t *a, const cJSON *t)
 
 /* ---- tenants ---------------------------------------------------------------------------- */
 
+/* 1 when no tenant but id declares a robot of robots (the tenant's "robots"), else answers 409
+ * naming it: a robot belongs to one tenant. */
+static int robots_free(adm_t *a, const char *id, const cJSON *robots)
+{
+    const cJSON *r;
+    int i = 0;
+    cJSON_ArrayForEach(r, robots)
+    {
+        const char *owner = cJSON_IsString(r) ? rs_robot_owner(&a->st, r->valuestring, id) : NULL;
+        if (owner) {
+            fail(a, 409,
+                 "$.robots[%d]: robot \"%s\" is already declared by tenant \"%s\" (a robot "
+                 "belongs to one tenant)",
+                 i, r->valuestring, owner);
+            return 0;
+        }
+        i++;
+    }
+    return 1;
+}
+
 static int create_server_doc(adm_t *a, const char *tenant, const char *name, const char *desc)
 {
     char field[600];
@@ -581,12 +603,15 @@ static int tenants(adm_t *a)
         cJSON_Delete(docs);
         return answer_list(a, items, fields, 2, "tenants");
     }
-    static const char *const allowed[] = {"id", "default_server", "rate_limits", NULL};
+    static const char *const allowed[] = {"id",     "default_server", "rate_limits",
+                                          "robots", "quotas",         NULL};
     if (!only_members(a, a->body, allowed) || !body_valid(a, a->body, "tenant"))
         return DONE;
     const char *id = str_of(a->body, "id");
     if (tenant_doc(a, id))
         return fail(a, 409, "tenant \"%s\" exists already", id);
+    if (!robots_free(a, id, cJSON_GetObjectItemCaseSensitive(a->body, "robots")))
+        return DONE;
     cJSON *t = cJSON_Duplicate(a->body, 1);
     if (!str_of(t, "default_server"))
         cJSON_AddStringToObject(t, "default_server", "default");
@@ -624,8 +649,10 @@ static int tenant_one(adm_t *a, const char *id)
         log_event(LOG_INFO, "admin: tenant deleted", "tenant", id, (char *)NULL);
         return no_content(a);
     }
-    static const char *const allowed[] = {"default_server", "rate_limits", NULL};
-    if (!only_members(a, a->body, allowed))
+    static const char *const allowed[] = {"default_server", "rate_limits", "robots", "quotas",
+                                          NULL};
+    if (!only_members(a, a->body, allowed) ||
+        !robots_free(a, id, cJSON_GetObjectItemCaseSensitive(a->body, "robots")))
         return DONE;
     cJSON *copy = stage_tenant(a, t);
     merge_patch(copy, a->body);
@@ -1218,8 +1245,8 @@ static int config_doc(adm_t *a, redisContext *c)
     rs_summary_t sum;
     int rc = rs_apply(c, cfg, prune && strcmp(prune, "true") == 0, &sum, err, sizeof(err));
     cJSON_Delete(cfg);
-    if (rc < 0)
-        return fail(a, 503, "%s", err);
+    if (rc < 0) /* MCPQ_EINVAL: a robot a stored tenant declares (regstore.h) */
+        return fail(a, rc == MCPQ_EINVAL ? 409 : 503, "%s", err);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "created", sum.created);
     cJSON_AddNumberToObject(o, "updated", sum.updated);

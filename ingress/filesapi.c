@@ -17,6 +17,7 @@
 #include "err.h"
 #include "files.h"
 #include "log.h"
+#include "quota.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -40,12 +41,34 @@ struct ing_upload {
     EVP_MD_CTX *md;
 };
 
-/* ARGV: tenant filename content_type size created_ms ttl_s; KEYS[1] the file. */
+/* KEYS[1] the file, KEYS[2] and KEYS[3] the tenant's files by expiry and their sizes
+ * (files.h); ARGV: tenant filename content_type size created_ms ttl_s max_bytes ("0": no
+ * limit) file_id. Files that expired leave the tenant's total first; then {1, total} with the
+ * file presigned, or {-1, total} (nothing written) when it would take the tenant past
+ * max_bytes (quotas.file_bytes). Sizes are added as the strings they are stored as. */
 static const char presign_lua[] =
+    "local t = redis.call('TIME')\n"
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, 1000)) do\n"
+    "  local n = redis.call('HGET', KEYS[3], id)\n"
+    "  if n then redis.call('HINCRBY', KEYS[3], 'total', '-' .. n) end\n"
+    "  redis.call('HDEL', KEYS[3], id)\n"
+    "  redis.call('ZREM', KEYS[2], id)\n"
+    "end\n"
+    "local total = tonumber(redis.call('HGET', KEYS[3], 'total') or '0')\n"
+    "local max = tonumber(ARGV[7])\n"
+    "if max > 0 and total + tonumber(ARGV[4]) > max then return {-1, total} end\n"
     "redis.call('HSET', KEYS[1], 'tenant', ARGV[1], 'filename', ARGV[2], 'content_type', "
     "ARGV[3], 'size', ARGV[4], 'state', 'pending', 'created_ms', ARGV[5])\n"
     "redis.call('EXPIRE', KEYS[1], ARGV[6])\n"
-    "return 1\n";
+    "local ttl_ms = tonumber(ARGV[6]) * 1000\n"
+    "redis.call('ZADD', KEYS[2], now + ttl_ms, ARGV[8])\n"
+    "redis.call('HSET', KEYS[3], ARGV[8], ARGV[4])\n"
+    "total = redis.call('HINCRBY', KEYS[3], 'total', ARGV[4])\n"
+    "for i = 2, 3 do\n"
+    "  if redis.call('PTTL', KEYS[i]) < ttl_ms then redis.call('PEXPIRE', KEYS[i], ttl_ms) end\n"
+    "end\n"
+    "return {1, total}\n";
 
 /* KEYS[1] the file; ARGV: sha256 uploaded_ms. 1 stored, 0 already ready, -1 gone. */
 static const char ready_lua[] =
@@ -125,7 +148,7 @@ static void presign(ing_req_t *req, const ing_tenant_t *t, ing_resp_t *resp)
     const cJSON *fn = cJSON_GetObjectItemCaseSensitive(body, "filename");
     const cJSON *ct = cJSON_GetObjectItemCaseSensitive(body, "content_type");
     const cJSON *sz = cJSON_GetObjectItemCaseSensitive(body, "size");
-    char msg[200];
+    char msg[360];
     if (!cJSON_IsObject(body)) {
         ing_api_error(resp, 400, "body must be a JSON object {filename, content_type, size}");
         goto out;
@@ -154,6 +177,7 @@ static void presign(ing_req_t *req, const ing_tenant_t *t, ing_resp_t *resp)
         goto out;
     }
     char hex[33], id[ING_FILE_ID_LEN + 1], key[64], size[24], created[24], ttl[24], err[256];
+    char idx[192], sizes[200], max[24];
     if (util_random_hex(hex, 16) < 0) {
         ing_api_error(resp, 500, "no randomness");
         goto out;
@@ -172,12 +196,29 @@ static void presign(ing_req_t *req, const ing_tenant_t *t, ing_resp_t *resp)
     }
     snprintf(created, sizeof(created), "%lld", now_ms);
     snprintf(ttl, sizeof(ttl), "%lld", set->files_ttl_s);
-    const char *argv[] = {"EVAL",          presign_lua,     "1",  key,     t->id,
-                          fn->valuestring, ct->valuestring, size, created, ttl};
-    redisReply *r = kv_pool_commandargv(ctx->kv, err, sizeof(err), 10, argv, NULL);
-    if (!r) {
-        log_event(LOG_ERROR, "files: presign failed", "tenant", t->id, "error", err, (char *)NULL);
+    long long quota = ing_quota_limit(t, ING_QUOTA_FILE_BYTES, set);
+    snprintf(idx, sizeof(idx), ING_FILES_TENANT_PREFIX "%s", t->id);
+    snprintf(sizes, sizeof(sizes), ING_FILES_TENANT_PREFIX "%s" ING_FILES_SIZES_SUFFIX, t->id);
+    snprintf(max, sizeof(max), "%lld", quota);
+    const char *argv[] = {"EVAL",          presign_lua,     "3",  key,     idx, sizes, t->id,
+                          fn->valuestring, ct->valuestring, size, created, ttl, max,   id};
+    redisReply *r = kv_pool_commandargv(ctx->kv, err, sizeof(err), 14, argv, NULL);
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+        r->element[0]->type != REDIS_REPLY_INTEGER || r->element[1]->type != REDIS_REPLY_INTEGER) {
+        log_event(LOG_ERROR, "files: presign failed", "tenant", t->id, "error",
+                  r ? "unexpected reply" : err, (char *)NULL);
+        if (r)
+            freeReplyObject(r);
         ing_api_error(resp, 503, "file store (Redis) unavailable; try again");
+        goto out;
+    }
+    if (r->element[0]->integer < 0) {
+        char q[160];
+        ing_quota_message(ING_QUOTA_FILE_BYTES, quota, q, sizeof(q));
+        snprintf(msg, sizeof(msg), "%s; %lld in use, this file needs %s", q, r->element[1]->integer,
+                 size);
+        freeReplyObject(r);
+        ing_api_error(resp, 429, msg);
         goto out;
     }
     freeReplyObject(r);

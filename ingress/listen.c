@@ -139,10 +139,15 @@ int ing_listen_open(ing_listen_t *l, ing_req_t *req, const ing_listen_spec_t *sp
         rc = MCPQ_EUNAVAIL;
     } else if (l->n >= (size_t)ctx->set->max_listeners) {
         rc = MCPQ_ETOOBIG;
-    } else if (!modern) {
-        for (ing_listener_t *o = l->head; o && rc == 0; o = o->next)
-            if (!o->ended && strcmp(o->session, lr->session) == 0)
+    } else {
+        size_t mine = 0; /* the tenant's streams here, counted as l->n counts them */
+        for (ing_listener_t *o = l->head; o && rc == 0; o = o->next) {
+            if (!modern && !o->ended && strcmp(o->session, lr->session) == 0)
                 rc = MCPQ_EEXIST;
+            mine += strcmp(o->tenant, lr->tenant) == 0;
+        }
+        if (rc == 0 && spec->tenant_max > 0 && mine >= (size_t)spec->tenant_max)
+            rc = MCPQ_EQUOTA;
     }
     if (rc == 0) {
         ing_pending_add(ctx->pending, call);
@@ -308,7 +313,7 @@ static void sweep(ing_listen_t *l)
             break; /* Redis is down: next sweep */
         /* The key is session.h's (docs/internals.md). */
         for (size_t i = from; i < to; i++)
-            redisAppendCommand(c, "EXPIRE mcpq:session:%s %lld", ids[i],
+            redisAppendCommand(c, "EXPIRE " ING_SESSION_KEY_PREFIX "%s %lld", ids[i],
                                l->ctx->set->session_ttl_s);
         int broken = 0;
         for (size_t i = from; i < to && !broken; i++) {

@@ -4,7 +4,8 @@
  *
  * Both kinds are calls of the pending table with `listener` set (pending.h "Listeners"): the
  * same SSE writer as a streamed tools/call, no thread per stream, a keep-alive comment after
- * MCPQ_LISTEN_KEEPALIVE_MS without a frame, at most MCPQ_MAX_LISTENERS per process (then 503).
+ * MCPQ_LISTEN_KEEPALIVE_MS without a frame, at most MCPQ_MAX_LISTENERS per process (then 503)
+ * and at most the tenant's quotas.notification_streams of them per tenant (then 429, quota.h).
  *
  * Legacy GET stream (2025-03-26, 2025-06-18, 2025-11-25; Streamable HTTP "Listening for
  * Messages from the Server"): GET /mcp[/{server}] with Accept: text/event-stream, the same
@@ -76,13 +77,15 @@ typedef struct ing_listen_spec {
     const char *sub_id_json; /* 2026-07-28: the subscriptions/listen request's id, rendered */
     int tools;               /* 2026-07-28: the filter asks for toolsListChanged */
     const char *end_json;    /* 2026-07-28: the response that ends the stream gracefully */
+    long long tenant_max;    /* streams the tenant may hold open here (quota.h); 0: no limit */
 } ing_listen_spec_t;
 
 /* Opens a stream on req: req->call joins the pending table as a listener with its first
  * bytes queued (a comment, or the acknowledgement), req->has_call and req->listener are set;
  * the caller then queues its SSE response (http.c answer_call). 0, MCPQ_EUNAVAIL (shutting
  * down), MCPQ_ETOOBIG (MCPQ_MAX_LISTENERS are open), MCPQ_EEXIST (this session has a GET
- * stream on this replica) or MCPQ_ENOMEM. */
+ * stream on this replica), MCPQ_EQUOTA (the tenant has spec->tenant_max streams open here)
+ * or MCPQ_ENOMEM. */
 int ing_listen_open(ing_listen_t *l, ing_req_t *req, const ing_listen_spec_t *spec);
 /* Forgets a listener whose request is over (http.c, once its call has left the table). */
 void ing_listen_remove(ing_listen_t *l, ing_listener_t *lr);

@@ -46,6 +46,15 @@ void ing_resp_error(ing_resp_t *resp, int status, const cJSON *id, int code, con
     ing_resp_json(resp, status, rpc_error_str(id, code, msg, data));
 }
 
+void ing_resp_quota(ing_resp_t *resp, const cJSON *id, ing_quota_t q, long long limit)
+{
+    char msg[160];
+    ing_quota_message(q, limit, msg, sizeof(msg));
+    cJSON *data = ing_quota_data(q, limit);
+    ing_resp_error(resp, 429, id, RPC_RATE_LIMITED, msg, data);
+    cJSON_Delete(data);
+}
+
 void ing_resp_result_owned(ing_resp_t *resp, const cJSON *id, char *result_json)
 {
     if (!result_json) {
@@ -102,7 +111,13 @@ static void do_initialize(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     memset(&s, 0, sizeof(s));
     snprintf(s.tenant, sizeof(s.tenant), "%s", m->tenant->id);
     snprintf(s.version, sizeof(s.version), "%s", v);
-    int rc = ing_session_create(m->req->ctx->kv, &s, m->req->ctx->set->session_ttl_s);
+    const mcpq_settings_t *set = m->req->ctx->set;
+    long long max = ing_quota_limit(m->tenant, ING_QUOTA_SESSIONS, set);
+    int rc = ing_session_create(m->req->ctx->kv, &s, set->session_ttl_s, max);
+    if (rc == MCPQ_EQUOTA) {
+        ing_resp_quota(resp, msg->id, ING_QUOTA_SESSIONS, max);
+        return;
+    }
     if (rc < 0) {
         ing_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR,
                        "session store (Redis) unavailable; try again", NULL);
@@ -238,10 +253,12 @@ static const char *header(ing_req_t *req, const char *name)
     return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
 }
 
-/* Streams that cannot open (ing_listen_open's errors) as an HTTP answer. */
-static void listen_refused(ing_resp_t *resp, const cJSON *id, int rc)
+/* Streams that cannot open (ing_listen_open's errors, spec its request) as an HTTP answer. */
+static void listen_refused(ing_resp_t *resp, const cJSON *id, int rc, const ing_listen_spec_t *spec)
 {
-    if (rc == MCPQ_EUNAVAIL || rc == MCPQ_ETOOBIG) {
+    if (rc == MCPQ_EQUOTA) {
+        ing_resp_quota(resp, id, ING_QUOTA_STREAMS, spec->tenant_max);
+    } else if (rc == MCPQ_EUNAVAIL || rc == MCPQ_ETOOBIG) {
         ing_resp_error(resp, 503, id, RPC_INTERNAL_ERROR,
                        rc == MCPQ_EUNAVAIL
                            ? "server shutting down; listen on another replica"
@@ -291,11 +308,12 @@ static void do_listen(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
         .server = m->server->name,
         .sub_id_json = rpc_id_str(msg->id, idbuf, sizeof(idbuf)),
         .tools = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(filter, "toolsListChanged")),
-        .end_json = end_json};
+        .end_json = end_json,
+        .tenant_max = ing_quota_limit(m->tenant, ING_QUOTA_STREAMS, m->req->ctx->set)};
     int rc = end_json ? ing_listen_open(m->req->ctx->listen, m->req, &spec) : MCPQ_ENOMEM;
     free(end_json);
     if (rc < 0)
-        listen_refused(resp, msg->id, rc);
+        listen_refused(resp, msg->id, rc, &spec);
 }
 
 /* ---- dispatch ---- */
@@ -757,14 +775,17 @@ void ing_mcp_get(ing_req_t *req, const char *server, ing_resp_t *resp)
     }
     if (load_session(&m, NULL, resp) < 0)
         goto out;
-    ing_listen_spec_t spec = {
-        .tenant = m.tenant->id, .server = m.server->name, .session_id = m.session.id};
+    ing_listen_spec_t spec = {.tenant = m.tenant->id,
+                              .server = m.server->name,
+                              .session_id = m.session.id,
+                              .tenant_max =
+                                  ing_quota_limit(m.tenant, ING_QUOTA_STREAMS, req->ctx->set)};
     int rc = ing_listen_open(req->ctx->listen, req, &spec);
     if (rc == MCPQ_EEXIST)
         ing_resp_error(resp, 409, NULL, RPC_INVALID_REQUEST,
                        "Conflict: this session already has a GET stream open", NULL);
     else if (rc < 0)
-        listen_refused(resp, NULL, rc);
+        listen_refused(resp, NULL, rc, &spec);
 out:
     if (m.reg)
         ing_registry_unref(m.reg);

@@ -8,6 +8,7 @@
 
 #include "ingress.h"
 #include "jsonrpc.h"
+#include "quota.h"
 #include "session.h"
 
 #include <cjson/cJSON.h>
@@ -36,6 +37,8 @@ void ing_resp_json(ing_resp_t *resp, int status, char *body);
 /* Fills resp with a JSON-RPC error. */
 void ing_resp_error(ing_resp_t *resp, int status, const cJSON *id, int code, const char *msg,
                     const cJSON *data);
+/* Fills resp with HTTP 429 and -32029 naming the tenant's quota q and its limit (quota.h). */
+void ing_resp_quota(ing_resp_t *resp, const cJSON *id, ing_quota_t q, long long limit);
 /* Fills resp with a JSON-RPC result (takes result_json; NULL: -32603 out of memory). */
 void ing_resp_result_owned(ing_resp_t *resp, const cJSON *id, char *result_json);
 /* Same with a cJSON result (consumed). Under 2026-07-28 adds resultType and serverInfo. */

@@ -27,6 +27,8 @@ struct ing_registry {
     size_t nkeys;
     ing_app_t *apps;
     size_t napps;
+    ing_robot_t *robots; /* sorted by robot id */
+    size_t nrobots;
 };
 
 static const char *str_of(const cJSON *o, const char *k)
@@ -51,6 +53,12 @@ static int server_cmp(const void *a, const void *b)
     const ing_server_t *x = a, *y = b;
     int c = strcmp(x->tenant, y->tenant);
     return c ? c : strcmp(x->name, y->name);
+}
+
+static int robot_cmp(const void *a, const void *b)
+{
+    const ing_robot_t *x = a, *y = b;
+    return strcmp(x->robot, y->robot);
 }
 
 static int tool_ptr_cmp(const void *a, const void *b)
@@ -188,7 +196,7 @@ ing_registry_t *ing_registry_build(const char *const *fields, const size_t *lens
     if (!reg->tenants || !reg->servers || !reg->tools)
         goto nomem;
 
-    size_t nkeys = 0, napps = 0;
+    size_t nkeys = 0, napps = 0, nrobots = 0;
     cJSON *doc;
     cJSON_ArrayForEach(doc, reg->docs)
     {
@@ -202,11 +210,13 @@ ing_registry_t *ing_registry_build(const char *const *fields, const size_t *lens
             t->doc = doc;
             nkeys += (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "api_keys"));
             napps += (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "apps"));
+            nrobots += (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "robots"));
         }
     }
     reg->keys = calloc(nkeys + 1, sizeof(*reg->keys));
     reg->apps = calloc(napps + 1, sizeof(*reg->apps));
-    if (!reg->keys || !reg->apps)
+    reg->robots = calloc(nrobots + 1, sizeof(*reg->robots));
+    if (!reg->keys || !reg->apps || !reg->robots)
         goto nomem;
     for (size_t i = 0; i < reg->ntenants; i++) {
         const cJSON *k,
@@ -234,7 +244,17 @@ ing_registry_t *ing_registry_build(const char *const *fields, const size_t *lens
             app->rate = rate_of(cJSON_GetObjectItemCaseSensitive(k, "rate_limit"), &app_rate);
             reg->napps++;
         }
+        cJSON_ArrayForEach(k, cJSON_GetObjectItemCaseSensitive(reg->tenants[i].doc, "robots"))
+        {
+            if (!cJSON_IsString(k))
+                continue;
+            reg->robots[reg->nrobots].robot = k->valuestring;
+            reg->robots[reg->nrobots++].tenant = &reg->tenants[i];
+        }
     }
+    /* Every writer keeps a robot to one tenant (config.c, regstore.h rs_robot_owner); were
+     * two to declare it, the lookup would find one of them and refuse the other's tasks. */
+    qsort(reg->robots, reg->nrobots, sizeof(*reg->robots), robot_cmp);
     cJSON_ArrayForEach(doc, reg->docs)
     {
         const char *f = str_of(doc, "_field");
@@ -360,6 +380,7 @@ void ing_registry_unref(ing_registry_t *reg)
     free(reg->tenants);
     free(reg->keys);
     free(reg->apps);
+    free(reg->robots);
     cJSON_Delete(reg->docs);
     free(reg);
 }
@@ -384,6 +405,15 @@ const ing_app_t *ing_registry_app(const ing_registry_t *reg, const char *app_id)
         if (strcmp(reg->apps[i].app_id, app_id) == 0)
             return &reg->apps[i];
     return NULL;
+}
+
+const ing_tenant_t *ing_registry_robot_owner(const ing_registry_t *reg, const char *robot)
+{
+    ing_robot_t key = {.robot = robot};
+    const ing_robot_t *hit =
+        reg && robot ? bsearch(&key, reg->robots, reg->nrobots, sizeof(*reg->robots), robot_cmp)
+                     : NULL;
+    return hit ? hit->tenant : NULL;
 }
 
 const ing_tenant_t *ing_registry_tenant(const ing_registry_t *reg, const char *id)

@@ -6,7 +6,7 @@
  * ing_registry_fetch() reads it back into an immutable,
  * reference-counted snapshot with everything a request needs precomputed: API key hashes,
  * servers sorted by (tenant, name), each server's published tools sorted by name with their
- * tools/list JSON rendered once.
+ * tools/list JSON rendered once, and the robots tenants declare sorted by id.
  *
  * Snapshots are immutable: any thread may read one it holds a reference to.
  */
@@ -67,6 +67,12 @@ typedef struct ing_app {
     ing_rate_t rate; /* the app's rate_limit, else its tenant's rate_limits.app */
 } ing_app_t;
 
+/* A robot a tenant declares (config "robots"): only that tenant's tasks may name it. */
+typedef struct ing_robot {
+    const char *robot;
+    const ing_tenant_t *tenant;
+} ing_robot_t;
+
 typedef struct ing_registry ing_registry_t;
 
 /* Reads the current registry: a snapshot with one reference, or NULL (errstr filled). */
@@ -90,6 +96,11 @@ const ing_apikey_t *ing_registry_auth_key(const ing_registry_t *reg, const unsig
 /* The app app_id (app ids are unique across tenants, config.c checks) with a non-empty
  * secret, or NULL. */
 const ing_app_t *ing_registry_app(const ing_registry_t *reg, const char *app_id);
+
+/* The tenant that declares robot (config "robots"), or NULL when no tenant does: then the
+ * robot is shared, any tenant's tasks may name it (README "Task mode, robots and
+ * priorities"). */
+const ing_tenant_t *ing_registry_robot_owner(const ing_registry_t *reg, const char *robot);
 
 /* The tenant id (its config document: webhooks, rate_limits, ...), or NULL. */
 const ing_tenant_t *ing_registry_tenant(const ing_registry_t *reg, const char *id);

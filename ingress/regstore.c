@@ -324,6 +324,49 @@ static cJSON *build_config(rs_state_t *st, const char *tenant)
     return doc;
 }
 
+const char *rs_robot_owner(rs_state_t *st, const char *robot, const char *except)
+{
+    for (const cJSON *d = st->docs->child; d; d = d->next) {
+        const char *id = str_of(d, "id");
+        const cJSON *r;
+        if (strncmp(d->string, "tenant:", 7) != 0 || !id || (except && strcmp(id, except) == 0))
+            continue;
+        cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(d, "robots"))
+        {
+            if (cJSON_IsString(r) && strcmp(r->valuestring, robot) == 0)
+                return id;
+        }
+    }
+    return NULL;
+}
+
+/* Every robot the document's tenants declare is theirs alone among the stored tenants too
+ * (config.c has checked the document within itself). 0, or MCPQ_EINVAL with err filled. */
+static int check_robots(rs_state_t *st, const cJSON *config, char *err, size_t err_size)
+{
+    const cJSON *t, *r;
+    int i = 0;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(config, "tenants"))
+    {
+        int j = 0;
+        cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(t, "robots"))
+        {
+            const char *owner =
+                cJSON_IsString(r) ? rs_robot_owner(st, r->valuestring, str_of(t, "id")) : NULL;
+            if (owner) {
+                snprintf(err, err_size,
+                         "$.tenants[%d].robots[%d]: robot \"%s\" is already declared by tenant "
+                         "\"%s\" in the registry; a robot belongs to one tenant",
+                         i, j, r->valuestring, owner);
+                return MCPQ_EINVAL;
+            }
+            j++;
+        }
+        i++;
+    }
+    return 0;
+}
+
 int rs_check_tenant(rs_state_t *st, const char *tenant, char *err, size_t err_size)
 {
     cJSON *doc = build_config(st, tenant);
@@ -490,6 +533,8 @@ int rs_apply(redisContext *c, const cJSON *config, int prune, rs_summary_t *sum,
             rc = stage_config(&st, config, prune, now, sum);
         if (rc == MCPQ_ENOMEM)
             snprintf(err, err_size, "out of memory");
+        if (rc == 0)
+            rc = check_robots(&st, config, err, err_size);
         if (rc == 0)
             rc = rs_commit(c, &st, &sum->rev, err, err_size);
         rs_free(&st);

@@ -78,6 +78,11 @@ void rs_strip_meta(cJSON *doc);
  */
 int rs_check_tenant(rs_state_t *st, const char *tenant, char *err, size_t err_size);
 
+/* The id of a tenant of st other than except (may be NULL) whose "robots" hold robot, or NULL.
+ * A robot belongs to one tenant: the config loader checks one file, rs_apply and the admin
+ * API check against the tenants already stored. */
+const char *rs_robot_owner(rs_state_t *st, const char *robot, const char *except);
+
 /* What rs_apply did. */
 typedef struct rs_summary {
     int created, updated, unchanged, deleted;
@@ -90,7 +95,9 @@ typedef struct rs_summary {
  * the stored one (createTime and updateTime aside) is left as it is, so applying the same file
  * twice changes nothing, not even the revision; a changed object keeps its createTime. With
  * prune, the servers and tools of the tenants the document names that it does not name are
- * deleted. Retries compare-and-set conflicts. 0, or a negative code with err filled.
+ * deleted. A robot a tenant of the document declares that a stored tenant outside it already
+ * declares is MCPQ_EINVAL (nothing written). Retries compare-and-set conflicts. 0, or a
+ * negative code with err filled.
  */
 int rs_apply(redisContext *c, const cJSON *config, int prune, rs_summary_t *sum, char *err,
              size_t err_size);

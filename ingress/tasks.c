@@ -29,10 +29,11 @@ static redisReply *run(kv_pool_t *kv, task_script_t s, int argc, const char *con
 
 int ing_task_create(kv_pool_t *kv, const ing_task_new_t *t, long long *created_ms)
 {
-    char prio[24], ttl[24], ret[24];
+    char prio[24], ttl[24], ret[24], max[24];
     snprintf(prio, sizeof(prio), "%lld", t->priority);
     snprintf(ttl, sizeof(ttl), "%lld", t->ttl_ms);
     snprintf(ret, sizeof(ret), "%lld", t->retention_s);
+    snprintf(max, sizeof(max), "%lld", t->max_tasks);
     const char *argv[] = {t->id,
                           t->tenant,
                           t->server,
@@ -45,15 +46,19 @@ int ing_task_create(kv_pool_t *kv, const ing_task_new_t *t, long long *created_m
                           ret,
                           ttl,
                           t->surface,
-                          t->traceparent ? t->traceparent : ""};
-    redisReply *r = run(kv, TASK_SCRIPT_CREATE, 13, argv);
+                          t->traceparent ? t->traceparent : "",
+                          max};
+    redisReply *r = run(kv, TASK_SCRIPT_CREATE, 14, argv);
     if (!r)
         return MCPQ_EUNAVAIL;
-    int ok = r->type == REDIS_REPLY_INTEGER && r->integer > 0;
-    if (ok)
+    int rc = r->type != REDIS_REPLY_INTEGER ? MCPQ_EUNAVAIL
+             : r->integer > 0               ? 0
+             : r->integer == -1             ? MCPQ_EQUOTA
+                                            : MCPQ_EUNAVAIL;
+    if (rc == 0)
         *created_ms = r->integer;
     freeReplyObject(r);
-    return ok ? 0 : MCPQ_EUNAVAIL;
+    return rc;
 }
 
 void ing_task_abandon(kv_pool_t *kv, const char *id, const char *reason, long long retention_s)
@@ -126,8 +131,9 @@ cJSON *ing_task_list(kv_pool_t *kv, const char *tenant, long long offset, long l
                      int *more)
 {
     char err[256];
-    redisReply *r = kv_pool_command(kv, err, sizeof(err), "ZREVRANGE mcpq:tasks:%s %lld %lld",
-                                    tenant, offset, offset + limit);
+    redisReply *r =
+        kv_pool_command(kv, err, sizeof(err), "ZREVRANGE " TASK_INDEX_PREFIX "%s %lld %lld", tenant,
+                        offset, offset + limit);
     if (!r)
         return NULL;
     cJSON *ids = cJSON_CreateArray();

@@ -26,9 +26,12 @@ typedef struct ing_task_new {
     const char *args_json, *robot, *env_json, *surface;
     const char *traceparent; /* the creating call's (ingress span); NULL or "" for none */
     long long priority, ttl_ms, retention_s;
+    long long
+        max_tasks; /* the tenant's quotas.tasks: tasks it may have in retention; 0: no limit */
 } ing_task_new_t;
 
-/* Creates the task (state waiting). 0 with *created_ms, or MCPQ_EUNAVAIL. */
+/* Creates the task (state waiting). 0 with *created_ms, MCPQ_EQUOTA (the tenant has
+ * max_tasks tasks in retention: nothing created), or MCPQ_EUNAVAIL. */
 int ing_task_create(kv_pool_t *kv, const ing_task_new_t *t, long long *created_ms);
 
 /* Ends a task whose job never reached Kafka as terminated (reason). Best effort. */

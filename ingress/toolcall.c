@@ -131,9 +131,12 @@ static cJSON *build_envelope(ing_mcp_t *m, const ing_tool_t *tool, const rpc_msg
     return e;
 }
 
-/* RobotId and TaskPriority (SPEC 4.2) from the call's arguments: 0, or -1 with why set. */
-static int task_routing(const cJSON *args, const char **robot, long long *priority,
-                        const char **why)
+/* RobotId and TaskPriority (SPEC 4.2) from the call's arguments: 0, or -1 with why filled.
+ * A robot another tenant declares (config "robots") is refused without saying which tenant;
+ * one the caller's tenant declares, or one nobody declares (shared), is taken (README "Task
+ * mode, robots and priorities"). */
+static int task_routing(const ing_mcp_t *m, const cJSON *args, const char **robot,
+                        long long *priority, char *why, size_t why_size)
 {
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(args, "RobotId");
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(args, "TaskPriority");
@@ -141,7 +144,15 @@ static int task_routing(const cJSON *args, const char **robot, long long *priori
     *priority = 50;
     if (r && !cJSON_IsNull(r)) {
         if (!cJSON_IsString(r) || !task_robot_ok(r->valuestring)) {
-            *why = "arguments.RobotId must be 1-128 characters of [A-Za-z0-9_.:-]";
+            snprintf(why, why_size,
+                     "arguments.RobotId must be 1-128 characters of [A-Za-z0-9_.:-]");
+            return -1;
+        }
+        const ing_tenant_t *owner = ing_registry_robot_owner(m->reg, r->valuestring);
+        if (owner && strcmp(owner->id, m->tenant->id) != 0) {
+            snprintf(why, why_size,
+                     "arguments.RobotId: robot \"%s\" is reserved for the tenant that declares it",
+                     r->valuestring);
             return -1;
         }
         *robot = r->valuestring;
@@ -149,7 +160,7 @@ static int task_routing(const cJSON *args, const char **robot, long long *priori
     if (p && !cJSON_IsNull(p)) {
         if (!cJSON_IsNumber(p) || p->valuedouble != (double)(long long)p->valuedouble ||
             p->valuedouble < 0 || p->valuedouble > 100) {
-            *why = "arguments.TaskPriority must be an integer from 0 to 100";
+            snprintf(why, why_size, "arguments.TaskPriority must be an integer from 0 to 100");
             return -1;
         }
         *priority = (long long)p->valuedouble;
@@ -240,9 +251,10 @@ static int start_task(ing_mcp_t *m, const rpc_msg_t *msg, const ing_tool_t *tool
                       ing_resp_t *resp)
 {
     ing_ctx_t *ctx = m->req->ctx;
-    const char *robot = NULL, *why = NULL;
+    const char *robot = NULL;
+    char why[256];
     long long priority = 50;
-    if (task_routing(args, &robot, &priority, &why) < 0) {
+    if (task_routing(m, args, &robot, &priority, why, sizeof(why)) < 0) {
         cJSON_Delete(own);
         cJSON_Delete(atts);
         ing_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS, why, NULL);
@@ -285,7 +297,8 @@ static int start_task(ing_mcp_t *m, const rpc_msg_t *msg, const ing_tool_t *tool
                                               : "tool",
         .priority = priority,
         .ttl_ms = cJSON_IsNumber(ttl) && ttl->valuedouble > 0 ? (long long)ttl->valuedouble : 0,
-        .retention_s = ctx->set->task_retention_s};
+        .retention_s = ctx->set->task_retention_s,
+        .max_tasks = ing_quota_limit(m->tenant, ING_QUOTA_TASKS, ctx->set)};
     long long created = 0;
     int rc = payload && args_json ? ing_task_create(ctx->kv, &t, &created) : MCPQ_ENOMEM;
     cJSON_free(args_json);
@@ -294,6 +307,11 @@ static int start_task(ing_mcp_t *m, const rpc_msg_t *msg, const ing_tool_t *tool
         ing_task_cleanup(&existing);
         cJSON_free(payload);
         return answer_task(m, msg, tool, id, answer, resp);
+    }
+    if (rc == MCPQ_EQUOTA) {
+        cJSON_free(payload);
+        ing_resp_quota(resp, msg->id, ING_QUOTA_TASKS, t.max_tasks);
+        return 0;
     }
     if (rc < 0) {
         cJSON_free(payload);

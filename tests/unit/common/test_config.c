@@ -393,6 +393,42 @@ static void test_rate_limits(void)
     TEST_PASS("rate limits: kept through normalization, malformed ones refused with their path");
 }
 
+static void test_robots_and_quotas(void)
+{
+    cJSON *doc = LOAD("{'tenants':[{'id':'a','robots':['robot-a','pool.b:c_1'],'quotas':"
+                      "{'notification_streams':2,'sessions':0,'tasks':3,'file_bytes':1000}},"
+                      "{'id':'b','robots':[]},{'id':'c'}]}");
+    const cJSON *t = at(doc, "tenants", 0, NULL);
+    CHECK_INT_EQ(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(t, "robots")), 2);
+    CHECK_STR_EQ(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(t, "robots"), 1)->valuestring,
+                 "pool.b:c_1");
+    const cJSON *q = cJSON_GetObjectItemCaseSensitive(t, "quotas");
+    CHECK(cJSON_GetObjectItemCaseSensitive(q, "tasks")->valuedouble == 3.0);
+    CHECK(cJSON_GetObjectItemCaseSensitive(q, "sessions")->valuedouble == 0.0);
+    cJSON_Delete(doc);
+    /* a robot belongs to one tenant: the error names both */
+    FAILS("{'tenants':[{'id':'a','robots':['r1','robot-a']},{'id':'b'},"
+          "{'id':'c','robots':['robot-a']}]}",
+          "$.tenants[2].robots[0]: robot \"robot-a\" is declared by tenant \"a\" "
+          "($.tenants[0].robots[1]) and by tenant \"c\"; a robot belongs to one tenant");
+    FAILS("{'tenants':[{'id':'a','robots':['r1','r1']}]}",
+          "$.tenants[0].robots: must not contain duplicates (items 0 and 1 are equal)");
+    FAILS("{'tenants':[{'id':'a','robots':['_any']}]}",
+          "$.tenants[0].robots[0]: \"_any\" is the queue of tasks without a RobotId and cannot "
+          "be declared");
+    FAILS_C("{'tenants':[{'id':'a','robots':['has space']}]}", "$.tenants[0].robots[0]");
+    FAILS_C("{'tenants':[{'id':'a','robots':['']}]}", "$.tenants[0].robots[0]");
+    FAILS("{'tenants':[{'id':'a','robots':'r1'}]}",
+          "$.tenants[0].robots: expected array, got string");
+    FAILS("{'tenants':[{'id':'a','quotas':{'streams':1}}]}",
+          "$.tenants[0].quotas: unknown property \"streams\"");
+    FAILS("{'tenants':[{'id':'a','quotas':{'tasks':-1}}]}",
+          "$.tenants[0].quotas.tasks: must be >= 0");
+    FAILS_C("{'tenants':[{'id':'a','quotas':{'sessions':2.5}}]}", "$.tenants[0].quotas.sessions");
+    TEST_PASS("robots and quotas: kept; a robot two tenants declare, \"_any\", malformed ids "
+              "and quotas refused with their path");
+}
+
 static void test_schema_errors(void)
 {
     /* A member given twice: cJSON keeps both, other readers take the last one. */
@@ -607,6 +643,7 @@ int main(void)
     test_semantic_errors();
     test_schema_errors();
     test_rate_limits();
+    test_robots_and_quotas();
     test_syntax_errors();
     test_files();
     test_acceptance_config();

@@ -10,10 +10,11 @@ static const char *const docs[] = {
     "{\"id\":\"acme\",\"default_server\":\"default\",\"api_keys\":[{\"id\":\"k1\",\"sha256\":"
     "\"SHA_ACME\"}],\"rate_limits\":{\"api_key\":{\"per_second\":2.5,\"burst\":7},\"app\":{"
     "\"per_second\":0}},\"apps\":[{\"app_id\":\"a1\",\"secret\":\"s1\"},{\"app_id\":\"a2\","
-    "\"secret\":\"s2\",\"rate_limit\":{\"per_second\":9}},{\"app_id\":\"a3\",\"secret\":\"\"}]}",
+    "\"secret\":\"s2\",\"rate_limit\":{\"per_second\":9}},{\"app_id\":\"a3\",\"secret\":\"\"}],"
+    "\"robots\":[\"rpa-2\",\"rpa-1\"]}",
     "tenant:globex",
     "{\"id\":\"globex\",\"api_keys\":[{\"id\":\"g1\",\"sha256\":\"SHA_GLOBEX\","
-    "\"rate_limit\":{\"per_second\":1,\"burst\":3}}]}",
+    "\"rate_limit\":{\"per_second\":1,\"burst\":3}}],\"robots\":[\"g-bot\"]}",
     "server:acme:default",
     "{\"tenant\":\"acme\",\"name\":\"default\"}",
     "server:acme:ops",
@@ -109,6 +110,13 @@ int main(void)
     CHECK(ing_registry_app(reg, "a3") == NULL);
     CHECK(ing_registry_app(reg, "nope") == NULL);
 
+    /* robots a tenant declares belong to it; any other robot is shared (no owner) */
+    CHECK_STR_EQ(ing_registry_robot_owner(reg, "rpa-1")->id, "acme");
+    CHECK_STR_EQ(ing_registry_robot_owner(reg, "rpa-2")->id, "acme");
+    CHECK_STR_EQ(ing_registry_robot_owner(reg, "g-bot")->id, "globex");
+    CHECK(ing_registry_robot_owner(reg, "rpa-3") == NULL);
+    CHECK(ing_registry_robot_owner(reg, "rpa") == NULL);
+
     const ing_server_t *s = ing_registry_server(reg, "acme", "default");
     CHECK(s != NULL);
     /* sorted by name; the offline tool (no published version) is not served */
@@ -174,7 +182,7 @@ int main(void)
     ing_registry_ref(reg);
     ing_registry_unref(reg);
     ing_registry_unref(reg);
-    TEST_PASS("registry snapshot");
+    TEST_PASS("registry snapshot (keys, apps, robots, servers, tools)");
     TEST_PASS("tools/list fingerprints per server");
     return 0;
 }
