@@ -45,16 +45,6 @@ static const char about[] =
     "                                        and tools of its tenants that FILE does not name)\n"
     "  mcpq-ingress --export                 print the registry as a config file";
 
-ing_registry_t *ing_ctx_registry(ing_ctx_t *ctx)
-{
-    pthread_mutex_lock(&ctx->reg_lock);
-    ing_registry_t *reg = ctx->reg;
-    if (reg)
-        ing_registry_ref(reg);
-    pthread_mutex_unlock(&ctx->reg_lock);
-    return reg;
-}
-
 typedef struct refresher {
     ing_ctx_t *ctx;
     cJSON *config; /* normalized config still to store; NULL once stored */

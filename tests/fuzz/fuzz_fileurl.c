@@ -34,27 +34,11 @@ static void hmac_hex(const void *key, size_t keylen, const char *msg, char out[6
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *copy = malloc(size + 1);
-    if (!copy)
+    char *copy = NULL, *f[F_COUNT];
+    size_t keylen = 0;
+    const char *key = fuzz_fields(data, size, &copy, f, F_COUNT, &keylen);
+    if (!key)
         return 0;
-    memcpy(copy, data, size);
-    copy[size] = '\0';
-    char *f[F_COUNT] = {0};
-    char *p = copy, *end = copy + size;
-    for (int i = 0; i < F_COUNT && p <= end; i++) {
-        f[i] = p;
-        char *sep = p;
-        while (sep < end && *sep != '\0' && *sep != '\n')
-            sep++;
-        if (sep >= end) {
-            p = end + 1;
-            break;
-        }
-        *sep = '\0';
-        p = sep + 1;
-    }
-    const char *key = p <= end ? p : "";
-    size_t keylen = p <= end ? (size_t)(end - p) : 0;
     const char *method = f[F_METHOD] && strcmp(f[F_METHOD], "PUT") == 0 ? "PUT" : "GET";
     const char *id = f[F_ID] ? f[F_ID] : "";
     long long now = 1700000000;

@@ -47,21 +47,10 @@ static int parse(lst_query_t *q, const char *const f[F_COUNT], const char *token
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *copy = malloc(size + 1);
-    if (!copy)
+    char *copy = NULL, *f[F_COUNT];
+    size_t rest = 0;
+    if (!fuzz_fields(data, size, &copy, f, F_COUNT, &rest))
         return 0;
-    memcpy(copy, data, size);
-    copy[size] = '\0';
-    char *f[F_COUNT] = {0};
-    char *p = copy, *end = copy + size;
-    for (int i = 0; i < F_COUNT && p <= end; i++) {
-        f[i] = p;
-        char *sep = p;
-        while (sep < end && *sep != '\0' && *sep != '\n')
-            sep++;
-        *sep = '\0';
-        p = sep + 1;
-    }
     lst_query_t q;
     char err[256] = "";
     const char *const *cf = (const char *const *)f;
