@@ -54,7 +54,8 @@ static const set_def_t defs[] = {
     {"MCPQ_WEBHOOK_ALLOW_PRIVATE", "webhook-allow-private", T_INT, "0", 0, 1, ING,
      S(webhook_allow_private),
      "1 allows loopback and private webhook targets (0: loopback, private, link-local, CGNAT, "
-     "multicast and unspecified addresses are refused, checked on the address connected to)"},
+     "multicast, unspecified and other special-purpose addresses are refused, checked on the "
+     "address connected to)"},
     {"MCPQ_WEBHOOK_MAX_INFLIGHT", "webhook-max-inflight", T_INT, "32", 1, 10000, ING,
      S(webhook_max_inflight),
      "webhook deliveries one ingress sends at once (the rest wait their turn in Redis)"},
