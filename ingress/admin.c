@@ -204,7 +204,7 @@ static cJSON *show_key(const cJSON *k)
 /* An app: never its secret. */
 static cJSON *show_app(const cJSON *k)
 {
-    static const char *const keys[] = {"app_id", "rate_limit", NULL};
+    static const char *const keys[] = {"app_id", "rate_limit", "signature_version", NULL};
     return show_members(k, keys);
 }
 
@@ -789,7 +789,7 @@ static int sub_one(adm_t *a, const sub_kind_t *k, cJSON *t, const char *id)
         util_random_hex(secret, 32);
         cJSON_ReplaceItemInObjectCaseSensitive(ce, "secret", cJSON_CreateString(secret));
     } else {
-        static const char *const app_keys[] = {"rate_limit", "secret", NULL};
+        static const char *const app_keys[] = {"rate_limit", "secret", "signature_version", NULL};
         static const char *const wh_keys[] = {"url", "events", "secret", NULL};
         if (!no_env_refs(a, a->body, "$") ||
             !only_members(a, a->body, k->show == show_app ? app_keys : wh_keys))

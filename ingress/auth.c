@@ -39,20 +39,69 @@ static int nonce_claim(kv_pool_t *kv, const char *app_id, const char *nonce)
     return fresh;
 }
 
+typedef struct hdr_list {
+    sig_header_t *h;
+    size_t n, cap;
+} hdr_list_t;
+
+static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                      const char *value)
+{
+    (void)kind;
+    hdr_list_t *l = cls;
+    if (l->n < l->cap)
+        l->h[l->n++] = (sig_header_t){key, value ? value : ""};
+    return MHD_YES;
+}
+
+/* The canonical string of the request for signing version `version`: a malloc'd string,
+ * or NULL with *why set (or out of memory). */
+static char *canonical_of(struct MHD_Connection *conn, const ing_auth_req_t *r,
+                          const sig_headers_t *h, int version, const char **why)
+{
+    if (version == 1)
+        return sig_canonical(r->method, r->uri, h->timestamp, h->nonce, r->body, r->body_len);
+    int total = MHD_get_connection_values(conn, MHD_HEADER_KIND, NULL, NULL);
+    hdr_list_t l = {.cap = total > 0 ? (size_t)total : 0};
+    char *out = NULL;
+    l.h = calloc(l.cap + 1, sizeof(*l.h));
+    if (!l.h)
+        return NULL;
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_header, &l);
+    sig_canonical_v2(r->method, r->uri, h->timestamp, h->nonce, r->body, r->body_len,
+                     hdr(conn, "X-Signed-Headers"), l.h, l.n, &out, why);
+    free(l.h);
+    return out;
+}
+
 static const ing_tenant_t *auth_signed(struct MHD_Connection *conn, const ing_registry_t *reg,
                                        const ing_auth_req_t *r, ing_principal_t *who, int *status,
                                        const char **why)
 {
     sig_headers_t h;
+    int version;
     if (sig_headers_parse(hdr(conn, "X-App-Id"), hdr(conn, "X-Timestamp"), hdr(conn, "X-Nonce"),
                           hdr(conn, "X-Signature"), &h, why) < 0)
         return NULL;
+    if (sig_version_parse(hdr(conn, "X-Signature-Version"), &version) < 0) {
+        *why = "X-Signature-Version must be 1 or 2";
+        return NULL;
+    }
+    if (version == 1 && hdr(conn, "X-Signed-Headers")) {
+        *why = "X-Signed-Headers needs X-Signature-Version: 2";
+        return NULL;
+    }
     if (!sig_ts_fresh(h.ts, util_now_ms() / 1000)) {
         *why = "X-Timestamp is more than 300 s away from the server clock";
         return NULL;
     }
+    const char *shape = NULL;
+    char *canonical = canonical_of(conn, r, &h, version, &shape);
+    if (!canonical && shape) {
+        *why = shape;
+        return NULL;
+    }
     const ing_app_t *app = reg ? ing_registry_app(reg, h.app_id) : NULL;
-    char *canonical = sig_canonical(r->method, r->uri, h.timestamp, h.nonce, r->body, r->body_len);
     /* An unknown app and a wrong signature answer alike: app ids are not confirmed. */
     int ok =
         app && canonical && sig_verify(app->secret, strlen(app->secret), canonical, h.signature);
@@ -60,6 +109,11 @@ static const ing_tenant_t *auth_signed(struct MHD_Connection *conn, const ing_re
     if (!ok) {
         *why = "invalid signature (unknown app, wrong secret, or the request changed after "
                "signing)";
+        return NULL;
+    }
+    /* Said only to a caller who proved the secret, so it confirms nothing to others. */
+    if (version < app->sig_version) {
+        *why = "this app requires X-Signature-Version: 2 (README \"Authentication\")";
         return NULL;
     }
     int fresh = nonce_claim(r->kv, h.app_id, h.nonce);

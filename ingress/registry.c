@@ -230,6 +230,8 @@ ing_registry_t *ing_registry_build(const char *const *fields, const size_t *lens
             app->secret = str_of(k, "secret");
             if (!app->app_id || !app->secret || !*app->secret)
                 continue;
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(k, "signature_version");
+            app->sig_version = cJSON_IsNumber(v) && v->valuedouble == 2 ? 2 : 1;
             app->tenant = &reg->tenants[i];
             app->rate = rate_of(cJSON_GetObjectItemCaseSensitive(k, "rate_limit"), &app_rate);
             reg->napps++;

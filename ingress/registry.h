@@ -63,6 +63,7 @@ typedef struct ing_apikey {
 typedef struct ing_app {
     const char *app_id;
     const char *secret;
+    int sig_version; /* the lowest signing version its requests may use (1 or 2) */
     const ing_tenant_t *tenant;
     ing_rate_t rate; /* the app's rate_limit, else its tenant's rate_limits.app */
 } ing_app_t;
