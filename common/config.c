@@ -305,22 +305,40 @@ static int whsec_ok(const char *s)
 }
 
 /*
- * Resolves obj's "secret_env" into "secret" (the variable wins when set; a literal
- * "secret" is the fallback) and drops "secret_env". whsec: the secret must be a Standard
- * Webhooks secret. path names obj in errors.
+ * Resolves obj's "<member>_env" into member ("secret" or "previous_secret"; the variable
+ * wins when set, a literal is the fallback) and drops "<member>_env". whsec: the secret must
+ * be a Standard Webhooks secret. path names obj in errors.
  */
+static int resolve_member(cfg_ctx_t *x, cJSON *obj, const char *path, const char *member, int whsec)
+{
+    char env_key[32];
+    snprintf(env_key, sizeof(env_key), "%s_env", member);
+    const char *env = str(obj, env_key), *val = env ? env_value(env) : NULL;
+    if (val && set_str(obj, member, val) < 0)
+        return oom(x);
+    if (env && !val && !str(obj, member))
+        return cfg_fail(x, "%s.%s: environment variable \"%s\" is not set or empty", path, env_key,
+                        env);
+    if (whsec && str(obj, member) && !whsec_ok(str(obj, member)))
+        return cfg_fail(x, "%s.%s: must be \"whsec_\" followed by the base64 of 24 to 64 bytes",
+                        path, val ? env_key : member);
+    cJSON_DeleteItemFromObjectCaseSensitive(obj, env_key);
+    return 0;
+}
+
+/* The secret of an app or webhook, and the previous one of a rotation with its expiry. */
 static int resolve_secret(cfg_ctx_t *x, cJSON *obj, const char *path, int whsec)
 {
-    const char *env = str(obj, "secret_env"), *val = env ? env_value(env) : NULL;
-    if (val && set_str(obj, "secret", val) < 0)
-        return oom(x);
-    if (env && !val && !str(obj, "secret"))
-        return cfg_fail(x, "%s.secret_env: environment variable \"%s\" is not set or empty", path,
-                        env);
-    if (whsec && str(obj, "secret") && !whsec_ok(str(obj, "secret")))
-        return cfg_fail(x, "%s.%s: must be \"whsec_\" followed by the base64 of 24 to 64 bytes",
-                        path, val ? "secret_env" : "secret");
-    cJSON_DeleteItemFromObjectCaseSensitive(obj, "secret_env");
+    int rc = resolve_member(x, obj, path, "secret", whsec);
+    if (rc < 0 || (rc = resolve_member(x, obj, path, "previous_secret", whsec)) < 0)
+        return rc;
+    const char *expires = str(obj, "previous_secret_expires");
+    int64_t ms;
+    if (expires && !str(obj, "previous_secret"))
+        return cfg_fail(x, "%s.previous_secret_expires: there is no previous_secret", path);
+    if (expires && util_parse_utc(expires, &ms) < 0)
+        return cfg_fail(x, "%s.previous_secret_expires: not a UTC time (2026-01-31T12:00:00Z)",
+                        path);
     return 0;
 }
 

@@ -10,7 +10,8 @@
  *   - every API key becomes {"id", "sha256"} (from "key", "key_env" or "sha256") and keeps
  *     its "rate_limit";
  *   - app, webhook and executor secrets given by "secret_env" are resolved into "secret"
- *     ("secret_env" wins when both are given and the variable is set);
+ *     ("secret_env" wins when both are given and the variable is set), and an app's or
+ *     webhook's "previous_secret_env" into "previous_secret" the same way (a rotation);
  *   - "default_server" defaults to "default", a version's "mode" to "sync", a tool's
  *     "published" to its last version; "servers" and "tools" are always arrays.
  * Errors name the file and the JSON path: "mcpq.json: $.tools[2].versions[0].executor:

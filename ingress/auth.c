@@ -102,9 +102,13 @@ static const ing_tenant_t *auth_signed(struct MHD_Connection *conn, const ing_re
         return NULL;
     }
     const ing_app_t *app = reg ? ing_registry_app(reg, h.app_id) : NULL;
-    /* An unknown app and a wrong signature answer alike: app ids are not confirmed. */
-    int ok =
-        app && canonical && sig_verify(app->secret, strlen(app->secret), canonical, h.signature);
+    /* Either active secret (a rotation: README "Rotating secrets"). An unknown app and a
+     * wrong signature answer alike: app ids are not confirmed. */
+    const char *secrets[2];
+    size_t nsecrets = app ? ing_registry_secrets(app->doc, util_now_ms(), secrets) : 0;
+    int ok = 0;
+    for (size_t i = 0; canonical && i < nsecrets && !ok; i++)
+        ok = sig_verify(secrets[i], strlen(secrets[i]), canonical, h.signature);
     free(canonical);
     if (!ok) {
         *why = "invalid signature (unknown app, wrong secret, or the request changed after "

@@ -69,6 +69,8 @@ void rs_etag(const cJSON *o, const char *const *skip, char out[21]);
 /* Removes createTime and updateTime from every object of a config-form document (tenants with
  * their keys, apps and webhooks; servers; tools with their versions), in place. */
 void rs_strip_meta(cJSON *doc);
+/* The same for one object (its own members only). */
+void rs_strip_meta_one(cJSON *o);
 
 /*
  * Checks the state of one tenant as the config loader would (schemas/config.schema.json,

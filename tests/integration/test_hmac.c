@@ -8,6 +8,7 @@
  *   - signature version 2 covers Host and the headers that change a request's meaning: a
  *     covered header added after signing, another Host or a changed signed header is 401;
  *     an app with "signature_version": 2 refuses version 1;
+ *   - during a rotation the previous secret signs too, until previous_secret_expires;
  *   - Redis losing its data (FLUSHALL, as a restart without persistence would): both replicas
  *     keep serving the registry they have, and the registry is seeded again from the config
  *     file (a wiped registry would otherwise answer every client 401);
@@ -30,7 +31,9 @@
 
 #define APP "it-app"
 #define SECRET "it-app-secret-7c1d0b-0123456789abcdef"
+#define OLD_SECRET "it-app-old-secret-being-rotated-out-0"
 #define APP2 "it-app-v2"
+#define OLD_SECRET2 "it-app-v2-old-secret-expired-in-2001"
 #define SECRET2 "it-app-v2-secret-5e2a-0123456789abcdef"
 
 static fx_stack_t fx;
@@ -182,8 +185,12 @@ static void write_config(void)
     FILE *f = fopen(path, "w");
     CHECK(f != NULL);
     fputs("{\"tenants\": [{\"id\": \"t1\", \"api_keys\": [{\"id\": \"k\", \"key\": \"it-key\"}],"
-          " \"apps\": [{\"app_id\": \"" APP "\", \"secret\": \"" SECRET "\"},"
-          " {\"app_id\": \"" APP2 "\", \"secret\": \"" SECRET2 "\", \"signature_version\": 2}]}],"
+          " \"apps\": [{\"app_id\": \"" APP "\", \"secret\": \"" SECRET "\","
+          " \"previous_secret\": \"" OLD_SECRET "\","
+          " \"previous_secret_expires\": \"2099-01-01T00:00:00Z\"},"
+          " {\"app_id\": \"" APP2 "\", \"secret\": \"" SECRET2 "\", \"signature_version\": 2,"
+          " \"previous_secret\": \"" OLD_SECRET2 "\","
+          " \"previous_secret_expires\": \"2001-01-01T00:00:00Z\"}]}],"
           " \"servers\": [{\"tenant\": \"t1\", \"name\": \"default\"}],"
           " \"tools\": [{\"tenant\": \"t1\", \"server\": \"default\", \"name\": \"only_t1\","
           " \"published\": \"1\", \"versions\": [{\"version\": \"1\", \"inputSchema\": "
@@ -249,6 +256,22 @@ int main(void)
 
     check_v2();
 
+    CHECK_INT_EQ(util_random_hex(nonce, 12), 0);
+    post_signed_as(1, APP, OLD_SECRET, "/mcp", list, now, nonce, NULL, &r);
+    CHECK_INT_EQ(r.status, 200);
+    CHECK_CONTAINS(r.body, "only_t1");
+    CHECK_INT_EQ(util_random_hex(nonce, 12), 0);
+    post_signed_as(1, APP, SECRET, "/mcp", list, now, nonce, NULL, &r);
+    CHECK_INT_EQ(r.status, 200);
+    /* APP2's previous secret expired: it is no secret of the app any more ("invalid
+     * signature", where its right secret would be told that APP2 wants version 2). */
+    CHECK_INT_EQ(util_random_hex(nonce, 12), 0);
+    post_signed_as(1, APP2, OLD_SECRET2, "/mcp", list, now, nonce, NULL, &r);
+    CHECK_INT_EQ(r.status, 401);
+    CHECK_CONTAINS(r.body, "invalid signature");
+    TEST_PASS("a rotation: the current secret and the previous one both sign until "
+              "previous_secret_expires, then only the current one");
+
     redisContext *rc = redisConnect("127.0.0.1", fx.redis_port);
     CHECK(rc && !rc->err);
     redisReply *rep = redisCommand(rc, "FLUSHALL");
@@ -288,6 +311,7 @@ int main(void)
     for (int i = 0; i < 2; i++) {
         CHECK_INT_EQ(fx_stop_pid(ingress[i], 10000), 0);
         CHECK(!file_contains(logs[i], SECRET));
+        CHECK(!file_contains(logs[i], OLD_SECRET));
         CHECK(!file_contains(logs[i], used));
     }
     TEST_PASS("no app secret or nonce in either replica's log");

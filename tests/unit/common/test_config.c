@@ -204,6 +204,51 @@ static void test_env_secrets(void)
     TEST_PASS("key_env and secret_env");
 }
 
+/* A rotation: previous_secret (literal or previous_secret_env) and its expiry. */
+static void test_previous_secrets(void)
+{
+    setenv("MCPQ_TEST_OLD_APP", "old-app-secret-from-env", 1);
+    setenv("MCPQ_TEST_OLD_WHSEC", "whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYX", 1);
+    unsetenv("MCPQ_TEST_UNSET");
+    cJSON *doc = LOAD("{'tenants':[{'id':'a','apps':[{'app_id':'app1','secret':'new',"
+                      "'previous_secret_env':'MCPQ_TEST_OLD_APP',"
+                      "'previous_secret_expires':'2030-01-02T03:04:05.678Z'},"
+                      "{'app_id':'app2','secret':'new','previous_secret':'old'}],"
+                      "'webhooks':[{'id':'w','url':'http://127.0.0.1:9/h',"
+                      "'secret':'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',"
+                      "'previous_secret_env':'MCPQ_TEST_OLD_WHSEC',"
+                      "'previous_secret_expires':'2030-01-02T03:04:05Z',"
+                      "'events':['task.completed']}]}]}");
+    const cJSON *t = at(doc, "tenants", 0, NULL);
+    CHECK_STR_EQ(str_at(at(t, "apps", 0, NULL), "previous_secret"), "old-app-secret-from-env");
+    CHECK(!cJSON_GetObjectItemCaseSensitive(at(t, "apps", 0, NULL), "previous_secret_env"));
+    CHECK_STR_EQ(str_at(at(t, "apps", 0, NULL), "previous_secret_expires"),
+                 "2030-01-02T03:04:05.678Z");
+    CHECK_STR_EQ(str_at(at(t, "apps", 1, NULL), "previous_secret"), "old");
+    CHECK_STR_EQ(str_at(at(t, "webhooks", 0, NULL), "previous_secret"),
+                 "whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYX");
+    cJSON_Delete(doc);
+    FAILS("{'tenants':[{'id':'a','apps':[{'app_id':'x','secret':'s',"
+          "'previous_secret_env':'MCPQ_TEST_UNSET'}]}]}",
+          "$.tenants[0].apps[0].previous_secret_env: environment variable \"MCPQ_TEST_UNSET\" is "
+          "not set or empty");
+    FAILS("{'tenants':[{'id':'a','apps':[{'app_id':'x','secret':'s',"
+          "'previous_secret_expires':'2030-01-02T03:04:05Z'}]}]}",
+          "$.tenants[0].apps[0].previous_secret_expires: there is no previous_secret");
+    FAILS("{'tenants':[{'id':'a','apps':[{'app_id':'x','secret':'s','previous_secret':'o',"
+          "'previous_secret_expires':'2030-02-30T03:04:05Z'}]}]}",
+          "$.tenants[0].apps[0].previous_secret_expires: not a UTC time (2026-01-31T12:00:00Z)");
+    FAILS_C("{'tenants':[{'id':'a','apps':[{'app_id':'x','secret':'s','previous_secret':'o',"
+            "'previous_secret_expires':'tomorrow'}]}]}",
+            "$.tenants[0].apps[0].previous_secret_expires");
+    FAILS("{'tenants':[{'id':'a','webhooks':[{'id':'w','url':'http://h/x',"
+          "'secret':'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw','previous_secret':'whsec_AAAA',"
+          "'events':['task.running']}]}]}",
+          "$.tenants[0].webhooks[0].previous_secret: must be \"whsec_\" followed by the base64 of "
+          "24 to 64 bytes");
+    TEST_PASS("previous_secret, previous_secret_env and previous_secret_expires");
+}
+
 static void test_secret_formats(void)
 {
     FAILS("{'tenants':[{'id':'a','webhooks':[{'id':'w','url':'http://h/x',"
@@ -570,6 +615,7 @@ int main(void)
 {
     test_normalization();
     test_env_secrets();
+    test_previous_secrets();
     test_secret_formats();
     test_semantic_errors();
     test_schema_errors();
