@@ -639,3 +639,41 @@ cJSON *cfg_load_file(const char *path, char *errstr, size_t errstr_size)
     util_buf_cleanup(&buf);
     return doc;
 }
+
+int cfg_check_app(const cJSON *app, size_t min_bytes, const char *path, char *errstr,
+                  size_t errstr_size)
+{
+    static const char *const members[] = {"secret", "previous_secret"};
+    for (size_t i = 0; i < 2; i++) {
+        const char *v = str(app, members[i]);
+        if (v && strlen(v) < min_bytes) {
+            snprintf(errstr, errstr_size,
+                     "%s: the %s of app \"%s\" is %zu bytes; app secrets must be at least %zu "
+                     "bytes (MCPQ_APP_SECRET_MIN_BYTES; `openssl rand -hex 32` makes one)",
+                     path, members[i], str(app, "app_id") ? str(app, "app_id") : "?", strlen(v),
+                     min_bytes);
+            return MCPQ_EINVAL;
+        }
+    }
+    return 0;
+}
+
+int cfg_check_app_secrets(const cJSON *config, size_t min_bytes, char *errstr, size_t errstr_size)
+{
+    char path[96];
+    int ti = 0;
+    const cJSON *t;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(config, "tenants"))
+    {
+        int ai = 0;
+        const cJSON *a;
+        cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(t, "apps"))
+        {
+            snprintf(path, sizeof(path), "$.tenants[%d].apps[%d]", ti, ai++);
+            if (cfg_check_app(a, min_bytes, path, errstr, errstr_size) < 0)
+                return MCPQ_EINVAL;
+        }
+        ti++;
+    }
+    return 0;
+}

@@ -40,4 +40,19 @@ cJSON *cfg_load_file(const char *path, char *errstr, size_t errstr_size);
  * JSON path. */
 cJSON *cfg_load_string(const char *text, size_t len, char *errstr, size_t errstr_size);
 
+/* The default of MCPQ_APP_SECRET_MIN_BYTES: app secrets shorter than this are refused. */
+#define CFG_APP_SECRET_MIN 32
+
+/*
+ * Checks one app object (normalized: its secrets resolved) at path: its "secret" and
+ * "previous_secret" must be at least min_bytes long. 0, or MCPQ_EINVAL with errstr naming
+ * the app ("<path>: the secret of app "x" is 15 bytes; app secrets must be at least 32
+ * bytes").
+ */
+int cfg_check_app(const cJSON *app, size_t min_bytes, const char *path, char *errstr,
+                  size_t errstr_size);
+
+/* cfg_check_app for every app of every tenant of a normalized config. */
+int cfg_check_app_secrets(const cJSON *config, size_t min_bytes, char *errstr, size_t errstr_size);
+
 #endif

@@ -145,6 +145,10 @@ static const set_def_t defs[] = {
      S(rate_limit_lease_ms),
      "how much of a rate one replica takes from the shared bucket in Redis at a time (fewer "
      "Redis round trips vs. how far the fleet may overshoot a burst)"},
+    {"MCPQ_APP_SECRET_MIN_BYTES", "app-secret-min-bytes", T_INT, "32", 1, 4096, ING,
+     S(app_secret_min_bytes),
+     "shortest app secret (HMAC request signing) the config and the admin API accept; below "
+     "32 the ingress warns at start-up (scripts/mcpq-local sets 1 so short demo secrets work)"},
     {"MCPQ_TASK_SLOTS", "task-slots", T_INT, "4", 1, 10000, WRK, S(task_slots),
      "worker without a robot id: tasks without a RobotId it runs at once (a robot runs one)"},
     {"MCPQ_TASK_LEASE_MS", "task-lease-ms", T_INT, "15000", 1000, 3600000, ALL, S(task_lease_ms),

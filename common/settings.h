@@ -68,6 +68,7 @@ typedef struct mcpq_settings {
     long long rate_limit_per_s;
     long long rate_limit_burst;
     long long rate_limit_lease_ms;
+    long long app_secret_min_bytes;
     long long task_slots;
     long long task_lease_ms;
     long long task_max_attempts;

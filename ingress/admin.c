@@ -689,6 +689,18 @@ static void default_id(cJSON *o, const char *prefix)
     cJSON_AddStringToObject(o, "id", id);
 }
 
+/* 1 when app's literal secrets are long enough (MCPQ_APP_SECRET_MIN_BYTES), else answers
+ * 400 naming the app. */
+static int app_secrets_ok(adm_t *a, const cJSON *app)
+{
+    char err[400];
+    if (cfg_check_app(app, (size_t)a->req->ctx->set->app_secret_min_bytes, "$", err, sizeof(err)) ==
+        0)
+        return 1;
+    fail(a, 400, "%s", err);
+    return 0;
+}
+
 /* Fills a new sub-object from the body; *shown_secret receives what is shown once. */
 static cJSON *sub_new(adm_t *a, const sub_kind_t *k, char *secret, size_t secret_size)
 {
@@ -724,7 +736,7 @@ static cJSON *sub_new(adm_t *a, const sub_kind_t *k, char *secret, size_t secret
             cJSON_AddStringToObject(o, "secret", secret);
         }
     }
-    if (!body_valid(a, o, k->def)) {
+    if (!body_valid(a, o, k->def) || (k->show == show_app && !app_secrets_ok(a, o))) {
         cJSON_Delete(o);
         return NULL;
     }
@@ -850,8 +862,11 @@ static int sub_one(adm_t *a, const sub_kind_t *k, cJSON *t, const char *id)
         merge_patch(ce, a->body);
         cJSON *bare = cJSON_Duplicate(ce, 1); /* the schema does not know the metadata */
         rs_strip_meta_one(bare);
+        int new_secret = cJSON_HasObjectItem(a->body, "secret") ||
+                         cJSON_HasObjectItem(a->body, "previous_secret");
         int ok = body_valid(a, bare, k->def) &&
-                 (k->show != show_webhook || webhook_url_ok(a, str_of(t, "id"), bare));
+                 (k->show != show_webhook || webhook_url_ok(a, str_of(t, "id"), bare)) &&
+                 (k->show != show_app || !new_secret || app_secrets_ok(a, bare));
         cJSON_Delete(bare);
         if (!ok)
             return DONE;
@@ -1264,8 +1279,7 @@ static int config_doc(adm_t *a, redisContext *c)
     cJSON_free(text);
     if (!cfg)
         return fail(a, 400, "%s", err);
-    if (!a->req->ctx->set->webhook_allow_private &&
-        ing_wh_config_check(cfg, err, sizeof(err)) < 0) {
+    if (rs_config_check(cfg, a->req->ctx->set, err, sizeof(err)) < 0) {
         cJSON_Delete(cfg);
         return fail(a, 400, "%s", err);
     }

@@ -65,15 +65,16 @@ typedef struct refresher {
     int lost_logged;      /* the registry vanished from Redis and could not be seeded again */
 } refresher_t;
 
-/* MCPQ_CONFIG read, normalized and checked (the SSRF guard at load time: a webhook url naming
- * a private address literally). NULL with err set when the file is unusable. */
+/* MCPQ_CONFIG read, normalized and checked (rs_config_check: the SSRF guard at load time, a
+ * webhook url naming a private address literally, and the app secret minimum). NULL with err
+ * set when the file is unusable. */
 static cJSON *config_read(const mcpq_settings_t *set, char *err, size_t err_size)
 {
     cJSON *cfg = cfg_load_file(set->config, err, err_size);
     if (!cfg)
         return NULL;
     char why[384];
-    if (!set->webhook_allow_private && ing_wh_config_check(cfg, why, sizeof(why)) < 0) {
+    if (rs_config_check(cfg, set, why, sizeof(why)) < 0) {
         snprintf(err, err_size, "%s: %s", set->config, why);
         cJSON_Delete(cfg);
         return NULL;
@@ -353,7 +354,7 @@ static int registry_command(const mcpq_settings_t *set, const char *apply, int p
     if (!cfg) {
         fprintf(stderr, "mcpq-ingress: config: %s\n", err);
         code = 2;
-    } else if (!set->webhook_allow_private && ing_wh_config_check(cfg, err, sizeof(err)) < 0) {
+    } else if (rs_config_check(cfg, set, err, sizeof(err)) < 0) {
         fprintf(stderr, "mcpq-ingress: config: %s: %s\n", apply, err);
         code = 2;
     } else if (rs_apply(c, cfg, prune, &sum, err, sizeof(err)) < 0) {
@@ -391,6 +392,11 @@ int main(int argc, char **argv)
         return 2;
     }
 
+    if (set.app_secret_min_bytes < CFG_APP_SECRET_MIN)
+        log_event(LOG_WARN,
+                  "app secrets shorter than 32 bytes are accepted (MCPQ_APP_SECRET_MIN_BYTES); "
+                  "do not run a production ingress like this",
+                  (char *)NULL);
     refresher_t rf = {0};
     pthread_mutex_init(&rf.lock, NULL);
     pthread_condattr_t cattr;

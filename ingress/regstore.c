@@ -3,6 +3,7 @@
 #include "config.h"
 #include "err.h"
 #include "util.h"
+#include "webhook.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -316,6 +317,13 @@ static cJSON *build_config(rs_state_t *st, const char *tenant)
     free(fields);
     rs_strip_meta(doc);
     return doc;
+}
+
+int rs_config_check(const cJSON *cfg, const mcpq_settings_t *set, char *err, size_t err_size)
+{
+    if (!set->webhook_allow_private && ing_wh_config_check(cfg, err, err_size) < 0)
+        return MCPQ_EINVAL;
+    return cfg_check_app_secrets(cfg, (size_t)set->app_secret_min_bytes, err, err_size);
 }
 
 int rs_check_tenant(rs_state_t *st, const char *tenant, char *err, size_t err_size)

@@ -26,6 +26,7 @@
 #define MCPQ_ING_REGSTORE_H
 
 #include "redis.h"
+#include "settings.h"
 
 #include <cjson/cJSON.h>
 #include <stddef.h>
@@ -79,6 +80,15 @@ void rs_strip_meta_one(cJSON *o);
  * problem.
  */
 int rs_check_tenant(rs_state_t *st, const char *tenant, char *err, size_t err_size);
+
+/*
+ * What a loaded config (cfg_load_*) must also pass under this process's settings before it
+ * is stored: no webhook url naming a private address literally (unless
+ * MCPQ_WEBHOOK_ALLOW_PRIVATE=1; ing_wh_config_check) and no app secret shorter than
+ * MCPQ_APP_SECRET_MIN_BYTES (cfg_check_app_secrets). 0, or MCPQ_EINVAL with err naming the
+ * JSON path.
+ */
+int rs_config_check(const cJSON *cfg, const mcpq_settings_t *set, char *err, size_t err_size);
 
 /* What rs_apply did. */
 typedef struct rs_summary {

@@ -711,6 +711,30 @@ static int c_app_signature_version(void)
     return 0;
 }
 
+/* A literal app secret under MCPQ_APP_SECRET_MIN_BYTES (32): 400 naming the app. */
+static int c_app_secret_short(void)
+{
+    admin(&R, "POST", "/admin/v1/tenants/acme/apps", NULL,
+          "{\"app_id\":\"short-app\",\"secret\":\"0123456789012345678901234567890\"}");
+    EXPECT_STATUS(&R, 400);
+    EXPECT_HAS(&R, "app \\\"short-app\\\" is 31 bytes; app secrets must be at least 32 bytes");
+    EXPECT_LACKS(&R, "0123456789012345678901234567890");
+    admin(&R, "POST", "/admin/v1/tenants/acme/apps", NULL,
+          "{\"app_id\":\"short-app\",\"secret\":\"01234567890123456789012345678901\"}");
+    EXPECT_STATUS(&R, 201);
+    EXPECT_LACKS(&R, "01234567890123456789012345678901"); /* chosen, so not shown back */
+    admin(&R, "PATCH", "/admin/v1/tenants/acme/apps/short-app", NULL, "{\"secret\":\"short\"}");
+    EXPECT_STATUS(&R, 400);
+    EXPECT_HAS(&R, "is 5 bytes");
+    admin(&R, "PATCH", "/admin/v1/tenants/acme/apps/short-app", NULL,
+          "{\"previous_secret\":\"short\"}");
+    EXPECT_STATUS(&R, 400);
+    EXPECT_HAS(&R, "previous_secret of app");
+    admin(&R, "DELETE", "/admin/v1/tenants/acme/apps/short-app", NULL, NULL);
+    EXPECT_STATUS(&R, 204);
+    return 0;
+}
+
 static int c_app_id_global(void)
 {
     admin(&R, "POST", "/admin/v1/tenants/beta/apps", NULL, "{\"app_id\":\"acme-app\"}");
@@ -1771,6 +1795,7 @@ static const check_t checks[] = {
     {"apps: :rotateSecret keeps the old secret valid for grace_s (24 h by default), 0 ends it",
      c_app_rotate},
     {"apps: signature_version 2 refuses version 1 requests", c_app_signature_version},
+    {"apps: a literal secret under 32 bytes -> 400 naming the app", c_app_secret_short},
     {"apps: app_id is unique across tenants -> 409", c_app_id_global},
     {"apps: secret_env in a body -> 400", c_app_secret_env},
     {"webhooks: POST returns a whsec_ secret once; GET hides it", c_webhook_secret_once},

@@ -9,6 +9,7 @@
  *     covered header added after signing, another Host or a changed signed header is 401;
  *     an app with "signature_version": 2 refuses version 1;
  *   - during a rotation the previous secret signs too, until previous_secret_expires;
+ *   - an app secret under 32 bytes is refused at start-up (MCPQ_APP_SECRET_MIN_BYTES);
  *   - Redis losing its data (FLUSHALL, as a restart without persistence would): both replicas
  *     keep serving the registry they have, and the registry is seeded again from the config
  *     file (a wiped registry would otherwise answer every client 401);
@@ -169,6 +170,56 @@ static void check_v2(void)
               "caller with the secret); X-Signed-Headers without version 2, version 3 -> 401");
 }
 
+/* An ingress started on a config whose app secret is 31 bytes (literally, then from
+ * secret_env) exits 2 naming the app; with MCPQ_APP_SECRET_MIN_BYTES=31 it starts. */
+static void check_short_secret(void)
+{
+    static const char *const apps[] = {
+        "{\"app_id\": \"short-app\", \"secret\": \"0123456789012345678901234567890\"}",
+        "{\"app_id\": \"short-app\", \"secret_env\": \"SHORT_APP_SECRET\"}"};
+    char cfg[300], doc[600], e_cfg[340], e_b[300], e_r[160], log[300], bin[300];
+    snprintf(cfg, sizeof(cfg), "%s/short.json", fx.dir);
+    snprintf(e_cfg, sizeof(e_cfg), "MCPQ_CONFIG=%s", cfg);
+    snprintf(e_b, sizeof(e_b), "MCPQ_KAFKA_BROKERS=%s", fx.brokers);
+    snprintf(e_r, sizeof(e_r), "MCPQ_REDIS_URL=%s", fx.redis_url);
+    snprintf(bin, sizeof(bin), "%s/mcpq-ingress", fx_bin_dir());
+    for (int i = 0; i < 2; i++) {
+        snprintf(doc, sizeof(doc),
+                 "{\"tenants\": [{\"id\": \"t9\", \"apps\": [%s]}], \"servers\": [], "
+                 "\"tools\": []}",
+                 apps[i]);
+        fx_write_file(cfg, doc, 0600);
+        snprintf(log, sizeof(log), "%s/short-%d.log", fx.dir, i);
+        const char *env[] = {e_cfg,
+                             e_b,
+                             e_r,
+                             "MCPQ_LISTEN=127.0.0.1:0",
+                             "SHORT_APP_SECRET=0123456789012345678901234567890",
+                             NULL};
+        const char *argv[] = {bin, NULL};
+        pid_t pid = fx_spawn(argv, env, log);
+        CHECK(pid > 0);
+        CHECK_INT_EQ(fx_wait_exit(pid, 20000), 2);
+        FILE *f = fopen(log, "r");
+        CHECK(f != NULL);
+        char text[4096] = "";
+        size_t n = fread(text, 1, sizeof(text) - 1, f);
+        text[n] = '\0';
+        fclose(f);
+        CHECK_CONTAINS(text, "$.tenants[0].apps[0]: the secret of app \"short-app\" is 31 bytes; "
+                             "app secrets must be at least 32 bytes");
+        CHECK(strstr(text, "0123456789012345678901234567890") == NULL);
+    }
+    const char *lower[] = {"MCPQ_APP_SECRET_MIN_BYTES=31",
+                           "SHORT_APP_SECRET=0123456789012345678901234567890", NULL};
+    pid_t pid = fx_spawn_ingress(&fx, "short-ok", fx_free_port(), cfg, lower, NULL, 0);
+    CHECK(pid > 0);
+    CHECK_INT_EQ(fx_stop_pid(pid, 10000), 0);
+    TEST_PASS("an app secret under 32 bytes (literal or from secret_env) is refused at "
+              "start-up, naming the app and not the secret; MCPQ_APP_SECRET_MIN_BYTES lowers "
+              "the minimum");
+}
+
 static void start_ingress(int i)
 {
     char cfg[300], name[32];
@@ -271,6 +322,8 @@ int main(void)
     CHECK_CONTAINS(r.body, "invalid signature");
     TEST_PASS("a rotation: the current secret and the previous one both sign until "
               "previous_secret_expires, then only the current one");
+
+    check_short_secret(); /* its ingress adds tenant t9; the flush below wipes it */
 
     redisContext *rc = redisConnect("127.0.0.1", fx.redis_port);
     CHECK(rc && !rc->err);

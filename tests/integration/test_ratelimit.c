@@ -21,7 +21,7 @@
 #include <string.h>
 
 #define APP "rl-app"
-#define SECRET "rl-app-secret-5f0c"
+#define SECRET "rl-app-secret-5f0c-0123456789abcdef"
 
 static fx_stack_t fx;
 static int ports[2];

@@ -561,6 +561,41 @@ static void test_files(void)
     TEST_PASS("files");
 }
 
+/* App secrets of at least 32 bytes (MCPQ_APP_SECRET_MIN_BYTES), literal or from the
+ * environment, current or previous; the message names the app, never the secret. */
+static void test_app_secret_minimum(void)
+{
+    setenv("MCPQ_TEST_SHORT", "0123456789012345678901234567890", 1); /* 31 bytes */
+    setenv("MCPQ_TEST_LONG", "01234567890123456789012345678901", 1); /* 32 bytes */
+    cJSON *doc =
+        LOAD("{'tenants':[{'id':'a','apps':[{'app_id':'ok1','secret_env':'MCPQ_TEST_LONG'},"
+             "{'app_id':'ok2','secret':'01234567890123456789012345678901',"
+             "'previous_secret':'01234567890123456789012345678901'}]}]}");
+    CHECK_INT_EQ(cfg_check_app_secrets(doc, 32, err, sizeof(err)), 0);
+    cJSON_Delete(doc);
+    static const char *const bad[][2] = {
+        {"{'tenants':[{'id':'a'},{'id':'b','apps':[{'app_id':'ok','secret_env':'MCPQ_TEST_LONG'},"
+         "{'app_id':'b-app','secret':'0123456789012345678901234567890'}]}]}",
+         "$.tenants[1].apps[1]: the secret of app \"b-app\" is 31 bytes; app secrets must be at "
+         "least 32 bytes"},
+        {"{'tenants':[{'id':'a','apps':[{'app_id':'env-app','secret_env':'MCPQ_TEST_SHORT'}]}]}",
+         "$.tenants[0].apps[0]: the secret of app \"env-app\" is 31 bytes"},
+        {"{'tenants':[{'id':'a','apps':[{'app_id':'x','secret_env':'MCPQ_TEST_LONG',"
+         "'previous_secret':'short'}]}]}",
+         "$.tenants[0].apps[0]: the previous_secret of app \"x\" is 5 bytes"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        doc = LOAD(bad[i][0]);
+        CHECK_INT_EQ(cfg_check_app_secrets(doc, 32, err, sizeof(err)), MCPQ_EINVAL);
+        CHECK_CONTAINS(err, bad[i][1]);
+        CHECK_CONTAINS(err, "MCPQ_APP_SECRET_MIN_BYTES");
+        CHECK(strstr(err, "0123456789") == NULL);
+        CHECK_INT_EQ(cfg_check_app_secrets(doc, 5, err, sizeof(err)), 0); /* a lower minimum */
+        cJSON_Delete(doc);
+    }
+    TEST_PASS("app secrets under 32 bytes are refused, naming the app");
+}
+
 /* The shape of the acceptance suite's config (lib/config.mjs buildConfig). */
 static void test_acceptance_config(void)
 {
@@ -578,6 +613,11 @@ static void test_acceptance_config(void)
     util_sha256_hex("globex-key-1", 12, hex);
     CHECK_STR_EQ(str_at(at(globex, "api_keys", 0, NULL), "sha256"), hex);
     CHECK_STR_EQ(str_at(at(acme, "apps", 0, NULL), "secret"), "acme-app-secret");
+    /* Its app secret is 15 bytes: only a lowered MCPQ_APP_SECRET_MIN_BYTES (scripts/mcpq-local
+     * sets 1) lets an ingress load it. */
+    CHECK_INT_EQ(cfg_check_app_secrets(doc, CFG_APP_SECRET_MIN, err, sizeof(err)), MCPQ_EINVAL);
+    CHECK_CONTAINS(err, "the secret of app \"acme-app\" is 15 bytes");
+    CHECK_INT_EQ(cfg_check_app_secrets(doc, 1, err, sizeof(err)), 0);
     const cJSON *tool;
     int versioned = 0;
     cJSON_ArrayForEach(tool, cJSON_GetObjectItemCaseSensitive(doc, "tools"))
@@ -607,8 +647,11 @@ static void test_local_config(void)
     if (!doc)
         fprintf(stderr, "%s\n", err);
     CHECK(doc != NULL);
+    if (cfg_check_app_secrets(doc, CFG_APP_SECRET_MIN, err, sizeof(err)) < 0)
+        fprintf(stderr, "%s\n", err);
+    CHECK_INT_EQ(cfg_check_app_secrets(doc, CFG_APP_SECRET_MIN, err, sizeof(err)), 0);
     cJSON_Delete(doc);
-    TEST_PASS("local config");
+    TEST_PASS("local config (its app secret is long enough for a production ingress)");
 }
 
 int main(void)
@@ -616,6 +659,7 @@ int main(void)
     test_normalization();
     test_env_secrets();
     test_previous_secrets();
+    test_app_secret_minimum();
     test_secret_formats();
     test_semantic_errors();
     test_schema_errors();
