@@ -145,6 +145,18 @@ static const set_def_t defs[] = {
      S(rate_limit_lease_ms),
      "how much of a rate one replica takes from the shared bucket in Redis at a time (fewer "
      "Redis round trips vs. how far the fleet may overshoot a burst)"},
+    {"MCPQ_AUTH_FAIL_PER_MIN", "auth-fail-per-min", T_INT, "20", 0, 1000000, ING,
+     S(auth_fail_per_min),
+     "failed authentications (a wrong, malformed, stale or replayed credential) one client "
+     "address may make per minute, counted for the fleet in Redis; past it every request with "
+     "a credential from that address gets 429 with Retry-After (0: no limit)"},
+    {"MCPQ_AUTH_FAIL_ID_PER_MIN", "auth-fail-id-per-min", T_INT, "20", 0, 1000000, ING,
+     S(auth_fail_id_per_min),
+     "failed authentications against one app id per minute, from all addresses; past it "
+     "signed requests naming that app get 429 with Retry-After (0: no limit)"},
+    {"MCPQ_TRUSTED_PROXIES", "trusted-proxies", T_STR, "", 0, 0, ING, S(trusted_proxies),
+     "comma list of addresses and CIDR blocks of reverse proxies whose X-Forwarded-For names "
+     "the client address the failure limits count (empty: the TCP peer is the client)"},
     {"MCPQ_APP_SECRET_MIN_BYTES", "app-secret-min-bytes", T_INT, "32", 1, 4096, ING,
      S(app_secret_min_bytes),
      "shortest app secret (HMAC request signing) the config and the admin API accept; below "

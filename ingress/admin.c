@@ -28,6 +28,7 @@
 #include "err.h"
 #include "listing.h"
 #include "log.h"
+#include "peer.h"
 #include "regstore.h"
 #include "schema.h"
 #include "util.h"
@@ -1405,12 +1406,25 @@ static int operator_ok(ing_req_t *req, ing_resp_t *resp)
     }
     const char *h =
         MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    static const char too_many[] = "too many failed authentications from this client; retry later";
+    char client[ING_PEER_LEN];
+    ing_auth_req_t ar;
+    ing_api_auth_req(req, &ar, client);
+    /* A wrong token counts against the client address like a wrong API key. */
+    if (h && ing_auth_fail_blocked(&ar, NULL, &ar.retry_after_ms)) {
+        ing_api_too_many(resp, too_many, ar.retry_after_ms);
+        return 0;
+    }
     unsigned char want[65], got[65];
     util_sha256_hex(token, strlen(token), (char *)want);
     int ok = h && strncmp(h, "Bearer ", 7) == 0;
     util_sha256_hex(ok ? h + 7 : "", ok ? strlen(h + 7) : 0, (char *)got);
     if (ok && util_ct_equal(want, got, 64))
         return 1;
+    if (h && ing_auth_fail_count(&ar, NULL, &ar.retry_after_ms)) {
+        ing_api_too_many(resp, too_many, ar.retry_after_ms);
+        return 0;
+    }
     ing_api_error(resp, 401, "the admin API needs Authorization: Bearer <MCPQ_ADMIN_TOKEN>");
     resp->www_auth = "Bearer realm=\"mcpq-admin\"";
     return 0;

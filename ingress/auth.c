@@ -2,6 +2,7 @@
 
 #include "err.h"
 #include "log.h"
+#include "ratelimit.h"
 #include "sig.h"
 #include "util.h"
 
@@ -135,13 +136,9 @@ static const ing_tenant_t *auth_signed(struct MHD_Connection *conn, const ing_re
     return app->tenant;
 }
 
-const ing_tenant_t *ing_auth_tenant(struct MHD_Connection *conn, const ing_registry_t *reg,
-                                    const ing_auth_req_t *r, ing_principal_t *who, int *status,
-                                    const char **why)
+static const ing_tenant_t *auth_key(struct MHD_Connection *conn, const ing_registry_t *reg,
+                                    ing_principal_t *who, const char **why)
 {
-    *status = 401;
-    if (hdr(conn, "X-App-Id") || hdr(conn, "X-Signature"))
-        return auth_signed(conn, reg, r, who, status, why);
     const char *key = NULL;
     const char *authz = hdr(conn, "Authorization");
     if (authz) {
@@ -169,6 +166,86 @@ const ing_tenant_t *ing_auth_tenant(struct MHD_Connection *conn, const ing_regis
     }
     *who = (ing_principal_t){.tenant = k->tenant, .kind = 'k', .id = k->id, .rate = k->rate};
     return k->tenant;
+}
+
+/* The failure buckets of r's client ("a:<address>") and of app_id ("i:<app id>"; NULL:
+ * none), each with its rate; how many. */
+static int fail_buckets(const ing_auth_req_t *r, const char *app_id, char names[2][200],
+                        ing_rate_t rates[2])
+{
+    const ing_authfail_t *f = r->fails;
+    int n = 0;
+    if (!f || !f->rl)
+        return 0;
+    if (f->addr_per_min > 0 && r->client) {
+        snprintf(names[n], sizeof(names[n]), "a:%s", r->client);
+        rates[n++] =
+            (ing_rate_t){.per_s = (double)f->addr_per_min / 60.0, .burst = f->addr_per_min};
+    }
+    if (f->id_per_min > 0 && app_id) {
+        snprintf(names[n], sizeof(names[n]), "i:%s", app_id);
+        rates[n++] = (ing_rate_t){.per_s = (double)f->id_per_min / 60.0, .burst = f->id_per_min};
+    }
+    return n;
+}
+
+int ing_auth_fail_blocked(const ing_auth_req_t *r, const char *app_id, long long *retry_after_ms)
+{
+    char names[2][200];
+    ing_rate_t rates[2];
+    int n = fail_buckets(r, app_id, names, rates);
+    for (int i = 0; i < n; i++)
+        if (ing_rl_blocked(r->fails->rl, names[i], &rates[i], retry_after_ms))
+            return 1;
+    return 0;
+}
+
+int ing_auth_fail_count(const ing_auth_req_t *r, const char *app_id, long long *retry_after_ms)
+{
+    char names[2][200];
+    ing_rate_t rates[2];
+    int n = fail_buckets(r, app_id, names, rates), over = 0;
+    for (int i = 0; i < n; i++) {
+        long long wait = 0;
+        if (!ing_rl_take(r->fails->rl, names[i], &rates[i], &wait)) {
+            if (!over || wait > *retry_after_ms)
+                *retry_after_ms = wait;
+            over = 1;
+        }
+    }
+    if (over)
+        log_event(LOG_WARN, "auth: too many failed authentications; refusing for a while", "client",
+                  r->client ? r->client : "unknown", "app", app_id ? app_id : "", (char *)NULL);
+    return over;
+}
+
+const ing_tenant_t *ing_auth_tenant(struct MHD_Connection *conn, const ing_registry_t *reg,
+                                    ing_auth_req_t *r, ing_principal_t *who, int *status,
+                                    const char **why)
+{
+    static const char too_many[] =
+        "too many failed authentications from this client or against this app; retry later";
+    const char *app_id = hdr(conn, "X-App-Id");
+    int signed_req = app_id || hdr(conn, "X-Signature");
+    int presented = signed_req || hdr(conn, "Authorization") || hdr(conn, "X-Api-Key");
+    *status = 401;
+    /* Before any work a credential costs: a lookup on this replica. */
+    if (presented && ing_auth_fail_blocked(r, app_id, &r->retry_after_ms)) {
+        *status = 429;
+        *why = too_many;
+        return NULL;
+    }
+    const ing_tenant_t *t =
+        signed_req ? auth_signed(conn, reg, r, who, status, why) : auth_key(conn, reg, who, why);
+    if (t || !presented || *status != 401)
+        return t;
+    /* Counted against the app only when it exists: names a caller makes up are not kept. */
+    const char *app = app_id && reg && ing_registry_app(reg, app_id) ? app_id : NULL;
+    if (ing_auth_fail_count(r, app, &r->retry_after_ms)) {
+        *status = 429;
+        *why = too_many;
+    }
+    return NULL;
 }
 
 /* Does one list entry (len bytes) match value? A trailing ":*" matches any port or none. */

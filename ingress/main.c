@@ -2,6 +2,7 @@
  * main.c - mcpq-ingress: settings, start-up, the registry refresh thread and graceful stop.
  */
 #include "config.h"
+#include "peer.h"
 #include "err.h"
 #include "federate.h"
 #include "http.h"
@@ -446,10 +447,20 @@ int main(int argc, char **argv)
     ctx.kv = kv_pool_new(set.redis_url, (int)set.redis_timeout_ms, (int)set.redis_pool_size);
     ctx.pending = ing_pending_new(set.redis_url, (int)set.redis_timeout_ms, ctx.reply_key,
                                   (int)set.sse_keepalive_ms);
-    ctx.rl = ctx.kv ? ing_rl_new(ctx.kv, set.rate_limit_lease_ms) : NULL;
+    ctx.rl = ctx.kv ? ing_rl_new(ctx.kv, NULL, set.rate_limit_lease_ms, 0) : NULL;
+    ctx.authfail = (ing_authfail_t){
+        .rl = ctx.kv ? ing_rl_new(ctx.kv, "mcpq:af:", 1, ING_AUTHFAIL_MAX_BUCKETS) : NULL,
+        .addr_per_min = set.auth_fail_per_min,
+        .id_per_min = set.auth_fail_id_per_min};
+    ctx.trusted = ing_nets_parse(set.trusted_proxies, err, sizeof(err));
+    if (!ctx.trusted) {
+        fprintf(stderr, "mcpq-ingress: %s\n", err);
+        exit_code = 2;
+        goto out;
+    }
     ctx.producer = mq_producer_new(set.kafka_brokers, (int)set.kafka_message_timeout_ms,
                                    ing_mcp_delivered, &ctx, err, sizeof(err));
-    if (!ctx.metrics || !ctx.kv || !ctx.pending || !ctx.rl || !ctx.producer) {
+    if (!ctx.metrics || !ctx.kv || !ctx.pending || !ctx.rl || !ctx.authfail.rl || !ctx.producer) {
         fprintf(stderr, "mcpq-ingress: start-up failed: %s\n",
                 ctx.producer ? "out of memory" : err);
         goto out;
@@ -520,6 +531,8 @@ out:
     ing_pending_free(ctx.pending);
     mq_producer_free(ctx.producer, 2000);
     ing_rl_free(ctx.rl);
+    ing_rl_free(ctx.authfail.rl);
+    ing_nets_free(ctx.trusted);
     kv_pool_free(ctx.kv);
     ing_metrics_free(ctx.metrics);
     ing_registry_unref(ctx.reg);
