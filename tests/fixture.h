@@ -94,6 +94,16 @@ int fx_wait_file(const char *path, int timeout_ms);
 pid_t fx_spawn_ingress(const fx_stack_t *fx, const char *name, int port, const char *config,
                        const char *const extra_env[], char *log_out, size_t log_size);
 
+/*
+ * Runs an mcpq-ingress as fx_spawn_ingress() does (on 127.0.0.1:0) that is expected to refuse
+ * its config: waits up to 20 s for it to exit and copies the start of its log into text
+ * (size bytes, NUL-terminated). Its exit status as fx_wait_exit() (-1: still running or not
+ * started).
+ */
+int fx_ingress_exit(const fx_stack_t *fx, const char *name, const char *config,
+                    const char *const extra_env[], char *text, size_t size, char *log_out,
+                    size_t log_size);
+
 /* Starts an mcpq-worker with MCPQ_WORKER_ID=name against fx's Redis and broker, plus
  * extra_env, logging to <dir>/<name>.log, and waits (60 s) until it joined the consumer
  * group. The pid, or -1 with a message on stderr. */

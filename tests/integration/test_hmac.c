@@ -177,35 +177,17 @@ static void check_short_secret(void)
     static const char *const apps[] = {
         "{\"app_id\": \"short-app\", \"secret\": \"0123456789012345678901234567890\"}",
         "{\"app_id\": \"short-app\", \"secret_env\": \"SHORT_APP_SECRET\"}"};
-    char cfg[300], doc[600], e_cfg[340], e_b[300], e_r[160], log[300], bin[300];
+    char cfg[300], doc[600], name[32], text[4096];
     snprintf(cfg, sizeof(cfg), "%s/short.json", fx.dir);
-    snprintf(e_cfg, sizeof(e_cfg), "MCPQ_CONFIG=%s", cfg);
-    snprintf(e_b, sizeof(e_b), "MCPQ_KAFKA_BROKERS=%s", fx.brokers);
-    snprintf(e_r, sizeof(e_r), "MCPQ_REDIS_URL=%s", fx.redis_url);
-    snprintf(bin, sizeof(bin), "%s/mcpq-ingress", fx_bin_dir());
     for (int i = 0; i < 2; i++) {
         snprintf(doc, sizeof(doc),
                  "{\"tenants\": [{\"id\": \"t9\", \"apps\": [%s]}], \"servers\": [], "
                  "\"tools\": []}",
                  apps[i]);
         fx_write_file(cfg, doc, 0600);
-        snprintf(log, sizeof(log), "%s/short-%d.log", fx.dir, i);
-        const char *env[] = {e_cfg,
-                             e_b,
-                             e_r,
-                             "MCPQ_LISTEN=127.0.0.1:0",
-                             "SHORT_APP_SECRET=0123456789012345678901234567890",
-                             NULL};
-        const char *argv[] = {bin, NULL};
-        pid_t pid = fx_spawn(argv, env, log);
-        CHECK(pid > 0);
-        CHECK_INT_EQ(fx_wait_exit(pid, 20000), 2);
-        FILE *f = fopen(log, "r");
-        CHECK(f != NULL);
-        char text[4096] = "";
-        size_t n = fread(text, 1, sizeof(text) - 1, f);
-        text[n] = '\0';
-        fclose(f);
+        snprintf(name, sizeof(name), "short-%d", i);
+        const char *env[] = {"SHORT_APP_SECRET=0123456789012345678901234567890", NULL};
+        CHECK_INT_EQ(fx_ingress_exit(&fx, name, cfg, env, text, sizeof(text), NULL, 0), 2);
         CHECK_CONTAINS(text, "$.tenants[0].apps[0]: the secret of app \"short-app\" is 31 bytes; "
                              "app secrets must be at least 32 bytes");
         CHECK(strstr(text, "0123456789012345678901234567890") == NULL);

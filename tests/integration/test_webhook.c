@@ -780,27 +780,14 @@ static pid_t test_handback(pid_t ing, const char *cfg)
 static void test_private(const char *cfg)
 {
     /* A config naming a loopback webhook url literally is refused at start-up. */
-    char e_cfg[340], e_b[300], e_r[160], log[300], bin[300];
     CHECK(nlogs < 5);
-    snprintf(e_cfg, sizeof(e_cfg), "MCPQ_CONFIG=%s", cfg);
-    snprintf(e_b, sizeof(e_b), "MCPQ_KAFKA_BROKERS=%s", fx.brokers);
-    snprintf(e_r, sizeof(e_r), "MCPQ_REDIS_URL=%s", fx.redis_url);
-    snprintf(log, sizeof(log), "%s/wh-strict.log", fx.dir);
-    snprintf(bin, sizeof(bin), "%s/mcpq-ingress", fx_bin_dir());
-    const char *env[] = {e_cfg, e_b, e_r, "MCPQ_LISTEN=127.0.0.1:0", "MCPQ_WEBHOOK_ALLOW_PRIVATE=0",
-                         NULL};
-    const char *argv[] = {bin, NULL};
-    pid_t pid = fx_spawn(argv, env, log);
-    CHECK(pid > 0);
-    CHECK_INT_EQ(fx_wait_exit(pid, 20000), 2);
-    FILE *f = fopen(log, "r");
-    CHECK(f != NULL);
-    char text[4096] = "";
-    size_t n = fread(text, 1, sizeof(text) - 1, f);
-    text[n] = '\0';
-    fclose(f);
+    const char *strict[] = {"MCPQ_WEBHOOK_ALLOW_PRIVATE=0", NULL};
+    char text[4096];
+    CHECK_INT_EQ(fx_ingress_exit(&fx, "wh-strict", cfg, strict, text, sizeof(text), logs[nlogs],
+                                 sizeof(logs[0])),
+                 2);
+    nlogs++;
     CHECK_CONTAINS(text, "$.tenants[0].webhooks[0].url: host 127.0.0.1 is a loopback address");
-    snprintf(logs[nlogs++], sizeof(logs[0]), "%s", log);
     TEST_PASS("MCPQ_WEBHOOK_ALLOW_PRIVATE=0: a loopback webhook url in the config is refused at "
               "start-up, naming its JSON path");
 

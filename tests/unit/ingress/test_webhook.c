@@ -90,6 +90,18 @@ static const char *v6(const char *ip)
     return ing_wh_addr_refused((const struct sockaddr *)&sa);
 }
 
+/* Each range {first, last, just below, just above}: the first two refused, the others not. */
+static void check_ranges(const char *(*judge)(const char *), const char *const (*ranges)[4],
+                         size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        CHECK(judge(ranges[i][0]) != NULL);
+        CHECK(judge(ranges[i][1]) != NULL);
+        CHECK(judge(ranges[i][2]) == NULL);
+        CHECK(judge(ranges[i][3]) == NULL);
+    }
+}
+
 static void test_addresses(void)
 {
     static const char *const refused4[][2] = {
@@ -140,12 +152,7 @@ static void test_addresses(void)
         {"198.51.100.0", "198.51.100.255", "198.51.99.255", "198.51.101.0"},
         {"203.0.113.0", "203.0.113.255", "203.0.112.255", "203.0.114.0"},
     };
-    for (size_t i = 0; i < sizeof(ranges4) / sizeof(ranges4[0]); i++) {
-        CHECK(v4(ranges4[i][0]) != NULL);
-        CHECK(v4(ranges4[i][1]) != NULL);
-        CHECK(v4(ranges4[i][2]) == NULL);
-        CHECK(v4(ranges4[i][3]) == NULL);
-    }
+    check_ranges(v4, ranges4, sizeof(ranges4) / sizeof(ranges4[0]));
     CHECK_CONTAINS(v4("192.0.0.8"), "192.0.0.0/24");
     CHECK_CONTAINS(v4("198.18.0.1"), "benchmarking");
     CHECK_CONTAINS(v4("203.0.113.7"), "TEST-NET");
@@ -158,12 +165,7 @@ static void test_addresses(void)
         {"100::", "100::ffff:ffff:ffff:ffff", "ff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
          "100:0:0:1::"},
     };
-    for (size_t i = 0; i < sizeof(ranges6) / sizeof(ranges6[0]); i++) {
-        CHECK(v6(ranges6[i][0]) != NULL);
-        CHECK(v6(ranges6[i][1]) != NULL);
-        CHECK(v6(ranges6[i][2]) == NULL);
-        CHECK(v6(ranges6[i][3]) == NULL);
-    }
+    check_ranges(v6, ranges6, sizeof(ranges6) / sizeof(ranges6[0]));
     CHECK_CONTAINS(v6("2001:0:4136:e378:8000:63bf:3fff:fdd2"), "Teredo");
     CHECK_CONTAINS(v6("64:ff9b:1::a00:1"), "NAT64");
     CHECK_CONTAINS(v6("100::1"), "discard");
