@@ -377,6 +377,17 @@ void fx_sleep_ms(int ms)
         ;
 }
 
+void fx_read_file(const char *path, char *out, size_t size)
+{
+    out[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (f) {
+        size_t n = fread(out, 1, size - 1, f);
+        out[n] = '\0';
+        fclose(f);
+    }
+}
+
 void fx_write_file(const char *path, const char *content, int mode)
 {
     FILE *f = fopen(path, "w");
@@ -457,12 +468,7 @@ int fx_ingress_exit(const fx_stack_t *fx, const char *name, const char *config,
     if (pid < 0)
         return -1;
     int status = fx_wait_exit(pid, 20000);
-    FILE *f = fopen(log, "r");
-    if (f) {
-        size_t n = fread(text, 1, size - 1, f);
-        text[n] = '\0';
-        fclose(f);
-    }
+    fx_read_file(log, text, size);
     return status;
 }
 

@@ -79,6 +79,9 @@ void fx_sleep_ms(int ms);
 /* Writes content to path with that mode (chmod); on failure prints why and exits the test. */
 void fx_write_file(const char *path, const char *content, int mode);
 
+/* The start of the file at path in out (size bytes, NUL-terminated; "" when unreadable). */
+void fx_read_file(const char *path, char *out, size_t size);
+
 /* 1 while pid exists and is neither a zombie nor dead (/proc/<pid>/stat). */
 int fx_alive(pid_t pid);
 

@@ -1625,13 +1625,7 @@ static int run_cli(const char *a1, const char *a2, char *out, size_t size)
         fx_stop_pid(pid, 1000);
         status = -1;
     }
-    out[0] = '\0';
-    FILE *f = fopen(log, "r");
-    if (f) {
-        size_t n = fread(out, 1, size - 1, f);
-        out[n] = '\0';
-        fclose(f);
-    }
+    fx_read_file(log, out, size);
     return status;
 }
 
