@@ -303,22 +303,40 @@ static int whsec_ok(const char *s)
 }
 
 /*
- * Resolves obj's "secret_env" into "secret" (the variable wins when set; a literal
- * "secret" is the fallback) and drops "secret_env". whsec: the secret must be a Standard
- * Webhooks secret. path names obj in errors.
+ * Resolves obj's "<member>_env" into member ("secret" or "previous_secret"; the variable
+ * wins when set, a literal is the fallback) and drops "<member>_env". whsec: the secret must
+ * be a Standard Webhooks secret. path names obj in errors.
  */
+static int resolve_member(cfg_ctx_t *x, cJSON *obj, const char *path, const char *member, int whsec)
+{
+    char env_key[32];
+    snprintf(env_key, sizeof(env_key), "%s_env", member);
+    const char *env = str(obj, env_key), *val = env ? env_value(env) : NULL;
+    if (val && set_str(obj, member, val) < 0)
+        return oom(x);
+    if (env && !val && !str(obj, member))
+        return cfg_fail(x, "%s.%s: environment variable \"%s\" is not set or empty", path, env_key,
+                        env);
+    if (whsec && str(obj, member) && !whsec_ok(str(obj, member)))
+        return cfg_fail(x, "%s.%s: must be \"whsec_\" followed by the base64 of 24 to 64 bytes",
+                        path, val ? env_key : member);
+    cJSON_DeleteItemFromObjectCaseSensitive(obj, env_key);
+    return 0;
+}
+
+/* The secret of an app or webhook, and the previous one of a rotation with its expiry. */
 static int resolve_secret(cfg_ctx_t *x, cJSON *obj, const char *path, int whsec)
 {
-    const char *env = str(obj, "secret_env"), *val = env ? env_value(env) : NULL;
-    if (val && set_str(obj, "secret", val) < 0)
-        return oom(x);
-    if (env && !val && !str(obj, "secret"))
-        return cfg_fail(x, "%s.secret_env: environment variable \"%s\" is not set or empty", path,
-                        env);
-    if (whsec && str(obj, "secret") && !whsec_ok(str(obj, "secret")))
-        return cfg_fail(x, "%s.%s: must be \"whsec_\" followed by the base64 of 24 to 64 bytes",
-                        path, val ? "secret_env" : "secret");
-    cJSON_DeleteItemFromObjectCaseSensitive(obj, "secret_env");
+    int rc = resolve_member(x, obj, path, "secret", whsec);
+    if (rc < 0 || (rc = resolve_member(x, obj, path, "previous_secret", whsec)) < 0)
+        return rc;
+    const char *expires = str(obj, "previous_secret_expires");
+    int64_t ms;
+    if (expires && !str(obj, "previous_secret"))
+        return cfg_fail(x, "%s.previous_secret_expires: there is no previous_secret", path);
+    if (expires && util_parse_utc(expires, &ms) < 0)
+        return cfg_fail(x, "%s.previous_secret_expires: not a UTC time (2026-01-31T12:00:00Z)",
+                        path);
     return 0;
 }
 
@@ -650,4 +668,42 @@ cJSON *cfg_load_file(const char *path, char *errstr, size_t errstr_size)
         explicit_bzero(buf.data, buf.len); /* the file may hold plaintext keys */
     util_buf_cleanup(&buf);
     return doc;
+}
+
+int cfg_check_app(const cJSON *app, size_t min_bytes, const char *path, char *errstr,
+                  size_t errstr_size)
+{
+    static const char *const members[] = {"secret", "previous_secret"};
+    for (size_t i = 0; i < 2; i++) {
+        const char *v = str(app, members[i]);
+        if (v && strlen(v) < min_bytes) {
+            snprintf(errstr, errstr_size,
+                     "%s: the %s of app \"%s\" is %zu bytes; app secrets must be at least %zu "
+                     "bytes (MCPQ_APP_SECRET_MIN_BYTES; `openssl rand -hex 32` makes one)",
+                     path, members[i], str(app, "app_id") ? str(app, "app_id") : "?", strlen(v),
+                     min_bytes);
+            return MCPQ_EINVAL;
+        }
+    }
+    return 0;
+}
+
+int cfg_check_app_secrets(const cJSON *config, size_t min_bytes, char *errstr, size_t errstr_size)
+{
+    char path[96];
+    int ti = 0;
+    const cJSON *t;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(config, "tenants"))
+    {
+        int ai = 0;
+        const cJSON *a;
+        cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(t, "apps"))
+        {
+            snprintf(path, sizeof(path), "$.tenants[%d].apps[%d]", ti, ai++);
+            if (cfg_check_app(a, min_bytes, path, errstr, errstr_size) < 0)
+                return MCPQ_EINVAL;
+        }
+        ti++;
+    }
+    return 0;
 }

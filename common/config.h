@@ -10,7 +10,8 @@
  *   - every API key becomes {"id", "sha256"} (from "key", "key_env" or "sha256") and keeps
  *     its "rate_limit";
  *   - app, webhook and executor secrets given by "secret_env" are resolved into "secret"
- *     ("secret_env" wins when both are given and the variable is set);
+ *     ("secret_env" wins when both are given and the variable is set), and an app's or
+ *     webhook's "previous_secret_env" into "previous_secret" the same way (a rotation);
  *   - "default_server" defaults to "default", a version's "mode" to "sync", a tool's
  *     "published" to its last version; "servers" and "tools" are always arrays.
  * A secret given as CFG_HIDDEN, the admin API's placeholder, is refused (cfgsecret.h).
@@ -39,5 +40,20 @@ cJSON *cfg_load_file(const char *path, char *errstr, size_t errstr_size);
 /* The same for a config held in memory (len bytes, no NUL needed); errors start with the
  * JSON path. */
 cJSON *cfg_load_string(const char *text, size_t len, char *errstr, size_t errstr_size);
+
+/* The default of MCPQ_APP_SECRET_MIN_BYTES: app secrets shorter than this are refused. */
+#define CFG_APP_SECRET_MIN 32
+
+/*
+ * Checks one app object (normalized: its secrets resolved) at path: its "secret" and
+ * "previous_secret" must be at least min_bytes long. 0, or MCPQ_EINVAL with errstr naming
+ * the app ("<path>: the secret of app "x" is 15 bytes; app secrets must be at least 32
+ * bytes").
+ */
+int cfg_check_app(const cJSON *app, size_t min_bytes, const char *path, char *errstr,
+                  size_t errstr_size);
+
+/* cfg_check_app for every app of every tenant of a normalized config. */
+int cfg_check_app_secrets(const cJSON *config, size_t min_bytes, char *errstr, size_t errstr_size);
 
 #endif

@@ -64,7 +64,8 @@ static const set_def_t defs[] = {
     {"MCPQ_WEBHOOK_ALLOW_PRIVATE", "webhook-allow-private", T_INT, "0", 0, 1, ING,
      S(webhook_allow_private),
      "1 allows loopback and private webhook targets (0: loopback, private, link-local, CGNAT, "
-     "multicast and unspecified addresses are refused, checked on the address connected to)"},
+     "multicast, unspecified and other special-purpose addresses are refused, checked on the "
+     "address connected to)"},
     {"MCPQ_WEBHOOK_MAX_INFLIGHT", "webhook-max-inflight", T_INT, "32", 1, 10000, ING,
      S(webhook_max_inflight),
      "webhook deliveries one ingress sends at once (the rest wait their turn in Redis)"},
@@ -190,6 +191,22 @@ static const set_def_t defs[] = {
      "bytes of files one tenant may have stored or presigned (until MCPQ_FILES_TTL_S after "
      "each presign) across the fleet when its config sets no quotas.file_bytes (0: no limit; "
      "default 10 GiB); a presign past it gets 429"},
+    {"MCPQ_AUTH_FAIL_PER_MIN", "auth-fail-per-min", T_INT, "20", 0, 1000000, ING,
+     S(auth_fail_per_min),
+     "failed authentications (a wrong, malformed, stale or replayed credential) one client "
+     "address may make per minute, counted for the fleet in Redis; past it every request with "
+     "a credential from that address gets 429 with Retry-After (0: no limit)"},
+    {"MCPQ_AUTH_FAIL_ID_PER_MIN", "auth-fail-id-per-min", T_INT, "20", 0, 1000000, ING,
+     S(auth_fail_id_per_min),
+     "failed authentications against one app id per minute, from all addresses; past it "
+     "signed requests naming that app get 429 with Retry-After (0: no limit)"},
+    {"MCPQ_TRUSTED_PROXIES", "trusted-proxies", T_STR, "", 0, 0, ING, S(trusted_proxies),
+     "comma list of addresses and CIDR blocks of reverse proxies whose X-Forwarded-For names "
+     "the client address the failure limits count (empty: the TCP peer is the client)"},
+    {"MCPQ_APP_SECRET_MIN_BYTES", "app-secret-min-bytes", T_INT, "32", 1, 4096, ING,
+     S(app_secret_min_bytes),
+     "shortest app secret (HMAC request signing) the config and the admin API accept; below "
+     "32 the ingress warns at start-up (scripts/mcpq-local sets 1 so short demo secrets work)"},
     {"MCPQ_TASK_SLOTS", "task-slots", T_INT, "4", 1, 10000, WRK, S(task_slots),
      "worker without a robot id: tasks without a RobotId it runs at once (a robot runs one)"},
     {"MCPQ_TASK_LEASE_MS", "task-lease-ms", T_INT, "15000", 1000, 3600000, ALL, S(task_lease_ms),

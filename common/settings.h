@@ -78,6 +78,10 @@ typedef struct mcpq_settings {
     long long tenant_max_sessions;
     long long tenant_max_tasks;
     long long tenant_max_file_bytes;
+    long long app_secret_min_bytes;
+    long long auth_fail_per_min;
+    long long auth_fail_id_per_min;
+    const char *trusted_proxies;
     long long task_slots;
     long long task_lease_ms;
     long long task_max_attempts;

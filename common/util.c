@@ -30,6 +30,63 @@ int64_t util_mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+void util_format_utc(int64_t ms, char *out, size_t size)
+{
+    time_t s = (time_t)(ms / 1000);
+    struct tm tm;
+    char base[24];
+    gmtime_r(&s, &tm);
+    strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out, size, "%s.%03dZ", base, (int)(ms % 1000));
+}
+
+/* n decimal digits at s into *v: 0, or -1 when one is not a digit. */
+static int digits_at(const char *s, int n, int *v)
+{
+    *v = 0;
+    for (int i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        *v = *v * 10 + (s[i] - '0');
+    }
+    return 0;
+}
+
+int util_parse_utc(const char *s, int64_t *ms)
+{
+    int y, mo, d, h, mi, sec, frac = 0;
+    if (!s || strlen(s) < 20 || digits_at(s, 4, &y) < 0 || s[4] != '-' ||
+        digits_at(s + 5, 2, &mo) < 0 || s[7] != '-' || digits_at(s + 8, 2, &d) < 0 ||
+        s[10] != 'T' || digits_at(s + 11, 2, &h) < 0 || s[13] != ':' ||
+        digits_at(s + 14, 2, &mi) < 0 || s[16] != ':' || digits_at(s + 17, 2, &sec) < 0)
+        return MCPQ_EINVAL;
+    const char *p = s + 19;
+    if (*p == '.') {
+        int n = 0;
+        for (p++; *p >= '0' && *p <= '9'; p++, n++)
+            if (n < 3)
+                frac = frac * 10 + (*p - '0');
+        if (n == 0)
+            return MCPQ_EINVAL;
+        for (; n < 3; n++)
+            frac *= 10;
+    }
+    if (strcmp(p, "Z") != 0 || y < 1970 || mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 ||
+        sec > 59)
+        return MCPQ_EINVAL;
+    struct tm tm = {.tm_year = y - 1900,
+                    .tm_mon = mo - 1,
+                    .tm_mday = d,
+                    .tm_hour = h,
+                    .tm_min = mi,
+                    .tm_sec = sec};
+    time_t t = timegm(&tm);
+    if (t == (time_t)-1 || tm.tm_mday != d) /* timegm moved 31 April to 1 May */
+        return MCPQ_EINVAL;
+    *ms = (int64_t)t * 1000 + frac;
+    return 0;
+}
+
 void util_hex(const unsigned char *in, size_t n, char *out)
 {
     static const char digits[] = "0123456789abcdef";

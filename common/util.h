@@ -13,6 +13,14 @@
 int64_t util_now_ms(void);
 int64_t util_mono_ms(void);
 
+/* Unix ms as RFC 3339 UTC with milliseconds ("2026-01-01T00:00:00.000Z"; out at least 25
+ * bytes). */
+void util_format_utc(int64_t ms, char *out, size_t size);
+
+/* An RFC 3339 UTC time "YYYY-MM-DDTHH:MM:SS[.digits]Z" (what util_format_utc writes, with
+ * or without the fraction) as Unix ms: 0, or MCPQ_EINVAL. */
+int util_parse_utc(const char *s, int64_t *ms);
+
 /* host[:port] of url for messages and logs, never its userinfo, path or query; "(invalid
  * url)" when it does not parse. */
 void util_url_host(const char *url, char *out, size_t size);

@@ -59,3 +59,20 @@ out:
     OPENSSL_cleanse(key, sizeof(key));
     return rc;
 }
+
+int whsig_sign_all(const char *const *secrets, size_t n, const char *id, long long timestamp,
+                   const void *body, size_t len, char *out, size_t out_size)
+{
+    if (!secrets || n == 0 || n > WHSIG_MAX_SECRETS || out_size < n * WHSIG_LEN)
+        return MCPQ_EINVAL;
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            out[at++] = ' ';
+        int rc = whsig_sign(secrets[i], id, timestamp, body, len, out + at, out_size - at);
+        if (rc < 0)
+            return rc;
+        at += strlen(out + at);
+    }
+    return 0;
+}

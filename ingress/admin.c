@@ -4,13 +4,15 @@
  *
  * Decisions (README "Administration" says the same to users):
  *   - Created API keys, app secrets and webhook secrets are returned once, in the answer to
- *     the request that created them; keys are stored as SHA-256 only, and no read shows a
- *     secret or a key's hash: the export (GET /admin/v1/config) and the version and server
- *     views show "(hidden)" in their place (cfgsecret.h), the key, app and webhook views leave
- *     them out. A PUT of the export keeps the stored secret where it finds "(hidden)"; the
- *     CLI's `mcpq-ingress --export` (run with the operator's own access to Redis) is the
- *     export with secrets, for backups. Bodies take literal secrets only: `*_env` references
- *     belong in the config file, where the process that reads them has the environment.
+ *     the request that created (or :rotateSecret replaced) them; keys are stored as SHA-256
+ *     only, and no read shows a secret or a key's hash: the export (GET /admin/v1/config) and
+ *     the version and server views show "(hidden)" in their place (cfgsecret.h), the key, app
+ *     and webhook views leave them out. A PUT of the export keeps the stored secret where it
+ *     finds "(hidden)"; the CLI's `mcpq-ingress --export` (run with the operator's own access
+ *     to Redis) is the export with secrets, for backups. :rotateSecret keeps the old secret as
+ *     previous_secret for a grace (README "Rotating secrets"). Bodies take literal secrets
+ *     only: `*_env` references belong in the config file, where the process that reads them
+ *     has the environment.
  *   - A tool is created with its first version (POST .../tools {"name", "server"?, "version",
  *     "publish"?}); it disappears with its last version, so there is no DELETE of a tool.
  *   - A published version cannot be edited (offline it or add a version), so a published
@@ -31,6 +33,7 @@
 #include "err.h"
 #include "listing.h"
 #include "log.h"
+#include "peer.h"
 #include "regstore.h"
 #include "schema.h"
 #include "util.h"
@@ -47,6 +50,8 @@
 #define TRIES 8
 #define PAGE_DEFAULT 50
 #define PAGE_MAX 1000
+#define ADM_ROTATE_GRACE_S 86400       /* :rotateSecret keeps the old secret this long */
+#define ADM_ROTATE_GRACE_MAX_S 2592000 /* at most 30 days */
 
 typedef struct adm {
     ing_req_t *req;
@@ -210,14 +215,15 @@ static cJSON *show_key(const cJSON *k)
 /* An app: never its secret. */
 static cJSON *show_app(const cJSON *k)
 {
-    static const char *const keys[] = {"app_id", "rate_limit", NULL};
+    static const char *const keys[] = {"app_id", "rate_limit", "signature_version",
+                                       "previous_secret_expires", NULL};
     return show_members(k, keys);
 }
 
 /* A webhook: never its secret. */
 static cJSON *show_webhook(const cJSON *w)
 {
-    static const char *const keys[] = {"id", "url", "events", NULL};
+    static const char *const keys[] = {"id", "url", "events", "previous_secret_expires", NULL};
     return show_members(w, keys);
 }
 
@@ -425,8 +431,8 @@ static int only_members(adm_t *a, const cJSON *body, const char *const *allowed)
 
 static int no_env_refs(adm_t *a, const cJSON *o, const char *path)
 {
-    static const char *const refs[] = {"secret_env", "key_env"};
-    for (size_t i = 0; i < 2; i++)
+    static const char *const refs[] = {"secret_env", "key_env", "previous_secret_env"};
+    for (size_t i = 0; i < sizeof(refs) / sizeof(refs[0]); i++)
         if (cJSON_HasObjectItem(o, refs[i])) {
             fail(a, 400,
                  "%s.%s: the admin API takes literal secrets; environment references belong in "
@@ -707,6 +713,18 @@ static void default_id(cJSON *o, const char *prefix)
     cJSON_AddStringToObject(o, "id", id);
 }
 
+/* 1 when app's literal secrets are long enough (MCPQ_APP_SECRET_MIN_BYTES), else answers
+ * 400 naming the app. */
+static int app_secrets_ok(adm_t *a, const cJSON *app)
+{
+    char err[400];
+    if (cfg_check_app(app, (size_t)a->req->ctx->set->app_secret_min_bytes, "$", err, sizeof(err)) ==
+        0)
+        return 1;
+    fail(a, 400, "%s", err);
+    return 0;
+}
+
 /* Fills a new sub-object from the body; *shown_secret receives what is shown once. */
 static cJSON *sub_new(adm_t *a, const sub_kind_t *k, char *secret, size_t secret_size)
 {
@@ -742,7 +760,7 @@ static cJSON *sub_new(adm_t *a, const sub_kind_t *k, char *secret, size_t secret
             cJSON_AddStringToObject(o, "secret", secret);
         }
     }
-    if (!body_valid(a, o, k->def)) {
+    if (!body_valid(a, o, k->def) || (k->show == show_app && !app_secrets_ok(a, o))) {
         cJSON_Delete(o);
         return NULL;
     }
@@ -790,6 +808,48 @@ static int sub_list_or_create(adm_t *a, const sub_kind_t *k, cJSON *t)
     return answer(a, 201, shown);
 }
 
+/*
+ * :rotateSecret of app or webhook ce: a new secret (shown once, written to secret), the old
+ * one kept as previous_secret for the body's grace_s (default ADM_ROTATE_GRACE_S; 0 drops it
+ * at once), README "Rotating secrets". A previous secret still in its grace is replaced. 1,
+ * or 0 with the answer (400) made.
+ */
+static int rotate_secret(adm_t *a, const sub_kind_t *k, cJSON *ce, char *secret, size_t size)
+{
+    static const char *const allowed[] = {"grace_s", NULL};
+    long long grace_s = ADM_ROTATE_GRACE_S;
+    const cJSON *g = cJSON_GetObjectItemCaseSensitive(a->body, "grace_s");
+    if (!only_members(a, a->body, allowed))
+        return 0;
+    if (g && (!cJSON_IsNumber(g) || g->valuedouble != (double)(long long)g->valuedouble ||
+              g->valuedouble < 0 || g->valuedouble > ADM_ROTATE_GRACE_MAX_S)) {
+        fail(a, 400, "$.grace_s: must be an integer from 0 to %d (seconds)",
+             ADM_ROTATE_GRACE_MAX_S);
+        return 0;
+    }
+    if (g)
+        grace_s = (long long)g->valuedouble;
+    if (k->show == show_app) {
+        util_random_hex(secret, 32);
+    } else if (whsec_new(secret, size) < 0) {
+        fail(a, 500, "no random bytes for a new secret");
+        return 0;
+    }
+    cJSON *old = cJSON_DetachItemFromObjectCaseSensitive(ce, "secret");
+    cJSON_DeleteItemFromObjectCaseSensitive(ce, "previous_secret");
+    cJSON_DeleteItemFromObjectCaseSensitive(ce, "previous_secret_expires");
+    if (old && grace_s > 0) {
+        char until[40];
+        util_format_utc(util_now_ms() + grace_s * 1000, until, sizeof(until));
+        cJSON_AddItemToObject(ce, "previous_secret", old);
+        cJSON_AddStringToObject(ce, "previous_secret_expires", until);
+    } else {
+        cJSON_Delete(old);
+    }
+    cJSON_AddStringToObject(ce, "secret", secret);
+    return 1;
+}
+
 static int sub_one(adm_t *a, const sub_kind_t *k, cJSON *t, const char *id)
 {
     cJSON *e = by_id(cJSON_GetObjectItemCaseSensitive(t, k->array), k->id_key, id);
@@ -808,18 +868,31 @@ static int sub_one(adm_t *a, const sub_kind_t *k, cJSON *t, const char *id)
         return no_content(a);
     }
     char secret[128] = "";
-    if (a->verb) { /* apps/{id}:rotateSecret */
-        util_random_hex(secret, 32);
-        cJSON_ReplaceItemInObjectCaseSensitive(ce, "secret", cJSON_CreateString(secret));
+    if (a->verb) { /* apps/{id}:rotateSecret, webhooks/{id}:rotateSecret */
+        if (!rotate_secret(a, k, ce, secret, sizeof(secret)))
+            return DONE;
     } else {
-        static const char *const app_keys[] = {"rate_limit", "secret", NULL};
-        static const char *const wh_keys[] = {"url", "events", "secret", NULL};
+        static const char *const app_keys[] = {"rate_limit",
+                                               "secret",
+                                               "signature_version",
+                                               "previous_secret",
+                                               "previous_secret_expires",
+                                               NULL};
+        static const char *const wh_keys[] = {
+            "url", "events", "secret", "previous_secret", "previous_secret_expires", NULL};
         if (!no_env_refs(a, a->body, "$") ||
             !only_members(a, a->body, k->show == show_app ? app_keys : wh_keys))
             return DONE;
         merge_patch(ce, a->body);
-        if (!body_valid(a, ce, k->def) ||
-            (k->show == show_webhook && !webhook_url_ok(a, str_of(t, "id"), ce)))
+        cJSON *bare = cJSON_Duplicate(ce, 1); /* the schema does not know the metadata */
+        rs_strip_meta_one(bare);
+        int new_secret = cJSON_HasObjectItem(a->body, "secret") ||
+                         cJSON_HasObjectItem(a->body, "previous_secret");
+        int ok = body_valid(a, bare, k->def) &&
+                 (k->show != show_webhook || webhook_url_ok(a, str_of(t, "id"), bare)) &&
+                 (k->show != show_app || !new_secret || app_secrets_ok(a, bare));
+        cJSON_Delete(bare);
+        if (!ok)
             return DONE;
     }
     rs_touch(ce, a->now);
@@ -1236,8 +1309,7 @@ static int config_doc(adm_t *a, redisContext *c)
     cJSON_free(text);
     if (!cfg)
         return fail(a, 400, "%s", err);
-    if (!a->req->ctx->set->webhook_allow_private &&
-        ing_wh_config_check(cfg, err, sizeof(err)) < 0) {
+    if (rs_config_check(cfg, a->req->ctx->set, err, sizeof(err)) < 0) {
         cJSON_Delete(cfg);
         return fail(a, 400, "%s", err);
     }
@@ -1299,7 +1371,7 @@ static int dispatch(adm_t *a)
     if (k && n == 3)
         return allow(a, "GET, POST") ? sub_list_or_create(a, k, t) : DONE;
     if (k && n == 4) {
-        if (a->verb && (k->show != show_app || strcmp(a->verb, "rotateSecret") != 0))
+        if (a->verb && (k->show == show_key || strcmp(a->verb, "rotateSecret") != 0))
             return fail(a, 404, "no such admin resource");
         if (a->verb)
             return allow(a, "POST") ? sub_one(a, k, t, s[3]) : DONE;
@@ -1375,8 +1447,23 @@ static int operator_ok(ing_req_t *req, ing_resp_t *resp)
         ing_api_error(resp, 403, "Origin or Host not allowed");
         return 0;
     }
+    const char *h =
+        MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    static const char too_many[] = "too many failed authentications from this client; retry later";
+    char client[ING_PEER_LEN];
+    ing_auth_req_t ar;
+    ing_api_auth_req(req, &ar, client);
+    /* A wrong token counts against the client address like a wrong API key. */
+    if (h && ing_auth_fail_blocked(&ar, NULL, &ar.retry_after_ms)) {
+        ing_api_too_many(resp, too_many, ar.retry_after_ms);
+        return 0;
+    }
     if (ing_admin_token_ok(req->ctx->set, req->conn))
         return 1;
+    if (h && ing_auth_fail_count(&ar, NULL, &ar.retry_after_ms)) {
+        ing_api_too_many(resp, too_many, ar.retry_after_ms);
+        return 0;
+    }
     ing_api_error(resp, 401, "the admin API needs Authorization: Bearer <MCPQ_ADMIN_TOKEN>");
     resp->www_auth = "Bearer realm=\"mcpq-admin\"";
     return 0;

@@ -5,6 +5,7 @@
 
 #include "auth.h"
 #include "jsonrpc.h"
+#include "peer.h"
 
 #include <stdio.h>
 
@@ -42,6 +43,28 @@ void ing_api_body(ing_resp_t *resp, int status, cJSON *o)
         ing_api_error(resp, 500, "out of memory");
 }
 
+void ing_api_auth_req(ing_req_t *req, ing_auth_req_t *ar, char *client)
+{
+    ing_ctx_t *ctx = req->ctx;
+    ing_peer_of(req->conn, ctx->trusted, client, ING_PEER_LEN);
+    *ar = (ing_auth_req_t){.method = req->method,
+                           .uri = req->uri,
+                           .body = req->body.data,
+                           .body_len = req->body.len,
+                           .kv = ctx->kv,
+                           .fails = &ctx->authfail,
+                           .client = client};
+}
+
+void ing_api_too_many(ing_resp_t *resp, const char *msg, long long retry_after_ms)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "error", msg);
+    cJSON_AddNumberToObject(o, "retryAfterMs", (double)retry_after_ms);
+    ing_api_body(resp, 429, o);
+    resp->retry_after_s = (retry_after_ms + 999) / 1000;
+}
+
 const ing_tenant_t *ing_api_front(ing_req_t *req, ing_registry_t **reg, ing_resp_t *resp)
 {
     ing_ctx_t *ctx = req->ctx;
@@ -56,13 +79,15 @@ const ing_tenant_t *ing_api_front(ing_req_t *req, ing_registry_t **reg, ing_resp
     }
     const char *why = NULL;
     int status = 401;
-    ing_auth_req_t ar = {.method = req->method,
-                         .uri = req->uri,
-                         .body = req->body.data,
-                         .body_len = req->body.len,
-                         .kv = ctx->kv};
+    char client[ING_PEER_LEN];
+    ing_auth_req_t ar;
+    ing_api_auth_req(req, &ar, client);
     ing_principal_t who = {0};
     const ing_tenant_t *t = ing_auth_tenant(req->conn, *reg, &ar, &who, &status, &why);
+    if (!t && status == 429) {
+        ing_api_too_many(resp, why, ar.retry_after_ms);
+        return NULL;
+    }
     if (!t) {
         ing_api_error(resp, status == 503 ? 503 : 401, why ? why : "unauthorized");
         if (status != 503)
@@ -76,11 +101,7 @@ const ing_tenant_t *ing_api_front(ing_req_t *req, ing_registry_t **reg, ing_resp
         char msg[160];
         snprintf(msg, sizeof(msg), "rate limit of this %s exceeded; retry after %lld ms",
                  who.kind == 'a' ? "app" : "API key", wait_ms);
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "error", msg);
-        cJSON_AddNumberToObject(o, "retryAfterMs", (double)wait_ms);
-        ing_api_body(resp, 429, o);
-        resp->retry_after_s = (wait_ms + 999) / 1000;
+        ing_api_too_many(resp, msg, wait_ms);
         return NULL;
     }
     return t;

@@ -20,6 +20,14 @@
  */
 const ing_tenant_t *ing_api_front(ing_req_t *req, ing_registry_t **reg, ing_resp_t *resp);
 
+/* The authentication request of req (auth.h): its method, URI as sent, body, the nonce
+ * store, the failed-authentication limits and its client's address (peer.h), written to
+ * client (ING_PEER_LEN bytes, which must outlive ar). */
+void ing_api_auth_req(ing_req_t *req, ing_auth_req_t *ar, char *client);
+
+/* Fills resp with 429, Retry-After and {"error": msg, "retryAfterMs": retry_after_ms}. */
+void ing_api_too_many(ing_resp_t *resp, const char *msg, long long retry_after_ms);
+
 /* Fills resp with status and {"error": msg}. */
 void ing_api_error(ing_resp_t *resp, int status, const char *msg);
 

@@ -2,6 +2,7 @@
 
 #include "err.h"
 #include "log.h"
+#include "ratelimit.h"
 #include "sig.h"
 #include "util.h"
 
@@ -53,22 +54,80 @@ static int signed_headers(struct MHD_Connection *conn, sig_headers_t *h, const c
     return 0;
 }
 
+typedef struct hdr_list {
+    sig_header_t *h;
+    size_t n, cap;
+} hdr_list_t;
+
+static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                      const char *value)
+{
+    (void)kind;
+    hdr_list_t *l = cls;
+    if (l->n < l->cap)
+        l->h[l->n++] = (sig_header_t){key, value ? value : ""};
+    return MHD_YES;
+}
+
+/* The canonical string of the request for signing version `version`: a malloc'd string,
+ * or NULL with *why set (or out of memory). */
+static char *canonical_of(struct MHD_Connection *conn, const ing_auth_req_t *r,
+                          const sig_headers_t *h, int version, const char **why)
+{
+    if (version == 1)
+        return sig_canonical(r->method, r->uri, h->timestamp, h->nonce, r->body, r->body_len);
+    int total = MHD_get_connection_values(conn, MHD_HEADER_KIND, NULL, NULL);
+    hdr_list_t l = {.cap = total > 0 ? (size_t)total : 0};
+    char *out = NULL;
+    l.h = calloc(l.cap + 1, sizeof(*l.h));
+    if (!l.h)
+        return NULL;
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_header, &l);
+    sig_canonical_v2(r->method, r->uri, h->timestamp, h->nonce, r->body, r->body_len,
+                     hdr(conn, "X-Signed-Headers"), l.h, l.n, &out, why);
+    free(l.h);
+    return out;
+}
+
 static const ing_tenant_t *auth_signed(struct MHD_Connection *conn, const ing_registry_t *reg,
                                        const ing_auth_req_t *r, ing_principal_t *who, int *status,
                                        const char **why)
 {
     sig_headers_t h;
+    int version;
     if (signed_headers(conn, &h, why) < 0)
         return NULL;
+    if (sig_version_parse(hdr(conn, "X-Signature-Version"), &version) < 0) {
+        *why = "X-Signature-Version must be 1 or 2";
+        return NULL;
+    }
+    if (version == 1 && hdr(conn, "X-Signed-Headers")) {
+        *why = "X-Signed-Headers needs X-Signature-Version: 2";
+        return NULL;
+    }
+    const char *shape = NULL;
+    char *canonical = canonical_of(conn, r, &h, version, &shape);
+    if (!canonical && shape) {
+        *why = shape;
+        return NULL;
+    }
     const ing_app_t *app = reg ? ing_registry_app(reg, h.app_id) : NULL;
-    char *canonical = sig_canonical(r->method, r->uri, h.timestamp, h.nonce, r->body, r->body_len);
-    /* An unknown app and a wrong signature answer alike: app ids are not confirmed. */
-    int ok =
-        app && canonical && sig_verify(app->secret, strlen(app->secret), canonical, h.signature);
+    /* Either active secret (a rotation: README "Rotating secrets"). An unknown app and a
+     * wrong signature answer alike: app ids are not confirmed. */
+    const char *secrets[2];
+    size_t nsecrets = app ? ing_registry_secrets(app->doc, util_now_ms(), secrets) : 0;
+    int ok = 0;
+    for (size_t i = 0; canonical && i < nsecrets && !ok; i++)
+        ok = sig_verify(secrets[i], strlen(secrets[i]), canonical, h.signature);
     free(canonical);
     if (!ok) {
         *why = "invalid signature (unknown app, wrong secret, or the request changed after "
                "signing)";
+        return NULL;
+    }
+    /* Said only to a caller who proved the secret, so it confirms nothing to others. */
+    if (version < app->sig_version) {
+        *why = "this app requires X-Signature-Version: 2 (README \"Authentication\")";
         return NULL;
     }
     int fresh = nonce_claim(r->kv, h.app_id, h.nonce);
@@ -116,13 +175,9 @@ static const ing_apikey_t *api_key(struct MHD_Connection *conn, const ing_regist
     return k;
 }
 
-const ing_tenant_t *ing_auth_tenant(struct MHD_Connection *conn, const ing_registry_t *reg,
-                                    const ing_auth_req_t *r, ing_principal_t *who, int *status,
-                                    const char **why)
+static const ing_tenant_t *auth_key(struct MHD_Connection *conn, const ing_registry_t *reg,
+                                    ing_principal_t *who, const char **why)
 {
-    *status = 401;
-    if (hdr(conn, "X-App-Id") || hdr(conn, "X-Signature"))
-        return auth_signed(conn, reg, r, who, status, why);
     const ing_apikey_t *k = api_key(conn, reg, why);
     if (!k)
         return NULL;
@@ -140,6 +195,86 @@ int ing_auth_known(struct MHD_Connection *conn, const ing_registry_t *reg)
         return signed_headers(conn, &h, &why) == 0 && ing_registry_app(reg, h.app_id) != NULL;
     }
     return api_key(conn, reg, &why) != NULL;
+}
+
+/* The failure buckets of r's client ("a:<address>") and of app_id ("i:<app id>"; NULL:
+ * none), each with its rate; how many. */
+static int fail_buckets(const ing_auth_req_t *r, const char *app_id, char names[2][200],
+                        ing_rate_t rates[2])
+{
+    const ing_authfail_t *f = r->fails;
+    int n = 0;
+    if (!f || !f->rl)
+        return 0;
+    if (f->addr_per_min > 0 && r->client) {
+        snprintf(names[n], sizeof(names[n]), "a:%s", r->client);
+        rates[n++] =
+            (ing_rate_t){.per_s = (double)f->addr_per_min / 60.0, .burst = f->addr_per_min};
+    }
+    if (f->id_per_min > 0 && app_id) {
+        snprintf(names[n], sizeof(names[n]), "i:%s", app_id);
+        rates[n++] = (ing_rate_t){.per_s = (double)f->id_per_min / 60.0, .burst = f->id_per_min};
+    }
+    return n;
+}
+
+int ing_auth_fail_blocked(const ing_auth_req_t *r, const char *app_id, long long *retry_after_ms)
+{
+    char names[2][200];
+    ing_rate_t rates[2];
+    int n = fail_buckets(r, app_id, names, rates);
+    for (int i = 0; i < n; i++)
+        if (ing_rl_blocked(r->fails->rl, names[i], &rates[i], retry_after_ms))
+            return 1;
+    return 0;
+}
+
+int ing_auth_fail_count(const ing_auth_req_t *r, const char *app_id, long long *retry_after_ms)
+{
+    char names[2][200];
+    ing_rate_t rates[2];
+    int n = fail_buckets(r, app_id, names, rates), over = 0;
+    for (int i = 0; i < n; i++) {
+        long long wait = 0;
+        if (!ing_rl_take(r->fails->rl, names[i], &rates[i], &wait)) {
+            if (!over || wait > *retry_after_ms)
+                *retry_after_ms = wait;
+            over = 1;
+        }
+    }
+    if (over)
+        log_event(LOG_WARN, "auth: too many failed authentications; refusing for a while", "client",
+                  r->client ? r->client : "unknown", "app", app_id ? app_id : "", (char *)NULL);
+    return over;
+}
+
+const ing_tenant_t *ing_auth_tenant(struct MHD_Connection *conn, const ing_registry_t *reg,
+                                    ing_auth_req_t *r, ing_principal_t *who, int *status,
+                                    const char **why)
+{
+    static const char too_many[] =
+        "too many failed authentications from this client or against this app; retry later";
+    const char *app_id = hdr(conn, "X-App-Id");
+    int signed_req = app_id || hdr(conn, "X-Signature");
+    int presented = signed_req || hdr(conn, "Authorization") || hdr(conn, "X-Api-Key");
+    *status = 401;
+    /* Before any work a credential costs: a lookup on this replica. */
+    if (presented && ing_auth_fail_blocked(r, app_id, &r->retry_after_ms)) {
+        *status = 429;
+        *why = too_many;
+        return NULL;
+    }
+    const ing_tenant_t *t =
+        signed_req ? auth_signed(conn, reg, r, who, status, why) : auth_key(conn, reg, who, why);
+    if (t || !presented || *status != 401)
+        return t;
+    /* Counted against the app only when it exists: names a caller makes up are not kept. */
+    const char *app = app_id && reg && ing_registry_app(reg, app_id) ? app_id : NULL;
+    if (ing_auth_fail_count(r, app, &r->retry_after_ms)) {
+        *status = 429;
+        *why = too_many;
+    }
+    return NULL;
 }
 
 /* Does one list entry (len bytes) match value? A trailing ":*" matches any port or none. */

@@ -34,6 +34,8 @@ typedef struct ing_ctx {
     ing_pending_t *pending;
     ing_metrics_t *metrics;
     ing_rl_t *rl;
+    ing_authfail_t authfail;   /* limits on failed authentications (auth.h) */
+    struct ing_nets *trusted;  /* MCPQ_TRUSTED_PROXIES (peer.h) */
     struct ing_files *files;   /* files and attachments (files.h) */
     struct ing_listen *listen; /* notification streams (listen.h) */
     pthread_mutex_t reg_lock;

@@ -2,6 +2,7 @@
  * main.c - mcpq-ingress: settings, start-up, the registry refresh thread and graceful stop.
  */
 #include "config.h"
+#include "peer.h"
 #include "err.h"
 #include "federate.h"
 #include "http.h"
@@ -56,15 +57,16 @@ typedef struct refresher {
     int lost_logged;      /* the registry vanished from Redis and could not be seeded again */
 } refresher_t;
 
-/* MCPQ_CONFIG read, normalized and checked (the SSRF guard at load time: a webhook url naming
- * a private address literally). NULL with err set when the file is unusable. */
+/* MCPQ_CONFIG read, normalized and checked (rs_config_check: the SSRF guard at load time, a
+ * webhook url naming a private address literally, and the app secret minimum). NULL with err
+ * set when the file is unusable. */
 static cJSON *config_read(const mcpq_settings_t *set, char *err, size_t err_size)
 {
     cJSON *cfg = cfg_load_file(set->config, err, err_size);
     if (!cfg)
         return NULL;
     char why[384];
-    if (!set->webhook_allow_private && ing_wh_config_check(cfg, why, sizeof(why)) < 0) {
+    if (rs_config_check(cfg, set, why, sizeof(why)) < 0) {
         snprintf(err, err_size, "%s: %s", set->config, why);
         cJSON_Delete(cfg);
         return NULL;
@@ -344,7 +346,7 @@ static int registry_command(const mcpq_settings_t *set, const char *apply, int p
     if (!cfg) {
         fprintf(stderr, "mcpq-ingress: config: %s\n", err);
         code = 2;
-    } else if (!set->webhook_allow_private && ing_wh_config_check(cfg, err, sizeof(err)) < 0) {
+    } else if (rs_config_check(cfg, set, err, sizeof(err)) < 0) {
         fprintf(stderr, "mcpq-ingress: config: %s: %s\n", apply, err);
         code = 2;
     } else if (rs_apply(c, cfg, prune, &sum, err, sizeof(err)) < 0) {
@@ -393,6 +395,11 @@ int main(int argc, char **argv)
                   "(insecure; docs/operations.md, \"Job signing and Kafka ACLs\")",
                   (char *)NULL);
 
+    if (set.app_secret_min_bytes < CFG_APP_SECRET_MIN)
+        log_event(LOG_WARN,
+                  "app secrets shorter than 32 bytes are accepted (MCPQ_APP_SECRET_MIN_BYTES); "
+                  "do not run a production ingress like this",
+                  (char *)NULL);
     refresher_t rf = {0};
     pthread_mutex_init(&rf.lock, NULL);
     pthread_condattr_t cattr;
@@ -443,12 +450,23 @@ int main(int argc, char **argv)
     ctx.kv = kv_pool_new(set.redis_url, (int)set.redis_timeout_ms, (int)set.redis_pool_size);
     ctx.pending = ing_pending_new(set.redis_url, (int)set.redis_timeout_ms, ctx.reply_key,
                                   (int)set.sse_keepalive_ms);
-    ctx.rl = ctx.kv ? ing_rl_new(ctx.kv, set.rate_limit_lease_ms) : NULL;
+    ctx.rl = ctx.kv ? ing_rl_new(ctx.kv, NULL, set.rate_limit_lease_ms, 0) : NULL;
+    ctx.authfail = (ing_authfail_t){
+        .rl = ctx.kv ? ing_rl_new(ctx.kv, "mcpq:af:", 1, ING_AUTHFAIL_MAX_BUCKETS) : NULL,
+        .addr_per_min = set.auth_fail_per_min,
+        .id_per_min = set.auth_fail_id_per_min};
+    ctx.trusted = ing_nets_parse(set.trusted_proxies, err, sizeof(err));
+    if (!ctx.trusted) {
+        fprintf(stderr, "mcpq-ingress: %s\n", err);
+        jobsig_keys_cleanup(&keys);
+        exit_code = 2;
+        goto out;
+    }
     ctx.producer =
         mq_producer_new(set.kafka_brokers, (int)set.kafka_message_timeout_ms,
                         keys.n ? &keys.key[0] : NULL, ing_mcp_delivered, &ctx, err, sizeof(err));
     jobsig_keys_cleanup(&keys); /* the producer has its copy */
-    if (!ctx.metrics || !ctx.kv || !ctx.pending || !ctx.rl || !ctx.producer) {
+    if (!ctx.metrics || !ctx.kv || !ctx.pending || !ctx.rl || !ctx.authfail.rl || !ctx.producer) {
         fprintf(stderr, "mcpq-ingress: start-up failed: %s\n",
                 ctx.producer ? "out of memory" : err);
         goto out;
@@ -519,6 +537,8 @@ out:
     ing_pending_free(ctx.pending);
     mq_producer_free(ctx.producer, 2000);
     ing_rl_free(ctx.rl);
+    ing_rl_free(ctx.authfail.rl);
+    ing_nets_free(ctx.trusted);
     kv_pool_free(ctx.kv);
     ing_metrics_free(ctx.metrics);
     ing_registry_unref(ctx.reg);

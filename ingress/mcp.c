@@ -1,5 +1,6 @@
 #include "mcp.h"
 
+#include "api.h"
 #include "auth.h"
 #include "batch.h"
 #include "era.h"
@@ -8,6 +9,7 @@
 #include "log.h"
 #include "mcpint.h"
 #include "notify.h"
+#include "peer.h"
 #include "system.h"
 
 #include <cjson/cJSON.h>
@@ -513,6 +515,16 @@ static int accept_ok(const char *accept)
            strcasestr(accept, "application/*") || strcasestr(accept, "text/event-stream");
 }
 
+/* resp: 429 with Retry-After and -32029 (data.retryAfterMs). */
+static void too_many(ing_resp_t *resp, const char *msg, long long wait_ms)
+{
+    cJSON *data = cJSON_CreateObject();
+    cJSON_AddNumberToObject(data, "retryAfterMs", (double)wait_ms);
+    ing_resp_error(resp, 429, NULL, RPC_RATE_LIMITED, msg, data);
+    cJSON_Delete(data);
+    resp->retry_after_s = (wait_ms + 999) / 1000;
+}
+
 /* 1 with resp filled (429, Retry-After) when the caller's key or app is over its rate. */
 static int over_rate_limit(ing_ctx_t *ctx, const ing_principal_t *who, ing_resp_t *resp)
 {
@@ -523,11 +535,7 @@ static int over_rate_limit(ing_ctx_t *ctx, const ing_principal_t *who, ing_resp_
     char msg[160];
     snprintf(msg, sizeof(msg), "rate limit of this %s exceeded; retry after %lld ms",
              who->kind == 'a' ? "app" : "API key", wait_ms);
-    cJSON *data = cJSON_CreateObject();
-    cJSON_AddNumberToObject(data, "retryAfterMs", (double)wait_ms);
-    ing_resp_error(resp, 429, NULL, RPC_RATE_LIMITED, msg, data);
-    cJSON_Delete(data);
-    resp->retry_after_s = (wait_ms + 999) / 1000;
+    too_many(resp, msg, wait_ms);
     return 1;
 }
 
@@ -549,14 +557,16 @@ static int front(ing_req_t *req, const char *server, ing_mcp_t *m, ing_resp_t *r
     }
     const char *why = NULL;
     int status = 401;
-    ing_auth_req_t ar = {.method = req->method,
-                         .uri = req->uri,
-                         .body = req->body.data,
-                         .body_len = req->body.len,
-                         .kv = ctx->kv};
+    char client[ING_PEER_LEN];
+    ing_auth_req_t ar;
+    ing_api_auth_req(req, &ar, client);
     ing_principal_t who = {0};
     m->tenant = ing_auth_tenant(req->conn, m->reg, &ar, &who, &status, &why);
     if (!m->tenant) {
+        if (status == 429) {
+            too_many(resp, why, ar.retry_after_ms);
+            return -1;
+        }
         if (status == 503) {
             ing_resp_error(resp, 503, NULL, RPC_INTERNAL_ERROR, why, NULL);
             return -1;

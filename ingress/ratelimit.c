@@ -46,12 +46,19 @@ typedef struct rl_entry {
     int64_t deny_until_ms; /* Redis said the bucket is empty until then */
     double local_tokens;   /* the bucket used while Redis is unreachable */
     int64_t local_ms;      /* when local_tokens was last refilled; 0: never */
+    double per_s;          /* the rate and burst it was last taken with */
+    long long burst;
+    int busy; /* takes waiting on Redis for it */
     char name[];
 } rl_entry_t;
 
 struct ing_rl {
     kv_pool_t *kv;
+    char prefix[32];
     long long lease_ms;
+    size_t max_entries; /* 0: no bound */
+    size_t nentries;
+    int64_t swept_ms; /* the last sweep of idle entries (a full table) */
     char sha1[41];
     pthread_mutex_t lock;
     int64_t redis_retry_ms; /* Redis failed: local buckets only until then */
@@ -59,13 +66,15 @@ struct ing_rl {
     rl_entry_t *table[RL_NBUCKETS];
 };
 
-ing_rl_t *ing_rl_new(kv_pool_t *kv, long long lease_ms)
+ing_rl_t *ing_rl_new(kv_pool_t *kv, const char *prefix, long long lease_ms, size_t max_entries)
 {
     ing_rl_t *rl = calloc(1, sizeof(*rl));
     if (!rl)
         return NULL;
     rl->kv = kv;
+    snprintf(rl->prefix, sizeof(rl->prefix), "%s", prefix ? prefix : "mcpq:rl:");
     rl->lease_ms = lease_ms > 0 ? lease_ms : 1;
+    rl->max_entries = max_entries;
     unsigned char d[SHA_DIGEST_LENGTH];
     SHA1((const unsigned char *)script, strlen(script), d);
     for (int i = 0; i < SHA_DIGEST_LENGTH; i++)
@@ -98,23 +107,72 @@ long long ing_rl_burst(const ing_rate_t *rate)
     return b < 1 ? 1 : b > 1e15 ? 1000000000000000LL : (long long)b;
 }
 
-/* The entry for name, created when absent; NULL when out of memory. Caller holds the lock. */
-static rl_entry_t *entry(ing_rl_t *rl, const char *name)
+static rl_entry_t **slot_of(ing_rl_t *rl, const char *name)
 {
     size_t h = 5381;
     for (const char *p = name; *p; p++)
         h = h * 33 + (unsigned char)*p;
-    rl_entry_t **slot = &rl->table[h % RL_NBUCKETS];
-    for (rl_entry_t *e = *slot; e; e = e->next)
+    return &rl->table[h % RL_NBUCKETS];
+}
+
+/* The entry for name, or NULL. Caller holds the lock. */
+static rl_entry_t *find(ing_rl_t *rl, const char *name)
+{
+    for (rl_entry_t *e = *slot_of(rl, name); e; e = e->next)
         if (strcmp(e->name, name) == 0)
             return e;
+    return NULL;
+}
+
+/* 1 when forgetting e changes nothing: no lease, no refusal pending, and its local bucket
+ * (if it has one) full again. */
+static int idle(const rl_entry_t *e, int64_t now)
+{
+    double local = e->local_tokens + (double)(now - e->local_ms) * e->per_s / 1000.0;
+    return e->busy == 0 && e->leased == 0 && now >= e->deny_until_ms &&
+           (e->local_ms == 0 || local >= (double)e->burst);
+}
+
+/* Frees the idle entries (at most once a second). Caller holds the lock. */
+static void sweep(ing_rl_t *rl, int64_t now)
+{
+    if (now - rl->swept_ms < 1000 && rl->swept_ms)
+        return;
+    rl->swept_ms = now;
+    for (size_t i = 0; i < RL_NBUCKETS; i++) {
+        for (rl_entry_t **pe = &rl->table[i]; *pe;) {
+            rl_entry_t *e = *pe;
+            if (idle(e, now)) {
+                *pe = e->next;
+                free(e);
+                rl->nentries--;
+            } else {
+                pe = &e->next;
+            }
+        }
+    }
+}
+
+/* The entry for name, created when absent; NULL when out of memory or when the table is at
+ * its bound with nothing idle to forget. Caller holds the lock. */
+static rl_entry_t *entry(ing_rl_t *rl, const char *name, int64_t now)
+{
+    rl_entry_t *e = find(rl, name);
+    if (e)
+        return e;
+    if (rl->max_entries && rl->nentries >= rl->max_entries)
+        sweep(rl, now);
+    if (rl->max_entries && rl->nentries >= rl->max_entries)
+        return NULL;
     size_t len = strlen(name);
-    rl_entry_t *e = calloc(1, sizeof(*e) + len + 1);
+    rl_entry_t **slot = slot_of(rl, name);
+    e = calloc(1, sizeof(*e) + len + 1);
     if (!e)
         return NULL;
     memcpy(e->name, name, len + 1);
     e->next = *slot;
     *slot = e;
+    rl->nentries++;
     return e;
 }
 
@@ -145,8 +203,8 @@ static int take_local(rl_entry_t *e, const ing_rate_t *rate, long long burst, in
 static int draw(ing_rl_t *rl, const char *name, const ing_rate_t *rate, long long burst,
                 long long want, long long *granted, long long *wait_ms)
 {
-    char key[320], per_s[64], b[32], w[32], err[256];
-    snprintf(key, sizeof(key), "mcpq:rl:%s", name);
+    char key[360], per_s[64], b[32], w[32], err[256];
+    snprintf(key, sizeof(key), "%s%s", rl->prefix, name);
     snprintf(per_s, sizeof(per_s), "%.17g", rate->per_s);
     snprintf(b, sizeof(b), "%lld", burst);
     snprintf(w, sizeof(w), "%lld", want);
@@ -170,16 +228,56 @@ static int draw(ing_rl_t *rl, const char *name, const ing_rate_t *rate, long lon
     return ok ? 0 : -1;
 }
 
+int ing_rl_blocked(ing_rl_t *rl, const char *name, const ing_rate_t *rate,
+                   long long *retry_after_ms)
+{
+    if (!rl || !name)
+        return 0;
+    int64_t now = util_mono_ms();
+    int blocked = 0;
+    pthread_mutex_lock(&rl->lock);
+    const rl_entry_t *e = find(rl, name);
+    if (e && now < e->deny_until_ms) {
+        blocked = 1;
+        *retry_after_ms = e->deny_until_ms - now;
+    } else if (e && e->local_ms && e->leased == 0) {
+        double t = e->local_tokens + (double)(now - e->local_ms) * rate->per_s / 1000.0;
+        if (t < 1) {
+            blocked = 1;
+            *retry_after_ms = (long long)ceil((1 - t) * 1000.0 / rate->per_s);
+            if (*retry_after_ms < 1)
+                *retry_after_ms = 1;
+        }
+    }
+    pthread_mutex_unlock(&rl->lock);
+    return blocked;
+}
+
+/* ing_rl_take without a local entry (the table is full): the shared bucket alone, and no
+ * limit while Redis cannot answer. */
+static int take_shared(ing_rl_t *rl, const char *name, const ing_rate_t *rate, long long burst,
+                       long long *retry_after_ms)
+{
+    long long granted = 0, wait_ms = 0;
+    if (!rl->kv || draw(rl, name, rate, burst, 1, &granted, &wait_ms) < 0 || granted > 0)
+        return 1;
+    *retry_after_ms = wait_ms;
+    return 0;
+}
+
 int ing_rl_take(ing_rl_t *rl, const char *name, const ing_rate_t *rate, long long *retry_after_ms)
 {
     long long burst = ing_rl_burst(rate);
     int64_t now = util_mono_ms();
     pthread_mutex_lock(&rl->lock);
-    rl_entry_t *e = entry(rl, name);
+    rl_entry_t *e = entry(rl, name, now);
     if (!e) {
         pthread_mutex_unlock(&rl->lock);
-        return 1; /* out of memory: do not refuse a request over the limiter's own fault */
+        /* Out of memory or a full table: never refuse over the limiter's own fault. */
+        return take_shared(rl, name, rate, burst, retry_after_ms);
     }
+    e->per_s = rate->per_s;
+    e->burst = burst;
     if (e->leased > 0) {
         e->leased--;
         pthread_mutex_unlock(&rl->lock);
@@ -191,6 +289,7 @@ int ing_rl_take(ing_rl_t *rl, const char *name, const ing_rate_t *rate, long lon
         return 0;
     }
     int use_redis = rl->kv && now >= rl->redis_retry_ms;
+    e->busy++; /* not swept while the lock is let go */
     pthread_mutex_unlock(&rl->lock);
 
     double lease = floor(rate->per_s * (double)rl->lease_ms / 1000.0);
@@ -202,6 +301,7 @@ int ing_rl_take(ing_rl_t *rl, const char *name, const ing_rate_t *rate, long lon
 
     pthread_mutex_lock(&rl->lock);
     int ok;
+    e->busy--;
     now = util_mono_ms();
     if (rc < 0) {
         if (use_redis) {

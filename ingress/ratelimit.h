@@ -18,8 +18,12 @@
  * rate and burst (a limit per replica rather than per fleet) and logs that once; requests
  * are not refused because the store of the limits is down.
  *
- * Thread-safe. Buckets are created for authenticated keys and apps only, so their number is
- * bounded by the configured credentials.
+ * Thread-safe. The request limiter creates buckets for authenticated keys and apps only, so
+ * their number is bounded by the configured credentials. A limiter with max_entries (the one
+ * counting failed authentications per client address, whose names a caller chooses) keeps
+ * at most that many: when full it forgets buckets that are idle (full again, nothing
+ * pending), at most once a second, and a name it cannot track is counted in Redis alone
+ * (and not at all while Redis is down).
  */
 #ifndef MCPQ_ING_RATELIMIT_H
 #define MCPQ_ING_RATELIMIT_H
@@ -30,9 +34,10 @@
 
 typedef struct ing_rl ing_rl_t;
 
-/* A limiter drawing from Redis through kv (NULL: local buckets only). lease_ms: how much of
- * the rate one replica leases at a time. */
-ing_rl_t *ing_rl_new(kv_pool_t *kv, long long lease_ms);
+/* A limiter drawing from Redis through kv (NULL: local buckets only), its buckets the keys
+ * prefix + name (NULL: "mcpq:rl:"). lease_ms: how much of the rate one replica leases at a
+ * time. max_entries: the most buckets kept on this replica (0: no bound). */
+ing_rl_t *ing_rl_new(kv_pool_t *kv, const char *prefix, long long lease_ms, size_t max_entries);
 void ing_rl_free(ing_rl_t *rl);
 
 /*
@@ -42,6 +47,13 @@ void ing_rl_free(ing_rl_t *rl);
  * set to when the next token is due (>= 1).
  */
 int ing_rl_take(ing_rl_t *rl, const char *name, const ing_rate_t *rate, long long *retry_after_ms);
+
+/* 1 when this replica knows name's bucket is empty (Redis refused it a token, or its local
+ * bucket is empty while Redis is down), with *retry_after_ms; 0 otherwise. Spends nothing,
+ * creates nothing and never asks Redis, so it costs a lookup: the check before a request's
+ * expensive work. */
+int ing_rl_blocked(ing_rl_t *rl, const char *name, const ing_rate_t *rate,
+                   long long *retry_after_ms);
 
 /* ing_rl_take for the caller who: its configured rate, else default_per_s and
  * default_burst (the MCPQ_RATE_LIMIT_* settings); a rate of 0 is no limit. */

@@ -2,6 +2,7 @@
 
 #include "err.h"
 #include "log.h"
+#include "util.h"
 
 #include <openssl/evp.h>
 #include <pthread.h>
@@ -238,8 +239,11 @@ ing_registry_t *ing_registry_build(const char *const *fields, const size_t *lens
             ing_app_t *app = &reg->apps[reg->napps];
             app->app_id = str_of(k, "app_id");
             app->secret = str_of(k, "secret");
+            app->doc = k;
             if (!app->app_id || !app->secret || !*app->secret)
                 continue;
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(k, "signature_version");
+            app->sig_version = cJSON_IsNumber(v) && v->valuedouble == 2 ? 2 : 1;
             app->tenant = &reg->tenants[i];
             app->rate = rate_of(cJSON_GetObjectItemCaseSensitive(k, "rate_limit"), &app_rate);
             reg->napps++;
@@ -439,4 +443,19 @@ const ing_tool_t *ing_registry_tool(const ing_server_t *srv, const char *name)
     const ing_tool_t *kp = &key;
     ing_tool_t **hit = bsearch(&kp, srv->tools, srv->ntools, sizeof(*srv->tools), tool_ptr_cmp);
     return hit ? *hit : NULL;
+}
+
+size_t ing_registry_secrets(const cJSON *o, int64_t now_ms, const char *out[2])
+{
+    const char *cur = str_of(o, "secret"), *prev = str_of(o, "previous_secret");
+    const char *until = str_of(o, "previous_secret_expires");
+    int64_t until_ms = 0;
+    size_t n = 0;
+    if (!cur || !*cur)
+        return 0;
+    out[n++] = cur;
+    /* An expiry that does not parse (config.c refuses one) ends the old secret now. */
+    if (prev && *prev && (!until || (util_parse_utc(until, &until_ms) == 0 && now_ms < until_ms)))
+        out[n++] = prev;
+    return n;
 }

@@ -17,6 +17,7 @@
 
 #include <cjson/cJSON.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct ing_tool {
     const char *tenant;
@@ -63,6 +64,8 @@ typedef struct ing_apikey {
 typedef struct ing_app {
     const char *app_id;
     const char *secret;
+    const cJSON *doc; /* its config object (previous_secret: ing_registry_secrets) */
+    int sig_version;  /* the lowest signing version its requests may use (1 or 2) */
     const ing_tenant_t *tenant;
     ing_rate_t rate; /* the app's rate_limit, else its tenant's rate_limits.app */
 } ing_app_t;
@@ -101,6 +104,12 @@ const ing_app_t *ing_registry_app(const ing_registry_t *reg, const char *app_id)
  * robot is shared, any tenant's tasks may name it (README "Task mode, robots and
  * priorities"). */
 const ing_tenant_t *ing_registry_robot_owner(const ing_registry_t *reg, const char *robot);
+/*
+ * The active secrets of an app or a webhook (its config object o) at now_ms: "secret", then
+ * "previous_secret" while "previous_secret_expires" has not passed (or when it is absent),
+ * README "Rotating secrets". Fills out[0..2) and returns how many (0 when o has no secret).
+ */
+size_t ing_registry_secrets(const cJSON *o, int64_t now_ms, const char *out[2]);
 
 /* The tenant id (its config document: webhooks, rate_limits, ...), or NULL. */
 const ing_tenant_t *ing_registry_tenant(const ing_registry_t *reg, const char *id);

@@ -3,6 +3,7 @@
 #include "config.h"
 #include "err.h"
 #include "util.h"
+#include "webhook.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -199,13 +200,7 @@ out:
 
 void rs_now(char *buf, size_t size)
 {
-    int64_t ms = util_now_ms();
-    time_t s = (time_t)(ms / 1000);
-    struct tm tm;
-    gmtime_r(&s, &tm);
-    char base[24];
-    strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf, size, "%s.%03dZ", base, (int)(ms % 1000));
+    util_format_utc(util_now_ms(), buf, size);
 }
 
 static void set_string(cJSON *o, const char *key, const char *val)
@@ -240,7 +235,7 @@ void rs_etag(const cJSON *o, const char *const *skip, char out[21])
     cJSON_Delete(copy);
 }
 
-static void strip_one(cJSON *o)
+void rs_strip_meta_one(cJSON *o)
 {
     for (size_t i = 0; meta_keys[i]; i++)
         cJSON_DeleteItemFromObjectCaseSensitive(o, meta_keys[i]);
@@ -251,7 +246,7 @@ static void strip_array(cJSON *o, const char *key)
     cJSON *e;
     cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(o, key))
     {
-        strip_one(e);
+        rs_strip_meta_one(e);
     }
 }
 
@@ -260,18 +255,18 @@ void rs_strip_meta(cJSON *doc)
     cJSON *o;
     cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(doc, "tenants"))
     {
-        strip_one(o);
+        rs_strip_meta_one(o);
         strip_array(o, "api_keys");
         strip_array(o, "apps");
         strip_array(o, "webhooks");
     }
     cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(doc, "servers"))
     {
-        strip_one(o);
+        rs_strip_meta_one(o);
     }
     cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(doc, "tools"))
     {
-        strip_one(o);
+        rs_strip_meta_one(o);
         strip_array(o, "versions");
     }
 }
@@ -367,6 +362,13 @@ static int check_robots(rs_state_t *st, const cJSON *config, char *err, size_t e
     return 0;
 }
 
+int rs_config_check(const cJSON *cfg, const mcpq_settings_t *set, char *err, size_t err_size)
+{
+    if (!set->webhook_allow_private && ing_wh_config_check(cfg, err, err_size) < 0)
+        return MCPQ_EINVAL;
+    return cfg_check_app_secrets(cfg, (size_t)set->app_secret_min_bytes, err, err_size);
+}
+
 int rs_check_tenant(rs_state_t *st, const char *tenant, char *err, size_t err_size)
 {
     cJSON *doc = build_config(st, tenant);
@@ -408,7 +410,7 @@ static void carry_meta_array(const cJSON *old, cJSON *neu, const char *key, cons
         }
         cJSON *cmp = match ? cJSON_Duplicate(match, 1) : NULL;
         if (cmp)
-            strip_one(cmp);
+            rs_strip_meta_one(cmp);
         if (cmp && cJSON_Compare(cmp, e, 1)) {
             set_string(e, "createTime",
                        str_of(match, "createTime") ? str_of(match, "createTime") : now);
@@ -430,7 +432,7 @@ static int apply_one(rs_state_t *st, const char *field, cJSON *neu, const char *
     const cJSON *old = rs_get(st, field);
     cJSON *cmp = old ? cJSON_Duplicate(old, 1) : NULL;
     if (cmp) {
-        strip_one(cmp);
+        rs_strip_meta_one(cmp);
         for (size_t i = 0; arrays[i]; i++)
             strip_array(cmp, arrays[i]);
     }

@@ -26,6 +26,7 @@
 #define MCPQ_ING_REGSTORE_H
 
 #include "redis.h"
+#include "settings.h"
 
 #include <cjson/cJSON.h>
 #include <stddef.h>
@@ -69,6 +70,8 @@ void rs_etag(const cJSON *o, const char *const *skip, char out[21]);
 /* Removes createTime and updateTime from every object of a config-form document (tenants with
  * their keys, apps and webhooks; servers; tools with their versions), in place. */
 void rs_strip_meta(cJSON *doc);
+/* The same for one object (its own members only). */
+void rs_strip_meta_one(cJSON *o);
 
 /*
  * Checks the state of one tenant as the config loader would (schemas/config.schema.json,
@@ -82,6 +85,14 @@ int rs_check_tenant(rs_state_t *st, const char *tenant, char *err, size_t err_si
  * A robot belongs to one tenant: the config loader checks one file, rs_apply and the admin
  * API check against the tenants already stored. */
 const char *rs_robot_owner(rs_state_t *st, const char *robot, const char *except);
+/*
+ * What a loaded config (cfg_load_*) must also pass under this process's settings before it
+ * is stored: no webhook url naming a private address literally (unless
+ * MCPQ_WEBHOOK_ALLOW_PRIVATE=1; ing_wh_config_check) and no app secret shorter than
+ * MCPQ_APP_SECRET_MIN_BYTES (cfg_check_app_secrets). 0, or MCPQ_EINVAL with err naming the
+ * JSON path.
+ */
+int rs_config_check(const cJSON *cfg, const mcpq_settings_t *set, char *err, size_t err_size);
 
 /* What rs_apply did. */
 typedef struct rs_summary {

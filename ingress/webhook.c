@@ -326,14 +326,17 @@ static int add_header(wh_xfer_t *x, const char *name, const char *value)
     return 0;
 }
 
-/* Builds and adds the POST of x to url signed with secret; 0 or an error message. */
-static const char *start_post(ing_wh_t *wh, wh_xfer_t *x, const char *url, const char *secret)
+/* Builds and adds the POST of x to url signed with each of the n secrets (one signature per
+ * secret during a rotation); 0 or an error message. */
+static const char *start_post(ing_wh_t *wh, wh_xfer_t *x, const char *url,
+                              const char *const *secrets, size_t n)
 {
-    char sig[WHSIG_LEN], ts[24];
-    long long now_s = (long long)(util_now_ms() / 1000);
+    char sig[WHSIG_MAX_SECRETS * WHSIG_LEN], ts[24];
+    int64_t now_ms = util_now_ms();
+    long long now_s = (long long)(now_ms / 1000);
     if (strncasecmp(url, "http://", 7) != 0 && strncasecmp(url, "https://", 8) != 0)
         return "refused: only http and https webhook urls are allowed";
-    if (whsig_sign(secret, x->id, now_s, x->body, strlen(x->body), sig, sizeof(sig)) < 0)
+    if (whsig_sign_all(secrets, n, x->id, now_s, x->body, strlen(x->body), sig, sizeof(sig)) < 0)
         return "the webhook's secret is not a Standard Webhooks secret (whsec_ + base64)";
     snprintf(ts, sizeof(ts), "%lld", now_s);
     if (add_header(x, "Content-Type", "application/json") < 0 ||
@@ -406,8 +409,8 @@ static void dispatch(ing_wh_t *wh, const ing_registry_t *reg, redisReply **f)
         memset(&x->trace, 0, sizeof(x->trace));
     const cJSON *w = reg ? find_webhook(reg, x->tenant, x->webhook) : NULL;
     const char *url = w ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(w, "url")) : NULL;
-    const char *secret =
-        w ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(w, "secret")) : NULL;
+    const char *secrets[2];
+    size_t nsecrets = w ? ing_registry_secrets(w, util_now_ms(), secrets) : 0;
     char why[160];
     if (!x->body) {
         xfer_free(x);
@@ -416,7 +419,7 @@ static void dispatch(ing_wh_t *wh, const ing_registry_t *reg, redisReply **f)
     if (!reg) {
         /* No registry yet: hand the claim back for later. */
         record(wh, x, "pending", 0, "registry not loaded yet", 0, 1000, 0, NULL);
-    } else if (!w || !url || !secret) {
+    } else if (!w || !url || !nsecrets) {
         record(wh, x, "failed", 0, "webhook no longer configured", 0, 0, 0, NULL);
     } else if (*disabled && (strcmp(disabled, "1") == 0 || strcmp(disabled, url) == 0)) {
         record(wh, x, "disabled", 0,
@@ -427,7 +430,7 @@ static void dispatch(ing_wh_t *wh, const ing_registry_t *reg, redisReply **f)
         snprintf(why, sizeof(why), "webhook no longer subscribed to %s", x->event);
         record(wh, x, "failed", 0, why, 0, 0, 0, NULL);
     } else {
-        const char *err = start_post(wh, x, url, secret);
+        const char *err = start_post(wh, x, url, secrets, nsecrets);
         if (!err) {
             x->next = wh->xfers;
             if (wh->xfers)

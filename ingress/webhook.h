@@ -25,10 +25,12 @@
  *
  * SSRF guard: unless MCPQ_WEBHOOK_ALLOW_PRIVATE=1, the address libcurl is about to connect
  * to (after DNS, so rebinding cannot bypass it) is refused when it is loopback, private
- * (RFC 1918, fc00::/7), link-local, CGNAT (100.64.0.0/10), multicast, unspecified or
- * reserved, IPv4-mapped and other IPv4-embedding IPv6 forms included; only http and https
- * are spoken and no proxy from the environment is used. At start-up ing_wh_config_check()
- * refuses a config whose webhook url names such an address literally.
+ * (RFC 1918, fc00::/7), link-local, CGNAT (100.64.0.0/10), IETF protocol assignments
+ * (192.0.0.0/24), benchmarking (198.18.0.0/15), documentation (TEST-NET-1/2/3), multicast,
+ * unspecified or reserved, Teredo (2001::/32), local-use NAT64 (64:ff9b:1::/48) or
+ * discard-only (100::/64), IPv4-mapped and other IPv4-embedding IPv6 forms included; only
+ * http and https are spoken and no proxy from the environment is used. At start-up
+ * ing_wh_config_check() refuses a config whose webhook url names such an address literally.
  *
  * Nothing here logs or returns a secret, a signature or a webhook url.
  *

@@ -112,6 +112,13 @@ static const char *v4_refused(uint32_t a)
         return "a link-local address";
     if ((a & 0xffc00000u) == 0x64400000u)
         return "a shared (CGNAT, 100.64.0.0/10) address";
+    if ((a & 0xffffff00u) == 0xc0000000u)
+        return "an IETF protocol assignment (192.0.0.0/24) address";
+    if ((a & 0xfffe0000u) == 0xc6120000u)
+        return "a benchmarking (198.18.0.0/15) address";
+    if ((a & 0xffffff00u) == 0xc0000200u || (a & 0xffffff00u) == 0xc6336400u ||
+        (a & 0xffffff00u) == 0xcb007100u)
+        return "a documentation (TEST-NET) address";
     if ((a >> 28) == 0xe)
         return "a multicast address";
     if ((a >> 28) == 0xf)
@@ -129,6 +136,9 @@ static const char *v6_refused(const unsigned char *b)
     static const unsigned char zero[16] = {0};
     static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
     static const unsigned char nat64[12] = {0, 0x64, 0xff, 0x9b};
+    static const unsigned char teredo[4] = {0x20, 0x01, 0, 0};
+    static const unsigned char nat64_local[6] = {0, 0x64, 0xff, 0x9b, 0, 1};
+    static const unsigned char discard[8] = {0x01, 0x00};
     if (memcmp(b, zero, 16) == 0)
         return "an unspecified address";
     if (memcmp(b, zero, 15) == 0 && b[15] == 1)
@@ -138,6 +148,12 @@ static const char *v6_refused(const unsigned char *b)
         return v4_refused(v4_at(b + 12));
     if (b[0] == 0x20 && b[1] == 0x02) /* 6to4: 2002:AABB:CCDD::/48 */
         return v4_refused(v4_at(b + 2));
+    if (memcmp(b, teredo, 4) == 0)
+        return "a Teredo (2001::/32) address";
+    if (memcmp(b, nat64_local, 6) == 0)
+        return "a local-use NAT64 (64:ff9b:1::/48) address";
+    if (memcmp(b, discard, 8) == 0)
+        return "a discard-only (100::/64) address";
     if ((b[0] & 0xfe) == 0xfc)
         return "a unique local (fc00::/7) address";
     if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80)

@@ -382,6 +382,17 @@ void fx_sleep_ms(int ms)
         ;
 }
 
+void fx_read_file(const char *path, char *out, size_t size)
+{
+    out[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (f) {
+        size_t n = fread(out, 1, size - 1, f);
+        out[n] = '\0';
+        fclose(f);
+    }
+}
+
 void fx_write_file(const char *path, const char *content, int mode)
 {
     FILE *f = fopen(path, "w");
@@ -405,11 +416,13 @@ int fx_alive(pid_t pid)
     return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
 }
 
-pid_t fx_spawn_ingress(const fx_stack_t *fx, const char *name, int port, const char *config,
-                       const char *const extra_env[], char *log_out, size_t log_size)
+/* Starts an mcpq-ingress as fx_spawn_ingress() describes, its ready file path in ready. */
+static pid_t ingress_start(const fx_stack_t *fx, const char *name, int port, const char *config,
+                           const char *const extra_env[], char *log_out, size_t log_size,
+                           char ready[300])
 {
-    char ready[300], log[300], e_cfg[340], e_l[64], e_b[300], e_r[160], e_id[160], e_rf[340];
-    snprintf(ready, sizeof(ready), "%s/%s.ready", fx->dir, name);
+    char log[300], e_cfg[340], e_l[64], e_b[300], e_r[160], e_id[160], e_rf[340];
+    snprintf(ready, 300, "%s/%s.ready", fx->dir, name);
     snprintf(log, sizeof(log), "%s/%s.log", fx->dir, name);
     snprintf(e_cfg, sizeof(e_cfg), "MCPQ_CONFIG=%s", config);
     snprintf(e_l, sizeof(e_l), "MCPQ_LISTEN=127.0.0.1:%d", port);
@@ -427,7 +440,16 @@ pid_t fx_spawn_ingress(const fx_stack_t *fx, const char *name, int port, const c
     const char *argv[] = {bin, NULL};
     if (log_out)
         snprintf(log_out, log_size, "%s", log);
-    pid_t pid = fx_spawn(argv, env, log);
+    return fx_spawn(argv, env, log);
+}
+
+pid_t fx_spawn_ingress(const fx_stack_t *fx, const char *name, int port, const char *config,
+                       const char *const extra_env[], char *log_out, size_t log_size)
+{
+    char ready[300], log[300];
+    pid_t pid = ingress_start(fx, name, port, config, extra_env, log, sizeof(log), ready);
+    if (log_out)
+        snprintf(log_out, log_size, "%s", log);
     if (pid < 0)
         return -1;
     if (fx_wait_file(ready, 20000) < 0) {
@@ -437,6 +459,22 @@ pid_t fx_spawn_ingress(const fx_stack_t *fx, const char *name, int port, const c
         return -1;
     }
     return pid;
+}
+
+int fx_ingress_exit(const fx_stack_t *fx, const char *name, const char *config,
+                    const char *const extra_env[], char *text, size_t size, char *log_out,
+                    size_t log_size)
+{
+    char ready[300], log[300];
+    text[0] = '\0';
+    pid_t pid = ingress_start(fx, name, 0, config, extra_env, log, sizeof(log), ready);
+    if (log_out)
+        snprintf(log_out, log_size, "%s", log);
+    if (pid < 0)
+        return -1;
+    int status = fx_wait_exit(pid, 20000);
+    fx_read_file(log, text, size);
+    return status;
 }
 
 pid_t fx_spawn_worker(const fx_stack_t *fx, const char *name, const char *const extra_env[])

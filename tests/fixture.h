@@ -86,6 +86,9 @@ void fx_sleep_ms(int ms);
 /* Writes content to path with that mode (chmod); on failure prints why and exits the test. */
 void fx_write_file(const char *path, const char *content, int mode);
 
+/* The start of the file at path in out (size bytes, NUL-terminated; "" when unreadable). */
+void fx_read_file(const char *path, char *out, size_t size);
+
 /* 1 while pid exists and is neither a zombie nor dead (/proc/<pid>/stat). */
 int fx_alive(pid_t pid);
 
@@ -101,6 +104,16 @@ int fx_wait_file(const char *path, int timeout_ms);
  */
 pid_t fx_spawn_ingress(const fx_stack_t *fx, const char *name, int port, const char *config,
                        const char *const extra_env[], char *log_out, size_t log_size);
+
+/*
+ * Runs an mcpq-ingress as fx_spawn_ingress() does (on 127.0.0.1:0) that is expected to refuse
+ * its config: waits up to 20 s for it to exit and copies the start of its log into text
+ * (size bytes, NUL-terminated). Its exit status as fx_wait_exit() (-1: still running or not
+ * started).
+ */
+int fx_ingress_exit(const fx_stack_t *fx, const char *name, const char *config,
+                    const char *const extra_env[], char *text, size_t size, char *log_out,
+                    size_t log_size);
 
 /* Starts an mcpq-worker with MCPQ_WORKER_ID=name against fx's Redis and broker with fx's job
  * signing key, plus extra_env (later entries win), logging to <dir>/<name>.log, and waits

@@ -52,13 +52,16 @@ free_port() {
     return 1
 }
 
-# The body of the first fenced block in README.md opened with ```$1 after the line "$2".
+# The body of the first fenced block in README.md opened with ```$1 after the line "$2"; a
+# fence indented (inside a list item) has that indentation removed from its lines.
 readme_block() {
     awk -v lang="$1" -v after="$2" '
         index($0, after) { seen = 1 }
-        seen && !inside && $0 == "```" lang { inside = 1; next }
-        inside && $0 == "```" { exit }
-        inside { print }
+        seen && !inside && match($0, /^ */) && substr($0, RLENGTH + 1) == "```" lang {
+            inside = 1; indent = RLENGTH; next
+        }
+        inside && substr($0, indent + 1) == "```" { exit }
+        inside { print substr($0, indent + 1) }
     ' "$REPO/README.md"
 }
 

@@ -4,13 +4,17 @@
 # README.md ("A receiver") exactly as printed, only their port changed, and run as a user
 # would; a local stack (scripts/mcpq-local) has one webhook to each. Then:
 #   - a task-mode tool's task.completed delivery reaches both, and both verify it (they print
-#     "<webhook-id> task.completed <TaskId> complete" and answer 204);
-#   - a wrong signature and a correctly signed but stale timestamp get 401 from both.
+#     "<webhook-id> task.completed <TaskId> complete" and answer 204); the Node.js one's
+#     webhook is in a rotation (a new secret, the receiver's as previous_secret), so its
+#     deliveries carry two signatures and the receiver still holding the old secret accepts;
+#   - a wrong signature and a correctly signed but stale timestamp get 401 from both; a header
+#     with a wrong and a right signature gets 204.
 # KEEP=1 keeps the state dir.
 set -euo pipefail
 
 KEY=readme-hooks-key-7c2e
 SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw # the Standard Webhooks test vector's secret
+NEW_SECRET=whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYX # the js webhook's new secret (a rotation)
 # shellcheck source=tests/e2e/readme_lib.sh
 . "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/readme_lib.sh"
 
@@ -40,8 +44,8 @@ cat >"$TMP/mcpq.json" <<EOF
                "webhooks": [
                  {"id": "py", "url": "http://127.0.0.1:$PY_PORT/hook", "secret_env": "HOOK_SECRET",
                   "events": ["task.completed"]},
-                 {"id": "js", "url": "http://127.0.0.1:$JS_PORT/hook", "secret_env": "HOOK_SECRET",
-                  "events": ["task.completed"]}]}],
+                 {"id": "js", "url": "http://127.0.0.1:$JS_PORT/hook", "secret": "$NEW_SECRET",
+                  "previous_secret_env": "HOOK_SECRET", "events": ["task.completed"]}]}],
   "servers": [{"tenant": "hooks", "name": "default", "description": "README receivers"}],
   "tools": [
     {"tenant": "hooks", "server": "default", "name": "monthly_report", "published": "1",
@@ -64,7 +68,7 @@ TASK=$(printf '%s' "$answer" | sed -n 's/.*"TaskId":"\([0-9a-f-]\{36\}\)".*/\1/p
 got() { grep -Eq "^msg_[^ ]+ task\.completed $TASK complete\$" "$1"; }
 wait_for 30 got "$TMP/py.out" || fail "the Python receiver did not print the delivery of $TASK"
 wait_for 30 got "$TMP/js.out" || fail "the Node.js receiver did not print the delivery of $TASK"
-printf 'ok - a task.completed delivery of task %s is verified by both README receivers\n' "$TASK"
+printf 'ok - a task.completed delivery of task %s is verified by both README receivers (one of them through the previous secret of a rotation)\n' "$TASK"
 
 # ------------------------------------------------------------------ forged and stale
 STEP="forged and stale deliveries"
@@ -86,8 +90,11 @@ for port in "$PY_PORT" "$JS_PORT"; do
     [ "$(post "$port" msg_fresh "$now" "$good")" = 204 ] || fail "a correctly signed delivery is refused on $port"
     [ "$(post "$port" msg_forged "$now" "v1,AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=")" = 401 ] ||
         fail "a wrong signature is accepted on $port"
+    two="v1,AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA= $(sign msg_two "$now")"
+    [ "$(post "$port" msg_two "$now" "$two")" = 204 ] ||
+        fail "two signatures, the second one right, are refused on $port"
     stale=$((now - 3600))
     [ "$(post "$port" msg_stale "$stale" "$(sign msg_stale "$stale")")" = 401 ] ||
         fail "a stale timestamp is accepted on $port"
 done
-echo "ok - both receivers answer 204 to a signed delivery, 401 to a wrong signature and to a stale timestamp"
+echo "ok - both receivers answer 204 to a signed delivery (also with two signatures, one right), 401 to a wrong signature and to a stale timestamp"

@@ -10,10 +10,12 @@
  * directory. "key_env" and "secret_env" read the environment, which the driver leaves as
  * it is. Checked: a refused config has an error message; an accepted one is an object with
  * "tenants", "servers" and "tools" arrays, no plaintext API key ("key", "key_env") and a
- * 64-digit "sha256" per key, and no "secret_env" left in apps.
+ * 64-digit "sha256" per key, no "secret_env" or "previous_secret_env" left in apps, and a
+ * "previous_secret_expires" only next to a "previous_secret" and readable as a UTC time.
  */
 #include "config.h"
 #include "fuzz.h"
+#include "util.h"
 
 #include <cjson/cJSON.h>
 #include <string.h>
@@ -30,8 +32,14 @@ static void check_tenant(const cJSON *t)
         FUZZ_CHECK(cJSON_IsString(hash) && strlen(hash->valuestring) == 64);
     }
     for (const cJSON *a = apps ? apps->child : NULL; a; a = a->next) {
+        const char *until =
+            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "previous_secret_expires"));
+        int64_t ms;
         FUZZ_CHECK(!cJSON_HasObjectItem(a, "secret_env"));
+        FUZZ_CHECK(!cJSON_HasObjectItem(a, "previous_secret_env"));
         FUZZ_CHECK(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(a, "secret")));
+        FUZZ_CHECK(!until ||
+                   (cJSON_HasObjectItem(a, "previous_secret") && util_parse_utc(until, &ms) == 0));
     }
 }
 

@@ -26,6 +26,8 @@
 #include "kafka.h"
 #include "listen.h"
 #include "log.h"
+#include "peer.h"
+#include "auth.h"
 #include "mcp.h"
 #include "files.h"
 #include "registry.h"
@@ -183,6 +185,8 @@ static void init(void)
                           "http://127.0.0.1:8080",
                           "--redis-timeout-ms",
                           "1000",
+                          "--auth-fail-id-per-min",
+                          "0",
                           NULL};
     static char *argv[sizeof(args) / sizeof(args[0])]; /* kept: settings point into it */
     for (size_t i = 0; i < sizeof(args) / sizeof(args[0]); i++)
@@ -204,13 +208,18 @@ static void init(void)
     ctx.kv = kv_pool_new(set.redis_url, (int)set.redis_timeout_ms, (int)set.redis_pool_size);
     ctx.pending = ing_pending_new(set.redis_url, (int)set.redis_timeout_ms, ctx.reply_key,
                                   (int)set.sse_keepalive_ms);
-    ctx.rl = ing_rl_new(ctx.kv, set.rate_limit_lease_ms);
+    ctx.rl = ing_rl_new(ctx.kv, NULL, set.rate_limit_lease_ms, 0);
+    ctx.authfail =
+        (ing_authfail_t){.rl = ing_rl_new(ctx.kv, "mcpq:af:", 1, ING_AUTHFAIL_MAX_BUCKETS),
+                         .addr_per_min = set.auth_fail_per_min,
+                         .id_per_min = set.auth_fail_id_per_min};
+    ctx.trusted = ing_nets_parse(set.trusted_proxies, err, sizeof(err));
     ctx.producer = (mq_producer_t *)&ctx; /* never dereferenced: the fakes above */
     ctx.files = ing_files_new(&ctx);
     ctx.listen = ing_listen_new(&ctx, wake, NULL);
     ctx.reg = registry();
-    if (!ctx.metrics || !ctx.kv || !ctx.pending || !ctx.rl || !ctx.files || !ctx.listen ||
-        ing_http_start(&ctx, err, sizeof(err)) < 0) {
+    if (!ctx.metrics || !ctx.kv || !ctx.pending || !ctx.rl || !ctx.authfail.rl || !ctx.trusted ||
+        !ctx.files || !ctx.listen || ing_http_start(&ctx, err, sizeof(err)) < 0) {
         fprintf(stderr, "fuzz_http: start: %s\n", err);
         abort();
     }
@@ -241,8 +250,10 @@ static void adds(buf_t *b, const char *s)
     add(b, s, strlen(s));
 }
 
-/* Sends req over a fresh connection of the daemon; the answer's bytes (malloc'd). */
-static buf_t exchange(const buf_t *req)
+/* Sends req over a fresh connection of the daemon from peer_addr (an IPv4 address in host
+ * order: the failed-authentication limits count per address); the answer's bytes
+ * (malloc'd). */
+static buf_t exchange(const buf_t *req, uint32_t peer_addr)
 {
     buf_t resp = {0};
     add(&resp, "", 0);
@@ -250,7 +261,7 @@ static buf_t exchange(const buf_t *req)
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
         return resp;
     struct sockaddr_in peer = {
-        .sin_family = AF_INET, .sin_port = htons(40000), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        .sin_family = AF_INET, .sin_port = htons(40000), .sin_addr.s_addr = htonl(peer_addr)};
     if (MHD_add_connection(ctx.daemon, sv[1], (struct sockaddr *)&peer, sizeof(peer)) != MHD_YES) {
         close(sv[0]);
         close(sv[1]);
@@ -325,7 +336,7 @@ static void health(void)
         "call\",\"params\":{\"name\":\"echo\",\"arguments\":{}}}";
     buf_t req = {0};
     adds(&req, call);
-    buf_t resp = exchange(&req);
+    buf_t resp = exchange(&req, INADDR_LOOPBACK);
     FUZZ_CHECK(resp.len > 12 && strncmp(resp.data, "HTTP/1.1 200", 12) == 0);
     FUZZ_CHECK(strstr(resp.data, "\"id\":7,\"result\"") != NULL);
     free(req.data);
@@ -334,7 +345,7 @@ static void health(void)
         "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
     req = (buf_t){0};
     adds(&req, metrics);
-    resp = exchange(&req);
+    resp = exchange(&req, INADDR_LOOPBACK);
     FUZZ_CHECK(resp.len > 12 && strncmp(resp.data, "HTTP/1.1 200", 12) == 0);
     free(req.data);
     free(resp.data);
@@ -407,7 +418,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size > (2u << 20))
         return 0;
     buf_t req = build(data, size);
-    buf_t resp = exchange(&req);
+    /* Every input from an address of its own (10.0.0.0/8), so that the failed-authentication
+     * limit of one address does not shut the fuzzer out after twenty bad credentials. */
+    buf_t resp = exchange(&req, 0x0a000000u | (uint32_t)(runs & 0xffffff));
     check_answer(&resp);
     free(req.data);
     free(resp.data);

@@ -27,6 +27,7 @@
  */
 #include "check.h"
 #include "fixture.h"
+#include "sig.h"
 #include "util.h"
 
 #include <cjson/cJSON.h>
@@ -44,8 +45,9 @@
 #define POLL_MS 50
 
 static fx_stack_t fx;
-static int ports[3];       /* two replicas with the admin API, one without */
-static char acme_key[128]; /* an API key of tenant acme, made by the key checks */
+static int ports[3];              /* two replicas with the admin API, one without */
+static char acme_key[128];        /* an API key of tenant acme, made by the key checks */
+static char acme_app_secret[128]; /* acme-app's secret, made by the app checks */
 
 /* ---- HTTP --------------------------------------------------------------------------------- */
 
@@ -390,9 +392,11 @@ static long long wait_listed(const char *key, const char *name, int want, const 
     }
 }
 
-/* Polls tools/list with key on both replicas until it answers HTTP want on both; the ms it
- * took, or -1. */
-static long long wait_key_status(const char *key, long want)
+/* A tools/list at port into r, as probe_fn arg says (an API key, or a signed_t). */
+typedef void (*probe_fn)(reply_t *r, int port, const void *arg);
+
+/* Polls probe on both replicas until it answers HTTP want on both; the ms it took, or -1. */
+static long long wait_both(probe_fn probe, const void *arg, long want)
 {
     static reply_t r;
     long long t0 = fx_now_ms(), took[2] = {-1, -1};
@@ -401,19 +405,61 @@ static long long wait_key_status(const char *key, long want)
         for (int i = 0; i < 2; i++) {
             if (took[i] >= 0)
                 continue;
-            mcp(&r, ports[i], key, "tools/list", "{}");
+            probe(&r, ports[i], arg);
             if (r.status == want)
                 took[i] = now - t0;
         }
         if (took[0] >= 0 && took[1] >= 0)
             return took[0] > took[1] ? took[0] : took[1];
         if (now - t0 > 3 * PROPAGATION_MS) {
-            fprintf(stderr, "  tools/list with the key: status %ld, want %ld: %.300s\n", r.status,
-                    want, r.body);
+            fprintf(stderr, "  %s: status %ld, want %ld: %.300s\n", r.what, r.status, want, r.body);
             return -1;
         }
         fx_sleep_ms(POLL_MS);
     }
+}
+
+static void key_probe(reply_t *r, int port, const void *key)
+{
+    mcp(r, port, key, "tools/list", "{}");
+}
+
+/* Polls tools/list with key on both replicas until it answers HTTP want on both; the ms it
+ * took, or -1. */
+static long long wait_key_status(const char *key, long want)
+{
+    return wait_both(key_probe, key, want);
+}
+
+/* An app's credentials for a signed tools/list (signature version 1). */
+typedef struct signed_req {
+    const char *app, *secret;
+} signed_t;
+
+static void signed_probe(reply_t *r, int port, const void *arg)
+{
+    const signed_t *a = arg;
+    static const char body[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}";
+    char ts[24], nonce[40], sig[65], h[4][200];
+    snprintf(ts, sizeof(ts), "%lld", (long long)(fx_now_ms() / 1000));
+    CHECK_INT_EQ(util_random_hex(nonce, 12), 0);
+    char *canonical = sig_canonical("POST", "/mcp", ts, nonce, body, strlen(body));
+    CHECK(canonical != NULL);
+    util_hmac_sha256_hex(a->secret, strlen(a->secret), canonical, strlen(canonical), sig);
+    free(canonical);
+    snprintf(h[0], sizeof(h[0]), "X-App-Id: %s", a->app);
+    snprintf(h[1], sizeof(h[1]), "X-Timestamp: %s", ts);
+    snprintf(h[2], sizeof(h[2]), "X-Nonce: %s", nonce);
+    snprintf(h[3], sizeof(h[3]), "X-Signature: %s", sig);
+    const char *hdrs[] = {h[0], h[1], h[2], h[3], "Accept: application/json", NULL};
+    http(r, "POST", port, "/mcp", hdrs, body);
+}
+
+/* Polls a tools/list signed by app with secret on both replicas until it answers want. */
+static long long wait_signed_status(const char *app, const char *secret, long want)
+{
+    signed_t a = {app, secret};
+    return wait_both(signed_probe, &a, want);
 }
 
 #define EXPECT_PROPAGATED(ms, what)                                                                \
@@ -594,6 +640,7 @@ static int c_app_secret_once(void)
     EXPECT_STR(&R, "app_id", "acme-app");
     char secret[128];
     snprintf(secret, sizeof(secret), "%s", J(R.body, "secret"));
+    snprintf(acme_app_secret, sizeof(acme_app_secret), "%s", secret);
     EXPECT(strlen(secret) >= 32, "secret \"%s\"", secret);
     admin(&R, "GET", "/admin/v1/tenants/acme/apps/acme-app", NULL, NULL);
     EXPECT_STATUS(&R, 200);
@@ -605,6 +652,89 @@ static int c_app_secret_once(void)
            NAMES(R.body, "apps", "app_id"));
     EXPECT_LACKS(&R, "secret");
     EXPECT_LACKS(&R, secret);
+    return 0;
+}
+
+/* :rotateSecret keeps the old secret valid for the grace (default 24 h); grace_s 0 ends it. */
+static int c_app_rotate(void)
+{
+    char old[128], neu[128];
+    snprintf(old, sizeof(old), "%s", acme_app_secret);
+    EXPECT_PROPAGATED(wait_signed_status("acme-app", old, 200), "a signed request works");
+    admin(&R, "POST", "/admin/v1/tenants/acme/apps/acme-app:rotateSecret", NULL, NULL);
+    EXPECT_STATUS(&R, 200);
+    snprintf(neu, sizeof(neu), "%s", J(R.body, "secret"));
+    EXPECT(strlen(neu) == 64 && strcmp(neu, old) != 0, "new secret \"%s\"", neu);
+    int64_t until = 0, now = fx_now_ms();
+    EXPECT(util_parse_utc(J(R.body, "previous_secret_expires"), &until) == 0 &&
+               until > now + 86390000LL && until < now + 86410000LL,
+           "previous_secret_expires %s", J(R.body, "previous_secret_expires"));
+    EXPECT_LACKS(&R, old);
+    admin(&R, "GET", "/admin/v1/tenants/acme/apps/acme-app", NULL, NULL);
+    EXPECT_STATUS(&R, 200);
+    EXPECT_LACKS(&R, old);
+    EXPECT_LACKS(&R, neu);
+    EXPECT_HAS(&R, "previous_secret_expires");
+    EXPECT_PROPAGATED(wait_signed_status("acme-app", neu, 200), "the new secret works");
+    EXPECT_PROPAGATED(wait_signed_status("acme-app", old, 200), "the old one still works");
+    const char *bad[] = {"{\"grace_s\":-1}", "{\"grace_s\":2592001}", "{\"grace_s\":1.5}",
+                         "{\"grace_s\":\"1\"}", "{\"other\":1}"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        admin(&R, "POST", "/admin/v1/tenants/acme/apps/acme-app:rotateSecret", NULL, bad[i]);
+        EXPECT_STATUS(&R, 400);
+    }
+    admin(&R, "POST", "/admin/v1/tenants/acme/apps/acme-app:rotateSecret", NULL, "{\"grace_s\":0}");
+    EXPECT_STATUS(&R, 200);
+    EXPECT_LACKS(&R, "previous_secret_expires");
+    snprintf(acme_app_secret, sizeof(acme_app_secret), "%s", J(R.body, "secret"));
+    EXPECT_PROPAGATED(wait_signed_status("acme-app", acme_app_secret, 200),
+                      "the newest secret works");
+    EXPECT_PROPAGATED(wait_signed_status("acme-app", neu, 401), "grace 0: the one before fails");
+    EXPECT_PROPAGATED(wait_signed_status("acme-app", old, 401), "and so does the first");
+    admin(&R, "POST", "/admin/v1/tenants/acme/apiKeys/k2:rotateSecret", NULL, NULL);
+    EXPECT_STATUS(&R, 404);
+    return 0;
+}
+
+/* signature_version 2: shown, and version 1 requests of the app fail. */
+static int c_app_signature_version(void)
+{
+    admin(&R, "PATCH", "/admin/v1/tenants/acme/apps/acme-app", NULL, "{\"signature_version\":3}");
+    EXPECT_STATUS(&R, 400);
+    admin(&R, "PATCH", "/admin/v1/tenants/acme/apps/acme-app", NULL, "{\"signature_version\":2}");
+    EXPECT_STATUS(&R, 200);
+    EXPECT_STR(&R, "signature_version", "2");
+    EXPECT_PROPAGATED(wait_signed_status("acme-app", acme_app_secret, 401),
+                      "signature_version 2: a version 1 request fails");
+    admin(&R, "PATCH", "/admin/v1/tenants/acme/apps/acme-app", NULL,
+          "{\"signature_version\":null}");
+    EXPECT_STATUS(&R, 200);
+    EXPECT_PROPAGATED(wait_signed_status("acme-app", acme_app_secret, 200),
+                      "without it version 1 works again");
+    return 0;
+}
+
+/* A literal app secret under MCPQ_APP_SECRET_MIN_BYTES (32): 400 naming the app. */
+static int c_app_secret_short(void)
+{
+    admin(&R, "POST", "/admin/v1/tenants/acme/apps", NULL,
+          "{\"app_id\":\"short-app\",\"secret\":\"0123456789012345678901234567890\"}");
+    EXPECT_STATUS(&R, 400);
+    EXPECT_HAS(&R, "app \\\"short-app\\\" is 31 bytes; app secrets must be at least 32 bytes");
+    EXPECT_LACKS(&R, "0123456789012345678901234567890");
+    admin(&R, "POST", "/admin/v1/tenants/acme/apps", NULL,
+          "{\"app_id\":\"short-app\",\"secret\":\"01234567890123456789012345678901\"}");
+    EXPECT_STATUS(&R, 201);
+    EXPECT_LACKS(&R, "01234567890123456789012345678901"); /* chosen, so not shown back */
+    admin(&R, "PATCH", "/admin/v1/tenants/acme/apps/short-app", NULL, "{\"secret\":\"short\"}");
+    EXPECT_STATUS(&R, 400);
+    EXPECT_HAS(&R, "is 5 bytes");
+    admin(&R, "PATCH", "/admin/v1/tenants/acme/apps/short-app", NULL,
+          "{\"previous_secret\":\"short\"}");
+    EXPECT_STATUS(&R, 400);
+    EXPECT_HAS(&R, "previous_secret of app");
+    admin(&R, "DELETE", "/admin/v1/tenants/acme/apps/short-app", NULL, NULL);
+    EXPECT_STATUS(&R, 204);
     return 0;
 }
 
@@ -646,6 +776,32 @@ static int c_webhook_secret_once(void)
     EXPECT(strcmp(NAMES(R.body, "webhooks", "id"), "wh1") == 0, "webhooks: %s",
            NAMES(R.body, "webhooks", "id"));
     EXPECT_LACKS(&R, "whsec_");
+    return 0;
+}
+
+static int c_webhook_rotate(void)
+{
+    admin(&R, "POST", "/admin/v1/tenants/beta/webhooks/wh1:rotateSecret", NULL,
+          "{\"grace_s\":600}");
+    EXPECT_STATUS(&R, 200);
+    char secret[128];
+    snprintf(secret, sizeof(secret), "%s", J(R.body, "secret"));
+    EXPECT(strncmp(secret, "whsec_", 6) == 0 && strlen(secret) > 30, "secret \"%s\"", secret);
+    int64_t until = 0, now = fx_now_ms();
+    EXPECT(util_parse_utc(J(R.body, "previous_secret_expires"), &until) == 0 &&
+               until > now + 590000 && until < now + 610000,
+           "previous_secret_expires %s", J(R.body, "previous_secret_expires"));
+    admin(&R, "GET", "/admin/v1/tenants/beta/webhooks/wh1", NULL, NULL);
+    EXPECT_STATUS(&R, 200);
+    EXPECT_LACKS(&R, "whsec_");
+    EXPECT_HAS(&R, "previous_secret_expires");
+    admin(&R, "PATCH", "/admin/v1/tenants/beta/webhooks/wh1", NULL, "{\"previous_secret\":null}");
+    EXPECT_STATUS(&R, 400); /* an expiry without a previous secret */
+    EXPECT_HAS(&R, "previous_secret");
+    admin(&R, "PATCH", "/admin/v1/tenants/beta/webhooks/wh1", NULL,
+          "{\"previous_secret\":null,\"previous_secret_expires\":null}");
+    EXPECT_STATUS(&R, 200);
+    EXPECT_LACKS(&R, "previous_secret");
     return 0;
 }
 
@@ -1472,13 +1628,7 @@ static int run_cli(const char *a1, const char *a2, char *out, size_t size)
         fx_stop_pid(pid, 1000);
         status = -1;
     }
-    out[0] = '\0';
-    FILE *f = fopen(log, "r");
-    if (f) {
-        size_t n = fread(out, 1, size - 1, f);
-        out[n] = '\0';
-        fclose(f);
-    }
+    fx_read_file(log, out, size);
     return status;
 }
 
@@ -1837,9 +1987,15 @@ static const check_t checks[] = {
     {"api keys: GET (list and one) never shows the key or its sha256", c_key_hidden},
     {"api keys: DELETE revokes; the key gets 401 on both replicas within 1 s", c_key_revoke},
     {"apps: POST returns the secret once; GET never shows it", c_app_secret_once},
+    {"apps: :rotateSecret keeps the old secret valid for grace_s (24 h by default), 0 ends it",
+     c_app_rotate},
+    {"apps: signature_version 2 refuses version 1 requests", c_app_signature_version},
+    {"apps: a literal secret under 32 bytes -> 400 naming the app", c_app_secret_short},
     {"apps: app_id is unique across tenants -> 409", c_app_id_global},
     {"apps: secret_env in a body -> 400", c_app_secret_env},
     {"webhooks: POST returns a whsec_ secret once; GET hides it", c_webhook_secret_once},
+    {"webhooks: :rotateSecret keeps the old secret for grace_s; PATCH ends the grace",
+     c_webhook_rotate},
     {"webhooks: a bad url -> 400", c_webhook_bad_url},
     {"servers: create -> 201 and listed", c_server_create},
     {"servers: \"system\" -> 403", c_server_system},

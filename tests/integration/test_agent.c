@@ -35,7 +35,7 @@
 
 #define SECRET "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 #define APP "agent-app"
-#define APP_SECRET "agent-app-secret-0d9e"
+#define APP_SECRET "agent-app-secret-0d9e-0123456789abcdef"
 #define MAXMSG 64
 #define META_V "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\""
 

@@ -9,7 +9,14 @@
  *     not limited;
  *   - a tenant with no rate_limits gets MCPQ_RATE_LIMIT_PER_S / MCPQ_RATE_LIMIT_BURST;
  *   - an app (HMAC signing) is limited by its own rate_limit;
- *   - with Redis stopped, limits still hold per replica and answers come at once.
+ *   - failed authentications (MCPQ_AUTH_FAIL_PER_MIN=4, MCPQ_AUTH_FAIL_ID_PER_MIN=6, the
+ *     replicas trusting 127.0.0.1 as a proxy so X-Forwarded-For names the client): the 5th
+ *     failure from one address is 429 with Retry-After, counted across both replicas; then
+ *     even a right key from that address is 429, other addresses are not affected and
+ *     successful requests are never counted; wrong signatures for one app from many
+ *     addresses make that app 429; a wrong admin token counts like a wrong key;
+ *   - with Redis stopped, limits still hold per replica and answers come at once, the
+ *     failure limits too.
  */
 #include "check.h"
 #include "fixture.h"
@@ -21,37 +28,128 @@
 #include <string.h>
 
 #define APP "rl-app"
-#define SECRET "rl-app-secret-5f0c"
+#define SECRET "rl-app-secret-5f0c-0123456789abcdef"
+#define ADMIN_TOKEN "rl-admin-token-0123456789"
 
 static fx_stack_t fx;
 static int ports[2];
 static const char *list = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}";
 
-static void post_key(int i, const char *key, fx_reply_t *r)
+/* POSTs tools/list to replica i at path with key, as client (X-Forwarded-For; NULL: none). */
+static void post_key_at(int i, const char *path, const char *key, const char *client, fx_reply_t *r)
 {
-    char url[128], h[160];
-    snprintf(url, sizeof(url), "http://127.0.0.1:%d/mcp", ports[i]);
+    char url[160], h[160], xff[96];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", ports[i], path);
     snprintf(h, sizeof(h), "Authorization: Bearer %s", key);
-    const char *hdrs[] = {h, NULL};
+    snprintf(xff, sizeof(xff), "X-Forwarded-For: %s", client ? client : "");
+    const char *hdrs[] = {h, client ? xff : NULL, NULL};
     CHECK_INT_EQ(fx_http_post(url, hdrs, list, r), 0);
 }
 
-static void post_app(int i, fx_reply_t *r)
+static void post_key(int i, const char *key, fx_reply_t *r)
 {
-    char ts[32], nonce[40], url[128], h[4][160], sig[65];
+    post_key_at(i, "/mcp", key, NULL, r);
+}
+
+/* POSTs tools/list to replica i signed as APP with secret, as client (NULL: none). */
+static void post_app_as(int i, const char *secret, const char *client, fx_reply_t *r)
+{
+    char ts[32], nonce[40], url[128], h[5][160], sig[65];
     snprintf(ts, sizeof(ts), "%lld", (long long)(util_now_ms() / 1000));
     CHECK_INT_EQ(util_random_hex(nonce, 12), 0);
     char *canonical = sig_canonical("POST", "/mcp", ts, nonce, list, strlen(list));
     CHECK(canonical != NULL);
-    util_hmac_sha256_hex(SECRET, strlen(SECRET), canonical, strlen(canonical), sig);
+    util_hmac_sha256_hex(secret, strlen(secret), canonical, strlen(canonical), sig);
     free(canonical);
     snprintf(url, sizeof(url), "http://127.0.0.1:%d/mcp", ports[i]);
     snprintf(h[0], sizeof(h[0]), "X-App-Id: %s", APP);
     snprintf(h[1], sizeof(h[1]), "X-Timestamp: %s", ts);
     snprintf(h[2], sizeof(h[2]), "X-Nonce: %s", nonce);
     snprintf(h[3], sizeof(h[3]), "X-Signature: %s", sig);
-    const char *hdrs[] = {h[0], h[1], h[2], h[3], NULL};
+    snprintf(h[4], sizeof(h[4]), "X-Forwarded-For: %s", client ? client : "");
+    const char *hdrs[] = {h[0], h[1], h[2], h[3], client ? h[4] : NULL, NULL};
     CHECK_INT_EQ(fx_http_post(url, hdrs, list, r), 0);
+}
+
+static void post_app(int i, fx_reply_t *r)
+{
+    post_app_as(i, SECRET, NULL, r);
+}
+
+/* A 429 of the failure limits: Retry-After (at most the 15 s one failure of 4 a minute takes
+ * to come back), -32029 (JSON-RPC routes) and retryAfterMs. */
+static void check_failures_limited(const fx_reply_t *r)
+{
+    CHECK_INT_EQ(r->status, 429);
+    CHECK_CONTAINS(r->body, "too many failed authentications");
+    CHECK(r->retry_after[0] != '\0');
+    long long s = atoll(r->retry_after);
+    CHECK(s >= 1 && s <= 15);
+    CHECK(strstr(r->body, "\"retryAfterMs\":") != NULL);
+}
+
+/* Failed authentications, per client address and per app id, for the fleet. */
+static void check_auth_failures(void)
+{
+    fx_reply_t r;
+    const char *a = "198.51.100.1";
+    for (int i = 0; i < 4; i++) {
+        post_key_at(i % 2, "/mcp", "rl-wrong", a, &r);
+        CHECK_INT_EQ(r.status, 401);
+    }
+    post_key_at(0, "/mcp", "rl-wrong", a, &r); /* the 5th failure, in Redis for both */
+    check_failures_limited(&r);
+    CHECK_CONTAINS(r.body, "\"code\":-32029");
+    post_key_at(1, "/mcp", "rl-wrong", a, &r); /* replica 1 had not refused yet */
+    check_failures_limited(&r);
+    for (int i = 0; i < 2; i++) { /* now neither looks at a credential from a */
+        post_key_at(i, "/mcp", "rl-free", a, &r);
+        check_failures_limited(&r);
+        post_key_at(i, "/v1/webhooks/deliveries/msg_x_1/redeliver", "rl-free", a, &r);
+        check_failures_limited(&r);
+    }
+    TEST_PASS("failed authentications: the 5th from one address is 429 with Retry-After, counted "
+              "across replicas; then that address is 429 before its credential is looked at");
+
+    for (int i = 0; i < 30; i++) {
+        post_key_at(i % 2, "/mcp", "rl-free", "198.51.100.2", &r);
+        CHECK_INT_EQ(r.status, 200);
+    }
+    for (int i = 0; i < 3; i++) {
+        post_key_at(i % 2, "/mcp", "rl-wrong", "198.51.100.2", &r);
+        CHECK_INT_EQ(r.status, 401);
+    }
+    post_key_at(0, "/mcp", "rl-free", "198.51.100.2", &r);
+    CHECK_INT_EQ(r.status, 200);
+    post_key_at(0, "/mcp", "rl-free", NULL, &r); /* the proxy itself: another client */
+    CHECK_INT_EQ(r.status, 200);
+    TEST_PASS("another address is not affected; successful requests are not counted");
+
+    char client[32];
+    for (int i = 0; i < 6; i++) {
+        snprintf(client, sizeof(client), "198.51.100.%d", 10 + i);
+        post_app_as(i % 2, "not-the-rl-app-secret-0123456789abcdef", client, &r);
+        CHECK_INT_EQ(r.status, 401);
+    }
+    post_app_as(0, "not-the-rl-app-secret-0123456789abcdef", "198.51.100.30", &r);
+    check_failures_limited(&r);
+    post_app_as(0, SECRET, "198.51.100.31", &r); /* the right secret, a fresh address */
+    check_failures_limited(&r);
+    TEST_PASS("wrong signatures for one app from many addresses: the 7th is 429, and so is the "
+              "app's next request");
+
+    const char *c = "198.51.100.40";
+    for (int i = 0; i < 4; i++) {
+        post_key_at(i % 2, "/admin/v1/tenants", "not-the-admin-token", c, &r);
+        CHECK_INT_EQ(r.status, 401);
+    }
+    post_key_at(0, "/admin/v1/tenants", "not-the-admin-token", c, &r);
+    check_failures_limited(&r);
+    post_key_at(0, "/admin/v1/tenants", ADMIN_TOKEN, c, &r);
+    check_failures_limited(&r);
+    post_key_at(0, "/admin/v1/tenants", ADMIN_TOKEN, "198.51.100.41", &r);
+    CHECK(r.status != 401 && r.status != 429); /* authenticated (the body is no tenant) */
+    TEST_PASS("a wrong admin token counts against the address like a wrong API key");
 }
 
 /* A 429 as the README describes it: Retry-After in whole seconds, -32029, retryAfterMs. */
@@ -102,7 +200,13 @@ int main(void)
     do
         ports[1] = fx_free_port();
     while (ports[1] == ports[0]);
-    const char *env[] = {"MCPQ_RATE_LIMIT_PER_S=3", "MCPQ_RATE_LIMIT_BURST=3", NULL};
+    const char *env[] = {"MCPQ_RATE_LIMIT_PER_S=3",
+                         "MCPQ_RATE_LIMIT_BURST=3",
+                         "MCPQ_AUTH_FAIL_PER_MIN=4",
+                         "MCPQ_AUTH_FAIL_ID_PER_MIN=6",
+                         "MCPQ_TRUSTED_PROXIES=127.0.0.1",
+                         "MCPQ_ADMIN_TOKEN=" ADMIN_TOKEN,
+                         NULL};
     pid_t ing[2];
     ing[0] = fx_spawn_ingress(&fx, "rl-0", ports[0], cfg, env, NULL, 0);
     ing[1] = fx_spawn_ingress(&fx, "rl-1", ports[1], cfg, env, NULL, 0);
@@ -147,6 +251,8 @@ int main(void)
     check_limited(&r, "app");
     TEST_PASS("an app's own rate_limit (burst 2) holds across replicas");
 
+    check_auth_failures();
+
     CHECK_INT_EQ(fx_stop_pid(fx.redis_pid, 5000), 0);
     fx.redis_pid = 0;
     for (int i = 0; i < 4; i++) {
@@ -160,6 +266,14 @@ int main(void)
     post_key(0, "rl-free", &r);
     CHECK_INT_EQ(r.status, 200);
     TEST_PASS("Redis down: the limit still holds at the replica, answers come at once");
+    for (int i = 0; i < 4; i++) {
+        post_key_at(0, "/mcp", "rl-wrong", "198.51.100.50", &r);
+        CHECK_INT_EQ(r.status, 401);
+    }
+    post_key_at(0, "/mcp", "rl-wrong", "198.51.100.50", &r);
+    check_failures_limited(&r);
+    CHECK(r.ms < 3000);
+    TEST_PASS("Redis down: failed authentications are still limited, per replica");
 
     for (int i = 0; i < 2; i++)
         CHECK_INT_EQ(fx_stop_pid(ing[i], 10000), 0);

@@ -5,7 +5,8 @@
  * records every request and answers scripted statuses. Events are created with whq_event()
  * directly. Each scenario has its own tenant and webhook, so they run side by side:
  *   - a delivery is signed the Standard Webhooks way (the test recomputes the signature)
- *     and its body matches webhook.schema.json;
+ *     and its body matches webhook.schema.json; during a rotation (previous_secret) it
+ *     carries both signatures in one header, after previous_secret_expires only the new one;
  *   - a 503 is retried about 1 s later with the same webhook-id;
  *   - Retry-After (seconds on a 503, an HTTP-date on a 429) holds the retry back;
  *   - a 410 disables the endpoint: the next delivery to it is not sent;
@@ -168,11 +169,22 @@ static const seen_t *seen_get(const char *path, int k)
 typedef struct tenant {
     const char *name; /* tenant t-<name>, key wh-key-<name>, webhook wh-<name>, path /<name> */
     int down_port;    /* the url points to the port that is down at first */
+    const char *prev_expires; /* a previous_secret (a rotation) until then; NULL: none */
 } tenant_t;
 
 static const tenant_t tenants[] = {
-    {"sig", 0},  {"r503", 0}, {"ra", 0},      {"radate", 0}, {"gone", 0},
-    {"fail", 0}, {"down", 1}, {"restart", 0}, {"page", 0},   {"slow", 0},
+    {"sig", 0, NULL},
+    {"r503", 0, NULL},
+    {"ra", 0, NULL},
+    {"radate", 0, NULL},
+    {"gone", 0, NULL},
+    {"fail", 0, NULL},
+    {"down", 1, NULL},
+    {"restart", 0, NULL},
+    {"page", 0, NULL},
+    {"slow", 0, NULL},
+    {"rot", 0, "2099-01-01T00:00:00Z"},
+    {"rotx", 0, "2001-01-01T00:00:00Z"},
 };
 #define NTENANTS ((int)(sizeof(tenants) / sizeof(tenants[0])))
 
@@ -187,6 +199,12 @@ static const char *cur_log = "";
 static void secret_of(int i, char *out, size_t size)
 {
     snprintf(out, size, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwTest%04d", i);
+}
+
+/* The previous secret of tenant i (when it has one): another key. */
+static void prev_secret_of(int i, char *out, size_t size)
+{
+    snprintf(out, size, "whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXOld%04d", i);
 }
 
 static int tenant_index(const char *name)
@@ -204,15 +222,22 @@ static void write_config(const char *path)
     CHECK(doc != NULL);
     size_t n = (size_t)snprintf(doc, 64 << 10, "{\"tenants\":[");
     for (int i = 0; i < NTENANTS; i++) {
-        char secret[80];
+        char secret[80], prev[200] = "";
         secret_of(i, secret, sizeof(secret));
+        if (tenants[i].prev_expires) {
+            char old[80];
+            prev_secret_of(i, old, sizeof(old));
+            snprintf(prev, sizeof(prev),
+                     "\"previous_secret\":\"%s\",\"previous_secret_expires\":\"%s\",", old,
+                     tenants[i].prev_expires);
+        }
         const char *t = tenants[i].name;
         n += (size_t)snprintf(
             doc + n, (64 << 10) - n,
             "%s{\"id\":\"t-%s\",\"api_keys\":[{\"id\":\"k\",\"key\":\"wh-key-%s\"}],"
             "\"webhooks\":[{\"id\":\"wh-%s\",\"url\":\"http://127.0.0.1:%d/%s\","
-            "\"secret\":\"%s\",\"events\":[\"task.completed\"]}]}",
-            i ? "," : "", t, t, t, tenants[i].down_port ? dport : rport, t, secret);
+            "\"secret\":\"%s\",%s\"events\":[\"task.completed\"]}]}",
+            i ? "," : "", t, t, t, tenants[i].down_port ? dport : rport, t, secret, prev);
     }
     snprintf(doc + n, (64 << 10) - n, "]}");
     fx_write_file(path, doc, 0600);
@@ -379,6 +404,37 @@ static double jnum(const cJSON *o, const char *k)
 }
 
 /* ---- scenarios ---- */
+
+/* A rotation: while the previous secret is active a delivery carries one signature per
+ * secret in one webhook-signature header (new first), each verifiable alone; an expired
+ * previous secret signs nothing. */
+static void test_rotation(void)
+{
+    char id[128], now_sig[WHSIG_LEN], old_sig[WHSIG_LEN], secret[80], old[80], want[128];
+    for (int expired = 0; expired < 2; expired++) {
+        const char *name = expired ? "rotx" : "rot";
+        char path[16];
+        int i = tenant_index(name);
+        snprintf(path, sizeof(path), "/%s", name);
+        newest(name, 0, id, sizeof(id));
+        WAIT_FOR(status_is(id, "delivered"), 20000);
+        const seen_t *s = seen_get(path, 0);
+        secret_of(i, secret, sizeof(secret));
+        prev_secret_of(i, old, sizeof(old));
+        long long ts = atoll(s->ts);
+        CHECK_INT_EQ(
+            whsig_sign(secret, s->id, ts, s->body, strlen(s->body), now_sig, sizeof(now_sig)), 0);
+        CHECK_INT_EQ(whsig_sign(old, s->id, ts, s->body, strlen(s->body), old_sig, sizeof(old_sig)),
+                     0);
+        if (expired)
+            snprintf(want, sizeof(want), "%s", now_sig);
+        else
+            snprintf(want, sizeof(want), "%s %s", now_sig, old_sig);
+        CHECK_STR_EQ(s->sig, want);
+    }
+    TEST_PASS("a rotation: one webhook-signature header with a signature per active secret; "
+              "an expired previous secret signs nothing");
+}
 
 static void test_signed(void)
 {
@@ -724,27 +780,14 @@ static pid_t test_handback(pid_t ing, const char *cfg)
 static void test_private(const char *cfg)
 {
     /* A config naming a loopback webhook url literally is refused at start-up. */
-    char e_cfg[340], e_b[300], e_r[160], log[300], bin[300];
     CHECK(nlogs < 5);
-    snprintf(e_cfg, sizeof(e_cfg), "MCPQ_CONFIG=%s", cfg);
-    snprintf(e_b, sizeof(e_b), "MCPQ_KAFKA_BROKERS=%s", fx.brokers);
-    snprintf(e_r, sizeof(e_r), "MCPQ_REDIS_URL=%s", fx.redis_url);
-    snprintf(log, sizeof(log), "%s/wh-strict.log", fx.dir);
-    snprintf(bin, sizeof(bin), "%s/mcpq-ingress", fx_bin_dir());
-    const char *env[] = {e_cfg, e_b, e_r, "MCPQ_LISTEN=127.0.0.1:0", "MCPQ_WEBHOOK_ALLOW_PRIVATE=0",
-                         NULL};
-    const char *argv[] = {bin, NULL};
-    pid_t pid = fx_spawn(argv, env, log);
-    CHECK(pid > 0);
-    CHECK_INT_EQ(fx_wait_exit(pid, 20000), 2);
-    FILE *f = fopen(log, "r");
-    CHECK(f != NULL);
-    char text[4096] = "";
-    size_t n = fread(text, 1, sizeof(text) - 1, f);
-    text[n] = '\0';
-    fclose(f);
+    const char *strict[] = {"MCPQ_WEBHOOK_ALLOW_PRIVATE=0", NULL};
+    char text[4096];
+    CHECK_INT_EQ(fx_ingress_exit(&fx, "wh-strict", cfg, strict, text, sizeof(text), logs[nlogs],
+                                 sizeof(logs[0])),
+                 2);
+    nlogs++;
     CHECK_CONTAINS(text, "$.tenants[0].webhooks[0].url: host 127.0.0.1 is a loopback address");
-    snprintf(logs[nlogs++], sizeof(logs[0]), "%s", log);
     TEST_PASS("MCPQ_WEBHOOK_ALLOW_PRIVATE=0: a loopback webhook url in the config is refused at "
               "start-up, naming its JSON path");
 
@@ -831,13 +874,14 @@ int main(void)
     freeReplyObject(r);
 
     /* These run side by side; each is then checked on its own. */
-    const char *firsts[] = {"sig", "r503", "ra", "radate", "gone", "fail"};
+    const char *firsts[] = {"sig", "r503", "ra", "radate", "gone", "fail", "rot", "rotx"};
     for (size_t i = 0; i < sizeof(firsts) / sizeof(firsts[0]); i++) {
         char task[64];
         snprintf(task, sizeof(task), "task-%s", firsts[i]);
         event(firsts[i], task);
     }
     test_signed();
+    test_rotation();
     test_retry();
     test_retry_after();
     test_gone(gone_second, sizeof(gone_second));

@@ -218,6 +218,51 @@ static void test_env_secrets(void)
     TEST_PASS("\"(hidden)\" as a secret, header or env value is refused");
 }
 
+/* A rotation: previous_secret (literal or previous_secret_env) and its expiry. */
+static void test_previous_secrets(void)
+{
+    setenv("MCPQ_TEST_OLD_APP", "old-app-secret-from-env", 1);
+    setenv("MCPQ_TEST_OLD_WHSEC", "whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYX", 1);
+    unsetenv("MCPQ_TEST_UNSET");
+    cJSON *doc = LOAD("{'tenants':[{'id':'a','apps':[{'app_id':'app1','secret':'new',"
+                      "'previous_secret_env':'MCPQ_TEST_OLD_APP',"
+                      "'previous_secret_expires':'2030-01-02T03:04:05.678Z'},"
+                      "{'app_id':'app2','secret':'new','previous_secret':'old'}],"
+                      "'webhooks':[{'id':'w','url':'http://127.0.0.1:9/h',"
+                      "'secret':'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',"
+                      "'previous_secret_env':'MCPQ_TEST_OLD_WHSEC',"
+                      "'previous_secret_expires':'2030-01-02T03:04:05Z',"
+                      "'events':['task.completed']}]}]}");
+    const cJSON *t = at(doc, "tenants", 0, NULL);
+    CHECK_STR_EQ(str_at(at(t, "apps", 0, NULL), "previous_secret"), "old-app-secret-from-env");
+    CHECK(!cJSON_GetObjectItemCaseSensitive(at(t, "apps", 0, NULL), "previous_secret_env"));
+    CHECK_STR_EQ(str_at(at(t, "apps", 0, NULL), "previous_secret_expires"),
+                 "2030-01-02T03:04:05.678Z");
+    CHECK_STR_EQ(str_at(at(t, "apps", 1, NULL), "previous_secret"), "old");
+    CHECK_STR_EQ(str_at(at(t, "webhooks", 0, NULL), "previous_secret"),
+                 "whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYX");
+    cJSON_Delete(doc);
+    FAILS("{'tenants':[{'id':'a','apps':[{'app_id':'x','secret':'s',"
+          "'previous_secret_env':'MCPQ_TEST_UNSET'}]}]}",
+          "$.tenants[0].apps[0].previous_secret_env: environment variable \"MCPQ_TEST_UNSET\" is "
+          "not set or empty");
+    FAILS("{'tenants':[{'id':'a','apps':[{'app_id':'x','secret':'s',"
+          "'previous_secret_expires':'2030-01-02T03:04:05Z'}]}]}",
+          "$.tenants[0].apps[0].previous_secret_expires: there is no previous_secret");
+    FAILS("{'tenants':[{'id':'a','apps':[{'app_id':'x','secret':'s','previous_secret':'o',"
+          "'previous_secret_expires':'2030-02-30T03:04:05Z'}]}]}",
+          "$.tenants[0].apps[0].previous_secret_expires: not a UTC time (2026-01-31T12:00:00Z)");
+    FAILS_C("{'tenants':[{'id':'a','apps':[{'app_id':'x','secret':'s','previous_secret':'o',"
+            "'previous_secret_expires':'tomorrow'}]}]}",
+            "$.tenants[0].apps[0].previous_secret_expires");
+    FAILS("{'tenants':[{'id':'a','webhooks':[{'id':'w','url':'http://h/x',"
+          "'secret':'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw','previous_secret':'whsec_AAAA',"
+          "'events':['task.running']}]}]}",
+          "$.tenants[0].webhooks[0].previous_secret: must be \"whsec_\" followed by the base64 of "
+          "24 to 64 bytes");
+    TEST_PASS("previous_secret, previous_secret_env and previous_secret_expires");
+}
+
 static void test_secret_formats(void)
 {
     FAILS("{'tenants':[{'id':'a','webhooks':[{'id':'w','url':'http://h/x',"
@@ -585,6 +630,41 @@ static void test_files(void)
     TEST_PASS("files");
 }
 
+/* App secrets of at least 32 bytes (MCPQ_APP_SECRET_MIN_BYTES), literal or from the
+ * environment, current or previous; the message names the app, never the secret. */
+static void test_app_secret_minimum(void)
+{
+    setenv("MCPQ_TEST_SHORT", "0123456789012345678901234567890", 1); /* 31 bytes */
+    setenv("MCPQ_TEST_LONG", "01234567890123456789012345678901", 1); /* 32 bytes */
+    cJSON *doc =
+        LOAD("{'tenants':[{'id':'a','apps':[{'app_id':'ok1','secret_env':'MCPQ_TEST_LONG'},"
+             "{'app_id':'ok2','secret':'01234567890123456789012345678901',"
+             "'previous_secret':'01234567890123456789012345678901'}]}]}");
+    CHECK_INT_EQ(cfg_check_app_secrets(doc, 32, err, sizeof(err)), 0);
+    cJSON_Delete(doc);
+    static const char *const bad[][2] = {
+        {"{'tenants':[{'id':'a'},{'id':'b','apps':[{'app_id':'ok','secret_env':'MCPQ_TEST_LONG'},"
+         "{'app_id':'b-app','secret':'0123456789012345678901234567890'}]}]}",
+         "$.tenants[1].apps[1]: the secret of app \"b-app\" is 31 bytes; app secrets must be at "
+         "least 32 bytes"},
+        {"{'tenants':[{'id':'a','apps':[{'app_id':'env-app','secret_env':'MCPQ_TEST_SHORT'}]}]}",
+         "$.tenants[0].apps[0]: the secret of app \"env-app\" is 31 bytes"},
+        {"{'tenants':[{'id':'a','apps':[{'app_id':'x','secret_env':'MCPQ_TEST_LONG',"
+         "'previous_secret':'short'}]}]}",
+         "$.tenants[0].apps[0]: the previous_secret of app \"x\" is 5 bytes"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        doc = LOAD(bad[i][0]);
+        CHECK_INT_EQ(cfg_check_app_secrets(doc, 32, err, sizeof(err)), MCPQ_EINVAL);
+        CHECK_CONTAINS(err, bad[i][1]);
+        CHECK_CONTAINS(err, "MCPQ_APP_SECRET_MIN_BYTES");
+        CHECK(strstr(err, "0123456789") == NULL);
+        CHECK_INT_EQ(cfg_check_app_secrets(doc, 5, err, sizeof(err)), 0); /* a lower minimum */
+        cJSON_Delete(doc);
+    }
+    TEST_PASS("app secrets under 32 bytes are refused, naming the app");
+}
+
 /* The shape of the acceptance suite's config (lib/config.mjs buildConfig). */
 static void test_acceptance_config(void)
 {
@@ -602,6 +682,11 @@ static void test_acceptance_config(void)
     util_sha256_hex("globex-key-1", 12, hex);
     CHECK_STR_EQ(str_at(at(globex, "api_keys", 0, NULL), "sha256"), hex);
     CHECK_STR_EQ(str_at(at(acme, "apps", 0, NULL), "secret"), "acme-app-secret");
+    /* Its app secret is 15 bytes: only a lowered MCPQ_APP_SECRET_MIN_BYTES (scripts/mcpq-local
+     * sets 1) lets an ingress load it. */
+    CHECK_INT_EQ(cfg_check_app_secrets(doc, CFG_APP_SECRET_MIN, err, sizeof(err)), MCPQ_EINVAL);
+    CHECK_CONTAINS(err, "the secret of app \"acme-app\" is 15 bytes");
+    CHECK_INT_EQ(cfg_check_app_secrets(doc, 1, err, sizeof(err)), 0);
     const cJSON *tool;
     int versioned = 0;
     cJSON_ArrayForEach(tool, cJSON_GetObjectItemCaseSensitive(doc, "tools"))
@@ -631,14 +716,19 @@ static void test_local_config(void)
     if (!doc)
         fprintf(stderr, "%s\n", err);
     CHECK(doc != NULL);
+    if (cfg_check_app_secrets(doc, CFG_APP_SECRET_MIN, err, sizeof(err)) < 0)
+        fprintf(stderr, "%s\n", err);
+    CHECK_INT_EQ(cfg_check_app_secrets(doc, CFG_APP_SECRET_MIN, err, sizeof(err)), 0);
     cJSON_Delete(doc);
-    TEST_PASS("local config");
+    TEST_PASS("local config (its app secret is long enough for a production ingress)");
 }
 
 int main(void)
 {
     test_normalization();
     test_env_secrets();
+    test_previous_secrets();
+    test_app_secret_minimum();
     test_secret_formats();
     test_semantic_errors();
     test_schema_errors();

@@ -95,9 +95,122 @@ static void test_window(void)
     TEST_PASS("timestamp window of 300 s both ways");
 }
 
+/* Version 2, against a vector computed independently (Python hmac/hashlib). */
+static const char v2_body[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+                              "\"params\":{\"name\":\"echo\",\"arguments\":{\"text\":\"hi\"}}}";
+static const char v2_list[] = "host;mcp-method;mcp-name;mcp-protocol-version";
+static const char v2_want[] =
+    "POST\n/mcp\n1700000000\nabcDEF12_-\n"
+    "e9e2a35e3c2fb5d2a0116fe668c1b4894739d7561475f1f67ab09f1dba1f22ec\n"
+    "host;mcp-method;mcp-name;mcp-protocol-version\nhost:gw.example.com\nmcp-method:tools/call\n"
+    "mcp-name:echo\nmcp-protocol-version:2026-07-28";
+static const char v2_secret[] = "acme-app-secret-0123456789abcdef0123";
+static const char v2_sig[] = "4200cc47484a66fd5bfa9d5369cd657bb9879792a4b31a6b2390280bf60607fb";
+
+static int v2(const char *list, const sig_header_t *h, size_t n, char **out, const char **why)
+{
+    return sig_canonical_v2("POST", "/mcp", "1700000000", "abcDEF12_-", v2_body, strlen(v2_body),
+                            list, h, n, out, why);
+}
+
+static void test_v2(void)
+{
+    /* As received: any case, any order, blanks around values, unsigned other headers. */
+    sig_header_t h[] = {
+        {"Content-Type", "application/json"},
+        {"MCP-Protocol-Version", "2026-07-28"},
+        {"Mcp-Name", "  echo\t"},
+        {"Host", "gw.example.com"},
+        {"Mcp-Method", "tools/call"},
+        {"Accept", "application/json"},
+    };
+    size_t n = sizeof(h) / sizeof(h[0]);
+    char *c = NULL;
+    const char *why = NULL;
+    CHECK_INT_EQ(v2(v2_list, h, n, &c, &why), 0);
+    CHECK_STR_EQ(c, v2_want);
+    CHECK_INT_EQ(sig_verify(v2_secret, strlen(v2_secret), c, v2_sig), 1);
+    free(c);
+    /* Another value of a signed header, another string. */
+    h[2].value = "add";
+    CHECK_INT_EQ(v2(v2_list, h, n, &c, &why), 0);
+    CHECK_INT_EQ(sig_verify(v2_secret, strlen(v2_secret), c, v2_sig), 0);
+    free(c);
+    h[2].value = "echo";
+    /* Signing more than the covered headers is allowed. */
+    CHECK_INT_EQ(v2("accept;host;mcp-method;mcp-name;mcp-protocol-version", h, n, &c, &why), 0);
+    CHECK_CONTAINS(c, "\naccept:application/json\nhost:gw.example.com\n");
+    free(c);
+
+    /* A covered header the list leaves out (as an attacker adding one would): refused. */
+    static const char *const added[] = {"Mcp-Session-Id", "mcp-param-region", "MCP-PARAM-X"};
+    for (size_t i = 0; i < sizeof(added) / sizeof(added[0]); i++) {
+        sig_header_t more[8];
+        memcpy(more, h, sizeof(h));
+        more[n] = (sig_header_t){added[i], "x"};
+        why = NULL;
+        CHECK_INT_EQ(v2(v2_list, more, n + 1, &c, &why), MCPQ_EINVAL);
+        CHECK(c == NULL);
+        CHECK_CONTAINS(why, "not in X-Signed-Headers");
+    }
+    /* A signed header twice, a listed one missing, a line break in a value. */
+    sig_header_t twice[] = {{"Host", "a"}, {"host", "b"}};
+    CHECK_INT_EQ(v2("host", twice, 2, &c, &why), MCPQ_EINVAL);
+    CHECK_CONTAINS(why, "more than once");
+    CHECK_INT_EQ(v2("host;mcp-method;mcp-name;mcp-protocol-version;x-extra", h, n, &c, &why),
+                 MCPQ_EINVAL);
+    CHECK_CONTAINS(why, "does not carry");
+    sig_header_t nl[] = {{"Host", "a\r\nb"}};
+    CHECK_INT_EQ(v2("host", nl, 1, &c, &why), MCPQ_EINVAL);
+    CHECK_CONTAINS(why, "line break");
+    /* The list's own shape. */
+    static const char *const bad_lists[] = {
+        NULL,
+        "",
+        "mcp-method",
+        "Host",
+        "mcp-method;host",
+        "host;host",
+        "host;",
+        ";host",
+        "host;;mcp-name",
+        "host; mcp-name",
+        "host;x y",
+        "host:x",
+        "host;x-signature",
+    };
+    for (size_t i = 0; i < sizeof(bad_lists) / sizeof(bad_lists[0]); i++) {
+        why = NULL;
+        CHECK_INT_EQ(v2(bad_lists[i], h, n, &c, &why), MCPQ_EINVAL);
+        CHECK(why != NULL && c == NULL);
+    }
+    char longlist[SIG_SIGNED_LIST_MAX + 8];
+    memset(longlist, 'a', sizeof(longlist) - 1);
+    longlist[sizeof(longlist) - 1] = '\0';
+    CHECK_INT_EQ(v2(longlist, h, n, &c, &why), MCPQ_EINVAL);
+
+    int ver = 0;
+    CHECK_INT_EQ(sig_version_parse(NULL, &ver), 0);
+    CHECK_INT_EQ(ver, 1);
+    CHECK_INT_EQ(sig_version_parse("1", &ver), 0);
+    CHECK_INT_EQ(ver, 1);
+    CHECK_INT_EQ(sig_version_parse("2", &ver), 0);
+    CHECK_INT_EQ(ver, 2);
+    CHECK_INT_EQ(sig_version_parse("3", &ver), MCPQ_EINVAL);
+    CHECK_INT_EQ(sig_version_parse("02", &ver), MCPQ_EINVAL);
+    CHECK_INT_EQ(sig_version_parse("", &ver), MCPQ_EINVAL);
+    CHECK(sig_header_covered("HOST") && sig_header_covered("mcp-session-id") &&
+          sig_header_covered("Mcp-Param-A") && sig_header_covered("mcp-protocol-version"));
+    CHECK(!sig_header_covered("Mcp-Param") && !sig_header_covered("Accept") &&
+          !sig_header_covered("X-Mcp-Name") && !sig_header_covered(NULL));
+    TEST_PASS("v2: Host and the headers that change a request's meaning are signed; an added "
+              "one fails");
+}
+
 int main(void)
 {
     test_canonical_and_verify();
+    test_v2();
     test_headers();
     test_window();
     return 0;

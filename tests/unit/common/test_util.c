@@ -113,5 +113,36 @@ int main(void)
     CHECK_INT_EQ(util_parse_listen("127.0.0.1:", &sa), MCPQ_EINVAL);
     CHECK_INT_EQ(util_parse_listen("example.com:80", &sa), MCPQ_EINVAL);
     TEST_PASS("listen addresses: host:port, localhost, any interface; others refused");
+    char t[40];
+    int64_t ms = 0;
+    util_format_utc(1767225600123LL, t, sizeof(t));
+    CHECK_STR_EQ(t, "2026-01-01T00:00:00.123Z");
+    CHECK_INT_EQ(util_parse_utc(t, &ms), 0);
+    CHECK_INT_EQ(ms, 1767225600123LL);
+    CHECK_INT_EQ(util_parse_utc("2026-01-01T00:00:00Z", &ms), 0);
+    CHECK_INT_EQ(ms, 1767225600000LL);
+    CHECK_INT_EQ(util_parse_utc("2026-01-01T00:00:00.5Z", &ms), 0);
+    CHECK_INT_EQ(ms, 1767225600500LL);
+    CHECK_INT_EQ(util_parse_utc("2026-01-01T00:00:00.123456Z", &ms), 0);
+    CHECK_INT_EQ(ms, 1767225600123LL);
+    CHECK_INT_EQ(util_parse_utc("2024-02-29T23:59:59Z", &ms), 0);
+    static const char *const bad_times[] = {NULL,
+                                            "",
+                                            "2026-01-01",
+                                            "2026-01-01T00:00:00",
+                                            "2026-01-01T00:00:00+01:00",
+                                            "2026-01-01 00:00:00Z",
+                                            "2026-13-01T00:00:00Z",
+                                            "2026-04-31T00:00:00Z",
+                                            "2025-02-29T00:00:00Z",
+                                            "2026-01-01T24:00:00Z",
+                                            "2026-01-01T00:60:00Z",
+                                            "2026-01-01T00:00:00.Z",
+                                            "2026-01-01T00:00:00Zx",
+                                            "1969-12-31T23:59:59Z",
+                                            "+026-01-01T00:00:00Z"};
+    for (size_t i = 0; i < sizeof(bad_times) / sizeof(bad_times[0]); i++)
+        CHECK_INT_EQ(util_parse_utc(bad_times[i], &ms), MCPQ_EINVAL);
+    TEST_PASS("RFC 3339 UTC times: written with milliseconds, read strictly");
     return 0;
 }

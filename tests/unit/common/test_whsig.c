@@ -61,9 +61,40 @@ static void test_bad_secrets(void)
     TEST_PASS("malformed secrets are refused");
 }
 
+/* During a rotation: one signature per secret in one header, each one verifiable alone. */
+static void test_all(void)
+{
+    const char *body = "{\"test\": 2432232314}";
+    const char *secrets[] = {"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_AAECAwQFBgcICQ=="};
+    char one[WHSIG_LEN], two[WHSIG_LEN], all[WHSIG_MAX_SECRETS * WHSIG_LEN], want[128];
+    CHECK_INT_EQ(whsig_sign(secrets[0], "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, body,
+                            strlen(body), one, sizeof(one)),
+                 0);
+    CHECK_INT_EQ(whsig_sign(secrets[1], "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, body,
+                            strlen(body), two, sizeof(two)),
+                 0);
+    CHECK_INT_EQ(whsig_sign_all(secrets, 2, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, body,
+                                strlen(body), all, sizeof(all)),
+                 0);
+    snprintf(want, sizeof(want), "%s %s", one, two);
+    CHECK_STR_EQ(all, want);
+    CHECK_CONTAINS(all, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE= v1,");
+    CHECK_INT_EQ(whsig_sign_all(secrets, 1, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, body,
+                                strlen(body), all, sizeof(all)),
+                 0);
+    CHECK_STR_EQ(all, one);
+    CHECK_INT_EQ(whsig_sign_all(secrets, 2, "m", 1, "x", 1, all, 2 * WHSIG_LEN - 1), MCPQ_EINVAL);
+    CHECK_INT_EQ(whsig_sign_all(secrets, 0, "m", 1, "x", 1, all, sizeof(all)), MCPQ_EINVAL);
+    CHECK_INT_EQ(whsig_sign_all(secrets, 3, "m", 1, "x", 1, all, sizeof(all)), MCPQ_EINVAL);
+    const char *bad[] = {secrets[0], "whsec_!!"};
+    CHECK_INT_EQ(whsig_sign_all(bad, 2, "m", 1, "x", 1, all, sizeof(all)), MCPQ_EINVAL);
+    TEST_PASS("two active secrets: one header with both signatures, space-separated");
+}
+
 int main(void)
 {
     test_vector();
+    test_all();
     test_changes();
     test_bad_secrets();
     return 0;

@@ -1,7 +1,8 @@
 /* Tests ingress/ratelimit.c without Redis: the local bucket a replica falls back to (burst,
- * refill, Retry-After), the burst default, and what ing_rl_admit takes from the config and
- * the MCPQ_RATE_LIMIT_* defaults. The shared Redis bucket is tested by
- * tests/integration/test_ratelimit.c. */
+ * refill, Retry-After), the burst default, what ing_rl_admit takes from the config and the
+ * MCPQ_RATE_LIMIT_* defaults, ing_rl_blocked (the check before a credential is looked at)
+ * and the bound on buckets of the failed-authentication limiter. The shared Redis bucket is
+ * tested by tests/integration/test_ratelimit.c. */
 #include "check.h"
 #include "ratelimit.h"
 
@@ -21,7 +22,7 @@ int main(void)
     CHECK_INT_EQ(ing_rl_burst(&(ing_rate_t){.per_s = 10, .burst = 3}), 3);
     TEST_PASS("burst defaults to twice the rate, at least 1");
 
-    ing_rl_t *rl = ing_rl_new(NULL, 50);
+    ing_rl_t *rl = ing_rl_new(NULL, NULL, 50, 0);
     CHECK(rl != NULL);
     ing_rate_t r = {.per_s = 20, .burst = 5};
     long long wait = 0;
@@ -59,5 +60,38 @@ int main(void)
     CHECK(wait > 1900 && wait <= 2000);
     TEST_PASS("admit: a configured rate wins over the default; 0 means unlimited");
     ing_rl_free(rl);
+
+    /* ing_rl_blocked: a lookup that spends nothing and creates nothing. */
+    rl = ing_rl_new(NULL, "mcpq:af:", 1, 0);
+    ing_rate_t f = {.per_s = 20.0 / 60.0, .burst = 3}; /* 3 failures, then one per 3 s */
+    CHECK_INT_EQ(ing_rl_blocked(rl, "a:192.0.2.1", &f, &wait), 0);
+    for (int i = 0; i < 3; i++) {
+        CHECK_INT_EQ(ing_rl_blocked(rl, "a:192.0.2.1", &f, &wait), 0);
+        CHECK_INT_EQ(ing_rl_take(rl, "a:192.0.2.1", &f, &wait), 1);
+    }
+    CHECK_INT_EQ(ing_rl_blocked(rl, "a:192.0.2.1", &f, &wait), 1);
+    CHECK(wait > 2900 && wait <= 3000);
+    CHECK_INT_EQ(ing_rl_blocked(rl, "a:192.0.2.1", &f, &wait), 1); /* still: nothing spent */
+    CHECK_INT_EQ(ing_rl_take(rl, "a:192.0.2.1", &f, &wait), 0);
+    CHECK_INT_EQ(ing_rl_blocked(rl, "a:192.0.2.2", &f, &wait), 0);
+    CHECK_INT_EQ(ing_rl_blocked(NULL, "a:192.0.2.1", &f, &wait), 0);
+    ing_rl_free(rl);
+    TEST_PASS("blocked: true once the bucket is empty, without spending or creating buckets");
+
+    /* A bounded limiter: a full table forgets idle buckets (at most once a second), and a
+     * name it cannot track is not limited (no Redis here). */
+    rl = ing_rl_new(NULL, "mcpq:af:", 1, 2);
+    ing_rate_t fast = {.per_s = 10, .burst = 1}; /* full again 100 ms after a take */
+    CHECK_INT_EQ(ing_rl_take(rl, "a", &fast, &wait), 1);
+    CHECK_INT_EQ(ing_rl_take(rl, "b", &fast, &wait), 1);
+    CHECK_INT_EQ(ing_rl_take(rl, "a", &fast, &wait), 0); /* tracked: empty */
+    CHECK_INT_EQ(ing_rl_take(rl, "c", &fast, &wait), 1); /* full, nothing idle: untracked */
+    CHECK_INT_EQ(ing_rl_take(rl, "c", &fast, &wait), 1);
+    sleep_ms(1100); /* a and b full again, and a second since the last sweep */
+    CHECK_INT_EQ(ing_rl_take(rl, "c", &fast, &wait), 1); /* a and b forgotten, c tracked */
+    CHECK_INT_EQ(ing_rl_take(rl, "c", &fast, &wait), 0);
+    CHECK_INT_EQ(ing_rl_blocked(rl, "c", &fast, &wait), 1);
+    ing_rl_free(rl);
+    TEST_PASS("a bounded limiter keeps at most max_entries buckets, forgetting idle ones");
     return 0;
 }

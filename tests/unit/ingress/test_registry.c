@@ -184,5 +184,24 @@ int main(void)
     ing_registry_unref(reg);
     TEST_PASS("registry snapshot (keys, apps, robots, servers, tools)");
     TEST_PASS("tools/list fingerprints per server");
+
+    /* The active secrets of a rotation: the previous one until it expires. */
+    cJSON *o = cJSON_Parse("{\"secret\":\"new\",\"previous_secret\":\"old\","
+                           "\"previous_secret_expires\":\"2026-01-01T00:00:00.000Z\"}");
+    const char *sec[2];
+    const int64_t expiry = 1767225600000LL;
+    CHECK_INT_EQ(ing_registry_secrets(o, expiry - 1, sec), 2);
+    CHECK_STR_EQ(sec[0], "new");
+    CHECK_STR_EQ(sec[1], "old");
+    CHECK_INT_EQ(ing_registry_secrets(o, expiry, sec), 1);
+    CHECK_STR_EQ(sec[0], "new");
+    cJSON_DeleteItemFromObject(o, "previous_secret_expires"); /* no end: until removed */
+    CHECK_INT_EQ(ing_registry_secrets(o, expiry * 2, sec), 2);
+    cJSON_AddStringToObject(o, "previous_secret_expires", "soon"); /* unreadable: over */
+    CHECK_INT_EQ(ing_registry_secrets(o, 0, sec), 1);
+    cJSON_DeleteItemFromObject(o, "secret");
+    CHECK_INT_EQ(ing_registry_secrets(o, 0, sec), 0); /* no current secret: none at all */
+    cJSON_Delete(o);
+    TEST_PASS("active secrets: the previous one until previous_secret_expires");
     return 0;
 }

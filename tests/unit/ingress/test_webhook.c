@@ -90,6 +90,18 @@ static const char *v6(const char *ip)
     return ing_wh_addr_refused((const struct sockaddr *)&sa);
 }
 
+/* Each range {first, last, just below, just above}: the first two refused, the others not. */
+static void check_ranges(const char *(*judge)(const char *), const char *const (*ranges)[4],
+                         size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        CHECK(judge(ranges[i][0]) != NULL);
+        CHECK(judge(ranges[i][1]) != NULL);
+        CHECK(judge(ranges[i][2]) == NULL);
+        CHECK(judge(ranges[i][3]) == NULL);
+    }
+}
+
 static void test_addresses(void)
 {
     static const char *const refused4[][2] = {
@@ -131,11 +143,44 @@ static void test_addresses(void)
                                           "2002:0808:0808::1"};
     for (size_t i = 0; i < sizeof(public6) / sizeof(public6[0]); i++)
         CHECK(v6(public6[i]) == NULL);
+    /* The special-purpose ranges: first and last address refused, a neighbour just outside
+     * passes. */
+    static const char *const ranges4[][4] = {
+        {"192.0.0.0", "192.0.0.255", "191.255.255.255", "192.0.1.0"},
+        {"198.18.0.0", "198.19.255.255", "198.17.255.255", "198.20.0.0"},
+        {"192.0.2.0", "192.0.2.255", "192.0.1.255", "192.0.3.0"},
+        {"198.51.100.0", "198.51.100.255", "198.51.99.255", "198.51.101.0"},
+        {"203.0.113.0", "203.0.113.255", "203.0.112.255", "203.0.114.0"},
+    };
+    check_ranges(v4, ranges4, sizeof(ranges4) / sizeof(ranges4[0]));
+    CHECK_CONTAINS(v4("192.0.0.8"), "192.0.0.0/24");
+    CHECK_CONTAINS(v4("198.18.0.1"), "benchmarking");
+    CHECK_CONTAINS(v4("203.0.113.7"), "TEST-NET");
+    CHECK_CONTAINS(v6("::ffff:198.51.100.1"), "TEST-NET"); /* and in IPv6 forms */
+    static const char *const ranges6[][4] = {
+        {"2001::", "2001:0:ffff:ffff:ffff:ffff:ffff:ffff",
+         "2000:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "2001:1::"},
+        {"64:ff9b:1::", "64:ff9b:1:ffff:ffff:ffff:ffff:ffff", "64:ff9b:0:ffff:ffff:ffff:ffff:ffff",
+         "64:ff9b:2::"},
+        {"100::", "100::ffff:ffff:ffff:ffff", "ff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+         "100:0:0:1::"},
+    };
+    check_ranges(v6, ranges6, sizeof(ranges6) / sizeof(ranges6[0]));
+    CHECK_CONTAINS(v6("2001:0:4136:e378:8000:63bf:3fff:fdd2"), "Teredo");
+    CHECK_CONTAINS(v6("64:ff9b:1::a00:1"), "NAT64");
+    CHECK_CONTAINS(v6("100::1"), "discard");
+    char host[64];
+    CHECK_CONTAINS(ing_wh_url_refused("https://[2001:0:53aa:64c::1]/hook", host, sizeof(host)),
+                   "Teredo");
+    CHECK_CONTAINS(ing_wh_url_refused("http://198.18.0.1:8080/hook", host, sizeof(host)),
+                   "benchmarking");
     struct sockaddr other = {.sa_family = AF_UNIX};
     CHECK(ing_wh_addr_refused(&other) != NULL);
     CHECK(ing_wh_addr_refused(NULL) != NULL);
     TEST_PASS("the SSRF guard refuses loopback, private, link-local, CGNAT, multicast, "
-              "unspecified and IPv4-embedding forms of them; public addresses pass");
+              "unspecified, the special-purpose ranges (192.0.0/24, 198.18/15, TEST-NETs, "
+              "2001::/32, 64:ff9b:1::/48, 100::/64) and IPv4-embedding forms of them; public "
+              "addresses pass");
 }
 
 static void test_urls(void)
