@@ -105,7 +105,9 @@ static int walk_tenant(walk_t *w, cJSON *t, int ti)
         const char *array, *kind, *id_key, *member;
     } subs[] = {{"api_keys", "api_key", "id", "sha256"},
                 {"apps", "app", "app_id", "secret"},
-                {"webhooks", "webhook", "id", "secret"}};
+                {"apps", "app", "app_id", "previous_secret"}, /* during a rotation */
+                {"webhooks", "webhook", "id", "secret"},
+                {"webhooks", "webhook", "id", "previous_secret"}};
     char tid[ID_MAX], id[ID_MAX], path[JPATH_MAX];
     const char *tp = JOIN(tid, "tenant", str_of(t, "id"));
     int rc = 0;

@@ -6,7 +6,9 @@
  * only there:
  *   $.tenants[].api_keys[].sha256          the hash of an API key
  *   $.tenants[].apps[].secret              an app's signing secret
+ *   $.tenants[].apps[].previous_secret     its previous one, during a rotation
  *   $.tenants[].webhooks[].secret          a webhook's whsec_ secret
+ *   $.tenants[].webhooks[].previous_secret its previous one, during a rotation
  *   $.servers[].federate.headers.*         headers sent to a federated upstream
  *   $.tools[].versions[].executor.secret   an http or agent executor's whsec_ secret
  *   $.tools[].versions[].executor.headers.*, .env.*   executor headers and environment

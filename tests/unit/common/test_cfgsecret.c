@@ -9,9 +9,9 @@
 /* A stored registry export: every kind of secret, and look-alikes that are not secrets. */
 static const char stored_text[] =
     "{\"tenants\":[{\"id\":\"t\",\"api_keys\":[{\"id\":\"k\",\"sha256\":\"aaaa\"}],"
-    "\"apps\":[{\"app_id\":\"a\",\"secret\":\"app-s\"}],"
+    "\"apps\":[{\"app_id\":\"a\",\"secret\":\"app-s\",\"previous_secret\":\"app-old-s\"}],"
     "\"webhooks\":[{\"id\":\"w\",\"url\":\"http://x/secret\",\"events\":[\"task.completed\"],"
-    "\"secret\":\"wh-s\"}]}],"
+    "\"secret\":\"wh-s\",\"previous_secret\":\"wh-old-s\"}]}],"
     "\"servers\":[{\"tenant\":\"t\",\"name\":\"f\",\"federate\":{\"url\":\"http://u\","
     "\"headers\":{\"Authorization\":\"fed-s\"}}}],"
     "\"tools\":[{\"tenant\":\"t\",\"server\":\"f\",\"name\":\"h\",\"versions\":["
@@ -22,7 +22,8 @@ static const char stored_text[] =
     "{\"version\":\"2\",\"inputSchema\":{\"type\":\"object\"},"
     "\"executor\":{\"type\":\"exec\",\"argv\":[\"true\"],\"env\":{\"PW\":\"env-s\"}}}]}]}";
 
-static const char *const secrets[] = {"aaaa", "app-s", "wh-s", "fed-s", "x-s", "hdr-s", "env-s"};
+static const char *const secrets[] = {"aaaa",  "app-s", "app-old-s", "wh-s", "wh-old-s",
+                                      "fed-s", "x-s",   "hdr-s",     "env-s"};
 
 static void test_redact(void)
 {
@@ -41,7 +42,8 @@ static void test_redact(void)
     CHECK_CONTAINS(out, "\"argv\":[\"true\"]");
     cJSON_free(out);
     cJSON_Delete(doc);
-    TEST_PASS("redact hides the seven kinds of secret and nothing else");
+    TEST_PASS("redact hides the nine kinds of secret (previous ones of a rotation too) and "
+              "nothing else");
 }
 
 static void test_restore(void)
