@@ -91,6 +91,21 @@ function signed({ body, path = '/mcp', ts = Math.floor(Date.now() / 1000), nonce
 }
 
 const PING = rpc({ jsonrpc: '2.0', id: 1, method: 'ping' });
+
+/** Signing version 2 (README "Authentication") over the named headers (lowercase, sorted). */
+function signedV2({ body, headers, path = '/mcp' }) {
+  const ts = Math.floor(Date.now() / 1000);
+  const nonce = randomBytes(12).toString('hex');
+  const names = Object.keys(headers).map((n) => n.toLowerCase()).sort();
+  const lower = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
+  const canonical = [`POST\n${path}\n${ts}\n${nonce}\n${createHash('sha256').update(body).digest('hex')}`,
+    names.join(';'), ...names.map((n) => `${n}:${lower[n]}`)].join('\n');
+  return {
+    'X-App-Id': APP.app_id, 'X-Timestamp': String(ts), 'X-Nonce': nonce, 'X-Signature-Version': '2',
+    'X-Signed-Headers': names.join(';'),
+    'X-Signature': createHmac('sha256', APP.secret).update(canonical).digest('hex'),
+  };
+}
 // A 2026-07-28 tools/call of echo whose Mcp-Name header is `name` (raw or =?base64?...?=).
 const MODERN_CALL = rpc({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'echo', arguments: { text: 'a' }, _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' } } });
 const modernCall = (name) => request({ body: MODERN_CALL, headers: { 'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': 'tools/call', 'Mcp-Name': name } });
@@ -191,6 +206,16 @@ const cases = () => [
   // (docs/security.md): what hides behind the NUL is never read, so it cannot authenticate.
   ['a raw NUL in the API key header, the key behind it', request({ auth: false, body: PING, headers: { Authorization: `Bearer x\u0000${API_KEY}` } }), 401, -32000],
   ['an encoded NUL in the path', request({ path: '/mcp%00/other', body: PING }), 400, -32600],
+  // Finding 3: bodies on routes before any credential is known (64 KiB), refused from the
+  // announced length alone.
+  ['200 KiB to /mcp without credentials', headOnly(request({ auth: false, body: call('echo', { text: 'x'.repeat(200000) }) })), 413, -32600],
+  ['200 KiB to /admin/v1/config without the admin token', headOnly(request({ auth: false, method: 'PUT', path: '/admin/v1/config', body: 'x'.repeat(200000) })), 413, undefined],
+  ['200 KiB to the presign route without credentials', headOnly(request({ auth: false, path: '/v1/files/presign-upload', body: 'x'.repeat(200000) })), 413, undefined],
+  ['200 KiB to a channel without credentials', headOnly(request({ auth: false, path: '/v1/channels/c_1/messages', body: 'x'.repeat(200000) })), 413, undefined],
+  // Finding 8: signing version 2 covers Host and the meaning-changing headers.
+  ['a v2 signature over Host and Mcp-Method', request({ auth: false, body: PING, headers: { 'Mcp-Method': 'ping', ...signedV2({ body: PING, headers: { Host: `127.0.0.1:${stack.port}`, 'Mcp-Method': 'ping' } }) } }), 200, null],
+  ['a v2 signature leaving out a Mcp-Name that is sent', request({ auth: false, body: PING, headers: { 'Mcp-Name': 'echo', ...signedV2({ body: PING, headers: { Host: `127.0.0.1:${stack.port}` } }) } }), 401, -32000],
+  ['a v2 signature made for another Host', request({ auth: false, body: PING, headers: signedV2({ body: PING, headers: { Host: 'other.example' } }) }), 401, -32000],
   ['a rate-limited key, 1st request of its burst of 2', request({ auth: false, body: PING, headers: { Authorization: `Bearer ${METERED_KEY}` } }), 200, null],
   ['a rate-limited key, 2nd request of its burst of 2', request({ auth: false, body: PING, headers: { 'X-Api-Key': METERED_KEY } }), 200, null],
   ['a rate-limited key over its rate (0.2/s)', request({ auth: false, body: PING, headers: { Authorization: `Bearer ${METERED_KEY}` } }), 429, -32029],

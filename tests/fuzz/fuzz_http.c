@@ -337,6 +337,8 @@ static void health(void)
     buf_t req = {0};
     adds(&req, call);
     buf_t resp = exchange(&req, INADDR_LOOPBACK);
+    if (!(resp.len > 12 && strncmp(resp.data, "HTTP/1.1 200", 12) == 0))
+        fprintf(stderr, "fuzz_http: the health call got: %.*s\n", (int)resp.len, resp.data);
     FUZZ_CHECK(resp.len > 12 && strncmp(resp.data, "HTTP/1.1 200", 12) == 0);
     FUZZ_CHECK(strstr(resp.data, "\"id\":7,\"result\"") != NULL);
     free(req.data);

@@ -1769,7 +1769,7 @@ static int c_sub_dup(void)
 /* ---- 10. no read shows a secret; a PUT of the export keeps them -------------------------- */
 
 #define SEC_KEY "sec-api-key-4f1d0a9b"
-#define SEC_APP "sec-app-secret-0c9e7d2a51f6b3e8"
+#define SEC_APP "sec-app-secret-0c9e7d2a51f6b3e8-4a7d19"
 #define SEC_WHSEC "whsec_c2VjLXdlYmhvb2stc2VjcmV0LTAxMjM0NTY3ODk="
 #define SEC_HTTP_WHSEC "whsec_c2VjLWh0dHAtZXhlY3V0b3Itc2VjcmV0LTAxMjM="
 #define SEC_FED_HDR "Bearer sec-federation-token-77aa"

@@ -204,7 +204,7 @@ static void secret_of(int i, char *out, size_t size)
 /* The previous secret of tenant i (when it has one): another key. */
 static void prev_secret_of(int i, char *out, size_t size)
 {
-    snprintf(out, size, "whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXOld%04d", i);
+    snprintf(out, size, "whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXOldX%04d", i); /* canonical base64 */
 }
 
 static int tenant_index(const char *name)
