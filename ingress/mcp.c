@@ -396,11 +396,12 @@ int ing_mcp_enqueue(ing_mcp_t *m, ing_call_t *call)
     return rc;
 }
 
-void ing_mcp_dequeue(ing_mcp_t *m, ing_call_t *call)
+int ing_mcp_dequeue(ing_mcp_t *m, ing_call_t *call)
 {
-    ing_pending_remove(m->req->ctx->pending, call);
+    int was = ing_pending_remove(m->req->ctx->pending, call);
     if (!m->batch)
         m->req->has_call = 0;
+    return was;
 }
 
 int ing_mcp_park(ing_mcp_t *m, ing_call_t *call)

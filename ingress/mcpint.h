@@ -53,7 +53,7 @@ void ing_resp_result_obj(ing_mcp_t *m, ing_resp_t *resp, const cJSON *id, cJSON 
  * already (the HTTP layer takes it from the call). */
 ing_call_t *ing_mcp_call(ing_mcp_t *m);
 int ing_mcp_enqueue(ing_mcp_t *m, ing_call_t *call);
-void ing_mcp_dequeue(ing_mcp_t *m, ing_call_t *call);
+int ing_mcp_dequeue(ing_mcp_t *m, ing_call_t *call); /* 1 when it was still waiting */
 int ing_mcp_park(ing_mcp_t *m, ing_call_t *call);
 
 /* tools/call (toolcall.c). 1 when the request waits for a worker (see above), else 0 with

@@ -114,8 +114,11 @@ static int do_result(ing_mcp_t *m, const rpc_msg_t *msg, const char *task_id, in
         return 0;
     }
     if (answer_if_done(m, msg, task_id, resp)) { /* it ended in between */
-        ing_mcp_dequeue(m, call);
-        return 0;
+        if (ing_mcp_dequeue(m, call) || !m->batch)
+            return 0;
+        /* A batch element the reply stream completed meanwhile keeps that answer (a
+         * streaming batch may have sent it already): one response per element. */
+        return 1;
     }
     return ing_mcp_park(m, call);
 }
