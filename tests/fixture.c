@@ -1,5 +1,7 @@
 #include "fixture.h"
 
+#include "sig.h"
+
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -674,4 +676,26 @@ struct MHD_Daemon *fx_server_start(int port, fx_server_fn handler)
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, 0,
         NULL, NULL, fx_on_request, (void *)slot, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
         MHD_OPTION_NOTIFY_COMPLETED, fx_on_done, NULL, MHD_OPTION_END);
+}
+
+void fx_sign_headers(const char *app, const char *secret, const char *uri, const char *body,
+                     char h[4][200])
+{
+    char ts[24], nonce[33], sig[65];
+    snprintf(ts, sizeof(ts), "%lld", fx_now_ms() / 1000);
+    if (util_random_hex(nonce, 12) < 0) {
+        fprintf(stderr, "fixture: no randomness for a nonce\n");
+        exit(1);
+    }
+    char *canonical = sig_canonical("POST", uri, ts, nonce, body, strlen(body));
+    if (!canonical) {
+        fprintf(stderr, "fixture: cannot build the canonical string\n");
+        exit(1);
+    }
+    util_hmac_sha256_hex(secret, strlen(secret), canonical, strlen(canonical), sig);
+    free(canonical);
+    snprintf(h[0], 200, "X-App-Id: %s", app);
+    snprintf(h[1], 200, "X-Timestamp: %s", ts);
+    snprintf(h[2], 200, "X-Nonce: %s", nonce);
+    snprintf(h[3], 200, "X-Signature: %s", sig);
 }

@@ -440,17 +440,8 @@ static void signed_probe(reply_t *r, int port, const void *arg)
 {
     const signed_t *a = arg;
     static const char body[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}";
-    char ts[24], nonce[40], sig[65], h[4][200];
-    snprintf(ts, sizeof(ts), "%lld", (long long)(fx_now_ms() / 1000));
-    CHECK_INT_EQ(util_random_hex(nonce, 12), 0);
-    char *canonical = sig_canonical("POST", "/mcp", ts, nonce, body, strlen(body));
-    CHECK(canonical != NULL);
-    util_hmac_sha256_hex(a->secret, strlen(a->secret), canonical, strlen(canonical), sig);
-    free(canonical);
-    snprintf(h[0], sizeof(h[0]), "X-App-Id: %s", a->app);
-    snprintf(h[1], sizeof(h[1]), "X-Timestamp: %s", ts);
-    snprintf(h[2], sizeof(h[2]), "X-Nonce: %s", nonce);
-    snprintf(h[3], sizeof(h[3]), "X-Signature: %s", sig);
+    char h[4][200];
+    fx_sign_headers(a->app, a->secret, "/mcp", body, h);
     const char *hdrs[] = {h[0], h[1], h[2], h[3], "Accept: application/json", NULL};
     http(r, "POST", port, "/mcp", hdrs, body);
 }

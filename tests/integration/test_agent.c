@@ -243,17 +243,8 @@ static void reply(const char *chan, const char *mid, const char *text, const cha
         post(path, h, body, a);
         return;
     }
-    char ts[32], nonce[40], sig[65], hh[4][160];
-    snprintf(ts, sizeof(ts), "%lld", fx_now_ms() / 1000);
-    util_random_hex(nonce, 12);
-    char *canonical = sig_canonical("POST", path, ts, nonce, body, strlen(body));
-    CHECK(canonical != NULL);
-    util_hmac_sha256_hex(APP_SECRET, strlen(APP_SECRET), canonical, strlen(canonical), sig);
-    free(canonical);
-    snprintf(hh[0], sizeof(hh[0]), "X-App-Id: %s", APP);
-    snprintf(hh[1], sizeof(hh[1]), "X-Timestamp: %s", ts);
-    snprintf(hh[2], sizeof(hh[2]), "X-Nonce: %s", nonce);
-    snprintf(hh[3], sizeof(hh[3]), "X-Signature: %s", sig);
+    char hh[4][200];
+    fx_sign_headers(APP, APP_SECRET, path, body, hh);
     const char *h[] = {hh[0], hh[1], hh[2], hh[3], NULL};
     post(path, h, body, a);
 }

@@ -215,16 +215,9 @@ static void authenticated_mcp(void)
     free(body);
 
     body = ping_of(200 * 1024);
-    char ts[32], nonce[33], sig[65], hdrs[512];
-    snprintf(ts, sizeof(ts), "%lld", (long long)(util_now_ms() / 1000));
-    CHECK_INT_EQ(util_random_hex(nonce, 16), 0);
-    char *canonical = sig_canonical("POST", "/mcp", ts, nonce, body, strlen(body));
-    CHECK(canonical != NULL);
-    util_hmac_sha256_hex(APP_SECRET, strlen(APP_SECRET), canonical, strlen(canonical), sig);
-    free(canonical);
-    snprintf(hdrs, sizeof(hdrs),
-             "X-App-Id: " APP "\r\nX-Timestamp: %s\r\nX-Nonce: %s\r\nX-Signature: %s\r\n", ts,
-             nonce, sig);
+    char sh[4][200], hdrs[900];
+    fx_sign_headers(APP, APP_SECRET, "/mcp", body, sh);
+    snprintf(hdrs, sizeof(hdrs), "%s\r\n%s\r\n%s\r\n%s\r\n", sh[0], sh[1], sh[2], sh[3]);
     whole(port_a, "POST", "/mcp", hdrs, body, 0, &a);
     EXPECT_ANSWER(&a, 200);
     CHECK_CONTAINS(a.text, "\"result\":{}");

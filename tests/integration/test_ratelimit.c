@@ -54,20 +54,11 @@ static void post_key(int i, const char *key, fx_reply_t *r)
 /* POSTs tools/list to replica i signed as APP with secret, as client (NULL: none). */
 static void post_app_as(int i, const char *secret, const char *client, fx_reply_t *r)
 {
-    char ts[32], nonce[40], url[128], h[5][160], sig[65];
-    snprintf(ts, sizeof(ts), "%lld", (long long)(util_now_ms() / 1000));
-    CHECK_INT_EQ(util_random_hex(nonce, 12), 0);
-    char *canonical = sig_canonical("POST", "/mcp", ts, nonce, list, strlen(list));
-    CHECK(canonical != NULL);
-    util_hmac_sha256_hex(secret, strlen(secret), canonical, strlen(canonical), sig);
-    free(canonical);
+    char url[128], h[4][200], fwd[160];
+    fx_sign_headers(APP, secret, "/mcp", list, h);
     snprintf(url, sizeof(url), "http://127.0.0.1:%d/mcp", ports[i]);
-    snprintf(h[0], sizeof(h[0]), "X-App-Id: %s", APP);
-    snprintf(h[1], sizeof(h[1]), "X-Timestamp: %s", ts);
-    snprintf(h[2], sizeof(h[2]), "X-Nonce: %s", nonce);
-    snprintf(h[3], sizeof(h[3]), "X-Signature: %s", sig);
-    snprintf(h[4], sizeof(h[4]), "X-Forwarded-For: %s", client ? client : "");
-    const char *hdrs[] = {h[0], h[1], h[2], h[3], client ? h[4] : NULL, NULL};
+    snprintf(fwd, sizeof(fwd), "X-Forwarded-For: %s", client ? client : "");
+    const char *hdrs[] = {h[0], h[1], h[2], h[3], client ? fwd : NULL, NULL};
     CHECK_INT_EQ(fx_http_post(url, hdrs, list, r), 0);
 }
 
