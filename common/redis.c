@@ -1,125 +1,484 @@
 #include "redis.h"
 
 #include "err.h"
+#include "kvtls.h"
+#include "log.h"
+#include "settings.h"
+#include "util.h"
 
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-int kv_url_parse(const char *url, kv_addr_t *addr)
+#define KV_MAX_SENTINELS 16
+
+typedef struct kv_hostport {
+    char host[256];
+    int port;
+} kv_hostport_t;
+
+struct kv_target {
+    kv_url_t url;
+    SSL_CTX *tls;          /* rediss:// */
+    char server_name[256]; /* MCPQ_REDIS_TLS_SERVER_NAME; empty: the host connected to */
+    kv_hostport_t sentinels[KV_MAX_SENTINELS];
+    size_t nsentinels;
+    char master[256];
+    atomic_uint next_sentinel; /* the one that answered last is asked first */
+    atomic_uint generation;    /* bumped by kv_reply_failover(): pooled contexts go stale */
+    char describe[320];
+};
+
+/* Copies a decoded URL part into out; MCPQ_EINVAL when it does not fit. */
+static int part_get(CURLU *h, CURLUPart part, unsigned flags, char *out, size_t size)
 {
-    memset(addr, 0, sizeof(*addr));
-    addr->port = 6379;
-    const char *p = url;
-    if (strncmp(p, "redis://", 8) != 0)
+    char *v = NULL;
+    out[0] = 0;
+    CURLUcode rc = curl_url_get(h, part, &v, flags);
+    if (rc != CURLUE_OK)
+        return 0; /* absent */
+    size_t n = strlen(v);
+    int ok = n < size && memchr(v, 0, n) == NULL;
+    if (ok)
+        memcpy(out, v, n + 1);
+    curl_free(v);
+    return ok ? 0 : MCPQ_EINVAL;
+}
+
+static int parse_db(const char *s, int *db)
+{
+    long long v;
+    if (util_parse_ll(s, 0, 1000000, &v) < 0)
         return MCPQ_EINVAL;
-    p += 8;
-    const char *at = strrchr(p, '@');
-    if (at) {
-        const char *colon = memchr(p, ':', (size_t)(at - p));
-        const char *pw = colon ? colon + 1 : p;
-        size_t n = (size_t)(at - pw);
-        if (n >= sizeof(addr->password))
-            return MCPQ_EINVAL;
-        memcpy(addr->password, pw, n);
-        p = at + 1;
-    }
-    size_t hl = strcspn(p, ":/");
-    if (hl == 0 || hl >= sizeof(addr->host))
+    *db = (int)v;
+    return 0;
+}
+
+/* unix:///path?db=N: libcurl folds a third slash into the host for schemes it does not
+ * know, so the path is read the way it reads file:// URLs. */
+static int parse_unix(const char *url, kv_url_t *u, char *errstr, size_t errstr_size)
+{
+    char file[600];
+    if (snprintf(file, sizeof(file), "file%s", url + 4) >= (int)sizeof(file)) {
+        snprintf(errstr, errstr_size, "Redis URL too long");
         return MCPQ_EINVAL;
-    memcpy(addr->host, p, hl);
-    p += hl;
-    if (*p == ':') {
-        char *end;
-        long port = strtol(p + 1, &end, 10);
-        if (end == p + 1 || port <= 0 || port > 65535)
-            return MCPQ_EINVAL;
-        addr->port = (int)port;
-        p = end;
     }
-    if (*p == '/') {
-        p++;
-        if (*p) {
-            char *end;
-            long db = strtol(p, &end, 10);
-            if (end == p || *end || db < 0 || db > 1000)
-                return MCPQ_EINVAL;
-            addr->db = (int)db;
+    CURLU *h = curl_url();
+    int rc = MCPQ_EINVAL;
+    char query[64];
+    if (!h || curl_url_set(h, CURLUPART_URL, file, 0) != CURLUE_OK) {
+        snprintf(errstr, errstr_size, "bad Redis URL (want unix:///path/redis.sock?db=N)");
+    } else if (part_get(h, CURLUPART_PATH, CURLU_URLDECODE, u->path, sizeof(u->path)) < 0 ||
+               !u->path[0] || strcmp(u->path, "/") == 0) {
+        snprintf(errstr, errstr_size, "bad Redis URL: unix:// needs a socket path");
+    } else if (part_get(h, CURLUPART_QUERY, 0, query, sizeof(query)) < 0 ||
+               (query[0] && (strncmp(query, "db=", 3) != 0 || parse_db(query + 3, &u->db) < 0))) {
+        snprintf(errstr, errstr_size, "bad Redis URL: the only query is db=N");
+    } else {
+        u->unix_socket = 1;
+        rc = 0;
+    }
+    curl_url_cleanup(h);
+    return rc;
+}
+
+/* kv_url_parse with the port used when the URL names none. */
+static int url_parse(const char *url, int default_port, kv_url_t *u, char *errstr,
+                     size_t errstr_size)
+{
+    memset(u, 0, sizeof(*u));
+    u->port = default_port;
+    if (strncmp(url, "unix://", 7) == 0)
+        return parse_unix(url, u, errstr, errstr_size);
+    if (strncmp(url, "redis://", 8) == 0)
+        u->tls = 0;
+    else if (strncmp(url, "rediss://", 9) == 0)
+        u->tls = 1;
+    else {
+        snprintf(errstr, errstr_size,
+                 "bad Redis URL: want redis://, rediss:// or unix:// (docs/production.md)");
+        return MCPQ_EINVAL;
+    }
+    CURLU *h = curl_url();
+    char port[16], path[64], query[8];
+    int rc = MCPQ_EINVAL;
+    if (!h || curl_url_set(h, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK) {
+        snprintf(errstr, errstr_size, "bad Redis URL (want redis://[user[:password]@]host[:port]"
+                                      "[/db]; percent-encode reserved characters)");
+    } else if (part_get(h, CURLUPART_HOST, 0, u->host, sizeof(u->host)) < 0 || !u->host[0]) {
+        snprintf(errstr, errstr_size, "bad Redis URL: no host");
+    } else if (part_get(h, CURLUPART_USER, CURLU_URLDECODE, u->user, sizeof(u->user)) < 0 ||
+               part_get(h, CURLUPART_PASSWORD, CURLU_URLDECODE, u->password,
+                        sizeof(u->password)) < 0) {
+        snprintf(errstr, errstr_size, "bad Redis URL: user or password too long or holds %%00");
+    } else if (part_get(h, CURLUPART_PORT, 0, port, sizeof(port)) < 0 ||
+               part_get(h, CURLUPART_PATH, 0, path, sizeof(path)) < 0 ||
+               part_get(h, CURLUPART_QUERY, 0, query, sizeof(query)) < 0 || query[0]) {
+        snprintf(errstr, errstr_size, "bad Redis URL: want host[:port][/db]");
+    } else if (path[0] && strcmp(path, "/") != 0 && parse_db(path + 1, &u->db) < 0) {
+        snprintf(errstr, errstr_size, "bad Redis URL: the path is the database number (/0)");
+    } else {
+        rc = 0;
+        if (port[0])
+            u->port = atoi(port); /* libcurl has checked 1..65535 */
+        size_t n = strlen(u->host);
+        if (u->host[0] == '[' && n > 2 && u->host[n - 1] == ']') { /* IPv6 literal */
+            memmove(u->host, u->host + 1, n - 2);
+            u->host[n - 2] = 0;
         }
-    } else if (*p) {
+    }
+    curl_url_cleanup(h);
+    if (rc < 0)
+        memset(u, 0, sizeof(*u));
+    return rc;
+}
+
+int kv_url_parse(const char *url, kv_url_t *u, char *errstr, size_t errstr_size)
+{
+    return url_parse(url, 6379, u, errstr, errstr_size);
+}
+
+/* Reads a secret file (its trailing CR/LF dropped) into out. */
+static int read_secret(const char *path, const char *name, char *out, size_t size, char *errstr,
+                       size_t errstr_size)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(errstr, errstr_size, "%s: cannot open %s: %s", name, path, strerror(errno));
+        return MCPQ_EINVAL;
+    }
+    size_t n = fread(out, 1, size, f);
+    int bad = ferror(f);
+    fclose(f);
+    while (n > 0 && n < size && (out[n - 1] == '\n' || out[n - 1] == '\r'))
+        n--;
+    if (bad || n >= size || memchr(out, 0, n)) {
+        snprintf(errstr, errstr_size, "%s: %s is unreadable, longer than %zu bytes or holds NUL",
+                 name, path, size - 1);
+        memset(out, 0, size);
+        return MCPQ_EINVAL;
+    }
+    out[n] = 0;
+    return 0;
+}
+
+/* "host:port,[v6]:port,..." into t->sentinels. */
+static int parse_sentinels(kv_target_t *t, const char *list, char *errstr, size_t errstr_size)
+{
+    const char *p = list;
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        char url[300];
+        kv_url_t u;
+        char why[128];
+        if (t->nsentinels == KV_MAX_SENTINELS || n == 0 || n > 260) {
+            snprintf(errstr, errstr_size,
+                     "MCPQ_REDIS_SENTINELS: want host:port,... (at most %d entries)",
+                     KV_MAX_SENTINELS);
+            return MCPQ_EINVAL;
+        }
+        snprintf(url, sizeof(url), "redis://%.*s", (int)n, p);
+        if (url_parse(url, 26379, &u, why, sizeof(why)) < 0 || u.user[0] || u.password[0] ||
+            u.db || u.tls) {
+            snprintf(errstr, errstr_size, "MCPQ_REDIS_SENTINELS: bad entry \"%.*s\"", (int)n, p);
+            return MCPQ_EINVAL;
+        }
+        kv_hostport_t *hp = &t->sentinels[t->nsentinels++];
+        snprintf(hp->host, sizeof(hp->host), "%s", u.host);
+        hp->port = u.port;
+        p += n;
+        if (*p == ',')
+            p++;
+    }
+    return 0;
+}
+
+/* Fills everything but the URL itself from s. */
+static int target_options(kv_target_t *t, const mcpq_settings_t *s, char *errstr,
+                          size_t errstr_size)
+{
+    if (s->redis_password_file && *s->redis_password_file) {
+        if (t->url.password[0]) {
+            snprintf(errstr, errstr_size, "MCPQ_REDIS_PASSWORD_FILE is set and MCPQ_REDIS_URL "
+                                          "holds a password too: set one");
+            return MCPQ_EINVAL;
+        }
+        if (read_secret(s->redis_password_file, "MCPQ_REDIS_PASSWORD_FILE", t->url.password,
+                        sizeof(t->url.password), errstr, errstr_size) < 0)
+            return MCPQ_EINVAL;
+    }
+    int tls_opts = (s->redis_tls_ca_file && *s->redis_tls_ca_file) ||
+                   (s->redis_tls_cert_file && *s->redis_tls_cert_file) ||
+                   (s->redis_tls_key_file && *s->redis_tls_key_file);
+    if (tls_opts && !t->url.tls) {
+        snprintf(errstr, errstr_size, "MCPQ_REDIS_TLS_* is set but MCPQ_REDIS_URL is not "
+                                      "rediss://: set rediss:// to use TLS");
+        return MCPQ_EINVAL;
+    }
+    if (t->url.tls) {
+        t->tls = kvtls_ctx_new(s->redis_tls_ca_file, s->redis_tls_cert_file,
+                               s->redis_tls_key_file, errstr, errstr_size);
+        if (!t->tls)
+            return MCPQ_EINVAL;
+        if (s->redis_tls_server_name)
+            snprintf(t->server_name, sizeof(t->server_name), "%s", s->redis_tls_server_name);
+    }
+    if (s->redis_sentinels && *s->redis_sentinels) {
+        if (t->url.unix_socket) {
+            snprintf(errstr, errstr_size, "MCPQ_REDIS_SENTINELS needs a redis:// or rediss:// "
+                                          "MCPQ_REDIS_URL");
+            return MCPQ_EINVAL;
+        }
+        if (parse_sentinels(t, s->redis_sentinels, errstr, errstr_size) < 0)
+            return MCPQ_EINVAL;
+        snprintf(t->master, sizeof(t->master), "%s",
+                 s->redis_master && *s->redis_master ? s->redis_master : t->url.host);
+        snprintf(t->describe, sizeof(t->describe), "sentinel master %s", t->master);
+    } else if (s->redis_master && *s->redis_master) {
+        snprintf(errstr, errstr_size, "MCPQ_REDIS_MASTER needs MCPQ_REDIS_SENTINELS");
         return MCPQ_EINVAL;
     }
     return 0;
 }
 
-redisContext *kv_connect(const char *url, int timeout_ms, char *errstr, size_t errstr_size)
+kv_target_t *kv_target_new(const mcpq_settings_t *s, char *errstr, size_t errstr_size)
 {
-    kv_addr_t addr;
-    if (kv_url_parse(url, &addr) < 0) {
-        snprintf(errstr, errstr_size, "bad Redis URL (want redis://host:port/db)");
+    kv_target_t *t = calloc(1, sizeof(*t));
+    if (!t) {
+        snprintf(errstr, errstr_size, "out of memory");
         return NULL;
     }
+    char why[200];
+    if (kv_url_parse(s->redis_url ? s->redis_url : "", &t->url, why, sizeof(why)) < 0) {
+        snprintf(errstr, errstr_size, "MCPQ_REDIS_URL: %s", why);
+        kv_target_free(t);
+        return NULL;
+    }
+    if (t->url.unix_socket)
+        snprintf(t->describe, sizeof(t->describe), "%s", t->url.path);
+    else
+        snprintf(t->describe, sizeof(t->describe),
+                 strchr(t->url.host, ':') ? "[%s]:%d" : "%s:%d", t->url.host, t->url.port);
+    if (target_options(t, s, errstr, errstr_size) < 0) {
+        kv_target_free(t);
+        return NULL;
+    }
+    atomic_init(&t->next_sentinel, 0);
+    atomic_init(&t->generation, 0);
+    return t;
+}
+
+void kv_target_free(kv_target_t *t)
+{
+    if (!t)
+        return;
+    if (t->tls)
+        SSL_CTX_free(t->tls);
+    /* volatile: the wipe of the password is not an optimizable dead store. */
+    volatile unsigned char *p = (volatile unsigned char *)t;
+    for (size_t i = 0; i < sizeof(*t); i++)
+        p[i] = 0;
+    free(t);
+}
+
+const char *kv_target_describe(const kv_target_t *t)
+{
+    return t->describe;
+}
+
+/* A blocking context on host:port (TLS when t says so), timeouts set; NULL with errstr. */
+static redisContext *open_tcp(kv_target_t *t, const char *host, int port, int timeout_ms,
+                              char *errstr, size_t errstr_size)
+{
     struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
-    redisContext *c = redisConnectWithTimeout(addr.host, addr.port, tv);
+    redisContext *c;
+    if (t->tls) {
+        int fd = kvtls_connect(t->tls, host, port, t->server_name, timeout_ms, errstr,
+                               errstr_size);
+        if (fd < 0)
+            return NULL;
+        c = redisConnectFd(fd);
+        if (!c)
+            close(fd);
+    } else {
+        c = redisConnectWithTimeout(host, port, tv);
+    }
     if (!c || c->err) {
-        snprintf(errstr, errstr_size, "redis %s:%d: %s", addr.host, addr.port,
-                 c ? c->errstr : "cannot allocate context");
+        snprintf(errstr, errstr_size, strchr(host, ':') ? "redis [%s]:%d: %s" : "redis %s:%d: %s",
+                 host, port, c ? c->errstr : "cannot allocate a context");
         redisFree(c);
         return NULL;
     }
     redisSetTimeout(c, tv);
-    redisEnableKeepAlive(c);
-    redisReply *r = NULL;
-    if (addr.password[0]) {
-        r = redisCommand(c, "AUTH %s", addr.password);
-        if (!r || r->type == REDIS_REPLY_ERROR) {
-            snprintf(errstr, errstr_size, "redis %s:%d: AUTH failed", addr.host, addr.port);
-            goto fail;
-        }
-        freeReplyObject(r);
-    }
-    if (addr.db) {
-        r = redisCommand(c, "SELECT %d", addr.db);
-        if (!r || r->type == REDIS_REPLY_ERROR) {
-            snprintf(errstr, errstr_size, "redis %s:%d: SELECT %d failed", addr.host, addr.port,
-                     addr.db);
-            goto fail;
-        }
-        freeReplyObject(r);
-    }
+    if (!t->tls)
+        redisEnableKeepAlive(c); /* the TLS bridge keeps its own TCP socket alive */
     return c;
-fail:
+}
+
+/* Runs one command on c; 0 when it answered something other than an error. */
+static int handshake_cmd(redisContext *c, int argc, const char **argv, redisReply **out)
+{
+    size_t lens[3];
+    for (int i = 0; i < argc; i++)
+        lens[i] = strlen(argv[i]);
+    redisReply *r = redisCommandArgv(c, argc, argv, lens);
+    if (!r || r->type == REDIS_REPLY_ERROR) {
+        if (r)
+            freeReplyObject(r);
+        return MCPQ_EIO;
+    }
+    if (out)
+        *out = r;
+    else
+        freeReplyObject(r);
+    return 0;
+}
+
+/* Asks the sentinels, each in turn from the last that answered, where the master is. */
+static int sentinel_lookup(kv_target_t *t, int timeout_ms, char *host, size_t host_size,
+                           int *port, char *errstr, size_t errstr_size)
+{
+    unsigned first = atomic_load(&t->next_sentinel);
+    for (size_t k = 0; k < t->nsentinels; k++) {
+        unsigned i = (unsigned)((first + k) % t->nsentinels);
+        const kv_hostport_t *s = &t->sentinels[i];
+        redisContext *c = open_tcp(t, s->host, s->port, timeout_ms, errstr, errstr_size);
+        if (!c)
+            continue;
+        const char *argv[] = {"SENTINEL", "get-master-addr-by-name", t->master};
+        redisReply *r = NULL;
+        int ok = handshake_cmd(c, 3, argv, &r) == 0 && r->type == REDIS_REPLY_ARRAY &&
+                 r->elements == 2 && r->element[0]->type == REDIS_REPLY_STRING &&
+                 r->element[1]->type == REDIS_REPLY_STRING &&
+                 r->element[0]->len < host_size;
+        if (ok) {
+            memcpy(host, r->element[0]->str, r->element[0]->len + 1);
+            *port = atoi(r->element[1]->str);
+            atomic_store(&t->next_sentinel, i);
+        } else {
+            snprintf(errstr, errstr_size, "redis sentinel %s:%d does not know master %s",
+                     s->host, s->port, t->master);
+        }
+        if (r)
+            freeReplyObject(r);
+        redisFree(c);
+        if (ok)
+            return 0;
+    }
+    return MCPQ_EUNAVAIL;
+}
+
+/* 0 when c is a master (ROLE), so a failover in progress is not written into a replica. */
+static int check_master(redisContext *c)
+{
+    const char *argv[] = {"ROLE"};
+    redisReply *r = NULL;
+    int ok = handshake_cmd(c, 1, argv, &r) == 0 && r->type == REDIS_REPLY_ARRAY &&
+             r->elements > 0 && r->element[0]->type == REDIS_REPLY_STRING &&
+             strcmp(r->element[0]->str, "master") == 0;
     if (r)
         freeReplyObject(r);
-    redisFree(c);
-    return NULL;
+    return ok ? 0 : MCPQ_EUNAVAIL;
+}
+
+redisContext *kv_connect(kv_target_t *t, int timeout_ms, char *errstr, size_t errstr_size)
+{
+    const kv_url_t *u = &t->url;
+    char host[256];
+    int port = u->port;
+    snprintf(host, sizeof(host), "%s", u->host);
+    redisContext *c = NULL;
+    if (u->unix_socket) {
+        struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+        c = redisConnectUnixWithTimeout(u->path, tv);
+        if (!c || c->err) {
+            snprintf(errstr, errstr_size, "redis %s: %s", u->path,
+                     c ? c->errstr : "cannot allocate a context");
+            redisFree(c);
+            return NULL;
+        }
+        redisSetTimeout(c, tv);
+    } else {
+        if (t->nsentinels && sentinel_lookup(t, timeout_ms, host, sizeof(host), &port, errstr,
+                                             errstr_size) < 0)
+            return NULL;
+        c = open_tcp(t, host, port, timeout_ms, errstr, errstr_size);
+        if (!c)
+            return NULL;
+    }
+    const char *what = NULL;
+    if (u->password[0]) {
+        /* An ACL user logs in with AUTH user password, the default user with AUTH password. */
+        const char *auth[] = {"AUTH", u->user, u->password};
+        const char *legacy[] = {"AUTH", u->password};
+        if (u->user[0] ? handshake_cmd(c, 3, auth, NULL) : handshake_cmd(c, 2, legacy, NULL))
+            what = "AUTH failed (wrong user or password?)";
+    }
+    char db[24];
+    snprintf(db, sizeof(db), "%d", u->db);
+    const char *select[] = {"SELECT", db};
+    if (!what && u->db && handshake_cmd(c, 2, select, NULL))
+        what = "SELECT failed";
+    if (!what && t->nsentinels && check_master(c) < 0)
+        what = "not a master (a failover is under way)";
+    if (what) {
+        snprintf(errstr, errstr_size, "redis %s: %s%s%s", t->describe, what,
+                 c->err ? ": " : "", c->err ? c->errstr : "");
+        redisFree(c);
+        return NULL;
+    }
+    return c;
+}
+
+int kv_reply_failover(kv_target_t *t, const redisReply *r)
+{
+    if (!r || r->type != REDIS_REPLY_ERROR || r->len < 8 || strncmp(r->str, "READONLY", 8) != 0)
+        return 0;
+    atomic_fetch_add(&t->generation, 1);
+    return 1;
+}
+
+int kv_set_nonblock(redisContext *c)
+{
+    int fl = fcntl(c->fd, F_GETFL);
+    if (fl < 0 || fcntl(c->fd, F_SETFL, fl | O_NONBLOCK) < 0)
+        return MCPQ_EIO;
+    c->flags &= ~REDIS_BLOCK;
+    return 0;
 }
 
 struct kv_pool {
     pthread_mutex_t lock;
-    char *url;
+    kv_target_t *target;
     int timeout_ms;
     int max_idle;
     int nidle;
     redisContext **idle;
+    unsigned *idle_gen; /* the target's generation when each idle context was made */
 };
 
-kv_pool_t *kv_pool_new(const char *url, int timeout_ms, int max_idle)
+kv_pool_t *kv_pool_new(kv_target_t *t, int timeout_ms, int max_idle)
 {
     kv_pool_t *pool = calloc(1, sizeof(*pool));
     if (!pool)
         return NULL;
-    pool->url = strdup(url);
     pool->idle = calloc((size_t)max_idle, sizeof(*pool->idle));
-    if (!pool->url || !pool->idle) {
-        free(pool->url);
+    pool->idle_gen = calloc((size_t)max_idle, sizeof(*pool->idle_gen));
+    if (!pool->idle || !pool->idle_gen) {
         free(pool->idle);
+        free(pool->idle_gen);
         free(pool);
         return NULL;
     }
     pthread_mutex_init(&pool->lock, NULL);
+    pool->target = t;
     pool->timeout_ms = timeout_ms;
     pool->max_idle = max_idle;
     return pool;
@@ -133,20 +492,27 @@ void kv_pool_free(kv_pool_t *pool)
         redisFree(pool->idle[i]);
     pthread_mutex_destroy(&pool->lock);
     free(pool->idle);
-    free(pool->url);
+    free(pool->idle_gen);
     free(pool);
 }
 
 redisContext *kv_pool_get(kv_pool_t *pool, char *errstr, size_t errstr_size)
 {
+    unsigned gen = atomic_load(&pool->target->generation);
     redisContext *c = NULL;
     pthread_mutex_lock(&pool->lock);
-    if (pool->nidle > 0)
-        c = pool->idle[--pool->nidle];
+    while (!c && pool->nidle > 0) {
+        pool->nidle--;
+        c = pool->idle[pool->nidle];
+        if (pool->idle_gen[pool->nidle] != gen) { /* made before a failover */
+            redisFree(c);
+            c = NULL;
+        }
+    }
     pthread_mutex_unlock(&pool->lock);
     if (c)
         return c;
-    return kv_connect(pool->url, pool->timeout_ms, errstr, errstr_size);
+    return kv_connect(pool->target, pool->timeout_ms, errstr, errstr_size);
 }
 
 void kv_pool_put(kv_pool_t *pool, redisContext *ctx, int broken)
@@ -156,6 +522,7 @@ void kv_pool_put(kv_pool_t *pool, redisContext *ctx, int broken)
     if (!broken && !ctx->err) {
         pthread_mutex_lock(&pool->lock);
         if (pool->nidle < pool->max_idle) {
+            pool->idle_gen[pool->nidle] = atomic_load(&pool->target->generation);
             pool->idle[pool->nidle++] = ctx;
             ctx = NULL;
         }
@@ -173,7 +540,7 @@ static redisReply *check_reply(kv_pool_t *pool, redisContext *c, redisReply *r, 
         kv_pool_put(pool, c, 1);
         return NULL;
     }
-    kv_pool_put(pool, c, 0);
+    kv_pool_put(pool, c, kv_reply_failover(pool->target, r));
     if (r->type == REDIS_REPLY_ERROR) {
         snprintf(errstr, errstr_size, "redis: %.*s", (int)r->len, r->str);
         freeReplyObject(r);

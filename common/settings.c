@@ -32,7 +32,31 @@ static const set_def_t defs[] = {
     {"MCPQ_KAFKA_BROKERS", "kafka-brokers", T_STR, NULL, 0, 0, ALL, S(kafka_brokers),
      "Kafka bootstrap servers (host:port,...); required"},
     {"MCPQ_REDIS_URL", "redis-url", T_STR, "redis://127.0.0.1:6379/0", 0, 0, ALL, S(redis_url),
-     "Redis URL redis://[:password@]host:port/db"},
+     "Redis URL: redis://[user[:password]@]host[:port][/db], rediss://... (TLS), "
+     "unix:///path/redis.sock?db=N; IPv6 as [::1]; user and password percent-encoded "
+     "(docs/production.md)"},
+    {"MCPQ_REDIS_PASSWORD_FILE", "redis-password-file", T_STR, NULL, 0, 0, ALL,
+     S(redis_password_file),
+     "file holding the Redis password (a trailing newline is not part of it), e.g. a mounted "
+     "Kubernetes Secret; not together with a password in MCPQ_REDIS_URL"},
+    {"MCPQ_REDIS_TLS_CA_FILE", "redis-tls-ca-file", T_STR, NULL, 0, 0, ALL, S(redis_tls_ca_file),
+     "rediss://: PEM file of the CAs that sign the server's certificate (unset: the system's "
+     "trust store); the certificate and its host name are always verified"},
+    {"MCPQ_REDIS_TLS_CERT_FILE", "redis-tls-cert-file", T_STR, NULL, 0, 0, ALL,
+     S(redis_tls_cert_file),
+     "rediss://: PEM client certificate (chain) for servers that require mutual TLS"},
+    {"MCPQ_REDIS_TLS_KEY_FILE", "redis-tls-key-file", T_STR, NULL, 0, 0, ALL,
+     S(redis_tls_key_file), "rediss://: PEM private key of MCPQ_REDIS_TLS_CERT_FILE"},
+    {"MCPQ_REDIS_TLS_SERVER_NAME", "redis-tls-server-name", T_STR, NULL, 0, 0, ALL,
+     S(redis_tls_server_name),
+     "rediss://: the name sent as SNI and checked against the certificate (unset: the URL's "
+     "host)"},
+    {"MCPQ_REDIS_SENTINELS", "redis-sentinels", T_STR, NULL, 0, 0, ALL, S(redis_sentinels),
+     "host:port,... of Redis Sentinels: the master is looked up through them and followed "
+     "across failovers; MCPQ_REDIS_URL then gives scheme, user, password and db, and its "
+     "host is the master's name unless MCPQ_REDIS_MASTER is set"},
+    {"MCPQ_REDIS_MASTER", "redis-master", T_STR, NULL, 0, 0, ALL, S(redis_master),
+     "with MCPQ_REDIS_SENTINELS: the master's name as the sentinels know it"},
     {"MCPQ_ADMIN_TOKEN", "admin-token", T_STR, NULL, 0, 0, ING, S(admin_token),
      "operator token for /admin (unset: admin API off)"},
     {"MCPQ_MAX_BODY_BYTES", "max-body-bytes", T_INT, "1048576", 1024, 64LL << 20, ING,

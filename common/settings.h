@@ -23,6 +23,13 @@ typedef struct mcpq_settings {
     const char *listen;
     const char *kafka_brokers;
     const char *redis_url;
+    const char *redis_password_file; /* redis.h: all of these are read by kv_target_new() */
+    const char *redis_tls_ca_file;
+    const char *redis_tls_cert_file;
+    const char *redis_tls_key_file;
+    const char *redis_tls_server_name;
+    const char *redis_sentinels;
+    const char *redis_master;
     const char *admin_token;
     long long max_body_bytes;
     long long preauth_body_bytes;    /* body limit before the headers prove a credential */

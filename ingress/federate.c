@@ -33,6 +33,7 @@ typedef struct fed_entry {
 
 struct ing_federate {
     const mcpq_settings_t *set;
+    kv_target_t *kvt;
     cJSON *config; /* a copy: servers and tools */
     fed_entry_t *entries;
     size_t n;
@@ -373,7 +374,7 @@ static int fed_import(ing_federate_t *f, fed_entry_t *e, redisContext **rc)
         cJSON_AddItemToObject(doc, "tools", tools);
     int rcode = 0;
     if (!*rc)
-        *rc = kv_connect(f->set->redis_url, (int)f->set->redis_timeout_ms, err, sizeof(err));
+        *rc = kv_connect(f->kvt, (int)f->set->redis_timeout_ms, err, sizeof(err));
     rs_summary_t sum;
     if (!*rc || rs_apply(*rc, doc, 0, &sum, err, sizeof(err)) < 0) {
         if (!e->failures++)
@@ -420,7 +421,8 @@ static void *fed_thread(void *arg)
     return NULL;
 }
 
-ing_federate_t *ing_federate_start(const mcpq_settings_t *set, const cJSON *config)
+ing_federate_t *ing_federate_start(const mcpq_settings_t *set, kv_target_t *kvt,
+                                   const cJSON *config)
 {
     size_t n = 0;
     const cJSON *s;
@@ -434,6 +436,7 @@ ing_federate_t *ing_federate_start(const mcpq_settings_t *set, const cJSON *conf
     if (!f)
         return NULL;
     f->set = set;
+    f->kvt = kvt;
     f->config = cJSON_CreateObject();
     f->entries = calloc(n, sizeof(*f->entries));
     if (!f->config || !f->entries)

@@ -21,6 +21,7 @@
 #ifndef MCPQ_ING_FEDERATE_H
 #define MCPQ_ING_FEDERATE_H
 
+#include "redis.h"
 #include "settings.h"
 
 #include <cjson/cJSON.h>
@@ -33,7 +34,8 @@ typedef struct ing_federate ing_federate_t;
 
 /* Starts the import thread for the federated servers of a normalized config (copied);
  * NULL when there are none or on failure (logged). curl_global_init must have run. */
-ing_federate_t *ing_federate_start(const mcpq_settings_t *set, const cJSON *config);
+ing_federate_t *ing_federate_start(const mcpq_settings_t *set, kv_target_t *kvt,
+                                   const cJSON *config);
 /* Stops and joins the thread (an import in flight ends within its request timeout).
  * NULL is a no-op. */
 void ing_federate_stop(ing_federate_t *f);

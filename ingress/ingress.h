@@ -30,6 +30,7 @@ typedef struct ing_ctx {
     const mcpq_settings_t *set;
     struct MHD_Daemon *daemon;
     mq_producer_t *producer;
+    kv_target_t *kvt; /* where Redis is (redis.h); every connection is made from it */
     kv_pool_t *kv;
     ing_pending_t *pending;
     ing_metrics_t *metrics;

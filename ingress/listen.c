@@ -350,7 +350,7 @@ static int flush(redisContext *c)
 static redisContext *subscribe(ing_listen_t *l, char *err, size_t err_size)
 {
     const mcpq_settings_t *set = l->ctx->set;
-    redisContext *c = kv_connect(set->redis_url, (int)set->redis_timeout_ms, err, err_size);
+    redisContext *c = kv_connect(l->ctx->kvt, (int)set->redis_timeout_ms, err, err_size);
     if (!c)
         return NULL;
     /* One confirmation per channel: the first here, the second read by the loop. */

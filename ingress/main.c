@@ -122,7 +122,7 @@ static void refresh_once(refresher_t *rf, redisContext **c, int *logged)
     ing_ctx_t *ctx = rf->ctx;
     char err[256];
     if (!*c) {
-        *c = kv_connect(ctx->set->redis_url, (int)ctx->set->redis_timeout_ms, err, sizeof(err));
+        *c = kv_connect(ctx->kvt, (int)ctx->set->redis_timeout_ms, err, sizeof(err));
         if (!*c) {
             atomic_store(&ctx->redis_up, 0);
             if (!(*logged)++)
@@ -322,9 +322,11 @@ static void registry_flags(int *argc, char **argv, const char **apply, int *prun
 static int registry_command(const mcpq_settings_t *set, const char *apply, int prune)
 {
     char err[1024];
-    redisContext *c = kv_connect(set->redis_url, (int)set->redis_timeout_ms, err, sizeof(err));
+    kv_target_t *kvt = kv_target_new(set, err, sizeof(err));
+    redisContext *c = kvt ? kv_connect(kvt, (int)set->redis_timeout_ms, err, sizeof(err)) : NULL;
     if (!c) {
         fprintf(stderr, "mcpq-ingress: redis: %s\n", err);
+        kv_target_free(kvt);
         return 1;
     }
     int code = 1;
@@ -358,6 +360,7 @@ static int registry_command(const mcpq_settings_t *set, const char *apply, int p
     }
     cJSON_Delete(cfg);
     redisFree(c);
+    kv_target_free(kvt);
     return code;
 }
 
@@ -400,6 +403,12 @@ int main(int argc, char **argv)
                   "app secrets shorter than 32 bytes are accepted (MCPQ_APP_SECRET_MIN_BYTES); "
                   "do not run a production ingress like this",
                   (char *)NULL);
+    kv_target_t *kvt = kv_target_new(&set, err, sizeof(err));
+    if (!kvt) {
+        fprintf(stderr, "mcpq-ingress: %s\n", err);
+        jobsig_keys_cleanup(&keys);
+        return 2;
+    }
     refresher_t rf = {0};
     pthread_mutex_init(&rf.lock, NULL);
     pthread_condattr_t cattr;
@@ -413,6 +422,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "mcpq-ingress: config: %s\n", err);
             log_event(LOG_ERROR, "config rejected", "error", err, (char *)NULL);
             jobsig_keys_cleanup(&keys);
+            kv_target_free(kvt);
             return 2;
         }
     }
@@ -429,6 +439,7 @@ int main(int argc, char **argv)
     ing_ctx_t ctx;
     memset(&ctx, 0, sizeof(ctx));
     ctx.set = &set;
+    ctx.kvt = kvt;
     pthread_mutex_init(&ctx.reg_lock, NULL);
     atomic_init(&ctx.redis_up, 0);
     atomic_init(&ctx.stopping, 0);
@@ -447,8 +458,8 @@ int main(int argc, char **argv)
     ing_wh_t *wh = NULL;
     ing_federate_t *fed = NULL;
     ctx.metrics = ing_metrics_new();
-    ctx.kv = kv_pool_new(set.redis_url, (int)set.redis_timeout_ms, (int)set.redis_pool_size);
-    ctx.pending = ing_pending_new(set.redis_url, (int)set.redis_timeout_ms, ctx.reply_key,
+    ctx.kv = kv_pool_new(ctx.kvt, (int)set.redis_timeout_ms, (int)set.redis_pool_size);
+    ctx.pending = ing_pending_new(ctx.kvt, (int)set.redis_timeout_ms, ctx.reply_key,
                                   (int)set.sse_keepalive_ms);
     ctx.rl = ctx.kv ? ing_rl_new(ctx.kv, NULL, set.rate_limit_lease_ms, 0) : NULL;
     ctx.authfail = (ing_authfail_t){
@@ -490,7 +501,7 @@ int main(int argc, char **argv)
     /* Federated servers (federate.h): imported in the background; before the refresh thread
      * starts, which frees rf.config once stored. */
     if (rf.config)
-        fed = ing_federate_start(&set, rf.config);
+        fed = ing_federate_start(&set, ctx.kvt, rf.config);
     if (pthread_create(&rf.thread, NULL, refresh_thread, &rf) != 0) {
         fprintf(stderr, "mcpq-ingress: cannot start the refresh thread\n");
         goto out;
@@ -540,6 +551,7 @@ out:
     ing_rl_free(ctx.authfail.rl);
     ing_nets_free(ctx.trusted);
     kv_pool_free(ctx.kv);
+    kv_target_free(ctx.kvt);
     ing_metrics_free(ctx.metrics);
     ing_registry_unref(ctx.reg);
     cJSON_Delete(rf.config);

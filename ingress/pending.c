@@ -37,7 +37,7 @@ struct ing_pending {
     size_t nheap, capheap;
     size_t count;      /* calls waiting, listeners excepted */
     size_t nlisteners; /* listeners in the table */
-    char *redis_url;
+    kv_target_t *kvt;
     int redis_timeout_ms;
     char *reply_key;
     int keepalive_ms;
@@ -713,7 +713,7 @@ static void *reader_thread(void *arg)
     int logged_down = 0;
     while (!atomic_load(&p->stop)) {
         if (!ctx) {
-            ctx = kv_connect(p->redis_url, p->redis_timeout_ms, err, sizeof(err));
+            ctx = kv_connect(p->kvt, p->redis_timeout_ms, err, sizeof(err));
             if (!ctx) {
                 atomic_store(&p->healthy, 0);
                 if (!logged_down++)
@@ -759,22 +759,21 @@ static void *reader_thread(void *arg)
     return NULL;
 }
 
-ing_pending_t *ing_pending_new(const char *redis_url, int redis_timeout_ms, const char *reply_key,
+ing_pending_t *ing_pending_new(kv_target_t *kvt, int redis_timeout_ms, const char *reply_key,
                                int keepalive_ms)
 {
     ing_pending_t *p = calloc(1, sizeof(*p));
     if (!p)
         return NULL;
     pthread_mutex_init(&p->lock, NULL);
-    p->redis_url = strdup(redis_url);
+    p->kvt = kvt;
     p->reply_key = strdup(reply_key);
     p->keepalive_ms = keepalive_ms > 0 ? keepalive_ms : 1000;
     p->redis_timeout_ms =
         redis_timeout_ms < 2 * READ_BLOCK_MS ? 2 * READ_BLOCK_MS : redis_timeout_ms;
     atomic_init(&p->stop, 0);
     atomic_init(&p->healthy, 0);
-    if (!p->redis_url || !p->reply_key || pthread_create(&p->thread, NULL, reader_thread, p)) {
-        free(p->redis_url);
+    if (!p->reply_key || pthread_create(&p->thread, NULL, reader_thread, p)) {
         free(p->reply_key);
         free(p);
         return NULL;
@@ -797,7 +796,6 @@ void ing_pending_free(ing_pending_t *p)
         free(c);
     }
     free(p->heap);
-    free(p->redis_url);
     free(p->reply_key);
     pthread_mutex_destroy(&p->lock);
     free(p);

@@ -46,6 +46,7 @@
 #ifndef MCPQ_ING_PENDING_H
 #define MCPQ_ING_PENDING_H
 
+#include "redis.h"
 #include "trace.h"
 #include "util.h"
 
@@ -98,7 +99,7 @@ typedef struct ing_pending ing_pending_t;
 
 /* reply_key: this replica's stream (mcpq:reply:<instance>); keepalive_ms: SSE comment
  * interval while a streamed call waits. */
-ing_pending_t *ing_pending_new(const char *redis_url, int redis_timeout_ms, const char *reply_key,
+ing_pending_t *ing_pending_new(kv_target_t *kvt, int redis_timeout_ms, const char *reply_key,
                                int keepalive_ms);
 /* Completes every call still waiting with -32603 "server shutting down", stops the thread. */
 void ing_pending_free(ing_pending_t *p);

@@ -52,16 +52,19 @@ typedef struct agent_call {
 
 struct wrk_agent {
     const mcpq_settings_t *s;
+    kv_target_t *kvt;
     redisContext *ctx;
     int64_t retry_at; /* monotonic ms: no reconnect before */
     agent_call_t *waiting;
 };
 
-wrk_agent_t *wrk_agent_new(const mcpq_settings_t *s)
+wrk_agent_t *wrk_agent_new(const mcpq_settings_t *s, kv_target_t *kvt)
 {
     wrk_agent_t *a = calloc(1, sizeof(*a));
-    if (a)
+    if (a) {
         a->s = s;
+        a->kvt = kvt;
+    }
     return a;
 }
 
@@ -186,7 +189,7 @@ static redisContext *agent_redis(wrk_agent_t *a)
     if (util_mono_ms() < a->retry_at)
         return NULL;
     char errstr[256];
-    a->ctx = kv_connect(a->s->redis_url, (int)a->s->redis_timeout_ms, errstr, sizeof(errstr));
+    a->ctx = kv_connect(a->kvt, (int)a->s->redis_timeout_ms, errstr, sizeof(errstr));
     if (!a->ctx) {
         log_event(LOG_WARN, "agent: redis unreachable", "error", errstr, (char *)NULL);
         a->retry_at = util_mono_ms() + AGENT_REDIS_RETRY_MS;

@@ -37,6 +37,7 @@
 #define MCPQ_WORKER_AGENT_H
 
 #include "envelope.h"
+#include "redis.h"
 #include "settings.h"
 
 #include <cjson/cJSON.h>
@@ -49,7 +50,7 @@
 typedef struct wrk_agent wrk_agent_t;
 
 /* NULL on ENOMEM. The settings must outlive it. */
-wrk_agent_t *wrk_agent_new(const mcpq_settings_t *s);
+wrk_agent_t *wrk_agent_new(const mcpq_settings_t *s, kv_target_t *kvt);
 /* Every agent call must have finished before. NULL is a no-op. */
 void wrk_agent_free(wrk_agent_t *a);
 

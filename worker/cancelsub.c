@@ -22,7 +22,7 @@ typedef enum {
 
 struct wrk_cancelsub {
     wrk_loop_t *loop;
-    kv_addr_t addr;
+    kv_target_t *kvt;
     int stall_ms;
     wrk_cancelsub_fn on_cancel;
     void *arg;
@@ -33,7 +33,6 @@ struct wrk_cancelsub {
     uint32_t events;
     wrk_timer_t timer; /* SUB_DOWN: reconnect; otherwise the health tick */
     sub_state_t state;
-    int auth_pending;      /* the next reply answers AUTH */
     int ping_pending;      /* a PING is unanswered */
     int64_t waiting_since; /* monotonic ms: handshake or PING sent, or the last reply */
     int64_t next_ping;
@@ -103,14 +102,6 @@ static void sub_message(wrk_cancelsub_t *sub, const redisReply *channel, const r
 static int sub_reply(wrk_cancelsub_t *sub, const redisReply *r)
 {
     sub->waiting_since = util_mono_ms(); /* an answer: the connection lives */
-    if (sub->auth_pending) {
-        sub->auth_pending = 0;
-        if (r->type == REDIS_REPLY_ERROR) {
-            sub_down(sub, "AUTH refused");
-            return -1;
-        }
-        return 0;
-    }
     if (r->type == REDIS_REPLY_ERROR) {
         char why[300];
         snprintf(why, sizeof(why), "redis error: %s", r->str);
@@ -197,30 +188,25 @@ static void sub_on_timer(wrk_timer_t *t, void *arg)
 
 static void sub_connect(wrk_cancelsub_t *sub)
 {
-    sub->ctx = redisConnectNonBlock(sub->addr.host, sub->addr.port);
-    if (!sub->ctx || sub->ctx->err) {
-        sub_down(sub, sub->ctx ? sub->ctx->errstr : "cannot allocate a redis context");
+    char err[256];
+    /* Connected, logged in (and over TLS, or at the master the sentinels name) by
+     * kv_connect, which blocks the loop for at most stall_ms; then the loop drives it. */
+    sub->ctx = kv_connect(sub->kvt, sub->stall_ms, err, sizeof(err));
+    if (!sub->ctx) {
+        sub_down(sub, err);
         return;
     }
-    redisEnableKeepAlive(sub->ctx); /* a peer gone without a FIN is noticed too */
-    sub->auth_pending = 0;
-    sub->ping_pending = 0;
-    if (sub->addr.password[0]) {
-        const char *argv[] = {"AUTH", sub->addr.password};
-        size_t lens[] = {4, strlen(sub->addr.password)};
-        if (redisAppendCommandArgv(sub->ctx, 2, argv, lens) != REDIS_OK) {
-            sub_down(sub, "out of memory");
-            return;
-        }
-        sub->auth_pending = 1;
+    if (kv_set_nonblock(sub->ctx) < 0) {
+        sub_down(sub, "cannot make the connection non-blocking");
+        return;
     }
-    /* Channels are not per database: no SELECT. */
+    sub->ping_pending = 0;
     if (redisAppendCommand(sub->ctx, "SUBSCRIBE %s %s", WRK_CANCEL_CHANNEL,
                            WRK_AGENTREPLY_CHANNEL) != REDIS_OK) {
         sub_down(sub, "out of memory");
         return;
     }
-    sub->events = EPOLLIN | EPOLLOUT; /* EPOLLOUT: the connect completed */
+    sub->events = EPOLLIN | EPOLLOUT; /* EPOLLOUT: SUBSCRIBE is still to be sent */
     sub->io = wrk_io_new(sub->loop, sub->ctx->fd, sub->events, sub_on_io, sub);
     if (!sub->io) {
         sub_down(sub, "cannot watch the connection");
@@ -231,7 +217,7 @@ static void sub_connect(wrk_cancelsub_t *sub)
     wrk_timer_start(sub->loop, &sub->timer, SUB_TICK_MS);
 }
 
-wrk_cancelsub_t *wrk_cancelsub_new(wrk_loop_t *loop, const char *url, int timeout_ms,
+wrk_cancelsub_t *wrk_cancelsub_new(wrk_loop_t *loop, kv_target_t *kvt, int timeout_ms,
                                    wrk_cancelsub_fn on_cancel, void *arg)
 {
     wrk_cancelsub_t *sub = calloc(1, sizeof(*sub));
@@ -239,11 +225,7 @@ wrk_cancelsub_t *wrk_cancelsub_new(wrk_loop_t *loop, const char *url, int timeou
         log_msgf(LOG_ERROR, "cancel subscriber: out of memory");
         return NULL;
     }
-    if (kv_url_parse(url, &sub->addr) < 0) {
-        log_msgf(LOG_ERROR, "cancel subscriber: bad Redis URL (want redis://host:port/db)");
-        free(sub);
-        return NULL;
-    }
+    sub->kvt = kvt;
     sub->loop = loop;
     sub->stall_ms = timeout_ms > SUB_STALL_MIN_MS ? timeout_ms : SUB_STALL_MIN_MS;
     sub->on_cancel = on_cancel;

@@ -33,7 +33,7 @@ typedef struct store_cmd {
 } store_cmd_t;
 
 struct wrk_store {
-    char *url;
+    kv_target_t *kvt;
     int timeout_ms;
     char ttl[24];
     redisContext *ctx;
@@ -52,16 +52,12 @@ struct wrk_store {
     unsigned long long written, retried; /* wrk_store_counts() */
 };
 
-wrk_store_t *wrk_store_new(const char *url, int timeout_ms, long long result_ttl_s)
+wrk_store_t *wrk_store_new(kv_target_t *kvt, int timeout_ms, long long result_ttl_s)
 {
     wrk_store_t *st = calloc(1, sizeof(*st));
     if (!st)
         return NULL;
-    st->url = strdup(url);
-    if (!st->url) {
-        free(st);
-        return NULL;
-    }
+    st->kvt = kvt;
     st->timeout_ms = timeout_ms;
     snprintf(st->ttl, sizeof(st->ttl), "%lld", result_ttl_s);
     st->up = 1;
@@ -90,7 +86,6 @@ void wrk_store_free(wrk_store_t *st)
     if (st->ctx)
         redisFree(st->ctx);
     free(st->cmds);
-    free(st->url);
     free(st);
 }
 
@@ -200,7 +195,7 @@ static int store_connect(wrk_store_t *st)
     if (util_mono_ms() < st->retry_at)
         return MCPQ_EUNAVAIL;
     char errstr[256];
-    st->ctx = kv_connect(st->url, st->timeout_ms, errstr, sizeof(errstr));
+    st->ctx = kv_connect(st->kvt, st->timeout_ms, errstr, sizeof(errstr));
     if (!st->ctx) {
         store_down(st, errstr);
         return MCPQ_EUNAVAIL;

@@ -34,6 +34,8 @@
 #ifndef MCPQ_WORKER_STORE_H
 #define MCPQ_WORKER_STORE_H
 
+#include "redis.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -78,7 +80,7 @@ struct wrk_store_req {
     int queued;
 };
 
-wrk_store_t *wrk_store_new(const char *url, int timeout_ms, long long result_ttl_s);
+wrk_store_t *wrk_store_new(kv_target_t *kvt, int timeout_ms, long long result_ttl_s);
 void wrk_store_free(wrk_store_t *st);
 
 /* Queues req (filled by the caller, op through arg). */

@@ -15,6 +15,7 @@
 
 struct wrk_tasks {
     const mcpq_settings_t *s;
+    kv_target_t *kvt;
     const char *worker_id;
     const char *robot; /* "" for none */
     redisContext *c;
@@ -23,12 +24,13 @@ struct wrk_tasks {
     char lease[24], retention[24], max_attempts[24];
 };
 
-wrk_tasks_t *wrk_tasks_new(const mcpq_settings_t *s, const char *worker_id)
+wrk_tasks_t *wrk_tasks_new(const mcpq_settings_t *s, kv_target_t *kvt, const char *worker_id)
 {
     wrk_tasks_t *t = calloc(1, sizeof(*t));
     if (!t)
         return NULL;
     t->s = s;
+    t->kvt = kvt;
     t->worker_id = worker_id;
     t->robot = s->robot_id && *s->robot_id ? s->robot_id : "";
     snprintf(t->lease, sizeof(t->lease), "%lld", s->task_lease_ms);
@@ -58,7 +60,7 @@ static redisReply *run(wrk_tasks_t *t, task_script_t s, int argc, const char *co
     if (!t->c) {
         if (util_mono_ms() < t->retry_at)
             return NULL;
-        t->c = kv_connect(t->s->redis_url, (int)t->s->redis_timeout_ms, err, sizeof(err));
+        t->c = kv_connect(t->kvt, (int)t->s->redis_timeout_ms, err, sizeof(err));
         if (!t->c)
             goto fail;
     }

@@ -22,6 +22,7 @@
 #ifndef MCPQ_WORKER_TASKS_H
 #define MCPQ_WORKER_TASKS_H
 
+#include "redis.h"
 #include "settings.h"
 #include "task.h"
 
@@ -31,7 +32,7 @@
 typedef struct wrk_tasks wrk_tasks_t;
 
 /* robot: the worker's MCPQ_ROBOT_ID or NULL. NULL on ENOMEM. */
-wrk_tasks_t *wrk_tasks_new(const mcpq_settings_t *s, const char *worker_id);
+wrk_tasks_t *wrk_tasks_new(const mcpq_settings_t *s, kv_target_t *kvt, const char *worker_id);
 void wrk_tasks_free(wrk_tasks_t *t);
 
 /* Tasks this worker may run at once (1 for a robot). */

@@ -33,6 +33,7 @@
 struct wrk_worker {
     const mcpq_settings_t *s;
     const jobsig_keys_t *keys; /* job signing keys (borrowed); n == 0: records not checked */
+    kv_target_t *kvt;          /* where Redis is; every connection is made from it */
     char worker_id[WORKER_ID_MAX];
     wrk_loop_t *loop;
     wrk_rt_t rt;
@@ -867,11 +868,14 @@ wrk_worker_t *wrk_worker_new(const mcpq_settings_t *s, const jobsig_keys_t *keys
     w->loop = wrk_loop_new();
     w->http = w->loop ? wrk_http_new(w->loop, (size_t)s->max_output_bytes) : NULL;
     w->mcp = w->http ? wrk_mcp_new(w->http) : NULL;
-    w->store = wrk_store_new(s->redis_url, (int)s->redis_timeout_ms, s->result_ttl_s);
-    w->agent = wrk_agent_new(s);
-    w->tasks = wrk_tasks_new(s, w->worker_id);
+    w->kvt = kv_target_new(s, errstr, errstr_size);
+    if (!w->kvt)
+        goto fail;
+    w->store = wrk_store_new(w->kvt, (int)s->redis_timeout_ms, s->result_ttl_s);
+    w->agent = wrk_agent_new(s, w->kvt);
+    w->tasks = wrk_tasks_new(s, w->kvt, w->worker_id);
     w->metrics = wrk_metrics_new();
-    w->cancelsub = w->loop ? wrk_cancelsub_new(w->loop, s->redis_url, (int)s->redis_timeout_ms,
+    w->cancelsub = w->loop ? wrk_cancelsub_new(w->loop, w->kvt, (int)s->redis_timeout_ms,
                                                on_cancel_message, w)
                            : NULL;
     if (!w->buckets || !w->loop || !w->http || !w->mcp || !w->store || !w->cancelsub || !w->tasks ||
@@ -1038,6 +1042,7 @@ void wrk_worker_free(wrk_worker_t *w)
     wrk_http_free(w->http);
     wrk_agent_free(w->agent);
     wrk_store_free(w->store);
+    kv_target_free(w->kvt);
     if (w->loop && w->rt.executing == 0)
         wrk_loop_free(w->loop);
     if (w->s && w->s->ready_file && *w->s->ready_file && w->ready_written)

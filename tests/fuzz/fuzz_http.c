@@ -208,8 +208,9 @@ static void init(void)
     snprintf(ctx.instance, sizeof(ctx.instance), "fuzz");
     snprintf(ctx.reply_key, sizeof(ctx.reply_key), "mcpq:reply:fuzz");
     ctx.metrics = ing_metrics_new();
-    ctx.kv = kv_pool_new(set.redis_url, (int)set.redis_timeout_ms, (int)set.redis_pool_size);
-    ctx.pending = ing_pending_new(set.redis_url, (int)set.redis_timeout_ms, ctx.reply_key,
+    ctx.kvt = kv_target_new(&set, err, sizeof(err));
+    ctx.kv = kv_pool_new(ctx.kvt, (int)set.redis_timeout_ms, (int)set.redis_pool_size);
+    ctx.pending = ing_pending_new(ctx.kvt, (int)set.redis_timeout_ms, ctx.reply_key,
                                   (int)set.sse_keepalive_ms);
     ctx.rl = ing_rl_new(ctx.kv, NULL, set.rate_limit_lease_ms, 0);
     ctx.authfail =

@@ -856,9 +856,12 @@ int main(void)
     curl_global_init(CURL_GLOBAL_DEFAULT);
     if (fx_start(&fx, 1) < 0)
         return 1;
-    rc = kv_connect(fx.redis_url, 5000, err, sizeof(err));
+    mcpq_settings_t set = {.redis_url = fx.redis_url};
+    kv_target_t *kvt = kv_target_new(&set, err, sizeof(err));
+    CHECK(kvt != NULL);
+    rc = kv_connect(kvt, 5000, err, sizeof(err));
     CHECK(rc != NULL);
-    kv = kv_pool_new(fx.redis_url, 5000, 2);
+    kv = kv_pool_new(kvt, 5000, 2);
     rport = fx_free_port();
     do
         dport = fx_free_port();
@@ -904,6 +907,7 @@ int main(void)
     for (int i = 0; i < nseen; i++)
         free(seen[i].body);
     kv_pool_free(kv);
+    kv_target_free(kvt);
     redisFree(rc);
     fx_stop(&fx);
     curl_global_cleanup();

@@ -182,15 +182,19 @@ int main(void)
     char err[256];
     if (fx_start(&fx, 1) < 0)
         return 1;
-    rc = kv_connect(fx.redis_url, 2000, err, sizeof(err));
+    mcpq_settings_t set = {.redis_url = fx.redis_url};
+    kv_target_t *kvt = kv_target_new(&set, err, sizeof(err));
+    CHECK(kvt != NULL);
+    rc = kv_connect(kvt, 2000, err, sizeof(err));
     CHECK(rc != NULL);
     redisReply *r = redisCommand(rc, "HSET mcpq:registry tenant:acme %s", tenant_doc);
     CHECK(r && r->type == REDIS_REPLY_INTEGER);
     freeReplyObject(r);
-    kv_pool_t *kv = kv_pool_new(fx.redis_url, 2000, 2);
+    kv_pool_t *kv = kv_pool_new(kvt, 2000, 2);
     test_event(kv);
     test_prepended();
     kv_pool_free(kv);
+    kv_target_free(kvt);
     redisFree(rc);
     fx_stop(&fx);
     return 0;

@@ -5,6 +5,8 @@
  */
 #include "check.h"
 #include "err.h"
+#include "redis.h"
+#include "settings.h"
 #include "whq.h"
 
 #include <string.h>
@@ -47,7 +49,10 @@ static void test_source(void)
 static void test_args(void)
 {
     char err[256];
-    kv_pool_t *kv = kv_pool_new("redis://127.0.0.1:1/0", 100, 1); /* never reached */
+    mcpq_settings_t set = {.redis_url = "redis://127.0.0.1:1/0"}; /* never reached */
+    kv_target_t *kvt = kv_target_new(&set, err, sizeof(err));
+    CHECK(kvt != NULL);
+    kv_pool_t *kv = kv_pool_new(kvt, 100, 1);
     CHECK(kv != NULL);
     CHECK_INT_EQ(whq_event(kv, "", "task.completed", "t", "{}", err, sizeof(err)), MCPQ_EINVAL);
     CHECK_INT_EQ(whq_event(kv, "a", "task.done", "t", "{}", err, sizeof(err)), MCPQ_EINVAL);
@@ -61,6 +66,7 @@ static void test_args(void)
     /* Valid arguments reach Redis, which is not there. */
     CHECK_INT_EQ(whq_event(kv, "a", "task.completed", "t", "{}", err, sizeof(err)), MCPQ_EUNAVAIL);
     kv_pool_free(kv);
+    kv_target_free(kvt);
     TEST_PASS("whq_event refuses bad arguments before Redis, and says when Redis is down");
 }
 
