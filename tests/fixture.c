@@ -230,10 +230,55 @@ static int fx_died(pid_t *pid, const char *what, const char *log)
     return 1;
 }
 
+int fx_acl_user(const char *password, char *out, size_t size)
+{
+    char path[512], line[4096];
+    snprintf(path, sizeof(path), "%s/deploy/redis/mcpq.acl", MCPQ_SOURCE_DIR);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "fixture: cannot open %s\n", path);
+        return -1;
+    }
+    int rc = -1;
+    while (rc < 0 && fgets(line, sizeof(line), f)) {
+        char *pw = strstr(line, ">CHANGE-ME ");
+        if (strncmp(line, "user mcpq ", 10) != 0 || !pw)
+            continue;
+        line[strcspn(line, "\n")] = 0;
+        *pw = 0;
+        snprintf(out, size, "%s>%s %s", line, password, pw + 11);
+        rc = 0;
+    }
+    fclose(f);
+    if (rc < 0)
+        fprintf(stderr, "fixture: no \"user mcpq ... >CHANGE-ME\" line in %s\n", path);
+    return rc;
+}
+
+/* FX_REDIS_ACL=1: redis_url logs in as the restricted user of deploy/redis/mcpq.acl, while
+ * the default user (what tests connect as to look inside) keeps every right. */
+static int fx_acl_file(fx_stack_t *fx, char *path, size_t size)
+{
+    char rule[4096];
+    if (fx_acl_user(FX_ACL_PASSWORD, rule, sizeof(rule)) < 0)
+        return -1;
+    snprintf(path, size, "%s/users.acl", fx->dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "user default on nopass ~* &* +@all\n%s\n", rule);
+    fclose(f);
+    return 0;
+}
+
 static int fx_redis_start(fx_stack_t *fx)
 {
-    char log[512], port_s[16];
+    char log[512], port_s[16], acl[512] = "";
     snprintf(log, sizeof(log), "%s/redis.log", fx->dir);
+    const char *acl_env = getenv("FX_REDIS_ACL");
+    int use_acl = acl_env && strcmp(acl_env, "1") == 0;
+    if (use_acl && fx_acl_file(fx, acl, sizeof(acl)) < 0)
+        return -1;
     /* The port is free when picked but may be taken before redis binds it: retry. */
     for (int attempt = 0; attempt < 3; attempt++) {
         int port = fx_free_port();
@@ -245,7 +290,12 @@ static int fx_redis_start(fx_stack_t *fx)
         const char *argv[] = {"redis-server", "--port",     port_s,    "--bind",
                               "127.0.0.1",    "--save",     "",        "--appendonly",
                               "no",           "--dir",      fx->dir,   "--daemonize",
-                              "no",           "--loglevel", "warning", NULL};
+                              "no",           "--loglevel", "warning", NULL,
+                              NULL,           NULL};
+        if (use_acl) {
+            argv[15] = "--aclfile";
+            argv[16] = acl;
+        }
         fx->redis_pid = fx_spawn(argv, NULL, log);
         if (fx->redis_pid < 0) {
             fx->redis_pid = 0;
@@ -255,7 +305,10 @@ static int fx_redis_start(fx_stack_t *fx)
         while (fx_mono_ms() < end) {
             if (fx_redis_ping(port)) {
                 fx->redis_port = port;
-                snprintf(fx->redis_url, sizeof(fx->redis_url), "redis://127.0.0.1:%d/0", port);
+                snprintf(fx->redis_url, sizeof(fx->redis_url),
+                         use_acl ? "redis://mcpq:" FX_ACL_PASSWORD "@127.0.0.1:%d/0"
+                                 : "redis://127.0.0.1:%d/0",
+                         port);
                 return 0;
             }
             if (fx_died(&fx->redis_pid, "redis-server", log))
@@ -348,8 +401,33 @@ static int fx_rm_one(const char *path, const struct stat *sb, int flag, struct F
     return 0;
 }
 
+/* FX_REDIS_ACL=1: the number of ACL LOG entries (each printed), or 0. */
+static int fx_acl_refusals(const fx_stack_t *fx)
+{
+    const char *acl_env = getenv("FX_REDIS_ACL");
+    if (!acl_env || strcmp(acl_env, "1") != 0 || fx->redis_pid <= 0)
+        return 0;
+    struct timeval tv = {2, 0};
+    redisContext *c = redisConnectWithTimeout("127.0.0.1", fx->redis_port, tv);
+    redisReply *r = c && !c->err ? redisCommand(c, "ACL LOG") : NULL;
+    int n = r && r->type == REDIS_REPLY_ARRAY ? (int)r->elements : 0;
+    for (int i = 0; i < n; i++) {
+        const redisReply *e = r->element[i];
+        fprintf(stderr, "fixture: ACL LOG:");
+        for (size_t k = 0; k + 1 < e->elements; k += 2)
+            if (e->element[k + 1]->type == REDIS_REPLY_STRING)
+                fprintf(stderr, " %s=%s", e->element[k]->str, e->element[k + 1]->str);
+        fprintf(stderr, "\n");
+    }
+    if (r)
+        freeReplyObject(r);
+    redisFree(c);
+    return n;
+}
+
 static void fx_stop_keep(fx_stack_t *fx, int keep)
 {
+    int refusals = fx_acl_refusals(fx);
     if (fx->broker_pid > 0)
         fx_stop_pid(fx->broker_pid, FX_STOP_WAIT_MS);
     if (fx->redis_pid > 0)
@@ -362,6 +440,11 @@ static void fx_stop_keep(fx_stack_t *fx, int keep)
     else
         nftw(fx->dir, fx_rm_one, 16, FTW_DEPTH | FTW_PHYS);
     fx->dir[0] = '\0';
+    if (refusals) {
+        fprintf(stderr, "fixture: Redis refused %d command(s) of the restricted user "
+                        "(deploy/redis/mcpq.acl)\n", refusals);
+        exit(1);
+    }
 }
 
 void fx_stop(fx_stack_t *fx)

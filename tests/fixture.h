@@ -50,6 +50,18 @@ typedef struct fx_stack {
  */
 int fx_start(fx_stack_t *fx, int partitions);
 
+/* The password of the restricted user when FX_REDIS_ACL=1 (see fx_acl_user). */
+#define FX_ACL_PASSWORD "fx-acl-password"
+
+/*
+ * The "user mcpq ..." rule of deploy/redis/mcpq.acl with its CHANGE-ME placeholder replaced
+ * by password, into out. 0, or -1 (message on stderr). With FX_REDIS_ACL=1 in the
+ * environment, fx_start() starts Redis with that user and puts it in fx.redis_url (the
+ * default user keeps every right, for tests that look inside), so any test can run as the
+ * least-privileged user; fx_stop() then fails the test when Redis's ACL LOG has an entry.
+ */
+int fx_acl_user(const char *password, char *out, size_t size);
+
 /* SIGTERM to both (then SIGKILL after 10 s), waits, removes the dir unless FX_KEEP=1.
  * Safe to call twice and on a zeroed fx. */
 void fx_stop(fx_stack_t *fx);

@@ -1,0 +1,437 @@
+/*
+ * test_redis_conn.c - the Redis deployments cloud users run (docs/production.md, "Redis"),
+ * each a real redis-server on loopback with a real mcpq-ingress and mcpq-worker against it
+ * (the devbroker from tests/fixture.c carries the jobs). Certificates are made here with the
+ * openssl command line: a CA, a server certificate for localhost and 127.0.0.1, a client
+ * certificate, and a second CA that signed none of them. As users see it:
+ *   a. rediss:// with MCPQ_REDIS_TLS_CA_FILE (the server has no plain port): calls answered;
+ *   b. mutual TLS (--tls-auth-clients yes): with MCPQ_REDIS_TLS_CERT_FILE/KEY_FILE calls are
+ *      answered; without a client certificate, or trusting the wrong CA, or expecting another
+ *      server name, the ingress says why in its log and /readyz is 503 within seconds;
+ *   c. an ACL user restricted to the rule of deploy/redis/mcpq.acl (default user off),
+ *      logging in with a percent-encoded password: session, tools/list, a call and a task run,
+ *      and Redis's ACL LOG records no refusal; a wrong password gives /readyz 503 and
+ *      "AUTH failed";
+ *   d. unix:///path/redis.sock?db=3 with MCPQ_REDIS_PASSWORD_FILE: calls answered, and mcpq's
+ *      keys are in database 3; redis://[::1]:port/2 the same over IPv6 (skipped when the
+ *      machine has no ::1);
+ *   e. bad settings stop the ingress at start-up with a message naming them.
+ * Each part uses its own consumer group, so its worker starts without waiting for the
+ * previous one's to leave.
+ */
+#include "check.h"
+#include "fixture.h"
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define KEY "Authorization: Bearer conn-key"
+/* "p@ss:w/rd" percent-encoded, as a URL must carry it. */
+#define ACL_PASS "p@ss:w/rd"
+#define ACL_PASS_URL "p%40ss%3Aw%2Frd"
+
+static fx_stack_t fx;
+static char cfg[300];
+static int part; /* a group per part */
+
+static void sh(const char *fmt, const char *arg)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof(cmd), fmt, arg, arg, arg, arg, arg, arg, arg, arg);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "failed: %s\n", cmd);
+        exit(1);
+    }
+}
+
+/* CA, server (localhost, 127.0.0.1), client, and an unrelated CA in fx.dir. */
+static void make_certs(void)
+{
+    const char *d = fx.dir;
+    sh("cd %s && printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n' > san.ext && "
+       "for ca in ca other; do openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 "
+       "-nodes -keyout $ca.key -out $ca.crt -days 2 -subj /CN=mcpq-test-$ca 2>/dev/null; done && "
+       "for who in server client; do openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 "
+       "-nodes -keyout $who.key -out $who.csr -subj /CN=$who 2>/dev/null && "
+       "openssl x509 -req -in $who.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 "
+       "-out $who.crt $( [ $who = server ] && echo -extfile san.ext ) 2>/dev/null; done",
+       d);
+}
+
+/* Starts redis-server with args (a string of options) logging to <dir>/<name>.log; waits
+ * until it is ready. */
+static pid_t start_redis(const char *name, const char *args)
+{
+    char cmd[2048], log[300];
+    snprintf(log, sizeof(log), "%s/%s.log", fx.dir, name);
+    snprintf(cmd, sizeof(cmd),
+             "exec redis-server --save '' --appendonly no --dir %s --logfile %s %s", fx.dir, log,
+             args);
+    const char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+    pid_t pid = fx_spawn(argv, NULL, log);
+    CHECK(pid > 0);
+    for (int i = 0; i < 200 && !fx_log_line(log, "eady to accept connections", NULL, NULL, 0);
+         i++)
+        fx_sleep_ms(50);
+    if (!fx_log_line(log, "eady to accept connections", NULL, NULL, 0)) {
+        fprintf(stderr, "redis %s did not start; see %s\n", name, log);
+        exit(1);
+    }
+    return pid;
+}
+
+/* POST body to /mcp<path>; the JSON answer (NULL when none) and its HTTP status. */
+static cJSON *post(int port, const char *path, const char *body, long *status)
+{
+    char url[96];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/mcp%s", port, path);
+    const char *hdrs[] = {KEY, NULL};
+    fx_reply_t r;
+    fx_http_post(url, hdrs, body, &r);
+    *status = r.status;
+    return cJSON_Parse(r.body);
+}
+
+static const char *path_str(const cJSON *j, const char *a, const char *b)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, a), b);
+    return cJSON_GetStringValue(x);
+}
+
+/* tools/call of hello; 0 when its text came back. */
+static int call_hello(int port)
+{
+    long st;
+    cJSON *j = post(port, "",
+                    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":"
+                    "{\"name\":\"hello\",\"arguments\":{}}}",
+                    &st);
+    const cJSON *c = cJSON_GetArrayItem(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "result"), "content"),
+        0);
+    const char *text = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "text"));
+    int ok = st == 200 && text && strstr(text, "hello from the worker");
+    if (!ok)
+        fprintf(stderr, "hello: status %ld, %s\n", st, j ? cJSON_PrintUnformatted(j) : "(none)");
+    cJSON_Delete(j);
+    return ok ? 0 : -1;
+}
+
+/* initialize (2025-11-25, a session), then tools/list in it; 0 when hello is listed. */
+static int session_list(int port)
+{
+    char url[96];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/mcp", port);
+    const char *h1[] = {KEY, NULL};
+    fx_reply_t r;
+    fx_http_post(url, h1,
+                 "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
+                 "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{"
+                 "\"name\":\"t\",\"version\":\"1\"}}}",
+                 &r);
+    if (r.status != 200 || !r.session_id[0]) {
+        fprintf(stderr, "initialize: %ld %s\n", r.status, r.body);
+        return -1;
+    }
+    char sid[200];
+    snprintf(sid, sizeof(sid), "Mcp-Session-Id: %s", r.session_id);
+    const char *h2[] = {KEY, sid, "MCP-Protocol-Version: 2025-11-25", NULL};
+    fx_http_post(url, h2, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", &r);
+    fx_http_post(url, h2, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}", &r);
+    if (r.status != 200 || !strstr(r.body, "\"hello\"")) {
+        fprintf(stderr, "tools/list: %ld %s\n", r.status, r.body);
+        return -1;
+    }
+    return 0;
+}
+
+/* A task of slow_task run to its end through workerSysGetTaskStatus; 0 when completed. */
+static int run_task(int port)
+{
+    long st;
+    cJSON *j = post(port, "",
+                    "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":"
+                    "{\"name\":\"task_job\",\"arguments\":{}}}",
+                    &st);
+    const char *id = path_str(cJSON_GetObjectItemCaseSensitive(j, "result"), "structuredContent",
+                              "TaskId");
+    CHECK(st == 200 && id != NULL);
+    char body[512];
+    snprintf(body, sizeof(body),
+             "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":"
+             "\"workerSysGetTaskStatus\",\"arguments\":{\"TaskId\":\"%s\"}}}",
+             id);
+    cJSON_Delete(j);
+    for (int i = 0; i < 100; i++) {
+        cJSON *s = post(port, "/system", body, &st);
+        const cJSON *sc = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(s, "result"), "structuredContent");
+        const char *state = path_str(sc, "data", "TaskStatus");
+        int done = state && strcmp(state, "complete") == 0;
+        if (i == 99)
+            fprintf(stderr, "task: %s\n", s ? cJSON_PrintUnformatted(s) : "(none)");
+        cJSON_Delete(s);
+        if (done)
+            return 0;
+        fx_sleep_ms(100);
+    }
+    return -1;
+}
+
+/* The HTTP status of GET /readyz (0: no answer). */
+static long readyz(int port)
+{
+    char url[96];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/readyz", port);
+    CURL *c = curl_easy_init();
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 3000L);
+    long st = 0;
+    if (curl_easy_perform(c) == CURLE_OK)
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st);
+    curl_easy_cleanup(c);
+    return st;
+}
+
+/* Ingress + worker against the Redis env describes; both are ready and a call and a task
+ * come back. */
+static void stack_works(const char *what, const char *const env[], int with_task)
+{
+    char name[64], group[64];
+    snprintf(name, sizeof(name), "ing-%d", part);
+    snprintf(group, sizeof(group), "MCPQ_GROUP_ID=conn-%d", part);
+    const char *wenv[16] = {group};
+    size_t n = 1;
+    for (size_t i = 0; env[i] && n < 15; i++)
+        wenv[n++] = env[i];
+    int port = fx_free_port();
+    pid_t ing = fx_spawn_ingress(&fx, name, port, cfg, env, NULL, 0);
+    CHECK(ing > 0);
+    snprintf(name, sizeof(name), "wrk-%d", part++);
+    pid_t w = fx_spawn_worker(&fx, name, wenv);
+    CHECK(w > 0);
+    CHECK_INT_EQ(readyz(port), 200);
+    CHECK_INT_EQ(call_hello(port), 0);
+    if (with_task) {
+        CHECK_INT_EQ(session_list(port), 0);
+        CHECK_INT_EQ(run_task(port), 0);
+    }
+    fx_stop_pid(w, 10000);
+    fx_stop_pid(ing, 10000);
+    TEST_PASS(what);
+}
+
+/* An ingress against the Redis env describes: /readyz 503 within 10 s and its log names
+ * the reason. */
+static void ingress_refused(const char *what, const char *const env[], const char *reason)
+{
+    char name[64], log[300];
+    snprintf(name, sizeof(name), "bad-%d", part++);
+    int port = fx_free_port();
+    long long t0 = fx_now_ms();
+    pid_t ing = fx_spawn_ingress(&fx, name, port, cfg, env, log, sizeof(log));
+    CHECK(ing > 0);
+    long st = 0;
+    while (fx_now_ms() - t0 < 10000 && (st = readyz(port)) != 503)
+        fx_sleep_ms(100);
+    CHECK_INT_EQ(st, 503);
+    while (fx_now_ms() - t0 < 10000 && !fx_log_line(log, reason, NULL, NULL, 0))
+        fx_sleep_ms(100);
+    if (!fx_log_line(log, reason, NULL, NULL, 0)) {
+        fprintf(stderr, "%s: no \"%s\" in %s\n", what, reason, log);
+        CHECK(0);
+    }
+    long long ms = fx_now_ms() - t0;
+    fx_stop_pid(ing, 10000);
+    printf("  (/readyz 503 and the reason logged %lld ms after the start)\n", ms);
+    TEST_PASS(what);
+}
+
+/* The ingress refuses to start: exit status 2 and msg on stderr. */
+static void start_refused(const char *what, const char *const env[], const char *msg)
+{
+    char text[4096];
+    int st = fx_ingress_exit(&fx, "refused", cfg, env, text, sizeof(text), NULL, 0);
+    CHECK_INT_EQ(st, 2);
+    if (!strstr(text, msg)) {
+        fprintf(stderr, "%s: wanted \"%s\" in:\n%s\n", what, msg, text);
+        CHECK(0);
+    }
+    TEST_PASS(what);
+}
+
+static void test_tls(void)
+{
+    char args[1024], url[128], ca[300], other[300], cert[300], key[300];
+    int p1 = fx_free_port(), p2 = fx_free_port();
+    snprintf(args, sizeof(args),
+             "--port 0 --tls-port %d --tls-cert-file %s/server.crt --tls-key-file %s/server.key "
+             "--tls-ca-cert-file %s/ca.crt --tls-auth-clients no",
+             p1, fx.dir, fx.dir, fx.dir);
+    pid_t r1 = start_redis("redis-tls", args);
+    snprintf(ca, sizeof(ca), "MCPQ_REDIS_TLS_CA_FILE=%s/ca.crt", fx.dir);
+    snprintf(other, sizeof(other), "MCPQ_REDIS_TLS_CA_FILE=%s/other.crt", fx.dir);
+    snprintf(cert, sizeof(cert), "MCPQ_REDIS_TLS_CERT_FILE=%s/client.crt", fx.dir);
+    snprintf(key, sizeof(key), "MCPQ_REDIS_TLS_KEY_FILE=%s/client.key", fx.dir);
+    snprintf(url, sizeof(url), "MCPQ_REDIS_URL=rediss://localhost:%d/0", p1);
+    const char *tls[] = {url, ca, NULL};
+    stack_works("rediss:// with a CA file: a call and a task answered over TLS", tls, 1);
+    const char *wrong_ca[] = {url, other, NULL};
+    ingress_refused("rediss:// trusting another CA: /readyz 503, certificate verify failed",
+                    wrong_ca, "certificate verify failed");
+    const char *wrong_name[] = {url, ca, "MCPQ_REDIS_TLS_SERVER_NAME=redis.example.com", NULL};
+    ingress_refused("rediss:// expecting another server name: /readyz 503", wrong_name,
+                    "certificate verify failed");
+    fx_stop_pid(r1, 5000);
+
+    snprintf(args, sizeof(args),
+             "--port 0 --tls-port %d --tls-cert-file %s/server.crt --tls-key-file %s/server.key "
+             "--tls-ca-cert-file %s/ca.crt --tls-auth-clients yes",
+             p2, fx.dir, fx.dir, fx.dir);
+    pid_t r2 = start_redis("redis-mtls", args);
+    snprintf(url, sizeof(url), "MCPQ_REDIS_URL=rediss://127.0.0.1:%d/0", p2);
+    const char *mtls[] = {url, ca, cert, key, NULL};
+    stack_works("mutual TLS with a client certificate: a call answered", mtls, 0);
+    const char *no_cert[] = {url, ca, NULL};
+    ingress_refused("mutual TLS without a client certificate: /readyz 503, the TLS alert logged",
+                    no_cert, "redis TLS connection closed");
+    fx_stop_pid(r2, 5000);
+}
+
+/* ACL LOG of the admin user: the number of entries. */
+static long long acl_log_entries(int port)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd),
+             "redis-cli -p %d --user admin --pass adminpw --no-auth-warning ACL LOG 2>&1", port);
+    FILE *f = popen(cmd, "r");
+    CHECK(f != NULL);
+    char line[512];
+    long long n = 0;
+    while (fgets(line, sizeof(line), f)) {
+        if (strncmp(line, "reason", 6) == 0)
+            n++;
+        if (n)
+            fputs(line, stderr); /* what was refused, for whoever fixes the rule */
+    }
+    pclose(f);
+    return n;
+}
+
+static void test_acl(void)
+{
+    char acl[300], args[600], url[160], bad[160];
+    int p = fx_free_port();
+    snprintf(acl, sizeof(acl), "%s/users.acl", fx.dir);
+    FILE *f = fopen(acl, "w");
+    CHECK(f != NULL);
+    char rule[4096];
+    CHECK_INT_EQ(fx_acl_user(ACL_PASS, rule, sizeof(rule)), 0);
+    fprintf(f, "user default off\nuser admin on >adminpw ~* &* +@all\n%s\n", rule);
+    fclose(f);
+    snprintf(args, sizeof(args), "--port %d --bind 127.0.0.1 --aclfile %s", p, acl);
+    pid_t r = start_redis("redis-acl", args);
+    snprintf(url, sizeof(url), "MCPQ_REDIS_URL=redis://mcpq:%s@127.0.0.1:%d/0", ACL_PASS_URL, p);
+    const char *env[] = {url, NULL};
+    stack_works("ACL user restricted to the documented rule, percent-encoded password: session, "
+                "call and task",
+                env, 1);
+    CHECK_INT_EQ(acl_log_entries(p), 0);
+    TEST_PASS("the documented ACL rule: Redis refused no command or key (ACL LOG empty)");
+    snprintf(bad, sizeof(bad), "MCPQ_REDIS_URL=redis://mcpq:wrong@127.0.0.1:%d/0", p);
+    const char *wrong[] = {bad, NULL};
+    ingress_refused("ACL user with a wrong password: /readyz 503, AUTH failed", wrong,
+                    "AUTH failed");
+    fx_stop_pid(r, 5000);
+}
+
+static void test_unix_v6(void)
+{
+    char args[600], url[400], pwfile[300], pwenv[340], cmd[600];
+    snprintf(pwfile, sizeof(pwfile), "%s/redis-password", fx.dir);
+    fx_write_file(pwfile, "s3cret pass\n", 0600);
+    snprintf(args, sizeof(args),
+             "--port 0 --unixsocket %s/redis.sock --unixsocketperm 700 --requirepass 's3cret pass'",
+             fx.dir);
+    pid_t r = start_redis("redis-unix", args);
+    snprintf(url, sizeof(url), "MCPQ_REDIS_URL=unix://%s/redis.sock?db=3", fx.dir);
+    snprintf(pwenv, sizeof(pwenv), "MCPQ_REDIS_PASSWORD_FILE=%s", pwfile);
+    const char *env[] = {url, pwenv, NULL};
+    stack_works("unix:// socket, db 3, password from MCPQ_REDIS_PASSWORD_FILE: a call answered",
+                env, 0);
+    snprintf(cmd, sizeof(cmd),
+             "redis-cli -s %s/redis.sock -a 's3cret pass' --no-auth-warning -n 3 --scan "
+             "--pattern 'mcpq:*' | grep -c . ",
+             fx.dir);
+    FILE *f = popen(cmd, "r");
+    char out[32] = "";
+    CHECK(f && fgets(out, sizeof(out), f));
+    pclose(f);
+    CHECK(atoi(out) > 0);
+    TEST_PASS("unix:// ?db=3: mcpq's keys are in database 3");
+    fx_stop_pid(r, 5000);
+
+    if (system("ip -6 addr show dev lo 2>/dev/null | grep -q '::1'") != 0) {
+        printf("SKIP redis://[::1]: this machine has no IPv6 loopback address\n");
+        return;
+    }
+    int p = fx_free_port();
+    snprintf(args, sizeof(args), "--port %d --bind ::1", p);
+    pid_t r6 = start_redis("redis-v6", args);
+    snprintf(url, sizeof(url), "MCPQ_REDIS_URL=redis://[::1]:%d/2", p);
+    const char *v6[] = {url, NULL};
+    stack_works("redis://[::1]:port/2 (IPv6 literal): a call answered", v6, 0);
+    fx_stop_pid(r6, 5000);
+}
+
+static void test_bad_settings(void)
+{
+    char ca[300];
+    snprintf(ca, sizeof(ca), "MCPQ_REDIS_TLS_CA_FILE=%s/nonexistent.crt", fx.dir);
+    const char *no_ca[] = {"MCPQ_REDIS_URL=rediss://localhost:6380/0", ca, NULL};
+    start_refused("a missing CA file stops start-up naming MCPQ_REDIS_TLS_CA_FILE", no_ca,
+                  "cannot load MCPQ_REDIS_TLS_CA_FILE");
+    const char *bad_url[] = {"MCPQ_REDIS_URL=redis://host:99999/0", NULL};
+    start_refused("a malformed MCPQ_REDIS_URL stops start-up naming it", bad_url,
+                  "MCPQ_REDIS_URL: bad Redis URL");
+    const char *tls_plain[] = {"MCPQ_REDIS_URL=redis://localhost:6379/0", ca, NULL};
+    start_refused("TLS files with a redis:// URL stop start-up", tls_plain,
+                  "MCPQ_REDIS_URL is not rediss://");
+    const char *pw_twice[] = {"MCPQ_REDIS_URL=redis://:pw@localhost:6379/0",
+                              "MCPQ_REDIS_PASSWORD_FILE=/dev/null", NULL};
+    start_refused("a password in the URL and in a file stops start-up", pw_twice,
+                  "MCPQ_REDIS_PASSWORD_FILE is set and MCPQ_REDIS_URL holds a password");
+}
+
+int main(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (fx_start(&fx, 1) < 0)
+        return 1;
+    make_certs();
+    snprintf(cfg, sizeof(cfg), "%s/conn.json", fx.dir);
+    fx_write_file(cfg,
+                  "{\"tenants\":[{\"id\":\"t\",\"api_keys\":[{\"id\":\"k\",\"key\":\"conn-key\"}]}],"
+                  "\"servers\":[{\"tenant\":\"t\",\"name\":\"default\"}],\"tools\":["
+                  "{\"tenant\":\"t\",\"server\":\"default\",\"name\":\"hello\",\"versions\":[{"
+                  "\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},\"timeout_ms\":10000,"
+                  "\"executor\":{\"type\":\"exec\",\"argv\":[\"/bin/echo\","
+                  "\"hello from the worker\"]}}]},"
+                  "{\"tenant\":\"t\",\"server\":\"default\",\"name\":\"task_job\",\"versions\":[{"
+                  "\"version\":\"1\",\"mode\":\"task\",\"inputSchema\":{\"type\":\"object\"},"
+                  "\"timeout_ms\":10000,\"executor\":{\"type\":\"exec\",\"argv\":[\"/bin/sh\","
+                  "\"-c\",\"sleep 0.2; echo done\"]}}]}]}",
+                  0600);
+    test_bad_settings();
+    test_tls();
+    test_acl();
+    test_unix_v6();
+    fx_stop(&fx);
+    curl_global_cleanup();
+    return 0;
+}
