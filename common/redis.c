@@ -36,19 +36,27 @@ struct kv_target {
     char describe[320];
 };
 
-/* Copies a decoded URL part into out; MCPQ_EINVAL when it does not fit. */
-static int part_get(CURLU *h, CURLUPart part, unsigned flags, char *out, size_t size)
+/* Copies a URL part into out, percent-decoded when decode is set; 0 (also when absent, then
+ * out is ""), or MCPQ_EINVAL when it does not fit or decodes to a NUL byte. */
+static int part_get(CURLU *h, CURLUPart part, int decode, char *out, size_t size)
 {
-    char *v = NULL;
+    char *raw = NULL;
     out[0] = 0;
-    CURLUcode rc = curl_url_get(h, part, &v, flags);
-    if (rc != CURLUE_OK)
+    if (curl_url_get(h, part, &raw, 0) != CURLUE_OK)
         return 0; /* absent */
-    size_t n = strlen(v);
-    int ok = n < size && memchr(v, 0, n) == NULL;
-    if (ok)
-        memcpy(out, v, n + 1);
-    curl_free(v);
+    int len = 0;
+    char *v = decode ? curl_easy_unescape(NULL, raw, 0, &len) : raw;
+    size_t n = decode ? (size_t)(v ? len : 0) : strlen(raw);
+    int ok = v && n < size && memchr(v, 0, n) == NULL;
+    if (ok) {
+        memcpy(out, v, n);
+        out[n] = 0;
+    }
+    if (decode && v) {
+        memset(v, 0, n); /* it may be a password */
+        curl_free(v);
+    }
+    curl_free(raw);
     return ok ? 0 : MCPQ_EINVAL;
 }
 
@@ -75,7 +83,7 @@ static int parse_unix(const char *url, kv_url_t *u, char *errstr, size_t errstr_
     char query[64];
     if (!h || curl_url_set(h, CURLUPART_URL, file, 0) != CURLUE_OK) {
         snprintf(errstr, errstr_size, "bad Redis URL (want unix:///path/redis.sock?db=N)");
-    } else if (part_get(h, CURLUPART_PATH, CURLU_URLDECODE, u->path, sizeof(u->path)) < 0 ||
+    } else if (part_get(h, CURLUPART_PATH, 1, u->path, sizeof(u->path)) < 0 ||
                !u->path[0] || strcmp(u->path, "/") == 0) {
         snprintf(errstr, errstr_size, "bad Redis URL: unix:// needs a socket path");
     } else if (part_get(h, CURLUPART_QUERY, 0, query, sizeof(query)) < 0 ||
@@ -114,8 +122,8 @@ static int url_parse(const char *url, int default_port, kv_url_t *u, char *errst
                                       "[/db]; percent-encode reserved characters)");
     } else if (part_get(h, CURLUPART_HOST, 0, u->host, sizeof(u->host)) < 0 || !u->host[0]) {
         snprintf(errstr, errstr_size, "bad Redis URL: no host");
-    } else if (part_get(h, CURLUPART_USER, CURLU_URLDECODE, u->user, sizeof(u->user)) < 0 ||
-               part_get(h, CURLUPART_PASSWORD, CURLU_URLDECODE, u->password,
+    } else if (part_get(h, CURLUPART_USER, 1, u->user, sizeof(u->user)) < 0 ||
+               part_get(h, CURLUPART_PASSWORD, 1, u->password,
                         sizeof(u->password)) < 0) {
         snprintf(errstr, errstr_size, "bad Redis URL: user or password too long or holds %%00");
     } else if (part_get(h, CURLUPART_PORT, 0, port, sizeof(port)) < 0 ||
@@ -124,10 +132,12 @@ static int url_parse(const char *url, int default_port, kv_url_t *u, char *errst
         snprintf(errstr, errstr_size, "bad Redis URL: want host[:port][/db]");
     } else if (path[0] && strcmp(path, "/") != 0 && parse_db(path + 1, &u->db) < 0) {
         snprintf(errstr, errstr_size, "bad Redis URL: the path is the database number (/0)");
+    } else if (port[0] && atoi(port) <= 0) { /* libcurl has checked at most 65535 */
+        snprintf(errstr, errstr_size, "bad Redis URL: port 0");
     } else {
         rc = 0;
         if (port[0])
-            u->port = atoi(port); /* libcurl has checked 1..65535 */
+            u->port = atoi(port);
         size_t n = strlen(u->host);
         if (u->host[0] == '[' && n > 2 && u->host[n - 1] == ']') { /* IPv6 literal */
             memmove(u->host, u->host + 1, n - 2);
