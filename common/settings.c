@@ -28,7 +28,11 @@ static const set_def_t defs[] = {
     {"MCPQ_CONFIG", "config", T_STR, NULL, 0, 0, ING, S(config),
      "config file (SPEC section 7); loaded into Redis at start-up"},
     {"MCPQ_LISTEN", "listen", T_STR, "127.0.0.1:8080", 0, 0, ING, S(listen),
-     "ingress listen address host:port"},
+     "ingress listen address host:port, [IPv6]:port ([::]:port: IPv6 and IPv4) or :port"},
+    {"MCPQ_OPS_LISTEN", "ops-listen", T_STR, "", 0, 0, ING, S(ops_listen),
+     "ingress operations listener (same forms as MCPQ_LISTEN): when set, /metrics, /healthz, "
+     "/readyz and /admin are served only there and MCPQ_LISTEN serves only clients (empty: "
+     "everything on MCPQ_LISTEN)"},
     {"MCPQ_KAFKA_BROKERS", "kafka-brokers", T_STR, NULL, 0, 0, ALL, S(kafka_brokers),
      "Kafka bootstrap servers (host:port,...); required"},
     {"MCPQ_REDIS_URL", "redis-url", T_STR, "redis://127.0.0.1:6379/0", 0, 0, ALL, S(redis_url),
@@ -101,8 +105,8 @@ static const set_def_t defs[] = {
     {"MCPQ_READY_FILE", "ready-file", T_STR, NULL, 0, 0, ALL | SET_BROKER, S(ready_file),
      "file written once the process is ready (the local launcher waits for it)"},
     {"MCPQ_METRICS_LISTEN", "metrics-listen", T_STR, "", 0, 0, WRK, S(metrics_listen),
-     "worker: host:port (IPv4) of its own HTTP server for GET /metrics, /healthz and /readyz "
-     "(empty: none)"},
+     "worker: its operations listener (same forms as MCPQ_LISTEN) for GET /metrics, /healthz "
+     "and /readyz (empty: none)"},
     {"MCPQ_THREADS", "threads", T_INT, "2", 1, 64, ING, S(threads),
      "HTTP threads (each an epoll loop); constant whatever the load"},
     {"MCPQ_MAX_CONNECTIONS", "max-connections", T_INT, "20000", 16, 1000000, ING,

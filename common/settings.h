@@ -21,6 +21,7 @@ typedef struct mcpq_settings {
     /* SPEC section 7 names */
     const char *config;
     const char *listen;
+    const char *ops_listen; /* ingress: /metrics, /healthz, /readyz, /admin (empty: on listen) */
     const char *kafka_brokers;
     const char *redis_url;
     const char *admin_token;
