@@ -651,20 +651,36 @@ static void bound_addr(struct MHD_Daemon *d, const util_listen_t *la, char *out,
     util_listen_format((const struct sockaddr *)&ss, out, size);
 }
 
-int ing_http_start(ing_ctx_t *ctx, char *errstr, size_t errstr_size)
+/* Parses MCPQ_LISTEN into la and MCPQ_OPS_LISTEN, when set, into lo (see http.h). */
+static int parse_listeners(const mcpq_settings_t *set, util_listen_t *la, util_listen_t *lo,
+                           char *errstr, size_t errstr_size)
 {
-    const mcpq_settings_t *set = ctx->set;
-    util_listen_t la, lo;
-    if (util_parse_listen(set->listen, &la) < 0) {
+    if (util_parse_listen(set->listen ? set->listen : "", la) < 0) {
         snprintf(errstr, errstr_size, "MCPQ_LISTEN: \"%s\" is not host:port, [IPv6]:port or :port",
-                 set->listen);
+                 set->listen ? set->listen : "");
         return MCPQ_EINVAL;
     }
-    if (ops_split(set) && util_parse_listen(set->ops_listen, &lo) < 0) {
+    if (ops_split(set) && util_parse_listen(set->ops_listen, lo) < 0) {
         snprintf(errstr, errstr_size,
                  "MCPQ_OPS_LISTEN: \"%s\" is not host:port, [IPv6]:port or :port", set->ops_listen);
         return MCPQ_EINVAL;
     }
+    return 0;
+}
+
+int ing_http_check(const mcpq_settings_t *set, char *errstr, size_t errstr_size)
+{
+    util_listen_t la, lo;
+    return parse_listeners(set, &la, &lo, errstr, errstr_size);
+}
+
+int ing_http_start(ing_ctx_t *ctx, char *errstr, size_t errstr_size)
+{
+    const mcpq_settings_t *set = ctx->set;
+    util_listen_t la, lo;
+    int rc = parse_listeners(set, &la, &lo, errstr, errstr_size);
+    if (rc < 0)
+        return rc;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_TURBO | MHD_USE_ERROR_LOG | MHD_USE_ITC;
     ctx->daemon = MHD_start_daemon(

@@ -456,7 +456,7 @@ int main(int argc, char **argv)
         .addr_per_min = set.auth_fail_per_min,
         .id_per_min = set.auth_fail_id_per_min};
     ctx.trusted = ing_nets_parse(set.trusted_proxies, err, sizeof(err));
-    if (!ctx.trusted) {
+    if (!ctx.trusted || ing_http_check(&set, err, sizeof(err)) < 0) {
         fprintf(stderr, "mcpq-ingress: %s\n", err);
         jobsig_keys_cleanup(&keys);
         exit_code = 2;
