@@ -28,7 +28,11 @@ static const set_def_t defs[] = {
     {"MCPQ_CONFIG", "config", T_STR, NULL, 0, 0, ING, S(config),
      "config file (SPEC section 7); loaded into Redis at start-up"},
     {"MCPQ_LISTEN", "listen", T_STR, "127.0.0.1:8080", 0, 0, ING, S(listen),
-     "ingress listen address host:port"},
+     "ingress listen address host:port, [IPv6]:port ([::]:port: IPv6 and IPv4) or :port"},
+    {"MCPQ_OPS_LISTEN", "ops-listen", T_STR, "", 0, 0, ING, S(ops_listen),
+     "ingress operations listener (same forms as MCPQ_LISTEN): when set, /metrics, /healthz, "
+     "/readyz and /admin are served only there and MCPQ_LISTEN serves only clients (empty: "
+     "everything on MCPQ_LISTEN)"},
     {"MCPQ_KAFKA_BROKERS", "kafka-brokers", T_STR, NULL, 0, 0, ALL, S(kafka_brokers),
      "Kafka bootstrap servers (host:port,...); required"},
     {"MCPQ_REDIS_URL", "redis-url", T_STR, "redis://127.0.0.1:6379/0", 0, 0, ALL, S(redis_url),
@@ -107,6 +111,15 @@ static const set_def_t defs[] = {
      S(job_signing_key_file),
      "file holding MCPQ_JOB_SIGNING_KEY (a trailing newline is not part of the key), e.g. a "
      "mounted Kubernetes Secret; not together with MCPQ_JOB_SIGNING_KEY"},
+    /* Named by deploy/kubernetes/overlays/production; what reads them comes with the Kafka and
+     * Redis connection work (docs/production.md). */
+    {"MCPQ_KAFKA_PROPERTIES", "kafka-properties", T_STR, NULL, 0, 0, ALL, S(kafka_properties),
+     "Kafka client properties file (key=value lines, as the Java clients and kcat -F read); "
+     "MCPQ_KAFKA_PROP_<NAME>[_FILE] sets one property over it"},
+    {"MCPQ_REDIS_PASSWORD_FILE", "redis-password-file", T_STR, NULL, 0, 0, ALL,
+     S(redis_password_file), "file holding the Redis password (not in MCPQ_REDIS_URL)"},
+    {"MCPQ_REDIS_TLS_CA_FILE", "redis-tls-ca-file", T_STR, NULL, 0, 0, ALL, S(redis_tls_ca_file),
+     "CA certificates (PEM) that a rediss:// server's certificate must chain to"},
     {"MCPQ_JOB_SIGNING_KEY_PREVIOUS", "job-signing-key-previous", T_STR, NULL, 0, 0, WRK,
      S(job_signing_key_previous),
      "worker: a second key whose signatures are accepted too, while a key rotation is under way "
@@ -125,8 +138,8 @@ static const set_def_t defs[] = {
     {"MCPQ_READY_FILE", "ready-file", T_STR, NULL, 0, 0, ALL | SET_BROKER, S(ready_file),
      "file written once the process is ready (the local launcher waits for it)"},
     {"MCPQ_METRICS_LISTEN", "metrics-listen", T_STR, "", 0, 0, WRK, S(metrics_listen),
-     "worker: host:port (IPv4) of its own HTTP server for GET /metrics, /healthz and /readyz "
-     "(empty: none)"},
+     "worker: its operations listener (same forms as MCPQ_LISTEN) for GET /metrics, /healthz "
+     "and /readyz (empty: none)"},
     {"MCPQ_THREADS", "threads", T_INT, "2", 1, 64, ING, S(threads),
      "HTTP threads (each an epoll loop); constant whatever the load"},
     {"MCPQ_MAX_CONNECTIONS", "max-connections", T_INT, "20000", 16, 1000000, ING,

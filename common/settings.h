@@ -21,6 +21,7 @@ typedef struct mcpq_settings {
     /* SPEC section 7 names */
     const char *config;
     const char *listen;
+    const char *ops_listen; /* ingress: /metrics, /healthz, /readyz, /admin (empty: on listen) */
     const char *kafka_brokers;
     const char *redis_url;
     const char *redis_password_file; /* redis.h: all of these are read by kv_target_new() */
@@ -46,6 +47,9 @@ typedef struct mcpq_settings {
     const char *topic_jobs;
     const char *job_signing_key; /* jobsig.h: read through jobsig_keys_load() */
     const char *job_signing_key_file;
+    const char *kafka_properties; /* overlays/production names these three; see settings.c */
+    const char *redis_password_file;
+    const char *redis_tls_ca_file;
     const char *job_signing_key_previous;
     const char *job_signing_key_previous_file;
     const char *group_id;

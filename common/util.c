@@ -5,6 +5,8 @@
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <errno.h>
+#include <net/if.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -275,25 +277,72 @@ void util_url_host(const char *url, char *out, size_t size)
     curl_url_cleanup(u);
 }
 
-int util_parse_listen(const char *listen, struct sockaddr_in *sa)
+int util_parse_listen(const char *listen, util_listen_t *out)
 {
     char host[128];
-    const char *colon = strrchr(listen, ':');
-    if (!colon || (size_t)(colon - listen) >= sizeof(host))
-        return MCPQ_EINVAL;
-    memcpy(host, listen, (size_t)(colon - listen));
-    host[colon - listen] = '\0';
+    const char *port_s;
+    int v6 = listen[0] == '[';
+    if (v6) { /* "[v6]:port": the brackets of a URL authority (RFC 3986) */
+        const char *end = strchr(listen, ']');
+        if (!end || end[1] != ':' || (size_t)(end - listen - 1) >= sizeof(host))
+            return MCPQ_EINVAL;
+        memcpy(host, listen + 1, (size_t)(end - listen - 1));
+        host[end - listen - 1] = '\0';
+        port_s = end + 2;
+    } else {
+        const char *colon = strrchr(listen, ':');
+        if (!colon || (size_t)(colon - listen) >= sizeof(host))
+            return MCPQ_EINVAL;
+        memcpy(host, listen, (size_t)(colon - listen));
+        host[colon - listen] = '\0';
+        if (strchr(host, ':')) /* an IPv6 literal needs its brackets */
+            return MCPQ_EINVAL;
+        port_s = colon + 1;
+    }
     long long port;
-    if (util_parse_ll(colon + 1, 0, 65535, &port) < 0)
+    if (util_parse_ll(port_s, 0, 65535, &port) < 0)
         return MCPQ_EINVAL;
-    memset(sa, 0, sizeof(*sa));
-    sa->sin_family = AF_INET;
-    sa->sin_port = htons((uint16_t)port);
+    memset(out, 0, sizeof(*out));
+    if (v6) {
+        /* getaddrinfo for the numeric form: it also takes a scope ("fe80::1%eth0"). */
+        struct addrinfo hints = {.ai_family = AF_INET6,
+                                 .ai_socktype = SOCK_STREAM,
+                                 .ai_flags = AI_NUMERICHOST | AI_PASSIVE};
+        struct addrinfo *ai = NULL;
+        if (!*host || getaddrinfo(host, NULL, &hints, &ai) != 0 || !ai)
+            return MCPQ_EINVAL;
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&out->addr;
+        memcpy(in6, ai->ai_addr, sizeof(*in6));
+        freeaddrinfo(ai);
+        in6->sin6_port = htons((uint16_t)port);
+        out->len = sizeof(*in6);
+        out->dual_stack = IN6_IS_ADDR_UNSPECIFIED(&in6->sin6_addr);
+        return 0;
+    }
+    struct sockaddr_in *in = (struct sockaddr_in *)&out->addr;
+    in->sin_family = AF_INET;
+    in->sin_port = htons((uint16_t)port);
+    out->len = sizeof(*in);
     if (strcmp(host, "localhost") == 0)
         snprintf(host, sizeof(host), "127.0.0.1");
     if (!*host || strcmp(host, "*") == 0)
-        sa->sin_addr.s_addr = htonl(INADDR_ANY);
-    else if (inet_pton(AF_INET, host, &sa->sin_addr) != 1)
+        in->sin_addr.s_addr = htonl(INADDR_ANY);
+    else if (inet_pton(AF_INET, host, &in->sin_addr) != 1) /* strict: no "127.1" */
         return MCPQ_EINVAL;
     return 0;
+}
+
+void util_listen_format(const struct sockaddr *sa, char *out, size_t size)
+{
+    char ip[INET6_ADDRSTRLEN + IF_NAMESIZE + 2];
+    snprintf(out, size, "?");
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+        if (inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip)))
+            snprintf(out, size, "%s:%u", ip, (unsigned)ntohs(in->sin_port));
+    } else if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+        if (getnameinfo(sa, sizeof(*in6), ip, sizeof(ip), NULL, 0, NI_NUMERICHOST) == 0)
+            snprintf(out, size, "[%s]:%u", ip, (unsigned)ntohs(in6->sin6_port));
+    }
 }

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 /* Wall clock in Unix milliseconds / a monotonic clock in milliseconds. */
 int64_t util_now_ms(void);
@@ -63,11 +64,25 @@ int util_ct_equal(const void *a, const void *b, size_t len);
 /* Parses a whole decimal string into [min, max]; 0 or MCPQ_EINVAL. */
 int util_parse_ll(const char *s, long long min, long long max, long long *out);
 
-/* A listen address "host:port" into an IPv4 socket address: host is a dotted quad,
- * "localhost" (127.0.0.1), or empty or "*" (every interface); port 0-65535. 0 or
- * MCPQ_EINVAL. Used by the ingress's HTTP server and the worker's metrics server. */
-struct sockaddr_in;
-int util_parse_listen(const char *listen, struct sockaddr_in *sa);
+/* A listen address parsed by util_parse_listen(). */
+typedef struct util_listen {
+    struct sockaddr_storage addr; /* AF_INET or AF_INET6 */
+    socklen_t len;                /* sizeof the family's sockaddr */
+    int dual_stack; /* [::]: an IPv6 socket with IPV6_V6ONLY off, so IPv4 clients connect too */
+} util_listen_t;
+
+/* A listen address into a socket address (README "Listen addresses"):
+ *   "[v6]:port"  an IPv6 literal in brackets ("[::1]:8080", "[fe80::1%eth0]:8080"); "[::]" is
+ *                every interface, IPv6 and IPv4 alike (dual stack);
+ *   "v4:port"    a dotted quad ("127.0.0.1:8080", "0.0.0.0:8080");
+ *   "localhost:port" 127.0.0.1; ":port" and "*:port" every IPv4 interface.
+ * Port 0-65535. Any other name, or an IPv6 literal without brackets, is MCPQ_EINVAL. Used by
+ * the ingress's HTTP servers and the worker's metrics server. */
+int util_parse_listen(const char *listen, util_listen_t *out);
+
+/* A socket address as a listen address string: "127.0.0.1:8080" or "[::1]:8080" ("?" for
+ * another family). */
+void util_listen_format(const struct sockaddr *sa, char *out, size_t size);
 
 /* A byte buffer that refuses to grow past max (curl's dynbuf). Always NUL-terminated. */
 typedef struct util_buf {

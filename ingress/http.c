@@ -188,6 +188,39 @@ static enum MHD_Result answer_call(ing_req_t *req)
     }
 }
 
+/* ---- listeners (README "Listen addresses and the operations port") -------------------------
+ *
+ * Each route belongs to one plane: the operations plane is exactly the paths of ops_paths
+ * (probes, metrics, the operator API); every other path is the clients' plane. With
+ * MCPQ_OPS_LISTEN unset the one listener serves both; with it set, MCPQ_LISTEN serves only the
+ * clients' plane and MCPQ_OPS_LISTEN only the operations plane, and a path of the other plane
+ * is 404 before its headers are looked at or its body read. */
+
+#define ING_PLANE_PUBLIC 1u
+#define ING_PLANE_OPS 2u
+#define OPS_MAX_CONNECTIONS 256u /* probes, scrapes and operators, not clients */
+
+static const struct {
+    const char *path;
+    int prefix; /* 1: the path and everything under it ("/admin" and "/admin/...") */
+} ops_paths[] = {{"/healthz", 0}, {"/readyz", 0}, {"/metrics", 0}, {"/admin", 1}};
+
+static unsigned route_plane(const char *url)
+{
+    for (size_t i = 0; i < sizeof(ops_paths) / sizeof(ops_paths[0]); i++) {
+        size_t n = strlen(ops_paths[i].path);
+        if (strcmp(url, ops_paths[i].path) == 0 ||
+            (ops_paths[i].prefix && strncmp(url, ops_paths[i].path, n) == 0 && url[n] == '/'))
+            return ING_PLANE_OPS;
+    }
+    return ING_PLANE_PUBLIC;
+}
+
+static int ops_split(const mcpq_settings_t *set)
+{
+    return set->ops_listen && *set->ops_listen;
+}
+
 static enum MHD_Result route(ing_req_t *req, const char *url, const char *method)
 {
     ing_ctx_t *ctx = req->ctx;
@@ -427,26 +460,41 @@ static enum MHD_Result body_begin(ing_req_t *req, const char *url)
 /* Allocates the exchange as soon as the request line is parsed, to keep its target exactly as
  * sent: HMAC signing (SPEC section 3) signs the raw path and query, which libmicrohttpd's url
  * argument no longer has (unescaped, query split off). The pointer becomes *con_cls. */
-static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+static void *req_new(ing_ctx_t *ctx, unsigned planes, const char *uri, struct MHD_Connection *conn)
 {
     ing_req_t *req = calloc(1, sizeof(*req));
     if (!req)
         return NULL;
-    req->ctx = cls;
+    req->ctx = ctx;
     req->conn = conn;
+    req->planes = planes;
     req->uri = strdup(uri ? uri : "");
     return req;
 }
 
-static enum MHD_Result handle_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                      const char *method, const char *version,
-                                      const char *upload_data, size_t *upload_data_size,
-                                      void **con_cls)
+/* The planes each listener serves (see "listeners" above). */
+static unsigned public_planes(const ing_ctx_t *ctx)
 {
-    ing_ctx_t *ctx = cls;
+    return ops_split(ctx->set) ? ING_PLANE_PUBLIC : ING_PLANE_PUBLIC | ING_PLANE_OPS;
+}
+
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    return req_new(cls, public_planes(cls), uri, conn);
+}
+
+static void *on_uri_ops(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    return req_new(cls, ING_PLANE_OPS, uri, conn);
+}
+
+static enum MHD_Result handle_request(ing_ctx_t *ctx, unsigned planes, struct MHD_Connection *conn,
+                                      const char *url, const char *method, const char *upload_data,
+                                      size_t *upload_data_size, void **con_cls)
+{
     ing_req_t *req = *con_cls;
     if (!req) {
-        req = on_uri(ctx, url, conn);
+        req = req_new(ctx, planes, url, conn);
         *con_cls = req;
     }
     if (!req || !req->uri)
@@ -469,6 +517,10 @@ static enum MHD_Result handle_request(void *cls, struct MHD_Connection *conn, co
                                             : "the request target holds an encoded NUL (%00)",
                                       NULL);
             return send_resp(req, &resp);
+        }
+        if (!(req->planes & route_plane(url))) { /* served on the other listener */
+            req->handled = 1;
+            return send_text(req, 404, "application/json", "{\"error\":\"not found\"}");
         }
         if (strcmp(method, "PUT") == 0 && ing_files_is_content(url)) {
             /* A file upload: checked now, its body streamed to disk (files.h). */
@@ -518,9 +570,24 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **con_cls)
 {
+    (void)version;
     call_log_ctx(*con_cls); /* tools/call sets it once it knows the trace */
-    enum MHD_Result ret =
-        handle_request(cls, conn, url, method, version, upload_data, upload_data_size, con_cls);
+    enum MHD_Result ret = handle_request(cls, public_planes(cls), conn, url, method, upload_data,
+                                         upload_data_size, con_cls);
+    log_ctx_clear();
+    return ret;
+}
+
+/* on_request() of the MCPQ_OPS_LISTEN listener. */
+static enum MHD_Result on_request_ops(void *cls, struct MHD_Connection *conn, const char *url,
+                                      const char *method, const char *version,
+                                      const char *upload_data, size_t *upload_data_size,
+                                      void **con_cls)
+{
+    (void)version;
+    call_log_ctx(*con_cls);
+    enum MHD_Result ret = handle_request(cls, ING_PLANE_OPS, conn, url, method, upload_data,
+                                         upload_data_size, con_cls);
     log_ctx_clear();
     return ret;
 }
@@ -562,30 +629,95 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     log_event(LOG_WARN, "http", "detail", msg, (char *)NULL);
 }
 
-int ing_http_start(ing_ctx_t *ctx, char *errstr, size_t errstr_size)
+/* The libmicrohttpd flag of a listen address's family: IPv4 (none), IPv6 only, or dual stack. */
+static unsigned family_flags(const util_listen_t *la)
 {
-    struct sockaddr_in sa;
-    if (util_parse_listen(ctx->set->listen, &sa) < 0) {
-        snprintf(errstr, errstr_size, "MCPQ_LISTEN: \"%s\" is not host:port (IPv4)",
-                 ctx->set->listen);
+    if (la->addr.ss_family != AF_INET6)
+        return 0;
+    return la->dual_stack ? (unsigned)MHD_USE_DUAL_STACK : (unsigned)MHD_USE_IPv6;
+}
+
+/* The address a daemon is bound to ("127.0.0.1:8080", "[::]:8080") into out: the real port
+ * when the setting asked for port 0. */
+static void bound_addr(struct MHD_Daemon *d, const util_listen_t *la, char *out, size_t size)
+{
+    struct sockaddr_storage ss = la->addr;
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    uint16_t port = info ? htons(info->port) : 0;
+    if (ss.ss_family == AF_INET6)
+        ((struct sockaddr_in6 *)&ss)->sin6_port = port;
+    else
+        ((struct sockaddr_in *)&ss)->sin_port = port;
+    util_listen_format((const struct sockaddr *)&ss, out, size);
+}
+
+/* Parses MCPQ_LISTEN into la and MCPQ_OPS_LISTEN, when set, into lo (see http.h). */
+static int parse_listeners(const mcpq_settings_t *set, util_listen_t *la, util_listen_t *lo,
+                           char *errstr, size_t errstr_size)
+{
+    if (util_parse_listen(set->listen ? set->listen : "", la) < 0) {
+        snprintf(errstr, errstr_size, "MCPQ_LISTEN: \"%s\" is not host:port, [IPv6]:port or :port",
+                 set->listen ? set->listen : "");
         return MCPQ_EINVAL;
     }
+    if (ops_split(set) && util_parse_listen(set->ops_listen, lo) < 0) {
+        snprintf(errstr, errstr_size,
+                 "MCPQ_OPS_LISTEN: \"%s\" is not host:port, [IPv6]:port or :port", set->ops_listen);
+        return MCPQ_EINVAL;
+    }
+    return 0;
+}
+
+int ing_http_check(const mcpq_settings_t *set, char *errstr, size_t errstr_size)
+{
+    util_listen_t la, lo;
+    return parse_listeners(set, &la, &lo, errstr, errstr_size);
+}
+
+int ing_http_start(ing_ctx_t *ctx, char *errstr, size_t errstr_size)
+{
+    const mcpq_settings_t *set = ctx->set;
+    util_listen_t la, lo;
+    int rc = parse_listeners(set, &la, &lo, errstr, errstr_size);
+    if (rc < 0)
+        return rc;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_TURBO | MHD_USE_ERROR_LOG | MHD_USE_ITC;
     ctx->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, ctx, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, ctx,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE,
-        (unsigned)ctx->set->threads, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)ctx->set->max_connections, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        (size_t)ctx->set->conn_memory_limit, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)ctx->set->conn_timeout_s, MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096u,
+        flags | family_flags(&la), 0, NULL, NULL, on_request, ctx, MHD_OPTION_EXTERNAL_LOGGER,
+        mhd_log, ctx, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&la.addr,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)set->threads, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)set->max_connections, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)set->conn_memory_limit, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)set->conn_timeout_s, MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096u,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, ctx, MHD_OPTION_URI_LOG_CALLBACK, on_uri, ctx,
         MHD_OPTION_END);
     if (!ctx->daemon) {
-        snprintf(errstr, errstr_size, "cannot listen on %s (address in use or not local?)",
-                 ctx->set->listen);
+        snprintf(errstr, errstr_size,
+                 "MCPQ_LISTEN: cannot listen on %s (address in use or not local?)", set->listen);
         return MCPQ_EIO;
     }
+    bound_addr(ctx->daemon, &la, ctx->listen_addr, sizeof(ctx->listen_addr));
+    if (!ops_split(set))
+        return 0;
+    /* The operations listener: one thread of its own, so probes and scrapes are answered
+     * however busy the clients' threads are; same per-connection limits. */
+    ctx->ops_daemon = MHD_start_daemon(
+        flags | family_flags(&lo), 0, NULL, NULL, on_request_ops, ctx, MHD_OPTION_EXTERNAL_LOGGER,
+        mhd_log, ctx, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&lo.addr,
+        MHD_OPTION_CONNECTION_LIMIT, OPS_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)set->conn_memory_limit, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)set->conn_timeout_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, ctx,
+        MHD_OPTION_URI_LOG_CALLBACK, on_uri_ops, ctx, MHD_OPTION_END);
+    if (!ctx->ops_daemon) {
+        snprintf(errstr, errstr_size,
+                 "MCPQ_OPS_LISTEN: cannot listen on %s (address in use or not local?)",
+                 set->ops_listen);
+        MHD_stop_daemon(ctx->daemon);
+        ctx->daemon = NULL;
+        return MCPQ_EIO;
+    }
+    bound_addr(ctx->ops_daemon, &lo, ctx->ops_addr, sizeof(ctx->ops_addr));
     return 0;
 }
 
@@ -610,4 +742,7 @@ void ing_http_stop(ing_ctx_t *ctx)
     if (ctx->daemon)
         MHD_stop_daemon(ctx->daemon);
     ctx->daemon = NULL;
+    if (ctx->ops_daemon)
+        MHD_stop_daemon(ctx->ops_daemon);
+    ctx->ops_daemon = NULL;
 }

@@ -28,7 +28,10 @@
 
 typedef struct ing_ctx {
     const mcpq_settings_t *set;
-    struct MHD_Daemon *daemon;
+    struct MHD_Daemon *daemon;     /* MCPQ_LISTEN (http.c) */
+    struct MHD_Daemon *ops_daemon; /* MCPQ_OPS_LISTEN; NULL when unset */
+    char listen_addr[80];          /* where daemon is bound, "[::1]:8080" (port 0 resolved) */
+    char ops_addr[80];             /* where ops_daemon is bound; "" without it */
     mq_producer_t *producer;
     kv_target_t *kvt; /* where Redis is (redis.h); every connection is made from it */
     kv_pool_t *kv;
@@ -68,6 +71,7 @@ typedef struct ing_req {
     int has_call;         /* call is in use (a job was published) */
     int64_t t0;
     ing_method_t metric;
+    unsigned planes; /* the routes the listener it came in on serves (http.c "listeners") */
     char tenant[128];
     ing_call_t call;
     struct ing_upload *upload;     /* a PUT of a signed upload URL being streamed (files.h) */

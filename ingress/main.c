@@ -467,7 +467,7 @@ int main(int argc, char **argv)
         .addr_per_min = set.auth_fail_per_min,
         .id_per_min = set.auth_fail_id_per_min};
     ctx.trusted = ing_nets_parse(set.trusted_proxies, err, sizeof(err));
-    if (!ctx.trusted) {
+    if (!ctx.trusted || ing_http_check(&set, err, sizeof(err)) < 0) {
         fprintf(stderr, "mcpq-ingress: %s\n", err);
         jobsig_keys_cleanup(&keys);
         exit_code = 2;
@@ -520,7 +520,9 @@ int main(int argc, char **argv)
         pthread_join(rf.thread, NULL);
         goto out;
     }
-    log_event(LOG_INFO, "listening", "listen", set.listen, "instance", ctx.instance, (char *)NULL);
+    log_event(LOG_INFO, "listening", "listen", ctx.listen_addr, "ops_listen",
+              ctx.ops_addr[0] ? ctx.ops_addr : "(on listen)", "instance", ctx.instance,
+              (char *)NULL);
     /* Ready once /mcp can answer: the refresh thread's first load usually lands within
      * milliseconds; a request before it would get 503 "registry not loaded yet". When Redis
      * is down at start-up the file is written anyway after READY_WAIT_MS (as /readyz says). */
@@ -530,7 +532,11 @@ int main(int argc, char **argv)
         if (reg)
             break;
     }
-    write_ready_file(set.ready_file, set.listen);
+    /* The bound addresses ("[::]:8080"; port 0 resolved), the ops listener's on a second line. */
+    char ready_text[200];
+    snprintf(ready_text, sizeof(ready_text), "%s%s%s", ctx.listen_addr, ctx.ops_addr[0] ? "\n" : "",
+             ctx.ops_addr);
+    write_ready_file(set.ready_file, ready_text);
 
     int sig = 0;
     sigwait(&sigs, &sig);

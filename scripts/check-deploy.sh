@@ -20,6 +20,11 @@
 #    every PrometheusRule's rule groups go through `promtool check rules`;
 # 3. runs scripts/check-images.sh BUILD_DIR (the Dockerfile against ldd and dpkg).
 #
+# The production overlay is also checked with --no-plaintext-secrets (validate.mjs): an env
+# var named *PASSWORD, *SECRET, *TOKEN or *KEY with a literal value, such a ConfigMap key, or a
+# URL with a password in either fails. Files its settings name on a Secret volume that is not
+# in the manifests get stand-ins for the start check (start_check).
+#
 # A missing tool is a failure, never a skip. Renders are kept in BUILD_DIR/deploy-render/.
 # Ends with "deploy: N passed, M failed" (one per render, validation and the image check) and
 # exits non-zero on any failure.
@@ -29,8 +34,8 @@ REPO=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
 BUILD_DIR=${1:-${MCPQ_BIN_DIR:-$REPO/build}}
 BUILD_DIR=$(cd "$BUILD_DIR" && pwd)
 KUBECTL=${KUBECTL:-kubectl}
-K8S=$REPO/deploy/kubernetes
-OUT=$BUILD_DIR/deploy-render
+K8S=${CHECK_DEPLOY_K8S:-$REPO/deploy/kubernetes}
+OUT=${CHECK_DEPLOY_OUT:-$BUILD_DIR/deploy-render}
 
 PASS=0
 FAIL=0
@@ -46,8 +51,8 @@ command -v node >/dev/null || die "node is missing (scripts/deps.sh installs it)
 [ -x "$BUILD_DIR/mcpq-ingress" ] || die "no $BUILD_DIR/mcpq-ingress (run make build)"
 
 echo "deploy: $("$KUBECTL" version --client 2>/dev/null | tr '\n' ' ' | sed 's/ *$//'), node $(node --version)"
-TOOLS=$("$K8S/tools/install.sh") || die "could not install the npm packages of deploy/kubernetes/tools"
-cp "$K8S/tools/validate.mjs" "$TOOLS/validate.mjs" # resolves its imports from $TOOLS/node_modules
+TOOLS=$("$REPO/deploy/kubernetes/tools/install.sh") || die "could not install the npm packages of deploy/kubernetes/tools"
+cp "$REPO/deploy/kubernetes/tools/validate.mjs" "$TOOLS/validate.mjs" # resolves its imports from $TOOLS/node_modules
 mkdir -p "$OUT"
 "$BUILD_DIR/mcpq-ingress" --env-table >"$OUT/env-table.md"
 
@@ -73,14 +78,37 @@ start_check() { # run_dir label
     while IFS= read -r line; do
         case ${line%%=*} in
         MCPQ_KAFKA_BROKERS | MCPQ_REDIS_URL | MCPQ_LISTEN | MCPQ_FILES_DIR | MCPQ_CONFIG | MCPQ_READY_FILE) ;;
-        # The worker's metrics server: any free loopback port (its format is checked by
-        # validate.mjs; the binary refuses a malformed one at start-up all the same).
+        # The worker's metrics server and the ingress's ops listener: any free loopback port
+        # (their format is checked by validate.mjs; the binary refuses a malformed one at
+        # start-up all the same).
         MCPQ_METRICS_LISTEN) env+=(MCPQ_METRICS_LISTEN=127.0.0.1:0) ;;
+        MCPQ_OPS_LISTEN) env+=(MCPQ_OPS_LISTEN=127.0.0.1:0) ;;
         *) env+=("$line") ;;
         esac
     done <"$dir/env"
     env+=(MCPQ_KAFKA_BROKERS=127.0.0.1:1 MCPQ_REDIS_URL=redis://127.0.0.1:1/0
         MCPQ_LISTEN=127.0.0.1:0 MCPQ_FILES_DIR="$dir/files")
+    # Files on a Secret volume the manifests do not hold (overlays/production's
+    # /var/run/secrets/mcpq/...): stand-ins of the right kind in the run dir, so the binary
+    # reads real files (a certificate for a *_CA_FILE or *_CERT_FILE, its key for a
+    # *_TLS_KEY_FILE, an empty properties file, 32 random bytes in hex for anything else).
+    if [ -s "$dir/secretfiles" ]; then
+        mkdir -p "$dir/secrets"
+        [ -f "$OUT/standin.crt" ] || openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=stand-in \
+            -keyout "$OUT/standin.key" -out "$OUT/standin.crt" >/dev/null 2>&1 ||
+            { echo "FAIL $label: openssl could not make a stand-in certificate"; return 1; }
+        while IFS= read -r line; do
+            local name=${line%%=*} f
+            f="$dir/secrets/$name"
+            case $name in
+            *_CA_FILE | *_CERT_FILE) cp "$OUT/standin.crt" "$f" ;;
+            *TLS_KEY_FILE) cp "$OUT/standin.key" "$f" ;;
+            *_PROPERTIES) : >"$f" ;;
+            *) openssl rand -hex 32 >"$f" ;;
+            esac
+            env+=("$name=$f")
+        done <"$dir/secretfiles"
+    fi
     if [ -f "$dir/mcpq.json" ]; then
         if [ -s "$dir/unresolved" ]; then
             echo "     $label: config file not loaded: $(tr '\n' ' ' <"$dir/unresolved")come from outside the manifests"
@@ -167,19 +195,29 @@ check_rules() { # name
     result "$rc" "$name: promtool check rules ($(ls "$OUT/$name.rules"/*.json 2>/dev/null | wc -l) PrometheusRule)"
 }
 
+# CHECK_DEPLOY_K8S (default deploy/kubernetes), CHECK_DEPLOY_OUT (default
+# BUILD_DIR/deploy-render) and CHECK_DEPLOY_ONLY (one overlay's name; then neither the base nor
+# the images are checked) let tests/e2e/test_deploy.sh run the check on a copy with a planted
+# mistake.
+ONLY=${CHECK_DEPLOY_ONLY:-}
 # The base alone has no Secret (each overlay brings or names its own) and untagged images.
-check base "$K8S/base" --external Secret/mcpq-secrets
+[ -n "$ONLY" ] || check base "$K8S/base" --external Secret/mcpq-secrets
 for overlay in "$K8S"/overlays/*/; do
     name=$(basename "$overlay")
+    [ -z "$ONLY" ] || [ "$name" = "$ONLY" ] || continue
     args=(--require-image-tags)
-    # The production Secret is created outside git (deploy/kubernetes/README.md, "Secrets").
-    [ "$name" = production ] && args+=(--external Secret/mcpq-secrets)
+    # The production Secrets are created outside git (deploy/kubernetes/README.md, "Secrets"),
+    # and no secret may sit in plain text in its env or ConfigMaps.
+    [ "$name" = production ] && args+=(--external Secret/mcpq-credentials
+        --external Secret/mcpq-ingress-secrets --no-plaintext-secrets)
     check "$name" "$overlay" "${args[@]}"
 done
 
-rc=0
-bash "$REPO/scripts/check-images.sh" "$BUILD_DIR" || rc=$?
-result "$rc" "images: scripts/check-images.sh"
+if [ -z "$ONLY" ]; then
+    rc=0
+    bash "$REPO/scripts/check-images.sh" "$BUILD_DIR" || rc=$?
+    result "$rc" "images: scripts/check-images.sh"
+fi
 
 echo
 printf '  %s\n' "${RESULTS[@]}"

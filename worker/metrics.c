@@ -303,17 +303,20 @@ int wrk_metrics_serve(wrk_metrics_t *m, const char *listen, char *errstr, size_t
 {
     if (!listen || !*listen || m->daemon)
         return 0;
-    struct sockaddr_in sa;
-    if (util_parse_listen(listen, &sa) < 0) {
-        snprintf(errstr, errstr_size, "MCPQ_METRICS_LISTEN: \"%s\" is not host:port (IPv4)",
-                 listen);
+    util_listen_t la;
+    if (util_parse_listen(listen, &la) < 0) {
+        snprintf(errstr, errstr_size,
+                 "MCPQ_METRICS_LISTEN: \"%s\" is not host:port, [IPv6]:port or :port", listen);
         return MCPQ_EINVAL;
     }
+    unsigned family = la.addr.ss_family != AF_INET6 ? 0u
+                      : la.dual_stack               ? (unsigned)MHD_USE_DUAL_STACK
+                                                    : (unsigned)MHD_USE_IPv6;
     /* One internal thread polls a handful of scrape and probe connections; it never touches
      * the worker's loop or its Kafka and Redis handles, only this module's atomics. */
     m->daemon =
-        MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL, on_request,
-                         m, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+        MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | family, 0, NULL, NULL,
+                         on_request, m, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&la.addr,
                          MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_CONNECTION_TIMEOUT, 30u,
                          MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384, MHD_OPTION_END);
     if (!m->daemon) {

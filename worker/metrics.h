@@ -74,8 +74,8 @@ wrk_metrics_t *wrk_metrics_new(void);
 /* Stops the server (waiting for its thread) and frees. NULL is a no-op. */
 void wrk_metrics_free(wrk_metrics_t *m);
 
-/* Starts the HTTP server on listen ("host:port", IPv4; "" or NULL: none). 0, or
- * MCPQ_EINVAL / MCPQ_EIO with errstr filled. */
+/* Starts the HTTP server on listen (util_parse_listen(): "host:port", "[v6]:port", ":port"; "" or
+ * NULL: none). 0, or MCPQ_EINVAL / MCPQ_EIO with errstr filled. */
 int wrk_metrics_serve(wrk_metrics_t *m, const char *listen, char *errstr, size_t errstr_size);
 
 /* A job ended; exec_type may be NULL (counted as "other"); duration_ms < 0: it never ran

@@ -2,7 +2,7 @@
 // of `kubectl kustomize` for the base and each overlay):
 //
 //   node validate.mjs --env-table FILE --schemas DIR [--external Kind/name ...]
-//                     [--require-image-tags] [--label TEXT]
+//                     [--require-image-tags] [--no-plaintext-secrets] [--label TEXT]
 //                     [--dump-runs DIR] FILE.yaml ...
 //
 // 1. Schema: every object against the OpenAPI schema of its apiVersion and kind, from npm
@@ -25,16 +25,24 @@
 //    schemas/config.schema.json with every *_env it names set in the container, the KEDA
 //    Kafka trigger against the worker's MCPQ_KAFKA_BROKERS, MCPQ_TOPIC_JOBS and MCPQ_GROUP_ID,
 //    and the termination grace periods against the drain budgets.
+//    The listeners: with MCPQ_OPS_LISTEN set, the ingress's probes, ServiceMonitor and PodMonitor
+//    use its port, and no Service exposes it together with the clients' port (MCPQ_LISTEN).
 // 5. Hardening of every pod: non-root, RuntimeDefault seccomp, read-only root filesystem with
 //    /tmp on a volume, no privilege escalation, ALL capabilities dropped, CPU and memory
 //    requests and limits; with --require-image-tags, images pinned to a tag or digest.
+// 6. With --no-plaintext-secrets: no container env var whose name ends in PASSWORD, SECRET,
+//    TOKEN or KEY has a literal `value:`, no ConfigMap key so named, and no env value or
+//    ConfigMap value holds a URL with a password (scheme://user:password@): secrets come from
+//    Secrets, as secretKeyRef, envFrom or files on a Secret volume.
 //
 // With --dump-runs DIR it also writes, for every mcpq container, what scripts/check-deploy.sh
 // needs to start the real binary on it (which rejects bad settings and a bad config file at
 // start-up): DIR/<Kind>-<name>-<container>/binary, env (NAME=VALUE lines: the container's
 // MCPQ_* settings and the *_env variables of its config file, with values from the rendered
 // ConfigMaps and Secrets; the pod name for a fieldRef to metadata.name), mcpq.json (its
-// config file, if any) and unresolved (variables whose values are not in the manifests).
+// config file, if any), unresolved (variables whose values are not in the manifests) and
+// secretfiles (NAME=PATH lines: settings naming a file on a volume of a Secret that is not in
+// the manifests; the check gives the binary stand-ins).
 //
 // Prints "ok"/"FAIL" per object and ends with "N objects, M errors"; exits 1 on any error.
 import fs from "node:fs";
@@ -52,6 +60,7 @@ for (let i = 2; i < process.argv.length; i++) {
     else if (a === "--require-image-tags") opts.requireTags = true;
     else if (a === "--label") opts.label = process.argv[++i];
     else if (a === "--dump-runs") opts.dumpRuns = process.argv[++i];
+    else if (a === "--no-plaintext-secrets") opts.noPlaintextSecrets = true;
     else if (a.startsWith("--")) usage(`unknown option ${a}`);
     else opts.files.push(a);
 }
@@ -66,13 +75,20 @@ function usage(msg) {
 
 // --- the MCPQ_* table ----------------------------------------------------------------------------
 // | `MCPQ_X` | `--flag` | `default` | ingress worker | meaning |
-const ENV = new Map();
+const TABLE = new Map();
 for (const line of fs.readFileSync(opts.envTable, "utf8").split("\n")) {
     const m = line.match(/^\|\s*`(MCPQ_[A-Z0-9_]+)`\s*\|[^|]*\|\s*([^|]*?)\s*\|\s*([^|]*?)\s*\|/);
     if (!m) continue;
     const def = m[2].replace(/`/g, "");
-    ENV.set(m[1], { def: def === "—" ? undefined : def, usedBy: m[3].split(/\s+/).filter(Boolean) });
+    TABLE.set(m[1], { def: def === "—" ? undefined : def, usedBy: m[3].split(/\s+/).filter(Boolean) });
 }
+// MCPQ_KAFKA_PROP_<NAME> and MCPQ_KAFKA_PROP_<NAME>_FILE set one librdkafka property each (over
+// MCPQ_KAFKA_PROPERTIES): a family of names, read by whoever reads MCPQ_KAFKA_PROPERTIES.
+const ENV = {
+    get: (n) => TABLE.get(n) ?? (/^MCPQ_KAFKA_PROP_[A-Z0-9_]+$/.test(n) && TABLE.has("MCPQ_KAFKA_PROPERTIES")
+        ? { def: undefined, usedBy: TABLE.get("MCPQ_KAFKA_PROPERTIES").usedBy } : undefined),
+    has: (n) => ENV.get(n) !== undefined,
+};
 if (ENV.size === 0) usage(`no MCPQ_ variables in ${opts.envTable}`);
 
 // --- the mcpq config schema ---------------------------------------------------------------------
@@ -192,6 +208,12 @@ const podLabels = (w) => w.spec?.template?.metadata?.labels ?? {};
 const containersOf = (w) => [...(w.spec?.template?.spec?.initContainers ?? []),
     ...(w.spec?.template?.spec?.containers ?? [])];
 const binaryOf = (c) => (["ingress", "worker", "devbroker"].includes(c.name) ? c.name : null);
+// A listen address's host ("0.0.0.0", "[::]", "") and port; the hosts reachable from outside.
+const splitListen = (l) => ({ host: l.slice(0, l.lastIndexOf(":")), port: Number(l.slice(l.lastIndexOf(":") + 1)) });
+const REACHABLE = ["0.0.0.0", "[::]", "", "*"];
+// The container port a probe, Service targetPort or monitor endpoint means (a number or a name).
+const containerPortOf = (c, p) => (typeof p === "number" ? p
+    : /^[0-9]+$/.test(p ?? "") ? Number(p) : (c.ports ?? []).find((x) => x.name === p)?.containerPort);
 
 // The value of an env var in a container: inline value, or a literal from an envFrom ConfigMap
 // (null when it comes from elsewhere, undefined when unset).
@@ -212,6 +234,16 @@ function envValue(o, c, name) {
     return undefined;
 }
 const envOrDefault = (o, c, name) => envValue(o, c, name) ?? ENV.get(name)?.def;
+// An ingress container's ports: the clients' (MCPQ_LISTEN) and the operations one, which is
+// MCPQ_OPS_LISTEN's when set (split), else the same.
+function ingressPorts(o, c) {
+    const pub = splitListen(envOrDefault(o, c, "MCPQ_LISTEN") ?? "").port;
+    const ops = envOrDefault(o, c, "MCPQ_OPS_LISTEN") ?? "";
+    return { pub, ops: ops ? splitListen(ops).port : pub, split: !!ops };
+}
+// The ingress containers of the pod templates a selector matches, with their workload.
+const ingressesOf = (targets) => targets.flatMap((w) => containersOf(w)
+    .filter((c) => binaryOf(c) === "ingress").map((c) => ({ w, c, ports: ingressPorts(w, c) })));
 function envNames(o, c) {
     const names = new Set((c.env ?? []).map((e) => e.name));
     for (const src of c.envFrom ?? []) {
@@ -272,6 +304,23 @@ function resolveEnv(o, c, name) {
     return undefined;
 }
 
+// The volume a container mounts path on (the longest mountPath that holds it), or undefined.
+function volumeOfPath(o, c, file) {
+    const vols = new Map((o.spec.template.spec.volumes ?? []).map((v) => [v.name, v]));
+    let best;
+    for (const m of c.volumeMounts ?? [])
+        if (file.startsWith(m.mountPath.replace(/\/?$/, "/")) &&
+            (!best || m.mountPath.length > best.mountPath.length)) best = m;
+    return best && vols.get(best.name);
+}
+// 1 when a Secret volume that is not in the manifests holds the file at path.
+const onExternalSecret = (o, c, file) => {
+    const v = volumeOfPath(o, c, file);
+    const names = v?.secret ? [v.secret.secretName]
+        : (v?.projected?.sources ?? []).filter((x) => x.secret).map((x) => x.secret.name);
+    return names.some((n) => n && !find("Secret", n, nsOf(o)));
+};
+
 function dumpRun(o, c, bin, configText, configEnv) {
     const dir = path.join(opts.dumpRuns, `${o.kind}-${o.metadata.name}-${c.name}`);
     fs.mkdirSync(dir, { recursive: true });
@@ -279,15 +328,21 @@ function dumpRun(o, c, bin, configText, configEnv) {
     for (const n of configEnv) names.add(n);
     const env = [];
     const unresolved = [];
+    const secretFiles = [];
     for (const n of [...names].sort()) {
         const v = resolveEnv(o, c, n);
+        // A config *_env name nothing in the manifests sets: from an external Secret's envFrom.
+        if (v === undefined && configEnv.includes(n)) unresolved.push(n);
         if (v === undefined) continue;
         if (v === null || /[\n\0]/.test(v)) unresolved.push(n);
         else env.push(`${n}=${v}`);
+        if (typeof v === "string" && v.startsWith("/") && onExternalSecret(o, c, v))
+            secretFiles.push(`${n}=${v}`);
     }
     fs.writeFileSync(path.join(dir, "binary"), `mcpq-${bin}\n`);
     fs.writeFileSync(path.join(dir, "env"), env.map((l) => `${l}\n`).join(""));
     fs.writeFileSync(path.join(dir, "unresolved"), unresolved.map((l) => `${l}\n`).join(""));
+    fs.writeFileSync(path.join(dir, "secretfiles"), secretFiles.map((l) => `${l}\n`).join(""));
     if (configText !== undefined) fs.writeFileSync(path.join(dir, "mcpq.json"), configText);
 }
 
@@ -383,15 +438,26 @@ function checkMcpq(o, c, bin, at, mounts, volumes) {
     const grace = o.spec.template.spec.terminationGracePeriodSeconds ?? 30;
     if (bin === "ingress") {
         const listen = envOrDefault(o, c, "MCPQ_LISTEN") ?? "";
-        const port = Number(listen.slice(listen.lastIndexOf(":") + 1));
-        const host = listen.slice(0, listen.lastIndexOf(":"));
-        if (!["0.0.0.0", "[::]", ""].includes(host))
-            fail(o, `${at}: MCPQ_LISTEN=${listen} is not reachable from outside the pod (use 0.0.0.0:<port>)`);
+        const { host, port } = splitListen(listen);
+        if (!REACHABLE.includes(host))
+            fail(o, `${at}: MCPQ_LISTEN=${listen} is not reachable from outside the pod (use 0.0.0.0:<port> or [::]:<port>)`);
         if (!(c.ports ?? []).some((p) => p.containerPort === port))
             fail(o, `${at}: MCPQ_LISTEN port ${port} is not a container port`);
+        const ops = envOrDefault(o, c, "MCPQ_OPS_LISTEN") ?? "";
+        if (ops) {
+            const l = splitListen(ops);
+            if (!REACHABLE.includes(l.host))
+                fail(o, `${at}: MCPQ_OPS_LISTEN=${ops} is not reachable from outside the pod (use 0.0.0.0:<port> or [::]:<port>)`);
+            if (!(c.ports ?? []).some((p) => p.containerPort === l.port))
+                fail(o, `${at}: MCPQ_OPS_LISTEN port ${l.port} is not a container port`);
+            if (l.port === port) fail(o, `${at}: MCPQ_OPS_LISTEN and MCPQ_LISTEN have the same port ${port}`);
+        }
+        const opsPort = ingressPorts(o, c).ops;
         const probe = (name, pathWanted) => {
             const hg = c[name]?.httpGet;
             if (!hg || hg.path !== pathWanted) fail(o, `${at}: ${name} is not an httpGet of ${pathWanted}`);
+            else if (containerPortOf(c, hg.port) !== opsPort)
+                fail(o, `${at}: ${name} is on port ${hg.port}, but ${pathWanted} is served on ${ops ? "MCPQ_OPS_LISTEN" : "MCPQ_LISTEN"}'s port ${opsPort}${ops ? " (404 on the clients' port)" : ""}`);
         };
         probe("readinessProbe", "/readyz");
         probe("livenessProbe", "/healthz");
@@ -414,10 +480,9 @@ function checkMcpq(o, c, bin, at, mounts, volumes) {
             if (c.livenessProbe?.httpGet || c.readinessProbe?.httpGet)
                 fail(o, `${at}: mcpq-worker serves no HTTP without MCPQ_METRICS_LISTEN, an httpGet probe can never pass`);
         } else {
-            const port = Number(listen.slice(listen.lastIndexOf(":") + 1));
-            const host = listen.slice(0, listen.lastIndexOf(":"));
-            if (!["0.0.0.0", ""].includes(host))
-                fail(o, `${at}: MCPQ_METRICS_LISTEN=${listen} is not reachable from outside the pod (use 0.0.0.0:<port>)`);
+            const { host, port } = splitListen(listen);
+            if (!REACHABLE.includes(host))
+                fail(o, `${at}: MCPQ_METRICS_LISTEN=${listen} is not reachable from outside the pod (use 0.0.0.0:<port> or [::]:<port>)`);
             if (!(c.ports ?? []).some((p) => p.containerPort === port && p.name === "metrics"))
                 fail(o, `${at}: MCPQ_METRICS_LISTEN port ${port} is not the container port named metrics`);
             for (const [name, pathWanted] of [["readinessProbe", "/readyz"], ["livenessProbe", "/healthz"]]) {
@@ -463,8 +528,13 @@ function checkConfigFile(o, c, at, mounts, volumes) {
             }
     };
     walk(config, "");
+    // A Secret created outside the manifests and read whole by envFrom may hold any name: those
+    // the manifests do not set are taken to come from it (the start check then skips the file).
+    const fromExternal = (c.envFrom ?? []).map((x) => x.secretRef?.name)
+        .filter((n) => n && !find("Secret", n, nsOf(o)) && external("Secret", n));
     for (const [where, name] of refs)
-        if (!names.has(name)) fail(o, `${at}: the config file's ${where.slice(1)} names ${name}, which the container does not set`);
+        if (!names.has(name) && fromExternal.length === 0)
+            fail(o, `${at}: the config file's ${where.slice(1)} names ${name}, which the container does not set`);
     return [text, refs.map(([, name]) => name)];
 }
 
@@ -479,6 +549,13 @@ function checkService(o) {
         if (!has) fail(o, `port ${p.name ?? p.port}: targetPort ${p.targetPort} is no container port of the selected pods`);
     }
     if (!o.spec.ports?.length && o.spec.clusterIP !== "None") fail(o, "a Service without ports must be headless");
+    // The operations port stays off the Service that faces clients.
+    for (const { w, c, ports } of ingressesOf(targets)) {
+        if (!ports.split) continue;
+        const exposed = (o.spec.ports ?? []).map((p) => containerPortOf(c, p.targetPort ?? p.port));
+        if (exposed.includes(ports.ops) && exposed.includes(ports.pub))
+            fail(o, `exposes ${idOf(w)}'s ops port ${ports.ops} (MCPQ_OPS_LISTEN: /metrics, /admin) together with its clients' port ${ports.pub}: give the ops port a Service of its own`);
+    }
 }
 
 function checkScaleTarget(o, ref, defaultKind) {
@@ -518,9 +595,19 @@ function checkServiceMonitor(o) {
     const sel = o.spec?.selector?.matchLabels;
     const svcs = valid.filter((s) => s.kind === "Service" && nsOf(s) === nsOf(o) && matches(sel, s.metadata?.labels));
     if (svcs.length === 0) return fail(o, "selector matches no Service");
-    for (const ep of o.spec.endpoints ?? [])
+    for (const ep of o.spec.endpoints ?? []) {
         if (ep.port && !svcs.some((s) => (s.spec?.ports ?? []).some((p) => p.name === ep.port)))
             fail(o, `endpoint port ${ep.port} is not a port name of the selected Services`);
+        // An ingress serves /metrics only on its ops port.
+        for (const s of svcs) {
+            const sp = (s.spec?.ports ?? []).find((p) => p.name === ep.port);
+            if (!sp || !s.spec?.selector) continue;
+            const targets = workloads.filter((w) => nsOf(w) === nsOf(s) && matches(s.spec.selector, podLabels(w)));
+            for (const { w, c, ports } of ingressesOf(targets))
+                if (containerPortOf(c, sp.targetPort ?? sp.port) !== ports.ops)
+                    fail(o, `endpoint port ${ep.port} reaches ${idOf(w)} on port ${containerPortOf(c, sp.targetPort ?? sp.port)}, but its /metrics is on port ${ports.ops}`);
+        }
+    }
 }
 
 // PodMonitor: its selector matches pod templates whose containers have the named port.
@@ -541,9 +628,32 @@ function checkPodMonitor(o) {
         for (const w of pods)
             if (ep.port && !containersOf(w).some((c) => (c.ports ?? []).some((p) => p.name === ep.port)))
                 fail(o, `endpoint port ${ep.port} is not a container port name of ${idOf(w)}`);
+            else for (const { c, ports } of ingressesOf([w]))
+                if (ep.port && containerPortOf(c, ep.port) !== ports.ops)
+                    fail(o, `endpoint port ${ep.port} of ${idOf(w)} is not its /metrics port ${ports.ops}`);
 }
 
 // --- run ----------------------------------------------------------------------------------------
+// --no-plaintext-secrets: a name that says secret never has a literal value in the manifests.
+const SECRET_NAME = /(PASSWORD|SECRET|TOKEN|KEY)$/i;
+const URL_PASSWORD = /^[a-z][a-z0-9+.-]*:\/\/[^/@\s]*:[^/@\s]+@/i;
+function checkPlaintextSecrets(o) {
+    if (WORKLOADS.includes(o.kind))
+        for (const c of containersOf(o))
+            for (const e of c.env ?? []) {
+                if (e.value === undefined) continue;
+                if (SECRET_NAME.test(e.name))
+                    fail(o, `container ${c.name}: env ${e.name} has a literal value: take it from a Secret (secretKeyRef, envFrom, or a *_FILE setting on a Secret volume)`);
+                else if (URL_PASSWORD.test(e.value))
+                    fail(o, `container ${c.name}: env ${e.name} holds a URL with a password: put the password in a Secret (MCPQ_REDIS_PASSWORD_FILE)`);
+            }
+    if (o.kind === "ConfigMap")
+        for (const [k, v] of Object.entries(o.data ?? {})) {
+            if (SECRET_NAME.test(k)) fail(o, `key ${k} looks like a secret: a ConfigMap is no place for it (use a Secret)`);
+            else if (typeof v === "string" && URL_PASSWORD.test(v)) fail(o, `key ${k} holds a URL with a password: put the password in a Secret`);
+        }
+}
+
 const seen = new Set();
 for (const x of objects) {
     if (x.parseError) {
@@ -578,6 +688,7 @@ for (const o of valid) {
     if (o.kind === "ScaledObject") checkScaledObject(o);
     if (o.kind === "ServiceMonitor") checkServiceMonitor(o);
     if (o.kind === "PodMonitor") checkPodMonitor(o);
+    if (opts.noPlaintextSecrets) checkPlaintextSecrets(o);
     if (o.kind === "StatefulSet") {
         const svc = find("Service", o.spec?.serviceName, nsOf(o));
         if (!svc) fail(o, `serviceName ${o.spec?.serviceName} is not a Service in the manifests`);

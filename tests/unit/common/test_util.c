@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/un.h>
 
 #define B64URL(s, out, size, len)                                                                  \
     util_b64_decode(s, strlen(s), UTIL_B64_URL | UTIL_B64_NOPAD, out, size, len)
@@ -98,21 +99,66 @@ int main(void)
     }
     TEST_PASS("base64 decode: standard alphabet, padding required, refused or optional");
 
-    struct sockaddr_in sa;
-    CHECK_INT_EQ(util_parse_listen("127.0.0.1:8080", &sa), 0);
-    CHECK_INT_EQ(ntohs(sa.sin_port), 8080);
-    CHECK_INT_EQ(ntohl(sa.sin_addr.s_addr), 0x7f000001);
-    CHECK_INT_EQ(util_parse_listen("localhost:1", &sa), 0);
-    CHECK_INT_EQ(ntohl(sa.sin_addr.s_addr), 0x7f000001);
-    CHECK_INT_EQ(util_parse_listen(":9464", &sa), 0);
-    CHECK_INT_EQ(ntohl(sa.sin_addr.s_addr), INADDR_ANY);
-    CHECK_INT_EQ(util_parse_listen("*:9464", &sa), 0);
-    CHECK_INT_EQ(util_parse_listen("0.0.0.0:0", &sa), 0);
-    CHECK_INT_EQ(util_parse_listen("8080", &sa), MCPQ_EINVAL);
-    CHECK_INT_EQ(util_parse_listen("127.0.0.1:65536", &sa), MCPQ_EINVAL);
-    CHECK_INT_EQ(util_parse_listen("127.0.0.1:", &sa), MCPQ_EINVAL);
-    CHECK_INT_EQ(util_parse_listen("example.com:80", &sa), MCPQ_EINVAL);
+    util_listen_t l;
+    const struct sockaddr_in *sa = (const struct sockaddr_in *)&l.addr;
+    const struct sockaddr_in6 *sa6 = (const struct sockaddr_in6 *)&l.addr;
+    char lf[64];
+    CHECK_INT_EQ(util_parse_listen("127.0.0.1:8080", &l), 0);
+    CHECK_INT_EQ(l.addr.ss_family, AF_INET);
+    CHECK_INT_EQ(l.len, sizeof(struct sockaddr_in));
+    CHECK_INT_EQ(ntohs(sa->sin_port), 8080);
+    CHECK_INT_EQ(ntohl(sa->sin_addr.s_addr), 0x7f000001);
+    CHECK_INT_EQ(l.dual_stack, 0);
+    util_listen_format((const struct sockaddr *)&l.addr, lf, sizeof(lf));
+    CHECK_STR_EQ(lf, "127.0.0.1:8080");
+    CHECK_INT_EQ(util_parse_listen("localhost:1", &l), 0);
+    CHECK_INT_EQ(ntohl(sa->sin_addr.s_addr), 0x7f000001);
+    CHECK_INT_EQ(util_parse_listen(":9464", &l), 0);
+    CHECK_INT_EQ(l.addr.ss_family, AF_INET); /* today's meaning: every IPv4 interface */
+    CHECK_INT_EQ(ntohl(sa->sin_addr.s_addr), INADDR_ANY);
+    CHECK_INT_EQ(ntohs(sa->sin_port), 9464);
+    CHECK_INT_EQ(util_parse_listen("*:9464", &l), 0);
+    CHECK_INT_EQ(l.addr.ss_family, AF_INET);
+    CHECK_INT_EQ(ntohl(sa->sin_addr.s_addr), INADDR_ANY);
+    CHECK_INT_EQ(util_parse_listen("0.0.0.0:0", &l), 0);
+    CHECK_INT_EQ(util_parse_listen("8080", &l), MCPQ_EINVAL);
+    CHECK_INT_EQ(util_parse_listen("127.0.0.1:65536", &l), MCPQ_EINVAL);
+    CHECK_INT_EQ(util_parse_listen("127.0.0.1:", &l), MCPQ_EINVAL);
+    CHECK_INT_EQ(util_parse_listen("127.1:80", &l), MCPQ_EINVAL);
+    CHECK_INT_EQ(util_parse_listen("example.com:80", &l), MCPQ_EINVAL);
     TEST_PASS("listen addresses: host:port, localhost, any interface; others refused");
+
+    CHECK_INT_EQ(util_parse_listen("[::1]:8080", &l), 0);
+    CHECK_INT_EQ(l.addr.ss_family, AF_INET6);
+    CHECK_INT_EQ(l.len, sizeof(struct sockaddr_in6));
+    CHECK(IN6_IS_ADDR_LOOPBACK(&sa6->sin6_addr));
+    CHECK_INT_EQ(ntohs(sa6->sin6_port), 8080);
+    CHECK_INT_EQ(l.dual_stack, 0);
+    util_listen_format((const struct sockaddr *)&l.addr, lf, sizeof(lf));
+    CHECK_STR_EQ(lf, "[::1]:8080");
+    CHECK_INT_EQ(util_parse_listen("[::]:8080", &l), 0); /* every interface, IPv4 too */
+    CHECK_INT_EQ(l.addr.ss_family, AF_INET6);
+    CHECK(IN6_IS_ADDR_UNSPECIFIED(&sa6->sin6_addr));
+    CHECK_INT_EQ(l.dual_stack, 1);
+    util_listen_format((const struct sockaddr *)&l.addr, lf, sizeof(lf));
+    CHECK_STR_EQ(lf, "[::]:8080");
+    CHECK_INT_EQ(util_parse_listen("[2001:db8::5]:0", &l), 0);
+    CHECK_INT_EQ(sa6->sin6_addr.s6_addr[0], 0x20);
+    CHECK_INT_EQ(sa6->sin6_addr.s6_addr[15], 5);
+    CHECK_INT_EQ(l.dual_stack, 0);
+    CHECK_INT_EQ(util_parse_listen("[::ffff:127.0.0.1]:80", &l), 0);
+    CHECK_INT_EQ(l.addr.ss_family, AF_INET6);
+    CHECK_INT_EQ(util_parse_listen("[fe80::1%lo]:80", &l), 0); /* a scope by interface name */
+    CHECK(sa6->sin6_scope_id != 0);
+    static const char *const bad_v6[] = {
+        "::1:8080",       "[::1]",       "[::1]:",         "[::1]8080", "[]:8080", "[::1:8080",
+        "[127.0.0.1]:80", "[::1]:65536", "[localhost]:80", "[::1]:-1",  "[::g]:80"};
+    for (size_t i = 0; i < sizeof(bad_v6) / sizeof(bad_v6[0]); i++)
+        CHECK_INT_EQ(util_parse_listen(bad_v6[i], &l), MCPQ_EINVAL);
+    struct sockaddr_un un = {.sun_family = AF_UNIX};
+    util_listen_format((const struct sockaddr *)&un, lf, sizeof(lf));
+    CHECK_STR_EQ(lf, "?");
+    TEST_PASS("listen addresses: [v6]:port, [::] dual stack, scoped; unbracketed v6 refused");
     char t[40];
     int64_t ms = 0;
     util_format_utc(1767225600123LL, t, sizeof(t));

@@ -3,8 +3,13 @@
 #include "err.h"
 #include "metrics.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 static char *render(wrk_metrics_t *m)
 {
@@ -104,10 +109,86 @@ static void test_serve(void)
     TEST_PASS("listen address parsed; server starts and stops");
 }
 
+/* A port free on [::] (IPv6 and IPv4) a moment ago, or -1 when this machine has no IPv6. */
+static int free_port6(void)
+{
+    int fd = socket(AF_INET6, SOCK_STREAM, 0), port = -1, off = 0;
+    struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_addr = in6addr_any};
+    socklen_t len = sizeof(a);
+    if (fd >= 0 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off)) == 0 &&
+        bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin6_port);
+    if (fd >= 0)
+        close(fd);
+    return port;
+}
+
+/* The status line of GET /healthz at family's loopback address and port ("" when no answer). */
+static void get_healthz(int family, int port, char *line, size_t size)
+{
+    struct sockaddr_storage ss = {0};
+    struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+    if (family == AF_INET) {
+        in->sin_family = AF_INET;
+        in->sin_port = htons((uint16_t)port);
+        in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    } else {
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = htons((uint16_t)port);
+        in6->sin6_addr = in6addr_loopback;
+    }
+    line[0] = '\0';
+    int fd = socket(family, SOCK_STREAM, 0);
+    if (fd < 0)
+        return;
+    static const char req[] = "GET /healthz HTTP/1.0\r\n\r\n";
+    if (connect(fd, (struct sockaddr *)&ss, family == AF_INET ? sizeof(*in) : sizeof(*in6)) == 0 &&
+        write(fd, req, sizeof(req) - 1) == (ssize_t)(sizeof(req) - 1)) {
+        ssize_t n = read(fd, line, size - 1);
+        line[n > 0 ? n : 0] = '\0';
+        char *eol = strstr(line, "\r\n");
+        if (eol)
+            *eol = '\0';
+    }
+    close(fd);
+}
+
+static void test_serve_ipv6(void)
+{
+    int port = free_port6();
+    if (port < 0) {
+        printf("ok - # SKIP no IPv6 on this machine (socket on [::] refused): "
+               "MCPQ_METRICS_LISTEN=[::]:port not tested\n");
+        return;
+    }
+    char err[256], listen[32], line[128];
+    wrk_metrics_t *m = wrk_metrics_new();
+    snprintf(listen, sizeof(listen), "[::]:%d", port);
+    CHECK_INT_EQ(wrk_metrics_serve(m, listen, err, sizeof(err)), 0);
+    get_healthz(AF_INET6, port, line, sizeof(line));
+    CHECK_STR_EQ(line, "HTTP/1.1 200 OK");
+    get_healthz(AF_INET, port, line, sizeof(line)); /* dual stack: IPv4 clients too */
+    CHECK_STR_EQ(line, "HTTP/1.1 200 OK");
+    wrk_metrics_free(m);
+
+    m = wrk_metrics_new();
+    snprintf(listen, sizeof(listen), "[::1]:%d", port);
+    CHECK_INT_EQ(wrk_metrics_serve(m, listen, err, sizeof(err)), 0);
+    get_healthz(AF_INET6, port, line, sizeof(line));
+    CHECK_STR_EQ(line, "HTTP/1.1 200 OK");
+    get_healthz(AF_INET, port, line, sizeof(line)); /* ::1 is IPv6 only */
+    CHECK_STR_EQ(line, "");
+    wrk_metrics_free(m);
+    TEST_PASS("MCPQ_METRICS_LISTEN=[::]:port answers over IPv6 and IPv4, [::1]:port over IPv6");
+}
+
 int main(void)
 {
     test_counters();
     test_ready();
     test_serve();
+    test_serve_ipv6();
     return 0;
 }
