@@ -111,15 +111,6 @@ static const set_def_t defs[] = {
      S(job_signing_key_file),
      "file holding MCPQ_JOB_SIGNING_KEY (a trailing newline is not part of the key), e.g. a "
      "mounted Kubernetes Secret; not together with MCPQ_JOB_SIGNING_KEY"},
-    /* Named by deploy/kubernetes/overlays/production; what reads them comes with the Kafka and
-     * Redis connection work (docs/production.md). */
-    {"MCPQ_KAFKA_PROPERTIES", "kafka-properties", T_STR, NULL, 0, 0, ALL, S(kafka_properties),
-     "Kafka client properties file (key=value lines, as the Java clients and kcat -F read); "
-     "MCPQ_KAFKA_PROP_<NAME>[_FILE] sets one property over it"},
-    {"MCPQ_REDIS_PASSWORD_FILE", "redis-password-file", T_STR, NULL, 0, 0, ALL,
-     S(redis_password_file), "file holding the Redis password (not in MCPQ_REDIS_URL)"},
-    {"MCPQ_REDIS_TLS_CA_FILE", "redis-tls-ca-file", T_STR, NULL, 0, 0, ALL, S(redis_tls_ca_file),
-     "CA certificates (PEM) that a rediss:// server's certificate must chain to"},
     {"MCPQ_JOB_SIGNING_KEY_PREVIOUS", "job-signing-key-previous", T_STR, NULL, 0, 0, WRK,
      S(job_signing_key_previous),
      "worker: a second key whose signatures are accepted too, while a key rotation is under way "

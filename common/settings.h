@@ -47,9 +47,6 @@ typedef struct mcpq_settings {
     const char *topic_jobs;
     const char *job_signing_key; /* jobsig.h: read through jobsig_keys_load() */
     const char *job_signing_key_file;
-    const char *kafka_properties; /* overlays/production names these three; see settings.c */
-    const char *redis_password_file;
-    const char *redis_tls_ca_file;
     const char *job_signing_key_previous;
     const char *job_signing_key_previous_file;
     const char *group_id;
