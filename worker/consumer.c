@@ -246,13 +246,47 @@ static int conf_set(rd_kafka_conf_t *conf, const char *k, const char *v, char *e
     return 0;
 }
 
+/* The consumer's built-in defaults (a properties file may override them) and the properties
+ * mcpq fixes (kafkaconf.h refuses them from the user); fetch_wait holds the setting. */
+#define CONSUMER_BASE(client_id)                                                                   \
+    {                                                                                              \
+        {"client.id", client_id, "MCPQ_WORKER_ID"},                                                \
+            {"auto.commit.interval.ms", "1000", "default"},                                        \
+            {"auto.offset.reset", "earliest", "default"},                                          \
+            {"session.timeout.ms", "10000", "default"},                                            \
+            {"heartbeat.interval.ms", "1000", "default"},                                          \
+            {"fetch.error.backoff.ms", "100", "default"},                                          \
+            {"socket.nagle.disable", "true", "default"},                                           \
+            {"reconnect.backoff.max.ms", "2000", "default"},                                       \
+    }
+#define CONSUMER_FIXED(s, fetch_wait)                                                              \
+    {                                                                                              \
+        {"bootstrap.servers", (s)->kafka_brokers, "MCPQ_KAFKA_BROKERS"},                           \
+            {"group.id", (s)->group_id, "MCPQ_GROUP_ID"},                                          \
+            {"enable.auto.offset.store", "false", "fixed"},                                        \
+            {"enable.auto.commit", "true", "fixed"},                                               \
+            {"fetch.wait.max.ms", fetch_wait, "MCPQ_KAFKA_FETCH_WAIT_MS"},                         \
+    }
+#define NPROPS(a) (sizeof(a) / sizeof((a)[0]))
+
+void wrk_consumer_conf_print(FILE *out, const mcpq_settings_t *s, const char *worker_id,
+                             const kconf_t *kc)
+{
+    char fetch_wait[24];
+    snprintf(fetch_wait, sizeof(fetch_wait), "%lld", s->kafka_fetch_wait_ms);
+    const kconf_prop_t base[] = CONSUMER_BASE(worker_id);
+    const kconf_prop_t fixed[] = CONSUMER_FIXED(s, fetch_wait);
+    kconf_print(out, kc, KCONF_CONSUMER, base, NPROPS(base), fixed, NPROPS(fixed));
+}
+
 wrk_consumer_t *wrk_consumer_new(const mcpq_settings_t *s, const char *worker_id, int static_member,
                                  wrk_record_fn on_record, wrk_assign_fn on_assign, void *arg,
                                  char *errstr, size_t errstr_size)
 {
     wrk_consumer_t *c = calloc(1, sizeof(*c));
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    if (!c || !conf) {
+    rd_kafka_conf_t *conf = NULL;
+    kconf_t *kc = NULL;
+    if (!c) {
         snprintf(errstr, errstr_size, "out of memory");
         goto fail;
     }
@@ -267,24 +301,17 @@ wrk_consumer_t *wrk_consumer_new(const mcpq_settings_t *s, const char *worker_id
     }
     char fetch_wait[24];
     snprintf(fetch_wait, sizeof(fetch_wait), "%lld", s->kafka_fetch_wait_ms);
-    const char *settings[][2] = {
-        {"bootstrap.servers", s->kafka_brokers},
-        {"group.id", s->group_id},
-        {"client.id", worker_id},
-        {"enable.auto.offset.store", "false"},
-        {"enable.auto.commit", "true"},
-        {"auto.commit.interval.ms", "1000"},
-        {"auto.offset.reset", "earliest"},
-        {"session.timeout.ms", "10000"},
-        {"heartbeat.interval.ms", "1000"},
-        {"fetch.wait.max.ms", fetch_wait},
-        {"fetch.error.backoff.ms", "100"},
-        {"socket.nagle.disable", "true"},
-        {"reconnect.backoff.max.ms", "2000"},
-    };
-    for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++)
-        if (conf_set(conf, settings[i][0], settings[i][1], errstr, errstr_size) < 0)
-            goto fail;
+    const kconf_prop_t base[] = CONSUMER_BASE(worker_id);
+    const kconf_prop_t fixed[] = CONSUMER_FIXED(s, fetch_wait);
+    kc = kconf_load(s->kafka_properties, (const char *const *)environ, errstr, errstr_size);
+    if (!kc)
+        goto fail;
+    conf = kconf_build(kc, KCONF_CONSUMER, base, NPROPS(base), fixed, NPROPS(fixed), errstr,
+                       errstr_size);
+    kconf_free(kc);
+    kc = NULL;
+    if (!conf)
+        goto fail;
     if (static_member && conf_set(conf, "group.instance.id", worker_id, errstr, errstr_size) < 0)
         goto fail;
     /* fetch.queue.backoff.ms exists from librdkafka 2.1.0; 2.0.2 has no such wait. */

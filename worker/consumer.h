@@ -23,11 +23,13 @@
 #ifndef MCPQ_WORKER_CONSUMER_H
 #define MCPQ_WORKER_CONSUMER_H
 
+#include "kafkaconf.h"
 #include "offsets.h"
 #include "settings.h"
 
 #include <librdkafka/rdkafka.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 typedef struct wrk_consumer wrk_consumer_t;
@@ -50,6 +52,10 @@ typedef void (*wrk_lag_fn)(const char *topic, const int32_t *partitions, const i
 wrk_consumer_t *wrk_consumer_new(const mcpq_settings_t *s, const char *worker_id, int static_member,
                                  wrk_record_fn on_record, wrk_assign_fn on_assign, void *arg,
                                  char *errstr, size_t errstr_size);
+/* Prints the consumer's effective properties (kconf_print) for --print-config. */
+void wrk_consumer_conf_print(FILE *out, const mcpq_settings_t *s, const char *worker_id,
+                             const kconf_t *kc);
+
 /* Closes (when not done yet) and destroys. NULL is a no-op. */
 void wrk_consumer_free(wrk_consumer_t *c);
 
