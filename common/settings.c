@@ -256,6 +256,22 @@ static const set_def_t defs[] = {
      "ones (SECURITY_PROTOCOL: security.protocol); docs/kafka.md"},
     {"MCPQ_BROKERS", "brokers", T_INT, "1", 1, 16, SET_BROKER, S(brokers),
      "devbroker: number of in-memory brokers"},
+    {"MCPQ_DEVBROKER_TOPICS", "devbroker-topics", T_INT, "1", 0, 1, SET_BROKER, S(db_topics),
+     "devbroker: 1 creates the jobs topic and its .dlq at start; 0 leaves them to the clients "
+     "(CreateTopics, through the front)"},
+    {"MCPQ_DEVBROKER_SASL", "devbroker-sasl", T_SECRET, NULL, 0, 0, SET_BROKER, S(db_sasl),
+     "devbroker: user:password; clients must authenticate with SASL/PLAIN as that user "
+     "(through the front)"},
+    {"MCPQ_DEVBROKER_TLS_CERT", "devbroker-tls-cert", T_STR, NULL, 0, 0, SET_BROKER,
+     S(db_tls_cert), "devbroker: PEM certificate (chain) of a TLS listener (through the front)"},
+    {"MCPQ_DEVBROKER_TLS_KEY", "devbroker-tls-key", T_STR, NULL, 0, 0, SET_BROKER, S(db_tls_key),
+     "devbroker: PEM private key of MCPQ_DEVBROKER_TLS_CERT"},
+    {"MCPQ_DEVBROKER_TLS_CA", "devbroker-tls-ca", T_STR, NULL, 0, 0, SET_BROKER, S(db_tls_ca),
+     "devbroker: CA file; set, clients must present a certificate it signed (mutual TLS)"},
+    {"MCPQ_DEVBROKER_DENY_CREATE", "devbroker-deny-create", T_INT, "0", 0, 1, SET_BROKER,
+     S(db_deny_create),
+     "devbroker: 1 answers CreateTopics with TOPIC_AUTHORIZATION_FAILED (a client without the "
+     "Create ACL)"},
 };
 
 #define NDEFS (sizeof(defs) / sizeof(defs[0]))

@@ -96,6 +96,11 @@ typedef struct mcpq_settings {
     long long replication_factor; /* topics mcpq creates (-1: the broker's default) */
     long long topic_create;
     const char *kafka_properties; /* kafkaconf.h */
+    /* devbroker's front (deploy/devbroker/front.h) */
+    long long db_topics;
+    const char *db_sasl; /* user:password */
+    const char *db_tls_cert, *db_tls_key, *db_tls_ca;
+    long long db_deny_create;
 } mcpq_settings_t;
 
 #define SETTINGS_PRINT 2               /* settings_load: --print-config was given */

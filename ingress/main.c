@@ -10,6 +10,7 @@
 #include "jobsig.h"
 #include "kafka.h"
 #include "kafkaconf.h"
+#include "kafkatopic.h"
 #include "listen.h"
 #include "log.h"
 #include "mcp.h"
@@ -479,6 +480,16 @@ int main(int argc, char **argv)
         goto out;
     }
     kc = kconf_load(set.kafka_properties, (const char *const *)environ, err, sizeof(err));
+    if (kc) { /* before the producer: its first send would make the topic with broker defaults */
+        const char *const topics[] = {set.topic_jobs};
+        ktopic_ensure(&(ktopic_want_t){.brokers = set.kafka_brokers,
+                                       .kc = kc,
+                                       .topics = topics,
+                                       .ntopics = 1,
+                                       .partitions = (int)set.partitions,
+                                       .replication = (int)set.replication_factor,
+                                       .create = (int)set.topic_create});
+    }
     ctx.producer = !kc ? NULL
                        : mq_producer_new(set.kafka_brokers, (int)set.kafka_message_timeout_ms, kc,
                                          keys.n ? &keys.key[0] : NULL, ing_mcp_delivered, &ctx, err,

@@ -1,6 +1,7 @@
 #include "consumer.h"
 
 #include "err.h"
+#include "kafkatopic.h"
 #include "log.h"
 
 #include <cjson/cJSON.h>
@@ -22,7 +23,9 @@ struct wrk_consumer {
     int paused;
     int closed;
     int fatal;
-    int up; /* wrk_consumer_up() */
+    int up;               /* wrk_consumer_up() */
+    int topic_partitions; /* of the jobs topic, as last seen (0: unknown) */
+    int last_assigned;    /* partitions of the last assignment (-1: none yet) */
     wrk_lag_fn on_lag;
     void *lag_arg;
     wrk_record_fn on_record;
@@ -137,6 +140,17 @@ static void consumer_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             set_pause(c, parts, 1);
         c->up = 1;
         log_event(LOG_INFO, "partitions assigned", "partitions", which, (char *)NULL);
+        c->last_assigned = parts->cnt;
+        if (parts->cnt == 0 && c->topic_partitions > 0) {
+            char np[16];
+            snprintf(np, sizeof(np), "%d", c->topic_partitions);
+            log_event(LOG_WARN,
+                      "this worker got no partition: the group has more workers than the jobs "
+                      "topic has partitions, so it stays idle (an autoscaler cannot add "
+                      "consumers past the partition count; add partitions or run fewer "
+                      "workers; docs/kafka.md)",
+                      "topic", c->topic, "partitions", np, (char *)NULL);
+        }
         if (c->on_assign)
             c->on_assign(parts->cnt, c->arg);
         return;
@@ -207,6 +221,11 @@ static int consumer_stats_cb(rd_kafka_t *rk, char *json, size_t json_len, void *
         cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "topics"),
                                          c->topic),
         "partitions");
+    int known = 0;
+    const cJSON *kp;
+    cJSON_ArrayForEach(kp, parts) known += stats_offset(kp, "partition") >= 0;
+    if (known > 0)
+        c->topic_partitions = known;
     int32_t *ids = c->nparts > 0 ? malloc((size_t)c->nparts * sizeof(*ids)) : NULL;
     int64_t *lags = c->nparts > 0 ? malloc((size_t)c->nparts * sizeof(*lags)) : NULL;
     size_t n = 0;
@@ -291,6 +310,7 @@ wrk_consumer_t *wrk_consumer_new(const mcpq_settings_t *s, const char *worker_id
         goto fail;
     }
     c->wake[0] = c->wake[1] = -1;
+    c->last_assigned = -1;
     c->on_record = on_record;
     c->on_assign = on_assign;
     c->arg = arg;
@@ -306,6 +326,16 @@ wrk_consumer_t *wrk_consumer_new(const mcpq_settings_t *s, const char *worker_id
     kc = kconf_load(s->kafka_properties, (const char *const *)environ, errstr, errstr_size);
     if (!kc)
         goto fail;
+    const char *const jobs_topic[] = {s->topic_jobs};
+    c->topic_partitions = ktopic_ensure(&(ktopic_want_t){.brokers = s->kafka_brokers,
+                                                         .kc = kc,
+                                                         .topics = jobs_topic,
+                                                         .ntopics = 1,
+                                                         .partitions = (int)s->partitions,
+                                                         .replication = (int)s->replication_factor,
+                                                         .create = (int)s->topic_create});
+    if (c->topic_partitions < 0)
+        c->topic_partitions = 0;
     conf = kconf_build(kc, KCONF_CONSUMER, base, NPROPS(base), fixed, NPROPS(fixed), errstr,
                        errstr_size);
     kconf_free(kc);
@@ -469,6 +499,16 @@ int wrk_consumer_assigned(const wrk_consumer_t *c)
     for (int i = 0; i < c->nparts; i++)
         n += c->parts[i] != NULL;
     return n;
+}
+
+int wrk_consumer_topic_partitions(const wrk_consumer_t *c)
+{
+    return c->topic_partitions;
+}
+
+int wrk_consumer_idle_member(const wrk_consumer_t *c)
+{
+    return c->last_assigned == 0 && c->topic_partitions > 0;
 }
 
 size_t wrk_consumer_tracked(const wrk_consumer_t *c)

@@ -93,6 +93,14 @@ int wrk_consumer_up(const wrk_consumer_t *c);
 /* Partitions assigned now. */
 int wrk_consumer_assigned(const wrk_consumer_t *c);
 
+/* Partitions of the jobs topic (0: not known yet): from the start-up check (kafkatopic.h),
+ * then from the statistics when MCPQ_METRICS_LISTEN is set. */
+int wrk_consumer_topic_partitions(const wrk_consumer_t *c);
+
+/* 1 when the last assignment gave this member no partition of a topic that has some: the
+ * group has more members than the topic has partitions. */
+int wrk_consumer_idle_member(const wrk_consumer_t *c);
+
 /* Records handed out and not yet finished, over all tracked partitions. */
 size_t wrk_consumer_tracked(const wrk_consumer_t *c);
 
