@@ -25,8 +25,9 @@ static void say_create(const ktopic_want_t *w, const char *topic, const char *wh
     char rf[64] = "";
     if (w->replication > 0)
         snprintf(rf, sizeof(rf), " --replication-factor %d", w->replication);
-    snprintf(cmd, sizeof(cmd), "kafka-topics.sh --bootstrap-server %s --create --topic %s "
-                               "--partitions %d%s",
+    snprintf(cmd, sizeof(cmd),
+             "kafka-topics.sh --bootstrap-server %s --create --topic %s "
+             "--partitions %d%s",
              w->brokers, topic, w->partitions, rf);
     log_event(LOG_ERROR,
               "Kafka topic missing: create it (or let mcpq create it: MCPQ_TOPIC_CREATE=1 and "
@@ -41,8 +42,8 @@ static int64_t left_ms(int64_t until)
 }
 
 /* CreateTopics for the names in missing[]; logs each outcome. */
-static void create_topics(rd_kafka_t *rk, const ktopic_want_t *w, const char *const *missing,
-                          int n, int64_t until)
+static void create_topics(rd_kafka_t *rk, const ktopic_want_t *w, const char *const *missing, int n,
+                          int64_t until)
 {
     rd_kafka_NewTopic_t **nt = calloc((size_t)n, sizeof(*nt));
     rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
@@ -54,8 +55,8 @@ static void create_topics(rd_kafka_t *rk, const ktopic_want_t *w, const char *co
     rd_kafka_AdminOptions_set_request_timeout(opt, (int)left_ms(until), why, sizeof(why));
     rd_kafka_AdminOptions_set_operation_timeout(opt, (int)left_ms(until), why, sizeof(why));
     for (; made < n; made++) {
-        nt[made] = rd_kafka_NewTopic_new(missing[made], w->partitions, w->replication, why,
-                                         sizeof(why));
+        nt[made] =
+            rd_kafka_NewTopic_new(missing[made], w->partitions, w->replication, why, sizeof(why));
         if (!nt[made]) {
             say_create(w, missing[made], why);
             goto out;
@@ -121,11 +122,10 @@ int ktopic_ensure(const ktopic_want_t *w)
     const kconf_prop_t base[] = {{"client.id", "mcpq-admin", "default"}};
     const kconf_prop_t fixed[] = {{"bootstrap.servers", w->brokers, "MCPQ_KAFKA_BROKERS"},
                                   {"allow.auto.create.topics", "false", "fixed"}};
-    rd_kafka_conf_t *conf = kconf_build(w->kc, KCONF_PRODUCER, base, 1, fixed, 2, errstr,
-                                        sizeof(errstr));
+    rd_kafka_conf_t *conf =
+        kconf_build(w->kc, KCONF_PRODUCER, base, 1, fixed, 2, errstr, sizeof(errstr));
     if (!conf) {
-        log_event(LOG_ERROR, "topic check: bad Kafka configuration", "error", errstr,
-                  (char *)NULL);
+        log_event(LOG_ERROR, "topic check: bad Kafka configuration", "error", errstr, (char *)NULL);
         return MCPQ_EINVAL;
     }
     rd_kafka_conf_set_error_cb(conf, admin_error_cb);

@@ -262,8 +262,8 @@ static const set_def_t defs[] = {
     {"MCPQ_DEVBROKER_SASL", "devbroker-sasl", T_SECRET, NULL, 0, 0, SET_BROKER, S(db_sasl),
      "devbroker: user:password; clients must authenticate with SASL/PLAIN as that user "
      "(through the front)"},
-    {"MCPQ_DEVBROKER_TLS_CERT", "devbroker-tls-cert", T_STR, NULL, 0, 0, SET_BROKER,
-     S(db_tls_cert), "devbroker: PEM certificate (chain) of a TLS listener (through the front)"},
+    {"MCPQ_DEVBROKER_TLS_CERT", "devbroker-tls-cert", T_STR, NULL, 0, 0, SET_BROKER, S(db_tls_cert),
+     "devbroker: PEM certificate (chain) of a TLS listener (through the front)"},
     {"MCPQ_DEVBROKER_TLS_KEY", "devbroker-tls-key", T_STR, NULL, 0, 0, SET_BROKER, S(db_tls_key),
      "devbroker: PEM private key of MCPQ_DEVBROKER_TLS_CERT"},
     {"MCPQ_DEVBROKER_TLS_CA", "devbroker-tls-ca", T_STR, NULL, 0, 0, SET_BROKER, S(db_tls_ca),

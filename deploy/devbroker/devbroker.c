@@ -243,8 +243,7 @@ int main(int argc, char **argv)
         }
         log_event(LOG_INFO, "devbroker front listening", "mock", bootstraps, "front",
                   db_front_bootstraps(front), "sasl", fo.sasl_user ? "PLAIN" : "off", "tls",
-                  fo.tls_cert && *fo.tls_cert ? (fo.tls_ca && *fo.tls_ca ? "mutual" : "on")
-                                              : "off",
+                  fo.tls_cert && *fo.tls_cert ? (fo.tls_ca && *fo.tls_ca ? "mutual" : "on") : "off",
                   (char *)NULL);
         bootstraps = db_front_bootstraps(front);
     }

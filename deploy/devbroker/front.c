@@ -302,8 +302,8 @@ static int sasl_authenticate(conn_t *c, int32_t corrid, int16_t ver, in_t *r)
         put32(&o, 0);
     }
     log_event(ok ? LOG_INFO : LOG_WARN,
-              ok ? "devbroker: SASL/PLAIN authenticated" : "devbroker: SASL/PLAIN refused",
-              "user", user, (char *)NULL);
+              ok ? "devbroker: SASL/PLAIN authenticated" : "devbroker: SASL/PLAIN refused", "user",
+              user, (char *)NULL);
     c->authed = ok;
     return respond(c, corrid, &o);
 }
@@ -360,8 +360,8 @@ static int create_topics(conn_t *c, int32_t corrid, int16_t ver, in_t *r)
         }
         char ps[16];
         snprintf(ps, sizeof(ps), "%d", (int)parts);
-        log_event(err ? LOG_WARN : LOG_INFO, "devbroker: CreateTopics", "topic", name,
-                  "partitions", ps, "error", err ? msg : "none", (char *)NULL);
+        log_event(err ? LOG_WARN : LOG_INFO, "devbroker: CreateTopics", "topic", name, "partitions",
+                  ps, "error", err ? msg : "none", (char *)NULL);
         putstr(&o, name);
         put16(&o, err);
         if (ver >= 1)
@@ -627,7 +627,10 @@ static void *accept_thread(void *arg)
             close(fd);
             continue;
         }
-        *c = (conn_t){.f = l->f, .broker = l->broker, .cfd = fd, .mfd = -1,
+        *c = (conn_t){.f = l->f,
+                      .broker = l->broker,
+                      .cfd = fd,
+                      .mfd = -1,
                       .authed = l->f->opts.sasl_user == NULL};
         if (pthread_create(&t, NULL, conn_thread, c) != 0) {
             close(fd);
@@ -654,7 +657,7 @@ static SSL_CTX *tls_ctx(const db_front_opts_t *o, char *errstr, size_t errstr_si
         SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
     }
     return ctx;
-fail: {
+fail : {
     char why[256];
     ERR_error_string_n(ERR_get_error(), why, sizeof(why));
     snprintf(errstr, errstr_size, "TLS: %s", why);
@@ -701,8 +704,8 @@ db_front_t *db_front_start(rd_kafka_mock_cluster_t *mcluster, const char *mock_b
         }
         f->listen_fd[i] = fd;
         f->front_port[i] = ntohs(sin.sin_port);
-        off += (size_t)snprintf(f->bootstraps + off, sizeof(f->bootstraps) - off,
-                                "%s127.0.0.1:%d", i ? "," : "", f->front_port[i]);
+        off += (size_t)snprintf(f->bootstraps + off, sizeof(f->bootstraps) - off, "%s127.0.0.1:%d",
+                                i ? "," : "", f->front_port[i]);
         listener_t *l = malloc(sizeof(*l));
         pthread_t t;
         if (!l) {

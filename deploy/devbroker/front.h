@@ -28,8 +28,8 @@
 
 typedef struct db_front_opts {
     const char *sasl_user, *sasl_password; /* NULL: no SASL */
-    const char *tls_cert, *tls_key;         /* NULL: plaintext */
-    const char *tls_ca;                     /* NULL: no client certificates */
+    const char *tls_cert, *tls_key;        /* NULL: plaintext */
+    const char *tls_ca;                    /* NULL: no client certificates */
     int deny_create;
 } db_front_opts_t;
 
