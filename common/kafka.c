@@ -51,12 +51,32 @@ static void *poll_thread(void *arg)
     return NULL;
 }
 
-static int conf_set(rd_kafka_conf_t *conf, const char *k, const char *v, char *errstr,
-                    size_t errstr_size)
+/* The producer's built-in defaults (a properties file may override them) and the properties
+ * mcpq fixes (kafkaconf.h refuses them from the user). tmo holds message_timeout_ms. */
+#define PRODUCER_BASE(client_id)                                                                   \
+    {                                                                                              \
+        {"client.id", client_id, "default"}, {"linger.ms", "1", "default"},                        \
+            {"socket.timeout.ms", "3000", "default"},                                              \
+            {"reconnect.backoff.max.ms", "1000", "default"},                                       \
+            {"queue.buffering.max.messages", "1000000", "default"},                                \
+            {"message.max.bytes", "16777216", "default"},                                          \
+    }
+#define PRODUCER_FIXED(brokers, tmo)                                                               \
+    {                                                                                              \
+        {"bootstrap.servers", brokers, "MCPQ_KAFKA_BROKERS"},                                      \
+            {"enable.idempotence", "true", "fixed"},                                               \
+            {"message.timeout.ms", tmo, "MCPQ_KAFKA_MESSAGE_TIMEOUT_MS"},                          \
+    }
+#define NPROPS(a) (sizeof(a) / sizeof((a)[0]))
+
+void mq_producer_conf_print(FILE *out, const kconf_t *kc, const char *brokers,
+                            int message_timeout_ms)
 {
-    if (rd_kafka_conf_set(conf, k, v, errstr, errstr_size) != RD_KAFKA_CONF_OK)
-        return MCPQ_EINVAL;
-    return 0;
+    char tmo[32];
+    snprintf(tmo, sizeof(tmo), "%d", message_timeout_ms);
+    const kconf_prop_t base[] = PRODUCER_BASE("mcpq-ingress");
+    const kconf_prop_t fixed[] = PRODUCER_FIXED(brokers, tmo);
+    kconf_print(out, kc, KCONF_PRODUCER, base, NPROPS(base), fixed, NPROPS(fixed));
 }
 
 /* Wipes the key and frees p. */
@@ -66,7 +86,7 @@ static void producer_release(mq_producer_t *p)
     free(p);
 }
 
-mq_producer_t *mq_producer_new(const char *brokers, int message_timeout_ms,
+mq_producer_t *mq_producer_new(const char *brokers, int message_timeout_ms, const kconf_t *kc,
                                const jobsig_key_t *sign_key, mq_delivery_fn on_delivery,
                                void *cb_arg, char *errstr, size_t errstr_size)
 {
@@ -86,17 +106,11 @@ mq_producer_t *mq_producer_new(const char *brokers, int message_timeout_ms,
 
     char tmo[32];
     snprintf(tmo, sizeof(tmo), "%d", message_timeout_ms);
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    if (conf_set(conf, "bootstrap.servers", brokers, errstr, errstr_size) < 0 ||
-        conf_set(conf, "client.id", "mcpq-ingress", errstr, errstr_size) < 0 ||
-        conf_set(conf, "enable.idempotence", "true", errstr, errstr_size) < 0 ||
-        conf_set(conf, "linger.ms", "1", errstr, errstr_size) < 0 ||
-        conf_set(conf, "message.timeout.ms", tmo, errstr, errstr_size) < 0 ||
-        conf_set(conf, "socket.timeout.ms", "3000", errstr, errstr_size) < 0 ||
-        conf_set(conf, "reconnect.backoff.max.ms", "1000", errstr, errstr_size) < 0 ||
-        conf_set(conf, "queue.buffering.max.messages", "1000000", errstr, errstr_size) < 0 ||
-        conf_set(conf, "message.max.bytes", "16777216", errstr, errstr_size) < 0) {
-        rd_kafka_conf_destroy(conf);
+    const kconf_prop_t base[] = PRODUCER_BASE("mcpq-ingress");
+    const kconf_prop_t fixed[] = PRODUCER_FIXED(brokers, tmo);
+    rd_kafka_conf_t *conf = kconf_build(kc, KCONF_PRODUCER, base, NPROPS(base), fixed,
+                                        NPROPS(fixed), errstr, errstr_size);
+    if (!conf) {
         producer_release(p);
         return NULL;
     }

@@ -18,18 +18,25 @@
 #define MCPQ_KAFKA_H
 
 #include "jobsig.h"
+#include "kafkaconf.h"
 
 #include <stddef.h>
+#include <stdio.h>
 
 typedef struct mq_producer mq_producer_t;
 
 /* Called on the producer's thread for each message: err 0 when Kafka acknowledged it. */
 typedef void (*mq_delivery_fn)(void *opaque, int err, void *cb_arg);
 
-/* sign_key (copied; NULL: records are not signed) signs every record's value. */
-mq_producer_t *mq_producer_new(const char *brokers, int message_timeout_ms,
+/* kc: the user's Kafka properties (kafkaconf.h; may be NULL; read during the call only).
+ * sign_key (copied; NULL: records are not signed) signs every record's value. */
+mq_producer_t *mq_producer_new(const char *brokers, int message_timeout_ms, const kconf_t *kc,
                                const jobsig_key_t *sign_key, mq_delivery_fn on_delivery,
                                void *cb_arg, char *errstr, size_t errstr_size);
+/* Prints the producer's effective properties (kconf_print) for --print-config. */
+void mq_producer_conf_print(FILE *out, const kconf_t *kc, const char *brokers,
+                            int message_timeout_ms);
+
 /* Flushes what is queued (up to timeout_ms), stops the thread, destroys the handle. */
 void mq_producer_free(mq_producer_t *p, int timeout_ms);
 

@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { T_STR, T_INT } set_type_t;
+/* T_SECRET and T_URL are strings too; --print-config never shows a T_SECRET value nor the
+ * password of a T_URL (user:password@). */
+typedef enum { T_STR, T_INT, T_SECRET, T_URL } set_type_t;
 
 typedef struct set_def {
     const char *env;
@@ -35,7 +37,7 @@ static const set_def_t defs[] = {
      "everything on MCPQ_LISTEN)"},
     {"MCPQ_KAFKA_BROKERS", "kafka-brokers", T_STR, NULL, 0, 0, ALL, S(kafka_brokers),
      "Kafka bootstrap servers (host:port,...); required"},
-    {"MCPQ_REDIS_URL", "redis-url", T_STR, "redis://127.0.0.1:6379/0", 0, 0, ALL, S(redis_url),
+    {"MCPQ_REDIS_URL", "redis-url", T_URL, "redis://127.0.0.1:6379/0", 0, 0, ALL, S(redis_url),
      "Redis URL: redis://[user[:password]@]host[:port][/db], rediss://... (TLS), "
      "unix:///path/redis.sock?db=N; IPv6 as [::1]; user and password percent-encoded "
      "(docs/production.md)"},
@@ -61,7 +63,7 @@ static const set_def_t defs[] = {
      "host is the master's name unless MCPQ_REDIS_MASTER is set"},
     {"MCPQ_REDIS_MASTER", "redis-master", T_STR, NULL, 0, 0, ALL, S(redis_master),
      "with MCPQ_REDIS_SENTINELS: the master's name as the sentinels know it"},
-    {"MCPQ_ADMIN_TOKEN", "admin-token", T_STR, NULL, 0, 0, ING, S(admin_token),
+    {"MCPQ_ADMIN_TOKEN", "admin-token", T_SECRET, NULL, 0, 0, ING, S(admin_token),
      "operator token for /admin (unset: admin API off)"},
     {"MCPQ_MAX_BODY_BYTES", "max-body-bytes", T_INT, "1048576", 1024, 64LL << 20, ING,
      S(max_body_bytes),
@@ -101,7 +103,7 @@ static const set_def_t defs[] = {
      "worker: the robot this worker is"},
     {"MCPQ_TOPIC_JOBS", "topic-jobs", T_STR, "mcpq.jobs", 0, 0, ALL | SET_BROKER, S(topic_jobs),
      "Kafka topic of tools/call jobs"},
-    {"MCPQ_JOB_SIGNING_KEY", "job-signing-key", T_STR, NULL, 0, 0, ALL, S(job_signing_key),
+    {"MCPQ_JOB_SIGNING_KEY", "job-signing-key", T_SECRET, NULL, 0, 0, ALL, S(job_signing_key),
      "key (32 to 1024 bytes) of the HMAC-SHA256 signature of every job record (Kafka header "
      "mcpq-sig): the ingress signs each job, a worker refuses a record without a valid one; the "
      "same on every ingress and worker (unset: jobs are neither signed nor checked, so anyone "
@@ -111,7 +113,7 @@ static const set_def_t defs[] = {
      S(job_signing_key_file),
      "file holding MCPQ_JOB_SIGNING_KEY (a trailing newline is not part of the key), e.g. a "
      "mounted Kubernetes Secret; not together with MCPQ_JOB_SIGNING_KEY"},
-    {"MCPQ_JOB_SIGNING_KEY_PREVIOUS", "job-signing-key-previous", T_STR, NULL, 0, 0, WRK,
+    {"MCPQ_JOB_SIGNING_KEY_PREVIOUS", "job-signing-key-previous", T_SECRET, NULL, 0, 0, WRK,
      S(job_signing_key_previous),
      "worker: a second key whose signatures are accepted too, while a key rotation is under way "
      "(docs/operations.md)"},
@@ -251,7 +253,7 @@ static const set_def_t defs[] = {
     {"MCPQ_FILES_DIR", "files-dir", T_STR, "/var/lib/mcpq/files", 0, 0, ING, S(files_dir),
      "where uploaded files are stored (a volume every replica shares; created if missing; when "
      "it cannot be created the files API answers 503); scripts/mcpq-local uses <state dir>/files"},
-    {"MCPQ_FILES_SECRET", "files-secret", T_STR, NULL, 0, 0, ING, S(files_secret),
+    {"MCPQ_FILES_SECRET", "files-secret", T_SECRET, NULL, 0, 0, ING, S(files_secret),
      "key of the HMAC-SHA256 signatures of upload and download URLs (unset: random per process, "
      "so every replica must be given the same one when there is more than one)"},
     {"MCPQ_FILES_MAX_BYTES", "files-max-bytes", T_INT, "104857600", 1, 1LL << 40, ING,
@@ -264,10 +266,40 @@ static const set_def_t defs[] = {
      "timeout)"},
     {"MCPQ_FILES_SWEEP_S", "files-sweep-s", T_INT, "60", 1, 86400, ING, S(files_sweep_s),
      "how often each ingress deletes stored files whose metadata has expired"},
-    {"MCPQ_PARTITIONS", "partitions", T_INT, "6", 1, 1000, SET_BROKER, S(partitions),
-     "devbroker: partitions per topic"},
+    {"MCPQ_PARTITIONS", "partitions", T_INT, "6", 1, 10000, ALL | SET_BROKER, S(partitions),
+     "partitions of the jobs topic and its .dlq when mcpq creates them (ingress and worker: "
+     "at start-up when missing, docs/kafka.md; devbroker: always); the most workers that "
+     "consume at once"},
+    {"MCPQ_REPLICATION_FACTOR", "replication-factor", T_INT, "-1", -1, 32, ALL,
+     S(replication_factor),
+     "replication factor of the topics mcpq creates (-1: the broker's default.replication."
+     "factor, Kafka 2.4 or later)"},
+    {"MCPQ_TOPIC_CREATE", "topic-create", T_INT, "1", 0, 1, ALL, S(topic_create),
+     "1: at start-up create the jobs topic and its .dlq when missing (Admin API; needs the "
+     "Create ACL, else a log line says what to create); 0: only check that they exist"},
+    {"MCPQ_KAFKA_PROPERTIES", "kafka-properties", T_STR, NULL, 0, 0, ALL, S(kafka_properties),
+     "Kafka client properties file (key=value lines, # comments, as the Java clients and "
+     "kcat -F read): any librdkafka 2.0.2 property (security.protocol, sasl.*, ssl.*, ...); "
+     "MCPQ_KAFKA_PROP_<NAME>=value and MCPQ_KAFKA_PROP_<NAME>_FILE=/path override single "
+     "ones (SECURITY_PROTOCOL: security.protocol); docs/kafka.md"},
     {"MCPQ_BROKERS", "brokers", T_INT, "1", 1, 16, SET_BROKER, S(brokers),
      "devbroker: number of in-memory brokers"},
+    {"MCPQ_DEVBROKER_TOPICS", "devbroker-topics", T_INT, "1", 0, 1, SET_BROKER, S(db_topics),
+     "devbroker: 1 creates the jobs topic and its .dlq at start; 0 leaves them to the clients "
+     "(CreateTopics, through the front)"},
+    {"MCPQ_DEVBROKER_SASL", "devbroker-sasl", T_SECRET, NULL, 0, 0, SET_BROKER, S(db_sasl),
+     "devbroker: user:password; clients must authenticate with SASL/PLAIN as that user "
+     "(through the front)"},
+    {"MCPQ_DEVBROKER_TLS_CERT", "devbroker-tls-cert", T_STR, NULL, 0, 0, SET_BROKER, S(db_tls_cert),
+     "devbroker: PEM certificate (chain) of a TLS listener (through the front)"},
+    {"MCPQ_DEVBROKER_TLS_KEY", "devbroker-tls-key", T_STR, NULL, 0, 0, SET_BROKER, S(db_tls_key),
+     "devbroker: PEM private key of MCPQ_DEVBROKER_TLS_CERT"},
+    {"MCPQ_DEVBROKER_TLS_CA", "devbroker-tls-ca", T_STR, NULL, 0, 0, SET_BROKER, S(db_tls_ca),
+     "devbroker: CA file; set, clients must present a certificate it signed (mutual TLS)"},
+    {"MCPQ_DEVBROKER_DENY_CREATE", "devbroker-deny-create", T_INT, "0", 0, 1, SET_BROKER,
+     S(db_deny_create),
+     "devbroker: 1 answers CreateTopics with TOPIC_AUTHORIZATION_FAILED (a client without the "
+     "Create ACL)"},
 };
 
 #define NDEFS (sizeof(defs) / sizeof(defs[0]))
@@ -275,7 +307,7 @@ static const set_def_t defs[] = {
 static void set_value(mcpq_settings_t *s, const set_def_t *d, const char *v, long long n)
 {
     char *base = (char *)s;
-    if (d->type == T_STR)
+    if (d->type != T_INT)
         *(const char **)(base + d->off) = v;
     else
         *(long long *)(base + d->off) = n;
@@ -309,6 +341,52 @@ void settings_usage(FILE *out, unsigned who, const char *prog, const char *about
     }
     fprintf(out, "  --%-26s this text\n", "help");
     fprintf(out, "  --%-26s every variable of every binary as a Markdown table\n", "env-table");
+    if (who & (SET_INGRESS | SET_WORKER))
+        fprintf(out, "  --%-26s the effective settings and Kafka properties, secrets redacted\n",
+                "print-config");
+}
+
+/* value with the password of a user:password@ part replaced by SETTINGS_REDACTED. */
+static void print_url(FILE *out, const char *value)
+{
+    const char *scheme = strstr(value, "://");
+    const char *auth = scheme ? scheme + 3 : value;
+    size_t alen = strcspn(auth, "/?#");
+    const char *at = NULL;
+    for (const char *c = auth; c < auth + alen; c++)
+        if (*c == '@')
+            at = c; /* the last one: a password may hold '@' unencoded */
+    const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+    if (!colon) {
+        fputs(value, out);
+        return;
+    }
+    fprintf(out, "%.*s%s%s", (int)(colon + 1 - value), value, SETTINGS_REDACTED, at);
+}
+
+void settings_print(FILE *out, const mcpq_settings_t *s, unsigned who)
+{
+    const char *base = (const char *)s;
+    for (size_t i = 0; i < NDEFS; i++) {
+        const set_def_t *d = &defs[i];
+        if (!(d->who & who))
+            continue;
+        fprintf(out, "%s=", d->env);
+        if (d->type == T_INT) {
+            fprintf(out, "%lld\n", *(const long long *)(base + d->off));
+            continue;
+        }
+        const char *v = *(const char *const *)(base + d->off);
+        if (!v)
+            fputs("  # unset", out);
+        else if (d->type == T_SECRET && *v)
+            fputs(SETTINGS_REDACTED, out);
+        else if (d->type == T_URL)
+            print_url(out, v);
+        else
+            fputs(v, out);
+        fputc('\n', out);
+    }
 }
 
 void settings_markdown(FILE *out)
@@ -327,6 +405,7 @@ void settings_markdown(FILE *out)
 int settings_load(mcpq_settings_t *s, unsigned who, const char *prog, const char *about, int argc,
                   char **argv, char *errstr, size_t errstr_size)
 {
+    int print = 0;
     memset(s, 0, sizeof(*s));
     for (size_t i = 0; i < NDEFS; i++) {
         const set_def_t *d = &defs[i];
@@ -348,6 +427,10 @@ int settings_load(mcpq_settings_t *s, unsigned who, const char *prog, const char
         if (strcmp(a, "--env-table") == 0) { /* the README's table: make env-table */
             settings_markdown(stdout);
             return 1;
+        }
+        if (strcmp(a, "--print-config") == 0 && (who & (SET_INGRESS | SET_WORKER))) {
+            print = 1;
+            continue;
         }
         if (strncmp(a, "--", 2) != 0) {
             snprintf(errstr, errstr_size, "unexpected argument \"%s\" (see --help)", a);
@@ -380,5 +463,5 @@ int settings_load(mcpq_settings_t *s, unsigned who, const char *prog, const char
         snprintf(errstr, errstr_size, "MCPQ_KAFKA_BROKERS (--kafka-brokers) is required");
         return MCPQ_EINVAL;
     }
-    return 0;
+    return print ? SETTINGS_PRINT : 0;
 }

@@ -101,17 +101,34 @@ typedef struct mcpq_settings {
     long long files_ttl_s;
     long long files_url_ttl_s;
     long long files_sweep_s;
+    long long replication_factor; /* topics mcpq creates (-1: the broker's default) */
+    long long topic_create;
+    const char *kafka_properties; /* kafkaconf.h */
+    /* devbroker's front (deploy/devbroker/front.h) */
+    long long db_topics;
+    const char *db_sasl; /* user:password */
+    const char *db_tls_cert, *db_tls_key, *db_tls_ca;
+    long long db_deny_create;
 } mcpq_settings_t;
+
+#define SETTINGS_PRINT 2               /* settings_load: --print-config was given */
+#define SETTINGS_REDACTED "[redacted]" /* what --print-config shows for a secret */
 
 /*
  * Fills s for the binary `who` (SET_INGRESS, ...). Returns 0 when the process should run,
- * 1 when --help was printed (exit 0), MCPQ_EINVAL with errstr filled on a bad value or flag.
+ * 1 when --help was printed (exit 0), SETTINGS_PRINT when --print-config was given (the caller
+ * prints with settings_print() and its Kafka properties, then exits 0), MCPQ_EINVAL with
+ * errstr filled on a bad value or flag.
  */
 int settings_load(mcpq_settings_t *s, unsigned who, const char *prog, const char *about, int argc,
                   char **argv, char *errstr, size_t errstr_size);
 
 /* Prints the table rows of `who` as --help text. */
 void settings_usage(FILE *out, unsigned who, const char *prog, const char *about);
+
+/* Prints every setting of `who` as MCPQ_X=value lines, secrets (the table's secret flag)
+ * redacted and the password of MCPQ_REDIS_URL too. */
+void settings_print(FILE *out, const mcpq_settings_t *s, unsigned who);
 
 /* Prints the table as a Markdown table (the README's environment section). */
 void settings_markdown(FILE *out);

@@ -8,6 +8,9 @@
 #include "http.h"
 #include "ingress.h"
 #include "jobsig.h"
+#include "kafka.h"
+#include "kafkaconf.h"
+#include "kafkatopic.h"
 #include "listen.h"
 #include "log.h"
 #include "mcp.h"
@@ -379,6 +382,20 @@ int main(int argc, char **argv)
         return 2;
     }
     log_init("ingress", set.log_level);
+    /* The Kafka properties first: a bad one stops the process before anything connects. */
+    kconf_t *kc = kconf_load(set.kafka_properties, (const char *const *)environ, err, sizeof(err));
+    if (!kc) {
+        fprintf(stderr, "mcpq-ingress: %s\n", err);
+        log_event(LOG_ERROR, "Kafka properties rejected", "error", err, (char *)NULL);
+        return 2;
+    }
+    if (rc == SETTINGS_PRINT) {
+        settings_print(stdout, &set, SET_INGRESS);
+        mq_producer_conf_print(stdout, kc, set.kafka_brokers, (int)set.kafka_message_timeout_ms);
+    }
+    kconf_free(kc); /* checked; read again where the producer is made */
+    if (rc == SETTINGS_PRINT)
+        return 0;
     if (apply || export)
         return registry_command(&set, apply, prune);
     ing_wh_schedule_t sched;
@@ -473,10 +490,23 @@ int main(int argc, char **argv)
         exit_code = 2;
         goto out;
     }
-    ctx.producer =
-        mq_producer_new(set.kafka_brokers, (int)set.kafka_message_timeout_ms,
-                        keys.n ? &keys.key[0] : NULL, ing_mcp_delivered, &ctx, err, sizeof(err));
+    kc = kconf_load(set.kafka_properties, (const char *const *)environ, err, sizeof(err));
+    if (kc) { /* before the producer: its first send would make the topic with broker defaults */
+        const char *const topics[] = {set.topic_jobs};
+        ktopic_ensure(&(ktopic_want_t){.brokers = set.kafka_brokers,
+                                       .kc = kc,
+                                       .topics = topics,
+                                       .ntopics = 1,
+                                       .partitions = (int)set.partitions,
+                                       .replication = (int)set.replication_factor,
+                                       .create = (int)set.topic_create});
+    }
+    ctx.producer = !kc ? NULL
+                       : mq_producer_new(set.kafka_brokers, (int)set.kafka_message_timeout_ms, kc,
+                                         keys.n ? &keys.key[0] : NULL, ing_mcp_delivered, &ctx, err,
+                                         sizeof(err));
     jobsig_keys_cleanup(&keys); /* the producer has its copy */
+    kconf_free(kc);
     if (!ctx.metrics || !ctx.kv || !ctx.pending || !ctx.rl || !ctx.authfail.rl || !ctx.producer) {
         fprintf(stderr, "mcpq-ingress: start-up failed: %s\n",
                 ctx.producer ? "out of memory" : err);

@@ -1,6 +1,7 @@
 #include "consumer.h"
 
 #include "err.h"
+#include "kafkatopic.h"
 #include "log.h"
 
 #include <cjson/cJSON.h>
@@ -22,7 +23,9 @@ struct wrk_consumer {
     int paused;
     int closed;
     int fatal;
-    int up; /* wrk_consumer_up() */
+    int up;               /* wrk_consumer_up() */
+    int topic_partitions; /* of the jobs topic, as last seen (0: unknown) */
+    int last_assigned;    /* partitions of the last assignment (-1: none yet) */
     wrk_lag_fn on_lag;
     void *lag_arg;
     wrk_record_fn on_record;
@@ -137,6 +140,17 @@ static void consumer_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             set_pause(c, parts, 1);
         c->up = 1;
         log_event(LOG_INFO, "partitions assigned", "partitions", which, (char *)NULL);
+        c->last_assigned = parts->cnt;
+        if (parts->cnt == 0 && c->topic_partitions > 0) {
+            char np[16];
+            snprintf(np, sizeof(np), "%d", c->topic_partitions);
+            log_event(LOG_WARN,
+                      "this worker got no partition: the group has more workers than the jobs "
+                      "topic has partitions, so it stays idle (an autoscaler cannot add "
+                      "consumers past the partition count; add partitions or run fewer "
+                      "workers; docs/kafka.md)",
+                      "topic", c->topic, "partitions", np, (char *)NULL);
+        }
         if (c->on_assign)
             c->on_assign(parts->cnt, c->arg);
         return;
@@ -207,6 +221,11 @@ static int consumer_stats_cb(rd_kafka_t *rk, char *json, size_t json_len, void *
         cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "topics"),
                                          c->topic),
         "partitions");
+    int known = 0;
+    const cJSON *kp;
+    cJSON_ArrayForEach(kp, parts) known += stats_offset(kp, "partition") >= 0;
+    if (known > 0)
+        c->topic_partitions = known;
     int32_t *ids = c->nparts > 0 ? malloc((size_t)c->nparts * sizeof(*ids)) : NULL;
     int64_t *lags = c->nparts > 0 ? malloc((size_t)c->nparts * sizeof(*lags)) : NULL;
     size_t n = 0;
@@ -246,17 +265,52 @@ static int conf_set(rd_kafka_conf_t *conf, const char *k, const char *v, char *e
     return 0;
 }
 
+/* The consumer's built-in defaults (a properties file may override them) and the properties
+ * mcpq fixes (kafkaconf.h refuses them from the user); fetch_wait holds the setting. */
+#define CONSUMER_BASE(client_id)                                                                   \
+    {                                                                                              \
+        {"client.id", client_id, "MCPQ_WORKER_ID"},                                                \
+            {"auto.commit.interval.ms", "1000", "default"},                                        \
+            {"auto.offset.reset", "earliest", "default"},                                          \
+            {"session.timeout.ms", "10000", "default"},                                            \
+            {"heartbeat.interval.ms", "1000", "default"},                                          \
+            {"fetch.error.backoff.ms", "100", "default"},                                          \
+            {"socket.nagle.disable", "true", "default"},                                           \
+            {"reconnect.backoff.max.ms", "2000", "default"},                                       \
+    }
+#define CONSUMER_FIXED(s, fetch_wait)                                                              \
+    {                                                                                              \
+        {"bootstrap.servers", (s)->kafka_brokers, "MCPQ_KAFKA_BROKERS"},                           \
+            {"group.id", (s)->group_id, "MCPQ_GROUP_ID"},                                          \
+            {"enable.auto.offset.store", "false", "fixed"},                                        \
+            {"enable.auto.commit", "true", "fixed"},                                               \
+            {"fetch.wait.max.ms", fetch_wait, "MCPQ_KAFKA_FETCH_WAIT_MS"},                         \
+    }
+#define NPROPS(a) (sizeof(a) / sizeof((a)[0]))
+
+void wrk_consumer_conf_print(FILE *out, const mcpq_settings_t *s, const char *worker_id,
+                             const kconf_t *kc)
+{
+    char fetch_wait[24];
+    snprintf(fetch_wait, sizeof(fetch_wait), "%lld", s->kafka_fetch_wait_ms);
+    const kconf_prop_t base[] = CONSUMER_BASE(worker_id);
+    const kconf_prop_t fixed[] = CONSUMER_FIXED(s, fetch_wait);
+    kconf_print(out, kc, KCONF_CONSUMER, base, NPROPS(base), fixed, NPROPS(fixed));
+}
+
 wrk_consumer_t *wrk_consumer_new(const mcpq_settings_t *s, const char *worker_id, int static_member,
                                  wrk_record_fn on_record, wrk_assign_fn on_assign, void *arg,
                                  char *errstr, size_t errstr_size)
 {
     wrk_consumer_t *c = calloc(1, sizeof(*c));
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    if (!c || !conf) {
+    rd_kafka_conf_t *conf = NULL;
+    kconf_t *kc = NULL;
+    if (!c) {
         snprintf(errstr, errstr_size, "out of memory");
         goto fail;
     }
     c->wake[0] = c->wake[1] = -1;
+    c->last_assigned = -1;
     c->on_record = on_record;
     c->on_assign = on_assign;
     c->arg = arg;
@@ -267,24 +321,27 @@ wrk_consumer_t *wrk_consumer_new(const mcpq_settings_t *s, const char *worker_id
     }
     char fetch_wait[24];
     snprintf(fetch_wait, sizeof(fetch_wait), "%lld", s->kafka_fetch_wait_ms);
-    const char *settings[][2] = {
-        {"bootstrap.servers", s->kafka_brokers},
-        {"group.id", s->group_id},
-        {"client.id", worker_id},
-        {"enable.auto.offset.store", "false"},
-        {"enable.auto.commit", "true"},
-        {"auto.commit.interval.ms", "1000"},
-        {"auto.offset.reset", "earliest"},
-        {"session.timeout.ms", "10000"},
-        {"heartbeat.interval.ms", "1000"},
-        {"fetch.wait.max.ms", fetch_wait},
-        {"fetch.error.backoff.ms", "100"},
-        {"socket.nagle.disable", "true"},
-        {"reconnect.backoff.max.ms", "2000"},
-    };
-    for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++)
-        if (conf_set(conf, settings[i][0], settings[i][1], errstr, errstr_size) < 0)
-            goto fail;
+    const kconf_prop_t base[] = CONSUMER_BASE(worker_id);
+    const kconf_prop_t fixed[] = CONSUMER_FIXED(s, fetch_wait);
+    kc = kconf_load(s->kafka_properties, (const char *const *)environ, errstr, errstr_size);
+    if (!kc)
+        goto fail;
+    const char *const jobs_topic[] = {s->topic_jobs};
+    c->topic_partitions = ktopic_ensure(&(ktopic_want_t){.brokers = s->kafka_brokers,
+                                                         .kc = kc,
+                                                         .topics = jobs_topic,
+                                                         .ntopics = 1,
+                                                         .partitions = (int)s->partitions,
+                                                         .replication = (int)s->replication_factor,
+                                                         .create = (int)s->topic_create});
+    if (c->topic_partitions < 0)
+        c->topic_partitions = 0;
+    conf = kconf_build(kc, KCONF_CONSUMER, base, NPROPS(base), fixed, NPROPS(fixed), errstr,
+                       errstr_size);
+    kconf_free(kc);
+    kc = NULL;
+    if (!conf)
+        goto fail;
     if (static_member && conf_set(conf, "group.instance.id", worker_id, errstr, errstr_size) < 0)
         goto fail;
     /* fetch.queue.backoff.ms exists from librdkafka 2.1.0; 2.0.2 has no such wait. */
@@ -442,6 +499,16 @@ int wrk_consumer_assigned(const wrk_consumer_t *c)
     for (int i = 0; i < c->nparts; i++)
         n += c->parts[i] != NULL;
     return n;
+}
+
+int wrk_consumer_topic_partitions(const wrk_consumer_t *c)
+{
+    return c->topic_partitions;
+}
+
+int wrk_consumer_idle_member(const wrk_consumer_t *c)
+{
+    return c->last_assigned == 0 && c->topic_partitions > 0;
 }
 
 size_t wrk_consumer_tracked(const wrk_consumer_t *c)

@@ -23,11 +23,13 @@
 #ifndef MCPQ_WORKER_CONSUMER_H
 #define MCPQ_WORKER_CONSUMER_H
 
+#include "kafkaconf.h"
 #include "offsets.h"
 #include "settings.h"
 
 #include <librdkafka/rdkafka.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 typedef struct wrk_consumer wrk_consumer_t;
@@ -50,6 +52,10 @@ typedef void (*wrk_lag_fn)(const char *topic, const int32_t *partitions, const i
 wrk_consumer_t *wrk_consumer_new(const mcpq_settings_t *s, const char *worker_id, int static_member,
                                  wrk_record_fn on_record, wrk_assign_fn on_assign, void *arg,
                                  char *errstr, size_t errstr_size);
+/* Prints the consumer's effective properties (kconf_print) for --print-config. */
+void wrk_consumer_conf_print(FILE *out, const mcpq_settings_t *s, const char *worker_id,
+                             const kconf_t *kc);
+
 /* Closes (when not done yet) and destroys. NULL is a no-op. */
 void wrk_consumer_free(wrk_consumer_t *c);
 
@@ -86,6 +92,14 @@ int wrk_consumer_up(const wrk_consumer_t *c);
 
 /* Partitions assigned now. */
 int wrk_consumer_assigned(const wrk_consumer_t *c);
+
+/* Partitions of the jobs topic (0: not known yet): from the start-up check (kafkatopic.h),
+ * then from the statistics when MCPQ_METRICS_LISTEN is set. */
+int wrk_consumer_topic_partitions(const wrk_consumer_t *c);
+
+/* 1 when the last assignment gave this member no partition of a topic that has some: the
+ * group has more members than the topic has partitions. */
+int wrk_consumer_idle_member(const wrk_consumer_t *c);
 
 /* Records handed out and not yet finished, over all tracked partitions. */
 size_t wrk_consumer_tracked(const wrk_consumer_t *c);

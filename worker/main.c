@@ -1,6 +1,7 @@
 /*
  * main.c - mcpq-worker: settings, logging, process set-up; the work is in worker.c.
  */
+#include "consumer.h"
 #include "err.h"
 #include "jobsig.h"
 #include "log.h"
@@ -79,6 +80,22 @@ int main(int argc, char **argv)
         fprintf(stderr, "mcpq-worker: MCPQ_KAFKA_BROKERS (--kafka-brokers) is required\n");
         return 2;
     }
+    /* The Kafka properties first: a bad one stops the process before anything connects
+     * (the consumer reads them again when it is made). */
+    kconf_t *kc =
+        kconf_load(s.kafka_properties, (const char *const *)environ, errstr, sizeof(errstr));
+    if (!kc) {
+        fprintf(stderr, "mcpq-worker: %s\n", errstr);
+        return 2;
+    }
+    if (rc == SETTINGS_PRINT) {
+        settings_print(stdout, &s, SET_WORKER);
+        wrk_consumer_conf_print(
+            stdout, &s, s.worker_id && *s.worker_id ? s.worker_id : "worker-<host>-<pid>", kc);
+    }
+    kconf_free(kc);
+    if (rc == SETTINGS_PRINT)
+        return 0;
     jobsig_keys_t keys;
     if (jobsig_keys_load(&keys, &s, errstr, sizeof(errstr)) < 0) {
         fprintf(stderr, "mcpq-worker: %s\n", errstr);

@@ -41,7 +41,7 @@ struct wrk_metrics {
     atomic_ullong rejected[WRK_REJECTED_COUNT];
     atomic_ullong results_written, results_retried;
     atomic_size_t running, inflight;
-    atomic_int kafka_up, redis_up, assigned, stopping;
+    atomic_int kafka_up, redis_up, assigned, stopping, topic_partitions, idle_member;
     pthread_mutex_t lag_lock; /* guards what follows */
     char lag_topic[LAG_TOPIC_MAX];
     int32_t *lag_parts;
@@ -112,6 +112,8 @@ void wrk_metrics_gauges(wrk_metrics_t *m, const wrk_metrics_gauges_t *g)
     atomic_store(&m->kafka_up, g->kafka_up);
     atomic_store(&m->redis_up, g->redis_up);
     atomic_store(&m->assigned, g->assigned);
+    atomic_store(&m->topic_partitions, g->topic_partitions);
+    atomic_store(&m->idle_member, g->idle_member);
 }
 
 void wrk_metrics_stopping(wrk_metrics_t *m)
@@ -216,6 +218,13 @@ int wrk_metrics_render(wrk_metrics_t *m, util_buf_t *out)
     prom_head(out, "mcpq_worker_kafka_assigned_partitions", "gauge",
               "Partitions of the jobs topic assigned to this worker.");
     prom_line(out, "mcpq_worker_kafka_assigned_partitions %d\n", atomic_load(&m->assigned));
+    prom_head(out, "mcpq_worker_kafka_topic_partitions", "gauge",
+              "Partitions of the jobs topic (0: not known yet): the most workers that consume.");
+    prom_line(out, "mcpq_worker_kafka_topic_partitions %d\n", atomic_load(&m->topic_partitions));
+    prom_head(out, "mcpq_worker_kafka_idle_member", "gauge",
+              "1 when this worker got no partition: the group has more workers than the jobs "
+              "topic has partitions.");
+    prom_line(out, "mcpq_worker_kafka_idle_member %d\n", atomic_load(&m->idle_member));
     prom_head(out, "mcpq_worker_kafka_consumer_lag", "gauge",
               "Records behind the high watermark on each partition assigned to this worker.");
     pthread_mutex_lock(&m->lag_lock);

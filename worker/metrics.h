@@ -19,6 +19,9 @@
  *   mcpq_worker_kafka_consumer_lag{topic,partition} records behind the high watermark on
  *                                                each partition assigned to this worker
  *   mcpq_worker_kafka_assigned_partitions        partitions assigned to this worker
+ *   mcpq_worker_kafka_topic_partitions           partitions of the jobs topic (0: unknown)
+ *   mcpq_worker_kafka_idle_member                1 when this worker got no partition: the
+ *                                                group has more workers than partitions
  *   mcpq_worker_dependency_up{dependency}        kafka, redis
  *   mcpq_worker_stopping                         1 once SIGTERM arrived
  * plus mcpq_build_info and process_start_time_seconds (promtext.h).
@@ -64,7 +67,9 @@ typedef struct wrk_metrics_gauges {
     size_t inflight;                                     /* jobs held */
     unsigned long long results_written, results_retried; /* store.h counters */
     int kafka_up, redis_up;
-    int assigned; /* partitions assigned */
+    int assigned;         /* partitions assigned */
+    int topic_partitions; /* of the jobs topic (0: unknown) */
+    int idle_member;      /* wrk_consumer_idle_member() */
 } wrk_metrics_gauges_t;
 
 typedef struct wrk_metrics wrk_metrics_t;

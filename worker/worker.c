@@ -827,6 +827,8 @@ static void metrics_publish(wrk_worker_t *w)
         .kafka_up = wrk_consumer_up(w->consumer),
         .redis_up = wrk_store_up(w->store) && wrk_cancelsub_up(w->cancelsub),
         .assigned = wrk_consumer_assigned(w->consumer),
+        .topic_partitions = wrk_consumer_topic_partitions(w->consumer),
+        .idle_member = wrk_consumer_idle_member(w->consumer),
     };
     wrk_store_counts(w->store, &g.results_written, &g.results_retried);
     wrk_metrics_gauges(w->metrics, &g);

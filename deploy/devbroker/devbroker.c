@@ -15,6 +15,7 @@
  * Logs are JSON lines on stderr (common/log.h); stdout carries only the BOOTSTRAP line.
  */
 #include "err.h"
+#include "front.h"
 #include "log.h"
 #include "settings.h"
 
@@ -30,6 +31,9 @@
 
 #define DB_TOPIC_MAX 249 /* Kafka's own limit on topic name length */
 #define DB_METADATA_TIMEOUT_MS 10000
+
+/* Reachable for the process' life (its threads use it; leak checkers see it). */
+static db_front_t *front;
 
 static const char db_about[] =
     "mcpq-devbroker: a Kafka-protocol broker for development and tests (librdkafka's mock\n"
@@ -199,7 +203,7 @@ int main(int argc, char **argv)
         log_msgf(LOG_ERROR, "cannot create the mock cluster (%lld brokers)", s.brokers);
         goto out;
     }
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 2 && s.db_topics; i++) {
         rd_kafka_resp_err_t err =
             rd_kafka_mock_topic_create(mcluster, topics[i], (int)s.partitions, 1);
         if (err) {
@@ -208,8 +212,41 @@ int main(int argc, char **argv)
         }
     }
     const char *bootstraps = rd_kafka_mock_cluster_bootstraps(mcluster);
-    if (db_topics_check(bootstraps, topics, 2, (int)s.partitions) < 0)
+    if (db_topics_check(bootstraps, topics, s.db_topics ? 2 : 0, (int)s.partitions) < 0)
         goto out;
+    /* The front (front.h) for what the mock lacks: SASL, TLS, CreateTopics. */
+    if (!s.db_topics || s.db_deny_create || (s.db_sasl && *s.db_sasl) ||
+        (s.db_tls_cert && *s.db_tls_cert)) {
+        static char user[256]; /* the front keeps pointers to these for the process' life */
+        db_front_opts_t fo = {.tls_cert = s.db_tls_cert,
+                              .tls_key = s.db_tls_key,
+                              .tls_ca = s.db_tls_ca,
+                              .deny_create = (int)s.db_deny_create};
+        if (s.db_sasl && *s.db_sasl) {
+            const char *colon = strchr(s.db_sasl, ':');
+            if (!colon || (size_t)(colon - s.db_sasl) >= sizeof(user)) {
+                log_msgf(LOG_ERROR, "MCPQ_DEVBROKER_SASL must be user:password");
+                goto out;
+            }
+            snprintf(user, sizeof(user), "%.*s", (int)(colon - s.db_sasl), s.db_sasl);
+            fo.sasl_user = user;
+            fo.sasl_password = colon + 1;
+        }
+        if (fo.tls_cert && *fo.tls_cert && !(fo.tls_key && *fo.tls_key)) {
+            log_msgf(LOG_ERROR, "MCPQ_DEVBROKER_TLS_CERT needs MCPQ_DEVBROKER_TLS_KEY");
+            goto out;
+        }
+        front = db_front_start(mcluster, bootstraps, &fo, errstr, sizeof(errstr));
+        if (!front) {
+            log_msgf(LOG_ERROR, "front: %s", errstr);
+            goto out;
+        }
+        log_event(LOG_INFO, "devbroker front listening", "mock", bootstraps, "front",
+                  db_front_bootstraps(front), "sasl", fo.sasl_user ? "PLAIN" : "off", "tls",
+                  fo.tls_cert && *fo.tls_cert ? (fo.tls_ca && *fo.tls_ca ? "mutual" : "on") : "off",
+                  (char *)NULL);
+        bootstraps = db_front_bootstraps(front);
+    }
     if (s.ready_file && *s.ready_file && db_ready_file_write(s.ready_file, bootstraps) < 0)
         goto out;
 
