@@ -72,12 +72,15 @@ stop() { # pid: SIGTERM, then SIGKILL after 5 s
     wait "$1" 2>/dev/null || true
 }
 start_check() { # run_dir label
-    local dir=$1 label=$2 bin env=() log pid i line
+    local dir=$1 label=$2 bin env=() log pid i line redis_scheme=redis
     bin=$(cat "$dir/binary")
     log=$dir/start.log
     while IFS= read -r line; do
         case ${line%%=*} in
-        MCPQ_KAFKA_BROKERS | MCPQ_REDIS_URL | MCPQ_LISTEN | MCPQ_FILES_DIR | MCPQ_CONFIG | MCPQ_READY_FILE) ;;
+        # Redis at a closed port, but over TLS when the manifests say rediss:// (the TLS files
+        # are only accepted with it).
+        MCPQ_REDIS_URL) [ "${line#MCPQ_REDIS_URL=rediss://}" != "$line" ] && redis_scheme=rediss ;;
+        MCPQ_KAFKA_BROKERS | MCPQ_LISTEN | MCPQ_FILES_DIR | MCPQ_CONFIG | MCPQ_READY_FILE) ;;
         # The worker's metrics server and the ingress's ops listener: any free loopback port
         # (their format is checked by validate.mjs; the binary refuses a malformed one at
         # start-up all the same).
@@ -86,7 +89,7 @@ start_check() { # run_dir label
         *) env+=("$line") ;;
         esac
     done <"$dir/env"
-    env+=(MCPQ_KAFKA_BROKERS=127.0.0.1:1 MCPQ_REDIS_URL=redis://127.0.0.1:1/0
+    env+=(MCPQ_KAFKA_BROKERS=127.0.0.1:1 MCPQ_REDIS_URL=$redis_scheme://127.0.0.1:1/0
         MCPQ_LISTEN=127.0.0.1:0 MCPQ_FILES_DIR="$dir/files")
     # Files on a Secret volume the manifests do not hold (overlays/production's
     # /var/run/secrets/mcpq/...): stand-ins of the right kind in the run dir, so the binary
