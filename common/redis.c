@@ -214,16 +214,27 @@ static int parse_sentinels(kv_target_t *t, const char *list, char *errstr, size_
 static int target_options(kv_target_t *t, const mcpq_settings_t *s, char *errstr,
                           size_t errstr_size)
 {
-    if (s->redis_password_file && *s->redis_password_file) {
-        if (t->url.password[0]) {
-            snprintf(errstr, errstr_size, "MCPQ_REDIS_PASSWORD_FILE is set and MCPQ_REDIS_URL "
-                                          "holds a password too: set one");
-            return MCPQ_EINVAL;
-        }
-        if (read_secret(s->redis_password_file, "MCPQ_REDIS_PASSWORD_FILE", t->url.password,
-                        sizeof(t->url.password), errstr, errstr_size) < 0)
-            return MCPQ_EINVAL;
+    int has_value = s->redis_password && *s->redis_password;
+    int has_file = s->redis_password_file && *s->redis_password_file;
+    if (has_value + has_file + (t->url.password[0] != 0) > 1) {
+        snprintf(errstr, errstr_size, "the Redis password is set more than once (%s%s%s): set "
+                                      "one",
+                 t->url.password[0] ? "in MCPQ_REDIS_URL, " : "",
+                 has_value ? "MCPQ_REDIS_PASSWORD, " : "",
+                 has_file ? "MCPQ_REDIS_PASSWORD_FILE" : "");
+        return MCPQ_EINVAL;
     }
+    if (has_value && strlen(s->redis_password) >= sizeof(t->url.password)) {
+        snprintf(errstr, errstr_size, "MCPQ_REDIS_PASSWORD: longer than %zu bytes",
+                 sizeof(t->url.password) - 1);
+        return MCPQ_EINVAL;
+    }
+    if (has_value)
+        snprintf(t->url.password, sizeof(t->url.password), "%s", s->redis_password);
+    if (has_file && read_secret(s->redis_password_file, "MCPQ_REDIS_PASSWORD_FILE",
+                                t->url.password, sizeof(t->url.password), errstr,
+                                errstr_size) < 0)
+        return MCPQ_EINVAL;
     int tls_opts = (s->redis_tls_ca_file && *s->redis_tls_ca_file) ||
                    (s->redis_tls_cert_file && *s->redis_tls_cert_file) ||
                    (s->redis_tls_key_file && *s->redis_tls_key_file);

@@ -41,6 +41,9 @@ static const set_def_t defs[] = {
      "Redis URL: redis://[user[:password]@]host[:port][/db], rediss://... (TLS), "
      "unix:///path/redis.sock?db=N; IPv6 as [::1]; user and password percent-encoded "
      "(docs/production.md)"},
+    {"MCPQ_REDIS_PASSWORD", "redis-password", T_SECRET, NULL, 0, 0, ALL, S(redis_password),
+     "the Redis password, for a URL that names none (e.g. from a Kubernetes secretKeyRef); "
+     "not together with MCPQ_REDIS_PASSWORD_FILE or a password in MCPQ_REDIS_URL"},
     {"MCPQ_REDIS_PASSWORD_FILE", "redis-password-file", T_STR, NULL, 0, 0, ALL,
      S(redis_password_file),
      "file holding the Redis password (a trailing newline is not part of it), e.g. a mounted "

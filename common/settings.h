@@ -24,7 +24,8 @@ typedef struct mcpq_settings {
     const char *ops_listen; /* ingress: /metrics, /healthz, /readyz, /admin (empty: on listen) */
     const char *kafka_brokers;
     const char *redis_url;
-    const char *redis_password_file; /* redis.h: all of these are read by kv_target_new() */
+    const char *redis_password; /* redis.h: all of these are read by kv_target_new() */
+    const char *redis_password_file;
     const char *redis_tls_ca_file;
     const char *redis_tls_cert_file;
     const char *redis_tls_key_file;

@@ -13,8 +13,8 @@
  *      and Redis's ACL LOG records no refusal; a wrong password gives /readyz 503 and
  *      "AUTH failed";
  *   d. unix:///path/redis.sock?db=3 with MCPQ_REDIS_PASSWORD_FILE: calls answered, and mcpq's
- *      keys are in database 3; redis://[::1]:port/2 the same over IPv6 (skipped when the
- *      machine has no ::1);
+ *      keys are in database 3; redis://[::1]:port/2 with MCPQ_REDIS_PASSWORD the same over
+ *      IPv6 (skipped when the machine has no ::1);
  *   e. bad settings stop the ingress at start-up with a message naming them.
  * Each part uses its own consumer group, so its worker starts without waiting for the
  * previous one's to leave.
@@ -381,11 +381,13 @@ static void test_unix_v6(void)
         return;
     }
     int p = fx_free_port();
-    snprintf(args, sizeof(args), "--port %d --bind ::1", p);
+    snprintf(args, sizeof(args), "--port %d --bind ::1 --requirepass from-env", p);
     pid_t r6 = start_redis("redis-v6", args);
     snprintf(url, sizeof(url), "MCPQ_REDIS_URL=redis://[::1]:%d/2", p);
-    const char *v6[] = {url, NULL};
-    stack_works("redis://[::1]:port/2 (IPv6 literal): a call answered", v6, 0);
+    const char *v6[] = {url, "MCPQ_REDIS_PASSWORD=from-env", NULL};
+    stack_works("redis://[::1]:port/2 (IPv6 literal), password from MCPQ_REDIS_PASSWORD: a call "
+                "answered",
+                v6, 0);
     fx_stop_pid(r6, 5000);
 }
 
@@ -405,7 +407,7 @@ static void test_bad_settings(void)
     const char *pw_twice[] = {"MCPQ_REDIS_URL=redis://:pw@localhost:6379/0",
                               "MCPQ_REDIS_PASSWORD_FILE=/dev/null", NULL};
     start_refused("a password in the URL and in a file stops start-up", pw_twice,
-                  "MCPQ_REDIS_PASSWORD_FILE is set and MCPQ_REDIS_URL holds a password");
+                  "the Redis password is set more than once");
 }
 
 int main(void)
