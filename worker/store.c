@@ -61,6 +61,7 @@ struct wrk_store {
     unsigned long long written, retried; /* wrk_store_counts() */
     int wait_replicas, wait_timeout_ms;  /* wrk_store_set_wait(); 0: no WAIT */
     unsigned long long wait_short;       /* WAITs that came back short */
+    unsigned conn_gen;                   /* bumped by every new connection */
 };
 
 wrk_store_t *wrk_store_new(kv_target_t *kvt, int timeout_ms, long long result_ttl_s)
@@ -217,6 +218,7 @@ static int store_connect(wrk_store_t *st)
         store_down(st, errstr);
         return MCPQ_EUNAVAIL;
     }
+    st->conn_gen++;
     return 0;
 }
 
@@ -509,6 +511,10 @@ static int round_two(wrk_store_t *st, wrk_store_req_t *batch)
     st->nexpire = 0;
     size_t nwrites = 0;
     for (wrk_store_req_t *r = batch; r; r = r->next) {
+        if (r->phase == 4) { /* written on this connection, waiting for the replicas */
+            nwrites++;
+            continue;
+        }
         if (!(((r->op == WRK_STORE_WRITE || r->op == WRK_STORE_CANCEL) && r->phase == 1) ||
               r->op == WRK_STORE_REPLY))
             continue;
@@ -556,18 +562,31 @@ static int round_two(wrk_store_t *st, wrk_store_req_t *batch)
             st->cmds[i].req->phase = 3;
         }
     }
-    if (rc == 0 && short_wait) {
-        /* Fewer replicas than asked hold these writes: none is done (no offset is stored);
-         * all of them are written again after a backoff (SET NX GET and the reply entries are
-         * idempotent for the ingress), so a failover meanwhile cannot lose them. */
-        if (st->wait_short++ % 100 == 0)
-            log_event(LOG_WARN, "redis WAIT: too few replicas acknowledged; writing again",
+    if (rc == 0 && st->wait_replicas > 0 && nwrites > 0) {
+        /* Short: fewer replicas than asked hold these writes, so none is done (no offset is
+         * stored). They wait (phase 4) and the next pipeline on this connection asks WAIT
+         * again, which covers them; on a new connection they are written again (wrk_store_flush),
+         * since the master that lost them may be another one now. */
+        if (short_wait && st->wait_short++ % 100 == 0)
+            log_event(LOG_WARN, "redis WAIT: too few replicas acknowledged; results wait",
                       (char *)NULL);
-        for (wrk_store_req_t *r = batch; r; r = r->next)
-            if (r->op == WRK_STORE_WRITE || r->op == WRK_STORE_CANCEL || r->op == WRK_STORE_REPLY)
-                if (r->phase == 3 || r->phase == 1)
-                    r->phase = -1; /* reset by wrk_store_flush */
-        rc = MCPQ_EUNAVAIL;
+        for (wrk_store_req_t *r = batch; r; r = r->next) {
+            if (r->phase != 3 && r->phase != 4)
+                continue;
+            r->phase = short_wait ? 4 : 3;
+            r->wait_gen = st->conn_gen;
+        }
+        if (short_wait)
+            rc = MCPQ_ETIMEDOUT;
+    } else if (rc < 0 && st->wait_replicas > 0) {
+        /* No WAIT answer (the connection broke): nothing of this batch is done. */
+        for (wrk_store_req_t *r = batch; r; r = r->next) {
+            if (r->phase != 3 && r->phase != 4)
+                continue;
+            free(r->durable);
+            r->durable = NULL;
+            r->phase = 0;
+        }
     }
     free_replies(replies, st->ncmds);
     return rc;
@@ -588,6 +607,14 @@ int wrk_store_flush(wrk_store_t *st)
     if (store_connect(st) < 0)
         return 0;
     wrk_store_req_t *batch = take_batch(st, STORE_BATCH);
+    for (wrk_store_req_t *r = batch; r; r = r->next)
+        if (r->phase == 4 && r->wait_gen != st->conn_gen) {
+            /* Written on a connection since lost: perhaps to a master a failover left behind,
+             * so written again (SET NX GET and the reply entries are idempotent for readers). */
+            free(r->durable);
+            r->durable = NULL;
+            r->phase = 0;
+        }
     store_note_t *notes = NULL;
     int rc = round_one(st, batch, &notes);
     /* Notes sent in round one are released whatever happened. */
@@ -603,6 +630,10 @@ int wrk_store_flush(wrk_store_t *st)
     }
     if (rc == MCPQ_EIO) {
         store_down(st, st->ctx && st->ctx->errstr[0] ? st->ctx->errstr : "connection lost");
+    } else if (rc == MCPQ_ETIMEDOUT) {
+        /* A short WAIT took its timeout already: no growing backoff, so new results keep
+         * going out (and are answered) while a replica is missing. */
+        st->retry_at = util_mono_ms() + STORE_BACKOFF_MIN_MS;
     } else if (rc == MCPQ_EUNAVAIL) {
         st->retry_at = util_mono_ms() + st->backoff_ms;
         st->backoff_ms =
@@ -629,9 +660,9 @@ int wrk_store_flush(wrk_store_t *st)
                 r->durable = NULL;
                 r->phase = 0;
                 r->cancelled = 0;
-            } else if (r->phase == -1 || (rc == MCPQ_EIO && r->phase == 1)) {
-                /* A short WAIT, or a connection lost after the SET: the SET may not have
-                 * reached the master that answers next (a failover), so it is sent again. */
+            } else if (rc == MCPQ_EIO && r->phase == 1) {
+                /* The connection was lost after the SET: it may not have reached the master
+                 * that answers next (a failover), so it is sent again. */
                 free(r->durable);
                 r->durable = NULL;
                 r->phase = 0;

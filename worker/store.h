@@ -30,8 +30,9 @@
  *
  * With wrk_store_set_wait(), every pipeline that wrote results or entries ends with
  * WAIT <replicas> <timeout_ms>: a request is done only once that many replicas hold its
- * writes; when fewer acknowledged, its writes are sent again after the backoff (so a failover
- * to a replica that missed them cannot lose a result whose offset was stored). A -READONLY
+ * writes. When fewer acknowledged it waits, and WAIT is asked again on the same connection
+ * with the next pipeline; if that connection is lost first its writes are sent again (a
+ * failover to a replica that missed them cannot lose a result whose offset was stored). A -READONLY
  * answer (the master was demoted) drops the connection like a lost one (docs/redis.md).
  *
  * Requests live in their owner's memory (embedded in a job) and must stay valid until done
@@ -78,7 +79,9 @@ struct wrk_store_req {
     void *arg;
     int cancelled; /* CHECK, PROBE: 1 when mcpq:cancel:<id> exists (set before done runs) */
     /* private */
-    int phase;     /* WRITE, CANCEL: 0 SET/GET pending, 1 XADD pending */
+    int phase;     /* WRITE, CANCEL: 0 SET/GET pending, 1 XADD pending; 4 (all three):
+                    * written, waiting for replicas (wrk_store_set_wait) */
+    unsigned wait_gen; /* phase 4: the connection it was written on */
     char *durable; /* WRITE: another worker's record found by SET NX GET; CANCEL: the entry
                     * data (malloc'd) */
     size_t durable_len;
