@@ -466,6 +466,33 @@ int kv_reply_failover(kv_target_t *t, const redisReply *r)
     return 1;
 }
 
+#define KV_FAILOVER_ERRSTR "READONLY: the server is a replica now (failover); reconnecting"
+
+int kv_ctx_failover(kv_target_t *t, redisContext *c, const redisReply *r)
+{
+    if (!r || r->type != REDIS_REPLY_ERROR || r->len < 8 || strncmp(r->str, "READONLY", 8) != 0)
+        return 0;
+    if (t)
+        atomic_fetch_add(&t->generation, 1);
+    if (c && !c->err) {
+        c->err = REDIS_ERR_OTHER;
+        snprintf(c->errstr, sizeof(c->errstr), "%s", KV_FAILOVER_ERRSTR);
+    }
+    return 1;
+}
+
+int kv_wait(redisContext *c, int replicas, int timeout_ms)
+{
+    if (replicas <= 0)
+        return 0;
+    redisReply *r = redisCommand(c, "WAIT %d %d", replicas, timeout_ms);
+    if (!r)
+        return MCPQ_EIO;
+    int rc = r->type == REDIS_REPLY_INTEGER && r->integer >= replicas ? 0 : MCPQ_EUNAVAIL;
+    freeReplyObject(r);
+    return rc;
+}
+
 int kv_set_nonblock(redisContext *c)
 {
     int fl = fcntl(c->fd, F_GETFL);
@@ -540,6 +567,11 @@ void kv_pool_put(kv_pool_t *pool, redisContext *ctx, int broken)
 {
     if (!ctx)
         return;
+    /* A connection that broke (lost, timed out, or marked by kv_ctx_failover) may mean the
+     * master is gone or demoted: the idle ones made before are dropped too (kv_pool_get)
+     * rather than each failing one request. */
+    if (ctx->err)
+        atomic_fetch_add(&pool->target->generation, 1);
     if (!broken && !ctx->err) {
         pthread_mutex_lock(&pool->lock);
         if (pool->nidle < pool->max_idle) {

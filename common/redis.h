@@ -71,6 +71,22 @@ redisContext *kv_connect(kv_target_t *t, int timeout_ms, char *errstr, size_t er
  */
 int kv_reply_failover(kv_target_t *t, const redisReply *r);
 
+/*
+ * kv_reply_failover() for code that keeps its own context and drops it when c->err is set:
+ * on -READONLY it also marks c broken (c->err REDIS_ERR_OTHER, c->errstr saying why), so the
+ * holder reconnects, and kv_connect() finds the new master. t may be NULL (kv_pool_put()
+ * then bumps the generation when the context comes back to a pool). 1 on -READONLY.
+ */
+int kv_ctx_failover(kv_target_t *t, redisContext *c, const redisReply *r);
+
+/*
+ * WAIT replicas timeout_ms on c: 0 when at least `replicas` replicas acknowledged every write
+ * c made so far, MCPQ_EUNAVAIL when fewer did within timeout_ms, MCPQ_EIO when the connection
+ * broke (c->err set). replicas <= 0: 0 at once. Keep timeout_ms below the context's socket
+ * timeout (settings.c checks MCPQ_REDIS_WAIT_TIMEOUT_MS < MCPQ_REDIS_TIMEOUT_MS).
+ */
+int kv_wait(redisContext *c, int replicas, int timeout_ms);
+
 /* Makes a context from kv_connect() non-blocking, for event loops that read it with
  * redisBufferRead/redisGetReply. 0 or MCPQ_EIO. */
 int kv_set_nonblock(redisContext *c);

@@ -165,6 +165,15 @@ static const set_def_t defs[] = {
      "worker: longest a fetch waits at the broker for new jobs (pickup latency vs idle fetches)"},
     {"MCPQ_REDIS_TIMEOUT_MS", "redis-timeout-ms", T_INT, "1000", 50, 60000, ALL,
      S(redis_timeout_ms), "connect and command timeout for Redis"},
+    {"MCPQ_REDIS_WAIT_REPLICAS", "redis-wait-replicas", T_INT, "0", 0, 16, ALL,
+     S(redis_wait_replicas),
+     "replicas that must acknowledge (Redis WAIT) a worker's results and task hand-offs before "
+     "their Kafka offset is stored, and an ingress' new tasks before it answers (0: off; "
+     "docs/redis.md)"},
+    {"MCPQ_REDIS_WAIT_TIMEOUT_MS", "redis-wait-timeout-ms", T_INT, "500", 1, 60000, ALL,
+     S(redis_wait_timeout_ms),
+     "with MCPQ_REDIS_WAIT_REPLICAS: how long one WAIT may take; fewer acknowledgements by then "
+     "and the write is retried (must be below MCPQ_REDIS_TIMEOUT_MS)"},
     {"MCPQ_REDIS_POOL_SIZE", "redis-pool-size", T_INT, "8", 1, 256, ING, S(redis_pool_size),
      "Redis connections the HTTP threads share"},
     {"MCPQ_SESSION_TTL_S", "session-ttl-s", T_INT, "86400", 60, 30LL * 86400, ING, S(session_ttl_s),
@@ -461,6 +470,12 @@ int settings_load(mcpq_settings_t *s, unsigned who, const char *prog, const char
         }
         if (apply(s, d, v, a, errstr, errstr_size) < 0)
             return MCPQ_EINVAL;
+    }
+    if (s->redis_wait_replicas > 0 && s->redis_wait_timeout_ms >= s->redis_timeout_ms) {
+        snprintf(errstr, errstr_size,
+                 "MCPQ_REDIS_WAIT_TIMEOUT_MS (%lld) must be below MCPQ_REDIS_TIMEOUT_MS (%lld)",
+                 s->redis_wait_timeout_ms, s->redis_timeout_ms);
+        return MCPQ_EINVAL;
     }
     if ((who & (SET_INGRESS | SET_WORKER)) && (!s->kafka_brokers || !*s->kafka_brokers)) {
         snprintf(errstr, errstr_size, "MCPQ_KAFKA_BROKERS (--kafka-brokers) is required");

@@ -68,6 +68,8 @@ typedef struct mcpq_settings {
     long long kafka_fetch_wait_ms;
     long long redis_timeout_ms;
     long long redis_pool_size;
+    long long redis_wait_replicas; /* docs/redis.md: WAIT before offsets and task answers */
+    long long redis_wait_timeout_ms;
     long long session_ttl_s;
     long long result_ttl_s;
     long long channel_max_turns;

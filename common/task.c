@@ -1,5 +1,6 @@
 #include "task.h"
 
+#include "redis.h"
 #include "util.h"
 
 #include "whq.h"
@@ -273,6 +274,8 @@ redisReply *task_script_run(redisContext *c, task_script_t s, int argc, const ch
             return r;
         int noscript = r->str && strncmp(r->str, "NOSCRIPT", 8) == 0;
         snprintf(errstr, errstr_size, "redis: %s", r->str ? r->str : "error");
+        /* A demoted master: c is marked broken so its holder reconnects (docs/redis.md). */
+        kv_ctx_failover(NULL, c, r);
         freeReplyObject(r);
         if (!noscript)
             return NULL;

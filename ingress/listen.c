@@ -322,6 +322,7 @@ static void sweep(ing_listen_t *l)
                 broken = 1;
                 break;
             }
+            broken = kv_ctx_failover(NULL, c, r); /* a demoted master: the context goes */
             if (r->type == REDIS_REPLY_INTEGER && r->integer == 0 &&
                 end_session_local(l, ids[i]) > 0)
                 log_event(LOG_INFO, "notification stream ended: its session is gone", "session",

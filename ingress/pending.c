@@ -434,6 +434,7 @@ int ing_cancel_job(redisContext *ctx, const char *job_id, const char *reason)
         redisReply *r = NULL;
         if (redisGetReply(ctx, (void **)&r) != REDIS_OK || !r || r->type == REDIS_REPLY_ERROR)
             rc = MCPQ_EUNAVAIL;
+        kv_ctx_failover(NULL, ctx, r); /* a demoted master: the caller reconnects */
         if (r)
             freeReplyObject(r);
         if (rc < 0 && ctx->err)

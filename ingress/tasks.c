@@ -11,8 +11,11 @@
 
 #define POLL_INTERVAL_MS 1000 /* suggested to pollers of a task that has not ended */
 
-/* Runs a task script on a pooled connection. */
-static redisReply *run(kv_pool_t *kv, task_script_t s, int argc, const char *const *argv)
+/* Runs a task script on a pooled connection; with replicas > 0, then WAIT on it: *waited is
+ * set to 0 when fewer replicas than that acknowledged within timeout_ms (or the connection
+ * broke), else 1. */
+static redisReply *run_wait(kv_pool_t *kv, task_script_t s, int argc, const char *const *argv,
+                            int replicas, int timeout_ms, int *waited)
 {
     char err[256];
     redisContext *c = kv_pool_get(kv, err, sizeof(err));
@@ -21,10 +24,17 @@ static redisReply *run(kv_pool_t *kv, task_script_t s, int argc, const char *con
         return NULL;
     }
     redisReply *r = task_script_run(c, s, argc, argv, err, sizeof(err));
-    kv_pool_put(kv, c, r == NULL && c->err != 0);
+    if (r && waited)
+        *waited = kv_wait(c, replicas, timeout_ms) == 0;
+    kv_pool_put(kv, c, c->err != 0);
     if (!r)
         log_event(LOG_WARN, "tasks: script failed", "error", err, (char *)NULL);
     return r;
+}
+
+static redisReply *run(kv_pool_t *kv, task_script_t s, int argc, const char *const *argv)
+{
+    return run_wait(kv, s, argc, argv, 0, 0, NULL);
 }
 
 int ing_task_create(kv_pool_t *kv, const ing_task_new_t *t, long long *created_ms)
@@ -48,7 +58,9 @@ int ing_task_create(kv_pool_t *kv, const ing_task_new_t *t, long long *created_m
                           t->surface,
                           t->traceparent ? t->traceparent : "",
                           max};
-    redisReply *r = run(kv, TASK_SCRIPT_CREATE, 14, argv);
+    int waited = 1;
+    redisReply *r =
+        run_wait(kv, TASK_SCRIPT_CREATE, 14, argv, t->wait_replicas, t->wait_timeout_ms, &waited);
     if (!r)
         return MCPQ_EUNAVAIL;
     int rc = r->type != REDIS_REPLY_INTEGER ? MCPQ_EUNAVAIL
@@ -58,6 +70,15 @@ int ing_task_create(kv_pool_t *kv, const ing_task_new_t *t, long long *created_m
     if (rc == 0)
         *created_ms = r->integer;
     freeReplyObject(r);
+    if (rc == 0 && !waited) {
+        /* Not on enough replicas: the client is told to try again and the task, which no
+         * job will ever run, ends terminated where it is (docs/redis.md). */
+        log_event(LOG_WARN, "task not created: too few Redis replicas acknowledged it", "task_id",
+                  t->id, (char *)NULL);
+        ing_task_abandon(kv, t->id, "not replicated in time (MCPQ_REDIS_WAIT_REPLICAS)",
+                         t->retention_s);
+        rc = MCPQ_EUNAVAIL;
+    }
     return rc;
 }
 

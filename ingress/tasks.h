@@ -28,10 +28,12 @@ typedef struct ing_task_new {
     long long priority, ttl_ms, retention_s;
     long long
         max_tasks; /* the tenant's quotas.tasks: tasks it may have in retention; 0: no limit */
+    int wait_replicas, wait_timeout_ms; /* MCPQ_REDIS_WAIT_*: 0 replicas, no WAIT */
 } ing_task_new_t;
 
 /* Creates the task (state waiting). 0 with *created_ms, MCPQ_EQUOTA (the tenant has
- * max_tasks tasks in retention: nothing created), or MCPQ_EUNAVAIL. */
+ * max_tasks tasks in retention: nothing created), or MCPQ_EUNAVAIL (also when fewer than
+ * t->wait_replicas replicas acknowledged it: it is then ended terminated). */
 int ing_task_create(kv_pool_t *kv, const ing_task_new_t *t, long long *created_ms);
 
 /* Ends a task whose job never reached Kafka as terminated (reason). Best effort. */

@@ -298,7 +298,9 @@ static int start_task(ing_mcp_t *m, const rpc_msg_t *msg, const ing_tool_t *tool
         .priority = priority,
         .ttl_ms = cJSON_IsNumber(ttl) && ttl->valuedouble > 0 ? (long long)ttl->valuedouble : 0,
         .retention_s = ctx->set->task_retention_s,
-        .max_tasks = ing_quota_limit(m->tenant, ING_QUOTA_TASKS, ctx->set)};
+        .max_tasks = ing_quota_limit(m->tenant, ING_QUOTA_TASKS, ctx->set),
+        .wait_replicas = (int)ctx->set->redis_wait_replicas,
+        .wait_timeout_ms = (int)ctx->set->redis_wait_timeout_ms};
     long long created = 0;
     int rc = payload && args_json ? ing_task_create(ctx->kv, &t, &created) : MCPQ_ENOMEM;
     cJSON_free(args_json);

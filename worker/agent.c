@@ -215,6 +215,12 @@ static redisReply *agent_reply_get(wrk_agent_t *a)
         agent_redis_broken(a);
         return NULL;
     }
+    /* A demoted master (-READONLY): dropped like a lost connection (docs/redis.md). */
+    if (kv_ctx_failover(a->kvt, a->ctx, r)) {
+        freeReplyObject(r);
+        agent_redis_broken(a);
+        return NULL;
+    }
     return r;
 }
 

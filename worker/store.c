@@ -25,7 +25,16 @@ typedef struct store_note {
 } store_note_t;
 
 /* What each appended command was, so its reply can be matched. */
-typedef enum { CMD_NOTE, CMD_EXPIRE, CMD_GET, CMD_SET, CMD_XADD, CMD_EXISTS, CMD_CGET } cmd_kind_t;
+typedef enum {
+    CMD_NOTE,
+    CMD_EXPIRE,
+    CMD_GET,
+    CMD_SET,
+    CMD_XADD,
+    CMD_EXISTS,
+    CMD_CGET,
+    CMD_WAIT
+} cmd_kind_t;
 
 typedef struct store_cmd {
     cmd_kind_t kind;
@@ -50,6 +59,9 @@ struct wrk_store {
     const char *expire_streams[STORE_EXPIRE_SLOTS];
     size_t nexpire;
     unsigned long long written, retried; /* wrk_store_counts() */
+    int wait_replicas, wait_timeout_ms;  /* wrk_store_set_wait(); 0: no WAIT */
+    unsigned long long wait_short;       /* WAITs that came back short */
+    unsigned conn_gen;                   /* bumped by every new connection */
 };
 
 wrk_store_t *wrk_store_new(kv_target_t *kvt, int timeout_ms, long long result_ttl_s)
@@ -87,6 +99,12 @@ void wrk_store_free(wrk_store_t *st)
         redisFree(st->ctx);
     free(st->cmds);
     free(st);
+}
+
+void wrk_store_set_wait(wrk_store_t *st, int replicas, int timeout_ms)
+{
+    st->wait_replicas = replicas > 0 ? replicas : 0;
+    st->wait_timeout_ms = timeout_ms;
 }
 
 void wrk_store_submit(wrk_store_t *st, wrk_store_req_t *req)
@@ -200,6 +218,7 @@ static int store_connect(wrk_store_t *st)
         store_down(st, errstr);
         return MCPQ_EUNAVAIL;
     }
+    st->conn_gen++;
     return 0;
 }
 
@@ -346,16 +365,21 @@ static const char *durable_of(const wrk_store_req_t *r, size_t *len)
 }
 
 /* Reads one reply per appended command. 0, or MCPQ_EIO when the connection broke (replies
- * of the commands read so far are in replies[]). */
+ * of the commands read so far are in replies[]) or the server answered -READONLY: it was
+ * demoted by a failover, so the connection is dropped like a lost one and kv_connect finds
+ * the new master (docs/redis.md). */
 static int read_replies(wrk_store_t *st, redisReply **replies)
 {
+    int rc = 0;
     for (size_t i = 0; i < st->ncmds; i++) {
         void *r = NULL;
         if (redisGetReply(st->ctx, &r) != REDIS_OK || !r)
             return MCPQ_EIO;
         replies[i] = r;
+        if (kv_ctx_failover(st->kvt, st->ctx, replies[i]))
+            rc = MCPQ_EIO;
     }
-    return 0;
+    return rc;
 }
 
 static void free_replies(redisReply **replies, size_t n)
@@ -485,10 +509,16 @@ static int round_two(wrk_store_t *st, wrk_store_req_t *batch)
 {
     st->ncmds = 0;
     st->nexpire = 0;
+    size_t nwrites = 0;
     for (wrk_store_req_t *r = batch; r; r = r->next) {
+        if (r->phase == 4) { /* written on this connection, waiting for the replicas */
+            nwrites++;
+            continue;
+        }
         if (!(((r->op == WRK_STORE_WRITE || r->op == WRK_STORE_CANCEL) && r->phase == 1) ||
               r->op == WRK_STORE_REPLY))
             continue;
+        nwrites++;
         size_t len;
         const char *rec = durable_of(r, &len);
         const char *kind = r->op == WRK_STORE_CANCEL ? "cancelled" : "result";
@@ -500,14 +530,28 @@ static int round_two(wrk_store_t *st, wrk_store_req_t *batch)
     }
     if (append_expires(st) < 0)
         return MCPQ_ENOMEM;
+    /* WAIT last in the same pipeline: it covers every write this connection made (the SETs
+     * of round one too), and costs the replicas' acknowledgement, not another round trip. */
+    char wn[16], wms[24];
+    snprintf(wn, sizeof(wn), "%d", st->wait_replicas);
+    snprintf(wms, sizeof(wms), "%d", st->wait_timeout_ms);
+    const char *wargv[] = {"WAIT", wn, wms};
+    size_t wlens[] = {4, strlen(wn), strlen(wms)};
+    if (st->wait_replicas > 0 && nwrites > 0 &&
+        append_argv(st, CMD_WAIT, NULL, 3, wargv, wlens) < 0)
+        return MCPQ_ENOMEM;
     if (st->ncmds == 0)
         return 0;
     redisReply **replies = calloc(st->ncmds, sizeof(*replies));
     if (!replies)
         return MCPQ_ENOMEM;
     int rc = read_replies(st, replies);
+    int short_wait = 0;
     if (rc == 0) {
         for (size_t i = 0; i < st->ncmds; i++) {
+            if (st->cmds[i].kind == CMD_WAIT)
+                short_wait = replies[i]->type != REDIS_REPLY_INTEGER ||
+                             replies[i]->integer < st->wait_replicas;
             if (st->cmds[i].kind != CMD_XADD)
                 continue;
             /* An error reply (say WRONGTYPE) cannot heal by retrying; the result is durable
@@ -516,6 +560,32 @@ static int round_two(wrk_store_t *st, wrk_store_req_t *batch)
                 log_event(LOG_WARN, "reply entry refused", "job_id", st->cmds[i].req->job_id,
                           "error", replies[i]->str, (char *)NULL);
             st->cmds[i].req->phase = 3;
+        }
+    }
+    if (rc == 0 && st->wait_replicas > 0 && nwrites > 0) {
+        /* Short: fewer replicas than asked hold these writes, so none is done (no offset is
+         * stored). They wait (phase 4) and the next pipeline on this connection asks WAIT
+         * again, which covers them; on a new connection they are written again (wrk_store_flush),
+         * since the master that lost them may be another one now. */
+        if (short_wait && st->wait_short++ % 100 == 0)
+            log_event(LOG_WARN, "redis WAIT: too few replicas acknowledged; results wait",
+                      (char *)NULL);
+        for (wrk_store_req_t *r = batch; r; r = r->next) {
+            if (r->phase != 3 && r->phase != 4)
+                continue;
+            r->phase = short_wait ? 4 : 3;
+            r->wait_gen = st->conn_gen;
+        }
+        if (short_wait)
+            rc = MCPQ_ETIMEDOUT;
+    } else if (rc < 0 && st->wait_replicas > 0) {
+        /* No WAIT answer (the connection broke): nothing of this batch is done. */
+        for (wrk_store_req_t *r = batch; r; r = r->next) {
+            if (r->phase != 3 && r->phase != 4)
+                continue;
+            free(r->durable);
+            r->durable = NULL;
+            r->phase = 0;
         }
     }
     free_replies(replies, st->ncmds);
@@ -537,6 +607,14 @@ int wrk_store_flush(wrk_store_t *st)
     if (store_connect(st) < 0)
         return 0;
     wrk_store_req_t *batch = take_batch(st, STORE_BATCH);
+    for (wrk_store_req_t *r = batch; r; r = r->next)
+        if (r->phase == 4 && r->wait_gen != st->conn_gen) {
+            /* Written on a connection since lost: perhaps to a master a failover left behind,
+             * so written again (SET NX GET and the reply entries are idempotent for readers). */
+            free(r->durable);
+            r->durable = NULL;
+            r->phase = 0;
+        }
     store_note_t *notes = NULL;
     int rc = round_one(st, batch, &notes);
     /* Notes sent in round one are released whatever happened. */
@@ -552,6 +630,10 @@ int wrk_store_flush(wrk_store_t *st)
     }
     if (rc == MCPQ_EIO) {
         store_down(st, st->ctx && st->ctx->errstr[0] ? st->ctx->errstr : "connection lost");
+    } else if (rc == MCPQ_ETIMEDOUT) {
+        /* A short WAIT took its timeout already: no growing backoff, so new results keep
+         * going out (and are answered) while a replica is missing. */
+        st->retry_at = util_mono_ms() + STORE_BACKOFF_MIN_MS;
     } else if (rc == MCPQ_EUNAVAIL) {
         st->retry_at = util_mono_ms() + st->backoff_ms;
         st->backoff_ms =
@@ -578,6 +660,12 @@ int wrk_store_flush(wrk_store_t *st)
                 r->durable = NULL;
                 r->phase = 0;
                 r->cancelled = 0;
+            } else if (rc == MCPQ_EIO && r->phase == 1) {
+                /* The connection was lost after the SET: it may not have reached the master
+                 * that answers next (a failover), so it is sent again. */
+                free(r->durable);
+                r->durable = NULL;
+                r->phase = 0;
             }
             *atail = r;
             atail = &r->next;

@@ -28,6 +28,13 @@
  * are retried after a backoff (100 ms doubling to 5 s); the callback never runs for a write
  * that did not happen, so no caller stores a Kafka offset for it.
  *
+ * With wrk_store_set_wait(), every pipeline that wrote results or entries ends with
+ * WAIT <replicas> <timeout_ms>: a request is done only once that many replicas hold its
+ * writes. When fewer acknowledged it waits, and WAIT is asked again on the same connection
+ * with the next pipeline; if that connection is lost first its writes are sent again (a
+ * failover to a replica that missed them cannot lose a result whose offset was stored). A -READONLY
+ * answer (the master was demoted) drops the connection like a lost one (docs/redis.md).
+ *
  * Requests live in their owner's memory (embedded in a job) and must stay valid until done
  * runs or wrk_store_forget() drops them. Thread safety: loop thread only.
  */
@@ -72,7 +79,9 @@ struct wrk_store_req {
     void *arg;
     int cancelled; /* CHECK, PROBE: 1 when mcpq:cancel:<id> exists (set before done runs) */
     /* private */
-    int phase;     /* WRITE, CANCEL: 0 SET/GET pending, 1 XADD pending */
+    int phase;     /* WRITE, CANCEL: 0 SET/GET pending, 1 XADD pending; 4 (all three):
+                    * written, waiting for replicas (wrk_store_set_wait) */
+    unsigned wait_gen; /* phase 4: the connection it was written on */
     char *durable; /* WRITE: another worker's record found by SET NX GET; CANCEL: the entry
                     * data (malloc'd) */
     size_t durable_len;
@@ -82,6 +91,10 @@ struct wrk_store_req {
 
 wrk_store_t *wrk_store_new(kv_target_t *kvt, int timeout_ms, long long result_ttl_s);
 void wrk_store_free(wrk_store_t *st);
+
+/* Makes WRITE, REPLY and CANCEL wait for `replicas` replicas (Redis WAIT, at most
+ * timeout_ms per pipeline) before they are done; replicas 0 (the default) turns it off. */
+void wrk_store_set_wait(wrk_store_t *st, int replicas, int timeout_ms);
 
 /* Queues req (filled by the caller, op through arg). */
 void wrk_store_submit(wrk_store_t *st, wrk_store_req_t *req);

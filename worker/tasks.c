@@ -98,6 +98,20 @@ int wrk_tasks_enqueue(wrk_tasks_t *t, const char *task_id)
     if (r->type == REDIS_REPLY_INTEGER && r->integer == 1)
         log_event(LOG_INFO, "task queued", "task_id", task_id, (char *)NULL);
     freeReplyObject(r);
+    /* The job's offset is stored once this returns 0: with MCPQ_REDIS_WAIT_REPLICAS the
+     * queue entry must be on the replicas first, else a failover could lose the task while
+     * Kafka no longer holds it (docs/redis.md). Retried (the script is idempotent). */
+    int rc = kv_wait(t->c, (int)t->s->redis_wait_replicas, (int)t->s->redis_wait_timeout_ms);
+    if (rc == MCPQ_EIO) {
+        redisFree(t->c);
+        t->c = NULL;
+    }
+    if (rc < 0) {
+        t->retry_at = util_mono_ms() + RETRY_AFTER_FAILURE_MS;
+        log_event(LOG_WARN, "task hand-off: too few Redis replicas acknowledged; retrying",
+                  "task_id", task_id, (char *)NULL);
+        return MCPQ_EUNAVAIL;
+    }
     return 0;
 }
 

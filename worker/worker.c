@@ -874,6 +874,8 @@ wrk_worker_t *wrk_worker_new(const mcpq_settings_t *s, const jobsig_keys_t *keys
     if (!w->kvt)
         goto fail;
     w->store = wrk_store_new(w->kvt, (int)s->redis_timeout_ms, s->result_ttl_s);
+    if (w->store)
+        wrk_store_set_wait(w->store, (int)s->redis_wait_replicas, (int)s->redis_wait_timeout_ms);
     w->agent = wrk_agent_new(s, w->kvt);
     w->tasks = wrk_tasks_new(s, w->kvt, w->worker_id);
     w->metrics = wrk_metrics_new();
