@@ -117,8 +117,7 @@ static void tcp_tune(int fd)
 }
 
 /* A non-blocking TCP socket connected to host:port within deadline, or -1 (errstr filled). */
-static int tcp_open(const char *host, int port, int64_t deadline, char *errstr,
-                    size_t errstr_size)
+static int tcp_open(const char *host, int port, int64_t deadline, char *errstr, size_t errstr_size)
 {
     char service[16];
     snprintf(service, sizeof(service), "%d", port);
@@ -337,8 +336,8 @@ static int pump_start(SSL *ssl, int tcp, char *errstr, size_t errstr_size)
     return sv[0];
 }
 
-int kvtls_connect(SSL_CTX *ctx, const char *host, int port, const char *server_name,
-                  int timeout_ms, char *errstr, size_t errstr_size)
+int kvtls_connect(SSL_CTX *ctx, const char *host, int port, const char *server_name, int timeout_ms,
+                  char *errstr, size_t errstr_size)
 {
     char where[300];
     snprintf(where, sizeof(where), strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);

@@ -34,7 +34,7 @@ SSL_CTX *kvtls_ctx_new(const char *ca_file, const char *cert_file, const char *k
  * is a DNS name) and must match the certificate (a DNS name or an IP address); NULL: host.
  * -1 with errstr filled when the connection, the handshake or the verification fails.
  */
-int kvtls_connect(SSL_CTX *ctx, const char *host, int port, const char *server_name,
-                  int timeout_ms, char *errstr, size_t errstr_size);
+int kvtls_connect(SSL_CTX *ctx, const char *host, int port, const char *server_name, int timeout_ms,
+                  char *errstr, size_t errstr_size);
 
 #endif

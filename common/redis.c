@@ -32,7 +32,7 @@ struct kv_target {
     size_t nsentinels;
     char master[256];
     atomic_uint next_sentinel; /* the one that answered last is asked first */
-    atomic_uint generation;    /* bumped by kv_reply_failover(): pooled contexts go stale */
+    atomic_uint generation;    /* bumped on a failover or a broken connection: idle ones go */
     char describe[320];
 };
 
@@ -83,8 +83,8 @@ static int parse_unix(const char *url, kv_url_t *u, char *errstr, size_t errstr_
     char query[64];
     if (!h || curl_url_set(h, CURLUPART_URL, file, 0) != CURLUE_OK) {
         snprintf(errstr, errstr_size, "bad Redis URL (want unix:///path/redis.sock?db=N)");
-    } else if (part_get(h, CURLUPART_PATH, 1, u->path, sizeof(u->path)) < 0 ||
-               !u->path[0] || strcmp(u->path, "/") == 0) {
+    } else if (part_get(h, CURLUPART_PATH, 1, u->path, sizeof(u->path)) < 0 || !u->path[0] ||
+               strcmp(u->path, "/") == 0) {
         snprintf(errstr, errstr_size, "bad Redis URL: unix:// needs a socket path");
     } else if (part_get(h, CURLUPART_QUERY, 0, query, sizeof(query)) < 0 ||
                (query[0] && (strncmp(query, "db=", 3) != 0 || parse_db(query + 3, &u->db) < 0))) {
@@ -118,13 +118,13 @@ static int url_parse(const char *url, int default_port, kv_url_t *u, char *errst
     char port[16], path[64], query[8];
     int rc = MCPQ_EINVAL;
     if (!h || curl_url_set(h, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK) {
-        snprintf(errstr, errstr_size, "bad Redis URL (want redis://[user[:password]@]host[:port]"
-                                      "[/db]; percent-encode reserved characters)");
+        snprintf(errstr, errstr_size,
+                 "bad Redis URL (want redis://[user[:password]@]host[:port]"
+                 "[/db]; percent-encode reserved characters)");
     } else if (part_get(h, CURLUPART_HOST, 0, u->host, sizeof(u->host)) < 0 || !u->host[0]) {
         snprintf(errstr, errstr_size, "bad Redis URL: no host");
     } else if (part_get(h, CURLUPART_USER, 1, u->user, sizeof(u->user)) < 0 ||
-               part_get(h, CURLUPART_PASSWORD, 1, u->password,
-                        sizeof(u->password)) < 0) {
+               part_get(h, CURLUPART_PASSWORD, 1, u->password, sizeof(u->password)) < 0) {
         snprintf(errstr, errstr_size, "bad Redis URL: user or password too long or holds %%00");
     } else if (part_get(h, CURLUPART_PORT, 0, port, sizeof(port)) < 0 ||
                part_get(h, CURLUPART_PATH, 0, path, sizeof(path)) < 0 ||
@@ -195,8 +195,8 @@ static int parse_sentinels(kv_target_t *t, const char *list, char *errstr, size_
             return MCPQ_EINVAL;
         }
         snprintf(url, sizeof(url), "redis://%.*s", (int)n, p);
-        if (url_parse(url, 26379, &u, why, sizeof(why)) < 0 || u.user[0] || u.password[0] ||
-            u.db || u.tls) {
+        if (url_parse(url, 26379, &u, why, sizeof(why)) < 0 || u.user[0] || u.password[0] || u.db ||
+            u.tls) {
             snprintf(errstr, errstr_size, "MCPQ_REDIS_SENTINELS: bad entry \"%.*s\"", (int)n, p);
             return MCPQ_EINVAL;
         }
@@ -217,8 +217,9 @@ static int target_options(kv_target_t *t, const mcpq_settings_t *s, char *errstr
     int has_value = s->redis_password && *s->redis_password;
     int has_file = s->redis_password_file && *s->redis_password_file;
     if (has_value + has_file + (t->url.password[0] != 0) > 1) {
-        snprintf(errstr, errstr_size, "the Redis password is set more than once (%s%s%s): set "
-                                      "one",
+        snprintf(errstr, errstr_size,
+                 "the Redis password is set more than once (%s%s%s): set "
+                 "one",
                  t->url.password[0] ? "in MCPQ_REDIS_URL, " : "",
                  has_value ? "MCPQ_REDIS_PASSWORD, " : "",
                  has_file ? "MCPQ_REDIS_PASSWORD_FILE" : "");
@@ -231,21 +232,21 @@ static int target_options(kv_target_t *t, const mcpq_settings_t *s, char *errstr
     }
     if (has_value)
         snprintf(t->url.password, sizeof(t->url.password), "%s", s->redis_password);
-    if (has_file && read_secret(s->redis_password_file, "MCPQ_REDIS_PASSWORD_FILE",
-                                t->url.password, sizeof(t->url.password), errstr,
-                                errstr_size) < 0)
+    if (has_file && read_secret(s->redis_password_file, "MCPQ_REDIS_PASSWORD_FILE", t->url.password,
+                                sizeof(t->url.password), errstr, errstr_size) < 0)
         return MCPQ_EINVAL;
     int tls_opts = (s->redis_tls_ca_file && *s->redis_tls_ca_file) ||
                    (s->redis_tls_cert_file && *s->redis_tls_cert_file) ||
                    (s->redis_tls_key_file && *s->redis_tls_key_file);
     if (tls_opts && !t->url.tls) {
-        snprintf(errstr, errstr_size, "MCPQ_REDIS_TLS_* is set but MCPQ_REDIS_URL is not "
-                                      "rediss://: set rediss:// to use TLS");
+        snprintf(errstr, errstr_size,
+                 "MCPQ_REDIS_TLS_* is set but MCPQ_REDIS_URL is not "
+                 "rediss://: set rediss:// to use TLS");
         return MCPQ_EINVAL;
     }
     if (t->url.tls) {
-        t->tls = kvtls_ctx_new(s->redis_tls_ca_file, s->redis_tls_cert_file,
-                               s->redis_tls_key_file, errstr, errstr_size);
+        t->tls = kvtls_ctx_new(s->redis_tls_ca_file, s->redis_tls_cert_file, s->redis_tls_key_file,
+                               errstr, errstr_size);
         if (!t->tls)
             return MCPQ_EINVAL;
         if (s->redis_tls_server_name)
@@ -253,8 +254,9 @@ static int target_options(kv_target_t *t, const mcpq_settings_t *s, char *errstr
     }
     if (s->redis_sentinels && *s->redis_sentinels) {
         if (t->url.unix_socket) {
-            snprintf(errstr, errstr_size, "MCPQ_REDIS_SENTINELS needs a redis:// or rediss:// "
-                                          "MCPQ_REDIS_URL");
+            snprintf(errstr, errstr_size,
+                     "MCPQ_REDIS_SENTINELS needs a redis:// or rediss:// "
+                     "MCPQ_REDIS_URL");
             return MCPQ_EINVAL;
         }
         if (parse_sentinels(t, s->redis_sentinels, errstr, errstr_size) < 0)
@@ -285,8 +287,8 @@ kv_target_t *kv_target_new(const mcpq_settings_t *s, char *errstr, size_t errstr
     if (t->url.unix_socket)
         snprintf(t->describe, sizeof(t->describe), "%s", t->url.path);
     else
-        snprintf(t->describe, sizeof(t->describe),
-                 strchr(t->url.host, ':') ? "[%s]:%d" : "%s:%d", t->url.host, t->url.port);
+        snprintf(t->describe, sizeof(t->describe), strchr(t->url.host, ':') ? "[%s]:%d" : "%s:%d",
+                 t->url.host, t->url.port);
     if (target_options(t, s, errstr, errstr_size) < 0) {
         kv_target_free(t);
         return NULL;
@@ -321,8 +323,7 @@ static redisContext *open_tcp(kv_target_t *t, const char *host, int port, int ti
     struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
     redisContext *c;
     if (t->tls) {
-        int fd = kvtls_connect(t->tls, host, port, t->server_name, timeout_ms, errstr,
-                               errstr_size);
+        int fd = kvtls_connect(t->tls, host, port, t->server_name, timeout_ms, errstr, errstr_size);
         if (fd < 0)
             return NULL;
         c = redisConnectFd(fd);
@@ -363,8 +364,8 @@ static int handshake_cmd(redisContext *c, int argc, const char **argv, redisRepl
 }
 
 /* Asks the sentinels, each in turn from the last that answered, where the master is. */
-static int sentinel_lookup(kv_target_t *t, int timeout_ms, char *host, size_t host_size,
-                           int *port, char *errstr, size_t errstr_size)
+static int sentinel_lookup(kv_target_t *t, int timeout_ms, char *host, size_t host_size, int *port,
+                           char *errstr, size_t errstr_size)
 {
     unsigned first = atomic_load(&t->next_sentinel);
     for (size_t k = 0; k < t->nsentinels; k++) {
@@ -377,15 +378,14 @@ static int sentinel_lookup(kv_target_t *t, int timeout_ms, char *host, size_t ho
         redisReply *r = NULL;
         int ok = handshake_cmd(c, 3, argv, &r) == 0 && r->type == REDIS_REPLY_ARRAY &&
                  r->elements == 2 && r->element[0]->type == REDIS_REPLY_STRING &&
-                 r->element[1]->type == REDIS_REPLY_STRING &&
-                 r->element[0]->len < host_size;
+                 r->element[1]->type == REDIS_REPLY_STRING && r->element[0]->len < host_size;
         if (ok) {
             memcpy(host, r->element[0]->str, r->element[0]->len + 1);
             *port = atoi(r->element[1]->str);
             atomic_store(&t->next_sentinel, i);
         } else {
-            snprintf(errstr, errstr_size, "redis sentinel %s:%d does not know master %s",
-                     s->host, s->port, t->master);
+            snprintf(errstr, errstr_size, "redis sentinel %s:%d does not know master %s", s->host,
+                     s->port, t->master);
         }
         if (r)
             freeReplyObject(r);
@@ -427,8 +427,8 @@ redisContext *kv_connect(kv_target_t *t, int timeout_ms, char *errstr, size_t er
         }
         redisSetTimeout(c, tv);
     } else {
-        if (t->nsentinels && sentinel_lookup(t, timeout_ms, host, sizeof(host), &port, errstr,
-                                             errstr_size) < 0)
+        if (t->nsentinels &&
+            sentinel_lookup(t, timeout_ms, host, sizeof(host), &port, errstr, errstr_size) < 0)
             return NULL;
         c = open_tcp(t, host, port, timeout_ms, errstr, errstr_size);
         if (!c)
@@ -450,20 +450,12 @@ redisContext *kv_connect(kv_target_t *t, int timeout_ms, char *errstr, size_t er
     if (!what && t->nsentinels && check_master(c) < 0)
         what = "not a master (a failover is under way)";
     if (what) {
-        snprintf(errstr, errstr_size, "redis %s: %s%s%s", t->describe, what,
-                 c->err ? ": " : "", c->err ? c->errstr : "");
+        snprintf(errstr, errstr_size, "redis %s: %s%s%s", t->describe, what, c->err ? ": " : "",
+                 c->err ? c->errstr : "");
         redisFree(c);
         return NULL;
     }
     return c;
-}
-
-int kv_reply_failover(kv_target_t *t, const redisReply *r)
-{
-    if (!r || r->type != REDIS_REPLY_ERROR || r->len < 8 || strncmp(r->str, "READONLY", 8) != 0)
-        return 0;
-    atomic_fetch_add(&t->generation, 1);
-    return 1;
 }
 
 #define KV_FAILOVER_ERRSTR "READONLY: the server is a replica now (failover); reconnecting"
@@ -593,7 +585,7 @@ static redisReply *check_reply(kv_pool_t *pool, redisContext *c, redisReply *r, 
         kv_pool_put(pool, c, 1);
         return NULL;
     }
-    kv_pool_put(pool, c, kv_reply_failover(pool->target, r));
+    kv_pool_put(pool, c, kv_ctx_failover(pool->target, c, r));
     if (r->type == REDIS_REPLY_ERROR) {
         snprintf(errstr, errstr_size, "redis: %.*s", (int)r->len, r->str);
         freeReplyObject(r);

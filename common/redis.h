@@ -8,7 +8,7 @@
  * Redis costs at most timeout_ms per command, never a hang. A context whose command failed
  * (reply NULL or ctx->err set) is broken: give it back with kv_pool_put(pool, ctx, 1) or
  * redisFree() it. A -READONLY reply (a failover happened under the connection) also breaks
- * it: kv_pool_* do that themselves, other callers ask kv_reply_failover().
+ * it: kv_pool_* do that themselves, other callers ask kv_ctx_failover().
  *
  * Thread safety: a redisContext belongs to one thread at a time. kv_pool_* are
  * thread-safe.
@@ -65,17 +65,11 @@ const char *kv_target_describe(const kv_target_t *t);
 redisContext *kv_connect(kv_target_t *t, int timeout_ms, char *errstr, size_t errstr_size);
 
 /*
- * 1 when r is the error a demoted master answers writes with (-READONLY): the caller must
- * drop its connection and connect again (kv_connect finds the new master). It also tells t,
- * so pooled connections made before are dropped. r may be NULL.
- */
-int kv_reply_failover(kv_target_t *t, const redisReply *r);
-
-/*
- * kv_reply_failover() for code that keeps its own context and drops it when c->err is set:
- * on -READONLY it also marks c broken (c->err REDIS_ERR_OTHER, c->errstr saying why), so the
- * holder reconnects, and kv_connect() finds the new master. t may be NULL (kv_pool_put()
- * then bumps the generation when the context comes back to a pool). 1 on -READONLY.
+ * 1 when r is the error a demoted master answers writes with (-READONLY). It then marks c
+ * broken (c->err REDIS_ERR_OTHER, c->errstr saying why), so its holder drops it and
+ * reconnects, and kv_connect() finds the new master; and it tells t, so idle pooled
+ * connections made before are dropped. t may be NULL (kv_pool_put() then tells it when the
+ * context comes back to a pool).
  */
 int kv_ctx_failover(kv_target_t *t, redisContext *c, const redisReply *r);
 

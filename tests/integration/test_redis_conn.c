@@ -74,8 +74,7 @@ static pid_t start_redis(const char *name, const char *args)
     const char *argv[] = {"/bin/sh", "-c", cmd, NULL};
     pid_t pid = fx_spawn(argv, NULL, log);
     CHECK(pid > 0);
-    for (int i = 0; i < 200 && !fx_log_line(log, "eady to accept connections", NULL, NULL, 0);
-         i++)
+    for (int i = 0; i < 200 && !fx_log_line(log, "eady to accept connections", NULL, NULL, 0); i++)
         fx_sleep_ms(50);
     if (!fx_log_line(log, "eady to accept connections", NULL, NULL, 0)) {
         fprintf(stderr, "redis %s did not start; see %s\n", name, log);
@@ -157,8 +156,8 @@ static int run_task(int port)
                     "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":"
                     "{\"name\":\"task_job\",\"arguments\":{}}}",
                     &st);
-    const char *id = path_str(cJSON_GetObjectItemCaseSensitive(j, "result"), "structuredContent",
-                              "TaskId");
+    const char *id =
+        path_str(cJSON_GetObjectItemCaseSensitive(j, "result"), "structuredContent", "TaskId");
     CHECK(st == 200 && id != NULL);
     char body[512];
     snprintf(body, sizeof(body),
@@ -417,18 +416,19 @@ int main(void)
         return 1;
     make_certs();
     snprintf(cfg, sizeof(cfg), "%s/conn.json", fx.dir);
-    fx_write_file(cfg,
-                  "{\"tenants\":[{\"id\":\"t\",\"api_keys\":[{\"id\":\"k\",\"key\":\"conn-key\"}]}],"
-                  "\"servers\":[{\"tenant\":\"t\",\"name\":\"default\"}],\"tools\":["
-                  "{\"tenant\":\"t\",\"server\":\"default\",\"name\":\"hello\",\"versions\":[{"
-                  "\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},\"timeout_ms\":10000,"
-                  "\"executor\":{\"type\":\"exec\",\"argv\":[\"/bin/echo\","
-                  "\"hello from the worker\"]}}]},"
-                  "{\"tenant\":\"t\",\"server\":\"default\",\"name\":\"task_job\",\"versions\":[{"
-                  "\"version\":\"1\",\"mode\":\"task\",\"inputSchema\":{\"type\":\"object\"},"
-                  "\"timeout_ms\":10000,\"executor\":{\"type\":\"exec\",\"argv\":[\"/bin/sh\","
-                  "\"-c\",\"sleep 0.2; echo done\"]}}]}]}",
-                  0600);
+    fx_write_file(
+        cfg,
+        "{\"tenants\":[{\"id\":\"t\",\"api_keys\":[{\"id\":\"k\",\"key\":\"conn-key\"}]}],"
+        "\"servers\":[{\"tenant\":\"t\",\"name\":\"default\"}],\"tools\":["
+        "{\"tenant\":\"t\",\"server\":\"default\",\"name\":\"hello\",\"versions\":[{"
+        "\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},\"timeout_ms\":10000,"
+        "\"executor\":{\"type\":\"exec\",\"argv\":[\"/bin/echo\","
+        "\"hello from the worker\"]}}]},"
+        "{\"tenant\":\"t\",\"server\":\"default\",\"name\":\"task_job\",\"versions\":[{"
+        "\"version\":\"1\",\"mode\":\"task\",\"inputSchema\":{\"type\":\"object\"},"
+        "\"timeout_ms\":10000,\"executor\":{\"type\":\"exec\",\"argv\":[\"/bin/sh\","
+        "\"-c\",\"sleep 0.2; echo done\"]}}]}]}",
+        0600);
     test_bad_settings();
     test_tls();
     test_acl();

@@ -116,8 +116,8 @@ static void test_targets(void)
     mcpq_settings_t both = {.redis_url = "redis://:pw@h/0", .redis_password_file = pwfile};
     expect_refused(&both, "the Redis password is set more than once (in MCPQ_REDIS_URL, "
                           "MCPQ_REDIS_PASSWORD_FILE)");
-    mcpq_settings_t env_file = {.redis_url = "redis://h/0", .redis_password = "x",
-                                .redis_password_file = pwfile};
+    mcpq_settings_t env_file = {
+        .redis_url = "redis://h/0", .redis_password = "x", .redis_password_file = pwfile};
     expect_refused(&env_file, "(MCPQ_REDIS_PASSWORD, MCPQ_REDIS_PASSWORD_FILE)");
     mcpq_settings_t missing = {.redis_url = "redis://h/0",
                                .redis_password_file = "/nonexistent/pw"};
