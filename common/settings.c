@@ -54,8 +54,8 @@ static const set_def_t defs[] = {
     {"MCPQ_REDIS_TLS_CERT_FILE", "redis-tls-cert-file", T_STR, NULL, 0, 0, ALL,
      S(redis_tls_cert_file),
      "rediss://: PEM client certificate (chain) for servers that require mutual TLS"},
-    {"MCPQ_REDIS_TLS_KEY_FILE", "redis-tls-key-file", T_STR, NULL, 0, 0, ALL,
-     S(redis_tls_key_file), "rediss://: PEM private key of MCPQ_REDIS_TLS_CERT_FILE"},
+    {"MCPQ_REDIS_TLS_KEY_FILE", "redis-tls-key-file", T_STR, NULL, 0, 0, ALL, S(redis_tls_key_file),
+     "rediss://: PEM private key of MCPQ_REDIS_TLS_CERT_FILE"},
     {"MCPQ_REDIS_TLS_SERVER_NAME", "redis-tls-server-name", T_STR, NULL, 0, 0, ALL,
      S(redis_tls_server_name),
      "rediss://: the name sent as SNI and checked against the certificate (unset: the URL's "

@@ -287,11 +287,10 @@ static int fx_redis_start(fx_stack_t *fx)
             return -1;
         }
         snprintf(port_s, sizeof(port_s), "%d", port);
-        const char *argv[] = {"redis-server", "--port",     port_s,    "--bind",
-                              "127.0.0.1",    "--save",     "",        "--appendonly",
-                              "no",           "--dir",      fx->dir,   "--daemonize",
-                              "no",           "--loglevel", "warning", NULL,
-                              NULL,           NULL};
+        const char *argv[] = {
+            "redis-server", "--port", port_s,  "--bind", "127.0.0.1",   "--save", "",
+            "--appendonly", "no",     "--dir", fx->dir,  "--daemonize", "no",     "--loglevel",
+            "warning",      NULL,     NULL,    NULL};
         if (use_acl) {
             argv[15] = "--aclfile";
             argv[16] = acl;
@@ -441,8 +440,10 @@ static void fx_stop_keep(fx_stack_t *fx, int keep)
         nftw(fx->dir, fx_rm_one, 16, FTW_DEPTH | FTW_PHYS);
     fx->dir[0] = '\0';
     if (refusals) {
-        fprintf(stderr, "fixture: Redis refused %d command(s) of the restricted user "
-                        "(deploy/redis/mcpq.acl)\n", refusals);
+        fprintf(stderr,
+                "fixture: Redis refused %d command(s) of the restricted user "
+                "(deploy/redis/mcpq.acl)\n",
+                refusals);
         exit(1);
     }
 }

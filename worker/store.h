@@ -79,11 +79,11 @@ struct wrk_store_req {
     void *arg;
     int cancelled; /* CHECK, PROBE: 1 when mcpq:cancel:<id> exists (set before done runs) */
     /* private */
-    int phase;     /* WRITE, CANCEL: 0 SET/GET pending, 1 XADD pending; 4 (all three):
-                    * written, waiting for replicas (wrk_store_set_wait) */
+    int phase;         /* WRITE, CANCEL: 0 SET/GET pending, 1 XADD pending; 4 (all three):
+                        * written, waiting for replicas (wrk_store_set_wait) */
     unsigned wait_gen; /* phase 4: the connection it was written on */
-    char *durable; /* WRITE: another worker's record found by SET NX GET; CANCEL: the entry
-                    * data (malloc'd) */
+    char *durable;     /* WRITE: another worker's record found by SET NX GET; CANCEL: the entry
+                        * data (malloc'd) */
     size_t durable_len;
     wrk_store_req_t *next;
     int queued;

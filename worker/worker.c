@@ -879,9 +879,9 @@ wrk_worker_t *wrk_worker_new(const mcpq_settings_t *s, const jobsig_keys_t *keys
     w->agent = wrk_agent_new(s, w->kvt);
     w->tasks = wrk_tasks_new(s, w->kvt, w->worker_id);
     w->metrics = wrk_metrics_new();
-    w->cancelsub = w->loop ? wrk_cancelsub_new(w->loop, w->kvt, (int)s->redis_timeout_ms,
-                                               on_cancel_message, w)
-                           : NULL;
+    w->cancelsub =
+        w->loop ? wrk_cancelsub_new(w->loop, w->kvt, (int)s->redis_timeout_ms, on_cancel_message, w)
+                : NULL;
     if (!w->buckets || !w->loop || !w->http || !w->mcp || !w->store || !w->cancelsub || !w->tasks ||
         !w->agent || !w->metrics) {
         snprintf(errstr, errstr_size, "cannot set up the event loop");
