@@ -104,7 +104,7 @@ base=$(used)
 IPID=$!
 inflight=0
 for _ in $(seq 1 150); do
-    inflight=$(keys 'mcpq:reqmap:*')
+    inflight=$(keys '{mcpq}:reqmap:*')
     [ "$inflight" -ge "$N" ] && break
     sleep 0.1
 done
@@ -113,18 +113,18 @@ during=$(used)
 wait "$IPID" || { cat "$WORK/inflight.out" >&2; echo "redis_memory: in-flight calls failed" >&2; exit 1; }
 settle
 after=$(used)
-results=$(keys 'mcpq:result:*')
+results=$(keys '{mcpq}:result:*')
 
 # 3: waiting tasks (a robot nobody runs).
 tasks "$N" ',"RobotId":"nobody"'
 settle
 waiting=$(used)
-nwaiting=$(rcli ZCARD mcpq:tq:nobody)
+nwaiting=$(rcli ZCARD {mcpq}:tq:nobody)
 
 # 4: tasks that ran.
 tasks "$N" ''
 for _ in $(seq 1 600); do
-    [ "$(rcli ZCARD mcpq:tq:_any)" = 0 ] && [ "$(rcli ZCARD mcpq:task:leases)" = 0 ] && break
+    [ "$(rcli ZCARD {mcpq}:tq:_any)" = 0 ] && [ "$(rcli ZCARD {mcpq}:task:leases)" = 0 ] && break
     sleep 0.2
 done
 settle

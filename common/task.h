@@ -4,7 +4,7 @@
  * (enqueue, claim, heartbeat, progress, finish, reap).
  *
  * Keys (docs/internals.md "Tasks"):
- *   mcpq:task:<id>          hash: id, tenant, server, tool, version, args (JSON), robot,
+ *   {mcpq}:task:<id>          hash: id, tenant, server, tool, version, args (JSON), robot,
  *                           priority, env (the job envelope), state, msg, progress (JSON),
  *                           result (CallToolResult JSON), error, created_ms, begin_ms,
  *                           end_ms, updated_ms, attempts, worker, queued, ttl_ms, surface,
@@ -13,15 +13,15 @@
  *                           tool itself returned an isError result),
  *                           traceparent (W3C, the creating call's trace at the ingress; ""
  *                           when none; webhook deliveries of the task carry its trace)
- *   mcpq:tasks:<tenant>     zset of the tenant's task ids by created_ms (listing, and the
+ *   {mcpq}:tasks:<tenant>     zset of the tenant's task ids by created_ms (listing, and the
  *                           count of quotas.tasks: CREATE drops ids whose hash has expired,
  *                           oldest first, before it counts)
- *   mcpq:tq:<robot>         zset: tasks waiting for that robot (mcpq:tq:_any: no RobotId),
+ *   {mcpq}:tq:<robot>         zset: tasks waiting for that robot ({mcpq}:tq:_any: no RobotId),
  *                           score (100 - priority) * 1e13 + created_ms, so ZPOPMIN takes the
  *                           highest priority, oldest first
- *   mcpq:task:leases        zset: running task ids by lease expiry (Redis clock, ms)
- *   mcpq:task:<id>:waiters  set of reply streams of ingress replicas parked on tasks/result
- *   mcpq:result:<id>        the result record once terminal (as for a sync job)
+ *   {mcpq}:task:leases        zset: running task ids by lease expiry (Redis clock, ms)
+ *   {mcpq}:task:<id>:waiters  set of reply streams of ingress replicas parked on tasks/result
+ *   {mcpq}:result:<id>        the result record once terminal (as for a sync job)
  *
  * States: waiting -> running -> complete | terminated, and cancelled from waiting or
  * running. Every transition is one script, so a state change, its webhook deliveries
@@ -39,10 +39,10 @@
 
 #define TASK_ID_LEN 37 /* a UUID (36 characters) and NUL */
 #define TASK_ROBOT_MAX 128
-/* The queue of tasks without a RobotId (mcpq:tq:_any): no tenant can declare it (config.c). */
+/* The queue of tasks without a RobotId ({mcpq}:tq:_any): no tenant can declare it (config.c). */
 #define TASK_ROBOT_ANY "_any"
-/* The tenant's index of its task ids (mcpq:tasks:<tenant>). */
-#define TASK_INDEX_PREFIX "mcpq:tasks:"
+/* The tenant's index of its task ids ({mcpq}:tasks:<tenant>). */
+#define TASK_INDEX_PREFIX "{mcpq}:tasks:"
 
 typedef enum {
     TASK_SCRIPT_CREATE = 0,

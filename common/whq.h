@@ -6,7 +6,7 @@
  *     local function whq_enqueue(tenant, event, task_id, data_json, iso_ts, now_ms, id_base)
  * Task-transition scripts (common/task.c) prepend it and call it inside the same script, so
  * a state change and its deliveries happen together or not at all. It reads the tenant's
- * document (`HGET mcpq:registry tenant:<tenant>`) and, for every webhook whose `events`
+ * document (`HGET {mcpq}:registry tenant:<tenant>`) and, for every webhook whose `events`
  * holds `event`, creates delivery `msg_<id_base>_<n>` (n from 1), which is also the
  * Standard Webhooks `webhook-id` on every attempt and redelivery. The body is built by
  * string concatenation, so data_json (which the caller builds and must be valid JSON)
@@ -16,18 +16,18 @@
  * the registry at send time. It returns the number of deliveries created and touches only
  * keys derived from its arguments:
  *
- *   mcpq:whd:<id>            hash: id, tenant, webhook, event, task, body, created_ms,
+ *   {mcpq}:whd:<id>            hash: id, tenant, webhook, event, task, body, created_ms,
  *                            attempts ("0"), status ("pending"), next_ms, last_status,
  *                            last_error, log ("[]", a JSON array of attempts),
- *                            traceparent (the task's, mcpq:task:<task_id> field, "" when
+ *                            traceparent (the task's, {mcpq}:task:<task_id> field, "" when
  *                            none: every attempt is sent in that trace); the
  *                            dispatcher adds sched_base and claim. EXPIRE WHQ_RETENTION_S
  *                            (refreshed on every attempt and redelivery).
- *   mcpq:wh:due              zset: deliveries to attempt, scored by when (epoch ms).
- *   mcpq:whd:idx:<tenant>    zset: the tenant's deliveries by created_ms (the listing);
+ *   {mcpq}:wh:due              zset: deliveries to attempt, scored by when (epoch ms).
+ *   {mcpq}:whd:idx:<tenant>    zset: the tenant's deliveries by created_ms (the listing);
  *                            entries older than WHQ_RETENTION_S and beyond the newest
  *                            WHQ_INDEX_MAX are trimmed here.
- *   mcpq:wh:disabled:<tenant>:<webhook>  string: the endpoint answered 410 (value: its url
+ *   {mcpq}:wh:disabled:<tenant>:<webhook>  string: the endpoint answered 410 (value: its url
  *                            then); set and read by the dispatcher, cleared by redelivery.
  *
  * Statuses: pending, delivered, failed (retries exhausted or the webhook is gone), disabled
@@ -48,10 +48,10 @@
 /* The newest deliveries per tenant that GET /v1/webhooks/deliveries can list. */
 #define WHQ_INDEX_MAX 100000
 
-#define WHQ_DUE_KEY "mcpq:wh:due"
-#define WHQ_DELIVERY_PREFIX "mcpq:whd:"
-#define WHQ_INDEX_PREFIX "mcpq:whd:idx:"
-#define WHQ_DISABLED_PREFIX "mcpq:wh:disabled:"
+#define WHQ_DUE_KEY "{mcpq}:wh:due"
+#define WHQ_DELIVERY_PREFIX "{mcpq}:whd:"
+#define WHQ_INDEX_PREFIX "{mcpq}:whd:idx:"
+#define WHQ_DISABLED_PREFIX "{mcpq}:wh:disabled:"
 
 /* The longest delivery id: "msg_" + id_base (at most 64 characters) + "_" + n. */
 #define WHQ_ID_MAX 96

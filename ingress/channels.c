@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHAN_PREFIX "mcpq:chan:"
-#define WAIT_PREFIX "mcpq:agentwait:"
-#define REPLY_PREFIX "mcpq:agentreply:"
+#define CHAN_PREFIX "{mcpq}:chan:"
+#define WAIT_PREFIX "{mcpq}:agentwait:"
+#define REPLY_PREFIX "{mcpq}:agentreply:"
 #define REPLY_CHANNEL "mcpq:agentreply"
 #define REPLY_TTL_MIN_MS_STR "60000" /* a stored reply lives at least this long (ms) */
 #define MSG_ID_MAX 128

@@ -4,12 +4,12 @@
  * and the agent reply endpoint POST /v1/channels/{channel_id}/messages.
  *
  * Redis (docs/internals.md "Conversation channels"):
- *   mcpq:chan:<id>          hash {tenant, created, ttl_ms}; open_channel channels expire
+ *   {mcpq}:chan:<id>          hash {tenant, created, ttl_ms}; open_channel channels expire
  *                           after MCPQ_CHANNEL_TTL_S idle (refreshed on each use); a
  *                           session's channel c_<session hex> is made by the worker
- *   mcpq:chan:<id>:turns    list of JSON turns, written by the agent executor (agent.h)
- *   mcpq:agentwait:<msg>    {"channel_id", "tenant"} while an agent call waits (worker)
- *   mcpq:agentreply:<msg>   the accepted agent_reply (short TTL), announced by PUBLISH
+ *   {mcpq}:chan:<id>:turns    list of JSON turns, written by the agent executor (agent.h)
+ *   {mcpq}:agentwait:<msg>    {"channel_id", "tenant"} while an agent call waits (worker)
+ *   {mcpq}:agentreply:<msg>   the accepted agent_reply (short TTL), announced by PUBLISH
  *                           mcpq:agentreply <msg>
  *
  * Only the channel's tenant can use it: a foreign or unknown channel answers like a missing

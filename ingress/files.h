@@ -5,10 +5,10 @@
  * signed PUT URL that needs no other credential, and handed to tools as a signed, expiring
  * download URL (GET /v1/files/{id}/content?exp=..&sig=..). The bytes live in one directory
  * (MCPQ_FILES_DIR, a volume every replica shares), named by the file id; the metadata lives
- * in Redis, `mcpq:file:<id>` (hash: tenant filename content_type size sha256 state
+ * in Redis, `{mcpq}:file:<id>` (hash: tenant filename content_type size sha256 state
  * created_ms uploaded_ms; state pending|ready), expiring MCPQ_FILES_TTL_S after the presign.
- * Per tenant, for its quotas.file_bytes (quota.h): `mcpq:files:<tenant>` (zset of its file ids
- * by expiry, ms) and `mcpq:files:<tenant>:sizes` (hash: file id -> size, and `total`), kept
+ * Per tenant, for its quotas.file_bytes (quota.h): `{mcpq}:files:<tenant>` (zset of its file ids
+ * by expiry, ms) and `{mcpq}:files:<tenant>:sizes` (hash: file id -> size, and `total`), kept
  * by the presign script, which drops expired files from the total before it adds a new one.
  * A sweep thread in every ingress deletes stored files whose metadata has expired (replicas
  * may sweep the same directory at once: deleting is idempotent).
@@ -29,7 +29,7 @@
 #include <microhttpd.h>
 #include <stddef.h>
 
-#define ING_FILE_KEY_PREFIX "mcpq:file:"
+#define ING_FILE_KEY_PREFIX "{mcpq}:file:"
 #define ING_FILE_ID_LEN 34      /* "f_" and 32 hex digits */
 #define ING_FILE_NAME_MAX 255   /* bytes of a filename */
 #define ING_FILE_CTYPE_MAX 127  /* bytes of a content type */
@@ -37,7 +37,7 @@
 #define ING_FILES_URL_MAX 1024  /* an absolute signed URL */
 
 /* A tenant's files for its quota (above): ING_FILES_TENANT_PREFIX <tenant> [SIZES_SUFFIX]. */
-#define ING_FILES_TENANT_PREFIX "mcpq:files:"
+#define ING_FILES_TENANT_PREFIX "{mcpq}:files:"
 #define ING_FILES_SIZES_SUFFIX ":sizes"
 
 typedef struct ing_files ing_files_t;

@@ -21,7 +21,7 @@ static const char claim_lua[] =
     "local sp = string.find(v, ' ', 1, true)\n"
     "if not sp or string.sub(v, 1, sp - 1) ~= ARGV[2] then return {2} end\n"
     "local id = string.sub(v, sp + 1)\n"
-    "return {1, id, redis.call('GET', 'mcpq:result:' .. id)}\n";
+    "return {1, id, redis.call('GET', '{mcpq}:result:' .. id)}\n";
 
 int ing_idem_key(const cJSON *args, const char **key)
 {
@@ -129,7 +129,7 @@ int ing_idem_claim(kv_pool_t *kv, const char *tenant, const char *scope, const c
     *record_len = 0;
     if (ing_idem_fingerprint(args, fp) < 0)
         return MCPQ_EUNAVAIL;
-    snprintf(key, sizeof(key), "mcpq:idem:%s:%s", tenant, scope);
+    snprintf(key, sizeof(key), "{mcpq}:idem:%s:%s", tenant, scope);
     snprintf(ttl, sizeof(ttl), "%lld", ttl_s);
     const char *argv[] = {"EVAL", claim_lua, "0", key, fp, ttl, proposed_id};
     redisReply *r = kv_pool_commandargv(kv, err, sizeof(err), 7, argv, NULL);

@@ -2,7 +2,7 @@
  * idem.h - idempotency keys of tools/call (SPEC 4.2).
  *
  * A call whose arguments carry `idempotency_key` (1..255 bytes) claims, in one Redis
- * script, the key mcpq:idem:<tenant>:<sha256(server, tool, key)> holding the fingerprint of
+ * script, the key {mcpq}:idem:<tenant>:<sha256(server, tool, key)> holding the fingerprint of
  * its arguments (SHA-256 of their canonical JSON: object members sorted by name) and the job
  * (or task) id of the call, kept for MCPQ_IDEMPOTENCY_TTL_S. Then:
  *   - the first call runs as usual under its id, and the worker keeps its result record for

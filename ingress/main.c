@@ -469,7 +469,7 @@ int main(int argc, char **argv)
     }
     char hex[17];
     util_random_hex(hex, 8);
-    snprintf(ctx.reply_key, sizeof(ctx.reply_key), "mcpq:reply:%s:%s", ctx.instance, hex);
+    snprintf(ctx.reply_key, sizeof(ctx.reply_key), "{mcpq}:reply:%s:%s", ctx.instance, hex);
 
     int exit_code = 1;
     ing_wh_t *wh = NULL;
@@ -480,7 +480,7 @@ int main(int argc, char **argv)
                                   (int)set.sse_keepalive_ms);
     ctx.rl = ctx.kv ? ing_rl_new(ctx.kv, NULL, set.rate_limit_lease_ms, 0) : NULL;
     ctx.authfail = (ing_authfail_t){
-        .rl = ctx.kv ? ing_rl_new(ctx.kv, "mcpq:af:", 1, ING_AUTHFAIL_MAX_BUCKETS) : NULL,
+        .rl = ctx.kv ? ing_rl_new(ctx.kv, "{mcpq}:af:", 1, ING_AUTHFAIL_MAX_BUCKETS) : NULL,
         .addr_per_min = set.auth_fail_per_min,
         .id_per_min = set.auth_fail_id_per_min};
     ctx.trusted = ing_nets_parse(set.trusted_proxies, err, sizeof(err));

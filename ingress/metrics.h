@@ -60,7 +60,7 @@ void ing_metrics_webhook(ing_metrics_t *m, ing_wh_outcome_t outcome, int64_t dur
 
 /* The webhook queue as the dispatcher last saw it (ingress/webhook.c, every
  * ING_METRICS_WH_QUEUE_MS on its own thread, never at scrape time): deliveries waiting in
- * mcpq:wh:due, and how many of them are due now. */
+ * {mcpq}:wh:due, and how many of them are due now. */
 void ing_metrics_webhook_queue(ing_metrics_t *m, long long queued, long long due);
 #define ING_METRICS_WH_QUEUE_MS 5000
 

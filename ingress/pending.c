@@ -426,7 +426,7 @@ int ing_cancel_job(redisContext *ctx, const char *job_id, const char *reason)
     cJSON_Delete(o);
     if (!val)
         return MCPQ_ENOMEM;
-    redisAppendCommand(ctx, "SET mcpq:cancel:%s %s EX %d", job_id, val, CANCEL_TTL_S);
+    redisAppendCommand(ctx, "SET {mcpq}:cancel:%s %s EX %d", job_id, val, CANCEL_TTL_S);
     redisAppendCommand(ctx, "PUBLISH mcpq:cancel %s", job_id);
     cJSON_free(val);
     int rc = 0;
@@ -680,7 +680,7 @@ static void expire(ing_pending_t *p, redisContext **ctx)
         memcpy(job_id, p->heap[0]->job_id, sizeof(job_id));
         pthread_mutex_unlock(&p->lock);
 
-        redisReply *r = *ctx ? redisCommand(*ctx, "GET mcpq:result:%s", job_id) : NULL;
+        redisReply *r = *ctx ? redisCommand(*ctx, "GET {mcpq}:result:%s", job_id) : NULL;
         if (!r && *ctx) {
             redisFree(*ctx);
             *ctx = NULL;

@@ -36,7 +36,7 @@
  * done.
  *
  * Cancellation (docs/internals.md): ing_pending_cancel() queues a job id; the reader thread
- * sets `mcpq:cancel:<job>` and publishes it. A `cancelled` entry from the worker ends the
+ * sets `{mcpq}:cancel:<job>` and publishes it. A `cancelled` entry from the worker ends the
  * call: an open stream ends without a response, a JSON answer is -32800.
  *
  * Thread safety: every function is thread-safe. A call's fields are written under the
@@ -97,7 +97,7 @@ typedef struct ing_call {
 
 typedef struct ing_pending ing_pending_t;
 
-/* reply_key: this replica's stream (mcpq:reply:<instance>); keepalive_ms: SSE comment
+/* reply_key: this replica's stream ({mcpq}:reply:<instance>); keepalive_ms: SSE comment
  * interval while a streamed call waits. */
 ing_pending_t *ing_pending_new(kv_target_t *kvt, int redis_timeout_ms, const char *reply_key,
                                int keepalive_ms);
@@ -152,7 +152,7 @@ void ing_pending_release(ing_call_t *call);
 
 /* Asks the workers to stop job_id (asynchronously, from the reader thread). */
 void ing_pending_cancel(ing_pending_t *p, const char *job_id, const char *reason);
-/* SET mcpq:cancel:<job_id> + PUBLISH mcpq:cancel on ctx. 0 or MCPQ_EUNAVAIL. */
+/* SET {mcpq}:cancel:<job_id> + PUBLISH mcpq:cancel on ctx. 0 or MCPQ_EUNAVAIL. */
 int ing_cancel_job(redisContext *ctx, const char *job_id, const char *reason);
 
 size_t ing_pending_count(ing_pending_t *p);

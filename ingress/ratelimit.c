@@ -72,7 +72,7 @@ ing_rl_t *ing_rl_new(kv_pool_t *kv, const char *prefix, long long lease_ms, size
     if (!rl)
         return NULL;
     rl->kv = kv;
-    snprintf(rl->prefix, sizeof(rl->prefix), "%s", prefix ? prefix : "mcpq:rl:");
+    snprintf(rl->prefix, sizeof(rl->prefix), "%s", prefix ? prefix : "{mcpq}:rl:");
     rl->lease_ms = lease_ms > 0 ? lease_ms : 1;
     rl->max_entries = max_entries;
     unsigned char d[SHA_DIGEST_LENGTH];

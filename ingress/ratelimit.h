@@ -2,7 +2,7 @@
  * ratelimit.h - per-API-key and per-app request rate limits (issue 4; config in SPEC
  * section 7's tenant `rate_limits`, README "Limits on what a client may send").
  *
- * Each API key and each app has a token bucket in Redis (`mcpq:rl:<tenant>:<k|a>:<id>`, a
+ * Each API key and each app has a token bucket in Redis (`{mcpq}:rl:<tenant>:<k|a>:<id>`, a
  * hash {t: tokens, ts: ms}) that every ingress replica draws from, so the limit holds for
  * the fleet, not per replica. The bucket is refilled and drawn by one Lua script using
  * Redis's clock (replicas' clocks do not matter).
@@ -35,7 +35,7 @@
 typedef struct ing_rl ing_rl_t;
 
 /* A limiter drawing from Redis through kv (NULL: local buckets only), its buckets the keys
- * prefix + name (NULL: "mcpq:rl:"). lease_ms: how much of the rate one replica leases at a
+ * prefix + name (NULL: "{mcpq}:rl:"). lease_ms: how much of the rate one replica leases at a
  * time. max_entries: the most buckets kept on this replica (0: no bound). */
 ing_rl_t *ing_rl_new(kv_pool_t *kv, const char *prefix, long long lease_ms, size_t max_entries);
 void ing_rl_free(ing_rl_t *rl);

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define REG_KEY "mcpq:registry"
-#define REG_REV_KEY "mcpq:registry:rev"
+#define REG_KEY "{mcpq}:registry"
+#define REG_REV_KEY "{mcpq}:registry:rev"
 
 struct ing_registry {
     atomic_int refs;

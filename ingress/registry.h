@@ -1,7 +1,7 @@
 /*
  * registry.h - the tool registry as the ingress sees it (SPEC sections 4.1 and 7).
  *
- * The registry lives in Redis (hash `mcpq:registry`, counter `mcpq:registry:rev`, see
+ * The registry lives in Redis (hash `{mcpq}:registry`, counter `{mcpq}:registry:rev`, see
  * docs/internals.md) so every replica serves the same catalog. regstore.h writes it;
  * ing_registry_fetch() reads it back into an immutable,
  * reference-counted snapshot with everything a request needs precomputed: API key hashes,
@@ -87,7 +87,7 @@ ing_registry_t *ing_registry_build(const char *const *fields, const size_t *lens
 
 /* The revision a snapshot was built from. */
 long long ing_registry_rev(const ing_registry_t *reg);
-/* Reads `mcpq:registry:rev` (0 when absent); MCPQ_EUNAVAIL on a Redis failure. */
+/* Reads `{mcpq}:registry:rev` (0 when absent); MCPQ_EUNAVAIL on a Redis failure. */
 int ing_registry_read_rev(redisContext *c, long long *rev);
 
 void ing_registry_ref(ing_registry_t *reg);

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <time.h>
 
-#define REG_KEY "mcpq:registry"
-#define REG_REV_KEY "mcpq:registry:rev"
+#define REG_KEY "{mcpq}:registry"
+#define REG_REV_KEY "{mcpq}:registry:rev"
 #define APPLY_TRIES 8
 #define SEED_FIELD "meta:config"
 

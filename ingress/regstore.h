@@ -1,9 +1,9 @@
 /*
  * regstore.h - the registry as an editable set of documents (SPEC sections 4.1, 7 and 9).
  *
- * The registry is the Redis hash `mcpq:registry` (fields `tenant:<id>`, `server:<tenant>:<name>`,
+ * The registry is the Redis hash `{mcpq}:registry` (fields `tenant:<id>`, `server:<tenant>:<name>`,
  * `tool:<tenant>:<name>`, each a JSON document in the config file's form) with the counter
- * `mcpq:registry:rev`. Every writer (the config load at start-up, `mcpq-ingress --apply`, the
+ * `{mcpq}:registry:rev`. Every writer (the config load at start-up, `mcpq-ingress --apply`, the
  * admin API, federation) goes through here:
  *
  *   rs_load()    reads every field and keeps each one's text exactly as read;

@@ -1,8 +1,8 @@
 /*
  * session.h - Mcp-Session-Id sessions of the legacy protocol versions, kept in Redis
- * (`mcpq:session:<id>`, docs/internals.md) so that any replica serves any session.
+ * (`{mcpq}:session:<id>`, docs/internals.md) so that any replica serves any session.
  * A session belongs to one tenant: looked up by another tenant it does not exist.
- * `mcpq:sessions:<tenant>` (zset of the tenant's session ids) counts them for the tenant's
+ * `{mcpq}:sessions:<tenant>` (zset of the tenant's session ids) counts them for the tenant's
  * quotas.sessions (quota.h): create checks and adds in one script, DELETE removes, and ids
  * whose session expired are dropped by later creates.
  * Thread-safe (every call takes a pooled Redis connection).
@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 
-#define ING_SESSION_KEY_PREFIX "mcpq:session:" /* + id: the session's JSON */
+#define ING_SESSION_KEY_PREFIX "{mcpq}:session:" /* + id: the session's JSON */
 
 typedef struct ing_session {
     char id[80];

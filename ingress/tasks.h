@@ -74,7 +74,7 @@ cJSON *ing_task_result(const ing_task_t *task);
 /* Adds _meta {"io.modelcontextprotocol/related-task": {"taskId": id}} to a result. */
 void ing_task_related_meta(cJSON *result, const char *id);
 
-/* Registers reply_key to hear when the task ends (SADD mcpq:task:<id>:waiters). 0 or
+/* Registers reply_key to hear when the task ends (SADD {mcpq}:task:<id>:waiters). 0 or
  * MCPQ_EUNAVAIL. */
 int ing_task_wait(kv_pool_t *kv, const char *id, const char *reply_key);
 

@@ -535,7 +535,7 @@ static void reap(ing_wh_t *wh)
     }
 }
 
-/* The queue's depth for /metrics (metrics.h): ZCARD and ZCOUNT of mcpq:wh:due, here on the
+/* The queue's depth for /metrics (metrics.h): ZCARD and ZCOUNT of {mcpq}:wh:due, here on the
  * dispatcher's thread every ING_METRICS_WH_QUEUE_MS, so a scrape never waits on Redis. */
 static void queue_depth(ing_wh_t *wh)
 {

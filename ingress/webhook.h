@@ -5,7 +5,7 @@
  *
  * Deliveries are created in Redis by whq_enqueue (common/whq.h), atomically with the task
  * transition that caused them. Each replica runs one dispatcher thread that, every
- * ING_WH_POLL_MS, claims due deliveries with a Lua script: ZRANGE mcpq:wh:due BYSCORE up to
+ * ING_WH_POLL_MS, claims due deliveries with a Lua script: ZRANGE {mcpq}:wh:due BYSCORE up to
  * Redis's clock, and re-scores each to now + ING_WH_VISIBILITY_MS with a fresh claim token
  * in the delivery hash. A replica that dies holding a claim thus loses it after the
  * visibility timeout and another replica sends the delivery again (at least once; the
@@ -16,7 +16,7 @@
  * MCPQ_WEBHOOK_MAX_INFLIGHT at once, ING_WH_TIMEOUT_MS each, never following redirects.
  *
  * Outcomes: a 2xx is "delivered". A 410 marks the delivery and its endpoint "disabled"
- * (mcpq:wh:disabled:<tenant>:<webhook>): later deliveries to it are not sent until a
+ * ({mcpq}:wh:disabled:<tenant>:<webhook>): later deliveries to it are not sent until a
  * redelivery or a new url re-enables it. Anything else is a failed attempt, appended to the
  * delivery's log (at most ING_WH_LOG_MAX entries); the next attempt follows
  * MCPQ_WEBHOOK_RETRY_SCHEDULE, no earlier than a Retry-After on 429 or 503 (capped at

@@ -4,7 +4,7 @@
  *
  * A caller authenticates as for /mcp (API key or HMAC signing) and sees only its own
  * tenant's deliveries: another tenant's delivery id answers exactly like a missing one.
- * Listing walks the tenant's index (mcpq:whd:idx:<tenant>, newest first) in one Lua script
+ * Listing walks the tenant's index ({mcpq}:whd:idx:<tenant>, newest first) in one Lua script
  * that filters by task and status and examines at most SCAN_MAX entries per request, so a
  * request's cost is bounded however rare the filter's matches; the cursor is
  * "<created_ms>.<id>" of the last entry examined. Neither the url nor the secret of a

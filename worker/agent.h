@@ -11,17 +11,17 @@
  *   200 + agent_reply body      the reply is the result at once
  *   202                         the call waits for the agent to POST its agent_reply to the
  *                               ingress (/v1/channels/{channel_id}/messages), which stores it
- *                               under mcpq:agentreply:<message_id> and PUBLISHes the id on
+ *                               under {mcpq}:agentreply:<message_id> and PUBLISHes the id on
  *                               mcpq:agentreply (cancelsub.h); the key is also polled once a
  *                               second (wrk_agent_tick) for messages lost by Pub/Sub
  *   other status, unreachable   an isError result with an error id; the agent's host[:port]
  *                               and curl's message go to the log (wrk_job_error_hidden)
  *   deadline                    the job times out (record status timeout → -32003)
  *
- * While a call waits, mcpq:agentwait:<message_id> holds {"channel_id", "tenant"} (expiring
+ * While a call waits, {mcpq}:agentwait:<message_id> holds {"channel_id", "tenant"} (expiring
  * shortly after the deadline): the ingress accepts replies only for such a message.
  *
- * Turns: before sending, the channel's earlier turns (mcpq:chan:<id>:turns) go into the
+ * Turns: before sending, the channel's earlier turns ({mcpq}:chan:<id>:turns) go into the
  * chat_message; when the agent answered (a reply or an agent failure, not a timeout or a
  * cancel), the call appends its turn {"in": {message_id, tool, arguments, at_ms}, "out":
  * {content, isError}} and the list is trimmed, oldest first, to MCPQ_CHANNEL_MAX_TURNS and
@@ -43,9 +43,9 @@
 #include <cjson/cJSON.h>
 #include <stdint.h>
 
-#define WRK_CHAN_PREFIX "mcpq:chan:"
-#define WRK_AGENTWAIT_PREFIX "mcpq:agentwait:"
-#define WRK_AGENTREPLY_PREFIX "mcpq:agentreply:"
+#define WRK_CHAN_PREFIX "{mcpq}:chan:"
+#define WRK_AGENTWAIT_PREFIX "{mcpq}:agentwait:"
+#define WRK_AGENTREPLY_PREFIX "{mcpq}:agentreply:"
 
 typedef struct wrk_agent wrk_agent_t;
 

@@ -5,7 +5,7 @@
  * wrk_envelope_parse() accepts only a JSON object (UTF-8, no trailing bytes) with v == 1,
  * a job_id of 1..128 characters [A-Za-z0-9_.:-], tenant and tool strings, an executor
  * object with a type, and optional arguments (object), reply_to (a key under
- * "mcpq:reply:", so a record cannot make the worker write elsewhere), deadline_ms,
+ * "{mcpq}:reply:", so a record cannot make the worker write elsewhere), deadline_ms,
  * created_ms, timeout_ms and traceparent. When it fails, job_id and reply_to are still
  * set if they were valid, so the caller can answer the waiting ingress with an error.
  *
@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #define WRK_ID_MAX 128
-#define WRK_REPLY_PREFIX "mcpq:reply:"
+#define WRK_REPLY_PREFIX "{mcpq}:reply:"
 #define WRK_REPLY_MAX 256
 #define WRK_NAME_MAX 255
 

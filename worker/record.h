@@ -1,5 +1,5 @@
 /*
- * record.h - the result record a worker writes once per job to mcpq:result:<job_id> and
+ * record.h - the result record a worker writes once per job to {mcpq}:result:<job_id> and
  * sends as the `result` entry of the reply stream (docs/internals.md, "Result record"), and
  * the data of the `cancelled` entry a cancelled job sends instead.
  *
@@ -40,7 +40,7 @@ char *wrk_record_build(const wrk_record_t *r, size_t *len);
 #define WRK_CANCEL_REASON_DEFAULT "cancelled by the caller"
 
 /* The data of a `cancelled` reply entry, {"reason":"..."}, from the value of
- * mcpq:cancel:<job_id> (untrusted, may be NULL): its "reason" when it is a JSON object with a
+ * {mcpq}:cancel:<job_id> (untrusted, may be NULL): its "reason" when it is a JSON object with a
  * string one (made valid UTF-8 and cut to WRK_CANCEL_REASON_MAX bytes), else
  * WRK_CANCEL_REASON_DEFAULT. Malloc'd and NUL-terminated, *len set; NULL on ENOMEM. */
 char *wrk_record_cancelled(const char *value, size_t value_len, size_t *len);

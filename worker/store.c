@@ -343,7 +343,7 @@ static const char *cancel_key_of(const char *job_id, char *buf, size_t size)
     return buf;
 }
 
-/* EXISTS mcpq:cancel:<id> (CHECK, PROBE) or GET of it (CANCEL). */
+/* EXISTS {mcpq}:cancel:<id> (CHECK, PROBE) or GET of it (CANCEL). */
 static int append_cancel_key(wrk_store_t *st, cmd_kind_t kind, wrk_store_req_t *r)
 {
     char key[STORE_KEY_MAX];

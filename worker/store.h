@@ -8,17 +8,17 @@
  * (kv_connect, MCPQ_REDIS_TIMEOUT_MS bounds every read and write), so a thousand finished
  * jobs cost a couple of round trips, not a thousand.
  *
- *   CHECK  GET mcpq:result:<id>, EXISTS mcpq:cancel:<id>
+ *   CHECK  GET {mcpq}:result:<id>, EXISTS {mcpq}:cancel:<id>
  *                                                    → done(req, record or NULL),
  *                                                      req->cancelled set
- *   PROBE  EXISTS mcpq:cancel:<id>                   → done(req, NULL, 0), req->cancelled set
- *   WRITE  SET mcpq:result:<id> <record> NX GET EX <ttl>   (ttl: the store's, or the
+ *   PROBE  EXISTS {mcpq}:cancel:<id>                   → done(req, NULL, 0), req->cancelled set
+ *   WRITE  SET {mcpq}:result:<id> <record> NX GET EX <ttl>   (ttl: the store's, or the
  *          request's ttl_s when longer; the record that is durable:
  *          ours, or the one another worker wrote first), then for every reply stream
  *          XADD <stream> MAXLEN ~ 100000 * job <id> kind result data <durable record>
  *          and EXPIRE <stream> 3600                  → done(req, durable record)
  *   REPLY  the XADD/EXPIRE part alone, for a record already durable (a redelivered job).
- *   CANCEL GET mcpq:cancel:<id> (for its reason, record.h wrk_record_cancelled), then for
+ *   CANCEL GET {mcpq}:cancel:<id> (for its reason, record.h wrk_record_cancelled), then for
  *          every reply stream XADD ... kind cancelled data {"reason":"..."} and EXPIRE
  *                                                    → done(req, entry data)
  *   notify XADD ... kind progress|log data <json>, best effort: dropped if Redis is down.
@@ -48,8 +48,8 @@
 
 #define WRK_REPLY_MAXLEN "100000"
 #define WRK_REPLY_TTL_S "3600"
-#define WRK_RESULT_PREFIX "mcpq:result:"
-#define WRK_CANCEL_PREFIX "mcpq:cancel:"
+#define WRK_RESULT_PREFIX "{mcpq}:result:"
+#define WRK_CANCEL_PREFIX "{mcpq}:cancel:"
 
 typedef struct wrk_store wrk_store_t;
 typedef struct wrk_store_req wrk_store_req_t;
@@ -77,7 +77,7 @@ struct wrk_store_req {
     int64_t ttl_s; /* WRITE: keep the record at least this long (0: the store's TTL) */
     wrk_store_fn done;
     void *arg;
-    int cancelled; /* CHECK, PROBE: 1 when mcpq:cancel:<id> exists (set before done runs) */
+    int cancelled; /* CHECK, PROBE: 1 when {mcpq}:cancel:<id> exists (set before done runs) */
     /* private */
     int phase;         /* WRITE, CANCEL: 0 SET/GET pending, 1 XADD pending; 4 (all three):
                         * written, waiting for replicas (wrk_store_set_wait) */

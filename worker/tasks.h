@@ -3,7 +3,7 @@
  *
  * The hand-off (README "Task mode, robots and priorities"): a task's job arrives on Kafka
  * like any job, but the worker that polls it does not run it: it moves the task into the
- * Redis queue of its robot (mcpq:tq:<RobotId>, or mcpq:tq:_any) ordered by TaskPriority,
+ * Redis queue of its robot ({mcpq}:tq:<RobotId>, or {mcpq}:tq:_any) ordered by TaskPriority,
  * and its offset is stored at once. So a task that runs for hours never holds a partition
  * or the poll loop, and max.poll.interval.ms is never at stake. Workers then claim tasks
  * from their queue when they have a free slot: a worker started with MCPQ_ROBOT_ID claims

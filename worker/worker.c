@@ -28,7 +28,7 @@
 #define POLL_BUDGET 256    /* records taken per loop round */
 #define ABORT_WAIT_MS 3000 /* after aborting: how long to wait for children to go */
 #define WORKER_ID_MAX 256
-#define CANCEL_CHECK_MS 1000 /* EXISTS mcpq:cancel:<id> of every running job this often */
+#define CANCEL_CHECK_MS 1000 /* EXISTS {mcpq}:cancel:<id> of every running job this often */
 
 struct wrk_worker {
     const mcpq_settings_t *s;
@@ -504,7 +504,7 @@ static void job_cancel(wrk_job_t *job, const char *via)
     wrk_job_cancel(job, WRK_CANCEL_CALLER); /* may release the job */
 }
 
-/* A message on mcpq:cancel: most name jobs of other workers. */
+/* A message on {mcpq}:cancel: most name jobs of other workers. */
 static void on_cancel_message(const char *job_id, void *arg)
 {
     wrk_worker_t *w = arg;
@@ -522,7 +522,7 @@ static void on_probed(wrk_store_req_t *req, const char *record, size_t len, void
         job_cancel(job, "key");
 }
 
-/* Queues EXISTS mcpq:cancel:<id> for a running job (its request is idle while it runs). */
+/* Queues EXISTS {mcpq}:cancel:<id> for a running job (its request is idle while it runs). */
 static void probe_job(wrk_worker_t *w, wrk_job_t *job)
 {
     if (job->state != WRK_JOB_RUNNING || !job->executing || job->cancel != WRK_CANCEL_NONE ||
@@ -546,7 +546,7 @@ static void on_cancel_tick(wrk_timer_t *t, void *arg)
     wrk_timer_start(w->loop, t, CANCEL_CHECK_MS);
 }
 
-/* A message on mcpq:agentreply: the reply of an agent call is stored (agent.h). */
+/* A message on {mcpq}:agentreply: the reply of an agent call is stored (agent.h). */
 static void on_agent_reply(const char *message_id, void *arg)
 {
     wrk_worker_t *w = arg;

@@ -15,12 +15,12 @@
  *     mcpq_worker_jobs_rejected_total{reason="signature"}, and its offset is done.
  *   - Each record becomes a job (job.h) keyed by job_id: a second record with the id of a
  *     job still in flight (a redelivery) attaches to it instead of running again. A job
- *     first checks mcpq:result:<id>; if present the result is re-sent, else it runs.
+ *     first checks {mcpq}:result:<id>; if present the result is re-sent, else it runs.
  *   - Results go to Redis through the batching store (store.h); only once a result is
  *     durable is its offset marked done, and offsets are stored per partition up to the
  *     finished prefix (offsets.h, consumer.h).
  *   - Cancellation (docs/internals.md "Cancellation"): a message on mcpq:cancel
- *     (cancelsub.h) naming a job in flight here, or its key mcpq:cancel:<id> (checked with
+ *     (cancelsub.h) naming a job in flight here, or its key {mcpq}:cancel:<id> (checked with
  *     the result before a job starts, then once a second for every running job), cancels
  *     it: it never starts or its executor is stopped like a timed-out one, it writes no
  *     result, a `cancelled` entry goes to its reply streams, and then its offset is done

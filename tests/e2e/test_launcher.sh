@@ -214,7 +214,7 @@ ok "tools/call echo through Kafka and Redis"
 
 REDIS_PORT=$(sed -nE 's/.*redis ready on 127\.0\.0\.1:([0-9]+).*/\1/p' "$TMP/launcher.err" | head -n1)
 result_count() {
-    redis-cli -p "$REDIS_PORT" --scan --pattern 'mcpq:result:*' | wc -l
+    redis-cli -p "$REDIS_PORT" --scan --pattern '{mcpq}:result:*' | wc -l
 }
 
 STEP=kill-worker

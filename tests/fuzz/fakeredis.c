@@ -361,11 +361,11 @@ static void cmd_xread(conn_t *c, char **argv, int argc)
     pthread_mutex_unlock(&lock);
 }
 
-/* The running-task fixture: HGETALL mcpq:task:tk-... */
+/* The running-task fixture: HGETALL {mcpq}:task:tk-... */
 static void cmd_hgetall(conn_t *c, const char *key)
 {
     const char *id =
-        strncmp(key, "mcpq:task:tk-", 13) == 0 && !strchr(key + 10, ':') ? key + 10 : NULL;
+        strncmp(key, "{mcpq}:task:tk-", 13) == 0 && !strchr(key + 10, ':') ? key + 10 : NULL;
     if (!id) {
         emit(c, "*0\r\n", 4);
         return;
@@ -379,13 +379,13 @@ static void cmd_hgetall(conn_t *c, const char *key)
         bulks(c, fv[i]);
 }
 
-/* SADD mcpq:task:<id>:waiters <stream>: the fixture's task ends now, as a worker would end
+/* SADD {mcpq}:task:<id>:waiters <stream>: the fixture's task ends now, as a worker would end
  * it, with a result entry on that stream. */
 static void cmd_sadd(conn_t *c, char **argv, int argc)
 {
     const char *k = argv[1];
     size_t n = strlen(k);
-    if (argc >= 3 && strncmp(k, "mcpq:task:tk-", 13) == 0 && n > 18 &&
+    if (argc >= 3 && strncmp(k, "{mcpq}:task:tk-", 13) == 0 && n > 18 &&
         strcmp(k + n - 8, ":waiters") == 0) {
         char id[160];
         snprintf(id, sizeof(id), "%.*s", (int)(n - 18), k + 10);

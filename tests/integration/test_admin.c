@@ -1445,7 +1445,7 @@ static long long registry_rev(void)
 {
     redisContext *c = redisConnect("127.0.0.1", fx.redis_port);
     CHECK(c != NULL && !c->err);
-    redisReply *r = redisCommand(c, "GET mcpq:registry:rev");
+    redisReply *r = redisCommand(c, "GET {mcpq}:registry:rev");
     long long rev = r && r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : -1;
     if (r)
         freeReplyObject(r);
@@ -1781,7 +1781,7 @@ static char *registry_text(void)
 {
     redisContext *c = redisConnect("127.0.0.1", fx.redis_port);
     CHECK(c != NULL && !c->err);
-    redisReply *r = redisCommand(c, "HGETALL mcpq:registry");
+    redisReply *r = redisCommand(c, "HGETALL {mcpq}:registry");
     CHECK(r != NULL && r->type == REDIS_REPLY_ARRAY);
     size_t n = 1;
     for (size_t i = 0; i < r->elements; i++)

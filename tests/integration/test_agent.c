@@ -523,7 +523,7 @@ int main(void)
     CHECK_CONTAINS(result_text(&a, text, sizeof(text), NULL), "turns=2 q=b3");
     redisContext *rc = redisConnect("127.0.0.1", fx.redis_port);
     CHECK(rc && !rc->err);
-    redisReply *r = redisCommand(rc, "LRANGE mcpq:chan:%s:turns 0 -1", chan_id);
+    redisReply *r = redisCommand(rc, "LRANGE {mcpq}:chan:%s:turns 0 -1", chan_id);
     CHECK(r && r->type == REDIS_REPLY_ARRAY);
     size_t total = 0;
     for (size_t i = 0; i < r->elements; i++)
@@ -531,7 +531,7 @@ int main(void)
     CHECK_INT_EQ((long)r->elements, 2);
     CHECK(total <= 2048);
     freeReplyObject(r);
-    r = redisCommand(rc, "PTTL mcpq:chan:%s:turns", chan_id);
+    r = redisCommand(rc, "PTTL {mcpq}:chan:%s:turns", chan_id);
     CHECK(r && r->type == REDIS_REPLY_INTEGER && r->integer > 0);
     freeReplyObject(r);
     redisFree(rc);

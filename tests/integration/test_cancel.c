@@ -1,7 +1,7 @@
 /*
  * test_cancel.c - cancellation on mcpq-worker (docs/internals.md "Cancellation") against a
  * real redis-server and mcpq-devbroker (tests/fixture.c), with the ingress's side played by
- * this test: SET mcpq:cancel:<job_id> and/or PUBLISH mcpq:cancel <job_id>.
+ * this test: SET {mcpq}:cancel:<job_id> and/or PUBLISH mcpq:cancel <job_id>.
  *
  *   - SET + PUBLISH while an exec job runs: the tool gets SIGTERM, its process group is gone
  *     within seconds, a `cancelled` entry with the key's reason arrives, no result is written.
@@ -35,7 +35,7 @@
 
 #define TOPIC "mcpq.jobs"
 #define GROUP "itest-cancel"
-#define REPLY "mcpq:reply:itest-cancel"
+#define REPLY "{mcpq}:reply:itest-cancel"
 #define CHANNEL "mcpq:cancel"
 #define DEFAULT_REASON "{\"reason\":\"cancelled by the caller\"}"
 
@@ -96,7 +96,7 @@ static redisReply *rcmd(const char *fmt, const char *a, const char *b)
 static void cancel_key_set(const char *job_id, const char *reason_json)
 {
     char key[256];
-    snprintf(key, sizeof(key), "mcpq:cancel:%s", job_id);
+    snprintf(key, sizeof(key), "{mcpq}:cancel:%s", job_id);
     redisReply *r = redisCommand(redis, "SET %s %s EX 86400", key, reason_json);
     CHECK(r != NULL && r->type == REDIS_REPLY_STATUS);
     freeReplyObject(r);
@@ -115,7 +115,7 @@ static long long cancel_publish(const char *job_id)
 static int result_exists(const char *job_id)
 {
     char key[256];
-    snprintf(key, sizeof(key), "mcpq:result:%s", job_id);
+    snprintf(key, sizeof(key), "{mcpq}:result:%s", job_id);
     redisReply *r = rcmd("EXISTS %s", key, NULL);
     int n = (int)r->integer;
     freeReplyObject(r);

@@ -314,7 +314,7 @@ int main(void)
     freeReplyObject(rep);
     int seeded = 0;
     for (long long until = util_mono_ms() + 10000; !seeded && util_mono_ms() < until;) {
-        rep = redisCommand(rc, "HEXISTS mcpq:registry tenant:t1");
+        rep = redisCommand(rc, "HEXISTS {mcpq}:registry tenant:t1");
         seeded = rep && rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
         freeReplyObject(rep);
         if (!seeded)

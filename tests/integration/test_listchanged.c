@@ -2,7 +2,7 @@
  * Registry changes reach every replica and the clients listening (SPEC 4.1 and 9,
  * ingress/listen.h) on a real stack: redis-server, mcpq-devbroker, two ingress replicas A and
  * B on the same Redis, and a worker. The registry is changed the way the admin API does it:
- * HSET of a tool document into mcpq:registry, INCR mcpq:registry:rev, PUBLISH
+ * HSET of a tool document into {mcpq}:registry, INCR {mcpq}:registry:rev, PUBLISH
  * mcpq:registry:changed.
  *   - GET /mcp: 405 without Accept: text/event-stream and under 2026-07-28, 400 without a
  *     session, 404 with an unknown one, 401 without credentials, 409 for a second stream of
@@ -237,10 +237,10 @@ static long long until_listed(const int ports[2], const char *key, const char *t
  * replicas' revision poll alone must find the change). */
 static void registry_write(const char *field, const char *doc, int quiet)
 {
-    redisReply *r = redisCommand(redis, "HSET mcpq:registry %s %s", field, doc);
+    redisReply *r = redisCommand(redis, "HSET {mcpq}:registry %s %s", field, doc);
     CHECK(r != NULL && r->type == REDIS_REPLY_INTEGER);
     freeReplyObject(r);
-    r = redisCommand(redis, "INCR mcpq:registry:rev");
+    r = redisCommand(redis, "INCR {mcpq}:registry:rev");
     CHECK(r != NULL && r->type == REDIS_REPLY_INTEGER);
     long long rev = r->integer;
     freeReplyObject(r);

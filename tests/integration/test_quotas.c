@@ -285,16 +285,16 @@ static void test_robots(void)
     CHECK_CONTAINS(r.buf, "arguments.RobotId: robot \\\"robot-a\\\" is reserved for the tenant "
                           "that declares it");
     CHECK(strstr(r.buf, "\"a\"") == NULL); /* the owner is not named */
-    CHECK_INT_EQ(zcard("mcpq:tasks:b"), 0);
-    CHECK_INT_EQ(zcard("mcpq:tq:robot-a"), 0);
+    CHECK_INT_EQ(zcard("{mcpq}:tasks:b"), 0);
+    CHECK_INT_EQ(zcard("{mcpq}:tq:robot-a"), 0);
     task(&r, A_KEY, "\"RobotId\":\"robot-a\",\"TaskPriority\":90");
     task_id(&r);
     task(&r, A_KEY, "\"RobotId\":\"shared-1\"");
     task_id(&r);
     task(&r, B_KEY, "\"RobotId\":\"shared-1\"");
     task_id(&r);
-    CHECK_INT_EQ(zcard("mcpq:tasks:a"), 2);
-    CHECK_INT_EQ(zcard("mcpq:tasks:b"), 1);
+    CHECK_INT_EQ(zcard("{mcpq}:tasks:a"), 2);
+    CHECK_INT_EQ(zcard("{mcpq}:tasks:b"), 1);
     TEST_PASS("robots: b naming a's robot-a gets -32602 and no task; a may; an undeclared robot "
               "is shared");
 }
@@ -310,12 +310,12 @@ static void test_tasks(void)
     CHECK_CONTAINS(r.buf, "\"code\":-32029");
     CHECK_CONTAINS(r.buf, "tenant limit reached: 3 tasks in retention (quotas.tasks)");
     CHECK_CONTAINS(r.buf, "\"data\":{\"quota\":\"quotas.tasks\",\"limit\":3}");
-    CHECK_INT_EQ(zcard("mcpq:tasks:a"), 3);
+    CHECK_INT_EQ(zcard("{mcpq}:tasks:a"), 3);
     task(&r, B_KEY, "");
     task_id(&r);
     /* a task whose retention ran out (its hash gone) no longer counts */
     char key[128];
-    snprintf(key, sizeof(key), "mcpq:task:%s", third);
+    snprintf(key, sizeof(key), "{mcpq}:task:%s", third);
     redis_del(key);
     task(&r, A_KEY, "");
     task_id(&r);
@@ -385,7 +385,7 @@ static void test_sessions_and_streams(void)
     initialize(&r, A_KEY, a1, sizeof(a1));
     CHECK_INT_EQ(r.status, 429);
     char key[200];
-    snprintf(key, sizeof(key), "mcpq:session:%s", a3);
+    snprintf(key, sizeof(key), "{mcpq}:session:%s", a3);
     redis_del(key);
     initialize(&r, A_KEY, a1, sizeof(a1));
     CHECK_INT_EQ(r.status, 200);

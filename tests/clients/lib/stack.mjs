@@ -191,9 +191,9 @@ export async function startStack({ env = {}, workers = 2, label = 'clients' } = 
    * the document (doc null: the field is deleted), a revision bump, the Pub/Sub wake-up.
    */
   function registrySet(field, doc) {
-    if (doc === null) redis('HDEL', 'mcpq:registry', field);
-    else redis('HSET', 'mcpq:registry', field, JSON.stringify(doc));
-    redis('PUBLISH', 'mcpq:registry:changed', redis('INCR', 'mcpq:registry:rev'));
+    if (doc === null) redis('HDEL', '{mcpq}:registry', field);
+    else redis('HSET', '{mcpq}:registry', field, JSON.stringify(doc));
+    redis('PUBLISH', 'mcpq:registry:changed', redis('INCR', '{mcpq}:registry:rev'));
   }
 
   return { url: `${baseUrl}/mcp`, baseUrl, port, stateDir, stop, logs, redis, registrySet };

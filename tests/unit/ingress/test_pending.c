@@ -30,7 +30,7 @@ static kv_target_t *no_redis(void)
 
 static ing_pending_t *table(void)
 {
-    ing_pending_t *p = ing_pending_new(no_redis(), 200, "mcpq:reply:test", 100);
+    ing_pending_t *p = ing_pending_new(no_redis(), 200, "{mcpq}:reply:test", 100);
     CHECK(p != NULL);
     return p;
 }

@@ -62,7 +62,7 @@ int main(void)
     ing_rl_free(rl);
 
     /* ing_rl_blocked: a lookup that spends nothing and creates nothing. */
-    rl = ing_rl_new(NULL, "mcpq:af:", 1, 0);
+    rl = ing_rl_new(NULL, "{mcpq}:af:", 1, 0);
     ing_rate_t f = {.per_s = 20.0 / 60.0, .burst = 3}; /* 3 failures, then one per 3 s */
     CHECK_INT_EQ(ing_rl_blocked(rl, "a:192.0.2.1", &f, &wait), 0);
     for (int i = 0; i < 3; i++) {
@@ -80,7 +80,7 @@ int main(void)
 
     /* A bounded limiter: a full table forgets idle buckets (at most once a second), and a
      * name it cannot track is not limited (no Redis here). */
-    rl = ing_rl_new(NULL, "mcpq:af:", 1, 2);
+    rl = ing_rl_new(NULL, "{mcpq}:af:", 1, 2);
     ing_rate_t fast = {.per_s = 10, .burst = 1}; /* full again 100 ms after a take */
     CHECK_INT_EQ(ing_rl_take(rl, "a", &fast, &wait), 1);
     CHECK_INT_EQ(ing_rl_take(rl, "b", &fast, &wait), 1);

@@ -61,7 +61,7 @@ static void test_errors(void)
     TEST_PASS("timeout and error records");
 }
 
-/* The cancelled entry's data from the value of mcpq:cancel:<id>. */
+/* The cancelled entry's data from the value of {mcpq}:cancel:<id>. */
 static void check_cancelled(const char *value, const char *want)
 {
     size_t len = 0;
