@@ -31,6 +31,7 @@ struct kv_target {
     kv_hostport_t sentinels[KV_MAX_SENTINELS];
     size_t nsentinels;
     char master[256];
+    int cluster;               /* MCPQ_REDIS_CLUSTER: the URL names a node of a Redis Cluster */
     atomic_uint next_sentinel; /* the one that answered last is asked first */
     atomic_uint generation;    /* bumped on a failover or a broken connection: idle ones go */
     char describe[320];
@@ -268,6 +269,20 @@ static int target_options(kv_target_t *t, const mcpq_settings_t *s, char *errstr
         snprintf(errstr, errstr_size, "MCPQ_REDIS_MASTER needs MCPQ_REDIS_SENTINELS");
         return MCPQ_EINVAL;
     }
+    if (s->redis_cluster) {
+        const char *why = t->nsentinels        ? "not together with MCPQ_REDIS_SENTINELS"
+                          : t->url.unix_socket ? "needs a redis:// or rediss:// MCPQ_REDIS_URL"
+                          : t->url.db          ? "needs database 0 (a cluster has no other)"
+                                               : NULL;
+        if (why) {
+            snprintf(errstr, errstr_size, "MCPQ_REDIS_CLUSTER: %s", why);
+            return MCPQ_EINVAL;
+        }
+        t->cluster = 1;
+        snprintf(t->describe, sizeof(t->describe),
+                 strchr(t->url.host, ':') ? "cluster via [%s]:%d" : "cluster via %s:%d",
+                 t->url.host, t->url.port);
+    }
     return 0;
 }
 
@@ -409,12 +424,63 @@ static int check_master(redisContext *c)
     return ok ? 0 : MCPQ_EUNAVAIL;
 }
 
-redisContext *kv_connect(kv_target_t *t, int timeout_ms, char *errstr, size_t errstr_size)
+/* AUTH (and SELECT) on a new context; NULL when done, else what failed. */
+static const char *login(const kv_target_t *t, redisContext *c)
 {
     const kv_url_t *u = &t->url;
-    char host[256];
-    int port = u->port;
-    snprintf(host, sizeof(host), "%s", u->host);
+    if (u->password[0]) {
+        /* An ACL user logs in with AUTH user password, the default user with AUTH password. */
+        const char *auth[] = {"AUTH", u->user, u->password};
+        const char *legacy[] = {"AUTH", u->password};
+        if (u->user[0] ? handshake_cmd(c, 3, auth, NULL) : handshake_cmd(c, 2, legacy, NULL))
+            return "AUTH failed (wrong user or password?)";
+    }
+    char db[24];
+    snprintf(db, sizeof(db), "%d", u->db);
+    const char *select[] = {"SELECT", db};
+    if (u->db && handshake_cmd(c, 2, select, NULL))
+        return "SELECT failed";
+    return NULL;
+}
+
+/* Which node serves the slot of mcpq's keys (KV_KEY_TAG), asked of the node c is logged in
+ * to: CLUSTER KEYSLOT, then that slot's primary in CLUSTER SLOTS. 0 with host/port set. */
+static int cluster_owner(redisContext *c, char *host, size_t host_size, int *port)
+{
+    const char *keyslot[] = {"CLUSTER", "KEYSLOT", KV_KEY_TAG};
+    const char *slots[] = {"CLUSTER", "SLOTS"};
+    redisReply *ks = NULL, *r = NULL;
+    int rc = MCPQ_EUNAVAIL;
+    if (handshake_cmd(c, 3, keyslot, &ks) == 0 && ks->type == REDIS_REPLY_INTEGER &&
+        handshake_cmd(c, 2, slots, &r) == 0 && r->type == REDIS_REPLY_ARRAY) {
+        for (size_t i = 0; i < r->elements && rc < 0; i++) {
+            const redisReply *e = r->element[i];
+            if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
+                e->element[0]->integer > ks->integer || e->element[1]->integer < ks->integer)
+                continue;
+            const redisReply *node = e->element[2]; /* the primary: [host, port, id, ...] */
+            if (node->type != REDIS_REPLY_ARRAY || node->elements < 2 ||
+                node->element[0]->type != REDIS_REPLY_STRING || node->element[0]->len >= host_size)
+                continue;
+            /* An empty host means "the address you reached me at" (cluster-announce). */
+            if (node->element[0]->len)
+                memcpy(host, node->element[0]->str, node->element[0]->len + 1);
+            *port = (int)node->element[1]->integer;
+            rc = 0;
+        }
+    }
+    if (ks)
+        freeReplyObject(ks);
+    if (r)
+        freeReplyObject(r);
+    return rc;
+}
+
+/* Connects to host:port (or the socket) and logs in; NULL with errstr filled. */
+static redisContext *open_logged_in(kv_target_t *t, const char *host, int port, int timeout_ms,
+                                    char *errstr, size_t errstr_size)
+{
+    const kv_url_t *u = &t->url;
     redisContext *c = NULL;
     if (u->unix_socket) {
         struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
@@ -427,28 +493,11 @@ redisContext *kv_connect(kv_target_t *t, int timeout_ms, char *errstr, size_t er
         }
         redisSetTimeout(c, tv);
     } else {
-        if (t->nsentinels &&
-            sentinel_lookup(t, timeout_ms, host, sizeof(host), &port, errstr, errstr_size) < 0)
-            return NULL;
         c = open_tcp(t, host, port, timeout_ms, errstr, errstr_size);
         if (!c)
             return NULL;
     }
-    const char *what = NULL;
-    if (u->password[0]) {
-        /* An ACL user logs in with AUTH user password, the default user with AUTH password. */
-        const char *auth[] = {"AUTH", u->user, u->password};
-        const char *legacy[] = {"AUTH", u->password};
-        if (u->user[0] ? handshake_cmd(c, 3, auth, NULL) : handshake_cmd(c, 2, legacy, NULL))
-            what = "AUTH failed (wrong user or password?)";
-    }
-    char db[24];
-    snprintf(db, sizeof(db), "%d", u->db);
-    const char *select[] = {"SELECT", db};
-    if (!what && u->db && handshake_cmd(c, 2, select, NULL))
-        what = "SELECT failed";
-    if (!what && t->nsentinels && check_master(c) < 0)
-        what = "not a master (a failover is under way)";
+    const char *what = login(t, c);
     if (what) {
         snprintf(errstr, errstr_size, "redis %s: %s%s%s", t->describe, what, c->err ? ": " : "",
                  c->err ? c->errstr : "");
@@ -458,11 +507,60 @@ redisContext *kv_connect(kv_target_t *t, int timeout_ms, char *errstr, size_t er
     return c;
 }
 
-#define KV_FAILOVER_ERRSTR "READONLY: the server is a replica now (failover); reconnecting"
+redisContext *kv_connect(kv_target_t *t, int timeout_ms, char *errstr, size_t errstr_size)
+{
+    char host[256];
+    int port = t->url.port;
+    snprintf(host, sizeof(host), "%s", t->url.host);
+    if (t->nsentinels &&
+        sentinel_lookup(t, timeout_ms, host, sizeof(host), &port, errstr, errstr_size) < 0)
+        return NULL;
+    redisContext *c = open_logged_in(t, host, port, timeout_ms, errstr, errstr_size);
+    if (c && t->nsentinels && check_master(c) < 0) {
+        snprintf(errstr, errstr_size, "redis %s: not a master (a failover is under way)",
+                 t->describe);
+        redisFree(c);
+        return NULL;
+    }
+    if (c && t->cluster) {
+        /* The URL names any node (a configuration endpoint); mcpq's keys all live in one
+         * slot, so the connection goes to the primary that serves it. */
+        char owner[256];
+        int owner_port = port;
+        snprintf(owner, sizeof(owner), "%s", host);
+        if (cluster_owner(c, owner, sizeof(owner), &owner_port) < 0) {
+            snprintf(errstr, errstr_size,
+                     "redis %s: no node serves the slot of %s (CLUSTER SLOTS; is it a cluster?)",
+                     t->describe, KV_KEY_TAG);
+            redisFree(c);
+            return NULL;
+        }
+        if (strcmp(owner, host) != 0 || owner_port != port) {
+            redisFree(c);
+            c = open_logged_in(t, owner, owner_port, timeout_ms, errstr, errstr_size);
+        }
+    }
+    return c;
+}
+
+#define KV_FAILOVER_ERRSTR                                                                         \
+    "READONLY or MOVED: the server no longer serves mcpq's keys (failover); reconnecting"
+
+/* The error replies that mean "this connection goes to the wrong server now". */
+static int moved_on(const redisReply *r)
+{
+    static const char *const codes[] = {"READONLY ", "MOVED ", "ASK "};
+    if (!r || r->type != REDIS_REPLY_ERROR)
+        return 0;
+    for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
+        if (r->len >= strlen(codes[i]) && strncmp(r->str, codes[i], strlen(codes[i])) == 0)
+            return 1;
+    return 0;
+}
 
 int kv_ctx_failover(kv_target_t *t, redisContext *c, const redisReply *r)
 {
-    if (!r || r->type != REDIS_REPLY_ERROR || r->len < 8 || strncmp(r->str, "READONLY", 8) != 0)
+    if (!moved_on(r))
         return 0;
     if (t)
         atomic_fetch_add(&t->generation, 1);

@@ -66,6 +66,10 @@ static const set_def_t defs[] = {
      "host is the master's name unless MCPQ_REDIS_MASTER is set"},
     {"MCPQ_REDIS_MASTER", "redis-master", T_STR, NULL, 0, 0, ALL, S(redis_master),
      "with MCPQ_REDIS_SENTINELS: the master's name as the sentinels know it"},
+    {"MCPQ_REDIS_CLUSTER", "redis-cluster", T_INT, "0", 0, 1, ALL, S(redis_cluster),
+     "1: MCPQ_REDIS_URL names a node of a Redis Cluster (e.g. its configuration endpoint); "
+     "every mcpq key is in the slot of {mcpq}, and connections go to the primary that serves "
+     "it, found again after a MOVED (docs/redis.md)"},
     {"MCPQ_ADMIN_TOKEN", "admin-token", T_SECRET, NULL, 0, 0, ING, S(admin_token),
      "operator token for /admin (unset: admin API off)"},
     {"MCPQ_MAX_BODY_BYTES", "max-body-bytes", T_INT, "1048576", 1024, 64LL << 20, ING,

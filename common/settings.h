@@ -32,6 +32,7 @@ typedef struct mcpq_settings {
     const char *redis_tls_server_name;
     const char *redis_sentinels;
     const char *redis_master;
+    long long redis_cluster;
     const char *admin_token;
     long long max_body_bytes;
     long long preauth_body_bytes;    /* body limit before the headers prove a credential */

@@ -15,7 +15,10 @@
  *   d. unix:///path/redis.sock?db=3 with MCPQ_REDIS_PASSWORD_FILE: calls answered, and mcpq's
  *      keys are in database 3; redis://[::1]:port/2 with MCPQ_REDIS_PASSWORD the same over
  *      IPv6 (skipped when the machine has no ::1);
- *   e. bad settings stop the ingress at start-up with a message naming them.
+ *   e. bad settings stop the ingress at start-up with a message naming them;
+ *   f. MCPQ_REDIS_CLUSTER=1 against a Redis Cluster of three primaries and three replicas, the
+ *      URL naming a primary that does not serve {mcpq}: every key lands on the one that does;
+ *      when it is killed, its replica takes over and calls and tasks are answered again.
  * Each part uses its own consumer group, so its worker starts without waiting for the
  * previous one's to leave.
  */
@@ -23,6 +26,8 @@
 #include "fixture.h"
 
 #include <cjson/cJSON.h>
+#include <hiredis/hiredis.h>
+#include <signal.h>
 #include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -197,9 +202,13 @@ static long readyz(int port)
     return st;
 }
 
-/* Ingress + worker against the Redis env describes; both are ready and a call and a task
- * come back. */
-static void stack_works(const char *what, const char *const env[], int with_task)
+typedef struct pair {
+    pid_t ing, w;
+    int port;
+} pair_t;
+
+/* Ingress + worker (a consumer group of their own) against the Redis env describes. */
+static pair_t pair_start(const char *const env[])
 {
     char name[64], group[64];
     snprintf(name, sizeof(name), "ing-%d", part);
@@ -208,20 +217,34 @@ static void stack_works(const char *what, const char *const env[], int with_task
     size_t n = 1;
     for (size_t i = 0; env[i] && n < 15; i++)
         wenv[n++] = env[i];
-    int port = fx_free_port();
-    pid_t ing = fx_spawn_ingress(&fx, name, port, cfg, env, NULL, 0);
-    CHECK(ing > 0);
+    pair_t p = {.port = fx_free_port()};
+    p.ing = fx_spawn_ingress(&fx, name, p.port, cfg, env, NULL, 0);
+    CHECK(p.ing > 0);
     snprintf(name, sizeof(name), "wrk-%d", part++);
-    pid_t w = fx_spawn_worker(&fx, name, wenv);
-    CHECK(w > 0);
+    p.w = fx_spawn_worker(&fx, name, wenv);
+    CHECK(p.w > 0);
+    return p;
+}
+
+static void pair_stop(const pair_t *p)
+{
+    fx_stop_pid(p->w, 10000);
+    fx_stop_pid(p->ing, 10000);
+}
+
+/* Ingress + worker against the Redis env describes; both are ready and a call and a task
+ * come back. */
+static void stack_works(const char *what, const char *const env[], int with_task)
+{
+    pair_t p = pair_start(env);
+    int port = p.port;
     CHECK_INT_EQ(readyz(port), 200);
     CHECK_INT_EQ(call_hello(port), 0);
     if (with_task) {
         CHECK_INT_EQ(session_list(port), 0);
         CHECK_INT_EQ(run_task(port), 0);
     }
-    fx_stop_pid(w, 10000);
-    fx_stop_pid(ing, 10000);
+    pair_stop(&p);
     TEST_PASS(what);
 }
 
@@ -390,6 +413,154 @@ static void test_unix_v6(void)
     fx_stop_pid(r6, 5000);
 }
 
+/* A command on the node at port (default user); the reply, or exits the test. */
+static redisReply *node_cmd(int port, const char *cmd)
+{
+    redisContext *c = redisConnect("127.0.0.1", port);
+    CHECK(c != NULL && !c->err);
+    redisReply *r = redisCommand(c, cmd);
+    CHECK(r != NULL);
+    redisFree(c);
+    return r;
+}
+
+/* The port of the primary that serves the slot of mcpq's keys, asked of the node at port. */
+static int slot_owner(int port)
+{
+    redisReply *ks = node_cmd(port, "CLUSTER KEYSLOT {mcpq}");
+    redisReply *r = node_cmd(port, "CLUSTER SLOTS");
+    int owner = -1;
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *e = r->element[i];
+        if (e->element[0]->integer <= ks->integer && ks->integer <= e->element[1]->integer)
+            owner = (int)e->element[2]->element[1]->integer;
+    }
+    freeReplyObject(ks);
+    freeReplyObject(r);
+    return owner;
+}
+
+static long long dbsize(int port)
+{
+    redisReply *r = node_cmd(port, "DBSIZE");
+    long long n = r->integer;
+    freeReplyObject(r);
+    return n;
+}
+
+/* Six nodes, three primaries with a replica each (redis-cli --cluster create). */
+static void cluster_start(int ports[6], pid_t pids[6])
+{
+    char args[600], cmd[1200] = "redis-cli --cluster create";
+    for (int i = 0; i < 6; i++) {
+        ports[i] = fx_free_port();
+        /* The bus port explicitly: port + 10000 may be taken or past 65535. */
+        snprintf(args, sizeof(args),
+                 "--port %d --cluster-port %d --bind 127.0.0.1 --cluster-enabled yes "
+                 "--cluster-config-file nodes-%d.conf --cluster-node-timeout 1000 "
+                 "--cluster-replica-validity-factor 0",
+                 ports[i], fx_free_port(), ports[i]);
+        char name[32];
+        snprintf(name, sizeof(name), "redis-node-%d", i);
+        pids[i] = start_redis(name, args);
+        snprintf(cmd + strlen(cmd), sizeof(cmd) - strlen(cmd), " 127.0.0.1:%d", ports[i]);
+    }
+    snprintf(cmd + strlen(cmd), sizeof(cmd) - strlen(cmd),
+             " --cluster-replicas 1 --cluster-yes > %s/cluster-create.log 2>&1", fx.dir);
+    sh("%s", cmd);
+    /* Every node sees the cluster up, and every replica has its primary's data. */
+    for (int i = 0; i < 6; i++) {
+        long long end = fx_now_ms() + 20000;
+        for (;;) {
+            redisReply *r = node_cmd(ports[i], "CLUSTER INFO");
+            redisReply *repl = node_cmd(ports[i], "INFO replication");
+            int ok = strstr(r->str, "cluster_state:ok") != NULL &&
+                     (strstr(repl->str, "role:master") ||
+                      strstr(repl->str, "master_link_status:up"));
+            freeReplyObject(r);
+            freeReplyObject(repl);
+            if (ok)
+                break;
+            CHECK(fx_now_ms() < end);
+            fx_sleep_ms(100);
+        }
+    }
+}
+
+static void test_cluster(void)
+{
+    int ports[6];
+    pid_t pids[6];
+    cluster_start(ports, pids);
+    int owner = slot_owner(ports[0]), seed = -1;
+    for (int i = 0; i < 3 && seed < 0; i++) /* the first three are the primaries */
+        if (ports[i] != owner)
+            seed = ports[i];
+    CHECK(owner > 0 && seed > 0);
+    char url[128];
+    snprintf(url, sizeof(url), "MCPQ_REDIS_URL=redis://127.0.0.1:%d/0", seed);
+    const char *env[] = {url, "MCPQ_REDIS_CLUSTER=1", NULL};
+    pair_t p = pair_start(env);
+    CHECK_INT_EQ(readyz(p.port), 200);
+    CHECK_INT_EQ(call_hello(p.port), 0);
+    CHECK_INT_EQ(run_task(p.port), 0);
+    CHECK(dbsize(owner) > 0);
+    CHECK_INT_EQ(dbsize(seed), 0);
+    TEST_PASS("Redis Cluster: the URL names another primary, every key lands on the one that "
+              "serves {mcpq}; a call and a task answered");
+
+    /* A manual failover: the replica takes the slot while the old primary stays up as its
+     * replica, so mcpq's open connections get -MOVED and must go to the new one. */
+    redisReply *info = node_cmd(owner, "INFO replication");
+    const char *sl = strstr(info->str, "slave0:ip=");
+    const char *pp = sl ? strstr(sl, ",port=") : NULL;
+    int replica = pp ? atoi(pp + 6) : -1;
+    freeReplyObject(info);
+    CHECK(replica > 0);
+    freeReplyObject(node_cmd(replica, "CLUSTER FAILOVER"));
+    long long t1 = fx_now_ms();
+    while (slot_owner(seed) != replica && fx_now_ms() - t1 < 10000)
+        fx_sleep_ms(50);
+    CHECK_INT_EQ(slot_owner(seed), replica);
+    CHECK_INT_EQ(call_hello(p.port), 0);
+    CHECK_INT_EQ(run_task(p.port), 0);
+    TEST_PASS("Redis Cluster: a manual failover (the old primary answers -MOVED now): calls "
+              "and tasks answered by the new primary");
+    owner = replica;
+
+    /* The primary dies: its replica takes the slot, and mcpq follows (lost connections).
+     * Every call gets an answer meanwhile. */
+    int owner_idx = -1;
+    for (int i = 0; i < 6; i++)
+        if (ports[i] == owner)
+            owner_idx = i;
+    CHECK(kill(pids[owner_idx], SIGKILL) == 0);
+    long long t0 = fx_now_ms(), back = -1;
+    int calls = 0, failed = 0;
+    while (fx_now_ms() - t0 < 30000 && back < 0) {
+        calls++;
+        if (call_hello(p.port) == 0)
+            back = fx_now_ms() - t0;
+        else
+            failed++;
+        fx_sleep_ms(200);
+    }
+    CHECK(back >= 0);
+    int now_owner = slot_owner(seed);
+    CHECK(now_owner > 0 && now_owner != owner);
+    CHECK_INT_EQ(run_task(p.port), 0);
+    printf("  (primary killed: %d calls, %d answered with an error, answered again after %lld "
+           "ms, served by :%d now)\n",
+           calls, failed, back, now_owner);
+    TEST_PASS("Redis Cluster: the primary of {mcpq} killed, its replica promoted, calls and "
+              "tasks answered again");
+    pair_stop(&p);
+    for (int i = 0; i < 6; i++)
+        if (i != owner_idx)
+            fx_stop_pid(pids[i], 5000);
+    fx_wait_exit(pids[owner_idx], 5000);
+}
+
 static void test_bad_settings(void)
 {
     char ca[300];
@@ -433,6 +604,7 @@ int main(void)
     test_tls();
     test_acl();
     test_unix_v6();
+    test_cluster();
     fx_stop(&fx);
     curl_global_cleanup();
     return 0;
