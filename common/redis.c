@@ -549,7 +549,8 @@ redisContext *kv_connect(kv_target_t *t, int timeout_ms, char *errstr, size_t er
 /* The error replies that mean "this connection goes to the wrong server now". */
 static int moved_on(const redisReply *r)
 {
-    static const char *const codes[] = {"READONLY ", "MOVED ", "ASK "};
+    /* UNBLOCKED: a blocked read (XREAD BLOCK) ended because the server became a replica. */
+    static const char *const codes[] = {"READONLY ", "MOVED ", "ASK ", "UNBLOCKED "};
     if (!r || r->type != REDIS_REPLY_ERROR)
         return 0;
     for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)

@@ -64,8 +64,8 @@ const char *kv_target_describe(const kv_target_t *t);
  * A connected, authenticated context with the db selected, or NULL with errstr filled.
  * With sentinels, the master is looked up first (each sentinel in turn) and checked with
  * ROLE, so a connection never lands on a replica. With MCPQ_REDIS_CLUSTER, the node the URL
- * names is asked which primary serves the slot of KV_KEY_TAG, and the connection goes there. The context is blocking with every read
- * and write bounded by timeout_ms.
+ * names is asked which primary serves the slot of KV_KEY_TAG, and the connection goes there. The
+ * context is blocking with every read and write bounded by timeout_ms.
  */
 redisContext *kv_connect(kv_target_t *t, int timeout_ms, char *errstr, size_t errstr_size);
 

@@ -26,8 +26,8 @@ static const char *hdr(struct MHD_Connection *conn, const char *name)
 static int nonce_claim(kv_pool_t *kv, const char *app_id, const char *nonce)
 {
     char err[256];
-    redisReply *r = kv_pool_command(kv, err, sizeof(err), "SET {mcpq}:nonce:%s:%s 1 NX EX %d", app_id,
-                                    nonce, SIG_NONCE_TTL_S);
+    redisReply *r = kv_pool_command(kv, err, sizeof(err), "SET {mcpq}:nonce:%s:%s 1 NX EX %d",
+                                    app_id, nonce, SIG_NONCE_TTL_S);
     if (!r || r->type == REDIS_REPLY_ERROR) {
         log_event(LOG_ERROR, "auth: nonce store unavailable", "detail", r && r->str ? r->str : err,
                   (char *)NULL);

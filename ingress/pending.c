@@ -744,7 +744,13 @@ static void *reader_thread(void *arg)
         }
         redisReply *r = redisCommand(ctx, "XREAD COUNT 512 BLOCK %d STREAMS %s %s", READ_BLOCK_MS,
                                      p->reply_key, last_id);
-        if (!r) {
+        if (!r || r->type == REDIS_REPLY_ERROR) {
+            /* Lost, or an error such as -MOVED or -UNBLOCKED (the server stopped serving
+             * the stream: a failover): read again, from last_id, on a new connection. */
+            if (r) {
+                log_event(LOG_WARN, "reply reader: reconnecting", "error", r->str, (char *)NULL);
+                freeReplyObject(r);
+            }
             redisFree(ctx);
             ctx = NULL;
             atomic_store(&p->healthy, 0);

@@ -474,9 +474,9 @@ static void cluster_start(int ports[6], pid_t pids[6])
         for (;;) {
             redisReply *r = node_cmd(ports[i], "CLUSTER INFO");
             redisReply *repl = node_cmd(ports[i], "INFO replication");
-            int ok = strstr(r->str, "cluster_state:ok") != NULL &&
-                     (strstr(repl->str, "role:master") ||
-                      strstr(repl->str, "master_link_status:up"));
+            int ok =
+                strstr(r->str, "cluster_state:ok") != NULL &&
+                (strstr(repl->str, "role:master") || strstr(repl->str, "master_link_status:up"));
             freeReplyObject(r);
             freeReplyObject(repl);
             if (ok)

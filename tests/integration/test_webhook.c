@@ -762,7 +762,8 @@ static pid_t test_handback(pid_t ing, const char *cfg)
     CHECK(status_is(id, "pending"));
     CHECK_STR_EQ(hget(id, "claim"), "");
     CHECK_STR_EQ(hget(id, "attempts"), "0");
-    redisReply *t = redisCommand(rc, "TIME"), *due = redisCommand(rc, "ZSCORE {mcpq}:wh:due %s", id);
+    redisReply *t = redisCommand(rc, "TIME"),
+               *due = redisCommand(rc, "ZSCORE {mcpq}:wh:due %s", id);
     CHECK(due && due->type == REDIS_REPLY_STRING);
     CHECK(atoll(due->str) <= atoll(t->element[0]->str) * 1000 + 1000); /* due now, not in 60 s */
     freeReplyObject(t);

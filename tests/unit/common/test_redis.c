@@ -134,10 +134,45 @@ static void test_targets(void)
     expect_refused(&badsen, "MCPQ_REDIS_SENTINELS");
     mcpq_settings_t sen_unix = {.redis_url = "unix:///tmp/s", .redis_sentinels = "a:1"};
     expect_refused(&sen_unix, "MCPQ_REDIS_SENTINELS needs a redis://");
+    mcpq_settings_t cl_db = {.redis_url = "redis://h/1", .redis_cluster = 1};
+    expect_refused(&cl_db, "MCPQ_REDIS_CLUSTER: needs database 0");
+    mcpq_settings_t cl_sen = {
+        .redis_url = "redis://m/0", .redis_cluster = 1, .redis_sentinels = "a:1"};
+    expect_refused(&cl_sen, "MCPQ_REDIS_CLUSTER: not together with MCPQ_REDIS_SENTINELS");
     mcpq_settings_t badurl = {.redis_url = "redis://h:70000"};
     expect_refused(&badurl, "MCPQ_REDIS_URL: bad Redis URL");
     unlink(pwfile);
     TEST_PASS("settings that cannot work stop start-up with a message naming them");
+}
+
+/* The replies that send a connection elsewhere break it; other errors do not. */
+static void test_failover_replies(void)
+{
+    char err[256];
+    mcpq_settings_t s = {.redis_url = "redis://h/0"};
+    kv_target_t *t = kv_target_new(&s, err, sizeof(err));
+    CHECK(t != NULL);
+    const char *moved[] = {"READONLY You can't write against a read only replica.",
+                           "MOVED 3999 127.0.0.1:6381", "ASK 3999 127.0.0.1:6381",
+                           "UNBLOCKED force unblock from blocking operation, instance state "
+                           "changed (master -> replica?)"};
+    const char *other[] = {"ERR wrong number of arguments", "NOPERM this user has no permissions",
+                           "MOVEDX", "READONLY"};
+    for (size_t i = 0; i < 4; i++) {
+        redisContext c = {0};
+        redisReply r = {
+            .type = REDIS_REPLY_ERROR, .str = (char *)moved[i], .len = strlen(moved[i])};
+        CHECK_INT_EQ(kv_ctx_failover(t, &c, &r), 1);
+        CHECK(c.err != 0);
+        redisContext d = {0};
+        redisReply o = {
+            .type = REDIS_REPLY_ERROR, .str = (char *)other[i], .len = strlen(other[i])};
+        CHECK_INT_EQ(kv_ctx_failover(t, &d, &o), 0);
+        CHECK_INT_EQ(d.err, 0);
+    }
+    CHECK_INT_EQ(kv_ctx_failover(t, NULL, NULL), 0);
+    kv_target_free(t);
+    TEST_PASS("-READONLY, -MOVED, -ASK and -UNBLOCKED break the connection; other errors do not");
 }
 
 /* A target whose server does not exist fails within its timeout with the address. */
@@ -166,6 +201,7 @@ int main(void)
 {
     test_urls();
     test_targets();
+    test_failover_replies();
     test_unreachable();
     return 0;
 }
