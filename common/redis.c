@@ -31,9 +31,10 @@ struct kv_target {
     kv_hostport_t sentinels[KV_MAX_SENTINELS];
     size_t nsentinels;
     char master[256];
-    int cluster;               /* MCPQ_REDIS_CLUSTER: the URL names a node of a Redis Cluster */
-    atomic_uint next_sentinel; /* the one that answered last is asked first */
-    atomic_uint generation;    /* bumped on a failover or a broken connection: idle ones go */
+    char sentinel_password[256]; /* MCPQ_REDIS_SENTINEL_PASSWORD[_FILE]: AUTH at the sentinels */
+    int cluster;                 /* MCPQ_REDIS_CLUSTER: the URL names a node of a Redis Cluster */
+    atomic_uint next_sentinel;   /* the one that answered last is asked first */
+    atomic_uint generation;      /* bumped on a failover or a broken connection: idle ones go */
     char describe[320];
 };
 
@@ -211,30 +212,40 @@ static int parse_sentinels(kv_target_t *t, const char *list, char *errstr, size_
     return 0;
 }
 
+/* A password from its setting `name` (value) or `name`_FILE (file), at most one of them and
+ * not when `elsewhere` (another setting's name) already holds one; into out. */
+static int password_load(const char *value, const char *file, const char *name,
+                         const char *elsewhere, char *out, size_t size, char *errstr,
+                         size_t errstr_size)
+{
+    int has_value = value && *value, has_file = file && *file;
+    if (has_value + has_file + (elsewhere != NULL) > 1) {
+        snprintf(errstr, errstr_size, "a password is set more than once (%s%s%s%s%s_FILE): set one",
+                 elsewhere ? elsewhere : "", elsewhere ? ", " : "", has_value ? name : "",
+                 has_value ? ", " : "", name);
+        return MCPQ_EINVAL;
+    }
+    if (has_value && strlen(value) >= size) {
+        snprintf(errstr, errstr_size, "%s: longer than %zu bytes", name, size - 1);
+        return MCPQ_EINVAL;
+    }
+    if (has_value)
+        snprintf(out, size, "%s", value);
+    char fname[64];
+    snprintf(fname, sizeof(fname), "%s_FILE", name);
+    return has_file ? read_secret(file, fname, out, size, errstr, errstr_size) : 0;
+}
+
 /* Fills everything but the URL itself from s. */
 static int target_options(kv_target_t *t, const mcpq_settings_t *s, char *errstr,
                           size_t errstr_size)
 {
-    int has_value = s->redis_password && *s->redis_password;
-    int has_file = s->redis_password_file && *s->redis_password_file;
-    if (has_value + has_file + (t->url.password[0] != 0) > 1) {
-        snprintf(errstr, errstr_size,
-                 "the Redis password is set more than once (%s%s%s): set "
-                 "one",
-                 t->url.password[0] ? "in MCPQ_REDIS_URL, " : "",
-                 has_value ? "MCPQ_REDIS_PASSWORD, " : "",
-                 has_file ? "MCPQ_REDIS_PASSWORD_FILE" : "");
-        return MCPQ_EINVAL;
-    }
-    if (has_value && strlen(s->redis_password) >= sizeof(t->url.password)) {
-        snprintf(errstr, errstr_size, "MCPQ_REDIS_PASSWORD: longer than %zu bytes",
-                 sizeof(t->url.password) - 1);
-        return MCPQ_EINVAL;
-    }
-    if (has_value)
-        snprintf(t->url.password, sizeof(t->url.password), "%s", s->redis_password);
-    if (has_file && read_secret(s->redis_password_file, "MCPQ_REDIS_PASSWORD_FILE", t->url.password,
-                                sizeof(t->url.password), errstr, errstr_size) < 0)
+    if (password_load(s->redis_password, s->redis_password_file, "MCPQ_REDIS_PASSWORD",
+                      t->url.password[0] ? "MCPQ_REDIS_URL" : NULL, t->url.password,
+                      sizeof(t->url.password), errstr, errstr_size) < 0 ||
+        password_load(s->redis_sentinel_password, s->redis_sentinel_password_file,
+                      "MCPQ_REDIS_SENTINEL_PASSWORD", NULL, t->sentinel_password,
+                      sizeof(t->sentinel_password), errstr, errstr_size) < 0)
         return MCPQ_EINVAL;
     int tls_opts = (s->redis_tls_ca_file && *s->redis_tls_ca_file) ||
                    (s->redis_tls_cert_file && *s->redis_tls_cert_file) ||
@@ -389,9 +400,11 @@ static int sentinel_lookup(kv_target_t *t, int timeout_ms, char *host, size_t ho
         redisContext *c = open_tcp(t, s->host, s->port, timeout_ms, errstr, errstr_size);
         if (!c)
             continue;
+        const char *auth[] = {"AUTH", t->sentinel_password};
         const char *argv[] = {"SENTINEL", "get-master-addr-by-name", t->master};
         redisReply *r = NULL;
-        int ok = handshake_cmd(c, 3, argv, &r) == 0 && r->type == REDIS_REPLY_ARRAY &&
+        int ok = (!t->sentinel_password[0] || handshake_cmd(c, 2, auth, NULL) == 0) &&
+                 handshake_cmd(c, 3, argv, &r) == 0 && r->type == REDIS_REPLY_ARRAY &&
                  r->elements == 2 && r->element[0]->type == REDIS_REPLY_STRING &&
                  r->element[1]->type == REDIS_REPLY_STRING && r->element[0]->len < host_size;
         if (ok) {

@@ -66,6 +66,13 @@ static const set_def_t defs[] = {
      "host is the master's name unless MCPQ_REDIS_MASTER is set"},
     {"MCPQ_REDIS_MASTER", "redis-master", T_STR, NULL, 0, 0, ALL, S(redis_master),
      "with MCPQ_REDIS_SENTINELS: the master's name as the sentinels know it"},
+    {"MCPQ_REDIS_SENTINEL_PASSWORD", "redis-sentinel-password", T_SECRET, NULL, 0, 0, ALL,
+     S(redis_sentinel_password),
+     "with MCPQ_REDIS_SENTINELS: the password of the sentinels themselves (their requirepass), "
+     "when they have one"},
+    {"MCPQ_REDIS_SENTINEL_PASSWORD_FILE", "redis-sentinel-password-file", T_STR, NULL, 0, 0, ALL,
+     S(redis_sentinel_password_file),
+     "file holding MCPQ_REDIS_SENTINEL_PASSWORD (a trailing newline is not part of it)"},
     {"MCPQ_REDIS_CLUSTER", "redis-cluster", T_INT, "0", 0, 1, ALL, S(redis_cluster),
      "1: MCPQ_REDIS_URL names a node of a Redis Cluster (e.g. its configuration endpoint); "
      "every mcpq key is in the slot of {mcpq}, and connections go to the primary that serves "

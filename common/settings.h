@@ -32,6 +32,8 @@ typedef struct mcpq_settings {
     const char *redis_tls_server_name;
     const char *redis_sentinels;
     const char *redis_master;
+    const char *redis_sentinel_password;
+    const char *redis_sentinel_password_file;
     long long redis_cluster;
     const char *admin_token;
     long long max_body_bytes;

@@ -577,7 +577,7 @@ static void test_bad_settings(void)
     const char *pw_twice[] = {"MCPQ_REDIS_URL=redis://:pw@localhost:6379/0",
                               "MCPQ_REDIS_PASSWORD_FILE=/dev/null", NULL};
     start_refused("a password in the URL and in a file stops start-up", pw_twice,
-                  "the Redis password is set more than once");
+                  "a password is set more than once");
 }
 
 int main(void)

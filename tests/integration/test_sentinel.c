@@ -2,7 +2,8 @@
  * Redis Sentinel failover under load (docs/redis.md) on a real stack: mcpq-devbroker, a Redis
  * master, one replica (--replicaof) and three redis-sentinel processes on loopback, an
  * mcpq-ingress and an mcpq-worker that find the master through the sentinels
- * (MCPQ_REDIS_SENTINELS, MCPQ_REDIS_MASTER) and wait for one replica (MCPQ_REDIS_WAIT_REPLICAS=1).
+ * (MCPQ_REDIS_SENTINELS, MCPQ_REDIS_MASTER; the sentinels have a password of their own,
+ * MCPQ_REDIS_SENTINEL_PASSWORD_FILE) and wait for one replica (MCPQ_REDIS_WAIT_REPLICAS=1).
  *
  * Two client threads call continuously: synchronous tools/call of a short exec tool, and
  * tools/call of a task-mode tool (each answer a TaskId). The master is killed with SIGKILL;
@@ -36,6 +37,7 @@
 
 #define KEY "Authorization: Bearer sentinel-key"
 #define NSENTINELS 3
+#define SENTINEL_PASSWORD "sentinel-pw"
 #define MAX_TASKS 2000
 #define PROMOTE_MS 30000   /* the sentinels agree and promote (down-after is 1 s) */
 #define RECOVER_MS 15000   /* a synchronous call succeeds again after the promotion */
@@ -108,6 +110,11 @@ static redisReply *ask(int port, const char *fmt, const char *arg)
         return NULL;
     }
     redisSetTimeout(c, tv);
+    if (strncmp(fmt, "SENTINEL", 8) == 0) { /* the sentinels have a password of their own */
+        redisReply *a = redisCommand(c, "AUTH %s", SENTINEL_PASSWORD);
+        if (a)
+            freeReplyObject(a);
+    }
     redisReply *r = redisCommand(c, fmt, arg);
     redisFree(c);
     return r;
@@ -308,6 +315,7 @@ int main(void)
         snprintf(log, sizeof(log), "%s/sentinel%d.log", dir, i);
         snprintf(text, sizeof(text),
                  "port %d\nbind 127.0.0.1\ndir %s\n"
+                 "requirepass " SENTINEL_PASSWORD "\nsentinel sentinel-pass " SENTINEL_PASSWORD "\n"
                  "sentinel monitor m 127.0.0.1 %d 2\n"
                  "sentinel down-after-milliseconds m 1000\n"
                  "sentinel failover-timeout m 5000\n"
@@ -354,10 +362,14 @@ int main(void)
              " \"executor\": {\"type\": \"exec\", \"argv\": [\"/bin/sh\", \"%s\"]}}]}]}",
              tool, tool);
     fx_write_file(cfg_path, cfg, 0600);
-    char e_sent[256];
+    char e_sent[256], spw[400], e_spw[440];
     snprintf(e_sent, sizeof(e_sent), "MCPQ_REDIS_SENTINELS=%s", sentinels);
+    snprintf(spw, sizeof(spw), "%s/sentinel-password", dir);
+    fx_write_file(spw, SENTINEL_PASSWORD "\n", 0600);
+    snprintf(e_spw, sizeof(e_spw), "MCPQ_REDIS_SENTINEL_PASSWORD_FILE=%s", spw);
     const char *env[] = {"MCPQ_REDIS_URL=redis://m/0",
                          e_sent,
+                         e_spw,
                          "MCPQ_REDIS_MASTER=m",
                          "MCPQ_REDIS_WAIT_REPLICAS=1",
                          "MCPQ_REDIS_WAIT_TIMEOUT_MS=300",

@@ -114,7 +114,7 @@ static void test_targets(void)
     TEST_PASS("password file, IPv6 and sentinel targets");
 
     mcpq_settings_t both = {.redis_url = "redis://:pw@h/0", .redis_password_file = pwfile};
-    expect_refused(&both, "the Redis password is set more than once (in MCPQ_REDIS_URL, "
+    expect_refused(&both, "a password is set more than once (MCPQ_REDIS_URL, "
                           "MCPQ_REDIS_PASSWORD_FILE)");
     mcpq_settings_t env_file = {
         .redis_url = "redis://h/0", .redis_password = "x", .redis_password_file = pwfile};
