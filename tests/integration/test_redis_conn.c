@@ -119,8 +119,11 @@ static int call_hello(int port)
         0);
     const char *text = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "text"));
     int ok = st == 200 && text && strstr(text, "hello from the worker");
-    if (!ok)
-        fprintf(stderr, "hello: status %ld, %s\n", st, j ? cJSON_PrintUnformatted(j) : "(none)");
+    if (!ok) {
+        char *dump = j ? cJSON_PrintUnformatted(j) : NULL;
+        fprintf(stderr, "hello: status %ld, %s\n", st, dump ? dump : "(none)");
+        free(dump);
+    }
     cJSON_Delete(j);
     return ok ? 0 : -1;
 }
@@ -176,8 +179,11 @@ static int run_task(int port)
             cJSON_GetObjectItemCaseSensitive(s, "result"), "structuredContent");
         const char *state = path_str(sc, "data", "TaskStatus");
         int done = state && strcmp(state, "complete") == 0;
-        if (i == 99)
-            fprintf(stderr, "task: %s\n", s ? cJSON_PrintUnformatted(s) : "(none)");
+        if (i == 99) {
+            char *text = s ? cJSON_PrintUnformatted(s) : NULL;
+            fprintf(stderr, "task: %s\n", text ? text : "(none)");
+            free(text);
+        }
         cJSON_Delete(s);
         if (done)
             return 0;
