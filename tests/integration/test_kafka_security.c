@@ -15,6 +15,7 @@
  *      503 and "certificate verify failed".
  */
 #include "check.h"
+#include "consumer.h"
 #include "fixture.h"
 
 #include <curl/curl.h>
@@ -97,7 +98,8 @@ static int call_answered(int port)
     return 1;
 }
 
-/* Waits up to ms for /readyz of the ingress at port to answer want. */
+/* Waits up to ms for /readyz of the ingress or worker (metrics server) at port to answer
+ * want. */
 static int readyz_becomes(int port, long want, int ms)
 {
     char url[128], body[4096];
@@ -106,6 +108,21 @@ static int readyz_becomes(int port, long want, int ms)
         if (http_get(url, body, sizeof(body)) == want)
             return 1;
     return 0;
+}
+
+/* /readyz at port answers want every time it is asked for ms. */
+static int readyz_stays(int port, long want, int ms)
+{
+    char url[128], body[4096];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/readyz", port);
+    for (long long until = fx_now_ms() + ms; fx_now_ms() < until; fx_sleep_ms(200)) {
+        long st = http_get(url, body, sizeof(body));
+        if (st != want) {
+            fprintf(stderr, "/readyz at %d: %ld %s\n", port, st, body);
+            return 0;
+        }
+    }
+    return 1;
 }
 
 static int wait_log(const char *path, const char *a, const char *b, int ms)
@@ -226,13 +243,20 @@ static void call_through(const char *tag, const char *boot, const char *const ex
     const char *env[16];
     int n = 0;
     env[n++] = benv;
-    for (int i = 0; extra[i] && n < 15; i++)
+    for (int i = 0; extra[i] && n < 14; i++)
         env[n++] = extra[i];
     env[n] = NULL;
     snprintf(wname, sizeof(wname), "w-%s", tag);
     snprintf(iname, sizeof(iname), "i-%s", tag);
+    int mport = fx_free_port();
+    char menv[64];
+    snprintf(menv, sizeof(menv), "MCPQ_METRICS_LISTEN=127.0.0.1:%d", mport);
+    env[n++] = menv;
+    env[n] = NULL;
     pid_t w = fx_spawn_worker(&fx, wname, env);
     CHECK(w > 0);
+    CHECK(readyz_becomes(mport, 200, 15000));
+    env[--n] = NULL;
     int port = fx_free_port();
     pid_t ing = fx_spawn_ingress(&fx, iname, port, cfg, env, ilog, sizeof(ilog));
     CHECK(ing > 0);
@@ -243,15 +267,16 @@ static void call_through(const char *tag, const char *boot, const char *const ex
 }
 
 /* An ingress whose Kafka settings are wrong: /readyz 503 within seconds, a log line holding
- * want; a worker the same: a log line holding want. */
+ * want; a worker the same: a log line holding want, and its /readyz (metrics server) 503
+ * from start until well after it (past a statistics round, WRK_CONSUMER_STATS_MS). */
 static void refused(const char *tag, const char *boot, const char *const extra[], const char *want)
 {
-    char benv[300], ilog[400], iname[64], wlog[400], bin[300], wid[80];
+    char benv[300], ilog[400], iname[64], wlog[400], bin[300], wid[80], menv[64];
     snprintf(benv, sizeof(benv), "MCPQ_KAFKA_BROKERS=%s", boot);
     const char *env[16];
     int n = 0;
     env[n++] = benv;
-    for (int i = 0; extra[i] && n < 15; i++)
+    for (int i = 0; extra[i] && n < 12; i++)
         env[n++] = extra[i];
     env[n] = NULL;
     snprintf(iname, sizeof(iname), "i-%s", tag);
@@ -269,13 +294,20 @@ static void refused(const char *tag, const char *boot, const char *const extra[]
     snprintf(wid, sizeof(wid), "MCPQ_WORKER_ID=w-%s", tag);
     char redis[200];
     snprintf(redis, sizeof(redis), "MCPQ_REDIS_URL=%s", fx.redis_url);
+    int mport = fx_free_port();
+    snprintf(menv, sizeof(menv), "MCPQ_METRICS_LISTEN=127.0.0.1:%d", mport);
     env[n++] = wid;
     env[n++] = redis;
+    env[n++] = menv;
     env[n] = NULL;
     const char *argv[] = {bin, NULL};
+    t0 = fx_now_ms();
     pid_t w = fx_spawn(argv, env, wlog);
     CHECK(w > 0);
+    CHECK(readyz_becomes(mport, 503, 10000));
     CHECK(wait_log(wlog, want, NULL, 10000));
+    CHECK(readyz_stays(mport, 503, 2 * WRK_CONSUMER_STATS_MS + 1000));
+    printf("# %s: worker /readyz 503 throughout the %lld ms after start\n", tag, fx_now_ms() - t0);
     fx_stop_pid(w, 10000);
 }
 
