@@ -409,6 +409,63 @@ static void part_e_tls(void)
     fx_stop_pid(b, 10000);
 }
 
+/* The settings of a SCRAM client (NULL-terminated, static strings past the first four). */
+static void scram_props(const char **out, const char *protocol, const char *mech,
+                        const char *password, const char *ca)
+{
+    static char p[4][200];
+    snprintf(p[0], sizeof(p[0]), "MCPQ_KAFKA_PROP_SECURITY_PROTOCOL=%s", protocol);
+    snprintf(p[1], sizeof(p[1]), "MCPQ_KAFKA_PROP_SASL_MECHANISMS=%s", mech);
+    snprintf(p[2], sizeof(p[2]), "MCPQ_KAFKA_PROP_SASL_PASSWORD=%s", password);
+    snprintf(p[3], sizeof(p[3]), "%s", "MCPQ_KAFKA_PROP_SASL_USERNAME=carol");
+    int n = 0;
+    for (int i = 0; i < 4; i++)
+        out[n++] = p[i];
+    if (ca)
+        out[n++] = ca;
+    out[n] = NULL;
+}
+
+static void part_f_scram(void)
+{
+    char boot[256], e_cert[400], e_key[400], p_ca[400], blog[400], line[4096];
+    const char *props[8];
+    snprintf(e_cert, sizeof(e_cert), "MCPQ_DEVBROKER_TLS_CERT=%s/pki/server.crt", fx.dir);
+    snprintf(e_key, sizeof(e_key), "MCPQ_DEVBROKER_TLS_KEY=%s/pki/server.key", fx.dir);
+    snprintf(p_ca, sizeof(p_ca), "MCPQ_KAFKA_PROP_SSL_CA_LOCATION=%s/pki/ca.crt", fx.dir);
+
+    /* as Amazon MSK and Strimzi: SASL_SSL, SCRAM-SHA-512 */
+    const char *menv[] = {e_cert, e_key, "MCPQ_DEVBROKER_SASL=carol:scram-pw-1",
+                          "MCPQ_DEVBROKER_SASL_MECHANISMS=SCRAM-SHA-512", NULL};
+    pid_t b = start_broker("scram512-broker", menv, boot, sizeof(boot));
+    scram_props(props, "SASL_SSL", "SCRAM-SHA-512", "scram-pw-1", p_ca);
+    call_through("scram512", boot, props);
+    snprintf(blog, sizeof(blog), "%s/scram512-broker.log", fx.dir);
+    CHECK(fx_log_line(blog, "devbroker: SASL authenticated", "\"mechanism\":\"SCRAM-SHA-512\"",
+                      NULL, 0));
+    TEST_PASS("f: SASL_SSL with SCRAM-SHA-512 (MSK, Strimzi): a tool call is answered");
+    fx_stop_pid(b, 10000);
+
+    /* as Redpanda: SASL_PLAINTEXT, SCRAM-SHA-256; then a wrong password */
+    const char *renv[] = {"MCPQ_DEVBROKER_SASL=carol:scram-pw-2",
+                          "MCPQ_DEVBROKER_SASL_MECHANISMS=PLAIN,SCRAM-SHA-256", NULL};
+    b = start_broker("scram256-broker", renv, boot, sizeof(boot));
+    scram_props(props, "SASL_PLAINTEXT", "SCRAM-SHA-256", "scram-pw-2", NULL);
+    call_through("scram256", boot, props);
+    snprintf(blog, sizeof(blog), "%s/scram256-broker.log", fx.dir);
+    CHECK(fx_log_line(blog, "devbroker: SASL authenticated", "\"mechanism\":\"SCRAM-SHA-256\"",
+                      NULL, 0));
+    TEST_PASS("f: SASL_PLAINTEXT with SCRAM-SHA-256 (Redpanda): a tool call is answered");
+    scram_props(props, "SASL_PLAINTEXT", "SCRAM-SHA-256", "not-the-pw", NULL);
+    refused("scram-bad", boot, props,
+            "SASL authentication error: Authentication failed during authentication due to "
+            "invalid credentials with SASL mechanism SCRAM-SHA-256");
+    CHECK(fx_log_line(blog, "SASL authentication refused", "wrong password", line, sizeof(line)));
+    CHECK_CONTAINS(line, "\"user\":\"carol\"");
+    TEST_PASS("f: a wrong SCRAM password: ingress and worker /readyz 503, Kafka's message logged");
+    fx_stop_pid(b, 10000);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -432,6 +489,7 @@ int main(void)
     part_c_deny();
     part_d_sasl();
     part_e_tls();
+    part_f_scram();
     fx_stop(&fx);
     return 0;
 }
