@@ -12,7 +12,12 @@
  *      clear log line within seconds, and the worker a clear log line;
  *   e. TLS with a CA and server certificate the test makes with openssl: SSL and SASL_SSL
  *      answer a tool call; mutual TLS with a client certificate too; a wrong CA gives /readyz
- *      503 and "certificate verify failed".
+ *      503 and "certificate verify failed";
+ *   f. SCRAM: SASL_SSL with SCRAM-SHA-512 (as Amazon MSK, Strimzi) and SASL_PLAINTEXT with
+ *      SCRAM-SHA-256 (as Redpanda) answer a tool call; a wrong SCRAM password gives /readyz
+ *      503 and the message a Kafka broker sends.
+ * Wherever a setting is wrong, the worker's /readyz (MCPQ_METRICS_LISTEN) answers 503 too, and
+ * stays so past its statistics rounds; with good settings it answers 200.
  */
 #include "check.h"
 #include "consumer.h"
