@@ -311,8 +311,12 @@ static const set_def_t defs[] = {
      "devbroker: 1 creates the jobs topic and its .dlq at start; 0 leaves them to the clients "
      "(CreateTopics, through the front)"},
     {"MCPQ_DEVBROKER_SASL", "devbroker-sasl", T_SECRET, NULL, 0, 0, SET_BROKER, S(db_sasl),
-     "devbroker: user:password; clients must authenticate with SASL/PLAIN as that user "
-     "(through the front)"},
+     "devbroker: user:password; clients must authenticate with SASL as that user (through "
+     "the front; mechanisms: MCPQ_DEVBROKER_SASL_MECHANISMS)"},
+    {"MCPQ_DEVBROKER_SASL_MECHANISMS", "devbroker-sasl-mechanisms", T_STR, "PLAIN", 0, 0,
+     SET_BROKER, S(db_sasl_mechanisms),
+     "devbroker: the SASL mechanisms offered with MCPQ_DEVBROKER_SASL, comma-separated: "
+     "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512"},
     {"MCPQ_DEVBROKER_TLS_CERT", "devbroker-tls-cert", T_STR, NULL, 0, 0, SET_BROKER, S(db_tls_cert),
      "devbroker: PEM certificate (chain) of a TLS listener (through the front)"},
     {"MCPQ_DEVBROKER_TLS_KEY", "devbroker-tls-key", T_STR, NULL, 0, 0, SET_BROKER, S(db_tls_key),

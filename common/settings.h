@@ -113,6 +113,7 @@ typedef struct mcpq_settings {
     /* devbroker's front (deploy/devbroker/front.h) */
     long long db_topics;
     const char *db_sasl; /* user:password */
+    const char *db_sasl_mechanisms;
     const char *db_tls_cert, *db_tls_key, *db_tls_ca;
     long long db_deny_create;
 } mcpq_settings_t;

@@ -218,7 +218,8 @@ int main(int argc, char **argv)
     if (!s.db_topics || s.db_deny_create || (s.db_sasl && *s.db_sasl) ||
         (s.db_tls_cert && *s.db_tls_cert)) {
         static char user[256]; /* the front keeps pointers to these for the process' life */
-        db_front_opts_t fo = {.tls_cert = s.db_tls_cert,
+        db_front_opts_t fo = {.sasl_mechanisms = s.db_sasl_mechanisms,
+                              .tls_cert = s.db_tls_cert,
                               .tls_key = s.db_tls_key,
                               .tls_ca = s.db_tls_ca,
                               .deny_create = (int)s.db_deny_create};
@@ -242,7 +243,8 @@ int main(int argc, char **argv)
             goto out;
         }
         log_event(LOG_INFO, "devbroker front listening", "mock", bootstraps, "front",
-                  db_front_bootstraps(front), "sasl", fo.sasl_user ? "PLAIN" : "off", "tls",
+                  db_front_bootstraps(front), "sasl", fo.sasl_user ? fo.sasl_mechanisms : "off",
+                  "tls",
                   fo.tls_cert && *fo.tls_cert ? (fo.tls_ca && *fo.tls_ca ? "mutual" : "on") : "off",
                   (char *)NULL);
         bootstraps = db_front_bootstraps(front);

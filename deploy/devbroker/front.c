@@ -1,6 +1,7 @@
 #include "front.h"
 
 #include "log.h"
+#include "scram.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -55,6 +56,8 @@ typedef struct conn {
     int cfd, mfd;
     SSL *ssl;
     int authed;
+    char mech[64];     /* the SaslHandshake's mechanism; "" before it */
+    db_scram_t *scram; /* a SCRAM exchange under way */
     /* correlation ids of relayed requests whose answers are rewritten */
     struct {
         int32_t corrid;
@@ -263,49 +266,108 @@ static int respond(conn_t *c, int32_t corrid, const out_t *body)
 
 /* ---- requests answered here ---- */
 
+/* 1 when mech is among list's comma-separated names. */
+static int mech_listed(const char *list, const char *mech)
+{
+    size_t n = strlen(mech);
+    for (const char *p = list; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        if (strncmp(p, mech, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+            return 1;
+    return 0;
+}
+
 static int sasl_handshake(conn_t *c, int32_t corrid, in_t *r)
 {
+    const char *list = c->f->opts.sasl_mechanisms;
     char mech[64];
     getstr(r, mech, sizeof(mech));
+    int ok = *mech && mech_listed(list, mech);
+    snprintf(c->mech, sizeof(c->mech), "%s", ok ? mech : "");
     out_t o = {.len = 0};
-    put16(&o, strcmp(mech, "PLAIN") == 0 ? 0 : KERR_UNSUPPORTED_SASL_MECHANISM);
-    put32(&o, 1);
-    putstr(&o, "PLAIN");
+    put16(&o, ok ? 0 : KERR_UNSUPPORTED_SASL_MECHANISM);
+    int32_t n = 1;
+    for (const char *p = list; (p = strchr(p, ',')); p++)
+        n++;
+    put32(&o, n);
+    for (const char *p = list; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+        size_t len = strcspn(p, ",");
+        put16(&o, (int)len);
+        put(&o, p, len);
+    }
     return respond(c, corrid, &o);
 }
 
-/* PLAIN (RFC 4616): authzid NUL authcid NUL passwd. */
+/* PLAIN (RFC 4616): authzid NUL authcid NUL passwd. 1 when they are the configured user's;
+ * the user named into user. */
+static int plain_check(conn_t *c, const uint8_t *b, size_t n, char *user, size_t user_size)
+{
+    const char *p = (const char *)b, *end = p + n;
+    const char *u = n ? memchr(p, '\0', n) : NULL;
+    const char *pw = u ? memchr(u + 1, '\0', (size_t)(end - u - 1)) : NULL;
+    if (!u || !pw)
+        return 0;
+    size_t ulen = (size_t)(pw - u - 1), plen = (size_t)(end - pw - 1);
+    snprintf(user, user_size, "%.*s", (int)ulen, u + 1);
+    return strlen(c->f->opts.sasl_user) == ulen && memcmp(u + 1, c->f->opts.sasl_user, ulen) == 0 &&
+           strlen(c->f->opts.sasl_password) == plen &&
+           memcmp(pw + 1, c->f->opts.sasl_password, plen) == 0;
+}
+
+/* One SCRAM message (scram.h): 0 to go on, 1 authenticated, negative refused. */
+static int scram_step(conn_t *c, const uint8_t *b, size_t n, char *reply, size_t reply_size,
+                      char *why, size_t why_size)
+{
+    if (!c->scram)
+        c->scram = db_scram_new(c->mech, c->f->opts.sasl_user, c->f->opts.sasl_password);
+    if (!c->scram) {
+        snprintf(why, why_size, "out of memory");
+        return -1;
+    }
+    return db_scram_step(c->scram, b, n, reply, reply_size, why, why_size);
+}
+
+/* SaslAuthenticate v0-1 for the mechanism of the handshake. Answers, then returns -1 when the
+ * authentication failed (the caller closes the connection, as a broker does). */
 static int sasl_authenticate(conn_t *c, int32_t corrid, int16_t ver, in_t *r)
 {
     int32_t n = get32(r);
-    int ok = 0;
-    char user[256] = "";
-    if (!r->bad && n > 0 && r->end - r->p >= n) {
-        const char *p = (const char *)r->p, *end = p + n;
-        const char *u = memchr(p, '\0', (size_t)n);
-        const char *pw = u ? memchr(u + 1, '\0', (size_t)(end - u - 1)) : NULL;
-        if (u && pw) {
-            size_t ulen = (size_t)(pw - u - 1), plen = (size_t)(end - pw - 1);
-            snprintf(user, sizeof(user), "%.*s", (int)ulen, u + 1);
-            ok = strlen(c->f->opts.sasl_user) == ulen &&
-                 memcmp(u + 1, c->f->opts.sasl_user, ulen) == 0 &&
-                 strlen(c->f->opts.sasl_password) == plen &&
-                 memcmp(pw + 1, c->f->opts.sasl_password, plen) == 0;
-        }
+    char reply[512] = "", why[256] = "", user[256] = "", msg[256] = "";
+    int rc = -1; /* negative: refused; 0: go on; 1: authenticated */
+    if (r->bad || n < 0 || r->end - r->p < n)
+        return -1;
+    if (strcmp(c->mech, "PLAIN") == 0) {
+        rc = plain_check(c, r->p, (size_t)n, user, sizeof(user)) ? 1 : -1;
+        snprintf(msg, sizeof(msg), "Authentication failed: Invalid username or password");
+    } else if (*c->mech) {
+        rc = scram_step(c, r->p, (size_t)n, reply, sizeof(reply), why, sizeof(why));
+        snprintf(user, sizeof(user), "%s", c->scram ? db_scram_user(c->scram) : "");
+        /* what a Kafka broker answers when a SCRAM exchange fails */
+        snprintf(msg, sizeof(msg),
+                 "Authentication failed during authentication due to invalid credentials with "
+                 "SASL mechanism %s",
+                 c->mech);
+    } else {
+        snprintf(msg, sizeof(msg), "Authentication failed: SaslAuthenticate before SaslHandshake");
     }
     out_t o = {.len = 0};
-    put16(&o, ok ? 0 : KERR_SASL_AUTHENTICATION_FAILED);
-    putstr(&o, ok ? NULL : "Authentication failed: Invalid username or password");
-    put32(&o, 0); /* auth_bytes */
+    put16(&o, rc < 0 ? KERR_SASL_AUTHENTICATION_FAILED : 0);
+    putstr(&o, rc < 0 ? msg : NULL);
+    put32(&o, rc < 0 ? 0 : (int32_t)strlen(reply)); /* auth_bytes */
+    put(&o, reply, rc < 0 ? 0 : strlen(reply));
     if (ver >= 1) {
         put32(&o, 0); /* session_lifetime_ms (int64) */
         put32(&o, 0);
     }
-    log_event(ok ? LOG_INFO : LOG_WARN,
-              ok ? "devbroker: SASL/PLAIN authenticated" : "devbroker: SASL/PLAIN refused", "user",
-              user, (char *)NULL);
-    c->authed = ok;
-    return respond(c, corrid, &o);
+    if (rc > 0)
+        log_event(LOG_INFO, "devbroker: SASL authenticated", "mechanism", c->mech, "user", user,
+                  (char *)NULL);
+    else if (rc < 0)
+        log_event(LOG_WARN, "devbroker: SASL authentication refused", "mechanism",
+                  *c->mech ? c->mech : "none", "user", user, "reason",
+                  *why ? why : "wrong user or password", (char *)NULL);
+    c->authed = rc > 0;
+    int sent = respond(c, corrid, &o);
+    return rc < 0 ? -1 : sent;
 }
 
 static int create_topics(conn_t *c, int32_t corrid, int16_t ver, in_t *r)
@@ -494,9 +556,7 @@ static int from_client(conn_t *c)
     if (key == API_SASL_HANDSHAKE && c->f->opts.sasl_user) {
         rc = sasl_handshake(c, corrid, &r);
     } else if (key == API_SASL_AUTHENTICATE && c->f->opts.sasl_user) {
-        rc = sasl_authenticate(c, corrid, ver, &r);
-        if (!c->authed)
-            rc = -1; /* a broker closes the connection after a failed authentication */
+        rc = sasl_authenticate(c, corrid, ver, &r); /* -1 after a refusal: closed */
     } else if (!c->authed && key != API_API_VERSIONS) {
         log_event(LOG_WARN, "devbroker: request before SASL authentication: connection closed",
                   "client", client_id, (char *)NULL);
@@ -602,6 +662,7 @@ out:
     if (c->mfd >= 0)
         close(c->mfd);
     close(c->cfd);
+    db_scram_free(c->scram);
     free(c);
     return NULL;
 }
@@ -666,6 +727,22 @@ fail : {
     return NULL;
 }
 
+/* Every name in list is a mechanism the front serves. */
+static int mechanisms_check(const char *list, char *errstr, size_t errstr_size)
+{
+    for (const char *p = list; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+        char mech[64];
+        snprintf(mech, sizeof(mech), "%.*s", (int)strcspn(p, ","), p);
+        if (strcmp(mech, "PLAIN") != 0 && !db_scram_known(mech)) {
+            snprintf(errstr, errstr_size,
+                     "SASL mechanism \"%s\" is not served (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)",
+                     mech);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 db_front_t *db_front_start(rd_kafka_mock_cluster_t *mcluster, const char *mock_bootstraps,
                            const db_front_opts_t *opts, char *errstr, size_t errstr_size)
 {
@@ -676,6 +753,10 @@ db_front_t *db_front_start(rd_kafka_mock_cluster_t *mcluster, const char *mock_b
     }
     f->mcluster = mcluster;
     f->opts = *opts;
+    if (!f->opts.sasl_mechanisms || !*f->opts.sasl_mechanisms)
+        f->opts.sasl_mechanisms = "PLAIN";
+    if (mechanisms_check(f->opts.sasl_mechanisms, errstr, errstr_size) < 0)
+        goto fail;
     if (opts->tls_cert && *opts->tls_cert) {
         f->ssl = tls_ctx(opts, errstr, errstr_size);
         if (!f->ssl)

@@ -9,8 +9,10 @@
  *     and SaslAuthenticate (v0-1);
  *   - Metadata and FindCoordinator answers name the front's ports instead of the mock's, so
  *     clients, which connect to the addresses brokers advertise, always come back through it;
- *   - SaslHandshake / SaslAuthenticate are answered here (mechanism PLAIN, one user); before a
- *     connection authenticated, any other request closes it, as a broker does;
+ *   - SaslHandshake / SaslAuthenticate are answered here for one user, with the mechanisms
+ *     of sasl_mechanisms: PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 (scram.h); a refusal is
+ *     SASL_AUTHENTICATION_FAILED with the message a Kafka broker sends, then the connection is
+ *     closed; before a connection authenticated, any other request closes it, as a broker does;
  *   - CreateTopics creates the topics in the mock cluster (rd_kafka_mock_topic_create), or
  *     refuses them with TOPIC_AUTHORIZATION_FAILED when deny_create is set (a principal
  *     without the Create ACL).
@@ -28,6 +30,7 @@
 
 typedef struct db_front_opts {
     const char *sasl_user, *sasl_password; /* NULL: no SASL */
+    const char *sasl_mechanisms;           /* offered, comma-separated; NULL or "": PLAIN */
     const char *tls_cert, *tls_key;        /* NULL: plaintext */
     const char *tls_ca;                    /* NULL: no client certificates */
     int deny_create;
@@ -36,7 +39,7 @@ typedef struct db_front_opts {
 typedef struct db_front db_front_t;
 
 /* Starts listeners for the brokers of mock_bootstraps ("127.0.0.1:p1,127.0.0.1:p2", broker
- * ids 1..n in that order). NULL with errstr filled. */
+ * ids 1..n in that order). NULL with errstr filled (also for a mechanism it does not serve). */
 db_front_t *db_front_start(rd_kafka_mock_cluster_t *mcluster, const char *mock_bootstraps,
                            const db_front_opts_t *opts, char *errstr, size_t errstr_size);
 

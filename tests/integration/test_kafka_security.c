@@ -12,9 +12,15 @@
  *      clear log line within seconds, and the worker a clear log line;
  *   e. TLS with a CA and server certificate the test makes with openssl: SSL and SASL_SSL
  *      answer a tool call; mutual TLS with a client certificate too; a wrong CA gives /readyz
- *      503 and "certificate verify failed".
+ *      503 and "certificate verify failed";
+ *   f. SCRAM: SASL_SSL with SCRAM-SHA-512 (as Amazon MSK, Strimzi) and SASL_PLAINTEXT with
+ *      SCRAM-SHA-256 (as Redpanda) answer a tool call; a wrong SCRAM password gives /readyz
+ *      503 and the message a Kafka broker sends.
+ * Wherever a setting is wrong, the worker's /readyz (MCPQ_METRICS_LISTEN) answers 503 too, and
+ * stays so past its statistics rounds; with good settings it answers 200.
  */
 #include "check.h"
+#include "consumer.h"
 #include "fixture.h"
 
 #include <curl/curl.h>
@@ -97,7 +103,8 @@ static int call_answered(int port)
     return 1;
 }
 
-/* Waits up to ms for /readyz of the ingress at port to answer want. */
+/* Waits up to ms for /readyz of the ingress or worker (metrics server) at port to answer
+ * want. */
 static int readyz_becomes(int port, long want, int ms)
 {
     char url[128], body[4096];
@@ -106,6 +113,21 @@ static int readyz_becomes(int port, long want, int ms)
         if (http_get(url, body, sizeof(body)) == want)
             return 1;
     return 0;
+}
+
+/* /readyz at port answers want every time it is asked for ms. */
+static int readyz_stays(int port, long want, int ms)
+{
+    char url[128], body[4096];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/readyz", port);
+    for (long long until = fx_now_ms() + ms; fx_now_ms() < until; fx_sleep_ms(200)) {
+        long st = http_get(url, body, sizeof(body));
+        if (st != want) {
+            fprintf(stderr, "/readyz at %d: %ld %s\n", port, st, body);
+            return 0;
+        }
+    }
+    return 1;
 }
 
 static int wait_log(const char *path, const char *a, const char *b, int ms)
@@ -226,13 +248,20 @@ static void call_through(const char *tag, const char *boot, const char *const ex
     const char *env[16];
     int n = 0;
     env[n++] = benv;
-    for (int i = 0; extra[i] && n < 15; i++)
+    for (int i = 0; extra[i] && n < 14; i++)
         env[n++] = extra[i];
     env[n] = NULL;
     snprintf(wname, sizeof(wname), "w-%s", tag);
     snprintf(iname, sizeof(iname), "i-%s", tag);
+    int mport = fx_free_port();
+    char menv[64];
+    snprintf(menv, sizeof(menv), "MCPQ_METRICS_LISTEN=127.0.0.1:%d", mport);
+    env[n++] = menv;
+    env[n] = NULL;
     pid_t w = fx_spawn_worker(&fx, wname, env);
     CHECK(w > 0);
+    CHECK(readyz_becomes(mport, 200, 15000));
+    env[--n] = NULL;
     int port = fx_free_port();
     pid_t ing = fx_spawn_ingress(&fx, iname, port, cfg, env, ilog, sizeof(ilog));
     CHECK(ing > 0);
@@ -243,15 +272,16 @@ static void call_through(const char *tag, const char *boot, const char *const ex
 }
 
 /* An ingress whose Kafka settings are wrong: /readyz 503 within seconds, a log line holding
- * want; a worker the same: a log line holding want. */
+ * want; a worker the same: a log line holding want, and its /readyz (metrics server) 503
+ * from start until well after it (past a statistics round, WRK_CONSUMER_STATS_MS). */
 static void refused(const char *tag, const char *boot, const char *const extra[], const char *want)
 {
-    char benv[300], ilog[400], iname[64], wlog[400], bin[300], wid[80];
+    char benv[300], ilog[400], iname[64], wlog[400], bin[300], wid[80], menv[64];
     snprintf(benv, sizeof(benv), "MCPQ_KAFKA_BROKERS=%s", boot);
     const char *env[16];
     int n = 0;
     env[n++] = benv;
-    for (int i = 0; extra[i] && n < 15; i++)
+    for (int i = 0; extra[i] && n < 12; i++)
         env[n++] = extra[i];
     env[n] = NULL;
     snprintf(iname, sizeof(iname), "i-%s", tag);
@@ -269,13 +299,20 @@ static void refused(const char *tag, const char *boot, const char *const extra[]
     snprintf(wid, sizeof(wid), "MCPQ_WORKER_ID=w-%s", tag);
     char redis[200];
     snprintf(redis, sizeof(redis), "MCPQ_REDIS_URL=%s", fx.redis_url);
+    int mport = fx_free_port();
+    snprintf(menv, sizeof(menv), "MCPQ_METRICS_LISTEN=127.0.0.1:%d", mport);
     env[n++] = wid;
     env[n++] = redis;
+    env[n++] = menv;
     env[n] = NULL;
     const char *argv[] = {bin, NULL};
+    t0 = fx_now_ms();
     pid_t w = fx_spawn(argv, env, wlog);
     CHECK(w > 0);
+    CHECK(readyz_becomes(mport, 503, 10000));
     CHECK(wait_log(wlog, want, NULL, 10000));
+    CHECK(readyz_stays(mport, 503, 2 * WRK_CONSUMER_STATS_MS + 1000));
+    printf("# %s: worker /readyz 503 throughout the %lld ms after start\n", tag, fx_now_ms() - t0);
     fx_stop_pid(w, 10000);
 }
 
@@ -377,6 +414,63 @@ static void part_e_tls(void)
     fx_stop_pid(b, 10000);
 }
 
+/* The settings of a SCRAM client (NULL-terminated, static strings past the first four). */
+static void scram_props(const char **out, const char *protocol, const char *mech,
+                        const char *password, const char *ca)
+{
+    static char p[4][200];
+    snprintf(p[0], sizeof(p[0]), "MCPQ_KAFKA_PROP_SECURITY_PROTOCOL=%s", protocol);
+    snprintf(p[1], sizeof(p[1]), "MCPQ_KAFKA_PROP_SASL_MECHANISMS=%s", mech);
+    snprintf(p[2], sizeof(p[2]), "MCPQ_KAFKA_PROP_SASL_PASSWORD=%s", password);
+    snprintf(p[3], sizeof(p[3]), "%s", "MCPQ_KAFKA_PROP_SASL_USERNAME=carol");
+    int n = 0;
+    for (int i = 0; i < 4; i++)
+        out[n++] = p[i];
+    if (ca)
+        out[n++] = ca;
+    out[n] = NULL;
+}
+
+static void part_f_scram(void)
+{
+    char boot[256], e_cert[400], e_key[400], p_ca[400], blog[400], line[4096];
+    const char *props[8];
+    snprintf(e_cert, sizeof(e_cert), "MCPQ_DEVBROKER_TLS_CERT=%s/pki/server.crt", fx.dir);
+    snprintf(e_key, sizeof(e_key), "MCPQ_DEVBROKER_TLS_KEY=%s/pki/server.key", fx.dir);
+    snprintf(p_ca, sizeof(p_ca), "MCPQ_KAFKA_PROP_SSL_CA_LOCATION=%s/pki/ca.crt", fx.dir);
+
+    /* as Amazon MSK and Strimzi: SASL_SSL, SCRAM-SHA-512 */
+    const char *menv[] = {e_cert, e_key, "MCPQ_DEVBROKER_SASL=carol:scram-pw-1",
+                          "MCPQ_DEVBROKER_SASL_MECHANISMS=SCRAM-SHA-512", NULL};
+    pid_t b = start_broker("scram512-broker", menv, boot, sizeof(boot));
+    scram_props(props, "SASL_SSL", "SCRAM-SHA-512", "scram-pw-1", p_ca);
+    call_through("scram512", boot, props);
+    snprintf(blog, sizeof(blog), "%s/scram512-broker.log", fx.dir);
+    CHECK(fx_log_line(blog, "devbroker: SASL authenticated", "\"mechanism\":\"SCRAM-SHA-512\"",
+                      NULL, 0));
+    TEST_PASS("f: SASL_SSL with SCRAM-SHA-512 (MSK, Strimzi): a tool call is answered");
+    fx_stop_pid(b, 10000);
+
+    /* as Redpanda: SASL_PLAINTEXT, SCRAM-SHA-256; then a wrong password */
+    const char *renv[] = {"MCPQ_DEVBROKER_SASL=carol:scram-pw-2",
+                          "MCPQ_DEVBROKER_SASL_MECHANISMS=PLAIN,SCRAM-SHA-256", NULL};
+    b = start_broker("scram256-broker", renv, boot, sizeof(boot));
+    scram_props(props, "SASL_PLAINTEXT", "SCRAM-SHA-256", "scram-pw-2", NULL);
+    call_through("scram256", boot, props);
+    snprintf(blog, sizeof(blog), "%s/scram256-broker.log", fx.dir);
+    CHECK(fx_log_line(blog, "devbroker: SASL authenticated", "\"mechanism\":\"SCRAM-SHA-256\"",
+                      NULL, 0));
+    TEST_PASS("f: SASL_PLAINTEXT with SCRAM-SHA-256 (Redpanda): a tool call is answered");
+    scram_props(props, "SASL_PLAINTEXT", "SCRAM-SHA-256", "not-the-pw", NULL);
+    refused("scram-bad", boot, props,
+            "SASL authentication error: Authentication failed during authentication due to "
+            "invalid credentials with SASL mechanism SCRAM-SHA-256");
+    CHECK(fx_log_line(blog, "SASL authentication refused", "wrong password", line, sizeof(line)));
+    CHECK_CONTAINS(line, "\"user\":\"carol\"");
+    TEST_PASS("f: a wrong SCRAM password: ingress and worker /readyz 503, Kafka's message logged");
+    fx_stop_pid(b, 10000);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -400,6 +494,7 @@ int main(void)
     part_c_deny();
     part_d_sasl();
     part_e_tls();
+    part_f_scram();
     fx_stop(&fx);
     return 0;
 }
