@@ -26,6 +26,7 @@ struct wrk_consumer {
     int up;               /* wrk_consumer_up() */
     int topic_partitions; /* of the jobs topic, as last seen (0: unknown) */
     int last_assigned;    /* partitions of the last assignment (-1: none yet) */
+    int idle_warned;      /* the warning of warn_idle() was logged for that assignment */
     wrk_lag_fn on_lag;
     void *lag_arg;
     wrk_record_fn on_record;
@@ -118,6 +119,22 @@ static void list_partitions(const rd_kafka_topic_partition_list_t *parts, char *
                               (int)parts->elems[i].partition);
 }
 
+/* Once per assignment, when it left this worker without a partition of a topic whose
+ * partition count is known (mcpq_worker_kafka_idle_member says the same). */
+static void warn_idle(wrk_consumer_t *c)
+{
+    if (c->idle_warned || c->last_assigned != 0 || c->topic_partitions <= 0)
+        return;
+    c->idle_warned = 1;
+    char np[16];
+    snprintf(np, sizeof(np), "%d", c->topic_partitions);
+    log_event(LOG_WARN,
+              "this worker got no partition: the group has more workers than the jobs topic "
+              "has partitions, so it stays idle (an autoscaler cannot add consumers past the "
+              "partition count; add partitions or run fewer workers; docs/kafka.md)",
+              "topic", c->topic, "partitions", np, (char *)NULL);
+}
+
 static void consumer_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                                   rd_kafka_topic_partition_list_t *parts, void *opaque)
 {
@@ -141,16 +158,8 @@ static void consumer_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         c->up = 1;
         log_event(LOG_INFO, "partitions assigned", "partitions", which, (char *)NULL);
         c->last_assigned = parts->cnt;
-        if (parts->cnt == 0 && c->topic_partitions > 0) {
-            char np[16];
-            snprintf(np, sizeof(np), "%d", c->topic_partitions);
-            log_event(LOG_WARN,
-                      "this worker got no partition: the group has more workers than the jobs "
-                      "topic has partitions, so it stays idle (an autoscaler cannot add "
-                      "consumers past the partition count; add partitions or run fewer "
-                      "workers; docs/kafka.md)",
-                      "topic", c->topic, "partitions", np, (char *)NULL);
-        }
+        c->idle_warned = 0;
+        warn_idle(c);
         if (c->on_assign)
             c->on_assign(parts->cnt, c->arg);
         return;
@@ -226,6 +235,7 @@ static int consumer_stats_cb(rd_kafka_t *rk, char *json, size_t json_len, void *
     cJSON_ArrayForEach(kp, parts) known += stats_offset(kp, "partition") >= 0;
     if (known > 0)
         c->topic_partitions = known;
+    warn_idle(c); /* the partition count may be learnt after an empty assignment */
     int32_t *ids = c->nparts > 0 ? malloc((size_t)c->nparts * sizeof(*ids)) : NULL;
     int64_t *lags = c->nparts > 0 ? malloc((size_t)c->nparts * sizeof(*lags)) : NULL;
     size_t n = 0;
