@@ -201,6 +201,20 @@ static int handshake(SSL *ssl, int fd, const char *where, int64_t deadline, char
     }
 }
 
+/* After an SSL_read or SSL_write that returned rc <= 0: what the TCP socket must become
+ * (added to w), or -1 when the session is over (closed or failed). */
+static int ssl_wants(SSL *ssl, int rc, pump_wait_t *w)
+{
+    int e = SSL_get_error(ssl, rc);
+    if (e == SSL_ERROR_WANT_READ)
+        w->tcp |= POLLIN;
+    else if (e == SSL_ERROR_WANT_WRITE)
+        w->tcp |= POLLOUT;
+    else
+        return -1;
+    return 0;
+}
+
 /* One pass over the four directions; 1 when anything moved, 0 when all wait (w filled),
  * -1 when the bridge is over. */
 static int pump_pass(pump_t *p, pump_wait_t *w)
@@ -227,14 +241,8 @@ static int pump_pass(pump_t *p, pump_wait_t *w)
             if (p->up_off == p->up_len)
                 p->up_len = 0;
             moved = 1;
-        } else {
-            int e = SSL_get_error(p->ssl, n);
-            if (e == SSL_ERROR_WANT_READ)
-                w->tcp |= POLLIN;
-            else if (e == SSL_ERROR_WANT_WRITE)
-                w->tcp |= POLLOUT;
-            else
-                return -1;
+        } else if (ssl_wants(p->ssl, n, w) < 0) {
+            return -1;
         }
     }
     if (p->down_len == 0) {
@@ -244,14 +252,8 @@ static int pump_pass(pump_t *p, pump_wait_t *w)
             p->down_len = (size_t)n;
             p->down_off = 0;
             moved = 1;
-        } else {
-            int e = SSL_get_error(p->ssl, n);
-            if (e == SSL_ERROR_WANT_READ)
-                w->tcp |= POLLIN;
-            else if (e == SSL_ERROR_WANT_WRITE)
-                w->tcp |= POLLOUT;
-            else
-                return -1;
+        } else if (ssl_wants(p->ssl, n, w) < 0) {
+            return -1;
         }
     }
     if (p->down_len > 0) {

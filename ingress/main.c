@@ -333,6 +333,8 @@ static int registry_command(const mcpq_settings_t *set, const char *apply, int p
         return 1;
     }
     int code = 1;
+    cJSON *cfg = NULL;
+    rs_summary_t sum;
     if (!apply) {
         cJSON *doc = rs_export(c, err, sizeof(err));
         char *text = doc ? cJSON_Print(doc) : NULL;
@@ -343,12 +345,7 @@ static int registry_command(const mcpq_settings_t *set, const char *apply, int p
         code = text ? 0 : 1;
         cJSON_free(text);
         cJSON_Delete(doc);
-        redisFree(c);
-        return code;
-    }
-    cJSON *cfg = cfg_load_file(apply, err, sizeof(err));
-    rs_summary_t sum;
-    if (!cfg) {
+    } else if (!(cfg = cfg_load_file(apply, err, sizeof(err)))) {
         fprintf(stderr, "mcpq-ingress: config: %s\n", err);
         code = 2;
     } else if (rs_config_check(cfg, set, err, sizeof(err)) < 0) {
