@@ -12,7 +12,9 @@
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 #include <poll.h>
+#include <openssl/crypto.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,7 @@
 #include <unistd.h>
 
 #define PUMP_BUF 16384
+#define PUMP_DRAIN_POLL_MS 10
 #define PUMP_STACK (256 * 1024)
 
 /* One bridged connection: bytes from hiredis (local) go up into the TLS session, bytes
@@ -32,6 +35,9 @@ typedef struct pump {
     unsigned char down[PUMP_BUF];
     size_t down_len, down_off;
 } pump_t;
+
+/* Pump threads still running (kvtls_drain). */
+static atomic_int live_pumps;
 
 /* What each side waits for after a pass that moved nothing. */
 typedef struct pump_wait {
@@ -303,7 +309,19 @@ static void *pump_run(void *arg)
     close(p->tcp);
     close(p->local);
     free(p);
+    OPENSSL_thread_stop(); /* this thread's OpenSSL state (its error queue), now */
+    atomic_fetch_sub(&live_pumps, 1);
     return NULL;
+}
+
+int kvtls_drain(int timeout_ms)
+{
+    for (int waited = 0; atomic_load(&live_pumps) > 0; waited += PUMP_DRAIN_POLL_MS) {
+        if (waited >= timeout_ms)
+            return -1;
+        usleep(PUMP_DRAIN_POLL_MS * 1000);
+    }
+    return 0;
 }
 
 /* Starts the pump for ssl on tcp; the plain end for hiredis, or -1. Frees nothing on
@@ -325,7 +343,10 @@ static int pump_start(SSL *ssl, int tcp, char *errstr, size_t errstr_size)
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         pthread_attr_setstacksize(&attr, PUMP_STACK);
         pthread_t t;
+        atomic_fetch_add(&live_pumps, 1);
         ok = pthread_create(&t, &attr, pump_run, p) == 0;
+        if (!ok)
+            atomic_fetch_sub(&live_pumps, 1);
         pthread_attr_destroy(&attr);
     }
     if (!ok) {

@@ -37,4 +37,11 @@ SSL_CTX *kvtls_ctx_new(const char *ca_file, const char *cert_file, const char *k
 int kvtls_connect(SSL_CTX *ctx, const char *host, int port, const char *server_name, int timeout_ms,
                   char *errstr, size_t errstr_size);
 
+/*
+ * Waits until every pump thread has ended (their connections were closed: redisFree), at
+ * most timeout_ms: 0, or -1 when some are still running. Called before the process exits, so
+ * no thread is left half-way through tearing down its TLS session.
+ */
+int kvtls_drain(int timeout_ms);
+
 #endif

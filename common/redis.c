@@ -328,8 +328,11 @@ void kv_target_free(kv_target_t *t)
 {
     if (!t)
         return;
-    if (t->tls)
+    if (t->tls) {
+        if (kvtls_drain(2000) < 0)
+            log_event(LOG_WARN, "redis TLS: connections still open at exit", (char *)NULL);
         SSL_CTX_free(t->tls);
+    }
     /* volatile: the wipe of the password is not an optimizable dead store. */
     volatile unsigned char *p = (volatile unsigned char *)t;
     for (size_t i = 0; i < sizeof(*t); i++)

@@ -271,6 +271,8 @@ int main(int argc, char **argv)
 out:
     if (s.ready_file && *s.ready_file)
         unlink(s.ready_file);
+    if (front)
+        db_front_stop(front, 2000);
     if (mcluster)
         rd_kafka_mock_cluster_destroy(mcluster);
     if (rk)

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <poll.h>
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -48,6 +50,10 @@ struct db_front {
     int front_port[FRONT_MAX_BROKERS];
     int listen_fd[FRONT_MAX_BROKERS];
     char bootstraps[FRONT_MAX_BROKERS * 24];
+    pthread_mutex_t lock; /* guards conns, nconns */
+    pthread_cond_t gone;  /* signalled when a connection's thread ends */
+    struct conn *conns;   /* every connection whose thread runs */
+    int nconns;
 };
 
 typedef struct conn {
@@ -56,8 +62,9 @@ typedef struct conn {
     int cfd, mfd;
     SSL *ssl;
     int authed;
-    char mech[64];     /* the SaslHandshake's mechanism; "" before it */
-    db_scram_t *scram; /* a SCRAM exchange under way */
+    char mech[64];            /* the SaslHandshake's mechanism; "" before it */
+    db_scram_t *scram;        /* a SCRAM exchange under way */
+    struct conn *prev, *next; /* in f->conns */
     /* correlation ids of relayed requests whose answers are rewritten */
     struct {
         int32_t corrid;
@@ -613,6 +620,26 @@ static int from_mock(conn_t *c)
     return rc;
 }
 
+/* Takes c out of f->conns, closes its sockets and frees it. */
+static void conn_forget(conn_t *c)
+{
+    db_front_t *f = c->f;
+    pthread_mutex_lock(&f->lock);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        f->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    f->nconns--;
+    if (c->mfd >= 0)
+        close(c->mfd);
+    close(c->cfd);
+    pthread_cond_broadcast(&f->gone);
+    pthread_mutex_unlock(&f->lock);
+    free(c);
+}
+
 static void *conn_thread(void *arg)
 {
     conn_t *c = arg;
@@ -659,11 +686,9 @@ out:
         SSL_shutdown(c->ssl);
         SSL_free(c->ssl);
     }
-    if (c->mfd >= 0)
-        close(c->mfd);
-    close(c->cfd);
     db_scram_free(c->scram);
-    free(c);
+    conn_forget(c);
+    OPENSSL_thread_stop(); /* this thread's OpenSSL state (its error queue), now */
     return NULL;
 }
 
@@ -693,9 +718,15 @@ static void *accept_thread(void *arg)
                       .cfd = fd,
                       .mfd = -1,
                       .authed = l->f->opts.sasl_user == NULL};
+        pthread_mutex_lock(&l->f->lock);
+        c->next = l->f->conns;
+        if (c->next)
+            c->next->prev = c;
+        l->f->conns = c;
+        l->f->nconns++;
+        pthread_mutex_unlock(&l->f->lock);
         if (pthread_create(&t, NULL, conn_thread, c) != 0) {
-            close(fd);
-            free(c);
+            conn_forget(c);
             continue;
         }
         pthread_detach(t);
@@ -751,6 +782,8 @@ db_front_t *db_front_start(rd_kafka_mock_cluster_t *mcluster, const char *mock_b
         snprintf(errstr, errstr_size, "out of memory");
         return NULL;
     }
+    pthread_mutex_init(&f->lock, NULL);
+    pthread_cond_init(&f->gone, NULL);
     f->mcluster = mcluster;
     f->opts = *opts;
     if (!f->opts.sasl_mechanisms || !*f->opts.sasl_mechanisms)
@@ -805,6 +838,27 @@ db_front_t *db_front_start(rd_kafka_mock_cluster_t *mcluster, const char *mock_b
 fail:
     /* start-up failed: the process exits, threads already started die with it */
     return NULL;
+}
+
+void db_front_stop(db_front_t *f, int timeout_ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&f->lock);
+    for (conn_t *c = f->conns; c; c = c->next) { /* each thread wakes, sees EOF and ends */
+        shutdown(c->cfd, SHUT_RDWR);
+        if (c->mfd >= 0)
+            shutdown(c->mfd, SHUT_RDWR);
+    }
+    while (f->nconns > 0 && pthread_cond_timedwait(&f->gone, &f->lock, &until) == 0)
+        ;
+    pthread_mutex_unlock(&f->lock);
 }
 
 const char *db_front_bootstraps(const db_front_t *f)

@@ -46,4 +46,8 @@ db_front_t *db_front_start(rd_kafka_mock_cluster_t *mcluster, const char *mock_b
 /* The front's bootstrap servers "127.0.0.1:f1,...". */
 const char *db_front_bootstraps(const db_front_t *f);
 
+/* Closes every client connection and waits (at most timeout_ms) until their threads ended,
+ * so none is left holding OpenSSL state when the process exits. */
+void db_front_stop(db_front_t *f, int timeout_ms);
+
 #endif
