@@ -31,23 +31,10 @@ static int key_read(jobsig_key_t *k, const char *path, const char *name, char *e
                     size_t errstr_size)
 {
     char buf[JOBSIG_KEY_MAX + 3];
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(errstr, errstr_size, "%s: cannot open %s: %s", name, path, strerror(errno));
-        return MCPQ_EINVAL;
-    }
-    size_t n = fread(buf, 1, sizeof(buf), f);
-    int bad = ferror(f);
-    fclose(f);
-    int rc;
-    if (bad) {
-        snprintf(errstr, errstr_size, "%s: cannot read %s", name, path);
-        rc = MCPQ_EINVAL;
-    } else {
-        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-            n--;
+    size_t n;
+    int rc = util_read_secret(path, name, buf, sizeof(buf), &n, errstr, errstr_size);
+    if (rc == 0)
         rc = key_set(k, buf, n, name, errstr, errstr_size);
-    }
     memset(buf, 0, sizeof(buf));
     return rc;
 }

@@ -1,6 +1,7 @@
 #include "kafkaconf.h"
 
 #include "log.h"
+#include "util.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -243,37 +244,20 @@ out:
     return rc;
 }
 
-/* The value of a _FILE variable: at most KCONF_VALUE_MAX bytes, one trailing newline (or
- * CRLF) dropped. */
+/* The value of a _FILE variable: at most KCONF_VALUE_MAX bytes, its trailing CR/LF dropped. */
 static int read_value_file(kconf_t *k, const char *name, const char *path, const char *origin,
                            char *errstr, size_t errstr_size)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(errstr, errstr_size, "%s: cannot read %s: %s", origin, path, strerror(errno));
+    char *buf = malloc(KCONF_VALUE_MAX + 1);
+    if (!buf) {
+        snprintf(errstr, errstr_size, "%s: out of memory", origin);
         return -1;
     }
-    char *buf = malloc(KCONF_VALUE_MAX + 1);
-    size_t n = buf ? fread(buf, 1, KCONF_VALUE_MAX + 1, f) : 0;
-    int bad = !buf || ferror(f);
-    fclose(f);
-    int rc = -1;
-    if (bad) {
-        snprintf(errstr, errstr_size, "%s: cannot read %s", origin, path);
-    } else if (n > KCONF_VALUE_MAX) {
-        snprintf(errstr, errstr_size, "%s: %s is longer than %d bytes", origin, path,
-                 KCONF_VALUE_MAX);
-    } else if (memchr(buf, '\0', n)) {
-        snprintf(errstr, errstr_size, "%s: %s holds a NUL byte", origin, path);
-    } else {
-        if (n > 0 && buf[n - 1] == '\n')
-            n--;
-        if (n > 0 && buf[n - 1] == '\r')
-            n--;
-        rc = prop_add(k, name, strlen(name), buf, n, origin, errstr, errstr_size);
-    }
-    if (buf)
-        memset(buf, 0, KCONF_VALUE_MAX + 1); /* may have held a password */
+    size_t n;
+    int rc = util_read_secret(path, origin, buf, KCONF_VALUE_MAX + 1, &n, errstr, errstr_size) < 0
+                 ? -1
+                 : prop_add(k, name, strlen(name), buf, n, origin, errstr, errstr_size);
+    memset(buf, 0, KCONF_VALUE_MAX + 1); /* may have held a password */
     free(buf);
     return rc;
 }

@@ -157,30 +157,6 @@ int kv_url_parse(const char *url, kv_url_t *u, char *errstr, size_t errstr_size)
     return url_parse(url, 6379, u, errstr, errstr_size);
 }
 
-/* Reads a secret file (its trailing CR/LF dropped) into out. */
-static int read_secret(const char *path, const char *name, char *out, size_t size, char *errstr,
-                       size_t errstr_size)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(errstr, errstr_size, "%s: cannot open %s: %s", name, path, strerror(errno));
-        return MCPQ_EINVAL;
-    }
-    size_t n = fread(out, 1, size, f);
-    int bad = ferror(f);
-    fclose(f);
-    while (n > 0 && n < size && (out[n - 1] == '\n' || out[n - 1] == '\r'))
-        n--;
-    if (bad || n >= size || memchr(out, 0, n)) {
-        snprintf(errstr, errstr_size, "%s: %s is unreadable, longer than %zu bytes or holds NUL",
-                 name, path, size - 1);
-        memset(out, 0, size);
-        return MCPQ_EINVAL;
-    }
-    out[n] = 0;
-    return 0;
-}
-
 /* "host:port,[v6]:port,..." into t->sentinels. */
 static int parse_sentinels(kv_target_t *t, const char *list, char *errstr, size_t errstr_size)
 {
@@ -233,7 +209,8 @@ static int password_load(const char *value, const char *file, const char *name,
         snprintf(out, size, "%s", value);
     char fname[64];
     snprintf(fname, sizeof(fname), "%s_FILE", name);
-    return has_file ? read_secret(file, fname, out, size, errstr, errstr_size) : 0;
+    size_t len;
+    return has_file ? util_read_secret(file, fname, out, size, &len, errstr, errstr_size) : 0;
 }
 
 /* Fills everything but the URL itself from s. */

@@ -346,3 +346,31 @@ void util_listen_format(const struct sockaddr *sa, char *out, size_t size)
             snprintf(out, size, "[%s]:%u", ip, (unsigned)ntohs(in6->sin6_port));
     }
 }
+
+int util_read_secret(const char *path, const char *name, char *out, size_t size, size_t *len,
+                     char *errstr, size_t errstr_size)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(errstr, errstr_size, "%s: cannot open %s: %s", name, path, strerror(errno));
+        return MCPQ_EINVAL;
+    }
+    size_t n = fread(out, 1, size, f);
+    int bad = ferror(f);
+    fclose(f);
+    while (n > 0 && n < size && (out[n - 1] == '\n' || out[n - 1] == '\r'))
+        n--;
+    const char *why = bad ? "cannot be read" : n >= size ? "is too long" : NULL;
+    int nul = !why && memchr(out, 0, n) != NULL;
+    if (why)
+        snprintf(errstr, errstr_size, "%s: %s %s (at most %zu bytes)", name, path, why, size - 1);
+    else if (nul)
+        snprintf(errstr, errstr_size, "%s holds a NUL byte (%s)", name, path);
+    if (why || nul) {
+        memset(out, 0, size);
+        return MCPQ_EINVAL;
+    }
+    out[n] = 0;
+    *len = n;
+    return 0;
+}

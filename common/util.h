@@ -64,6 +64,15 @@ int util_ct_equal(const void *a, const void *b, size_t len);
 /* Parses a whole decimal string into [min, max]; 0 or MCPQ_EINVAL. */
 int util_parse_ll(const char *s, long long min, long long max, long long *out);
 
+/*
+ * The one reader of secret files (a mounted Kubernetes Secret named by a *_FILE setting):
+ * the content of path into out (size bytes), its trailing CR/LF dropped, NUL-terminated,
+ * its length in *len. MCPQ_EINVAL with errstr naming the setting `name` and the path when the
+ * file cannot be read, holds size - 1 bytes or more, or holds a NUL byte (out is wiped then).
+ */
+int util_read_secret(const char *path, const char *name, char *out, size_t size, size_t *len,
+                     char *errstr, size_t errstr_size);
+
 /* A listen address parsed by util_parse_listen(). */
 typedef struct util_listen {
     struct sockaddr_storage addr; /* AF_INET or AF_INET6 */
