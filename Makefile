@@ -48,10 +48,10 @@ fuzz: deps
 	@BUILD_FUZZ=$(BUILD_FUZZ) JOBS=$(JOBS) bash scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_NAMES)
 
 fmt:
-	@clang-format -i common/*.[ch] ingress/*.[ch] worker/*.[ch] tests/*.[ch] tests/*/*/*.c tests/integration/*.c tests/fuzz/*.[ch] bench/*.c deploy/devbroker/*.c
+	@clang-format -i common/*.[ch] ingress/*.[ch] ingress/*/*.[ch] worker/*.[ch] worker/*/*.[ch] tests/*.[ch] tests/*/*/*.c tests/integration/*.c tests/fuzz/*.[ch] bench/*.c deploy/devbroker/*.c
 
 fmt-check:
-	@clang-format --dry-run --Werror common/*.[ch] ingress/*.[ch] worker/*.[ch] deploy/devbroker/*.c
+	@clang-format --dry-run --Werror common/*.[ch] ingress/*.[ch] ingress/*/*.[ch] worker/*.[ch] worker/*/*.[ch] deploy/devbroker/*.c
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_FUZZ)

@@ -1,7 +1,7 @@
 /*
  * bare_responder.c - bench-bare_responder: the baseline of the tools/list benchmark.
  *
- * A libmicrohttpd server in the same threading mode as mcpq-ingress (ingress/http.c: an
+ * A libmicrohttpd server in the same threading mode as mcpq-ingress (ingress/server.c: an
  * internal polling thread pool of epoll threads, MHD_USE_TURBO, the same connection memory
  * limit and listen backlog) that reads any request body and answers every request with one
  * fixed small JSON-RPC result. It does no parsing, no auth and no allocation beyond what

@@ -1,6 +1,6 @@
 /*
  * redis_wait - what MCPQ_REDIS_WAIT_REPLICAS costs the worker's result writer
- * (docs/redis.md): pipelines shaped like worker/store.c's (per job SET NX GET EX, then XADD and
+ * (docs/redis.md): pipelines shaped like worker/core/store.c's (per job SET NX GET EX, then XADD and
  * EXPIRE of a reply stream) sent to a master, with and without WAIT <replicas> <timeout> at
  * the end, timed.
  *

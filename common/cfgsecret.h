@@ -2,7 +2,7 @@
  * cfgsecret.h - the secrets of a config document: where they are, hiding them, and bringing
  * the stored ones back (README "Administration", "Security decisions").
  *
- * A config-form document (config.h; the registry's export) holds secrets at these places, and
+ * A config-form document (cfg.h; the registry's export) holds secrets at these places, and
  * only there:
  *   $.tenants[].api_keys[].sha256          the hash of an API key
  *   $.tenants[].apps[].secret              an app's signing secret

@@ -2,7 +2,6 @@
  * err.h - the error codes every mcpq function returns.
  *
  * Functions return int: 0 on success, a negative MCPQ_E* code on failure.
- * mcpq_strerror() turns a code into a short English phrase for logs.
  */
 #ifndef MCPQ_ERR_H
 #define MCPQ_ERR_H
@@ -20,7 +19,5 @@ enum mcpq_err {
     MCPQ_EPROTO = -9,    /* a peer answered something we cannot use */
     MCPQ_EQUOTA = -10,   /* a tenant's quota (config "quotas") is used up */
 };
-
-const char *mcpq_strerror(int err);
 
 #endif

@@ -24,7 +24,7 @@ typedef struct mcpq_settings {
     const char *ops_listen; /* ingress: /metrics, /healthz, /readyz, /admin (empty: on listen) */
     const char *kafka_brokers;
     const char *redis_url;
-    const char *redis_password; /* redis.h: all of these are read by kv_target_new() */
+    const char *redis_password; /* kv.h: all of these are read by kv_target_new() */
     const char *redis_password_file;
     const char *redis_tls_ca_file;
     const char *redis_tls_cert_file;
@@ -109,7 +109,7 @@ typedef struct mcpq_settings {
     long long files_sweep_s;
     long long replication_factor; /* topics mcpq creates (-1: the broker's default) */
     long long topic_create;
-    const char *kafka_properties; /* kafkaconf.h */
+    const char *kafka_properties; /* kconf.h */
     /* devbroker's front (deploy/devbroker/front.h) */
     long long db_topics;
     const char *db_sasl; /* user:password */

@@ -1,6 +1,6 @@
 #include "task.h"
 
-#include "redis.h"
+#include "kv.h"
 #include "util.h"
 
 #include "whq.h"

@@ -39,7 +39,7 @@
 
 #define TASK_ID_LEN 37 /* a UUID (36 characters) and NUL */
 #define TASK_ROBOT_MAX 128
-/* The queue of tasks without a RobotId ({mcpq}:tq:_any): no tenant can declare it (config.c). */
+/* The queue of tasks without a RobotId ({mcpq}:tq:_any): no tenant can declare it (cfg.c). */
 #define TASK_ROBOT_ANY "_any"
 /* The tenant's index of its task ids ({mcpq}:tasks:<tenant>). */
 #define TASK_INDEX_PREFIX "{mcpq}:tasks:"

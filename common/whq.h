@@ -12,7 +12,7 @@
  * string concatenation, so data_json (which the caller builds and must be valid JSON)
  * reaches the receiver byte for byte:
  *     {"type":"<event>","timestamp":"<iso_ts>","data":<data_json>}
- * The url and secret are not copied: the dispatcher (ingress/webhook.c) resolves them from
+ * The url and secret are not copied: the dispatcher (ingress/core/webhook.c) resolves them from
  * the registry at send time. It returns the number of deliveries created and touches only
  * keys derived from its arguments:
  *
@@ -38,7 +38,7 @@
 #ifndef MCPQ_WHQ_H
 #define MCPQ_WHQ_H
 
-#include "redis.h"
+#include "kv.h"
 
 #include <stddef.h>
 

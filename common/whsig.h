@@ -1,7 +1,7 @@
 /*
  * whsig.h - Standard Webhooks signing (https://www.standardwebhooks.com), shared by the
- * ingress's webhook deliveries (SPEC section 5.4, ingress/webhook.c) and the worker's http
- * executor (SPEC section 6.2, worker/http.c).
+ * ingress's webhook deliveries (SPEC section 5.4, ingress/core/webhook.c) and the worker's http
+ * executor (SPEC section 6.2, worker/executors/httpexec.c).
  *
  * A secret is "whsec_" followed by the base64 of the key. A signed request carries
  * webhook-id (stable across retries), webhook-timestamp (Unix seconds, new per attempt) and

@@ -1,18 +1,19 @@
+#include "executor.h"
 #include "worker.h"
 
 #include "agent.h"
 #include "cancelsub.h"
 #include "consumer.h"
 #include "err.h"
-#include "http.h"
+#include "httpexec.h"
 #include "job.h"
 #include "log.h"
 #include "loop.h"
-#include "mcp.h"
-#include "metrics.h"
+#include "mcpexec.h"
+#include "stats.h"
 #include "record.h"
 #include "store.h"
-#include "tasks.h"
+#include "handoff.h"
 #include "util.h"
 
 #include <errno.h>
@@ -37,19 +38,19 @@ struct wrk_worker {
     char worker_id[WORKER_ID_MAX];
     wrk_loop_t *loop;
     wrk_rt_t rt;
-    wrk_http_t *http;
+    wrk_httpexec_t *http;
     wrk_agent_t *agent;
-    wrk_mcp_t *mcp;
+    wrk_mcpexec_t *mcp;
     wrk_store_t *store;
     wrk_consumer_t *consumer;
     wrk_cancelsub_t *cancelsub;
-    wrk_tasks_t *tasks;
-    wrk_metrics_t *metrics; /* counters, and the /metrics server (metrics.h) */
-    size_t ntasks;          /* claimed tasks in the table */
-    wrk_job_t *handoffs;    /* task records whose hand-off to Redis failed: retried */
-    wrk_io_t *kafka_io, *signal_io;
+    wrk_handoff_t *tasks;
+    wrk_stats_t *metrics; /* counters, and the /metrics server (stats.h) */
+    size_t ntasks;        /* claimed tasks in the table */
+    wrk_job_t *handoffs;  /* task records whose hand-off to Redis failed: retried */
+    wrk_loop_io_t *kafka_io, *signal_io;
     int sigfd;
-    wrk_timer_t tick, cancel_tick;
+    wrk_loop_timer_t tick, cancel_tick;
     int kafka_more;
     int ready_written;
     /* Jobs in flight by job_id (chained hash). */
@@ -152,12 +153,12 @@ static void table_each(wrk_worker_t *w, void (*fn)(wrk_worker_t *, wrk_job_t *))
 static void job_release(wrk_worker_t *w, wrk_job_t *job, int durable)
 {
     if (!durable)
-        wrk_metrics_released(w->metrics);
+        wrk_stats_released(w->metrics);
     for (size_t i = 0; i < job->nnodes; i++) {
         if (durable)
-            wrk_offnode_done(job->nodes[i]);
+            wrk_offsets_node_done(job->nodes[i]);
         else
-            wrk_offnode_abandon(job->nodes[i]);
+            wrk_offsets_node_abandon(job->nodes[i]);
     }
     job->nnodes = 0;
     wrk_store_forget(w->store, &job->req);
@@ -230,7 +231,7 @@ static void on_written(wrk_store_req_t *req, const char *record, size_t len, voi
     job_release(w, job, 1);
 }
 
-/* ---- tasks (worker/tasks.h) ---- */
+/* ---- tasks (worker/core/handoff.h) ---- */
 
 static void task_release(wrk_worker_t *w, wrk_job_t *job)
 {
@@ -278,8 +279,8 @@ static int task_end(wrk_worker_t *w, wrk_job_t *job)
     cJSON_Delete(rec);
     if (!result_json)
         return 0;
-    int rc = wrk_tasks_finish(w->tasks, job->env.job_id, failed ? "terminated" : "complete",
-                              result_json, reason, fault);
+    int rc = wrk_handoff_finish(w->tasks, job->env.job_id, failed ? "terminated" : "complete",
+                                result_json, reason, fault);
     cJSON_free(result_json);
     return rc >= 0;
 }
@@ -290,8 +291,8 @@ static int task_end(wrk_worker_t *w, wrk_job_t *job)
 static void task_finished(wrk_worker_t *w, wrk_job_t *job)
 {
     if (!job->cancelled && !job->record) {
-        wrk_tasks_handback(w->tasks, job->env.job_id);
-        wrk_metrics_released(w->metrics);
+        wrk_handoff_handback(w->tasks, job->env.job_id);
+        wrk_stats_released(w->metrics);
     }
     if (job->cancelled || !job->record || task_end(w, job)) {
         job->task_pending = 0;
@@ -308,20 +309,21 @@ static void on_task_progress(wrk_job_t *job, const cJSON *data, void *arg)
     char *s = cJSON_PrintUnformatted(data);
     if (!s)
         return;
-    wrk_tasks_progress(w->tasks, job->env.job_id,
-                       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(data, "message")), s);
+    wrk_handoff_progress(w->tasks, job->env.job_id,
+                         cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(data, "message")),
+                         s);
     cJSON_free(s);
 }
 
 /* Claims tasks from this worker's queue while it has free slots, and runs them. */
 static void task_claim(wrk_worker_t *w)
 {
-    while (!w->stopping && w->ntasks < wrk_tasks_slots(w->tasks)) {
+    while (!w->stopping && w->ntasks < wrk_handoff_slots(w->tasks)) {
         char *env = NULL, errstr[256];
         size_t len = 0;
         int64_t begin = 0;
         long attempt = 0;
-        if (wrk_tasks_claim(w->tasks, &env, &len, &begin, &attempt) <= 0)
+        if (wrk_handoff_claim(w->tasks, &env, &len, &begin, &attempt) <= 0)
             return;
         wrk_job_t *job = wrk_job_new(&w->rt);
         if (!job || wrk_job_parse(job, env, len, NULL, errstr, sizeof(errstr)) < 0 ||
@@ -365,14 +367,14 @@ static void handoff_retry(wrk_worker_t *w)
     wrk_job_t **pp = &w->handoffs;
     while (*pp) {
         wrk_job_t *job = *pp;
-        if (!w->stopping && wrk_tasks_enqueue(w->tasks, job->env.task_id) < 0)
+        if (!w->stopping && wrk_handoff_enqueue(w->tasks, job->env.task_id) < 0)
             return;
         *pp = job->hnext;
         for (size_t i = 0; i < job->nnodes; i++) {
             if (w->stopping)
-                wrk_offnode_abandon(job->nodes[i]);
+                wrk_offsets_node_abandon(job->nodes[i]);
             else
-                wrk_offnode_done(job->nodes[i]);
+                wrk_offsets_node_done(job->nodes[i]);
         }
         job->nnodes = 0;
         wrk_job_free(job);
@@ -380,10 +382,10 @@ static void handoff_retry(wrk_worker_t *w)
 }
 
 /* A task's record from Kafka: into its robot's queue, and the offset is done. */
-static void task_handoff(wrk_worker_t *w, wrk_job_t *job, wrk_offnode_t *node)
+static void task_handoff(wrk_worker_t *w, wrk_job_t *job, wrk_offsets_node_t *node)
 {
     if (wrk_job_attach(job, node, NULL) < 0) {
-        wrk_offnode_abandon(node);
+        wrk_offsets_node_abandon(node);
         wrk_job_free(job);
         return;
     }
@@ -404,16 +406,16 @@ static void task_second(wrk_worker_t *w)
                 continue;
             ids[n++] = j->env.job_id;
             if (n == sizeof(ids) / sizeof(ids[0])) {
-                wrk_tasks_heartbeat(w->tasks, ids, n);
+                wrk_handoff_heartbeat(w->tasks, ids, n);
                 n = 0;
             }
         }
     }
     if (n)
-        wrk_tasks_heartbeat(w->tasks, ids, n);
+        wrk_handoff_heartbeat(w->tasks, ids, n);
     table_each(w, task_retry);
     handoff_retry(w);
-    wrk_tasks_reap(w->tasks);
+    wrk_handoff_reap(w->tasks);
 }
 
 /* A job ended here: its outcome and run time for the metrics (an aborted job, without a
@@ -437,7 +439,7 @@ static void job_count(wrk_worker_t *w, const wrk_job_t *job)
         if (ran < 0)
             ran = 0;
     }
-    wrk_metrics_job(w->metrics, job->env.exec_type, out, ran);
+    wrk_stats_job(w->metrics, job->env.exec_type, out, ran);
 }
 
 /* rt->on_finished: the job's record is built, or the job was cancelled by its caller, or
@@ -478,7 +480,7 @@ static void on_checked(wrk_store_req_t *req, const char *record, size_t len, voi
     }
     log_event(LOG_INFO, "job ran already: re-sending its result", "job_id", job->env.job_id,
               "tenant", job->env.tenant, "tool", job->env.tool, (char *)NULL);
-    wrk_metrics_redelivered(w->metrics, WRK_REDELIVERED_RESENT);
+    wrk_stats_redelivered(w->metrics, WRK_REDELIVERED_RESENT);
     job->record = malloc(len + 1);
     if (!job->record) {
         job_release(w, job, 0);
@@ -537,13 +539,13 @@ static void probe_job(wrk_worker_t *w, wrk_job_t *job)
 }
 
 /* Pub/Sub loses messages while its connection is down: the keys are checked too. */
-static void on_cancel_tick(wrk_timer_t *t, void *arg)
+static void on_cancel_tick(wrk_loop_timer_t *t, void *arg)
 {
     wrk_worker_t *w = arg;
     table_each(w, probe_job);
     wrk_agent_tick(w->agent); /* agent replies whose Pub/Sub message was lost */
     task_second(w);
-    wrk_timer_start(w->loop, t, CANCEL_CHECK_MS);
+    wrk_loop_timer_start(w->loop, t, CANCEL_CHECK_MS);
 }
 
 /* A message on {mcpq}:agentreply: the reply of an agent call is stored (agent.h). */
@@ -585,7 +587,7 @@ static const char *record_key(const rd_kafka_message_t *msg, char *buf, size_t s
  * 0: refused, and then it is only logged, counted and its offset done. Nothing is written
  * to Redis for it: its reply_to and task_id are as unauthenticated as the rest, and
  * answering them would let any writer to the topic end other callers' calls. */
-static int record_signed(wrk_worker_t *w, const rd_kafka_message_t *msg, wrk_offnode_t *node,
+static int record_signed(wrk_worker_t *w, const rd_kafka_message_t *msg, wrk_offsets_node_t *node,
                          const char *part, const char *off)
 {
     if (w->keys->n == 0)
@@ -604,15 +606,15 @@ static int record_signed(wrk_worker_t *w, const rd_kafka_message_t *msg, wrk_off
     log_event(LOG_WARN, "job record refused: no valid job signature, nothing of it runs",
               "partition", part, "offset", off, "job_id", record_key(msg, key, sizeof(key)),
               "signature", jobsig_check_name(c), (char *)NULL);
-    wrk_metrics_rejected(w->metrics, WRK_REJECTED_SIGNATURE);
-    wrk_offnode_done(node);
+    wrk_stats_rejected(w->metrics, WRK_REJECTED_SIGNATURE);
+    wrk_offsets_node_done(node);
     return 0;
 }
 
-static void record_run(wrk_worker_t *w, wrk_job_t *job, wrk_offnode_t *node, int rc,
+static void record_run(wrk_worker_t *w, wrk_job_t *job, wrk_offsets_node_t *node, int rc,
                        const char *errstr, const char *part, const char *off);
 
-static void on_record(const rd_kafka_message_t *msg, wrk_offnode_t *node, void *arg)
+static void on_record(const rd_kafka_message_t *msg, wrk_offsets_node_t *node, void *arg)
 {
     wrk_worker_t *w = arg;
     char part[16], off[24], errstr[256], tp[TRACE_PARENT_LEN + 8];
@@ -624,15 +626,15 @@ static void on_record(const rd_kafka_message_t *msg, wrk_offnode_t *node, void *
         return;
     }
     if (w->stopping) {
-        wrk_offnode_abandon(node);
-        wrk_metrics_released(w->metrics);
+        wrk_offsets_node_abandon(node);
+        wrk_stats_released(w->metrics);
         return;
     }
     if (!record_signed(w, msg, node, part, off))
         return;
     wrk_job_t *job = wrk_job_new(&w->rt);
     if (!job) {
-        wrk_offnode_abandon(node);
+        wrk_offsets_node_abandon(node);
         return;
     }
     job->partition = msg->partition;
@@ -646,7 +648,7 @@ static void on_record(const rd_kafka_message_t *msg, wrk_offnode_t *node, void *
 }
 
 /* The rest of on_record, in the job's trace: run the parsed job, or answer why it cannot. */
-static void record_run(wrk_worker_t *w, wrk_job_t *job, wrk_offnode_t *node, int rc,
+static void record_run(wrk_worker_t *w, wrk_job_t *job, wrk_offsets_node_t *node, int rc,
                        const char *errstr, const char *part, const char *off)
 {
     if (rc < 0) {
@@ -656,7 +658,7 @@ static void record_run(wrk_worker_t *w, wrk_job_t *job, wrk_offnode_t *node, int
          * waiting ingress hears it now); without one there is nobody to tell. */
         if (!job->env.job_id) {
             wrk_job_free(job);
-            wrk_offnode_done(node);
+            wrk_offsets_node_done(node);
             return;
         }
     }
@@ -669,15 +671,15 @@ static void record_run(wrk_worker_t *w, wrk_job_t *job, wrk_offnode_t *node, int
         /* A redelivery of a job in flight here: one run, one result, every offset done. */
         log_event(LOG_INFO, "job delivered again while in flight: not running it twice", "job_id",
                   job->env.job_id, "partition", part, "offset", off, (char *)NULL);
-        wrk_metrics_redelivered(w->metrics, WRK_REDELIVERED_ATTACHED);
+        wrk_stats_redelivered(w->metrics, WRK_REDELIVERED_ATTACHED);
         if (wrk_job_attach(running, node, job->env.reply_to) < 0)
-            wrk_offnode_abandon(node);
+            wrk_offsets_node_abandon(node);
         wrk_job_free(job);
         return;
     }
     table_add(w, job);
     if (wrk_job_attach(job, node, NULL) < 0) {
-        wrk_offnode_abandon(node);
+        wrk_offsets_node_abandon(node);
         table_remove(w, job);
         wrk_job_free(job);
         return;
@@ -731,7 +733,7 @@ static void on_assign(int count, void *arg)
 
 /* ---- loop callbacks ---- */
 
-static void on_kafka_wake(wrk_io_t *io, int fd, uint32_t events, void *arg)
+static void on_kafka_wake(wrk_loop_io_t *io, int fd, uint32_t events, void *arg)
 {
     wrk_worker_t *w = arg;
     (void)io;
@@ -741,12 +743,12 @@ static void on_kafka_wake(wrk_io_t *io, int fd, uint32_t events, void *arg)
     w->kafka_more = 1;
 }
 
-static void on_tick(wrk_timer_t *t, void *arg)
+static void on_tick(wrk_loop_timer_t *t, void *arg)
 {
     wrk_worker_t *w = arg;
     w->kafka_more = 1; /* also keeps max.poll.interval.ms satisfied when idle */
     task_claim(w);
-    wrk_timer_start(w->loop, t, TICK_MS);
+    wrk_loop_timer_start(w->loop, t, TICK_MS);
 }
 
 static void abandon_waiting(wrk_worker_t *w, wrk_job_t *job)
@@ -787,7 +789,7 @@ static void begin_stop(wrk_worker_t *w, const char *why)
         return;
     }
     w->stopping = 1;
-    wrk_metrics_stopping(w->metrics);
+    wrk_stats_stopping(w->metrics);
     w->stop_at = util_mono_ms() + w->s->shutdown_grace_ms;
     char n[24];
     snprintf(n, sizeof(n), "%zu", w->njobs);
@@ -799,7 +801,7 @@ static void begin_stop(wrk_worker_t *w, const char *why)
     handoff_retry(w);
 }
 
-static void on_signal(wrk_io_t *io, int fd, uint32_t events, void *arg)
+static void on_signal(wrk_loop_io_t *io, int fd, uint32_t events, void *arg)
 {
     wrk_worker_t *w = arg;
     (void)io;
@@ -815,13 +817,13 @@ static void on_lag(const char *topic, const int32_t *partitions, const int64_t *
                    void *arg)
 {
     wrk_worker_t *w = arg;
-    wrk_metrics_lag(w->metrics, topic, partitions, lags, n);
+    wrk_stats_lag(w->metrics, topic, partitions, lags, n);
 }
 
 /* Once per loop round: a few atomic stores for the metrics server's thread. */
 static void metrics_publish(wrk_worker_t *w)
 {
-    wrk_metrics_gauges_t g = {
+    wrk_stats_gauges_t g = {
         .running = w->rt.executing,
         .inflight = w->njobs,
         .kafka_up = wrk_consumer_up(w->consumer),
@@ -831,7 +833,7 @@ static void metrics_publish(wrk_worker_t *w)
         .idle_member = wrk_consumer_idle_member(w->consumer),
     };
     wrk_store_counts(w->store, &g.results_written, &g.results_retried);
-    wrk_metrics_gauges(w->metrics, &g);
+    wrk_stats_gauges(w->metrics, &g);
 }
 
 /* ---- construction ---- */
@@ -859,8 +861,8 @@ wrk_worker_t *wrk_worker_new(const mcpq_settings_t *s, const jobsig_keys_t *keys
     w->s = s;
     w->keys = keys;
     w->sigfd = -1;
-    wrk_timer_init(&w->tick, on_tick, w);
-    wrk_timer_init(&w->cancel_tick, on_cancel_tick, w);
+    wrk_loop_timer_init(&w->tick, on_tick, w);
+    wrk_loop_timer_init(&w->cancel_tick, on_cancel_tick, w);
     make_worker_id(w);
     w->nbuckets = 1024;
     w->buckets = calloc(w->nbuckets, sizeof(*w->buckets));
@@ -868,8 +870,8 @@ wrk_worker_t *wrk_worker_new(const mcpq_settings_t *s, const jobsig_keys_t *keys
     w->loop_thread = pthread_self();
     log_trace_resolver_set(trace_of_job, w);
     w->loop = wrk_loop_new();
-    w->http = w->loop ? wrk_http_new(w->loop, (size_t)s->max_output_bytes) : NULL;
-    w->mcp = w->http ? wrk_mcp_new(w->http) : NULL;
+    w->http = w->loop ? wrk_httpexec_new(w->loop, (size_t)s->max_output_bytes) : NULL;
+    w->mcp = w->http ? wrk_mcpexec_new(w->http) : NULL;
     w->kvt = kv_target_new(s, errstr, errstr_size);
     if (!w->kvt)
         goto fail;
@@ -877,8 +879,8 @@ wrk_worker_t *wrk_worker_new(const mcpq_settings_t *s, const jobsig_keys_t *keys
     if (w->store)
         wrk_store_set_wait(w->store, (int)s->redis_wait_replicas, (int)s->redis_wait_timeout_ms);
     w->agent = wrk_agent_new(s, w->kvt);
-    w->tasks = wrk_tasks_new(s, w->kvt, w->worker_id);
-    w->metrics = wrk_metrics_new();
+    w->tasks = wrk_handoff_new(s, w->kvt, w->worker_id);
+    w->metrics = wrk_stats_new();
     w->cancelsub =
         w->loop ? wrk_cancelsub_new(w->loop, w->kvt, (int)s->redis_timeout_ms, on_cancel_message, w)
                 : NULL;
@@ -896,6 +898,7 @@ wrk_worker_t *wrk_worker_new(const mcpq_settings_t *s, const jobsig_keys_t *keys
     w->rt.settings = s;
     w->rt.worker_id = w->worker_id;
     w->rt.on_finished = on_job_finished;
+    w->rt.find_executor = wrk_executor_find;
     w->rt.on_task_progress = on_task_progress;
     w->rt.arg = w;
 
@@ -908,7 +911,7 @@ wrk_worker_t *wrk_worker_new(const mcpq_settings_t *s, const jobsig_keys_t *keys
         snprintf(errstr, errstr_size, "signalfd: %s", strerror(errno));
         goto fail;
     }
-    w->signal_io = wrk_io_new(w->loop, w->sigfd, EPOLLIN, on_signal, w);
+    w->signal_io = wrk_loop_io_new(w->loop, w->sigfd, EPOLLIN, on_signal, w);
 
     int static_member = s->worker_id && *s->worker_id;
     w->consumer = wrk_consumer_new(s, w->worker_id, static_member, on_record, on_assign, w, errstr,
@@ -916,16 +919,16 @@ wrk_worker_t *wrk_worker_new(const mcpq_settings_t *s, const jobsig_keys_t *keys
     if (!w->consumer)
         goto fail;
     wrk_consumer_on_lag(w->consumer, on_lag, w);
-    w->kafka_io = wrk_io_new(w->loop, wrk_consumer_fd(w->consumer), EPOLLIN, on_kafka_wake, w);
+    w->kafka_io = wrk_loop_io_new(w->loop, wrk_consumer_fd(w->consumer), EPOLLIN, on_kafka_wake, w);
     if (!w->signal_io || !w->kafka_io) {
         snprintf(errstr, errstr_size, "cannot watch the Kafka queue or signals");
         goto fail;
     }
-    if (wrk_metrics_serve(w->metrics, s->metrics_listen, errstr, errstr_size) < 0)
+    if (wrk_stats_serve(w->metrics, s->metrics_listen, errstr, errstr_size) < 0)
         goto fail;
-    wrk_timer_start(w->loop, &w->tick, TICK_MS);
-    wrk_timer_start(w->loop, &w->cancel_tick, CANCEL_CHECK_MS);
-    wrk_tasks_release_mine(w->tasks);
+    wrk_loop_timer_start(w->loop, &w->tick, TICK_MS);
+    wrk_loop_timer_start(w->loop, &w->cancel_tick, CANCEL_CHECK_MS);
+    wrk_handoff_release_mine(w->tasks);
     return w;
 fail:
     wrk_worker_free(w);
@@ -1028,10 +1031,10 @@ void wrk_worker_free(wrk_worker_t *w)
     wrk_consumer_free(w->consumer);
     log_trace_resolver_set(NULL, NULL); /* its librdkafka threads are gone */
     if (w->loop) {
-        wrk_timer_stop(w->loop, &w->tick);
-        wrk_timer_stop(w->loop, &w->cancel_tick);
-        wrk_io_free(w->loop, w->kafka_io);
-        wrk_io_free(w->loop, w->signal_io);
+        wrk_loop_timer_stop(w->loop, &w->tick);
+        wrk_loop_timer_stop(w->loop, &w->cancel_tick);
+        wrk_loop_io_free(w->loop, w->kafka_io);
+        wrk_loop_io_free(w->loop, w->signal_io);
     }
     if (w->sigfd >= 0)
         close(w->sigfd);
@@ -1041,9 +1044,9 @@ void wrk_worker_free(wrk_worker_t *w)
         w->handoffs = job->hnext;
         wrk_job_free(job);
     }
-    wrk_tasks_free(w->tasks);
-    wrk_mcp_free(w->mcp);
-    wrk_http_free(w->http);
+    wrk_handoff_free(w->tasks);
+    wrk_mcpexec_free(w->mcp);
+    wrk_httpexec_free(w->http);
     wrk_agent_free(w->agent);
     wrk_store_free(w->store);
     kv_target_free(w->kvt);
@@ -1051,7 +1054,7 @@ void wrk_worker_free(wrk_worker_t *w)
         wrk_loop_free(w->loop);
     if (w->s && w->s->ready_file && *w->s->ready_file && w->ready_written)
         unlink(w->s->ready_file);
-    wrk_metrics_free(w->metrics); /* last: releasing jobs above still counts */
+    wrk_stats_free(w->metrics); /* last: releasing jobs above still counts */
     free(w->buckets);
     free(w);
 }

@@ -1,6 +1,6 @@
 /*
  * fuzz_base64.c - libFuzzer driver for the tree's one base64 decoder (common/util.c
- * util_b64_decode) and the mirrored header values built on it (ingress/era.c ing_hdr_decode:
+ * util_b64_decode) and the mirrored header values built on it (ingress/mcp/era.c ing_era_hdr_decode:
  * Mcp-Name and Mcp-Param-* in plain or `=?base64?...?=` form).
  *
  * Input layout: byte 0 picks the flags (bit 0 UTIL_B64_URL, bit 1 UTIL_B64_PAD, bit 2
@@ -9,7 +9,7 @@
  * Checked: nothing is written outside the output buffer (guard bytes on both sides); an
  * accepted string is the one canonical encoding of its bytes (re-encoding the output gives
  * the input back, with padding exactly as the flags allow); a refusal is MCPQ_EINVAL. For
- * ing_hdr_decode: guards hold, an accepted value has no NUL inside, a plain value comes back
+ * ing_era_hdr_decode: guards hold, an accepted value has no NUL inside, a plain value comes back
  * unchanged, and an encoded one is the strict decoding of its middle part.
  */
 #include "era.h"
@@ -70,7 +70,7 @@ static void check_hdr(const char *raw, size_t out_size)
 {
     char buf[GUARD + 4200 + GUARD];
     memset(buf, GB, sizeof(buf));
-    int rc = ing_hdr_decode(raw, buf + GUARD, out_size);
+    int rc = ing_era_hdr_decode(raw, buf + GUARD, out_size);
     for (size_t i = 0; i < GUARD; i++)
         FUZZ_CHECK((unsigned char)buf[i] == GB && (unsigned char)buf[GUARD + out_size + i] == GB);
     FUZZ_CHECK(rc == 0 || rc == MCPQ_EINVAL);

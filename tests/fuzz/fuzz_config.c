@@ -1,8 +1,8 @@
 /*
- * fuzz_config.c - libFuzzer driver for the config loader (common/config.c): the input is a
+ * fuzz_config.c - libFuzzer driver for the config loader (common/cfg.c): the input is a
  * config file's text, given to cfg_load_string. That covers the strict text checks (UTF-8,
  * NUL, trailing bytes), cJSON, validation against the embedded schemas/config.schema.json
- * and call-tool-result.schema.json (common/schema.c, its patterns through common/rx.c and
+ * and call-tool-result.schema.json (common/sch.c, its patterns through common/rx.c and
  * glibc regcomp), sch_schema_check of every inputSchema and outputSchema, and the
  * normalization (duplicate ids, references, secrets, API key hashes).
  *
@@ -13,7 +13,7 @@
  * 64-digit "sha256" per key, no "secret_env" or "previous_secret_env" left in apps, and a
  * "previous_secret_expires" only next to a "previous_secret" and readable as a UTC time.
  */
-#include "config.h"
+#include "cfg.h"
 #include "fuzz.h"
 #include "util.h"
 

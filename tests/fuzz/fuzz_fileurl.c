@@ -1,5 +1,5 @@
 /*
- * fuzz_fileurl.c - libFuzzer driver for the signatures of file URLs (ingress/files.c
+ * fuzz_fileurl.c - libFuzzer driver for the signatures of file URLs (ingress/core/files.c
  * ing_files_verify, ing_files_sign, ing_files_id_ok: the exp and sig query parameters of
  * /v1/files/<id>/content, which need no other credential).
  *

@@ -21,14 +21,15 @@
  */
 #include "fakeredis.h"
 #include "fuzz.h"
-#include "http.h"
-#include "ingress.h"
-#include "kafka.h"
+#include "server.h"
+#include "ctx.h"
+#include "mq.h"
 #include "listen.h"
 #include "log.h"
 #include "peer.h"
 #include "auth.h"
 #include "mcp.h"
+#include "toolcall.h"
 #include "files.h"
 #include "registry.h"
 #include "util.h"
@@ -85,7 +86,7 @@ int mq_producer_send(mq_producer_t *p, const char *topic, const char *key, const
         fr_xadd(reply, result, 6);
     }
     cJSON_Delete(env);
-    ing_mcp_delivered(opaque, 0, &ctx);
+    ing_toolcall_delivered(opaque, 0, &ctx);
     return 0;
 }
 
@@ -212,18 +213,18 @@ static void init(void)
     ctx.kv = kv_pool_new(ctx.kvt, (int)set.redis_timeout_ms, (int)set.redis_pool_size);
     ctx.pending = ing_pending_new(ctx.kvt, (int)set.redis_timeout_ms, ctx.reply_key,
                                   (int)set.sse_keepalive_ms);
-    ctx.rl = ing_rl_new(ctx.kv, NULL, set.rate_limit_lease_ms, 0);
+    ctx.rl = ing_ratelimit_new(ctx.kv, NULL, set.rate_limit_lease_ms, 0);
     ctx.authfail =
-        (ing_authfail_t){.rl = ing_rl_new(ctx.kv, "{mcpq}:af:", 1, ING_AUTHFAIL_MAX_BUCKETS),
+        (ing_authfail_t){.rl = ing_ratelimit_new(ctx.kv, "{mcpq}:af:", 1, ING_AUTHFAIL_MAX_BUCKETS),
                          .addr_per_min = set.auth_fail_per_min,
                          .id_per_min = set.auth_fail_id_per_min};
-    ctx.trusted = ing_nets_parse(set.trusted_proxies, err, sizeof(err));
+    ctx.trusted = ing_peer_nets_parse(set.trusted_proxies, err, sizeof(err));
     ctx.producer = (mq_producer_t *)&ctx; /* never dereferenced: the fakes above */
     ctx.files = ing_files_new(&ctx);
     ctx.listen = ing_listen_new(&ctx, wake, NULL);
     ctx.reg = registry();
     if (!ctx.metrics || !ctx.kv || !ctx.pending || !ctx.rl || !ctx.authfail.rl || !ctx.trusted ||
-        !ctx.files || !ctx.listen || ing_http_start(&ctx, err, sizeof(err)) < 0) {
+        !ctx.files || !ctx.listen || ing_server_start(&ctx, err, sizeof(err)) < 0) {
         fprintf(stderr, "fuzz_http: start: %s\n", err);
         abort();
     }

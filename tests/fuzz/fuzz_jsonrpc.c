@@ -1,5 +1,5 @@
 /*
- * fuzz_jsonrpc.c - libFuzzer driver for common/jsonrpc.c: the input is an HTTP request body
+ * fuzz_jsonrpc.c - libFuzzer driver for common/rpc.c: the input is an HTTP request body
  * as the MCP endpoint receives it.
  *
  * Runs rpc_body_check and rpc_parse on it; when it parses, classifies the message (each
@@ -13,8 +13,8 @@
  *     null), and both responses are JSON carrying that same id.
  */
 #include "fuzz.h"
-#include "jsonrpc.h"
-#include "jsonval.h"
+#include "rpc.h"
+#include "jv.h"
 
 #include <cjson/cJSON.h>
 #include <string.h>

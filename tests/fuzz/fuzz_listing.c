@@ -1,13 +1,13 @@
 /*
- * fuzz_listing.c - libFuzzer driver for the list parameters clients send (ingress/listing.c
- * lst_parse: pageSize, pageToken, filter, orderBy of the admin API lists and the system
+ * fuzz_listing.c - libFuzzer driver for the list parameters clients send (ingress/core/listing.c
+ * ing_listing_parse: pageSize, pageToken, filter, orderBy of the admin API lists and the system
  * server's list_tools; page tokens are base64url decoded by util_b64_decode).
  *
  * Input layout: fields separated by NUL or newline bytes: pageSize, pageToken, filter,
  * orderBy (a field the input ends before is absent).
  *
  * Checked: refusals are MCPQ_EINVAL with a message; an accepted query has 1..max items a
- * page and at most LST_MAX_CLAUSES clauses and LST_MAX_ORDER order fields; lst_apply pages a
+ * page and at most LST_MAX_CLAUSES clauses and LST_MAX_ORDER order fields; ing_listing_apply pages a
  * fixed list to at most that many items, and its next-page token parses back, with the same
  * filter and orderBy, to the offset just after the page; the same token with another
  * filter that parses to other clauses is refused.
@@ -20,11 +20,11 @@
 
 enum { F_SIZE, F_TOKEN, F_FILTER, F_ORDER, F_COUNT };
 
-static const lst_field_t fields[] = {{"name", "name"},
+static const ing_listing_field_t fields[] = {{"name", "name"},
                                      {"server", "server"},
                                      {"published", "published"},
                                      {"create_time", "createTime"}};
-static const lst_field_t order_fields[] = {{"name", "name"}, {"create_time", "createTime"}};
+static const ing_listing_field_t order_fields[] = {{"name", "name"}, {"create_time", "createTime"}};
 #define NF (sizeof(fields) / sizeof(fields[0]))
 #define NO (sizeof(order_fields) / sizeof(order_fields[0]))
 
@@ -38,10 +38,10 @@ static cJSON *items(void)
     return cJSON_Parse(json);
 }
 
-static int parse(lst_query_t *q, const char *const f[F_COUNT], const char *token, char *err,
+static int parse(ing_listing_query_t *q, const char *const f[F_COUNT], const char *token, char *err,
                  size_t err_size)
 {
-    return lst_parse(q, f[F_SIZE], token, f[F_FILTER], f[F_ORDER], fields, NF, order_fields, NO, 2,
+    return ing_listing_parse(q, f[F_SIZE], token, f[F_FILTER], f[F_ORDER], fields, NF, order_fields, NO, 2,
                      3, err, err_size);
 }
 
@@ -51,7 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t rest = 0;
     if (!fuzz_fields(data, size, &copy, f, F_COUNT, &rest))
         return 0;
-    lst_query_t q;
+    ing_listing_query_t q;
     char err[256] = "";
     const char *const *cf = (const char *const *)f;
     int rc = parse(&q, cf, f[F_TOKEN], err, sizeof(err));
@@ -65,16 +65,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(q.nclauses <= LST_MAX_CLAUSES && q.norder <= LST_MAX_ORDER);
     cJSON *all = items();
     char *next = NULL;
-    cJSON *page = all ? lst_apply(&q, all, &next) : NULL;
+    cJSON *page = all ? ing_listing_apply(&q, all, &next) : NULL;
     if (page) {
         FUZZ_CHECK(cJSON_GetArraySize(page) <= q.page_size);
         if (next) {
-            lst_query_t q2;
+            ing_listing_query_t q2;
             FUZZ_CHECK(parse(&q2, cf, next, err, sizeof(err)) == 0);
             FUZZ_CHECK(q2.offset == q.offset + (size_t)q.page_size);
             /* Bound to its filter: another filter with other clauses refuses it. */
             const char *g[F_COUNT] = {f[F_SIZE], NULL, "name = \"zz-other\"", f[F_ORDER]};
-            lst_query_t q3;
+            ing_listing_query_t q3;
             if (q.nclauses != 1 || strcmp(q.clause[0].value, "zz-other") != 0)
                 FUZZ_CHECK(parse(&q3, g, next, err, sizeof(err)) == MCPQ_EINVAL);
         }
@@ -82,7 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(next);
     cJSON_Delete(page);
     cJSON_Delete(all);
-    lst_query_free(&q);
+    ing_listing_query_free(&q);
     free(copy);
     return 0;
 }

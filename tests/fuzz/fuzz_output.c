@@ -1,7 +1,7 @@
 /*
- * fuzz_output.c - libFuzzer driver for the worker's executor output parsers: worker/output.c
+ * fuzz_output.c - libFuzzer driver for the worker's executor output parsers: worker/core/output.c
  * (CallToolResult from an exec child's stdout, an HTTP answer, a failed run) and
- * worker/stderrline.c (the stderr stream split into lines, progress and log lines).
+ * worker/executors/stderrline.c (the stderr stream split into lines, progress and log lines).
  *
  * Input layout: byte 0 picks the HTTP status, byte 1 the Content-Type (or none), byte 2
  * the exit status / signal and where the body splits into stdout and stderr tail for
@@ -67,7 +67,7 @@ typedef struct lines {
 static void on_line(const char *line, size_t len, void *arg)
 {
     lines_t *ls = arg;
-    wrk_line_t l;
+    wrk_stderrline_t l;
     FUZZ_CHECK(len <= WRK_LINE_MAX);
     FUZZ_CHECK(!memchr(line, '\n', len));
     for (size_t i = 0; i < len; i++)
@@ -75,9 +75,9 @@ static void on_line(const char *line, size_t len, void *arg)
     ls->hash = (ls->hash ^ len) * 0x100000001b3ULL;
     ls->count++;
 
-    wrk_line_parse(line, len, &l);
+    wrk_stderrline_parse(line, len, &l);
     FUZZ_CHECK(!l.msg || (l.msg >= line && l.msg + l.msg_len <= line + len && l.msg_len > 0));
-    cJSON *j = wrk_line_to_json(&l);
+    cJSON *j = wrk_stderrline_to_json(&l);
     if (l.kind == WRK_LINE_OTHER) {
         FUZZ_CHECK(j == NULL);
         return;
@@ -96,11 +96,11 @@ static void on_line(const char *line, size_t len, void *arg)
 
 /* Feeds stream[0..len) to a fresh line buffer, in chunks of 1..64 bytes (seed != 0, from a
  * small LCG) or at once (seed == 0). */
-static lines_t split_lines(wrk_linebuf_t *lb, const char *stream, size_t len, unsigned seed)
+static lines_t split_lines(wrk_stderrline_buf_t *lb, const char *stream, size_t len, unsigned seed)
 {
     lines_t ls = {0xcbf29ce484222325ULL, 0};
     size_t off = 0;
-    wrk_linebuf_init(lb);
+    wrk_stderrline_buf_init(lb);
     while (off < len) {
         size_t n = len - off;
         if (seed) {
@@ -108,16 +108,16 @@ static lines_t split_lines(wrk_linebuf_t *lb, const char *stream, size_t len, un
             size_t want = 1 + ((seed >> 16) & 63);
             n = want < n ? want : n;
         }
-        wrk_linebuf_feed(lb, stream + off, n, on_line, &ls);
+        wrk_stderrline_buf_feed(lb, stream + off, n, on_line, &ls);
         off += n;
     }
-    wrk_linebuf_finish(lb, on_line, &ls);
+    wrk_stderrline_buf_finish(lb, on_line, &ls);
     return ls;
 }
 
 static void fuzz_lines(const char *body, size_t len, unsigned char ctl)
 {
-    wrk_linebuf_t *lb = malloc(sizeof(*lb));
+    wrk_stderrline_buf_t *lb = malloc(sizeof(*lb));
     char *big = NULL;
     const char *stream = body;
     size_t stream_len = len;

@@ -1,5 +1,5 @@
 /*
- * The operator API /admin/v1 (ingress/admin.h, regstore.h, listing.h) end to end on a real
+ * The operator API /admin/v1 (ingress/api/admin.h, regstore.h, listing.h) end to end on a real
  * stack: redis-server, mcpq-devbroker, two ingress replicas with MCPQ_ADMIN_TOKEN, a third
  * without it, and a worker. Every rule is checked through what an operator sees (status
  * codes, JSON bodies, ETag) and what an MCP client sees (tools/list and tools/call on POST /mcp
@@ -1727,7 +1727,7 @@ static int c_concurrent_patch(void)
 
 /* ---- 11. duplicate ids within a tenant ----------------------------------------------------- */
 
-/* Last: a replica that mishandled these (a use after free in ingress/admin.c, found by this
+/* Last: a replica that mishandled these (a use after free in ingress/api/admin.c, found by this
  * check, which killed a replica under ASan) must not hide the other checks. */
 static int c_sub_dup(void)
 {

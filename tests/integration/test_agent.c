@@ -17,7 +17,7 @@
  */
 #include "check.h"
 #include "fixture.h"
-#include "schema.h"
+#include "sch.h"
 #include "sig.h"
 #include "util.h"
 #include "whsig.h"

@@ -35,7 +35,7 @@
 #include <unistd.h>
 
 #define SECRET "files-it-secret-0123456789"
-/* ingress/files.h ING_FILES_NO_BASE */
+/* ingress/core/files.h ING_FILES_NO_BASE */
 #define ING_NO_BASE_MSG                                                                            \
     "file URLs need MCPQ_PUBLIC_URL: this request's Host is neither a loopback host nor listed "   \
     "in MCPQ_ALLOWED_HOSTS"

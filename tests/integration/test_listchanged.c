@@ -1,6 +1,6 @@
 /*
  * Registry changes reach every replica and the clients listening (SPEC 4.1 and 9,
- * ingress/listen.h) on a real stack: redis-server, mcpq-devbroker, two ingress replicas A and
+ * ingress/http/listen.h) on a real stack: redis-server, mcpq-devbroker, two ingress replicas A and
  * B on the same Redis, and a worker. The registry is changed the way the admin API does it:
  * HSET of a tool document into {mcpq}:registry, INCR {mcpq}:registry:rev, PUBLISH
  * mcpq:registry:changed.

@@ -1,6 +1,6 @@
 /*
  * What one tenant may take of what every tenant shares (README "Task mode, robots and
- * priorities" and "Tenant quotas", ingress/quota.h) on a real stack: redis-server,
+ * priorities" and "Tenant quotas", ingress/core/quota.h) on a real stack: redis-server,
  * mcpq-devbroker and one mcpq-ingress (no worker: tasks stay waiting, which is enough to count
  * them). Tenant a declares robot "robot-a" and has small quotas (2 notification streams,
  * 2 sessions, 3 tasks, 1000 file bytes); tenant b has the defaults.

@@ -1,5 +1,5 @@
 /*
- * Integration test of webhook delivery (SPEC section 5.4; ingress/webhook.h): a real
+ * Integration test of webhook delivery (SPEC section 5.4; ingress/core/webhook.h): a real
  * redis-server and mcpq-devbroker (fx_start), mcpq-ingress processes with
  * MCPQ_WEBHOOK_RETRY_SCHEDULE=0,1,1, and a receiver (libmicrohttpd in this process) that
  * records every request and answers scripted statuses. Events are created with whq_event()
@@ -25,8 +25,8 @@
  */
 #include "check.h"
 #include "fixture.h"
-#include "redis.h"
-#include "schema.h"
+#include "kv.h"
+#include "sch.h"
 #include "util.h"
 #include "whq.h"
 #include "whsig.h"

@@ -7,8 +7,8 @@
 #include "check.h"
 #include "err.h"
 #include "fixture.h"
-#include "redis.h"
-#include "schema.h"
+#include "kv.h"
+#include "sch.h"
 #include "whq.h"
 
 #include <stdlib.h>

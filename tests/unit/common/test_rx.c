@@ -39,7 +39,7 @@ static int tr(const char *ecma)
         CHECK_INT_EQ(rc_, MCPQ_EINVAL);                                                            \
     } while (0)
 
-/* Translates and compiles ecma the way schema.c does. */
+/* Translates and compiles ecma the way sch.c does. */
 static void compile(const char *ecma, regex_t *re)
 {
     CHECK_INT_EQ(tr(ecma), 0);

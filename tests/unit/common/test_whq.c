@@ -5,7 +5,7 @@
  */
 #include "check.h"
 #include "err.h"
-#include "redis.h"
+#include "kv.h"
 #include "settings.h"
 #include "whq.h"
 

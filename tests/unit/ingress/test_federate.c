@@ -1,5 +1,5 @@
 /*
- * test_federate.c - ingress/federate.c's tool documents: prefix, copied fields, executor,
+ * test_federate.c - ingress/core/federate.c's tool documents: prefix, copied fields, executor,
  * skipped names (invalid, too long, colliding with the config's tools, duplicates) and
  * unusable schemas.
  */

@@ -1,5 +1,5 @@
 /*
- * Unit tests of the pure parts of ingress/files.c: URL signatures, file id, filename and
+ * Unit tests of the pure parts of ingress/core/files.c: URL signatures, file id, filename and
  * content-type validation, and the Content-Disposition header.
  */
 #include "check.h"

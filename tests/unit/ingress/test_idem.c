@@ -1,5 +1,5 @@
 /*
- * Tests the parts of ingress/idem.c that need no Redis: which keys are accepted, the
+ * Tests the parts of ingress/core/idem.c that need no Redis: which keys are accepted, the
  * canonical fingerprint of arguments (member order does not matter, values do) and the scope
  * (tenant, server, tool and key each matter). tests/integration/test_idem.c runs the claim
  * against a real Redis across two replicas.

@@ -1,16 +1,16 @@
-/* Tests ingress/listing.c: pageSize, filter, orderBy and pageToken (seed 004, AIP-158/160/132). */
+/* Tests ingress/core/listing.c: pageSize, filter, orderBy and pageToken (seed 004, AIP-158/160/132). */
 #include "check.h"
 #include "err.h"
 #include "listing.h"
 
-static const lst_field_t fields[] = {
+static const ing_listing_field_t fields[] = {
     {"name", "name"},
     {"server", "server"},
     {"published", "published"},
     {"create_time", "createTime"},
     {"n", "n"},
 };
-static const lst_field_t order_fields[] = {
+static const ing_listing_field_t order_fields[] = {
     {"name", "name"},
     {"create_time", "createTime"},
     {"n", "n"},
@@ -21,10 +21,10 @@ static const lst_field_t order_fields[] = {
 static cJSON *items;
 static char err[256];
 
-static int parse(lst_query_t *q, const char *size, const char *token, const char *filter,
+static int parse(ing_listing_query_t *q, const char *size, const char *token, const char *filter,
                  const char *order)
 {
-    return lst_parse(q, size, token, filter, order, fields, NF, order_fields, NO, 2, 3, err,
+    return ing_listing_parse(q, size, token, filter, order, fields, NF, order_fields, NO, 2, 3, err,
                      sizeof(err));
 }
 
@@ -49,15 +49,15 @@ static const char *run(const char *size, const char *filter, const char *order)
     size_t o = 0;
     all[0] = '\0';
     do {
-        lst_query_t q;
+        ing_listing_query_t q;
         CHECK_INT_EQ(parse(&q, size, token, filter, order), 0);
         free(token);
-        cJSON *page = lst_apply(&q, items, &token);
+        cJSON *page = ing_listing_apply(&q, items, &token);
         CHECK(page);
         names(page, page_names, sizeof(page_names));
         o += (size_t)snprintf(all + o, sizeof(all) - o, "%s%s", o ? "|" : "", page_names);
         cJSON_Delete(page);
-        lst_query_free(&q);
+        ing_listing_query_free(&q);
     } while (token);
     return all;
 }
@@ -77,14 +77,14 @@ static const char *all(const char *filter, const char *order)
 static void check_error(const char *size, const char *token, const char *filter, const char *order,
                         const char *want)
 {
-    lst_query_t q;
+    ing_listing_query_t q;
     CHECK_INT_EQ(parse(&q, size, token, filter, order), MCPQ_EINVAL);
     CHECK_CONTAINS(err, want);
 }
 
 static void test_page_size(void)
 {
-    lst_query_t q;
+    ing_listing_query_t q;
     const char *const sizes[] = {NULL, "", "0", "1", "3", "4", "100000000000000000"};
     const int want[] = {2, 2, 2, 1, 3, 3, 3};
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
@@ -128,7 +128,7 @@ static void test_filter(void)
 
 static void test_filter_errors(void)
 {
-    lst_query_t q;
+    ing_listing_query_t q;
     CHECK_INT_EQ(parse(&q, NULL, NULL, "foo = 1", NULL), MCPQ_EINVAL);
     CHECK_STR_EQ(err, "filter: unknown field 'foo'; allowed: name, server, published, "
                       "create_time, n");
@@ -176,7 +176,7 @@ static void test_order(void)
     CHECK_STR_EQ(all(NULL, "n desc"), "alpha,delta,echo,charlie,bravo");
     CHECK_STR_EQ(all("published = true", "create_time desc"), "bravo,delta,echo");
 
-    lst_query_t q;
+    ing_listing_query_t q;
     CHECK_INT_EQ(parse(&q, NULL, NULL, NULL, "server"), MCPQ_EINVAL);
     CHECK_STR_EQ(err, "orderBy: unknown field 'server'; allowed: name, create_time, n");
     check_error(NULL, NULL, NULL, "name up", "orderBy: expected asc or desc after 'name'");
@@ -202,10 +202,10 @@ static void test_paging(void)
     free(after);
 
     /* A token is bound to its filter and orderBy (an equivalent spelling is the same query). */
-    lst_query_t q;
+    ing_listing_query_t q;
     char *token = NULL;
     CHECK_INT_EQ(parse(&q, "2", NULL, "published = true", NULL), 0);
-    cJSON *page = lst_apply(&q, items, &token);
+    cJSON *page = ing_listing_apply(&q, items, &token);
     CHECK(page && token);
     cJSON_Delete(page);
     CHECK_INT_EQ(parse(&q, "2", token, "published=true", "name asc"), 0);

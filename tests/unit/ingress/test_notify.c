@@ -1,4 +1,4 @@
-/* Unit tests of ingress/era.c (mirrored header values) and ingress/notify.c (the
+/* Unit tests of ingress/mcp/era.c (mirrored header values) and ingress/core/notify.c (the
  * notifications built from reply-stream entries). */
 #include "check.h"
 #include "era.h"
@@ -10,26 +10,26 @@
 static void test_hdr_decode(void)
 {
     char out[64];
-    CHECK_INT_EQ(ing_hdr_decode("get_weather", out, sizeof(out)), 0);
+    CHECK_INT_EQ(ing_era_hdr_decode("get_weather", out, sizeof(out)), 0);
     CHECK_STR_EQ(out, "get_weather");
-    CHECK_INT_EQ(ing_hdr_decode("with space\tand tab", out, sizeof(out)), 0);
+    CHECK_INT_EQ(ing_era_hdr_decode("with space\tand tab", out, sizeof(out)), 0);
     CHECK_STR_EQ(out, "with space\tand tab");
     /* the examples of the 2026-07-28 transport page */
-    CHECK_INT_EQ(ing_hdr_decode("=?base64?SGVsbG8sIOS4lueVjA==?=", out, sizeof(out)), 0);
+    CHECK_INT_EQ(ing_era_hdr_decode("=?base64?SGVsbG8sIOS4lueVjA==?=", out, sizeof(out)), 0);
     CHECK_STR_EQ(out, "Hello, \xe4\xb8\x96\xe7\x95\x8c");
-    CHECK_INT_EQ(ing_hdr_decode("=?base64?IHBhZGRlZCA=?=", out, sizeof(out)), 0);
+    CHECK_INT_EQ(ing_era_hdr_decode("=?base64?IHBhZGRlZCA=?=", out, sizeof(out)), 0);
     CHECK_STR_EQ(out, " padded ");
-    CHECK_INT_EQ(ing_hdr_decode("=?base64?bGluZTEKbGluZTI=?=", out, sizeof(out)), 0);
+    CHECK_INT_EQ(ing_era_hdr_decode("=?base64?bGluZTEKbGluZTI=?=", out, sizeof(out)), 0);
     CHECK_STR_EQ(out, "line1\nline2");
-    CHECK_INT_EQ(ing_hdr_decode("=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?=", out, sizeof(out)), 0);
+    CHECK_INT_EQ(ing_era_hdr_decode("=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?=", out, sizeof(out)), 0);
     CHECK_STR_EQ(out, "=?base64?literal?=");
     /* refused: raw control or non-ASCII bytes, broken base64, a NUL inside, too long */
-    CHECK_INT_EQ(ing_hdr_decode("a\x01", out, sizeof(out)), MCPQ_EINVAL);
-    CHECK_INT_EQ(ing_hdr_decode("caf\xc3\xa9", out, sizeof(out)), MCPQ_EINVAL);
-    CHECK_INT_EQ(ing_hdr_decode("=?base64?abc?=", out, sizeof(out)), MCPQ_EINVAL);
-    CHECK_INT_EQ(ing_hdr_decode("=?base64?a$==?=", out, sizeof(out)), MCPQ_EINVAL);
-    CHECK_INT_EQ(ing_hdr_decode("=?base64?AA==?=", out, sizeof(out)), MCPQ_EINVAL);
-    CHECK_INT_EQ(ing_hdr_decode("0123456789", out, 8), MCPQ_EINVAL);
+    CHECK_INT_EQ(ing_era_hdr_decode("a\x01", out, sizeof(out)), MCPQ_EINVAL);
+    CHECK_INT_EQ(ing_era_hdr_decode("caf\xc3\xa9", out, sizeof(out)), MCPQ_EINVAL);
+    CHECK_INT_EQ(ing_era_hdr_decode("=?base64?abc?=", out, sizeof(out)), MCPQ_EINVAL);
+    CHECK_INT_EQ(ing_era_hdr_decode("=?base64?a$==?=", out, sizeof(out)), MCPQ_EINVAL);
+    CHECK_INT_EQ(ing_era_hdr_decode("=?base64?AA==?=", out, sizeof(out)), MCPQ_EINVAL);
+    CHECK_INT_EQ(ing_era_hdr_decode("0123456789", out, 8), MCPQ_EINVAL);
     TEST_PASS("mirrored header values: plain and =?base64?...?=");
 }
 
@@ -50,25 +50,25 @@ static void test_hdr_decode_padding(void)
             char lo[32], out[16], hi[32];
         } g;
         memset(&g, 'G', sizeof(g));
-        CHECK_INT_EQ(ing_hdr_decode(bad[i], g.out, sizeof(g.out)), MCPQ_EINVAL);
+        CHECK_INT_EQ(ing_era_hdr_decode(bad[i], g.out, sizeof(g.out)), MCPQ_EINVAL);
         for (size_t k = 0; k < sizeof(g.lo); k++)
             CHECK(g.lo[k] == 'G' && g.hi[k] == 'G');
     }
     /* Exactly full: 12 decoded bytes need 13 with the NUL. */
     char out[13];
-    CHECK_INT_EQ(ing_hdr_decode("=?base64?MDEyMzQ1Njc4OWFi?=", out, sizeof(out)), 0);
+    CHECK_INT_EQ(ing_era_hdr_decode("=?base64?MDEyMzQ1Njc4OWFi?=", out, sizeof(out)), 0);
     CHECK_STR_EQ(out, "0123456789ab");
-    CHECK_INT_EQ(ing_hdr_decode("=?base64?MDEyMzQ1Njc4OWFi?=", out, 12), MCPQ_EINVAL);
+    CHECK_INT_EQ(ing_era_hdr_decode("=?base64?MDEyMzQ1Njc4OWFi?=", out, 12), MCPQ_EINVAL);
     TEST_PASS("mirrored header values: malformed base64 padding refused, no write outside");
 }
 
 static void test_levels(void)
 {
-    CHECK_INT_EQ(ing_log_level_index("debug"), 0);
-    CHECK_INT_EQ(ing_log_level_index("warning"), 3);
-    CHECK_INT_EQ(ing_log_level_index("emergency"), 7);
-    CHECK_INT_EQ(ing_log_level_index("warn"), -1);
-    CHECK_INT_EQ(ing_log_level_index(NULL), -1);
+    CHECK_INT_EQ(ing_notify_level_index("debug"), 0);
+    CHECK_INT_EQ(ing_notify_level_index("warning"), 3);
+    CHECK_INT_EQ(ing_notify_level_index("emergency"), 7);
+    CHECK_INT_EQ(ing_notify_level_index("warn"), -1);
+    CHECK_INT_EQ(ing_notify_level_index(NULL), -1);
     TEST_PASS("logging levels");
 }
 
@@ -95,12 +95,12 @@ static void test_progress(void)
 static void test_log(void)
 {
     const char *d = "{\"level\":\"warning\",\"data\":\"disk almost full\"}";
-    char *n = ing_notify_log(d, strlen(d), ing_log_level_index("info"), "report");
+    char *n = ing_notify_log(d, strlen(d), ing_notify_level_index("info"), "report");
     CHECK_STR_EQ(n, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{"
                     "\"level\":\"warning\",\"logger\":\"report\",\"data\":\"disk almost full\"}}");
     free(n);
     /* below the threshold, no threshold, unknown level, no data: nothing */
-    CHECK(ing_notify_log(d, strlen(d), ing_log_level_index("error"), "report") == NULL);
+    CHECK(ing_notify_log(d, strlen(d), ing_notify_level_index("error"), "report") == NULL);
     CHECK(ing_notify_log(d, strlen(d), -1, "report") == NULL);
     const char *bad = "{\"level\":\"loud\",\"data\":\"x\"}";
     CHECK(ing_notify_log(bad, strlen(bad), 0, NULL) == NULL);

@@ -1,4 +1,4 @@
-/* Tests ingress/peer.c: trusted-proxy lists and the client address a request is counted
+/* Tests ingress/core/peer.c: trusted-proxy lists and the client address a request is counted
  * under (the TCP peer; X-Forwarded-For only from a trusted proxy; IPv6 by its /64). */
 #include "check.h"
 #include "err.h"
@@ -25,7 +25,7 @@ static const struct sockaddr *addr(const char *text)
 }
 
 /* The client of a request from peer with X-Forwarded-For xff, given trusted. */
-static const char *client(const char *peer, const char *xff, const ing_nets_t *trusted)
+static const char *client(const char *peer, const char *xff, const ing_peer_nets_t *trusted)
 {
     static char out[ING_PEER_LEN];
     CHECK_INT_EQ(ing_peer_client(addr(peer), xff, trusted, out, sizeof(out)), 0);
@@ -35,7 +35,7 @@ static const char *client(const char *peer, const char *xff, const ing_nets_t *t
 static void test_lists(void)
 {
     char err[256];
-    ing_nets_t *n = ing_nets_parse(" 10.0.0.0/8, 192.168.1.5 ,2001:db8::/32,::1,172.16.0.0/12,"
+    ing_peer_nets_t *n = ing_peer_nets_parse(" 10.0.0.0/8, 192.168.1.5 ,2001:db8::/32,::1,172.16.0.0/12,"
                                    "fd00::/8, 0.0.0.0/0x",
                                    err, sizeof(err));
     CHECK(n == NULL);
@@ -43,38 +43,38 @@ static void test_lists(void)
     static const char *const bad[] = {"10.0.0.0/33", "::/129",     "10.0.0.0/",   "/8",
                                       "10.0.0",      "host.local", "10.0.0.0/-1", "1.2.3.4 5"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        CHECK(ing_nets_parse(bad[i], err, sizeof(err)) == NULL);
+        CHECK(ing_peer_nets_parse(bad[i], err, sizeof(err)) == NULL);
         CHECK_CONTAINS(err, "MCPQ_TRUSTED_PROXIES");
     }
-    n = ing_nets_parse(" 10.0.0.0/8, 192.168.1.5 ,2001:db8::/32,::1,172.16.0.0/12,fd00::/7", err,
+    n = ing_peer_nets_parse(" 10.0.0.0/8, 192.168.1.5 ,2001:db8::/32,::1,172.16.0.0/12,fd00::/7", err,
                        sizeof(err));
     CHECK(n != NULL);
     static const char *const in[] = {
         "10.0.0.0", "10.255.255.255", "192.168.1.5", "2001:db8::1", "2001:db8:ffff::",
         "::1",      "172.31.0.1",     "fdff::1",     "fc00::",      "::ffff:10.1.2.3"};
     for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++)
-        CHECK(ing_nets_contains(n, addr(in[i])));
+        CHECK(ing_peer_nets_contains(n, addr(in[i])));
     static const char *const out[] = {
         "11.0.0.0", "9.255.255.255", "192.168.1.6", "2001:db9::1",
         "::2",      "172.32.0.1",    "fe00::1",     "::ffff:11.0.0.1"};
     for (size_t i = 0; i < sizeof(out) / sizeof(out[0]); i++)
-        CHECK(!ing_nets_contains(n, addr(out[i])));
-    CHECK(!ing_nets_contains(NULL, addr("10.0.0.1")));
-    ing_nets_free(n);
-    n = ing_nets_parse("", err, sizeof(err)); /* empty: nobody is trusted */
-    CHECK(n != NULL && !ing_nets_contains(n, addr("127.0.0.1")));
-    ing_nets_free(n);
-    n = ing_nets_parse("0.0.0.0/0", err, sizeof(err));
-    CHECK(n != NULL && ing_nets_contains(n, addr("203.0.113.9")) &&
-          !ing_nets_contains(n, addr("2001:db8::1")));
-    ing_nets_free(n);
+        CHECK(!ing_peer_nets_contains(n, addr(out[i])));
+    CHECK(!ing_peer_nets_contains(NULL, addr("10.0.0.1")));
+    ing_peer_nets_free(n);
+    n = ing_peer_nets_parse("", err, sizeof(err)); /* empty: nobody is trusted */
+    CHECK(n != NULL && !ing_peer_nets_contains(n, addr("127.0.0.1")));
+    ing_peer_nets_free(n);
+    n = ing_peer_nets_parse("0.0.0.0/0", err, sizeof(err));
+    CHECK(n != NULL && ing_peer_nets_contains(n, addr("203.0.113.9")) &&
+          !ing_peer_nets_contains(n, addr("2001:db8::1")));
+    ing_peer_nets_free(n);
     TEST_PASS("trusted proxy lists: addresses and CIDR blocks, IPv4 and IPv6, strict");
 }
 
 static void test_client(void)
 {
     char err[256];
-    ing_nets_t *proxies = ing_nets_parse("10.0.0.0/8,fd00::/8", err, sizeof(err));
+    ing_peer_nets_t *proxies = ing_peer_nets_parse("10.0.0.0/8,fd00::/8", err, sizeof(err));
     CHECK(proxies != NULL);
     /* No trusted proxies: the peer, whatever X-Forwarded-For says. */
     CHECK_STR_EQ(client("203.0.113.7", "198.51.100.1", NULL), "203.0.113.7");
@@ -103,7 +103,7 @@ static void test_client(void)
     struct sockaddr other = {.sa_family = AF_UNIX};
     CHECK_INT_EQ(ing_peer_client(&other, NULL, NULL, out, sizeof(out)), MCPQ_EINVAL);
     CHECK_STR_EQ(out, "unknown");
-    ing_nets_free(proxies);
+    ing_peer_nets_free(proxies);
     TEST_PASS("the client: the TCP peer; X-Forwarded-For only behind a trusted proxy, from the "
               "right; IPv6 by its /64");
 }

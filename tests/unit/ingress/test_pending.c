@@ -1,10 +1,10 @@
-/* Unit tests of ingress/pending.c without Redis (the reader thread keeps failing to connect,
+/* Unit tests of ingress/http/pending.c without Redis (the reader thread keeps failing to connect,
  * so deadlines are what completes calls) and without connections (nothing is parked): a call
  * added twice is refused, and a batch's group (pending.h, "Batches") ends exactly when its
  * seal and every element are done, with the elements' responses where they belong. */
 #include "check.h"
 #include "err.h"
-#include "jsonrpc.h"
+#include "rpc.h"
 #include "pending.h"
 #include "settings.h"
 #include "util.h"

@@ -1,4 +1,4 @@
-/* Tests ingress/quota.c: a tenant's caps from its config or the settings, and the answer's
+/* Tests ingress/core/quota.c: a tenant's caps from its config or the settings, and the answer's
  * wording (README "Tenant quotas"). */
 #include "check.h"
 #include "quota.h"

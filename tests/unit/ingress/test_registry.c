@@ -1,4 +1,4 @@
-/* Tests ingress/registry.c: snapshots built from registry documents (SPEC 4.1). */
+/* Tests ingress/core/registry.c: snapshots built from registry documents (SPEC 4.1). */
 #include "check.h"
 #include "registry.h"
 

@@ -1,5 +1,5 @@
 /*
- * Tests the rules of ingress/webhook.c that need no network: the retry schedule and the
+ * Tests the rules of ingress/core/webhook.c that need no network: the retry schedule and the
  * next attempt's delay, the Retry-After parser, the SSRF address classifier and the
  * config-time check of literal webhook hosts.
  */
@@ -14,65 +14,65 @@
 
 static void test_schedule(void)
 {
-    ing_wh_schedule_t s;
+    ing_whrules_schedule_t s;
     char err[256];
-    CHECK_INT_EQ(ing_wh_schedule_parse("0,5,300,1800,7200,18000,36000,36000", &s, err, sizeof(err)),
+    CHECK_INT_EQ(ing_whrules_schedule_parse("0,5,300,1800,7200,18000,36000,36000", &s, err, sizeof(err)),
                  0);
     CHECK_INT_EQ(s.n, 8);
     CHECK_INT_EQ(s.s[0], 0);
     CHECK_INT_EQ(s.s[7], 36000);
-    CHECK_INT_EQ(ing_wh_schedule_parse(" 0 , 1,1 ", &s, err, sizeof(err)), 0);
+    CHECK_INT_EQ(ing_whrules_schedule_parse(" 0 , 1,1 ", &s, err, sizeof(err)), 0);
     CHECK_INT_EQ(s.n, 3);
     CHECK_INT_EQ(s.s[1], 1);
     const char *bad[] = {"", ",", "0,", "1,,2", "-1", "a", "1.5", "0,2592001", "1 2"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        CHECK_INT_EQ(ing_wh_schedule_parse(bad[i], &s, err, sizeof(err)), MCPQ_EINVAL);
+        CHECK_INT_EQ(ing_whrules_schedule_parse(bad[i], &s, err, sizeof(err)), MCPQ_EINVAL);
         CHECK_CONTAINS(err, "MCPQ_WEBHOOK_RETRY_SCHEDULE");
     }
     char many[200] = "0";
     for (int i = 0; i < ING_WH_SCHEDULE_MAX; i++)
         strcat(many, ",1");
-    CHECK_INT_EQ(ing_wh_schedule_parse(many, &s, err, sizeof(err)), MCPQ_EINVAL);
+    CHECK_INT_EQ(ing_whrules_schedule_parse(many, &s, err, sizeof(err)), MCPQ_EINVAL);
     TEST_PASS("MCPQ_WEBHOOK_RETRY_SCHEDULE is parsed and bad lists are refused");
 
-    CHECK_INT_EQ(ing_wh_schedule_parse("0,5,300", &s, err, sizeof(err)), 0);
-    CHECK_INT_EQ(ing_wh_next_delay_ms(&s, 1, -1), 5000);     /* after attempt 1: entry 2 */
-    CHECK_INT_EQ(ing_wh_next_delay_ms(&s, 2, -1), 300000);   /* after attempt 2: entry 3 */
-    CHECK_INT_EQ(ing_wh_next_delay_ms(&s, 3, -1), -1);       /* used up: failed */
-    CHECK_INT_EQ(ing_wh_next_delay_ms(&s, 1, 60000), 60000); /* Retry-After is later */
-    CHECK_INT_EQ(ing_wh_next_delay_ms(&s, 1, 1000), 5000);   /* ... or not */
-    CHECK_INT_EQ(ing_wh_next_delay_ms(&s, 3, 1000), -1);     /* no attempt left either way */
-    CHECK_INT_EQ(ing_wh_next_delay_ms(&s, 1, ING_WH_RETRY_AFTER_MAX_MS * 3),
+    CHECK_INT_EQ(ing_whrules_schedule_parse("0,5,300", &s, err, sizeof(err)), 0);
+    CHECK_INT_EQ(ing_whrules_next_delay_ms(&s, 1, -1), 5000);     /* after attempt 1: entry 2 */
+    CHECK_INT_EQ(ing_whrules_next_delay_ms(&s, 2, -1), 300000);   /* after attempt 2: entry 3 */
+    CHECK_INT_EQ(ing_whrules_next_delay_ms(&s, 3, -1), -1);       /* used up: failed */
+    CHECK_INT_EQ(ing_whrules_next_delay_ms(&s, 1, 60000), 60000); /* Retry-After is later */
+    CHECK_INT_EQ(ing_whrules_next_delay_ms(&s, 1, 1000), 5000);   /* ... or not */
+    CHECK_INT_EQ(ing_whrules_next_delay_ms(&s, 3, 1000), -1);     /* no attempt left either way */
+    CHECK_INT_EQ(ing_whrules_next_delay_ms(&s, 1, ING_WH_RETRY_AFTER_MAX_MS * 3),
                  ING_WH_RETRY_AFTER_MAX_MS);
-    CHECK_INT_EQ(ing_wh_schedule_parse("0", &s, err, sizeof(err)), 0);
-    CHECK_INT_EQ(ing_wh_next_delay_ms(&s, 1, -1), -1); /* one attempt only */
+    CHECK_INT_EQ(ing_whrules_schedule_parse("0", &s, err, sizeof(err)), 0);
+    CHECK_INT_EQ(ing_whrules_next_delay_ms(&s, 1, -1), -1); /* one attempt only */
     TEST_PASS("the next attempt follows the schedule, no earlier than Retry-After");
 }
 
 static void test_retry_after(void)
 {
     int64_t now = (int64_t)time(NULL) * 1000;
-    CHECK_INT_EQ(ing_wh_retry_after_ms("3", now), 3000);
-    CHECK_INT_EQ(ing_wh_retry_after_ms(" 120 \r\n", now), 120000);
-    CHECK_INT_EQ(ing_wh_retry_after_ms("0", now), 0);
-    CHECK_INT_EQ(ing_wh_retry_after_ms("999999999", now), ING_WH_RETRY_AFTER_MAX_MS);
-    CHECK_INT_EQ(ing_wh_retry_after_ms("99999999999999999999", now), -1);
+    CHECK_INT_EQ(ing_whrules_retry_after_ms("3", now), 3000);
+    CHECK_INT_EQ(ing_whrules_retry_after_ms(" 120 \r\n", now), 120000);
+    CHECK_INT_EQ(ing_whrules_retry_after_ms("0", now), 0);
+    CHECK_INT_EQ(ing_whrules_retry_after_ms("999999999", now), ING_WH_RETRY_AFTER_MAX_MS);
+    CHECK_INT_EQ(ing_whrules_retry_after_ms("99999999999999999999", now), -1);
     char date[64];
     time_t later = (time_t)(now / 1000) + 90;
     struct tm tm;
     gmtime_r(&later, &tm);
     strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm); /* IMF-fixdate */
-    CHECK_INT_EQ(ing_wh_retry_after_ms(date, now), 90000);
+    CHECK_INT_EQ(ing_whrules_retry_after_ms(date, now), 90000);
     strftime(date, sizeof(date), "%A, %d-%b-%y %H:%M:%S GMT", &tm); /* RFC 850 */
-    CHECK_INT_EQ(ing_wh_retry_after_ms(date, now), 90000);
+    CHECK_INT_EQ(ing_whrules_retry_after_ms(date, now), 90000);
     strftime(date, sizeof(date), "%a %b %e %H:%M:%S %Y", &tm); /* asctime */
-    CHECK_INT_EQ(ing_wh_retry_after_ms(date, now), 90000);
-    CHECK_INT_EQ(ing_wh_retry_after_ms("Wed, 21 Oct 2015 07:28:00 GMT", now), 0); /* past */
-    CHECK_INT_EQ(ing_wh_retry_after_ms("Fri, 01 Jan 2100 00:00:00 GMT", now),
+    CHECK_INT_EQ(ing_whrules_retry_after_ms(date, now), 90000);
+    CHECK_INT_EQ(ing_whrules_retry_after_ms("Wed, 21 Oct 2015 07:28:00 GMT", now), 0); /* past */
+    CHECK_INT_EQ(ing_whrules_retry_after_ms("Fri, 01 Jan 2100 00:00:00 GMT", now),
                  ING_WH_RETRY_AFTER_MAX_MS);
     const char *bad[] = {NULL, "", "  ", "soon", "-5", "1.5", "3s", "Wed, 99 Foo 2015 junk"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-        CHECK_INT_EQ(ing_wh_retry_after_ms(bad[i], now), -1);
+        CHECK_INT_EQ(ing_whrules_retry_after_ms(bad[i], now), -1);
     TEST_PASS("Retry-After: delay-seconds and HTTP-dates, clamped to [0, 24 h]");
 }
 
@@ -80,14 +80,14 @@ static const char *v4(const char *ip)
 {
     struct sockaddr_in sa = {.sin_family = AF_INET};
     CHECK_INT_EQ(inet_pton(AF_INET, ip, &sa.sin_addr), 1);
-    return ing_wh_addr_refused((const struct sockaddr *)&sa);
+    return ing_whrules_addr_refused((const struct sockaddr *)&sa);
 }
 
 static const char *v6(const char *ip)
 {
     struct sockaddr_in6 sa = {.sin6_family = AF_INET6};
     CHECK_INT_EQ(inet_pton(AF_INET6, ip, &sa.sin6_addr), 1);
-    return ing_wh_addr_refused((const struct sockaddr *)&sa);
+    return ing_whrules_addr_refused((const struct sockaddr *)&sa);
 }
 
 /* Each range {first, last, just below, just above}: the first two refused, the others not. */
@@ -170,13 +170,13 @@ static void test_addresses(void)
     CHECK_CONTAINS(v6("64:ff9b:1::a00:1"), "NAT64");
     CHECK_CONTAINS(v6("100::1"), "discard");
     char host[64];
-    CHECK_CONTAINS(ing_wh_url_refused("https://[2001:0:53aa:64c::1]/hook", host, sizeof(host)),
+    CHECK_CONTAINS(ing_whrules_url_refused("https://[2001:0:53aa:64c::1]/hook", host, sizeof(host)),
                    "Teredo");
-    CHECK_CONTAINS(ing_wh_url_refused("http://198.18.0.1:8080/hook", host, sizeof(host)),
+    CHECK_CONTAINS(ing_whrules_url_refused("http://198.18.0.1:8080/hook", host, sizeof(host)),
                    "benchmarking");
     struct sockaddr other = {.sa_family = AF_UNIX};
-    CHECK(ing_wh_addr_refused(&other) != NULL);
-    CHECK(ing_wh_addr_refused(NULL) != NULL);
+    CHECK(ing_whrules_addr_refused(&other) != NULL);
+    CHECK(ing_whrules_addr_refused(NULL) != NULL);
     TEST_PASS("the SSRF guard refuses loopback, private, link-local, CGNAT, multicast, "
               "unspecified, the special-purpose ranges (192.0.0/24, 198.18/15, TEST-NETs, "
               "2001::/32, 64:ff9b:1::/48, 100::/64) and IPv4-embedding forms of them; public "
@@ -200,7 +200,7 @@ static void test_urls(void)
         {"http://0.0.0.0:80", "0.0.0.0"},
     };
     for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
-        const char *why = ing_wh_url_refused(refused[i][0], host, sizeof(host));
+        const char *why = ing_whrules_url_refused(refused[i][0], host, sizeof(host));
         if (!why) {
             fprintf(stderr, "not refused: %s\n", refused[i][0]);
             CHECK(why != NULL);
@@ -214,7 +214,7 @@ static void test_urls(void)
                                           "https://hooks.example.com:8443/a@b",
                                           "not a url"};
     for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++)
-        CHECK(ing_wh_url_refused(allowed[i], host, sizeof(host)) == NULL);
+        CHECK(ing_whrules_url_refused(allowed[i], host, sizeof(host)) == NULL);
     TEST_PASS("webhook urls naming a private address literally are recognised");
 
     char err[512];
@@ -224,7 +224,7 @@ static void test_urls(void)
                     "{\"id\":\"b\",\"webhooks\":[{\"id\":\"ok\",\"url\":\"http://8.8.8.8/\"},"
                     "{\"id\":\"bad\",\"url\":\"http://127.0.0.1:9999/hook?token=s3cr3t\"}]}]}");
     CHECK(cfg != NULL);
-    CHECK_INT_EQ(ing_wh_config_check(cfg, err, sizeof(err)), MCPQ_EINVAL);
+    CHECK_INT_EQ(ing_whrules_config_check(cfg, err, sizeof(err)), MCPQ_EINVAL);
     CHECK_CONTAINS(err, "$.tenants[1].webhooks[1].url");
     CHECK_CONTAINS(err, "127.0.0.1");
     CHECK_CONTAINS(err, "loopback");
@@ -233,7 +233,7 @@ static void test_urls(void)
     cJSON_Delete(cfg);
     cfg = cJSON_Parse("{\"tenants\":[{\"id\":\"a\",\"webhooks\":[{\"id\":\"w\",\"url\":"
                       "\"https://example.com/\"}]},{\"id\":\"b\"}]}");
-    CHECK_INT_EQ(ing_wh_config_check(cfg, err, sizeof(err)), 0);
+    CHECK_INT_EQ(ing_whrules_config_check(cfg, err, sizeof(err)), 0);
     cJSON_Delete(cfg);
     TEST_PASS("the config check names the JSON path of a refused webhook url");
 }

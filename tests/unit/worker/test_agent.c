@@ -1,8 +1,8 @@
-/* Unit tests of worker/agent.c's pure helpers: the chat_message, agent_reply → result, and
+/* Unit tests of worker/executors/agent.c's pure helpers: the chat_message, agent_reply → result, and
  * turns. */
 #include "agent.h"
 #include "check.h"
-#include "schema.h"
+#include "sch.h"
 
 #include <stdlib.h>
 #include <string.h>

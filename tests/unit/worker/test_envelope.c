@@ -1,4 +1,4 @@
-/* Tests worker/envelope.c: the job envelope parser on valid and hostile records. */
+/* Tests worker/core/envelope.c: the job envelope parser on valid and hostile records. */
 #include "check.h"
 #include "envelope.h"
 #include "err.h"

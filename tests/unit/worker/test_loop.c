@@ -1,4 +1,4 @@
-/* Tests worker/loop.c: timer order, re-arming, stopping, fd watchers and late frees. */
+/* Tests worker/core/loop.c: timer order, re-arming, stopping, fd watchers and late frees. */
 #include "check.h"
 #include "loop.h"
 #include "util.h"
@@ -18,7 +18,7 @@ typedef struct tctx {
     int id;
 } tctx_t;
 
-static void on_timer(wrk_timer_t *t, void *arg)
+static void on_timer(wrk_loop_timer_t *t, void *arg)
 {
     tctx_t *c = arg;
     (void)t;
@@ -38,7 +38,7 @@ static void test_timers(void)
     CHECK(loop != NULL);
     fired_t f = {{0}, 0};
     enum { N = 40 };
-    wrk_timer_t t[N];
+    wrk_loop_timer_t t[N];
     tctx_t c[N];
     /* Delays in a scrambled order; equal delays fire in arming order. */
     int delays[N];
@@ -47,16 +47,16 @@ static void test_timers(void)
     for (int i = 0; i < N; i++) {
         c[i].f = &f;
         c[i].id = i;
-        wrk_timer_init(&t[i], on_timer, &c[i]);
-        CHECK_INT_EQ(wrk_timer_start(loop, &t[i], delays[i]), 0);
-        CHECK(wrk_timer_active(&t[i]));
+        wrk_loop_timer_init(&t[i], on_timer, &c[i]);
+        CHECK_INT_EQ(wrk_loop_timer_start(loop, &t[i], delays[i]), 0);
+        CHECK(wrk_loop_timer_active(&t[i]));
     }
     /* Stop a few, re-arm one later. */
-    wrk_timer_stop(loop, &t[5]);
-    wrk_timer_stop(loop, &t[17]);
-    wrk_timer_stop(loop, &t[5]); /* twice is harmless */
-    CHECK(!wrk_timer_active(&t[5]));
-    CHECK_INT_EQ(wrk_timer_start(loop, &t[0], 60), 0);
+    wrk_loop_timer_stop(loop, &t[5]);
+    wrk_loop_timer_stop(loop, &t[17]);
+    wrk_loop_timer_stop(loop, &t[5]); /* twice is harmless */
+    CHECK(!wrk_loop_timer_active(&t[5]));
+    CHECK_INT_EQ(wrk_loop_timer_start(loop, &t[0], 60), 0);
     run_until(loop, &f, N - 2, 2000);
     CHECK_INT_EQ(f.n, N - 2);
     CHECK_INT_EQ(f.order[N - 3], 0); /* the re-armed one fires last */
@@ -67,44 +67,44 @@ static void test_timers(void)
         CHECK(delays[a] < delays[b] || (delays[a] == delays[b] && a < b));
     }
     for (int i = 0; i < N; i++)
-        CHECK(!wrk_timer_active(&t[i]));
+        CHECK(!wrk_loop_timer_active(&t[i]));
     wrk_loop_free(loop);
     TEST_PASS("timers fire in due order, stopped ones never");
 }
 
 static int rearms;
 
-static void on_rearm(wrk_timer_t *t, void *arg)
+static void on_rearm(wrk_loop_timer_t *t, void *arg)
 {
     wrk_loop_t *loop = arg;
     if (++rearms < 5)
-        wrk_timer_start(loop, t, 0);
+        wrk_loop_timer_start(loop, t, 0);
 }
 
 static void test_rearm_zero(void)
 {
     wrk_loop_t *loop = wrk_loop_new();
-    wrk_timer_t t;
-    wrk_timer_init(&t, on_rearm, loop);
-    wrk_timer_start(loop, &t, 0);
+    wrk_loop_timer_t t;
+    wrk_loop_timer_init(&t, on_rearm, loop);
+    wrk_loop_timer_start(loop, &t, 0);
     /* Each round fires it once: a zero-delay re-arm does not spin inside one round. */
     CHECK_INT_EQ(wrk_loop_run_once(loop, 0), 1);
     CHECK_INT_EQ(rearms, 1);
     for (int i = 0; i < 10 && rearms < 5; i++)
         wrk_loop_run_once(loop, 10);
     CHECK_INT_EQ(rearms, 5);
-    CHECK(!wrk_timer_active(&t));
+    CHECK(!wrk_loop_timer_active(&t));
     wrk_loop_free(loop);
     TEST_PASS("zero-delay re-arm runs once per round");
 }
 
 typedef struct io_ctx {
     wrk_loop_t *loop;
-    wrk_io_t *other;
+    wrk_loop_io_t *other;
     int calls;
 } io_ctx_t;
 
-static void on_readable(wrk_io_t *io, int fd, uint32_t events, void *arg)
+static void on_readable(wrk_loop_io_t *io, int fd, uint32_t events, void *arg)
 {
     io_ctx_t *c = arg;
     char buf[16];
@@ -114,7 +114,7 @@ static void on_readable(wrk_io_t *io, int fd, uint32_t events, void *arg)
     c->calls++;
     /* Freeing the other watcher while its event may be pending in this round. */
     if (c->other) {
-        wrk_io_free(c->loop, c->other);
+        wrk_loop_io_free(c->loop, c->other);
         c->other = NULL;
     }
 }
@@ -125,24 +125,24 @@ static void test_io(void)
     int a[2], b[2];
     CHECK(pipe2(a, O_NONBLOCK) == 0 && pipe2(b, O_NONBLOCK) == 0);
     io_ctx_t ca = {loop, NULL, 0}, cb = {loop, NULL, 0};
-    wrk_io_t *ia = wrk_io_new(loop, a[0], EPOLLIN, on_readable, &ca);
-    wrk_io_t *ib = wrk_io_new(loop, b[0], EPOLLIN, on_readable, &cb);
+    wrk_loop_io_t *ia = wrk_loop_io_new(loop, a[0], EPOLLIN, on_readable, &ca);
+    wrk_loop_io_t *ib = wrk_loop_io_new(loop, b[0], EPOLLIN, on_readable, &cb);
     CHECK(ia && ib);
     ca.other = ib;
     cb.other = ia;
     CHECK(write(a[1], "x", 1) == 1 && write(b[1], "y", 1) == 1);
     CHECK_INT_EQ(wrk_loop_run_once(loop, 100), 1); /* the second one was freed first */
     CHECK_INT_EQ(ca.calls + cb.calls, 1);
-    wrk_io_t *left = ca.calls ? ia : ib;
+    wrk_loop_io_t *left = ca.calls ? ia : ib;
     CHECK(write(a[1], "x", 1) == 1 && write(b[1], "y", 1) == 1);
     ca.other = cb.other = NULL;
     wrk_loop_run_once(loop, 100);
     CHECK_INT_EQ(ca.calls + cb.calls, 2);
-    CHECK_INT_EQ(wrk_io_set(loop, left, 0), 0);
+    CHECK_INT_EQ(wrk_loop_io_set(loop, left, 0), 0);
     CHECK_INT_EQ(wrk_loop_run_once(loop, 0), 0);
-    wrk_io_free(loop, left);
-    wrk_io_free(loop, NULL);
-    CHECK(wrk_io_new(loop, -1, EPOLLIN, on_readable, &ca) == NULL);
+    wrk_loop_io_free(loop, left);
+    wrk_loop_io_free(loop, NULL);
+    CHECK(wrk_loop_io_new(loop, -1, EPOLLIN, on_readable, &ca) == NULL);
     close(a[0]);
     close(a[1]);
     close(b[0]);

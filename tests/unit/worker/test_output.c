@@ -1,4 +1,4 @@
-/* Tests worker/output.c: executor output into CallToolResult. */
+/* Tests worker/core/output.c: executor output into CallToolResult. */
 #include "check.h"
 #include "output.h"
 

@@ -1,4 +1,4 @@
-/* Tests worker/record.c: the result record. */
+/* Tests worker/core/record.c: the result record. */
 #include "check.h"
 #include "record.h"
 
@@ -55,9 +55,9 @@ static void test_errors(void)
     CHECK_CONTAINS(s, "\"status\":\"error\",\"error\":{\"code\":-32603,\"message\":"
                       "\"malformed job envelope: \\\"x\\\"\"}");
     free(s);
-    CHECK_STR_EQ(wrk_status_name(WRK_STATUS_OK), "ok");
-    CHECK_STR_EQ(wrk_status_name(WRK_STATUS_TIMEOUT), "timeout");
-    CHECK_STR_EQ(wrk_status_name(WRK_STATUS_ERROR), "error");
+    CHECK_STR_EQ(wrk_record_status_name(WRK_STATUS_OK), "ok");
+    CHECK_STR_EQ(wrk_record_status_name(WRK_STATUS_TIMEOUT), "timeout");
+    CHECK_STR_EQ(wrk_record_status_name(WRK_STATUS_ERROR), "error");
     TEST_PASS("timeout and error records");
 }
 

@@ -1,21 +1,21 @@
-/* Tests worker/stderrline.c: the exec executor's stderr line splitter and parser. */
+/* Tests worker/executors/stderrline.c: the exec executor's stderr line splitter and parser. */
 #include "check.h"
 #include "stderrline.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static wrk_line_t parse(const char *s)
+static wrk_stderrline_t parse(const char *s)
 {
-    wrk_line_t l;
-    wrk_line_parse(s, strlen(s), &l);
+    wrk_stderrline_t l;
+    wrk_stderrline_parse(s, strlen(s), &l);
     return l;
 }
 
 static char *json_of(const char *s)
 {
-    wrk_line_t l = parse(s);
-    cJSON *j = wrk_line_to_json(&l);
+    wrk_stderrline_t l = parse(s);
+    cJSON *j = wrk_stderrline_to_json(&l);
     if (!j)
         return NULL;
     char *out = cJSON_PrintUnformatted(j);
@@ -77,15 +77,15 @@ static void test_other(void)
                             "Traceback (most recent call last):",
                             "This tool intentionally returns an error for testing"};
     for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
-        wrk_line_t l = parse(others[i]);
+        wrk_stderrline_t l = parse(others[i]);
         CHECK_INT_EQ(l.kind, WRK_LINE_OTHER);
-        CHECK(wrk_line_to_json(&l) == NULL);
+        CHECK(wrk_stderrline_to_json(&l) == NULL);
     }
-    wrk_line_t l;
-    wrk_line_parse(NULL, 0, &l);
+    wrk_stderrline_t l;
+    wrk_stderrline_parse(NULL, 0, &l);
     CHECK_INT_EQ(l.kind, WRK_LINE_OTHER);
     /* The parser honours len: no reading past it. */
-    wrk_line_parse("progress 12345", 10, &l);
+    wrk_stderrline_parse("progress 12345", 10, &l);
     CHECK_INT_EQ(l.kind, WRK_LINE_PROGRESS);
     CHECK(l.progress == 1.0);
     TEST_PASS("other lines");
@@ -109,18 +109,18 @@ static void collect(const char *line, size_t len, void *arg)
 
 static void test_linebuf(void)
 {
-    static wrk_linebuf_t lb;
+    static wrk_stderrline_buf_t lb;
     static lines_t ls;
     memset(&ls, 0, sizeof(ls));
-    wrk_linebuf_init(&lb);
+    wrk_stderrline_buf_init(&lb);
     const char *stream = "progress 1 3 a\r\nlog info b\n\npart";
     /* Byte by byte: the split must not depend on chunking. */
     for (size_t i = 0; i < strlen(stream); i++)
-        wrk_linebuf_feed(&lb, stream + i, 1, collect, &ls);
+        wrk_stderrline_buf_feed(&lb, stream + i, 1, collect, &ls);
     CHECK_INT_EQ(ls.n, 3);
-    wrk_linebuf_feed(&lb, "ial\n", 4, collect, &ls);
-    wrk_linebuf_feed(&lb, "no newline", 10, collect, &ls);
-    wrk_linebuf_finish(&lb, collect, &ls);
+    wrk_stderrline_buf_feed(&lb, "ial\n", 4, collect, &ls);
+    wrk_stderrline_buf_feed(&lb, "no newline", 10, collect, &ls);
+    wrk_stderrline_buf_finish(&lb, collect, &ls);
     CHECK_INT_EQ(ls.n, 5);
     CHECK_STR_EQ(ls.got[0], "progress 1 3 a");
     CHECK_STR_EQ(ls.got[1], "log info b");
@@ -135,21 +135,21 @@ static void test_linebuf(void)
     CHECK(s != NULL);
     memset(s, 'x', big);
     memcpy(s + big, "\nnext\n", 6);
-    wrk_linebuf_feed(&lb, s, big + 6, collect, &ls);
+    wrk_stderrline_buf_feed(&lb, s, big + 6, collect, &ls);
     CHECK_INT_EQ(ls.n, 2);
     CHECK_INT_EQ(ls.len[0], WRK_LINE_MAX);
     CHECK_STR_EQ(ls.got[1], "next");
     /* Same in small chunks. */
     memset(&ls, 0, sizeof(ls));
     for (size_t i = 0; i < big + 6; i += 1000)
-        wrk_linebuf_feed(&lb, s + i, big + 6 - i < 1000 ? big + 6 - i : 1000, collect, &ls);
+        wrk_stderrline_buf_feed(&lb, s + i, big + 6 - i < 1000 ? big + 6 - i : 1000, collect, &ls);
     CHECK_INT_EQ(ls.n, 2);
     CHECK_INT_EQ(ls.len[0], WRK_LINE_MAX);
     CHECK_STR_EQ(ls.got[1], "next");
     /* Exactly WRK_LINE_MAX bytes then a newline: one line, nothing skipped after. */
     memset(&ls, 0, sizeof(ls));
     memcpy(s + WRK_LINE_MAX, "\nafter\n", 7);
-    wrk_linebuf_feed(&lb, s, WRK_LINE_MAX + 7, collect, &ls);
+    wrk_stderrline_buf_feed(&lb, s, WRK_LINE_MAX + 7, collect, &ls);
     CHECK_INT_EQ(ls.n, 2);
     CHECK_INT_EQ(ls.len[0], WRK_LINE_MAX);
     CHECK_STR_EQ(ls.got[1], "after");

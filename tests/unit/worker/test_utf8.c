@@ -1,4 +1,4 @@
-/* Tests worker/utf8.c: UTF-8 validation, cutting and repair. */
+/* Tests worker/core/utf8.c: UTF-8 validation, cutting and repair. */
 #include "check.h"
 #include "utf8.h"
 

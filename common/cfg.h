@@ -1,0 +1,59 @@
+/*
+ * cfg.h - the config file loader (SPEC section 7).
+ *
+ * The config file seeds the registry: tenants (API keys, apps, webhooks), servers and
+ * tools with their versions. Loading reads and parses the file, validates it against the
+ * embedded schemas/config.schema.json, checks what a schema cannot (unique ids, references
+ * between tenants, servers, tools and versions, secrets from the environment, tool
+ * schemas that sch_validate can use), and normalizes it into the document the registry
+ * stores in Redis, which holds no plaintext API key:
+ *   - every API key becomes {"id", "sha256"} (from "key", "key_env" or "sha256") and keeps
+ *     its "rate_limit";
+ *   - app, webhook and executor secrets given by "secret_env" are resolved into "secret"
+ *     ("secret_env" wins when both are given and the variable is set), and an app's or
+ *     webhook's "previous_secret_env" into "previous_secret" the same way (a rotation);
+ *   - "default_server" defaults to "default", a version's "mode" to "sync", a tool's
+ *     "published" to its last version; "servers" and "tools" are always arrays.
+ * A secret given as CFG_HIDDEN, the admin API's placeholder, is refused (cfgsecret.h).
+ * Errors name the file and the JSON path: "mcpq.json: $.tools[2].versions[0].executor:
+ * missing required property "argv"", and JSON syntax errors the line and column.
+ *
+ * The functions read the environment (getenv) and are otherwise thread-safe.
+ */
+#ifndef MCPQ_CONFIG_H
+#define MCPQ_CONFIG_H
+
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+/* The largest config file accepted. */
+#define CFG_MAX_BYTES (16u * 1024u * 1024u)
+
+/*
+ * Reads, parses, validates and normalizes the config file at path. Returns a new cJSON
+ * document (the caller frees it with cJSON_Delete) or NULL with errstr =
+ * "<path>: <JSON path>: <message>".
+ */
+cJSON *cfg_load_file(const char *path, char *errstr, size_t errstr_size);
+
+/* The same for a config held in memory (len bytes, no NUL needed); errors start with the
+ * JSON path. */
+cJSON *cfg_load_string(const char *text, size_t len, char *errstr, size_t errstr_size);
+
+/* The default of MCPQ_APP_SECRET_MIN_BYTES: app secrets shorter than this are refused. */
+#define CFG_APP_SECRET_MIN 32
+
+/*
+ * Checks one app object (normalized: its secrets resolved) at path: its "secret" and
+ * "previous_secret" must be at least min_bytes long. 0, or MCPQ_EINVAL with errstr naming
+ * the app ("<path>: the secret of app "x" is 15 bytes; app secrets must be at least 32
+ * bytes").
+ */
+int cfg_check_app(const cJSON *app, size_t min_bytes, const char *path, char *errstr,
+                  size_t errstr_size);
+
+/* cfg_check_app for every app of every tenant of a normalized config. */
+int cfg_check_app_secrets(const cJSON *config, size_t min_bytes, char *errstr, size_t errstr_size);
+
+#endif

@@ -1,0 +1,65 @@
+/*
+ * mcpw.h - the client side of MCP over Streamable HTTP, shared by the mcp executor
+ * (worker/executors/mcpexec.c) and federation (ingress/core/federate.c): reading an upstream MCP
+ * server's answers and deciding which protocol era to speak.
+ *
+ * An upstream answers a Streamable HTTP POST with either one JSON-RPC message
+ * (application/json) or an SSE stream (text/event-stream) of `event: message` frames whose
+ * `data:` lines hold JSON-RPC messages: notifications (progress, log) and, last, the
+ * response to the request. mcpw_response() finds that response by id.
+ *
+ * Era decision: a POST of `server/discover` answered with a JSON-RPC result (whose
+ * supportedVersions, when present, lists 2026-07-28) means the upstream speaks 2026-07-28;
+ * anything else (HTTP 4xx, -32601, no result) means the legacy handshake. Legacy
+ * `initialize` asks for MCPW_LEGACY_VERSION and accepts what the upstream answers if it
+ * is a version this gateway knows.
+ *
+ * Pure functions, thread-safe.
+ */
+#ifndef MCPQ_MCPWIRE_H
+#define MCPQ_MCPWIRE_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+#define MCPW_MODERN_VERSION "2026-07-28"
+#define MCPW_LEGACY_VERSION "2025-11-25"
+#define MCPW_META_VERSION "io.modelcontextprotocol/protocolVersion"
+
+/* Called for each SSE event: its type ("message" when the frame named none) and its data
+ * (data lines joined by "\n", NUL-terminated). Return non-zero to stop. */
+typedef int (*mcpw_sse_fn)(const char *event, const char *data, size_t len, void *arg);
+
+/* Splits an SSE body into events (lines end in \n, \r\n or \r; comments and unknown fields
+ * are skipped; an event still open at the end counts). Returns the number of events
+ * dispatched, or MCPQ_ENOMEM. */
+int mcpw_sse_each(const char *body, size_t len, mcpw_sse_fn fn, void *arg);
+
+/* Called for each JSON-RPC notification met on the way (borrowed). */
+typedef void (*mcpw_note_fn)(const cJSON *note, void *arg);
+
+/* The JSON-RPC response whose id is the number id in an upstream body, as a new object the
+ * caller owns, or NULL when there is none. content_type NULL or naming JSON: the body is one
+ * message (or a batch array); text/event-stream: SSE message events. note may be NULL. */
+cJSON *mcpw_response(const char *content_type, const char *body, size_t len, long id,
+                     mcpw_note_fn note, void *arg);
+
+/* 1 when a server/discover exchange (HTTP status, the response found, may be NULL) shows the
+ * upstream speaks 2026-07-28. */
+int mcpw_discover_modern(long status, const cJSON *response);
+
+/* The version an initialize response (may be NULL) settled on, when it is a legacy version
+ * this gateway speaks (a static string), else NULL. */
+const char *mcpw_legacy_version(const cJSON *response);
+
+/* 1 when a configured header name is one the MCP client sets itself (Content-Type, Accept,
+ * Expect, MCP-Protocol-Version, Mcp-Session-Id, Mcp-Method, Mcp-Name, ...), so a configured
+ * one is skipped; else 0. Case-insensitive. */
+int mcpw_header_reserved(const char *name);
+
+/* One raw response header line (as curl's header callback gets it): when it is
+ * Mcp-Session-Id, its trimmed value goes to out (or "" when it does not fit) and 1 is
+ * returned; else 0 and out is untouched. */
+int mcpw_session_header(const char *line, size_t len, char *out, size_t out_size);
+
+#endif

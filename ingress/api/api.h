@@ -1,0 +1,42 @@
+/*
+ * api.h - what the tenant REST endpoints under /v1 share (webhook deliveries, files): the
+ * front door (Origin and Host allow-lists, API key or HMAC app signing, the per-key/per-app
+ * rate limit, exactly as for /mcp) and the `{"error": ...}` JSON answers.
+ *
+ * Thread-safe: everything here works on the request it is given.
+ */
+#ifndef MCPQ_ING_API_H
+#define MCPQ_ING_API_H
+
+#include "ctx.h"
+
+#include <cjson/cJSON.h>
+
+/*
+ * Origin, auth and rate limit, as for /mcp (SPEC sections 2 and 3). The caller's tenant
+ * (req->tenant is set too) with *reg holding a registry reference the caller drops
+ * (ing_registry_unref, also when NULL is returned), or NULL with resp filled (403, 401 with
+ * WWW-Authenticate, 429 with Retry-After, 503).
+ */
+const ing_tenant_t *ing_api_front(ing_req_t *req, ing_registry_t **reg, ing_resp_t *resp);
+
+/* The authentication request of req (auth.h): its method, URI as sent, body, the nonce
+ * store, the failed-authentication limits and its client's address (peer.h), written to
+ * client (ING_PEER_LEN bytes, which must outlive ar). */
+void ing_api_auth_req(ing_req_t *req, ing_auth_req_t *ar, char *client);
+
+/* Fills resp with 429, Retry-After and {"error": msg, "retryAfterMs": retry_after_ms}. */
+void ing_api_too_many(ing_resp_t *resp, const char *msg, long long retry_after_ms);
+
+/* Fills resp with status and {"error": msg}. */
+void ing_api_error(ing_resp_t *resp, int status, const char *msg);
+
+/* The request's body as JSON, read by the same strict parser as /mcp (rpc.h rpc_parse:
+ * UTF-8, no NUL or lone surrogate, no duplicate member names, bounded depth), or NULL with
+ * resp filled (400 saying what is wrong). Owned by the caller. */
+cJSON *ing_api_json(ing_req_t *req, ing_resp_t *resp);
+
+/* Fills resp with status and o rendered (o is consumed; NULL or no memory: 500). */
+void ing_api_body(ing_resp_t *resp, int status, cJSON *o);
+
+#endif

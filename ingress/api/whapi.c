@@ -1,0 +1,329 @@
+/*
+ * whapi.c - the tenant API over webhook deliveries (webhook.h, SPEC section 5.4):
+ * GET /v1/webhooks/deliveries and POST /v1/webhooks/deliveries/{id}/redeliver.
+ *
+ * A caller authenticates as for /mcp (API key or HMAC signing) and sees only its own
+ * tenant's deliveries: another tenant's delivery id answers exactly like a missing one.
+ * Listing walks the tenant's index ({mcpq}:whd:idx:<tenant>, newest first) in one Lua script
+ * that filters by task and status and examines at most SCAN_MAX entries per request, so a
+ * request's cost is bounded however rare the filter's matches; the cursor is
+ * "<created_ms>.<id>" of the last entry examined. Neither the url nor the secret of a
+ * webhook, nor a signature, is returned.
+ */
+#include "webhook.h"
+
+#include "api.h"
+#include "listing.h"
+#include "err.h"
+#include "log.h"
+#include "whq.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+#define LIMIT_DEFAULT 50
+#define LIMIT_MAX 200
+#define SCAN_MAX 1000
+#define TASK_MAX 256
+#define NFIELDS 11
+
+#define FIELDS                                                                                     \
+    "'id', 'webhook', 'event', 'task', 'status', 'attempts', 'last_status', 'last_error', "        \
+    "'created_ms', 'next_ms', 'log'"
+
+/* ARGV: tenant limit cursor_score cursor_id task status. Returns cursor score, cursor id
+ * ("" "" at the end), then NFIELDS strings per delivery. */
+static const char list_lua[] =
+    "local idx = '" WHQ_INDEX_PREFIX "' .. ARGV[1]\n"
+    "local limit = tonumber(ARGV[2])\n"
+    "local cs, cid = ARGV[3], ARGV[4]\n"
+    "local maxs = cs == '' and '+inf' or cs\n"
+    "local out = {'', ''}\n"
+    "local n, scanned, offset, done = 0, 0, 0, false\n"
+    "local gone = {}\n"
+    "while not done do\n"
+    "  local page = redis.call('ZREVRANGEBYSCORE', idx, maxs, '-inf', 'WITHSCORES',\n"
+    "    'LIMIT', offset, 100)\n"
+    "  if #page == 0 then break end\n"
+    "  local i = 1\n"
+    "  while i < #page do\n"
+    "    local id, s = page[i], page[i + 1]\n"
+    "    i = i + 2\n"
+    "    if not (cs ~= '' and s == cs and id >= cid) then\n"
+    "      scanned = scanned + 1\n"
+    "      local h = redis.call('HMGET', '" WHQ_DELIVERY_PREFIX "' .. id, " FIELDS ", 'tenant')\n"
+    "      if not h[1] or h[12] ~= ARGV[1] then\n"
+    "        gone[#gone + 1] = id\n"
+    "      elseif (ARGV[5] == '' or h[4] == ARGV[5]) and (ARGV[6] == '' or h[5] == ARGV[6]) then\n"
+    "        for j = 1, " STR(
+        NFIELDS) " do out[#out + 1] = h[j] or '' end\n"
+                 "        n = n + 1\n"
+                 "      end\n"
+                 "      if n >= limit or scanned >= " STR(
+                     SCAN_MAX) " then\n"
+                               "        local more = i < #page or #redis.call('ZREVRANGEBYSCORE', "
+                               "idx, maxs, '-inf',\n"
+                               "          'LIMIT', offset + #page / 2, 1) > 0\n"
+                               "        if more then out[1] = s; out[2] = id end\n"
+                               "        done = true\n"
+                               "        break\n"
+                               "      end\n"
+                               "    end\n"
+                               "  end\n"
+                               "  offset = offset + #page / 2\n"
+                               "end\n"
+                               "if #gone > 0 then redis.call('ZREM', idx, unpack(gone)) end\n"
+                               "return out\n";
+
+/* ARGV: tenant id. nil when the delivery is unknown or another tenant's, else its fields. */
+static const char redeliver_lua[] =
+    "local k = '" WHQ_DELIVERY_PREFIX "' .. ARGV[2]\n"
+    "local h = redis.call('HMGET', k, 'tenant', 'webhook', 'attempts', 'created_ms')\n"
+    "if h[1] ~= ARGV[1] then return false end\n"
+    "local t = redis.call('TIME')\n"
+    "local now = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))\n"
+    "redis.call('HSET', k, 'status', 'pending', 'next_ms', now, 'sched_base', h[3] or '0',\n"
+    "  'claim', '')\n"
+    "redis.call('ZADD', '" WHQ_DUE_KEY "', now, ARGV[2])\n"
+    "redis.call('ZADD', '" WHQ_INDEX_PREFIX "' .. ARGV[1], 'NX', h[4] or now, ARGV[2])\n"
+    "redis.call('DEL', '" WHQ_DISABLED_PREFIX "' .. ARGV[1] .. ':' .. (h[2] or ''))\n"
+    "redis.call('EXPIRE', k, " STR(WHQ_RETENTION_S) ")\n"
+                                                    "return redis.call('HMGET', k, " FIELDS ")\n";
+
+static int id_ok(const char *id, size_t len)
+{
+    if (len == 0 || len > WHQ_ID_MAX)
+        return 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = id[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+static const char *str_at(redisReply **f, int i)
+{
+    return f[i]->type == REDIS_REPLY_STRING ? f[i]->str : "";
+}
+
+static void add_num_or_null(cJSON *o, const char *name, const char *v)
+{
+    long long n;
+    if (*v && util_parse_ll(v, -1, 1LL << 53, &n) == 0)
+        cJSON_AddNumberToObject(o, name, (double)n);
+    else
+        cJSON_AddNullToObject(o, name);
+}
+
+/* A delivery as the API shows it, from NFIELDS reply strings (FIELDS order). */
+static cJSON *delivery_json(redisReply **f)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "id", str_at(f, 0));
+    cJSON_AddStringToObject(o, "webhook", str_at(f, 1));
+    cJSON_AddStringToObject(o, "event", str_at(f, 2));
+    cJSON_AddStringToObject(o, "task", str_at(f, 3));
+    cJSON_AddStringToObject(o, "status", str_at(f, 4));
+    long long att = 0;
+    util_parse_ll(str_at(f, 5), 0, 1LL << 40, &att);
+    cJSON_AddNumberToObject(o, "attempts", (double)att);
+    add_num_or_null(o, "last_status", str_at(f, 6));
+    if (*str_at(f, 7))
+        cJSON_AddStringToObject(o, "last_error", str_at(f, 7));
+    else
+        cJSON_AddNullToObject(o, "last_error");
+    add_num_or_null(o, "created_ms", str_at(f, 8));
+    add_num_or_null(o, "next_ms", str_at(f, 9));
+    cJSON *log = cJSON_Parse(str_at(f, 10));
+    if (!cJSON_IsArray(log)) {
+        cJSON_Delete(log);
+        log = cJSON_CreateArray();
+    }
+    cJSON_AddItemToObject(o, "log", log);
+    return o;
+}
+
+static const char *arg(ing_req_t *req, const char *name)
+{
+    return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+static void list(ing_req_t *req, const char *tenant, ing_resp_t *resp)
+{
+    static const char *const statuses[] = {"pending", "delivered", "failed", "disabled"};
+    long long limit = LIMIT_DEFAULT;
+    const char *l = arg(req, "limit"), *cursor = arg(req, "cursor"), *task = arg(req, "task"),
+               *status = arg(req, "status");
+    /* The seed-004 names too (the admin API's lists all take them): pageSize, pageToken, and a
+     * filter of task/status equalities; the order is fixed, newest first. */
+    ing_listing_query_t q;
+    char ferr[256];
+    static const ing_listing_field_t fields[] = {{"task", "task"}, {"status", "status"}};
+    static const ing_listing_field_t order[] = {{"create_time", "created_ms"}};
+    const char *filter = arg(req, "filter"), *order_by = arg(req, "orderBy");
+    l = l ? l : arg(req, "pageSize");
+    cursor = cursor ? cursor : arg(req, "pageToken");
+    if (ing_listing_parse(&q, NULL, NULL, filter, NULL, fields, 2, order, 1, 1, 1, ferr,
+                          sizeof(ferr)) < 0) {
+        ing_api_error(resp, 400, ferr);
+        return;
+    }
+    for (size_t i = 0; i < q.nclauses; i++) {
+        if (q.clause[i].negate) {
+            ing_api_error(resp, 400, "filter: deliveries filter on task and status with = only");
+            return;
+        }
+        if (strcmp(q.clause[i].json_key, "task") == 0)
+            task = q.clause[i].value;
+        else
+            status = q.clause[i].value;
+    }
+    if (order_by && *order_by && strcmp(order_by, "create_time desc") != 0) {
+        ing_api_error(resp, 400, "orderBy: deliveries are listed newest first (create_time desc)");
+        return;
+    }
+    if (l && util_parse_ll(l, 1, LIMIT_MAX, &limit) < 0) {
+        ing_api_error(resp, 400, "limit must be an integer from 1 to " STR(LIMIT_MAX));
+        return;
+    }
+    char cs[24] = "", cid[WHQ_ID_MAX + 1] = "";
+    if (cursor && *cursor) {
+        const char *dot = strchr(cursor, '.');
+        size_t sl = dot ? (size_t)(dot - cursor) : 0;
+        long long n;
+        if (!dot || sl == 0 || sl >= sizeof(cs) || !id_ok(dot + 1, strlen(dot + 1))) {
+            ing_api_error(resp, 400, "cursor is not one this API returned");
+            return;
+        }
+        memcpy(cs, cursor, sl);
+        cs[sl] = '\0';
+        if (util_parse_ll(cs, 0, 1LL << 53, &n) < 0) {
+            ing_api_error(resp, 400, "cursor is not one this API returned");
+            return;
+        }
+        snprintf(cid, sizeof(cid), "%s", dot + 1);
+    }
+    if (task && strlen(task) > TASK_MAX) {
+        ing_api_error(resp, 400, "task is too long");
+        return;
+    }
+    if (status && *status) {
+        int known = 0;
+        for (size_t i = 0; i < sizeof(statuses) / sizeof(statuses[0]); i++)
+            known |= strcmp(status, statuses[i]) == 0;
+        if (!known) {
+            ing_api_error(resp, 400, "status must be pending, delivered, failed or disabled");
+            return;
+        }
+    }
+    char lim[16], err[256];
+    snprintf(lim, sizeof(lim), "%lld", limit);
+    const char *argv[] = {
+        "EVAL", list_lua, "0", tenant, lim, cs, cid, task ? task : "", status ? status : ""};
+    redisReply *r = kv_pool_commandargv(req->ctx->kv, err, sizeof(err), 9, argv, NULL);
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 2 || (r->elements - 2) % NFIELDS != 0) {
+        log_event(LOG_ERROR, "webhook deliveries: list failed", "tenant", tenant, "error",
+                  r ? "unexpected reply" : err, (char *)NULL);
+        if (r)
+            freeReplyObject(r);
+        ing_api_error(resp, 503, "delivery store (Redis) unavailable; try again");
+        return;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON *arr = cJSON_AddArrayToObject(o, "deliveries");
+    for (size_t i = 2; i + NFIELDS <= r->elements; i += NFIELDS)
+        cJSON_AddItemToArray(arr, delivery_json(&r->element[i]));
+    const char *ns = str_at(r->element, 0), *nid = str_at(r->element, 1);
+    if (*ns && *nid) {
+        char next[24 + WHQ_ID_MAX + 2];
+        snprintf(next, sizeof(next), "%s.%s", ns, nid);
+        cJSON_AddStringToObject(o, "next_cursor", next);
+        cJSON_AddStringToObject(o, "nextPageToken", next);
+    } else {
+        cJSON_AddNullToObject(o, "next_cursor");
+    }
+    freeReplyObject(r);
+    ing_api_body(resp, 200, o);
+}
+
+static void redeliver(ing_req_t *req, const char *tenant, const char *id, ing_resp_t *resp)
+{
+    char err[256];
+    const char *argv[] = {"EVAL", redeliver_lua, "0", tenant, id};
+    redisReply *r = kv_pool_commandargv(req->ctx->kv, err, sizeof(err), 5, argv, NULL);
+    if (!r) {
+        log_event(LOG_ERROR, "webhook deliveries: redeliver failed", "tenant", tenant, "error", err,
+                  (char *)NULL);
+        ing_api_error(resp, 503, "delivery store (Redis) unavailable; try again");
+        return;
+    }
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == NFIELDS) {
+        log_event(LOG_INFO, "webhook redelivery queued", "tenant", tenant, "delivery", id,
+                  (char *)NULL);
+        ing_api_body(resp, 202, delivery_json(r->element));
+    } else {
+        ing_api_error(resp, 404, "no such delivery");
+    }
+    freeReplyObject(r);
+}
+
+void ing_whapi_route(ing_req_t *req, const char *url, const char *method, ing_resp_t *resp)
+{
+    static const char base[] = "/v1/webhooks/deliveries";
+    static const char tail[] = "/redeliver";
+    const size_t bl = sizeof(base) - 1, tl = sizeof(tail) - 1;
+    int is_get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+    size_t ul = strlen(url);
+    const char *id = NULL;
+    size_t idlen = 0;
+    int is_list = strcmp(url, base) == 0 || strcmp(url, "/v1/webhooks/deliveries/") == 0;
+    if (!is_list) {
+        if (ul <= bl + 1 + tl || strncmp(url, base, bl) != 0 || url[bl] != '/' ||
+            strcmp(url + ul - tl, tail) != 0) {
+            ing_api_error(resp, 404, "not found");
+            return;
+        }
+        id = url + bl + 1;
+        idlen = ul - bl - 1 - tl;
+    }
+    if (is_list ? !is_get : strcmp(method, "POST") != 0) {
+        ing_api_error(resp, 405, "method not allowed");
+        resp->allow = is_list ? "GET, HEAD" : "POST";
+        return;
+    }
+    if (req->too_big) {
+        ing_api_error(resp, 413, "request body too large");
+        return;
+    }
+    ing_registry_t *reg = NULL;
+    const ing_tenant_t *t = ing_api_front(req, &reg, resp);
+    if (t) {
+        char idbuf[WHQ_ID_MAX + 1];
+        if (is_list) {
+            list(req, t->id, resp);
+        } else if (!id_ok(id, idlen)) {
+            ing_api_error(resp, 404, "no such delivery");
+        } else {
+            memcpy(idbuf, id, idlen);
+            idbuf[idlen] = '\0';
+            redeliver(req, t->id, idbuf, resp);
+        }
+    }
+    ing_registry_unref(reg);
+}
+
+void ing_whapi_deliveries(ing_req_t *req, const char *tenant, const char *id, ing_resp_t *resp)
+{
+    if (!id)
+        list(req, tenant, resp);
+    else if (!id_ok(id, strlen(id)))
+        ing_api_error(resp, 404, "no such delivery");
+    else
+        redeliver(req, tenant, id, resp);
+}

@@ -1,0 +1,63 @@
+/*
+ * idem.h - idempotency keys of tools/call (SPEC 4.2).
+ *
+ * A call whose arguments carry `idempotency_key` (1..255 bytes) claims, in one Redis
+ * script, the key {mcpq}:idem:<tenant>:<sha256(server, tool, key)> holding the fingerprint of
+ * its arguments (SHA-256 of their canonical JSON: object members sorted by name) and the job
+ * (or task) id of the call, kept for MCPQ_IDEMPOTENCY_TTL_S. Then:
+ *   - the first call runs as usual under its id, and the worker keeps its result record for
+ *     at least the idempotency TTL (the envelope's result_ttl_s);
+ *   - a repeat with the same arguments after the first ended gets the stored record,
+ *     replayed as the response, without running the tool;
+ *   - a repeat while the first runs (on any replica) publishes the same job id again: the
+ *     worker running it adds the repeat's reply stream to the job (worker/core/job.h,
+ *     wrk_job_attach), or re-sends the stored result, so the tool runs once. This is also
+ *     what makes a retry after an ingress crash safe: the claim may exist without a
+ *     published job, and the repeat publishes it;
+ *   - the same key with other arguments is refused (-32602);
+ *   - once the claim expires, the key is new again and a call with it runs (under a new id).
+ * Keys are per tenant and per tool, so another tenant (or tool) using the same key runs its
+ * own call. A task-mode call claims its task id the same way.
+ *
+ * Thread-safe (Redis through the kv pool).
+ */
+#ifndef MCPQ_ING_IDEM_H
+#define MCPQ_ING_IDEM_H
+
+#include "kv.h"
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+#define ING_IDEM_KEY_MAX 255
+
+typedef enum {
+    ING_IDEM_NEW = 0,  /* claimed now: run the call */
+    ING_IDEM_REPEAT,   /* claimed before with the same arguments (*record when it has ended) */
+    ING_IDEM_CONFLICT, /* claimed before with other arguments */
+} ing_idem_state_t;
+
+/* params.arguments.idempotency_key: 0 absent, 1 present (*key set), MCPQ_EINVAL when it is
+ * not a string of 1..255 bytes. */
+int ing_idem_key(const cJSON *args, const char **key);
+
+/* SHA-256 of the canonical JSON of v (object members sorted by name, recursively) as 64 hex
+ * characters. 0, or MCPQ_ENOMEM. */
+int ing_idem_fingerprint(const cJSON *v, char hex[65]);
+
+/* The claim's scope: 32 hex characters of SHA-256 over server, tool and key. */
+void ing_idem_scope(const char *tenant, const char *server, const char *tool, const char *key,
+                    char scope[33]);
+
+/*
+ * Claims the key (scope) of the tenant for a call with arguments args (the tool's own,
+ * reserved names removed), proposing proposed_id as its job or task id: ING_IDEM_NEW (id =
+ * proposed_id), ING_IDEM_REPEAT (id = the first call's id; when its job has a result record,
+ * *record is that record, malloc'd, with *record_len), ING_IDEM_CONFLICT, or MCPQ_EUNAVAIL
+ * (Redis down).
+ */
+int ing_idem_claim(kv_pool_t *kv, const char *tenant, const char *scope, const cJSON *args,
+                   long long ttl_s, const char *proposed_id, char *id, size_t id_size,
+                   char **record, size_t *record_len);
+
+#endif

@@ -1,0 +1,167 @@
+#include "metrics.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const int statuses[] = {200, 202, 400, 401, 403, 404, 405,
+                               406, 413, 415, 429, 431, 500, 503};
+#define NSTATUS (sizeof(statuses) / sizeof(statuses[0]) + 1) /* + "other" */
+
+static const double buckets_s[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                   0.5,   1,      2.5,   5,    10,    30,   60};
+#define NBUCKET (sizeof(buckets_s) / sizeof(buckets_s[0]))
+
+static const char *const method_names[ING_M_COUNT] = {
+    "initialize",   "ping",           "tools/list", "tools/call",
+    "notification", "session/delete", "other",      "none"};
+static const char *const outcome_names[ING_CALL_COUNT] = {"ok",     "tool_error", "timeout",
+                                                          "failed", "fake",       "cancelled"};
+
+static const char *const wh_names[ING_WH_COUNT] = {"delivered", "retry", "failed", "disabled"};
+
+struct ing_metrics {
+    atomic_ullong requests[ING_M_COUNT][NSTATUS];
+    atomic_ullong hist[ING_M_COUNT][NBUCKET + 1];
+    atomic_ullong hist_sum_us[ING_M_COUNT];
+    atomic_ullong calls[ING_CALL_COUNT];
+    atomic_ullong published_ok, published_failed;
+    atomic_ullong wh[ING_WH_COUNT];
+    atomic_ullong wh_us;            /* time spent in webhook attempts */
+    atomic_llong wh_queued, wh_due; /* -1 until the dispatcher looked */
+    int64_t start_ms;
+};
+
+ing_metrics_t *ing_metrics_new(void)
+{
+    ing_metrics_t *m = calloc(1, sizeof(ing_metrics_t)); /* all-zero atomics are valid */
+    if (!m)
+        return NULL;
+    atomic_store(&m->wh_queued, -1);
+    atomic_store(&m->wh_due, -1);
+    m->start_ms = util_now_ms();
+    return m;
+}
+
+void ing_metrics_webhook_queue(ing_metrics_t *m, long long queued, long long due)
+{
+    atomic_store(&m->wh_queued, queued);
+    atomic_store(&m->wh_due, due);
+}
+
+void ing_metrics_free(ing_metrics_t *m)
+{
+    free(m);
+}
+
+ing_method_t ing_metrics_method(const char *rpc_method)
+{
+    if (!rpc_method)
+        return ING_M_NONE;
+    if (strcmp(rpc_method, "tools/call") == 0)
+        return ING_M_TOOLS_CALL;
+    if (strcmp(rpc_method, "tools/list") == 0)
+        return ING_M_TOOLS_LIST;
+    if (strcmp(rpc_method, "initialize") == 0)
+        return ING_M_INITIALIZE;
+    if (strcmp(rpc_method, "ping") == 0)
+        return ING_M_PING;
+    if (strncmp(rpc_method, "notifications/", 14) == 0)
+        return ING_M_NOTIFICATION;
+    return ING_M_OTHER;
+}
+
+void ing_metrics_request(ing_metrics_t *m, ing_method_t method, int http_status,
+                         int64_t duration_ms)
+{
+    size_t si = NSTATUS - 1;
+    for (size_t i = 0; i < NSTATUS - 1; i++)
+        if (statuses[i] == http_status)
+            si = i;
+    atomic_fetch_add(&m->requests[method][si], 1);
+    prom_observe(buckets_s, NBUCKET, m->hist[method], &m->hist_sum_us[method], duration_ms);
+}
+
+void ing_metrics_call(ing_metrics_t *m, ing_call_outcome_t outcome)
+{
+    atomic_fetch_add(&m->calls[outcome], 1);
+}
+
+void ing_metrics_published(ing_metrics_t *m, int ok)
+{
+    atomic_fetch_add(ok ? &m->published_ok : &m->published_failed, 1);
+}
+
+void ing_metrics_webhook(ing_metrics_t *m, ing_metrics_wh_outcome_t outcome, int64_t duration_ms)
+{
+    atomic_fetch_add(&m->wh[outcome], 1);
+    atomic_fetch_add(&m->wh_us, (unsigned long long)(duration_ms > 0 ? duration_ms : 0) * 1000ull);
+}
+
+int ing_metrics_render(ing_metrics_t *m, util_buf_t *out, const ing_metrics_now_t *now)
+{
+    prom_line(out, "# HELP mcpq_http_requests_total HTTP requests by MCP method and status.\n");
+    prom_line(out, "# TYPE mcpq_http_requests_total counter\n");
+    for (int mi = 0; mi < ING_M_COUNT; mi++)
+        for (size_t si = 0; si < NSTATUS; si++) {
+            unsigned long long v = atomic_load(&m->requests[mi][si]);
+            if (!v)
+                continue;
+            char st[16];
+            if (si < NSTATUS - 1)
+                snprintf(st, sizeof(st), "%d", statuses[si]);
+            else
+                snprintf(st, sizeof(st), "other");
+            prom_line(out, "mcpq_http_requests_total{method=\"%s\",status=\"%s\"} %llu\n",
+                      method_names[mi], st, v);
+        }
+    prom_line(out, "# HELP mcpq_request_duration_seconds Time from request to response.\n");
+    prom_line(out, "# TYPE mcpq_request_duration_seconds histogram\n");
+    for (int mi = 0; mi < ING_M_COUNT; mi++)
+        prom_histogram(out, "mcpq_request_duration_seconds", "method", method_names[mi], buckets_s,
+                       NBUCKET, m->hist[mi], &m->hist_sum_us[mi]);
+    prom_line(out, "# HELP mcpq_tool_calls_total tools/call outcomes.\n");
+    prom_line(out, "# TYPE mcpq_tool_calls_total counter\n");
+    for (int i = 0; i < ING_CALL_COUNT; i++)
+        prom_line(out, "mcpq_tool_calls_total{outcome=\"%s\"} %llu\n", outcome_names[i],
+                  atomic_load(&m->calls[i]));
+    prom_line(out, "# HELP mcpq_jobs_published_total Jobs handed to Kafka.\n");
+    prom_line(out, "# TYPE mcpq_jobs_published_total counter\n");
+    prom_line(out, "mcpq_jobs_published_total{result=\"ok\"} %llu\n",
+              atomic_load(&m->published_ok));
+    prom_line(out, "mcpq_jobs_published_total{result=\"failed\"} %llu\n",
+              atomic_load(&m->published_failed));
+    prom_line(out, "# HELP mcpq_webhook_attempts_total Webhook HTTP attempts by outcome (retry: "
+                   "failed, another attempt scheduled).\n");
+    prom_line(out, "# TYPE mcpq_webhook_attempts_total counter\n");
+    for (int i = 0; i < ING_WH_COUNT; i++)
+        prom_line(out, "mcpq_webhook_attempts_total{outcome=\"%s\"} %llu\n", wh_names[i],
+                  atomic_load(&m->wh[i]));
+    prom_line(out,
+              "# HELP mcpq_webhook_attempt_seconds_total Time spent in webhook HTTP attempts.\n");
+    prom_line(out, "# TYPE mcpq_webhook_attempt_seconds_total counter\n");
+    prom_line(out, "mcpq_webhook_attempt_seconds_total %.6f\n",
+              (double)atomic_load(&m->wh_us) / 1e6);
+    prom_line(out, "# HELP mcpq_inflight_calls tools/call requests waiting for a result.\n");
+    prom_line(out, "# TYPE mcpq_inflight_calls gauge\n");
+    prom_line(out, "mcpq_inflight_calls %zu\n", now->inflight);
+    prom_head(out, "mcpq_notification_streams", "gauge",
+              "Open notification streams (GET /mcp streams and subscriptions/listen).");
+    prom_line(out, "mcpq_notification_streams %zu\n", now->listeners);
+    long long queued = atomic_load(&m->wh_queued), due = atomic_load(&m->wh_due);
+    if (queued >= 0) { /* left out until the dispatcher has looked once */
+        prom_head(out, "mcpq_webhook_queue_deliveries", "gauge",
+                  "Webhook deliveries waiting for an attempt (first or retry), fleet-wide, as "
+                  "this ingress's dispatcher last saw them.");
+        prom_line(out, "mcpq_webhook_queue_deliveries %lld\n", queued);
+        prom_head(out, "mcpq_webhook_queue_due_deliveries", "gauge",
+                  "Of those, deliveries whose attempt is due now (the dispatchers' backlog).");
+        prom_line(out, "mcpq_webhook_queue_due_deliveries %lld\n", due);
+    }
+    prom_line(out, "# HELP mcpq_dependency_up 1 while the dependency is reachable.\n");
+    prom_line(out, "# TYPE mcpq_dependency_up gauge\n");
+    prom_line(out, "mcpq_dependency_up{dependency=\"kafka\"} %d\n", now->kafka_up);
+    prom_line(out, "mcpq_dependency_up{dependency=\"redis\"} %d\n", now->redis_up);
+    return prom_process(out, "ingress", m->start_ms);
+}

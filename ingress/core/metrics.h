@@ -1,0 +1,77 @@
+/*
+ * metrics.h - the ingress's Prometheus metrics (SPEC section 11): requests by MCP method and
+ * HTTP status, request latency histograms, in-flight calls, published jobs and their
+ * failures, tool call outcomes, webhook delivery attempts by outcome, open notification streams,
+ * the webhook queue, build info and start time. Counters are lock-free atomics; every function is
+ * thread-safe. ing_metrics_render() writes the text exposition format.
+ */
+#ifndef MCPQ_ING_METRICS_H
+#define MCPQ_ING_METRICS_H
+
+#include "prom.h"
+#include "util.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    ING_M_INITIALIZE,
+    ING_M_PING,
+    ING_M_TOOLS_LIST,
+    ING_M_TOOLS_CALL,
+    ING_M_NOTIFICATION,
+    ING_M_SESSION_DELETE,
+    ING_M_OTHER,
+    ING_M_NONE, /* no JSON-RPC method: unparsable body, auth failure, ... */
+    ING_M_COUNT
+} ing_method_t;
+
+typedef enum {
+    ING_CALL_OK,
+    ING_CALL_TOOL_ERROR,
+    ING_CALL_TIMEOUT,
+    ING_CALL_FAILED,
+    ING_CALL_FAKE,
+    ING_CALL_CANCELLED,
+    ING_CALL_COUNT
+} ing_call_outcome_t;
+
+/* What one webhook HTTP attempt led to (ingress/core/webhook.c). */
+typedef enum {
+    ING_WH_DELIVERED, /* 2xx */
+    ING_WH_RETRY,     /* failed; another attempt is scheduled */
+    ING_WH_FAILED,    /* failed; the schedule is exhausted */
+    ING_WH_DISABLED,  /* 410 Gone: the endpoint is disabled */
+    ING_WH_COUNT
+} ing_metrics_wh_outcome_t;
+
+typedef struct ing_metrics ing_metrics_t;
+
+ing_metrics_t *ing_metrics_new(void);
+void ing_metrics_free(ing_metrics_t *m);
+
+ing_method_t ing_metrics_method(const char *rpc_method);
+void ing_metrics_request(ing_metrics_t *m, ing_method_t method, int http_status,
+                         int64_t duration_ms);
+void ing_metrics_call(ing_metrics_t *m, ing_call_outcome_t outcome);
+void ing_metrics_published(ing_metrics_t *m, int ok);
+/* One webhook HTTP attempt and how long it took. */
+void ing_metrics_webhook(ing_metrics_t *m, ing_metrics_wh_outcome_t outcome, int64_t duration_ms);
+
+/* The webhook queue as the dispatcher last saw it (ingress/core/webhook.c, every
+ * ING_METRICS_WH_QUEUE_MS on its own thread, never at scrape time): deliveries waiting in
+ * {mcpq}:wh:due, and how many of them are due now. */
+void ing_metrics_webhook_queue(ing_metrics_t *m, long long queued, long long due);
+#define ING_METRICS_WH_QUEUE_MS 5000
+
+/* What the ingress is doing now, read at scrape time. */
+typedef struct ing_metrics_now {
+    size_t inflight;  /* tools/call requests waiting for a result */
+    size_t listeners; /* open notification streams (listen.h) */
+    int kafka_up, redis_up;
+} ing_metrics_now_t;
+
+/* Appends the exposition text. */
+int ing_metrics_render(ing_metrics_t *m, util_buf_t *out, const ing_metrics_now_t *now);
+
+#endif

@@ -1,0 +1,461 @@
+#include "registry.h"
+
+#include "err.h"
+#include "log.h"
+#include "util.h"
+
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define REG_KEY "{mcpq}:registry"
+#define REG_REV_KEY "{mcpq}:registry:rev"
+
+struct ing_registry {
+    atomic_int refs;
+    long long rev;
+    cJSON *docs; /* array owning every parsed document */
+    ing_tenant_t *tenants;
+    size_t ntenants;
+    ing_server_t *servers; /* sorted by (tenant, name) */
+    size_t nservers;
+    ing_tool_t *tools;
+    size_t ntools;
+    ing_apikey_t *keys;
+    size_t nkeys;
+    ing_app_t *apps;
+    size_t napps;
+    ing_robot_t *robots; /* sorted by robot id */
+    size_t nrobots;
+};
+
+static const char *str_of(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+int ing_registry_read_rev(redisContext *c, long long *rev)
+{
+    redisReply *r = redisCommand(c, "GET %s", REG_REV_KEY);
+    if (!r)
+        return MCPQ_EUNAVAIL;
+    *rev = r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : 0;
+    int rc = r->type == REDIS_REPLY_ERROR ? MCPQ_EIO : 0;
+    freeReplyObject(r);
+    return rc;
+}
+
+static int server_cmp(const void *a, const void *b)
+{
+    const ing_server_t *x = a, *y = b;
+    int c = strcmp(x->tenant, y->tenant);
+    return c ? c : strcmp(x->name, y->name);
+}
+
+static int robot_cmp(const void *a, const void *b)
+{
+    const ing_robot_t *x = a, *y = b;
+    return strcmp(x->robot, y->robot);
+}
+
+static int tool_ptr_cmp(const void *a, const void *b)
+{
+    const ing_tool_t *const *x = a, *const *y = b;
+    return strcmp((*x)->name, (*y)->name);
+}
+
+static const cJSON *published_version(const cJSON *tool)
+{
+    const char *pub = str_of(tool, "published");
+    const cJSON *v;
+    if (!pub)
+        return NULL;
+    cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(tool, "versions"))
+    {
+        if (str_of(v, "version") && strcmp(str_of(v, "version"), pub) == 0)
+            return v;
+    }
+    return NULL;
+}
+
+/* The tools/list entry: name, title, description, inputSchema, outputSchema, annotations. */
+static char *render_list_entry(const char *name, const cJSON *ver)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", name);
+    static const char *const copy[] = {"title", "description", "inputSchema", "outputSchema",
+                                       "annotations"};
+    for (size_t i = 0; i < sizeof(copy) / sizeof(copy[0]); i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(ver, copy[i]);
+        if (v)
+            cJSON_AddItemToObject(o, copy[i], cJSON_Duplicate(v, 1));
+    }
+    if (!cJSON_HasObjectItem(o, "inputSchema")) {
+        cJSON *s = cJSON_AddObjectToObject(o, "inputSchema");
+        cJSON_AddStringToObject(s, "type", "object");
+    }
+    /* Any tool may run as an MCP task (SPEC 5.2). */
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(o, "execution"), "taskSupport", "optional");
+    char *out = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return out;
+}
+
+static int hex_to_bytes(const char *hex, unsigned char *out, size_t n)
+{
+    if (!hex || strlen(hex) != 2 * n)
+        return MCPQ_EINVAL;
+    for (size_t i = 0; i < n; i++) {
+        unsigned v = 0;
+        for (int j = 0; j < 2; j++) {
+            char ch = hex[2 * i + j];
+            v <<= 4;
+            if (ch >= '0' && ch <= '9')
+                v |= (unsigned)(ch - '0');
+            else if (ch >= 'a' && ch <= 'f')
+                v |= (unsigned)(ch - 'a' + 10);
+            else if (ch >= 'A' && ch <= 'F')
+                v |= (unsigned)(ch - 'A' + 10);
+            else
+                return MCPQ_EINVAL;
+        }
+        out[i] = (unsigned char)v;
+    }
+    return 0;
+}
+
+/* A rate_limit object ({"per_second", "burst"}); absent: fallback, else "not configured". */
+static ing_rate_t rate_of(const cJSON *o, const ing_rate_t *fallback)
+{
+    ing_rate_t r = {.per_s = -1, .burst = 0};
+    const cJSON *ps = cJSON_GetObjectItemCaseSensitive(o, "per_second");
+    if (!cJSON_IsNumber(ps))
+        return fallback ? *fallback : r;
+    r.per_s = ps->valuedouble >= 0 ? ps->valuedouble : -1;
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(o, "burst");
+    if (cJSON_IsNumber(b) && b->valuedouble >= 1)
+        r.burst = b->valuedouble < 1e15 ? (long long)b->valuedouble : 1000000000000000LL;
+    return r;
+}
+
+static const ing_tenant_t *find_tenant(const ing_registry_t *reg, const char *id)
+{
+    for (size_t i = 0; i < reg->ntenants; i++)
+        if (strcmp(reg->tenants[i].id, id) == 0)
+            return &reg->tenants[i];
+    return NULL;
+}
+
+/* The tools/list fingerprint of a server whose tools are attached and sorted: SHA-256 over
+ * every list_json, each followed by a NUL (no entry holds one). 0 or MCPQ_ENOMEM. */
+static int server_fingerprint(ing_server_t *s)
+{
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    int ok = md && EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1;
+    for (size_t i = 0; ok && i < s->ntools; i++)
+        ok = EVP_DigestUpdate(md, s->tools[i]->list_json, strlen(s->tools[i]->list_json) + 1) == 1;
+    ok = ok && EVP_DigestFinal_ex(md, s->tools_fp, NULL) == 1;
+    EVP_MD_CTX_free(md);
+    return ok ? 0 : MCPQ_ENOMEM;
+}
+
+ing_registry_t *ing_registry_build(const char *const *fields, const size_t *lens, size_t n,
+                                   long long rev, char *errstr, size_t errstr_size)
+{
+    ing_registry_t *reg = calloc(1, sizeof(*reg));
+    if (!reg)
+        goto nomem;
+    atomic_init(&reg->refs, 1);
+    reg->rev = rev;
+    reg->docs = cJSON_CreateArray();
+    size_t nt = 0, ns = 0, nl = 0;
+    /* fields[2i] is the hash field, fields[2i+1] its JSON document. */
+    for (size_t i = 0; i + 1 < n; i += 2) {
+        cJSON *doc = cJSON_ParseWithLength(fields[i + 1], lens[i + 1]);
+        if (!doc || !cJSON_IsObject(doc)) {
+            log_event(LOG_WARN, "registry: skipping unreadable document", "field", fields[i],
+                      (char *)NULL);
+            cJSON_Delete(doc);
+            continue;
+        }
+        cJSON_AddStringToObject(doc, "_field", fields[i]);
+        cJSON_AddItemToArray(reg->docs, doc);
+        if (strncmp(fields[i], "tenant:", 7) == 0)
+            nt++;
+        else if (strncmp(fields[i], "server:", 7) == 0)
+            ns++;
+        else if (strncmp(fields[i], "tool:", 5) == 0)
+            nl++;
+    }
+    reg->tenants = calloc(nt + 1, sizeof(*reg->tenants));
+    reg->servers = calloc(ns + 1, sizeof(*reg->servers));
+    reg->tools = calloc(nl + 1, sizeof(*reg->tools));
+    if (!reg->tenants || !reg->servers || !reg->tools)
+        goto nomem;
+
+    size_t nkeys = 0, napps = 0, nrobots = 0;
+    cJSON *doc;
+    cJSON_ArrayForEach(doc, reg->docs)
+    {
+        const char *f = str_of(doc, "_field");
+        if (strncmp(f, "tenant:", 7) == 0 && str_of(doc, "id")) {
+            ing_tenant_t *t = &reg->tenants[reg->ntenants++];
+            t->id = str_of(doc, "id");
+            t->default_server = str_of(doc, "default_server");
+            if (!t->default_server)
+                t->default_server = "default";
+            t->doc = doc;
+            nkeys += (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "api_keys"));
+            napps += (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "apps"));
+            nrobots += (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "robots"));
+        }
+    }
+    reg->keys = calloc(nkeys + 1, sizeof(*reg->keys));
+    reg->apps = calloc(napps + 1, sizeof(*reg->apps));
+    reg->robots = calloc(nrobots + 1, sizeof(*reg->robots));
+    if (!reg->keys || !reg->apps || !reg->robots)
+        goto nomem;
+    for (size_t i = 0; i < reg->ntenants; i++) {
+        const cJSON *k,
+            *limits = cJSON_GetObjectItemCaseSensitive(reg->tenants[i].doc, "rate_limits");
+        ing_rate_t key_rate = rate_of(cJSON_GetObjectItemCaseSensitive(limits, "api_key"), NULL);
+        ing_rate_t app_rate = rate_of(cJSON_GetObjectItemCaseSensitive(limits, "app"), NULL);
+        cJSON_ArrayForEach(k, cJSON_GetObjectItemCaseSensitive(reg->tenants[i].doc, "api_keys"))
+        {
+            ing_apikey_t *key = &reg->keys[reg->nkeys];
+            if (hex_to_bytes(str_of(k, "sha256"), key->sha256, 32) < 0)
+                continue;
+            key->tenant = &reg->tenants[i];
+            key->id = str_of(k, "id");
+            key->rate = rate_of(cJSON_GetObjectItemCaseSensitive(k, "rate_limit"), &key_rate);
+            reg->nkeys++;
+        }
+        cJSON_ArrayForEach(k, cJSON_GetObjectItemCaseSensitive(reg->tenants[i].doc, "apps"))
+        {
+            ing_app_t *app = &reg->apps[reg->napps];
+            app->app_id = str_of(k, "app_id");
+            app->secret = str_of(k, "secret");
+            app->doc = k;
+            if (!app->app_id || !app->secret || !*app->secret)
+                continue;
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(k, "signature_version");
+            app->sig_version = cJSON_IsNumber(v) && v->valuedouble == 2 ? 2 : 1;
+            app->tenant = &reg->tenants[i];
+            app->rate = rate_of(cJSON_GetObjectItemCaseSensitive(k, "rate_limit"), &app_rate);
+            reg->napps++;
+        }
+        cJSON_ArrayForEach(k, cJSON_GetObjectItemCaseSensitive(reg->tenants[i].doc, "robots"))
+        {
+            if (!cJSON_IsString(k))
+                continue;
+            reg->robots[reg->nrobots].robot = k->valuestring;
+            reg->robots[reg->nrobots++].tenant = &reg->tenants[i];
+        }
+    }
+    /* Every writer keeps a robot to one tenant (cfg.c, regstore.h ing_regstore_robot_owner); were
+     * two to declare it, the lookup would find one of them and refuse the other's tasks. */
+    qsort(reg->robots, reg->nrobots, sizeof(*reg->robots), robot_cmp);
+    cJSON_ArrayForEach(doc, reg->docs)
+    {
+        const char *f = str_of(doc, "_field");
+        if (strncmp(f, "server:", 7) == 0 && str_of(doc, "tenant") && str_of(doc, "name")) {
+            ing_server_t *s = &reg->servers[reg->nservers++];
+            s->tenant = str_of(doc, "tenant");
+            s->name = str_of(doc, "name");
+            s->description = str_of(doc, "description");
+        }
+    }
+    qsort(reg->servers, reg->nservers, sizeof(*reg->servers), server_cmp);
+
+    cJSON_ArrayForEach(doc, reg->docs)
+    {
+        const char *f = str_of(doc, "_field");
+        if (strncmp(f, "tool:", 5) != 0)
+            continue;
+        const cJSON *ver = published_version(doc);
+        const char *tenant = str_of(doc, "tenant"), *server = str_of(doc, "server");
+        const char *name = str_of(doc, "name");
+        if (!ver || !tenant || !server || !name || !find_tenant(reg, tenant))
+            continue; /* offline (no published version) or dangling: not served */
+        ing_tool_t *t = &reg->tools[reg->ntools];
+        t->tenant = tenant;
+        t->server = server;
+        t->name = name;
+        t->version = ver;
+        t->version_id = str_of(ver, "version");
+        const cJSON *tmo = cJSON_GetObjectItemCaseSensitive(ver, "timeout_ms");
+        t->timeout_ms = cJSON_IsNumber(tmo) ? (long long)tmo->valuedouble : 0;
+        const char *mode = str_of(ver, "mode");
+        t->task_mode = mode && strcmp(mode, "task") == 0;
+        const cJSON *fake = cJSON_GetObjectItemCaseSensitive(ver, "fake");
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(fake, "enabled")))
+            t->fake_result = cJSON_GetObjectItemCaseSensitive(fake, "result");
+        t->list_json = render_list_entry(name, ver);
+        if (!t->list_json)
+            goto nomem;
+        reg->ntools++;
+    }
+    /* Attach tools to their servers. */
+    for (size_t i = 0; i < reg->nservers; i++) {
+        ing_server_t *s = &reg->servers[i];
+        size_t cnt = 0;
+        for (size_t j = 0; j < reg->ntools; j++)
+            if (!strcmp(reg->tools[j].tenant, s->tenant) && !strcmp(reg->tools[j].server, s->name))
+                cnt++;
+        s->tools = calloc(cnt + 1, sizeof(*s->tools));
+        if (!s->tools)
+            goto nomem;
+        for (size_t j = 0; j < reg->ntools; j++)
+            if (!strcmp(reg->tools[j].tenant, s->tenant) && !strcmp(reg->tools[j].server, s->name))
+                s->tools[s->ntools++] = &reg->tools[j];
+        qsort(s->tools, s->ntools, sizeof(*s->tools), tool_ptr_cmp);
+        if (server_fingerprint(s) < 0)
+            goto nomem;
+    }
+    return reg;
+nomem:
+    snprintf(errstr, errstr_size, "out of memory building the registry");
+    ing_registry_unref(reg);
+    return NULL;
+}
+
+ing_registry_t *ing_registry_fetch(redisContext *c, char *errstr, size_t errstr_size)
+{
+    long long rev = 0;
+    redisReply *r = NULL, *rr = NULL;
+    redisAppendCommand(c, "GET %s", REG_REV_KEY);
+    redisAppendCommand(c, "HGETALL %s", REG_KEY);
+    if (redisGetReply(c, (void **)&rr) != REDIS_OK || redisGetReply(c, (void **)&r) != REDIS_OK) {
+        snprintf(errstr, errstr_size, "redis: %s", c->errstr);
+        if (rr)
+            freeReplyObject(rr);
+        return NULL;
+    }
+    if (rr->type == REDIS_REPLY_STRING)
+        rev = strtoll(rr->str, NULL, 10);
+    freeReplyObject(rr);
+    if (r->type != REDIS_REPLY_ARRAY) {
+        snprintf(errstr, errstr_size, "redis: unexpected reply to HGETALL");
+        freeReplyObject(r);
+        return NULL;
+    }
+    const char **fields = calloc(r->elements + 1, sizeof(*fields));
+    size_t *lens = calloc(r->elements + 1, sizeof(*lens));
+    ing_registry_t *reg = NULL;
+    if (fields && lens) {
+        for (size_t i = 0; i < r->elements; i++) {
+            fields[i] = r->element[i]->str;
+            lens[i] = r->element[i]->len;
+        }
+        reg = ing_registry_build(fields, lens, r->elements, rev, errstr, errstr_size);
+    } else {
+        snprintf(errstr, errstr_size, "out of memory");
+    }
+    free(fields);
+    free(lens);
+    freeReplyObject(r);
+    return reg;
+}
+
+long long ing_registry_rev(const ing_registry_t *reg)
+{
+    return reg->rev;
+}
+
+void ing_registry_ref(ing_registry_t *reg)
+{
+    atomic_fetch_add(&reg->refs, 1);
+}
+
+void ing_registry_unref(ing_registry_t *reg)
+{
+    if (!reg || atomic_fetch_sub(&reg->refs, 1) != 1)
+        return;
+    for (size_t i = 0; i < reg->nservers; i++)
+        free(reg->servers[i].tools);
+    for (size_t i = 0; i < reg->ntools; i++)
+        cJSON_free(reg->tools[i].list_json);
+    free(reg->servers);
+    free(reg->tools);
+    free(reg->tenants);
+    free(reg->keys);
+    free(reg->apps);
+    free(reg->robots);
+    cJSON_Delete(reg->docs);
+    free(reg);
+}
+
+const ing_apikey_t *ing_registry_auth_key(const ing_registry_t *reg, const unsigned char *sha)
+{
+    const ing_apikey_t *found = NULL;
+    /* Every key is compared, whatever matched, so timing tells nothing about which. */
+    for (size_t i = 0; i < reg->nkeys; i++) {
+        unsigned diff = 0;
+        for (size_t j = 0; j < 32; j++)
+            diff |= (unsigned)(reg->keys[i].sha256[j] ^ sha[j]);
+        if (diff == 0)
+            found = &reg->keys[i];
+    }
+    return found;
+}
+
+const ing_app_t *ing_registry_app(const ing_registry_t *reg, const char *app_id)
+{
+    for (size_t i = 0; i < reg->napps; i++)
+        if (strcmp(reg->apps[i].app_id, app_id) == 0)
+            return &reg->apps[i];
+    return NULL;
+}
+
+const ing_tenant_t *ing_registry_robot_owner(const ing_registry_t *reg, const char *robot)
+{
+    ing_robot_t key = {.robot = robot};
+    const ing_robot_t *hit =
+        reg && robot ? bsearch(&key, reg->robots, reg->nrobots, sizeof(*reg->robots), robot_cmp)
+                     : NULL;
+    return hit ? hit->tenant : NULL;
+}
+
+const ing_tenant_t *ing_registry_tenant(const ing_registry_t *reg, const char *id)
+{
+    return reg && id ? find_tenant(reg, id) : NULL;
+}
+
+const cJSON *ing_registry_docs(const ing_registry_t *reg)
+{
+    return reg->docs;
+}
+
+const ing_server_t *ing_registry_server(const ing_registry_t *reg, const char *tenant,
+                                        const char *name)
+{
+    ing_server_t key = {.tenant = tenant, .name = name};
+    return bsearch(&key, reg->servers, reg->nservers, sizeof(*reg->servers), server_cmp);
+}
+
+const ing_tool_t *ing_registry_tool(const ing_server_t *srv, const char *name)
+{
+    ing_tool_t key = {.name = name};
+    const ing_tool_t *kp = &key;
+    ing_tool_t **hit = bsearch(&kp, srv->tools, srv->ntools, sizeof(*srv->tools), tool_ptr_cmp);
+    return hit ? *hit : NULL;
+}
+
+size_t ing_registry_secrets(const cJSON *o, int64_t now_ms, const char *out[2])
+{
+    const char *cur = str_of(o, "secret"), *prev = str_of(o, "previous_secret");
+    const char *until = str_of(o, "previous_secret_expires");
+    int64_t until_ms = 0;
+    size_t n = 0;
+    if (!cur || !*cur)
+        return 0;
+    out[n++] = cur;
+    /* An expiry that does not parse (cfg.c refuses one) ends the old secret now. */
+    if (prev && *prev && (!until || (util_parse_utc(until, &until_ms) == 0 && now_ms < until_ms)))
+        out[n++] = prev;
+    return n;
+}

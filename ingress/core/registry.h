@@ -1,0 +1,125 @@
+/*
+ * registry.h - the tool registry as the ingress sees it (SPEC sections 4.1 and 7).
+ *
+ * The registry lives in Redis (hash `{mcpq}:registry`, counter `{mcpq}:registry:rev`, see
+ * docs/internals.md) so every replica serves the same catalog. regstore.h writes it;
+ * ing_registry_fetch() reads it back into an immutable,
+ * reference-counted snapshot with everything a request needs precomputed: API key hashes,
+ * servers sorted by (tenant, name), each server's published tools sorted by name with their
+ * tools/list JSON rendered once, and the robots tenants declare sorted by id.
+ *
+ * Snapshots are immutable: any thread may read one it holds a reference to.
+ */
+#ifndef MCPQ_ING_REGISTRY_H
+#define MCPQ_ING_REGISTRY_H
+
+#include "kv.h"
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ing_tool {
+    const char *tenant;
+    const char *server;
+    const char *name;
+    const cJSON *version; /* the published version (description, inputSchema, executor, ...) */
+    const char *version_id;
+    char *list_json;      /* this tool as a tools/list entry, compact JSON */
+    long long timeout_ms; /* 0: the process default */
+    int task_mode;
+    const cJSON *fake_result; /* non-NULL when fake.enabled */
+} ing_tool_t;
+
+typedef struct ing_server {
+    const char *tenant;
+    const char *name;
+    const char *description;
+    ing_tool_t **tools; /* sorted by name */
+    size_t ntools;
+    /* SHA-256 over its tools' list_json in order: two snapshots whose server has the same
+     * fingerprint answer tools/list alike (listen.h tells clients when it changes). */
+    unsigned char tools_fp[32];
+} ing_server_t;
+
+typedef struct ing_tenant {
+    const char *id;
+    const char *default_server;
+    const cJSON *doc;
+} ing_tenant_t;
+
+/* A request rate limit from the config (SPEC section 3; ratelimit.h applies it). */
+typedef struct ing_rate {
+    double per_s;    /* tokens added per second; 0: no limit; < 0: not configured */
+    long long burst; /* bucket size; 0: twice per_s (at least 1) */
+} ing_rate_t;
+
+typedef struct ing_apikey {
+    unsigned char sha256[32];
+    const ing_tenant_t *tenant;
+    const char *id;
+    ing_rate_t rate; /* the key's rate_limit, else its tenant's rate_limits.api_key */
+} ing_apikey_t;
+
+typedef struct ing_app {
+    const char *app_id;
+    const char *secret;
+    const cJSON *doc; /* its config object (previous_secret: ing_registry_secrets) */
+    int sig_version;  /* the lowest signing version its requests may use (1 or 2) */
+    const ing_tenant_t *tenant;
+    ing_rate_t rate; /* the app's rate_limit, else its tenant's rate_limits.app */
+} ing_app_t;
+
+/* A robot a tenant declares (config "robots"): only that tenant's tasks may name it. */
+typedef struct ing_robot {
+    const char *robot;
+    const ing_tenant_t *tenant;
+} ing_robot_t;
+
+typedef struct ing_registry ing_registry_t;
+
+/* Reads the current registry: a snapshot with one reference, or NULL (errstr filled). */
+ing_registry_t *ing_registry_fetch(redisContext *c, char *errstr, size_t errstr_size);
+
+/* Builds a snapshot from registry hash fields (name/value pairs); used by fetch and tests. */
+ing_registry_t *ing_registry_build(const char *const *fields, const size_t *lens, size_t n,
+                                   long long rev, char *errstr, size_t errstr_size);
+
+/* The revision a snapshot was built from. */
+long long ing_registry_rev(const ing_registry_t *reg);
+/* Reads `{mcpq}:registry:rev` (0 when absent); MCPQ_EUNAVAIL on a Redis failure. */
+int ing_registry_read_rev(redisContext *c, long long *rev);
+
+void ing_registry_ref(ing_registry_t *reg);
+void ing_registry_unref(ing_registry_t *reg);
+
+/* The API key that hashes to sha256 (32 bytes), compared in constant time, or NULL. */
+const ing_apikey_t *ing_registry_auth_key(const ing_registry_t *reg, const unsigned char *sha);
+
+/* The app app_id (app ids are unique across tenants, cfg.c checks) with a non-empty
+ * secret, or NULL. */
+const ing_app_t *ing_registry_app(const ing_registry_t *reg, const char *app_id);
+
+/* The tenant that declares robot (config "robots"), or NULL when no tenant does: then the
+ * robot is shared, any tenant's tasks may name it (README "Task mode, robots and
+ * priorities"). */
+const ing_tenant_t *ing_registry_robot_owner(const ing_registry_t *reg, const char *robot);
+/*
+ * The active secrets of an app or a webhook (its config object o) at now_ms: "secret", then
+ * "previous_secret" while "previous_secret_expires" has not passed (or when it is absent),
+ * README "Rotating secrets". Fills out[0..2) and returns how many (0 when o has no secret).
+ */
+size_t ing_registry_secrets(const cJSON *o, int64_t now_ms, const char *out[2]);
+
+/* The tenant id (its config document: webhooks, rate_limits, ...), or NULL. */
+const ing_tenant_t *ing_registry_tenant(const ing_registry_t *reg, const char *id);
+
+/* Every document of the snapshot (tenants, servers, tools, in the config file's form, each
+ * with a "_field" member naming its registry field), for listings. */
+const cJSON *ing_registry_docs(const ing_registry_t *reg);
+
+const ing_server_t *ing_registry_server(const ing_registry_t *reg, const char *tenant,
+                                        const char *name);
+const ing_tool_t *ing_registry_tool(const ing_server_t *srv, const char *name);
+
+#endif

@@ -1,0 +1,309 @@
+#include "tasks.h"
+
+#include "err.h"
+#include "log.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define POLL_INTERVAL_MS 1000 /* suggested to pollers of a task that has not ended */
+
+/* Runs a task script on a pooled connection; with replicas > 0, then WAIT on it: *waited is
+ * set to 0 when fewer replicas than that acknowledged within timeout_ms (or the connection
+ * broke), else 1. */
+static redisReply *run_wait(kv_pool_t *kv, task_script_t s, int argc, const char *const *argv,
+                            int replicas, int timeout_ms, int *waited)
+{
+    char err[256];
+    redisContext *c = kv_pool_get(kv, err, sizeof(err));
+    if (!c) {
+        log_event(LOG_WARN, "tasks: Redis unavailable", "error", err, (char *)NULL);
+        return NULL;
+    }
+    redisReply *r = task_script_run(c, s, argc, argv, err, sizeof(err));
+    if (r && waited)
+        *waited = kv_wait(c, replicas, timeout_ms) == 0;
+    kv_pool_put(kv, c, c->err != 0);
+    if (!r)
+        log_event(LOG_WARN, "tasks: script failed", "error", err, (char *)NULL);
+    return r;
+}
+
+static redisReply *run(kv_pool_t *kv, task_script_t s, int argc, const char *const *argv)
+{
+    return run_wait(kv, s, argc, argv, 0, 0, NULL);
+}
+
+int ing_tasks_create(kv_pool_t *kv, const ing_tasks_new_t *t, long long *created_ms)
+{
+    char prio[24], ttl[24], ret[24], max[24];
+    snprintf(prio, sizeof(prio), "%lld", t->priority);
+    snprintf(ttl, sizeof(ttl), "%lld", t->ttl_ms);
+    snprintf(ret, sizeof(ret), "%lld", t->retention_s);
+    snprintf(max, sizeof(max), "%lld", t->max_tasks);
+    const char *argv[] = {t->id,
+                          t->tenant,
+                          t->server,
+                          t->tool,
+                          t->version ? t->version : "",
+                          t->args_json,
+                          t->robot ? t->robot : "",
+                          prio,
+                          t->env_json,
+                          ret,
+                          ttl,
+                          t->surface,
+                          t->traceparent ? t->traceparent : "",
+                          max};
+    int waited = 1;
+    redisReply *r =
+        run_wait(kv, TASK_SCRIPT_CREATE, 14, argv, t->wait_replicas, t->wait_timeout_ms, &waited);
+    if (!r)
+        return MCPQ_EUNAVAIL;
+    int rc = r->type != REDIS_REPLY_INTEGER ? MCPQ_EUNAVAIL
+             : r->integer > 0               ? 0
+             : r->integer == -1             ? MCPQ_EQUOTA
+                                            : MCPQ_EUNAVAIL;
+    if (rc == 0)
+        *created_ms = r->integer;
+    freeReplyObject(r);
+    if (rc == 0 && !waited) {
+        /* Not on enough replicas: the client is told to try again and the task, which no
+         * job will ever run, ends terminated where it is (docs/redis.md). */
+        log_event(LOG_WARN, "task not created: too few Redis replicas acknowledged it", "task_id",
+                  t->id, (char *)NULL);
+        ing_tasks_abandon(kv, t->id, "not replicated in time (MCPQ_REDIS_WAIT_REPLICAS)",
+                          t->retention_s);
+        rc = MCPQ_EUNAVAIL;
+    }
+    return rc;
+}
+
+void ing_tasks_abandon(kv_pool_t *kv, const char *id, const char *reason, long long retention_s)
+{
+    char ret[24], base[20];
+    snprintf(ret, sizeof(ret), "%lld", retention_s);
+    util_random_hex(base, 8);
+    const char *argv[] = {id, reason, ret, base};
+    redisReply *r = run(kv, TASK_SCRIPT_ABANDON, 4, argv);
+    if (r)
+        freeReplyObject(r);
+}
+
+int ing_tasks_get(kv_pool_t *kv, const char *tenant, const char *id, ing_tasks_t *task)
+{
+    char err[256];
+    task->fields = NULL;
+    if (!id || !*id || strlen(id) > 128)
+        return MCPQ_ENOTFOUND;
+    redisReply *r = kv_pool_command(kv, err, sizeof(err), "HGETALL {mcpq}:task:%s", id);
+    if (!r)
+        return MCPQ_EUNAVAIL;
+    int rc = MCPQ_ENOTFOUND;
+    if (r->type == REDIS_REPLY_ARRAY && r->elements >= 2) {
+        cJSON *f = cJSON_CreateObject();
+        for (size_t i = 0; f && i + 1 < r->elements; i += 2)
+            cJSON_AddItemToObject(
+                f, r->element[i]->str ? r->element[i]->str : "",
+                cJSON_CreateString(r->element[i + 1]->str ? r->element[i + 1]->str : ""));
+        const char *t = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f, "tenant"));
+        if (f && t && strcmp(t, tenant) == 0) {
+            task->fields = f;
+            rc = 0;
+        } else {
+            cJSON_Delete(f);
+        }
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
+void ing_tasks_cleanup(ing_tasks_t *task)
+{
+    cJSON_Delete(task->fields);
+    task->fields = NULL;
+}
+
+const char *ing_tasks_field(const ing_tasks_t *task, const char *name)
+{
+    const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(task->fields, name));
+    return v ? v : "";
+}
+
+int ing_tasks_cancel(kv_pool_t *kv, const char *tenant, const char *id, const char *reason,
+                     long long retention_s)
+{
+    char ret[24], base[20];
+    snprintf(ret, sizeof(ret), "%lld", retention_s);
+    util_random_hex(base, 8);
+    const char *argv[] = {id, tenant, reason, ret, base};
+    redisReply *r = run(kv, TASK_SCRIPT_CANCEL, 5, argv);
+    if (!r)
+        return MCPQ_EUNAVAIL;
+    long long v = r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+    freeReplyObject(r);
+    return v == 1 ? 0 : v == -2 ? MCPQ_EINVAL : MCPQ_ENOTFOUND;
+}
+
+cJSON *ing_tasks_list(kv_pool_t *kv, const char *tenant, long long offset, long long limit,
+                      int *more)
+{
+    char err[256];
+    redisReply *r =
+        kv_pool_command(kv, err, sizeof(err), "ZREVRANGE " TASK_INDEX_PREFIX "%s %lld %lld", tenant,
+                        offset, offset + limit);
+    if (!r)
+        return NULL;
+    cJSON *ids = cJSON_CreateArray();
+    *more = 0;
+    for (size_t i = 0; ids && r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
+        if ((long long)i == limit) {
+            *more = 1;
+            break;
+        }
+        cJSON_AddItemToArray(ids, cJSON_CreateString(r->element[i]->str ? r->element[i]->str : ""));
+    }
+    freeReplyObject(r);
+    return ids;
+}
+
+/* A field holding JSON, parsed (NULL when absent or not JSON). */
+static cJSON *json_field(const ing_tasks_t *task, const char *name)
+{
+    const char *v = ing_tasks_field(task, name);
+    return *v ? cJSON_Parse(v) : NULL;
+}
+
+/* A time field as a number, or null while unknown. */
+static cJSON *time_field(const ing_tasks_t *task, const char *name)
+{
+    const char *v = ing_tasks_field(task, name);
+    return *v ? cJSON_CreateNumber((double)strtoll(v, NULL, 10)) : cJSON_CreateNull();
+}
+
+static int terminal(const char *state)
+{
+    return strcmp(state, "complete") == 0 || strcmp(state, "terminated") == 0 ||
+           strcmp(state, "cancelled") == 0;
+}
+
+cJSON *ing_tasks_seed003(const ing_tasks_t *task)
+{
+    cJSON *d = cJSON_CreateObject();
+    cJSON_AddStringToObject(d, "TaskId", ing_tasks_field(task, "id"));
+    cJSON_AddStringToObject(d, "TaskStatus", ing_tasks_field(task, "state"));
+    cJSON_AddNumberToObject(d, "TaskPriority",
+                            (double)strtoll(ing_tasks_field(task, "priority"), NULL, 10));
+    const char *msg = ing_tasks_field(task, "msg");
+    const char *why = ing_tasks_field(task, "error");
+    const char *desc = *why ? why : msg;
+    cJSON_AddItemToObject(d, "TaskDescription",
+                          *desc ? cJSON_CreateString(desc) : cJSON_CreateNull());
+    const char *robot = ing_tasks_field(task, "robot");
+    cJSON_AddItemToObject(d, "RobotId", *robot ? cJSON_CreateString(robot) : cJSON_CreateNull());
+    cJSON_AddStringToObject(d, "AppId", ing_tasks_field(task, "tool"));
+    cJSON *params = cJSON_AddArrayToObject(d, "AppParams");
+    cJSON *args = json_field(task, "args");
+    const cJSON *a;
+    cJSON_ArrayForEach(a, args)
+    {
+        cJSON *p = cJSON_CreateObject();
+        cJSON_AddStringToObject(p, "Name", a->string ? a->string : "");
+        cJSON_AddItemToObject(p, "Value", cJSON_Duplicate(a, 1));
+        cJSON_AddItemToArray(params, p);
+    }
+    cJSON_Delete(args);
+    cJSON *result = json_field(task, "result");
+    cJSON_AddItemToObject(d, "TaskResult", result ? result : cJSON_CreateNull());
+    cJSON_AddNullToObject(d, "CallbackConfig");
+    cJSON_AddItemToObject(d, "TaskCreateTime", time_field(task, "created_ms"));
+    cJSON_AddItemToObject(d, "TaskBeginTime", time_field(task, "begin_ms"));
+    cJSON_AddItemToObject(d, "TaskEndTime", time_field(task, "end_ms"));
+    const char *progress = ing_tasks_field(task, "progress");
+    if (*progress)
+        cJSON_AddItemToObject(d, "TaskProgress", json_field(task, "progress"));
+    cJSON_AddNumberToObject(d, "Attempts",
+                            (double)strtoll(ing_tasks_field(task, "attempts"), NULL, 10));
+    return d;
+}
+
+static cJSON *iso_time(long long ms)
+{
+    time_t s = (time_t)(ms / 1000);
+    struct tm tm;
+    char buf[96];
+    gmtime_r(&s, &tm);
+    snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+    return cJSON_CreateString(buf);
+}
+
+cJSON *ing_tasks_mcp(const ing_tasks_t *task, int ext, long long retention_s)
+{
+    cJSON *t = cJSON_CreateObject();
+    const char *state = ing_tasks_field(task, "state");
+    const char *fault = ing_tasks_field(task, "fault");
+    const char *status = task_mcp_status(state, fault, ext);
+    cJSON_AddStringToObject(t, "taskId", ing_tasks_field(task, "id"));
+    cJSON_AddStringToObject(t, "status", status);
+    const char *msg = *ing_tasks_field(task, "error") ? ing_tasks_field(task, "error")
+                                                      : ing_tasks_field(task, "msg");
+    if (*msg)
+        cJSON_AddStringToObject(t, "statusMessage", msg);
+    cJSON_AddItemToObject(t, "createdAt",
+                          iso_time(strtoll(ing_tasks_field(task, "created_ms"), NULL, 10)));
+    cJSON_AddItemToObject(t, "lastUpdatedAt",
+                          iso_time(strtoll(ing_tasks_field(task, "updated_ms"), NULL, 10)));
+    /* The retention the gateway keeps a task for, whatever TTL the client asked for. */
+    cJSON_AddNumberToObject(t, ext ? "ttlMs" : "ttl", (double)retention_s * 1000.0);
+    if (!terminal(state)) {
+        cJSON_AddNumberToObject(t, ext ? "pollIntervalMs" : "pollInterval", POLL_INTERVAL_MS);
+        return t;
+    }
+    if (ext && strcmp(status, "completed") == 0) {
+        cJSON *result = json_field(task, "result");
+        cJSON_AddItemToObject(t, "result", result ? result : cJSON_CreateObject());
+    } else if (ext && strcmp(status, "failed") == 0) {
+        cJSON *err = cJSON_AddObjectToObject(t, "error");
+        cJSON_AddNumberToObject(err, "code", (double)strtol(fault, NULL, 10));
+        cJSON_AddStringToObject(err, "message", *msg ? msg : "the task failed");
+    }
+    return t;
+}
+
+cJSON *ing_tasks_result(const ing_tasks_t *task)
+{
+    if (!terminal(ing_tasks_field(task, "state")))
+        return NULL;
+    return json_field(task, "result");
+}
+
+int ing_tasks_wait(kv_pool_t *kv, const char *id, const char *reply_key)
+{
+    char err[256];
+    redisReply *r =
+        kv_pool_command(kv, err, sizeof(err), "SADD {mcpq}:task:%s:waiters %s", id, reply_key);
+    if (!r)
+        return MCPQ_EUNAVAIL;
+    freeReplyObject(r);
+    r = kv_pool_command(kv, err, sizeof(err), "EXPIRE {mcpq}:task:%s:waiters 86400", id);
+    if (r)
+        freeReplyObject(r);
+    return 0;
+}
+
+void ing_tasks_related_meta(cJSON *result, const char *id)
+{
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(result, "_meta");
+    if (!cJSON_IsObject(meta)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(result, "_meta");
+        meta = cJSON_AddObjectToObject(result, "_meta");
+    }
+    cJSON *rel = cJSON_CreateObject();
+    cJSON_AddStringToObject(rel, "taskId", id);
+    cJSON_DeleteItemFromObjectCaseSensitive(meta, "io.modelcontextprotocol/related-task");
+    cJSON_AddItemToObject(meta, "io.modelcontextprotocol/related-task", rel);
+}

@@ -1,0 +1,81 @@
+/*
+ * tasks.h - the ingress's side of the task model (common/task.h, SPEC section 5): creating
+ * a task for a tools/call, reading, listing and cancelling a tenant's tasks, and rendering a
+ * task for each surface: the seed-003 shape of the system server (workerSysGetTaskStatus),
+ * and the MCP Tasks `Task` object (2025-11-25 and the 2026-07-28 extension).
+ *
+ * A task of another tenant answers exactly as a missing one (SPEC section 3).
+ *
+ * Thread-safe (Redis through the kv pool).
+ */
+#ifndef MCPQ_ING_TASKS_H
+#define MCPQ_ING_TASKS_H
+
+#include "kv.h"
+#include "task.h"
+
+#include <cjson/cJSON.h>
+
+/* A task as read from Redis: its hash fields as a cJSON object of strings. */
+typedef struct ing_tasks {
+    cJSON *fields;
+} ing_tasks_t;
+
+typedef struct ing_tasks_new {
+    const char *id, *tenant, *server, *tool, *version;
+    const char *args_json, *robot, *env_json, *surface;
+    const char *traceparent; /* the creating call's (ingress span); NULL or "" for none */
+    long long priority, ttl_ms, retention_s;
+    long long
+        max_tasks; /* the tenant's quotas.tasks: tasks it may have in retention; 0: no limit */
+    int wait_replicas, wait_timeout_ms; /* MCPQ_REDIS_WAIT_*: 0 replicas, no WAIT */
+} ing_tasks_new_t;
+
+/* Creates the task (state waiting). 0 with *created_ms, MCPQ_EQUOTA (the tenant has
+ * max_tasks tasks in retention: nothing created), or MCPQ_EUNAVAIL (also when fewer than
+ * t->wait_replicas replicas acknowledged it: it is then ended terminated). */
+int ing_tasks_create(kv_pool_t *kv, const ing_tasks_new_t *t, long long *created_ms);
+
+/* Ends a task whose job never reached Kafka as terminated (reason). Best effort. */
+void ing_tasks_abandon(kv_pool_t *kv, const char *id, const char *reason, long long retention_s);
+
+/* Reads the tenant's task: 0 (task filled; ing_tasks_cleanup), MCPQ_ENOTFOUND (missing or
+ * another tenant's), MCPQ_EUNAVAIL. */
+int ing_tasks_get(kv_pool_t *kv, const char *tenant, const char *id, ing_tasks_t *task);
+void ing_tasks_cleanup(ing_tasks_t *task);
+
+/* A field ("" when absent). */
+const char *ing_tasks_field(const ing_tasks_t *task, const char *name);
+
+/* Cancels: 0, MCPQ_ENOTFOUND, MCPQ_EINVAL (already finished), MCPQ_EUNAVAIL. */
+int ing_tasks_cancel(kv_pool_t *kv, const char *tenant, const char *id, const char *reason,
+                     long long retention_s);
+
+/* Up to limit ids of the tenant's tasks, newest first, starting after `after` entries
+ * (offset); *more set when there are others. A cJSON array of strings, or NULL (Redis). */
+cJSON *ing_tasks_list(kv_pool_t *kv, const char *tenant, long long offset, long long limit,
+                      int *more);
+
+/* The seed-003 `data` object: TaskId, TaskStatus, TaskPriority, TaskDescription, RobotId,
+ * AppId, AppParams [{Name, Value}], TaskResult, CallbackConfig, TaskCreateTime,
+ * TaskBeginTime, TaskEndTime (epoch ms, null until known). */
+cJSON *ing_tasks_seed003(const ing_tasks_t *task);
+
+/* The MCP Tasks Task object: taskId, status, statusMessage, createdAt, lastUpdatedAt, the
+ * retention as TTL, and a poll interval while it runs. ext = 0: the 2025-11-25 shape (ttl,
+ * pollInterval; a terminated task is failed). ext = 1: the 2026-07-28 extension's
+ * DetailedTask (ttlMs, pollIntervalMs; once terminal, `result` for completed, which includes
+ * a tool's isError result, or the JSON-RPC `error` for failed). */
+cJSON *ing_tasks_mcp(const ing_tasks_t *task, int ext, long long retention_s);
+
+/* The task's CallToolResult once terminal (a copy; NULL before). */
+cJSON *ing_tasks_result(const ing_tasks_t *task);
+
+/* Adds _meta {"io.modelcontextprotocol/related-task": {"taskId": id}} to a result. */
+void ing_tasks_related_meta(cJSON *result, const char *id);
+
+/* Registers reply_key to hear when the task ends (SADD {mcpq}:task:<id>:waiters). 0 or
+ * MCPQ_EUNAVAIL. */
+int ing_tasks_wait(kv_pool_t *kv, const char *id, const char *reply_key);
+
+#endif

@@ -1,0 +1,88 @@
+/*
+ * auth.h - who is calling (SPEC section 3): API keys from `Authorization: Bearer <key>` or
+ * `X-Api-Key`, hashed with SHA-256 and compared in constant time against the registry's
+ * key hashes; HMAC request signing (X-App-Id, X-Timestamp, X-Nonce, X-Signature; sig.h;
+ * version 2 with X-Signature-Version and X-Signed-Headers also covers Host and the MCP
+ * headers, and an app with "signature_version": 2 accepts only that) with each nonce claimed
+ * once per app in Redis for SIG_NONCE_TTL_S, so a request replayed at any replica is
+ * refused; Origin and Host allow-lists against DNS rebinding (SPEC section 2). A request
+ * that carries X-App-Id or X-Signature is judged by its signature alone (an API key next to
+ * a bad signature does not rescue it). Nothing here logs or returns a credential, a
+ * signature or a nonce. Thread-safe.
+ */
+#ifndef MCPQ_ING_AUTH_H
+#define MCPQ_ING_AUTH_H
+
+#include "kv.h"
+#include "registry.h"
+
+#include <microhttpd.h>
+
+typedef struct ing_ratelimit ing_ratelimit_t; /* ratelimit.h */
+
+/* The most client addresses and app ids one replica keeps failure counts of. */
+#define ING_AUTHFAIL_MAX_BUCKETS 65536
+
+/* The limits on failed authentications (README "Authentication"). */
+typedef struct ing_authfail {
+    ing_ratelimit_t *rl;    /* buckets per client address and per app id (NULL: no limits) */
+    long long addr_per_min; /* failures one client address may make a minute (0: no limit) */
+    long long id_per_min;   /* failures against one app id a minute (0: no limit) */
+} ing_authfail_t;
+
+/* What a signature covers: the request as received; and who sends it. */
+typedef struct ing_auth_req {
+    const char *method;
+    const char *uri; /* path and query exactly as sent */
+    const void *body;
+    size_t body_len;
+    kv_pool_t *kv;               /* where nonces are claimed */
+    const ing_authfail_t *fails; /* NULL: failures are not limited */
+    const char *client;          /* the client's address (peer.h) */
+    long long retry_after_ms;    /* out: with *status 429 */
+} ing_auth_req_t;
+
+/* Who a request authenticated as: an API key or an app of a tenant. */
+typedef struct ing_principal {
+    const ing_tenant_t *tenant;
+    char kind;       /* 'k': API key, 'a': app (HMAC signing) */
+    const char *id;  /* the key's id or the app id (never the key or the secret) */
+    ing_rate_t rate; /* its configured rate limit (per_s < 0: none configured) */
+} ing_principal_t;
+
+/*
+ * The authenticated tenant with *who filled, or NULL with *status (401; 503 when the nonce
+ * store is unreachable; 429 with r->retry_after_ms when the client or the app named has
+ * failed too often) and *why (a message for the client) set. A request that presents a
+ * credential (X-App-Id, X-Signature, Authorization, X-Api-Key) is refused 429 before any
+ * work when its client address or app id is over its failure budget on this replica; a
+ * presented credential that fails is counted against both (the app id only when it names a
+ * configured app), and the failure that exhausts a budget is answered 429 too.
+ */
+const ing_tenant_t *ing_auth_tenant(struct MHD_Connection *conn, const ing_registry_t *reg,
+                                    ing_auth_req_t *r, ing_principal_t *who, int *status,
+                                    const char **why);
+
+/*
+ * 1 when the headers alone name a credential the registry knows: an API key (Authorization:
+ * Bearer or X-Api-Key) of a tenant, or, for a signed request, a known X-App-Id with a
+ * well-formed X-Nonce and X-Signature and an X-Timestamp within SIG_WINDOW_S. The signature
+ * itself covers the body and is checked by ing_auth_tenant once the body is in; this only
+ * decides how much body the ingress reads before that (server.c, MCPQ_PREAUTH_BODY_BYTES).
+ * Claims no nonce. reg may be NULL (0).
+ */
+int ing_auth_known(struct MHD_Connection *conn, const ing_registry_t *reg);
+/* 1 when r->client, or app_id (may be NULL), is over its failure budget, with
+ * *retry_after_ms: a lookup on this replica, no Redis. */
+int ing_auth_fail_blocked(const ing_auth_req_t *r, const char *app_id, long long *retry_after_ms);
+
+/* Counts one failed authentication of r->client and of app_id (NULL: the client only), in
+ * Redis for the fleet (per replica while Redis is down). 1 when that went over a budget,
+ * with *retry_after_ms (logged once per refusal, with the client and app id). */
+int ing_auth_fail_count(const ing_auth_req_t *r, const char *app_id, long long *retry_after_ms);
+
+/* 1 when the request's Origin and Host pass MCPQ_ALLOWED_ORIGINS / MCPQ_ALLOWED_HOSTS. */
+int ing_auth_origin_ok(struct MHD_Connection *conn, const char *allowed_origins,
+                       const char *allowed_hosts);
+
+#endif

@@ -1,0 +1,809 @@
+#include "pending.h"
+
+#include "err.h"
+#include "rpc.h"
+#include "log.h"
+#include "notify.h"
+#include "kv.h"
+#include "tasks.h"
+#include "util.h"
+
+#include <assert.h>
+#include <cjson/cJSON.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define NBUCKETS 16384
+#define READ_BLOCK_MS 50
+#define KEEPALIVE_TICK_MS 200
+#define CANCEL_TTL_S 86400
+#define SSE_MAX_BACKLOG ((size_t)8 << 20) /* per call: frames a slow client has not read */
+
+typedef struct cancel_req {
+    struct cancel_req *next;
+    char job_id[ING_JOB_ID_LEN];
+    char reason[128];
+    log_ctx_t trace; /* the cancelling thread's log context: the call's trace when known */
+} cancel_req_t;
+
+struct ing_pending {
+    pthread_mutex_t lock;
+    ing_call_t *buckets[NBUCKETS];
+    ing_call_t **heap; /* min-heap on deadline_mono */
+    size_t nheap, capheap;
+    size_t count;      /* calls waiting, listeners excepted */
+    size_t nlisteners; /* listeners in the table */
+    kv_target_t *kvt;
+    int redis_timeout_ms;
+    char *reply_key;
+    int keepalive_ms;
+    int64_t next_tick_mono;
+    cancel_req_t *cancels; /* to publish, newest first */
+    pthread_t thread;
+    atomic_int stop;
+    atomic_int healthy;
+};
+
+static size_t bucket_of(const char *job_id)
+{
+    size_t h = 1469598103934665603ull;
+    for (const char *s = job_id; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h % NBUCKETS;
+}
+
+/* --- deadline heap (lock held) --- */
+
+static void heap_swap(ing_pending_t *p, size_t a, size_t b)
+{
+    ing_call_t *t = p->heap[a];
+    p->heap[a] = p->heap[b];
+    p->heap[b] = t;
+    p->heap[a]->heap_idx = a;
+    p->heap[b]->heap_idx = b;
+}
+
+static void heap_up(ing_pending_t *p, size_t i)
+{
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (p->heap[parent]->deadline_mono <= p->heap[i]->deadline_mono)
+            break;
+        heap_swap(p, i, parent);
+        i = parent;
+    }
+}
+
+static void heap_down(ing_pending_t *p, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < p->nheap && p->heap[l]->deadline_mono < p->heap[m]->deadline_mono)
+            m = l;
+        if (r < p->nheap && p->heap[r]->deadline_mono < p->heap[m]->deadline_mono)
+            m = r;
+        if (m == i)
+            return;
+        heap_swap(p, i, m);
+        i = m;
+    }
+}
+
+static int heap_push(ing_pending_t *p, ing_call_t *c)
+{
+    if (p->nheap == p->capheap) {
+        size_t cap = p->capheap ? p->capheap * 2 : 1024;
+        ing_call_t **h = realloc(p->heap, cap * sizeof(*h));
+        if (!h)
+            return MCPQ_ENOMEM;
+        p->heap = h;
+        p->capheap = cap;
+    }
+    c->heap_idx = p->nheap;
+    p->heap[p->nheap++] = c;
+    heap_up(p, c->heap_idx);
+    return 0;
+}
+
+static void heap_remove(ing_pending_t *p, ing_call_t *c)
+{
+    size_t i = c->heap_idx;
+    p->nheap--;
+    if (i != p->nheap) {
+        p->heap[i] = p->heap[p->nheap];
+        p->heap[i]->heap_idx = i;
+        heap_down(p, i);
+        heap_up(p, i);
+    }
+}
+
+/* --- table (lock held) --- */
+
+static ing_call_t *find_locked(ing_pending_t *p, const char *job_id)
+{
+    for (ing_call_t *c = p->buckets[bucket_of(job_id)]; c; c = c->next)
+        if (strcmp(c->job_id, job_id) == 0)
+            return c;
+    return NULL;
+}
+
+static void unlink_locked(ing_pending_t *p, ing_call_t *call)
+{
+    ing_call_t **pp = &p->buckets[bucket_of(call->job_id)];
+    while (*pp && *pp != call)
+        pp = &(*pp)->next;
+    if (*pp)
+        *pp = call->next;
+    heap_remove(p, call);
+    call->in_table = 0;
+    if (call->listener)
+        p->nlisteners--;
+    else
+        p->count--;
+}
+
+/* A call's keep-alive interval. */
+static int keepalive_of(const ing_pending_t *p, const ing_call_t *call)
+{
+    return call->keepalive_ms > 0 ? call->keepalive_ms : p->keepalive_ms;
+}
+
+/* The call that owns the connection: a batch element's group, else the call itself. Streams,
+ * keep-alives and wake-ups all go to it. */
+static ing_call_t *owner_of(ing_call_t *call)
+{
+    return call->group ? call->group : call;
+}
+
+/* Resumes a suspended connection (lock held). */
+static void wake_locked(ing_call_t *call)
+{
+    call = owner_of(call);
+    if (call->parked) {
+        call->parked = 0;
+        MHD_resume_connection(call->conn);
+    }
+}
+
+/* Appends raw SSE bytes to a call that streams or may (lock held). 0 or MCPQ_ENOMEM. */
+static int append_raw_locked(ing_pending_t *p, ing_call_t *call, const char *bytes, size_t n)
+{
+    call = owner_of(call);
+    if (call->out.len - call->out_off + n > SSE_MAX_BACKLOG ||
+        util_buf_append(&call->out, bytes, n) < 0)
+        return MCPQ_ENOMEM;
+    call->want_stream = 1;
+    call->next_keepalive_mono = util_mono_ms() + keepalive_of(p, call);
+    wake_locked(call);
+    return 0;
+}
+
+/* Appends one `event: message` frame carrying json (lock held). */
+static int append_frame_locked(ing_pending_t *p, ing_call_t *call, const char *json)
+{
+    static const char head[] = "event: message\ndata: ";
+    size_t n = strlen(json);
+    call = owner_of(call);
+    if (call->out.len - call->out_off + n + sizeof(head) + 2 > SSE_MAX_BACKLOG)
+        return MCPQ_ENOMEM;
+    if (util_buf_append(&call->out, head, sizeof(head) - 1) < 0 ||
+        util_buf_append(&call->out, json, n) < 0 || util_buf_append(&call->out, "\n\n", 2) < 0)
+        return MCPQ_ENOMEM;
+    return append_raw_locked(p, call, "", 0);
+}
+
+/* Drops one reference of a batch's group (lock held): the seal's or an element's. The last
+ * one ends the batch: its stream ends, or its array can be answered. */
+static void group_release_locked(ing_call_t *group)
+{
+    assert(group->nwaiting > 0);
+    if (--group->nwaiting > 0)
+        return;
+    group->done = 1;
+    if (group->sse_ok)
+        group->want_stream = group->stream_end = 1;
+    wake_locked(group);
+}
+
+/* Ends a call (lock held). Takes ownership of response, which may be NULL for a cancelled
+ * call that answers nothing. A streamed call gets the response as its last frame; a batch
+ * element's response is a frame of its group's stream, or waits for the group's array. */
+static void complete_locked(ing_pending_t *p, ing_call_t *call, char *response, int timed_out)
+{
+    unlink_locked(p, call);
+    call->timed_out = timed_out;
+    call->done = 1;
+    if (call->group) {
+        if (call->group->sse_ok && response && append_frame_locked(p, call, response) < 0)
+            log_event(LOG_WARN, "batch response dropped: the client reads too slowly", "job_id",
+                      call->job_id, (char *)NULL);
+        call->response = response;
+        group_release_locked(call->group);
+        return;
+    }
+    if (call->want_stream || call->streaming) {
+        if (response)
+            append_frame_locked(p, call, response);
+        call->stream_end = 1;
+    }
+    call->response = response;
+    wake_locked(call);
+}
+
+int ing_pending_add(ing_pending_t *p, ing_call_t *call)
+{
+    /* A call in the table twice makes a loop in its bucket and two heap entries (the
+     * reader would spin under the lock): refused, loudly in debug builds. */
+    pthread_mutex_lock(&p->lock);
+    int twice = call->in_table;
+    pthread_mutex_unlock(&p->lock);
+    assert(!twice && "a call was added to the pending table twice");
+    if (twice) {
+        log_event(LOG_ERROR, "refused to add a call that is already waiting", "job_id",
+                  call->job_id, (char *)NULL);
+        return MCPQ_EEXIST;
+    }
+    call->done = 0;
+    call->parked = 0;
+    call->response = NULL;
+    call->want_stream = call->streaming = call->stream_end = call->cancelled = 0;
+    util_buf_init(&call->out, SIZE_MAX);
+    call->out_off = 0;
+    call->next_keepalive_mono = util_mono_ms() + keepalive_of(p, call);
+    pthread_mutex_lock(&p->lock);
+    size_t b = bucket_of(call->job_id);
+    call->next = p->buckets[b];
+    p->buckets[b] = call;
+    int rc = 0;
+    if (heap_push(p, call) < 0) {
+        /* Cannot track its deadline: answer at once rather than risk a hang. */
+        p->buckets[b] = call->next;
+        call->done = 1;
+        call->response = NULL;
+        rc = MCPQ_ENOMEM;
+    } else {
+        call->in_table = 1;
+        if (call->listener)
+            p->nlisteners++;
+        else
+            p->count++;
+        if (call->group)
+            call->group->nwaiting++;
+    }
+    pthread_mutex_unlock(&p->lock);
+    return rc;
+}
+
+void ing_pending_group_init(ing_pending_t *p, ing_call_t *group)
+{
+    group->done = group->parked = group->timed_out = 0;
+    group->response = NULL;
+    group->want_stream = group->streaming = group->stream_end = group->cancelled = 0;
+    util_buf_init(&group->out, SIZE_MAX);
+    group->out_off = 0;
+    group->next_keepalive_mono = util_mono_ms() + keepalive_of(p, group);
+    group->group = NULL;
+    group->in_table = 0;
+    group->nwaiting = 1; /* the seal's */
+}
+
+void ing_pending_group_seal(ing_pending_t *p, ing_call_t *group, char *const *bodies, size_t n)
+{
+    pthread_mutex_lock(&p->lock);
+    if (group->sse_ok) {
+        for (size_t i = 0; i < n; i++)
+            if (bodies[i] && append_frame_locked(p, group, bodies[i]) < 0)
+                log_event(LOG_WARN, "batch response dropped: too large for the stream",
+                          (char *)NULL);
+        group->want_stream = 1;
+        group->next_keepalive_mono = util_mono_ms() + keepalive_of(p, group);
+    }
+    group_release_locked(group);
+    pthread_mutex_unlock(&p->lock);
+}
+
+int ing_pending_park(ing_pending_t *p, ing_call_t *call)
+{
+    int done;
+    pthread_mutex_lock(&p->lock);
+    done = call->done || call->want_stream;
+    if (!done) {
+        MHD_suspend_connection(call->conn);
+        call->parked = 1;
+    }
+    pthread_mutex_unlock(&p->lock);
+    return done;
+}
+
+int ing_pending_remove(ing_pending_t *p, ing_call_t *call)
+{
+    pthread_mutex_lock(&p->lock);
+    int was = call->in_table;
+    if (was)
+        unlink_locked(p, call);
+    if (was && call->group) {
+        /* Its reference goes back without ending the group: the element's request failed
+         * before the seal (which still holds the group), or the batch's client is gone. */
+        assert(call->group->nwaiting > 0);
+        call->group->nwaiting--;
+    }
+    pthread_mutex_unlock(&p->lock);
+    return was;
+}
+
+ing_take_t ing_pending_take(ing_pending_t *p, ing_call_t *call)
+{
+    ing_take_t t;
+    pthread_mutex_lock(&p->lock);
+    if (call->streaming) {
+        t = ING_TAKE_WAIT; /* the content reader serves it; nothing for the handler */
+    } else if (call->want_stream) {
+        call->streaming = 1;
+        t = ING_TAKE_STREAM;
+    } else if (call->done) {
+        t = ING_TAKE_JSON;
+    } else {
+        MHD_suspend_connection(call->conn);
+        call->parked = 1;
+        t = ING_TAKE_WAIT;
+    }
+    pthread_mutex_unlock(&p->lock);
+    return t;
+}
+
+ssize_t ing_pending_read(ing_pending_t *p, ing_call_t *call, char *buf, size_t max)
+{
+    ssize_t n;
+    pthread_mutex_lock(&p->lock);
+    size_t avail = call->out.len - call->out_off;
+    if (avail > 0) {
+        size_t k = avail < max ? avail : max;
+        memcpy(buf, call->out.data + call->out_off, k);
+        call->out_off += k;
+        if (call->out_off == call->out.len)
+            call->out.len = call->out_off = 0;
+        n = (ssize_t)k;
+    } else if (call->stream_end) {
+        n = MHD_CONTENT_READER_END_OF_STREAM;
+    } else {
+        MHD_suspend_connection(call->conn);
+        call->parked = 1;
+        n = 0;
+    }
+    pthread_mutex_unlock(&p->lock);
+    return n;
+}
+
+int ing_pending_post(ing_pending_t *p, const char *job_id, const char *json)
+{
+    pthread_mutex_lock(&p->lock);
+    ing_call_t *c = find_locked(p, job_id);
+    int rc = c ? append_frame_locked(p, c, json) : MCPQ_ENOTFOUND;
+    pthread_mutex_unlock(&p->lock);
+    return rc;
+}
+
+int ing_pending_comment(ing_pending_t *p, const char *job_id, const char *text)
+{
+    char line[256];
+    int n = snprintf(line, sizeof(line), ": %s\n\n", text);
+    if (n < 0 || (size_t)n >= sizeof(line))
+        return MCPQ_EINVAL;
+    pthread_mutex_lock(&p->lock);
+    ing_call_t *c = find_locked(p, job_id);
+    int rc = c ? append_raw_locked(p, c, line, (size_t)n) : MCPQ_ENOTFOUND;
+    pthread_mutex_unlock(&p->lock);
+    return rc;
+}
+
+void ing_pending_finish(ing_pending_t *p, const char *job_id, char *last)
+{
+    pthread_mutex_lock(&p->lock);
+    ing_call_t *c = find_locked(p, job_id);
+    if (c)
+        complete_locked(p, c, last, 0);
+    else
+        free(last);
+    pthread_mutex_unlock(&p->lock);
+}
+
+void ing_pending_release(ing_call_t *call)
+{
+    util_buf_cleanup(&call->out);
+    free(call->response);
+    call->response = NULL;
+}
+
+int ing_pending_cancel_job(redisContext *ctx, const char *job_id, const char *reason)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "reason", reason ? reason : "cancelled");
+    char *val = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    if (!val)
+        return MCPQ_ENOMEM;
+    redisAppendCommand(ctx, "SET {mcpq}:cancel:%s %s EX %d", job_id, val, CANCEL_TTL_S);
+    redisAppendCommand(ctx, "PUBLISH mcpq:cancel %s", job_id);
+    cJSON_free(val);
+    int rc = 0;
+    for (int i = 0; i < 2; i++) {
+        redisReply *r = NULL;
+        if (redisGetReply(ctx, (void **)&r) != REDIS_OK || !r || r->type == REDIS_REPLY_ERROR)
+            rc = MCPQ_EUNAVAIL;
+        kv_ctx_failover(NULL, ctx, r); /* a demoted master: the caller reconnects */
+        if (r)
+            freeReplyObject(r);
+        if (rc < 0 && ctx->err)
+            break;
+    }
+    return rc;
+}
+
+void ing_pending_cancel(ing_pending_t *p, const char *job_id, const char *reason)
+{
+    cancel_req_t *c = calloc(1, sizeof(*c));
+    if (!c) {
+        log_event(LOG_ERROR, "cannot queue a cancellation: out of memory", "job_id", job_id,
+                  (char *)NULL);
+        return;
+    }
+    snprintf(c->job_id, sizeof(c->job_id), "%s", job_id);
+    snprintf(c->reason, sizeof(c->reason), "%s", reason);
+    log_ctx_get(&c->trace);
+    pthread_mutex_lock(&p->lock);
+    c->next = p->cancels;
+    p->cancels = c;
+    pthread_mutex_unlock(&p->lock);
+}
+
+static char *error_response(const char *id_json, int code, const char *message)
+{
+    cJSON *id = cJSON_Parse(id_json);
+    char *s = rpc_error_str(id, code, message, NULL);
+    cJSON_Delete(id);
+    return s;
+}
+
+void ing_pending_fail(ing_pending_t *p, const char *job_id, int code, const char *message)
+{
+    pthread_mutex_lock(&p->lock);
+    ing_call_t *c = find_locked(p, job_id);
+    if (c)
+        complete_locked(p, c, error_response(c->id_json, code, message), 0);
+    pthread_mutex_unlock(&p->lock);
+}
+
+void ing_pending_fail_all(ing_pending_t *p, const char *message)
+{
+    pthread_mutex_lock(&p->lock);
+    while (p->nheap > 0) {
+        ing_call_t *c = p->heap[0];
+        complete_locked(
+            p, c, c->listener ? NULL : error_response(c->id_json, RPC_INTERNAL_ERROR, message), 0);
+    }
+    pthread_mutex_unlock(&p->lock);
+}
+
+size_t ing_pending_count(ing_pending_t *p)
+{
+    pthread_mutex_lock(&p->lock);
+    size_t n = p->count;
+    pthread_mutex_unlock(&p->lock);
+    return n;
+}
+
+int ing_pending_healthy(ing_pending_t *p)
+{
+    return atomic_load(&p->healthy);
+}
+
+char *ing_pending_record_response(const ing_call_t *call, const char *record, size_t len)
+{
+    cJSON *rec = cJSON_ParseWithLength(record, len);
+    const char *status = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "status"));
+    cJSON *result = cJSON_GetObjectItemCaseSensitive(rec, "result");
+    char *out = NULL;
+    if (status && strcmp(status, "ok") == 0 && cJSON_IsObject(result)) {
+        if (call->modern && !cJSON_GetObjectItemCaseSensitive(result, "resultType"))
+            cJSON_AddStringToObject(result, "resultType", "complete");
+        if (call->task_result)
+            ing_tasks_related_meta(result, call->job_id);
+        char *rs = cJSON_PrintUnformatted(result);
+        if (rs) {
+            size_t n = strlen(call->id_json) + strlen(rs) + 48;
+            out = malloc(n);
+            if (out)
+                snprintf(out, n, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}", call->id_json,
+                         rs);
+            cJSON_free(rs);
+        }
+    } else if (status && strcmp(status, "timeout") == 0) {
+        out = error_response(call->id_json, RPC_REPLY_TIMEOUT, "Agent reply timeout");
+    } else {
+        const cJSON *err = cJSON_GetObjectItemCaseSensitive(rec, "error");
+        const cJSON *code = cJSON_GetObjectItemCaseSensitive(err, "code");
+        const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "message"));
+        out = error_response(call->id_json,
+                             cJSON_IsNumber(code) ? (int)code->valuedouble : RPC_INTERNAL_ERROR,
+                             msg ? msg : "the worker could not run the tool");
+    }
+    cJSON_Delete(rec);
+    return out;
+}
+
+/* A `cancelled` entry: a stream ends without a response; a JSON answer is -32800 (or, when
+ * the client accepts SSE, an empty stream, so nothing answers the cancelled request). */
+static void cancel_locked(ing_pending_t *p, ing_call_t *call)
+{
+    call->cancelled = 1;
+    if (call->sse_ok || call->want_stream || call->streaming) {
+        call->want_stream = 1;
+        complete_locked(p, call, NULL, 0);
+    } else {
+        complete_locked(
+            p, call, error_response(call->id_json, RPC_REQUEST_CANCELLED, "Request cancelled"), 0);
+    }
+}
+
+/* One reply-stream entry for the calls of this replica waiting on the job: usually one, more
+ * when repeats of an idempotent call wait on the same job (idem.h). */
+static void deliver(ing_pending_t *p, const char *job_id, const char *kind, const char *data,
+                    size_t len)
+{
+    pthread_mutex_lock(&p->lock);
+    int result = strcmp(kind, "result") == 0, cancelled = strcmp(kind, "cancelled") == 0;
+    if (result || cancelled) {
+        /* Each completion unlinks its call, so look the job up again until none is left. */
+        ing_call_t *c;
+        while ((c = find_locked(p, job_id)) != NULL) {
+            if (result)
+                complete_locked(p, c, ing_pending_record_response(c, data, len), 0);
+            else
+                cancel_locked(p, c);
+        }
+        pthread_mutex_unlock(&p->lock);
+        return;
+    }
+    for (ing_call_t *c = p->buckets[bucket_of(job_id)]; c; c = c->next) {
+        if (strcmp(c->job_id, job_id) != 0 || !c->sse_ok)
+            continue;
+        char *n = NULL;
+        if (strcmp(kind, "progress") == 0 && c->progress_token[0])
+            n = ing_notify_progress(c->progress_token, data, len);
+        else if (strcmp(kind, "log") == 0)
+            n = ing_notify_log(data, len, c->log_min, c->tool);
+        if (n && append_frame_locked(p, c, n) < 0)
+            log_event(LOG_WARN, "notification dropped: the client reads too slowly", "job_id",
+                      job_id, "trace_id", c->trace.trace_id[0] ? c->trace.trace_id : NULL,
+                      (char *)NULL);
+        free(n);
+    }
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* Keep-alive comments for calls that may stream and have been quiet (reader thread). */
+static void keepalive_tick(ing_pending_t *p)
+{
+    static const char comment[] = ": keep-alive\n\n";
+    int64_t now = util_mono_ms();
+    if (now < p->next_tick_mono)
+        return;
+    p->next_tick_mono = now + KEEPALIVE_TICK_MS;
+    pthread_mutex_lock(&p->lock);
+    for (size_t b = 0; b < NBUCKETS && p->count + p->nlisteners > 0; b++)
+        for (ing_call_t *c = p->buckets[b]; c; c = c->next)
+            if (c->sse_ok && owner_of(c)->next_keepalive_mono <= now)
+                append_raw_locked(p, c, comment, sizeof(comment) - 1);
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* Publishes queued cancellations (reader thread). Kept queued while Redis is down. */
+static void publish_cancels(ing_pending_t *p, redisContext **ctx)
+{
+    pthread_mutex_lock(&p->lock);
+    cancel_req_t *list = p->cancels;
+    p->cancels = NULL;
+    pthread_mutex_unlock(&p->lock);
+    while (list) {
+        cancel_req_t *c = list;
+        if (!*ctx || ing_pending_cancel_job(*ctx, c->job_id, c->reason) < 0) {
+            if (*ctx && (*ctx)->err) {
+                redisFree(*ctx);
+                *ctx = NULL;
+            }
+            break; /* retried on the next round */
+        }
+        log_event(LOG_INFO, "tool call cancelled by the client", "job_id", c->job_id, "reason",
+                  c->reason, "trace_id", c->trace.trace_id[0] ? c->trace.trace_id : NULL,
+                  (char *)NULL);
+        list = c->next;
+        free(c);
+    }
+    if (list) {
+        cancel_req_t *tail = list;
+        while (tail->next)
+            tail = tail->next;
+        pthread_mutex_lock(&p->lock);
+        tail->next = p->cancels;
+        p->cancels = list;
+        pthread_mutex_unlock(&p->lock);
+    }
+}
+
+static const redisReply *field_of(const redisReply *kv, const char *name)
+{
+    for (size_t i = 0; i + 1 < kv->elements; i += 2)
+        if (kv->element[i]->type == REDIS_REPLY_STRING && strcmp(kv->element[i]->str, name) == 0)
+            return kv->element[i + 1];
+    return NULL;
+}
+
+/* Entries of XREAD: [[key, [[id, [f, v, ...]], ...]]]. Updates last_id. */
+static void handle_entries(ing_pending_t *p, const redisReply *r, char *last_id, size_t idsz)
+{
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 1)
+        return;
+    const redisReply *stream = r->element[0];
+    if (stream->type != REDIS_REPLY_ARRAY || stream->elements < 2)
+        return;
+    const redisReply *entries = stream->element[1];
+    for (size_t i = 0; i < entries->elements; i++) {
+        const redisReply *e = entries->element[i];
+        if (e->type != REDIS_REPLY_ARRAY || e->elements < 2)
+            continue;
+        snprintf(last_id, idsz, "%s", e->element[0]->str);
+        const redisReply *job = field_of(e->element[1], "job");
+        const redisReply *kind = field_of(e->element[1], "kind");
+        const redisReply *data = field_of(e->element[1], "data");
+        if (!job || !kind || !data || job->type != REDIS_REPLY_STRING)
+            continue;
+        if (kind->type == REDIS_REPLY_STRING && data->type == REDIS_REPLY_STRING)
+            deliver(p, job->str, kind->str, data->str, data->len);
+    }
+}
+
+/* Answers calls whose deadline passed: the durable result if it is there, else -32003. */
+static void expire(ing_pending_t *p, redisContext **ctx)
+{
+    for (;;) {
+        char job_id[ING_JOB_ID_LEN];
+        int64_t now = util_mono_ms();
+        pthread_mutex_lock(&p->lock);
+        if (p->nheap == 0 || p->heap[0]->deadline_mono > now) {
+            pthread_mutex_unlock(&p->lock);
+            return;
+        }
+        memcpy(job_id, p->heap[0]->job_id, sizeof(job_id));
+        pthread_mutex_unlock(&p->lock);
+
+        redisReply *r = *ctx ? redisCommand(*ctx, "GET {mcpq}:result:%s", job_id) : NULL;
+        if (!r && *ctx) {
+            redisFree(*ctx);
+            *ctx = NULL;
+        }
+        pthread_mutex_lock(&p->lock);
+        /* The call whose deadline passed (several calls may wait on one job id). */
+        ing_call_t *c = p->nheap > 0 && p->heap[0]->deadline_mono <= now &&
+                                strcmp(p->heap[0]->job_id, job_id) == 0
+                            ? p->heap[0]
+                            : NULL;
+        if (c) {
+            char *resp;
+            if (r && r->type == REDIS_REPLY_STRING)
+                resp = ing_pending_record_response(c, r->str, r->len);
+            else
+                resp = error_response(c->id_json, RPC_REPLY_TIMEOUT, "Agent reply timeout");
+            complete_locked(p, c, resp, !(r && r->type == REDIS_REPLY_STRING));
+        }
+        pthread_mutex_unlock(&p->lock);
+        if (r)
+            freeReplyObject(r);
+    }
+}
+
+static void *reader_thread(void *arg)
+{
+    ing_pending_t *p = arg;
+    redisContext *ctx = NULL;
+    char last_id[64] = "$";
+    char err[256];
+    int logged_down = 0;
+    while (!atomic_load(&p->stop)) {
+        if (!ctx) {
+            ctx = kv_connect(p->kvt, p->redis_timeout_ms, err, sizeof(err));
+            if (!ctx) {
+                atomic_store(&p->healthy, 0);
+                if (!logged_down++)
+                    log_event(LOG_ERROR, "reply reader: redis unreachable", "error", err,
+                              (char *)NULL);
+                expire(p, &ctx);
+                keepalive_tick(p);
+                usleep(200 * 1000);
+                continue;
+            }
+            if (strcmp(last_id, "$") == 0) {
+                /* Start after what is there now, by id, so a reconnect misses nothing. */
+                redisReply *r =
+                    redisCommand(ctx, "XADD %s MAXLEN ~ 100000 * kind hello", p->reply_key);
+                if (r && r->type == REDIS_REPLY_STRING)
+                    snprintf(last_id, sizeof(last_id), "%s", r->str);
+                if (r)
+                    freeReplyObject(r);
+                redisReply *e = redisCommand(ctx, "EXPIRE %s 3600", p->reply_key);
+                if (e)
+                    freeReplyObject(e);
+            }
+            if (logged_down)
+                log_event(LOG_INFO, "reply reader: redis reachable again", (char *)NULL);
+            logged_down = 0;
+            atomic_store(&p->healthy, 1);
+        }
+        redisReply *r = redisCommand(ctx, "XREAD COUNT 512 BLOCK %d STREAMS %s %s", READ_BLOCK_MS,
+                                     p->reply_key, last_id);
+        if (!r || r->type == REDIS_REPLY_ERROR) {
+            /* Lost, or an error such as -MOVED or -UNBLOCKED (the server stopped serving
+             * the stream: a failover): read again, from last_id, on a new connection. */
+            if (r) {
+                log_event(LOG_WARN, "reply reader: reconnecting", "error", r->str, (char *)NULL);
+                freeReplyObject(r);
+            }
+            redisFree(ctx);
+            ctx = NULL;
+            atomic_store(&p->healthy, 0);
+            continue;
+        }
+        handle_entries(p, r, last_id, sizeof(last_id));
+        freeReplyObject(r);
+        expire(p, &ctx);
+        keepalive_tick(p);
+        publish_cancels(p, &ctx);
+    }
+    redisFree(ctx);
+    return NULL;
+}
+
+ing_pending_t *ing_pending_new(kv_target_t *kvt, int redis_timeout_ms, const char *reply_key,
+                               int keepalive_ms)
+{
+    ing_pending_t *p = calloc(1, sizeof(*p));
+    if (!p)
+        return NULL;
+    pthread_mutex_init(&p->lock, NULL);
+    p->kvt = kvt;
+    p->reply_key = strdup(reply_key);
+    p->keepalive_ms = keepalive_ms > 0 ? keepalive_ms : 1000;
+    p->redis_timeout_ms =
+        redis_timeout_ms < 2 * READ_BLOCK_MS ? 2 * READ_BLOCK_MS : redis_timeout_ms;
+    atomic_init(&p->stop, 0);
+    atomic_init(&p->healthy, 0);
+    if (!p->reply_key || pthread_create(&p->thread, NULL, reader_thread, p)) {
+        free(p->reply_key);
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+void ing_pending_free(ing_pending_t *p)
+{
+    if (!p)
+        return;
+    atomic_store(&p->stop, 1);
+    pthread_join(p->thread, NULL);
+    ing_pending_fail_all(p, "server shutting down");
+    while (p->cancels) {
+        cancel_req_t *c = p->cancels;
+        p->cancels = c->next;
+        log_event(LOG_WARN, "cancellation not published: shutting down", "job_id", c->job_id,
+                  "trace_id", c->trace.trace_id[0] ? c->trace.trace_id : NULL, (char *)NULL);
+        free(c);
+    }
+    free(p->heap);
+    free(p->reply_key);
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+}

@@ -1,0 +1,170 @@
+/*
+ * pending.h - tools/call requests waiting for their result, without a thread each.
+ *
+ * A waiting call is an ing_call_t embedded in its HTTP request. The HTTP thread adds it
+ * (ing_pending_add), publishes the job, then parks the connection (ing_pending_park, which
+ * suspends it in libmicrohttpd unless the answer is already there). One reader thread
+ * follows this replica's Redis reply stream (XREAD BLOCK, docs/internals.md) and completes
+ * calls as results arrive; the same thread answers calls whose deadline passed with
+ * -32003, after one last look at the durable result key. Completing a parked call resumes
+ * its connection; the HTTP thread then sends call->response.
+ *
+ * Streaming (SSE, SPEC section 2): a call whose client accepts text/event-stream gets the
+ * progress and log entries of its job as `event: message` frames as they arrive, then its
+ * response. The first frame (or the first keep-alive comment, after keepalive_ms of waiting)
+ * resumes the connection with want_stream set; the HTTP thread then queues a streamed
+ * response whose content reader (ing_pending_read) hands out the frames, suspending the
+ * connection whenever there is nothing to send. Keep-alive comments continue every
+ * keepalive_ms until the response is sent; a failed write is how a closed stream is seen.
+ *
+ * Listeners (listen.h): a long-lived notification stream (the legacy GET stream, a 2026-07-28
+ * subscriptions/listen) is a call with `listener` set, keyed by an id of its own ("l_<hex>"),
+ * no deadline and no result: it streams from the start, gets frames through ing_pending_post()
+ * and keep-alive comments every keepalive_ms, and ends with ing_pending_finish() or when its
+ * client goes away. Listeners are not counted by ing_pending_count().
+ *
+ * Batches (2025-03-26 JSON-RPC batches, docs/internals.md): the elements of one batch that
+ * wait (tools/call, tasks/result) are calls of their own, each in the table under its own
+ * job id with its own deadline, whose `group` is the batch's call. The group owns the
+ * connection and is never in the table itself: only the group parks, wakes, streams and
+ * finishes. A group made with ing_pending_group_init() holds one reference of its own until
+ * ing_pending_group_seal(), so elements that finish while the batch is still being
+ * dispatched cannot end it early; it is done when the seal and every element are. A group
+ * whose client accepts text/event-stream streams from the seal on: every element's response
+ * (and its notifications) is a frame, the stream ends with the last one. Otherwise each
+ * element keeps its response and the HTTP thread answers the whole array once the group is
+ * done.
+ *
+ * Cancellation (docs/internals.md): ing_pending_cancel() queues a job id; the reader thread
+ * sets `{mcpq}:cancel:<job>` and publishes it. A `cancelled` entry from the worker ends the
+ * call: an open stream ends without a response, a JSON answer is -32800.
+ *
+ * Thread safety: every function is thread-safe. A call's fields are written under the
+ * table's lock until done is set (streamed calls: until the stream ends); after that the
+ * HTTP thread owns them.
+ */
+#ifndef MCPQ_ING_PENDING_H
+#define MCPQ_ING_PENDING_H
+
+#include "kv.h"
+#include "trace.h"
+#include "util.h"
+
+#include <microhttpd.h>
+#include <hiredis/hiredis.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define ING_JOB_ID_LEN 40
+
+typedef struct ing_call {
+    char job_id[ING_JOB_ID_LEN];
+    char id_json[300];     /* the JSON-RPC id, rendered */
+    int64_t deadline_mono; /* monotonic ms */
+    struct MHD_Connection *conn;
+    /* set before ing_pending_add, read-only after */
+    int sse_ok;               /* the client accepts text/event-stream */
+    int modern;               /* 2026-07-28: the result carries resultType */
+    int log_min;              /* forward log entries at or above this level; -1: none */
+    char progress_token[300]; /* rendered JSON; "" when the call has none */
+    char tool[128];           /* logger name of forwarded log entries */
+    trace_ctx_t trace;        /* the call's trace, the ingress's span; trace_id "" if none */
+    int task_result;          /* tasks/result: the result carries the related-task _meta */
+    int listener;             /* a notification stream (listen.h): see above */
+    int keepalive_ms;         /* > 0: its keep-alive interval instead of the table's */
+    /* streaming state, under the table lock */
+    int want_stream; /* an SSE response should start */
+    int streaming;   /* the SSE response is queued; frames go to out */
+    int stream_end;  /* nothing more is appended to out */
+    int cancelled;   /* ended by a `cancelled` entry */
+    util_buf_t out;  /* SSE bytes not yet handed to libmicrohttpd */
+    size_t out_off;
+    int64_t next_keepalive_mono;
+    /* batches: see above */
+    struct ing_call *group; /* an element: the batch's call (set before ing_pending_add) */
+    size_t nwaiting;        /* a group: the seal plus elements not done, under the lock */
+    /* table bookkeeping */
+    struct ing_call *next;
+    size_t heap_idx;
+    int in_table;
+    int parked;
+    /* outcome, valid once done */
+    int done;
+    char *response; /* malloc'd JSON-RPC response */
+    int timed_out;
+} ing_call_t;
+
+typedef struct ing_pending ing_pending_t;
+
+/* reply_key: this replica's stream ({mcpq}:reply:<instance>); keepalive_ms: SSE comment
+ * interval while a streamed call waits. */
+ing_pending_t *ing_pending_new(kv_target_t *kvt, int redis_timeout_ms, const char *reply_key,
+                               int keepalive_ms);
+/* Completes every call still waiting with -32603 "server shutting down", stops the thread. */
+void ing_pending_free(ing_pending_t *p);
+
+/* Adds call under its job id. 0; MCPQ_ENOMEM when the table cannot track it (the call is
+ * then done, with no response: answer -32603); MCPQ_EEXIST when this very call is in the
+ * table already (a caller bug: an assertion in debug builds; the call is left as it was). */
+int ing_pending_add(ing_pending_t *p, ing_call_t *call);
+/* Makes group the call of a batch whose elements will wait (see above): its stream state is
+ * reset and it holds the seal's reference. sse_ok must be set before. Not in the table. */
+void ing_pending_group_init(ing_pending_t *p, ing_call_t *group);
+/* Drops the seal's reference once every element has been dispatched: with no element
+ * waiting the group is done at once. A streaming group (sse_ok) starts its stream with
+ * frames, one per JSON-RPC response in bodies[0..n) (the elements answered at once). */
+void ing_pending_group_seal(ing_pending_t *p, ing_call_t *group, char *const *bodies, size_t n);
+/* Suspends call->conn (a group's: the batch) until completion or its first SSE frame; returns 1
+ * (nothing suspended) if there is something to send already. Must run on the connection's HTTP
+ * thread, inside the access handler. */
+int ing_pending_park(ing_pending_t *p, ing_call_t *call);
+/* Completes a call by job id with a JSON-RPC error (e.g. Kafka refused the job). */
+void ing_pending_fail(ing_pending_t *p, const char *job_id, int code, const char *message);
+/* Removes a call that is still waiting (its request failed or its client went away).
+ * 1 when it was waiting, 0 when it had already completed. A batch element gives its
+ * group's reference back without ending the group. */
+int ing_pending_remove(ing_pending_t *p, ing_call_t *call);
+
+/* What the HTTP thread does with a resumed call (ing_pending_take). */
+typedef enum {
+    ING_TAKE_WAIT = 0, /* nothing yet: the connection was suspended again */
+    ING_TAKE_JSON,     /* done: send call->response as one JSON object */
+    ING_TAKE_STREAM    /* queue the SSE response now (the call is marked streaming) */
+} ing_take_t;
+
+/* On the connection's HTTP thread, inside the access handler. */
+ing_take_t ing_pending_take(ing_pending_t *p, ing_call_t *call);
+/* The SSE response's content reader: bytes copied, MHD_CONTENT_READER_END_OF_STREAM, or 0
+ * after suspending the connection until more arrives. */
+ssize_t ing_pending_read(ing_pending_t *p, ing_call_t *call, char *buf, size_t max);
+/* Appends one `event: message` frame carrying json to the stream of the waiting call job_id
+ * (a listener's). 0, MCPQ_ENOTFOUND (it has ended), or MCPQ_ENOMEM (out of memory, or its
+ * client has not read SSE_MAX_BACKLOG bytes). */
+int ing_pending_post(ing_pending_t *p, const char *job_id, const char *json);
+/* Appends the SSE comment ": <text>" to the stream of the waiting call job_id. Same returns. */
+int ing_pending_comment(ing_pending_t *p, const char *job_id, const char *text);
+/* Ends the waiting call job_id: last (malloc'd JSON, consumed; may be NULL) is its last
+ * frame, then its stream ends. Nothing when it has ended already. */
+void ing_pending_finish(ing_pending_t *p, const char *job_id, char *last);
+/* Frees a call's buffers once its request is over. */
+void ing_pending_release(ing_call_t *call);
+
+/* Asks the workers to stop job_id (asynchronously, from the reader thread). */
+void ing_pending_cancel(ing_pending_t *p, const char *job_id, const char *reason);
+/* SET {mcpq}:cancel:<job_id> + PUBLISH mcpq:cancel on ctx. 0 or MCPQ_EUNAVAIL. */
+int ing_pending_cancel_job(redisContext *ctx, const char *job_id, const char *reason);
+
+size_t ing_pending_count(ing_pending_t *p);
+/* 1 while the reader is connected to Redis. */
+int ing_pending_healthy(ing_pending_t *p);
+/* Completes everything still waiting with -32603 (graceful shutdown after the grace period);
+ * listeners' streams just end. */
+void ing_pending_fail_all(ing_pending_t *p, const char *message);
+
+/* The JSON-RPC response for a result record (docs/internals.md) answering call (its id_json,
+ * modern and task_result are used): the record's result, -32003 for a timeout, or its error.
+ * Under 2026-07-28 the result carries resultType. Malloc'd; NULL on ENOMEM. */
+char *ing_pending_record_response(const ing_call_t *call, const char *record, size_t len);
+
+#endif

@@ -1,0 +1,184 @@
+#include "era.h"
+
+#include "err.h"
+#include "util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_HDR_VALUE 4096
+#define SENTINEL_HEAD "=?base64?"
+#define SENTINEL_TAIL "?="
+
+const cJSON *ing_era_meta(const rpc_msg_t *msg)
+{
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(msg->params, "_meta");
+    return cJSON_IsObject(m) ? m : NULL;
+}
+
+int ing_era_declares_tasks_ext(const rpc_msg_t *msg)
+{
+    const cJSON *caps = cJSON_GetObjectItemCaseSensitive(ing_era_meta(msg), ING_META_CLIENT_CAPS);
+    const cJSON *ext = cJSON_GetObjectItemCaseSensitive(caps, "extensions");
+    return cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(ext, ING_EXT_TASKS));
+}
+
+int ing_era_hdr_decode(const char *raw, char *out, size_t out_size)
+{
+    size_t n = strlen(raw);
+    size_t head = sizeof(SENTINEL_HEAD) - 1, tail = sizeof(SENTINEL_TAIL) - 1;
+    if (n > MAX_HDR_VALUE || out_size == 0)
+        return MCPQ_EINVAL;
+    if (n >= head + tail && strncmp(raw, SENTINEL_HEAD, head) == 0 &&
+        strcmp(raw + n - tail, SENTINEL_TAIL) == 0) {
+        /* Strict: padding required, at most two '=' and only at the end, one encoding per
+         * value (util.h); room for the NUL; a NUL inside the value is refused. */
+        size_t k = 0;
+        if (util_b64_decode(raw + head, n - head - tail, UTIL_B64_PAD, (unsigned char *)out,
+                            out_size - 1, &k) < 0 ||
+            memchr(out, '\0', k))
+            return MCPQ_EINVAL;
+        out[k] = '\0';
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)raw[i];
+        if (!(c == '\t' || (c >= 0x20 && c <= 0x7e)))
+            return MCPQ_EINVAL;
+    }
+    if (n + 1 > out_size)
+        return MCPQ_EINVAL;
+    memcpy(out, raw, n + 1);
+    return 0;
+}
+
+static const char *header(struct MHD_Connection *conn, const char *name)
+{
+    return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
+}
+
+int ing_era_modern_headers_check(struct MHD_Connection *conn, const rpc_msg_t *msg,
+                                 const char *header_version, char *why, size_t why_size)
+{
+    const char *meta_v =
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ing_era_meta(msg), ING_META_VERSION));
+    if (!header_version) {
+        snprintf(why, why_size, "Header mismatch: MCP-Protocol-Version header is required");
+        return MCPQ_EINVAL;
+    }
+    if (!meta_v || strcmp(meta_v, header_version) != 0) {
+        snprintf(why, why_size,
+                 "Header mismatch: MCP-Protocol-Version header value '%.40s' does not match "
+                 "params._meta[\"" ING_META_VERSION "\"] '%.40s'",
+                 header_version, meta_v ? meta_v : "(absent)");
+        return MCPQ_EINVAL;
+    }
+    const char *m = header(conn, "Mcp-Method");
+    if (!m || strcmp(m, msg->method) != 0) {
+        snprintf(why, why_size,
+                 "Header mismatch: Mcp-Method header value '%.80s' does not match body value "
+                 "'%.80s'",
+                 m ? m : "(absent)", msg->method);
+        return MCPQ_EINVAL;
+    }
+    /* The body field Mcp-Name mirrors: the tool's name, or the task's id (tasks extension). */
+    int is_call = strcmp(msg->method, "tools/call") == 0;
+    int is_task = strcmp(msg->method, "tasks/get") == 0 ||
+                  strcmp(msg->method, "tasks/update") == 0 ||
+                  strcmp(msg->method, "tasks/cancel") == 0;
+    const char *name = cJSON_GetStringValue(
+        cJSON_GetObjectItemCaseSensitive(msg->params, is_call ? "name" : "taskId"));
+    if (is_call || (is_task && name)) {
+        const char *raw = header(conn, "Mcp-Name");
+        char dec[MAX_HDR_VALUE + 1];
+        if (!raw || ing_era_hdr_decode(raw, dec, sizeof(dec)) < 0 || !name ||
+            strcmp(dec, name) != 0) {
+            snprintf(why, why_size,
+                     "Header mismatch: Mcp-Name header value '%.80s' does not match body value "
+                     "'%.80s'",
+                     raw ? raw : "(absent)", name ? name : "(absent)");
+            return MCPQ_EINVAL;
+        }
+    }
+    return 0;
+}
+
+/* The header text an argument value must have: string as is, integer in decimal, boolean as
+ * true/false. 0, or MCPQ_EINVAL for other types. */
+static int expected_text(const cJSON *v, char *out, size_t out_size)
+{
+    if (cJSON_IsString(v)) {
+        snprintf(out, out_size, "%s", v->valuestring);
+        return strlen(v->valuestring) < out_size ? 0 : MCPQ_EINVAL;
+    }
+    if (cJSON_IsBool(v)) {
+        snprintf(out, out_size, "%s", cJSON_IsTrue(v) ? "true" : "false");
+        return 0;
+    }
+    if (cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble) &&
+        fabs(v->valuedouble) <= 9007199254740991.0) {
+        snprintf(out, out_size, "%.0f", v->valuedouble);
+        return 0;
+    }
+    return MCPQ_EINVAL;
+}
+
+/* Integers compare numerically ("42.0" and "42" agree). */
+static int same_value(const char *hdr, const char *want, const cJSON *v)
+{
+    if (cJSON_IsNumber(v)) {
+        char *end;
+        double d = strtod(hdr, &end);
+        return *hdr && *end == '\0' && d == v->valuedouble;
+    }
+    return strcmp(hdr, want) == 0;
+}
+
+static int check_props(struct MHD_Connection *conn, const cJSON *schema, const cJSON *args,
+                       int depth, char *why, size_t why_size)
+{
+    const cJSON *props = cJSON_GetObjectItemCaseSensitive(schema, "properties");
+    if (!cJSON_IsObject(props) || depth > 16)
+        return 0;
+    const cJSON *p;
+    cJSON_ArrayForEach(p, props)
+    {
+        const cJSON *v =
+            cJSON_IsObject(args) ? cJSON_GetObjectItemCaseSensitive(args, p->string) : NULL;
+        const char *name =
+            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "x-mcp-header"));
+        if (name) {
+            char hname[160];
+            snprintf(hname, sizeof(hname), "Mcp-Param-%.140s", name);
+            const char *raw = header(conn, hname);
+            char dec[MAX_HDR_VALUE + 1], want[MAX_HDR_VALUE + 1];
+            int present = v && !cJSON_IsNull(v);
+            if (!present && raw) {
+                snprintf(why, why_size,
+                         "Header mismatch: %s header sent but arguments.%.80s is absent", hname,
+                         p->string);
+                return MCPQ_EINVAL;
+            }
+            if (present &&
+                (!raw || ing_era_hdr_decode(raw, dec, sizeof(dec)) < 0 ||
+                 expected_text(v, want, sizeof(want)) < 0 || !same_value(dec, want, v))) {
+                snprintf(why, why_size,
+                         "Header mismatch: %s header value '%.80s' does not match "
+                         "arguments.%.80s",
+                         hname, raw ? raw : "(absent)", p->string);
+                return MCPQ_EINVAL;
+            }
+        }
+        if (check_props(conn, p, v, depth + 1, why, why_size) < 0)
+            return MCPQ_EINVAL;
+    }
+    return 0;
+}
+
+int ing_era_param_headers_check(struct MHD_Connection *conn, const cJSON *input_schema,
+                                const cJSON *args, char *why, size_t why_size)
+{
+    return check_props(conn, input_schema, args, 0, why, why_size);
+}

@@ -1,0 +1,718 @@
+#include "mcp.h"
+#include "toolcall.h"
+
+#include "api.h"
+#include "auth.h"
+#include "batch.h"
+#include "era.h"
+#include "err.h"
+#include "listen.h"
+#include "log.h"
+#include "mcpreq.h"
+#include "mcptasks.h"
+#include "notify.h"
+#include "peer.h"
+#include "system.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* How long a 2026-07-28 client may cache tools/list (ttlMs). Registry changes reach every
+ * replica within a second; clients see them after at most this long. */
+#define LIST_TTL_MS 30000
+#define INSTRUCTIONS "Tools of this server run on the mcpq worker fleet."
+
+static const char *const supported_versions[] = {ING_SUPPORTED_VERSIONS};
+#define NVERSIONS (sizeof(supported_versions) / sizeof(supported_versions[0]))
+
+static int version_supported(const char *v)
+{
+    for (size_t i = 0; i < NVERSIONS; i++)
+        if (strcmp(v, supported_versions[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* ---- methods ---- */
+
+static void do_initialize(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
+{
+    const char *asked =
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg->params, "protocolVersion"));
+    /* initialize is the legacy handshake: a modern or unknown version gets the latest
+     * legacy one (the client may then disconnect). */
+    const char *v = asked && version_supported(asked) && strcmp(asked, ING_MODERN_VERSION) != 0
+                        ? asked
+                        : ING_LATEST_VERSION;
+    ing_session_t s;
+    memset(&s, 0, sizeof(s));
+    snprintf(s.tenant, sizeof(s.tenant), "%s", m->tenant->id);
+    snprintf(s.version, sizeof(s.version), "%s", v);
+    const mcpq_settings_t *set = m->req->ctx->set;
+    long long max = ing_quota_limit(m->tenant, ING_QUOTA_SESSIONS, set);
+    int rc = ing_session_create(m->req->ctx->kv, &s, set->session_ttl_s, max);
+    if (rc == MCPQ_EQUOTA) {
+        ing_mcpreq_resp_quota(resp, msg->id, ING_QUOTA_SESSIONS, max);
+        return;
+    }
+    if (rc < 0) {
+        ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR,
+                              "session store (Redis) unavailable; try again", NULL);
+        return;
+    }
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddStringToObject(r, "protocolVersion", v);
+    cJSON *caps = cJSON_AddObjectToObject(r, "capabilities");
+    /* notifications/tools/list_changed: the GET stream (listen.h) */
+    cJSON_AddBoolToObject(cJSON_AddObjectToObject(caps, "tools"), "listChanged", 1);
+    cJSON_AddObjectToObject(caps, "logging");
+    /* MCP Tasks (2025-11-25): tools/call may be task-augmented; tasks/list and cancel. */
+    cJSON *tasks = cJSON_AddObjectToObject(caps, "tasks");
+    cJSON_AddObjectToObject(tasks, "list");
+    cJSON_AddObjectToObject(tasks, "cancel");
+    cJSON_AddObjectToObject(
+        cJSON_AddObjectToObject(cJSON_AddObjectToObject(tasks, "requests"), "tools"), "call");
+    cJSON_AddItemToObject(r, "serverInfo", ing_mcpreq_server_info());
+    cJSON_AddStringToObject(r, "instructions", INSTRUCTIONS);
+    ing_mcpreq_resp_result_obj(m, resp, msg->id, r);
+    snprintf(resp->session_id, sizeof(resp->session_id), "%s", s.id);
+}
+
+/* server/discover (2026-07-28; answered in every era). */
+static void do_discover(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
+{
+    cJSON *r = cJSON_CreateObject();
+    cJSON *sup = cJSON_AddArrayToObject(r, "supportedVersions");
+    for (size_t i = 0; i < NVERSIONS; i++)
+        cJSON_AddItemToArray(sup, cJSON_CreateString(supported_versions[i]));
+    cJSON *caps = cJSON_AddObjectToObject(r, "capabilities");
+    /* notifications/tools/list_changed: subscriptions/listen, or the GET stream of an older
+     * version (listen.h) */
+    cJSON_AddBoolToObject(cJSON_AddObjectToObject(caps, "tools"), "listChanged", 1);
+    cJSON_AddObjectToObject(caps, "logging");
+    /* The tasks extension (SPEC 5.2): task-mode tools answer with a task to clients that
+     * declare it on the request. */
+    cJSON_AddObjectToObject(cJSON_AddObjectToObject(caps, "extensions"), ING_EXT_TASKS);
+    cJSON_AddItemToObject(r, "serverInfo", ing_mcpreq_server_info());
+    cJSON_AddStringToObject(r, "instructions", INSTRUCTIONS);
+    int modern = m->modern;
+    m->modern = 1; /* resultType and _meta serverInfo whatever the era of the request */
+    ing_mcpreq_resp_result_obj(m, resp, msg->id, r);
+    m->modern = modern;
+}
+
+static void do_set_level(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
+{
+    const char *level =
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg->params, "level"));
+    if (ing_notify_level_index(level) < 0) {
+        ing_mcpreq_resp_error(
+            resp, 200, msg->id, RPC_INVALID_PARAMS,
+            "params.level must be one of debug, info, notice, warning, error, critical, "
+            "alert, emergency",
+            NULL);
+        return;
+    }
+    if (m->has_session) {
+        snprintf(m->session.log_level, sizeof(m->session.log_level), "%s", level);
+        if (ing_session_save(m->req->ctx->kv, &m->session, m->req->ctx->set->session_ttl_s) < 0) {
+            ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR,
+                                  "session store (Redis) unavailable; try again", NULL);
+            return;
+        }
+    }
+    ing_mcpreq_resp_json(resp, 200, rpc_result_str(msg->id, "{}"));
+}
+
+/* Cursors are "c<offset>"; anything else is -32602. */
+static int parse_cursor(const cJSON *params, size_t ntools, size_t *offset)
+{
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(params, "cursor");
+    *offset = 0;
+    if (!c || cJSON_IsNull(c))
+        return 0;
+    if (!cJSON_IsString(c) || c->valuestring[0] != 'c')
+        return MCPQ_EINVAL;
+    long long v;
+    if (util_parse_ll(c->valuestring + 1, 1, (long long)ntools - 1, &v) < 0)
+        return MCPQ_EINVAL;
+    *offset = (size_t)v;
+    return 0;
+}
+
+static void do_tools_list(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
+{
+    const ing_server_t *srv = m->server;
+    size_t off;
+    if (parse_cursor(msg->params, srv->ntools, &off) < 0) {
+        ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS, "invalid cursor", NULL);
+        return;
+    }
+    size_t page = (size_t)m->req->ctx->set->page_size;
+    size_t end = off + page < srv->ntools ? off + page : srv->ntools;
+    util_buf_t b;
+    util_buf_init(&b, (size_t)64 << 20);
+    char idbuf[320];
+    rpc_id_str(msg->id, idbuf, sizeof(idbuf));
+    int rc = util_buf_append(&b, "{\"jsonrpc\":\"2.0\",\"id\":", 22);
+    rc |= util_buf_append(&b, idbuf, strlen(idbuf));
+    rc |= util_buf_append(&b, ",\"result\":{\"tools\":[", 20);
+    for (size_t i = off; i < end && rc == 0; i++) {
+        if (i > off)
+            rc |= util_buf_append(&b, ",", 1);
+        rc |= util_buf_append(&b, srv->tools[i]->list_json, strlen(srv->tools[i]->list_json));
+    }
+    rc |= util_buf_append(&b, "]", 1);
+    if (end < srv->ntools) {
+        char cur[48];
+        int n = snprintf(cur, sizeof(cur), ",\"nextCursor\":\"c%zu\"", end);
+        rc |= util_buf_append(&b, cur, (size_t)n);
+    }
+    if (m->modern) {
+        char tail[200];
+        int n = snprintf(tail, sizeof(tail),
+                         ",\"resultType\":\"complete\",\"ttlMs\":%d,\"cacheScope\":\"private\","
+                         "\"_meta\":{\"" ING_META_SERVER_INFO "\":{\"name\":\"mcpq\","
+                         "\"version\":\"" MCPQ_VERSION "\"}}",
+                         LIST_TTL_MS);
+        rc |= util_buf_append(&b, tail, (size_t)n);
+    }
+    rc |= util_buf_append(&b, "}}", 2);
+    if (rc) {
+        util_buf_cleanup(&b);
+        ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR, "tools/list page too large",
+                              NULL);
+        return;
+    }
+    ing_mcpreq_resp_json(resp, 200, b.data); /* ownership of b.data moves to resp */
+}
+
+static const char *header(ing_req_t *req, const char *name)
+{
+    return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+/* Streams that cannot open (ing_listen_open's errors, spec its request) as an HTTP answer. */
+static void listen_refused(ing_resp_t *resp, const cJSON *id, int rc, const ing_listen_spec_t *spec)
+{
+    if (rc == MCPQ_EQUOTA) {
+        ing_mcpreq_resp_quota(resp, id, ING_QUOTA_STREAMS, spec->tenant_max);
+    } else if (rc == MCPQ_EUNAVAIL || rc == MCPQ_ETOOBIG) {
+        ing_mcpreq_resp_error(resp, 503, id, RPC_INTERNAL_ERROR,
+                              rc == MCPQ_EUNAVAIL
+                                  ? "server shutting down; listen on another replica"
+                                  : "too many notification streams open on this replica; try again",
+                              NULL);
+        resp->retry_after_s = 5;
+    } else {
+        ing_mcpreq_resp_error(resp, 500, id, RPC_INTERNAL_ERROR,
+                              "cannot open the stream: out of memory", NULL);
+    }
+}
+
+/* subscriptions/listen (2026-07-28; listen.h says what of the specification this follows):
+ * an SSE stream that stays open, acknowledged first, carrying
+ * notifications/tools/list_changed when the filter asks for toolsListChanged, ended by the
+ * client closing it or by this server with the listen request's response. */
+static void do_listen(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
+{
+    const cJSON *filter = cJSON_GetObjectItemCaseSensitive(msg->params, "notifications");
+    if (!cJSON_IsObject(filter)) {
+        ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS,
+                              "params.notifications must be an object naming the notifications to "
+                              "receive, e.g. {\"toolsListChanged\": true}",
+                              NULL);
+        return;
+    }
+    const char *accept = header(m->req, "Accept");
+    if (!accept || !strcasestr(accept, "text/event-stream")) {
+        ing_mcpreq_resp_error(
+            resp, 406, msg->id, RPC_INVALID_REQUEST,
+            "subscriptions/listen answers with an SSE stream: Accept must include "
+            "text/event-stream",
+            NULL);
+        return;
+    }
+    /* The response that ends the stream gracefully (SubscriptionsListenResult). */
+    cJSON *end = cJSON_CreateObject();
+    cJSON *meta = cJSON_AddObjectToObject(end, "_meta");
+    cJSON_AddItemToObject(meta, ING_META_SUBSCRIPTION_ID, cJSON_Duplicate(msg->id, 1));
+    ing_mcpreq_modern_result(end);
+    char *end_result = cJSON_PrintUnformatted(end);
+    cJSON_Delete(end);
+    char *end_json = end_result ? rpc_result_str(msg->id, end_result) : NULL;
+    cJSON_free(end_result);
+    char idbuf[320];
+    ing_listen_spec_t spec = {
+        .tenant = m->tenant->id,
+        .server = m->server->name,
+        .sub_id_json = rpc_id_str(msg->id, idbuf, sizeof(idbuf)),
+        .tools = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(filter, "toolsListChanged")),
+        .end_json = end_json,
+        .tenant_max = ing_quota_limit(m->tenant, ING_QUOTA_STREAMS, m->req->ctx->set)};
+    int rc = end_json ? ing_listen_open(m->req->ctx->listen, m->req, &spec) : MCPQ_ENOMEM;
+    free(end_json);
+    if (rc < 0)
+        listen_refused(resp, msg->id, rc, &spec);
+}
+
+/* ---- dispatch ---- */
+
+/* HTTP 400 with -32022, data.supported and data.requested. */
+static void unsupported_version(ing_resp_t *resp, const cJSON *id, const char *asked)
+{
+    cJSON *data = cJSON_CreateObject();
+    cJSON *sup = cJSON_AddArrayToObject(data, "supported");
+    for (size_t i = 0; i < NVERSIONS; i++)
+        cJSON_AddItemToArray(sup, cJSON_CreateString(supported_versions[i]));
+    cJSON_AddStringToObject(data, "requested", asked);
+    ing_mcpreq_resp_error(resp, 400, id, RPC_UNSUPPORTED_VERSION, "Unsupported protocol version",
+                          data);
+    cJSON_Delete(data);
+}
+
+/* Returns 1 when parked. */
+static int dispatch(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
+{
+    const char *meth = msg->method;
+    m->req->metric = ing_metrics_method(meth);
+    if (msg->kind == RPC_NOTIFICATION) {
+        if (!m->modern && strcmp(meth, "notifications/cancelled") == 0)
+            ing_toolcall_cancelled(m, msg);
+        resp->status = 202;
+        return 0;
+    }
+    /* 2026-07-28 removed initialize, ping and logging/setLevel. */
+    int legacy_only = strcmp(meth, "initialize") == 0 || strcmp(meth, "ping") == 0 ||
+                      strcmp(meth, "logging/setLevel") == 0;
+    if (m->modern && legacy_only) {
+        /* fall through to "not found" */
+    } else if (strcmp(meth, "initialize") == 0) {
+        do_initialize(m, msg, resp);
+        return 0;
+    } else if (strcmp(meth, "ping") == 0) {
+        ing_mcpreq_resp_json(resp, 200, rpc_result_str(msg->id, "{}"));
+        return 0;
+    } else if (strcmp(meth, "logging/setLevel") == 0) {
+        do_set_level(m, msg, resp);
+        return 0;
+    } else if (strcmp(meth, "server/discover") == 0) {
+        do_discover(m, msg, resp);
+        return 0;
+    } else if (strcmp(meth, "tools/list") == 0) {
+        do_tools_list(m, msg, resp);
+        return 0;
+    } else if (strcmp(meth, "tools/call") == 0) {
+        return ing_toolcall_run(m, msg, resp);
+    } else if (m->modern && strcmp(meth, "subscriptions/listen") == 0) {
+        do_listen(m, msg, resp);
+        return 0;
+    } else if (!m->modern && strncmp(meth, "tasks/", 6) == 0) {
+        return ing_mcptasks_call(m, msg, resp);
+    } else if (strncmp(meth, "tasks/", 6) == 0) {
+        ing_mcptasks_ext(m, msg, resp);
+        return 0;
+    }
+    char buf[200];
+    snprintf(buf, sizeof(buf), "Method not found: %.120s", meth);
+    ing_mcpreq_resp_error(resp, m->modern ? 404 : 200, msg->id, RPC_METHOD_NOT_FOUND, buf, NULL);
+    return 0;
+}
+
+/* One element of a batch into slot m->elem: its immediate response, or its call left
+ * waiting. */
+static void batch_element(ing_mcp_t *m, const cJSON *item)
+{
+    ing_batch_t *b = m->batch;
+    rpc_msg_t msg;
+    ing_resp_t one = {0};
+    int waits = 0;
+    rpc_classify(item, &msg);
+    if (msg.kind == RPC_INVALID)
+        ing_mcpreq_resp_error(&one, 400, msg.id, RPC_INVALID_REQUEST, msg.why, NULL);
+    else if (msg.kind == RPC_NOTIFICATION)
+        dispatch(m, &msg, &one); /* notifications/cancelled; nothing to answer */
+    else if (msg.kind != RPC_REQUEST)
+        return; /* a response: nothing to answer */
+    else if (strcmp(msg.method, "initialize") == 0)
+        ing_mcpreq_resp_error(&one, 200, msg.id, RPC_INVALID_REQUEST,
+                              "initialize cannot be sent inside a batch", NULL);
+    else
+        waits = dispatch(m, &msg, &one);
+    if (!waits) {
+        ing_batch_call_drop(b, m->elem); /* made, but answered at once */
+        b->bodies[m->elem] = one.body;
+    } else {
+        free(one.body);
+    }
+}
+
+/* A 2025-03-26 batch (docs/internals.md, "Batches"): every element is dispatched as if sent
+ * alone, those that wait (tools/call, tasks/result) each on a call of their own. With none
+ * waiting the array is answered at once; otherwise the request's call becomes the batch's
+ * group, which streams every response as it comes (a client that accepts
+ * text/event-stream) or answers the array when the last element is done. 1 when parked. */
+static int do_batch(ing_mcp_t *m, const cJSON *batch, ing_resp_t *resp)
+{
+    ing_req_t *req = m->req;
+    int n = cJSON_GetArraySize(batch);
+    if (n == 0) {
+        ing_mcpreq_resp_error(resp, 400, NULL, RPC_INVALID_REQUEST, "empty batch", NULL);
+        return 0;
+    }
+    if (n > ING_BATCH_MAX) {
+        char buf[120];
+        snprintf(buf, sizeof(buf), "a batch holds at most %d messages; this one has %d",
+                 ING_BATCH_MAX, n);
+        ing_mcpreq_resp_error(resp, 400, NULL, RPC_INVALID_REQUEST, buf, NULL);
+        return 0;
+    }
+    ing_batch_t *b = ing_batch_new((size_t)n);
+    if (!b) {
+        ing_mcpreq_resp_error(resp, 500, NULL, RPC_INTERNAL_ERROR, "out of memory", NULL);
+        return 0;
+    }
+    ing_call_t *group = &req->call;
+    group->conn = req->conn;
+    const char *accept = header(req, "Accept");
+    group->sse_ok = accept && strcasestr(accept, "text/event-stream") != NULL;
+    snprintf(group->id_json, sizeof(group->id_json), "null");
+    snprintf(group->tool, sizeof(group->tool), "batch");
+    ing_pending_group_init(req->ctx->pending, group);
+    m->batch = b;
+    const cJSON *item;
+    cJSON_ArrayForEach(item, batch)
+    {
+        batch_element(m, item);
+        m->elem++;
+    }
+    m->batch = NULL;
+    req->metric = ING_M_OTHER;
+    if (!ing_batch_waits(b)) {
+        int oom = 0;
+        char *arr = ing_batch_response(b, &oom);
+        ing_batch_free(b, NULL);
+        if (oom)
+            ing_mcpreq_resp_error(resp, 500, NULL, RPC_INTERNAL_ERROR, "out of memory", NULL);
+        else if (!arr)
+            resp->status = 202; /* only notifications and responses */
+        else
+            ing_mcpreq_resp_json(resp, 200, arr);
+        return 0;
+    }
+    req->batch = b;
+    req->has_call = 1;
+    ing_pending_group_seal(req->ctx->pending, group, b->bodies, b->n);
+    return ing_pending_park(req->ctx->pending, group) ? 0 : 1;
+}
+
+static int content_type_ok(const char *ct)
+{
+    if (!ct)
+        return 0;
+    while (*ct == ' ')
+        ct++;
+    return strncasecmp(ct, "application/json", 16) == 0 &&
+           (ct[16] == '\0' || ct[16] == ';' || ct[16] == ' ');
+}
+
+static int accept_ok(const char *accept)
+{
+    if (!accept || !*accept)
+        return 1;
+    return strcasestr(accept, "application/json") || strcasestr(accept, "*/*") ||
+           strcasestr(accept, "application/*") || strcasestr(accept, "text/event-stream");
+}
+
+/* resp: 429 with Retry-After and -32029 (data.retryAfterMs). */
+static void too_many(ing_resp_t *resp, const char *msg, long long wait_ms)
+{
+    cJSON *data = cJSON_CreateObject();
+    cJSON_AddNumberToObject(data, "retryAfterMs", (double)wait_ms);
+    ing_mcpreq_resp_error(resp, 429, NULL, RPC_RATE_LIMITED, msg, data);
+    cJSON_Delete(data);
+    resp->retry_after_s = (wait_ms + 999) / 1000;
+}
+
+/* 1 with resp filled (429, Retry-After) when the caller's key or app is over its rate. */
+static int over_rate_limit(ing_ctx_t *ctx, const ing_principal_t *who, ing_resp_t *resp)
+{
+    long long wait_ms = 0;
+    if (ing_ratelimit_admit(ctx->rl, who, ctx->set->rate_limit_per_s, ctx->set->rate_limit_burst,
+                            &wait_ms))
+        return 0;
+    char msg[160];
+    snprintf(msg, sizeof(msg), "rate limit of this %s exceeded; retry after %lld ms",
+             who->kind == 'a' ? "app" : "API key", wait_ms);
+    too_many(resp, msg, wait_ms);
+    return 1;
+}
+
+/* Common front half of POST and DELETE: origin, auth, registry, server. 0 or resp filled. */
+static int front(ing_req_t *req, const char *server, ing_mcp_t *m, ing_resp_t *resp)
+{
+    ing_ctx_t *ctx = req->ctx;
+    memset(m, 0, sizeof(*m));
+    m->req = req;
+    if (!ing_auth_origin_ok(req->conn, ctx->set->allowed_origins, ctx->set->allowed_hosts)) {
+        ing_mcpreq_resp_error(resp, 403, NULL, RPC_INVALID_REQUEST, "Origin or Host not allowed",
+                              NULL);
+        return -1;
+    }
+    m->reg = ing_ctx_registry(ctx);
+    if (!m->reg) {
+        ing_mcpreq_resp_error(resp, 503, NULL, RPC_INTERNAL_ERROR,
+                              "registry not loaded yet; try again", NULL);
+        return -1;
+    }
+    const char *why = NULL;
+    int status = 401;
+    char client[ING_PEER_LEN];
+    ing_auth_req_t ar;
+    ing_api_auth_req(req, &ar, client);
+    ing_principal_t who = {0};
+    m->tenant = ing_auth_tenant(req->conn, m->reg, &ar, &who, &status, &why);
+    if (!m->tenant) {
+        if (status == 429) {
+            too_many(resp, why, ar.retry_after_ms);
+            return -1;
+        }
+        if (status == 503) {
+            ing_mcpreq_resp_error(resp, 503, NULL, RPC_INTERNAL_ERROR, why, NULL);
+            return -1;
+        }
+        ing_mcpreq_resp_error(resp, 401, NULL, -32000, why, NULL);
+        resp->www_auth = "Bearer realm=\"mcpq\"";
+        return -1;
+    }
+    snprintf(req->tenant, sizeof(req->tenant), "%s", m->tenant->id);
+    if (over_rate_limit(ctx, &who, resp))
+        return -1;
+    const char *sname = server ? server : m->tenant->default_server;
+    m->server = strcmp(sname, ING_SYSTEM_SERVER) == 0
+                    ? ing_system_server()
+                    : ing_registry_server(m->reg, m->tenant->id, sname);
+    if (!m->server) {
+        ing_mcpreq_resp_error(resp, 404, NULL, RPC_INVALID_PARAMS, "server not found", NULL);
+        return -1;
+    }
+    return 0;
+}
+
+static int load_session(ing_mcp_t *m, const cJSON *id, ing_resp_t *resp)
+{
+    const char *sid = header(m->req, "Mcp-Session-Id");
+    if (!sid)
+        return 0;
+    int rc = ing_session_get(m->req->ctx->kv, sid, m->tenant->id, m->req->ctx->set->session_ttl_s,
+                             &m->session);
+    if (rc == MCPQ_ENOTFOUND) {
+        ing_mcpreq_resp_error(resp, 404, id, RPC_SESSION_NOT_FOUND, "Session not found", NULL);
+        return -1;
+    }
+    if (rc < 0) {
+        ing_mcpreq_resp_error(resp, 503, id, RPC_INTERNAL_ERROR,
+                              "session store (Redis) unavailable; try again", NULL);
+        return -1;
+    }
+    m->has_session = 1;
+    return 0;
+}
+
+int ing_mcp_post(ing_req_t *req, const char *server, ing_resp_t *resp)
+{
+    ing_mcp_t m = {0};
+    int parked = 0;
+    cJSON *root = NULL;
+    /* Before auth, as for an announced Content-Length (server.c): a signature over a body that
+     * was cut off could not verify anyway. */
+    if (req->too_big) {
+        char buf[96];
+        snprintf(buf, sizeof(buf), "request body larger than %lld bytes", req->body_limit);
+        ing_mcpreq_resp_error(resp, 413, NULL, RPC_INVALID_REQUEST, buf, NULL);
+        goto out;
+    }
+    if (front(req, server, &m, resp) < 0)
+        goto out;
+    if (!content_type_ok(header(req, "Content-Type"))) {
+        ing_mcpreq_resp_error(resp, 415, NULL, RPC_INVALID_REQUEST,
+                              "Content-Type must be application/json", NULL);
+        goto out;
+    }
+    if (!accept_ok(header(req, "Accept"))) {
+        ing_mcpreq_resp_error(resp, 406, NULL, RPC_INVALID_REQUEST,
+                              "Accept must allow application/json or text/event-stream", NULL);
+        goto out;
+    }
+    const char *why = NULL;
+    root = rpc_parse(req->body.data ? req->body.data : "", req->body.len, &why);
+    if (!root) {
+        ing_mcpreq_resp_error(resp, 400, NULL, RPC_PARSE_ERROR, why ? why : "Parse error", NULL);
+        goto out;
+    }
+    rpc_msg_t msg;
+    memset(&msg, 0, sizeof(msg));
+    if (!cJSON_IsArray(root))
+        rpc_classify(root, &msg);
+    const char *v = header(req, "MCP-Protocol-Version");
+    const char *meta_v = cJSON_GetStringValue(
+        cJSON_GetObjectItemCaseSensitive(ing_era_meta(&msg), ING_META_VERSION));
+    const char *asked = v ? v : meta_v;
+    if (asked && !version_supported(asked)) {
+        unsupported_version(resp, msg.id, asked);
+        goto out;
+    }
+    m.version = v ? v : ING_DEFAULT_VERSION;
+    m.modern = asked && strcmp(asked, ING_MODERN_VERSION) == 0;
+    if (cJSON_IsArray(root)) {
+        if (strcmp(m.version, "2025-03-26") != 0) {
+            ing_mcpreq_resp_error(
+                resp, 400, NULL, RPC_INVALID_REQUEST,
+                "JSON-RPC batches are only allowed in protocol version 2025-03-26", NULL);
+            goto out;
+        }
+        if (load_session(&m, NULL, resp) < 0)
+            goto out;
+        parked = do_batch(&m, root, resp);
+        goto out;
+    }
+    if (msg.kind == RPC_INVALID) {
+        ing_mcpreq_resp_error(resp, 400, msg.id, RPC_INVALID_REQUEST, msg.why, NULL);
+        goto out;
+    }
+    if (msg.kind == RPC_RESPONSE) {
+        resp->status = 202;
+        goto out;
+    }
+    if (m.modern) {
+        /* Stateless: headers must mirror the body; Mcp-Session-Id is ignored. */
+        char mismatch[400];
+        if (msg.kind == RPC_REQUEST &&
+            ing_era_modern_headers_check(req->conn, &msg, v, mismatch, sizeof(mismatch)) < 0) {
+            ing_mcpreq_resp_error(resp, 400, msg.id, RPC_HEADER_MISMATCH, mismatch, NULL);
+            goto out;
+        }
+        m.log_min = ing_notify_level_index(cJSON_GetStringValue(
+            cJSON_GetObjectItemCaseSensitive(ing_era_meta(&msg), ING_META_LOG_LEVEL)));
+    } else {
+        if (meta_v && v && strcmp(meta_v, v) != 0) {
+            char mismatch[200];
+            snprintf(mismatch, sizeof(mismatch),
+                     "Header mismatch: MCP-Protocol-Version '%.40s' does not match "
+                     "params._meta version '%.40s'",
+                     v, meta_v);
+            ing_mcpreq_resp_error(resp, 400, msg.id, RPC_HEADER_MISMATCH, mismatch, NULL);
+            goto out;
+        }
+        if (strcmp(msg.method, "initialize") != 0 && load_session(&m, msg.id, resp) < 0) {
+            if (msg.kind == RPC_REQUEST)
+                goto out;
+            /* A notification of an unknown session is still accepted (nothing to run). */
+            free(resp->body);
+            memset(resp, 0, sizeof(*resp));
+        }
+        /* Legacy: the session's logging/setLevel level, "info" until one is set. */
+        m.log_min = m.has_session && m.session.log_level[0]
+                        ? ing_notify_level_index(m.session.log_level)
+                        : ing_notify_level_index("info");
+    }
+    parked = dispatch(&m, &msg, resp);
+out:
+    cJSON_Delete(root);
+    if (m.reg)
+        ing_registry_unref(m.reg);
+    return parked;
+}
+
+void ing_mcp_delete(ing_req_t *req, const char *server, ing_resp_t *resp)
+{
+    ing_mcp_t m;
+    req->metric = ING_M_SESSION_DELETE;
+    if (front(req, server, &m, resp) == 0) {
+        const char *sid = header(req, "Mcp-Session-Id");
+        if (!sid) {
+            ing_mcpreq_resp_error(resp, 400, NULL, RPC_INVALID_REQUEST,
+                                  "Mcp-Session-Id header required", NULL);
+        } else {
+            int rc = ing_session_delete(req->ctx->kv, sid, m.tenant->id);
+            if (rc == 0) {
+                resp->status = 200;
+                ing_listen_session_ended(req->ctx->listen, sid); /* its GET streams end */
+            } else if (rc == MCPQ_ENOTFOUND)
+                ing_mcpreq_resp_error(resp, 404, NULL, RPC_SESSION_NOT_FOUND, "Session not found",
+                                      NULL);
+            else
+                ing_mcpreq_resp_error(resp, 503, NULL, RPC_INTERNAL_ERROR,
+                                      "session store (Redis) unavailable; try again", NULL);
+        }
+    }
+    if (m.reg)
+        ing_registry_unref(m.reg);
+}
+
+void ing_mcp_method_not_allowed(ing_resp_t *resp)
+{
+    ing_mcpreq_resp_error(
+        resp, 405, NULL, RPC_INVALID_REQUEST,
+        "Method not allowed: the MCP endpoint takes POST, DELETE, and GET with Accept: "
+        "text/event-stream (the notification stream of protocol versions up to "
+        "2025-11-25)",
+        NULL);
+    resp->allow = "GET, POST, DELETE";
+}
+
+void ing_mcp_get(ing_req_t *req, const char *server, ing_resp_t *resp)
+{
+    ing_mcp_t m = {0};
+    req->metric = ING_M_OTHER;
+    /* Streamable HTTP of 2025-03-26 to 2025-11-25, "Listening for Messages from the Server":
+     * the client MUST list text/event-stream in Accept, and the server answers with an SSE
+     * stream or 405. 2026-07-28 removed the GET endpoint (405; subscriptions/listen instead). */
+    const char *accept = header(req, "Accept");
+    const char *v = header(req, "MCP-Protocol-Version");
+    if (!accept || !strcasestr(accept, "text/event-stream")) {
+        ing_mcp_method_not_allowed(resp);
+        return;
+    }
+    if (v && !version_supported(v)) {
+        unsupported_version(resp, NULL, v);
+        return;
+    }
+    if (v && strcmp(v, ING_MODERN_VERSION) == 0) {
+        ing_mcpreq_resp_error(
+            resp, 405, NULL, RPC_INVALID_REQUEST,
+            "Method not allowed: protocol version 2026-07-28 has no GET stream; send "
+            "subscriptions/listen",
+            NULL);
+        resp->allow = "POST";
+        return;
+    }
+    if (front(req, server, &m, resp) < 0)
+        goto out;
+    if (!header(req, "Mcp-Session-Id")) {
+        ing_mcpreq_resp_error(resp, 400, NULL, RPC_INVALID_REQUEST,
+                              "Mcp-Session-Id header required: the GET stream belongs to a session "
+                              "(initialize first)",
+                              NULL);
+        goto out;
+    }
+    if (load_session(&m, NULL, resp) < 0)
+        goto out;
+    ing_listen_spec_t spec = {.tenant = m.tenant->id,
+                              .server = m.server->name,
+                              .session_id = m.session.id,
+                              .tenant_max =
+                                  ing_quota_limit(m.tenant, ING_QUOTA_STREAMS, req->ctx->set)};
+    int rc = ing_listen_open(req->ctx->listen, req, &spec);
+    if (rc == MCPQ_EEXIST)
+        ing_mcpreq_resp_error(resp, 409, NULL, RPC_INVALID_REQUEST,
+                              "Conflict: this session already has a GET stream open", NULL);
+    else if (rc < 0)
+        listen_refused(resp, NULL, rc, &spec);
+out:
+    if (m.reg)
+        ing_registry_unref(m.reg);
+}

@@ -1,0 +1,748 @@
+#include "server.h"
+
+#include "admin.h"
+#include "auth.h"
+#include "batch.h"
+#include "channels.h"
+#include "cfg.h"
+#include "err.h"
+#include "files.h"
+#include "rpc.h"
+#include "listen.h"
+#include "log.h"
+#include "mcp.h"
+#include "webhook.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+int ing_server_ready(ing_ctx_t *ctx)
+{
+    ing_registry_t *reg = ing_ctx_registry(ctx);
+    int ok = reg && mq_producer_up(ctx->producer) && ing_pending_healthy(ctx->pending) &&
+             atomic_load(&ctx->redis_up);
+    ing_registry_unref(reg);
+    return ok;
+}
+
+static enum MHD_Result send_resp(ing_req_t *req, ing_resp_t *resp)
+{
+    size_t len = resp->body ? strlen(resp->body) : 0;
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(len, resp->body, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(resp->body);
+        return MHD_NO;
+    }
+    resp->body = NULL; /* now owned by r */
+    if (len && resp->content_type)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, resp->content_type);
+    if (resp->session_id[0])
+        MHD_add_response_header(r, "Mcp-Session-Id", resp->session_id);
+    if (resp->www_auth)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, resp->www_auth);
+    if (resp->allow)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, resp->allow);
+    if (resp->retry_after_s > 0) {
+        char ra[24];
+        snprintf(ra, sizeof(ra), "%lld", resp->retry_after_s);
+        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, ra);
+    }
+    if (resp->etag[0]) {
+        char et[32];
+        snprintf(et, sizeof(et), "\"%s\"", resp->etag);
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, et);
+    }
+    if (req->ctx && atomic_load(&req->ctx->stopping))
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    enum MHD_Result ret = MHD_queue_response(req->conn, (unsigned)resp->status, r);
+    MHD_destroy_response(r);
+    int64_t ms = util_mono_ms() - req->t0;
+    ing_metrics_request(req->ctx->metrics, req->metric, resp->status, ms);
+    return ret;
+}
+
+static enum MHD_Result send_text(ing_req_t *req, int status, const char *ctype, const char *fmt,
+                                 ...) __attribute__((format(printf, 4, 5)));
+static enum MHD_Result send_text(ing_req_t *req, int status, const char *ctype, const char *fmt,
+                                 ...)
+{
+    ing_resp_t resp = {.status = status, .content_type = ctype};
+    va_list ap;
+    va_start(ap, fmt);
+    if (vasprintf(&resp.body, fmt, ap) < 0)
+        resp.body = NULL;
+    va_end(ap);
+    return send_resp(req, &resp);
+}
+
+/* Logs and counts how a call ended; response is its JSON-RPC answer (NULL: none sent). */
+static void call_outcome(ing_req_t *req, const ing_call_t *call, const char *response)
+{
+    ing_call_outcome_t outcome = ING_CALL_OK;
+    if (call->cancelled)
+        outcome = ING_CALL_CANCELLED;
+    else if (!response || call->timed_out)
+        outcome = call->timed_out ? ING_CALL_TIMEOUT : ING_CALL_FAILED;
+    else if (strstr(response, "\"error\":{"))
+        outcome = ING_CALL_FAILED;
+    else if (strstr(response, "\"isError\":true"))
+        outcome = ING_CALL_TOOL_ERROR;
+    static const char *const names[] = {"ok",     "tool_error", "timeout",
+                                        "failed", "fake",       "cancelled"};
+    char ms[32];
+    snprintf(ms, sizeof(ms), "%lld", (long long)(util_mono_ms() - req->t0));
+    log_event(outcome == ING_CALL_OK || outcome == ING_CALL_TOOL_ERROR ? LOG_INFO : LOG_WARN,
+              "tool call answered", "tenant", req->tenant, "tool", call->tool, "job_id",
+              call->job_id, "outcome", names[outcome], "duration_ms", ms, "stream",
+              call->streaming ? "sse" : "json", (char *)NULL);
+    ing_metrics_call(req->ctx->metrics, outcome);
+}
+
+/* call_outcome() of every element of a batch that waited. */
+static void batch_outcomes(ing_req_t *req)
+{
+    for (size_t i = 0; i < req->batch->n; i++)
+        if (req->batch->calls[i])
+            call_outcome(req, req->batch->calls[i], req->batch->calls[i]->response);
+}
+
+/* The JSON answer of a call that was parked (or completed before it could be). */
+static enum MHD_Result send_call(ing_req_t *req)
+{
+    ing_call_t *call = &req->call;
+    ing_resp_t resp = {.status = 200, .content_type = "application/json"};
+    if (req->batch) { /* the array of a batch whose elements waited (batch.h) */
+        int oom = 0;
+        resp.body = ing_batch_response(req->batch, &oom);
+        if (!resp.body)
+            resp.body = rpc_error_str(NULL, RPC_INTERNAL_ERROR, "internal error", NULL);
+        batch_outcomes(req);
+        req->has_call = 0;
+        return send_resp(req, &resp);
+    }
+    if (call->response) {
+        resp.body = call->response;
+        call->response = NULL;
+    } else {
+        cJSON *id = cJSON_Parse(call->id_json);
+        resp.body = rpc_error_str(id, RPC_INTERNAL_ERROR, "internal error", NULL);
+        cJSON_Delete(id);
+    }
+    call_outcome(req, call, call->response ? call->response : resp.body);
+    req->has_call = 0;
+    return send_resp(req, &resp);
+}
+
+/* Content reader of a streamed call (SSE). */
+static ssize_t read_stream(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    ing_req_t *req = cls;
+    ssize_t n = ing_pending_read(req->ctx->pending, &req->call, buf, max);
+    if (n == MHD_CONTENT_READER_END_OF_STREAM && req->has_call) {
+        if (req->batch)
+            batch_outcomes(req);
+        else if (!req->call.listener) /* a notification stream is no tool call */
+            call_outcome(req, &req->call, req->call.response);
+        req->has_call = 0;
+    }
+    return n;
+}
+
+/* Queues the SSE response of a call (SPEC section 2): its frames follow as they arrive. */
+static enum MHD_Result start_stream(ing_req_t *req)
+{
+    struct MHD_Response *r =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, read_stream, req, NULL);
+    if (!r)
+        return MHD_NO;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    MHD_add_response_header(r, "X-Accel-Buffering", "no");
+    if (atomic_load(&req->ctx->stopping))
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    enum MHD_Result ret = MHD_queue_response(req->conn, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    ing_metrics_request(req->ctx->metrics, req->metric, 200, util_mono_ms() - req->t0);
+    return ret;
+}
+
+/* A call's connection came back (or never left): answer, stream, or wait again. */
+static enum MHD_Result answer_call(ing_req_t *req)
+{
+    switch (ing_pending_take(req->ctx->pending, &req->call)) {
+    case ING_TAKE_JSON:
+        return send_call(req);
+    case ING_TAKE_STREAM:
+        return start_stream(req);
+    case ING_TAKE_WAIT:
+    default:
+        return MHD_YES;
+    }
+}
+
+/* ---- listeners (README "Listen addresses and the operations port") -------------------------
+ *
+ * Each route belongs to one plane: the operations plane is exactly the paths of ops_paths
+ * (probes, metrics, the operator API); every other path is the clients' plane. With
+ * MCPQ_OPS_LISTEN unset the one listener serves both; with it set, MCPQ_LISTEN serves only the
+ * clients' plane and MCPQ_OPS_LISTEN only the operations plane, and a path of the other plane
+ * is 404 before its headers are looked at or its body read. */
+
+#define ING_PLANE_PUBLIC 1u
+#define ING_PLANE_OPS 2u
+#define OPS_MAX_CONNECTIONS 256u /* probes, scrapes and operators, not clients */
+
+static const struct {
+    const char *path;
+    int prefix; /* 1: the path and everything under it ("/admin" and "/admin/...") */
+} ops_paths[] = {{"/healthz", 0}, {"/readyz", 0}, {"/metrics", 0}, {"/admin", 1}};
+
+static unsigned route_plane(const char *url)
+{
+    for (size_t i = 0; i < sizeof(ops_paths) / sizeof(ops_paths[0]); i++) {
+        size_t n = strlen(ops_paths[i].path);
+        if (strcmp(url, ops_paths[i].path) == 0 ||
+            (ops_paths[i].prefix && strncmp(url, ops_paths[i].path, n) == 0 && url[n] == '/'))
+            return ING_PLANE_OPS;
+    }
+    return ING_PLANE_PUBLIC;
+}
+
+static int ops_split(const mcpq_settings_t *set)
+{
+    return set->ops_listen && *set->ops_listen;
+}
+
+static enum MHD_Result route(ing_req_t *req, const char *url, const char *method)
+{
+    ing_ctx_t *ctx = req->ctx;
+    int is_get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+    if (strcmp(url, "/healthz") == 0 && is_get)
+        return send_text(req, 200, "application/json", "{\"status\":\"ok\"}");
+    if (strcmp(url, "/readyz") == 0 && is_get) {
+        ing_registry_t *reg = ing_ctx_registry(ctx);
+        int kafka = mq_producer_up(ctx->producer);
+        int redis = ing_pending_healthy(ctx->pending) && atomic_load(&ctx->redis_up);
+        /* Draining (SIGTERM): not ready whatever the rest says, so the load balancer stops
+         * sending here while the calls already in flight finish. */
+        int draining = atomic_load(&ctx->stopping);
+        int ok = reg && kafka && redis && !draining;
+        ing_registry_unref(reg);
+        return send_text(req, ok ? 200 : 503, "application/json",
+                         "{\"ready\":%s,\"kafka\":%s,\"redis\":%s,\"registry\":%s,"
+                         "\"draining\":%s}",
+                         ok ? "true" : "false", kafka ? "true" : "false", redis ? "true" : "false",
+                         reg ? "true" : "false", draining ? "true" : "false");
+    }
+    if (strcmp(url, "/metrics") == 0 && is_get) {
+        util_buf_t b;
+        util_buf_init(&b, (size_t)4 << 20);
+        ing_metrics_now_t now = {.inflight = ing_pending_count(ctx->pending),
+                                 .listeners = ctx->listen ? ing_listen_count(ctx->listen) : 0,
+                                 .kafka_up = mq_producer_up(ctx->producer),
+                                 .redis_up = ing_pending_healthy(ctx->pending)};
+        ing_metrics_render(ctx->metrics, &b, &now);
+        ing_resp_t resp = {
+            .status = 200, .body = b.data ? b.data : strdup(""), .content_type = PROM_CONTENT_TYPE};
+        return send_resp(req, &resp);
+    }
+    if (strncmp(url, "/v1/files/", 10) == 0) { /* files (files.h, SPEC section 10) */
+        ing_resp_t resp = {0};
+        struct MHD_Response *r = NULL;
+        if (!ing_filesapi_is_content(url)) {
+            ing_filesapi_route(req, url, method, &resp);
+        } else if (ing_filesapi_download(req, url, method, &r, &resp)) {
+            enum MHD_Result ret = MHD_queue_response(req->conn, MHD_HTTP_OK, r);
+            MHD_destroy_response(r);
+            ing_metrics_request(ctx->metrics, req->metric, 200, util_mono_ms() - req->t0);
+            return ret;
+        }
+        return send_resp(req, &resp);
+    }
+    if (strcmp(url, "/v1/webhooks") == 0 || strncmp(url, "/v1/webhooks/", 13) == 0) {
+        ing_resp_t resp = {0}; /* webhook deliveries of the caller's tenant (webhook.h) */
+        ing_whapi_route(req, url, method, &resp);
+        return send_resp(req, &resp);
+    }
+    if (strcmp(url, "/admin") == 0 || strncmp(url, "/admin/", 7) == 0) {
+        ing_resp_t resp = {0}; /* the operator API (admin.h) */
+        ing_admin_api(req, url, method, &resp);
+        return send_resp(req, &resp);
+    }
+    if (strncmp(url, "/v1/channels/", 13) == 0) {
+        ing_resp_t resp = {0}; /* agent replies to the caller's channels (channels.h) */
+        ing_channels_api(req, url, method, &resp);
+        return send_resp(req, &resp);
+    }
+    const char *server = NULL;
+    char sbuf[128];
+    if (strcmp(url, "/mcp") == 0 || strcmp(url, "/mcp/") == 0) {
+        server = NULL;
+    } else if (strncmp(url, "/mcp/", 5) == 0 && strlen(url + 5) < sizeof(sbuf) &&
+               !strchr(url + 5, '/')) {
+        snprintf(sbuf, sizeof(sbuf), "%s", url + 5);
+        server = sbuf;
+    } else {
+        return send_text(req, 404, "application/json", "{\"error\":\"not found\"}");
+    }
+    ing_resp_t resp = {0};
+    if (strcmp(method, "POST") == 0) {
+        if (ing_mcp_post(req, server, &resp) == 1)
+            return MHD_YES; /* parked: answered when the result arrives */
+        if (req->has_call)
+            return answer_call(req);
+        return send_resp(req, &resp);
+    }
+    if (strcmp(method, "DELETE") == 0) {
+        ing_mcp_delete(req, server, &resp);
+        return send_resp(req, &resp);
+    }
+    if (strcmp(method, "GET") == 0) {
+        ing_mcp_get(req, server, &resp); /* the legacy GET stream (listen.h) */
+        if (req->has_call)
+            return answer_call(req);
+        return send_resp(req, &resp);
+    }
+    ing_mcp_method_not_allowed(&resp);
+    return send_resp(req, &resp);
+}
+
+/* MHD_get_connection_values_n() iterator: stops at the first header whose name or value holds
+ * a control character (a bare CR or LF, NUL, DEL; a tab is allowed in values), which RFC 9110
+ * says a recipient must refuse: such bytes are how header injection and request smuggling
+ * through a lenient proxy begin. The lengths come from libmicrohttpd, so a NUL inside a value
+ * (which every C-string reader would see as its end) is found too (docs/security.md). */
+static enum MHD_Result header_clean(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    size_t key_size, const char *value, size_t value_size)
+{
+    (void)kind;
+    for (size_t i = 0; key && i < key_size; i++)
+        if ((unsigned char)key[i] <= ' ' || key[i] == 0x7f)
+            goto bad;
+    for (size_t i = 0; value && i < value_size; i++) {
+        unsigned char c = (unsigned char)value[i];
+        if ((c < ' ' && c != '\t') || c == 0x7f)
+            goto bad;
+    }
+    return MHD_YES;
+bad:
+    *(int *)cls = 1;
+    return MHD_NO;
+}
+
+/* ---- request bodies (README "Limits on what a client may send") ----------------------------
+ *
+ * A body is read into memory only up to a limit the headers earn: MCPQ_PREAUTH_BODY_BYTES
+ * while they name no credential the ingress knows, MCPQ_MAX_BODY_BYTES once they do (an API
+ * key of a tenant, or a known X-App-Id with a fresh X-Timestamp: the signature, which covers
+ * the body, is checked when the body is in), and CFG_MAX_BYTES for the admin token on
+ * /admin/v1/config. All bodies together hold at most MCPQ_MAX_BODY_MEMORY_BYTES: a request whose
+ * body would pass it gets 503 with Retry-After. The signed file upload PUT streams to disk
+ * (files.h) and is counted by neither. */
+
+static int is_admin_url(const char *url)
+{
+    return strcmp(url, "/admin") == 0 || strncmp(url, "/admin/", 7) == 0;
+}
+
+/* The body limit a request's headers earn (see above); pre is the limit without proof. */
+static long long body_limit_earned(ing_req_t *req, const char *url, long long pre)
+{
+    ing_ctx_t *ctx = req->ctx;
+    long long max = ctx->set->max_body_bytes;
+    if (is_admin_url(url)) { /* only the operator token counts on /admin */
+        if (!ing_admin_token_ok(ctx->set, req->conn))
+            return pre;
+        if (strcmp(url, "/admin/v1/config") == 0 && max < (long long)CFG_MAX_BYTES)
+            return CFG_MAX_BYTES; /* a whole config applied at once */
+        return max;
+    }
+    ing_registry_t *reg = ing_ctx_registry(ctx);
+    int known = ing_auth_known(req->conn, reg);
+    ing_registry_unref(reg);
+    return known ? max : pre;
+}
+
+/* Counts the body's first `total` bytes against MCPQ_MAX_BODY_MEMORY_BYTES: 0, or -1 when
+ * they do not fit (nothing more is counted). */
+static int body_reserve(ing_req_t *req, size_t total)
+{
+    if (total <= req->body_held)
+        return 0;
+    long long add = (long long)(total - req->body_held);
+    long long now = atomic_fetch_add(&req->ctx->body_bytes, add) + add;
+    if (now > req->ctx->set->max_body_memory_bytes) {
+        atomic_fetch_sub(&req->ctx->body_bytes, add);
+        return -1;
+    }
+    req->body_held = total;
+    return 0;
+}
+
+/* Frees the body and gives its bytes back. */
+static void body_release(ing_req_t *req)
+{
+    util_buf_cleanup(&req->body);
+    if (req->body_held)
+        atomic_fetch_sub(&req->ctx->body_bytes, (long long)req->body_held);
+    req->body_held = 0;
+}
+
+/* A piece of the body: kept, or the body is dropped as too big (413) or too many bodies are
+ * held (503); either is answered when the request is routed. */
+static void body_take(ing_req_t *req, const char *data, size_t n)
+{
+    if (req->too_big || req->busy)
+        return;
+    if ((long long)(req->body.len + n) > req->body_limit)
+        req->too_big = 1;
+    else if (body_reserve(req, req->body.len + n) < 0 || util_buf_append(&req->body, data, n) < 0)
+        req->busy = 1;
+    if (req->too_big || req->busy)
+        body_release(req);
+}
+
+/* The 503 of a body that does not fit in MCPQ_MAX_BODY_MEMORY_BYTES. */
+static enum MHD_Result send_busy(ing_req_t *req)
+{
+    ing_resp_t resp = {.status = 503, .content_type = "application/json", .retry_after_s = 1};
+    resp.body = rpc_error_str(NULL, RPC_INTERNAL_ERROR,
+                              "the ingress holds too many request bodies at once "
+                              "(MCPQ_MAX_BODY_MEMORY_BYTES); try again",
+                              NULL);
+    log_event(LOG_WARN, "request body refused: MCPQ_MAX_BODY_MEMORY_BYTES reached", (char *)NULL);
+    return send_resp(req, &resp);
+}
+
+/* Sets the request's body limit once its headers are in, and refuses an announced body that
+ * passes it (413) or does not fit in memory (503) before reading it (no 100 Continue):
+ * MHD_YES to read on, or the answer queued. */
+static enum MHD_Result body_begin(ing_req_t *req, const char *url)
+{
+    const mcpq_settings_t *set = req->ctx->set;
+    struct MHD_Connection *conn = req->conn;
+    long long pre = set->preauth_body_bytes < set->max_body_bytes ? set->preauth_body_bytes
+                                                                  : set->max_body_bytes;
+    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+    const char *te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Transfer-Encoding");
+    long long n = -1;
+    if (cl && util_parse_ll(cl, 0, 1LL << 62, &n) < 0)
+        n = -1;
+    /* The credentials are looked at only for a body that may pass the small limit. */
+    int small = n >= 0 ? n <= pre : !cl && !te;
+    req->body_limit = small ? pre : body_limit_earned(req, url, pre);
+    util_buf_init(&req->body, (size_t)req->body_limit);
+    if (n > req->body_limit) {
+        req->handled = 1;
+        req->too_big = 1;
+        ing_resp_t resp = {.status = 413, .content_type = "application/json"};
+        char buf[96];
+        snprintf(buf, sizeof(buf), "request body larger than %lld bytes", req->body_limit);
+        resp.body = rpc_error_str(NULL, RPC_INVALID_REQUEST, buf, NULL);
+        return send_resp(req, &resp);
+    }
+    if (n > 0 && body_reserve(req, (size_t)n) < 0) {
+        req->handled = 1;
+        req->busy = 1;
+        return send_busy(req);
+    }
+    return MHD_YES;
+}
+
+/* Allocates the exchange as soon as the request line is parsed, to keep its target exactly as
+ * sent: HMAC signing (SPEC section 3) signs the raw path and query, which libmicrohttpd's url
+ * argument no longer has (unescaped, query split off). The pointer becomes *con_cls. */
+static void *req_new(ing_ctx_t *ctx, unsigned planes, const char *uri, struct MHD_Connection *conn)
+{
+    ing_req_t *req = calloc(1, sizeof(*req));
+    if (!req)
+        return NULL;
+    req->ctx = ctx;
+    req->conn = conn;
+    req->planes = planes;
+    req->uri = strdup(uri ? uri : "");
+    return req;
+}
+
+/* The planes each listener serves (see "listeners" above). */
+static unsigned public_planes(const ing_ctx_t *ctx)
+{
+    return ops_split(ctx->set) ? ING_PLANE_PUBLIC : ING_PLANE_PUBLIC | ING_PLANE_OPS;
+}
+
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    return req_new(cls, public_planes(cls), uri, conn);
+}
+
+static void *on_uri_ops(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    return req_new(cls, ING_PLANE_OPS, uri, conn);
+}
+
+static enum MHD_Result handle_request(ing_ctx_t *ctx, unsigned planes, struct MHD_Connection *conn,
+                                      const char *url, const char *method, const char *upload_data,
+                                      size_t *upload_data_size, void **con_cls)
+{
+    ing_req_t *req = *con_cls;
+    if (!req) {
+        req = req_new(ctx, planes, url, conn);
+        *con_cls = req;
+    }
+    if (!req || !req->uri)
+        return MHD_NO; /* out of memory: libmicrohttpd closes the connection */
+    if (!req->started) {
+        req->started = 1;
+        req->method = method;
+        req->t0 = util_mono_ms();
+        req->metric = ING_M_NONE;
+        int dirty = 0;
+        MHD_get_connection_values_n(conn, MHD_HEADER_KIND, header_clean, &dirty);
+        /* An encoded NUL in the target: libmicrohttpd's decoded url would end there, so the
+         * path routed on would be shorter than the one sent (and signed). */
+        int nul_target = strstr(req->uri, "%00") != NULL;
+        if (dirty || nul_target) {
+            req->handled = 1;
+            ing_resp_t resp = {.status = 400, .content_type = "application/json"};
+            resp.body = rpc_error_str(NULL, RPC_INVALID_REQUEST,
+                                      dirty ? "a header holds a control character"
+                                            : "the request target holds an encoded NUL (%00)",
+                                      NULL);
+            return send_resp(req, &resp);
+        }
+        if (!(req->planes & route_plane(url))) { /* served on the other listener */
+            req->handled = 1;
+            return send_text(req, 404, "application/json", "{\"error\":\"not found\"}");
+        }
+        if (strcmp(method, "PUT") == 0 && ing_filesapi_is_content(url)) {
+            /* A file upload: checked now, its body streamed to disk (files.h). */
+            ing_resp_t resp = {0};
+            if (ing_filesapi_upload_begin(req, url, &resp))
+                return MHD_YES;
+            req->handled = 1;
+            return send_resp(req, &resp);
+        }
+        return body_begin(req, url);
+    }
+    if (req->upload && !req->handled) {
+        if (*upload_data_size) {
+            int rc = ing_filesapi_upload_data(req, upload_data, *upload_data_size);
+            *upload_data_size = 0;
+            return rc < 0 ? MHD_NO : MHD_YES;
+        }
+        req->handled = 1;
+        ing_resp_t resp = {0};
+        ing_filesapi_upload_end(req, &resp);
+        return send_resp(req, &resp);
+    }
+    if (*upload_data_size) {
+        body_take(req, upload_data, *upload_data_size);
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (req->has_call && req->handled)
+        return answer_call(req);
+    if (req->handled)
+        return MHD_YES;
+    req->handled = 1;
+    if (req->busy)
+        return send_busy(req);
+    return route(req, url, method);
+}
+
+/* Sets this thread's log context to the request's call (log.h): every line logged while
+ * libmicrohttpd runs a callback for a call carries its trace. */
+static void call_log_ctx(const ing_req_t *req)
+{
+    const trace_ctx_t *t = req ? &req->call.trace : NULL;
+    log_ctx_set(t && t->trace_id[0] ? t->trace_id : NULL, t ? t->span_id : NULL);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
+{
+    (void)version;
+    call_log_ctx(*con_cls); /* tools/call sets it once it knows the trace */
+    enum MHD_Result ret = handle_request(cls, public_planes(cls), conn, url, method, upload_data,
+                                         upload_data_size, con_cls);
+    log_ctx_clear();
+    return ret;
+}
+
+/* on_request() of the MCPQ_OPS_LISTEN listener. */
+static enum MHD_Result on_request_ops(void *cls, struct MHD_Connection *conn, const char *url,
+                                      const char *method, const char *version,
+                                      const char *upload_data, size_t *upload_data_size,
+                                      void **con_cls)
+{
+    (void)version;
+    call_log_ctx(*con_cls);
+    enum MHD_Result ret = handle_request(cls, ING_PLANE_OPS, conn, url, method, upload_data,
+                                         upload_data_size, con_cls);
+    log_ctx_clear();
+    return ret;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    ing_ctx_t *ctx = cls;
+    ing_req_t *req = *con_cls;
+    if (!req)
+        return;
+    (void)conn;
+    call_log_ctx(req);
+    if (req->batch) {
+        ing_batch_free(req->batch, ctx->pending); /* its elements leave the table */
+        req->batch = NULL;
+    } else if (req->has_call && ing_pending_remove(ctx->pending, &req->call) && req->call.modern &&
+               !req->call.listener && toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) {
+        /* 2026-07-28: closing the response stream cancels the request (SPEC section 2). */
+        ing_pending_cancel(ctx->pending, req->call.job_id, "the client closed the stream");
+    }
+    ing_listen_remove(ctx->listen, req->listener); /* after the call left the table */
+    ing_pending_release(&req->call);
+    ing_filesapi_upload_free(req->upload);
+    body_release(req);
+    free(req->uri);
+    free(req);
+    *con_cls = NULL;
+    log_ctx_clear();
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    char msg[512];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    size_t n = strlen(msg);
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+        msg[--n] = '\0';
+    log_event(LOG_WARN, "http", "detail", msg, (char *)NULL);
+}
+
+/* The libmicrohttpd flag of a listen address's family: IPv4 (none), IPv6 only, or dual stack. */
+static unsigned family_flags(const util_listen_t *la)
+{
+    if (la->addr.ss_family != AF_INET6)
+        return 0;
+    return la->dual_stack ? (unsigned)MHD_USE_DUAL_STACK : (unsigned)MHD_USE_IPv6;
+}
+
+/* The address a daemon is bound to ("127.0.0.1:8080", "[::]:8080") into out: the real port
+ * when the setting asked for port 0. */
+static void bound_addr(struct MHD_Daemon *d, const util_listen_t *la, char *out, size_t size)
+{
+    struct sockaddr_storage ss = la->addr;
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    uint16_t port = info ? htons(info->port) : 0;
+    if (ss.ss_family == AF_INET6)
+        ((struct sockaddr_in6 *)&ss)->sin6_port = port;
+    else
+        ((struct sockaddr_in *)&ss)->sin_port = port;
+    util_listen_format((const struct sockaddr *)&ss, out, size);
+}
+
+/* Parses MCPQ_LISTEN into la and MCPQ_OPS_LISTEN, when set, into lo (see server.h). */
+static int parse_listeners(const mcpq_settings_t *set, util_listen_t *la, util_listen_t *lo,
+                           char *errstr, size_t errstr_size)
+{
+    if (util_parse_listen(set->listen ? set->listen : "", la) < 0) {
+        snprintf(errstr, errstr_size, "MCPQ_LISTEN: \"%s\" is not host:port, [IPv6]:port or :port",
+                 set->listen ? set->listen : "");
+        return MCPQ_EINVAL;
+    }
+    if (ops_split(set) && util_parse_listen(set->ops_listen, lo) < 0) {
+        snprintf(errstr, errstr_size,
+                 "MCPQ_OPS_LISTEN: \"%s\" is not host:port, [IPv6]:port or :port", set->ops_listen);
+        return MCPQ_EINVAL;
+    }
+    return 0;
+}
+
+int ing_server_check(const mcpq_settings_t *set, char *errstr, size_t errstr_size)
+{
+    util_listen_t la, lo;
+    return parse_listeners(set, &la, &lo, errstr, errstr_size);
+}
+
+int ing_server_start(ing_ctx_t *ctx, char *errstr, size_t errstr_size)
+{
+    const mcpq_settings_t *set = ctx->set;
+    util_listen_t la, lo;
+    int rc = parse_listeners(set, &la, &lo, errstr, errstr_size);
+    if (rc < 0)
+        return rc;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+                     MHD_USE_TURBO | MHD_USE_ERROR_LOG | MHD_USE_ITC;
+    ctx->daemon = MHD_start_daemon(
+        flags | family_flags(&la), 0, NULL, NULL, on_request, ctx, MHD_OPTION_EXTERNAL_LOGGER,
+        mhd_log, ctx, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&la.addr,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)set->threads, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)set->max_connections, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)set->conn_memory_limit, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)set->conn_timeout_s, MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096u,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, ctx, MHD_OPTION_URI_LOG_CALLBACK, on_uri, ctx,
+        MHD_OPTION_END);
+    if (!ctx->daemon) {
+        snprintf(errstr, errstr_size,
+                 "MCPQ_LISTEN: cannot listen on %s (address in use or not local?)", set->listen);
+        return MCPQ_EIO;
+    }
+    bound_addr(ctx->daemon, &la, ctx->listen_addr, sizeof(ctx->listen_addr));
+    if (!ops_split(set))
+        return 0;
+    /* The operations listener: one thread of its own, so probes and scrapes are answered
+     * however busy the clients' threads are; same per-connection limits. */
+    ctx->ops_daemon = MHD_start_daemon(
+        flags | family_flags(&lo), 0, NULL, NULL, on_request_ops, ctx, MHD_OPTION_EXTERNAL_LOGGER,
+        mhd_log, ctx, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&lo.addr,
+        MHD_OPTION_CONNECTION_LIMIT, OPS_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)set->conn_memory_limit, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)set->conn_timeout_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, ctx,
+        MHD_OPTION_URI_LOG_CALLBACK, on_uri_ops, ctx, MHD_OPTION_END);
+    if (!ctx->ops_daemon) {
+        snprintf(errstr, errstr_size,
+                 "MCPQ_OPS_LISTEN: cannot listen on %s (address in use or not local?)",
+                 set->ops_listen);
+        MHD_stop_daemon(ctx->daemon);
+        ctx->daemon = NULL;
+        return MCPQ_EIO;
+    }
+    bound_addr(ctx->ops_daemon, &lo, ctx->ops_addr, sizeof(ctx->ops_addr));
+    return 0;
+}
+
+void ing_server_quiesce(ing_ctx_t *ctx)
+{
+    if (ctx->daemon) {
+        MHD_socket s = MHD_quiesce_daemon(ctx->daemon);
+        if (s != MHD_INVALID_SOCKET)
+            close(s);
+    }
+}
+
+unsigned ing_server_connections(ing_ctx_t *ctx)
+{
+    const union MHD_DaemonInfo *info =
+        ctx->daemon ? MHD_get_daemon_info(ctx->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS) : NULL;
+    return info ? info->num_connections : 0;
+}
+
+void ing_server_stop(ing_ctx_t *ctx)
+{
+    if (ctx->daemon)
+        MHD_stop_daemon(ctx->daemon);
+    ctx->daemon = NULL;
+    if (ctx->ops_daemon)
+        MHD_stop_daemon(ctx->ops_daemon);
+    ctx->ops_daemon = NULL;
+}

@@ -1,0 +1,62 @@
+/*
+ * envelope.h - the job envelope parser: a Kafka record value, untrusted, into the fields a
+ * worker uses (docs/internals.md "Kafka", schemas/job.schema.json).
+ *
+ * wrk_envelope_parse() accepts only a JSON object (UTF-8, no trailing bytes) with v == 1,
+ * a job_id of 1..128 characters [A-Za-z0-9_.:-], tenant and tool strings, an executor
+ * object with a type, and optional arguments (object), reply_to (a key under
+ * "{mcpq}:reply:", so a record cannot make the worker write elsewhere), deadline_ms,
+ * created_ms, timeout_ms and traceparent. When it fails, job_id and reply_to are still
+ * set if they were valid, so the caller can answer the waiting ingress with an error.
+ *
+ * The envelope owns its cJSON tree; every pointer in it points into that tree. The tree is
+ * read-only after parsing. Pure functions (no I/O), thread-safe on distinct envelopes.
+ */
+#ifndef MCPQ_WORKER_ENVELOPE_H
+#define MCPQ_WORKER_ENVELOPE_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define WRK_ID_MAX 128
+#define WRK_REPLY_PREFIX "{mcpq}:reply:"
+#define WRK_REPLY_MAX 256
+#define WRK_NAME_MAX 255
+
+typedef struct wrk_envelope {
+    cJSON *root;
+    const char *job_id;   /* NULL when missing or invalid */
+    const char *reply_to; /* NULL when absent (nobody waits live) */
+    const char *tenant;   /* NULL only after a failed parse */
+    const char *tool;
+    const char *tool_version; /* NULL when absent */
+    const char *traceparent;  /* NULL when absent or not W3C-shaped; the job may point it at
+                               * its own span's (job.h), which executors then get */
+    const char *mode;         /* "task" for a task (SPEC 5.1); NULL or "sync" otherwise */
+    const char *task_id;      /* the task's id when mode is "task" (a valid id), else NULL */
+    const cJSON *arguments;   /* an object; NULL when absent */
+    const cJSON *executor;    /* an object with a string "type" */
+    const char *exec_type;
+    int64_t deadline_ms;  /* epoch ms; 0 when absent */
+    int64_t created_ms;   /* 0 when absent */
+    int64_t timeout_ms;   /* 0 when absent */
+    int64_t result_ttl_s; /* how long the result record must be kept at least (an idempotent
+                           * call, ingress/core/idem.h); 0 when absent */
+} wrk_envelope_t;
+
+/* Parses buf[0..len) into env (which the caller then cleans up either way).
+ * 0, or MCPQ_EINVAL with a reason in errstr. */
+int wrk_envelope_parse(wrk_envelope_t *env, const char *buf, size_t len, char *errstr,
+                       size_t errstr_size);
+void wrk_envelope_cleanup(wrk_envelope_t *env);
+
+/* 1 when s is a valid job id (used for keys and logs). */
+int wrk_envelope_id_valid(const char *s);
+
+/* The envelope as executors receive it: compact JSON of every member except "executor"
+ * (which may hold secrets and headers meant for the worker only), with "traceparent" set to
+ * env->traceparent (left out when NULL). Malloc'd, NUL-terminated, *len set; NULL on ENOMEM. */
+char *wrk_envelope_for_executor(const wrk_envelope_t *env, size_t *len);
+
+#endif

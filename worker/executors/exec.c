@@ -1,0 +1,541 @@
+#include "exec.h"
+
+#include "err.h"
+#include "job.h"
+#include "log.h"
+#include "output.h"
+#include "stderrline.h"
+#include "util.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define EXEC_READ_CHUNK 65536
+#define EXEC_READS_PER_EVENT 4          /* then let other fds have a turn */
+#define EXEC_DRAIN_STDERR_MAX (1 << 20) /* after exit: stderr read before giving up */
+
+typedef struct exec_proc {
+    wrk_job_t *job;
+    pid_t pid;
+    int pidfd, in_fd, out_fd, err_fd;
+    wrk_loop_io_t *pid_io, *in_io, *out_io, *err_io;
+    size_t in_off;
+    util_buf_t out;
+    wrk_stderrline_buf_t lines;
+    char tail[WRK_EXEC_TAIL_MAX];
+    size_t tail_len;
+    wrk_loop_timer_t kill_timer;
+    int too_big;
+    int exit_status, signo;
+} exec_proc_t;
+
+static void close_io(wrk_loop_t *loop, wrk_loop_io_t **io, int *fd)
+{
+    wrk_loop_io_free(loop, *io);
+    *io = NULL;
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
+static void proc_signal(exec_proc_t *p, int sig)
+{
+    /* The group id is the child's pid; it stays reserved until the child is reaped. */
+    if (killpg(p->pid, sig) < 0 && errno != ESRCH)
+        log_event(LOG_WARN, "cannot signal the tool's process group", "job_id", p->job->env.job_id,
+                  "error", strerror(errno), (char *)NULL);
+}
+
+/* Keeps the last WRK_EXEC_TAIL_MAX bytes of non-protocol stderr lines. */
+static void tail_add(exec_proc_t *p, const char *line, size_t len)
+{
+    if (len + 1 > WRK_EXEC_TAIL_MAX) {
+        line += len + 1 - WRK_EXEC_TAIL_MAX;
+        len = WRK_EXEC_TAIL_MAX - 1;
+    }
+    size_t need = len + 1;
+    if (p->tail_len + need > WRK_EXEC_TAIL_MAX) {
+        size_t drop = p->tail_len + need - WRK_EXEC_TAIL_MAX;
+        /* Drop whole lines where possible. */
+        const char *nl = memchr(p->tail + drop, '\n', p->tail_len - drop);
+        if (nl)
+            drop = (size_t)(nl - p->tail) + 1;
+        memmove(p->tail, p->tail + drop, p->tail_len - drop);
+        p->tail_len -= drop;
+    }
+    memcpy(p->tail + p->tail_len, line, len);
+    p->tail[p->tail_len + len] = '\n';
+    p->tail_len += need;
+}
+
+static void on_stderr_line(const char *line, size_t len, void *arg)
+{
+    exec_proc_t *p = arg;
+    wrk_stderrline_t l;
+    wrk_stderrline_parse(line, len, &l);
+    if (l.kind == WRK_LINE_OTHER) {
+        tail_add(p, line, len);
+        return;
+    }
+    cJSON *data = wrk_stderrline_to_json(&l);
+    wrk_job_notify(p->job, l.kind == WRK_LINE_PROGRESS ? "progress" : "log", data);
+    cJSON_Delete(data);
+}
+
+/* Reads what fd has now, up to max_reads chunks. Returns 1 at EOF or on a read error. */
+static int read_some(exec_proc_t *p, int fd, int is_err, int max_reads)
+{
+    char buf[EXEC_READ_CHUNK];
+    for (int i = 0; i < max_reads; i++) {
+        ssize_t n = read(fd, buf, sizeof(buf));
+        if (n < 0 && errno == EINTR) {
+            i--;
+            continue;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return 0;
+        if (n <= 0)
+            return 1;
+        if (is_err) {
+            wrk_stderrline_buf_feed(&p->lines, buf, (size_t)n, on_stderr_line, p);
+        } else if (!p->too_big && util_buf_append(&p->out, buf, (size_t)n) < 0) {
+            p->too_big = 1;
+            proc_signal(p, SIGKILL);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void on_stdout(wrk_loop_io_t *io, int fd, uint32_t events, void *arg)
+{
+    exec_proc_t *p = arg;
+    (void)io;
+    (void)events;
+    if (read_some(p, fd, 0, EXEC_READS_PER_EVENT))
+        close_io(p->job->rt->loop, &p->out_io, &p->out_fd);
+}
+
+static void on_stderr(wrk_loop_io_t *io, int fd, uint32_t events, void *arg)
+{
+    exec_proc_t *p = arg;
+    (void)io;
+    (void)events;
+    if (read_some(p, fd, 1, EXEC_READS_PER_EVENT)) {
+        wrk_stderrline_buf_finish(&p->lines, on_stderr_line, p);
+        close_io(p->job->rt->loop, &p->err_io, &p->err_fd);
+    }
+}
+
+static void on_stdin(wrk_loop_io_t *io, int fd, uint32_t events, void *arg)
+{
+    exec_proc_t *p = arg;
+    wrk_job_t *job = p->job;
+    (void)io;
+    (void)events;
+    while (p->in_off < job->body_len) {
+        ssize_t n = write(fd, job->body + p->in_off, job->body_len - p->in_off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (n <= 0)
+            break; /* EPIPE: the tool does not read its stdin */
+        p->in_off += (size_t)n;
+    }
+    close_io(job->rt->loop, &p->in_io, &p->in_fd);
+}
+
+static void proc_free(exec_proc_t *p)
+{
+    wrk_loop_t *loop = p->job->rt->loop;
+    wrk_loop_timer_stop(loop, &p->kill_timer);
+    close_io(loop, &p->in_io, &p->in_fd);
+    close_io(loop, &p->out_io, &p->out_fd);
+    close_io(loop, &p->err_io, &p->err_fd);
+    close_io(loop, &p->pid_io, &p->pidfd);
+    util_buf_cleanup(&p->out);
+    free(p);
+}
+
+static cJSON *proc_result(exec_proc_t *p)
+{
+    if (p->too_big)
+        return wrk_output_errorf("output too large: the tool printed more than %zu bytes",
+                                 p->out.max);
+    if (p->signo == 0 && p->exit_status == 0)
+        return wrk_output_from_stdout(p->out.data, p->out.len);
+    return wrk_output_from_failure(p->out.data, p->out.len, p->tail, p->tail_len, p->exit_status,
+                                   p->signo);
+}
+
+static void on_exit_fd(wrk_loop_io_t *io, int fd, uint32_t events, void *arg)
+{
+    exec_proc_t *p = arg;
+    wrk_job_t *job = p->job;
+    (void)io;
+    (void)events;
+    siginfo_t si;
+    memset(&si, 0, sizeof(si));
+    if (waitid(P_PIDFD, (id_t)fd, &si, WEXITED | WNOHANG) < 0) {
+        log_event(LOG_ERROR, "waitid on the tool's pidfd failed", "job_id", job->env.job_id,
+                  "error", strerror(errno), (char *)NULL);
+        si.si_pid = p->pid;
+        si.si_code = CLD_KILLED;
+        si.si_status = SIGKILL;
+    } else if (si.si_pid == 0) {
+        return; /* not exited yet */
+    }
+    if (si.si_code == CLD_EXITED)
+        p->exit_status = si.si_status;
+    else
+        p->signo = si.si_status;
+    /* Whatever the child wrote before it exited is in the pipes now. */
+    if (p->out_fd >= 0)
+        read_some(p, p->out_fd, 0, (int)(p->out.max / EXEC_READ_CHUNK) + 2);
+    if (p->err_fd >= 0) {
+        read_some(p, p->err_fd, 1, EXEC_DRAIN_STDERR_MAX / EXEC_READ_CHUNK);
+        wrk_stderrline_buf_finish(&p->lines, on_stderr_line, p);
+    }
+    if (job->cancel != WRK_CANCEL_NONE || p->too_big)
+        proc_signal(p, SIGKILL); /* what is left of the group */
+    cJSON *res = job->cancel == WRK_CANCEL_NONE ? proc_result(p) : NULL;
+    proc_free(p);
+    job->ex_state = NULL;
+    wrk_job_finish(job, res);
+}
+
+static void on_kill_timer(wrk_loop_timer_t *t, void *arg)
+{
+    exec_proc_t *p = arg;
+    (void)t;
+    log_event(LOG_WARN, "tool ignored SIGTERM: sending SIGKILL", "job_id", p->job->env.job_id,
+              (char *)NULL);
+    proc_signal(p, SIGKILL);
+}
+
+static void free_strv(char **v)
+{
+    if (!v)
+        return;
+    for (size_t i = 0; v[i]; i++)
+        free(v[i]);
+    free(v);
+}
+
+static char *kv_join(const char *k, const char *v)
+{
+    size_t kl = strlen(k), vl = strlen(v);
+    char *s = malloc(kl + vl + 2);
+    if (!s)
+        return NULL;
+    memcpy(s, k, kl);
+    s[kl] = '=';
+    memcpy(s + kl + 1, v, vl + 1);
+    return s;
+}
+
+/* The child's environment under construction: "K=V" strings, each name at most once. */
+typedef struct exec_env {
+    char **v; /* NULL-terminated, cap + 1 slots */
+    size_t n, cap;
+} exec_env_t;
+
+/* Sets name=value, replacing an entry of that name. 0 or MCPQ_ENOMEM. */
+static int env_put(exec_env_t *e, const char *name, const char *value)
+{
+    char *kv = kv_join(name, value);
+    if (!kv)
+        return MCPQ_ENOMEM;
+    size_t nl = strlen(name);
+    for (size_t i = 0; i < e->n; i++) {
+        if (strncmp(e->v[i], name, nl) == 0 && e->v[i][nl] == '=') {
+            free(e->v[i]);
+            e->v[i] = kv;
+            return 0;
+        }
+    }
+    assert(e->n < e->cap);
+    e->v[e->n++] = kv;
+    return 0;
+}
+
+/* A POSIX-style variable name: [A-Za-z_][A-Za-z0-9_]*. */
+static int env_name_valid(const char *s)
+{
+    if (!s || !((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_'))
+        return 0;
+    for (s++; *s; s++)
+        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
+              *s == '_'))
+            return 0;
+    return 1;
+}
+
+/* The worker's variables every tool gets when they are set (none of them is a credential). */
+static const char *const env_inherited[] = {"LANG", "LC_ALL", "LC_CTYPE", "TZ"};
+
+/*
+ * The child's environment (see exec.h), every string malloc'd; NULL with *why set when
+ * executor.env or executor.env_pass is malformed (or NULL with *why NULL on ENOMEM). Later
+ * steps win over earlier ones: the defaults, then the worker variables env_pass names, then
+ * executor.env, then MCPQ_JOB_ID and TRACEPARENT, which the worker owns.
+ */
+static char **build_env(const wrk_job_t *job, const char **why)
+{
+    const cJSON *env = cJSON_GetObjectItemCaseSensitive(job->env.executor, "env");
+    const cJSON *pass = cJSON_GetObjectItemCaseSensitive(job->env.executor, "env_pass");
+    *why = NULL;
+    if (cJSON_IsNull(env))
+        env = NULL;
+    if (cJSON_IsNull(pass))
+        pass = NULL;
+    if (env && !cJSON_IsObject(env)) {
+        *why = "executor.env must be an object of strings";
+        return NULL;
+    }
+    if (pass && (!cJSON_IsArray(pass) || cJSON_GetArraySize(pass) > WRK_EXEC_ENV_PASS_MAX)) {
+        *why = "executor.env_pass must be an array of at most 64 variable names";
+        return NULL;
+    }
+    size_t n = 0;
+    for (const cJSON *it = env ? env->child : NULL; it; it = it->next, n++) {
+        if (!cJSON_IsString(it) || !it->string[0] || strchr(it->string, '=')) {
+            *why = "executor.env must be an object of strings with names without '='";
+            return NULL;
+        }
+    }
+    for (const cJSON *it = pass ? pass->child : NULL; it; it = it->next, n++) {
+        if (!cJSON_IsString(it) || !env_name_valid(it->valuestring) ||
+            strncmp(it->valuestring, "MCPQ_", 5) == 0) {
+            *why = "executor.env_pass must hold variable names ([A-Za-z_][A-Za-z0-9_]*), "
+                   "none of them MCPQ_*";
+            return NULL;
+        }
+    }
+    /* PATH, TMPDIR, HOME, LANG, MCPQ_JOB_ID, TRACEPARENT and the inherited ones. */
+    exec_env_t e = {.cap = n + 6 + sizeof(env_inherited) / sizeof(env_inherited[0])};
+    e.v = calloc(e.cap + 1, sizeof(*e.v));
+    if (!e.v)
+        return NULL;
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || tmp[0] != '/')
+        tmp = "/tmp";
+    if (env_put(&e, "PATH", WRK_EXEC_DEFAULT_PATH) < 0 || env_put(&e, "TMPDIR", tmp) < 0 ||
+        env_put(&e, "HOME", tmp) < 0 || env_put(&e, "LANG", "C.UTF-8") < 0)
+        goto oom;
+    for (size_t i = 0; i < sizeof(env_inherited) / sizeof(env_inherited[0]); i++) {
+        const char *v = getenv(env_inherited[i]);
+        if (v && env_put(&e, env_inherited[i], v) < 0)
+            goto oom;
+    }
+    for (const cJSON *it = pass ? pass->child : NULL; it; it = it->next) {
+        const char *v = getenv(it->valuestring);
+        if (v && env_put(&e, it->valuestring, v) < 0)
+            goto oom;
+    }
+    for (const cJSON *it = env ? env->child : NULL; it; it = it->next)
+        if (env_put(&e, it->string, it->valuestring) < 0)
+            goto oom;
+    if (env_put(&e, "MCPQ_JOB_ID", job->env.job_id) < 0)
+        goto oom;
+    if (job->env.traceparent && env_put(&e, "TRACEPARENT", job->env.traceparent) < 0)
+        goto oom;
+    return e.v;
+oom:
+    free_strv(e.v);
+    return NULL;
+}
+
+/* executor.argv as a NULL-terminated vector borrowing the envelope's strings. */
+static const char **build_argv(const wrk_job_t *job, const char **why)
+{
+    const cJSON *argv = cJSON_GetObjectItemCaseSensitive(job->env.executor, "argv");
+    int n = cJSON_IsArray(argv) ? cJSON_GetArraySize(argv) : 0;
+    *why = "executor.argv must be an array of 1 to 256 strings, the first one non-empty";
+    if (n < 1 || n > WRK_EXEC_ARGV_MAX)
+        return NULL;
+    const char **v = calloc((size_t)n + 1, sizeof(*v));
+    if (!v) {
+        *why = NULL;
+        return NULL;
+    }
+    int i = 0;
+    for (const cJSON *it = argv->child; it; it = it->next) {
+        if (!cJSON_IsString(it) || (i == 0 && !it->valuestring[0])) {
+            free(v);
+            return NULL;
+        }
+        v[i++] = it->valuestring;
+    }
+    *why = NULL;
+    return v;
+}
+
+static int set_nonblock(int fd)
+{
+    int fl = fcntl(fd, F_GETFL);
+    return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+/* Spawns the child with its pipes; 0 or an errno value. */
+static int spawn_child(exec_proc_t *p, const char **argv, char **envp, const char *cwd)
+{
+    int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+    int rc = 0;
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawnattr_init(&at);
+    if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
+        set_nonblock(in[1]) < 0 || set_nonblock(out[0]) < 0 || set_nonblock(err[0]) < 0) {
+        rc = errno;
+        goto out;
+    }
+    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+    /* Sockets of libraries that do not set close-on-exec (hiredis, curl) stay ours. */
+    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+    if (cwd)
+        posix_spawn_file_actions_addchdir_np(&fa, cwd);
+    sigset_t none, defaults;
+    sigemptyset(&none);
+    sigemptyset(&defaults);
+    /* The worker blocks SIGTERM/SIGINT and ignores SIGPIPE; the tool gets the defaults. */
+    int sigs[] = {SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD, SIGUSR1, SIGUSR2};
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+        sigaddset(&defaults, sigs[i]);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                      POSIX_SPAWN_SETSIGDEF);
+    posix_spawnattr_setpgroup(&at, 0);
+    posix_spawnattr_setsigmask(&at, &none);
+    posix_spawnattr_setsigdefault(&at, &defaults);
+    rc = posix_spawnp(&p->pid, argv[0], &fa, &at, (char *const *)argv, envp);
+    if (rc != 0)
+        goto out;
+    p->in_fd = in[1];
+    p->out_fd = out[0];
+    p->err_fd = err[0];
+    in[1] = out[0] = err[0] = -1;
+out:
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    int fds[] = {in[0], in[1], out[0], out[1], err[0], err[1]};
+    for (size_t i = 0; i < 6; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    return rc;
+}
+
+static int exec_start(wrk_job_t *job)
+{
+    wrk_loop_t *loop = job->rt->loop;
+    const char *why = NULL;
+    const char **argv = build_argv(job, &why);
+    if (!argv) {
+        if (!why)
+            return -1;
+        wrk_job_finish(job, wrk_output_errorf("%s", why));
+        return 0;
+    }
+    const cJSON *cwdj = cJSON_GetObjectItemCaseSensitive(job->env.executor, "cwd");
+    const char *cwd = cJSON_IsString(cwdj) && cwdj->valuestring[0] ? cwdj->valuestring : NULL;
+    char **envp = build_env(job, &why);
+    if (!envp) {
+        free(argv);
+        if (!why)
+            return -1;
+        wrk_job_finish(job, wrk_output_errorf("%s", why));
+        return 0;
+    }
+    exec_proc_t *p = calloc(1, sizeof(*p));
+    if (!p) {
+        free(argv);
+        free_strv(envp);
+        return -1;
+    }
+    p->job = job;
+    p->pidfd = p->in_fd = p->out_fd = p->err_fd = -1;
+    util_buf_init(&p->out, (size_t)job->rt->settings->max_output_bytes);
+    wrk_stderrline_buf_init(&p->lines);
+    wrk_loop_timer_init(&p->kill_timer, on_kill_timer, p);
+    int err = spawn_child(p, argv, envp, cwd);
+    free_strv(envp);
+    if (err) {
+        char detail[600];
+        snprintf(detail, sizeof(detail), "cannot start \"%.200s\"%s%.200s: %s", argv[0],
+                 cwd ? " in " : "", cwd ? cwd : "", strerror(err));
+        cJSON *res = wrk_job_error_hidden(job, detail, "the tool could not be run");
+        free(argv);
+        free(p);
+        wrk_job_finish(job, res);
+        return 0;
+    }
+    free(argv);
+    job->ex_state = p;
+    p->pidfd = pidfd_open(p->pid, 0);
+    if (p->pidfd < 0) {
+        log_event(LOG_ERROR, "pidfd_open failed", "job_id", job->env.job_id, "error",
+                  strerror(errno), (char *)NULL);
+        kill(p->pid, SIGKILL);
+        waitpid(p->pid, NULL, 0);
+        proc_free(p);
+        job->ex_state = NULL;
+        return -1;
+    }
+    p->pid_io = wrk_loop_io_new(loop, p->pidfd, EPOLLIN, on_exit_fd, p);
+    p->out_io = wrk_loop_io_new(loop, p->out_fd, EPOLLIN, on_stdout, p);
+    p->err_io = wrk_loop_io_new(loop, p->err_fd, EPOLLIN, on_stderr, p);
+    /* The envelope usually fits the pipe buffer: write it now and watch only for the rest. */
+    while (p->in_off < job->body_len) {
+        ssize_t n = write(p->in_fd, job->body + p->in_off, job->body_len - p->in_off);
+        if (n <= 0)
+            break;
+        p->in_off += (size_t)n;
+    }
+    if (p->in_off < job->body_len && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        p->in_io = wrk_loop_io_new(loop, p->in_fd, EPOLLOUT, on_stdin, p);
+    else
+        close_io(loop, &p->in_io, &p->in_fd);
+    if (!p->pid_io || !p->out_io || !p->err_io || (p->in_fd >= 0 && !p->in_io)) {
+        /* Without its watchers the child cannot be served: kill and reap it now. */
+        proc_signal(p, SIGKILL);
+        waitpid(p->pid, NULL, 0);
+        proc_free(p);
+        job->ex_state = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static void exec_cancel(wrk_job_t *job, wrk_cancel_t how)
+{
+    exec_proc_t *p = job->ex_state;
+    if (!p)
+        return;
+    close_io(job->rt->loop, &p->in_io, &p->in_fd);
+    long long grace = job->rt->settings->kill_grace_ms;
+    if (how == WRK_CANCEL_ABORT || grace <= 0) {
+        proc_signal(p, SIGKILL);
+        return;
+    }
+    proc_signal(p, SIGTERM);
+    if (wrk_loop_timer_start(job->rt->loop, &p->kill_timer, grace) < 0)
+        proc_signal(p, SIGKILL);
+}
+
+const wrk_executor_t wrk_exec_executor = {
+    .type = "exec",
+    .start = exec_start,
+    .cancel = exec_cancel,
+};

@@ -1,0 +1,448 @@
+#include "httpexec.h"
+
+#include "err.h"
+#include "mcpw.h"
+#include "job.h"
+#include "log.h"
+#include "output.h"
+#include "util.h"
+#include "whsig.h"
+
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define HTTP_TIMEOUT_SLACK_MS 500 /* the job's deadline timer fires first */
+
+struct wrk_httpexec {
+    wrk_loop_t *loop;
+    CURLM *multi;
+    wrk_loop_timer_t timer;
+    size_t max_output;
+    wrk_httpexec_req_t *reqs; /* every live request, so wrk_httpexec_free can drop them */
+};
+
+struct wrk_httpexec_req {
+    CURL *easy;
+    struct curl_slist *headers;
+    util_buf_t body;
+    int too_big;
+    char errbuf[CURL_ERROR_SIZE];
+    char session_id[WRK_HTTP_SESSION_MAX];
+    wrk_httpexec_done_fn done;
+    void *arg;
+    wrk_httpexec_req_t *prev, *next;
+};
+
+static void req_free(wrk_httpexec_t *h, wrk_httpexec_req_t *r)
+{
+    if (r->easy) {
+        curl_multi_remove_handle(h->multi, r->easy);
+        curl_easy_cleanup(r->easy);
+    }
+    if (r->prev)
+        r->prev->next = r->next;
+    else if (h->reqs == r)
+        h->reqs = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    curl_slist_free_all(r->headers);
+    util_buf_cleanup(&r->body);
+    free(r);
+}
+
+static void http_check_done(wrk_httpexec_t *h)
+{
+    CURLMsg *msg;
+    int left;
+    while ((msg = curl_multi_info_read(h->multi, &left))) {
+        if (msg->msg != CURLMSG_DONE)
+            continue;
+        wrk_httpexec_req_t *r = NULL;
+        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&r);
+        wrk_httpexec_resp_t resp = {.code = msg->data.result,
+                                    .too_big = r->too_big,
+                                    .body = "",
+                                    .session_id = r->session_id};
+        if (resp.code == CURLE_OK) {
+            curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &resp.status);
+            char *ctype = NULL;
+            curl_easy_getinfo(r->easy, CURLINFO_CONTENT_TYPE, &ctype);
+            resp.content_type = ctype;
+        } else {
+            resp.error = r->errbuf[0] ? r->errbuf : curl_easy_strerror(resp.code);
+        }
+        if (r->body.data) {
+            resp.body = r->body.data;
+            resp.len = r->body.len;
+        }
+        if (r->done)
+            r->done(&resp, r->arg);
+        req_free(h, r);
+    }
+}
+
+static void http_on_io(wrk_loop_io_t *io, int fd, uint32_t events, void *arg)
+{
+    wrk_httpexec_t *h = arg;
+    (void)io;
+    int flags = 0, running = 0;
+    if (events & EPOLLIN)
+        flags |= CURL_CSELECT_IN;
+    if (events & EPOLLOUT)
+        flags |= CURL_CSELECT_OUT;
+    if (events & (EPOLLERR | EPOLLHUP))
+        flags |= CURL_CSELECT_ERR;
+    curl_multi_socket_action(h->multi, fd, flags, &running);
+    http_check_done(h);
+}
+
+static void http_on_timer(wrk_loop_timer_t *t, void *arg)
+{
+    wrk_httpexec_t *h = arg;
+    (void)t;
+    int running = 0;
+    curl_multi_socket_action(h->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    http_check_done(h);
+}
+
+static int http_socket_cb(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
+{
+    wrk_httpexec_t *h = userp;
+    wrk_loop_io_t *io = socketp;
+    (void)easy;
+    if (what == CURL_POLL_REMOVE) {
+        wrk_loop_io_free(h->loop, io);
+        curl_multi_assign(h->multi, s, NULL);
+        return 0;
+    }
+    uint32_t events = (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0);
+    if (!io) {
+        io = wrk_loop_io_new(h->loop, s, events, http_on_io, h);
+        if (!io)
+            return -1;
+        curl_multi_assign(h->multi, s, io);
+        return 0;
+    }
+    return wrk_loop_io_set(h->loop, io, events) < 0 ? -1 : 0;
+}
+
+static int http_timer_cb(CURLM *multi, long timeout_ms, void *userp)
+{
+    wrk_httpexec_t *h = userp;
+    (void)multi;
+    if (timeout_ms < 0) {
+        wrk_loop_timer_stop(h->loop, &h->timer);
+        return 0;
+    }
+    return wrk_loop_timer_start(h->loop, &h->timer, timeout_ms) < 0 ? -1 : 0;
+}
+
+wrk_httpexec_t *wrk_httpexec_new(wrk_loop_t *loop, size_t max_output)
+{
+    wrk_httpexec_t *h = calloc(1, sizeof(*h));
+    if (!h)
+        return NULL;
+    h->loop = loop;
+    h->max_output = max_output;
+    wrk_loop_timer_init(&h->timer, http_on_timer, h);
+    h->multi = curl_multi_init();
+    if (!h->multi) {
+        log_msgf(LOG_ERROR, "curl_multi_init failed");
+        free(h);
+        return NULL;
+    }
+    curl_multi_setopt(h->multi, CURLMOPT_SOCKETFUNCTION, http_socket_cb);
+    curl_multi_setopt(h->multi, CURLMOPT_SOCKETDATA, h);
+    curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, http_timer_cb);
+    curl_multi_setopt(h->multi, CURLMOPT_TIMERDATA, h);
+    return h;
+}
+
+void wrk_httpexec_free(wrk_httpexec_t *h)
+{
+    if (!h)
+        return;
+    while (h->reqs)
+        req_free(h, h->reqs);
+    curl_multi_cleanup(h->multi);
+    wrk_loop_timer_stop(h->loop, &h->timer);
+    free(h);
+}
+
+size_t wrk_httpexec_max_output(const wrk_httpexec_t *h)
+{
+    return h->max_output;
+}
+
+static size_t http_write_cb(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+    wrk_httpexec_req_t *r = userdata;
+    size_t n = size * nmemb;
+    if (util_buf_append(&r->body, ptr, n) < 0) {
+        r->too_big = 1;
+        return 0; /* aborts the transfer: CURLE_WRITE_ERROR */
+    }
+    return n;
+}
+
+/* Keeps the response's Mcp-Session-Id (the only response header an executor needs). */
+static size_t http_header_cb(char *buf, size_t size, size_t nitems, void *userdata)
+{
+    wrk_httpexec_req_t *r = userdata;
+    mcpw_session_header(buf, size * nitems, r->session_id, sizeof(r->session_id));
+    return size * nitems;
+}
+
+wrk_httpexec_req_t *wrk_httpexec_post(wrk_httpexec_t *h, const char *url,
+                                      struct curl_slist *headers, const char *body, size_t len,
+                                      int64_t timeout_ms, wrk_httpexec_done_fn done, void *arg)
+{
+    wrk_httpexec_req_t *r = calloc(1, sizeof(*r));
+    if (!r) {
+        curl_slist_free_all(headers);
+        return NULL;
+    }
+    r->headers = headers;
+    r->done = done;
+    r->arg = arg;
+    util_buf_init(&r->body, h->max_output);
+    r->easy = curl_easy_init();
+    if (!r->easy) {
+        req_free(h, r);
+        return NULL;
+    }
+    CURL *e = r->easy;
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_POST, 1L);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+    curl_easy_setopt(e, CURLOPT_COPYPOSTFIELDS, body);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
+    curl_easy_setopt(e, CURLOPT_USERAGENT, "mcpq-worker");
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(timeout_ms > 0 ? timeout_ms : 1));
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, http_write_cb);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, http_header_cb);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, r);
+    if (curl_multi_add_handle(h->multi, e) != CURLM_OK) {
+        log_event(LOG_ERROR, "curl_multi_add_handle failed", (char *)NULL);
+        req_free(h, r);
+        return NULL;
+    }
+    r->next = h->reqs;
+    if (h->reqs)
+        h->reqs->prev = r;
+    h->reqs = r;
+    return r;
+}
+
+void wrk_httpexec_req_cancel(wrk_httpexec_t *h, wrk_httpexec_req_t *req)
+{
+    if (req)
+        req_free(h, req);
+}
+
+int wrk_httpexec_header_name_valid(const char *s)
+{
+    static const char tchar[] = "!#$%&'*+-.^_`|~";
+    if (!*s)
+        return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              strchr(tchar, *s)))
+            return 0;
+    return 1;
+}
+
+int wrk_httpexec_header_value_valid(const char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 && *s != '\t')
+            return 0;
+    return 1;
+}
+
+int wrk_httpexec_header_add(struct curl_slist **list, const char *name, const char *value)
+{
+    char line[WRK_HTTP_HEADER_MAX];
+    int n = snprintf(line, sizeof(line), "%s: %s", name, value);
+    if (n < 0 || (size_t)n >= sizeof(line))
+        return MCPQ_ETOOBIG;
+    struct curl_slist *l = curl_slist_append(*list, line);
+    if (!l)
+        return MCPQ_ENOMEM;
+    *list = l;
+    return 0;
+}
+
+/* ---- the http executor ---- */
+
+/* Headers the worker sets itself; a configured one of these names is skipped. */
+static int header_reserved(const char *name)
+{
+    static const char *const reserved[] = {"content-type",      "content-length",    "webhook-id",
+                                           "webhook-timestamp", "webhook-signature", "expect"};
+    for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
+        if (strcasecmp(name, reserved[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* Builds the request headers into *list, signing body when the executor has a secret; a
+ * message for the caller in why when the config is bad. */
+static int build_headers(wrk_job_t *job, const char *body, size_t len, struct curl_slist **list,
+                         const char **why)
+{
+    const cJSON *ex = job->env.executor;
+    *why = NULL;
+    /* "Expect:" with no value stops curl from waiting for 100-continue on large bodies. */
+    struct curl_slist *l = curl_slist_append(NULL, "Expect:");
+    if (!l)
+        return MCPQ_ENOMEM;
+    *list = l;
+    if (wrk_httpexec_header_add(list, "Content-Type", "application/json") < 0)
+        return MCPQ_ENOMEM;
+    const cJSON *hdrs = cJSON_GetObjectItemCaseSensitive(ex, "headers");
+    if (hdrs && !cJSON_IsNull(hdrs)) {
+        if (!cJSON_IsObject(hdrs)) {
+            *why = "executor.headers must be an object of strings";
+            return MCPQ_EINVAL;
+        }
+        for (const cJSON *it = hdrs->child; it; it = it->next) {
+            if (!cJSON_IsString(it) || !wrk_httpexec_header_name_valid(it->string) ||
+                !wrk_httpexec_header_value_valid(it->valuestring)) {
+                *why = "executor.headers holds an invalid header name or value";
+                return MCPQ_EINVAL;
+            }
+            if (header_reserved(it->string))
+                continue;
+            if (wrk_httpexec_header_add(list, it->string, it->valuestring) < 0) {
+                *why = "executor.headers holds a header that is too long";
+                return MCPQ_EINVAL;
+            }
+        }
+    }
+    if (job->env.traceparent &&
+        wrk_httpexec_header_add(list, "traceparent", job->env.traceparent) < 0)
+        return MCPQ_ENOMEM;
+    const cJSON *secret = cJSON_GetObjectItemCaseSensitive(ex, "secret");
+    if (secret && !cJSON_IsNull(secret)) {
+        char sig[WHSIG_LEN], ts[24];
+        long long now = (long long)(util_now_ms() / 1000);
+        if (!cJSON_IsString(secret) || whsig_sign(secret->valuestring, job->env.job_id, now, body,
+                                                  len, sig, sizeof(sig)) < 0) {
+            *why = "executor.secret is not a Standard Webhooks secret (whsec_ + base64)";
+            return MCPQ_EINVAL;
+        }
+        snprintf(ts, sizeof(ts), "%lld", now);
+        if (wrk_httpexec_header_add(list, "webhook-id", job->env.job_id) < 0 ||
+            wrk_httpexec_header_add(list, "webhook-timestamp", ts) < 0 ||
+            wrk_httpexec_header_add(list, "webhook-signature", sig) < 0)
+            return MCPQ_ENOMEM;
+    }
+    return 0;
+}
+
+static int url_valid(const char *url)
+{
+    return strncasecmp(url, "http://", 7) == 0 || strncasecmp(url, "https://", 8) == 0;
+}
+
+cJSON *wrk_httpexec_failure(const wrk_job_t *job, const wrk_httpexec_resp_t *resp, const char *what)
+{
+    char host[256], detail[CURL_ERROR_SIZE + 512];
+    const char *url =
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(job->env.executor, "url"));
+    util_url_host(url ? url : "", host, sizeof(host));
+    snprintf(detail, sizeof(detail), "request to %s failed: %s", host,
+             resp->error ? resp->error : "?");
+    if (resp->code == CURLE_OPERATION_TIMEDOUT)
+        return wrk_job_error_hidden(job, detail, "%s did not answer in time", what);
+    return wrk_job_error_hidden(job, detail, "%s could not be reached", what);
+}
+
+static void http_done_in(const wrk_httpexec_resp_t *resp, void *arg)
+{
+    wrk_job_t *job = arg;
+    cJSON *res;
+    job->ex_state = NULL;
+    if (resp->code == CURLE_OK)
+        res = wrk_output_from_http(resp->status, resp->content_type, resp->body, resp->len);
+    else if (resp->too_big)
+        res = wrk_output_errorf("output too large: the tool answered more than %zu bytes",
+                                wrk_httpexec_max_output(job->rt->http));
+    else
+        res = wrk_httpexec_failure(job, resp, "the tool's HTTP service");
+    wrk_job_finish(job, res);
+}
+
+/* The answer of the job's request, logged in the job's trace. */
+static void http_done(const wrk_httpexec_resp_t *resp, void *arg)
+{
+    const wrk_job_t *job = arg;
+    log_ctx_t saved;
+    wrk_job_log_enter(job, &saved);
+    http_done_in(resp, arg);
+    wrk_job_log_leave(&saved);
+}
+
+wrk_httpexec_req_t *wrk_httpexec_post_job(wrk_job_t *job, const char *body, size_t len,
+                                          wrk_httpexec_done_fn done, void *arg, const char **why)
+{
+    *why = NULL;
+    const cJSON *url = cJSON_GetObjectItemCaseSensitive(job->env.executor, "url");
+    if (!cJSON_IsString(url) || !url_valid(url->valuestring)) {
+        *why = "executor.url must be an http:// or https:// URL";
+        return NULL;
+    }
+    struct curl_slist *headers = NULL;
+    if (build_headers(job, body, len, &headers, why) < 0) {
+        curl_slist_free_all(headers);
+        return NULL;
+    }
+    wrk_httpexec_req_t *r =
+        wrk_httpexec_post(job->rt->http, url->valuestring, headers, body, len,
+                          wrk_job_remaining_ms(job) + HTTP_TIMEOUT_SLACK_MS, done, arg);
+    if (!r)
+        log_event(LOG_ERROR, "cannot start the HTTP request", "job_id", job->env.job_id,
+                  (char *)NULL);
+    return r;
+}
+
+static int http_start(wrk_job_t *job)
+{
+    const char *why = NULL;
+    wrk_httpexec_req_t *r =
+        wrk_httpexec_post_job(job, job->body, job->body_len, http_done, job, &why);
+    if (!r) {
+        if (!why)
+            return -1;
+        wrk_job_finish(job, wrk_output_errorf("%s", why));
+        return 0;
+    }
+    job->ex_state = r;
+    return 0;
+}
+
+static void http_cancel(wrk_job_t *job, wrk_cancel_t how)
+{
+    (void)how;
+    wrk_httpexec_req_t *r = job->ex_state;
+    if (!r)
+        return;
+    wrk_httpexec_req_cancel(job->rt->http, r);
+    job->ex_state = NULL;
+    wrk_job_finish(job, NULL);
+}
+
+const wrk_executor_t wrk_httpexec_executor = {
+    .type = "http",
+    .start = http_start,
+    .cancel = http_cancel,
+};

@@ -1,0 +1,44 @@
+/*
+ * mcpexec.h - the mcp executor (SPEC section 6.4): call a tool on an upstream MCP server over
+ * Streamable HTTP, on the worker's curl multi handle (worker/executors/httpexec.h), never blocking
+ * the loop.
+ *
+ * The executor config is {"type": "mcp", "url": "http(s)://...", "tool": <upstream tool
+ * name>, "headers": {name: value}}. Per worker and per upstream (url + headers) the executor
+ * keeps what it negotiated:
+ *   - it POSTs server/discover as a 2026-07-28 request; a result means the upstream speaks
+ *     2026-07-28: every call then carries MCP-Protocol-Version, Mcp-Method, Mcp-Name and
+ *     params._meta["io.modelcontextprotocol/protocolVersion"], and no session;
+ *   - otherwise the legacy handshake: initialize asking for 2025-11-25 (the upstream may
+ *     answer an older version it speaks), notifications/initialized, then calls with
+ *     Mcp-Session-Id (when the upstream gave one) and MCP-Protocol-Version. A 404 on a call
+ *     with a session means the session expired: the executor initializes again once and
+ *     retries the call.
+ * Calls made while an upstream is being negotiated wait for it. Answers may be JSON or SSE
+ * (mcpw.h); progress notifications of the call are forwarded as progress entries.
+ *
+ * Results: the upstream CallToolResult passes through (content, structuredContent, isError;
+ * a 2026-07-28 resultType "complete" is dropped, the ingress adds its own). An upstream
+ * JSON-RPC error -32602 (unknown tool, bad params) ends the job with that JSON-RPC error
+ * (record status "error"), as the gateway answers its own -32602; other upstream errors
+ * become an isError result with the upstream's message; transport and handshake failures
+ * an isError result saying what failed. Each of these carries an error id, and the upstream's
+ * host[:port] and curl's message go only to the log (wrk_job_error_hidden; never the URL's
+ * path or query, nor header values). Timeout or cancel aborts the transfer and, in a legacy
+ * session, sends notifications/cancelled best-effort.
+ *
+ * Thread safety: loop thread only.
+ */
+#ifndef MCPQ_WORKER_MCP_H
+#define MCPQ_WORKER_MCP_H
+
+#include "httpexec.h"
+
+typedef struct wrk_mcpexec wrk_mcpexec_t;
+
+/* The upstream cache of one worker, on h. NULL on ENOMEM. */
+wrk_mcpexec_t *wrk_mcpexec_new(wrk_httpexec_t *h);
+/* Every job must have finished. Drops negotiations in flight. NULL is a no-op. */
+void wrk_mcpexec_free(wrk_mcpexec_t *m);
+
+#endif
