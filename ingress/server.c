@@ -1,17 +1,20 @@
 #include "server.h"
 
 #include "admin.h"
+#include "frontdoor.h"
 #include "auth.h"
 #include "batch.h"
 #include "channels.h"
 #include "cfg.h"
 #include "err.h"
 #include "files.h"
+#include "filesapi.h"
 #include "rpc.h"
 #include "listen.h"
 #include "log.h"
 #include "mcp.h"
 #include "webhook.h"
+#include "whapi.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -31,16 +34,33 @@ int ing_server_ready(ing_ctx_t *ctx)
     return ok;
 }
 
+/* The libmicrohttpd response of resp: its file or its body (taken from resp). */
+static struct MHD_Response *mhd_response(ing_resp_t *resp, size_t *len)
+{
+    struct MHD_Response *r;
+    if (resp->has_fd) {
+        *len = (size_t)resp->fd_size;
+        r = MHD_create_response_from_fd(resp->fd_size, resp->fd);
+        if (r)
+            resp->has_fd = 0; /* the fd is now r's */
+        return r;
+    }
+    *len = resp->body ? strlen(resp->body) : 0;
+    r = MHD_create_response_from_buffer(*len, resp->body, MHD_RESPMEM_MUST_FREE);
+    if (r)
+        resp->body = NULL; /* now owned by r */
+    return r;
+}
+
+/* Sends the answer a handler built (req.h) and counts it; frees what resp holds. */
 static enum MHD_Result send_resp(ing_req_t *req, ing_resp_t *resp)
 {
-    size_t len = resp->body ? strlen(resp->body) : 0;
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(len, resp->body, MHD_RESPMEM_MUST_FREE);
+    size_t len = 0;
+    struct MHD_Response *r = mhd_response(resp, &len);
     if (!r) {
-        free(resp->body);
+        ing_resp_release(resp);
         return MHD_NO;
     }
-    resp->body = NULL; /* now owned by r */
     if (len && resp->content_type)
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, resp->content_type);
     if (resp->session_id[0])
@@ -59,6 +79,9 @@ static enum MHD_Result send_resp(ing_req_t *req, ing_resp_t *resp)
         snprintf(et, sizeof(et), "\"%s\"", resp->etag);
         MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, et);
     }
+    for (size_t i = 0; i < resp->nheaders; i++)
+        MHD_add_response_header(r, resp->headers[i].name, resp->headers[i].value);
+    ing_resp_release(resp);
     if (req->ctx && atomic_load(&req->ctx->stopping))
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ret = MHD_queue_response(req->conn, (unsigned)resp->status, r);
@@ -85,15 +108,11 @@ static enum MHD_Result send_text(ing_req_t *req, int status, const char *ctype, 
 /* Logs and counts how a call ended; response is its JSON-RPC answer (NULL: none sent). */
 static void call_outcome(ing_req_t *req, const ing_call_t *call, const char *response)
 {
-    ing_call_outcome_t outcome = ING_CALL_OK;
+    ing_call_outcome_t outcome = call->outcome;
     if (call->cancelled)
         outcome = ING_CALL_CANCELLED;
     else if (!response || call->timed_out)
         outcome = call->timed_out ? ING_CALL_TIMEOUT : ING_CALL_FAILED;
-    else if (strstr(response, "\"error\":{"))
-        outcome = ING_CALL_FAILED;
-    else if (strstr(response, "\"isError\":true"))
-        outcome = ING_CALL_TOOL_ERROR;
     static const char *const names[] = {"ok",     "tool_error", "timeout",
                                         "failed", "fake",       "cancelled"};
     char ms[32];
@@ -134,6 +153,7 @@ static enum MHD_Result send_call(ing_req_t *req)
         cJSON *id = cJSON_Parse(call->id_json);
         resp.body = rpc_error_str(id, RPC_INTERNAL_ERROR, "internal error", NULL);
         cJSON_Delete(id);
+        call->outcome = ING_CALL_FAILED;
     }
     call_outcome(req, call, call->response ? call->response : resp.body);
     req->has_call = 0;
@@ -256,15 +276,10 @@ static enum MHD_Result route(ing_req_t *req, const char *url, const char *method
     }
     if (strncmp(url, "/v1/files/", 10) == 0) { /* files (files.h, SPEC section 10) */
         ing_resp_t resp = {0};
-        struct MHD_Response *r = NULL;
-        if (!ing_filesapi_is_content(url)) {
+        if (!ing_filesapi_is_content(url))
             ing_filesapi_route(req, url, method, &resp);
-        } else if (ing_filesapi_download(req, url, method, &r, &resp)) {
-            enum MHD_Result ret = MHD_queue_response(req->conn, MHD_HTTP_OK, r);
-            MHD_destroy_response(r);
-            ing_metrics_request(ctx->metrics, req->metric, 200, util_mono_ms() - req->t0);
-            return ret;
-        }
+        else
+            ing_filesapi_download(req, url, method, &resp);
         return send_resp(req, &resp);
     }
     if (strcmp(url, "/v1/webhooks") == 0 || strncmp(url, "/v1/webhooks/", 13) == 0) {
@@ -359,14 +374,14 @@ static long long body_limit_earned(ing_req_t *req, const char *url, long long pr
     ing_ctx_t *ctx = req->ctx;
     long long max = ctx->set->max_body_bytes;
     if (is_admin_url(url)) { /* only the operator token counts on /admin */
-        if (!ing_admin_token_ok(ctx->set, req->conn))
+        if (!ing_frontdoor_operator_token(req))
             return pre;
         if (strcmp(url, "/admin/v1/config") == 0 && max < (long long)CFG_MAX_BYTES)
             return CFG_MAX_BYTES; /* a whole config applied at once */
         return max;
     }
     ing_registry_t *reg = ing_ctx_registry(ctx);
-    int known = ing_auth_known(req->conn, reg);
+    int known = ing_auth_known(req, reg);
     ing_registry_unref(reg);
     return known ? max : pre;
 }

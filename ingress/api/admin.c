@@ -38,6 +38,7 @@
 #include "sch.h"
 #include "util.h"
 #include "webhook.h"
+#include "whapi.h"
 
 #include <openssl/evp.h>
 #include <openssl/rand.h>
@@ -363,7 +364,7 @@ cJSON *ing_admin_list_tools(const char *tenant, const cJSON *tool_docs, const ch
 
 static const char *qarg(adm_t *a, const char *name)
 {
-    return MHD_lookup_connection_value(a->req->conn, MHD_GET_ARGUMENT_KIND, name);
+    return ing_req_arg(a->req, name);
 }
 
 /* Answers the list of items (consumed) with the request's paging, filter and order. */
@@ -1422,53 +1423,15 @@ static int split_path(adm_t *a, const char *rest)
     return 0;
 }
 
-int ing_admin_token_ok(const mcpq_settings_t *set, struct MHD_Connection *conn)
-{
-    const char *token = set->admin_token;
-    if (!token || !*token)
-        return 0;
-    const char *h =
-        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-    unsigned char want[65], got[65];
-    util_sha256_hex(token, strlen(token), (char *)want);
-    int ok = h && strncmp(h, "Bearer ", 7) == 0;
-    util_sha256_hex(ok ? h + 7 : "", ok ? strlen(h + 7) : 0, (char *)got);
-    return util_ct_equal(want, got, 64) && ok;
-}
-
 /* 1 when the request carries the operator token, else answers. */
 static int operator_ok(ing_req_t *req, ing_resp_t *resp)
 {
-    const char *token = req->ctx->set->admin_token;
-    if (!token || !*token) {
-        ing_api_error(resp, 404, "the admin API is off: start the ingress with MCPQ_ADMIN_TOKEN");
-        return 0;
-    }
-    if (!ing_auth_origin_ok(req->conn, req->ctx->set->allowed_origins,
-                            req->ctx->set->allowed_hosts)) {
-        ing_api_error(resp, 403, "Origin or Host not allowed");
-        return 0;
-    }
-    const char *h =
-        MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-    static const char too_many[] = "too many failed authentications from this client; retry later";
-    char client[ING_PEER_LEN];
-    ing_auth_req_t ar;
-    ing_api_auth_req(req, &ar, client);
-    /* A wrong token counts against the client address like a wrong API key. */
-    if (h && ing_auth_fail_blocked(&ar, NULL, &ar.retry_after_ms)) {
-        ing_api_too_many(resp, too_many, ar.retry_after_ms);
-        return 0;
-    }
-    if (ing_admin_token_ok(req->ctx->set, req->conn))
-        return 1;
-    if (h && ing_auth_fail_count(&ar, NULL, &ar.retry_after_ms)) {
-        ing_api_too_many(resp, too_many, ar.retry_after_ms);
-        return 0;
-    }
-    ing_api_error(resp, 401, "the admin API needs Authorization: Bearer <MCPQ_ADMIN_TOKEN>");
-    resp->www_auth = "Bearer realm=\"mcpq-admin\"";
-    return 0;
+    ing_door_t door;
+    int in = ing_frontdoor_enter(req, ING_DOOR_OPERATOR, &door) == ING_DOOR_IN;
+    if (!in)
+        ing_api_refused(&door, resp);
+    ing_frontdoor_leave(&door);
+    return in;
 }
 
 static int parse_body(adm_t *a)
@@ -1486,8 +1449,7 @@ static int parse_body(adm_t *a)
         a->body = cJSON_CreateObject();
         return 1;
     }
-    const char *ct =
-        MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    const char *ct = ing_req_header(req, "Content-Type");
     if (!ct || strncmp(ct, "application/json", 16) != 0) {
         ing_api_error(a->resp, 415, "Content-Type must be application/json");
         return 0;
@@ -1515,7 +1477,7 @@ void ing_admin_api(ing_req_t *req, const char *url, const char *method, ing_resp
     }
     if (strcmp(method, "HEAD") == 0)
         a.method = "GET";
-    a.if_match = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_MATCH);
+    a.if_match = ing_req_header(req, "If-Match");
     char err[512];
     redisContext *c = NULL;
     if (split_path(&a, url + sizeof(base) - 1) < 0 || a.nseg == 0) {

@@ -28,13 +28,9 @@
 #ifndef MCPQ_ING_ADMIN_H
 #define MCPQ_ING_ADMIN_H
 
-#include "ctx.h"
+#include "req.h"
 
 #include <cjson/cJSON.h>
-
-/* 1 when MCPQ_ADMIN_TOKEN is set and the request carries `Authorization: Bearer <it>`
- * (compared in constant time over SHA-256 digests). Thread-safe. */
-int ing_admin_token_ok(const mcpq_settings_t *set, struct MHD_Connection *conn);
 
 /* Handles a request to /admin/... (url as libmicrohttpd decoded it). */
 void ing_admin_api(ing_req_t *req, const char *url, const char *method, ing_resp_t *resp);

@@ -1,11 +1,10 @@
 /*
- * api.c - the front door of the tenant REST endpoints (api.h).
+ * api.c - what the REST endpoints share (api.h): the front door's verdict and errors as
+ * {"error": ...} JSON.
  */
 #include "api.h"
 
-#include "auth.h"
 #include "rpc.h"
-#include "peer.h"
 
 #include <stdio.h>
 
@@ -43,19 +42,6 @@ void ing_api_body(ing_resp_t *resp, int status, cJSON *o)
         ing_api_error(resp, 500, "out of memory");
 }
 
-void ing_api_auth_req(ing_req_t *req, ing_auth_req_t *ar, char *client)
-{
-    ing_ctx_t *ctx = req->ctx;
-    ing_peer_of(req->conn, ctx->trusted, client, ING_PEER_LEN);
-    *ar = (ing_auth_req_t){.method = req->method,
-                           .uri = req->uri,
-                           .body = req->body.data,
-                           .body_len = req->body.len,
-                           .kv = ctx->kv,
-                           .fails = &ctx->authfail,
-                           .client = client};
-}
-
 void ing_api_too_many(ing_resp_t *resp, const char *msg, long long retry_after_ms)
 {
     cJSON *o = cJSON_CreateObject();
@@ -65,44 +51,24 @@ void ing_api_too_many(ing_resp_t *resp, const char *msg, long long retry_after_m
     resp->retry_after_s = (retry_after_ms + 999) / 1000;
 }
 
+void ing_api_refused(const ing_door_t *door, ing_resp_t *resp)
+{
+    if (door->verdict == ING_DOOR_LIMITED) {
+        ing_api_too_many(resp, door->why, door->retry_after_ms);
+        return;
+    }
+    ing_api_error(resp, door->status, door->why);
+    resp->www_auth = door->www_auth;
+}
+
 const ing_tenant_t *ing_api_front(ing_req_t *req, ing_registry_t **reg, ing_resp_t *resp)
 {
-    ing_ctx_t *ctx = req->ctx;
-    if (!ing_auth_origin_ok(req->conn, ctx->set->allowed_origins, ctx->set->allowed_hosts)) {
-        ing_api_error(resp, 403, "Origin or Host not allowed");
-        return NULL;
-    }
-    *reg = ing_ctx_registry(ctx);
-    if (!*reg) {
-        ing_api_error(resp, 503, "registry not loaded yet; try again");
-        return NULL;
-    }
-    const char *why = NULL;
-    int status = 401;
-    char client[ING_PEER_LEN];
-    ing_auth_req_t ar;
-    ing_api_auth_req(req, &ar, client);
-    ing_principal_t who = {0};
-    const ing_tenant_t *t = ing_auth_tenant(req->conn, *reg, &ar, &who, &status, &why);
-    if (!t && status == 429) {
-        ing_api_too_many(resp, why, ar.retry_after_ms);
-        return NULL;
-    }
-    if (!t) {
-        ing_api_error(resp, status == 503 ? 503 : 401, why ? why : "unauthorized");
-        if (status != 503)
-            resp->www_auth = "Bearer realm=\"mcpq\"";
-        return NULL;
-    }
-    snprintf(req->tenant, sizeof(req->tenant), "%s", t->id);
-    long long wait_ms = 0;
-    if (!ing_ratelimit_admit(ctx->rl, &who, ctx->set->rate_limit_per_s, ctx->set->rate_limit_burst,
-                             &wait_ms)) {
-        char msg[160];
-        snprintf(msg, sizeof(msg), "rate limit of this %s exceeded; retry after %lld ms",
-                 who.kind == 'a' ? "app" : "API key", wait_ms);
-        ing_api_too_many(resp, msg, wait_ms);
-        return NULL;
-    }
+    ing_door_t door;
+    const ing_tenant_t *t = NULL;
+    if (ing_frontdoor_enter(req, ING_DOOR_TENANT, &door) == ING_DOOR_IN)
+        t = door.tenant;
+    else
+        ing_api_refused(&door, resp);
+    *reg = door.reg; /* the caller drops it */
     return t;
 }

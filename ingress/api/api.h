@@ -8,22 +8,22 @@
 #ifndef MCPQ_ING_API_H
 #define MCPQ_ING_API_H
 
-#include "ctx.h"
+#include "frontdoor.h"
+#include "req.h"
 
 #include <cjson/cJSON.h>
 
 /*
- * Origin, auth and rate limit, as for /mcp (SPEC sections 2 and 3). The caller's tenant
+ * The front door for a tenant (frontdoor.h), as for /mcp. The caller's tenant
  * (req->tenant is set too) with *reg holding a registry reference the caller drops
  * (ing_registry_unref, also when NULL is returned), or NULL with resp filled (403, 401 with
  * WWW-Authenticate, 429 with Retry-After, 503).
  */
 const ing_tenant_t *ing_api_front(ing_req_t *req, ing_registry_t **reg, ing_resp_t *resp);
 
-/* The authentication request of req (auth.h): its method, URI as sent, body, the nonce
- * store, the failed-authentication limits and its client's address (peer.h), written to
- * client (ING_PEER_LEN bytes, which must outlive ar). */
-void ing_api_auth_req(ing_req_t *req, ing_auth_req_t *ar, char *client);
+/* Fills resp with a refusal of the front door (frontdoor.h) as {"error": why}: its status,
+ * its challenge (WWW-Authenticate), Retry-After and retryAfterMs for 429. */
+void ing_api_refused(const ing_door_t *door, ing_resp_t *resp);
 
 /* Fills resp with 429, Retry-After and {"error": msg, "retryAfterMs": retry_after_ms}. */
 void ing_api_too_many(ing_resp_t *resp, const char *msg, long long retry_after_ms);

@@ -18,7 +18,7 @@
 #ifndef MCPQ_ING_CHANNELS_H
 #define MCPQ_ING_CHANNELS_H
 
-#include "ctx.h"
+#include "req.h"
 #include "kv.h"
 
 #include <stddef.h>

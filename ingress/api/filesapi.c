@@ -16,6 +16,7 @@
 #include "api.h"
 #include "err.h"
 #include "files.h"
+#include "filesapi.h"
 #include "log.h"
 #include "quota.h"
 
@@ -103,7 +104,7 @@ static int url_id(const char *url, const char *tail, char out[ING_FILE_ID_LEN + 
 
 static const char *arg(ing_req_t *req, const char *name)
 {
-    return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
+    return ing_req_arg(req, name);
 }
 
 /* HMGET of the file's fields into a reply the caller frees; NULL when Redis is away. */
@@ -188,7 +189,8 @@ static void presign(ing_req_t *req, const ing_tenant_t *t, ing_resp_t *resp)
     long long now_ms = util_now_ms();
     long long exp = now_ms / 1000 + set->files_url_ttl_s;
     char url[ING_FILES_URL_MAX], at[32];
-    int urc = ing_files_url(ctx->files, req->conn, "PUT", id, exp, url, sizeof(url));
+    int urc =
+        ing_files_url(ctx->files, ing_req_header(req, "Host"), "PUT", id, exp, url, sizeof(url));
     if (urc < 0) { /* before anything is stored */
         ing_api_error(resp, urc == MCPQ_EUNAVAIL ? 503 : 500,
                       urc == MCPQ_EUNAVAIL ? ING_FILES_NO_BASE : "MCPQ_PUBLIC_URL too long");
@@ -316,27 +318,25 @@ static int signed_ok(ing_req_t *req, const char *method, const char *id, ing_res
     return 1;
 }
 
-int ing_filesapi_download(ing_req_t *req, const char *url, const char *method,
-                          struct MHD_Response **out, ing_resp_t *resp)
+void ing_filesapi_download(ing_req_t *req, const char *url, const char *method, ing_resp_t *resp)
 {
     static const char *fields[] = {"state", "content_type", "size", "sha256", "filename"};
     char id[ING_FILE_ID_LEN + 1], path[4096], disp[2048];
-    *out = NULL;
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
         ing_api_error(resp, 405, "method not allowed");
         resp->allow = "GET, HEAD, PUT";
-        return 0;
+        return;
     }
     if (!url_id(url, "/content", id)) {
         ing_api_error(resp, 403, "bad or missing URL signature");
-        return 0;
+        return;
     }
     if (!signed_ok(req, "GET", id, resp))
-        return 0;
+        return;
     redisReply *r = file_get(req->ctx, id, 5, fields);
     if (!r) {
         ing_api_error(resp, 503, "file store (Redis) unavailable; try again");
-        return 0;
+        return;
     }
     long long size = -1;
     const char *state = field(r, 0), *ct = field(r, 1), *sha = field(r, 3), *fn = field(r, 4);
@@ -344,7 +344,7 @@ int ing_filesapi_download(ing_req_t *req, const char *url, const char *method,
         util_parse_ll(field(r, 2), 0, 1LL << 50, &size) < 0) {
         freeReplyObject(r);
         ing_api_error(resp, 404, "no such file (expired or not uploaded)");
-        return 0;
+        return;
     }
     int fd = -1;
     struct stat st;
@@ -356,32 +356,30 @@ int ing_filesapi_download(ing_req_t *req, const char *url, const char *method,
         log_event(LOG_ERROR, "files: stored file missing or damaged", "file_id", id, "error",
                   strerror(errno), (char *)NULL);
         ing_api_error(resp, 404, "no such file (expired or not uploaded)");
-        return 0;
+        return;
     }
-    struct MHD_Response *m = MHD_create_response_from_fd((uint64_t)size, fd);
-    if (!m) {
-        close(fd);
-        freeReplyObject(r);
-        ing_api_error(resp, 500, "out of memory");
-        return 0;
-    }
-    /* fd is now owned by m */
-    MHD_add_response_header(m, MHD_HTTP_HEADER_CONTENT_TYPE, ct);
+    resp->status = 200;
+    resp->has_fd = 1; /* fd is now the answer's */
+    resp->fd = fd;
+    resp->fd_size = (uint64_t)size;
+    int bad = ing_resp_header(resp, "Content-Type", ct) < 0;
     if (ing_files_disposition(fn, disp, sizeof(disp)) == 0)
-        MHD_add_response_header(m, MHD_HTTP_HEADER_CONTENT_DISPOSITION, disp);
+        bad |= ing_resp_header(resp, "Content-Disposition", disp) < 0;
     else
-        MHD_add_response_header(m, MHD_HTTP_HEADER_CONTENT_DISPOSITION, "attachment");
-    MHD_add_response_header(m, "X-Content-Type-Options", "nosniff");
-    MHD_add_response_header(m, MHD_HTTP_HEADER_CACHE_CONTROL, "private, no-store");
+        bad |= ing_resp_header(resp, "Content-Disposition", "attachment") < 0;
+    bad |= ing_resp_header(resp, "X-Content-Type-Options", "nosniff") < 0;
+    bad |= ing_resp_header(resp, "Cache-Control", "private, no-store") < 0;
     if (sha) {
         char etag[80];
         snprintf(etag, sizeof(etag), "\"%s\"", sha);
-        MHD_add_response_header(m, MHD_HTTP_HEADER_ETAG, etag);
-        MHD_add_response_header(m, "X-Checksum-Sha256", sha);
+        bad |= ing_resp_header(resp, "ETag", etag) < 0;
+        bad |= ing_resp_header(resp, "X-Checksum-Sha256", sha) < 0;
     }
     freeReplyObject(r);
-    *out = m;
-    return 1;
+    if (bad) {
+        ing_resp_release(resp);
+        ing_api_error(resp, 500, "out of memory");
+    }
 }
 
 int ing_filesapi_upload_begin(ing_req_t *req, const char *url, ing_resp_t *resp)
@@ -412,7 +410,7 @@ int ing_filesapi_upload_begin(ing_req_t *req, const char *url, ing_resp_t *resp)
         ing_api_error(resp, 409, "this file has been uploaded already");
         return 0;
     }
-    const char *ct = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, "Content-Type");
+    const char *ct = ing_req_header(req, "Content-Type");
     if (!ct || !ing_files_ctype_eq(ct, want_ct)) {
         snprintf(msg, sizeof(msg), "Content-Type must be %.120s, as presigned", want_ct);
         freeReplyObject(r);
@@ -420,7 +418,7 @@ int ing_filesapi_upload_begin(ing_req_t *req, const char *url, ing_resp_t *resp)
         return 0;
     }
     freeReplyObject(r);
-    const char *cl = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, "Content-Length");
+    const char *cl = ing_req_header(req, "Content-Length");
     long long n;
     if (cl && util_parse_ll(cl, 0, 1LL << 62, &n) == 0 && n != want) {
         snprintf(msg, sizeof(msg), "body must be exactly %lld bytes, as presigned (got %lld)", want,

@@ -11,6 +11,7 @@
  * webhook, nor a signature, is returned.
  */
 #include "webhook.h"
+#include "whapi.h"
 
 #include "api.h"
 #include "listing.h"
@@ -151,7 +152,7 @@ static cJSON *delivery_json(redisReply **f)
 
 static const char *arg(ing_req_t *req, const char *name)
 {
-    return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
+    return ing_req_arg(req, name);
 }
 
 static void list(ing_req_t *req, const char *tenant, ing_resp_t *resp)

@@ -1,7 +1,8 @@
 /*
- * ctx.h - the ingress process: its context and the request each HTTP exchange carries.
+ * ctx.h - the ingress process context: everything one replica holds, in one struct.
  *
- * One ing_ctx_t per process, built in mcpq_ingress.c and read by every thread. The registry
+ * One ing_ctx_t per process, built in mcpq_ingress.c (or by a test) and passed to every
+ * handler through its request (req.h: req->ctx); no handler reaches it another way. The registry
  * snapshot pointer is swapped by the refresh thread under reg_lock; request handlers take a
  * reference (ing_ctx_registry) and drop it when the request ends.
  */
@@ -54,41 +55,5 @@ typedef struct ing_ctx {
 /* The current registry with a reference the caller drops (ing_registry_unref); may be NULL
  * before the first successful load. */
 ing_registry_t *ing_ctx_registry(ing_ctx_t *ctx);
-
-/* One HTTP exchange. */
-typedef struct ing_req {
-    ing_ctx_t *ctx;
-    struct MHD_Connection *conn;
-    char *uri;          /* the request target exactly as sent (path and query), malloc'd */
-    const char *method; /* MHD's string, valid for the request's lifetime */
-    int started;        /* the first access-handler call has run */
-    util_buf_t body;
-    long long body_limit; /* this request's body limit (server.c: before and after credentials) */
-    size_t body_held;     /* bytes of ctx->body_bytes this request holds */
-    int too_big;          /* the body passed body_limit: answered 413 */
-    int busy;             /* the body would pass MCPQ_MAX_BODY_MEMORY_BYTES: answered 503 */
-    int handled;          /* the request was dispatched */
-    int has_call;         /* call is in use (a job was published) */
-    int64_t t0;
-    ing_method_t metric;
-    unsigned planes; /* the routes the listener it came in on serves (server.c "listeners") */
-    char tenant[128];
-    ing_call_t call;
-    struct ing_upload *upload;     /* a PUT of a signed upload URL being streamed (files.h) */
-    struct ing_listener *listener; /* a notification stream open on call (listen.h) */
-    struct ing_batch *batch;       /* a batch whose elements wait, call its group (batch.h) */
-} ing_req_t;
-
-/* The answer a handler produces for a finished exchange. */
-typedef struct ing_resp {
-    int status;
-    char *body; /* malloc'd, may be NULL for an empty body */
-    const char *content_type;
-    char session_id[80];     /* non-empty: sent as Mcp-Session-Id */
-    const char *www_auth;    /* non-NULL: sent as WWW-Authenticate */
-    const char *allow;       /* non-NULL: sent as Allow */
-    long long retry_after_s; /* > 0: sent as Retry-After */
-    char etag[24];           /* non-empty: sent as ETag (quoted) */
-} ing_resp_t;
 
 #endif

@@ -295,12 +295,11 @@ static int host_trusted(const mcpq_settings_t *set, const char *host)
     return set->allowed_hosts && *set->allowed_hosts && ing_peer_listed(set->allowed_hosts, host);
 }
 
-int ing_files_url(const ing_files_t *f, struct MHD_Connection *conn, const char *method,
-                  const char *file_id, long long exp, char *out, size_t size)
+int ing_files_url(const ing_files_t *f, const char *host, const char *method, const char *file_id,
+                  long long exp, char *out, size_t size)
 {
     const mcpq_settings_t *set = f->ctx->set;
     char base[512];
-    const char *host = conn ? MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Host") : NULL;
     if (set->public_url && *set->public_url) {
         snprintf(base, sizeof(base), "%s", set->public_url);
         size_t n = strlen(base);
@@ -338,8 +337,8 @@ static int attach_fail(char *why, size_t why_size, size_t i, const char *msg)
     return MCPQ_EINVAL;
 }
 
-int ing_files_attach(ing_files_t *f, struct MHD_Connection *conn, const char *tenant,
-                     const cJSON *atts, long long valid_s, cJSON **out, char *why, size_t why_size)
+int ing_files_attach(ing_files_t *f, const char *host, const char *tenant, const cJSON *atts,
+                     long long valid_s, cJSON **out, char *why, size_t why_size)
 {
     *out = NULL;
     if (!atts || cJSON_IsNull(atts)) {
@@ -431,7 +430,7 @@ int ing_files_attach(ing_files_t *f, struct MHD_Connection *conn, const char *te
             break;
         }
         char url[ING_FILES_URL_MAX];
-        int urc = ing_files_url(f, conn, "GET", id->valuestring, exp, url, sizeof(url));
+        int urc = ing_files_url(f, host, "GET", id->valuestring, exp, url, sizeof(url));
         if (urc < 0) {
             freeReplyObject(r);
             snprintf(why, why_size, "%s",

@@ -26,7 +26,6 @@
 #include "ctx.h"
 
 #include <cjson/cJSON.h>
-#include <microhttpd.h>
 #include <stddef.h>
 
 #define ING_FILE_KEY_PREFIX "{mcpq}:file:"
@@ -89,13 +88,13 @@ int ing_files_disposition(const char *filename, char *out, size_t size);
     "in MCPQ_ALLOWED_HOSTS"
 
 /* The absolute signed URL of method (PUT or GET) for file_id valid until exp (Unix s):
- * MCPQ_PUBLIC_URL; else http:// and the request's Host (conn may be NULL: the listen address)
- * when that is a loopback host (localhost, 127.0.0.1, [::1], any port) or listed in
+ * MCPQ_PUBLIC_URL; else http:// and the request's Host header (host may be NULL: the listen
+ * address) when that is a loopback host (localhost, 127.0.0.1, [::1], any port) or listed in
  * MCPQ_ALLOWED_HOSTS; then /v1/files/<id>/content?exp=..&sig=... A Host the caller chose
  * never decides where the URL points: 0, MCPQ_EUNAVAIL (no trusted base: ING_FILES_NO_BASE)
  * or MCPQ_ETOOBIG. */
-int ing_files_url(const ing_files_t *f, struct MHD_Connection *conn, const char *method,
-                  const char *file_id, long long exp, char *out, size_t size);
+int ing_files_url(const ing_files_t *f, const char *host, const char *method, const char *file_id,
+                  long long exp, char *out, size_t size);
 /* Verifies exp and sig of a request's URL (ing_files_verify with the process key). */
 int ing_files_check(const ing_files_t *f, const char *method, const char *file_id, const char *exp,
                     const char *sig);
@@ -111,28 +110,7 @@ int ing_files_check(const ing_files_t *f, const char *method, const char *file_i
  * tenant's file) for -32602; MCPQ_EUNAVAIL with why set when Redis is unreachable or no
  * URL can be built (ING_FILES_NO_BASE), for -32603.
  */
-int ing_files_attach(ing_files_t *f, struct MHD_Connection *conn, const char *tenant,
-                     const cJSON *atts, long long valid_s, cJSON **out, char *why, size_t why_size);
-
-/* --- HTTP (filesapi.c) --- */
-
-/* 1 when url is /v1/files/<something>/content (the signed upload and download URL). */
-int ing_filesapi_is_content(const char *url);
-/* POST /v1/files/presign-upload and GET /v1/files/{id} (authenticated as for /mcp). */
-void ing_filesapi_route(ing_req_t *req, const char *url, const char *method, ing_resp_t *resp);
-/* GET or HEAD of the signed download URL: 1 with *out (a file response to queue with
- * *status) or 0 with resp filled (403, 404, 405, 503). */
-int ing_filesapi_download(ing_req_t *req, const char *url, const char *method,
-                          struct MHD_Response **out, ing_resp_t *resp);
-/* PUT of the signed upload URL, called once the headers are in: 1 when the body is wanted
- * (req->upload set), else 0 with resp filled (403, 404, 409, 413, 400, 415, 503). */
-int ing_filesapi_upload_begin(ing_req_t *req, const char *url, ing_resp_t *resp);
-/* A piece of the body: 0, or -1 when the connection should be closed (far too much data
- * after a body without Content-Length). */
-int ing_filesapi_upload_data(ing_req_t *req, const char *data, size_t n);
-/* The body is complete: stores the file (201 with its metadata) or fills resp with why not. */
-void ing_filesapi_upload_end(ing_req_t *req, ing_resp_t *resp);
-/* Drops an upload (its temporary file too, unless it was stored); NULL does nothing. */
-void ing_filesapi_upload_free(struct ing_upload *up);
+int ing_files_attach(ing_files_t *f, const char *host, const char *tenant, const cJSON *atts,
+                     long long valid_s, cJSON **out, char *why, size_t why_size);
 
 #endif

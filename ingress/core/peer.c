@@ -13,7 +13,6 @@
 #include <strings.h>
 
 #define NETS_MAX 256
-#define XFF_MAX 4096 /* the X-Forwarded-For values looked at */
 
 /* An address: 4 bytes for IPv4 (IPv4-mapped IPv6 included), 16 for IPv6. */
 typedef struct ip {
@@ -208,41 +207,6 @@ int ing_peer_client(const struct sockaddr *peer, const char *xff, const ing_peer
     }
     ip_name(&client, out, size);
     return 0;
-}
-
-typedef struct xff_buf {
-    char text[XFF_MAX];
-    size_t len;
-    int overflow; /* longer than XFF_MAX: not believed at all */
-} xff_buf_t;
-
-static enum MHD_Result add_xff(void *cls, enum MHD_ValueKind kind, const char *key,
-                               const char *value)
-{
-    (void)kind;
-    xff_buf_t *b = cls;
-    if (strcasecmp(key, "X-Forwarded-For") == 0 && value && !b->overflow) {
-        size_t room = sizeof(b->text) - b->len;
-        int n = snprintf(b->text + b->len, room, "%s%s", b->len ? "," : "", value);
-        if (n < 0 || (size_t)n >= room)
-            b->overflow = 1;
-        else
-            b->len += (size_t)n;
-    }
-    return MHD_YES;
-}
-
-void ing_peer_of(struct MHD_Connection *conn, const ing_peer_nets_t *trusted, char *out,
-                 size_t size)
-{
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    const struct sockaddr *peer = ci ? ci->client_addr : NULL;
-    xff_buf_t b = {.len = 0, .overflow = 0};
-    b.text[0] = '\0';
-    if (trusted && trusted->n && ing_peer_nets_contains(trusted, peer))
-        MHD_get_connection_values(conn, MHD_HEADER_KIND, add_xff, &b);
-    ing_peer_client(peer, b.len && !b.overflow ? b.text : NULL, trusted, out, size);
 }
 
 /* Does one list entry (len bytes) match value? A trailing ":*" matches any port or none. */

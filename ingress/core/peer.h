@@ -19,12 +19,12 @@
 #ifndef MCPQ_ING_PEER_H
 #define MCPQ_ING_PEER_H
 
-#include <microhttpd.h>
 #include <stddef.h>
 #include <sys/socket.h>
 
 /* Room for a client's name: an IPv6 /64 with its suffix. */
 #define ING_PEER_LEN 64
+#define ING_PEER_XFF_MAX 4096 /* the X-Forwarded-For bytes looked at */
 
 typedef struct ing_peer_nets ing_peer_nets_t;
 
@@ -44,10 +44,6 @@ int ing_peer_nets_contains(const ing_peer_nets_t *nets, const struct sockaddr *s
  */
 int ing_peer_client(const struct sockaddr *peer, const char *xff, const ing_peer_nets_t *trusted,
                     char *out, size_t size);
-
-/* ing_peer_client for a request being served by libmicrohttpd. */
-void ing_peer_of(struct MHD_Connection *conn, const ing_peer_nets_t *trusted, char *out,
-                 size_t size);
 
 /* 1 when value matches an entry of the comma list (scheme://host[:port|:*] for origins,
  * host[:port|:*] for hosts). */

@@ -2,6 +2,7 @@
 
 #include "err.h"
 #include "peer.h"
+#include "req.h"
 #include "log.h"
 #include "ratelimit.h"
 #include "sig.h"
@@ -16,11 +17,6 @@
 static const char default_origins[] =
     "http://localhost:*,http://127.0.0.1:*,https://localhost:*,https://127.0.0.1:*,"
     "http://[::1]:*,https://[::1]:*";
-
-static const char *hdr(struct MHD_Connection *conn, const char *name)
-{
-    return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
-}
 
 /* Claims the nonce for its app: 1 when it was new, 0 when seen within SIG_NONCE_TTL_S,
  * MCPQ_EUNAVAIL when Redis cannot tell. */
@@ -43,10 +39,11 @@ static int nonce_claim(kv_pool_t *kv, const char *app_id, const char *nonce)
 
 /* Parses a signed request's headers into *h and checks that X-Timestamp is fresh: 0, or -1
  * with *why set. */
-static int signed_headers(struct MHD_Connection *conn, sig_headers_t *h, const char **why)
+static int signed_headers(const ing_req_t *req, sig_headers_t *h, const char **why)
 {
-    if (sig_headers_parse(hdr(conn, "X-App-Id"), hdr(conn, "X-Timestamp"), hdr(conn, "X-Nonce"),
-                          hdr(conn, "X-Signature"), h, why) < 0)
+    if (sig_headers_parse(ing_req_header(req, "X-App-Id"), ing_req_header(req, "X-Timestamp"),
+                          ing_req_header(req, "X-Nonce"), ing_req_header(req, "X-Signature"), h,
+                          why) < 0)
         return -1;
     if (!sig_ts_fresh(h->ts, util_now_ms() / 1000)) {
         *why = "X-Timestamp is more than 300 s away from the server clock";
@@ -60,54 +57,51 @@ typedef struct hdr_list {
     size_t n, cap;
 } hdr_list_t;
 
-static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const char *key,
-                                      const char *value)
+static int collect_header(void *cls, const char *key, const char *value)
 {
-    (void)kind;
     hdr_list_t *l = cls;
     if (l->n < l->cap)
-        l->h[l->n++] = (sig_header_t){key, value ? value : ""};
-    return MHD_YES;
+        l->h[l->n++] = (sig_header_t){key, value};
+    return 0;
 }
 
 /* The canonical string of the request for signing version `version`: a malloc'd string,
  * or NULL with *why set (or out of memory). */
-static char *canonical_of(struct MHD_Connection *conn, const ing_auth_req_t *r,
-                          const sig_headers_t *h, int version, const char **why)
+static char *canonical_of(const ing_req_t *req, const ing_auth_req_t *r, const sig_headers_t *h,
+                          int version, const char **why)
 {
     if (version == 1)
         return sig_canonical(r->method, r->uri, h->timestamp, h->nonce, r->body, r->body_len);
-    int total = MHD_get_connection_values(conn, MHD_HEADER_KIND, NULL, NULL);
-    hdr_list_t l = {.cap = total > 0 ? (size_t)total : 0};
+    hdr_list_t l = {.cap = ing_req_header_each(req, NULL, NULL)};
     char *out = NULL;
     l.h = calloc(l.cap + 1, sizeof(*l.h));
     if (!l.h)
         return NULL;
-    MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_header, &l);
+    ing_req_header_each(req, collect_header, &l);
     sig_canonical_v2(r->method, r->uri, h->timestamp, h->nonce, r->body, r->body_len,
-                     hdr(conn, "X-Signed-Headers"), l.h, l.n, &out, why);
+                     ing_req_header(req, "X-Signed-Headers"), l.h, l.n, &out, why);
     free(l.h);
     return out;
 }
 
-static const ing_tenant_t *auth_signed(struct MHD_Connection *conn, const ing_registry_t *reg,
+static const ing_tenant_t *auth_signed(const ing_req_t *req, const ing_registry_t *reg,
                                        const ing_auth_req_t *r, ing_principal_t *who, int *status,
                                        const char **why)
 {
     sig_headers_t h;
     int version;
-    if (signed_headers(conn, &h, why) < 0)
+    if (signed_headers(req, &h, why) < 0)
         return NULL;
-    if (sig_version_parse(hdr(conn, "X-Signature-Version"), &version) < 0) {
+    if (sig_version_parse(ing_req_header(req, "X-Signature-Version"), &version) < 0) {
         *why = "X-Signature-Version must be 1 or 2";
         return NULL;
     }
-    if (version == 1 && hdr(conn, "X-Signed-Headers")) {
+    if (version == 1 && ing_req_header(req, "X-Signed-Headers")) {
         *why = "X-Signed-Headers needs X-Signature-Version: 2";
         return NULL;
     }
     const char *shape = NULL;
-    char *canonical = canonical_of(conn, r, &h, version, &shape);
+    char *canonical = canonical_of(req, r, &h, version, &shape);
     if (!canonical && shape) {
         *why = shape;
         return NULL;
@@ -147,11 +141,11 @@ static const ing_tenant_t *auth_signed(struct MHD_Connection *conn, const ing_re
 }
 
 /* The registry's API key named by Authorization: Bearer or X-Api-Key, or NULL with *why set. */
-static const ing_apikey_t *api_key(struct MHD_Connection *conn, const ing_registry_t *reg,
+static const ing_apikey_t *api_key(const ing_req_t *req, const ing_registry_t *reg,
                                    const char **why)
 {
     const char *key = NULL;
-    const char *authz = hdr(conn, "Authorization");
+    const char *authz = ing_req_header(req, "Authorization");
     if (authz) {
         if (strncasecmp(authz, "Bearer ", 7) != 0) {
             *why = "unsupported Authorization scheme (use Bearer, X-Api-Key or HMAC signing)";
@@ -161,7 +155,7 @@ static const ing_apikey_t *api_key(struct MHD_Connection *conn, const ing_regist
         while (*key == ' ')
             key++;
     } else {
-        key = hdr(conn, "X-Api-Key");
+        key = ing_req_header(req, "X-Api-Key");
     }
     if (!key || !*key) {
         *why = "missing credentials (Authorization: Bearer <key>, X-Api-Key, or HMAC signing "
@@ -176,26 +170,26 @@ static const ing_apikey_t *api_key(struct MHD_Connection *conn, const ing_regist
     return k;
 }
 
-static const ing_tenant_t *auth_key(struct MHD_Connection *conn, const ing_registry_t *reg,
+static const ing_tenant_t *auth_key(const ing_req_t *req, const ing_registry_t *reg,
                                     ing_principal_t *who, const char **why)
 {
-    const ing_apikey_t *k = api_key(conn, reg, why);
+    const ing_apikey_t *k = api_key(req, reg, why);
     if (!k)
         return NULL;
     *who = (ing_principal_t){.tenant = k->tenant, .kind = 'k', .id = k->id, .rate = k->rate};
     return k->tenant;
 }
 
-int ing_auth_known(struct MHD_Connection *conn, const ing_registry_t *reg)
+int ing_auth_known(const ing_req_t *req, const ing_registry_t *reg)
 {
     const char *why;
     if (!reg)
         return 0;
-    if (hdr(conn, "X-App-Id") || hdr(conn, "X-Signature")) {
+    if (ing_req_header(req, "X-App-Id") || ing_req_header(req, "X-Signature")) {
         sig_headers_t h;
-        return signed_headers(conn, &h, &why) == 0 && ing_registry_app(reg, h.app_id) != NULL;
+        return signed_headers(req, &h, &why) == 0 && ing_registry_app(reg, h.app_id) != NULL;
     }
-    return api_key(conn, reg, &why) != NULL;
+    return api_key(req, reg, &why) != NULL;
 }
 
 /* The failure buckets of r's client ("a:<address>") and of app_id ("i:<app id>"; NULL:
@@ -249,15 +243,16 @@ int ing_auth_fail_count(const ing_auth_req_t *r, const char *app_id, long long *
     return over;
 }
 
-const ing_tenant_t *ing_auth_tenant(struct MHD_Connection *conn, const ing_registry_t *reg,
+const ing_tenant_t *ing_auth_tenant(const ing_req_t *req, const ing_registry_t *reg,
                                     ing_auth_req_t *r, ing_principal_t *who, int *status,
                                     const char **why)
 {
     static const char too_many[] =
         "too many failed authentications from this client or against this app; retry later";
-    const char *app_id = hdr(conn, "X-App-Id");
-    int signed_req = app_id || hdr(conn, "X-Signature");
-    int presented = signed_req || hdr(conn, "Authorization") || hdr(conn, "X-Api-Key");
+    const char *app_id = ing_req_header(req, "X-App-Id");
+    int signed_req = app_id || ing_req_header(req, "X-Signature");
+    int presented =
+        signed_req || ing_req_header(req, "Authorization") || ing_req_header(req, "X-Api-Key");
     *status = 401;
     /* Before any work a credential costs: a lookup on this replica. */
     if (presented && ing_auth_fail_blocked(r, app_id, &r->retry_after_ms)) {
@@ -266,7 +261,7 @@ const ing_tenant_t *ing_auth_tenant(struct MHD_Connection *conn, const ing_regis
         return NULL;
     }
     const ing_tenant_t *t =
-        signed_req ? auth_signed(conn, reg, r, who, status, why) : auth_key(conn, reg, who, why);
+        signed_req ? auth_signed(req, reg, r, who, status, why) : auth_key(req, reg, who, why);
     if (t || !presented || *status != 401)
         return t;
     /* Counted against the app only when it exists: names a caller makes up are not kept. */
@@ -278,17 +273,16 @@ const ing_tenant_t *ing_auth_tenant(struct MHD_Connection *conn, const ing_regis
     return NULL;
 }
 
-int ing_auth_origin_ok(struct MHD_Connection *conn, const char *allowed_origins,
-                       const char *allowed_hosts)
+int ing_auth_origin_ok(const ing_req_t *req, const char *allowed_origins, const char *allowed_hosts)
 {
-    const char *origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
+    const char *origin = ing_req_header(req, "Origin");
     if (origin) {
         const char *list = allowed_origins && *allowed_origins ? allowed_origins : default_origins;
         if (!ing_peer_listed(list, origin))
             return 0;
     }
     if (allowed_hosts && *allowed_hosts) {
-        const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Host");
+        const char *host = ing_req_header(req, "Host");
         if (!host || !ing_peer_listed(allowed_hosts, host))
             return 0;
     }

@@ -16,7 +16,7 @@
 #include "kv.h"
 #include "registry.h"
 
-#include <microhttpd.h>
+typedef struct ing_req ing_req_t; /* req.h */
 
 typedef struct ing_ratelimit ing_ratelimit_t; /* ratelimit.h */
 
@@ -59,7 +59,7 @@ typedef struct ing_principal {
  * presented credential that fails is counted against both (the app id only when it names a
  * configured app), and the failure that exhausts a budget is answered 429 too.
  */
-const ing_tenant_t *ing_auth_tenant(struct MHD_Connection *conn, const ing_registry_t *reg,
+const ing_tenant_t *ing_auth_tenant(const ing_req_t *req, const ing_registry_t *reg,
                                     ing_auth_req_t *r, ing_principal_t *who, int *status,
                                     const char **why);
 
@@ -71,7 +71,7 @@ const ing_tenant_t *ing_auth_tenant(struct MHD_Connection *conn, const ing_regis
  * decides how much body the ingress reads before that (server.c, MCPQ_PREAUTH_BODY_BYTES).
  * Claims no nonce. reg may be NULL (0).
  */
-int ing_auth_known(struct MHD_Connection *conn, const ing_registry_t *reg);
+int ing_auth_known(const ing_req_t *req, const ing_registry_t *reg);
 /* 1 when r->client, or app_id (may be NULL), is over its failure budget, with
  * *retry_after_ms: a lookup on this replica, no Redis. */
 int ing_auth_fail_blocked(const ing_auth_req_t *r, const char *app_id, long long *retry_after_ms);
@@ -82,7 +82,7 @@ int ing_auth_fail_blocked(const ing_auth_req_t *r, const char *app_id, long long
 int ing_auth_fail_count(const ing_auth_req_t *r, const char *app_id, long long *retry_after_ms);
 
 /* 1 when the request's Origin and Host pass MCPQ_ALLOWED_ORIGINS / MCPQ_ALLOWED_HOSTS. */
-int ing_auth_origin_ok(struct MHD_Connection *conn, const char *allowed_origins,
+int ing_auth_origin_ok(const ing_req_t *req, const char *allowed_origins,
                        const char *allowed_hosts);
 
 #endif

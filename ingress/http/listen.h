@@ -49,7 +49,7 @@
 #ifndef MCPQ_ING_LISTEN_H
 #define MCPQ_ING_LISTEN_H
 
-#include "ctx.h"
+#include "req.h"
 #include "regstore.h"
 
 #include <stddef.h>

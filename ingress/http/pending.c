@@ -212,10 +212,12 @@ static void group_release_locked(ing_call_t *group)
 /* Ends a call (lock held). Takes ownership of response, which may be NULL for a cancelled
  * call that answers nothing. A streamed call gets the response as its last frame; a batch
  * element's response is a frame of its group's stream, or waits for the group's array. */
-static void complete_locked(ing_pending_t *p, ing_call_t *call, char *response, int timed_out)
+static void complete_locked(ing_pending_t *p, ing_call_t *call, char *response,
+                            ing_call_outcome_t outcome, int timed_out)
 {
     unlink_locked(p, call);
     call->timed_out = timed_out;
+    call->outcome = timed_out ? ING_CALL_TIMEOUT : outcome;
     call->done = 1;
     if (call->group) {
         if (call->group->sse_ok && response && append_frame_locked(p, call, response) < 0)
@@ -405,7 +407,7 @@ void ing_pending_finish(ing_pending_t *p, const char *job_id, char *last)
     pthread_mutex_lock(&p->lock);
     ing_call_t *c = find_locked(p, job_id);
     if (c)
-        complete_locked(p, c, last, 0);
+        complete_locked(p, c, last, ING_CALL_OK, 0);
     else
         free(last);
     pthread_mutex_unlock(&p->lock);
@@ -473,7 +475,7 @@ void ing_pending_fail(ing_pending_t *p, const char *job_id, int code, const char
     pthread_mutex_lock(&p->lock);
     ing_call_t *c = find_locked(p, job_id);
     if (c)
-        complete_locked(p, c, error_response(c->id_json, code, message), 0);
+        complete_locked(p, c, error_response(c->id_json, code, message), ING_CALL_FAILED, 0);
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -483,7 +485,8 @@ void ing_pending_fail_all(ing_pending_t *p, const char *message)
     while (p->nheap > 0) {
         ing_call_t *c = p->heap[0];
         complete_locked(
-            p, c, c->listener ? NULL : error_response(c->id_json, RPC_INTERNAL_ERROR, message), 0);
+            p, c, c->listener ? NULL : error_response(c->id_json, RPC_INTERNAL_ERROR, message),
+            ING_CALL_FAILED, 0);
     }
     pthread_mutex_unlock(&p->lock);
 }
@@ -501,8 +504,10 @@ int ing_pending_healthy(ing_pending_t *p)
     return atomic_load(&p->healthy);
 }
 
-char *ing_pending_record_response(const ing_call_t *call, const char *record, size_t len)
+char *ing_pending_record_response(const ing_call_t *call, const char *record, size_t len,
+                                  ing_call_outcome_t *outcome)
 {
+    *outcome = ING_CALL_FAILED;
     cJSON *rec = cJSON_ParseWithLength(record, len);
     const char *status = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "status"));
     cJSON *result = cJSON_GetObjectItemCaseSensitive(rec, "result");
@@ -512,6 +517,9 @@ char *ing_pending_record_response(const ing_call_t *call, const char *record, si
             cJSON_AddStringToObject(result, "resultType", "complete");
         if (call->task_result)
             ing_tasks_related_meta(result, call->job_id);
+        *outcome = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result, "isError"))
+                       ? ING_CALL_TOOL_ERROR
+                       : ING_CALL_OK;
         char *rs = cJSON_PrintUnformatted(result);
         if (rs) {
             size_t n = strlen(call->id_json) + strlen(rs) + 48;
@@ -542,10 +550,11 @@ static void cancel_locked(ing_pending_t *p, ing_call_t *call)
     call->cancelled = 1;
     if (call->sse_ok || call->want_stream || call->streaming) {
         call->want_stream = 1;
-        complete_locked(p, call, NULL, 0);
+        complete_locked(p, call, NULL, ING_CALL_CANCELLED, 0);
     } else {
-        complete_locked(
-            p, call, error_response(call->id_json, RPC_REQUEST_CANCELLED, "Request cancelled"), 0);
+        complete_locked(p, call,
+                        error_response(call->id_json, RPC_REQUEST_CANCELLED, "Request cancelled"),
+                        ING_CALL_CANCELLED, 0);
     }
 }
 
@@ -560,9 +569,11 @@ static void deliver(ing_pending_t *p, const char *job_id, const char *kind, cons
         /* Each completion unlinks its call, so look the job up again until none is left. */
         ing_call_t *c;
         while ((c = find_locked(p, job_id)) != NULL) {
-            if (result)
-                complete_locked(p, c, ing_pending_record_response(c, data, len), 0);
-            else
+            if (result) {
+                ing_call_outcome_t outcome;
+                char *resp = ing_pending_record_response(c, data, len, &outcome);
+                complete_locked(p, c, resp, outcome, 0);
+            } else
                 cancel_locked(p, c);
         }
         pthread_mutex_unlock(&p->lock);
@@ -693,11 +704,12 @@ static void expire(ing_pending_t *p, redisContext **ctx)
                             : NULL;
         if (c) {
             char *resp;
+            ing_call_outcome_t outcome = ING_CALL_TIMEOUT;
             if (r && r->type == REDIS_REPLY_STRING)
-                resp = ing_pending_record_response(c, r->str, r->len);
+                resp = ing_pending_record_response(c, r->str, r->len, &outcome);
             else
                 resp = error_response(c->id_json, RPC_REPLY_TIMEOUT, "Agent reply timeout");
-            complete_locked(p, c, resp, !(r && r->type == REDIS_REPLY_STRING));
+            complete_locked(p, c, resp, outcome, !(r && r->type == REDIS_REPLY_STRING));
         }
         pthread_mutex_unlock(&p->lock);
         if (r)

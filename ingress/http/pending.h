@@ -47,6 +47,7 @@
 #define MCPQ_ING_PENDING_H
 
 #include "kv.h"
+#include "metrics.h"
 #include "trace.h"
 #include "util.h"
 
@@ -91,7 +92,8 @@ typedef struct ing_call {
     int parked;
     /* outcome, valid once done */
     int done;
-    char *response; /* malloc'd JSON-RPC response */
+    char *response;             /* malloc'd JSON-RPC response */
+    ing_call_outcome_t outcome; /* what response says, for the log and metrics */
     int timed_out;
 } ing_call_t;
 
@@ -165,6 +167,7 @@ void ing_pending_fail_all(ing_pending_t *p, const char *message);
 /* The JSON-RPC response for a result record (docs/internals.md) answering call (its id_json,
  * modern and task_result are used): the record's result, -32003 for a timeout, or its error.
  * Under 2026-07-28 the result carries resultType. Malloc'd; NULL on ENOMEM. */
-char *ing_pending_record_response(const ing_call_t *call, const char *record, size_t len);
+char *ing_pending_record_response(const ing_call_t *call, const char *record, size_t len,
+                                  ing_call_outcome_t *outcome);
 
 #endif

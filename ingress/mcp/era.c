@@ -54,12 +54,7 @@ int ing_era_hdr_decode(const char *raw, char *out, size_t out_size)
     return 0;
 }
 
-static const char *header(struct MHD_Connection *conn, const char *name)
-{
-    return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
-}
-
-int ing_era_modern_headers_check(struct MHD_Connection *conn, const rpc_msg_t *msg,
+int ing_era_modern_headers_check(const ing_req_t *req, const rpc_msg_t *msg,
                                  const char *header_version, char *why, size_t why_size)
 {
     const char *meta_v =
@@ -75,7 +70,7 @@ int ing_era_modern_headers_check(struct MHD_Connection *conn, const rpc_msg_t *m
                  header_version, meta_v ? meta_v : "(absent)");
         return MCPQ_EINVAL;
     }
-    const char *m = header(conn, "Mcp-Method");
+    const char *m = ing_req_header(req, "Mcp-Method");
     if (!m || strcmp(m, msg->method) != 0) {
         snprintf(why, why_size,
                  "Header mismatch: Mcp-Method header value '%.80s' does not match body value "
@@ -91,7 +86,7 @@ int ing_era_modern_headers_check(struct MHD_Connection *conn, const rpc_msg_t *m
     const char *name = cJSON_GetStringValue(
         cJSON_GetObjectItemCaseSensitive(msg->params, is_call ? "name" : "taskId"));
     if (is_call || (is_task && name)) {
-        const char *raw = header(conn, "Mcp-Name");
+        const char *raw = ing_req_header(req, "Mcp-Name");
         char dec[MAX_HDR_VALUE + 1];
         if (!raw || ing_era_hdr_decode(raw, dec, sizeof(dec)) < 0 || !name ||
             strcmp(dec, name) != 0) {
@@ -136,8 +131,8 @@ static int same_value(const char *hdr, const char *want, const cJSON *v)
     return strcmp(hdr, want) == 0;
 }
 
-static int check_props(struct MHD_Connection *conn, const cJSON *schema, const cJSON *args,
-                       int depth, char *why, size_t why_size)
+static int check_props(const ing_req_t *req, const cJSON *schema, const cJSON *args, int depth,
+                       char *why, size_t why_size)
 {
     const cJSON *props = cJSON_GetObjectItemCaseSensitive(schema, "properties");
     if (!cJSON_IsObject(props) || depth > 16)
@@ -152,7 +147,7 @@ static int check_props(struct MHD_Connection *conn, const cJSON *schema, const c
         if (name) {
             char hname[160];
             snprintf(hname, sizeof(hname), "Mcp-Param-%.140s", name);
-            const char *raw = header(conn, hname);
+            const char *raw = ing_req_header(req, hname);
             char dec[MAX_HDR_VALUE + 1], want[MAX_HDR_VALUE + 1];
             int present = v && !cJSON_IsNull(v);
             if (!present && raw) {
@@ -171,14 +166,14 @@ static int check_props(struct MHD_Connection *conn, const cJSON *schema, const c
                 return MCPQ_EINVAL;
             }
         }
-        if (check_props(conn, p, v, depth + 1, why, why_size) < 0)
+        if (check_props(req, p, v, depth + 1, why, why_size) < 0)
             return MCPQ_EINVAL;
     }
     return 0;
 }
 
-int ing_era_param_headers_check(struct MHD_Connection *conn, const cJSON *input_schema,
-                                const cJSON *args, char *why, size_t why_size)
+int ing_era_param_headers_check(const ing_req_t *req, const cJSON *input_schema, const cJSON *args,
+                                char *why, size_t why_size)
 {
-    return check_props(conn, input_schema, args, 0, why, why_size);
+    return check_props(req, input_schema, args, 0, why, why_size);
 }

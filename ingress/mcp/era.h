@@ -10,10 +10,10 @@
 #ifndef MCPQ_ING_ERA_H
 #define MCPQ_ING_ERA_H
 
+#include "req.h"
 #include "rpc.h"
 
 #include <cjson/cJSON.h>
-#include <microhttpd.h>
 #include <stddef.h>
 
 #define ING_META_VERSION "io.modelcontextprotocol/protocolVersion"
@@ -39,13 +39,13 @@ int ing_era_hdr_decode(const char *raw, char *out, size_t out_size);
  * (tools/call) or params.taskId (tasks/get, tasks/update, tasks/cancel of the tasks
  * extension, when taskId is a string; otherwise the method answers -32602). 0, or MCPQ_EINVAL with
  * why filled (the -32020 message). */
-int ing_era_modern_headers_check(struct MHD_Connection *conn, const rpc_msg_t *msg,
+int ing_era_modern_headers_check(const ing_req_t *req, const rpc_msg_t *msg,
                                  const char *header_version, char *why, size_t why_size);
 
 /* Checks the Mcp-Param-{Name} headers of a tools/call against the arguments, for every
  * property of input_schema annotated with x-mcp-header (reachable through `properties`
  * only). 0, or MCPQ_EINVAL with why filled. */
-int ing_era_param_headers_check(struct MHD_Connection *conn, const cJSON *input_schema,
-                                const cJSON *args, char *why, size_t why_size);
+int ing_era_param_headers_check(const ing_req_t *req, const cJSON *input_schema, const cJSON *args,
+                                char *why, size_t why_size);
 
 #endif

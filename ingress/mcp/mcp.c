@@ -1,8 +1,7 @@
 #include "mcp.h"
 #include "toolcall.h"
 
-#include "api.h"
-#include "auth.h"
+#include "frontdoor.h"
 #include "batch.h"
 #include "era.h"
 #include "err.h"
@@ -192,7 +191,7 @@ static void do_tools_list(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
 
 static const char *header(ing_req_t *req, const char *name)
 {
-    return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+    return ing_req_header(req, name);
 }
 
 /* Streams that cannot open (ing_listen_open's errors, spec its request) as an HTTP answer. */
@@ -437,60 +436,40 @@ static void too_many(ing_resp_t *resp, const char *msg, long long wait_ms)
     resp->retry_after_s = (wait_ms + 999) / 1000;
 }
 
-/* 1 with resp filled (429, Retry-After) when the caller's key or app is over its rate. */
-static int over_rate_limit(ing_ctx_t *ctx, const ing_principal_t *who, ing_resp_t *resp)
+/* A refusal of the front door (frontdoor.h) as a JSON-RPC error without an id. */
+static void refused(const ing_door_t *door, ing_resp_t *resp)
 {
-    long long wait_ms = 0;
-    if (ing_ratelimit_admit(ctx->rl, who, ctx->set->rate_limit_per_s, ctx->set->rate_limit_burst,
-                            &wait_ms))
-        return 0;
-    char msg[160];
-    snprintf(msg, sizeof(msg), "rate limit of this %s exceeded; retry after %lld ms",
-             who->kind == 'a' ? "app" : "API key", wait_ms);
-    too_many(resp, msg, wait_ms);
-    return 1;
+    switch (door->verdict) {
+    case ING_DOOR_LIMITED:
+        too_many(resp, door->why, door->retry_after_ms);
+        return;
+    case ING_DOOR_FORBIDDEN:
+        ing_mcpreq_resp_error(resp, 403, NULL, RPC_INVALID_REQUEST, door->why, NULL);
+        return;
+    case ING_DOOR_UNAUTHORIZED:
+        ing_mcpreq_resp_error(resp, 401, NULL, -32000, door->why, NULL);
+        resp->www_auth = door->www_auth;
+        return;
+    default: /* 503: no registry yet, or the nonce store is unreachable */
+        ing_mcpreq_resp_error(resp, door->status, NULL, RPC_INTERNAL_ERROR, door->why, NULL);
+        return;
+    }
 }
 
-/* Common front half of POST and DELETE: origin, auth, registry, server. 0 or resp filled. */
+/* Common front half of POST and DELETE: the front door, then the server. 0 or resp filled;
+ * m->reg holds the door's registry reference either way (the caller drops it). */
 static int front(ing_req_t *req, const char *server, ing_mcp_t *m, ing_resp_t *resp)
 {
-    ing_ctx_t *ctx = req->ctx;
     memset(m, 0, sizeof(*m));
     m->req = req;
-    if (!ing_auth_origin_ok(req->conn, ctx->set->allowed_origins, ctx->set->allowed_hosts)) {
-        ing_mcpreq_resp_error(resp, 403, NULL, RPC_INVALID_REQUEST, "Origin or Host not allowed",
-                              NULL);
+    ing_door_t door;
+    ing_door_verdict_t v = ing_frontdoor_enter(req, ING_DOOR_TENANT, &door);
+    m->reg = door.reg;
+    if (v != ING_DOOR_IN) {
+        refused(&door, resp);
         return -1;
     }
-    m->reg = ing_ctx_registry(ctx);
-    if (!m->reg) {
-        ing_mcpreq_resp_error(resp, 503, NULL, RPC_INTERNAL_ERROR,
-                              "registry not loaded yet; try again", NULL);
-        return -1;
-    }
-    const char *why = NULL;
-    int status = 401;
-    char client[ING_PEER_LEN];
-    ing_auth_req_t ar;
-    ing_api_auth_req(req, &ar, client);
-    ing_principal_t who = {0};
-    m->tenant = ing_auth_tenant(req->conn, m->reg, &ar, &who, &status, &why);
-    if (!m->tenant) {
-        if (status == 429) {
-            too_many(resp, why, ar.retry_after_ms);
-            return -1;
-        }
-        if (status == 503) {
-            ing_mcpreq_resp_error(resp, 503, NULL, RPC_INTERNAL_ERROR, why, NULL);
-            return -1;
-        }
-        ing_mcpreq_resp_error(resp, 401, NULL, -32000, why, NULL);
-        resp->www_auth = "Bearer realm=\"mcpq\"";
-        return -1;
-    }
-    snprintf(req->tenant, sizeof(req->tenant), "%s", m->tenant->id);
-    if (over_rate_limit(ctx, &who, resp))
-        return -1;
+    m->tenant = door.tenant;
     const char *sname = server ? server : m->tenant->default_server;
     m->server = strcmp(sname, ING_SYSTEM_SERVER) == 0
                     ? ing_system_server()
@@ -591,7 +570,7 @@ int ing_mcp_post(ing_req_t *req, const char *server, ing_resp_t *resp)
         /* Stateless: headers must mirror the body; Mcp-Session-Id is ignored. */
         char mismatch[400];
         if (msg.kind == RPC_REQUEST &&
-            ing_era_modern_headers_check(req->conn, &msg, v, mismatch, sizeof(mismatch)) < 0) {
+            ing_era_modern_headers_check(req, &msg, v, mismatch, sizeof(mismatch)) < 0) {
             ing_mcpreq_resp_error(resp, 400, msg.id, RPC_HEADER_MISMATCH, mismatch, NULL);
             goto out;
         }

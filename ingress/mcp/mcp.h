@@ -10,7 +10,7 @@
 #ifndef MCPQ_ING_MCP_H
 #define MCPQ_ING_MCP_H
 
-#include "ctx.h"
+#include "req.h"
 
 /* 0: resp holds the answer. 1: the request is parked; its answer arrives in req->call. */
 int ing_mcp_post(ing_req_t *req, const char *server, ing_resp_t *resp);

@@ -6,7 +6,7 @@
 #ifndef MCPQ_ING_MCPREQ_H
 #define MCPQ_ING_MCPREQ_H
 
-#include "ctx.h"
+#include "req.h"
 #include "rpc.h"
 #include "quota.h"
 #include "session.h"

@@ -63,12 +63,12 @@ static void call_trace(ing_mcp_t *m, const rpc_msg_t *msg, trace_ctx_t *t, const
 {
     trace_ctx_t in;
     const cJSON *meta = ing_era_meta(msg);
-    const char *hdr = MHD_lookup_connection_value(m->req->conn, MHD_HEADER_KIND, "traceparent");
+    const char *hdr = ing_req_header(m->req, "traceparent");
     const char *st = NULL;
     int have = 0;
     if (hdr && trace_parse(hdr, &in) == 0) {
         have = 1;
-        st = MHD_lookup_connection_value(m->req->conn, MHD_HEADER_KIND, "tracestate");
+        st = ing_req_header(m->req, "tracestate");
     } else if (trace_parse(
                    cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "traceparent")),
                    &in) == 0) {
@@ -401,7 +401,7 @@ int ing_toolcall_run(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     }
     const cJSON *schema = cJSON_GetObjectItemCaseSensitive(tool->version, "inputSchema");
     char why[512];
-    if (m->modern && ing_era_param_headers_check(req->conn, schema, args, why, sizeof(why)) < 0) {
+    if (m->modern && ing_era_param_headers_check(req, schema, args, why, sizeof(why)) < 0) {
         ing_mcpreq_resp_error(resp, 400, msg->id, RPC_HEADER_MISMATCH, why, NULL);
         return 0;
     }
@@ -450,9 +450,10 @@ int ing_toolcall_run(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     /* attachments (SPEC 4.2): each URL lasts the call's timeout plus MCPQ_FILES_URL_TTL_S. */
     long long timeout_ms = tool->timeout_ms > 0 ? tool->timeout_ms : ctx->set->default_timeout_ms;
     cJSON *atts = NULL;
-    int arc = ing_files_attach(
-        ctx->files, req->conn, tool->tenant, cJSON_GetObjectItemCaseSensitive(args, "attachments"),
-        ctx->set->files_url_ttl_s + timeout_ms / 1000 + 1, &atts, why, sizeof(why));
+    int arc = ing_files_attach(ctx->files, ing_req_header(req, "Host"), tool->tenant,
+                               cJSON_GetObjectItemCaseSensitive(args, "attachments"),
+                               ctx->set->files_url_ttl_s + timeout_ms / 1000 + 1, &atts, why,
+                               sizeof(why));
     if (arc < 0) {
         cJSON_Delete(own);
         ing_mcpreq_resp_error(resp, 200, msg->id,
@@ -527,7 +528,8 @@ int ing_toolcall_run(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
         if (rec) {
             cJSON_Delete(own);
             cJSON_Delete(atts);
-            char *out = ing_pending_record_response(call, rec, rec_len);
+            ing_call_outcome_t outcome;
+            char *out = ing_pending_record_response(call, rec, rec_len, &outcome);
             free(rec);
             log_event(LOG_INFO, "idempotent repeat answered from the stored response", "tenant",
                       tool->tenant, "tool", tool->name, "job_id", idem_id, (char *)NULL);
@@ -553,7 +555,7 @@ int ing_toolcall_run(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     }
     call->conn = req->conn;
     call->deadline_mono = util_mono_ms() + timeout_ms;
-    const char *accept = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, "Accept");
+    const char *accept = ing_req_header(req, "Accept");
     call->sse_ok = accept && strcasestr(accept, "text/event-stream") != NULL;
     call->log_min = m->log_min;
     snprintf(call->tool, sizeof(call->tool), "%s", tool->name);

@@ -1,0 +1,22 @@
+/*
+ * whapi.h - webhook deliveries over HTTP (whapi.c): the tenant's /v1/webhooks API and the
+ * admin API's view of a tenant's deliveries.
+ */
+#ifndef MCPQ_ING_WHAPI_H
+#define MCPQ_ING_WHAPI_H
+
+#include "req.h"
+
+/*
+ * The tenant API (whapi.c), for url under /v1/webhooks: authenticated like /mcp (API key
+ * or HMAC signing) and rate-limited per key or app.
+ *   GET  /v1/webhooks/deliveries[?limit=&cursor=&task=&status=]
+ *   POST /v1/webhooks/deliveries/{id}/redeliver
+ * Fills resp (JSON body).
+ */
+void ing_whapi_route(ing_req_t *req, const char *url, const char *method, ing_resp_t *resp);
+/* The same for the admin API, on tenant's deliveries: id NULL lists them (query as above),
+ * else redelivers delivery id. The caller has checked the operator token and the method. */
+void ing_whapi_deliveries(ing_req_t *req, const char *tenant, const char *id, ing_resp_t *resp);
+
+#endif
