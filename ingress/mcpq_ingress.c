@@ -3,6 +3,7 @@
  */
 #include "cfg.h"
 #include "peer.h"
+#include "process.h"
 #include "err.h"
 #include "federate.h"
 #include "server.h"
@@ -452,78 +453,21 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     ing_ctx_t ctx;
-    memset(&ctx, 0, sizeof(ctx));
-    ctx.set = &set;
-    ctx.kvt = kvt;
-    pthread_mutex_init(&ctx.reg_lock, NULL);
-    atomic_init(&ctx.redis_up, 0);
-    atomic_init(&ctx.stopping, 0);
-    if (set.instance_id) {
-        snprintf(ctx.instance, sizeof(ctx.instance), "%s", set.instance_id);
-    } else {
-        char host[64] = "ingress";
-        gethostname(host, sizeof(host) - 1);
-        snprintf(ctx.instance, sizeof(ctx.instance), "%s-%d", host, (int)getpid());
-    }
-    char hex[17];
-    util_random_hex(hex, 8);
-    snprintf(ctx.reply_key, sizeof(ctx.reply_key), "{mcpq}:reply:%s:%s", ctx.instance, hex);
-
     int exit_code = 1;
     ing_webhook_t *wh = NULL;
     ing_federate_t *fed = NULL;
-    ctx.metrics = ing_metrics_new();
-    ctx.kv = kv_pool_new(ctx.kvt, (int)set.redis_timeout_ms, (int)set.redis_pool_size);
-    ctx.pending = ing_pending_new(ctx.kvt, (int)set.redis_timeout_ms, ctx.reply_key,
-                                  (int)set.sse_keepalive_ms);
-    ctx.rl = ctx.kv ? ing_ratelimit_new(ctx.kv, NULL, set.rate_limit_lease_ms, 0) : NULL;
-    ctx.authfail = (ing_authfail_t){
-        .rl = ctx.kv ? ing_ratelimit_new(ctx.kv, "{mcpq}:af:", 1, ING_AUTHFAIL_MAX_BUCKETS) : NULL,
-        .addr_per_min = set.auth_fail_per_min,
-        .id_per_min = set.auth_fail_id_per_min};
-    ctx.trusted = ing_peer_nets_parse(set.trusted_proxies, err, sizeof(err));
-    if (!ctx.trusted || ing_server_check(&set, err, sizeof(err)) < 0) {
-        fprintf(stderr, "mcpq-ingress: %s\n", err);
-        jobsig_keys_cleanup(&keys);
-        exit_code = 2;
-        goto out;
-    }
-    kc = kconf_load(set.kafka_properties, (const char *const *)environ, err, sizeof(err));
-    if (kc) { /* before the producer: its first send would make the topic with broker defaults */
-        const char *const topics[] = {set.topic_jobs};
-        ktopic_ensure(&(ktopic_want_t){.brokers = set.kafka_brokers,
-                                       .kc = kc,
-                                       .topics = topics,
-                                       .ntopics = 1,
-                                       .partitions = (int)set.partitions,
-                                       .replication = (int)set.replication_factor,
-                                       .create = (int)set.topic_create});
-    }
-    ctx.producer = !kc ? NULL
-                       : mq_producer_new(set.kafka_brokers, (int)set.kafka_message_timeout_ms, kc,
-                                         keys.n ? &keys.key[0] : NULL, ing_toolcall_delivered, &ctx,
-                                         err, sizeof(err));
+    rf.ctx = &ctx;
+    ing_process_opts_t opts = {
+        .keys = &keys, .registry_wake = refresh_wake, .registry_wake_arg = &rf};
+    int opened = ing_process_open(&ctx, &set, kvt, &opts, &exit_code, err, sizeof(err));
     jobsig_keys_cleanup(&keys); /* the producer has its copy */
-    kconf_free(kc);
-    if (!ctx.metrics || !ctx.kv || !ctx.pending || !ctx.rl || !ctx.authfail.rl || !ctx.producer) {
-        fprintf(stderr, "mcpq-ingress: start-up failed: %s\n",
-                ctx.producer ? "out of memory" : err);
-        goto out;
-    }
-    ctx.files = ing_files_new(&ctx);
-    if (!ctx.files || ing_files_start(ctx.files) < 0) {
-        fprintf(stderr, "mcpq-ingress: files: cannot start\n");
+    if (opened < 0) {
+        fprintf(stderr, "mcpq-ingress: %s\n", err);
         goto out;
     }
     wh = ing_webhook_new(&ctx, err, sizeof(err));
     if (!wh) {
         fprintf(stderr, "mcpq-ingress: webhooks: %s\n", err);
-        goto out;
-    }
-    rf.ctx = &ctx;
-    ctx.listen = ing_listen_new(&ctx, refresh_wake, &rf);
-    if (!ctx.listen) {
-        fprintf(stderr, "mcpq-ingress: cannot start the registry subscriber\n");
         goto out;
     }
     /* Federated servers (federate.h): imported in the background; before the refresh thread
@@ -575,21 +519,10 @@ int main(int argc, char **argv)
     exit_code = 0;
 out:
     ing_server_stop(&ctx);
-    ing_listen_free(ctx.listen); /* after the refresh thread and HTTP, its only callers */
     ing_federate_stop(fed);
     ing_webhook_free(wh);
-    ing_files_free(ctx.files);
-    ing_pending_free(ctx.pending);
-    mq_producer_free(ctx.producer, 2000);
-    ing_ratelimit_free(ctx.rl);
-    ing_ratelimit_free(ctx.authfail.rl);
-    ing_peer_nets_free(ctx.trusted);
-    kv_pool_free(ctx.kv);
-    kv_target_free(ctx.kvt);
-    ing_metrics_free(ctx.metrics);
-    ing_registry_unref(ctx.reg);
+    ing_process_close(&ctx);
     cJSON_Delete(rf.config);
-    pthread_mutex_destroy(&ctx.reg_lock);
     pthread_cond_destroy(&rf.cond);
     pthread_mutex_destroy(&rf.lock);
     curl_global_cleanup();

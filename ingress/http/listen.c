@@ -387,7 +387,8 @@ static void on_reply(ing_listen_t *l, const redisReply *r, int64_t *ping_sent)
         return;
     const char *channel = r->element[1]->str, *payload = r->element[2]->str;
     if (strcmp(channel, ING_CHANNEL_REGISTRY) == 0) {
-        l->wake(l->wake_arg);
+        if (l->wake)
+            l->wake(l->wake_arg);
     } else if (strcmp(channel, ING_CHANNEL_SESSION_ENDED) == 0 &&
                strlen(payload) == r->element[2]->len && ing_session_id_valid(payload)) {
         end_session_local(l, payload);
@@ -433,7 +434,8 @@ static void *listen_thread(void *arg)
             backoff = LISTEN_BACKOFF_MIN_MS;
             next_ping = now + LISTEN_PING_MS;
             ping_sent = 0;
-            l->wake(l->wake_arg); /* a change published while we were away */
+            if (l->wake)
+                l->wake(l->wake_arg); /* a change published while we were away */
             continue;
         }
         struct pollfd pfd = {.fd = c->fd, .events = POLLIN};

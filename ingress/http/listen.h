@@ -61,9 +61,9 @@
 typedef struct ing_listen ing_listen_t;
 typedef struct ing_listener ing_listener_t;
 
-/* Starts the Pub/Sub thread. wake(wake_arg) runs on it whenever the registry may have changed
- * (a message on ING_CHANNEL_REGISTRY, or a new subscription that may have missed one). NULL on
- * failure (logged). */
+/* Starts the Pub/Sub thread. wake(wake_arg) (may be NULL) runs on it whenever the registry may have
+ * changed (a message on ING_CHANNEL_REGISTRY, or a new subscription that may have missed one). NULL
+ * on failure (logged). */
 ing_listen_t *ing_listen_new(ing_ctx_t *ctx, void (*wake)(void *), void *wake_arg);
 /* Stops the thread and frees what is left; call after the HTTP server has stopped. NULL is a
  * no-op. */

@@ -9,6 +9,7 @@
 #include "util.h"
 
 #include <assert.h>
+#include <time.h>
 #include <cjson/cJSON.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -32,6 +33,7 @@ typedef struct cancel_req {
 
 struct ing_pending {
     pthread_mutex_t lock;
+    pthread_cond_t woken; /* broadcast whenever a parked call wakes (ing_pending_wait) */
     ing_call_t *buckets[NBUCKETS];
     ing_call_t **heap; /* min-heap on deadline_mono */
     size_t nheap, capheap;
@@ -159,14 +161,26 @@ static ing_call_t *owner_of(ing_call_t *call)
     return call->group ? call->group : call;
 }
 
-/* Resumes a suspended connection (lock held). */
-static void wake_locked(ing_call_t *call)
+/* Resumes a suspended connection (lock held); a call without one (ing_pending_wait) is
+ * told through p->woken. */
+static void wake_locked(ing_pending_t *p, ing_call_t *call)
 {
     call = owner_of(call);
     if (call->parked) {
         call->parked = 0;
-        MHD_resume_connection(call->conn);
+        if (call->conn)
+            MHD_resume_connection(call->conn);
+        else
+            pthread_cond_broadcast(&p->woken);
     }
+}
+
+/* Parks call (lock held): its connection is suspended until wake_locked. */
+static void park_locked(ing_call_t *call)
+{
+    if (call->conn)
+        MHD_suspend_connection(call->conn);
+    call->parked = 1;
 }
 
 /* Appends raw SSE bytes to a call that streams or may (lock held). 0 or MCPQ_ENOMEM. */
@@ -178,7 +192,7 @@ static int append_raw_locked(ing_pending_t *p, ing_call_t *call, const char *byt
         return MCPQ_ENOMEM;
     call->want_stream = 1;
     call->next_keepalive_mono = util_mono_ms() + keepalive_of(p, call);
-    wake_locked(call);
+    wake_locked(p, call);
     return 0;
 }
 
@@ -198,7 +212,7 @@ static int append_frame_locked(ing_pending_t *p, ing_call_t *call, const char *j
 
 /* Drops one reference of a batch's group (lock held): the seal's or an element's. The last
  * one ends the batch: its stream ends, or its array can be answered. */
-static void group_release_locked(ing_call_t *group)
+static void group_release_locked(ing_pending_t *p, ing_call_t *group)
 {
     assert(group->nwaiting > 0);
     if (--group->nwaiting > 0)
@@ -206,7 +220,7 @@ static void group_release_locked(ing_call_t *group)
     group->done = 1;
     if (group->sse_ok)
         group->want_stream = group->stream_end = 1;
-    wake_locked(group);
+    wake_locked(p, group);
 }
 
 /* Ends a call (lock held). Takes ownership of response, which may be NULL for a cancelled
@@ -224,7 +238,7 @@ static void complete_locked(ing_pending_t *p, ing_call_t *call, char *response,
             log_event(LOG_WARN, "batch response dropped: the client reads too slowly", "job_id",
                       call->job_id, (char *)NULL);
         call->response = response;
-        group_release_locked(call->group);
+        group_release_locked(p, call->group);
         return;
     }
     if (call->want_stream || call->streaming) {
@@ -233,7 +247,7 @@ static void complete_locked(ing_pending_t *p, ing_call_t *call, char *response,
         call->stream_end = 1;
     }
     call->response = response;
-    wake_locked(call);
+    wake_locked(p, call);
 }
 
 int ing_pending_add(ing_pending_t *p, ing_call_t *call)
@@ -304,21 +318,37 @@ void ing_pending_group_seal(ing_pending_t *p, ing_call_t *group, char *const *bo
         group->want_stream = 1;
         group->next_keepalive_mono = util_mono_ms() + keepalive_of(p, group);
     }
-    group_release_locked(group);
+    group_release_locked(p, group);
     pthread_mutex_unlock(&p->lock);
 }
 
 int ing_pending_park(ing_pending_t *p, ing_call_t *call)
 {
-    int done;
     pthread_mutex_lock(&p->lock);
-    done = call->done || call->want_stream;
-    if (!done) {
-        MHD_suspend_connection(call->conn);
-        call->parked = 1;
-    }
+    int parked = !(call->done || call->want_stream);
+    if (parked)
+        park_locked(call);
     pthread_mutex_unlock(&p->lock);
-    return done;
+    return parked;
+}
+
+int ing_pending_wait(ing_pending_t *p, ing_call_t *call, int timeout_ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&p->lock);
+    ing_call_t *owner = owner_of(call);
+    while (owner->parked && pthread_cond_timedwait(&p->woken, &p->lock, &until) == 0)
+        ;
+    int woke = !owner->parked;
+    pthread_mutex_unlock(&p->lock);
+    return woke;
 }
 
 int ing_pending_remove(ing_pending_t *p, ing_call_t *call)
@@ -349,8 +379,7 @@ ing_take_t ing_pending_take(ing_pending_t *p, ing_call_t *call)
     } else if (call->done) {
         t = ING_TAKE_JSON;
     } else {
-        MHD_suspend_connection(call->conn);
-        call->parked = 1;
+        park_locked(call);
         t = ING_TAKE_WAIT;
     }
     pthread_mutex_unlock(&p->lock);
@@ -372,8 +401,7 @@ ssize_t ing_pending_read(ing_pending_t *p, ing_call_t *call, char *buf, size_t m
     } else if (call->stream_end) {
         n = MHD_CONTENT_READER_END_OF_STREAM;
     } else {
-        MHD_suspend_connection(call->conn);
-        call->parked = 1;
+        park_locked(call);
         n = 0;
     }
     pthread_mutex_unlock(&p->lock);
@@ -785,6 +813,7 @@ ing_pending_t *ing_pending_new(kv_target_t *kvt, int redis_timeout_ms, const cha
     if (!p)
         return NULL;
     pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->woken, NULL);
     p->kvt = kvt;
     p->reply_key = strdup(reply_key);
     p->keepalive_ms = keepalive_ms > 0 ? keepalive_ms : 1000;
@@ -794,6 +823,8 @@ ing_pending_t *ing_pending_new(kv_target_t *kvt, int redis_timeout_ms, const cha
     atomic_init(&p->healthy, 0);
     if (!p->reply_key || pthread_create(&p->thread, NULL, reader_thread, p)) {
         free(p->reply_key);
+        pthread_cond_destroy(&p->woken);
+        pthread_mutex_destroy(&p->lock);
         free(p);
         return NULL;
     }
@@ -816,6 +847,7 @@ void ing_pending_free(ing_pending_t *p)
     }
     free(p->heap);
     free(p->reply_key);
+    pthread_cond_destroy(&p->woken);
     pthread_mutex_destroy(&p->lock);
     free(p);
 }

@@ -117,10 +117,14 @@ void ing_pending_group_init(ing_pending_t *p, ing_call_t *group);
  * waiting the group is done at once. A streaming group (sse_ok) starts its stream with
  * frames, one per JSON-RPC response in bodies[0..n) (the elements answered at once). */
 void ing_pending_group_seal(ing_pending_t *p, ing_call_t *group, char *const *bodies, size_t n);
-/* Suspends call->conn (a group's: the batch) until completion or its first SSE frame; returns 1
- * (nothing suspended) if there is something to send already. Must run on the connection's HTTP
- * thread, inside the access handler. */
+/* Suspends call->conn (a group's: the batch) until completion or its first SSE frame: 1 when
+ * it is parked, 0 (nothing suspended) when there is something to send already. Must run on
+ * the connection's HTTP thread, inside the access handler. */
 int ing_pending_park(ing_pending_t *p, ing_call_t *call);
+/* For a call without a connection (call->conn NULL: a synthetic request, req.h): waits up
+ * to timeout_ms for a parked call (a group's: the batch) to wake, as a connection would be
+ * resumed. 1 when it woke (then ing_pending_take says what to send), 0 on timeout. */
+int ing_pending_wait(ing_pending_t *p, ing_call_t *call, int timeout_ms);
 /* Completes a call by job id with a JSON-RPC error (e.g. Kafka refused the job). */
 void ing_pending_fail(ing_pending_t *p, const char *job_id, int code, const char *message);
 /* Removes a call that is still waiting (its request failed or its client went away).

@@ -405,7 +405,7 @@ static int do_batch(ing_mcp_t *m, const cJSON *batch, ing_resp_t *resp)
     req->batch = b;
     req->has_call = 1;
     ing_pending_group_seal(req->ctx->pending, group, b->bodies, b->n);
-    return ing_pending_park(req->ctx->pending, group) ? 0 : 1;
+    return ing_pending_park(req->ctx->pending, group);
 }
 
 static int content_type_ok(const char *ct)

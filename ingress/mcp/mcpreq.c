@@ -100,5 +100,5 @@ int ing_mcpreq_park(ing_mcp_t *m, ing_call_t *call)
 {
     if (m->batch)
         return 1; /* the batch parks once, when every element is dispatched */
-    return ing_pending_park(m->req->ctx->pending, call) ? 0 : 1;
+    return ing_pending_park(m->req->ctx->pending, call);
 }

@@ -208,81 +208,309 @@ static void seed003_answer(cJSON *result, const char *id)
     cJSON_AddFalseToObject(result, "isError");
 }
 
-/* Answers a call that became task id as `answer` says (see task_answer_t). */
-static int answer_task(ing_mcp_t *m, const rpc_msg_t *msg, const ing_tool_t *tool, const char *id,
-                       task_answer_t answer, ing_resp_t *resp)
+/*
+ * tools/call as a pipeline (docs/architecture.md, "The path of one tools/call"). The call's
+ * state lives in one tc_t; each step either lets the call go on (TC_NEXT), or has answered
+ * it (TC_ANSWERED, resp filled), or has parked it to wait for a worker (TC_PARKED).
+ * ing_toolcall_run() runs the steps in order and frees what the state holds in one place.
+ */
+typedef enum { TC_NEXT = 0, TC_ANSWERED, TC_PARKED } tc_status_t;
+
+typedef struct tc {
+    ing_mcp_t *m;
+    const rpc_msg_t *msg;
+    ing_resp_t *resp;
+    ing_ctx_t *ctx;
+    const cJSON *args; /* params.arguments; NULL when absent or null */
+    const cJSON *tok;  /* params._meta.progressToken; NULL when absent */
+    const ing_tool_t *tool;
+    ing_call_t *call;       /* the request's (or the batch element's) waiting call */
+    const char *tracestate; /* borrowed from the request */
+    char traceparent[TRACE_PARENT_LEN + 1];
+    const cJSON *schema; /* the tool version's inputSchema */
+    const char *ikey;    /* arguments.idempotency_key, or NULL */
+    char idem_id[ING_JOB_ID_LEN];
+    long long timeout_ms;
+    int as_task;   /* task_answer_t, or -1: synchronous */
+    cJSON *own;    /* the tool's own arguments; NULL once handed to an envelope */
+    cJSON *atts;   /* resolved attachments; NULL once handed to an envelope */
+    char *payload; /* the job's envelope as JSON, while being published */
+} tc_t;
+
+/* Answers the call with a JSON-RPC error (HTTP 200 unless status says otherwise). */
+static tc_status_t tc_error(tc_t *tc, int status, int code, const char *message)
 {
-    ing_ctx_t *ctx = m->req->ctx;
-    cJSON *result = NULL;
-    if (answer == ANSWER_SEED003) {
-        result = cJSON_CreateObject();
-        seed003_answer(result, id);
-    } else {
-        int ext = answer == ANSWER_EXT;
-        ing_tasks_t task;
-        cJSON *tk;
-        if (ing_tasks_get(ctx->kv, tool->tenant, id, &task) == 0) {
-            tk = ing_tasks_mcp(&task, ext, ctx->set->task_retention_s);
-            ing_tasks_cleanup(&task);
-        } else {
-            tk = cJSON_CreateObject();
-            cJSON_AddStringToObject(tk, "taskId", id);
-            cJSON_AddStringToObject(tk, "status", "working");
-        }
-        if (ext) { /* CreateTaskResult = Result & Task, flat */
-            result = tk;
-            cJSON_AddStringToObject(result, "resultType", "task");
-        } else {
-            result = cJSON_CreateObject();
-            cJSON_AddItemToObject(result, "task", tk);
-        }
-    }
-    ing_metrics_call(ctx->metrics, ING_CALL_OK);
-    ing_mcpreq_resp_result_obj(m, resp, msg->id, result);
-    return 0;
+    ing_mcpreq_resp_error(tc->resp, status, tc->msg->id, code, message, NULL);
+    return TC_ANSWERED;
 }
 
-/* The call becomes a task (SPEC 5): created in Redis as waiting, its job published with
- * mode "task", and answered at once as `answer` says. The task is durable before the answer
- * leaves (the extension's rule: tasks/get resolves as soon as the client has the id). own
- * (the tool's arguments) is consumed. */
-static int start_task(ing_mcp_t *m, const rpc_msg_t *msg, const ing_tool_t *tool, cJSON *own,
-                      cJSON *atts, const cJSON *args, long long timeout_ms, task_answer_t answer,
-                      const char *idem_id, const char *traceparent, const char *tracestate,
-                      ing_resp_t *resp)
+/* Answers the call with a JSON-RPC error and counts it as failed. */
+static tc_status_t tc_failed(tc_t *tc, const char *message)
 {
-    ing_ctx_t *ctx = m->req->ctx;
-    const char *robot = NULL;
-    char why[256];
-    long long priority = 50;
-    if (task_routing(m, args, &robot, &priority, why, sizeof(why)) < 0) {
-        cJSON_Delete(own);
-        cJSON_Delete(atts);
-        ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS, why, NULL);
-        return 0;
+    ing_metrics_call(tc->ctx->metrics, ING_CALL_FAILED);
+    return tc_error(tc, 200, RPC_INTERNAL_ERROR, message);
+}
+
+/* Answers the call with result (consumed), counted as outcome. */
+static tc_status_t tc_result(tc_t *tc, ing_call_outcome_t outcome, cJSON *result)
+{
+    ing_metrics_call(tc->ctx->metrics, outcome);
+    ing_mcpreq_resp_result_obj(tc->m, tc->resp, tc->msg->id, result);
+    return TC_ANSWERED;
+}
+
+/* params: name a string, arguments an object (or null), progressToken an id. */
+static tc_status_t tc_params(tc_t *tc)
+{
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(tc->msg->params, "name");
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(tc->msg->params, "arguments");
+    if (!cJSON_IsString(name))
+        return tc_error(tc, 200, RPC_INVALID_PARAMS, "params.name must be a string");
+    if (args && !cJSON_IsObject(args) && !cJSON_IsNull(args))
+        return tc_error(tc, 200, RPC_INVALID_PARAMS, "params.arguments must be an object");
+    tc->args = cJSON_IsNull(args) ? NULL : args;
+    /* Kept as rendered JSON in a fixed buffer and echoed in every progress notification:
+     * held to the id rules so it is never cut (null counts as absent). */
+    tc->tok = cJSON_GetObjectItemCaseSensitive(ing_era_meta(tc->msg), "progressToken");
+    if (tc->tok && !cJSON_IsNull(tc->tok) && !rpc_id_valid(tc->tok))
+        return tc_error(tc, 200, RPC_INVALID_PARAMS,
+                        "params._meta.progressToken must be a string of at most " RPC_STR(
+                            RPC_MAX_ID_LEN) " bytes as JSON or a finite number");
+    return TC_NEXT;
+}
+
+/* The tool of the server by name, the call that will wait for it, and the call's trace. */
+static tc_status_t tc_tool(tc_t *tc)
+{
+    const char *name =
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(tc->msg->params, "name"));
+    tc->tool = ing_registry_tool(tc->m->server, name);
+    if (!tc->tool) {
+        char buf[200];
+        snprintf(buf, sizeof(buf), "Unknown tool: %.120s", name);
+        return tc_error(tc, 200, RPC_INVALID_PARAMS, buf);
     }
-    char id[TASK_ID_LEN];
-    if (idem_id)
-        snprintf(id, sizeof(id), "%s", idem_id);
-    else
-        task_id_new(id);
+    tc->call = ing_mcpreq_call(tc->m);
+    if (!tc->call)
+        return tc_error(tc, 200, RPC_INTERNAL_ERROR, "out of memory");
+    /* From here on every line this thread logs for the call carries its trace (log.h); the
+     * request handler clears the context when it returns. */
+    call_trace(tc->m, tc->msg, &tc->call->trace, &tc->tracestate);
+    if (tc->call->trace.trace_id[0]) {
+        trace_format(&tc->call->trace, tc->traceparent);
+        log_ctx_set(tc->call->trace.trace_id, tc->call->trace.span_id);
+    }
+    tc->schema = cJSON_GetObjectItemCaseSensitive(tc->tool->version, "inputSchema");
+    tc->timeout_ms =
+        tc->tool->timeout_ms > 0 ? tc->tool->timeout_ms : tc->ctx->set->default_timeout_ms;
+    return TC_NEXT;
+}
+
+/* 2026-07-28: the Mcp-Param-* headers a tool's schema declares match the arguments. */
+static tc_status_t tc_headers(tc_t *tc)
+{
+    char why[512];
+    if (tc->m->modern &&
+        ing_era_param_headers_check(tc->m->req, tc->schema, tc->args, why, sizeof(why)) < 0)
+        return tc_error(tc, 400, RPC_HEADER_MISMATCH, why);
+    if (ing_idem_key(tc->args, &tc->ikey) < 0)
+        return tc_error(tc, 200, RPC_INVALID_PARAMS,
+                        "arguments.idempotency_key must be a string of 1 to 255 bytes");
+    return TC_NEXT;
+}
+
+/* channel_id (docs/protocol.md): a channel of this tenant from system.open_channel; an
+ * unknown or foreign one answers alike, so existence does not leak. */
+static tc_status_t tc_channel(tc_t *tc)
+{
+    ing_mcp_t *m = tc->m;
+    const cJSON *chan = cJSON_GetObjectItemCaseSensitive(tc->args, "channel_id");
+    m->channel[0] = '\0';
+    if (!chan || cJSON_IsNull(chan))
+        return TC_NEXT;
+    int rc = cJSON_IsString(chan)
+                 ? ing_channels_use(tc->ctx->kv, m->tenant->id, chan->valuestring,
+                                    tc->ctx->set->channel_ttl_s, &m->channel_ttl_ms)
+                 : MCPQ_EINVAL;
+    if (rc == MCPQ_EUNAVAIL)
+        return tc_error(tc, 200, RPC_INTERNAL_ERROR,
+                        "channel store (Redis) unavailable; try again");
+    if (rc < 0)
+        return tc_error(tc, 200, RPC_INVALID_PARAMS,
+                        "Unknown channel_id: open one with the open_channel tool of the system "
+                        "server");
+    snprintf(m->channel, sizeof(m->channel), "%s", chan->valuestring);
+    return TC_NEXT;
+}
+
+/* The tool's own arguments, checked against its inputSchema (a tool error when not). */
+static tc_status_t tc_arguments(tc_t *tc)
+{
+    tc->own = tool_arguments(tc->args);
+    if (!tc->own)
+        return tc_error(tc, 200, RPC_INTERNAL_ERROR, "out of memory");
+    char why[512];
+    if (tc->schema && sch_validate(tc->schema, tc->own, "arguments", why, sizeof(why)) < 0) {
+        char text[640];
+        snprintf(text, sizeof(text), "Invalid arguments for tool %s: %s", tc->tool->name, why);
+        return tc_result(tc, ING_CALL_TOOL_ERROR, tool_error_result(text));
+    }
+    return TC_NEXT;
+}
+
+/* attachments (docs/protocol.md): each URL lasts the call's timeout plus
+ * MCPQ_FILES_URL_TTL_S. */
+static tc_status_t tc_attachments(tc_t *tc)
+{
+    char why[512];
+    int rc = ing_files_attach(tc->ctx->files, ing_req_header(tc->m->req, "Host"), tc->tool->tenant,
+                              cJSON_GetObjectItemCaseSensitive(tc->args, "attachments"),
+                              tc->ctx->set->files_url_ttl_s + tc->timeout_ms / 1000 + 1, &tc->atts,
+                              why, sizeof(why));
+    if (rc < 0)
+        return tc_error(tc, 200, rc == MCPQ_EINVAL ? RPC_INVALID_PARAMS : RPC_INTERNAL_ERROR,
+                        rc == MCPQ_ENOMEM ? "out of memory" : why);
+    return TC_NEXT;
+}
+
+/* A tool in fake mode answers its configured result without a worker; otherwise Kafka and
+ * the result store must be up before anything is claimed or published. */
+static tc_status_t tc_ready(tc_t *tc)
+{
+    ing_ctx_t *ctx = tc->ctx;
+    if (tc->tool->fake_result) {
+        log_event(LOG_INFO, "tool call answered in fake mode", "tenant", tc->tool->tenant, "tool",
+                  tc->tool->name, (char *)NULL);
+        return tc_result(tc, ING_CALL_FAKE, cJSON_Duplicate(tc->tool->fake_result, 1));
+    }
+    if (!mq_producer_up(ctx->producer))
+        return tc_failed(tc, "job queue (Kafka) unavailable; try again");
+    if (!ing_pending_healthy(ctx->pending))
+        return tc_failed(tc, "result store (Redis) unavailable; try again");
+    rpc_id_str(tc->msg->id, tc->call->id_json, sizeof(tc->call->id_json));
+    tc->call->modern = tc->m->modern;
+    tc->call->task_result = 0;
+    tc->as_task = task_answer(tc->m, tc->msg, tc->tool);
+    return TC_NEXT;
+}
+
+/* The answer of a repeat whose first call has ended: its stored record. */
+static tc_status_t tc_replay(tc_t *tc, char *rec, size_t rec_len)
+{
+    ing_call_outcome_t outcome;
+    char *out = ing_pending_record_response(tc->call, rec, rec_len, &outcome);
+    free(rec);
+    log_event(LOG_INFO, "idempotent repeat answered from the stored response", "tenant",
+              tc->tool->tenant, "tool", tc->tool->name, "job_id", tc->idem_id, (char *)NULL);
+    if (!out)
+        return tc_error(tc, 200, RPC_INTERNAL_ERROR, "out of memory");
+    ing_mcpreq_resp_json(tc->resp, 200, out);
+    return TC_ANSWERED;
+}
+
+/* An idempotency key (idem.h): the first call's id is claimed with it; a repeat of a call
+ * that has ended is answered from its stored record, here. */
+static tc_status_t tc_idempotency(tc_t *tc)
+{
+    if (!tc->ikey)
+        return TC_NEXT;
+    const ing_tool_t *tool = tc->tool;
+    char scope[33], proposed[ING_JOB_ID_LEN];
+    ing_idem_scope(tool->tenant, tool->server, tool->name, tc->ikey, scope);
+    if (tc->as_task >= 0) {
+        task_id_new(proposed);
+    } else {
+        char hex[33];
+        util_random_hex(hex, 16);
+        snprintf(proposed, sizeof(proposed), "j_%s", hex);
+    }
+    char *rec = NULL;
+    size_t rec_len = 0;
+    /* What a repeat must match: the tool's arguments and the attachments as sent. */
+    cJSON *what = cJSON_CreateObject();
+    cJSON_AddItemReferenceToObject(what, "arguments", tc->own);
+    const cJSON *sent = cJSON_GetObjectItemCaseSensitive(tc->args, "attachments");
+    if (sent)
+        cJSON_AddItemReferenceToObject(what, "attachments", (cJSON *)sent);
+    int st = what ? ing_idem_claim(tc->ctx->kv, tool->tenant, scope, what,
+                                   tc->ctx->set->idempotency_ttl_s, proposed, tc->idem_id,
+                                   sizeof(tc->idem_id), &rec, &rec_len)
+                  : MCPQ_ENOMEM;
+    cJSON_Delete(what);
+    if (st < 0)
+        return tc_failed(tc, "idempotency store (Redis) unavailable; try again");
+    if (st == ING_IDEM_CONFLICT)
+        return tc_error(tc, 200, RPC_INVALID_PARAMS,
+                        "idempotency_key was already used for this tool with other arguments");
+    return rec ? tc_replay(tc, rec, rec_len) : TC_NEXT;
+}
+
+/* Answers a call that became task id as `answer` says (see task_answer_t). */
+static tc_status_t answer_task(tc_t *tc, const char *id)
+{
+    ing_ctx_t *ctx = tc->ctx;
+    cJSON *result = NULL;
+    if (tc->as_task == ANSWER_SEED003) {
+        result = cJSON_CreateObject();
+        seed003_answer(result, id);
+        return tc_result(tc, ING_CALL_OK, result);
+    }
+    int ext = tc->as_task == ANSWER_EXT;
+    ing_tasks_t task;
+    cJSON *tk;
+    if (ing_tasks_get(ctx->kv, tc->tool->tenant, id, &task) == 0) {
+        tk = ing_tasks_mcp(&task, ext, ctx->set->task_retention_s);
+        ing_tasks_cleanup(&task);
+    } else {
+        tk = cJSON_CreateObject();
+        cJSON_AddStringToObject(tk, "taskId", id);
+        cJSON_AddStringToObject(tk, "status", "working");
+    }
+    if (ext) { /* CreateTaskResult = Result & Task, flat */
+        result = tk;
+        cJSON_AddStringToObject(result, "resultType", "task");
+    } else {
+        result = cJSON_CreateObject();
+        cJSON_AddItemToObject(result, "task", tk);
+    }
+    return tc_result(tc, ING_CALL_OK, result);
+}
+
+/* 1 when the task id exists already (a repeat of an idempotent call, or a concurrent one). */
+static int task_exists(tc_t *tc, const char *id)
+{
     ing_tasks_t existing;
-    if (idem_id && ing_tasks_get(ctx->kv, tool->tenant, id, &existing) == 0) {
-        /* A repeat of an idempotent call whose task exists: the same answer, nothing new. */
-        ing_tasks_cleanup(&existing);
-        cJSON_Delete(own);
-        cJSON_Delete(atts);
-        return answer_task(m, msg, tool, id, answer, resp);
-    }
-    cJSON *env = build_envelope(m, tool, msg, own, atts, id, timeout_ms, traceparent);
+    if (ing_tasks_get(tc->ctx->kv, tc->tool->tenant, id, &existing) < 0)
+        return 0;
+    ing_tasks_cleanup(&existing);
+    return 1;
+}
+
+/* The task's job envelope (mode "task", no reply stream) into tc->payload and its
+ * arguments as JSON (malloc'd, or NULL out of memory). own and atts are consumed. */
+static char *task_envelope(tc_t *tc, const char *id)
+{
+    cJSON *env = build_envelope(tc->m, tc->tool, tc->msg, tc->own, tc->atts, id, tc->timeout_ms,
+                                tc->traceparent);
+    tc->own = tc->atts = NULL; /* now owned by env */
     cJSON_ReplaceItemInObjectCaseSensitive(env, "task_id", cJSON_CreateString(id));
     cJSON_DeleteItemFromObjectCaseSensitive(env, "reply_to");
     cJSON_ReplaceItemInObjectCaseSensitive(env, "mode", cJSON_CreateString("task"));
-    char *payload = cJSON_PrintUnformatted(env);
+    tc->payload = cJSON_PrintUnformatted(env);
     char *args_json = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(env, "arguments"));
     cJSON_Delete(env);
+    return args_json;
+}
+
+/* Creates task id as waiting in Redis with its envelope. 0 or an MCPQ_E* code. */
+static int task_create(tc_t *tc, const char *id, const char *robot, long long priority,
+                       long long *max_tasks)
+{
+    ing_ctx_t *ctx = tc->ctx;
+    const ing_tool_t *tool = tc->tool;
+    char *args_json = task_envelope(tc, id);
     const cJSON *ttl = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(msg->params, "task"), "ttl");
+        cJSON_GetObjectItemCaseSensitive(tc->msg->params, "task"), "ttl");
     ing_tasks_new_t t = {
         .id = id,
         .tenant = tool->tenant,
@@ -291,60 +519,159 @@ static int start_task(ing_mcp_t *m, const rpc_msg_t *msg, const ing_tool_t *tool
         .version = tool->version_id,
         .args_json = args_json ? args_json : "{}",
         .robot = robot,
-        .env_json = payload ? payload : "",
-        .traceparent = traceparent,
-        .surface = answer == ANSWER_EXT       ? "ext"
-                   : answer == ANSWER_MCP2025 ? "mcp"
-                                              : "tool",
+        .env_json = tc->payload ? tc->payload : "",
+        .traceparent = tc->traceparent,
+        .surface = tc->as_task == ANSWER_EXT       ? "ext"
+                   : tc->as_task == ANSWER_MCP2025 ? "mcp"
+                                                   : "tool",
         .priority = priority,
         .ttl_ms = cJSON_IsNumber(ttl) && ttl->valuedouble > 0 ? (long long)ttl->valuedouble : 0,
         .retention_s = ctx->set->task_retention_s,
-        .max_tasks = ing_quota_limit(m->tenant, ING_QUOTA_TASKS, ctx->set),
+        .max_tasks = ing_quota_limit(tc->m->tenant, ING_QUOTA_TASKS, ctx->set),
         .wait_replicas = (int)ctx->set->redis_wait_replicas,
         .wait_timeout_ms = (int)ctx->set->redis_wait_timeout_ms};
+    *max_tasks = t.max_tasks;
     long long created = 0;
-    int rc = payload && args_json ? ing_tasks_create(ctx->kv, &t, &created) : MCPQ_ENOMEM;
+    int rc = tc->payload && args_json ? ing_tasks_create(ctx->kv, &t, &created) : MCPQ_ENOMEM;
     cJSON_free(args_json);
-    if (rc < 0 && idem_id && ing_tasks_get(ctx->kv, tool->tenant, id, &existing) == 0) {
-        /* A concurrent repeat created it first. */
-        ing_tasks_cleanup(&existing);
-        cJSON_free(payload);
-        return answer_task(m, msg, tool, id, answer, resp);
-    }
-    if (rc == MCPQ_EQUOTA) {
-        cJSON_free(payload);
-        ing_mcpreq_resp_quota(resp, msg->id, ING_QUOTA_TASKS, t.max_tasks);
-        return 0;
-    }
-    if (rc < 0) {
-        cJSON_free(payload);
-        ing_metrics_call(ctx->metrics, ING_CALL_FAILED);
-        ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR,
-                              "task store (Redis) unavailable; try again", NULL);
-        return 0;
-    }
+    return rc;
+}
+
+/* Publishes task id's job (tc->payload); the delivery report knows it by "t:<id>". */
+static int task_publish(tc_t *tc, const char *id)
+{
+    ing_ctx_t *ctx = tc->ctx;
     char *opaque = malloc(strlen(id) + 3);
     if (opaque)
         snprintf(opaque, strlen(id) + 3, "t:%s", id);
-    rc = opaque
-             ? mq_producer_send(ctx->producer, ctx->set->topic_jobs, id, payload, strlen(payload),
-                                traceparent[0] ? traceparent : NULL, tracestate, opaque)
-             : MCPQ_ENOMEM;
-    cJSON_free(payload);
+    int rc = opaque ? mq_producer_send(
+                          ctx->producer, ctx->set->topic_jobs, id, tc->payload, strlen(tc->payload),
+                          tc->traceparent[0] ? tc->traceparent : NULL, tc->tracestate, opaque)
+                    : MCPQ_ENOMEM;
     if (rc < 0) {
         free(opaque);
         ing_tasks_abandon(ctx->kv, id, "the job queue (Kafka) refused the task",
                           ctx->set->task_retention_s);
         ing_metrics_published(ctx->metrics, 0);
-        ing_metrics_call(ctx->metrics, ING_CALL_FAILED);
-        ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR,
-                              "job queue (Kafka) unavailable; try again", NULL);
-        return 0;
     }
-    log_event(LOG_INFO, "task created", "tenant", tool->tenant, "tool", tool->name, "task_id", id,
-              "robot", robot ? robot : "", (char *)NULL);
-    return answer_task(m, msg, tool, id, answer, resp);
+    return rc;
 }
+
+/* The call becomes a task (docs/protocol.md, "Tasks"): created in Redis as waiting, its job
+ * published with mode "task", and answered at once as tc->as_task says. The task is durable
+ * before the answer leaves (the extension's rule: tasks/get resolves as soon as the client
+ * has the id). */
+static tc_status_t tc_task(tc_t *tc)
+{
+    if (tc->as_task < 0)
+        return TC_NEXT;
+    const char *robot = NULL;
+    char why[256], id[TASK_ID_LEN];
+    long long priority = 50, max_tasks = 0;
+    if (task_routing(tc->m, tc->args, &robot, &priority, why, sizeof(why)) < 0)
+        return tc_error(tc, 200, RPC_INVALID_PARAMS, why);
+    if (tc->ikey)
+        snprintf(id, sizeof(id), "%.*s", TASK_ID_LEN - 1, tc->idem_id); /* a task id */
+    else
+        task_id_new(id);
+    /* A repeat of an idempotent call whose task exists: the same answer, nothing new. */
+    if (tc->ikey && task_exists(tc, id))
+        return answer_task(tc, id);
+    int rc = task_create(tc, id, robot, priority, &max_tasks);
+    if (rc < 0 && tc->ikey && task_exists(tc, id))
+        return answer_task(tc, id); /* a concurrent repeat created it first */
+    if (rc == MCPQ_EQUOTA) {
+        ing_mcpreq_resp_quota(tc->resp, tc->msg->id, ING_QUOTA_TASKS, max_tasks);
+        return TC_ANSWERED;
+    }
+    if (rc < 0)
+        return tc_failed(tc, "task store (Redis) unavailable; try again");
+    if (task_publish(tc, id) < 0)
+        return tc_failed(tc, "job queue (Kafka) unavailable; try again");
+    log_event(LOG_INFO, "task created", "tenant", tc->tool->tenant, "tool", tc->tool->name,
+              "task_id", id, "robot", robot ? robot : "", (char *)NULL);
+    return answer_task(tc, id);
+}
+
+/* The waiting call's job id and what it streams, and its envelope into tc->payload. */
+static tc_status_t tc_envelope(tc_t *tc)
+{
+    ing_call_t *call = tc->call;
+    if (tc->ikey) {
+        snprintf(call->job_id, sizeof(call->job_id), "%s", tc->idem_id);
+    } else {
+        char hex[33];
+        util_random_hex(hex, 16);
+        snprintf(call->job_id, sizeof(call->job_id), "j_%s", hex);
+    }
+    call->conn = tc->m->req->conn;
+    call->deadline_mono = util_mono_ms() + tc->timeout_ms;
+    const char *accept = ing_req_header(tc->m->req, "Accept");
+    call->sse_ok = accept && strcasestr(accept, "text/event-stream") != NULL;
+    call->log_min = tc->m->log_min;
+    snprintf(call->tool, sizeof(call->tool), "%s", tc->tool->name);
+    call->progress_token[0] = '\0';
+    if (rpc_id_valid(tc->tok))
+        rpc_id_str(tc->tok, call->progress_token, sizeof(call->progress_token));
+    cJSON *env = build_envelope(tc->m, tc->tool, tc->msg, tc->own, tc->atts, call->job_id,
+                                tc->timeout_ms, tc->traceparent);
+    tc->own = tc->atts = NULL; /* now owned by env */
+    if (tc->ikey)              /* the worker keeps the record as long as a repeat may replay */
+        cJSON_AddNumberToObject(env, "result_ttl_s", (double)tc->ctx->set->idempotency_ttl_s);
+    tc->payload = cJSON_PrintUnformatted(env);
+    cJSON_Delete(env);
+    if (!tc->payload)
+        return tc_error(tc, 200, RPC_INTERNAL_ERROR, "out of memory");
+    return TC_NEXT;
+}
+
+/* So notifications/cancelled of a legacy client reaches the job from any replica. Best
+ * effort: without Redis the call still runs, it just cannot be cancelled. */
+static void remember_request(tc_t *tc)
+{
+    if (tc->m->modern)
+        return;
+    char key[600], ttl[24], err[128];
+    reqmap_key(tc->m, tc->call->id_json, key, sizeof(key));
+    snprintf(ttl, sizeof(ttl), "%lld", tc->timeout_ms / 1000 + 60);
+    const char *argv[] = {"SET", key, tc->call->job_id, "EX", ttl};
+    redisReply *r = kv_pool_commandargv(tc->ctx->kv, err, sizeof(err), 5, argv, NULL);
+    if (r)
+        freeReplyObject(r);
+}
+
+/* The job goes to Kafka and the call waits for its result (pending.h). */
+static tc_status_t tc_publish(tc_t *tc)
+{
+    ing_ctx_t *ctx = tc->ctx;
+    ing_call_t *call = tc->call;
+    char *opaque = strdup(call->job_id);
+    if (!opaque)
+        return tc_error(tc, 200, RPC_INTERNAL_ERROR, "out of memory");
+    remember_request(tc);
+    if (ing_mcpreq_enqueue(tc->m, call) < 0) {
+        free(opaque);
+        return tc_error(tc, 200, RPC_INTERNAL_ERROR, "internal error; try again");
+    }
+    int rc = mq_producer_send(ctx->producer, ctx->set->topic_jobs, call->job_id, tc->payload,
+                              strlen(tc->payload), tc->traceparent[0] ? tc->traceparent : NULL,
+                              tc->tracestate, opaque);
+    if (rc < 0) {
+        free(opaque);
+        ing_mcpreq_dequeue(tc->m, call);
+        ing_metrics_published(ctx->metrics, 0);
+        return tc_failed(tc, rc == MCPQ_ETOOBIG ? "arguments too large for the job queue"
+                                                : "job queue (Kafka) unavailable; try again");
+    }
+    log_event(LOG_INFO, "tool call published", "tenant", tc->tool->tenant, "tool", tc->tool->name,
+              "job_id", call->job_id, (char *)NULL);
+    return ing_mcpreq_park(tc->m, call) ? TC_PARKED : TC_ANSWERED;
+}
+
+static tc_status_t (*const pipeline[])(tc_t *) = {
+    tc_params, tc_tool,        tc_headers, tc_channel,  tc_arguments, tc_attachments,
+    tc_ready,  tc_idempotency, tc_task,    tc_envelope, tc_publish,
+};
 
 int ing_toolcall_run(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
 {
@@ -352,266 +679,14 @@ int ing_toolcall_run(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
         ing_system_call(m, msg, resp);
         return 0;
     }
-    ing_req_t *req = m->req;
-    ing_ctx_t *ctx = req->ctx;
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(msg->params, "name");
-    const cJSON *args = cJSON_GetObjectItemCaseSensitive(msg->params, "arguments");
-    if (!cJSON_IsString(name)) {
-        ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS,
-                              "params.name must be a string", NULL);
-        return 0;
-    }
-    if (args && !cJSON_IsObject(args) && !cJSON_IsNull(args)) {
-        ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS,
-                              "params.arguments must be an object", NULL);
-        return 0;
-    }
-    if (cJSON_IsNull(args))
-        args = NULL;
-    /* Kept as rendered JSON in a fixed buffer and echoed in every progress notification:
-     * held to the id rules so it is never cut (null counts as absent). */
-    const cJSON *tok = cJSON_GetObjectItemCaseSensitive(ing_era_meta(msg), "progressToken");
-    if (tok && !cJSON_IsNull(tok) && !rpc_id_valid(tok)) {
-        ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS,
-                              "params._meta.progressToken must be a string of at most " RPC_STR(
-                                  RPC_MAX_ID_LEN) " bytes as JSON or a finite number",
-                              NULL);
-        return 0;
-    }
-    const ing_tool_t *tool = ing_registry_tool(m->server, name->valuestring);
-    if (!tool) {
-        char buf[200];
-        snprintf(buf, sizeof(buf), "Unknown tool: %.120s", name->valuestring);
-        ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS, buf, NULL);
-        return 0;
-    }
-    /* From here on every line this thread logs for the call carries its trace (log.h); the
-     * request handler clears the context when it returns. */
-    ing_call_t *call = ing_mcpreq_call(m);
-    if (!call) {
-        ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR, "out of memory", NULL);
-        return 0;
-    }
-    const char *tracestate = NULL;
-    char traceparent[TRACE_PARENT_LEN + 1] = "";
-    call_trace(m, msg, &call->trace, &tracestate);
-    if (call->trace.trace_id[0]) {
-        trace_format(&call->trace, traceparent);
-        log_ctx_set(call->trace.trace_id, call->trace.span_id);
-    }
-    const cJSON *schema = cJSON_GetObjectItemCaseSensitive(tool->version, "inputSchema");
-    char why[512];
-    if (m->modern && ing_era_param_headers_check(req, schema, args, why, sizeof(why)) < 0) {
-        ing_mcpreq_resp_error(resp, 400, msg->id, RPC_HEADER_MISMATCH, why, NULL);
-        return 0;
-    }
-    const char *ikey = NULL;
-    if (ing_idem_key(args, &ikey) < 0) {
-        ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS,
-                              "arguments.idempotency_key must be a string of 1 to 255 bytes", NULL);
-        return 0;
-    }
-    /* channel_id (SPEC 4.2): a channel of this tenant from system.open_channel; an unknown
-     * or foreign one answers alike, so existence does not leak. */
-    const cJSON *chan = cJSON_GetObjectItemCaseSensitive(args, "channel_id");
-    m->channel[0] = '\0';
-    if (chan && !cJSON_IsNull(chan)) {
-        int rc = cJSON_IsString(chan)
-                     ? ing_channels_use(ctx->kv, m->tenant->id, chan->valuestring,
-                                        ctx->set->channel_ttl_s, &m->channel_ttl_ms)
-                     : MCPQ_EINVAL;
-        if (rc == MCPQ_EUNAVAIL) {
-            ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR,
-                                  "channel store (Redis) unavailable; try again", NULL);
-            return 0;
-        }
-        if (rc < 0) {
-            ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS,
-                                  "Unknown channel_id: open one with the open_channel tool of the "
-                                  "system server",
-                                  NULL);
-            return 0;
-        }
-        snprintf(m->channel, sizeof(m->channel), "%s", chan->valuestring);
-    }
-    cJSON *own = tool_arguments(args);
-    if (!own) {
-        ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR, "out of memory", NULL);
-        return 0;
-    }
-    if (schema && sch_validate(schema, own, "arguments", why, sizeof(why)) < 0) {
-        char text[640];
-        snprintf(text, sizeof(text), "Invalid arguments for tool %s: %s", tool->name, why);
-        cJSON_Delete(own);
-        ing_metrics_call(ctx->metrics, ING_CALL_TOOL_ERROR);
-        ing_mcpreq_resp_result_obj(m, resp, msg->id, tool_error_result(text));
-        return 0;
-    }
-    /* attachments (SPEC 4.2): each URL lasts the call's timeout plus MCPQ_FILES_URL_TTL_S. */
-    long long timeout_ms = tool->timeout_ms > 0 ? tool->timeout_ms : ctx->set->default_timeout_ms;
-    cJSON *atts = NULL;
-    int arc = ing_files_attach(ctx->files, ing_req_header(req, "Host"), tool->tenant,
-                               cJSON_GetObjectItemCaseSensitive(args, "attachments"),
-                               ctx->set->files_url_ttl_s + timeout_ms / 1000 + 1, &atts, why,
-                               sizeof(why));
-    if (arc < 0) {
-        cJSON_Delete(own);
-        ing_mcpreq_resp_error(resp, 200, msg->id,
-                              arc == MCPQ_EINVAL ? RPC_INVALID_PARAMS : RPC_INTERNAL_ERROR,
-                              arc == MCPQ_ENOMEM ? "out of memory" : why, NULL);
-        return 0;
-    }
-    if (tool->fake_result) {
-        cJSON_Delete(own);
-        cJSON_Delete(atts);
-        ing_metrics_call(ctx->metrics, ING_CALL_FAKE);
-        ing_mcpreq_resp_result_obj(m, resp, msg->id, cJSON_Duplicate(tool->fake_result, 1));
-        log_event(LOG_INFO, "tool call answered in fake mode", "tenant", tool->tenant, "tool",
-                  tool->name, (char *)NULL);
-        return 0;
-    }
-    if (!mq_producer_up(ctx->producer) || !ing_pending_healthy(ctx->pending)) {
-        cJSON_Delete(own);
-        cJSON_Delete(atts);
-        ing_metrics_call(ctx->metrics, ING_CALL_FAILED);
-        ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR,
-                              !mq_producer_up(ctx->producer)
-                                  ? "job queue (Kafka) unavailable; try again"
-                                  : "result store (Redis) unavailable; try again",
-                              NULL);
-        return 0;
-    }
-
-    rpc_id_str(msg->id, call->id_json, sizeof(call->id_json));
-    call->modern = m->modern;
-    call->task_result = 0;
-    /* An idempotency key (SPEC 4.2, idem.h): the first call's id is claimed with it; a
-     * repeat of a call that has ended is answered from its stored record, here. */
-    int as_task = task_answer(m, msg, tool);
-    char idem_id[ING_JOB_ID_LEN] = "";
-    if (ikey) {
-        char scope[33], proposed[ING_JOB_ID_LEN];
-        ing_idem_scope(tool->tenant, tool->server, tool->name, ikey, scope);
-        if (as_task >= 0) {
-            task_id_new(proposed);
-        } else {
-            char hex[33];
-            util_random_hex(hex, 16);
-            snprintf(proposed, sizeof(proposed), "j_%s", hex);
-        }
-        char *rec = NULL;
-        size_t rec_len = 0;
-        /* What a repeat must match: the tool's arguments and the attachments as sent. */
-        cJSON *what = cJSON_CreateObject();
-        cJSON_AddItemReferenceToObject(what, "arguments", own);
-        const cJSON *sent = cJSON_GetObjectItemCaseSensitive(args, "attachments");
-        if (sent)
-            cJSON_AddItemReferenceToObject(what, "attachments", (cJSON *)sent);
-        int st =
-            what ? ing_idem_claim(ctx->kv, tool->tenant, scope, what, ctx->set->idempotency_ttl_s,
-                                  proposed, idem_id, sizeof(idem_id), &rec, &rec_len)
-                 : MCPQ_ENOMEM;
-        cJSON_Delete(what);
-        if (st < 0 || st == ING_IDEM_CONFLICT) {
-            cJSON_Delete(own);
-            cJSON_Delete(atts);
-            if (st < 0)
-                ing_metrics_call(ctx->metrics, ING_CALL_FAILED);
-            ing_mcpreq_resp_error(
-                resp, 200, msg->id, st < 0 ? RPC_INTERNAL_ERROR : RPC_INVALID_PARAMS,
-                st < 0 ? "idempotency store (Redis) unavailable; try again"
-                       : "idempotency_key was already used for this tool with other "
-                         "arguments",
-                NULL);
-            return 0;
-        }
-        if (rec) {
-            cJSON_Delete(own);
-            cJSON_Delete(atts);
-            ing_call_outcome_t outcome;
-            char *out = ing_pending_record_response(call, rec, rec_len, &outcome);
-            free(rec);
-            log_event(LOG_INFO, "idempotent repeat answered from the stored response", "tenant",
-                      tool->tenant, "tool", tool->name, "job_id", idem_id, (char *)NULL);
-            if (!out) {
-                ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR, "out of memory",
-                                      NULL);
-                return 0;
-            }
-            ing_mcpreq_resp_json(resp, 200, out);
-            return 0;
-        }
-    }
-    /* A task-mode tool, or any tool a client asks to run as a task (SPEC 5.2). */
-    if (as_task >= 0)
-        return start_task(m, msg, tool, own, atts, args, timeout_ms, (task_answer_t)as_task,
-                          ikey ? idem_id : NULL, traceparent, tracestate, resp);
-    if (ikey) {
-        snprintf(call->job_id, sizeof(call->job_id), "%s", idem_id);
-    } else {
-        char hex[33];
-        util_random_hex(hex, 16);
-        snprintf(call->job_id, sizeof(call->job_id), "j_%s", hex);
-    }
-    call->conn = req->conn;
-    call->deadline_mono = util_mono_ms() + timeout_ms;
-    const char *accept = ing_req_header(req, "Accept");
-    call->sse_ok = accept && strcasestr(accept, "text/event-stream") != NULL;
-    call->log_min = m->log_min;
-    snprintf(call->tool, sizeof(call->tool), "%s", tool->name);
-    call->progress_token[0] = '\0';
-    if (rpc_id_valid(tok))
-        rpc_id_str(tok, call->progress_token, sizeof(call->progress_token));
-
-    cJSON *env = build_envelope(m, tool, msg, own, atts, call->job_id, timeout_ms, traceparent);
-    own = atts = NULL; /* now owned by env */
-    if (ikey)          /* the worker keeps the record as long as a repeat may replay it */
-        cJSON_AddNumberToObject(env, "result_ttl_s", (double)ctx->set->idempotency_ttl_s);
-    char *payload = cJSON_PrintUnformatted(env);
-    cJSON_Delete(env);
-    char *opaque = strdup(call->job_id);
-    if (!payload || !opaque) {
-        free(payload);
-        free(opaque);
-        ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR, "out of memory", NULL);
-        return 0;
-    }
-    if (!m->modern) {
-        /* So notifications/cancelled reaches the job from any replica. Best effort: without
-         * Redis the call still runs, it just cannot be cancelled. */
-        char key[600], ttl[24], err[128];
-        reqmap_key(m, call->id_json, key, sizeof(key));
-        snprintf(ttl, sizeof(ttl), "%lld", timeout_ms / 1000 + 60);
-        const char *argv[] = {"SET", key, call->job_id, "EX", ttl};
-        redisReply *r = kv_pool_commandargv(ctx->kv, err, sizeof(err), 5, argv, NULL);
-        if (r)
-            freeReplyObject(r);
-    }
-    if (ing_mcpreq_enqueue(m, call) < 0) {
-        cJSON_free(payload);
-        free(opaque);
-        ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR, "internal error; try again",
-                              NULL);
-        return 0;
-    }
-    int rc =
-        mq_producer_send(ctx->producer, ctx->set->topic_jobs, call->job_id, payload,
-                         strlen(payload), traceparent[0] ? traceparent : NULL, tracestate, opaque);
-    cJSON_free(payload);
-    if (rc < 0) {
-        free(opaque);
-        ing_mcpreq_dequeue(m, call);
-        ing_metrics_published(ctx->metrics, 0);
-        ing_metrics_call(ctx->metrics, ING_CALL_FAILED);
-        ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR,
-                              rc == MCPQ_ETOOBIG ? "arguments too large for the job queue"
-                                                 : "job queue (Kafka) unavailable; try again",
-                              NULL);
-        return 0;
-    }
-    log_event(LOG_INFO, "tool call published", "tenant", tool->tenant, "tool", tool->name, "job_id",
-              call->job_id, (char *)NULL);
-    return ing_mcpreq_park(m, call);
+    tc_t tc = {.m = m, .msg = msg, .resp = resp, .ctx = m->req->ctx, .as_task = -1};
+    tc_status_t st = TC_NEXT;
+    for (size_t i = 0; st == TC_NEXT && i < sizeof(pipeline) / sizeof(pipeline[0]); i++)
+        st = pipeline[i](&tc);
+    cJSON_Delete(tc.own);
+    cJSON_Delete(tc.atts);
+    cJSON_free(tc.payload);
+    return st == TC_PARKED;
 }
 
 void ing_toolcall_delivered(void *opaque, int err, void *arg)

@@ -1,0 +1,252 @@
+/*
+ * harness.c - handler tests without a socket (harness.h).
+ */
+#include "harness.h"
+
+#include "check.h"
+#include "mcp.h"
+#include "pending.h"
+#include "process.h"
+#include "regstore.h"
+
+#include "cfg.h"
+#include "jobsig.h"
+#include "log.h"
+#include <curl/curl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void die(const char *what, const char *err)
+{
+    fprintf(stderr, "harness: %s: %s\n", what, err);
+    exit(1);
+}
+
+static void push(hx_t *h, const char *s)
+{
+    if (h->argc + 1 >= (int)(sizeof(h->argv) / sizeof(h->argv[0])))
+        die("settings", "too many arguments");
+    h->argv[h->argc++] = strdup(s);
+    h->argv[h->argc] = NULL;
+}
+
+static void load_settings(hx_t *h, const char *const args[])
+{
+    snprintf(h->files_dir, sizeof(h->files_dir), "%s/files", h->fx.dir);
+    const char *defaults[] = {
+        "--redis-url", h->fx.redis_url, "--kafka-brokers", h->fx.brokers,          "--listen",
+        "127.0.0.1:0", "--files-dir",   h->files_dir,      "--admin-token",        HX_ADMIN_TOKEN,
+        "--log-level", "error",         "--public-url",    "http://127.0.0.1:8080"};
+    push(h, "handler-test");
+    for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++)
+        push(h, defaults[i]);
+    for (size_t i = 0; args && args[i]; i++)
+        push(h, args[i]);
+    char err[512];
+    if (settings_load(&h->set, SET_INGRESS, "handler-test", "", h->argc, h->argv, err,
+                      sizeof(err)) != 0)
+        die("settings", err);
+    log_init("ingress", h->set.log_level);
+}
+
+static void apply_config(hx_t *h, const char *config)
+{
+    char err[512];
+    cJSON *cfg = cfg_load_string(config, strlen(config), err, sizeof(err));
+    if (!cfg)
+        die("config", err);
+    redisContext *c = kv_connect(h->ctx.kvt, 2000, err, sizeof(err));
+    if (!c)
+        die("redis", err);
+    int applied = 0;
+    ing_regstore_summary_t sum;
+    if (ing_regstore_seed(c, cfg, &applied, &sum, err, sizeof(err)) < 0)
+        die("seed", err);
+    redisFree(c);
+    cJSON_Delete(cfg);
+}
+
+void hx_reload(hx_t *h)
+{
+    char err[512];
+    redisContext *c = kv_connect(h->ctx.kvt, 2000, err, sizeof(err));
+    if (!c)
+        die("redis", err);
+    ing_registry_t *reg = ing_registry_fetch(c, err, sizeof(err));
+    redisFree(c);
+    if (!reg)
+        die("registry", err);
+    pthread_mutex_lock(&h->ctx.reg_lock);
+    ing_registry_t *old = h->ctx.reg;
+    h->ctx.reg = reg;
+    pthread_mutex_unlock(&h->ctx.reg_lock);
+    ing_registry_unref(old);
+}
+
+void hx_start(hx_t *h, const char *config, const char *const args[])
+{
+    memset(h, 0, sizeof(*h));
+    signal(SIGPIPE, SIG_IGN);
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (fx_start(&h->fx, 2) < 0)
+        die("stack", "fx_start failed");
+    /* Jobs are signed with the stack's key, so a worker of fx_spawn_worker() runs them. */
+    setenv("MCPQ_JOB_SIGNING_KEY", h->fx.job_key, 1);
+    load_settings(h, args);
+    char err[512];
+    jobsig_keys_t keys;
+    if (jobsig_keys_load(&keys, &h->set, err, sizeof(err)) < 0)
+        die("job signing key", err);
+    kv_target_t *kvt = kv_target_new(&h->set, err, sizeof(err));
+    if (!kvt)
+        die("redis target", err);
+    int code = 0;
+    ing_process_opts_t opts = {.keys = &keys};
+    int rc = ing_process_open(&h->ctx, &h->set, kvt, &opts, &code, err, sizeof(err));
+    jobsig_keys_cleanup(&keys);
+    if (rc < 0)
+        die("process", err);
+    atomic_store(&h->ctx.redis_up, 1);
+    apply_config(h, config);
+    hx_reload(h);
+    for (int i = 0; i < 200 && !ing_pending_healthy(h->ctx.pending); i++)
+        fx_sleep_ms(10);
+}
+
+void hx_stop(hx_t *h)
+{
+    ing_process_close(&h->ctx);
+    fx_stop(&h->fx);
+    for (int i = 0; i < h->argc; i++)
+        free(h->argv[i]);
+    curl_global_cleanup();
+}
+
+void hx_ex_init(hx_t *h, hx_ex_t *e, const char *method, const char *uri, const char *body,
+                int auth, const char *const headers[])
+{
+    memset(e, 0, sizeof(*e));
+    size_t n = 0, max = sizeof(e->headers) / sizeof(e->headers[0]) - 1;
+    if (auth)
+        e->headers[n++] = (ing_req_pair_t){"Authorization", "Bearer " HX_API_KEY};
+    for (size_t i = 0; headers && headers[i] && headers[i + 1] && n < max; i += 2)
+        e->headers[n++] = (ing_req_pair_t){headers[i], headers[i + 1]};
+    e->synth.headers = e->headers;
+    e->synth.args = e->args;
+    if (ing_req_synthetic(&e->req, &h->ctx, method, uri, &e->synth, body, body ? strlen(body) : 0) <
+        0)
+        die("request", "out of memory");
+}
+
+void hx_ex_arg(hx_ex_t *e, const char *name, const char *value)
+{
+    size_t n = 0;
+    while (e->args[n].name)
+        n++;
+    if (n + 1 < sizeof(e->args) / sizeof(e->args[0]))
+        e->args[n] = (ing_req_pair_t){name, value};
+}
+
+void hx_ex_parse(hx_ex_t *e)
+{
+    cJSON_Delete(e->json);
+    e->json = e->resp.body ? cJSON_Parse(e->resp.body) : NULL;
+}
+
+void hx_ex_free(hx_ex_t *e)
+{
+    if (e->req.has_call) {
+        ing_pending_remove(e->req.ctx->pending, &e->req.call);
+        e->req.has_call = 0;
+    }
+    ing_pending_release(&e->req.call);
+    ing_req_release(&e->req);
+    ing_resp_release(&e->resp);
+    cJSON_Delete(e->json);
+    e->json = NULL;
+}
+
+static int names_version(const char *const headers[])
+{
+    for (size_t i = 0; headers && headers[i] && headers[i + 1]; i += 2)
+        if (strcasecmp(headers[i], "MCP-Protocol-Version") == 0)
+            return 1;
+    return 0;
+}
+
+void hx_mcp(hx_t *h, hx_ex_t *e, const char *server, const char *body, const char *const headers[])
+{
+    const char *all[48];
+    size_t n = 0;
+    all[n++] = "Content-Type";
+    all[n++] = "application/json";
+    all[n++] = "Accept";
+    all[n++] = "application/json, text/event-stream";
+    if (!names_version(headers)) {
+        all[n++] = "MCP-Protocol-Version";
+        all[n++] = "2025-06-18";
+    }
+    for (size_t i = 0; headers && headers[i] && headers[i + 1] && n + 3 < 48; i += 2) {
+        all[n++] = headers[i];
+        all[n++] = headers[i + 1];
+    }
+    all[n] = NULL;
+    char uri[160];
+    snprintf(uri, sizeof(uri), "/mcp%s%s", server ? "/" : "", server ? server : "");
+    hx_ex_init(h, e, "POST", uri, body, 1, all);
+    e->parked = ing_mcp_post(&e->req, server, &e->resp);
+    if (!e->parked)
+        hx_ex_parse(e);
+}
+
+int hx_mcp_wait(hx_t *h, hx_ex_t *e, int timeout_ms)
+{
+    ing_call_t *call = &e->req.call;
+    if (!ing_pending_wait(h->ctx.pending, call, timeout_ms))
+        return -1;
+    if (ing_pending_take(h->ctx.pending, call) != ING_TAKE_JSON)
+        return -1;
+    e->resp.status = 200;
+    e->resp.body = call->response;
+    call->response = NULL;
+    e->req.has_call = 0;
+    e->parked = 0;
+    hx_ex_parse(e);
+    return 0;
+}
+
+int hx_rpc_code(const hx_ex_t *e)
+{
+    const cJSON *err = cJSON_GetObjectItemCaseSensitive(e->json, "error");
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(err, "code");
+    return cJSON_IsNumber(code) ? (int)code->valuedouble : 0;
+}
+
+const char *hx_rpc_message(const hx_ex_t *e)
+{
+    const cJSON *err = cJSON_GetObjectItemCaseSensitive(e->json, "error");
+    const char *m = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "message"));
+    return m ? m : "";
+}
+
+const cJSON *hx_rpc_result(const hx_ex_t *e)
+{
+    return cJSON_GetObjectItemCaseSensitive(e->json, "result");
+}
+
+redisReply *hx_redis(hx_t *h, const char *fmt, ...)
+{
+    char err[256];
+    redisContext *c = kv_connect(h->ctx.kvt, 2000, err, sizeof(err));
+    if (!c)
+        die("redis", err);
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = redisvCommand(c, fmt, ap);
+    va_end(ap);
+    redisFree(c);
+    return r;
+}

@@ -1,0 +1,76 @@
+/*
+ * harness.h - handler tests: the ingress's handlers driven with synthetic requests (req.h),
+ * no socket and no HTTP server, against a real redis-server and the mcpq-devbroker
+ * (tests/fixture.h). hx_start() opens a process context as mcpq-ingress does (process.h),
+ * applies a config to the registry and loads it; the tests then call the handlers of
+ * ingress/mcp and ingress/api directly and read the ing_resp_t they build.
+ *
+ * tests/handlers/test_<file>.c tests ingress/<layer>/<file>.c.
+ */
+#ifndef MCPQ_TESTS_HARNESS_H
+#define MCPQ_TESTS_HARNESS_H
+
+#include "ctx.h"
+#include "fixture.h"
+#include "req.h"
+
+#include <cjson/cJSON.h>
+
+#define HX_API_KEY "hx-key-0123456789"
+#define HX_ADMIN_TOKEN "hx-admin-token"
+
+typedef struct hx {
+    fx_stack_t fx;
+    mcpq_settings_t set;
+    char *argv[64]; /* the settings point into these */
+    int argc;
+    char files_dir[300];
+    ing_ctx_t ctx;
+} hx_t;
+
+/* Starts the stack, loads settings from the defaults plus args ("--flag", "value", ...,
+ * NULL; may be NULL), opens the process context, applies config (a config file's JSON text)
+ * and loads the registry. Exits the test on failure. */
+void hx_start(hx_t *h, const char *config, const char *const args[]);
+/* Loads the registry from Redis again (after the admin API changed it). */
+void hx_reload(hx_t *h);
+void hx_stop(hx_t *h);
+
+/* One exchange. */
+typedef struct hx_ex {
+    ing_req_t req;
+    ing_req_pair_t headers[24];
+    ing_req_pair_t args[16];
+    ing_req_synth_t synth;
+    ing_resp_t resp;
+    int parked;  /* the handler parked the request (it waits for a worker) */
+    cJSON *json; /* the answer's body parsed, or NULL */
+} hx_ex_t;
+
+/* Prepares an exchange: method, target, body (may be NULL) and headers (name, value, ...,
+ * NULL). With auth set, the API key of the test tenant is added as Authorization. */
+void hx_ex_init(hx_t *h, hx_ex_t *e, const char *method, const char *uri, const char *body,
+                int auth, const char *const headers[]);
+/* Adds a query argument. */
+void hx_ex_arg(hx_ex_t *e, const char *name, const char *value);
+/* Parses the answer's body into e->json (after the handler ran). */
+void hx_ex_parse(hx_ex_t *e);
+void hx_ex_free(hx_ex_t *e);
+
+/* POST /mcp[/server] through ing_mcp_post with the test key (2025-06-18 headers unless
+ * headers name MCP-Protocol-Version); e is ready to read (parked: see hx_mcp_wait). */
+void hx_mcp(hx_t *h, hx_ex_t *e, const char *server, const char *body, const char *const headers[]);
+/* For a parked exchange: waits up to timeout_ms for its answer and fills e->resp/e->json as
+ * the HTTP layer would (the call's response). 0, or -1 on timeout. */
+int hx_mcp_wait(hx_t *h, hx_ex_t *e, int timeout_ms);
+
+/* The JSON-RPC error code of e's answer (0 when it is a result), and its message. */
+int hx_rpc_code(const hx_ex_t *e);
+const char *hx_rpc_message(const hx_ex_t *e);
+/* e's result object, or NULL. */
+const cJSON *hx_rpc_result(const hx_ex_t *e);
+
+/* A Redis command on the stack's Redis (a test's own connection); reply freed by caller. */
+redisReply *hx_redis(hx_t *h, const char *fmt, ...);
+
+#endif

@@ -1,0 +1,245 @@
+/*
+ * Tests ingress/mcp/toolcall.c: tools/call driven through ing_mcp_post with synthetic
+ * requests, every error path a client can reach, the task answers and a call that waits
+ * for a real worker (tests/handlers/harness.h).
+ */
+#include "check.h"
+#include "harness.h"
+
+#include "rpc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char config[] =
+    "{\"tenants\": ["
+    "  {\"id\": \"t\", \"api_keys\": [{\"id\": \"k\", \"key\": \"" HX_API_KEY "\"}],"
+    "   \"quotas\": {\"tasks\": 2}},"
+    "  {\"id\": \"other\", \"api_keys\": [{\"id\": \"k2\", \"key\": \"other-key-0123456\"}],"
+    "   \"robots\": [\"robot-of-other\"]}],"
+    " \"servers\": [{\"tenant\": \"t\", \"name\": \"default\"}],"
+    " \"tools\": ["
+    "  {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"echo\", \"published\": \"1\","
+    "   \"versions\": [{\"version\": \"1\", \"timeout_ms\": 20000,"
+    "    \"inputSchema\": {\"type\": \"object\", \"required\": [\"text\"],"
+    "     \"properties\": {\"text\": {\"type\": \"string\", \"x-mcp-header\": \"Text\"}}},"
+    "    \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]},"
+    "  {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"fake\", \"published\": \"1\","
+    "   \"versions\": [{\"version\": \"1\", \"inputSchema\": {\"type\": \"object\"},"
+    "    \"fake\": {\"enabled\": true, \"result\": {\"content\": [{\"type\": \"text\","
+    "     \"text\": \"canned\"}]}},"
+    "    \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]},"
+    "  {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"report\", \"published\": \"1\","
+    "   \"versions\": [{\"version\": \"1\", \"mode\": \"task\","
+    "    \"inputSchema\": {\"type\": \"object\"},"
+    "    \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]}]}";
+
+static hx_t h;
+
+/* tools/call of name with the params' remaining members (JSON text after "name"). */
+static void call(hx_ex_t *e, const char *params, const char *const headers[])
+{
+    char body[4096];
+    snprintf(body, sizeof(body),
+             "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":%s}", params);
+    hx_mcp(&h, e, NULL, body, headers);
+}
+
+/* Expects the JSON-RPC error code with HTTP status and a message containing text. */
+static void expect_error(const char *params, int status, int code, const char *text)
+{
+    hx_ex_t e;
+    call(&e, params, NULL);
+    CHECK(!e.parked);
+    CHECK_INT_EQ(e.resp.status, status);
+    CHECK_INT_EQ(hx_rpc_code(&e), code);
+    CHECK_CONTAINS(hx_rpc_message(&e), text);
+    hx_ex_free(&e);
+}
+
+static void test_params(void)
+{
+    expect_error("{\"name\":5}", 200, RPC_INVALID_PARAMS, "params.name must be a string");
+    expect_error("{\"name\":\"echo\",\"arguments\":[1]}", 200, RPC_INVALID_PARAMS,
+                 "params.arguments must be an object");
+    expect_error("{\"name\":\"echo\",\"arguments\":{},\"_meta\":{\"progressToken\":{}}}", 200,
+                 RPC_INVALID_PARAMS, "params._meta.progressToken must be a string");
+    expect_error("{\"name\":\"nope\",\"arguments\":{}}", 200, RPC_INVALID_PARAMS,
+                 "Unknown tool: nope");
+    expect_error("{\"name\":\"echo\",\"arguments\":{\"text\":\"x\",\"idempotency_key\":\"\"}}", 200,
+                 RPC_INVALID_PARAMS, "idempotency_key must be a string of 1 to 255 bytes");
+    expect_error("{\"name\":\"echo\",\"arguments\":{\"text\":\"x\",\"idempotency_key\":5}}", 200,
+                 RPC_INVALID_PARAMS, "idempotency_key must be a string");
+    expect_error("{\"name\":\"echo\",\"arguments\":{\"text\":\"x\",\"channel_id\":\"c_nope\"}}",
+                 200, RPC_INVALID_PARAMS, "Unknown channel_id");
+    expect_error("{\"name\":\"echo\",\"arguments\":{\"text\":\"x\",\"channel_id\":3}}", 200,
+                 RPC_INVALID_PARAMS, "Unknown channel_id");
+    expect_error("{\"name\":\"echo\",\"arguments\":{\"text\":\"x\",\"attachments\":{}}}", 200,
+                 RPC_INVALID_PARAMS, "attachments must be an array");
+    expect_error("{\"name\":\"echo\",\"arguments\":{\"text\":\"x\",\"attachments\":"
+                 "[{\"file_id\":\"f_0123456789abcdef0123456789abcdef\"}]}}",
+                 200, RPC_INVALID_PARAMS, "attachments[0]");
+}
+
+/* Arguments that fail the tool's inputSchema are a tool error, not a protocol error. */
+static void test_schema(void)
+{
+    hx_ex_t e;
+    call(&e, "{\"name\":\"echo\",\"arguments\":{\"text\":5}}", NULL);
+    CHECK_INT_EQ(e.resp.status, 200);
+    CHECK_INT_EQ(hx_rpc_code(&e), 0);
+    const cJSON *r = hx_rpc_result(&e);
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "isError")));
+    const cJSON *block = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "content"), 0);
+    CHECK_CONTAINS(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(block, "text")),
+                   "Invalid arguments for tool echo");
+    hx_ex_free(&e);
+}
+
+static void test_fake(void)
+{
+    hx_ex_t e;
+    call(&e, "{\"name\":\"fake\",\"arguments\":{}}", NULL);
+    CHECK(!e.parked);
+    const cJSON *block =
+        cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(hx_rpc_result(&e), "content"), 0);
+    CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(block, "text")), "canned");
+    hx_ex_free(&e);
+}
+
+/* 2026-07-28: Mcp-Name and the Mcp-Param-* header a schema declares must match the body. */
+static void test_modern_headers(void)
+{
+    const char *params = "{\"name\":\"echo\",\"arguments\":{\"text\":\"hi\"},"
+                         "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"}}";
+    const char *wrong[] = {"MCP-Protocol-Version", "2026-07-28", "Mcp-Method",
+                           "tools/call",           "Mcp-Name",   "echo",
+                           "Mcp-Param-Text",       "bye",        NULL};
+    hx_ex_t e;
+    call(&e, params, wrong);
+    CHECK_INT_EQ(e.resp.status, 400);
+    CHECK_INT_EQ(hx_rpc_code(&e), RPC_HEADER_MISMATCH);
+    CHECK_CONTAINS(hx_rpc_message(&e), "Mcp-Param-Text");
+    hx_ex_free(&e);
+    const char *no_name[] = {"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call",
+                             NULL};
+    call(&e, params, no_name);
+    CHECK_INT_EQ(e.resp.status, 400);
+    CHECK_INT_EQ(hx_rpc_code(&e), RPC_HEADER_MISMATCH);
+    CHECK_CONTAINS(hx_rpc_message(&e), "Mcp-Name");
+    hx_ex_free(&e);
+}
+
+/* A task-mode tool answers at once with the task; its routing arguments are checked. */
+static void test_tasks(void)
+{
+    expect_error("{\"name\":\"report\",\"arguments\":{\"RobotId\":\"bad robot!\"}}", 200,
+                 RPC_INVALID_PARAMS, "arguments.RobotId must be");
+    expect_error("{\"name\":\"report\",\"arguments\":{\"TaskPriority\":101}}", 200,
+                 RPC_INVALID_PARAMS, "TaskPriority must be an integer from 0 to 100");
+    expect_error("{\"name\":\"report\",\"arguments\":{\"RobotId\":\"robot-of-other\"}}", 200,
+                 RPC_INVALID_PARAMS, "is reserved for the tenant that declares it");
+    hx_ex_t e;
+    for (int i = 0; i < 2; i++) {
+        call(&e, "{\"name\":\"report\",\"arguments\":{}}", NULL);
+        CHECK(!e.parked);
+        const cJSON *sc = cJSON_GetObjectItemCaseSensitive(hx_rpc_result(&e), "structuredContent");
+        CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(sc, "TaskStatus")),
+                     "waiting");
+        CHECK(strlen(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(sc, "TaskId"))) == 36);
+        hx_ex_free(&e);
+    }
+    /* quotas.tasks is 2: the third task is refused with the quota error */
+    call(&e, "{\"name\":\"report\",\"arguments\":{}}", NULL);
+    CHECK_INT_EQ(e.resp.status, 429);
+    CHECK_INT_EQ(hx_rpc_code(&e), RPC_RATE_LIMITED);
+    hx_ex_free(&e);
+}
+
+/* A call waits for a real worker; an idempotent repeat is answered from the stored record;
+ * the same key with other arguments is refused. */
+static void test_publish_and_idempotency(void)
+{
+    const char *const env[] = {NULL};
+    pid_t w = fx_spawn_worker(&h.fx, "w1", env);
+    CHECK(w > 0);
+    const char *params =
+        "{\"name\":\"echo\",\"arguments\":{\"text\":\"hello\",\"idempotency_key\":\"k-1\"}}";
+    hx_ex_t e;
+    call(&e, params, NULL);
+    CHECK(e.parked);
+    CHECK_INT_EQ(hx_mcp_wait(&h, &e, 20000), 0);
+    char *first = cJSON_PrintUnformatted(hx_rpc_result(&e));
+    CHECK(first != NULL);
+    CHECK_CONTAINS(first, "hello");
+    hx_ex_free(&e);
+    call(&e, params, NULL); /* the repeat: answered at once, the same result */
+    CHECK(!e.parked);
+    char *again = cJSON_PrintUnformatted(hx_rpc_result(&e));
+    CHECK_STR_EQ(again, first);
+    hx_ex_free(&e);
+    free(first);
+    free(again);
+    expect_error(
+        "{\"name\":\"echo\",\"arguments\":{\"text\":\"other\",\"idempotency_key\":\"k-1\"}}", 200,
+        RPC_INVALID_PARAMS, "idempotency_key was already used");
+    CHECK_INT_EQ(fx_stop_pid(w, 10000), 0);
+}
+
+/* Arguments larger than the job queue takes: refused, and nothing is left waiting. */
+static void test_too_large(void)
+{
+    size_t n = 2u << 20;
+    char *text = malloc(n + 1);
+    CHECK(text != NULL);
+    memset(text, 'a', n);
+    text[n] = '\0';
+    size_t len = n + 200;
+    char *body = malloc(len);
+    snprintf(
+        body, len,
+        "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\","
+        "\"arguments\":{\"text\":\"%s\"}}}",
+        text);
+    hx_ex_t e;
+    hx_mcp(&h, &e, NULL, body, NULL);
+    CHECK(!e.parked);
+    CHECK_INT_EQ(hx_rpc_code(&e), RPC_INTERNAL_ERROR);
+    CHECK_CONTAINS(hx_rpc_message(&e), "arguments too large for the job queue");
+    CHECK_INT_EQ((int)ing_pending_count(h.ctx.pending), 0);
+    hx_ex_free(&e);
+    free(body);
+    free(text);
+}
+
+/* Without Redis: the call is refused before anything is published. */
+static void test_redis_down(void)
+{
+    CHECK_INT_EQ(fx_stop_pid(h.fx.redis_pid, 5000), 0);
+    h.fx.redis_pid = 0;
+    for (int i = 0; i < 300 && ing_pending_healthy(h.ctx.pending); i++)
+        fx_sleep_ms(20);
+    CHECK(!ing_pending_healthy(h.ctx.pending));
+    expect_error("{\"name\":\"echo\",\"arguments\":{\"text\":\"x\"}}", 200, RPC_INTERNAL_ERROR,
+                 "result store (Redis) unavailable; try again");
+    expect_error("{\"name\":\"echo\",\"arguments\":{\"text\":\"x\",\"channel_id\":\"c_x\"}}", 200,
+                 RPC_INTERNAL_ERROR, "channel store (Redis) unavailable; try again");
+}
+
+int main(void)
+{
+    /* A job queue that takes at most 1 MB a record (test_too_large). */
+    setenv("MCPQ_KAFKA_PROP_MESSAGE_MAX_BYTES", "1000000", 1);
+    hx_start(&h, config, NULL);
+    test_params();
+    test_schema();
+    test_fake();
+    test_modern_headers();
+    test_tasks();
+    test_publish_and_idempotency();
+    test_too_large();
+    test_redis_down();
+    hx_stop(&h);
+    return 0;
+}
