@@ -667,7 +667,7 @@ Tests never assert on speed: these numbers are measured here and nowhere else.
 | TypeScript SDK | @modelcontextprotocol/sdk $SDK_VERSION on Node $(node --version) |
 | load tools | $WRK_VERSION; bench-loadgen and bench-inflight (bench/*.c) |
 
-## SPEC section 12 targets
+## Targets
 
 | target | measured | verdict |
 |---|---|---|
