@@ -6,7 +6,7 @@
  * limit and listen backlog) that reads any request body and answers every request with one
  * fixed small JSON-RPC result. It does no parsing, no auth and no allocation beyond what
  * libmicrohttpd itself does, so it is the ceiling an MHD-based server can reach on this
- * machine; SPEC section 12 wants tools/list at >= 70% of it.
+ * machine; the targets (docs/benchmarks.md, "Targets") want tools/list at >= 70% of it.
  *
  *   bench-bare_responder [--port N] [--threads N]
  *

@@ -3,8 +3,8 @@
  *
  * wrk measures peak throughput with a closed loop: each connection sends its next request
  * as soon as the previous answer arrives, so its latencies are those of a saturated server.
- * SPEC section 12 also asks for the median latency at about half of peak load, which needs an
- * open loop at a fixed rate (what wrk2 does; wrk2 is not packaged in Debian).
+ * The targets (docs/benchmarks.md) also ask for the median latency at about half of peak load,
+ * which needs an open loop at a fixed rate (what wrk2 does; wrk2 is not packaged in Debian).
  *
  * Method: request k is due at t0 + k / rate. Due requests go out on an idle keep-alive
  * connection of a fixed pool (--connections); when none is idle they wait in a queue. The

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/run.sh: the SPEC section 12 benchmarks, side by side, in one run (`make bench`).
+# bench/run.sh: the benchmarks of docs/benchmarks.md "Targets", side by side, in one run (`make bench`).
 #
 # 1. Builds Release binaries of the ingress, worker, devbroker and bench tools into
 #    build/bench/cmake, and installs the official MCP TypeScript SDK pinned by
@@ -229,7 +229,7 @@ start_stack() {
     note_cmd "scripts/mcpq-local --port $PORT --config bench/mcpq-bench.json --state-dir $(rel "$state") --workers 2 --bin-dir $(rel "$BIN") $*"
 }
 
-# stop_stack: SIGTERM to the launcher, which stops its components (SPEC section 8).
+# stop_stack: SIGTERM to the launcher, which stops its components (scripts/mcpq-local --help).
 stop_stack() {
     local i
     for i in "${!PIDS[@]}"; do
@@ -667,7 +667,7 @@ Tests never assert on speed: these numbers are measured here and nowhere else.
 | TypeScript SDK | @modelcontextprotocol/sdk $SDK_VERSION on Node $(node --version) |
 | load tools | $WRK_VERSION; bench-loadgen and bench-inflight (bench/*.c) |
 
-## SPEC section 12 targets
+## Targets
 
 | target | measured | verdict |
 |---|---|---|

@@ -1,4 +1,4 @@
-// ts_sdk_server.mjs: the baseline of SPEC section 12, the official MCP TypeScript SDK
+// ts_sdk_server.mjs: the baseline of docs/benchmarks.md "Targets", the official MCP TypeScript SDK
 // (@modelcontextprotocol/sdk 1.x, pinned in bench/package-lock.json) serving the same tools
 // as bench/mcpq-bench.json, in-process, over stateless Streamable HTTP with JSON responses.
 //

@@ -290,7 +290,7 @@ static const char *env_value(const char *name)
     return v && *v ? v : NULL;
 }
 
-/* 1 when s is "whsec_" + base64 of 24 to 64 bytes (SPEC 5.4), decoded as webhook
+/* 1 when s is "whsec_" + base64 of 24 to 64 bytes (docs/webhooks.md), decoded as webhook
  * signing decodes it (common/whsig.c): standard alphabet, padding optional, strict. */
 static int whsec_ok(const char *s)
 {

@@ -1,5 +1,5 @@
 /*
- * cfg.h - the config file loader (SPEC section 7).
+ * cfg.h - the config file loader (docs/config-file.md).
  *
  * The config file seeds the registry: tenants (API keys, apps, webhooks), servers and
  * tools with their versions. Loading reads and parses the file, validates it against the

@@ -28,7 +28,7 @@ typedef struct set_def {
 
 static const set_def_t defs[] = {
     {"MCPQ_CONFIG", "config", T_STR, NULL, 0, 0, ING, S(config),
-     "config file (SPEC section 7); loaded into Redis at start-up"},
+     "config file (docs/config-file.md); loaded into Redis at start-up"},
     {"MCPQ_LISTEN", "listen", T_STR, "127.0.0.1:8080", 0, 0, ING, S(listen),
      "ingress listen address host:port, [IPv6]:port ([::]:port: IPv6 and IPv4) or :port"},
     {"MCPQ_OPS_LISTEN", "ops-listen", T_STR, "", 0, 0, ING, S(ops_listen),

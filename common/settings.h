@@ -18,7 +18,7 @@
 #define SET_BROKER 4u
 
 typedef struct mcpq_settings {
-    /* SPEC section 7 names */
+    /* names deployments and tests rely on (README "Configuration") */
     const char *config;
     const char *listen;
     const char *ops_listen; /* ingress: /metrics, /healthz, /readyz, /admin (empty: on listen) */

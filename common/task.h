@@ -1,5 +1,5 @@
 /*
- * task.h - the one task model (SPEC section 5) as Redis keys and the Lua scripts that move
+ * task.h - the one task model (docs/protocol.md) as Redis keys and the Lua scripts that move
  * a task through its states, shared by the ingress (create, cancel, read) and the worker
  * (enqueue, claim, heartbeat, progress, finish, reap).
  *
@@ -96,7 +96,7 @@ redisReply *task_script_run(redisContext *c, task_script_t s, int argc, const ch
 /* The MCP Tasks status of a task state: working, completed, failed or cancelled. The
  * 2025-11-25 surface (ext = 0) reports every terminated task as failed; the 2026-07-28
  * extension (ext = 1) reports one that ended with the tool's own isError result (no fault) as
- * completed, carrying that result (SPEC 5.1). */
+ * completed, carrying that result (docs/protocol.md, "Task mode"). */
 const char *task_mcp_status(const char *state, const char *fault, int ext);
 
 #define TASK_FAULT_TIMEOUT "-32003"

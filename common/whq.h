@@ -1,5 +1,5 @@
 /*
- * whq.h - the webhook delivery queue in Redis (SPEC section 5.4): how a task event becomes
+ * whq.h - the webhook delivery queue in Redis (docs/webhooks.md): how a task event becomes
  * one delivery per subscribed endpoint, atomically with the state change that caused it.
  *
  * WHQ_LUA_ENQUEUE is Lua source that defines (does not call)

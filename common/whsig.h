@@ -1,7 +1,8 @@
 /*
  * whsig.h - Standard Webhooks signing (https://www.standardwebhooks.com), shared by the
- * ingress's webhook deliveries (SPEC section 5.4, ingress/core/webhook.c) and the worker's http
- * executor (SPEC section 6.2, worker/executors/httpexec.c).
+ * ingress's webhook deliveries (docs/webhooks.md, ingress/core/webhook.c) and the worker's http
+ * executor (docs/executors.md "http", worker/executors/httpexec.c); the format is in
+ * docs/signatures.md, "Standard Webhooks".
  *
  * A secret is "whsec_" followed by the base64 of the key. A signed request carries
  * webhook-id (stable across retries), webhook-timestamp (Unix seconds, new per attempt) and

@@ -6,7 +6,7 @@
 #
 #   scripts/up.sh [PORT]          PORT: the ingress port (default 8080)
 #
-# The launcher itself starts only what SPEC section 8 names; the demo service is here so
+# The launcher itself starts only Redis, the broker, the ingresses and the workers; the demo service is here so
 # that every demo tool works right after `make up`. DEMO_HTTP_PORT (default 8099) must match
 # the `add` tool's URL in deploy/local/mcpq.json.
 set -euo pipefail

@@ -337,7 +337,7 @@ static void task_claim(wrk_worker_t *w)
         }
         free(env);
         job->task = 1;
-        /* A task's timeout counts from its start, not its time in the queue (SPEC 5.1). */
+        /* A task's timeout counts from its start, not its time in the queue (docs/protocol.md). */
         int64_t timeout = job->env.timeout_ms > 0 ? job->env.timeout_ms : w->s->default_timeout_ms;
         job->deadline_ms = (begin > 0 ? begin : util_now_ms()) + timeout;
         job->nstreams = 0; /* nobody waits live on a task's job */

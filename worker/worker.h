@@ -2,7 +2,7 @@
  * worker.h - mcpq-worker's event-driven core: one loop thread that consumes jobs from
  * Kafka, runs them through executors, writes results to Redis and stores offsets.
  *
- * Design (SPEC sections 6, 11 and 12; docs/internals.md "Worker delivery semantics"):
+ * Design (docs/executors.md, docs/benchmarks.md; docs/internals.md "Worker delivery semantics"):
  *   - One thread runs the epoll loop (loop.h). It watches the Kafka consumer queue's
  *     wake-up pipe, libcurl's sockets, child pipes and pidfds, a signalfd, the Redis
  *     connection subscribed to cancellations, and a timer heap (sleeps, deadlines, curl,

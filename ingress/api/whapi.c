@@ -1,5 +1,5 @@
 /*
- * whapi.c - the tenant API over webhook deliveries (webhook.h, SPEC section 5.4):
+ * whapi.c - the tenant API over webhook deliveries (webhook.h, docs/webhooks.md):
  * GET /v1/webhooks/deliveries and POST /v1/webhooks/deliveries/{id}/redeliver.
  *
  * A caller authenticates as for /mcp (API key or HMAC signing) and sees only its own

@@ -1,5 +1,5 @@
 /*
- * federate.h - federation (SPEC section 6.4): a server entry of the config with
+ * federate.h - federation (docs/executors.md, "mcp"): a server entry of the config with
  *   "federate": {"url": ..., "headers": {...}, "prefix": "up_", "timeout_ms": 60000}
  * imports the tools of the upstream MCP server at url into that server. Each upstream tool
  * becomes a registry tool named prefix + its name (prefix defaults to "<server>_"), with

@@ -1,5 +1,5 @@
 /*
- * files.h - uploaded files and tool-call attachments (SPEC sections 10 and 4.2).
+ * files.h - uploaded files and tool-call attachments (README "Files and attachments").
  *
  * A file is presigned by its tenant (POST /v1/files/presign-upload), uploaded once with a
  * signed PUT URL that needs no other credential, and handed to tools as a signed, expiring
@@ -100,7 +100,7 @@ int ing_files_check(const ing_files_t *f, const char *method, const char *file_i
                     const char *sig);
 
 /*
- * Resolves the `attachments` argument of a tools/call (SPEC 4.2) for tenant: *out gets a
+ * Resolves the `attachments` argument of a tools/call (docs/protocol.md) for tenant: *out gets a
  * new array of {file_id, filename, content_type, size, sha256, url} (caller owns it), the
  * url a signed GET valid for valid_s seconds. A file must exist, be uploaded (ready) and
  * belong to tenant. The caller's `filename` replaces the stored one in the envelope (a

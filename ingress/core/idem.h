@@ -1,5 +1,5 @@
 /*
- * idem.h - idempotency keys of tools/call (SPEC 4.2).
+ * idem.h - idempotency keys of tools/call (docs/protocol.md, "Reserved arguments").
  *
  * A call whose arguments carry `idempotency_key` (1..255 bytes) claims, in one Redis
  * script, the key {mcpq}:idem:<tenant>:<sha256(server, tool, key)> holding the fingerprint of

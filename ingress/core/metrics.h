@@ -1,5 +1,5 @@
 /*
- * metrics.h - the ingress's Prometheus metrics (SPEC section 11): requests by MCP method and
+ * metrics.h - the ingress's Prometheus metrics (README "Metrics"): requests by MCP method and
  * HTTP status, request latency histograms, in-flight calls, published jobs and their
  * failures, tool call outcomes, webhook delivery attempts by outcome, open notification streams,
  * the webhook queue, build info and start time. Counters are lock-free atomics; every function is

@@ -1,6 +1,6 @@
 /*
  * notify.h - the JSON-RPC notifications a call's client sees while its tool runs
- * (SPEC sections 2 and 6): notifications/progress and notifications/message, built from the
+ * (docs/executors.md): notifications/progress and notifications/message, built from the
  * worker's reply-stream entries (docs/internals.md), and the logging levels that filter them.
  */
 #ifndef MCPQ_ING_NOTIFY_H

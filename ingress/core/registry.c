@@ -98,7 +98,7 @@ static char *render_list_entry(const char *name, const cJSON *ver)
         cJSON *s = cJSON_AddObjectToObject(o, "inputSchema");
         cJSON_AddStringToObject(s, "type", "object");
     }
-    /* Any tool may run as an MCP task (SPEC 5.2). */
+    /* Any tool may run as an MCP task (docs/protocol.md, "MCP Tasks"). */
     cJSON_AddStringToObject(cJSON_AddObjectToObject(o, "execution"), "taskSupport", "optional");
     char *out = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);

@@ -1,5 +1,5 @@
 /*
- * registry.h - the tool registry as the ingress sees it (SPEC sections 4.1 and 7).
+ * registry.h - the tool registry as the ingress sees it (docs/config-file.md).
  *
  * The registry lives in Redis (hash `{mcpq}:registry`, counter `{mcpq}:registry:rev`, see
  * docs/internals.md) so every replica serves the same catalog. regstore.h writes it;
@@ -48,7 +48,7 @@ typedef struct ing_tenant {
     const cJSON *doc;
 } ing_tenant_t;
 
-/* A request rate limit from the config (SPEC section 3; ratelimit.h applies it). */
+/* A request rate limit from the config (docs/config-file.md; ratelimit.h applies it). */
 typedef struct ing_rate {
     double per_s;    /* tokens added per second; 0: no limit; < 0: not configured */
     long long burst; /* bucket size; 0: twice per_s (at least 1) */

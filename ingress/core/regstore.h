@@ -1,5 +1,6 @@
 /*
- * regstore.h - the registry as an editable set of documents (SPEC sections 4.1, 7 and 9).
+ * regstore.h - the registry as an editable set of documents (docs/config-file.md, README
+ * "Administration").
  *
  * The registry is the Redis hash `{mcpq}:registry` (fields `tenant:<id>`, `server:<tenant>:<name>`,
  * `tool:<tenant>:<name>`, each a JSON document in the config file's form) with the counter

@@ -1,10 +1,10 @@
 /*
- * tasks.h - the ingress's side of the task model (common/task.h, SPEC section 5): creating
+ * tasks.h - the ingress's side of the task model (common/task.h, docs/protocol.md): creating
  * a task for a tools/call, reading, listing and cancelling a tenant's tasks, and rendering a
  * task for each surface: the seed-003 shape of the system server (workerSysGetTaskStatus),
  * and the MCP Tasks `Task` object (2025-11-25 and the 2026-07-28 extension).
  *
- * A task of another tenant answers exactly as a missing one (SPEC section 3).
+ * A task of another tenant answers exactly as a missing one (docs/protocol.md, "Errors").
  *
  * Thread-safe (Redis through the kv pool).
  */

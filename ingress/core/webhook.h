@@ -1,5 +1,5 @@
 /*
- * webhook.h - webhook delivery (SPEC section 5.4): the dispatcher every ingress replica
+ * webhook.h - webhook delivery (docs/webhooks.md): the dispatcher every ingress replica
  * runs, the rules it follows (retry schedule, Retry-After, the SSRF guard), and the tenant
  * API over deliveries (whapi.c).
  *

@@ -1,11 +1,11 @@
 /*
- * auth.h - who is calling (SPEC section 3): API keys from `Authorization: Bearer <key>` or
+ * auth.h - who is calling (README "Authentication"): API keys from `Authorization: Bearer <key>` or
  * `X-Api-Key`, hashed with SHA-256 and compared in constant time against the registry's
  * key hashes; HMAC request signing (X-App-Id, X-Timestamp, X-Nonce, X-Signature; sig.h;
  * version 2 with X-Signature-Version and X-Signed-Headers also covers Host and the MCP
  * headers, and an app with "signature_version": 2 accepts only that) with each nonce claimed
  * once per app in Redis for SIG_NONCE_TTL_S, so a request replayed at any replica is
- * refused; Origin and Host allow-lists against DNS rebinding (SPEC section 2). A request
+ * refused; Origin and Host allow-lists against DNS rebinding (docs/protocol.md). A request
  * that carries X-App-Id or X-Signature is judged by its signature alone (an API key next to
  * a bad signature does not rescue it). Nothing here logs or returns a credential, a
  * signature or a nonce. Thread-safe.

@@ -1,5 +1,5 @@
 /*
- * listen.h - clients listening for notifications/tools/list_changed (SPEC sections 2 and 9):
+ * listen.h - clients listening for notifications/tools/list_changed (docs/protocol.md):
  * the long-lived notification streams of both MCP eras, and what feeds them.
  *
  * Both kinds are calls of the pending table with `listener` set (pending.h "Listeners"): the

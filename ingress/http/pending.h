@@ -9,7 +9,7 @@
  * -32003, after one last look at the durable result key. Completing a parked call resumes
  * its connection; the HTTP thread then sends call->response.
  *
- * Streaming (SSE, SPEC section 2): a call whose client accepts text/event-stream gets the
+ * Streaming (SSE, docs/protocol.md): a call whose client accepts text/event-stream gets the
  * progress and log entries of its job as `event: message` frames as they arrive, then its
  * response. The first frame (or the first keep-alive comment, after keepalive_ms of waiting)
  * resumes the connection with want_stream set; the HTTP thread then queues a streamed

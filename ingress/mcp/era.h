@@ -1,5 +1,5 @@
 /*
- * era.h - which MCP era a request speaks, and the 2026-07-28 header rules (SPEC section 2).
+ * era.h - which MCP era a request speaks, and the 2026-07-28 header rules (docs/protocol.md).
  *
  * 2026-07-28 ("modern") requests are stateless: the version, client info, capabilities and
  * log level travel in every request's params._meta, and the HTTP transport mirrors the

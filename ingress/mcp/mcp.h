@@ -1,5 +1,5 @@
 /*
- * mcp.h - the MCP endpoint (SPEC section 2): POST and DELETE on /mcp and /mcp/{server}.
+ * mcp.h - the MCP endpoint (docs/protocol.md): POST and DELETE on /mcp and /mcp/{server}.
  *
  * ing_mcp_post() authenticates, checks the protocol version, parses JSON-RPC and runs the
  * method: initialize, ping, logging/setLevel, tools/list, tools/call, subscriptions/listen

@@ -1,5 +1,5 @@
 /*
- * system.h - the built-in `system` server every tenant has (SPEC section 5.3, seed 003):
+ * system.h - the built-in `system` server every tenant has (docs/protocol.md, seed 003):
  * POST /mcp/system with the tools workerSysGetTaskStatus {TaskId}, workerSysCancelTask
  * {TaskId} and workerSysListTasks {PageSize, PageToken}. Their results carry the seed-003
  * envelope {requestId, success, code, msg, msgCode, data, pager, instanceId} as

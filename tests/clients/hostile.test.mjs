@@ -1,4 +1,4 @@
-// Hostile-input catalogue (SPEC sections 2 and 3): malformed and malicious requests sent as raw
+// Hostile-input catalogue (docs/protocol.md, "Errors"; docs/signatures.md): malformed and malicious requests sent as raw
 // bytes over TCP to a local stack, each with the exact HTTP status and JSON-RPC error code it
 // must get, and then proof that the ingress still serves a normal call. Raw sockets, because
 // fetch() refuses to send most of these (bare CR in a header, invalid UTF-8 bodies, ...).

@@ -1,6 +1,6 @@
 // The official TypeScript SDK v1 client (@modelcontextprotocol/sdk 1.x, protocol 2025-11-25:
 // initialize handshake, Mcp-Session-Id) against a local stack started with scripts/mcpq-local.
-// SPEC sections 2 (endpoint, progress and logs over SSE, cancellation), 4 (tools/list paging)
+// docs/protocol.md (endpoint, progress and logs over SSE, cancellation, tools/list paging)
 // and 6 (exec `progress` / `log` stderr lines, cancel kills the process).
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -183,7 +183,7 @@ test('cancel: aborting callTool sends notifications/cancelled (202) and the tool
     const t0 = Date.now();
     const gone = await waitFor(() => pids.every((p) => !pidAlive(p)), { timeoutMs: 6_000 });
     assert.ok(gone, `after the cancel the tool's processes ${pids.filter(pidAlive)} still run ` +
-      `${Date.now() - t0} ms later (SPEC section 6: cancel -> SIGTERM, then SIGKILL to the process group)\n${stack.logs()}`);
+      `${Date.now() - t0} ms later (docs/executors.md, exec: cancel -> SIGTERM, then SIGKILL to the process group)\n${stack.logs()}`);
   } finally {
     killPids(pids);
   }
@@ -191,7 +191,7 @@ test('cancel: aborting callTool sends notifications/cancelled (202) and the tool
   assert.deepEqual(r.structuredContent, { text: 'after cancel' }, 'the session keeps working after a cancel');
 });
 
-/** A tool document of the clients tenant's default server (SPEC 4.1), as the registry holds it. */
+/** A tool document of the clients tenant's default server (docs/config-file.md), as the registry holds it. */
 function addedTool(name) {
   return {
     tenant: 'clients', server: 'default', name, published: '1',

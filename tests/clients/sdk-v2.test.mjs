@@ -1,7 +1,7 @@
 // The official TypeScript SDK v2 client (@modelcontextprotocol/client 2.x) pinned to protocol
 // revision 2026-07-28 (stateless: server/discover, per-request _meta, Mcp-Method/Mcp-Name,
 // resultType, ttlMs/cacheScope; cancellation = closing the request's SSE stream) against a
-// local stack started with scripts/mcpq-local. SPEC sections 2, 4 and 6.
+// local stack started with scripts/mcpq-local. docs/protocol.md, docs/executors.md.
 //
 // A recording fetch keeps every HTTP exchange the SDK makes, so the tests also check the
 // wire: what was sent (headers, _meta) and what came back (status, session header, bodies).
@@ -17,7 +17,7 @@ import {
 } from './lib/util.mjs';
 
 const VERSION = '2026-07-28';
-const SPEC_VERSIONS = ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26']; // SPEC section 2
+const SPEC_VERSIONS = ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26']; // docs/protocol.md, "Protocol versions"
 const PAGE_SIZE = 5;
 const T = { timeout: 60_000 };
 
@@ -249,7 +249,7 @@ test('cancel: aborting callTool closes the request\'s stream and the tool\'s pro
     const t0 = Date.now();
     const gone = await waitFor(() => pids.every((p) => !pidAlive(p)), { timeoutMs: 6_000 });
     assert.ok(gone, `after the stream closed the tool's processes ${pids.filter(pidAlive)} still run ` +
-      `${Date.now() - t0} ms later (SPEC section 2: closing the stream cancels; section 6: SIGTERM, then ` +
+      `${Date.now() - t0} ms later (docs/protocol.md: closing the stream cancels; docs/executors.md: SIGTERM, then ` +
       `SIGKILL to the process group)\n${stack.logs()}`);
   } finally {
     killPids(pids);
@@ -258,7 +258,7 @@ test('cancel: aborting callTool closes the request\'s stream and the tool\'s pro
   assert.deepEqual(r.structuredContent, { text: 'after cancel' }, 'the gateway keeps serving after a cancel');
 });
 
-/** A tool document of the clients tenant's default server (SPEC 4.1), as the registry holds it. */
+/** A tool document of the clients tenant's default server (docs/config-file.md), as the registry holds it. */
 function addedTool(name) {
   return {
     tenant: 'clients', server: 'default', name, published: '1',

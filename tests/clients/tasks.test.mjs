@@ -1,4 +1,4 @@
-// MCP Tasks on both surfaces over one task model (SPEC 5.2), against a local stack started with
+// MCP Tasks on both surfaces over one task model (docs/protocol.md, "MCP Tasks"), against a local stack started with
 // scripts/mcpq-local, over raw HTTP (no published client drives the 2026-07-28 tasks
 // extension yet; the v2 SDK refuses resultType "task"):
 //   - 2026-07-28 with the io.modelcontextprotocol/tasks extension declared per request:
@@ -102,7 +102,7 @@ test('a declaring client gets resultType "task" for a task-mode tool; tasks/get 
   assertTaskShape(r.result, 'working');
   assert.ok(Number.isInteger(r.result.pollIntervalMs) && r.result.pollIntervalMs > 0, r.text);
   assert.equal(r.result.task, undefined, 'CreateTaskResult is flat (Result & Task)');
-  assert.equal(r.result.structuredContent, undefined, 'not the SPEC 5.1 answer');
+  assert.equal(r.result.structuredContent, undefined, 'not the task-mode answer');
   const { taskId } = r.result;
 
   // Durable before the answer: tasks/get resolves at once.
@@ -129,7 +129,7 @@ test('a declaring client gets resultType "task" for a task-mode tool; tasks/get 
   assert.equal(data?.AppId, 'task_job');
 });
 
-test('a 2026-07-28 client that does not declare the extension gets the SPEC 5.1 answer and -32021 on tasks/*', T, async () => {
+test('a 2026-07-28 client that does not declare the extension gets the task-mode answer and -32021 on tasks/*', T, async () => {
   const r = await modern('tools/call', { name: 'task_job', arguments: { seconds: 0 } }, { declare: false });
   assert.equal(r.result?.resultType, 'complete', r.text);
   const sc = r.result.structuredContent;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end test of scripts/mcpq-local (SPEC section 8), run by ctest with MCPQ_BIN_DIR set
+# End-to-end test of scripts/mcpq-local (README "Two commands"), run by ctest with MCPQ_BIN_DIR set
 # to the build dir and the repository root as cwd:
 #   --help; a missing and a broken config fail with a message naming the problem; a stack
 #   starts and prints exactly `READY http://127.0.0.1:<port>`; every component has its .log
@@ -247,7 +247,7 @@ STEP=in-flight
 NSLEEP=8
 # Eight 3 s sleeps spread over the partitions of both workers (the chance that none lands on
 # worker-0 is 1/256); kill -9 worker-0 while they run.
-# Each call must still answer with a result (the job is delivered again, SPEC 8 / 12), and
+# Each call must still answer with a result (the job is delivered again, README "Two commands"), and
 # Redis must hold exactly one result per call.
 victim=$(cat "$STATE/worker-0.pid")
 w0_off=$(stat -c %s "$STATE/worker-0.log")

@@ -1,7 +1,7 @@
 /*
- * Integration test of the agent round-trip (SPEC 4.2 channels, 5.3 open_channel, 6.5 agent;
- * seed 001) through a real ingress, worker, redis-server and devbroker, with the agent
- * played by a libmicrohttpd server in this process:
+ * Integration test of the agent round-trip (docs/protocol.md channels and open_channel,
+ * docs/executors.md agent; seed 001) through a real ingress, worker, redis-server and devbroker,
+ * with the agent played by a libmicrohttpd server in this process:
  *   - an agent answering 200 with an agent_reply: its text becomes the MCP content, and the
  *     chat_message it got is schema-valid and signed (Standard Webhooks);
  *   - an agent answering 202, then replying through POST /v1/channels/{id}/messages with

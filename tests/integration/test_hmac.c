@@ -1,5 +1,5 @@
 /*
- * Integration test of HMAC request signing (SPEC section 3) across ingress replicas: two
+ * Integration test of HMAC request signing (docs/signatures.md) across ingress replicas: two
  * mcpq-ingress processes share one real redis-server (and a real devbroker), and
  *   - a signed tools/list is accepted at replica 0 as the app's tenant;
  *   - the same request replayed at replica 1 is refused (401): the nonce is claimed in Redis,

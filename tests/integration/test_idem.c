@@ -1,5 +1,5 @@
 /*
- * Idempotency keys end to end (SPEC 4.2, ingress/core/idem.h) on a real stack: redis-server,
+ * Idempotency keys end to end (idem.h, docs/protocol.md) on a real stack: redis-server,
  * mcpq-devbroker, two ingress replicas and a worker running an exec tool that counts its runs
  * in a file.
  *   - a repeat sent to the other replica while the first call runs waits for it: both get

@@ -1,5 +1,5 @@
 /*
- * Registry changes reach every replica and the clients listening (SPEC 4.1 and 9,
+ * Registry changes reach every replica and the clients listening (docs/protocol.md,
  * ingress/http/listen.h) on a real stack: redis-server, mcpq-devbroker, two ingress replicas A and
  * B on the same Redis, and a worker. The registry is changed the way the admin API does it:
  * HSET of a tool document into {mcpq}:registry, INCR {mcpq}:registry:rev, PUBLISH

@@ -1,5 +1,5 @@
 /*
- * test_mcp_exec.c - the mcp executor (SPEC 6.4) and federation end to end: redis-server,
+ * test_mcp_exec.c - the mcp executor (docs/executors.md) and federation end to end: redis-server,
  * mcpq-devbroker, one mcpq-ingress and one mcpq-worker (tests/fixture.c), and an in-process
  * upstream MCP server (libmicrohttpd) that can act as
  *   /legacy   a 2025-11-25 server with sessions (initialize, Mcp-Session-Id; 404 for an

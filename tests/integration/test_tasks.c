@@ -1,5 +1,5 @@
 /*
- * Integration test of task-mode tools (SPEC 5.1, issue 5) on a real stack: redis-server,
+ * Integration test of task-mode tools (docs/protocol.md, issue 5) on a real stack: redis-server,
  * mcpq-devbroker, one mcpq-ingress, a worker without a robot id and a robot worker (r1):
  *   - a task with RobotId r1 runs on the robot worker, one without on the other worker;
  *   - a task for a robot nobody runs stays waiting;

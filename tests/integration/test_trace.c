@@ -1,5 +1,5 @@
 /*
- * test_trace.c - W3C trace context end to end (SPEC section 11): redis-server,
+ * test_trace.c - W3C trace context end to end (README "Logs and tracing"): redis-server,
  * mcpq-devbroker, one mcpq-ingress and one mcpq-worker (tests/fixture.c), and an in-process
  * HTTP server that is at once the tool of an http executor (/tool), a 2025-11-25 upstream MCP
  * server for an mcp executor (/mcp) and a webhook receiver (/hook). It records the

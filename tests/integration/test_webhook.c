@@ -1,5 +1,5 @@
 /*
- * Integration test of webhook delivery (SPEC section 5.4; ingress/core/webhook.h): a real
+ * Integration test of webhook delivery (docs/webhooks.md; ingress/core/webhook.h): a real
  * redis-server and mcpq-devbroker (fx_start), mcpq-ingress processes with
  * MCPQ_WEBHOOK_RETRY_SCHEDULE=0,1,1, and a receiver (libmicrohttpd in this process) that
  * records every request and answers scripted statuses. Events are created with whq_event()

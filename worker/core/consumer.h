@@ -1,6 +1,6 @@
 /*
  * consumer.h - the worker's Kafka consumer-group membership (librdkafka 2.0.2) and its
- * offset bookkeeping (SPEC section 6, docs/internals.md "Worker delivery semantics").
+ * offset bookkeeping (docs/internals.md "Worker delivery semantics").
  *
  * One high-level consumer subscribed to MCPQ_TOPIC_JOBS in MCPQ_GROUP_ID with the eager
  * default assignor, static membership (group.instance.id = MCPQ_WORKER_ID) when a worker

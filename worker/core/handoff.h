@@ -1,5 +1,5 @@
 /*
- * handoff.h - the worker's side of the task model (common/task.h, SPEC section 5.1).
+ * handoff.h - the worker's side of the task model (common/task.h, docs/protocol.md "Task mode").
  *
  * The hand-off (README "Task mode, robots and priorities"): a task's job arrives on Kafka
  * like any job, but the worker that polls it does not run it: it moves the task into the

@@ -53,7 +53,7 @@ typedef struct wrk_rt {
      * when its executor has let go (job->record NULL). */
     void (*on_finished)(wrk_job_t *job, void *arg);
     /* Called for each progress entry of a task's job (job->task), even with no reply stream:
-     * the task's status message and progress live in Redis (SPEC 5.1). May be NULL. */
+     * the task's status message and progress live in Redis (docs/protocol.md). May be NULL. */
     void (*on_task_progress)(wrk_job_t *job, const cJSON *data, void *arg);
     /* The executor for an envelope's executor.type, or NULL when this worker does not run
      * it: the table of worker/executors/executor.h, handed down so that jobs (below the

@@ -1,5 +1,5 @@
 /*
- * output.h - executor output into an MCP CallToolResult (SPEC section 6).
+ * output.h - executor output into an MCP CallToolResult (docs/executors.md).
  *
  * Every executor's raw output is untrusted: a process's stdout, an HTTP service's body.
  * These pure functions turn it into a CallToolResult the ingress can pass to a client:

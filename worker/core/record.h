@@ -18,7 +18,7 @@
 
 typedef enum { WRK_STATUS_OK = 0, WRK_STATUS_TIMEOUT, WRK_STATUS_ERROR } wrk_status_t;
 
-#define WRK_ERR_TIMEOUT -32003  /* SPEC section 2: "Agent reply timeout" */
+#define WRK_ERR_TIMEOUT -32003  /* "Agent reply timeout" (docs/protocol.md) */
 #define WRK_ERR_INTERNAL -32603 /* the gateway failed */
 
 typedef struct wrk_record {

@@ -1,5 +1,5 @@
 /*
- * stats.h - the worker's Prometheus metrics and its small HTTP server (SPEC section 11):
+ * stats.h - the worker's Prometheus metrics and its small HTTP server (README "Metrics"):
  * GET /metrics, /healthz and /readyz on MCPQ_METRICS_LISTEN (empty: no server; the counters
  * are kept anyway, they cost a few atomic adds).
  *

@@ -1,5 +1,5 @@
 /*
- * builtin.c - the builtin executor (SPEC section 6.1): tools the worker answers itself.
+ * builtin.c - the builtin executor (docs/executors.md): tools the worker answers itself.
  *
  *   echo   its arguments as compact JSON text and as structuredContent
  *   sleep  waits arguments.ms (an integer >= 0) on a loop timer, "slept <ms> ms"

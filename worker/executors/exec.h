@@ -1,5 +1,5 @@
 /*
- * exec.h - the exec executor (SPEC section 6.3): runs a local program per job, the RPA case.
+ * exec.h - the exec executor (docs/executors.md): runs a local program per job, the RPA case.
  *
  * The executor config is {"type": "exec", "argv": ["/path/or/name", ...], "env": {K: V},
  * "env_pass": ["NAME", ...], "cwd": "/dir"}. argv[0] is absolute or found on the worker's

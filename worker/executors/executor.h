@@ -1,5 +1,5 @@
 /*
- * executor.h - the interface every executor implements (SPEC section 6), and the table
+ * executor.h - the interface every executor implements (docs/executors.md), and the table
  * that maps an envelope's executor.type to one.
  *
  * An executor runs one job on the worker's loop without blocking it:

@@ -1,5 +1,5 @@
 /*
- * httpexec.h - the http executor (SPEC section 6.2) and the libcurl multi handle it runs on.
+ * httpexec.h - the http executor (docs/executors.md) and the libcurl multi handle it runs on.
  *
  * The executor config is {"type": "http", "url": "http(s)://...", "headers": {name: value},
  * "secret": "whsec_..."}. Each job POSTs its envelope (wrk_envelope_for_executor) as

@@ -1,5 +1,5 @@
 /*
- * mcpexec.h - the mcp executor (SPEC section 6.4): call a tool on an upstream MCP server over
+ * mcpexec.h - the mcp executor (docs/executors.md): call a tool on an upstream MCP server over
  * Streamable HTTP, on the worker's curl multi handle (worker/executors/httpexec.h), never blocking
  * the loop.
  *

@@ -1,6 +1,6 @@
 /*
- * stderrline.h - the exec executor's stderr protocol (SPEC section 6.3): splitting the byte
- * stream into bounded lines and parsing each line.
+ * stderrline.h - the exec executor's stderr protocol (docs/executors.md, "exec"): splitting the
+ * byte stream into bounded lines and parsing each line.
  *
  *   progress <done> [<total>] [message]   → a progress entry {"progress","total","message"}
  *   log <level> [message]                 → a log entry {"level","data"}

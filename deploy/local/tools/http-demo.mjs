@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// A tiny HTTP tool service for the demo config's `add` tool (http executor, SPEC 6.2).
+// A tiny HTTP tool service for the demo config's `add` tool (docs/executors.md, "http").
 //   node deploy/local/tools/http-demo.mjs        # listens on 127.0.0.1:8099 (DEMO_HTTP_PORT)
 // POST /tool/add with the call envelope as JSON → a CallToolResult with a+b.
 // Nothing else: 404. Node >= 20, no npm packages.

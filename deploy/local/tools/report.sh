@@ -3,7 +3,7 @@
 # would run it. It reads the call envelope on stdin, reports one step per second on stderr
 # as `progress <done> <total> <message>` (progress notifications and task status messages)
 # and `log info <message>` lines, then prints a CallToolResult JSON document on stdout
-# (SPEC 6.3). arguments.steps (1-20, default 5) sets the number of steps. POSIX sh only.
+# (docs/executors.md, "exec"). arguments.steps (1-20, default 5) sets the number of steps. POSIX sh only.
 set -eu
 envelope=$(cat)
 steps=$(printf '%s' "$envelope" | tr -d '\n' |

@@ -1,7 +1,7 @@
 #!/bin/sh
 # exec tool `word_count` (deploy/local/mcpq.json): counts the lines, words and characters of
 # arguments.text. The call envelope (schemas/job.schema.json) arrives on stdin; the result,
-# a CallToolResult JSON document, goes to stdout (SPEC 6.3). JSON is parsed with node, which
+# a CallToolResult JSON document, goes to stdout (docs/executors.md, "exec"). JSON is parsed with node, which
 # mcpq's tooling needs anyway (scripts/deps.sh installs it).
 set -eu
 if ! command -v node >/dev/null 2>&1; then

@@ -1,4 +1,4 @@
-// One local mcpq stack for a test file, through scripts/mcpq-local (SPEC section 8):
+// One local mcpq stack for a test file, through scripts/mcpq-local (README "Two commands"):
 //   mcpq-local --bin-dir B --port P --workers N --config tests/clients/mcpq-clients.json
 //              --state-dir <fresh temp dir> [--env K=V ...]
 // It waits for the `READY http://127.0.0.1:P` line; stop() sends SIGTERM and requires exit

@@ -1,5 +1,5 @@
 #!/bin/sh
-# exec tool `progress_job`: three progress lines on stderr, 300 ms apart (SPEC section 6:
+# exec tool `progress_job`: three progress lines on stderr, 300 ms apart (docs/executors.md, "exec":
 # `progress <done> <total> [message]`), then a plain-text result on stdout.
 cat >/dev/null
 i=1

@@ -1,4 +1,4 @@
-/* Tests common/sig.c: header checks, the canonical string of SPEC section 3 and the
+/* Tests common/sig.c: header checks, the canonical string of docs/signatures.md and the
  * signature check, against a vector computed independently (Python hmac/hashlib). */
 #include "check.h"
 #include "err.h"

@@ -1,6 +1,6 @@
 /*
  * Tests the parts of common/task.c that need no Redis: task ids, RobotId rules and the
- * mapping of task states to the MCP Tasks statuses of each surface (SPEC 5.1). The scripts
+ * mapping of task states to the MCP Tasks statuses of each surface (docs/protocol.md). The scripts
  * run against a real Redis in tests/integration/test_tasks.c and tests/clients/tasks.test.mjs.
  */
 #include "check.h"

@@ -1,4 +1,4 @@
-/* Tests ingress/core/registry.c: snapshots built from registry documents (SPEC 4.1). */
+/* Tests ingress/core/registry.c: snapshots built from registry documents (docs/config-file.md). */
 #include "check.h"
 #include "registry.h"
 
