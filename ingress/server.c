@@ -176,7 +176,7 @@ static ssize_t read_stream(void *cls, uint64_t pos, char *buf, size_t max)
     return n;
 }
 
-/* Queues the SSE response of a call (SPEC section 2): its frames follow as they arrive. */
+/* Queues the SSE response of a call (docs/protocol.md, "Requests and responses"): its frames follow as they arrive. */
 static enum MHD_Result start_stream(ing_req_t *req)
 {
     struct MHD_Response *r =
@@ -274,7 +274,7 @@ static enum MHD_Result route(ing_req_t *req, const char *url, const char *method
             .status = 200, .body = b.data ? b.data : strdup(""), .content_type = PROM_CONTENT_TYPE};
         return send_resp(req, &resp);
     }
-    if (strncmp(url, "/v1/files/", 10) == 0) { /* files (files.h, SPEC section 10) */
+    if (strncmp(url, "/v1/files/", 10) == 0) { /* files (files.h, README "Files and attachments") */
         ing_resp_t resp = {0};
         if (!ing_filesapi_is_content(url))
             ing_filesapi_route(req, url, method, &resp);
@@ -473,7 +473,7 @@ static enum MHD_Result body_begin(ing_req_t *req, const char *url)
 }
 
 /* Allocates the exchange as soon as the request line is parsed, to keep its target exactly as
- * sent: HMAC signing (SPEC section 3) signs the raw path and query, which libmicrohttpd's url
+ * sent: HMAC signing (docs/signatures.md, "Request signing") signs the raw path and query, which libmicrohttpd's url
  * argument no longer has (unescaped, query split off). The pointer becomes *con_cls. */
 static void *req_new(ing_ctx_t *ctx, unsigned planes, const char *uri, struct MHD_Connection *conn)
 {
@@ -621,7 +621,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         req->batch = NULL;
     } else if (req->has_call && ing_pending_remove(ctx->pending, &req->call) && req->call.modern &&
                !req->call.listener && toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) {
-        /* 2026-07-28: closing the response stream cancels the request (SPEC section 2). */
+        /* 2026-07-28: closing the response stream cancels the request (docs/protocol.md, "Requests and responses"). */
         ing_pending_cancel(ctx->pending, req->call.job_id, "the client closed the stream");
     }
     ing_listen_remove(ctx->listen, req->listener); /* after the call left the table */

@@ -92,7 +92,7 @@ static void do_discover(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
      * version (listen.h) */
     cJSON_AddBoolToObject(cJSON_AddObjectToObject(caps, "tools"), "listChanged", 1);
     cJSON_AddObjectToObject(caps, "logging");
-    /* The tasks extension (SPEC 5.2): task-mode tools answer with a task to clients that
+    /* The tasks extension (docs/protocol.md, "MCP Tasks"): task-mode tools answer with a task to clients that
      * declare it on the request. */
     cJSON_AddObjectToObject(cJSON_AddObjectToObject(caps, "extensions"), ING_EXT_TASKS);
     cJSON_AddItemToObject(r, "serverInfo", ing_mcpreq_server_info());

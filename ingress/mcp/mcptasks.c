@@ -1,4 +1,4 @@
-/* MCP Tasks over the one task model (tasks.h), both surfaces of SPEC 5.2:
+/* MCP Tasks over the one task model (tasks.h), both surfaces of docs/protocol.md, "MCP Tasks":
  *
  * - 2025-11-25: tasks/get, tasks/result, tasks/list and tasks/cancel. tasks/result of a task
  *   still running parks the request without a thread, like a tools/call (pending.h): the

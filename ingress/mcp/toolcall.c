@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Arguments the gateway consumes itself (SPEC 4.2); never passed to a tool. */
+/* Arguments the gateway consumes itself (docs/protocol.md, "Reserved arguments"); never passed to a tool. */
 static const char *const reserved_args[] = {"idempotency_key", "attachments", "RobotId",
                                             "TaskPriority", "channel_id"};
 
@@ -54,7 +54,7 @@ static cJSON *tool_arguments(const cJSON *args)
     return out;
 }
 
-/* The call's trace (W3C trace context, SPEC section 11): the client's traceparent from the
+/* The call's trace (W3C trace context, README "Logs and tracing"): the client's traceparent from the
  * HTTP header, else from params._meta.traceparent, continued with the ingress's own span as
  * parent-id; a new trace when neither parses (an invalid one is ignored, never an error).
  * *state is the tracestate sent along with the traceparent used (the header, or
@@ -132,7 +132,7 @@ static cJSON *build_envelope(ing_mcp_t *m, const ing_tool_t *tool, const rpc_msg
     return e;
 }
 
-/* RobotId and TaskPriority (SPEC 4.2) from the call's arguments: 0, or -1 with why filled.
+/* RobotId and TaskPriority (docs/protocol.md, "Reserved arguments") from the call's arguments: 0, or -1 with why filled.
  * A robot another tenant declares (config "robots") is refused without saying which tenant;
  * one the caller's tenant declares, or one nobody declares (shared), is taken (README "Task
  * mode, robots and priorities"). */
@@ -171,7 +171,7 @@ static int task_routing(const ing_mcp_t *m, const cJSON *args, const char **robo
 
 /* How a call that became a task is answered. */
 typedef enum {
-    ANSWER_SEED003, /* structuredContent {TaskId, TaskStatus} (SPEC 5.1) */
+    ANSWER_SEED003, /* structuredContent {TaskId, TaskStatus} (docs/protocol.md, "Task mode") */
     ANSWER_MCP2025, /* CreateTaskResult {task} (2025-11-25, params.task) */
     ANSWER_EXT      /* resultType "task" and the Task (2026-07-28 tasks extension) */
 } task_answer_t;
@@ -179,7 +179,7 @@ typedef enum {
 /* Which answer a tools/call gets: a task (ANSWER_*) or -1 to run it synchronously. The
  * 2026-07-28 extension leaves the choice to the server: a declaring client gets a task for a
  * task-mode tool and for any tool it sends with params.task (the 2025-11-25 hint, which the
- * gateway honours on that surface too); a client that does not declare it gets the SPEC 5.1
+ * gateway honours on that surface too); a client that does not declare it gets the task-mode
  * answer of a task-mode tool and runs other tools synchronously. */
 static int task_answer(const ing_mcp_t *m, const rpc_msg_t *msg, const ing_tool_t *tool)
 {
