@@ -92,8 +92,8 @@ static void do_discover(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
      * version (listen.h) */
     cJSON_AddBoolToObject(cJSON_AddObjectToObject(caps, "tools"), "listChanged", 1);
     cJSON_AddObjectToObject(caps, "logging");
-    /* The tasks extension (docs/protocol.md, "MCP Tasks"): task-mode tools answer with a task to clients that
-     * declare it on the request. */
+    /* The tasks extension (docs/protocol.md, "MCP Tasks"): task-mode tools answer with a task to
+     * clients that declare it on the request. */
     cJSON_AddObjectToObject(cJSON_AddObjectToObject(caps, "extensions"), ING_EXT_TASKS);
     cJSON_AddItemToObject(r, "serverInfo", ing_mcpreq_server_info());
     cJSON_AddStringToObject(r, "instructions", INSTRUCTIONS);
@@ -501,6 +501,121 @@ static int load_session(ing_mcp_t *m, const cJSON *id, ing_resp_t *resp)
     return 0;
 }
 
+/* The request's body as JSON once its headers say it is: 415 without Content-Type
+ * application/json, 406 when Accept allows neither answer, 400 (-32700) when it does not
+ * parse. NULL with resp filled. */
+static cJSON *post_body(ing_req_t *req, ing_resp_t *resp)
+{
+    if (!content_type_ok(header(req, "Content-Type"))) {
+        ing_mcpreq_resp_error(resp, 415, NULL, RPC_INVALID_REQUEST,
+                              "Content-Type must be application/json", NULL);
+        return NULL;
+    }
+    if (!accept_ok(header(req, "Accept"))) {
+        ing_mcpreq_resp_error(resp, 406, NULL, RPC_INVALID_REQUEST,
+                              "Accept must allow application/json or text/event-stream", NULL);
+        return NULL;
+    }
+    const char *why = NULL;
+    cJSON *root = rpc_parse(req->body.data ? req->body.data : "", req->body.len, &why);
+    if (!root)
+        ing_mcpreq_resp_error(resp, 400, NULL, RPC_PARSE_ERROR, why ? why : "Parse error", NULL);
+    return root;
+}
+
+/* The protocol version of the request (the header, else params._meta's): m->version and
+ * m->modern. -1 with resp filled when it is one this server does not speak. */
+static int post_version(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
+{
+    const char *v = header(m->req, "MCP-Protocol-Version");
+    const char *meta_v =
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ing_era_meta(msg), ING_META_VERSION));
+    const char *asked = v ? v : meta_v;
+    if (asked && !version_supported(asked)) {
+        unsupported_version(resp, msg->id, asked);
+        return -1;
+    }
+    m->version = v ? v : ING_DEFAULT_VERSION;
+    m->modern = asked && strcmp(asked, ING_MODERN_VERSION) == 0;
+    return 0;
+}
+
+/* 2026-07-28 is stateless: the headers must mirror the body; Mcp-Session-Id is ignored.
+ * -1 with resp filled on a mismatch. */
+static int post_modern(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
+{
+    char mismatch[400];
+    if (msg->kind == RPC_REQUEST &&
+        ing_era_modern_headers_check(m->req, msg, header(m->req, "MCP-Protocol-Version"), mismatch,
+                                     sizeof(mismatch)) < 0) {
+        ing_mcpreq_resp_error(resp, 400, msg->id, RPC_HEADER_MISMATCH, mismatch, NULL);
+        return -1;
+    }
+    m->log_min = ing_notify_level_index(cJSON_GetStringValue(
+        cJSON_GetObjectItemCaseSensitive(ing_era_meta(msg), ING_META_LOG_LEVEL)));
+    return 0;
+}
+
+/* Earlier versions: a version named twice must agree, and the session (Mcp-Session-Id) is
+ * loaded for everything but initialize. -1 with resp filled. */
+static int post_legacy(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
+{
+    const char *v = header(m->req, "MCP-Protocol-Version");
+    const char *meta_v =
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ing_era_meta(msg), ING_META_VERSION));
+    if (meta_v && v && strcmp(meta_v, v) != 0) {
+        char mismatch[200];
+        snprintf(mismatch, sizeof(mismatch),
+                 "Header mismatch: MCP-Protocol-Version '%.40s' does not match "
+                 "params._meta version '%.40s'",
+                 v, meta_v);
+        ing_mcpreq_resp_error(resp, 400, msg->id, RPC_HEADER_MISMATCH, mismatch, NULL);
+        return -1;
+    }
+    if (strcmp(msg->method, "initialize") != 0 && load_session(m, msg->id, resp) < 0) {
+        if (msg->kind == RPC_REQUEST)
+            return -1;
+        /* A notification of an unknown session is still accepted (nothing to run). */
+        ing_resp_release(resp);
+        memset(resp, 0, sizeof(*resp));
+    }
+    /* Legacy: the session's logging/setLevel level, "info" until one is set. */
+    m->log_min = m->has_session && m->session.log_level[0]
+                     ? ing_notify_level_index(m->session.log_level)
+                     : ing_notify_level_index("info");
+    return 0;
+}
+
+/* A 2025-03-26 JSON-RPC batch (batch.h); 1 when it parks. */
+static int post_batch(ing_mcp_t *m, const cJSON *root, ing_resp_t *resp)
+{
+    if (strcmp(m->version, "2025-03-26") != 0) {
+        ing_mcpreq_resp_error(resp, 400, NULL, RPC_INVALID_REQUEST,
+                              "JSON-RPC batches are only allowed in protocol version 2025-03-26",
+                              NULL);
+        return 0;
+    }
+    if (load_session(m, NULL, resp) < 0)
+        return 0;
+    return do_batch(m, root, resp);
+}
+
+/* One JSON-RPC message: its shape, its era's rules, then its method; 1 when it parks. */
+static int post_message(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
+{
+    if (msg->kind == RPC_INVALID) {
+        ing_mcpreq_resp_error(resp, 400, msg->id, RPC_INVALID_REQUEST, msg->why, NULL);
+        return 0;
+    }
+    if (msg->kind == RPC_RESPONSE) {
+        resp->status = 202;
+        return 0;
+    }
+    if ((m->modern ? post_modern(m, msg, resp) : post_legacy(m, msg, resp)) < 0)
+        return 0;
+    return dispatch(m, msg, resp);
+}
+
 int ing_mcp_post(ing_req_t *req, const char *server, ing_resp_t *resp)
 {
     ing_mcp_t m = {0};
@@ -512,97 +627,20 @@ int ing_mcp_post(ing_req_t *req, const char *server, ing_resp_t *resp)
         char buf[96];
         snprintf(buf, sizeof(buf), "request body larger than %lld bytes", req->body_limit);
         ing_mcpreq_resp_error(resp, 413, NULL, RPC_INVALID_REQUEST, buf, NULL);
-        goto out;
+        return 0;
     }
-    if (front(req, server, &m, resp) < 0)
+    if (front(req, server, &m, resp) < 0 || !(root = post_body(req, resp)))
         goto out;
-    if (!content_type_ok(header(req, "Content-Type"))) {
-        ing_mcpreq_resp_error(resp, 415, NULL, RPC_INVALID_REQUEST,
-                              "Content-Type must be application/json", NULL);
-        goto out;
-    }
-    if (!accept_ok(header(req, "Accept"))) {
-        ing_mcpreq_resp_error(resp, 406, NULL, RPC_INVALID_REQUEST,
-                              "Accept must allow application/json or text/event-stream", NULL);
-        goto out;
-    }
-    const char *why = NULL;
-    root = rpc_parse(req->body.data ? req->body.data : "", req->body.len, &why);
-    if (!root) {
-        ing_mcpreq_resp_error(resp, 400, NULL, RPC_PARSE_ERROR, why ? why : "Parse error", NULL);
-        goto out;
-    }
     rpc_msg_t msg;
     memset(&msg, 0, sizeof(msg));
     if (!cJSON_IsArray(root))
         rpc_classify(root, &msg);
-    const char *v = header(req, "MCP-Protocol-Version");
-    const char *meta_v = cJSON_GetStringValue(
-        cJSON_GetObjectItemCaseSensitive(ing_era_meta(&msg), ING_META_VERSION));
-    const char *asked = v ? v : meta_v;
-    if (asked && !version_supported(asked)) {
-        unsupported_version(resp, msg.id, asked);
+    if (post_version(&m, &msg, resp) < 0)
         goto out;
-    }
-    m.version = v ? v : ING_DEFAULT_VERSION;
-    m.modern = asked && strcmp(asked, ING_MODERN_VERSION) == 0;
-    if (cJSON_IsArray(root)) {
-        if (strcmp(m.version, "2025-03-26") != 0) {
-            ing_mcpreq_resp_error(
-                resp, 400, NULL, RPC_INVALID_REQUEST,
-                "JSON-RPC batches are only allowed in protocol version 2025-03-26", NULL);
-            goto out;
-        }
-        if (load_session(&m, NULL, resp) < 0)
-            goto out;
-        parked = do_batch(&m, root, resp);
-        goto out;
-    }
-    if (msg.kind == RPC_INVALID) {
-        ing_mcpreq_resp_error(resp, 400, msg.id, RPC_INVALID_REQUEST, msg.why, NULL);
-        goto out;
-    }
-    if (msg.kind == RPC_RESPONSE) {
-        resp->status = 202;
-        goto out;
-    }
-    if (m.modern) {
-        /* Stateless: headers must mirror the body; Mcp-Session-Id is ignored. */
-        char mismatch[400];
-        if (msg.kind == RPC_REQUEST &&
-            ing_era_modern_headers_check(req, &msg, v, mismatch, sizeof(mismatch)) < 0) {
-            ing_mcpreq_resp_error(resp, 400, msg.id, RPC_HEADER_MISMATCH, mismatch, NULL);
-            goto out;
-        }
-        m.log_min = ing_notify_level_index(cJSON_GetStringValue(
-            cJSON_GetObjectItemCaseSensitive(ing_era_meta(&msg), ING_META_LOG_LEVEL)));
-    } else {
-        if (meta_v && v && strcmp(meta_v, v) != 0) {
-            char mismatch[200];
-            snprintf(mismatch, sizeof(mismatch),
-                     "Header mismatch: MCP-Protocol-Version '%.40s' does not match "
-                     "params._meta version '%.40s'",
-                     v, meta_v);
-            ing_mcpreq_resp_error(resp, 400, msg.id, RPC_HEADER_MISMATCH, mismatch, NULL);
-            goto out;
-        }
-        if (strcmp(msg.method, "initialize") != 0 && load_session(&m, msg.id, resp) < 0) {
-            if (msg.kind == RPC_REQUEST)
-                goto out;
-            /* A notification of an unknown session is still accepted (nothing to run). */
-            free(resp->body);
-            memset(resp, 0, sizeof(*resp));
-        }
-        /* Legacy: the session's logging/setLevel level, "info" until one is set. */
-        m.log_min = m.has_session && m.session.log_level[0]
-                        ? ing_notify_level_index(m.session.log_level)
-                        : ing_notify_level_index("info");
-    }
-    parked = dispatch(&m, &msg, resp);
+    parked = cJSON_IsArray(root) ? post_batch(&m, root, resp) : post_message(&m, &msg, resp);
 out:
     cJSON_Delete(root);
-    if (m.reg)
-        ing_registry_unref(m.reg);
+    ing_registry_unref(m.reg);
     return parked;
 }
 
