@@ -25,15 +25,6 @@
 #include <strings.h>
 #include <unistd.h>
 
-int ing_server_ready(ing_ctx_t *ctx)
-{
-    ing_registry_t *reg = ing_ctx_registry(ctx);
-    int ok = reg && mq_producer_up(ctx->producer) && ing_pending_healthy(ctx->pending) &&
-             atomic_load(&ctx->redis_up);
-    ing_registry_unref(reg);
-    return ok;
-}
-
 /* The libmicrohttpd response of resp: its file or its body (taken from resp). */
 static struct MHD_Response *mhd_response(ing_resp_t *resp, size_t *len)
 {
@@ -176,7 +167,8 @@ static ssize_t read_stream(void *cls, uint64_t pos, char *buf, size_t max)
     return n;
 }
 
-/* Queues the SSE response of a call (docs/protocol.md, "Requests and responses"): its frames follow as they arrive. */
+/* Queues the SSE response of a call (docs/protocol.md, "Requests and responses"): its frames follow
+ * as they arrive. */
 static enum MHD_Result start_stream(ing_req_t *req)
 {
     struct MHD_Response *r =
@@ -473,8 +465,9 @@ static enum MHD_Result body_begin(ing_req_t *req, const char *url)
 }
 
 /* Allocates the exchange as soon as the request line is parsed, to keep its target exactly as
- * sent: HMAC signing (docs/signatures.md, "Request signing") signs the raw path and query, which libmicrohttpd's url
- * argument no longer has (unescaped, query split off). The pointer becomes *con_cls. */
+ * sent: HMAC signing (docs/signatures.md, "Request signing") signs the raw path and query, which
+ * libmicrohttpd's url argument no longer has (unescaped, query split off). The pointer becomes
+ * *con_cls. */
 static void *req_new(ing_ctx_t *ctx, unsigned planes, const char *uri, struct MHD_Connection *conn)
 {
     ing_req_t *req = calloc(1, sizeof(*req));
@@ -621,7 +614,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         req->batch = NULL;
     } else if (req->has_call && ing_pending_remove(ctx->pending, &req->call) && req->call.modern &&
                !req->call.listener && toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) {
-        /* 2026-07-28: closing the response stream cancels the request (docs/protocol.md, "Requests and responses"). */
+        /* 2026-07-28: closing the response stream cancels the request (docs/protocol.md, "Requests
+         * and responses"). */
         ing_pending_cancel(ctx->pending, req->call.job_id, "the client closed the stream");
     }
     ing_listen_remove(ctx->listen, req->listener); /* after the call left the table */

@@ -37,7 +37,4 @@ void ing_server_quiesce(ing_ctx_t *ctx);
 unsigned ing_server_connections(ing_ctx_t *ctx);
 void ing_server_stop(ing_ctx_t *ctx);
 
-/* 1 while Kafka and Redis are reachable and the registry is loaded. */
-int ing_server_ready(ing_ctx_t *ctx);
-
 #endif

@@ -42,7 +42,8 @@ void ing_api_body(ing_resp_t *resp, int status, cJSON *o)
         ing_api_error(resp, 500, "out of memory");
 }
 
-void ing_api_too_many(ing_resp_t *resp, const char *msg, long long retry_after_ms)
+/* Fills resp with 429, Retry-After and {"error": msg, "retryAfterMs": retry_after_ms}. */
+static void too_many(ing_resp_t *resp, const char *msg, long long retry_after_ms)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "error", msg);
@@ -54,7 +55,7 @@ void ing_api_too_many(ing_resp_t *resp, const char *msg, long long retry_after_m
 void ing_api_refused(const ing_door_t *door, ing_resp_t *resp)
 {
     if (door->verdict == ING_DOOR_LIMITED) {
-        ing_api_too_many(resp, door->why, door->retry_after_ms);
+        too_many(resp, door->why, door->retry_after_ms);
         return;
     }
     ing_api_error(resp, door->status, door->why);

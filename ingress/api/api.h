@@ -25,8 +25,6 @@ const ing_tenant_t *ing_api_front(ing_req_t *req, ing_registry_t **reg, ing_resp
  * its challenge (WWW-Authenticate), Retry-After and retryAfterMs for 429. */
 void ing_api_refused(const ing_door_t *door, ing_resp_t *resp);
 
-/* Fills resp with 429, Retry-After and {"error": msg, "retryAfterMs": retry_after_ms}. */
-void ing_api_too_many(ing_resp_t *resp, const char *msg, long long retry_after_ms);
 
 /* Fills resp with status and {"error": msg}. */
 void ing_api_error(ing_resp_t *resp, int status, const char *msg);

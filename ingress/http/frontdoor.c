@@ -21,7 +21,10 @@ static ing_door_verdict_t refuse(ing_door_t *door, ing_door_verdict_t verdict, i
     return verdict;
 }
 
-void ing_frontdoor_auth_req(const ing_req_t *req, ing_auth_req_t *ar, char *client)
+/* The authentication request of req (auth.h): its method, URI as sent, body, the nonce
+ * store, the failed-authentication limits and its client's address, written to client
+ * (ING_PEER_LEN bytes, which must outlive ar). */
+static void auth_req(const ing_req_t *req, ing_auth_req_t *ar, char *client)
 {
     ing_ctx_t *ctx = req->ctx;
     ing_req_client(req, ctx->trusted, client, ING_PEER_LEN);
@@ -53,7 +56,7 @@ static ing_door_verdict_t enter_operator(ing_req_t *req, ing_door_t *door)
     const char *h = ing_req_header(req, "Authorization");
     char client[ING_PEER_LEN];
     ing_auth_req_t ar;
-    ing_frontdoor_auth_req(req, &ar, client);
+    auth_req(req, &ar, client);
     if (h && ing_auth_fail_blocked(&ar, NULL, &door->retry_after_ms))
         return refuse(door, ING_DOOR_LIMITED, 429, too_many_failures);
     if (ing_frontdoor_operator_token(req)) {
@@ -96,7 +99,7 @@ static ing_door_verdict_t enter_tenant(ing_req_t *req, ing_door_t *door)
     int status = 401;
     char client[ING_PEER_LEN];
     ing_auth_req_t ar;
-    ing_frontdoor_auth_req(req, &ar, client);
+    auth_req(req, &ar, client);
     door->tenant = ing_auth_tenant(req, door->reg, &ar, &door->who, &status, &why);
     if (!door->tenant) {
         if (status == 429) {

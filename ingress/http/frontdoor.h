@@ -53,9 +53,5 @@ void ing_frontdoor_leave(ing_door_t *door);
  * decide how much of it to accept. */
 int ing_frontdoor_operator_token(const ing_req_t *req);
 
-/* The authentication request of req (auth.h): its method, URI as sent, body, the nonce
- * store, the failed-authentication limits and its client's address, written to client
- * (ING_PEER_LEN bytes, which must outlive ar). */
-void ing_frontdoor_auth_req(const ing_req_t *req, ing_auth_req_t *ar, char *client);
 
 #endif

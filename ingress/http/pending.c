@@ -448,7 +448,8 @@ void ing_pending_release(ing_call_t *call)
     call->response = NULL;
 }
 
-int ing_pending_cancel_job(redisContext *ctx, const char *job_id, const char *reason)
+/* SET {mcpq}:cancel:<job_id> + PUBLISH mcpq:cancel on ctx. 0 or MCPQ_EUNAVAIL. */
+static int cancel_job(redisContext *ctx, const char *job_id, const char *reason)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "reason", reason ? reason : "cancelled");
@@ -649,7 +650,7 @@ static void publish_cancels(ing_pending_t *p, redisContext **ctx)
     pthread_mutex_unlock(&p->lock);
     while (list) {
         cancel_req_t *c = list;
-        if (!*ctx || ing_pending_cancel_job(*ctx, c->job_id, c->reason) < 0) {
+        if (!*ctx || cancel_job(*ctx, c->job_id, c->reason) < 0) {
             if (*ctx && (*ctx)->err) {
                 redisFree(*ctx);
                 *ctx = NULL;

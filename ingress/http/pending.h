@@ -158,8 +158,6 @@ void ing_pending_release(ing_call_t *call);
 
 /* Asks the workers to stop job_id (asynchronously, from the reader thread). */
 void ing_pending_cancel(ing_pending_t *p, const char *job_id, const char *reason);
-/* SET {mcpq}:cancel:<job_id> + PUBLISH mcpq:cancel on ctx. 0 or MCPQ_EUNAVAIL. */
-int ing_pending_cancel_job(redisContext *ctx, const char *job_id, const char *reason);
 
 size_t ing_pending_count(ing_pending_t *p);
 /* 1 while the reader is connected to Redis. */

@@ -33,7 +33,8 @@ void ing_mcpreq_resp_quota(ing_resp_t *resp, const cJSON *id, ing_quota_t q, lon
     cJSON_Delete(data);
 }
 
-void ing_mcpreq_resp_result_owned(ing_resp_t *resp, const cJSON *id, char *result_json)
+/* Fills resp with a JSON-RPC result (takes result_json; NULL: -32603 out of memory). */
+static void resp_result_owned(ing_resp_t *resp, const cJSON *id, char *result_json)
 {
     if (!result_json) {
         ing_mcpreq_resp_error(resp, 200, id, RPC_INTERNAL_ERROR, "out of memory", NULL);
@@ -71,7 +72,7 @@ void ing_mcpreq_resp_result_obj(ing_mcp_t *m, ing_resp_t *resp, const cJSON *id,
         ing_mcpreq_modern_result(result);
     char *s = result ? cJSON_PrintUnformatted(result) : NULL;
     cJSON_Delete(result);
-    ing_mcpreq_resp_result_owned(resp, id, s);
+    resp_result_owned(resp, id, s);
 }
 
 ing_call_t *ing_mcpreq_call(ing_mcp_t *m)

@@ -44,8 +44,6 @@ void ing_mcpreq_resp_error(ing_resp_t *resp, int status, const cJSON *id, int co
                            const cJSON *data);
 /* Fills resp with HTTP 429 and -32029 naming the tenant's quota q and its limit (quota.h). */
 void ing_mcpreq_resp_quota(ing_resp_t *resp, const cJSON *id, ing_quota_t q, long long limit);
-/* Fills resp with a JSON-RPC result (takes result_json; NULL: -32603 out of memory). */
-void ing_mcpreq_resp_result_owned(ing_resp_t *resp, const cJSON *id, char *result_json);
 /* Same with a cJSON result (consumed). Under 2026-07-28 adds resultType and serverInfo. */
 void ing_mcpreq_resp_result_obj(ing_mcp_t *m, ing_resp_t *resp, const cJSON *id, cJSON *result);
 
