@@ -108,8 +108,30 @@ static void test_client(void)
               "right; IPv6 by its /64");
 }
 
+/* The Origin and Host allow-lists (ing_peer_listed). */
+static void test_allow_lists(void)
+{
+    const char *origins = "http://localhost:*, https://app.example.com,http://127.0.0.1:8080";
+    CHECK(ing_peer_listed(origins, "http://localhost:3000"));
+    CHECK(ing_peer_listed(origins, "http://localhost"));
+    CHECK(ing_peer_listed(origins, "HTTP://LOCALHOST:1"));
+    CHECK(!ing_peer_listed(origins, "http://localhost.evil.com"));
+    CHECK(!ing_peer_listed(origins, "http://localhost:80x"));
+    CHECK(!ing_peer_listed(origins, "https://localhost:3000"));
+    CHECK(ing_peer_listed(origins, "https://app.example.com"));
+    CHECK(!ing_peer_listed(origins, "https://app.example.com:444"));
+    CHECK(ing_peer_listed(origins, "http://127.0.0.1:8080"));
+    CHECK(!ing_peer_listed(origins, "http://127.0.0.1:8081"));
+    CHECK(!ing_peer_listed(origins, "http://evil.example.com"));
+    CHECK(!ing_peer_listed("", "http://localhost"));
+    CHECK(ing_peer_listed("localhost:*,gw.internal:443", "gw.internal:443"));
+    CHECK(!ing_peer_listed("localhost:*,gw.internal:443", "gw.internal"));
+    TEST_PASS("allow-lists");
+}
+
 int main(void)
 {
+    test_allow_lists();
     test_lists();
     test_client();
     return 0;
