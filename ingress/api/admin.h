@@ -2,7 +2,7 @@
  * admin.h - the operator API under /admin/v1 (README "Administration: the admin API").
  *
  * Authenticated with `Authorization: Bearer $MCPQ_ADMIN_TOKEN` (unset: the API is off and
- * answers 404). Resources, all JSON, in the config file's field names plus the seed-004
+ * answers 404). Resources, all JSON, in the config file's field names plus the
  * metadata `createTime`, `updateTime`, `etag`:
  *
  *   /admin/v1/tenants[/{t}]                               GET POST | GET PATCH DELETE
@@ -36,7 +36,7 @@
 void ing_admin_api(ing_req_t *req, const char *url, const char *method, ing_resp_t *resp);
 
 /*
- * The seed-004 listing of a tenant's tools (the admin API's GET .../tools and the system
+ * The listing of a tenant's tools (the admin API's GET .../tools and the system
  * server's list_tools tool): tool_docs holds registry tool documents (any tenant's; others
  * are skipped), params the request's pageSize, pageToken, filter and orderBy (strings or
  * absent). Returns {"tools": [...], "nextPageToken"?} or NULL with err set (a message for the

@@ -1,5 +1,5 @@
 /*
- * channels.h - conversation channels (docs/protocol.md, seed 001 "multi-turn context") on the
+ * channels.h - conversation channels (docs/protocol.md, "Conversation channels") on the
  * ingress side: minting them for system.open_channel, checking a tools/call's channel_id,
  * and the agent reply endpoint POST /v1/channels/{channel_id}/messages.
  *

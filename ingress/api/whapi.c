@@ -161,7 +161,7 @@ static void list(ing_req_t *req, const char *tenant, ing_resp_t *resp)
     long long limit = LIMIT_DEFAULT;
     const char *l = arg(req, "limit"), *cursor = arg(req, "cursor"), *task = arg(req, "task"),
                *status = arg(req, "status");
-    /* The seed-004 names too (the admin API's lists all take them): pageSize, pageToken, and a
+    /* The listing names too (the admin API's lists all take them): pageSize, pageToken, and a
      * filter of task/status equalities; the order is fixed, newest first. */
     ing_listing_query_t q;
     char ferr[256];

@@ -1,5 +1,5 @@
 /*
- * listing.h - the seed-004 list engine (AIP-158 paging, AIP-160 filter subset, AIP-132
+ * listing.h - the list engine of the admin API and list_tools (AIP-158 paging, AIP-160 filter subset, AIP-132
  * ordering) shared by the admin API list endpoints and the system server's list_tools.
  *
  * Pure: ing_listing_parse() turns a request's pageSize, pageToken, filter and orderBy strings into

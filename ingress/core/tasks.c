@@ -190,7 +190,7 @@ static int terminal(const char *state)
            strcmp(state, "cancelled") == 0;
 }
 
-cJSON *ing_tasks_seed003(const ing_tasks_t *task)
+cJSON *ing_tasks_data(const ing_tasks_t *task)
 {
     cJSON *d = cJSON_CreateObject();
     cJSON_AddStringToObject(d, "TaskId", ing_tasks_field(task, "id"));

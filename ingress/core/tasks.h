@@ -1,7 +1,7 @@
 /*
  * tasks.h - the ingress's side of the task model (common/task.h, docs/protocol.md): creating
  * a task for a tools/call, reading, listing and cancelling a tenant's tasks, and rendering a
- * task for each surface: the seed-003 shape of the system server (workerSysGetTaskStatus),
+ * task for each surface: the task-mode shape of the system server (workerSysGetTaskStatus),
  * and the MCP Tasks `Task` object (2025-11-25 and the 2026-07-28 extension).
  *
  * A task of another tenant answers exactly as a missing one (docs/protocol.md, "Errors").
@@ -56,10 +56,10 @@ int ing_tasks_cancel(kv_pool_t *kv, const char *tenant, const char *id, const ch
 cJSON *ing_tasks_list(kv_pool_t *kv, const char *tenant, long long offset, long long limit,
                       int *more);
 
-/* The seed-003 `data` object: TaskId, TaskStatus, TaskPriority, TaskDescription, RobotId,
+/* The task-mode `data` object: TaskId, TaskStatus, TaskPriority, TaskDescription, RobotId,
  * AppId, AppParams [{Name, Value}], TaskResult, CallbackConfig, TaskCreateTime,
  * TaskBeginTime, TaskEndTime (epoch ms, null until known). */
-cJSON *ing_tasks_seed003(const ing_tasks_t *task);
+cJSON *ing_tasks_data(const ing_tasks_t *task);
 
 /* The MCP Tasks Task object: taskId, status, statusMessage, createdAt, lastUpdatedAt, the
  * retention as TTL, and a poll interval while it runs. ext = 0: the 2025-11-25 shape (ttl,

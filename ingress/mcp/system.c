@@ -34,7 +34,7 @@ static const char *const tool_json[] = {
     "\"object\",\"properties\":{\"channel_id\":{\"type\":\"string\"}},\"required\":["
     "\"channel_id\"]}}",
     "{\"name\":\"list_tools\",\"description\":\"This tenant's tools on every server, published "
-    "or not (seed 004 listing): pageSize (default 50, at most 1000) and pageToken (a "
+    "or not (the admin API's listing): pageSize (default 50, at most 1000) and pageToken (a "
     "nextPageToken) page it; filter takes name, server, published, create_time and update_time "
     "with = and != joined by AND (name = \\\"echo\\\" AND published = true); orderBy is name or "
     "create_time, optionally followed by desc. Each tool has createTime, updateTime and "
@@ -60,7 +60,7 @@ static void build(void)
         tool_ptrs[i] = &tools[i];
     }
     server.name = ING_SYSTEM_SERVER;
-    server.description = "built-in task tools (seed 003), open_channel and list_tools";
+    server.description = "built-in task tools, open_channel and list_tools";
     server.tools = tool_ptrs;
     server.ntools = NTOOLS;
 }
@@ -71,7 +71,7 @@ const ing_server_t *ing_system_server(void)
     return &server;
 }
 
-/* The seed-003 envelope around data (consumed), as a CallToolResult. */
+/* The task-mode envelope around data (consumed), as a CallToolResult. */
 static cJSON *envelope(int ok, int code, const char *msg, const char *msg_code, cJSON *data,
                        cJSON *pager)
 {
@@ -115,7 +115,7 @@ static cJSON *get_status(ing_mcp_t *m, const char *id)
     int rc = ing_tasks_get(m->req->ctx->kv, m->tenant->id, id, &t);
     if (rc < 0)
         return failure(rc);
-    cJSON *r = envelope(1, 0, "success", "result.success", ing_tasks_seed003(&t), NULL);
+    cJSON *r = envelope(1, 0, "success", "result.success", ing_tasks_data(&t), NULL);
     ing_tasks_cleanup(&t);
     return r;
 }
@@ -149,7 +149,7 @@ static cJSON *list(ing_mcp_t *m, const cJSON *args)
     {
         ing_tasks_t t;
         if (ing_tasks_get(m->req->ctx->kv, m->tenant->id, id->valuestring, &t) == 0) {
-            cJSON_AddItemToArray(arr, ing_tasks_seed003(&t));
+            cJSON_AddItemToArray(arr, ing_tasks_data(&t));
             ing_tasks_cleanup(&t);
         }
     }
@@ -181,7 +181,7 @@ static cJSON *structured(cJSON *o)
     return r;
 }
 
-/* list_tools: the seed-004 listing of the caller's tools from the registry snapshot (the same
+/* list_tools: the listing of the caller's tools from the registry snapshot (the same
  * listing as the admin API's GET .../tools, admin.h). NULL with err for bad arguments. */
 static cJSON *list_tools(ing_mcp_t *m, const cJSON *args, char *err, size_t err_size)
 {

@@ -1,7 +1,7 @@
 /*
- * system.h - the built-in `system` server every tenant has (docs/protocol.md, seed 003):
+ * system.h - the built-in `system` server every tenant has (docs/protocol.md, "The system server"):
  * POST /mcp/system with the tools workerSysGetTaskStatus {TaskId}, workerSysCancelTask
- * {TaskId} and workerSysListTasks {PageSize, PageToken}. Their results carry the seed-003
+ * {TaskId} and workerSysListTasks {PageSize, PageToken}. Their results carry the task-mode
  * envelope {requestId, success, code, msg, msgCode, data, pager, instanceId} as
  * structuredContent (and as text); a task of another tenant is "not found" like a missing
  * one. Thread-safe.

@@ -19,7 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Arguments the gateway consumes itself (docs/protocol.md, "Reserved arguments"); never passed to a tool. */
+/* Arguments the gateway consumes itself (docs/protocol.md, "Reserved arguments"); never passed to a
+ * tool. */
 static const char *const reserved_args[] = {"idempotency_key", "attachments", "RobotId",
                                             "TaskPriority", "channel_id"};
 
@@ -54,8 +55,8 @@ static cJSON *tool_arguments(const cJSON *args)
     return out;
 }
 
-/* The call's trace (W3C trace context, README "Logs and tracing"): the client's traceparent from the
- * HTTP header, else from params._meta.traceparent, continued with the ingress's own span as
+/* The call's trace (W3C trace context, README "Logs and tracing"): the client's traceparent from
+ * the HTTP header, else from params._meta.traceparent, continued with the ingress's own span as
  * parent-id; a new trace when neither parses (an invalid one is ignored, never an error).
  * *state is the tracestate sent along with the traceparent used (the header, or
  * params._meta.tracestate) when it is sane, else NULL; borrowed from the request. */
@@ -132,10 +133,10 @@ static cJSON *build_envelope(ing_mcp_t *m, const ing_tool_t *tool, const rpc_msg
     return e;
 }
 
-/* RobotId and TaskPriority (docs/protocol.md, "Reserved arguments") from the call's arguments: 0, or -1 with why filled.
- * A robot another tenant declares (config "robots") is refused without saying which tenant;
- * one the caller's tenant declares, or one nobody declares (shared), is taken (README "Task
- * mode, robots and priorities"). */
+/* RobotId and TaskPriority (docs/protocol.md, "Reserved arguments") from the call's arguments: 0,
+ * or -1 with why filled. A robot another tenant declares (config "robots") is refused without
+ * saying which tenant; one the caller's tenant declares, or one nobody declares (shared), is taken
+ * (README "Task mode, robots and priorities"). */
 static int task_routing(const ing_mcp_t *m, const cJSON *args, const char **robot,
                         long long *priority, char *why, size_t why_size)
 {
@@ -171,7 +172,7 @@ static int task_routing(const ing_mcp_t *m, const cJSON *args, const char **robo
 
 /* How a call that became a task is answered. */
 typedef enum {
-    ANSWER_SEED003, /* structuredContent {TaskId, TaskStatus} (docs/protocol.md, "Task mode") */
+    ANSWER_TOOL,    /* structuredContent {TaskId, TaskStatus} (docs/protocol.md, "Task mode") */
     ANSWER_MCP2025, /* CreateTaskResult {task} (2025-11-25, params.task) */
     ANSWER_EXT      /* resultType "task" and the Task (2026-07-28 tasks extension) */
 } task_answer_t;
@@ -188,11 +189,11 @@ static int task_answer(const ing_mcp_t *m, const rpc_msg_t *msg, const ing_tool_
         return tool->task_mode || hinted ? ANSWER_EXT : -1;
     if (!m->modern && hinted)
         return ANSWER_MCP2025;
-    return tool->task_mode ? ANSWER_SEED003 : -1;
+    return tool->task_mode ? ANSWER_TOOL : -1;
 }
 
-/* The seed-003 answer: {TaskId, TaskStatus} as structuredContent and as text. */
-static void seed003_answer(cJSON *result, const char *id)
+/* The task-mode answer: {TaskId, TaskStatus} as structuredContent and as text. */
+static void tool_task_answer(cJSON *result, const char *id)
 {
     cJSON *sc = cJSON_CreateObject();
     cJSON_AddStringToObject(sc, "TaskId", id);
@@ -450,9 +451,9 @@ static tc_status_t answer_task(tc_t *tc, const char *id)
 {
     ing_ctx_t *ctx = tc->ctx;
     cJSON *result = NULL;
-    if (tc->as_task == ANSWER_SEED003) {
+    if (tc->as_task == ANSWER_TOOL) {
         result = cJSON_CreateObject();
-        seed003_answer(result, id);
+        tool_task_answer(result, id);
         return tc_result(tc, ING_CALL_OK, result);
     }
     int ext = tc->as_task == ANSWER_EXT;

@@ -7,11 +7,11 @@
  *   - auth: no or a wrong token is 401 with WWW-Authenticate; no MCPQ_ADMIN_TOKEN is 404;
  *   - tenants (with their default server), API keys (shown once, working and revoked within
  *     1 s on both replicas), apps and webhooks (secrets shown once), servers;
- *   - tools and versions (seed 003): name and parameter rules, per-tenant names, offline by
+ *   - tools and versions: name and parameter rules, per-tenant names, offline by
  *     default, from_version, publish/offline/rename/delete rules, at most one published
  *     version, propagation to both replicas (the time it took is printed), a call in flight
  *     finishing on the version it started with;
- *   - listing (seed 004): paging, filter, orderBy, errors naming the parameter; the other
+ *   - listing: paging, filter, orderBy, errors naming the parameter; the other
  *     lists (tenants, API keys, versions, servers) ordered by name too;
  *   - export and apply (HTTP and `mcpq-ingress --apply/--export`), idempotent, with prune;
  *   - two PATCHes racing with the same If-Match: one 200, one 412;
@@ -867,7 +867,7 @@ static int c_server_delete_default(void)
     return 0;
 }
 
-/* ---- 6. tools and versions (seed 003) ----------------------------------------------------- */
+/* ---- 6. tools and versions ----------------------------------------------------------------- */
 
 #define CALC_SCHEMA                                                                                \
     "{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\"}},\"required\":[\"text\"]" \
@@ -1194,7 +1194,7 @@ static int c_inflight(void)
     return 0;
 }
 
-/* ---- 8. listing (seed 004) ---------------------------------------------------------------- */
+/* ---- 8. listing --------------------------------------------------------------------------- */
 
 static void list_tools(reply_t *r, const char *query)
 {

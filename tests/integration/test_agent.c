@@ -1,6 +1,6 @@
 /*
  * Integration test of the agent round-trip (docs/protocol.md channels and open_channel,
- * docs/executors.md agent; seed 001) through a real ingress, worker, redis-server and devbroker,
+ * docs/executors.md agent) through a real ingress, worker, redis-server and devbroker,
  * with the agent played by a libmicrohttpd server in this process:
  *   - an agent answering 200 with an agent_reply: its text becomes the MCP content, and the
  *     chat_message it got is schema-valid and signed (Standard Webhooks);

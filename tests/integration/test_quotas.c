@@ -184,7 +184,7 @@ static void task(raw_t *r, const char *key, const char *args)
     mcp(r, key, "", body);
 }
 
-/* The TaskId of a seed-003 task answer (checked to be one); the buffer is reused. */
+/* The TaskId of a task-mode answer (checked to be one); the buffer is reused. */
 static const char *task_id(const raw_t *r)
 {
     static char id[64];

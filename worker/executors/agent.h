@@ -1,5 +1,5 @@
 /*
- * agent.h - the agent executor (docs/executors.md, seed 001): the tools/call becomes a
+ * agent.h - the agent executor (docs/executors.md, "agent"): the tools/call becomes a
  * chat_message (schemas/chat-message.schema.json) POSTed to the agent's url, and the
  * matching agent_reply (schemas/agent-reply.schema.json) becomes the MCP content.
  *

@@ -1,4 +1,4 @@
-/* Tests ingress/core/listing.c: pageSize, filter, orderBy and pageToken (seed 004, AIP-158/160/132). */
+/* Tests ingress/core/listing.c: pageSize, filter, orderBy and pageToken (AIP-158/160/132). */
 #include "check.h"
 #include "err.h"
 #include "listing.h"
