@@ -178,10 +178,10 @@ void hx_ex_free(hx_ex_t *e)
     e->json = NULL;
 }
 
-static int names_version(const char *const headers[])
+static int names(const char *const headers[], const char *name)
 {
     for (size_t i = 0; headers && headers[i] && headers[i + 1]; i += 2)
-        if (strcasecmp(headers[i], "MCP-Protocol-Version") == 0)
+        if (strcasecmp(headers[i], name) == 0)
             return 1;
     return 0;
 }
@@ -192,9 +192,11 @@ void hx_mcp(hx_t *h, hx_ex_t *e, const char *server, const char *body, const cha
     size_t n = 0;
     all[n++] = "Content-Type";
     all[n++] = "application/json";
-    all[n++] = "Accept";
-    all[n++] = "application/json, text/event-stream";
-    if (!names_version(headers)) {
+    if (!names(headers, "Accept")) {
+        all[n++] = "Accept";
+        all[n++] = "application/json, text/event-stream";
+    }
+    if (!names(headers, "MCP-Protocol-Version")) {
         all[n++] = "MCP-Protocol-Version";
         all[n++] = "2025-06-18";
     }

@@ -59,8 +59,9 @@ void hx_ex_arg(hx_ex_t *e, const char *name, const char *value);
 void hx_ex_parse(hx_ex_t *e);
 void hx_ex_free(hx_ex_t *e);
 
-/* POST /mcp[/server] through ing_mcp_post with the test key (2025-06-18 headers unless
- * headers name MCP-Protocol-Version); e is ready to read (parked: see hx_mcp_wait). */
+/* POST /mcp[/server] through ing_mcp_post with the test key (2025-06-18 headers and an
+ * Accept of JSON and SSE unless headers name MCP-Protocol-Version or Accept); e is ready to
+ * read (parked: see hx_mcp_wait). */
 void hx_mcp(hx_t *h, hx_ex_t *e, const char *server, const char *body, const char *const headers[]);
 /* For a parked exchange: waits up to timeout_ms for its answer and fills e->resp/e->json as
  * the HTTP layer would (the call's response, or a batch's array). 0, or -1 on timeout. */
