@@ -3,6 +3,8 @@
  */
 #include "harness.h"
 
+#include "admin.h"
+#include "batch.h"
 #include "check.h"
 #include "mcp.h"
 #include "pending.h"
@@ -130,6 +132,9 @@ void hx_ex_init(hx_t *h, hx_ex_t *e, const char *method, const char *uri, const 
 {
     memset(e, 0, sizeof(*e));
     size_t n = 0, max = sizeof(e->headers) / sizeof(e->headers[0]) - 1;
+    for (size_t i = 0; auth && headers && headers[i] && headers[i + 1]; i += 2)
+        if (strcasecmp(headers[i], "Authorization") == 0)
+            auth = 0; /* the caller's credential instead */
     if (auth)
         e->headers[n++] = (ing_req_pair_t){"Authorization", "Bearer " HX_API_KEY};
     for (size_t i = 0; headers && headers[i] && headers[i + 1] && n < max; i += 2)
@@ -162,6 +167,10 @@ void hx_ex_free(hx_ex_t *e)
         ing_pending_remove(e->req.ctx->pending, &e->req.call);
         e->req.has_call = 0;
     }
+    if (e->req.batch) {
+        ing_batch_free(e->req.batch, e->req.ctx->pending);
+        e->req.batch = NULL;
+    }
     ing_pending_release(&e->req.call);
     ing_req_release(&e->req);
     ing_resp_release(&e->resp);
@@ -169,10 +178,10 @@ void hx_ex_free(hx_ex_t *e)
     e->json = NULL;
 }
 
-static int names_version(const char *const headers[])
+static int names(const char *const headers[], const char *name)
 {
     for (size_t i = 0; headers && headers[i] && headers[i + 1]; i += 2)
-        if (strcasecmp(headers[i], "MCP-Protocol-Version") == 0)
+        if (strcasecmp(headers[i], name) == 0)
             return 1;
     return 0;
 }
@@ -183,9 +192,11 @@ void hx_mcp(hx_t *h, hx_ex_t *e, const char *server, const char *body, const cha
     size_t n = 0;
     all[n++] = "Content-Type";
     all[n++] = "application/json";
-    all[n++] = "Accept";
-    all[n++] = "application/json, text/event-stream";
-    if (!names_version(headers)) {
+    if (!names(headers, "Accept")) {
+        all[n++] = "Accept";
+        all[n++] = "application/json, text/event-stream";
+    }
+    if (!names(headers, "MCP-Protocol-Version")) {
         all[n++] = "MCP-Protocol-Version";
         all[n++] = "2025-06-18";
     }
@@ -210,12 +221,59 @@ int hx_mcp_wait(hx_t *h, hx_ex_t *e, int timeout_ms)
     if (ing_pending_take(h->ctx.pending, call) != ING_TAKE_JSON)
         return -1;
     e->resp.status = 200;
-    e->resp.body = call->response;
-    call->response = NULL;
+    if (e->req.batch) {
+        int oom = 0;
+        e->resp.body = ing_batch_response(e->req.batch, &oom);
+    } else {
+        e->resp.body = call->response;
+        call->response = NULL;
+    }
     e->req.has_call = 0;
     e->parked = 0;
     hx_ex_parse(e);
     return 0;
+}
+
+int hx_admin(hx_t *h, hx_ex_t *e, const char *method, const char *url, const char *body,
+             const char *if_match)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s", url);
+    char *q = strchr(path, '?');
+    const char *headers[] = {"Authorization",
+                             "Bearer " HX_ADMIN_TOKEN,
+                             "Content-Type",
+                             "application/json",
+                             if_match ? "If-Match" : NULL,
+                             if_match,
+                             NULL};
+    hx_ex_init(h, e, method, url, body, 0, headers);
+    if (q) {
+        *q = '\0';
+        snprintf(e->query, sizeof(e->query), "%s", q + 1);
+        char *save = NULL;
+        for (char *kv = strtok_r(e->query, "&", &save); kv; kv = strtok_r(NULL, "&", &save)) {
+            char *eq = strchr(kv, '=');
+            if (eq)
+                *eq++ = '\0';
+            hx_ex_arg(e, kv, eq ? eq : "");
+        }
+    }
+    ing_admin_api(&e->req, path, method, &e->resp);
+    hx_ex_parse(e);
+    return e->resp.status;
+}
+
+const char *hx_str(const hx_ex_t *e, const char *path)
+{
+    char buf[256];
+    snprintf(buf, sizeof(buf), "%s", path);
+    const cJSON *o = e->json;
+    char *save = NULL;
+    for (char *p = strtok_r(buf, ".", &save); p && o; p = strtok_r(NULL, ".", &save))
+        o = cJSON_IsArray(o) ? cJSON_GetArrayItem(o, atoi(p))
+                             : cJSON_GetObjectItemCaseSensitive(o, p);
+    return cJSON_GetStringValue(o);
 }
 
 int hx_rpc_code(const hx_ex_t *e)

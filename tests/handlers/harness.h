@@ -43,12 +43,14 @@ typedef struct hx_ex {
     ing_req_pair_t args[16];
     ing_req_synth_t synth;
     ing_resp_t resp;
-    int parked;  /* the handler parked the request (it waits for a worker) */
-    cJSON *json; /* the answer's body parsed, or NULL */
+    int parked;      /* the handler parked the request (it waits for a worker) */
+    cJSON *json;     /* the answer's body parsed, or NULL */
+    char query[512]; /* hx_admin: the target's query, split into args */
 } hx_ex_t;
 
 /* Prepares an exchange: method, target, body (may be NULL) and headers (name, value, ...,
- * NULL). With auth set, the API key of the test tenant is added as Authorization. */
+ * NULL). With auth set, the API key of the test tenant is added as Authorization unless
+ * headers name one. */
 void hx_ex_init(hx_t *h, hx_ex_t *e, const char *method, const char *uri, const char *body,
                 int auth, const char *const headers[]);
 /* Adds a query argument. */
@@ -57,12 +59,21 @@ void hx_ex_arg(hx_ex_t *e, const char *name, const char *value);
 void hx_ex_parse(hx_ex_t *e);
 void hx_ex_free(hx_ex_t *e);
 
-/* POST /mcp[/server] through ing_mcp_post with the test key (2025-06-18 headers unless
- * headers name MCP-Protocol-Version); e is ready to read (parked: see hx_mcp_wait). */
+/* POST /mcp[/server] through ing_mcp_post with the test key (2025-06-18 headers and an
+ * Accept of JSON and SSE unless headers name MCP-Protocol-Version or Accept); e is ready to
+ * read (parked: see hx_mcp_wait). */
 void hx_mcp(hx_t *h, hx_ex_t *e, const char *server, const char *body, const char *const headers[]);
 /* For a parked exchange: waits up to timeout_ms for its answer and fills e->resp/e->json as
- * the HTTP layer would (the call's response). 0, or -1 on timeout. */
+ * the HTTP layer would (the call's response, or a batch's array). 0, or -1 on timeout. */
 int hx_mcp_wait(hx_t *h, hx_ex_t *e, int timeout_ms);
+
+/* A request to the admin API through ing_admin_api with the operator token (and If-Match
+ * when if_match is not NULL): url is the target, its query (not percent-encoded) becomes the
+ * arguments. Returns the answer's status; e is ready to read. */
+int hx_admin(hx_t *h, hx_ex_t *e, const char *method, const char *url, const char *body,
+             const char *if_match);
+/* The string value at a dotted path of e's JSON answer ("error", "tools.0.name"), or NULL. */
+const char *hx_str(const hx_ex_t *e, const char *path);
 
 /* The JSON-RPC error code of e's answer (0 when it is a result), and its message. */
 int hx_rpc_code(const hx_ex_t *e);

@@ -1,0 +1,519 @@
+/*
+ * Tests ingress/api/admin.c through ing_admin_api with synthetic requests
+ * (tests/handlers/harness.h): the API off, the operator token (401, then 429), Origin (403),
+ * every route's success path (tenants, API keys, apps, servers, tools and their versions,
+ * config export and apply, webhook deliveries) and its errors (400 naming the JSON path, 404,
+ * 405 with Allow, 409, 412 on If-Match, 415). Writes are checked where a client sees them:
+ * after hx_reload(), through ing_mcp_post with the key the API made.
+ */
+#include "check.h"
+#include "harness.h"
+
+#include "admin.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char config[] =
+    "{\"tenants\": ["
+    "  {\"id\": \"t\", \"api_keys\": [{\"id\": \"k\", \"key\": \"" HX_API_KEY "\"}]}],"
+    " \"servers\": [{\"tenant\": \"t\", \"name\": \"default\"}],"
+    " \"tools\": ["
+    "  {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"echo\", \"published\": \"1\","
+    "   \"versions\": [{\"version\": \"1\", \"inputSchema\": {\"type\": \"object\"},"
+    "    \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]}]}";
+
+#define VERSION(v)                                                                                 \
+    "{\"version\":\"" v "\",\"description\":\"d" v "\",\"inputSchema\":{\"type\":\"object\"},"     \
+    "\"executor\":{\"type\":\"builtin\",\"name\":\"echo\"}}"
+
+static hx_t h;
+
+/* One admin request: expects status and, when text is not NULL, the error containing it. */
+static void expect(const char *method, const char *url, const char *body, const char *if_match,
+                   int status, const char *text)
+{
+    hx_ex_t e;
+    int got = hx_admin(&h, &e, method, url, body, if_match);
+    if (got != status)
+        fprintf(stderr, "%s %s: %s\n", method, url, e.resp.body ? e.resp.body : "(no body)");
+    CHECK_INT_EQ(got, status);
+    if (text)
+        CHECK_CONTAINS(hx_str(&e, "error"), text);
+    hx_ex_free(&e);
+}
+
+/* The names of tools/list of the tenant whose API key is key, comma-joined into out. */
+static void listed(const char *key, char *out, size_t size)
+{
+    char auth[160];
+    snprintf(auth, sizeof(auth), "Bearer %s", key);
+    const char *hdrs[] = {"Authorization", auth, NULL};
+    hx_ex_t e;
+    hx_mcp(&h, &e, NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", hdrs);
+    CHECK_INT_EQ(e.resp.status, 200);
+    out[0] = '\0';
+    const cJSON *t;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(hx_rpc_result(&e), "tools"))
+    {
+        size_t n = strlen(out);
+        snprintf(out + n, size - n, "%s%s", n ? "," : "",
+                 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "name")));
+    }
+    hx_ex_free(&e);
+}
+
+/* Without MCPQ_ADMIN_TOKEN the API is off: 404 whatever the request carries. */
+static void test_off(void)
+{
+    const char *token = h.set.admin_token;
+    h.set.admin_token = NULL;
+    expect("GET", "/admin/v1/tenants", NULL, NULL, 404, "the admin API is off");
+    h.set.admin_token = token;
+    expect("GET", "/admin/v1/tenants", NULL, NULL, 200, NULL);
+}
+
+static void test_auth(void)
+{
+    hx_ex_t e;
+    hx_ex_init(&h, &e, "GET", "/admin/v1/tenants", NULL, 0, NULL);
+    ing_admin_api(&e.req, "/admin/v1/tenants", "GET", &e.resp);
+    CHECK_INT_EQ(e.resp.status, 401);
+    CHECK_STR_EQ(e.resp.www_auth, "Bearer realm=\"mcpq-admin\"");
+    hx_ex_parse(&e);
+    CHECK_CONTAINS(hx_str(&e, "error"), "Authorization: Bearer <MCPQ_ADMIN_TOKEN>");
+    hx_ex_free(&e);
+    /* a tenant's API key is not the operator token */
+    hx_ex_init(&h, &e, "GET", "/admin/v1/tenants", NULL, 1, NULL);
+    ing_admin_api(&e.req, "/admin/v1/tenants", "GET", &e.resp);
+    CHECK_INT_EQ(e.resp.status, 401);
+    CHECK(e.resp.www_auth != NULL);
+    hx_ex_free(&e);
+    /* an Origin not allowed: 403 even with the token */
+    const char *hdrs[] = {"Authorization", "Bearer " HX_ADMIN_TOKEN, "Origin",
+                          "https://evil.example", NULL};
+    hx_ex_init(&h, &e, "GET", "/admin/v1/tenants", NULL, 0, hdrs);
+    ing_admin_api(&e.req, "/admin/v1/tenants", "GET", &e.resp);
+    CHECK_INT_EQ(e.resp.status, 403);
+    hx_ex_parse(&e);
+    CHECK_STR_EQ(hx_str(&e, "error"), "Origin or Host not allowed");
+    hx_ex_free(&e);
+}
+
+/* Failed tokens count against the client address (MCPQ_AUTH_FAIL_PER_MIN, 20): then 429
+ * with Retry-After, even for the right token from that address. Another address is not
+ * affected. */
+static void test_auth_limit(void)
+{
+    struct sockaddr_in sin = {.sin_family = AF_INET};
+    inet_pton(AF_INET, "10.9.8.7", &sin.sin_addr);
+    const char *wrong[] = {"Authorization", "Bearer not-the-token", NULL};
+    const char *right[] = {"Authorization", "Bearer " HX_ADMIN_TOKEN, NULL};
+    hx_ex_t e;
+    int status = 0, i;
+    for (i = 0; i < 40 && status != 429; i++) {
+        hx_ex_init(&h, &e, "GET", "/admin/v1/tenants", NULL, 0, wrong);
+        e.synth.client = (const struct sockaddr *)&sin;
+        ing_admin_api(&e.req, "/admin/v1/tenants", "GET", &e.resp);
+        status = e.resp.status;
+        CHECK(status == 401 || status == 429);
+        if (status == 429)
+            CHECK(e.resp.retry_after_s > 0);
+        hx_ex_free(&e);
+    }
+    CHECK_INT_EQ(status, 429);
+    CHECK_INT_EQ(i, 21);
+    hx_ex_init(&h, &e, "GET", "/admin/v1/tenants", NULL, 0, right);
+    e.synth.client = (const struct sockaddr *)&sin;
+    ing_admin_api(&e.req, "/admin/v1/tenants", "GET", &e.resp);
+    CHECK_INT_EQ(e.resp.status, 429);
+    hx_ex_parse(&e);
+    CHECK_CONTAINS(hx_str(&e, "error"), "too many failed authentications");
+    hx_ex_free(&e);
+    expect("GET", "/admin/v1/tenants", NULL, NULL, 200, NULL); /* from 127.0.0.1 */
+}
+
+static void test_paths(void)
+{
+    expect("GET", "/admin/v2/tenants", NULL, NULL, 404, "the API is under /admin/v1");
+    expect("GET", "/admin/v1", NULL, NULL, 404, "no such admin resource");
+    expect("GET", "/admin/v1/bogus", NULL, NULL, 404, "no such admin resource");
+    expect("GET", "/admin/v1/tenants/t/bogus", NULL, NULL, 404, "no such admin resource");
+    hx_ex_t e;
+    CHECK_INT_EQ(hx_admin(&h, &e, "PUT", "/admin/v1/tenants", "{}", NULL), 405);
+    CHECK_STR_EQ(e.resp.allow, "GET, POST");
+    CHECK_CONTAINS(hx_str(&e, "error"), "method PUT not allowed here");
+    hx_ex_free(&e);
+    /* HEAD is answered as GET */
+    CHECK_INT_EQ(hx_admin(&h, &e, "HEAD", "/admin/v1/tenants/t", NULL, NULL), 200);
+    CHECK_STR_EQ(hx_str(&e, "id"), "t");
+    hx_ex_free(&e);
+}
+
+static void test_bodies(void)
+{
+    expect("POST", "/admin/v1/tenants", "{\"id\":", NULL, 400, "the body is not accepted JSON");
+    expect("POST", "/admin/v1/tenants", "{\"id\":\"a\",\"id\":\"b\"}", NULL, 400,
+           "duplicate member name");
+    expect("POST", "/admin/v1/tenants", "[1]", NULL, 400, "the body must be a JSON object");
+    expect("POST", "/admin/v1/tenants", "{\"id\":\"x\",\"nope\":1}", NULL, 400,
+           "$.nope: unknown or read-only member");
+    expect("POST", "/admin/v1/tenants", "{\"id\":\"bad id\"}", NULL, 400, "$.id");
+    expect("POST", "/admin/v1/tenants", "{}", NULL, 400, "$");
+    expect("POST", "/admin/v1/tenants", "{\"id\":\"q\",\"quotas\":{\"tasks\":\"many\"}}", NULL, 400,
+           "$.quotas.tasks");
+    hx_ex_t e;
+    const char *hdrs[] = {"Authorization", "Bearer " HX_ADMIN_TOKEN, "Content-Type", "text/plain",
+                          NULL};
+    hx_ex_init(&h, &e, "POST", "/admin/v1/tenants", "{\"id\":\"x\"}", 0, hdrs);
+    ing_admin_api(&e.req, "/admin/v1/tenants", "POST", &e.resp);
+    CHECK_INT_EQ(e.resp.status, 415);
+    hx_ex_free(&e);
+}
+
+static char acme_key[128];
+
+static void test_tenants(void)
+{
+    hx_ex_t e;
+    CHECK_INT_EQ(hx_admin(&h, &e, "POST", "/admin/v1/tenants", "{\"id\":\"acme\"}", NULL), 201);
+    CHECK_STR_EQ(hx_str(&e, "id"), "acme");
+    CHECK_STR_EQ(hx_str(&e, "default_server"), "default");
+    char e0[32];
+    snprintf(e0, sizeof(e0), "%s", hx_str(&e, "etag"));
+    CHECK(strlen(e0) == 20);
+    CHECK_STR_EQ(e.resp.etag, e0);
+    hx_ex_free(&e);
+    expect("POST", "/admin/v1/tenants", "{\"id\":\"acme\"}", NULL, 409,
+           "tenant \"acme\" exists already");
+    expect("GET", "/admin/v1/tenants/nope", NULL, NULL, 404, "no tenant \"nope\"");
+    expect("GET", "/admin/v1/tenants/nope/servers", NULL, NULL, 404, "no tenant \"nope\"");
+    expect("POST", "/admin/v1/tenants/acme", "{}", NULL, 405, NULL);
+
+    /* the default server came with it */
+    CHECK_INT_EQ(hx_admin(&h, &e, "GET", "/admin/v1/tenants/acme/servers", NULL, NULL), 200);
+    CHECK_STR_EQ(hx_str(&e, "servers.0.name"), "default");
+    hx_ex_free(&e);
+
+    /* If-Match: a stale etag is 412 and changes nothing; the current one writes */
+    const char *patch = "{\"rate_limits\":{\"api_key\":{\"per_second\":1000}}}";
+    expect("PATCH", "/admin/v1/tenants/acme", patch, "\"00000000000000000000\"", 412,
+           "If-Match: the object changed since it was read");
+    char quoted[40];
+    snprintf(quoted, sizeof(quoted), "\"%s\"", e0);
+    CHECK_INT_EQ(hx_admin(&h, &e, "PATCH", "/admin/v1/tenants/acme", patch, quoted), 200);
+    CHECK(strcmp(hx_str(&e, "etag"), e0) != 0);
+    hx_ex_free(&e);
+    expect("PATCH", "/admin/v1/tenants/acme", "{\"rate_limits\":null}", quoted, 412, NULL);
+    expect("PATCH", "/admin/v1/tenants/acme", "{\"rate_limits\":null}", "*", 200, NULL);
+    expect("PATCH", "/admin/v1/tenants/acme", "{\"id\":\"renamed\"}", NULL, 400,
+           "$.id: unknown or read-only member");
+
+    /* listing: filter, order, pages */
+    CHECK_INT_EQ(hx_admin(&h, &e, "GET", "/admin/v1/tenants?filter=name = \"acme\"", NULL, NULL),
+                 200);
+    CHECK_INT_EQ(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(e.json, "tenants")), 1);
+    hx_ex_free(&e);
+    CHECK_INT_EQ(hx_admin(&h, &e, "GET", "/admin/v1/tenants?pageSize=1&orderBy=name", NULL, NULL),
+                 200);
+    CHECK_STR_EQ(hx_str(&e, "tenants.0.id"), "acme");
+    CHECK(hx_str(&e, "nextPageToken") != NULL);
+    hx_ex_free(&e);
+    expect("GET", "/admin/v1/tenants?orderBy=colour", NULL, NULL, 400, "orderBy");
+}
+
+static void test_keys(void)
+{
+    hx_ex_t e;
+    CHECK_INT_EQ(
+        hx_admin(&h, &e, "POST", "/admin/v1/tenants/acme/apiKeys", "{\"id\":\"k1\"}", NULL), 201);
+    const char *key = hx_str(&e, "key");
+    CHECK(key && strncmp(key, "mcpq_", 5) == 0);
+    snprintf(acme_key, sizeof(acme_key), "%s", key);
+    hx_ex_free(&e);
+    CHECK_INT_EQ(hx_admin(&h, &e, "GET", "/admin/v1/tenants/acme/apiKeys/k1", NULL, NULL), 200);
+    CHECK_STR_EQ(hx_str(&e, "id"), "k1");
+    CHECK(hx_str(&e, "key") == NULL); /* shown once */
+    hx_ex_free(&e);
+    expect("POST", "/admin/v1/tenants/acme/apiKeys", "{\"id\":\"k1\"}", NULL, 409,
+           "$.id: API key \"k1\" exists already");
+    expect("POST", "/admin/v1/tenants/acme/apiKeys", "{\"id\":\"k9\",\"key_env\":\"X\"}", NULL, 400,
+           "the admin API takes literal secrets");
+    expect("PATCH", "/admin/v1/tenants/acme/apiKeys/k1", "{}", NULL, 405, NULL);
+    expect("POST", "/admin/v1/tenants/acme/apiKeys/k1:rotateSecret", NULL, NULL, 404, NULL);
+    expect("GET", "/admin/v1/tenants/acme/apiKeys/nope", NULL, NULL, 404,
+           "tenant \"acme\" has no API key \"nope\"");
+
+    /* the new key works once the registry is reloaded; deleted, it does not */
+    hx_reload(&h);
+    char names[256];
+    listed(acme_key, names, sizeof(names));
+    CHECK_STR_EQ(names, "");
+    CHECK_INT_EQ(
+        hx_admin(&h, &e, "POST", "/admin/v1/tenants/acme/apiKeys", "{\"id\":\"k2\"}", NULL), 201);
+    char k2[128];
+    snprintf(k2, sizeof(k2), "Bearer %s", hx_str(&e, "key"));
+    hx_ex_free(&e);
+    expect("DELETE", "/admin/v1/tenants/acme/apiKeys/k2", NULL, NULL, 204, NULL);
+    expect("GET", "/admin/v1/tenants/acme/apiKeys/k2", NULL, NULL, 404, NULL);
+    hx_reload(&h);
+    const char *hdrs[] = {"Authorization", k2, NULL};
+    hx_mcp(&h, &e, NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", hdrs);
+    CHECK_INT_EQ(e.resp.status, 401);
+    hx_ex_free(&e);
+}
+
+static void test_apps(void)
+{
+    hx_ex_t e;
+    CHECK_INT_EQ(
+        hx_admin(&h, &e, "POST", "/admin/v1/tenants/acme/apps", "{\"app_id\":\"acme-app\"}", NULL),
+        201);
+    char secret[128];
+    snprintf(secret, sizeof(secret), "%s", hx_str(&e, "secret"));
+    CHECK(strlen(secret) == 64);
+    hx_ex_free(&e);
+    CHECK_INT_EQ(
+        hx_admin(&h, &e, "POST", "/admin/v1/tenants/acme/apps/acme-app:rotateSecret", NULL, NULL),
+        200);
+    CHECK(hx_str(&e, "secret") && strcmp(hx_str(&e, "secret"), secret) != 0);
+    hx_ex_free(&e);
+    expect("POST", "/admin/v1/tenants/acme/apps/acme-app:rotateSecret", "{\"grace_s\":-1}", NULL,
+           400, "$.grace_s: must be an integer");
+    expect("GET", "/admin/v1/tenants/acme/apps/acme-app:rotateSecret", NULL, NULL, 405, NULL);
+    expect("POST", "/admin/v1/tenants/acme/apps/acme-app:frob", NULL, NULL, 404, NULL);
+    expect("POST", "/admin/v1/tenants/t/apps", "{\"app_id\":\"acme-app\"}", NULL, 409,
+           "app ids are unique across tenants");
+    expect("PATCH", "/admin/v1/tenants/acme/apps/acme-app", "{\"signature_version\":3}", NULL, 400,
+           "$.signature_version");
+    expect("PATCH", "/admin/v1/tenants/acme/apps/acme-app", "{\"signature_version\":2}", NULL, 200,
+           NULL);
+    expect("DELETE", "/admin/v1/tenants/acme/apps/acme-app", NULL, NULL, 204, NULL);
+    expect("GET", "/admin/v1/tenants/acme/apps/acme-app", NULL, NULL, 404, NULL);
+}
+
+static void test_servers(void)
+{
+    hx_ex_t e;
+    CHECK_INT_EQ(hx_admin(&h, &e, "POST", "/admin/v1/tenants/acme/servers",
+                          "{\"name\":\"other\",\"description\":\"more tools\"}", NULL),
+                 201);
+    CHECK_STR_EQ(hx_str(&e, "name"), "other");
+    hx_ex_free(&e);
+    expect("POST", "/admin/v1/tenants/acme/servers", "{\"name\":\"other\"}", NULL, 409,
+           "$.name: server \"other\" exists already");
+    expect("POST", "/admin/v1/tenants/acme/servers", "{\"name\":\"system\"}", NULL, 403,
+           "built-in server");
+    expect("DELETE", "/admin/v1/tenants/acme/servers/system", NULL, NULL, 403, NULL);
+    expect("DELETE", "/admin/v1/tenants/acme/servers/default", NULL, NULL, 409, "default_server");
+    expect("GET", "/admin/v1/tenants/acme/servers/nope", NULL, NULL, 404,
+           "tenant \"acme\" has no server \"nope\"");
+    CHECK_INT_EQ(hx_admin(&h, &e, "PATCH", "/admin/v1/tenants/acme/servers/other",
+                          "{\"description\":\"changed\"}", NULL),
+                 200);
+    CHECK_STR_EQ(hx_str(&e, "description"), "changed");
+    hx_ex_free(&e);
+}
+
+static void test_tools(void)
+{
+    hx_ex_t e;
+    CHECK_INT_EQ(hx_admin(&h, &e, "POST", "/admin/v1/tenants/acme/tools",
+                          "{\"name\":\"calc\",\"version\":" VERSION("1") "}", NULL),
+                 201);
+    CHECK(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(e.json, "published")));
+    hx_ex_free(&e);
+    expect("POST", "/admin/v1/tenants/acme/tools",
+           "{\"name\":\"calc\",\"server\":\"other\",\"version\":" VERSION("1") "}", NULL, 409,
+           "tenant \"acme\" has a tool \"calc\" already");
+    expect("POST", "/admin/v1/tenants/acme/tools",
+           "{\"name\":\"1calc\",\"version\":" VERSION("1") "}", NULL, 400, "$.name");
+    expect("POST", "/admin/v1/tenants/acme/tools", "{\"name\":\"x\"}", NULL, 400,
+           "$.version: required");
+    expect("POST", "/admin/v1/tenants/acme/tools",
+           "{\"name\":\"x\",\"server\":\"system\",\"version\":" VERSION("1") "}", NULL, 400,
+           "$.server: tools cannot be added");
+    expect("POST", "/admin/v1/tenants/acme/tools",
+           "{\"name\":\"x\",\"server\":\"nope\",\"version\":" VERSION("1") "}", NULL, 400,
+           "$.server: tenant \"acme\" has no server \"nope\"");
+    expect("POST", "/admin/v1/tenants/acme/tools",
+           "{\"name\":\"x\",\"publish\":1,\"version\":" VERSION("1") "}", NULL, 400,
+           "$.publish: expected a boolean");
+    expect("POST", "/admin/v1/tenants/acme/tools",
+           "{\"name\":\"x\",\"version\":{\"version\":\"1\",\"executor\":{\"type\":\"builtin\","
+           "\"name\":\"echo\"},\"inputSchema\":{\"type\":\"object\",\"properties\":{\"bad_\":"
+           "{}}}}}",
+           NULL, 400, "$.inputSchema.properties: parameter name \"bad_\"");
+    expect("GET", "/admin/v1/tenants/acme/tools/nope", NULL, NULL, 404,
+           "tenant \"acme\" has no tool \"nope\"");
+    CHECK_INT_EQ(hx_admin(&h, &e, "PATCH", "/admin/v1/tenants/acme/tools/calc", "{}", NULL), 405);
+    CHECK_STR_EQ(e.resp.allow, "GET");
+    hx_ex_free(&e);
+    CHECK_INT_EQ(hx_admin(&h, &e, "GET", "/admin/v1/tenants/acme/tools", NULL, NULL), 200);
+    CHECK_STR_EQ(hx_str(&e, "tools.0.name"), "calc");
+    hx_ex_free(&e);
+    expect("GET", "/admin/v1/tenants/acme/tools?pageSize=x", NULL, NULL, 400, "pageSize");
+
+    /* rename */
+    CHECK_INT_EQ(hx_admin(&h, &e, "POST", "/admin/v1/tenants/acme/tools/calc:rename",
+                          "{\"name\":\"calc2\"}", NULL),
+                 200);
+    CHECK_STR_EQ(hx_str(&e, "name"), "calc2");
+    hx_ex_free(&e);
+    expect("GET", "/admin/v1/tenants/acme/tools/calc", NULL, NULL, 404, NULL);
+}
+
+static void test_versions(void)
+{
+    const char *base = "/admin/v1/tenants/acme/tools/calc2/versions";
+    char url[200];
+    hx_ex_t e;
+    CHECK_INT_EQ(hx_admin(&h, &e, "POST", base,
+                          "{\"version\":\"2\",\"from_version\":\"1\",\"description\":\"two\"}",
+                          NULL),
+                 201);
+    CHECK_STR_EQ(hx_str(&e, "description"), "two");
+    hx_ex_free(&e);
+    expect("POST", base, "{\"version\":\"2\",\"from_version\":\"1\"}", NULL, 409,
+           "$.version: tool \"calc2\" has a version \"2\" already");
+    expect("POST", base, "{\"version\":\"3\",\"from_version\":\"9\"}", NULL, 400,
+           "$.from_version: the tool has no version \"9\"");
+    expect("PUT", base, "{}", NULL, 405, NULL);
+    expect("GET", "/admin/v1/tenants/acme/tools/nope/versions", NULL, NULL, 404, NULL);
+    snprintf(url, sizeof(url), "%s/9", base);
+    expect("GET", url, NULL, NULL, 404, "tool \"calc2\" has no version \"9\"");
+    snprintf(url, sizeof(url), "%s/2:frob", base);
+    expect("POST", url, NULL, NULL, 404, "versions take :publish and :offline");
+
+    /* not published: offline is 409; publish shows it to clients */
+    snprintf(url, sizeof(url), "%s/2:offline", base);
+    expect("POST", url, NULL, NULL, 409, "is not published");
+    snprintf(url, sizeof(url), "%s/2:publish", base);
+    expect("POST", url, NULL, NULL, 200, NULL);
+    hx_reload(&h);
+    char names[256];
+    listed(acme_key, names, sizeof(names));
+    CHECK_STR_EQ(names, "calc2");
+    snprintf(url, sizeof(url), "%s/2", base);
+    expect("DELETE", url, NULL, NULL, 409, "is published: offline it first");
+    expect("PATCH", url, "{\"description\":\"x\"}", NULL, 409, NULL);
+    snprintf(url, sizeof(url), "%s/1", base);
+    CHECK_INT_EQ(hx_admin(&h, &e, "PATCH", url, "{\"description\":\"one\"}", NULL), 200);
+    CHECK_STR_EQ(hx_str(&e, "description"), "one");
+    char quoted[40];
+    snprintf(quoted, sizeof(quoted), "\"%s\"", hx_str(&e, "etag"));
+    hx_ex_free(&e);
+    expect("DELETE", url, NULL, "\"00000000000000000000\"", 412, NULL);
+    expect("DELETE", url, NULL, quoted, 204, NULL);
+    expect("GET", url, NULL, NULL, 404, NULL);
+    snprintf(url, sizeof(url), "%s/2:offline", base);
+    expect("POST", url, NULL, NULL, 200, NULL);
+    hx_reload(&h);
+    listed(acme_key, names, sizeof(names));
+    CHECK_STR_EQ(names, "");
+}
+
+static void test_config(void)
+{
+    hx_ex_t e;
+    CHECK_INT_EQ(hx_admin(&h, &e, "GET", "/admin/v1/config", NULL, NULL), 200);
+    CHECK(cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(e.json, "tenants")));
+    char *text = cJSON_PrintUnformatted(e.json);
+    CHECK(strstr(text, HX_API_KEY) == NULL); /* no secret in the export */
+    hx_ex_free(&e);
+    /* the redacted export applied back changes nothing */
+    CHECK_INT_EQ(hx_admin(&h, &e, "PUT", "/admin/v1/config", text, NULL), 200);
+    free(text);
+    CHECK(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(e.json, "revision")));
+    CHECK_INT_EQ((int)cJSON_GetObjectItemCaseSensitive(e.json, "created")->valuedouble, 0);
+    CHECK_INT_EQ((int)cJSON_GetObjectItemCaseSensitive(e.json, "updated")->valuedouble, 0);
+    CHECK_INT_EQ((int)cJSON_GetObjectItemCaseSensitive(e.json, "deleted")->valuedouble, 0);
+    hx_ex_free(&e);
+    /* a new tenant applied (without prune nothing goes) */
+    CHECK_INT_EQ(hx_admin(&h, &e, "PUT", "/admin/v1/config",
+                          "{\"tenants\":[{\"id\":\"fresh\",\"api_keys\":[{\"id\":\"f\","
+                          "\"key\":\"fresh-key-0123456789\"}]}],\"servers\":[{\"tenant\":"
+                          "\"fresh\",\"name\":\"default\"}]}",
+                          NULL),
+                 200);
+    CHECK((int)cJSON_GetObjectItemCaseSensitive(e.json, "created")->valuedouble >= 1);
+    CHECK_INT_EQ((int)cJSON_GetObjectItemCaseSensitive(e.json, "deleted")->valuedouble, 0);
+    hx_ex_free(&e);
+    expect("GET", "/admin/v1/tenants/fresh", NULL, NULL, 200, NULL);
+    expect("GET", "/admin/v1/tenants/acme", NULL, NULL, 200, NULL);
+    expect("PUT", "/admin/v1/config", "{\"tenants\":5}", NULL, 400, "tenants");
+    expect("PUT", "/admin/v1/config", "{", NULL, 400, "the body is not accepted JSON");
+    CHECK_INT_EQ(hx_admin(&h, &e, "POST", "/admin/v1/config", "{}", NULL), 405);
+    CHECK_STR_EQ(e.resp.allow, "GET, PUT");
+    hx_ex_free(&e);
+    expect("GET", "/admin/v1/config:export", NULL, NULL, 404, NULL);
+}
+
+static void test_deliveries(void)
+{
+    hx_ex_t e;
+    CHECK_INT_EQ(hx_admin(&h, &e, "GET", "/admin/v1/tenants/t/deliveries", NULL, NULL), 200);
+    CHECK_INT_EQ(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(e.json, "deliveries")), 0);
+    hx_ex_free(&e);
+    expect("GET", "/admin/v1/tenants/t/deliveries?limit=0", NULL, NULL, 400, "limit");
+    expect("POST", "/admin/v1/tenants/t/deliveries", NULL, NULL, 405, NULL);
+    expect("POST", "/admin/v1/tenants/t/deliveries/msg_0123456789abcdef_1:redeliver", NULL, NULL,
+           404, "no such delivery");
+    expect("GET", "/admin/v1/tenants/t/deliveries/msg_0123456789abcdef_1:redeliver", NULL, NULL,
+           405, NULL);
+    expect("GET", "/admin/v1/tenants/t/deliveries/msg_0123456789abcdef_1", NULL, NULL, 404,
+           "deliveries take :redeliver");
+}
+
+/* Deleting a tenant removes it with its servers and tools. */
+static void test_delete_tenant(void)
+{
+    expect("DELETE", "/admin/v1/tenants/acme/servers/other", NULL, NULL, 204, NULL);
+    expect("DELETE", "/admin/v1/tenants/acme", NULL, NULL, 204, NULL);
+    expect("GET", "/admin/v1/tenants/acme", NULL, NULL, 404, NULL);
+    expect("GET", "/admin/v1/tenants/acme/tools/calc2", NULL, NULL, 404, NULL);
+    redisReply *r = hx_redis(&h, "HEXISTS {mcpq}:registry tool:acme:calc2");
+    CHECK(r && r->type == REDIS_REPLY_INTEGER && r->integer == 0);
+    freeReplyObject(r);
+    hx_reload(&h);
+    hx_ex_t e;
+    char auth[160];
+    snprintf(auth, sizeof(auth), "Bearer %s", acme_key);
+    const char *hdrs[] = {"Authorization", auth, NULL};
+    hx_mcp(&h, &e, NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", hdrs);
+    CHECK_INT_EQ(e.resp.status, 401);
+    hx_ex_free(&e);
+}
+
+/* Without Redis: 503. */
+static void test_redis_down(void)
+{
+    CHECK_INT_EQ(fx_stop_pid(h.fx.redis_pid, 5000), 0);
+    h.fx.redis_pid = 0;
+    expect("GET", "/admin/v1/tenants", NULL, NULL, 503, "(Redis) unavailable; try again");
+}
+
+int main(void)
+{
+    hx_start(&h, config, NULL);
+    test_off();
+    test_auth();
+    test_paths();
+    test_bodies();
+    test_tenants();
+    test_keys();
+    test_apps();
+    test_servers();
+    test_tools();
+    test_versions();
+    test_config();
+    test_deliveries();
+    test_delete_tenant();
+    test_auth_limit();
+    test_redis_down();
+    hx_stop(&h);
+    return 0;
+}
