@@ -1,7 +1,7 @@
 /*
  * Tests ingress/mcp/system.c: the built-in "system" server driven through ing_mcp_post with
  * synthetic requests (tests/handlers/harness.h): its tools/list, each of its tools (the
- * seed-003 task tools, open_channel, list_tools) and their argument errors, and what they
+ * task-mode task tools, open_channel, list_tools) and their argument errors, and what they
  * answer without Redis.
  */
 #include "check.h"
@@ -56,7 +56,7 @@ static void expect_error(const char *params, int code, const char *text)
     hx_ex_free(&e);
 }
 
-/* The seed-003 envelope of a task tool's answer: its structuredContent. */
+/* The task-mode envelope of a task tool's answer: its structuredContent. */
 static const cJSON *envelope(const hx_ex_t *e)
 {
     CHECK_INT_EQ(hx_rpc_code(e), 0);
