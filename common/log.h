@@ -31,8 +31,6 @@ void log_event(log_level_t level, const char *msg, ...) __attribute__((sentinel)
 /* A plain message, printf-style, with no extra fields. */
 void log_msgf(log_level_t level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-int log_enabled(log_level_t level);
-
 /* A thread's log context: the trace of the call it is handling ("" when none). */
 typedef struct log_ctx {
     char trace_id[33];

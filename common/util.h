@@ -105,6 +105,5 @@ void util_buf_init(util_buf_t *b, size_t max);
 void util_buf_cleanup(util_buf_t *b);
 /* 0, MCPQ_ETOOBIG when len+n would pass max (nothing appended), or MCPQ_ENOMEM. */
 int util_buf_append(util_buf_t *b, const void *p, size_t n);
-void util_buf_reset(util_buf_t *b);
 
 #endif

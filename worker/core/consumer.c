@@ -521,15 +521,6 @@ int wrk_consumer_idle_member(const wrk_consumer_t *c)
     return c->last_assigned == 0 && c->topic_partitions > 0;
 }
 
-size_t wrk_consumer_tracked(const wrk_consumer_t *c)
-{
-    size_t n = 0;
-    for (int i = 0; i < c->nparts; i++)
-        if (c->parts[i])
-            n += c->parts[i]->count;
-    return n;
-}
-
 void wrk_consumer_free(wrk_consumer_t *c)
 {
     if (!c)

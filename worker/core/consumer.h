@@ -101,7 +101,4 @@ int wrk_consumer_topic_partitions(const wrk_consumer_t *c);
  * group has more members than the topic has partitions. */
 int wrk_consumer_idle_member(const wrk_consumer_t *c);
 
-/* Records handed out and not yet finished, over all tracked partitions. */
-size_t wrk_consumer_tracked(const wrk_consumer_t *c);
-
 #endif

@@ -44,10 +44,6 @@ wrk_loop_t *wrk_loop_new(void);
 /* Frees the loop; every watcher must be freed and every timer stopped before. */
 void wrk_loop_free(wrk_loop_t *loop);
 
-/* The monotonic time in ms, refreshed once per round (and by wrk_loop_update_time). */
-int64_t wrk_loop_now(const wrk_loop_t *loop);
-void wrk_loop_update_time(wrk_loop_t *loop);
-
 /* Watches fd for events (EPOLLIN and/or EPOLLOUT; 0 keeps it registered but quiet).
  * NULL when epoll refuses the fd (logged). */
 wrk_loop_io_t *wrk_loop_io_new(wrk_loop_t *loop, int fd, uint32_t events, wrk_loop_io_fn cb,

@@ -50,7 +50,6 @@ struct wrk_store {
     int64_t retry_at;
     int backoff_ms;
     wrk_store_req_t *head, *tail;
-    size_t pending;
     store_note_t *notes, *notes_tail;
     size_t nnotes;
     size_t dropped_notes;
@@ -118,7 +117,6 @@ void wrk_store_submit(wrk_store_t *st, wrk_store_req_t *req)
     else
         st->head = req;
     st->tail = req;
-    st->pending++;
 }
 
 void wrk_store_forget(wrk_store_t *st, wrk_store_req_t *req)
@@ -135,7 +133,6 @@ void wrk_store_forget(wrk_store_t *st, wrk_store_req_t *req)
             st->head = r->next;
         if (st->tail == r)
             st->tail = prev;
-        st->pending--;
         break;
     }
     req->queued = 0;
@@ -147,11 +144,6 @@ void wrk_store_forget(wrk_store_t *st, wrk_store_req_t *req)
 int wrk_store_queued(const wrk_store_req_t *req)
 {
     return req->queued;
-}
-
-size_t wrk_store_pending(const wrk_store_t *st)
-{
-    return st->pending;
 }
 
 int wrk_store_up(const wrk_store_t *st)
@@ -306,7 +298,6 @@ static wrk_store_req_t *take_batch(wrk_store_t *st, size_t max)
     if (!st->head)
         st->tail = NULL;
     last->next = NULL;
-    st->pending -= n;
     for (wrk_store_req_t *r = first; r; r = r->next)
         r->queued = 0;
     return first;
@@ -316,11 +307,9 @@ static wrk_store_req_t *take_batch(wrk_store_t *st, size_t max)
 static void requeue_front(wrk_store_t *st, wrk_store_req_t *list)
 {
     wrk_store_req_t *last = NULL;
-    size_t n = 0;
     for (wrk_store_req_t *r = list; r; r = r->next) {
         r->queued = 1;
         last = r;
-        n++;
     }
     if (!last)
         return;
@@ -328,7 +317,6 @@ static void requeue_front(wrk_store_t *st, wrk_store_req_t *list)
     st->head = list;
     if (!st->tail)
         st->tail = last;
-    st->pending += n;
 }
 
 static const char *key_of(const char *job_id, char *buf, size_t size)

@@ -111,9 +111,6 @@ void wrk_store_notify(wrk_store_t *st, const char *stream, const char *job_id, c
  * (the caller should not sleep), else 0. */
 int wrk_store_flush(wrk_store_t *st);
 
-/* Requests queued (not counting notifications). */
-size_t wrk_store_pending(const wrk_store_t *st);
-
 /* 1 while the last attempt to reach Redis succeeded. */
 int wrk_store_up(const wrk_store_t *st);
 
