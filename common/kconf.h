@@ -54,6 +54,7 @@ typedef struct kconf kconf_t;
  * property, a bad value or a reserved property.
  */
 kconf_t *kconf_load(const char *path, const char *const envp[], char *errstr, size_t errstr_size);
+/* Frees k and every property it holds. NULL is a no-op. */
 void kconf_free(kconf_t *k);
 
 /* The user's i-th property in the order they apply (later ones win), owned by k; NULL when
