@@ -169,8 +169,8 @@ def main(argv):
     for k in stale:
         print("note: %s is allowed but no longer over the limit; remove it from ALLOWED" % k)
     if failing:
-        print("%d function(s) longer than %d lines; split them into named steps "
-              "(docs/architecture.md) or, for a table, say why in ALLOWED" % (len(failing), limit))
+        print("%d function(s) longer than %d lines; split them into named steps, each with one "
+              "cleanup path, or say why in ALLOWED" % (len(failing), limit))
         return 1
     print("ok: no function longer than %d lines" % limit)
     return 0
