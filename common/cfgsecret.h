@@ -32,8 +32,9 @@
 
 /* Replaces every secret of doc (a config-form document) with CFG_HIDDEN, in place. */
 void cfg_secret_redact(cJSON *doc);
-/* The same for one tool version's executor and one server's federate object. */
+/* The same for one tool version's executor object, in place. */
 void cfg_secret_redact_executor(cJSON *executor);
+/* The same for one server's federate object, in place. */
 void cfg_secret_redact_federate(cJSON *federate);
 
 /*

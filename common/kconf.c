@@ -38,7 +38,8 @@ static const struct {
     {"enable.idempotence", "the ingress always produces idempotently (acks=all, no duplicates)"},
 };
 
-const char *kconf_reserved(const char *name)
+/* When name is reserved by mcpq: what to use instead (a sentence); else NULL. */
+static const char *kconf_reserved(const char *name)
 {
     for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
         if (strcmp(reserved[i].name, name) == 0)
@@ -372,7 +373,8 @@ void kconf_free(kconf_t *k)
     free(k);
 }
 
-size_t kconf_count(const kconf_t *k)
+/* The user's properties (0 for NULL). */
+static size_t kconf_count(const kconf_t *k)
 {
     return k ? k->n : 0;
 }

@@ -11,8 +11,8 @@
  *      <NAME> lower-cased with every `_` turned into `.` (MCPQ_KAFKA_PROP_SECURITY_PROTOCOL ->
  *      security.protocol), and MCPQ_KAFKA_PROP_<NAME>_FILE=/path reads that property's value
  *      from a file (one trailing newline dropped), e.g. a mounted Kubernetes Secret.
- * Properties mcpq sets from its own settings or relies on (kconf_reserved()) are refused in
- * 2 and 3 with a message saying what to set instead.
+ * Properties mcpq sets from its own settings or relies on (the reserved table in kconf.c) are
+ * refused in 2 and 3 with a message saying what to set instead.
  *
  * kconf_load() checks every property against librdkafka itself (rd_kafka_conf_set on a scratch
  * configuration): an unknown name or a bad value fails with the property, librdkafka's reason
@@ -54,10 +54,11 @@ typedef struct kconf kconf_t;
  * property, a bad value or a reserved property.
  */
 kconf_t *kconf_load(const char *path, const char *const envp[], char *errstr, size_t errstr_size);
+/* Frees k and every property it holds. NULL is a no-op. */
 void kconf_free(kconf_t *k);
 
-/* The user's properties in the order they apply (later ones win). */
-size_t kconf_count(const kconf_t *k);
+/* The user's i-th property in the order they apply (later ones win), owned by k; NULL when
+ * i is past the last. */
 const kconf_prop_t *kconf_get(const kconf_t *k, size_t i);
 
 /* The value the user set for name (the last one), or NULL. */
@@ -84,8 +85,5 @@ int kconf_secret(const char *name);
 /* The scope of a property name per librdkafka: KCONF_PRODUCER, KCONF_CONSUMER, both ORed,
  * or 0 when librdkafka does not know the name. */
 unsigned kconf_scope(const char *name);
-
-/* When name is reserved by mcpq: what to use instead (a sentence); else NULL. */
-const char *kconf_reserved(const char *name);
 
 #endif

@@ -92,7 +92,11 @@ int kv_set_nonblock(redisContext *c);
 
 typedef struct kv_pool kv_pool_t;
 
+/* A pool of blocking contexts to t (which must outlive it), each command bounded by
+ * timeout_ms, keeping at most max_idle idle connections. NULL on ENOMEM. */
 kv_pool_t *kv_pool_new(kv_target_t *t, int timeout_ms, int max_idle);
+/* Closes the idle connections and frees the pool; every context got from it must have been
+ * put back. NULL is a no-op. */
 void kv_pool_free(kv_pool_t *pool);
 /* An idle context or a new connection; NULL (errstr filled) when Redis is unreachable. */
 redisContext *kv_pool_get(kv_pool_t *pool, char *errstr, size_t errstr_size);
@@ -106,6 +110,7 @@ void kv_pool_put(kv_pool_t *pool, redisContext *ctx, int broken);
  */
 redisReply *kv_pool_command(kv_pool_t *pool, char *errstr, size_t errstr_size, const char *fmt,
                             ...);
+/* The same with the command as argc binary-safe arguments (redisCommandArgv). */
 redisReply *kv_pool_commandargv(kv_pool_t *pool, char *errstr, size_t errstr_size, int argc,
                                 const char **argv, const size_t *argvlen);
 

@@ -32,11 +32,6 @@ void log_init(const char *component, const char *min_level)
     }
 }
 
-int log_enabled(log_level_t level)
-{
-    return level >= log_min;
-}
-
 void log_ctx_set(const char *trace_id, const char *span_id)
 {
     snprintf(log_tls.trace_id, sizeof(log_tls.trace_id), "%s", trace_id ? trace_id : "");

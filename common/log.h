@@ -31,8 +31,6 @@ void log_event(log_level_t level, const char *msg, ...) __attribute__((sentinel)
 /* A plain message, printf-style, with no extra fields. */
 void log_msgf(log_level_t level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-int log_enabled(log_level_t level);
-
 /* A thread's log context: the trace of the call it is handling ("" when none). */
 typedef struct log_ctx {
     char trace_id[33];
@@ -41,10 +39,12 @@ typedef struct log_ctx {
 
 /* Sets this thread's context (copied; span_id may be NULL); NULL trace_id clears it. */
 void log_ctx_set(const char *trace_id, const char *span_id);
+/* Clears this thread's context: its lines carry no trace. */
 void log_ctx_clear(void);
 /* Saves this thread's context into *saved and sets a new one: for a callback nested inside
  * another call's handling; log_ctx_restore(saved) puts the outer one back. */
 void log_ctx_push(const char *trace_id, const char *span_id, log_ctx_t *saved);
+/* Sets this thread's context back to *saved (from log_ctx_push or log_ctx_get). */
 void log_ctx_restore(const log_ctx_t *saved);
 /* Copies this thread's context into *out (trace_id "" when none). */
 void log_ctx_get(log_ctx_t *out);
@@ -52,6 +52,8 @@ void log_ctx_get(log_ctx_t *out);
 /* Fills out with the trace of job id (a "job_id" or "task_id" field) and returns 1, or 0
  * when it knows none. Called on the logging thread; must not log. */
 typedef int (*log_trace_fn)(const char *job_id, log_ctx_t *out, void *arg);
+/* Registers fn (with arg) as the process' one resolver, NULL for none; once, before any
+ * thread exists. */
 void log_trace_resolver_set(log_trace_fn fn, void *arg);
 
 #endif

@@ -281,10 +281,33 @@ static int translate_class(const char **src, util_buf_t *out)
     return emit_bracket(out, bits, negate);
 }
 
+/* The backslash escape at *src into out, *src moved past it: a class escape (\d, \w, \s and
+ * their negations) as a bracket, \b and \B as they are, any other as the byte it stands for
+ * (escaped when special to POSIX). 0, MCPQ_EINVAL for a bad escape, or util_buf_append's. */
+static int translate_escape(const char **src, util_buf_t *out)
+{
+    static const char special[] = "^$\\.*+?()[]{}|";
+    char e = (*src)[1];
+    unsigned char bits[32] = {0};
+    if (!e)
+        return MCPQ_EINVAL;
+    *src += 2;
+    if (class_add(bits, e))
+        return emit_bracket(out, bits, 0);
+    if (e == 'b' || e == 'B') {
+        char two[2] = {'\\', e};
+        return util_buf_append(out, two, 2);
+    }
+    int b = escape_byte(e, src);
+    char two[2] = {'\\', (char)b};
+    if (b < 0)
+        return MCPQ_EINVAL;
+    return strchr(special, b) ? util_buf_append(out, two, 2) : util_buf_append(out, two + 1, 1);
+}
+
 int rx_translate(const char *ecma, util_buf_t *out)
 {
     const char *src = ecma;
-    static const char special[] = "^$\\.*+?()[]{}|";
     int after_quant = 0, after_rep = 0;
     rx_cost_t cost;
     memset(&cost, 0, sizeof(cost));
@@ -315,24 +338,7 @@ int rx_translate(const char *ecma, util_buf_t *out)
         if (rc < 0)
             return rc;
         if (ch == '\\') {
-            char e = src[1];
-            unsigned char bits[32] = {0};
-            if (!e)
-                return MCPQ_EINVAL;
-            src += 2;
-            if (e && class_add(bits, e)) {
-                rc = emit_bracket(out, bits, 0);
-            } else if (e == 'b' || e == 'B') {
-                char two[2] = {'\\', e};
-                rc = util_buf_append(out, two, 2);
-            } else {
-                int b = escape_byte(e, &src);
-                char two[2] = {'\\', (char)b};
-                if (b < 0)
-                    return MCPQ_EINVAL;
-                rc = strchr(special, b) ? util_buf_append(out, two, 2)
-                                        : util_buf_append(out, two + 1, 1);
-            }
+            rc = translate_escape(&src, out);
         } else if (ch == '[') {
             src++;
             rc = translate_class(&src, out);

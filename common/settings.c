@@ -353,7 +353,8 @@ static int apply(mcpq_settings_t *s, const set_def_t *d, const char *v, const ch
     return 0;
 }
 
-void settings_usage(FILE *out, unsigned who, const char *prog, const char *about)
+/* Prints the table rows of `who` as --help text. */
+static void settings_usage(FILE *out, unsigned who, const char *prog, const char *about)
 {
     fprintf(out, "usage: %s [--flag value ...]\n\n%s\n\n", prog, about);
     fprintf(out, "Every flag overrides its environment variable.\n\n");
@@ -416,7 +417,8 @@ void settings_print(FILE *out, const mcpq_settings_t *s, unsigned who)
     }
 }
 
-void settings_markdown(FILE *out)
+/* Prints the table as a Markdown table (the README's environment section). */
+static void settings_markdown(FILE *out)
 {
     fprintf(out, "| variable | flag | default | used by | meaning |\n|---|---|---|---|---|\n");
     for (size_t i = 0; i < NDEFS; i++) {

@@ -130,14 +130,8 @@ typedef struct mcpq_settings {
 int settings_load(mcpq_settings_t *s, unsigned who, const char *prog, const char *about, int argc,
                   char **argv, char *errstr, size_t errstr_size);
 
-/* Prints the table rows of `who` as --help text. */
-void settings_usage(FILE *out, unsigned who, const char *prog, const char *about);
-
 /* Prints every setting of `who` as MCPQ_X=value lines, secrets (the table's secret flag)
  * redacted and the password of MCPQ_REDIS_URL too. */
 void settings_print(FILE *out, const mcpq_settings_t *s, unsigned who);
-
-/* Prints the table as a Markdown table (the README's environment section). */
-void settings_markdown(FILE *out);
 
 #endif

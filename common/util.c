@@ -232,13 +232,6 @@ void util_buf_cleanup(util_buf_t *b)
     b->len = b->cap = 0;
 }
 
-void util_buf_reset(util_buf_t *b)
-{
-    b->len = 0;
-    if (b->data)
-        b->data[0] = '\0';
-}
-
 int util_buf_append(util_buf_t *b, const void *p, size_t n)
 {
     if (n > b->max || b->len > b->max - n)

@@ -101,10 +101,11 @@ typedef struct util_buf {
     size_t max;
 } util_buf_t;
 
+/* An empty buffer in caller-owned b that allocates nothing until the first append. */
 void util_buf_init(util_buf_t *b, size_t max);
+/* Frees b's data and leaves it empty (b itself is the caller's). */
 void util_buf_cleanup(util_buf_t *b);
 /* 0, MCPQ_ETOOBIG when len+n would pass max (nothing appended), or MCPQ_ENOMEM. */
 int util_buf_append(util_buf_t *b, const void *p, size_t n);
-void util_buf_reset(util_buf_t *b);
 
 #endif

@@ -63,6 +63,59 @@ static void raise_fd_limit(void)
     }
 }
 
+/* The Kafka properties first: a bad one stops the process before anything connects (the
+ * consumer reads them again when it is made). With print (--print-config) also prints the
+ * settings and the consumer's effective properties. 0, or MCPQ_EINVAL after printing the
+ * reason to stderr. */
+static int kafka_props_check(const mcpq_settings_t *s, int print)
+{
+    char errstr[512];
+    kconf_t *kc =
+        kconf_load(s->kafka_properties, (const char *const *)environ, errstr, sizeof(errstr));
+    if (!kc) {
+        fprintf(stderr, "mcpq-worker: %s\n", errstr);
+        return MCPQ_EINVAL;
+    }
+    if (print) {
+        settings_print(stdout, s, SET_WORKER);
+        wrk_consumer_conf_print(
+            stdout, s, s->worker_id && *s->worker_id ? s->worker_id : "worker-<host>-<pid>", kc);
+    }
+    kconf_free(kc);
+    return 0;
+}
+
+/* Keeps tools, which run as the worker's user, out of its secrets where it can, and warns of
+ * what it cannot (logged). */
+static void guard_secrets(const jobsig_keys_t *keys)
+{
+    /* Tools run as the worker's user: without this, one could read the worker's environment
+     * (its credentials, MCPQ_JOB_SIGNING_KEY) from /proc/<pid>/environ, its memory from
+     * /proc/<pid>/mem, or ptrace it. A process that is not dumpable has its /proc files
+     * owned by root. The cost: no core dumps of mcpq-worker. */
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+        log_event(LOG_WARN, "cannot make the worker non-dumpable: tools may read its environment",
+                  "error", strerror(errno), (char *)NULL);
+    if (keys->n == 0)
+        log_event(LOG_WARN,
+                  "MCPQ_JOB_SIGNING_KEY is not set: this worker runs every record on the jobs "
+                  "topic, signed or not, so anyone who can write to the topic can run programs "
+                  "here (insecure; docs/operations.md, \"Job signing and Kafka ACLs\")",
+                  (char *)NULL);
+}
+
+/* Blocked before any thread starts (librdkafka's inherit the mask): the worker reads
+ * them from a signalfd. Children get the defaults back (exec.c). */
+static void block_stop_signals(void)
+{
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
 int main(int argc, char **argv)
 {
     keep_std_fds_open();
@@ -80,20 +133,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "mcpq-worker: MCPQ_KAFKA_BROKERS (--kafka-brokers) is required\n");
         return 2;
     }
-    /* The Kafka properties first: a bad one stops the process before anything connects
-     * (the consumer reads them again when it is made). */
-    kconf_t *kc =
-        kconf_load(s.kafka_properties, (const char *const *)environ, errstr, sizeof(errstr));
-    if (!kc) {
-        fprintf(stderr, "mcpq-worker: %s\n", errstr);
+    if (kafka_props_check(&s, rc == SETTINGS_PRINT) < 0)
         return 2;
-    }
-    if (rc == SETTINGS_PRINT) {
-        settings_print(stdout, &s, SET_WORKER);
-        wrk_consumer_conf_print(
-            stdout, &s, s.worker_id && *s.worker_id ? s.worker_id : "worker-<host>-<pid>", kc);
-    }
-    kconf_free(kc);
     if (rc == SETTINGS_PRINT)
         return 0;
     jobsig_keys_t keys;
@@ -102,28 +143,8 @@ int main(int argc, char **argv)
         return 2;
     }
     log_init("worker", s.log_level);
-    /* Tools run as the worker's user: without this, one could read the worker's environment
-     * (its credentials, MCPQ_JOB_SIGNING_KEY) from /proc/<pid>/environ, its memory from
-     * /proc/<pid>/mem, or ptrace it. A process that is not dumpable has its /proc files
-     * owned by root. The cost: no core dumps of mcpq-worker. */
-    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
-        log_event(LOG_WARN, "cannot make the worker non-dumpable: tools may read its environment",
-                  "error", strerror(errno), (char *)NULL);
-    if (keys.n == 0)
-        log_event(LOG_WARN,
-                  "MCPQ_JOB_SIGNING_KEY is not set: this worker runs every record on the jobs "
-                  "topic, signed or not, so anyone who can write to the topic can run programs "
-                  "here (insecure; docs/operations.md, \"Job signing and Kafka ACLs\")",
-                  (char *)NULL);
-
-    /* Blocked before any thread starts (librdkafka's inherit the mask): the worker reads
-     * them from a signalfd. Children get the defaults back (exec.c). */
-    sigset_t stop;
-    sigemptyset(&stop);
-    sigaddset(&stop, SIGTERM);
-    sigaddset(&stop, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &stop, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    guard_secrets(&keys);
+    block_stop_signals();
     raise_fd_limit();
 
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {

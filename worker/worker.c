@@ -850,6 +850,88 @@ static void make_worker_id(wrk_worker_t *w)
     snprintf(w->worker_id, sizeof(w->worker_id), "worker-%s-%ld", host, (long)getpid());
 }
 
+/* The event loop and the services the worker's jobs use: executors' HTTP and MCP clients,
+ * the Redis target and writer, agents, task handoffs, metrics and cancel notices. 0, or
+ * MCPQ_EIO (or kv_target_new's reason) with errstr filled; w keeps what was made. */
+static int make_services(wrk_worker_t *w, char *errstr, size_t errstr_size)
+{
+    const mcpq_settings_t *s = w->s;
+    w->loop = wrk_loop_new();
+    w->http = w->loop ? wrk_httpexec_new(w->loop, (size_t)s->max_output_bytes) : NULL;
+    w->mcp = w->http ? wrk_mcpexec_new(w->http) : NULL;
+    w->kvt = kv_target_new(s, errstr, errstr_size);
+    if (!w->kvt)
+        return MCPQ_EIO;
+    w->store = wrk_store_new(w->kvt, (int)s->redis_timeout_ms, s->result_ttl_s);
+    if (w->store)
+        wrk_store_set_wait(w->store, (int)s->redis_wait_replicas, (int)s->redis_wait_timeout_ms);
+    w->agent = wrk_agent_new(s, w->kvt);
+    w->tasks = wrk_handoff_new(s, w->kvt, w->worker_id);
+    w->metrics = wrk_stats_new();
+    w->cancelsub =
+        w->loop ? wrk_cancelsub_new(w->loop, w->kvt, (int)s->redis_timeout_ms, on_cancel_message, w)
+                : NULL;
+    if (!w->buckets || !w->loop || !w->http || !w->mcp || !w->store || !w->cancelsub || !w->tasks ||
+        !w->agent || !w->metrics) {
+        snprintf(errstr, errstr_size, "cannot set up the event loop");
+        return MCPQ_EIO;
+    }
+    return 0;
+}
+
+/* The runtime jobs and executors get: the services and the worker's callbacks. */
+static void make_runtime(wrk_worker_t *w)
+{
+    w->rt.loop = w->loop;
+    w->rt.http = w->http;
+    w->rt.agent = w->agent;
+    wrk_cancelsub_on_reply(w->cancelsub, on_agent_reply, w);
+    w->rt.mcp = w->mcp;
+    w->rt.store = w->store;
+    w->rt.settings = w->s;
+    w->rt.worker_id = w->worker_id;
+    w->rt.on_finished = on_job_finished;
+    w->rt.find_executor = wrk_executor_find;
+    w->rt.on_task_progress = on_task_progress;
+    w->rt.arg = w;
+}
+
+/* SIGTERM and SIGINT read from a signalfd on the loop (the caller blocked them). 0, or
+ * MCPQ_EIO with errstr filled when signalfd fails; a failed watch is found by the caller. */
+static int watch_signals(wrk_worker_t *w, char *errstr, size_t errstr_size)
+{
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    w->sigfd = signalfd(-1, &sigs, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (w->sigfd < 0) {
+        snprintf(errstr, errstr_size, "signalfd: %s", strerror(errno));
+        return MCPQ_EIO;
+    }
+    w->signal_io = wrk_loop_io_new(w->loop, w->sigfd, EPOLLIN, on_signal, w);
+    return 0;
+}
+
+/* The Kafka consumer of the jobs topic, watched on the loop (with the signals). 0, or
+ * MCPQ_EIO with errstr filled. */
+static int start_consumer(wrk_worker_t *w, char *errstr, size_t errstr_size)
+{
+    const mcpq_settings_t *s = w->s;
+    int static_member = s->worker_id && *s->worker_id;
+    w->consumer = wrk_consumer_new(s, w->worker_id, static_member, on_record, on_assign, w, errstr,
+                                   errstr_size);
+    if (!w->consumer)
+        return MCPQ_EIO;
+    wrk_consumer_on_lag(w->consumer, on_lag, w);
+    w->kafka_io = wrk_loop_io_new(w->loop, wrk_consumer_fd(w->consumer), EPOLLIN, on_kafka_wake, w);
+    if (!w->signal_io || !w->kafka_io) {
+        snprintf(errstr, errstr_size, "cannot watch the Kafka queue or signals");
+        return MCPQ_EIO;
+    }
+    return 0;
+}
+
 wrk_worker_t *wrk_worker_new(const mcpq_settings_t *s, const jobsig_keys_t *keys, char *errstr,
                              size_t errstr_size)
 {
@@ -869,61 +951,11 @@ wrk_worker_t *wrk_worker_new(const mcpq_settings_t *s, const jobsig_keys_t *keys
     /* Before any thread starts (log.h); wrk_worker_run names the loop thread again. */
     w->loop_thread = pthread_self();
     log_trace_resolver_set(trace_of_job, w);
-    w->loop = wrk_loop_new();
-    w->http = w->loop ? wrk_httpexec_new(w->loop, (size_t)s->max_output_bytes) : NULL;
-    w->mcp = w->http ? wrk_mcpexec_new(w->http) : NULL;
-    w->kvt = kv_target_new(s, errstr, errstr_size);
-    if (!w->kvt)
+    if (make_services(w, errstr, errstr_size) < 0)
         goto fail;
-    w->store = wrk_store_new(w->kvt, (int)s->redis_timeout_ms, s->result_ttl_s);
-    if (w->store)
-        wrk_store_set_wait(w->store, (int)s->redis_wait_replicas, (int)s->redis_wait_timeout_ms);
-    w->agent = wrk_agent_new(s, w->kvt);
-    w->tasks = wrk_handoff_new(s, w->kvt, w->worker_id);
-    w->metrics = wrk_stats_new();
-    w->cancelsub =
-        w->loop ? wrk_cancelsub_new(w->loop, w->kvt, (int)s->redis_timeout_ms, on_cancel_message, w)
-                : NULL;
-    if (!w->buckets || !w->loop || !w->http || !w->mcp || !w->store || !w->cancelsub || !w->tasks ||
-        !w->agent || !w->metrics) {
-        snprintf(errstr, errstr_size, "cannot set up the event loop");
+    make_runtime(w);
+    if (watch_signals(w, errstr, errstr_size) < 0 || start_consumer(w, errstr, errstr_size) < 0)
         goto fail;
-    }
-    w->rt.loop = w->loop;
-    w->rt.http = w->http;
-    w->rt.agent = w->agent;
-    wrk_cancelsub_on_reply(w->cancelsub, on_agent_reply, w);
-    w->rt.mcp = w->mcp;
-    w->rt.store = w->store;
-    w->rt.settings = s;
-    w->rt.worker_id = w->worker_id;
-    w->rt.on_finished = on_job_finished;
-    w->rt.find_executor = wrk_executor_find;
-    w->rt.on_task_progress = on_task_progress;
-    w->rt.arg = w;
-
-    sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGINT);
-    w->sigfd = signalfd(-1, &sigs, SFD_NONBLOCK | SFD_CLOEXEC);
-    if (w->sigfd < 0) {
-        snprintf(errstr, errstr_size, "signalfd: %s", strerror(errno));
-        goto fail;
-    }
-    w->signal_io = wrk_loop_io_new(w->loop, w->sigfd, EPOLLIN, on_signal, w);
-
-    int static_member = s->worker_id && *s->worker_id;
-    w->consumer = wrk_consumer_new(s, w->worker_id, static_member, on_record, on_assign, w, errstr,
-                                   errstr_size);
-    if (!w->consumer)
-        goto fail;
-    wrk_consumer_on_lag(w->consumer, on_lag, w);
-    w->kafka_io = wrk_loop_io_new(w->loop, wrk_consumer_fd(w->consumer), EPOLLIN, on_kafka_wake, w);
-    if (!w->signal_io || !w->kafka_io) {
-        snprintf(errstr, errstr_size, "cannot watch the Kafka queue or signals");
-        goto fail;
-    }
     if (wrk_stats_serve(w->metrics, s->metrics_listen, errstr, errstr_size) < 0)
         goto fail;
     wrk_loop_timer_start(w->loop, &w->tick, TICK_MS);

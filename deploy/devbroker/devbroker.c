@@ -146,6 +146,95 @@ out:
     return rc;
 }
 
+/* The host handle the mock cluster lives in. NULL when librdkafka refuses (logged). */
+static rd_kafka_t *db_host_new(void)
+{
+    char errstr[512];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    if (rd_kafka_conf_set(conf, "client.id", "mcpq-devbroker", errstr, sizeof(errstr)) !=
+        RD_KAFKA_CONF_OK) {
+        log_msgf(LOG_ERROR, "config: %s", errstr);
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+    }
+    rd_kafka_conf_set_log_cb(conf, db_host_log_cb);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+    if (!rk) {
+        log_msgf(LOG_ERROR, "rd_kafka_new: %s", errstr);
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+    }
+    return rk; /* conf now owned by rk */
+}
+
+/* Creates the ntopics topics on the mock cluster. 0 or MCPQ_EIO (logged). */
+static int db_topics_create(rd_kafka_mock_cluster_t *mcluster, const char *const topics[],
+                            int ntopics, int partitions)
+{
+    for (int i = 0; i < ntopics; i++) {
+        rd_kafka_resp_err_t err = rd_kafka_mock_topic_create(mcluster, topics[i], partitions, 1);
+        if (err) {
+            log_msgf(LOG_ERROR, "cannot create topic %s: %s", topics[i], rd_kafka_err2str(err));
+            return MCPQ_EIO;
+        }
+    }
+    return 0;
+}
+
+/* Starts the front (front.h) for what the mock lacks: SASL, TLS, CreateTopics, in the global
+ * front. 0 or MCPQ_EINVAL / MCPQ_EIO (logged). */
+static int db_front_open(rd_kafka_mock_cluster_t *mcluster, const char *bootstraps,
+                         const mcpq_settings_t *s)
+{
+    static char user[256]; /* the front keeps pointers to these for the process' life */
+    char errstr[512];
+    db_front_opts_t fo = {.sasl_mechanisms = s->db_sasl_mechanisms,
+                          .tls_cert = s->db_tls_cert,
+                          .tls_key = s->db_tls_key,
+                          .tls_ca = s->db_tls_ca,
+                          .deny_create = (int)s->db_deny_create};
+    if (s->db_sasl && *s->db_sasl) {
+        const char *colon = strchr(s->db_sasl, ':');
+        if (!colon || (size_t)(colon - s->db_sasl) >= sizeof(user)) {
+            log_msgf(LOG_ERROR, "MCPQ_DEVBROKER_SASL must be user:password");
+            return MCPQ_EINVAL;
+        }
+        snprintf(user, sizeof(user), "%.*s", (int)(colon - s->db_sasl), s->db_sasl);
+        fo.sasl_user = user;
+        fo.sasl_password = colon + 1;
+    }
+    if (fo.tls_cert && *fo.tls_cert && !(fo.tls_key && *fo.tls_key)) {
+        log_msgf(LOG_ERROR, "MCPQ_DEVBROKER_TLS_CERT needs MCPQ_DEVBROKER_TLS_KEY");
+        return MCPQ_EINVAL;
+    }
+    front = db_front_start(mcluster, bootstraps, &fo, errstr, sizeof(errstr));
+    if (!front) {
+        log_msgf(LOG_ERROR, "front: %s", errstr);
+        return MCPQ_EIO;
+    }
+    log_event(LOG_INFO, "devbroker front listening", "mock", bootstraps, "front",
+              db_front_bootstraps(front), "sasl", fo.sasl_user ? fo.sasl_mechanisms : "off", "tls",
+              fo.tls_cert && *fo.tls_cert ? (fo.tls_ca && *fo.tls_ca ? "mutual" : "on") : "off",
+              (char *)NULL);
+    return 0;
+}
+
+/* Logs that the broker is ready and prints the BOOTSTRAP line. 0 or MCPQ_EIO (logged). */
+static int db_announce(const mcpq_settings_t *s, const char *bootstraps, const char *dlq)
+{
+    char brokers_str[16], parts_str[16];
+    snprintf(brokers_str, sizeof(brokers_str), "%lld", s->brokers);
+    snprintf(parts_str, sizeof(parts_str), "%lld", s->partitions);
+    log_event(LOG_INFO, "devbroker ready (in-memory, development and tests only)", "bootstrap",
+              bootstraps, "topic", s->topic_jobs, "dlq", dlq, "partitions", parts_str, "brokers",
+              brokers_str, (char *)NULL);
+    if (printf("BOOTSTRAP %s\n", bootstraps) < 0 || fflush(stdout) != 0) {
+        log_msgf(LOG_ERROR, "cannot write the BOOTSTRAP line: %s", strerror(errno));
+        return MCPQ_EIO;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     mcpq_settings_t s;
@@ -180,88 +269,31 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     int exit_code = 1;
-    rd_kafka_t *rk = NULL;
     rd_kafka_mock_cluster_t *mcluster = NULL;
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    if (rd_kafka_conf_set(conf, "client.id", "mcpq-devbroker", errstr, sizeof(errstr)) !=
-        RD_KAFKA_CONF_OK) {
-        log_msgf(LOG_ERROR, "config: %s", errstr);
-        rd_kafka_conf_destroy(conf);
+    rd_kafka_t *rk = db_host_new();
+    if (!rk)
         goto out;
-    }
-    rd_kafka_conf_set_log_cb(conf, db_host_log_cb);
-    rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
-    if (!rk) {
-        log_msgf(LOG_ERROR, "rd_kafka_new: %s", errstr);
-        rd_kafka_conf_destroy(conf);
-        goto out;
-    }
-    conf = NULL; /* now owned by rk */
-
     mcluster = rd_kafka_mock_cluster_new(rk, (int)s.brokers);
     if (!mcluster) {
         log_msgf(LOG_ERROR, "cannot create the mock cluster (%lld brokers)", s.brokers);
         goto out;
     }
-    for (int i = 0; i < 2 && s.db_topics; i++) {
-        rd_kafka_resp_err_t err =
-            rd_kafka_mock_topic_create(mcluster, topics[i], (int)s.partitions, 1);
-        if (err) {
-            log_msgf(LOG_ERROR, "cannot create topic %s: %s", topics[i], rd_kafka_err2str(err));
-            goto out;
-        }
-    }
-    const char *bootstraps = rd_kafka_mock_cluster_bootstraps(mcluster);
-    if (db_topics_check(bootstraps, topics, s.db_topics ? 2 : 0, (int)s.partitions) < 0)
+    int ntopics = s.db_topics ? 2 : 0;
+    if (db_topics_create(mcluster, topics, ntopics, (int)s.partitions) < 0)
         goto out;
-    /* The front (front.h) for what the mock lacks: SASL, TLS, CreateTopics. */
+    const char *bootstraps = rd_kafka_mock_cluster_bootstraps(mcluster);
+    if (db_topics_check(bootstraps, topics, ntopics, (int)s.partitions) < 0)
+        goto out;
     if (!s.db_topics || s.db_deny_create || (s.db_sasl && *s.db_sasl) ||
         (s.db_tls_cert && *s.db_tls_cert)) {
-        static char user[256]; /* the front keeps pointers to these for the process' life */
-        db_front_opts_t fo = {.sasl_mechanisms = s.db_sasl_mechanisms,
-                              .tls_cert = s.db_tls_cert,
-                              .tls_key = s.db_tls_key,
-                              .tls_ca = s.db_tls_ca,
-                              .deny_create = (int)s.db_deny_create};
-        if (s.db_sasl && *s.db_sasl) {
-            const char *colon = strchr(s.db_sasl, ':');
-            if (!colon || (size_t)(colon - s.db_sasl) >= sizeof(user)) {
-                log_msgf(LOG_ERROR, "MCPQ_DEVBROKER_SASL must be user:password");
-                goto out;
-            }
-            snprintf(user, sizeof(user), "%.*s", (int)(colon - s.db_sasl), s.db_sasl);
-            fo.sasl_user = user;
-            fo.sasl_password = colon + 1;
-        }
-        if (fo.tls_cert && *fo.tls_cert && !(fo.tls_key && *fo.tls_key)) {
-            log_msgf(LOG_ERROR, "MCPQ_DEVBROKER_TLS_CERT needs MCPQ_DEVBROKER_TLS_KEY");
+        if (db_front_open(mcluster, bootstraps, &s) < 0)
             goto out;
-        }
-        front = db_front_start(mcluster, bootstraps, &fo, errstr, sizeof(errstr));
-        if (!front) {
-            log_msgf(LOG_ERROR, "front: %s", errstr);
-            goto out;
-        }
-        log_event(LOG_INFO, "devbroker front listening", "mock", bootstraps, "front",
-                  db_front_bootstraps(front), "sasl", fo.sasl_user ? fo.sasl_mechanisms : "off",
-                  "tls",
-                  fo.tls_cert && *fo.tls_cert ? (fo.tls_ca && *fo.tls_ca ? "mutual" : "on") : "off",
-                  (char *)NULL);
         bootstraps = db_front_bootstraps(front);
     }
     if (s.ready_file && *s.ready_file && db_ready_file_write(s.ready_file, bootstraps) < 0)
         goto out;
-
-    char brokers_str[16], parts_str[16];
-    snprintf(brokers_str, sizeof(brokers_str), "%lld", s.brokers);
-    snprintf(parts_str, sizeof(parts_str), "%lld", s.partitions);
-    log_event(LOG_INFO, "devbroker ready (in-memory, development and tests only)", "bootstrap",
-              bootstraps, "topic", s.topic_jobs, "dlq", dlq, "partitions", parts_str, "brokers",
-              brokers_str, (char *)NULL);
-    if (printf("BOOTSTRAP %s\n", bootstraps) < 0 || fflush(stdout) != 0) {
-        log_msgf(LOG_ERROR, "cannot write the BOOTSTRAP line: %s", strerror(errno));
+    if (db_announce(&s, bootstraps, dlq) < 0)
         goto out;
-    }
 
     int sig = 0;
     while (sigwait(&stop, &sig) != 0)

@@ -308,32 +308,20 @@ void wrk_consumer_conf_print(FILE *out, const mcpq_settings_t *s, const char *wo
     kconf_print(out, kc, KCONF_CONSUMER, base, NPROPS(base), fixed, NPROPS(fixed));
 }
 
-wrk_consumer_t *wrk_consumer_new(const mcpq_settings_t *s, const char *worker_id, int static_member,
-                                 wrk_record_fn on_record, wrk_assign_fn on_assign, void *arg,
-                                 char *errstr, size_t errstr_size)
+/* The consumer configuration of c: the user's Kafka properties (the jobs topic ensured with
+ * them first, its partition count kept in c), mcpq's own and c's callbacks. NULL with errstr
+ * filled on a bad property; the caller owns the configuration. */
+static rd_kafka_conf_t *consumer_conf(wrk_consumer_t *c, const mcpq_settings_t *s,
+                                      const char *worker_id, int static_member, char *errstr,
+                                      size_t errstr_size)
 {
-    wrk_consumer_t *c = calloc(1, sizeof(*c));
     rd_kafka_conf_t *conf = NULL;
-    kconf_t *kc = NULL;
-    if (!c) {
-        snprintf(errstr, errstr_size, "out of memory");
-        goto fail;
-    }
-    c->wake[0] = c->wake[1] = -1;
-    c->last_assigned = -1;
-    c->on_record = on_record;
-    c->on_assign = on_assign;
-    c->arg = arg;
-    c->topic = strdup(s->topic_jobs);
-    if (!c->topic) {
-        snprintf(errstr, errstr_size, "out of memory");
-        goto fail;
-    }
     char fetch_wait[24];
     snprintf(fetch_wait, sizeof(fetch_wait), "%lld", s->kafka_fetch_wait_ms);
     const kconf_prop_t base[] = CONSUMER_BASE(worker_id);
     const kconf_prop_t fixed[] = CONSUMER_FIXED(s, fetch_wait);
-    kc = kconf_load(s->kafka_properties, (const char *const *)environ, errstr, errstr_size);
+    kconf_t *kc =
+        kconf_load(s->kafka_properties, (const char *const *)environ, errstr, errstr_size);
     if (!kc)
         goto fail;
     const char *const jobs_topic[] = {s->topic_jobs};
@@ -368,20 +356,26 @@ wrk_consumer_t *wrk_consumer_new(const mcpq_settings_t *s, const char *worker_id
         rd_kafka_conf_set_stats_cb(conf, consumer_stats_cb);
     }
     rd_kafka_conf_set_opaque(conf, c);
+    return conf;
+fail:
+    if (conf)
+        rd_kafka_conf_destroy(conf);
+    return NULL;
+}
 
-    c->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, errstr_size);
-    if (!c->rk)
-        goto fail;
-    conf = NULL; /* now owned by rk */
+/* Wakes c's pipe when its queue has events and subscribes to the jobs topic. 0, or
+ * MCPQ_EIO with errstr filled. */
+static int consumer_subscribe(wrk_consumer_t *c, char *errstr, size_t errstr_size)
+{
     rd_kafka_poll_set_consumer(c->rk);
     c->queue = rd_kafka_queue_get_consumer(c->rk);
     if (!c->queue) {
         snprintf(errstr, errstr_size, "no consumer queue");
-        goto fail;
+        return MCPQ_EIO;
     }
     if (pipe2(c->wake, O_NONBLOCK | O_CLOEXEC) < 0) {
         snprintf(errstr, errstr_size, "pipe2: %s", strerror(errno));
-        goto fail;
+        return MCPQ_EIO;
     }
     rd_kafka_queue_io_event_enable(c->queue, c->wake[1], "1", 1);
 
@@ -391,8 +385,40 @@ wrk_consumer_t *wrk_consumer_new(const mcpq_settings_t *s, const char *worker_id
     rd_kafka_topic_partition_list_destroy(topics);
     if (err) {
         snprintf(errstr, errstr_size, "subscribe %s: %s", c->topic, rd_kafka_err2str(err));
+        return MCPQ_EIO;
+    }
+    return 0;
+}
+
+wrk_consumer_t *wrk_consumer_new(const mcpq_settings_t *s, const char *worker_id, int static_member,
+                                 wrk_record_fn on_record, wrk_assign_fn on_assign, void *arg,
+                                 char *errstr, size_t errstr_size)
+{
+    wrk_consumer_t *c = calloc(1, sizeof(*c));
+    rd_kafka_conf_t *conf = NULL;
+    if (!c) {
+        snprintf(errstr, errstr_size, "out of memory");
         goto fail;
     }
+    c->wake[0] = c->wake[1] = -1;
+    c->last_assigned = -1;
+    c->on_record = on_record;
+    c->on_assign = on_assign;
+    c->arg = arg;
+    c->topic = strdup(s->topic_jobs);
+    if (!c->topic) {
+        snprintf(errstr, errstr_size, "out of memory");
+        goto fail;
+    }
+    conf = consumer_conf(c, s, worker_id, static_member, errstr, errstr_size);
+    if (!conf)
+        goto fail;
+    c->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, errstr_size);
+    if (!c->rk)
+        goto fail;
+    conf = NULL; /* now owned by rk */
+    if (consumer_subscribe(c, errstr, errstr_size) < 0)
+        goto fail;
     return c;
 fail:
     if (conf)
@@ -519,15 +545,6 @@ int wrk_consumer_topic_partitions(const wrk_consumer_t *c)
 int wrk_consumer_idle_member(const wrk_consumer_t *c)
 {
     return c->last_assigned == 0 && c->topic_partitions > 0;
-}
-
-size_t wrk_consumer_tracked(const wrk_consumer_t *c)
-{
-    size_t n = 0;
-    for (int i = 0; i < c->nparts; i++)
-        if (c->parts[i])
-            n += c->parts[i]->count;
-    return n;
 }
 
 void wrk_consumer_free(wrk_consumer_t *c)

@@ -61,6 +61,7 @@ void wrk_consumer_free(wrk_consumer_t *c);
 
 /* Readable when the consumer queue has events; drain it with wrk_consumer_wake_clear(). */
 int wrk_consumer_fd(const wrk_consumer_t *c);
+/* Empties the wake-up pipe, before the queue is served. */
 void wrk_consumer_wake_clear(wrk_consumer_t *c);
 
 /* Serves queued events and up to max records. Returns 1 when it stopped because of max
@@ -70,6 +71,7 @@ int wrk_consumer_poll(wrk_consumer_t *c, int max);
 /* Pauses (1) or resumes (0) fetching on every assigned partition; later assignments
  * follow the same state. */
 void wrk_consumer_pause(wrk_consumer_t *c, int paused);
+/* 1 while paused by wrk_consumer_pause, else 0. */
 int wrk_consumer_paused(const wrk_consumer_t *c);
 
 /* Stores the commit points of partitions whose finished prefix advanced. */
@@ -100,8 +102,5 @@ int wrk_consumer_topic_partitions(const wrk_consumer_t *c);
 /* 1 when the last assignment gave this member no partition of a topic that has some: the
  * group has more members than the topic has partitions. */
 int wrk_consumer_idle_member(const wrk_consumer_t *c);
-
-/* Records handed out and not yet finished, over all tracked partitions. */
-size_t wrk_consumer_tracked(const wrk_consumer_t *c);
 
 #endif

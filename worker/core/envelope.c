@@ -96,10 +96,10 @@ static int get_int(const cJSON *obj, const char *name, int64_t *out)
         return MCPQ_EINVAL;                                                                        \
     } while (0)
 
-int wrk_envelope_parse(wrk_envelope_t *env, const char *buf, size_t len, char *errstr,
-                       size_t errstr_size)
+/* The record as a JSON object in env->root: UTF-8, one JSON document, no trailing bytes. */
+static int parse_document(wrk_envelope_t *env, const char *buf, size_t len, char *errstr,
+                          size_t errstr_size)
 {
-    memset(env, 0, sizeof(*env));
     if (!buf || len == 0)
         FAIL("empty record");
     if (!wrk_utf8_valid(buf, len))
@@ -111,11 +111,16 @@ int wrk_envelope_parse(wrk_envelope_t *env, const char *buf, size_t len, char *e
     for (; end < buf + len; end++)
         if (*end != ' ' && *end != '\t' && *end != '\n' && *end != '\r')
             FAIL("trailing bytes after the JSON document");
-    const cJSON *root = env->root;
-    if (!cJSON_IsObject(root))
+    if (!cJSON_IsObject(env->root))
         FAIL("record is not a JSON object");
+    return 0;
+}
 
-    /* The two fields needed to answer anyone come first. */
+/* job_id and reply_to, the two fields needed to answer anyone (set when valid even if the
+ * parse fails later), then the version. */
+static int parse_answer_to(wrk_envelope_t *env, char *errstr, size_t errstr_size)
+{
+    const cJSON *root = env->root;
     int bad = 0;
     const char *id = get_string(root, "job_id", &bad);
     if (id && wrk_envelope_id_valid(id))
@@ -131,7 +136,14 @@ int wrk_envelope_parse(wrk_envelope_t *env, const char *buf, size_t len, char *e
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "v");
     if (!cJSON_IsNumber(v) || v->valuedouble != 1.0)
         FAIL("unsupported envelope version (want \"v\": 1)");
+    return 0;
+}
 
+/* tenant, tool, tool_version, mode, task_id and traceparent. */
+static int parse_strings(wrk_envelope_t *env, char *errstr, size_t errstr_size)
+{
+    const cJSON *root = env->root;
+    int bad = 0;
     env->tenant = get_string(root, "tenant", &bad);
     if (bad || !env->tenant || !name_valid(env->tenant))
         FAIL("tenant missing or invalid");
@@ -154,7 +166,13 @@ int wrk_envelope_parse(wrk_envelope_t *env, const char *buf, size_t len, char *e
         FAIL("traceparent is not a string");
     if (tp && traceparent_valid(tp))
         env->traceparent = tp;
+    return 0;
+}
 
+/* arguments, the executor object with its type, and the numbers. */
+static int parse_job(wrk_envelope_t *env, char *errstr, size_t errstr_size)
+{
+    const cJSON *root = env->root;
     const cJSON *args = cJSON_GetObjectItemCaseSensitive(root, "arguments");
     if (args && !cJSON_IsNull(args)) {
         if (!cJSON_IsObject(args))
@@ -180,6 +198,20 @@ int wrk_envelope_parse(wrk_envelope_t *env, const char *buf, size_t len, char *e
     if (get_int(root, "result_ttl_s", &env->result_ttl_s) < 0 || env->result_ttl_s > 30LL * 86400)
         FAIL("result_ttl_s is not an integer from 0 to 30 days");
     return 0;
+}
+
+int wrk_envelope_parse(wrk_envelope_t *env, const char *buf, size_t len, char *errstr,
+                       size_t errstr_size)
+{
+    memset(env, 0, sizeof(*env));
+    int rc = parse_document(env, buf, len, errstr, errstr_size);
+    if (rc == 0)
+        rc = parse_answer_to(env, errstr, errstr_size);
+    if (rc == 0)
+        rc = parse_strings(env, errstr, errstr_size);
+    if (rc == 0)
+        rc = parse_job(env, errstr, errstr_size);
+    return rc;
 }
 
 void wrk_envelope_cleanup(wrk_envelope_t *env)

@@ -49,6 +49,7 @@ typedef struct wrk_envelope {
  * 0, or MCPQ_EINVAL with a reason in errstr. */
 int wrk_envelope_parse(wrk_envelope_t *env, const char *buf, size_t len, char *errstr,
                        size_t errstr_size);
+/* Frees env's tree and zeroes env (every pointer into the tree is gone). NULL is a no-op. */
 void wrk_envelope_cleanup(wrk_envelope_t *env);
 
 /* 1 when s is a valid job id (used for keys and logs). */

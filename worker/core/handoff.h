@@ -33,6 +33,7 @@ typedef struct wrk_handoff wrk_handoff_t;
 
 /* robot: the worker's MCPQ_ROBOT_ID or NULL. NULL on ENOMEM. */
 wrk_handoff_t *wrk_handoff_new(const mcpq_settings_t *s, kv_target_t *kvt, const char *worker_id);
+/* Closes its Redis connection and frees t. NULL is a no-op. */
 void wrk_handoff_free(wrk_handoff_t *t);
 
 /* Tasks this worker may run at once (1 for a robot). */

@@ -64,16 +64,6 @@ void wrk_loop_free(wrk_loop_t *loop)
     free(loop);
 }
 
-int64_t wrk_loop_now(const wrk_loop_t *loop)
-{
-    return loop->now_ms;
-}
-
-void wrk_loop_update_time(wrk_loop_t *loop)
-{
-    loop->now_ms = util_mono_ms();
-}
-
 wrk_loop_io_t *wrk_loop_io_new(wrk_loop_t *loop, int fd, uint32_t events, wrk_loop_io_fn cb,
                                void *arg)
 {

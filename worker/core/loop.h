@@ -40,13 +40,11 @@ struct wrk_loop_timer {
     void *arg;
 };
 
+/* An empty loop with its own epoll instance. NULL on ENOMEM or when epoll_create1 fails
+ * (logged). */
 wrk_loop_t *wrk_loop_new(void);
 /* Frees the loop; every watcher must be freed and every timer stopped before. */
 void wrk_loop_free(wrk_loop_t *loop);
-
-/* The monotonic time in ms, refreshed once per round (and by wrk_loop_update_time). */
-int64_t wrk_loop_now(const wrk_loop_t *loop);
-void wrk_loop_update_time(wrk_loop_t *loop);
 
 /* Watches fd for events (EPOLLIN and/or EPOLLOUT; 0 keeps it registered but quiet).
  * NULL when epoll refuses the fd (logged). */
@@ -57,11 +55,13 @@ int wrk_loop_io_set(wrk_loop_t *loop, wrk_loop_io_t *io, uint32_t events);
 /* Unregisters io (the fd stays open) and frees it after the current round. NULL is a no-op. */
 void wrk_loop_io_free(wrk_loop_t *loop, wrk_loop_io_t *io);
 
+/* An idle timer in caller-owned memory that calls cb(timer, arg) when it fires. */
 void wrk_loop_timer_init(wrk_loop_timer_t *timer, wrk_loop_timer_fn cb, void *arg);
 /* (Re)arms timer to fire delay_ms from now (negative counts as 0). 0 or MCPQ_ENOMEM. */
 int wrk_loop_timer_start(wrk_loop_t *loop, wrk_loop_timer_t *timer, int64_t delay_ms);
 /* Disarms timer; a no-op when it is idle. */
 void wrk_loop_timer_stop(wrk_loop_t *loop, wrk_loop_timer_t *timer);
+/* 1 while timer is armed, else 0. */
 int wrk_loop_timer_active(const wrk_loop_timer_t *timer);
 
 /*

@@ -45,6 +45,7 @@ char *wrk_record_build(const wrk_record_t *r, size_t *len);
  * WRK_CANCEL_REASON_DEFAULT. Malloc'd and NUL-terminated, *len set; NULL on ENOMEM. */
 char *wrk_record_cancelled(const char *value, size_t value_len, size_t *len);
 
+/* The record's "status" for status: "ok", "timeout" or "error" (a static string). */
 const char *wrk_record_status_name(wrk_status_t status);
 
 #endif

@@ -87,10 +87,15 @@ int wrk_stats_serve(wrk_stats_t *m, const char *listen, char *errstr, size_t err
  * (not in the histogram). */
 void wrk_stats_job(wrk_stats_t *m, const char *exec_type, wrk_outcome_t outcome,
                    int64_t duration_ms);
+/* A job was let go without a result at shutdown (mcpq_worker_jobs_released_total). */
 void wrk_stats_released(wrk_stats_t *m);
+/* A record came again, handled as how (mcpq_worker_jobs_redelivered_total). */
 void wrk_stats_redelivered(wrk_stats_t *m, wrk_redelivered_t how);
+/* A record was refused for why (mcpq_worker_jobs_rejected_total). */
 void wrk_stats_rejected(wrk_stats_t *m, wrk_rejected_t why);
+/* Publishes the loop's gauges (copied). */
 void wrk_stats_gauges(wrk_stats_t *m, const wrk_stats_gauges_t *g);
+/* The worker is stopping: mcpq_worker_stopping becomes 1. */
 void wrk_stats_stopping(wrk_stats_t *m);
 
 /* Replaces the lag table: n partitions of topic with their lag (records). */

@@ -50,7 +50,6 @@ struct wrk_store {
     int64_t retry_at;
     int backoff_ms;
     wrk_store_req_t *head, *tail;
-    size_t pending;
     store_note_t *notes, *notes_tail;
     size_t nnotes;
     size_t dropped_notes;
@@ -118,7 +117,6 @@ void wrk_store_submit(wrk_store_t *st, wrk_store_req_t *req)
     else
         st->head = req;
     st->tail = req;
-    st->pending++;
 }
 
 void wrk_store_forget(wrk_store_t *st, wrk_store_req_t *req)
@@ -135,7 +133,6 @@ void wrk_store_forget(wrk_store_t *st, wrk_store_req_t *req)
             st->head = r->next;
         if (st->tail == r)
             st->tail = prev;
-        st->pending--;
         break;
     }
     req->queued = 0;
@@ -147,11 +144,6 @@ void wrk_store_forget(wrk_store_t *st, wrk_store_req_t *req)
 int wrk_store_queued(const wrk_store_req_t *req)
 {
     return req->queued;
-}
-
-size_t wrk_store_pending(const wrk_store_t *st)
-{
-    return st->pending;
 }
 
 int wrk_store_up(const wrk_store_t *st)
@@ -306,7 +298,6 @@ static wrk_store_req_t *take_batch(wrk_store_t *st, size_t max)
     if (!st->head)
         st->tail = NULL;
     last->next = NULL;
-    st->pending -= n;
     for (wrk_store_req_t *r = first; r; r = r->next)
         r->queued = 0;
     return first;
@@ -316,11 +307,9 @@ static wrk_store_req_t *take_batch(wrk_store_t *st, size_t max)
 static void requeue_front(wrk_store_t *st, wrk_store_req_t *list)
 {
     wrk_store_req_t *last = NULL;
-    size_t n = 0;
     for (wrk_store_req_t *r = list; r; r = r->next) {
         r->queued = 1;
         last = r;
-        n++;
     }
     if (!last)
         return;
@@ -328,7 +317,6 @@ static void requeue_front(wrk_store_t *st, wrk_store_req_t *list)
     st->head = list;
     if (!st->tail)
         st->tail = last;
-    st->pending += n;
 }
 
 static const char *key_of(const char *job_id, char *buf, size_t size)
@@ -390,14 +378,10 @@ static void free_replies(redisReply **replies, size_t n)
     free(replies);
 }
 
-/* Round 1: notifications, CHECK (GET, EXISTS), PROBE (EXISTS), WRITE (SET NX GET) and
- * CANCEL (GET). Sets each request's phase; requests whose answer is final are marked with
- * phase 2 (CHECK, PROBE) or 1 (WRITE done SET, CANCEL knows its entry). */
-static int round_one(wrk_store_t *st, wrk_store_req_t *batch, store_note_t **notes)
+/* Appends up to STORE_NOTE_BATCH queued notifications and detaches them into *notes: they
+ * are sent now, success or not (they are best effort). MCPQ_ENOMEM leaves *notes alone. */
+static int append_notes(wrk_store_t *st, store_note_t **notes)
 {
-    char key[STORE_KEY_MAX];
-    st->ncmds = 0;
-    st->nexpire = 0;
     size_t nn = 0;
     store_note_t *n = st->notes;
     for (; n && nn < STORE_NOTE_BATCH; n = n->next, nn++)
@@ -410,33 +394,108 @@ static int round_one(wrk_store_t *st, wrk_store_req_t *batch, store_note_t **not
     if (!n)
         st->notes_tail = NULL;
     st->nnotes -= nn;
-    for (wrk_store_req_t *r = batch; r; r = r->next) {
-        if (r->op == WRK_STORE_CHECK) {
-            const char *argv[] = {"GET", key_of(r->job_id, key, sizeof(key))};
-            size_t lens[] = {3, strlen(argv[1])};
-            if (append_argv(st, CMD_GET, r, 2, argv, lens) < 0 ||
-                append_cancel_key(st, CMD_EXISTS, r) < 0)
-                return MCPQ_ENOMEM;
-        } else if (r->op == WRK_STORE_PROBE) {
-            if (append_cancel_key(st, CMD_EXISTS, r) < 0)
-                return MCPQ_ENOMEM;
-        } else if (r->op == WRK_STORE_CANCEL && r->phase == 0) {
-            if (append_cancel_key(st, CMD_CGET, r) < 0)
-                return MCPQ_ENOMEM;
-        } else if (r->op == WRK_STORE_WRITE && r->phase == 0) {
-            char own_ttl[24];
-            const char *ttl = st->ttl;
-            if (r->ttl_s > strtoll(st->ttl, NULL, 10)) {
-                snprintf(own_ttl, sizeof(own_ttl), "%lld", (long long)r->ttl_s);
-                ttl = own_ttl;
-            }
-            const char *argv[] = {
-                "SET", key_of(r->job_id, key, sizeof(key)), r->record, "NX", "GET", "EX", ttl};
-            size_t lens[] = {3, strlen(argv[1]), r->record_len, 2, 3, 2, strlen(ttl)};
-            if (append_argv(st, CMD_SET, r, 7, argv, lens) < 0)
-                return MCPQ_ENOMEM;
+    return 0;
+}
+
+/* Appends the round-one commands of r (none when r has nothing to ask in round one). */
+static int append_round_one(wrk_store_t *st, wrk_store_req_t *r)
+{
+    char key[STORE_KEY_MAX];
+    if (r->op == WRK_STORE_CHECK) {
+        const char *argv[] = {"GET", key_of(r->job_id, key, sizeof(key))};
+        size_t lens[] = {3, strlen(argv[1])};
+        if (append_argv(st, CMD_GET, r, 2, argv, lens) < 0 ||
+            append_cancel_key(st, CMD_EXISTS, r) < 0)
+            return MCPQ_ENOMEM;
+    } else if (r->op == WRK_STORE_PROBE) {
+        if (append_cancel_key(st, CMD_EXISTS, r) < 0)
+            return MCPQ_ENOMEM;
+    } else if (r->op == WRK_STORE_CANCEL && r->phase == 0) {
+        if (append_cancel_key(st, CMD_CGET, r) < 0)
+            return MCPQ_ENOMEM;
+    } else if (r->op == WRK_STORE_WRITE && r->phase == 0) {
+        char own_ttl[24];
+        const char *ttl = st->ttl;
+        if (r->ttl_s > strtoll(st->ttl, NULL, 10)) {
+            snprintf(own_ttl, sizeof(own_ttl), "%lld", (long long)r->ttl_s);
+            ttl = own_ttl;
         }
+        const char *argv[] = {
+            "SET", key_of(r->job_id, key, sizeof(key)), r->record, "NX", "GET", "EX", ttl};
+        size_t lens[] = {3, strlen(argv[1]), r->record_len, 2, 3, 2, strlen(ttl)};
+        if (append_argv(st, CMD_SET, r, 7, argv, lens) < 0)
+            return MCPQ_ENOMEM;
     }
+    return 0;
+}
+
+/* Copies the string reply rep into r->durable. MCPQ_ENOMEM when out of memory. */
+static int keep_durable(wrk_store_req_t *r, const redisReply *rep)
+{
+    r->durable = malloc(rep->len + 1);
+    if (!r->durable)
+        return MCPQ_ENOMEM;
+    memcpy(r->durable, rep->str, rep->len);
+    r->durable[rep->len] = '\0';
+    r->durable_len = rep->len;
+    return 0;
+}
+
+/* Applies the reply rep of a round-one command of the given kind to its request r (NULL for
+ * notifications and EXPIRE). MCPQ_EUNAVAIL when Redis refused a result write (retried
+ * later); else 0, also when out of memory (the request keeps its phase and is retried). */
+static int round_one_reply(cmd_kind_t kind, wrk_store_req_t *r, const redisReply *rep)
+{
+    if (kind == CMD_GET) {
+        if (rep->type == REDIS_REPLY_STRING) {
+            if (keep_durable(r, rep) < 0)
+                return 0; /* retried: phase stays 0 */
+        } else if (rep->type == REDIS_REPLY_ERROR) {
+            log_event(LOG_WARN, "result check failed; running the job", "job_id", r->job_id,
+                      "error", rep->str, (char *)NULL);
+        }
+        r->phase = 2;
+    } else if (kind == CMD_EXISTS) {
+        if (rep->type == REDIS_REPLY_ERROR)
+            log_event(LOG_WARN, "cancel check failed; checking again later", "job_id", r->job_id,
+                      "error", rep->str, (char *)NULL);
+        r->cancelled = rep->type == REDIS_REPLY_INTEGER && rep->integer > 0;
+        if (r->op == WRK_STORE_PROBE)
+            r->phase = 2;
+    } else if (kind == CMD_CGET) {
+        /* Whatever the key holds (or nothing, or an error): the entry is sent anyway. */
+        int found = rep->type == REDIS_REPLY_STRING;
+        r->durable =
+            wrk_record_cancelled(found ? rep->str : NULL, found ? rep->len : 0, &r->durable_len);
+        if (r->durable)
+            r->phase = 1; /* else retried */
+    } else if (kind == CMD_SET) {
+        if (rep->type == REDIS_REPLY_ERROR) {
+            log_event(LOG_WARN, "result write refused; will retry", "job_id", r->job_id, "error",
+                      rep->str, (char *)NULL);
+            return MCPQ_EUNAVAIL;
+        }
+        if (rep->type == REDIS_REPLY_STRING && keep_durable(r, rep) < 0)
+            return 0;
+        r->phase = 1;
+    } else if (rep->type == REDIS_REPLY_ERROR) {
+        log_msgf(LOG_DEBUG, "reply stream entry refused: %s", rep->str);
+    }
+    return 0;
+}
+
+/* Round 1: notifications, CHECK (GET, EXISTS), PROBE (EXISTS), WRITE (SET NX GET) and
+ * CANCEL (GET). Sets each request's phase; requests whose answer is final are marked with
+ * phase 2 (CHECK, PROBE) or 1 (WRITE done SET, CANCEL knows its entry). */
+static int round_one(wrk_store_t *st, wrk_store_req_t *batch, store_note_t **notes)
+{
+    st->ncmds = 0;
+    st->nexpire = 0;
+    if (append_notes(st, notes) < 0)
+        return MCPQ_ENOMEM;
+    for (wrk_store_req_t *r = batch; r; r = r->next)
+        if (append_round_one(st, r) < 0)
+            return MCPQ_ENOMEM;
     if (append_expires(st) < 0)
         return MCPQ_ENOMEM;
     if (st->ncmds == 0)
@@ -445,80 +504,29 @@ static int round_one(wrk_store_t *st, wrk_store_req_t *batch, store_note_t **not
     if (!replies)
         return MCPQ_ENOMEM;
     int rc = read_replies(st, replies);
-    if (rc < 0) {
-        free_replies(replies, st->ncmds);
-        return rc;
-    }
-    for (size_t i = 0; i < st->ncmds; i++) {
-        redisReply *rep = replies[i];
-        wrk_store_req_t *r = st->cmds[i].req;
-        if (st->cmds[i].kind == CMD_GET) {
-            if (rep->type == REDIS_REPLY_STRING) {
-                r->durable = malloc(rep->len + 1);
-                if (!r->durable)
-                    continue; /* retried: phase stays 0 */
-                memcpy(r->durable, rep->str, rep->len);
-                r->durable[rep->len] = '\0';
-                r->durable_len = rep->len;
-            } else if (rep->type == REDIS_REPLY_ERROR) {
-                log_event(LOG_WARN, "result check failed; running the job", "job_id", r->job_id,
-                          "error", rep->str, (char *)NULL);
-            }
-            r->phase = 2;
-        } else if (st->cmds[i].kind == CMD_EXISTS) {
-            if (rep->type == REDIS_REPLY_ERROR)
-                log_event(LOG_WARN, "cancel check failed; checking again later", "job_id",
-                          r->job_id, "error", rep->str, (char *)NULL);
-            r->cancelled = rep->type == REDIS_REPLY_INTEGER && rep->integer > 0;
-            if (r->op == WRK_STORE_PROBE)
-                r->phase = 2;
-        } else if (st->cmds[i].kind == CMD_CGET) {
-            /* Whatever the key holds (or nothing, or an error): the entry is sent anyway. */
-            int found = rep->type == REDIS_REPLY_STRING;
-            r->durable = wrk_record_cancelled(found ? rep->str : NULL, found ? rep->len : 0,
-                                              &r->durable_len);
-            if (r->durable)
-                r->phase = 1; /* else retried */
-        } else if (st->cmds[i].kind == CMD_SET) {
-            if (rep->type == REDIS_REPLY_ERROR) {
-                log_event(LOG_WARN, "result write refused; will retry", "job_id", r->job_id,
-                          "error", rep->str, (char *)NULL);
-                rc = MCPQ_EUNAVAIL;
-            } else if (rep->type == REDIS_REPLY_STRING) {
-                r->durable = malloc(rep->len + 1);
-                if (!r->durable)
-                    continue;
-                memcpy(r->durable, rep->str, rep->len);
-                r->durable[rep->len] = '\0';
-                r->durable_len = rep->len;
-                r->phase = 1;
-            } else {
-                r->phase = 1;
-            }
-        } else if (rep->type == REDIS_REPLY_ERROR) {
-            log_msgf(LOG_DEBUG, "reply stream entry refused: %s", rep->str);
-        }
-    }
+    if (rc < 0)
+        goto out;
+    for (size_t i = 0; i < st->ncmds; i++)
+        if (round_one_reply(st->cmds[i].kind, st->cmds[i].req, replies[i]) < 0)
+            rc = MCPQ_EUNAVAIL;
+out:
     free_replies(replies, st->ncmds);
     return rc;
 }
 
-/* Round 2: the result entries of WRITE (phase 1) and REPLY requests, the cancelled entries
- * of CANCEL (phase 1); marks them phase 3. */
-static int round_two(wrk_store_t *st, wrk_store_req_t *batch)
+/* Appends the entries of round two (see round_two) and, when replicas are awaited and
+ * something was written, WAIT last; *nwrites counts the requests that wrote. */
+static int append_round_two(wrk_store_t *st, wrk_store_req_t *batch, size_t *nwrites)
 {
-    st->ncmds = 0;
-    st->nexpire = 0;
-    size_t nwrites = 0;
     for (wrk_store_req_t *r = batch; r; r = r->next) {
         if (r->phase == 4) { /* written on this connection, waiting for the replicas */
-            nwrites++;
+            (*nwrites)++;
             continue;
         }
         if (!(((r->op == WRK_STORE_WRITE || r->op == WRK_STORE_CANCEL) && r->phase == 1) ||
               r->op == WRK_STORE_REPLY))
             continue;
-        nwrites++;
+        (*nwrites)++;
         size_t len;
         const char *rec = durable_of(r, &len);
         const char *kind = r->op == WRK_STORE_CANCEL ? "cancelled" : "result";
@@ -537,8 +545,69 @@ static int round_two(wrk_store_t *st, wrk_store_req_t *batch)
     snprintf(wms, sizeof(wms), "%d", st->wait_timeout_ms);
     const char *wargv[] = {"WAIT", wn, wms};
     size_t wlens[] = {4, strlen(wn), strlen(wms)};
-    if (st->wait_replicas > 0 && nwrites > 0 &&
+    if (st->wait_replicas > 0 && *nwrites > 0 &&
         append_argv(st, CMD_WAIT, NULL, 3, wargv, wlens) < 0)
+        return MCPQ_ENOMEM;
+    return 0;
+}
+
+/* Marks the requests whose entries were answered phase 3, logging refused entries. 1 when
+ * WAIT was answered with fewer replicas than asked, else 0. */
+static int round_two_replies(wrk_store_t *st, redisReply **replies)
+{
+    int short_wait = 0;
+    for (size_t i = 0; i < st->ncmds; i++) {
+        if (st->cmds[i].kind == CMD_WAIT)
+            short_wait =
+                replies[i]->type != REDIS_REPLY_INTEGER || replies[i]->integer < st->wait_replicas;
+        if (st->cmds[i].kind != CMD_XADD)
+            continue;
+        /* An error reply (say WRONGTYPE) cannot heal by retrying; the result is durable
+         * and the ingress reads it before answering a timeout. */
+        if (replies[i]->type == REDIS_REPLY_ERROR)
+            log_event(LOG_WARN, "reply entry refused", "job_id", st->cmds[i].req->job_id, "error",
+                      replies[i]->str, (char *)NULL);
+        st->cmds[i].req->phase = 3;
+    }
+    return short_wait;
+}
+
+/* After WAIT answered: the written requests are done (phase 3), or wait for the replicas
+ * (phase 4) when the answer was short, then MCPQ_ETIMEDOUT; else 0. */
+static int settle_wait(wrk_store_t *st, wrk_store_req_t *batch, int short_wait)
+{
+    /* Short: fewer replicas than asked hold these writes, so none is done (no offset is
+     * stored). They wait (phase 4) and the next pipeline on this connection asks WAIT
+     * again, which covers them; on a new connection they are written again (wrk_store_flush),
+     * since the master that lost them may be another one now. */
+    if (short_wait && st->wait_short++ % 100 == 0)
+        log_event(LOG_WARN, "redis WAIT: too few replicas acknowledged; results wait",
+                  (char *)NULL);
+    for (wrk_store_req_t *r = batch; r; r = r->next) {
+        if (r->phase != 3 && r->phase != 4)
+            continue;
+        r->phase = short_wait ? 4 : 3;
+        r->wait_gen = st->conn_gen;
+    }
+    return short_wait ? MCPQ_ETIMEDOUT : 0;
+}
+
+/* Sends r again from the start: what it learnt (its durable record, its phase) is dropped. */
+static void restart_req(wrk_store_req_t *r)
+{
+    free(r->durable);
+    r->durable = NULL;
+    r->phase = 0;
+}
+
+/* Round 2: the result entries of WRITE (phase 1) and REPLY requests, the cancelled entries
+ * of CANCEL (phase 1); marks them phase 3. */
+static int round_two(wrk_store_t *st, wrk_store_req_t *batch)
+{
+    st->ncmds = 0;
+    st->nexpire = 0;
+    size_t nwrites = 0;
+    if (append_round_two(st, batch, &nwrites) < 0)
         return MCPQ_ENOMEM;
     if (st->ncmds == 0)
         return 0;
@@ -546,47 +615,14 @@ static int round_two(wrk_store_t *st, wrk_store_req_t *batch)
     if (!replies)
         return MCPQ_ENOMEM;
     int rc = read_replies(st, replies);
-    int short_wait = 0;
-    if (rc == 0) {
-        for (size_t i = 0; i < st->ncmds; i++) {
-            if (st->cmds[i].kind == CMD_WAIT)
-                short_wait = replies[i]->type != REDIS_REPLY_INTEGER ||
-                             replies[i]->integer < st->wait_replicas;
-            if (st->cmds[i].kind != CMD_XADD)
-                continue;
-            /* An error reply (say WRONGTYPE) cannot heal by retrying; the result is durable
-             * and the ingress reads it before answering a timeout. */
-            if (replies[i]->type == REDIS_REPLY_ERROR)
-                log_event(LOG_WARN, "reply entry refused", "job_id", st->cmds[i].req->job_id,
-                          "error", replies[i]->str, (char *)NULL);
-            st->cmds[i].req->phase = 3;
-        }
-    }
+    int short_wait = rc == 0 ? round_two_replies(st, replies) : 0;
     if (rc == 0 && st->wait_replicas > 0 && nwrites > 0) {
-        /* Short: fewer replicas than asked hold these writes, so none is done (no offset is
-         * stored). They wait (phase 4) and the next pipeline on this connection asks WAIT
-         * again, which covers them; on a new connection they are written again (wrk_store_flush),
-         * since the master that lost them may be another one now. */
-        if (short_wait && st->wait_short++ % 100 == 0)
-            log_event(LOG_WARN, "redis WAIT: too few replicas acknowledged; results wait",
-                      (char *)NULL);
-        for (wrk_store_req_t *r = batch; r; r = r->next) {
-            if (r->phase != 3 && r->phase != 4)
-                continue;
-            r->phase = short_wait ? 4 : 3;
-            r->wait_gen = st->conn_gen;
-        }
-        if (short_wait)
-            rc = MCPQ_ETIMEDOUT;
+        rc = settle_wait(st, batch, short_wait);
     } else if (rc < 0 && st->wait_replicas > 0) {
         /* No WAIT answer (the connection broke): nothing of this batch is done. */
-        for (wrk_store_req_t *r = batch; r; r = r->next) {
-            if (r->phase != 3 && r->phase != 4)
-                continue;
-            free(r->durable);
-            r->durable = NULL;
-            r->phase = 0;
-        }
+        for (wrk_store_req_t *r = batch; r; r = r->next)
+            if (r->phase == 3 || r->phase == 4)
+                restart_req(r);
     }
     free_replies(replies, st->ncmds);
     return rc;
@@ -598,36 +634,9 @@ static int req_finished(const wrk_store_req_t *r)
            r->phase == 3;
 }
 
-int wrk_store_flush(wrk_store_t *st)
+/* Sets the connection state and the next attempt's time from the outcome rc of a flush. */
+static void settle_flush(wrk_store_t *st, int rc)
 {
-    if (!st->head && !st->notes)
-        return 0;
-    if (st->ctx && util_mono_ms() < st->retry_at)
-        return 0;
-    if (store_connect(st) < 0)
-        return 0;
-    wrk_store_req_t *batch = take_batch(st, STORE_BATCH);
-    for (wrk_store_req_t *r = batch; r; r = r->next)
-        if (r->phase == 4 && r->wait_gen != st->conn_gen) {
-            /* Written on a connection since lost: perhaps to a master a failover left behind,
-             * so written again (SET NX GET and the reply entries are idempotent for readers). */
-            free(r->durable);
-            r->durable = NULL;
-            r->phase = 0;
-        }
-    store_note_t *notes = NULL;
-    int rc = round_one(st, batch, &notes);
-    /* Notes sent in round one are released whatever happened. */
-    while (notes && notes != st->notes) {
-        store_note_t *n = notes;
-        notes = n->next;
-        note_free(n);
-    }
-    if (rc == 0 || rc == MCPQ_EUNAVAIL) {
-        int rc2 = round_two(st, batch);
-        if (rc2 < 0)
-            rc = rc2;
-    }
     if (rc == MCPQ_EIO) {
         store_down(st, st->ctx && st->ctx->errstr[0] ? st->ctx->errstr : "connection lost");
     } else if (rc == MCPQ_ETIMEDOUT) {
@@ -644,7 +653,12 @@ int wrk_store_flush(wrk_store_t *st)
     } else {
         store_up(st);
     }
-    /* Split the batch: finished requests get their callback, the rest go back in front. */
+}
+
+/* Splits the batch after a flush whose outcome was rc: unfinished requests go back in
+ * front of the queue, ready to be sent again; returns the finished ones, in order. */
+static wrk_store_req_t *split_batch(wrk_store_t *st, wrk_store_req_t *batch, int rc)
+{
     wrk_store_req_t *done = NULL, **dtail = &done, *again = NULL, **atail = &again;
     for (wrk_store_req_t *r = batch, *next; r; r = next) {
         next = r->next;
@@ -656,22 +670,24 @@ int wrk_store_flush(wrk_store_t *st)
             if (r->op == WRK_STORE_WRITE || r->op == WRK_STORE_REPLY || r->op == WRK_STORE_CANCEL)
                 st->retried++;
             if (r->op == WRK_STORE_CHECK || r->op == WRK_STORE_PROBE) {
-                free(r->durable);
-                r->durable = NULL;
-                r->phase = 0;
+                restart_req(r);
                 r->cancelled = 0;
             } else if (rc == MCPQ_EIO && r->phase == 1) {
                 /* The connection was lost after the SET: it may not have reached the master
                  * that answers next (a failover), so it is sent again. */
-                free(r->durable);
-                r->durable = NULL;
-                r->phase = 0;
+                restart_req(r);
             }
             *atail = r;
             atail = &r->next;
         }
     }
     requeue_front(st, again);
+    return done;
+}
+
+/* Calls back each finished request of the list done with its answer. */
+static void finish_done(wrk_store_t *st, wrk_store_req_t *done)
+{
     for (wrk_store_req_t *r = done, *next; r; r = next) {
         next = r->next;
         r->next = NULL;
@@ -689,6 +705,39 @@ int wrk_store_flush(wrk_store_t *st)
             r->done(r, r->record, r->record_len, r->arg);
         free(durable);
     }
+}
+
+int wrk_store_flush(wrk_store_t *st)
+{
+    if (!st->head && !st->notes)
+        return 0;
+    if (st->ctx && util_mono_ms() < st->retry_at)
+        return 0;
+    if (store_connect(st) < 0)
+        return 0;
+    wrk_store_req_t *batch = take_batch(st, STORE_BATCH);
+    for (wrk_store_req_t *r = batch; r; r = r->next)
+        if (r->phase == 4 && r->wait_gen != st->conn_gen) {
+            /* Written on a connection since lost: perhaps to a master a failover left behind,
+             * so written again (SET NX GET and the reply entries are idempotent for readers). */
+            restart_req(r);
+        }
+    store_note_t *notes = NULL;
+    int rc = round_one(st, batch, &notes);
+    /* Notes sent in round one are released whatever happened. */
+    while (notes && notes != st->notes) {
+        store_note_t *n = notes;
+        notes = n->next;
+        note_free(n);
+    }
+    if (rc == 0 || rc == MCPQ_EUNAVAIL) {
+        int rc2 = round_two(st, batch);
+        if (rc2 < 0)
+            rc = rc2;
+    }
+    settle_flush(st, rc);
+    /* Split the batch: finished requests get their callback, the rest go back in front. */
+    finish_done(st, split_batch(st, batch, rc));
     return (st->head || st->notes) && st->ctx && util_mono_ms() >= st->retry_at;
 }
 

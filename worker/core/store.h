@@ -89,7 +89,12 @@ struct wrk_store_req {
     int queued;
 };
 
+/* A writer to Redis through kvt (which must outlive it), each command bounded by
+ * timeout_ms, result records kept result_ttl_s seconds. Connects on the first flush. NULL
+ * on ENOMEM. */
 wrk_store_t *wrk_store_new(kv_target_t *kvt, int timeout_ms, long long result_ttl_s);
+/* Drops queued notifications, closes the connection and frees st. Queued requests are not
+ * called back; their memory stays their owners'. NULL is a no-op. */
 void wrk_store_free(wrk_store_t *st);
 
 /* Makes WRITE, REPLY and CANCEL wait for `replicas` replicas (Redis WAIT, at most
@@ -110,9 +115,6 @@ void wrk_store_notify(wrk_store_t *st, const char *stream, const char *job_id, c
 /* Sends what is queued (see above). Returns 1 when requests remain that can be sent at once
  * (the caller should not sleep), else 0. */
 int wrk_store_flush(wrk_store_t *st);
-
-/* Requests queued (not counting notifications). */
-size_t wrk_store_pending(const wrk_store_t *st);
 
 /* 1 while the last attempt to reach Redis succeeded. */
 int wrk_store_up(const wrk_store_t *st);

@@ -437,9 +437,39 @@ out:
     return rc;
 }
 
-static int exec_start(wrk_job_t *job)
+/* Watches the running child p of job (its exit, stdout and stderr) and writes what fits of
+ * the envelope to its stdin now, watching stdin only for the rest. 0, or -1 when a watcher
+ * cannot be made: the child is then killed, reaped and freed. */
+static int watch_child(wrk_job_t *job, exec_proc_t *p)
 {
     wrk_loop_t *loop = job->rt->loop;
+    p->pid_io = wrk_loop_io_new(loop, p->pidfd, EPOLLIN, on_exit_fd, p);
+    p->out_io = wrk_loop_io_new(loop, p->out_fd, EPOLLIN, on_stdout, p);
+    p->err_io = wrk_loop_io_new(loop, p->err_fd, EPOLLIN, on_stderr, p);
+    /* The envelope usually fits the pipe buffer: write it now and watch only for the rest. */
+    while (p->in_off < job->body_len) {
+        ssize_t n = write(p->in_fd, job->body + p->in_off, job->body_len - p->in_off);
+        if (n <= 0)
+            break;
+        p->in_off += (size_t)n;
+    }
+    if (p->in_off < job->body_len && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        p->in_io = wrk_loop_io_new(loop, p->in_fd, EPOLLOUT, on_stdin, p);
+    else
+        close_io(loop, &p->in_io, &p->in_fd);
+    if (!p->pid_io || !p->out_io || !p->err_io || (p->in_fd >= 0 && !p->in_io)) {
+        /* Without its watchers the child cannot be served: kill and reap it now. */
+        proc_signal(p, SIGKILL);
+        waitpid(p->pid, NULL, 0);
+        proc_free(p);
+        job->ex_state = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static int exec_start(wrk_job_t *job)
+{
     const char *why = NULL;
     const char **argv = build_argv(job, &why);
     if (!argv) {
@@ -493,29 +523,7 @@ static int exec_start(wrk_job_t *job)
         job->ex_state = NULL;
         return -1;
     }
-    p->pid_io = wrk_loop_io_new(loop, p->pidfd, EPOLLIN, on_exit_fd, p);
-    p->out_io = wrk_loop_io_new(loop, p->out_fd, EPOLLIN, on_stdout, p);
-    p->err_io = wrk_loop_io_new(loop, p->err_fd, EPOLLIN, on_stderr, p);
-    /* The envelope usually fits the pipe buffer: write it now and watch only for the rest. */
-    while (p->in_off < job->body_len) {
-        ssize_t n = write(p->in_fd, job->body + p->in_off, job->body_len - p->in_off);
-        if (n <= 0)
-            break;
-        p->in_off += (size_t)n;
-    }
-    if (p->in_off < job->body_len && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-        p->in_io = wrk_loop_io_new(loop, p->in_fd, EPOLLOUT, on_stdin, p);
-    else
-        close_io(loop, &p->in_io, &p->in_fd);
-    if (!p->pid_io || !p->out_io || !p->err_io || (p->in_fd >= 0 && !p->in_io)) {
-        /* Without its watchers the child cannot be served: kill and reap it now. */
-        proc_signal(p, SIGKILL);
-        waitpid(p->pid, NULL, 0);
-        proc_free(p);
-        job->ex_state = NULL;
-        return -1;
-    }
-    return 0;
+    return watch_child(job, p);
 }
 
 static void exec_cancel(wrk_job_t *job, wrk_cancel_t how)

@@ -89,8 +89,10 @@ cJSON *wrk_httpexec_failure(const wrk_job_t *job, const wrk_httpexec_resp_t *res
 /* Aborts a running request at once; its callback does not run. NULL is a no-op. */
 void wrk_httpexec_req_cancel(wrk_httpexec_t *h, wrk_httpexec_req_t *req);
 
-/* Header helpers shared by executors. */
+/* Header helpers shared by executors. 1 when s is a header name: one or more token
+ * characters (RFC 9110), else 0. */
 int wrk_httpexec_header_name_valid(const char *s);
+/* 1 when s holds no control character but tab (no CR or LF to split a header), else 0. */
 int wrk_httpexec_header_value_valid(const char *s);
 /* Appends "name: value" to *list; 0, MCPQ_ETOOBIG or MCPQ_ENOMEM. */
 int wrk_httpexec_header_add(struct curl_slist **list, const char *name, const char *value);

@@ -247,6 +247,52 @@ static void call_note(const cJSON *note, void *arg)
     cJSON_Delete(data);
 }
 
+/* Ends call c with the upstream's JSON-RPC response r (owned, freed here): its result when
+ * it is a complete CallToolResult, else an error. */
+static void call_answer(mcp_call_t *c, cJSON *r)
+{
+    mcp_up_t *up = c->up;
+    const cJSON *err = cJSON_GetObjectItemCaseSensitive(r, "error");
+    cJSON *result = cJSON_GetObjectItemCaseSensitive(r, "result");
+    if (err) {
+        const cJSON *code = cJSON_GetObjectItemCaseSensitive(err, "code");
+        const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "message"));
+        char text[MCP_MESSAGE_MAX];
+        snprintf(text, sizeof(text), "%s", msg ? msg : "error");
+        int icode = cJSON_IsNumber(code) ? (int)code->valuedouble : 0;
+        cJSON_Delete(r);
+        if (icode == -32602) {
+            call_end_error(c, -32602, text);
+            return;
+        }
+        call_end(c, wrk_job_error_hidden(c->job, up->host,
+                                         "the upstream MCP server answered error %d: %s", icode,
+                                         text));
+        return;
+    }
+    const char *rt = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(result, "resultType"));
+    if (rt && strcmp(rt, "complete") != 0) {
+        cJSON_Delete(r);
+        call_end(c, wrk_job_error_hidden(
+                        c->job, up->host,
+                        "the upstream MCP server answered a \"%.64s\" result, which the mcp "
+                        "executor does not follow",
+                        rt));
+        return;
+    }
+    if (!wrk_output_is_result(result)) {
+        cJSON_Delete(r);
+        call_end(c, wrk_job_error_hidden(c->job, up->host,
+                                         "the upstream MCP server answered something that is not a "
+                                         "CallToolResult"));
+        return;
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(result, "resultType");
+    cJSON_DetachItemViaPointer(r, result);
+    cJSON_Delete(r);
+    call_end(c, result);
+}
+
 static void call_done_in(const wrk_httpexec_resp_t *resp, void *arg)
 {
     mcp_call_t *c = arg;
@@ -287,45 +333,7 @@ static void call_done_in(const wrk_httpexec_resp_t *resp, void *arg)
                                             resp->status));
         return;
     }
-    const cJSON *err = cJSON_GetObjectItemCaseSensitive(r, "error");
-    cJSON *result = cJSON_GetObjectItemCaseSensitive(r, "result");
-    if (err) {
-        const cJSON *code = cJSON_GetObjectItemCaseSensitive(err, "code");
-        const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "message"));
-        char text[MCP_MESSAGE_MAX];
-        snprintf(text, sizeof(text), "%s", msg ? msg : "error");
-        int icode = cJSON_IsNumber(code) ? (int)code->valuedouble : 0;
-        cJSON_Delete(r);
-        if (icode == -32602) {
-            call_end_error(c, -32602, text);
-            return;
-        }
-        call_end(c, wrk_job_error_hidden(c->job, up->host,
-                                         "the upstream MCP server answered error %d: %s", icode,
-                                         text));
-        return;
-    }
-    const char *rt = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(result, "resultType"));
-    if (rt && strcmp(rt, "complete") != 0) {
-        cJSON_Delete(r);
-        call_end(c, wrk_job_error_hidden(
-                        c->job, up->host,
-                        "the upstream MCP server answered a \"%.64s\" result, which the mcp "
-                        "executor does not follow",
-                        rt));
-        return;
-    }
-    if (!wrk_output_is_result(result)) {
-        cJSON_Delete(r);
-        call_end(c, wrk_job_error_hidden(c->job, up->host,
-                                         "the upstream MCP server answered something that is not a "
-                                         "CallToolResult"));
-        return;
-    }
-    cJSON_DeleteItemFromObjectCaseSensitive(result, "resultType");
-    cJSON_DetachItemViaPointer(r, result);
-    cJSON_Delete(r);
-    call_end(c, result);
+    call_answer(c, r);
 }
 
 /* The upstream's answer to the call, logged in the job's trace. */

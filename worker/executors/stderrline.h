@@ -50,6 +50,7 @@ typedef struct wrk_stderrline_buf {
     int skipping; /* inside the dropped rest of an overlong line */
 } wrk_stderrline_buf_t;
 
+/* An empty splitter in caller-owned lb (nothing to free). */
 void wrk_stderrline_buf_init(wrk_stderrline_buf_t *lb);
 /* Feeds data; calls fn once per complete line. */
 void wrk_stderrline_buf_feed(wrk_stderrline_buf_t *lb, const char *data, size_t len,
