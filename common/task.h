@@ -34,6 +34,8 @@
 #ifndef MCPQ_TASK_H
 #define MCPQ_TASK_H
 
+#include "names.h"
+
 #include <hiredis/hiredis.h>
 #include <stddef.h>
 
@@ -42,7 +44,7 @@
 /* The queue of tasks without a RobotId ({mcpq}:tq:_any): no tenant can declare it (cfg.c). */
 #define TASK_ROBOT_ANY "_any"
 /* The tenant's index of its task ids ({mcpq}:tasks:<tenant>). */
-#define TASK_INDEX_PREFIX "{mcpq}:tasks:"
+#define TASK_INDEX_PREFIX NAMES_KEY_TASKS
 
 typedef enum {
     TASK_SCRIPT_CREATE = 0,

@@ -39,6 +39,7 @@
 #define MCPQ_WHQ_H
 
 #include "kv.h"
+#include "names.h"
 
 #include <stddef.h>
 
@@ -48,10 +49,10 @@
 /* The newest deliveries per tenant that GET /v1/webhooks/deliveries can list. */
 #define WHQ_INDEX_MAX 100000
 
-#define WHQ_DUE_KEY "{mcpq}:wh:due"
-#define WHQ_DELIVERY_PREFIX "{mcpq}:whd:"
-#define WHQ_INDEX_PREFIX "{mcpq}:whd:idx:"
-#define WHQ_DISABLED_PREFIX "{mcpq}:wh:disabled:"
+#define WHQ_DUE_KEY NAMES_KEY_WH_DUE
+#define WHQ_DELIVERY_PREFIX NAMES_KEY_WH_DELIVERY
+#define WHQ_INDEX_PREFIX NAMES_KEY_WH_INDEX
+#define WHQ_DISABLED_PREFIX NAMES_KEY_WH_DISABLED
 
 /* The longest delivery id: "msg_" + id_base (at most 64 characters) + "_" + n. */
 #define WHQ_ID_MAX 96

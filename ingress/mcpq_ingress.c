@@ -2,6 +2,7 @@
  * mcpq_ingress.c - mcpq-ingress: settings, start-up, the registry refresh thread and graceful stop.
  */
 #include "cfg.h"
+#include "names.h"
 #include "peer.h"
 #include "err.h"
 #include "federate.h"
@@ -467,7 +468,7 @@ int main(int argc, char **argv)
     }
     char hex[17];
     util_random_hex(hex, 8);
-    snprintf(ctx.reply_key, sizeof(ctx.reply_key), "{mcpq}:reply:%s:%s", ctx.instance, hex);
+    snprintf(ctx.reply_key, sizeof(ctx.reply_key), NAMES_KEY_REPLY "%s:%s", ctx.instance, hex);
 
     int exit_code = 1;
     ing_webhook_t *wh = NULL;
@@ -478,7 +479,8 @@ int main(int argc, char **argv)
                                   (int)set.sse_keepalive_ms);
     ctx.rl = ctx.kv ? ing_ratelimit_new(ctx.kv, NULL, set.rate_limit_lease_ms, 0) : NULL;
     ctx.authfail = (ing_authfail_t){
-        .rl = ctx.kv ? ing_ratelimit_new(ctx.kv, "{mcpq}:af:", 1, ING_AUTHFAIL_MAX_BUCKETS) : NULL,
+        .rl = ctx.kv ? ing_ratelimit_new(ctx.kv, NAMES_KEY_AUTHFAIL, 1, ING_AUTHFAIL_MAX_BUCKETS)
+                     : NULL,
         .addr_per_min = set.auth_fail_per_min,
         .id_per_min = set.auth_fail_id_per_min};
     ctx.trusted = ing_peer_nets_parse(set.trusted_proxies, err, sizeof(err));

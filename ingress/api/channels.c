@@ -1,4 +1,5 @@
 #include "channels.h"
+#include "names.h"
 
 #include "err.h"
 #include "log.h"
@@ -12,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHAN_PREFIX "{mcpq}:chan:"
-#define WAIT_PREFIX "{mcpq}:agentwait:"
-#define REPLY_PREFIX "{mcpq}:agentreply:"
-#define REPLY_CHANNEL "mcpq:agentreply"
+#define CHAN_PREFIX NAMES_KEY_CHAN
+#define WAIT_PREFIX NAMES_KEY_AGENTWAIT
+#define REPLY_PREFIX NAMES_KEY_AGENTREPLY
+#define REPLY_CHANNEL NAMES_CHAN_AGENTREPLY
 #define REPLY_TTL_MIN_MS_STR "60000" /* a stored reply lives at least this long (ms) */
 #define MSG_ID_MAX 128
 #define KEY_MAX 256
@@ -93,7 +94,7 @@ int ing_channels_use(kv_pool_t *kv, const char *tenant, const char *id, long lon
     if (!ing_channels_id_valid(id))
         return MCPQ_ENOTFOUND;
     snprintf(ckey, sizeof(ckey), CHAN_PREFIX "%s", id);
-    snprintf(tkey, sizeof(tkey), CHAN_PREFIX "%s:turns", id);
+    snprintf(tkey, sizeof(tkey), CHAN_PREFIX "%s" NAMES_SUFFIX_TURNS, id);
     snprintf(ttl, sizeof(ttl), "%lld", ttl_s * 1000);
     const char *argv[] = {"EVAL", use_lua, "2", ckey, tkey, tenant, ttl};
     redisReply *r = kv_pool_commandargv(kv, err, sizeof(err), 7, argv, NULL);

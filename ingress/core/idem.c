@@ -1,4 +1,5 @@
 #include "idem.h"
+#include "names.h"
 
 #include "err.h"
 #include "util.h"
@@ -129,7 +130,7 @@ int ing_idem_claim(kv_pool_t *kv, const char *tenant, const char *scope, const c
     *record_len = 0;
     if (ing_idem_fingerprint(args, fp) < 0)
         return MCPQ_EUNAVAIL;
-    snprintf(key, sizeof(key), "{mcpq}:idem:%s:%s", tenant, scope);
+    snprintf(key, sizeof(key), NAMES_KEY_IDEM "%s:%s", tenant, scope);
     snprintf(ttl, sizeof(ttl), "%lld", ttl_s);
     const char *argv[] = {"EVAL", claim_lua, "0", key, fp, ttl, proposed_id};
     redisReply *r = kv_pool_commandargv(kv, err, sizeof(err), 7, argv, NULL);

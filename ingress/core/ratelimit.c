@@ -1,4 +1,5 @@
 #include "ratelimit.h"
+#include "names.h"
 
 #include "log.h"
 #include "util.h"
@@ -73,7 +74,7 @@ ing_ratelimit_t *ing_ratelimit_new(kv_pool_t *kv, const char *prefix, long long 
     if (!rl)
         return NULL;
     rl->kv = kv;
-    snprintf(rl->prefix, sizeof(rl->prefix), "%s", prefix ? prefix : "{mcpq}:rl:");
+    snprintf(rl->prefix, sizeof(rl->prefix), "%s", prefix ? prefix : NAMES_KEY_RATELIMIT);
     rl->lease_ms = lease_ms > 0 ? lease_ms : 1;
     rl->max_entries = max_entries;
     unsigned char d[SHA_DIGEST_LENGTH];

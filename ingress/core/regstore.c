@@ -1,4 +1,5 @@
 #include "regstore.h"
+#include "names.h"
 
 #include "cfg.h"
 #include "err.h"
@@ -10,8 +11,8 @@
 #include <string.h>
 #include <time.h>
 
-#define REG_KEY "{mcpq}:registry"
-#define REG_REV_KEY "{mcpq}:registry:rev"
+#define REG_KEY NAMES_KEY_REGISTRY
+#define REG_REV_KEY NAMES_KEY_REGISTRY_REV
 #define APPLY_TRIES 8
 #define SEED_FIELD "meta:config"
 

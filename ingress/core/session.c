@@ -1,4 +1,5 @@
 #include "session.h"
+#include "names.h"
 
 #include "err.h"
 #include "util.h"
@@ -7,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define SESSION_INDEX_PREFIX "{mcpq}:sessions:" /* + tenant: its session ids (quotas.sessions) */
+#define SESSION_INDEX_PREFIX NAMES_KEY_SESSIONS /* + tenant: its session ids (quotas.sessions) */
 
 /*
  * Creates a session under its tenant's quota. KEYS[1] the session, KEYS[2] the tenant's

@@ -568,10 +568,10 @@ int ing_mcp_post(ing_req_t *req, const char *server, ing_resp_t *resp)
     m.version = v ? v : ING_DEFAULT_VERSION;
     m.modern = asked && strcmp(asked, ING_MODERN_VERSION) == 0;
     if (cJSON_IsArray(root)) {
-        if (strcmp(m.version, "2025-03-26") != 0) {
+        if (strcmp(m.version, ING_DEFAULT_VERSION) != 0) {
             ing_mcpreq_resp_error(
                 resp, 400, NULL, RPC_INVALID_REQUEST,
-                "JSON-RPC batches are only allowed in protocol version 2025-03-26", NULL);
+                "JSON-RPC batches are only allowed in protocol version " ING_DEFAULT_VERSION, NULL);
             goto out;
         }
         if (load_session(&m, NULL, resp) < 0)

@@ -1,4 +1,5 @@
 #include "agent.h"
+#include "names.h"
 
 #include "err.h"
 #include "httpexec.h"
@@ -234,7 +235,7 @@ static int agent_prepare(agent_call_t *c, cJSON **turns)
     if (!ctx)
         return MCPQ_EUNAVAIL;
     char tkey[AGENT_KEY_MAX + 8], ckey[AGENT_KEY_MAX], wkey[AGENT_KEY_MAX], px[24];
-    snprintf(tkey, sizeof(tkey), WRK_CHAN_PREFIX "%s:turns", c->channel_id);
+    snprintf(tkey, sizeof(tkey), WRK_CHAN_PREFIX "%s" NAMES_SUFFIX_TURNS, c->channel_id);
     snprintf(ckey, sizeof(ckey), WRK_CHAN_PREFIX "%s", c->channel_id);
     snprintf(wkey, sizeof(wkey), WRK_AGENTWAIT_PREFIX "%s", c->message_id);
     snprintf(px, sizeof(px), "%lld", (long long)(wrk_job_remaining_ms(job) + AGENT_WAIT_SLACK_MS));
@@ -316,7 +317,7 @@ static void agent_conclude(agent_call_t *c, const cJSON *result, int drop_wait)
         cJSON_Delete(turn);
         if (tjson) {
             char tkey[AGENT_KEY_MAX + 8], ckey[AGENT_KEY_MAX], maxn[24], maxb[24], ttl[24], now[24];
-            snprintf(tkey, sizeof(tkey), WRK_CHAN_PREFIX "%s:turns", c->channel_id);
+            snprintf(tkey, sizeof(tkey), WRK_CHAN_PREFIX "%s" NAMES_SUFFIX_TURNS, c->channel_id);
             snprintf(ckey, sizeof(ckey), WRK_CHAN_PREFIX "%s", c->channel_id);
             snprintf(maxn, sizeof(maxn), "%lld", a->s->channel_max_turns);
             snprintf(maxb, sizeof(maxb), "%lld", a->s->channel_max_bytes);
