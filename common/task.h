@@ -69,7 +69,7 @@ int task_robot_ok(const char *robot);
 
 /*
  * Runs script s with argc string arguments (no keys; scripts derive their keys) on c:
- * EVALSHA, then EVAL when Redis does not know it yet. The reply (caller frees) or NULL with
+ * EVALSHA of common/lua/task_<name>.lua (rscript.h). The reply (caller frees) or NULL with
  * errstr filled (connection failure or an error reply).
  *
  * Arguments per script (all strings):

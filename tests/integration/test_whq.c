@@ -2,7 +2,7 @@
  * Integration test of common/whq.c against a real redis-server: the deliveries an event
  * creates (one per subscribed webhook, every field, the body byte for byte, the due and
  * index sets, the retention), events nobody subscribes to, unknown and malformed tenants,
- * and WHQ_LUA_ENQUEUE prepended to another script the way the task model uses it.
+ * and common/lua/lib_whq.lua prepended to another script the way the task model uses it.
  */
 #include "check.h"
 #include "names.h"
@@ -10,6 +10,7 @@
 #include "fixture.h"
 #include "kv.h"
 #include "sch.h"
+#include "rscript.h"
 #include "whq.h"
 
 #include <stdlib.h>
@@ -140,7 +141,7 @@ static void test_prepended(void)
              "  '2026-01-01T00:00:00Z', tonumber(ARGV[3]), 'base' .. ARGV[4])\n"
              "redis.call('SET', 'state-changed', 'yes')\n"
              "return n\n",
-             WHQ_LUA_ENQUEUE);
+             rscript_text(rscript_get("lib_whq")));
     redisReply *t = redisCommand(rc, "TIME");
     long long now = atoll(t->element[0]->str) * 1000;
     freeReplyObject(t);
