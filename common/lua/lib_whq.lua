@@ -4,7 +4,7 @@
 -- reading the tenant's document from @NAMES_KEY_REGISTRY@ and the task's traceparent, and
 -- trims the tenant's index to WHQ_RETENTION_S and WHQ_INDEX_MAX.
 -- KEYS, ARGV: none of its own (it defines only the local function whq_enqueue).
--- whq_enqueue returns how many deliveries it created.
+-- Returns: nothing itself; whq_enqueue returns how many deliveries it created.
 
 local function whq_enqueue(tenant, event, task_id, data_json, iso_ts, now_ms, id_base)
   if event ~= 'task.running' and event ~= 'task.completed' and

@@ -396,7 +396,7 @@ static void test_unix_v6(void)
                 env, 0);
     snprintf(cmd, sizeof(cmd),
              "redis-cli -s %s/redis.sock -a 's3cret pass' --no-auth-warning -n 3 --scan "
-             "--pattern '{mcpq}:*' | grep -c . ",
+             "--pattern '" NAMES_KEY_TAG ":*' | grep -c . ",
              fx.dir);
     FILE *f = popen(cmd, "r");
     char out[32] = "";

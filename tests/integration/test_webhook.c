@@ -764,7 +764,7 @@ static pid_t test_handback(pid_t ing, const char *cfg)
     CHECK_STR_EQ(hget(id, "claim"), "");
     CHECK_STR_EQ(hget(id, "attempts"), "0");
     redisReply *t = redisCommand(rc, "TIME"),
-               *due = redisCommand(rc, "ZSCORE {mcpq}:wh:due %s", id);
+               *due = redisCommand(rc, "ZSCORE " NAMES_KEY_WH_DUE " %s", id);
     CHECK(due && due->type == REDIS_REPLY_STRING);
     CHECK(atoll(due->str) <= atoll(t->element[0]->str) * 1000 + 1000); /* due now, not in 60 s */
     freeReplyObject(t);
