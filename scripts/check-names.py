@@ -10,8 +10,8 @@ This fails when:
     "## Kafka" section);
   - a C file of common/, ingress/, worker/ or tests/ spells a key or channel in a string
     literal instead of using names.h;
-  - a C file of common/, ingress/ or worker/ holds Lua (redis.call): scripts live in
-    common/lua/ (common/rscript.h);
+  - a C file of common/, ingress/ or worker/ spells an MCP protocol version (NAMES_PROTO_*),
+    or holds Lua (redis.call): scripts live in common/lua/ (common/rscript.h);
   - a common/lua/*.lua file does not begin with its header comment ("-- <file name>", then
     what it takes in KEYS and ARGV and what it returns).
 Usage: check-names.py [repo root] (default: the parent of this script's directory).
@@ -40,6 +40,7 @@ keys = {n: v for n, v in defs.items() if n.startswith("NAMES_KEY_")}
 suffixes = {n: v for n, v in defs.items() if n.startswith("NAMES_SUFFIX_")}
 chans = {n: v for n, v in defs.items() if n.startswith("NAMES_CHAN_")}
 hdrs = {n: v for n, v in defs.items() if n.startswith("NAMES_HDR_")}
+versions = set(re.findall(r'^#define NAMES_(?:PROTO_\w+|META_PROTOCOL_VERSION)\s+"([^"]*)"', read("common/names.h"), re.M))
 
 # --- docs/internals.md ---
 doc = read("docs/internals.md")
@@ -120,6 +121,8 @@ for path in c_files(["common", "ingress", "worker", "tests"]):
         for lit in literal.findall(line):
             if "{mcpq}:" in lit or re.search(r"(^|[\s'])mcpq:[a-z]", lit):
                 errors.append("%s:%d: spells a Redis key or channel (%s); use common/names.h" % (path, i, lit[:60]))
+            if not path.startswith("tests") and any(v in lit for v in versions):
+                errors.append("%s:%d: spells an MCP protocol version (%s); use common/names.h" % (path, i, lit[:60]))
         if "redis.call" in line and not path.startswith("tests"):
             errors.append("%s:%d: Lua in C (redis.call); put the script in common/lua/" % (path, i))
 

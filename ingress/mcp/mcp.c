@@ -658,8 +658,8 @@ void ing_mcp_method_not_allowed(ing_resp_t *resp)
     ing_mcpreq_resp_error(
         resp, 405, NULL, RPC_INVALID_REQUEST,
         "Method not allowed: the MCP endpoint takes POST, DELETE, and GET with Accept: "
-        "text/event-stream (the notification stream of protocol versions up to "
-        "2025-11-25)",
+        "text/event-stream (the notification stream of protocol versions up to " ING_LATEST_VERSION
+        ")",
         NULL);
     resp->allow = "GET, POST, DELETE";
 }
@@ -682,11 +682,11 @@ void ing_mcp_get(ing_req_t *req, const char *server, ing_resp_t *resp)
         return;
     }
     if (v && strcmp(v, ING_MODERN_VERSION) == 0) {
-        ing_mcpreq_resp_error(
-            resp, 405, NULL, RPC_INVALID_REQUEST,
-            "Method not allowed: protocol version 2026-07-28 has no GET stream; send "
-            "subscriptions/listen",
-            NULL);
+        ing_mcpreq_resp_error(resp, 405, NULL, RPC_INVALID_REQUEST,
+                              "Method not allowed: protocol version " ING_MODERN_VERSION
+                              " has no GET stream; send "
+                              "subscriptions/listen",
+                              NULL);
         resp->allow = "POST";
         return;
     }
