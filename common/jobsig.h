@@ -20,10 +20,11 @@
 #define MCPQ_JOBSIG_H
 
 #include "settings.h"
+#include "names.h"
 
 #include <stddef.h>
 
-#define JOBSIG_HEADER "mcpq-sig"
+#define JOBSIG_HEADER NAMES_HDR_JOBSIG
 #define JOBSIG_PREFIX "v1="
 #define JOBSIG_KEY_MIN 32
 #define JOBSIG_KEY_MAX 1024

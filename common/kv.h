@@ -17,13 +17,14 @@
 #define MCPQ_REDIS_H
 
 #include "settings.h"
+#include "names.h"
 
 #include <hiredis/hiredis.h>
 #include <stddef.h>
 
 /* The hash tag every mcpq key starts with ("{mcpq}:task:<id>"...): one Redis Cluster slot
  * holds them all, so every script's keys share it (docs/redis.md, "Redis Cluster"). */
-#define KV_KEY_TAG "{mcpq}"
+#define KV_KEY_TAG NAMES_KEY_TAG
 
 /* One Redis URL, parsed (kv_url_parse). */
 typedef struct kv_url {

@@ -1,4 +1,5 @@
 #include "mcpw.h"
+#include "names.h"
 
 #include "err.h"
 #include "util.h"
@@ -168,7 +169,7 @@ int mcpw_discover_modern(long status, const cJSON *response)
 
 const char *mcpw_legacy_version(const cJSON *response)
 {
-    static const char *const known[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
+    static const char *const known[] = {NAMES_PROTO_UPSTREAM_LEGACY};
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(response, "result");
     const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(r, "protocolVersion"));
     if (!v)

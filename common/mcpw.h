@@ -19,12 +19,14 @@
 #ifndef MCPQ_MCPWIRE_H
 #define MCPQ_MCPWIRE_H
 
+#include "names.h"
+
 #include <cjson/cJSON.h>
 #include <stddef.h>
 
-#define MCPW_MODERN_VERSION "2026-07-28"
-#define MCPW_LEGACY_VERSION "2025-11-25"
-#define MCPW_META_VERSION "io.modelcontextprotocol/protocolVersion"
+#define MCPW_MODERN_VERSION NAMES_PROTO_MODERN
+#define MCPW_LEGACY_VERSION NAMES_PROTO_LATEST
+#define MCPW_META_VERSION NAMES_META_PROTOCOL_VERSION
 
 /* Called for each SSE event: its type ("message" when the frame named none) and its data
  * (data lines joined by "\n", NUL-terminated). Return non-zero to stop. */

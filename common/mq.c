@@ -1,4 +1,5 @@
 #include "mq.h"
+#include "names.h"
 
 #include "err.h"
 #include "log.h"
@@ -152,16 +153,16 @@ int mq_producer_send(mq_producer_t *p, const char *topic, const char *key, const
     if (!atomic_load(&p->up))
         return MCPQ_EUNAVAIL;
     rd_kafka_headers_t *hdrs = rd_kafka_headers_new(4);
-    rd_kafka_header_add(hdrs, "job_id", -1, key, -1);
+    rd_kafka_header_add(hdrs, NAMES_HDR_JOB_ID, -1, key, -1);
     if (p->sign.n) {
         char sig[JOBSIG_VALUE_LEN + 1];
         jobsig_sign(&p->sign.key[0], value, len, sig);
         rd_kafka_header_add(hdrs, JOBSIG_HEADER, -1, sig, (ssize_t)JOBSIG_VALUE_LEN);
     }
     if (traceparent)
-        rd_kafka_header_add(hdrs, "traceparent", -1, traceparent, -1);
+        rd_kafka_header_add(hdrs, NAMES_HDR_TRACEPARENT, -1, traceparent, -1);
     if (tracestate)
-        rd_kafka_header_add(hdrs, "tracestate", -1, tracestate, -1);
+        rd_kafka_header_add(hdrs, NAMES_HDR_TRACESTATE, -1, tracestate, -1);
     rd_kafka_resp_err_t err = rd_kafka_producev(
         p->rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key, strlen(key)),
         RD_KAFKA_V_VALUE((void *)value, len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),

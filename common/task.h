@@ -34,6 +34,8 @@
 #ifndef MCPQ_TASK_H
 #define MCPQ_TASK_H
 
+#include "names.h"
+
 #include <hiredis/hiredis.h>
 #include <stddef.h>
 
@@ -42,7 +44,7 @@
 /* The queue of tasks without a RobotId ({mcpq}:tq:_any): no tenant can declare it (cfg.c). */
 #define TASK_ROBOT_ANY "_any"
 /* The tenant's index of its task ids ({mcpq}:tasks:<tenant>). */
-#define TASK_INDEX_PREFIX "{mcpq}:tasks:"
+#define TASK_INDEX_PREFIX NAMES_KEY_TASKS
 
 typedef enum {
     TASK_SCRIPT_CREATE = 0,
@@ -67,7 +69,7 @@ int task_robot_ok(const char *robot);
 
 /*
  * Runs script s with argc string arguments (no keys; scripts derive their keys) on c:
- * EVALSHA, then EVAL when Redis does not know it yet. The reply (caller frees) or NULL with
+ * EVALSHA of common/lua/task_<name>.lua (rscript.h). The reply (caller frees) or NULL with
  * errstr filled (connection failure or an error reply).
  *
  * Arguments per script (all strings):

@@ -2,9 +2,10 @@
  * whq.h - the webhook delivery queue in Redis (docs/webhooks.md): how a task event becomes
  * one delivery per subscribed endpoint, atomically with the state change that caused it.
  *
- * WHQ_LUA_ENQUEUE is Lua source that defines (does not call)
+ * common/lua/lib_whq.lua is Lua source that defines (does not call)
  *     local function whq_enqueue(tenant, event, task_id, data_json, iso_ts, now_ms, id_base)
- * Task-transition scripts (common/task.c) prepend it and call it inside the same script, so
+ * Task-transition scripts (common/lua/task_*.lua) prepend it and call it inside the same
+ * script, so
  * a state change and its deliveries happen together or not at all. It reads the tenant's
  * document (`HGET {mcpq}:registry tenant:<tenant>`) and, for every webhook whose `events`
  * holds `event`, creates delivery `msg_<id_base>_<n>` (n from 1), which is also the
@@ -39,6 +40,7 @@
 #define MCPQ_WHQ_H
 
 #include "kv.h"
+#include "names.h"
 
 #include <stddef.h>
 
@@ -48,27 +50,21 @@
 /* The newest deliveries per tenant that GET /v1/webhooks/deliveries can list. */
 #define WHQ_INDEX_MAX 100000
 
-#define WHQ_DUE_KEY "{mcpq}:wh:due"
-#define WHQ_DELIVERY_PREFIX "{mcpq}:whd:"
-#define WHQ_INDEX_PREFIX "{mcpq}:whd:idx:"
-#define WHQ_DISABLED_PREFIX "{mcpq}:wh:disabled:"
+#define WHQ_DUE_KEY NAMES_KEY_WH_DUE
+#define WHQ_DELIVERY_PREFIX NAMES_KEY_WH_DELIVERY
+#define WHQ_INDEX_PREFIX NAMES_KEY_WH_INDEX
+#define WHQ_DISABLED_PREFIX NAMES_KEY_WH_DISABLED
 
 /* The longest delivery id: "msg_" + id_base (at most 64 characters) + "_" + n. */
 #define WHQ_ID_MAX 96
-
-/* Lua source defining whq_enqueue (above); NUL-terminated. */
-extern const char WHQ_LUA_ENQUEUE[];
-
-/* Lua source defining now_ms() (Redis's clock, epoch ms) and iso(ms) (ISO 8601 UTC with
- * milliseconds), shared by the standalone enqueue and the task scripts (common/task.c). */
-extern const char WHQ_LUA_CLOCK[];
 
 /* 1 when event is one of task.running, task.completed, task.terminated, task.cancelled. */
 int whq_event_known(const char *event);
 
 /*
- * Creates the deliveries of one event outside any other script: EVAL of WHQ_LUA_ENQUEUE
- * plus a call with Redis's clock and a random id base. data_json must be a JSON object.
+ * Creates the deliveries of one event outside any other script: common/lua/whq_event.lua
+ * (lib_whq.lua plus a call with Redis's clock) with a random id base. data_json must be a
+ * JSON object.
  * Returns the number of deliveries created (>= 0, 0 when the tenant is unknown or nothing
  * subscribes to event), MCPQ_EINVAL for bad arguments, MCPQ_EUNAVAIL when Redis failed
  * (errstr filled).

@@ -2,6 +2,7 @@
  * mcpq_ingress.c - mcpq-ingress: settings, start-up, the registry refresh thread and graceful stop.
  */
 #include "cfg.h"
+#include "names.h"
 #include "peer.h"
 #include "process.h"
 #include "err.h"

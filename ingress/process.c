@@ -8,6 +8,7 @@
 #include "ktopic.h"
 #include "listen.h"
 #include "log.h"
+#include "names.h"
 #include "peer.h"
 #include "server.h"
 #include "toolcall.h"
@@ -30,7 +31,7 @@ static void name_instance(ing_ctx_t *ctx, const mcpq_settings_t *set)
     }
     char hex[17];
     util_random_hex(hex, 8);
-    snprintf(ctx->reply_key, sizeof(ctx->reply_key), "{mcpq}:reply:%s:%s", ctx->instance, hex);
+    snprintf(ctx->reply_key, sizeof(ctx->reply_key), NAMES_KEY_REPLY "%s:%s", ctx->instance, hex);
 }
 
 /* The jobs topic made sure of, then the producer. 0 or -1 with err. */
@@ -65,8 +66,8 @@ static void open_services(ing_ctx_t *ctx, const mcpq_settings_t *set)
                                    (int)set->sse_keepalive_ms);
     ctx->rl = ctx->kv ? ing_ratelimit_new(ctx->kv, NULL, set->rate_limit_lease_ms, 0) : NULL;
     ctx->authfail = (ing_authfail_t){
-        .rl =
-            ctx->kv ? ing_ratelimit_new(ctx->kv, "{mcpq}:af:", 1, ING_AUTHFAIL_MAX_BUCKETS) : NULL,
+        .rl = ctx->kv ? ing_ratelimit_new(ctx->kv, NAMES_KEY_AUTHFAIL, 1, ING_AUTHFAIL_MAX_BUCKETS)
+                      : NULL,
         .addr_per_min = set->auth_fail_per_min,
         .id_per_min = set->auth_fail_id_per_min};
 }

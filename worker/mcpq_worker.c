@@ -2,6 +2,7 @@
  * mcpq_worker.c - mcpq-worker: settings, logging, process set-up; the work is in worker.c.
  */
 #include "consumer.h"
+#include "names.h"
 #include "err.h"
 #include "jobsig.h"
 #include "log.h"
@@ -23,14 +24,16 @@ static const char worker_about[] =
     "consumer group MCPQ_GROUP_ID on MCPQ_TOPIC_JOBS: each record is one tools/call job,\n"
     "which it runs through its executor (builtin echo/sleep/fail, http: POST to a service,\n"
     "exec: a local program with the call on stdin), bounded by the call's deadline. Results\n"
-    "are written once per job to Redis ({mcpq}:result:<job_id>) and announced on the waiting\n"
+    "are written once per job to Redis (" NAMES_KEY_RESULT
+    "<job_id>) and announced on the waiting\n"
     "ingress's reply stream, with live progress and log entries; the Kafka offset is stored\n"
     "only after the result is durable, so a worker that dies mid-job loses nothing.\n"
-    "With MCPQ_JOB_SIGNING_KEY set, a record without a valid signature of the ingress (the\n"
-    "mcpq-sig header) is refused before anything of it runs.\n"
+    "With MCPQ_JOB_SIGNING_KEY set, a record without a valid signature of the ingress "
+    "(the\n" NAMES_HDR_JOBSIG " header) is refused before anything of it runs.\n"
     "\n"
-    "A call its caller cancelled (the ingress sets {mcpq}:cancel:<job_id> and publishes the id\n"
-    "on the Redis channel mcpq:cancel) never starts or is stopped like a timed-out one\n"
+    "A call its caller cancelled (the ingress sets " NAMES_KEY_CANCEL
+    "<job_id> and publishes the id\n"
+    "on the Redis channel " NAMES_CHAN_CANCEL ") never starts or is stopped like a timed-out one\n"
     "(SIGTERM, then SIGKILL after MCPQ_KILL_GRACE_MS; HTTP transfers aborted): it writes no\n"
     "result, sends a `cancelled` reply entry, and its offset is stored. Running jobs'\n"
     "cancel keys are also checked once a second, in case a Pub/Sub message was missed.\n"

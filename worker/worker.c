@@ -1,4 +1,5 @@
 #include "executor.h"
+#include "names.h"
 #include "worker.h"
 
 #include "agent.h"
@@ -564,8 +565,9 @@ static const char *record_traceparent(const rd_kafka_message_t *msg, char *buf, 
     const void *v = NULL;
     size_t n = 0;
     if (rd_kafka_message_headers(msg, &hdrs) != RD_KAFKA_RESP_ERR_NO_ERROR ||
-        rd_kafka_header_get_last(hdrs, "traceparent", &v, &n) != RD_KAFKA_RESP_ERR_NO_ERROR || !v ||
-        n >= size)
+        rd_kafka_header_get_last(hdrs, NAMES_HDR_TRACEPARENT, &v, &n) !=
+            RD_KAFKA_RESP_ERR_NO_ERROR ||
+        !v || n >= size)
         return NULL;
     memcpy(buf, v, n);
     buf[n] = '\0';

@@ -1,4 +1,6 @@
 #include "channels.h"
+#include "rscript.h"
+#include "names.h"
 
 #include "err.h"
 #include "log.h"
@@ -12,37 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHAN_PREFIX "{mcpq}:chan:"
-#define WAIT_PREFIX "{mcpq}:agentwait:"
-#define REPLY_PREFIX "{mcpq}:agentreply:"
-#define REPLY_CHANNEL "mcpq:agentreply"
+#define CHAN_PREFIX NAMES_KEY_CHAN
+#define WAIT_PREFIX NAMES_KEY_AGENTWAIT
+#define REPLY_PREFIX NAMES_KEY_AGENTREPLY
+#define REPLY_CHANNEL NAMES_CHAN_AGENTREPLY
 #define REPLY_TTL_MIN_MS_STR "60000" /* a stored reply lives at least this long (ms) */
 #define MSG_ID_MAX 128
 #define KEY_MAX 256
-
-/* KEYS: channel, turns. ARGV: tenant, default ttl ms. The TTL applied, or -1 when the
- * channel is unknown or another tenant's. */
-static const char use_lua[] = "local h = redis.call('HMGET', KEYS[1], 'tenant', 'ttl_ms')\n"
-                              "if h[1] ~= ARGV[1] then return -1 end\n"
-                              "local ttl = tonumber(h[2]) or tonumber(ARGV[2])\n"
-                              "redis.call('PEXPIRE', KEYS[1], ttl)\n"
-                              "redis.call('PEXPIRE', KEYS[2], ttl)\n"
-                              "return ttl\n";
-
-/* KEYS: wait, reply. ARGV: tenant, channel id, reply JSON, message id. 'ok', 'unknown' (no
- * such message waiting on this tenant's channel) or 'duplicate' (a reply is stored). */
-static const char reply_lua[] =
-    "local w = redis.call('GET', KEYS[1])\n"
-    "if not w then return 'unknown' end\n"
-    "local ok, o = pcall(cjson.decode, w)\n"
-    "if not ok or type(o) ~= 'table' or o.tenant ~= ARGV[1] or o.channel_id ~= ARGV[2] then\n"
-    "  return 'unknown'\n"
-    "end\n"
-    "local ttl = redis.call('PTTL', KEYS[1])\n"
-    "if ttl < " REPLY_TTL_MIN_MS_STR " then ttl = " REPLY_TTL_MIN_MS_STR " end\n"
-    "if not redis.call('SET', KEYS[2], ARGV[3], 'NX', 'PX', ttl) then return 'duplicate' end\n"
-    "redis.call('PUBLISH', '" REPLY_CHANNEL "', ARGV[4])\n"
-    "return 'ok'\n";
 
 static int id_char(char c)
 {
@@ -93,10 +71,11 @@ int ing_channels_use(kv_pool_t *kv, const char *tenant, const char *id, long lon
     if (!ing_channels_id_valid(id))
         return MCPQ_ENOTFOUND;
     snprintf(ckey, sizeof(ckey), CHAN_PREFIX "%s", id);
-    snprintf(tkey, sizeof(tkey), CHAN_PREFIX "%s:turns", id);
+    snprintf(tkey, sizeof(tkey), CHAN_PREFIX "%s" NAMES_SUFFIX_TURNS, id);
     snprintf(ttl, sizeof(ttl), "%lld", ttl_s * 1000);
-    const char *argv[] = {"EVAL", use_lua, "2", ckey, tkey, tenant, ttl};
-    redisReply *r = kv_pool_commandargv(kv, err, sizeof(err), 7, argv, NULL);
+    const char *argv[] = {ckey, tkey, tenant, ttl};
+    redisReply *r =
+        rscript_pool_run(kv, rscript_get("channels_use"), 2, 4, argv, NULL, err, sizeof(err));
     if (!r)
         return MCPQ_EUNAVAIL;
     int rc = r->type == REDIS_REPLY_INTEGER && r->integer > 0 ? 0 : MCPQ_ENOTFOUND;
@@ -138,8 +117,9 @@ static void post_message(ing_req_t *req, const ing_tenant_t *t, const char *chan
     }
     snprintf(wkey, sizeof(wkey), WAIT_PREFIX "%s", midbuf);
     snprintf(rkey, sizeof(rkey), REPLY_PREFIX "%s", midbuf);
-    const char *argv[] = {"EVAL", reply_lua, "2", wkey, rkey, t->id, chan, json, midbuf};
-    redisReply *r = kv_pool_commandargv(req->ctx->kv, err, sizeof(err), 9, argv, NULL);
+    const char *argv[] = {wkey, rkey, t->id, chan, json, midbuf};
+    redisReply *r = rscript_pool_run(req->ctx->kv, rscript_get("channels_reply"), 2, 6, argv, NULL,
+                                     err, sizeof(err));
     free(json);
     if (!r) {
         ing_api_error(resp, 503, "channel store (Redis) unavailable; try again");

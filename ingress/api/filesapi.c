@@ -14,6 +14,7 @@
  * same id won (409). A body without Content-Length is counted as it comes.
  */
 #include "api.h"
+#include "rscript.h"
 #include "err.h"
 #include "files.h"
 #include "filesapi.h"
@@ -41,43 +42,6 @@ struct ing_upload {
     int failed; /* a write failed: 500 at the end */
     EVP_MD_CTX *md;
 };
-
-/* KEYS[1] the file, KEYS[2] and KEYS[3] the tenant's files by expiry and their sizes
- * (files.h); ARGV: tenant filename content_type size created_ms ttl_s max_bytes ("0": no
- * limit) file_id. Files that expired leave the tenant's total first; then {1, total} with the
- * file presigned, or {-1, total} (nothing written) when it would take the tenant past
- * max_bytes (quotas.file_bytes). Sizes are added as the strings they are stored as. */
-static const char presign_lua[] =
-    "local t = redis.call('TIME')\n"
-    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-    "for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, 1000)) do\n"
-    "  local n = redis.call('HGET', KEYS[3], id)\n"
-    "  if n then redis.call('HINCRBY', KEYS[3], 'total', '-' .. n) end\n"
-    "  redis.call('HDEL', KEYS[3], id)\n"
-    "  redis.call('ZREM', KEYS[2], id)\n"
-    "end\n"
-    "local total = tonumber(redis.call('HGET', KEYS[3], 'total') or '0')\n"
-    "local max = tonumber(ARGV[7])\n"
-    "if max > 0 and total + tonumber(ARGV[4]) > max then return {-1, total} end\n"
-    "redis.call('HSET', KEYS[1], 'tenant', ARGV[1], 'filename', ARGV[2], 'content_type', "
-    "ARGV[3], 'size', ARGV[4], 'state', 'pending', 'created_ms', ARGV[5])\n"
-    "redis.call('EXPIRE', KEYS[1], ARGV[6])\n"
-    "local ttl_ms = tonumber(ARGV[6]) * 1000\n"
-    "redis.call('ZADD', KEYS[2], now + ttl_ms, ARGV[8])\n"
-    "redis.call('HSET', KEYS[3], ARGV[8], ARGV[4])\n"
-    "total = redis.call('HINCRBY', KEYS[3], 'total', ARGV[4])\n"
-    "for i = 2, 3 do\n"
-    "  if redis.call('PTTL', KEYS[i]) < ttl_ms then redis.call('PEXPIRE', KEYS[i], ttl_ms) end\n"
-    "end\n"
-    "return {1, total}\n";
-
-/* KEYS[1] the file; ARGV: sha256 uploaded_ms. 1 stored, 0 already ready, -1 gone. */
-static const char ready_lua[] =
-    "local s = redis.call('HGET', KEYS[1], 'state')\n"
-    "if not s then return -1 end\n"
-    "if s ~= 'pending' then return 0 end\n"
-    "redis.call('HSET', KEYS[1], 'state', 'ready', 'sha256', ARGV[1], 'uploaded_ms', ARGV[2])\n"
-    "return 1\n";
 
 int ing_filesapi_is_content(const char *url)
 {
@@ -202,9 +166,10 @@ static void presign(ing_req_t *req, const ing_tenant_t *t, ing_resp_t *resp)
     snprintf(idx, sizeof(idx), ING_FILES_TENANT_PREFIX "%s", t->id);
     snprintf(sizes, sizeof(sizes), ING_FILES_TENANT_PREFIX "%s" ING_FILES_SIZES_SUFFIX, t->id);
     snprintf(max, sizeof(max), "%lld", quota);
-    const char *argv[] = {"EVAL",          presign_lua,     "3",  key,     idx, sizes, t->id,
-                          fn->valuestring, ct->valuestring, size, created, ttl, max,   id};
-    redisReply *r = kv_pool_commandargv(ctx->kv, err, sizeof(err), 14, argv, NULL);
+    const char *argv[] = {key,     idx, sizes, t->id, fn->valuestring, ct->valuestring, size,
+                          created, ttl, max,   id};
+    redisReply *r = rscript_pool_run(ctx->kv, rscript_get("filesapi_presign"), 3, 11, argv, NULL,
+                                     err, sizeof(err));
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
         r->element[0]->type != REDIS_REPLY_INTEGER || r->element[1]->type != REDIS_REPLY_INTEGER) {
         log_event(LOG_ERROR, "files: presign failed", "tenant", t->id, "error",
@@ -516,8 +481,9 @@ void ing_filesapi_upload_end(ing_req_t *req, ing_resp_t *resp)
     }
     snprintf(key, sizeof(key), ING_FILE_KEY_PREFIX "%s", up->id);
     snprintf(now, sizeof(now), "%lld", (long long)util_now_ms());
-    const char *argv[] = {"EVAL", ready_lua, "1", key, sha, now};
-    redisReply *r = kv_pool_commandargv(ctx->kv, err, sizeof(err), 6, argv, NULL);
+    const char *argv[] = {key, sha, now};
+    redisReply *r = rscript_pool_run(ctx->kv, rscript_get("filesapi_ready"), 1, 3, argv, NULL, err,
+                                     sizeof(err));
     long long st = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -2;
     if (r)
         freeReplyObject(r);

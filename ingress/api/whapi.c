@@ -12,6 +12,7 @@
  */
 #include "webhook.h"
 #include "whapi.h"
+#include "rscript.h"
 
 #include "api.h"
 #include "listing.h"
@@ -35,65 +36,6 @@
 #define FIELDS                                                                                     \
     "'id', 'webhook', 'event', 'task', 'status', 'attempts', 'last_status', 'last_error', "        \
     "'created_ms', 'next_ms', 'log'"
-
-/* ARGV: tenant limit cursor_score cursor_id task status. Returns cursor score, cursor id
- * ("" "" at the end), then NFIELDS strings per delivery. */
-static const char list_lua[] =
-    "local idx = '" WHQ_INDEX_PREFIX "' .. ARGV[1]\n"
-    "local limit = tonumber(ARGV[2])\n"
-    "local cs, cid = ARGV[3], ARGV[4]\n"
-    "local maxs = cs == '' and '+inf' or cs\n"
-    "local out = {'', ''}\n"
-    "local n, scanned, offset, done = 0, 0, 0, false\n"
-    "local gone = {}\n"
-    "while not done do\n"
-    "  local page = redis.call('ZREVRANGEBYSCORE', idx, maxs, '-inf', 'WITHSCORES',\n"
-    "    'LIMIT', offset, 100)\n"
-    "  if #page == 0 then break end\n"
-    "  local i = 1\n"
-    "  while i < #page do\n"
-    "    local id, s = page[i], page[i + 1]\n"
-    "    i = i + 2\n"
-    "    if not (cs ~= '' and s == cs and id >= cid) then\n"
-    "      scanned = scanned + 1\n"
-    "      local h = redis.call('HMGET', '" WHQ_DELIVERY_PREFIX "' .. id, " FIELDS ", 'tenant')\n"
-    "      if not h[1] or h[12] ~= ARGV[1] then\n"
-    "        gone[#gone + 1] = id\n"
-    "      elseif (ARGV[5] == '' or h[4] == ARGV[5]) and (ARGV[6] == '' or h[5] == ARGV[6]) then\n"
-    "        for j = 1, " STR(
-        NFIELDS) " do out[#out + 1] = h[j] or '' end\n"
-                 "        n = n + 1\n"
-                 "      end\n"
-                 "      if n >= limit or scanned >= " STR(
-                     SCAN_MAX) " then\n"
-                               "        local more = i < #page or #redis.call('ZREVRANGEBYSCORE', "
-                               "idx, maxs, '-inf',\n"
-                               "          'LIMIT', offset + #page / 2, 1) > 0\n"
-                               "        if more then out[1] = s; out[2] = id end\n"
-                               "        done = true\n"
-                               "        break\n"
-                               "      end\n"
-                               "    end\n"
-                               "  end\n"
-                               "  offset = offset + #page / 2\n"
-                               "end\n"
-                               "if #gone > 0 then redis.call('ZREM', idx, unpack(gone)) end\n"
-                               "return out\n";
-
-/* ARGV: tenant id. nil when the delivery is unknown or another tenant's, else its fields. */
-static const char redeliver_lua[] =
-    "local k = '" WHQ_DELIVERY_PREFIX "' .. ARGV[2]\n"
-    "local h = redis.call('HMGET', k, 'tenant', 'webhook', 'attempts', 'created_ms')\n"
-    "if h[1] ~= ARGV[1] then return false end\n"
-    "local t = redis.call('TIME')\n"
-    "local now = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))\n"
-    "redis.call('HSET', k, 'status', 'pending', 'next_ms', now, 'sched_base', h[3] or '0',\n"
-    "  'claim', '')\n"
-    "redis.call('ZADD', '" WHQ_DUE_KEY "', now, ARGV[2])\n"
-    "redis.call('ZADD', '" WHQ_INDEX_PREFIX "' .. ARGV[1], 'NX', h[4] or now, ARGV[2])\n"
-    "redis.call('DEL', '" WHQ_DISABLED_PREFIX "' .. ARGV[1] .. ':' .. (h[2] or ''))\n"
-    "redis.call('EXPIRE', k, " STR(WHQ_RETENTION_S) ")\n"
-                                                    "return redis.call('HMGET', k, " FIELDS ")\n";
 
 static int id_ok(const char *id, size_t len)
 {
@@ -225,9 +167,9 @@ static void list(ing_req_t *req, const char *tenant, ing_resp_t *resp)
     }
     char lim[16], err[256];
     snprintf(lim, sizeof(lim), "%lld", limit);
-    const char *argv[] = {
-        "EVAL", list_lua, "0", tenant, lim, cs, cid, task ? task : "", status ? status : ""};
-    redisReply *r = kv_pool_commandargv(req->ctx->kv, err, sizeof(err), 9, argv, NULL);
+    const char *argv[] = {tenant, lim, cs, cid, task ? task : "", status ? status : ""};
+    redisReply *r = rscript_pool_run(req->ctx->kv, rscript_get("whapi_list"), 0, 6, argv, NULL, err,
+                                     sizeof(err));
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 2 || (r->elements - 2) % NFIELDS != 0) {
         log_event(LOG_ERROR, "webhook deliveries: list failed", "tenant", tenant, "error",
                   r ? "unexpected reply" : err, (char *)NULL);
@@ -256,8 +198,9 @@ static void list(ing_req_t *req, const char *tenant, ing_resp_t *resp)
 static void redeliver(ing_req_t *req, const char *tenant, const char *id, ing_resp_t *resp)
 {
     char err[256];
-    const char *argv[] = {"EVAL", redeliver_lua, "0", tenant, id};
-    redisReply *r = kv_pool_commandargv(req->ctx->kv, err, sizeof(err), 5, argv, NULL);
+    const char *argv[] = {tenant, id};
+    redisReply *r = rscript_pool_run(req->ctx->kv, rscript_get("whapi_redeliver"), 0, 2, argv, NULL,
+                                     err, sizeof(err));
     if (!r) {
         log_event(LOG_ERROR, "webhook deliveries: redeliver failed", "tenant", tenant, "error", err,
                   (char *)NULL);

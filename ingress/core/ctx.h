@@ -10,6 +10,7 @@
 #define MCPQ_INGRESS_H
 
 #include "mq.h"
+#include "names.h"
 #include "metrics.h"
 #include "pending.h"
 #include "ratelimit.h"
@@ -22,10 +23,10 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#define ING_SUPPORTED_VERSIONS "2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"
-#define ING_MODERN_VERSION "2026-07-28"
-#define ING_LATEST_VERSION "2025-11-25"
-#define ING_DEFAULT_VERSION "2025-03-26"
+#define ING_SUPPORTED_VERSIONS NAMES_PROTO_SUPPORTED
+#define ING_MODERN_VERSION NAMES_PROTO_MODERN
+#define ING_LATEST_VERSION NAMES_PROTO_LATEST
+#define ING_DEFAULT_VERSION NAMES_PROTO_DEFAULT
 
 typedef struct ing_ctx {
     const mcpq_settings_t *set;

@@ -24,11 +24,12 @@
 #define MCPQ_ING_FILES_H
 
 #include "ctx.h"
+#include "names.h"
 
 #include <cjson/cJSON.h>
 #include <stddef.h>
 
-#define ING_FILE_KEY_PREFIX "{mcpq}:file:"
+#define ING_FILE_KEY_PREFIX NAMES_KEY_FILE
 #define ING_FILE_ID_LEN 34      /* "f_" and 32 hex digits */
 #define ING_FILE_NAME_MAX 255   /* bytes of a filename */
 #define ING_FILE_CTYPE_MAX 127  /* bytes of a content type */
@@ -36,8 +37,8 @@
 #define ING_FILES_URL_MAX 1024  /* an absolute signed URL */
 
 /* A tenant's files for its quota (above): ING_FILES_TENANT_PREFIX <tenant> [SIZES_SUFFIX]. */
-#define ING_FILES_TENANT_PREFIX "{mcpq}:files:"
-#define ING_FILES_SIZES_SUFFIX ":sizes"
+#define ING_FILES_TENANT_PREFIX NAMES_KEY_FILES
+#define ING_FILES_SIZES_SUFFIX NAMES_SUFFIX_SIZES
 
 typedef struct ing_files ing_files_t;
 

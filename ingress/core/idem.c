@@ -1,4 +1,6 @@
 #include "idem.h"
+#include "rscript.h"
+#include "names.h"
 
 #include "err.h"
 #include "util.h"
@@ -8,20 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* KEYS: none. ARGV: idem key, fingerprint, ttl_s, proposed id.
- * -> {0, id} claimed for the proposed id; {1, id, record|false} claimed before with the same
- * arguments; {2} with other arguments. The value is "<fingerprint> <id>". */
-static const char claim_lua[] =
-    "local v = redis.call('GET', ARGV[1])\n"
-    "if not v then\n"
-    "  redis.call('SET', ARGV[1], ARGV[2] .. ' ' .. ARGV[4], 'EX', tonumber(ARGV[3]))\n"
-    "  return {0, ARGV[4]}\n"
-    "end\n"
-    "local sp = string.find(v, ' ', 1, true)\n"
-    "if not sp or string.sub(v, 1, sp - 1) ~= ARGV[2] then return {2} end\n"
-    "local id = string.sub(v, sp + 1)\n"
-    "return {1, id, redis.call('GET', '{mcpq}:result:' .. id)}\n";
 
 int ing_idem_key(const cJSON *args, const char **key)
 {
@@ -129,10 +117,11 @@ int ing_idem_claim(kv_pool_t *kv, const char *tenant, const char *scope, const c
     *record_len = 0;
     if (ing_idem_fingerprint(args, fp) < 0)
         return MCPQ_EUNAVAIL;
-    snprintf(key, sizeof(key), "{mcpq}:idem:%s:%s", tenant, scope);
+    snprintf(key, sizeof(key), NAMES_KEY_IDEM "%s:%s", tenant, scope);
     snprintf(ttl, sizeof(ttl), "%lld", ttl_s);
-    const char *argv[] = {"EVAL", claim_lua, "0", key, fp, ttl, proposed_id};
-    redisReply *r = kv_pool_commandargv(kv, err, sizeof(err), 7, argv, NULL);
+    const char *argv[] = {key, fp, ttl, proposed_id};
+    redisReply *r =
+        rscript_pool_run(kv, rscript_get("idem_claim"), 0, 4, argv, NULL, err, sizeof(err));
     if (!r)
         return MCPQ_EUNAVAIL;
     int rc = MCPQ_EUNAVAIL;

@@ -1,10 +1,11 @@
 #include "ratelimit.h"
+#include "rscript.h"
+#include "names.h"
 
 #include "log.h"
 #include "util.h"
 
 #include <math.h>
-#include <openssl/sha.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,32 +14,6 @@
 /* After Redis failed, how long the local buckets serve before Redis is tried again. */
 #define RL_REDIS_RETRY_MS 1000
 #define RL_NBUCKETS 1024
-
-/*
- * KEYS[1] the bucket; ARGV: rate (tokens/s), burst, tokens wanted. Refills by Redis's clock,
- * grants min(wanted, whole tokens) and answers {granted, ms until the next token when none
- * was granted}. An idle bucket expires once it would be full again (absent means full).
- */
-static const char script[] =
-    "local rate = tonumber(ARGV[1])\n"
-    "local burst = tonumber(ARGV[2])\n"
-    "local want = tonumber(ARGV[3])\n"
-    "local t = redis.call('TIME')\n"
-    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-    "local b = redis.call('HMGET', KEYS[1], 't', 'ts')\n"
-    "local tokens = tonumber(b[1])\n"
-    "local ts = tonumber(b[2])\n"
-    "if tokens == nil or ts == nil then tokens = burst; ts = now end\n"
-    "if now > ts then tokens = tokens + (now - ts) * rate / 1000; ts = now end\n"
-    "if tokens > burst then tokens = burst end\n"
-    "local grant = math.floor(math.min(want, tokens))\n"
-    "if grant < 0 then grant = 0 end\n"
-    "tokens = tokens - grant\n"
-    "redis.call('HSET', KEYS[1], 't', tostring(tokens), 'ts', ts)\n"
-    "redis.call('PEXPIRE', KEYS[1], math.ceil(burst * 1000 / rate) + 1000)\n"
-    "local wait = 0\n"
-    "if grant == 0 then wait = math.max(1, math.ceil((1 - tokens) * 1000 / rate)) end\n"
-    "return {grant, wait}\n";
 
 typedef struct rl_entry {
     struct rl_entry *next;
@@ -59,7 +34,6 @@ struct ing_ratelimit {
     size_t max_entries; /* 0: no bound */
     size_t nentries;
     int64_t swept_ms; /* the last sweep of idle entries (a full table) */
-    char sha1[41];
     pthread_mutex_t lock;
     int64_t redis_retry_ms; /* Redis failed: local buckets only until then */
     int degraded;           /* logged that Redis is unreachable */
@@ -73,13 +47,9 @@ ing_ratelimit_t *ing_ratelimit_new(kv_pool_t *kv, const char *prefix, long long 
     if (!rl)
         return NULL;
     rl->kv = kv;
-    snprintf(rl->prefix, sizeof(rl->prefix), "%s", prefix ? prefix : "{mcpq}:rl:");
+    snprintf(rl->prefix, sizeof(rl->prefix), "%s", prefix ? prefix : NAMES_KEY_RATELIMIT);
     rl->lease_ms = lease_ms > 0 ? lease_ms : 1;
     rl->max_entries = max_entries;
-    unsigned char d[SHA_DIGEST_LENGTH];
-    SHA1((const unsigned char *)script, strlen(script), d);
-    for (int i = 0; i < SHA_DIGEST_LENGTH; i++)
-        snprintf(rl->sha1 + 2 * i, 3, "%02x", d[i]);
     pthread_mutex_init(&rl->lock, NULL);
     return rl;
 }
@@ -209,11 +179,9 @@ static int draw(ing_ratelimit_t *rl, const char *name, const ing_rate_t *rate, l
     snprintf(per_s, sizeof(per_s), "%.17g", rate->per_s);
     snprintf(b, sizeof(b), "%lld", burst);
     snprintf(w, sizeof(w), "%lld", want);
-    redisReply *r = kv_pool_command(rl->kv, err, sizeof(err), "EVALSHA %s 1 %s %s %s %s", rl->sha1,
-                                    key, per_s, b, w);
-    if (!r && strstr(err, "NOSCRIPT"))
-        r = kv_pool_command(rl->kv, err, sizeof(err), "EVAL %s 1 %s %s %s %s", script, key, per_s,
-                            b, w);
+    const char *argv[] = {key, per_s, b, w};
+    redisReply *r =
+        rscript_pool_run(rl->kv, rscript_get("ratelimit_take"), 1, 4, argv, NULL, err, sizeof(err));
     int ok = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
              r->element[0]->type == REDIS_REPLY_INTEGER &&
              r->element[1]->type == REDIS_REPLY_INTEGER;

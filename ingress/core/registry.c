@@ -1,4 +1,5 @@
 #include "registry.h"
+#include "names.h"
 
 #include "err.h"
 #include "log.h"
@@ -11,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define REG_KEY "{mcpq}:registry"
-#define REG_REV_KEY "{mcpq}:registry:rev"
+#define REG_KEY NAMES_KEY_REGISTRY
+#define REG_REV_KEY NAMES_KEY_REGISTRY_REV
 
 struct ing_registry {
     atomic_int refs;

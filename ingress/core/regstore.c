@@ -1,4 +1,6 @@
 #include "regstore.h"
+#include "rscript.h"
+#include "names.h"
 
 #include "cfg.h"
 #include "err.h"
@@ -10,28 +12,10 @@
 #include <string.h>
 #include <time.h>
 
-#define REG_KEY "{mcpq}:registry"
-#define REG_REV_KEY "{mcpq}:registry:rev"
+#define REG_KEY NAMES_KEY_REGISTRY
+#define REG_REV_KEY NAMES_KEY_REGISTRY_REV
 #define APPLY_TRIES 8
 #define SEED_FIELD "meta:config"
-
-/*
- * KEYS[1] registry hash, KEYS[2] revision counter. ARGV[1] the channel, then triples
- * (field, expected text or "" for absent, new text or "" to delete). Returns the new revision,
- * or {err_field} (a one-element array) when a field no longer holds the expected text.
- */
-static const char commit_lua[] =
-    "for i = 2, #ARGV, 3 do\n"
-    "  local cur = redis.call('HGET', KEYS[1], ARGV[i])\n"
-    "  if (cur or '') ~= ARGV[i + 1] then return {ARGV[i]} end\n"
-    "end\n"
-    "for i = 2, #ARGV, 3 do\n"
-    "  if ARGV[i + 2] == '' then redis.call('HDEL', KEYS[1], ARGV[i])\n"
-    "  else redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 2]) end\n"
-    "end\n"
-    "local rev = redis.call('INCR', KEYS[2])\n"
-    "redis.call('PUBLISH', ARGV[1], rev)\n"
-    "return rev\n";
 
 static const char *meta_keys[] = {"createTime", "updateTime", NULL};
 
@@ -142,16 +126,13 @@ int ing_regstore_commit(redisContext *c, ing_regstore_state_t *st, long long *re
     int n = cJSON_GetArraySize(st->staged);
     if (n == 0)
         return 0;
-    size_t argc = 6 + 3 * (size_t)n, k = 0; /* EVAL script 2 KEYS channel triples */
+    size_t argc = 3 + 3 * (size_t)n, k = 0; /* 2 KEYS, channel, triples */
     const char **argv = calloc(argc, sizeof(*argv));
     size_t *lens = calloc(argc, sizeof(*lens));
     char **owned = calloc((size_t)n + 1, sizeof(*owned));
     int rc = MCPQ_ENOMEM;
     if (!argv || !lens || !owned)
         goto out;
-    argv[k++] = "EVAL";
-    argv[k++] = commit_lua;
-    argv[k++] = "2";
     argv[k++] = REG_KEY;
     argv[k++] = REG_REV_KEY;
     int i = 0;
@@ -167,23 +148,22 @@ int ing_regstore_commit(redisContext *c, ing_regstore_state_t *st, long long *re
         argv[k++] = owned[i] ? owned[i] : "";
     }
     /* ARGV[1] is the channel: insert it before the triples. */
-    memmove(&argv[6], &argv[5], (k - 5) * sizeof(*argv));
-    argv[5] = RS_CHANNEL;
+    memmove(&argv[3], &argv[2], (k - 2) * sizeof(*argv));
+    argv[2] = RS_CHANNEL;
     k++;
     for (size_t j = 0; j < k; j++)
         lens[j] = strlen(argv[j]);
-    redisReply *r = redisCommandArgv(c, (int)k, argv, lens);
+    redisReply *r =
+        rscript_run(c, rscript_get("regstore_commit"), 2, (int)k, argv, lens, err, err_size);
     if (!r) {
-        snprintf(err, err_size, "redis: %s", c->errstr);
-        rc = MCPQ_EUNAVAIL;
+        rc = c->err ? MCPQ_EUNAVAIL : MCPQ_EIO; /* err: the connection's, or the error reply */
     } else if (r->type == REDIS_REPLY_INTEGER) {
         *rev = r->integer;
         rc = 0;
     } else if (r->type == REDIS_REPLY_ARRAY) {
         rc = RS_CONFLICT;
     } else {
-        snprintf(err, err_size, "redis: %.*s", r->type == REDIS_REPLY_ERROR ? (int)r->len : 0,
-                 r->type == REDIS_REPLY_ERROR ? r->str : "");
+        snprintf(err, err_size, "redis: unexpected reply");
         rc = MCPQ_EIO;
     }
     if (r)

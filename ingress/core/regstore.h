@@ -27,12 +27,13 @@
 #define MCPQ_ING_REGSTORE_H
 
 #include "kv.h"
+#include "names.h"
 #include "settings.h"
 
 #include <cjson/cJSON.h>
 #include <stddef.h>
 
-#define RS_CHANNEL "mcpq:registry:changed"
+#define RS_CHANNEL NAMES_CHAN_REGISTRY_CHANGED
 #define RS_CONFLICT 1 /* ing_regstore_commit: another writer changed a field first */
 
 typedef struct ing_regstore_state {

@@ -1,4 +1,6 @@
 #include "session.h"
+#include "rscript.h"
+#include "names.h"
 
 #include "err.h"
 #include "util.h"
@@ -7,37 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define SESSION_INDEX_PREFIX "{mcpq}:sessions:" /* + tenant: its session ids (quotas.sessions) */
-
-/*
- * Creates a session under its tenant's quota. KEYS[1] the session, KEYS[2] the tenant's
- * index; ARGV: id value ttl_s max ("0": no limit). 1 created, -1 the tenant holds max live
- * sessions. Sessions expire on their own (sliding TTL), so the index keeps ids whose key is
- * gone: the members with the lowest scores are checked first, the gone removed and the live
- * re-scored to now (the next check looks at others); 16 on every call, up to 1000 more when
- * the index is at the quota, before it counts.
- */
-static const char create_lua[] =
-    "local t = redis.call('TIME')\n"
-    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-    "local function prune(n)\n"
-    "  for _, id in ipairs(redis.call('ZRANGE', KEYS[2], 0, n - 1)) do\n"
-    "    if redis.call('EXISTS', '" ING_SESSION_KEY_PREFIX "' .. id) == 1 then\n"
-    "      redis.call('ZADD', KEYS[2], now, id)\n"
-    "    else\n"
-    "      redis.call('ZREM', KEYS[2], id)\n"
-    "    end\n"
-    "  end\n"
-    "end\n"
-    "local max = tonumber(ARGV[4])\n"
-    "prune(16)\n"
-    "if max > 0 and redis.call('ZCARD', KEYS[2]) >= max then\n"
-    "  prune(1000)\n"
-    "  if redis.call('ZCARD', KEYS[2]) >= max then return -1 end\n"
-    "end\n"
-    "redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])\n"
-    "redis.call('ZADD', KEYS[2], now, ARGV[1])\n"
-    "return 1\n";
+#define SESSION_INDEX_PREFIX NAMES_KEY_SESSIONS /* + tenant: its session ids (quotas.sessions) */
 
 int ing_session_id_valid(const char *id)
 {
@@ -91,8 +63,9 @@ int ing_session_create(kv_pool_t *kv, ing_session_t *s, long long ttl_s, long lo
     snprintf(idx, sizeof(idx), SESSION_INDEX_PREFIX "%s", s->tenant);
     snprintf(ttl, sizeof(ttl), "%lld", ttl_s);
     snprintf(lim, sizeof(lim), "%lld", max > 0 ? max : 0);
-    const char *argv[] = {"EVAL", create_lua, "2", key, idx, s->id, json, ttl, lim};
-    redisReply *r = kv_pool_commandargv(kv, err, sizeof(err), 9, argv, NULL);
+    const char *argv[] = {key, idx, s->id, json, ttl, lim};
+    redisReply *r =
+        rscript_pool_run(kv, rscript_get("session_create"), 2, 6, argv, NULL, err, sizeof(err));
     cJSON_free(json);
     if (!r)
         return MCPQ_EUNAVAIL;

@@ -11,10 +11,11 @@
 #define MCPQ_ING_SESSION_H
 
 #include "kv.h"
+#include "names.h"
 
 #include <stddef.h>
 
-#define ING_SESSION_KEY_PREFIX "{mcpq}:session:" /* + id: the session's JSON */
+#define ING_SESSION_KEY_PREFIX NAMES_KEY_SESSION /* + id: the session's JSON */
 
 typedef struct ing_session {
     char id[80];

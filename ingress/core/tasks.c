@@ -1,4 +1,5 @@
 #include "tasks.h"
+#include "names.h"
 
 #include "err.h"
 #include "log.h"
@@ -99,7 +100,7 @@ int ing_tasks_get(kv_pool_t *kv, const char *tenant, const char *id, ing_tasks_t
     task->fields = NULL;
     if (!id || !*id || strlen(id) > 128)
         return MCPQ_ENOTFOUND;
-    redisReply *r = kv_pool_command(kv, err, sizeof(err), "HGETALL {mcpq}:task:%s", id);
+    redisReply *r = kv_pool_command(kv, err, sizeof(err), "HGETALL " NAMES_KEY_TASK "%s", id);
     if (!r)
         return MCPQ_EUNAVAIL;
     int rc = MCPQ_ENOTFOUND;
@@ -285,11 +286,13 @@ int ing_tasks_wait(kv_pool_t *kv, const char *id, const char *reply_key)
 {
     char err[256];
     redisReply *r =
-        kv_pool_command(kv, err, sizeof(err), "SADD {mcpq}:task:%s:waiters %s", id, reply_key);
+        kv_pool_command(kv, err, sizeof(err),
+                        "SADD " NAMES_KEY_TASK "%s" NAMES_SUFFIX_WAITERS " %s", id, reply_key);
     if (!r)
         return MCPQ_EUNAVAIL;
     freeReplyObject(r);
-    r = kv_pool_command(kv, err, sizeof(err), "EXPIRE {mcpq}:task:%s:waiters 86400", id);
+    r = kv_pool_command(kv, err, sizeof(err),
+                        "EXPIRE " NAMES_KEY_TASK "%s" NAMES_SUFFIX_WAITERS " 86400", id);
     if (r)
         freeReplyObject(r);
     return 0;

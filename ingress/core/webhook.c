@@ -1,4 +1,5 @@
 #include "webhook.h"
+#include "rscript.h"
 
 #include "err.h"
 #include "log.h"
@@ -25,88 +26,10 @@
 #define RESP_BODY_MAX 65536 /* a longer answer body is cut off (the status is what counts) */
 #define USER_AGENT "mcpq-webhooks/0.1"
 
-/* ---- Redis scripts ---- */
+/* ---- Redis scripts (common/lua/webhook_*.lua) ---- */
 
-/* ARGV: limit, visibility_ms, token base, first delay ms. Returns CLAIM_FIELDS strings per
- * claimed delivery: id tenant webhook event body attempts sched_base token disabled-url
- * traceparent. */
+/* The strings per claimed delivery of webhook_claim.lua. */
 #define CLAIM_FIELDS 10
-static const char claim_lua[] =
-    "local t = redis.call('TIME')\n"
-    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-    "local due = '" WHQ_DUE_KEY "'\n"
-    "local ids = redis.call('ZRANGE', due, '-inf', now, 'BYSCORE', 'LIMIT', 0, ARGV[1])\n"
-    "local out = {}\n"
-    "for i, id in ipairs(ids) do\n"
-    "  local k = '" WHQ_DELIVERY_PREFIX "' .. id\n"
-    "  local h = redis.call('HMGET', k, 'tenant', 'webhook', 'event', 'body', 'attempts',\n"
-    "    'sched_base', 'created_ms', 'status', 'traceparent')\n"
-    "  local att = tonumber(h[5]) or 0\n"
-    "  local first = (tonumber(h[7]) or 0) + tonumber(ARGV[4])\n"
-    "  if not h[1] or h[8] ~= 'pending' then\n"
-    "    redis.call('ZREM', due, id)\n"
-    "  elseif att == 0 and first > now then\n"
-    "    redis.call('ZADD', due, first, id)\n"
-    "    redis.call('HSET', k, 'next_ms', string.format('%d', first))\n"
-    "  else\n"
-    "    local tok = ARGV[3] .. ':' .. i\n"
-    "    redis.call('ZADD', due, now + tonumber(ARGV[2]), id)\n"
-    "    redis.call('HSET', k, 'claim', tok)\n"
-    "    local dis = redis.call('GET', '" WHQ_DISABLED_PREFIX "' .. h[1] .. ':' .. (h[2] or ''))\n"
-    "    for _, v in ipairs({id, h[1], h[2] or '', h[3] or '', h[4] or '', tostring(att),\n"
-    "        h[6] or '0', tok, dis or '', h[9] or ''}) do\n"
-    "      out[#out + 1] = v\n"
-    "    end\n"
-    "  end\n"
-    "end\n"
-    "return out\n";
-
-/* ARGV: id token status http_status error ms delay_ms counted(1/0) disable_url.
- * 1 when recorded, 0 when the claim is no longer ours. */
-static const char outcome_lua[] =
-    "local k = '" WHQ_DELIVERY_PREFIX "' .. ARGV[1]\n"
-    "if redis.call('HGET', k, 'claim') ~= ARGV[2] then return 0 end\n"
-    "local t = redis.call('TIME')\n"
-    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-    "local st = ARGV[3]\n"
-    "local f = {'claim', '', 'status', st, 'last_status', ARGV[4], 'last_error', ARGV[5]}\n"
-    "if ARGV[8] == '1' then\n"
-    "  local ok, log = pcall(cjson.decode, redis.call('HGET', k, 'log') or '[]')\n"
-    "  if not ok or type(log) ~= 'table' then log = {} end\n"
-    "  log[#log + 1] = {at_ms = now, status = tonumber(ARGV[4]) or cjson.null,\n"
-    "    error = ARGV[5] ~= '' and ARGV[5] or cjson.null, ms = tonumber(ARGV[6]) or 0}\n"
-    "  while #log > " STR(
-        ING_WH_LOG_MAX) " do table.remove(log, 1) end\n"
-                        "  redis.call('HINCRBY', k, 'attempts', 1)\n"
-                        "  f[#f + 1] = 'log'\n"
-                        "  f[#f + 1] = cjson.encode(log)\n"
-                        "end\n"
-                        "f[#f + 1] = 'next_ms'\n"
-                        "if st == 'pending' then\n"
-                        "  local nx = now + tonumber(ARGV[7])\n"
-                        "  redis.call('ZADD', '" WHQ_DUE_KEY "', nx, ARGV[1])\n"
-                        "  f[#f + 1] = string.format('%d', nx)\n"
-                        "else\n"
-                        "  redis.call('ZREM', '" WHQ_DUE_KEY "', ARGV[1])\n"
-                        "  f[#f + 1] = ''\n"
-                        "end\n"
-                        "if ARGV[9] ~= '' then\n"
-                        "  local h = redis.call('HMGET', k, 'tenant', 'webhook')\n"
-                        "  redis.call('SET', '" WHQ_DISABLED_PREFIX
-                        "' .. h[1] .. ':' .. h[2], ARGV[9])\n"
-                        "end\n"
-                        "redis.call('HSET', k, unpack(f))\n"
-                        "redis.call('EXPIRE', k, " STR(WHQ_RETENTION_S) ")\n"
-                                                                        "return 1\n";
-
-/* ARGV: id token. Hands a claim back: due now. */
-static const char release_lua[] =
-    "local k = '" WHQ_DELIVERY_PREFIX "' .. ARGV[1]\n"
-    "if redis.call('HGET', k, 'claim') ~= ARGV[2] then return 0 end\n"
-    "local t = redis.call('TIME')\n"
-    "redis.call('HSET', k, 'claim', '')\n"
-    "redis.call('ZADD', '" WHQ_DUE_KEY "', 'XX', tonumber(t[1]) * 1000, ARGV[1])\n"
-    "return 1\n";
 
 /* ---- the dispatcher ---- */
 
@@ -153,13 +76,7 @@ struct ing_webhook {
 static redisReply *eval(ing_webhook_t *wh, const char *script, int argc, const char **args,
                         char *err, size_t errsize)
 {
-    const char *argv[16];
-    argv[0] = "EVAL";
-    argv[1] = script;
-    argv[2] = "0";
-    for (int i = 0; i < argc && i < 13; i++)
-        argv[3 + i] = args[i];
-    return kv_pool_commandargv(wh->ctx->kv, err, errsize, 3 + argc, argv, NULL);
+    return rscript_pool_run(wh->ctx->kv, rscript_get(script), 0, argc, args, NULL, err, errsize);
 }
 
 static void xfer_free(wh_xfer_t *x)
@@ -210,7 +127,7 @@ static void record(ing_webhook_t *wh, const wh_xfer_t *x, const char *status, lo
                           ds,
                           counted ? "1" : "0",
                           disable_url ? disable_url : ""};
-    redisReply *r = eval(wh, outcome_lua, 9, args, err, sizeof(err));
+    redisReply *r = eval(wh, "webhook_outcome", 9, args, err, sizeof(err));
     int ours = r && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
     if (r)
         freeReplyObject(r);
@@ -454,7 +371,7 @@ static int claim(ing_webhook_t *wh, int n)
     snprintf(first, sizeof(first), "%lld", wh->sched.s[0] * 1000);
     snprintf(tok, sizeof(tok), "%s:%llu", wh->tok_base, ++wh->seq);
     const char *args[] = {lim, vis, tok, first};
-    redisReply *r = eval(wh, claim_lua, 4, args, err, sizeof(err));
+    redisReply *r = eval(wh, "webhook_claim", 4, args, err, sizeof(err));
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements % CLAIM_FIELDS != 0) {
         if (!wh->redis_down_logged++)
             log_event(LOG_ERROR, "webhook dispatcher: cannot claim deliveries", "error",
@@ -587,7 +504,7 @@ static void *wh_thread(void *arg)
         wh_xfer_t *x = wh->xfers;
         char err[256];
         const char *args[] = {x->id, x->token};
-        redisReply *r = eval(wh, release_lua, 2, args, err, sizeof(err));
+        redisReply *r = eval(wh, "webhook_release", 2, args, err, sizeof(err));
         if (r)
             freeReplyObject(r);
         log_event(LOG_INFO, "webhook attempt aborted at shutdown; handed back", "tenant", x->tenant,

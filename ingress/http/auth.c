@@ -1,4 +1,5 @@
 #include "auth.h"
+#include "names.h"
 
 #include "err.h"
 #include "peer.h"
@@ -23,7 +24,7 @@ static const char default_origins[] =
 static int nonce_claim(kv_pool_t *kv, const char *app_id, const char *nonce)
 {
     char err[256];
-    redisReply *r = kv_pool_command(kv, err, sizeof(err), "SET {mcpq}:nonce:%s:%s 1 NX EX %d",
+    redisReply *r = kv_pool_command(kv, err, sizeof(err), "SET " NAMES_KEY_NONCE "%s:%s 1 NX EX %d",
                                     app_id, nonce, SIG_NONCE_TTL_S);
     if (!r || r->type == REDIS_REPLY_ERROR) {
         log_event(LOG_ERROR, "auth: nonce store unavailable", "detail", r && r->str ? r->str : err,

@@ -49,13 +49,14 @@
 #ifndef MCPQ_ING_LISTEN_H
 #define MCPQ_ING_LISTEN_H
 
+#include "names.h"
 #include "req.h"
 #include "regstore.h"
 
 #include <stddef.h>
 
 #define ING_CHANNEL_REGISTRY RS_CHANNEL /* regstore.h: every registry write publishes here */
-#define ING_CHANNEL_SESSION_ENDED "mcpq:session:ended"
+#define ING_CHANNEL_SESSION_ENDED NAMES_CHAN_SESSION_ENDED
 #define ING_META_SUBSCRIPTION_ID "io.modelcontextprotocol/subscriptionId"
 
 typedef struct ing_listen ing_listen_t;

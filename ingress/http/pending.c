@@ -1,4 +1,5 @@
 #include "pending.h"
+#include "names.h"
 
 #include "err.h"
 #include "rpc.h"
@@ -457,8 +458,8 @@ static int cancel_job(redisContext *ctx, const char *job_id, const char *reason)
     cJSON_Delete(o);
     if (!val)
         return MCPQ_ENOMEM;
-    redisAppendCommand(ctx, "SET {mcpq}:cancel:%s %s EX %d", job_id, val, CANCEL_TTL_S);
-    redisAppendCommand(ctx, "PUBLISH mcpq:cancel %s", job_id);
+    redisAppendCommand(ctx, "SET " NAMES_KEY_CANCEL "%s %s EX %d", job_id, val, CANCEL_TTL_S);
+    redisAppendCommand(ctx, "PUBLISH " NAMES_CHAN_CANCEL " %s", job_id);
     cJSON_free(val);
     int rc = 0;
     for (int i = 0; i < 2; i++) {
@@ -720,7 +721,7 @@ static void expire(ing_pending_t *p, redisContext **ctx)
         memcpy(job_id, p->heap[0]->job_id, sizeof(job_id));
         pthread_mutex_unlock(&p->lock);
 
-        redisReply *r = *ctx ? redisCommand(*ctx, "GET {mcpq}:result:%s", job_id) : NULL;
+        redisReply *r = *ctx ? redisCommand(*ctx, "GET " NAMES_KEY_RESULT "%s", job_id) : NULL;
         if (!r && *ctx) {
             redisFree(*ctx);
             *ctx = NULL;

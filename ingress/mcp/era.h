@@ -12,11 +12,12 @@
 
 #include "req.h"
 #include "rpc.h"
+#include "names.h"
 
 #include <cjson/cJSON.h>
 #include <stddef.h>
 
-#define ING_META_VERSION "io.modelcontextprotocol/protocolVersion"
+#define ING_META_VERSION NAMES_META_PROTOCOL_VERSION
 #define ING_META_LOG_LEVEL "io.modelcontextprotocol/logLevel"
 #define ING_META_SERVER_INFO "io.modelcontextprotocol/serverInfo"
 #define ING_META_CLIENT_CAPS "io.modelcontextprotocol/clientCapabilities"

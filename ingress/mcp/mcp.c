@@ -589,10 +589,10 @@ static int post_legacy(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
 /* A 2025-03-26 JSON-RPC batch (batch.h); 1 when it parks. */
 static int post_batch(ing_mcp_t *m, const cJSON *root, ing_resp_t *resp)
 {
-    if (strcmp(m->version, "2025-03-26") != 0) {
-        ing_mcpreq_resp_error(resp, 400, NULL, RPC_INVALID_REQUEST,
-                              "JSON-RPC batches are only allowed in protocol version 2025-03-26",
-                              NULL);
+    if (strcmp(m->version, ING_DEFAULT_VERSION) != 0) {
+        ing_mcpreq_resp_error(
+            resp, 400, NULL, RPC_INVALID_REQUEST,
+            "JSON-RPC batches are only allowed in protocol version " ING_DEFAULT_VERSION, NULL);
         return 0;
     }
     if (load_session(m, NULL, resp) < 0)
@@ -675,8 +675,8 @@ void ing_mcp_method_not_allowed(ing_resp_t *resp)
     ing_mcpreq_resp_error(
         resp, 405, NULL, RPC_INVALID_REQUEST,
         "Method not allowed: the MCP endpoint takes POST, DELETE, and GET with Accept: "
-        "text/event-stream (the notification stream of protocol versions up to "
-        "2025-11-25)",
+        "text/event-stream (the notification stream of protocol versions up to " ING_LATEST_VERSION
+        ")",
         NULL);
     resp->allow = "GET, POST, DELETE";
 }
@@ -699,11 +699,11 @@ void ing_mcp_get(ing_req_t *req, const char *server, ing_resp_t *resp)
         return;
     }
     if (v && strcmp(v, ING_MODERN_VERSION) == 0) {
-        ing_mcpreq_resp_error(
-            resp, 405, NULL, RPC_INVALID_REQUEST,
-            "Method not allowed: protocol version 2026-07-28 has no GET stream; send "
-            "subscriptions/listen",
-            NULL);
+        ing_mcpreq_resp_error(resp, 405, NULL, RPC_INVALID_REQUEST,
+                              "Method not allowed: protocol version " ING_MODERN_VERSION
+                              " has no GET stream; send "
+                              "subscriptions/listen",
+                              NULL);
         resp->allow = "POST";
         return;
     }

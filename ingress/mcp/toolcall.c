@@ -1,4 +1,5 @@
 #include "mcpreq.h"
+#include "names.h"
 #include "toolcall.h"
 
 #include "channels.h"
@@ -41,9 +42,9 @@ static cJSON *tool_error_result(const char *text)
 static void reqmap_key(const ing_mcp_t *m, const char *id_json, char *out, size_t size)
 {
     if (m->has_session)
-        snprintf(out, size, "{mcpq}:reqmap:s:%s:%s", m->session.id, id_json);
+        snprintf(out, size, NAMES_KEY_REQMAP "s:%s:%s", m->session.id, id_json);
     else
-        snprintf(out, size, "{mcpq}:reqmap:t:%s:%s", m->tenant->id, id_json);
+        snprintf(out, size, NAMES_KEY_REQMAP "t:%s:%s", m->tenant->id, id_json);
 }
 
 /* The tool's own arguments: a copy of params.arguments without the reserved names. */

@@ -1,5 +1,6 @@
 /* fakeredis.c - an in-process stand-in for Redis for fuzz_http.c; see fakeredis.h. */
 #include "fakeredis.h"
+#include "names.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -365,7 +366,7 @@ static void cmd_xread(conn_t *c, char **argv, int argc)
 static void cmd_hgetall(conn_t *c, const char *key)
 {
     const char *id =
-        strncmp(key, "{mcpq}:task:tk-", 13) == 0 && !strchr(key + 10, ':') ? key + 10 : NULL;
+        strncmp(key, NAMES_KEY_TASK "tk-", 13) == 0 && !strchr(key + 10, ':') ? key + 10 : NULL;
     if (!id) {
         emit(c, "*0\r\n", 4);
         return;
@@ -385,7 +386,7 @@ static void cmd_sadd(conn_t *c, char **argv, int argc)
 {
     const char *k = argv[1];
     size_t n = strlen(k);
-    if (argc >= 3 && strncmp(k, "{mcpq}:task:tk-", 13) == 0 && n > 18 &&
+    if (argc >= 3 && strncmp(k, NAMES_KEY_TASK "tk-", 13) == 0 && n > 18 &&
         strcmp(k + n - 8, ":waiters") == 0) {
         char id[160];
         snprintf(id, sizeof(id), "%.*s", (int)(n - 18), k + 10);

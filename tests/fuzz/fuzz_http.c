@@ -20,6 +20,7 @@
  * timeout). Every 256 inputs: a normal tools/call is answered and /metrics serves.
  */
 #include "fakeredis.h"
+#include "names.h"
 #include "fuzz.h"
 #include "server.h"
 #include "ctx.h"
@@ -207,17 +208,17 @@ static void init(void)
     atomic_init(&ctx.redis_up, 1);
     atomic_init(&ctx.stopping, 0);
     snprintf(ctx.instance, sizeof(ctx.instance), "fuzz");
-    snprintf(ctx.reply_key, sizeof(ctx.reply_key), "{mcpq}:reply:fuzz");
+    snprintf(ctx.reply_key, sizeof(ctx.reply_key), NAMES_KEY_REPLY "fuzz");
     ctx.metrics = ing_metrics_new();
     ctx.kvt = kv_target_new(&set, err, sizeof(err));
     ctx.kv = kv_pool_new(ctx.kvt, (int)set.redis_timeout_ms, (int)set.redis_pool_size);
     ctx.pending = ing_pending_new(ctx.kvt, (int)set.redis_timeout_ms, ctx.reply_key,
                                   (int)set.sse_keepalive_ms);
     ctx.rl = ing_ratelimit_new(ctx.kv, NULL, set.rate_limit_lease_ms, 0);
-    ctx.authfail =
-        (ing_authfail_t){.rl = ing_ratelimit_new(ctx.kv, "{mcpq}:af:", 1, ING_AUTHFAIL_MAX_BUCKETS),
-                         .addr_per_min = set.auth_fail_per_min,
-                         .id_per_min = set.auth_fail_id_per_min};
+    ctx.authfail = (ing_authfail_t){
+        .rl = ing_ratelimit_new(ctx.kv, NAMES_KEY_AUTHFAIL, 1, ING_AUTHFAIL_MAX_BUCKETS),
+        .addr_per_min = set.auth_fail_per_min,
+        .id_per_min = set.auth_fail_id_per_min};
     ctx.trusted = ing_peer_nets_parse(set.trusted_proxies, err, sizeof(err));
     ctx.producer = (mq_producer_t *)&ctx; /* never dereferenced: the fakes above */
     ctx.files = ing_files_new(&ctx);

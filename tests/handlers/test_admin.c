@@ -8,6 +8,7 @@
  */
 #include "check.h"
 #include "harness.h"
+#include "names.h"
 
 #include "admin.h"
 
@@ -475,7 +476,7 @@ static void test_delete_tenant(void)
     expect("DELETE", "/admin/v1/tenants/acme", NULL, NULL, 204, NULL);
     expect("GET", "/admin/v1/tenants/acme", NULL, NULL, 404, NULL);
     expect("GET", "/admin/v1/tenants/acme/tools/calc2", NULL, NULL, 404, NULL);
-    redisReply *r = hx_redis(&h, "HEXISTS {mcpq}:registry tool:acme:calc2");
+    redisReply *r = hx_redis(&h, "HEXISTS " NAMES_KEY_REGISTRY " tool:acme:calc2");
     CHECK(r && r->type == REDIS_REPLY_INTEGER && r->integer == 0);
     freeReplyObject(r);
     hx_reload(&h);

@@ -8,6 +8,7 @@
  */
 #include "check.h"
 #include "harness.h"
+#include "names.h"
 
 #include "batch.h"
 #include "pending.h"
@@ -145,7 +146,7 @@ static void test_result_entry(void)
 static void test_deadline(void)
 {
     ing_call_t c;
-    redisReply *r = hx_redis(&h, "SET {mcpq}:result:hx-job-d1 %s", RECORD("durable"));
+    redisReply *r = hx_redis(&h, "SET " NAMES_KEY_RESULT "hx-job-d1 %s", RECORD("durable"));
     CHECK(r && r->type == REDIS_REPLY_STATUS);
     freeReplyObject(r);
     start(&c, "hx-job-d1", 300, 0);
@@ -256,7 +257,7 @@ static void test_cancel_request(void)
     ing_pending_cancel(h.ctx.pending, "hx-job-x1", "client went away");
     redisReply *r = NULL;
     for (int i = 0; i < 300; i++) {
-        r = hx_redis(&h, "EXISTS {mcpq}:cancel:hx-job-x1");
+        r = hx_redis(&h, "EXISTS " NAMES_KEY_CANCEL "hx-job-x1");
         if (r && r->type == REDIS_REPLY_INTEGER && r->integer == 1)
             break;
         freeReplyObject(r);

@@ -26,6 +26,7 @@
  * it is kept for the set-up). The exit status is 1 when any check failed.
  */
 #include "check.h"
+#include "names.h"
 #include "fixture.h"
 #include "sig.h"
 #include "util.h"
@@ -1445,7 +1446,7 @@ static long long registry_rev(void)
 {
     redisContext *c = redisConnect("127.0.0.1", fx.redis_port);
     CHECK(c != NULL && !c->err);
-    redisReply *r = redisCommand(c, "GET {mcpq}:registry:rev");
+    redisReply *r = redisCommand(c, "GET " NAMES_KEY_REGISTRY_REV);
     long long rev = r && r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : -1;
     if (r)
         freeReplyObject(r);
@@ -1781,7 +1782,7 @@ static char *registry_text(void)
 {
     redisContext *c = redisConnect("127.0.0.1", fx.redis_port);
     CHECK(c != NULL && !c->err);
-    redisReply *r = redisCommand(c, "HGETALL {mcpq}:registry");
+    redisReply *r = redisCommand(c, "HGETALL " NAMES_KEY_REGISTRY);
     CHECK(r != NULL && r->type == REDIS_REPLY_ARRAY);
     size_t n = 1;
     for (size_t i = 0; i < r->elements; i++)

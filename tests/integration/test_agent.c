@@ -16,6 +16,7 @@
  *   - turns bounded by MCPQ_CHANNEL_MAX_TURNS and MCPQ_CHANNEL_MAX_BYTES (oldest dropped).
  */
 #include "check.h"
+#include "names.h"
 #include "fixture.h"
 #include "sch.h"
 #include "sig.h"
@@ -37,7 +38,7 @@
 #define APP "agent-app"
 #define APP_SECRET "agent-app-secret-0d9e-0123456789abcdef"
 #define MAXMSG 64
-#define META_V "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\""
+#define META_V "\"" NAMES_META_PROTOCOL_VERSION "\":\"" NAMES_PROTO_MODERN "\""
 
 static fx_stack_t fx;
 static int ing_port, agent_port;
@@ -198,8 +199,8 @@ static void call(const char *key, const char *tool, const char *args, const char
     snprintf(sidh, sizeof(sidh), "Mcp-Session-Id: %s", sid ? sid : "");
     snprintf(name, sizeof(name), "Mcp-Name: %s", tool);
     const char *legacy[] = {auth, sid ? sidh : NULL, NULL};
-    const char *modern_h[] = {auth, "MCP-Protocol-Version: 2026-07-28", "Mcp-Method: tools/call",
-                              name, NULL};
+    const char *modern_h[] = {auth, "MCP-Protocol-Version: " NAMES_PROTO_MODERN,
+                              "Mcp-Method: tools/call", name, NULL};
     post("/mcp", modern ? modern_h : legacy, body, a);
 }
 
@@ -380,9 +381,10 @@ int main(void)
     TEST_PASS("an agent reply signed with the tenant's app (HMAC) completes the call");
 
     /* 4. Legacy session: the second call sees the first's turn. */
-    const char *init = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
-                       "\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{"
-                       "\"name\":\"t\",\"version\":\"1\"}}}";
+    const char *init =
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
+        "\"protocolVersion\":\"" NAMES_PROTO_2025_06_18 "\",\"capabilities\":{},\"clientInfo\":{"
+        "\"name\":\"t\",\"version\":\"1\"}}}";
     post("/mcp", (const char *[]){"Authorization: Bearer k1", NULL}, init, &a);
     CHECK_INT_EQ(a.status, 200);
     char sid[128];
@@ -412,7 +414,7 @@ int main(void)
              "\"params\":{\"name\":\"open_channel\",\"arguments\":{},"
              "\"_meta\":{" META_V "}}}");
     post("/mcp/system",
-         (const char *[]){"Authorization: Bearer k1", "MCP-Protocol-Version: 2026-07-28",
+         (const char *[]){"Authorization: Bearer k1", "MCP-Protocol-Version: " NAMES_PROTO_MODERN,
                           "Mcp-Method: tools/call", "Mcp-Name: open_channel", NULL},
          body, &a);
     CHECK_INT_EQ(a.status, 200);
@@ -434,7 +436,7 @@ int main(void)
     call("k1", "ask", "{\"q\":\"x\",\"channel_id\":\"c_0000000000000000nosuch\"}", NULL, 1, &a);
     CHECK_INT_EQ(error_code(&a), -32602);
     post("/mcp/system",
-         (const char *[]){"Authorization: Bearer k2", "MCP-Protocol-Version: 2026-07-28",
+         (const char *[]){"Authorization: Bearer k2", "MCP-Protocol-Version: " NAMES_PROTO_MODERN,
                           "Mcp-Method: tools/call", "Mcp-Name: open_channel", NULL},
          body, &a);
     o = cJSON_Parse(a.body);
@@ -480,7 +482,7 @@ int main(void)
 
     /* 8. Turns bounded in count (3) and bytes (2048). */
     post("/mcp/system",
-         (const char *[]){"Authorization: Bearer k1", "MCP-Protocol-Version: 2026-07-28",
+         (const char *[]){"Authorization: Bearer k1", "MCP-Protocol-Version: " NAMES_PROTO_MODERN,
                           "Mcp-Method: tools/call", "Mcp-Name: open_channel", NULL},
          body, &a);
     o = cJSON_Parse(a.body);
@@ -505,7 +507,7 @@ int main(void)
     memset(pad, 'x', 600);
     pad[600] = '\0';
     post("/mcp/system",
-         (const char *[]){"Authorization: Bearer k1", "MCP-Protocol-Version: 2026-07-28",
+         (const char *[]){"Authorization: Bearer k1", "MCP-Protocol-Version: " NAMES_PROTO_MODERN,
                           "Mcp-Method: tools/call", "Mcp-Name: open_channel", NULL},
          body, &a);
     o = cJSON_Parse(a.body);
@@ -523,7 +525,8 @@ int main(void)
     CHECK_CONTAINS(result_text(&a, text, sizeof(text), NULL), "turns=2 q=b3");
     redisContext *rc = redisConnect("127.0.0.1", fx.redis_port);
     CHECK(rc && !rc->err);
-    redisReply *r = redisCommand(rc, "LRANGE {mcpq}:chan:%s:turns 0 -1", chan_id);
+    redisReply *r =
+        redisCommand(rc, "LRANGE " NAMES_KEY_CHAN "%s" NAMES_SUFFIX_TURNS " 0 -1", chan_id);
     CHECK(r && r->type == REDIS_REPLY_ARRAY);
     size_t total = 0;
     for (size_t i = 0; i < r->elements; i++)
@@ -531,7 +534,7 @@ int main(void)
     CHECK_INT_EQ((long)r->elements, 2);
     CHECK(total <= 2048);
     freeReplyObject(r);
-    r = redisCommand(rc, "PTTL {mcpq}:chan:%s:turns", chan_id);
+    r = redisCommand(rc, "PTTL " NAMES_KEY_CHAN "%s" NAMES_SUFFIX_TURNS "", chan_id);
     CHECK(r && r->type == REDIS_REPLY_INTEGER && r->integer > 0);
     freeReplyObject(r);
     redisFree(rc);

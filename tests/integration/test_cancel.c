@@ -15,6 +15,7 @@
  *     PUBLISH cancels again; the worker then exits 0 on SIGTERM.
  */
 #include "check.h"
+#include "names.h"
 #include "fixture.h"
 
 #include <arpa/inet.h>
@@ -35,8 +36,8 @@
 
 #define TOPIC "mcpq.jobs"
 #define GROUP "itest-cancel"
-#define REPLY "{mcpq}:reply:itest-cancel"
-#define CHANNEL "mcpq:cancel"
+#define REPLY NAMES_KEY_REPLY "itest-cancel"
+#define CHANNEL NAMES_CHAN_CANCEL
 #define DEFAULT_REASON "{\"reason\":\"cancelled by the caller\"}"
 
 static fx_stack_t fx;
@@ -96,7 +97,7 @@ static redisReply *rcmd(const char *fmt, const char *a, const char *b)
 static void cancel_key_set(const char *job_id, const char *reason_json)
 {
     char key[256];
-    snprintf(key, sizeof(key), "{mcpq}:cancel:%s", job_id);
+    snprintf(key, sizeof(key), NAMES_KEY_CANCEL "%s", job_id);
     redisReply *r = redisCommand(redis, "SET %s %s EX 86400", key, reason_json);
     CHECK(r != NULL && r->type == REDIS_REPLY_STATUS);
     freeReplyObject(r);
@@ -115,7 +116,7 @@ static long long cancel_publish(const char *job_id)
 static int result_exists(const char *job_id)
 {
     char key[256];
-    snprintf(key, sizeof(key), "{mcpq}:result:%s", job_id);
+    snprintf(key, sizeof(key), NAMES_KEY_RESULT "%s", job_id);
     redisReply *r = rcmd("EXISTS %s", key, NULL);
     int n = (int)r->integer;
     freeReplyObject(r);

@@ -18,6 +18,7 @@
  *   - neither replica's log holds the app secret, a signature or a nonce.
  */
 #include "check.h"
+#include "names.h"
 #include "fixture.h"
 #include "sig.h"
 #include "util.h"
@@ -108,13 +109,15 @@ static void check_v2(void)
 {
     static const char body[] =
         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{\"_meta\":{"
-        "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"}}}";
+        "\"" NAMES_META_PROTOCOL_VERSION "\":\"" NAMES_PROTO_MODERN "\"}}}";
     static const char list[] = "host;mcp-method;mcp-protocol-version";
     char host[64];
     fx_reply_t r;
     snprintf(host, sizeof(host), "host:127.0.0.1:%d", ports[1]);
-    const char *lines[] = {host, "mcp-method:tools/list", "mcp-protocol-version:2026-07-28", NULL};
-    const char *sent[] = {"MCP-Protocol-Version: 2026-07-28", "Mcp-Method: tools/list", NULL, NULL};
+    const char *lines[] = {host, "mcp-method:tools/list",
+                           "mcp-protocol-version:" NAMES_PROTO_MODERN, NULL};
+    const char *sent[] = {"MCP-Protocol-Version: " NAMES_PROTO_MODERN, "Mcp-Method: tools/list",
+                          NULL, NULL};
     post_v2(1, APP, SECRET, body, list, lines, sent, &r);
     CHECK_INT_EQ(r.status, 200);
     CHECK_CONTAINS(r.body, "only_t1");
@@ -314,7 +317,7 @@ int main(void)
     freeReplyObject(rep);
     int seeded = 0;
     for (long long until = util_mono_ms() + 10000; !seeded && util_mono_ms() < until;) {
-        rep = redisCommand(rc, "HEXISTS {mcpq}:registry tenant:t1");
+        rep = redisCommand(rc, "HEXISTS " NAMES_KEY_REGISTRY " tenant:t1");
         seeded = rep && rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
         freeReplyObject(rep);
         if (!seeded)

@@ -19,6 +19,7 @@
  * (its GET stream ends), and SIGTERM of B (its subscriptions/listen stream gets the listen result).
  */
 #include "check.h"
+#include "names.h"
 #include "fixture.h"
 
 #include <curl/curl.h>
@@ -32,10 +33,10 @@
 
 #define T_KEY "Authorization: Bearer t-key"
 #define O_KEY "Authorization: Bearer o-key"
-#define LEGACY_V "MCP-Protocol-Version: 2025-06-18"
-#define MODERN_V "MCP-Protocol-Version: 2026-07-28"
+#define LEGACY_V "MCP-Protocol-Version: " NAMES_PROTO_2025_06_18
+#define MODERN_V "MCP-Protocol-Version: " NAMES_PROTO_MODERN
 #define META                                                                                       \
-    "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","                       \
+    "\"_meta\":{\"" NAMES_META_PROTOCOL_VERSION "\":\"" NAMES_PROTO_MODERN "\","                   \
     "\"io.modelcontextprotocol/clientInfo\":{\"name\":\"itest\",\"version\":\"1\"},"               \
     "\"io.modelcontextprotocol/clientCapabilities\":{}}"
 #define LIST_CHANGED "\"method\":\"notifications/tools/list_changed\""
@@ -237,16 +238,16 @@ static long long until_listed(const int ports[2], const char *key, const char *t
  * replicas' revision poll alone must find the change). */
 static void registry_write(const char *field, const char *doc, int quiet)
 {
-    redisReply *r = redisCommand(redis, "HSET {mcpq}:registry %s %s", field, doc);
+    redisReply *r = redisCommand(redis, "HSET " NAMES_KEY_REGISTRY " %s %s", field, doc);
     CHECK(r != NULL && r->type == REDIS_REPLY_INTEGER);
     freeReplyObject(r);
-    r = redisCommand(redis, "INCR {mcpq}:registry:rev");
+    r = redisCommand(redis, "INCR " NAMES_KEY_REGISTRY_REV);
     CHECK(r != NULL && r->type == REDIS_REPLY_INTEGER);
     long long rev = r->integer;
     freeReplyObject(r);
     if (quiet)
         return;
-    r = redisCommand(redis, "PUBLISH mcpq:registry:changed %lld", rev);
+    r = redisCommand(redis, "PUBLISH " NAMES_CHAN_REGISTRY_CHANGED " %lld", rev);
     CHECK(r != NULL && r->type == REDIS_REPLY_INTEGER);
     CHECK(r->integer >= 2); /* both replicas are subscribed */
     freeReplyObject(r);
@@ -344,7 +345,8 @@ int main(void)
     const char *h_init[] = {T_KEY, NULL};
     post(pa, h_init,
          "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
-         "\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"itest\",\"version\":\"1\"}}"
+         "\"" NAMES_PROTO_2025_06_18
+         "\",\"capabilities\":{},\"clientInfo\":{\"name\":\"itest\",\"version\":\"1\"}}"
          "}",
          &r);
     CHECK_INT_EQ(r.status, 200);

@@ -16,6 +16,7 @@
  * callable.
  */
 #include "check.h"
+#include "names.h"
 #include "fixture.h"
 #include "util.h"
 
@@ -168,7 +169,7 @@ static enum MHD_Result legacy(struct MHD_Connection *conn, cJSON *msg)
     if (strcmp(hdr(conn, "Mcp-Session-Id"), sess) != 0)
         return reply(conn, 404, "application/json", rpc_error(NULL, -32001, "Session not found"),
                      NULL);
-    if (strcmp(hdr(conn, "MCP-Protocol-Version"), "2025-11-25") != 0)
+    if (strcmp(hdr(conn, "MCP-Protocol-Version"), NAMES_PROTO_LATEST) != 0)
         return reply(conn, 400, "application/json", rpc_error(id, -32000, "bad version"), NULL);
     if (strcmp(method, "notifications/initialized") == 0) {
         if (strcmp(hdr(conn, "User-Agent"), "mcpq-worker") == 0)
@@ -208,18 +209,17 @@ static enum MHD_Result modern(struct MHD_Connection *conn, cJSON *msg)
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "id");
     const char *method = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg, "method"));
     const cJSON *params = cJSON_GetObjectItemCaseSensitive(msg, "params");
-    const char *mv = cJSON_GetStringValue(
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(params, "_meta"),
-                                         "io.modelcontextprotocol/protocolVersion"));
-    if (!method || !mv || strcmp(mv, "2026-07-28") != 0 ||
-        strcmp(hdr(conn, "MCP-Protocol-Version"), "2026-07-28") != 0 ||
+    const char *mv = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(params, "_meta"), NAMES_META_PROTOCOL_VERSION));
+    if (!method || !mv || strcmp(mv, NAMES_PROTO_MODERN) != 0 ||
+        strcmp(hdr(conn, "MCP-Protocol-Version"), NAMES_PROTO_MODERN) != 0 ||
         strcmp(hdr(conn, "Mcp-Method"), method) != 0)
         return reply(conn, 400, "application/json", rpc_error(id, -32020, "header mismatch"), NULL);
     if (strcmp(method, "server/discover") == 0) {
         atomic_fetch_add(&n_discover, 1);
         cJSON *r = cJSON_CreateObject();
         cJSON *sup = cJSON_AddArrayToObject(r, "supportedVersions");
-        cJSON_AddItemToArray(sup, cJSON_CreateString("2026-07-28"));
+        cJSON_AddItemToArray(sup, cJSON_CreateString(NAMES_PROTO_MODERN));
         cJSON_AddObjectToObject(cJSON_AddObjectToObject(r, "capabilities"), "tools");
         cJSON_AddStringToObject(r, "resultType", "complete");
         return reply(conn, 200, "application/json", rpc_result(id, r), NULL);

@@ -20,6 +20,7 @@
  *     the API is refused to other tenants' tasks.
  */
 #include "check.h"
+#include "names.h"
 #include "fixture.h"
 
 #include <arpa/inet.h>
@@ -37,9 +38,9 @@
 #define TOKEN "quotas-it-admin-token-0123456789"
 #define A_KEY "Authorization: Bearer a-key"
 #define B_KEY "Authorization: Bearer b-key"
-#define LEGACY_V "MCP-Protocol-Version: 2025-06-18"
+#define LEGACY_V "MCP-Protocol-Version: " NAMES_PROTO_2025_06_18
 #define META                                                                                       \
-    "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","                       \
+    "\"_meta\":{\"" NAMES_META_PROTOCOL_VERSION "\":\"" NAMES_PROTO_MODERN "\","                   \
     "\"io.modelcontextprotocol/clientInfo\":{\"name\":\"itest\",\"version\":\"1\"},"               \
     "\"io.modelcontextprotocol/clientCapabilities\":{}}"
 #define LISTEN_BODY                                                                                \
@@ -144,7 +145,8 @@ static void initialize(raw_t *r, const char *key, char *sid, size_t size)
 {
     mcp(r, key, LEGACY_V "\r\n",
         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
-        "\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"q\",\"version\":\"1\"}}}");
+        "\"" NAMES_PROTO_2025_06_18
+        "\",\"capabilities\":{},\"clientInfo\":{\"name\":\"q\",\"version\":\"1\"}}}");
     snprintf(sid, size, "%s", header(r, "Mcp-Session-Id"));
 }
 
@@ -167,7 +169,7 @@ static void listen_stream(raw_t *r, const char *key)
     snprintf(req, sizeof(req),
              "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n%s\r\n"
              "Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n"
-             "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: subscriptions/listen\r\n"
+             "MCP-Protocol-Version: " NAMES_PROTO_MODERN "\r\nMcp-Method: subscriptions/listen\r\n"
              "Content-Length: %zu\r\n\r\n%s",
              port, key, strlen(LISTEN_BODY), LISTEN_BODY);
     raw_send(r, req);
@@ -285,16 +287,16 @@ static void test_robots(void)
     CHECK_CONTAINS(r.buf, "arguments.RobotId: robot \\\"robot-a\\\" is reserved for the tenant "
                           "that declares it");
     CHECK(strstr(r.buf, "\"a\"") == NULL); /* the owner is not named */
-    CHECK_INT_EQ(zcard("{mcpq}:tasks:b"), 0);
-    CHECK_INT_EQ(zcard("{mcpq}:tq:robot-a"), 0);
+    CHECK_INT_EQ(zcard(NAMES_KEY_TASKS "b"), 0);
+    CHECK_INT_EQ(zcard(NAMES_KEY_TASK_QUEUE "robot-a"), 0);
     task(&r, A_KEY, "\"RobotId\":\"robot-a\",\"TaskPriority\":90");
     task_id(&r);
     task(&r, A_KEY, "\"RobotId\":\"shared-1\"");
     task_id(&r);
     task(&r, B_KEY, "\"RobotId\":\"shared-1\"");
     task_id(&r);
-    CHECK_INT_EQ(zcard("{mcpq}:tasks:a"), 2);
-    CHECK_INT_EQ(zcard("{mcpq}:tasks:b"), 1);
+    CHECK_INT_EQ(zcard(NAMES_KEY_TASKS "a"), 2);
+    CHECK_INT_EQ(zcard(NAMES_KEY_TASKS "b"), 1);
     TEST_PASS("robots: b naming a's robot-a gets -32602 and no task; a may; an undeclared robot "
               "is shared");
 }
@@ -310,12 +312,12 @@ static void test_tasks(void)
     CHECK_CONTAINS(r.buf, "\"code\":-32029");
     CHECK_CONTAINS(r.buf, "tenant limit reached: 3 tasks in retention (quotas.tasks)");
     CHECK_CONTAINS(r.buf, "\"data\":{\"quota\":\"quotas.tasks\",\"limit\":3}");
-    CHECK_INT_EQ(zcard("{mcpq}:tasks:a"), 3);
+    CHECK_INT_EQ(zcard(NAMES_KEY_TASKS "a"), 3);
     task(&r, B_KEY, "");
     task_id(&r);
     /* a task whose retention ran out (its hash gone) no longer counts */
     char key[128];
-    snprintf(key, sizeof(key), "{mcpq}:task:%s", third);
+    snprintf(key, sizeof(key), NAMES_KEY_TASK "%s", third);
     redis_del(key);
     task(&r, A_KEY, "");
     task_id(&r);
@@ -385,7 +387,7 @@ static void test_sessions_and_streams(void)
     initialize(&r, A_KEY, a1, sizeof(a1));
     CHECK_INT_EQ(r.status, 429);
     char key[200];
-    snprintf(key, sizeof(key), "{mcpq}:session:%s", a3);
+    snprintf(key, sizeof(key), NAMES_KEY_SESSION "%s", a3);
     redis_del(key);
     initialize(&r, A_KEY, a1, sizeof(a1));
     CHECK_INT_EQ(r.status, 200);

@@ -23,6 +23,7 @@
  * previous one's to leave.
  */
 #include "check.h"
+#include "names.h"
 #include "fixture.h"
 
 #include <cjson/cJSON.h>
@@ -137,7 +138,8 @@ static int session_list(int port)
     fx_reply_t r;
     fx_http_post(url, h1,
                  "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
-                 "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{"
+                 "\"protocolVersion\":\"" NAMES_PROTO_LATEST
+                 "\",\"capabilities\":{},\"clientInfo\":{"
                  "\"name\":\"t\",\"version\":\"1\"}}}",
                  &r);
     if (r.status != 200 || !r.session_id[0]) {
@@ -146,7 +148,7 @@ static int session_list(int port)
     }
     char sid[200];
     snprintf(sid, sizeof(sid), "Mcp-Session-Id: %s", r.session_id);
-    const char *h2[] = {KEY, sid, "MCP-Protocol-Version: 2025-11-25", NULL};
+    const char *h2[] = {KEY, sid, "MCP-Protocol-Version: " NAMES_PROTO_LATEST, NULL};
     fx_http_post(url, h2, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", &r);
     fx_http_post(url, h2, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}", &r);
     if (r.status != 200 || !strstr(r.body, "\"hello\"")) {
@@ -394,7 +396,7 @@ static void test_unix_v6(void)
                 env, 0);
     snprintf(cmd, sizeof(cmd),
              "redis-cli -s %s/redis.sock -a 's3cret pass' --no-auth-warning -n 3 --scan "
-             "--pattern '{mcpq}:*' | grep -c . ",
+             "--pattern '" NAMES_KEY_TAG ":*' | grep -c . ",
              fx.dir);
     FILE *f = popen(cmd, "r");
     char out[32] = "";

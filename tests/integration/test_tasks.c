@@ -11,6 +11,7 @@
  *   - bad RobotId / TaskPriority are -32602.
  */
 #include "check.h"
+#include "names.h"
 #include "fixture.h"
 #include "util.h"
 
@@ -75,7 +76,7 @@ static char *start(const char *args)
 static const char *field(const char *id, const char *name)
 {
     static char buf[512];
-    redisReply *r = redisCommand(rc, "HGET {mcpq}:task:%s %s", id, name);
+    redisReply *r = redisCommand(rc, "HGET " NAMES_KEY_TASK "%s %s", id, name);
     CHECK(r != NULL);
     snprintf(buf, sizeof(buf), "%s", r->type == REDIS_REPLY_STRING ? r->str : "");
     freeReplyObject(r);

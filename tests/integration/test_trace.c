@@ -13,6 +13,7 @@
  *   - every ingress and worker log line naming a call's job id carries its trace_id.
  */
 #include "check.h"
+#include "names.h"
 #include "fixture.h"
 #include "trace.h"
 #include "util.h"
@@ -95,7 +96,7 @@ static enum MHD_Result on_req(struct MHD_Connection *conn, const char *url, cons
                  "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"protocolVersion\":\"%s\","
                  "\"capabilities\":{\"tools\":{}},\"serverInfo\":{\"name\":\"up\",\"version\":"
                  "\"1\"}}}",
-                 idj, asked ? asked : "2025-11-25");
+                 idj, asked ? asked : NAMES_PROTO_LATEST);
         ret = answer(conn, 200, body, "application/json", "s-1");
     } else if (m && strcmp(m, "tools/call") == 0) {
         snprintf(body, sizeof(body),

@@ -24,6 +24,7 @@
  *   - no secret, API key or signature appears in any ingress log.
  */
 #include "check.h"
+#include "names.h"
 #include "fixture.h"
 #include "kv.h"
 #include "sch.h"
@@ -285,7 +286,7 @@ static const char *hget(const char *id, const char *field)
     static char buf[2][65536];
     static int k;
     char *out = buf[k++ % 2];
-    redisReply *r = redisCommand(rc, "HGET {mcpq}:whd:%s %s", id, field);
+    redisReply *r = redisCommand(rc, "HGET " NAMES_KEY_WH_DELIVERY "%s %s", id, field);
     CHECK(r != NULL);
     snprintf(out, sizeof(buf[0]), "%s", r->type == REDIS_REPLY_STRING ? r->str : "");
     freeReplyObject(r);
@@ -300,7 +301,7 @@ static int status_is(const char *id, const char *status)
 /* The k-th newest delivery id of tenant t-<name>. */
 static void newest(const char *name, int k, char *id, size_t size)
 {
-    redisReply *r = redisCommand(rc, "ZREVRANGE {mcpq}:whd:idx:t-%s %d %d", name, k, k);
+    redisReply *r = redisCommand(rc, "ZREVRANGE " NAMES_KEY_WH_INDEX "t-%s %d %d", name, k, k);
     CHECK(r && r->type == REDIS_REPLY_ARRAY && r->elements == 1);
     snprintf(id, size, "%s", r->element[0]->str);
     freeReplyObject(r);
@@ -514,7 +515,7 @@ static void test_gone(char *second, size_t size)
     newest("gone", 0, id, sizeof(id));
     WAIT_FOR(status_is(id, "disabled"), 20000);
     CHECK_STR_EQ(hget(id, "last_status"), "410");
-    redisReply *r = redisCommand(rc, "GET {mcpq}:wh:disabled:t-gone:wh-gone");
+    redisReply *r = redisCommand(rc, "GET " NAMES_KEY_WH_DISABLED "t-gone:wh-gone");
     CHECK(r && r->type == REDIS_REPLY_STRING);
     freeReplyObject(r);
     event("gone", "task-gone-2");
@@ -537,7 +538,7 @@ static void test_exhausted(char *id, size_t size)
     CHECK_CONTAINS(hget(id, "last_error"), "HTTP 500: nope, try later");
     CHECK_STR_EQ(hget(id, "next_ms"), "");
     check_log(id, 3, 500);
-    redisReply *r = redisCommand(rc, "ZSCORE {mcpq}:wh:due %s", id);
+    redisReply *r = redisCommand(rc, "ZSCORE " NAMES_KEY_WH_DUE " %s", id);
     CHECK(r && r->type == REDIS_REPLY_NIL); /* nothing more scheduled */
     freeReplyObject(r);
     for (int i = 0; i < 3; i++)
@@ -691,7 +692,7 @@ static void test_redeliver(const char *gone_second)
     WAIT_FOR(status_is(gone_second, "delivered"), 20000);
     CHECK_INT_EQ(seen_count("/gone"), 2);
     CHECK_STR_EQ(seen_get("/gone", 1)->id, gone_second);
-    redisReply *r = redisCommand(rc, "EXISTS {mcpq}:wh:disabled:t-gone:wh-gone");
+    redisReply *r = redisCommand(rc, "EXISTS " NAMES_KEY_WH_DISABLED "t-gone:wh-gone");
     CHECK_INT_EQ(r->integer, 0);
     freeReplyObject(r);
     TEST_PASS("redelivering to a disabled endpoint re-enables it");
@@ -763,7 +764,7 @@ static pid_t test_handback(pid_t ing, const char *cfg)
     CHECK_STR_EQ(hget(id, "claim"), "");
     CHECK_STR_EQ(hget(id, "attempts"), "0");
     redisReply *t = redisCommand(rc, "TIME"),
-               *due = redisCommand(rc, "ZSCORE {mcpq}:wh:due %s", id);
+               *due = redisCommand(rc, "ZSCORE " NAMES_KEY_WH_DUE " %s", id);
     CHECK(due && due->type == REDIS_REPLY_STRING);
     CHECK(atoll(due->str) <= atoll(t->element[0]->str) * 1000 + 1000); /* due now, not in 60 s */
     freeReplyObject(t);
@@ -804,7 +805,7 @@ static void test_private(const char *cfg)
     fx_write_file(cfg2, doc, 0600);
     pid_t ing = spawn_ingress("wh-priv", cfg2, 0);
     redisReply *r;
-    WAIT_FOR((r = redisCommand(rc, "HEXISTS {mcpq}:registry tenant:t-priv")) &&
+    WAIT_FOR((r = redisCommand(rc, "HEXISTS " NAMES_KEY_REGISTRY " tenant:t-priv")) &&
                  (r->integer == 1 || (freeReplyObject(r), 0)),
              20000);
     freeReplyObject(r);
@@ -872,7 +873,7 @@ int main(void)
     write_config(cfg);
     pid_t ing = spawn_ingress("wh-0", cfg, 1);
     redisReply *r;
-    WAIT_FOR((r = redisCommand(rc, "HEXISTS {mcpq}:registry tenant:t-page")) &&
+    WAIT_FOR((r = redisCommand(rc, "HEXISTS " NAMES_KEY_REGISTRY " tenant:t-page")) &&
                  (r->integer == 1 || (freeReplyObject(r), 0)),
              20000);
     freeReplyObject(r);
@@ -894,7 +895,7 @@ int main(void)
     test_api(fail_id);
     test_redeliver(gone_second);
     test_metrics();
-    WAIT_FOR((r = redisCommand(rc, "ZCARD {mcpq}:wh:due")) &&
+    WAIT_FOR((r = redisCommand(rc, "ZCARD " NAMES_KEY_WH_DUE)) &&
                  (r->integer == 0 || (freeReplyObject(r), 0)),
              20000);
     freeReplyObject(r);

@@ -2,13 +2,15 @@
  * Integration test of common/whq.c against a real redis-server: the deliveries an event
  * creates (one per subscribed webhook, every field, the body byte for byte, the due and
  * index sets, the retention), events nobody subscribes to, unknown and malformed tenants,
- * and WHQ_LUA_ENQUEUE prepended to another script the way the task model uses it.
+ * and common/lua/lib_whq.lua prepended to another script the way the task model uses it.
  */
 #include "check.h"
+#include "names.h"
 #include "err.h"
 #include "fixture.h"
 #include "kv.h"
 #include "sch.h"
+#include "rscript.h"
 #include "whq.h"
 
 #include <stdlib.h>
@@ -41,7 +43,7 @@ static redisReply *cmd(const char *fmt, const char *a, const char *b)
 static char *hget(const char *id, const char *field)
 {
     static char buf[4096];
-    redisReply *r = redisCommand(rc, "HGET {mcpq}:whd:%s %s", id, field);
+    redisReply *r = redisCommand(rc, "HGET " NAMES_KEY_WH_DELIVERY "%s %s", id, field);
     CHECK(r != NULL);
     if (r->type != REDIS_REPLY_STRING) {
         freeReplyObject(r);
@@ -59,7 +61,7 @@ static void test_event(kv_pool_t *kv)
     long long before = atoll(t0->element[0]->str) * 1000;
     freeReplyObject(t0);
     CHECK_INT_EQ(whq_event(kv, "acme", "task.completed", "t-1", data, err, sizeof(err)), 2);
-    redisReply *idx = redisCommand(rc, "ZRANGE {mcpq}:whd:idx:acme 0 -1 WITHSCORES");
+    redisReply *idx = redisCommand(rc, "ZRANGE " NAMES_KEY_WH_INDEX "acme 0 -1 WITHSCORES");
     CHECK_INT_EQ(idx->elements, 4);
     const char *hooks[] = {"w-done", "w-all"};
     for (int i = 0; i < 2; i++) {
@@ -85,10 +87,10 @@ static void test_event(kv_pool_t *kv)
         CHECK_STR_EQ(hget(id, "next_ms"), score);
         long long created = atoll(score);
         CHECK(created >= before && created < before + 60000);
-        redisReply *due = cmd("ZSCORE {mcpq}:wh:due %s", id, NULL);
+        redisReply *due = cmd("ZSCORE " NAMES_KEY_WH_DUE " %s", id, NULL);
         CHECK_STR_EQ(due->str, score);
         freeReplyObject(due);
-        redisReply *ttl = cmd("TTL {mcpq}:whd:%s", id, NULL);
+        redisReply *ttl = cmd("TTL " NAMES_KEY_WH_DELIVERY "%s", id, NULL);
         CHECK(ttl->integer > WHQ_RETENTION_S - 60 && ttl->integer <= WHQ_RETENTION_S);
         freeReplyObject(ttl);
         /* The body: type, timestamp, then data byte for byte. */
@@ -115,13 +117,13 @@ static void test_event(kv_pool_t *kv)
     CHECK_INT_EQ(
         whq_event(kv, "acme", "task.running", "t-2", "{\"TaskId\":\"t-2\"}", err, sizeof(err)), 2);
     CHECK_INT_EQ(whq_event(kv, "nobody", "task.running", "t-2", "{}", err, sizeof(err)), 0);
-    redisReply *r = redisCommand(rc, "HSET {mcpq}:registry tenant:plain {\"id\":\"plain\"}");
+    redisReply *r = redisCommand(rc, "HSET " NAMES_KEY_REGISTRY " tenant:plain {\"id\":\"plain\"}");
     freeReplyObject(r);
     CHECK_INT_EQ(whq_event(kv, "plain", "task.running", "t", "{}", err, sizeof(err)), 0);
-    r = redisCommand(rc, "HSET {mcpq}:registry tenant:broken {not json");
+    r = redisCommand(rc, "HSET " NAMES_KEY_REGISTRY " tenant:broken {not json");
     freeReplyObject(r);
     CHECK_INT_EQ(whq_event(kv, "broken", "task.running", "t", "{}", err, sizeof(err)), 0);
-    r = redisCommand(rc, "ZCARD {mcpq}:wh:due");
+    r = redisCommand(rc, "ZCARD " NAMES_KEY_WH_DUE);
     CHECK_INT_EQ(r->integer, 5);
     freeReplyObject(r);
     TEST_PASS("only subscribers get deliveries; unknown, plain and malformed tenants get none");
@@ -139,7 +141,7 @@ static void test_prepended(void)
              "  '2026-01-01T00:00:00Z', tonumber(ARGV[3]), 'base' .. ARGV[4])\n"
              "redis.call('SET', 'state-changed', 'yes')\n"
              "return n\n",
-             WHQ_LUA_ENQUEUE);
+             rscript_text(rscript_get("lib_whq")));
     redisReply *t = redisCommand(rc, "TIME");
     long long now = atoll(t->element[0]->str) * 1000;
     freeReplyObject(t);
@@ -152,7 +154,7 @@ static void test_prepended(void)
     CHECK(r && r->type == REDIS_REPLY_INTEGER);
     CHECK_INT_EQ(r->integer, 2);
     freeReplyObject(r);
-    r = redisCommand(rc, "ZSCORE {mcpq}:whd:idx:acme msg_base0_1");
+    r = redisCommand(rc, "ZSCORE " NAMES_KEY_WH_INDEX "acme msg_base0_1");
     CHECK_STR_EQ(r->str, old);
     freeReplyObject(r);
     r = redisCommand(rc, "EVAL %s 0 %s %s %s %s", script, "acme", "{\"x\":2}", nows, "1");
@@ -164,10 +166,10 @@ static void test_prepended(void)
                  "\"data\":{\"x\":2}}");
     CHECK_STR_EQ(hget("msg_base1_2", "webhook"), "w-all");
     CHECK_STR_EQ(hget("msg_base1_1", "created_ms"), nows);
-    r = redisCommand(rc, "ZSCORE {mcpq}:wh:due msg_base1_2");
+    r = redisCommand(rc, "ZSCORE " NAMES_KEY_WH_DUE " msg_base1_2");
     CHECK_STR_EQ(r->str, nows);
     freeReplyObject(r);
-    r = redisCommand(rc, "ZSCORE {mcpq}:whd:idx:acme msg_base0_1");
+    r = redisCommand(rc, "ZSCORE " NAMES_KEY_WH_INDEX "acme msg_base0_1");
     CHECK(r->type == REDIS_REPLY_NIL);
     freeReplyObject(r);
     r = redisCommand(rc, "GET state-changed");
@@ -187,7 +189,7 @@ int main(void)
     CHECK(kvt != NULL);
     rc = kv_connect(kvt, 2000, err, sizeof(err));
     CHECK(rc != NULL);
-    redisReply *r = redisCommand(rc, "HSET {mcpq}:registry tenant:acme %s", tenant_doc);
+    redisReply *r = redisCommand(rc, "HSET " NAMES_KEY_REGISTRY " tenant:acme %s", tenant_doc);
     CHECK(r && r->type == REDIS_REPLY_INTEGER);
     freeReplyObject(r);
     kv_pool_t *kv = kv_pool_new(kvt, 2000, 2);

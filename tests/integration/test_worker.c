@@ -13,6 +13,7 @@
  * job still ends with exactly one result).
  */
 #include "check.h"
+#include "names.h"
 #include "fixture.h"
 #include "whsig.h"
 
@@ -34,7 +35,7 @@
 #include <unistd.h>
 
 #define TOPIC "mcpq.jobs"
-#define REPLY "{mcpq}:reply:itest"
+#define REPLY NAMES_KEY_REPLY "itest"
 #define SECRET "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 static fx_stack_t fx;
@@ -189,7 +190,7 @@ static redisReply *rcmd(const char *fmt, const char *arg)
 static cJSON *wait_result(const char *job_id, int timeout_ms)
 {
     char key[256];
-    snprintf(key, sizeof(key), "{mcpq}:result:%s", job_id);
+    snprintf(key, sizeof(key), NAMES_KEY_RESULT "%s", job_id);
     long long end = fx_now_ms() + timeout_ms;
     do {
         redisReply *r = rcmd("GET %s", key);
@@ -372,10 +373,10 @@ static void test_builtin(void)
     entries_t e;
     read_entries("j_echo", &e);
     CHECK_INT_EQ(e.results, 1);
-    redisReply *k = rcmd("GET %s", "{mcpq}:result:j_echo");
+    redisReply *k = rcmd("GET %s", NAMES_KEY_RESULT "j_echo");
     CHECK_STR_EQ(e.data[0], k->str);
     freeReplyObject(k);
-    k = rcmd("TTL %s", "{mcpq}:result:j_echo");
+    k = rcmd("TTL %s", NAMES_KEY_RESULT "j_echo");
     CHECK(k->integer > 80000 && k->integer <= 86400);
     freeReplyObject(k);
     k = rcmd("TTL %s", REPLY);
@@ -785,7 +786,7 @@ static void test_restarts(void)
     entries_t e;
     read_entries("j_crash", &e);
     CHECK_INT_EQ(e.results, 1);
-    redisReply *k = rcmd("KEYS %s", "{mcpq}:result:j_crash*");
+    redisReply *k = rcmd("KEYS %s", NAMES_KEY_RESULT "j_crash*");
     CHECK_INT_EQ(k->elements, 1);
     freeReplyObject(k);
     CHECK_INT_EQ(count_lines(counter3), 2);

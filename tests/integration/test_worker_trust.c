@@ -21,6 +21,7 @@
  *     host name, port, path nor argv; the worker's log line with that error id has them.
  */
 #include "check.h"
+#include "names.h"
 #include "fixture.h"
 #include "jobsig.h"
 
@@ -171,7 +172,7 @@ static void produce(const char *job_id, sig_kind_t kind)
                      "\"arguments\":{},\"executor\":{\"type\":\"exec\",\"argv\":[\"/bin/sh\","
                      "\"-c\",\"touch %s/%s; echo made\"]},\"mode\":\"sync\","
                      "\"timeout_ms\":60000,\"created_ms\":%lld,\"deadline_ms\":%lld,"
-                     "\"reply_to\":\"{mcpq}:reply:itest-trust\"}",
+                     "\"reply_to\":\"" NAMES_KEY_REPLY "itest-trust\"}",
                      job_id, marks, job_id, now, now + 60000);
     CHECK(n > 0 && (size_t)n < sizeof(buf));
     jobsig_key_t k =
@@ -202,7 +203,7 @@ static long long high_watermark(int32_t partition)
 
 static int result_exists(const char *job_id)
 {
-    redisReply *r = redisCommand(redis, "EXISTS {mcpq}:result:%s", job_id);
+    redisReply *r = redisCommand(redis, "EXISTS " NAMES_KEY_RESULT "%s", job_id);
     CHECK(r != NULL && r->type == REDIS_REPLY_INTEGER);
     int n = (int)r->integer;
     freeReplyObject(r);

@@ -23,12 +23,13 @@
 #define MCPQ_WORKER_CANCELSUB_H
 
 #include "loop.h"
+#include "names.h"
 #include "kv.h"
 
-#define WRK_CANCEL_CHANNEL "mcpq:cancel"
+#define WRK_CANCEL_CHANNEL NAMES_CHAN_CANCEL
 /* Also subscribed: the ingress publishes the message id of each agent_reply it stored
  * (docs/internals.md "The agent reply path"); handed to the on_reply callback. */
-#define WRK_AGENTREPLY_CHANNEL "mcpq:agentreply"
+#define WRK_AGENTREPLY_CHANNEL NAMES_CHAN_AGENTREPLY
 #define WRK_CANCELSUB_PING_MS 5000
 
 typedef struct wrk_cancelsub wrk_cancelsub_t;

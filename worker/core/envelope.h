@@ -15,12 +15,14 @@
 #ifndef MCPQ_WORKER_ENVELOPE_H
 #define MCPQ_WORKER_ENVELOPE_H
 
+#include "names.h"
+
 #include <cjson/cJSON.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #define WRK_ID_MAX 128
-#define WRK_REPLY_PREFIX "{mcpq}:reply:"
+#define WRK_REPLY_PREFIX NAMES_KEY_REPLY
 #define WRK_REPLY_MAX 256
 #define WRK_NAME_MAX 255
 

@@ -42,14 +42,15 @@
 #define MCPQ_WORKER_STORE_H
 
 #include "kv.h"
+#include "names.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
 #define WRK_REPLY_MAXLEN "100000"
 #define WRK_REPLY_TTL_S "3600"
-#define WRK_RESULT_PREFIX "{mcpq}:result:"
-#define WRK_CANCEL_PREFIX "{mcpq}:cancel:"
+#define WRK_RESULT_PREFIX NAMES_KEY_RESULT
+#define WRK_CANCEL_PREFIX NAMES_KEY_CANCEL
 
 typedef struct wrk_store wrk_store_t;
 typedef struct wrk_store_req wrk_store_req_t;

@@ -1,4 +1,6 @@
 #include "agent.h"
+#include "rscript.h"
+#include "names.h"
 
 #include "err.h"
 #include "httpexec.h"
@@ -17,25 +19,6 @@
 #define AGENT_KEY_MAX (sizeof(WRK_AGENTREPLY_PREFIX) + WRK_ID_MAX + 16)
 #define AGENT_NAME_MAX 300
 #define AGENT_REDIS_RETRY_MS 1000
-
-/* KEYS: turns, channel. ARGV: turn, max turns, max bytes, ttl ms, tenant, now ms.
- * Appends the turn, drops the oldest until both bounds hold, refreshes the TTLs. Returns
- * how many turns were dropped. */
-static const char append_lua[] = "redis.call('RPUSH', KEYS[1], ARGV[1])\n"
-                                 "local maxn, maxb = tonumber(ARGV[2]), tonumber(ARGV[3])\n"
-                                 "local items = redis.call('LRANGE', KEYS[1], 0, -1)\n"
-                                 "local total, n, drop = 0, #items, 0\n"
-                                 "for i = 1, n do total = total + #items[i] end\n"
-                                 "while n - drop > 0 and (n - drop > maxn or total > maxb) do\n"
-                                 "  drop = drop + 1\n"
-                                 "  total = total - #items[drop]\n"
-                                 "end\n"
-                                 "if drop > 0 then redis.call('LTRIM', KEYS[1], drop, -1) end\n"
-                                 "redis.call('HSETNX', KEYS[2], 'tenant', ARGV[5])\n"
-                                 "redis.call('HSETNX', KEYS[2], 'created', ARGV[6])\n"
-                                 "redis.call('PEXPIRE', KEYS[1], ARGV[4])\n"
-                                 "redis.call('PEXPIRE', KEYS[2], ARGV[4])\n"
-                                 "return drop\n";
 
 typedef struct agent_call {
     wrk_agent_t *a;
@@ -234,7 +217,7 @@ static int agent_prepare(agent_call_t *c, cJSON **turns)
     if (!ctx)
         return MCPQ_EUNAVAIL;
     char tkey[AGENT_KEY_MAX + 8], ckey[AGENT_KEY_MAX], wkey[AGENT_KEY_MAX], px[24];
-    snprintf(tkey, sizeof(tkey), WRK_CHAN_PREFIX "%s:turns", c->channel_id);
+    snprintf(tkey, sizeof(tkey), WRK_CHAN_PREFIX "%s" NAMES_SUFFIX_TURNS, c->channel_id);
     snprintf(ckey, sizeof(ckey), WRK_CHAN_PREFIX "%s", c->channel_id);
     snprintf(wkey, sizeof(wkey), WRK_AGENTWAIT_PREFIX "%s", c->message_id);
     snprintf(px, sizeof(px), "%lld", (long long)(wrk_job_remaining_ms(job) + AGENT_WAIT_SLACK_MS));
@@ -310,13 +293,15 @@ static void agent_conclude(agent_call_t *c, const cJSON *result, int drop_wait)
         redisAppendCommand(ctx, "DEL " WRK_AGENTWAIT_PREFIX "%s", c->message_id);
         n++;
     }
+    char tkey[AGENT_KEY_MAX + 8], ckey[AGENT_KEY_MAX], maxn[24], maxb[24], ttl[24], now[24];
+    char *tjson = NULL;
+    const char *argv[] = {tkey, ckey, NULL, maxn, maxb, ttl, job->env.tenant, now};
     if (result) {
         cJSON *turn = wrk_agent_turn(&job->env, c->message_id, util_now_ms(), result);
-        char *tjson = turn ? cJSON_PrintUnformatted(turn) : NULL;
+        tjson = turn ? cJSON_PrintUnformatted(turn) : NULL;
         cJSON_Delete(turn);
         if (tjson) {
-            char tkey[AGENT_KEY_MAX + 8], ckey[AGENT_KEY_MAX], maxn[24], maxb[24], ttl[24], now[24];
-            snprintf(tkey, sizeof(tkey), WRK_CHAN_PREFIX "%s:turns", c->channel_id);
+            snprintf(tkey, sizeof(tkey), WRK_CHAN_PREFIX "%s" NAMES_SUFFIX_TURNS, c->channel_id);
             snprintf(ckey, sizeof(ckey), WRK_CHAN_PREFIX "%s", c->channel_id);
             snprintf(maxn, sizeof(maxn), "%lld", a->s->channel_max_turns);
             snprintf(maxb, sizeof(maxb), "%lld", a->s->channel_max_bytes);
@@ -326,22 +311,28 @@ static void agent_conclude(agent_call_t *c, const cJSON *result, int drop_wait)
                                    : a->s->channel_ttl_s * 1000;
             snprintf(ttl, sizeof(ttl), "%lld", ttl_ms);
             snprintf(now, sizeof(now), "%lld", (long long)util_now_ms());
-            const char *argv[] = {"EVAL", append_lua,      "2", tkey, ckey, tjson, maxn, maxb,
-                                  ttl,    job->env.tenant, now};
-            redisAppendCommandArgv(ctx, 11, argv, NULL);
+            argv[2] = tjson;
+            rscript_append(ctx, rscript_get("agent_append"), 2, 8, argv);
             n++;
-            free(tjson);
         }
     }
     for (int i = 0; i < n; i++) {
         redisReply *r = agent_reply_get(a);
         if (!r)
-            return;
-        if (r->type == REDIS_REPLY_ERROR)
+            break;
+        /* The script's reply (the last) is NOSCRIPT when this Redis has not loaded it yet:
+         * rscript_run loads it and runs it again. */
+        char err[256] = "";
+        if (tjson && i == n - 1 && rscript_noscript(r)) {
+            freeReplyObject(r);
+            r = rscript_run(ctx, rscript_get("agent_append"), 2, 8, argv, NULL, err, sizeof(err));
+        }
+        if (!r || r->type == REDIS_REPLY_ERROR)
             log_event(LOG_WARN, "agent: channel update refused", "job_id", job->env.job_id, "error",
-                      r->str, (char *)NULL);
+                      r ? r->str : err, (char *)NULL);
         freeReplyObject(r);
     }
+    free(tjson);
 }
 
 /* ---- calls ---- */

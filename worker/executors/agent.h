@@ -37,15 +37,16 @@
 #define MCPQ_WORKER_AGENT_H
 
 #include "envelope.h"
+#include "names.h"
 #include "kv.h"
 #include "settings.h"
 
 #include <cjson/cJSON.h>
 #include <stdint.h>
 
-#define WRK_CHAN_PREFIX "{mcpq}:chan:"
-#define WRK_AGENTWAIT_PREFIX "{mcpq}:agentwait:"
-#define WRK_AGENTREPLY_PREFIX "{mcpq}:agentreply:"
+#define WRK_CHAN_PREFIX NAMES_KEY_CHAN
+#define WRK_AGENTWAIT_PREFIX NAMES_KEY_AGENTWAIT
+#define WRK_AGENTREPLY_PREFIX NAMES_KEY_AGENTREPLY
 
 typedef struct wrk_agent wrk_agent_t;
 

@@ -4,6 +4,7 @@
  * the legacy initialize answer).
  */
 #include "check.h"
+#include "names.h"
 #include "mcpw.h"
 
 #include <stdlib.h>
@@ -106,9 +107,11 @@ static void test_response(void)
 
 static void test_eras(void)
 {
-    cJSON *ok = cJSON_Parse("{\"id\":1,\"result\":{\"supportedVersions\":[\"2025-11-25\","
-                            "\"2026-07-28\"]}}");
-    cJSON *old = cJSON_Parse("{\"id\":1,\"result\":{\"supportedVersions\":[\"2025-11-25\"]}}");
+    cJSON *ok =
+        cJSON_Parse("{\"id\":1,\"result\":{\"supportedVersions\":[\"" NAMES_PROTO_LATEST "\","
+                    "\"" NAMES_PROTO_MODERN "\"]}}");
+    cJSON *old =
+        cJSON_Parse("{\"id\":1,\"result\":{\"supportedVersions\":[\"" NAMES_PROTO_LATEST "\"]}}");
     cJSON *bare = cJSON_Parse("{\"id\":1,\"result\":{}}");
     cJSON *err = cJSON_Parse("{\"id\":1,\"error\":{\"code\":-32601,\"message\":\"no\"}}");
     CHECK_INT_EQ(mcpw_discover_modern(200, ok), 1);
@@ -119,10 +122,11 @@ static void test_eras(void)
     CHECK_INT_EQ(mcpw_discover_modern(200, NULL), 0);
     cJSON_Delete(ok), cJSON_Delete(old), cJSON_Delete(bare), cJSON_Delete(err);
 
-    cJSON *i1 = cJSON_Parse("{\"id\":1,\"result\":{\"protocolVersion\":\"2025-06-18\"}}");
+    cJSON *i1 =
+        cJSON_Parse("{\"id\":1,\"result\":{\"protocolVersion\":\"" NAMES_PROTO_2025_06_18 "\"}}");
     cJSON *i2 = cJSON_Parse("{\"id\":1,\"result\":{\"protocolVersion\":\"2099-01-01\"}}");
     cJSON *i3 = cJSON_Parse("{\"id\":1,\"error\":{\"code\":-32602,\"message\":\"v\"}}");
-    CHECK_STR_EQ(mcpw_legacy_version(i1), "2025-06-18");
+    CHECK_STR_EQ(mcpw_legacy_version(i1), NAMES_PROTO_2025_06_18);
     CHECK(mcpw_legacy_version(i2) == NULL);
     CHECK(mcpw_legacy_version(i3) == NULL);
     CHECK(mcpw_legacy_version(NULL) == NULL);

@@ -1,6 +1,7 @@
 /* Tests common/sch.c: every keyword, error paths and messages, the depth bound,
  * malformed schemas, and the embedded schemas against real documents. */
 #include "check.h"
+#include "names.h"
 #include "err.h"
 #include "sch.h"
 
@@ -515,7 +516,7 @@ static const char *const job =
     "'tool_version':'1','arguments':{'text':'hi'},'attachments':[],'task_id':null,"
     "'channel_id':'c_1','session_id':'s_1','executor':{'type':'builtin','name':'echo'},"
     "'mode':'sync','timeout_ms':60000,'created_ms':1767225600000,"
-    "'deadline_ms':1767225660000,'reply_to':'{mcpq}:reply:ingress-0-1a2b',"
+    "'deadline_ms':1767225660000,'reply_to':'" NAMES_KEY_REPLY "ingress-0-1a2b',"
     "'progress_token':'abc',"
     "'traceparent':'00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'}";
 

@@ -1,6 +1,7 @@
 /* Tests common/sig.c: header checks, the canonical string of docs/signatures.md and the
  * signature check, against a vector computed independently (Python hmac/hashlib). */
 #include "check.h"
+#include "names.h"
 #include "err.h"
 #include "sig.h"
 
@@ -103,7 +104,7 @@ static const char v2_want[] =
     "POST\n/mcp\n1700000000\nabcDEF12_-\n"
     "e9e2a35e3c2fb5d2a0116fe668c1b4894739d7561475f1f67ab09f1dba1f22ec\n"
     "host;mcp-method;mcp-name;mcp-protocol-version\nhost:gw.example.com\nmcp-method:tools/call\n"
-    "mcp-name:echo\nmcp-protocol-version:2026-07-28";
+    "mcp-name:echo\nmcp-protocol-version:" NAMES_PROTO_MODERN;
 static const char v2_secret[] = "acme-app-secret-0123456789abcdef0123";
 static const char v2_sig[] = "4200cc47484a66fd5bfa9d5369cd657bb9879792a4b31a6b2390280bf60607fb";
 
@@ -118,7 +119,7 @@ static void test_v2(void)
     /* As received: any case, any order, blanks around values, unsigned other headers. */
     sig_header_t h[] = {
         {"Content-Type", "application/json"},
-        {"MCP-Protocol-Version", "2026-07-28"},
+        {"MCP-Protocol-Version", NAMES_PROTO_MODERN},
         {"Mcp-Name", "  echo\t"},
         {"Host", "gw.example.com"},
         {"Mcp-Method", "tools/call"},

@@ -7,6 +7,7 @@
 #include "err.h"
 #include "kv.h"
 #include "settings.h"
+#include "rscript.h"
 #include "whq.h"
 
 #include <string.h>
@@ -29,6 +30,10 @@ static void test_source(void)
     /* It defines one local function with the agreed signature and calls nothing at load. */
     const char *sig = "local function whq_enqueue(tenant, event, task_id, data_json, iso_ts, "
                       "now_ms, id_base)\n";
+    /* common/lua/lib_whq.lua as loaded: its header comment, then the function. */
+    const char *lib = rscript_text(rscript_get("lib_whq"));
+    CHECK(lib != NULL);
+    const char *WHQ_LUA_ENQUEUE = strstr(lib, "\nlocal function") + 1;
     CHECK(strncmp(WHQ_LUA_ENQUEUE, sig, strlen(sig)) == 0);
     size_t n = strlen(WHQ_LUA_ENQUEUE);
     CHECK(n > 4 && strcmp(WHQ_LUA_ENQUEUE + n - 4, "end\n") == 0);
@@ -43,7 +48,7 @@ static void test_source(void)
     /* The body is concatenated, never re-encoded. */
     CHECK(strstr(WHQ_LUA_ENQUEUE, "'\",\"data\":' .. data_json .. '}'") != NULL);
     CHECK(strstr(WHQ_LUA_ENQUEUE, "cjson.encode") == NULL);
-    TEST_PASS("WHQ_LUA_ENQUEUE only defines whq_enqueue and passes data through");
+    TEST_PASS("lib_whq.lua only defines whq_enqueue and passes data through");
 }
 
 static void test_args(void)

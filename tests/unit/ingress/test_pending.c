@@ -3,6 +3,7 @@
  * added twice is refused, and a batch's group (pending.h, "Batches") ends exactly when its
  * seal and every element are done, with the elements' responses where they belong. */
 #include "check.h"
+#include "names.h"
 #include "err.h"
 #include "rpc.h"
 #include "pending.h"
@@ -30,7 +31,7 @@ static kv_target_t *no_redis(void)
 
 static ing_pending_t *table(void)
 {
-    ing_pending_t *p = ing_pending_new(no_redis(), 200, "{mcpq}:reply:test", 100);
+    ing_pending_t *p = ing_pending_new(no_redis(), 200, NAMES_KEY_REPLY "test", 100);
     CHECK(p != NULL);
     return p;
 }

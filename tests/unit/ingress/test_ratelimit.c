@@ -4,6 +4,7 @@
  * and the bound on buckets of the failed-authentication limiter. The shared Redis bucket is
  * tested by tests/integration/test_ratelimit.c. */
 #include "check.h"
+#include "names.h"
 #include "ratelimit.h"
 
 #include <time.h>
@@ -62,7 +63,7 @@ int main(void)
     ing_ratelimit_free(rl);
 
     /* ing_ratelimit_blocked: a lookup that spends nothing and creates nothing. */
-    rl = ing_ratelimit_new(NULL, "{mcpq}:af:", 1, 0);
+    rl = ing_ratelimit_new(NULL, NAMES_KEY_AUTHFAIL, 1, 0);
     ing_rate_t f = {.per_s = 20.0 / 60.0, .burst = 3}; /* 3 failures, then one per 3 s */
     CHECK_INT_EQ(ing_ratelimit_blocked(rl, "a:192.0.2.1", &f, &wait), 0);
     for (int i = 0; i < 3; i++) {
@@ -80,7 +81,7 @@ int main(void)
 
     /* A bounded limiter: a full table forgets idle buckets (at most once a second), and a
      * name it cannot track is not limited (no Redis here). */
-    rl = ing_ratelimit_new(NULL, "{mcpq}:af:", 1, 2);
+    rl = ing_ratelimit_new(NULL, NAMES_KEY_AUTHFAIL, 1, 2);
     ing_rate_t fast = {.per_s = 10, .burst = 1}; /* full again 100 ms after a take */
     CHECK_INT_EQ(ing_ratelimit_take(rl, "a", &fast, &wait), 1);
     CHECK_INT_EQ(ing_ratelimit_take(rl, "b", &fast, &wait), 1);

@@ -1,5 +1,6 @@
 /* Tests worker/core/envelope.c: the job envelope parser on valid and hostile records. */
 #include "check.h"
+#include "names.h"
 #include "envelope.h"
 #include "err.h"
 
@@ -12,7 +13,7 @@ static const char good[] =
     "\"attachments\":[],\"task_id\":null,\"channel_id\":\"c_1\","
     "\"executor\":{\"type\":\"http\",\"url\":\"http://x\",\"secret\":\"whsec_AAE=\"},"
     "\"mode\":\"sync\",\"timeout_ms\":60000,\"created_ms\":1767225600000,"
-    "\"deadline_ms\":1767225660000,\"reply_to\":\"{mcpq}:reply:ingress-0-1a2b\","
+    "\"deadline_ms\":1767225660000,\"reply_to\":\"" NAMES_KEY_REPLY "ingress-0-1a2b\","
     "\"progress_token\":\"abc\","
     "\"traceparent\":\"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\"}";
 
@@ -30,7 +31,7 @@ static void test_good(void)
     CHECK_STR_EQ(env.tenant, "acme");
     CHECK_STR_EQ(env.tool, "echo");
     CHECK_STR_EQ(env.tool_version, "1");
-    CHECK_STR_EQ(env.reply_to, "{mcpq}:reply:ingress-0-1a2b");
+    CHECK_STR_EQ(env.reply_to, NAMES_KEY_REPLY "ingress-0-1a2b");
     CHECK_STR_EQ(env.exec_type, "http");
     CHECK_STR_EQ(env.traceparent, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
     CHECK_INT_EQ(env.deadline_ms, 1767225660000LL);
@@ -88,11 +89,11 @@ static void test_bad(void)
         {"{\"v\":1}", "job_id", 0, 0},
         {"{\"job_id\":\"a b\"}", "job_id", 0, 0},
         {"{\"job_id\":7}", "job_id", 0, 0},
-        {"{\"job_id\":\"j1\",\"reply_to\":\"{mcpq}:registry\"}", "reply_to", 1, 0},
+        {"{\"job_id\":\"j1\",\"reply_to\":\"" NAMES_KEY_REGISTRY "\"}", "reply_to", 1, 0},
         {"{\"job_id\":\"j1\",\"reply_to\":5}", "reply_to", 1, 0},
-        {"{\"job_id\":\"j1\",\"reply_to\":\"{mcpq}:reply:a\"}", "version", 1, 1},
-        {"{\"v\":2,\"job_id\":\"j1\",\"reply_to\":\"{mcpq}:reply:a\"}", "version", 1, 1},
-        {"{\"v\":1,\"job_id\":\"j1\",\"reply_to\":\"{mcpq}:reply:a\",\"tool\":\"x\","
+        {"{\"job_id\":\"j1\",\"reply_to\":\"" NAMES_KEY_REPLY "a\"}", "version", 1, 1},
+        {"{\"v\":2,\"job_id\":\"j1\",\"reply_to\":\"" NAMES_KEY_REPLY "a\"}", "version", 1, 1},
+        {"{\"v\":1,\"job_id\":\"j1\",\"reply_to\":\"" NAMES_KEY_REPLY "a\",\"tool\":\"x\","
          "\"executor\":{\"type\":\"builtin\"}}",
          "tenant", 1, 1},
         {"{\"v\":1,\"job_id\":\"j1\",\"tenant\":\"t\",\"tool\":\"\","
