@@ -139,6 +139,55 @@ static void iso_time(long long s, char out[32])
     strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+/* The presign body {filename, content_type, size}: 1 when well-formed, else answers 400. */
+static int presign_body_ok(const cJSON *body, const mcpq_settings_t *set, ing_resp_t *resp)
+{
+    const cJSON *fn = cJSON_GetObjectItemCaseSensitive(body, "filename");
+    const cJSON *ct = cJSON_GetObjectItemCaseSensitive(body, "content_type");
+    const cJSON *sz = cJSON_GetObjectItemCaseSensitive(body, "size");
+    char msg[360];
+    if (!cJSON_IsObject(body)) {
+        ing_api_error(resp, 400, "body must be a JSON object {filename, content_type, size}");
+        return 0;
+    }
+    if (!cJSON_IsString(fn) || !ing_files_filename_ok(fn->valuestring)) {
+        ing_api_error(resp, 400,
+                      "filename must be 1-255 bytes of UTF-8 without '/', '\\' or control "
+                      "characters");
+        return 0;
+    }
+    if (!cJSON_IsString(ct) || !ing_files_ctype_ok(ct->valuestring)) {
+        ing_api_error(resp, 400,
+                      "content_type must be a media type type/subtype (at most 127 "
+                      "bytes)");
+        return 0;
+    }
+    if (!cJSON_IsNumber(sz) || sz->valuedouble != (double)(long long)sz->valuedouble ||
+        sz->valuedouble < 1 || sz->valuedouble > (double)set->files_max_bytes) {
+        snprintf(msg, sizeof(msg), "size must be an integer from 1 to %lld (bytes)",
+                 set->files_max_bytes);
+        ing_api_error(resp, 400, msg);
+        return 0;
+    }
+    return 1;
+}
+
+/* 200 {file_id, upload_url, method, expires_at, headers}: where and how to PUT the bytes. */
+static void presign_answer(ing_resp_t *resp, const char *id, const char *url, long long exp,
+                           const char *content_type)
+{
+    char at[32];
+    iso_time(exp, at);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "file_id", id);
+    cJSON_AddStringToObject(o, "upload_url", url);
+    cJSON_AddStringToObject(o, "method", "PUT");
+    cJSON_AddStringToObject(o, "expires_at", at);
+    cJSON *h = cJSON_AddObjectToObject(o, "headers");
+    cJSON_AddStringToObject(h, "Content-Type", content_type);
+    ing_api_body(resp, 200, o);
+}
+
 static void presign(ing_req_t *req, const ing_tenant_t *t, ing_resp_t *resp)
 {
     ing_ctx_t *ctx = req->ctx;
@@ -150,29 +199,8 @@ static void presign(ing_req_t *req, const ing_tenant_t *t, ing_resp_t *resp)
     const cJSON *ct = cJSON_GetObjectItemCaseSensitive(body, "content_type");
     const cJSON *sz = cJSON_GetObjectItemCaseSensitive(body, "size");
     char msg[360];
-    if (!cJSON_IsObject(body)) {
-        ing_api_error(resp, 400, "body must be a JSON object {filename, content_type, size}");
+    if (!presign_body_ok(body, set, resp))
         goto out;
-    }
-    if (!cJSON_IsString(fn) || !ing_files_filename_ok(fn->valuestring)) {
-        ing_api_error(resp, 400,
-                      "filename must be 1-255 bytes of UTF-8 without '/', '\\' or control "
-                      "characters");
-        goto out;
-    }
-    if (!cJSON_IsString(ct) || !ing_files_ctype_ok(ct->valuestring)) {
-        ing_api_error(resp, 400,
-                      "content_type must be a media type type/subtype (at most 127 "
-                      "bytes)");
-        goto out;
-    }
-    if (!cJSON_IsNumber(sz) || sz->valuedouble != (double)(long long)sz->valuedouble ||
-        sz->valuedouble < 1 || sz->valuedouble > (double)set->files_max_bytes) {
-        snprintf(msg, sizeof(msg), "size must be an integer from 1 to %lld (bytes)",
-                 set->files_max_bytes);
-        ing_api_error(resp, 400, msg);
-        goto out;
-    }
     if (!ing_files_dir_ok(ctx->files)) {
         ing_api_error(resp, 503, "file storage unavailable");
         goto out;
@@ -188,7 +216,7 @@ static void presign(ing_req_t *req, const ing_tenant_t *t, ing_resp_t *resp)
     snprintf(size, sizeof(size), "%lld", (long long)sz->valuedouble);
     long long now_ms = util_now_ms();
     long long exp = now_ms / 1000 + set->files_url_ttl_s;
-    char url[ING_FILES_URL_MAX], at[32];
+    char url[ING_FILES_URL_MAX];
     int urc =
         ing_files_url(ctx->files, ing_req_header(req, "Host"), "PUT", id, exp, url, sizeof(url));
     if (urc < 0) { /* before anything is stored */
@@ -224,17 +252,9 @@ static void presign(ing_req_t *req, const ing_tenant_t *t, ing_resp_t *resp)
         goto out;
     }
     freeReplyObject(r);
-    iso_time(exp, at);
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "file_id", id);
-    cJSON_AddStringToObject(o, "upload_url", url);
-    cJSON_AddStringToObject(o, "method", "PUT");
-    cJSON_AddStringToObject(o, "expires_at", at);
-    cJSON *h = cJSON_AddObjectToObject(o, "headers");
-    cJSON_AddStringToObject(h, "Content-Type", ct->valuestring);
     log_event(LOG_INFO, "files: upload presigned", "tenant", t->id, "file_id", id, "size", size,
               (char *)NULL);
-    ing_api_body(resp, 200, o);
+    presign_answer(resp, id, url, exp, ct->valuestring);
 out:
     cJSON_Delete(body);
 }
