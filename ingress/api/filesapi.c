@@ -402,9 +402,36 @@ void ing_filesapi_download(ing_req_t *req, const char *url, const char *method, 
     }
 }
 
-int ing_filesapi_upload_begin(ing_req_t *req, const char *url, ing_resp_t *resp)
+/* The presigned file id, still pending, and the request's Content-Type the presigned one: 1
+ * with the presigned size in *want, else 0 (answered). */
+static int upload_expected(ing_req_t *req, const char *id, long long *want, ing_resp_t *resp)
 {
     static const char *fields[] = {"state", "content_type", "size"};
+    char msg[200];
+    redisReply *r = file_get(req->ctx, id, 3, fields);
+    if (!r) {
+        ing_api_error(resp, 503, "file store (Redis) unavailable; try again");
+        return 0;
+    }
+    int ok = 0;
+    const char *state = field(r, 0), *want_ct = field(r, 1);
+    const char *ct = ing_req_header(req, "Content-Type");
+    if (!state || !want_ct || !field(r, 2) || util_parse_ll(field(r, 2), 1, 1LL << 50, want) < 0) {
+        ing_api_error(resp, 404, "no such file (its presign has expired)");
+    } else if (strcmp(state, "pending") != 0) {
+        ing_api_error(resp, 409, "this file has been uploaded already");
+    } else if (!ct || !ing_files_ctype_eq(ct, want_ct)) {
+        snprintf(msg, sizeof(msg), "Content-Type must be %.120s, as presigned", want_ct);
+        ing_api_error(resp, 415, msg);
+    } else {
+        ok = 1;
+    }
+    freeReplyObject(r);
+    return ok;
+}
+
+int ing_filesapi_upload_begin(ing_req_t *req, const char *url, ing_resp_t *resp)
+{
     char id[ING_FILE_ID_LEN + 1], msg[200];
     ing_ctx_t *ctx = req->ctx;
     if (!url_id(url, "/content", id)) {
@@ -413,31 +440,9 @@ int ing_filesapi_upload_begin(ing_req_t *req, const char *url, ing_resp_t *resp)
     }
     if (!signed_ok(req, "PUT", id, resp))
         return 0;
-    redisReply *r = file_get(ctx, id, 3, fields);
-    if (!r) {
-        ing_api_error(resp, 503, "file store (Redis) unavailable; try again");
-        return 0;
-    }
-    const char *state = field(r, 0), *want_ct = field(r, 1);
     long long want = -1;
-    if (!state || !want_ct || !field(r, 2) || util_parse_ll(field(r, 2), 1, 1LL << 50, &want) < 0) {
-        freeReplyObject(r);
-        ing_api_error(resp, 404, "no such file (its presign has expired)");
+    if (!upload_expected(req, id, &want, resp))
         return 0;
-    }
-    if (strcmp(state, "pending") != 0) {
-        freeReplyObject(r);
-        ing_api_error(resp, 409, "this file has been uploaded already");
-        return 0;
-    }
-    const char *ct = ing_req_header(req, "Content-Type");
-    if (!ct || !ing_files_ctype_eq(ct, want_ct)) {
-        snprintf(msg, sizeof(msg), "Content-Type must be %.120s, as presigned", want_ct);
-        freeReplyObject(r);
-        ing_api_error(resp, 415, msg);
-        return 0;
-    }
-    freeReplyObject(r);
     const char *cl = ing_req_header(req, "Content-Length");
     long long n;
     if (cl && util_parse_ll(cl, 0, 1LL << 62, &n) == 0 && n != want) {
