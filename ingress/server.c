@@ -233,62 +233,56 @@ static int ops_split(const mcpq_settings_t *set)
     return set->ops_listen && *set->ops_listen;
 }
 
-static enum MHD_Result route(ing_req_t *req, const char *url, const char *method)
+static enum MHD_Result healthz(ing_req_t *req)
+{
+    return send_text(req, 200, "application/json", "{\"status\":\"ok\"}");
+}
+
+static enum MHD_Result readyz(ing_req_t *req)
 {
     ing_ctx_t *ctx = req->ctx;
-    int is_get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
-    if (strcmp(url, "/healthz") == 0 && is_get)
-        return send_text(req, 200, "application/json", "{\"status\":\"ok\"}");
-    if (strcmp(url, "/readyz") == 0 && is_get) {
-        ing_registry_t *reg = ing_ctx_registry(ctx);
-        int kafka = mq_producer_up(ctx->producer);
-        int redis = ing_pending_healthy(ctx->pending) && atomic_load(&ctx->redis_up);
-        /* Draining (SIGTERM): not ready whatever the rest says, so the load balancer stops
-         * sending here while the calls already in flight finish. */
-        int draining = atomic_load(&ctx->stopping);
-        int ok = reg && kafka && redis && !draining;
-        ing_registry_unref(reg);
-        return send_text(req, ok ? 200 : 503, "application/json",
-                         "{\"ready\":%s,\"kafka\":%s,\"redis\":%s,\"registry\":%s,"
-                         "\"draining\":%s}",
-                         ok ? "true" : "false", kafka ? "true" : "false", redis ? "true" : "false",
-                         reg ? "true" : "false", draining ? "true" : "false");
-    }
-    if (strcmp(url, "/metrics") == 0 && is_get) {
-        util_buf_t b;
-        util_buf_init(&b, (size_t)4 << 20);
-        ing_metrics_now_t now = {.inflight = ing_pending_count(ctx->pending),
-                                 .listeners = ctx->listen ? ing_listen_count(ctx->listen) : 0,
-                                 .kafka_up = mq_producer_up(ctx->producer),
-                                 .redis_up = ing_pending_healthy(ctx->pending)};
-        ing_metrics_render(ctx->metrics, &b, &now);
-        ing_resp_t resp = {
-            .status = 200, .body = b.data ? b.data : strdup(""), .content_type = PROM_CONTENT_TYPE};
-        return send_resp(req, &resp);
-    }
-    if (strncmp(url, "/v1/files/", 10) == 0) { /* files (files.h, README "Files and attachments") */
-        ing_resp_t resp = {0};
-        if (!ing_filesapi_is_content(url))
-            ing_filesapi_route(req, url, method, &resp);
-        else
-            ing_filesapi_download(req, url, method, &resp);
-        return send_resp(req, &resp);
-    }
-    if (strcmp(url, "/v1/webhooks") == 0 || strncmp(url, "/v1/webhooks/", 13) == 0) {
-        ing_resp_t resp = {0}; /* webhook deliveries of the caller's tenant (webhook.h) */
-        ing_whapi_route(req, url, method, &resp);
-        return send_resp(req, &resp);
-    }
-    if (strcmp(url, "/admin") == 0 || strncmp(url, "/admin/", 7) == 0) {
-        ing_resp_t resp = {0}; /* the operator API (admin.h) */
-        ing_admin_api(req, url, method, &resp);
-        return send_resp(req, &resp);
-    }
-    if (strncmp(url, "/v1/channels/", 13) == 0) {
-        ing_resp_t resp = {0}; /* agent replies to the caller's channels (channels.h) */
-        ing_channels_api(req, url, method, &resp);
-        return send_resp(req, &resp);
-    }
+    ing_registry_t *reg = ing_ctx_registry(ctx);
+    int kafka = mq_producer_up(ctx->producer);
+    int redis = ing_pending_healthy(ctx->pending) && atomic_load(&ctx->redis_up);
+    /* Draining (SIGTERM): not ready whatever the rest says, so the load balancer stops
+     * sending here while the calls already in flight finish. */
+    int draining = atomic_load(&ctx->stopping);
+    int ok = reg && kafka && redis && !draining;
+    ing_registry_unref(reg);
+    return send_text(req, ok ? 200 : 503, "application/json",
+                     "{\"ready\":%s,\"kafka\":%s,\"redis\":%s,\"registry\":%s,"
+                     "\"draining\":%s}",
+                     ok ? "true" : "false", kafka ? "true" : "false", redis ? "true" : "false",
+                     reg ? "true" : "false", draining ? "true" : "false");
+}
+
+static enum MHD_Result metrics(ing_req_t *req)
+{
+    ing_ctx_t *ctx = req->ctx;
+    util_buf_t b;
+    util_buf_init(&b, (size_t)4 << 20);
+    ing_metrics_now_t now = {.inflight = ing_pending_count(ctx->pending),
+                             .listeners = ctx->listen ? ing_listen_count(ctx->listen) : 0,
+                             .kafka_up = mq_producer_up(ctx->producer),
+                             .redis_up = ing_pending_healthy(ctx->pending)};
+    ing_metrics_render(ctx->metrics, &b, &now);
+    ing_resp_t resp = {
+        .status = 200, .body = b.data ? b.data : strdup(""), .content_type = PROM_CONTENT_TYPE};
+    return send_resp(req, &resp);
+}
+
+/* Files (files.h): the metadata and upload routes, and downloads by signed URL. */
+static void files_api(ing_req_t *req, const char *url, const char *method, ing_resp_t *resp)
+{
+    if (!ing_filesapi_is_content(url))
+        ing_filesapi_route(req, url, method, resp);
+    else
+        ing_filesapi_download(req, url, method, resp);
+}
+
+/* /mcp (the tenant's default server) and /mcp/{server}: the MCP endpoint (mcp.h). */
+static enum MHD_Result mcp(ing_req_t *req, const char *url, const char *method)
+{
     const char *server = NULL;
     char sbuf[128];
     if (strcmp(url, "/mcp") == 0 || strcmp(url, "/mcp/") == 0) {
@@ -320,6 +314,53 @@ static enum MHD_Result route(ing_req_t *req, const char *url, const char *method
     }
     ing_mcp_method_not_allowed(&resp);
     return send_resp(req, &resp);
+}
+
+enum { EXACT, UNDER, TREE }; /* the path; anything starting with it; the path or path/... */
+
+/* The routes, in order; a request no row takes goes to the MCP endpoint (mcp above). A row
+ * answers either itself (ops) or through an API handler's ing_resp_t (api). Which listener
+ * serves a route is route_plane's table. */
+static const struct route_row {
+    const char *path;
+    int match;
+    int get_only; /* GET and HEAD only; other methods go on down the table */
+    enum MHD_Result (*ops)(ing_req_t *req);
+    void (*api)(ing_req_t *req, const char *url, const char *method, ing_resp_t *resp);
+} routes[] = {
+    {"/healthz", EXACT, 1, healthz, NULL},
+    {"/readyz", EXACT, 1, readyz, NULL},
+    {"/metrics", EXACT, 1, metrics, NULL},
+    {"/v1/files/", UNDER, 0, NULL, files_api},
+    {"/v1/webhooks", TREE, 0, NULL, ing_whapi_route},    /* the tenant's deliveries (webhook.h) */
+    {"/admin", TREE, 0, NULL, ing_admin_api},            /* the operator API (admin.h) */
+    {"/v1/channels/", UNDER, 0, NULL, ing_channels_api}, /* agent replies (channels.h) */
+};
+
+static int route_matches(const struct route_row *row, const char *url)
+{
+    size_t n = strlen(row->path);
+    if (row->match == EXACT)
+        return strcmp(url, row->path) == 0;
+    if (row->match == UNDER)
+        return strncmp(url, row->path, n) == 0;
+    return strncmp(url, row->path, n) == 0 && (url[n] == '\0' || url[n] == '/');
+}
+
+static enum MHD_Result route(ing_req_t *req, const char *url, const char *method)
+{
+    int is_get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+    for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+        const struct route_row *row = &routes[i];
+        if (!route_matches(row, url) || (row->get_only && !is_get))
+            continue;
+        if (row->ops)
+            return row->ops(req);
+        ing_resp_t resp = {0};
+        row->api(req, url, method, &resp);
+        return send_resp(req, &resp);
+    }
+    return mcp(req, url, method);
 }
 
 /* MHD_get_connection_values_n() iterator: stops at the first header whose name or value holds

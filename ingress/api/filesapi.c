@@ -103,6 +103,55 @@ static void iso_time(long long s, char out[32])
     strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+/* The presign body {filename, content_type, size}: 1 when well-formed, else answers 400. */
+static int presign_body_ok(const cJSON *body, const mcpq_settings_t *set, ing_resp_t *resp)
+{
+    const cJSON *fn = cJSON_GetObjectItemCaseSensitive(body, "filename");
+    const cJSON *ct = cJSON_GetObjectItemCaseSensitive(body, "content_type");
+    const cJSON *sz = cJSON_GetObjectItemCaseSensitive(body, "size");
+    char msg[360];
+    if (!cJSON_IsObject(body)) {
+        ing_api_error(resp, 400, "body must be a JSON object {filename, content_type, size}");
+        return 0;
+    }
+    if (!cJSON_IsString(fn) || !ing_files_filename_ok(fn->valuestring)) {
+        ing_api_error(resp, 400,
+                      "filename must be 1-255 bytes of UTF-8 without '/', '\\' or control "
+                      "characters");
+        return 0;
+    }
+    if (!cJSON_IsString(ct) || !ing_files_ctype_ok(ct->valuestring)) {
+        ing_api_error(resp, 400,
+                      "content_type must be a media type type/subtype (at most 127 "
+                      "bytes)");
+        return 0;
+    }
+    if (!cJSON_IsNumber(sz) || sz->valuedouble != (double)(long long)sz->valuedouble ||
+        sz->valuedouble < 1 || sz->valuedouble > (double)set->files_max_bytes) {
+        snprintf(msg, sizeof(msg), "size must be an integer from 1 to %lld (bytes)",
+                 set->files_max_bytes);
+        ing_api_error(resp, 400, msg);
+        return 0;
+    }
+    return 1;
+}
+
+/* 200 {file_id, upload_url, method, expires_at, headers}: where and how to PUT the bytes. */
+static void presign_answer(ing_resp_t *resp, const char *id, const char *url, long long exp,
+                           const char *content_type)
+{
+    char at[32];
+    iso_time(exp, at);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "file_id", id);
+    cJSON_AddStringToObject(o, "upload_url", url);
+    cJSON_AddStringToObject(o, "method", "PUT");
+    cJSON_AddStringToObject(o, "expires_at", at);
+    cJSON *h = cJSON_AddObjectToObject(o, "headers");
+    cJSON_AddStringToObject(h, "Content-Type", content_type);
+    ing_api_body(resp, 200, o);
+}
+
 static void presign(ing_req_t *req, const ing_tenant_t *t, ing_resp_t *resp)
 {
     ing_ctx_t *ctx = req->ctx;
@@ -114,29 +163,8 @@ static void presign(ing_req_t *req, const ing_tenant_t *t, ing_resp_t *resp)
     const cJSON *ct = cJSON_GetObjectItemCaseSensitive(body, "content_type");
     const cJSON *sz = cJSON_GetObjectItemCaseSensitive(body, "size");
     char msg[360];
-    if (!cJSON_IsObject(body)) {
-        ing_api_error(resp, 400, "body must be a JSON object {filename, content_type, size}");
+    if (!presign_body_ok(body, set, resp))
         goto out;
-    }
-    if (!cJSON_IsString(fn) || !ing_files_filename_ok(fn->valuestring)) {
-        ing_api_error(resp, 400,
-                      "filename must be 1-255 bytes of UTF-8 without '/', '\\' or control "
-                      "characters");
-        goto out;
-    }
-    if (!cJSON_IsString(ct) || !ing_files_ctype_ok(ct->valuestring)) {
-        ing_api_error(resp, 400,
-                      "content_type must be a media type type/subtype (at most 127 "
-                      "bytes)");
-        goto out;
-    }
-    if (!cJSON_IsNumber(sz) || sz->valuedouble != (double)(long long)sz->valuedouble ||
-        sz->valuedouble < 1 || sz->valuedouble > (double)set->files_max_bytes) {
-        snprintf(msg, sizeof(msg), "size must be an integer from 1 to %lld (bytes)",
-                 set->files_max_bytes);
-        ing_api_error(resp, 400, msg);
-        goto out;
-    }
     if (!ing_files_dir_ok(ctx->files)) {
         ing_api_error(resp, 503, "file storage unavailable");
         goto out;
@@ -152,7 +180,7 @@ static void presign(ing_req_t *req, const ing_tenant_t *t, ing_resp_t *resp)
     snprintf(size, sizeof(size), "%lld", (long long)sz->valuedouble);
     long long now_ms = util_now_ms();
     long long exp = now_ms / 1000 + set->files_url_ttl_s;
-    char url[ING_FILES_URL_MAX], at[32];
+    char url[ING_FILES_URL_MAX];
     int urc =
         ing_files_url(ctx->files, ing_req_header(req, "Host"), "PUT", id, exp, url, sizeof(url));
     if (urc < 0) { /* before anything is stored */
@@ -189,17 +217,9 @@ static void presign(ing_req_t *req, const ing_tenant_t *t, ing_resp_t *resp)
         goto out;
     }
     freeReplyObject(r);
-    iso_time(exp, at);
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "file_id", id);
-    cJSON_AddStringToObject(o, "upload_url", url);
-    cJSON_AddStringToObject(o, "method", "PUT");
-    cJSON_AddStringToObject(o, "expires_at", at);
-    cJSON *h = cJSON_AddObjectToObject(o, "headers");
-    cJSON_AddStringToObject(h, "Content-Type", ct->valuestring);
     log_event(LOG_INFO, "files: upload presigned", "tenant", t->id, "file_id", id, "size", size,
               (char *)NULL);
-    ing_api_body(resp, 200, o);
+    presign_answer(resp, id, url, exp, ct->valuestring);
 out:
     cJSON_Delete(body);
 }
@@ -347,9 +367,36 @@ void ing_filesapi_download(ing_req_t *req, const char *url, const char *method, 
     }
 }
 
-int ing_filesapi_upload_begin(ing_req_t *req, const char *url, ing_resp_t *resp)
+/* The presigned file id, still pending, and the request's Content-Type the presigned one: 1
+ * with the presigned size in *want, else 0 (answered). */
+static int upload_expected(ing_req_t *req, const char *id, long long *want, ing_resp_t *resp)
 {
     static const char *fields[] = {"state", "content_type", "size"};
+    char msg[200];
+    redisReply *r = file_get(req->ctx, id, 3, fields);
+    if (!r) {
+        ing_api_error(resp, 503, "file store (Redis) unavailable; try again");
+        return 0;
+    }
+    int ok = 0;
+    const char *state = field(r, 0), *want_ct = field(r, 1);
+    const char *ct = ing_req_header(req, "Content-Type");
+    if (!state || !want_ct || !field(r, 2) || util_parse_ll(field(r, 2), 1, 1LL << 50, want) < 0) {
+        ing_api_error(resp, 404, "no such file (its presign has expired)");
+    } else if (strcmp(state, "pending") != 0) {
+        ing_api_error(resp, 409, "this file has been uploaded already");
+    } else if (!ct || !ing_files_ctype_eq(ct, want_ct)) {
+        snprintf(msg, sizeof(msg), "Content-Type must be %.120s, as presigned", want_ct);
+        ing_api_error(resp, 415, msg);
+    } else {
+        ok = 1;
+    }
+    freeReplyObject(r);
+    return ok;
+}
+
+int ing_filesapi_upload_begin(ing_req_t *req, const char *url, ing_resp_t *resp)
+{
     char id[ING_FILE_ID_LEN + 1], msg[200];
     ing_ctx_t *ctx = req->ctx;
     if (!url_id(url, "/content", id)) {
@@ -358,31 +405,9 @@ int ing_filesapi_upload_begin(ing_req_t *req, const char *url, ing_resp_t *resp)
     }
     if (!signed_ok(req, "PUT", id, resp))
         return 0;
-    redisReply *r = file_get(ctx, id, 3, fields);
-    if (!r) {
-        ing_api_error(resp, 503, "file store (Redis) unavailable; try again");
-        return 0;
-    }
-    const char *state = field(r, 0), *want_ct = field(r, 1);
     long long want = -1;
-    if (!state || !want_ct || !field(r, 2) || util_parse_ll(field(r, 2), 1, 1LL << 50, &want) < 0) {
-        freeReplyObject(r);
-        ing_api_error(resp, 404, "no such file (its presign has expired)");
+    if (!upload_expected(req, id, &want, resp))
         return 0;
-    }
-    if (strcmp(state, "pending") != 0) {
-        freeReplyObject(r);
-        ing_api_error(resp, 409, "this file has been uploaded already");
-        return 0;
-    }
-    const char *ct = ing_req_header(req, "Content-Type");
-    if (!ct || !ing_files_ctype_eq(ct, want_ct)) {
-        snprintf(msg, sizeof(msg), "Content-Type must be %.120s, as presigned", want_ct);
-        freeReplyObject(r);
-        ing_api_error(resp, 415, msg);
-        return 0;
-    }
-    freeReplyObject(r);
     const char *cl = ing_req_header(req, "Content-Length");
     long long n;
     if (cl && util_parse_ll(cl, 0, 1LL << 62, &n) == 0 && n != want) {

@@ -97,87 +97,95 @@ static const char *arg(ing_req_t *req, const char *name)
     return ing_req_arg(req, name);
 }
 
-static void list(ing_req_t *req, const char *tenant, ing_resp_t *resp)
+/* The filter (task and status equalities, in q, which must outlive *task and *status) and
+ * orderBy (newest first only) of the listing names: 1, or 0 when answered 400. */
+static int list_filter(ing_req_t *req, ing_listing_query_t *q, const char **task,
+                       const char **status, ing_resp_t *resp)
 {
-    static const char *const statuses[] = {"pending", "delivered", "failed", "disabled"};
-    long long limit = LIMIT_DEFAULT;
-    const char *l = arg(req, "limit"), *cursor = arg(req, "cursor"), *task = arg(req, "task"),
-               *status = arg(req, "status");
-    /* The listing names too (the admin API's lists all take them): pageSize, pageToken, and a
-     * filter of task/status equalities; the order is fixed, newest first. */
-    ing_listing_query_t q;
     char ferr[256];
     static const ing_listing_field_t fields[] = {{"task", "task"}, {"status", "status"}};
     static const ing_listing_field_t order[] = {{"create_time", "created_ms"}};
     const char *filter = arg(req, "filter"), *order_by = arg(req, "orderBy");
-    l = l ? l : arg(req, "pageSize");
-    cursor = cursor ? cursor : arg(req, "pageToken");
-    if (ing_listing_parse(&q, NULL, NULL, filter, NULL, fields, 2, order, 1, 1, 1, ferr,
+    if (ing_listing_parse(q, NULL, NULL, filter, NULL, fields, 2, order, 1, 1, 1, ferr,
                           sizeof(ferr)) < 0) {
         ing_api_error(resp, 400, ferr);
-        return;
+        return 0;
     }
-    for (size_t i = 0; i < q.nclauses; i++) {
-        if (q.clause[i].negate) {
+    for (size_t i = 0; i < q->nclauses; i++) {
+        if (q->clause[i].negate) {
             ing_api_error(resp, 400, "filter: deliveries filter on task and status with = only");
-            return;
+            return 0;
         }
-        if (strcmp(q.clause[i].json_key, "task") == 0)
-            task = q.clause[i].value;
+        if (strcmp(q->clause[i].json_key, "task") == 0)
+            *task = q->clause[i].value;
         else
-            status = q.clause[i].value;
+            *status = q->clause[i].value;
     }
     if (order_by && *order_by && strcmp(order_by, "create_time desc") != 0) {
         ing_api_error(resp, 400, "orderBy: deliveries are listed newest first (create_time desc)");
-        return;
+        return 0;
     }
-    if (l && util_parse_ll(l, 1, LIMIT_MAX, &limit) < 0) {
+    return 1;
+}
+
+/* A cursor this API returned ("<created_ms>.<id>") into cs (24 bytes) and cid; 0 or -1. */
+static int cursor_parse(const char *cursor, char cs[24], char cid[WHQ_ID_MAX + 1])
+{
+    const char *dot = strchr(cursor, '.');
+    size_t sl = dot ? (size_t)(dot - cursor) : 0;
+    long long n;
+    if (!dot || sl == 0 || sl >= 24 || !id_ok(dot + 1, strlen(dot + 1)))
+        return -1;
+    memcpy(cs, cursor, sl);
+    cs[sl] = '\0';
+    if (util_parse_ll(cs, 0, 1LL << 53, &n) < 0)
+        return -1;
+    snprintf(cid, WHQ_ID_MAX + 1, "%s", dot + 1);
+    return 0;
+}
+
+/* The list's arguments: limit (or pageSize), cursor (or pageToken: into cs and cid), task and
+ * status (or a filter of them, parsed into q). 1, or 0 when answered 400. */
+static int list_args(ing_req_t *req, ing_listing_query_t *q, long long *limit, const char **task,
+                     const char **status, char cs[24], char cid[WHQ_ID_MAX + 1], ing_resp_t *resp)
+{
+    static const char *const statuses[] = {"pending", "delivered", "failed", "disabled"};
+    const char *l = arg(req, "limit"), *cursor = arg(req, "cursor");
+    *task = arg(req, "task");
+    *status = arg(req, "status");
+    /* The listing names too (the admin API's lists all take them): pageSize, pageToken, and a
+     * filter of task/status equalities; the order is fixed, newest first. */
+    l = l ? l : arg(req, "pageSize");
+    cursor = cursor ? cursor : arg(req, "pageToken");
+    if (!list_filter(req, q, task, status, resp))
+        return 0;
+    if (l && util_parse_ll(l, 1, LIMIT_MAX, limit) < 0) {
         ing_api_error(resp, 400, "limit must be an integer from 1 to " STR(LIMIT_MAX));
-        return;
+        return 0;
     }
-    char cs[24] = "", cid[WHQ_ID_MAX + 1] = "";
-    if (cursor && *cursor) {
-        const char *dot = strchr(cursor, '.');
-        size_t sl = dot ? (size_t)(dot - cursor) : 0;
-        long long n;
-        if (!dot || sl == 0 || sl >= sizeof(cs) || !id_ok(dot + 1, strlen(dot + 1))) {
-            ing_api_error(resp, 400, "cursor is not one this API returned");
-            return;
-        }
-        memcpy(cs, cursor, sl);
-        cs[sl] = '\0';
-        if (util_parse_ll(cs, 0, 1LL << 53, &n) < 0) {
-            ing_api_error(resp, 400, "cursor is not one this API returned");
-            return;
-        }
-        snprintf(cid, sizeof(cid), "%s", dot + 1);
+    if (cursor && *cursor && cursor_parse(cursor, cs, cid) < 0) {
+        ing_api_error(resp, 400, "cursor is not one this API returned");
+        return 0;
     }
-    if (task && strlen(task) > TASK_MAX) {
+    if (*task && strlen(*task) > TASK_MAX) {
         ing_api_error(resp, 400, "task is too long");
-        return;
+        return 0;
     }
-    if (status && *status) {
+    if (*status && **status) {
         int known = 0;
         for (size_t i = 0; i < sizeof(statuses) / sizeof(statuses[0]); i++)
-            known |= strcmp(status, statuses[i]) == 0;
+            known |= strcmp(*status, statuses[i]) == 0;
         if (!known) {
             ing_api_error(resp, 400, "status must be pending, delivered, failed or disabled");
-            return;
+            return 0;
         }
     }
-    char lim[16], err[256];
-    snprintf(lim, sizeof(lim), "%lld", limit);
-    const char *argv[] = {tenant, lim, cs, cid, task ? task : "", status ? status : ""};
-    redisReply *r = rscript_pool_run(req->ctx->kv, rscript_get("whapi_list"), 0, 6, argv, NULL, err,
-                                     sizeof(err));
-    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 2 || (r->elements - 2) % NFIELDS != 0) {
-        log_event(LOG_ERROR, "webhook deliveries: list failed", "tenant", tenant, "error",
-                  r ? "unexpected reply" : err, (char *)NULL);
-        if (r)
-            freeReplyObject(r);
-        ing_api_error(resp, 503, "delivery store (Redis) unavailable; try again");
-        return;
-    }
+    return 1;
+}
+
+/* 200 {deliveries, next_cursor, nextPageToken?} from the list script's reply r. */
+static void list_answer(const redisReply *r, ing_resp_t *resp)
+{
     cJSON *o = cJSON_CreateObject();
     cJSON *arr = cJSON_AddArrayToObject(o, "deliveries");
     for (size_t i = 2; i + NFIELDS <= r->elements; i += NFIELDS)
@@ -191,8 +199,32 @@ static void list(ing_req_t *req, const char *tenant, ing_resp_t *resp)
     } else {
         cJSON_AddNullToObject(o, "next_cursor");
     }
-    freeReplyObject(r);
     ing_api_body(resp, 200, o);
+}
+
+static void list(ing_req_t *req, const char *tenant, ing_resp_t *resp)
+{
+    long long limit = LIMIT_DEFAULT;
+    const char *task = NULL, *status = NULL;
+    char cs[24] = "", cid[WHQ_ID_MAX + 1] = "";
+    ing_listing_query_t q; /* holds the filter's values task and status may point to */
+    if (!list_args(req, &q, &limit, &task, &status, cs, cid, resp))
+        return;
+    char lim[16], err[256];
+    snprintf(lim, sizeof(lim), "%lld", limit);
+    const char *argv[] = {tenant, lim, cs, cid, task ? task : "", status ? status : ""};
+    redisReply *r = rscript_pool_run(req->ctx->kv, rscript_get("whapi_list"), 0, 6, argv, NULL, err,
+                                     sizeof(err));
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 2 || (r->elements - 2) % NFIELDS != 0) {
+        log_event(LOG_ERROR, "webhook deliveries: list failed", "tenant", tenant, "error",
+                  r ? "unexpected reply" : err, (char *)NULL);
+        if (r)
+            freeReplyObject(r);
+        ing_api_error(resp, 503, "delivery store (Redis) unavailable; try again");
+        return;
+    }
+    list_answer(r, resp);
+    freeReplyObject(r);
 }
 
 static void redeliver(ing_req_t *req, const char *tenant, const char *id, ing_resp_t *resp)

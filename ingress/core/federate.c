@@ -76,6 +76,43 @@ static void skip(const char *tenant, const char *server, const char *tool, const
               "tool", tool, "reason", why, (char *)NULL);
 }
 
+/* The tool document of upstream tool ut (upstream name un) served as name on server: one
+ * published version "1" whose executor calls the upstream (executor type mcp). */
+static cJSON *federated_tool(const cJSON *server, const cJSON *ut, const char *name, const char *un)
+{
+    const char *tenant = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(server, "tenant"));
+    const char *sname = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(server, "name"));
+    const cJSON *fed = cJSON_GetObjectItemCaseSensitive(server, "federate");
+    const char *url = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(fed, "url"));
+    const cJSON *headers = cJSON_GetObjectItemCaseSensitive(fed, "headers");
+    const cJSON *timeout = cJSON_GetObjectItemCaseSensitive(fed, "timeout_ms");
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddStringToObject(t, "tenant", tenant);
+    cJSON_AddStringToObject(t, "server", sname);
+    cJSON_AddStringToObject(t, "name", name);
+    cJSON_AddStringToObject(t, "published", "1");
+    cJSON *v = cJSON_CreateObject();
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(t, "versions"), v);
+    cJSON_AddStringToObject(v, "version", "1");
+    static const char *const copy[] = {"title", "description", "inputSchema", "outputSchema",
+                                       "annotations"};
+    for (size_t i = 0; i < sizeof(copy) / sizeof(copy[0]); i++) {
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(ut, copy[i]);
+        if (x)
+            cJSON_AddItemToObject(v, copy[i], cJSON_Duplicate(x, 1));
+    }
+    if (cJSON_IsNumber(timeout))
+        cJSON_AddNumberToObject(v, "timeout_ms", timeout->valuedouble);
+    cJSON_AddStringToObject(v, "mode", "sync");
+    cJSON *ex = cJSON_AddObjectToObject(v, "executor");
+    cJSON_AddStringToObject(ex, "type", "mcp");
+    cJSON_AddStringToObject(ex, "url", url);
+    cJSON_AddStringToObject(ex, "tool", un);
+    if (headers)
+        cJSON_AddItemToObject(ex, "headers", cJSON_Duplicate(headers, 1));
+    return t;
+}
+
 cJSON *ing_federate_tools(const cJSON *server, const cJSON *upstream_tools,
                           const cJSON *config_tools)
 {
@@ -84,8 +121,6 @@ cJSON *ing_federate_tools(const cJSON *server, const cJSON *upstream_tools,
     const cJSON *fed = cJSON_GetObjectItemCaseSensitive(server, "federate");
     const char *url = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(fed, "url"));
     const char *prefix = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(fed, "prefix"));
-    const cJSON *headers = cJSON_GetObjectItemCaseSensitive(fed, "headers");
-    const cJSON *timeout = cJSON_GetObjectItemCaseSensitive(fed, "timeout_ms");
     char defprefix[80], name[160], msg[512];
     if (!tenant || !sname || !url)
         return NULL;
@@ -122,31 +157,7 @@ cJSON *ing_federate_tools(const cJSON *server, const cJSON *upstream_tools,
             skip(tenant, sname, un, "a schema the gateway cannot use");
             continue;
         }
-        cJSON *t = cJSON_CreateObject();
-        cJSON_AddItemToArray(out, t);
-        cJSON_AddStringToObject(t, "tenant", tenant);
-        cJSON_AddStringToObject(t, "server", sname);
-        cJSON_AddStringToObject(t, "name", name);
-        cJSON_AddStringToObject(t, "published", "1");
-        cJSON *v = cJSON_CreateObject();
-        cJSON_AddItemToArray(cJSON_AddArrayToObject(t, "versions"), v);
-        cJSON_AddStringToObject(v, "version", "1");
-        static const char *const copy[] = {"title", "description", "inputSchema", "outputSchema",
-                                           "annotations"};
-        for (size_t i = 0; i < sizeof(copy) / sizeof(copy[0]); i++) {
-            const cJSON *x = cJSON_GetObjectItemCaseSensitive(ut, copy[i]);
-            if (x)
-                cJSON_AddItemToObject(v, copy[i], cJSON_Duplicate(x, 1));
-        }
-        if (cJSON_IsNumber(timeout))
-            cJSON_AddNumberToObject(v, "timeout_ms", timeout->valuedouble);
-        cJSON_AddStringToObject(v, "mode", "sync");
-        cJSON *ex = cJSON_AddObjectToObject(v, "executor");
-        cJSON_AddStringToObject(ex, "type", "mcp");
-        cJSON_AddStringToObject(ex, "url", url);
-        cJSON_AddStringToObject(ex, "tool", un);
-        if (headers)
-            cJSON_AddItemToObject(ex, "headers", cJSON_Duplicate(headers, 1));
+        cJSON_AddItemToArray(out, federated_tool(server, ut, name, un));
     }
     return out;
 }
@@ -196,14 +207,11 @@ static int add_header(struct curl_slist **l, const char *name, const char *value
     return 0;
 }
 
-/* POSTs one JSON-RPC message (params taken over; id < 0: a notification). modern_step: the
- * request is sent as 2026-07-28. The response with the id lands in *out (may be NULL). 0 or
- * a negative code with why filled. */
-static int fed_post(fed_conn_t *c, int modern_step, const char *method, cJSON *params, cJSON **out,
-                    long *status, char *why, size_t why_size)
+/* The JSON-RPC message (params taken over; id < 0: a notification), as text to free with
+ * cJSON_free, or NULL. A 2026-07-28 request (modern_step) names its version in params._meta. */
+static char *fed_message(long id, int modern_step, const char *method, cJSON *params)
 {
     cJSON *o = cJSON_CreateObject();
-    long id = out ? ++c->id : -1;
     cJSON_AddStringToObject(o, "jsonrpc", "2.0");
     if (id >= 0)
         cJSON_AddNumberToObject(o, "id", (double)id);
@@ -218,23 +226,44 @@ static int fed_post(fed_conn_t *c, int modern_step, const char *method, cJSON *p
         cJSON_AddItemToObject(o, "params", params);
     char *body = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
-    struct curl_slist *h = curl_slist_append(NULL, "Expect:");
-    int rc = body && h ? 0 : MCPQ_ENOMEM;
+    return body;
+}
+
+/* The request headers on *h: content negotiation, the protocol version, the session or the
+ * method (2026-07-28), and the server's configured headers but the reserved ones. 0 or
+ * MCPQ_ENOMEM. */
+static int fed_headers(const fed_conn_t *c, int modern_step, const char *method,
+                       struct curl_slist **h)
+{
+    int rc = add_header(h, "Content-Type", "application/json");
     if (!rc)
-        rc = add_header(&h, "Content-Type", "application/json");
-    if (!rc)
-        rc = add_header(&h, "Accept", "application/json, text/event-stream");
+        rc = add_header(h, "Accept", "application/json, text/event-stream");
     const char *version = modern_step ? MCPW_MODERN_VERSION : c->version;
     if (!rc && version)
-        rc = add_header(&h, "MCP-Protocol-Version", version);
+        rc = add_header(h, "MCP-Protocol-Version", version);
     if (!rc && modern_step)
-        rc = add_header(&h, "Mcp-Method", method);
+        rc = add_header(h, "Mcp-Method", method);
     if (!rc && !modern_step && c->session[0])
-        rc = add_header(&h, "Mcp-Session-Id", c->session);
+        rc = add_header(h, "Mcp-Session-Id", c->session);
     if (cJSON_IsObject(c->headers))
         for (const cJSON *it = c->headers->child; it && !rc; it = it->next)
             if (cJSON_IsString(it) && !mcpw_header_reserved(it->string))
-                rc = add_header(&h, it->string, it->valuestring);
+                rc = add_header(h, it->string, it->valuestring);
+    return rc;
+}
+
+/* POSTs one JSON-RPC message (params taken over; id < 0: a notification). modern_step: the
+ * request is sent as 2026-07-28. The response with the id lands in *out (may be NULL). 0 or
+ * a negative code with why filled. */
+static int fed_post(fed_conn_t *c, int modern_step, const char *method, cJSON *params, cJSON **out,
+                    long *status, char *why, size_t why_size)
+{
+    long id = out ? ++c->id : -1;
+    char *body = fed_message(id, modern_step, method, params);
+    struct curl_slist *h = curl_slist_append(NULL, "Expect:");
+    int rc = body && h ? 0 : MCPQ_ENOMEM;
+    if (!rc)
+        rc = fed_headers(c, modern_step, method, &h);
     fed_resp_t r = {0};
     util_buf_init(&r.body, FED_BODY_MAX);
     CURL *e = rc ? NULL : curl_easy_init();

@@ -337,6 +337,73 @@ static int attach_fail(char *why, size_t why_size, size_t i, const char *msg)
     return MCPQ_EINVAL;
 }
 
+/* The shape of attachment a (index i): an object with a well-formed file_id and, when given,
+ * filename and content_type (their items in *id, *fname, *ctype). 0 or MCPQ_EINVAL with why set. */
+static int attach_shape(const cJSON *a, size_t i, const cJSON **id, const cJSON **fname,
+                        const cJSON **ctype, char *why, size_t why_size)
+{
+    if (!cJSON_IsObject(a))
+        return attach_fail(why, why_size, i,
+                           "must be an object {file_id, filename?, "
+                           "content_type?}");
+    *id = cJSON_GetObjectItemCaseSensitive(a, "file_id");
+    *fname = cJSON_GetObjectItemCaseSensitive(a, "filename");
+    *ctype = cJSON_GetObjectItemCaseSensitive(a, "content_type");
+    if (!cJSON_IsString(*id))
+        return attach_fail(why, why_size, i, "file_id must be a string");
+    if (*fname && !cJSON_IsNull(*fname) &&
+        (!cJSON_IsString(*fname) || !ing_files_filename_ok((*fname)->valuestring)))
+        return attach_fail(why, why_size, i,
+                           "filename must be 1-255 bytes of UTF-8 without '/', '\\' or "
+                           "control characters");
+    if (*ctype && !cJSON_IsNull(*ctype) &&
+        (!cJSON_IsString(*ctype) || !ing_files_ctype_ok((*ctype)->valuestring)))
+        return attach_fail(why, why_size, i, "content_type must be a media type type/subtype");
+    if (!ing_files_id_ok((*id)->valuestring))
+        return attach_fail(why, why_size, i, "unknown file_id");
+    return 0;
+}
+
+/* Attachment i from r, the file's HMGET tenant state filename content_type size sha256: checked
+ * against tenant and ctype (the caller's content_type, or NULL), with a download URL valid
+ * until exp, appended to arr. 0, or MCPQ_EINVAL / MCPQ_EUNAVAIL with why set. */
+static int attach_entry(ing_files_t *f, const char *host, const char *tenant, const redisReply *r,
+                        size_t i, const cJSON *id, const cJSON *fname, const cJSON *ctype,
+                        long long exp, cJSON *arr, char *why, size_t why_size)
+{
+    const char *v[6];
+    for (int j = 0; j < 6; j++)
+        v[j] = r->element[j]->type == REDIS_REPLY_STRING ? r->element[j]->str : NULL;
+    long long size = 0;
+    if (!v[0] || strcmp(v[0], tenant) != 0 || !v[2] || !v[3] || !v[4] ||
+        util_parse_ll(v[4], 0, 1LL << 50, &size) < 0)
+        return attach_fail(why, why_size, i, "unknown file_id"); /* foreign ids too */
+    if (!v[1] || strcmp(v[1], "ready") != 0 || !v[5])
+        return attach_fail(why, why_size, i, "file_id has not been uploaded yet");
+    if (cJSON_IsString(ctype) && !ing_files_ctype_eq(ctype->valuestring, v[3])) {
+        char msg[200];
+        snprintf(msg, sizeof(msg), "content_type does not match the uploaded file's (%.120s)",
+                 v[3]);
+        return attach_fail(why, why_size, i, msg);
+    }
+    char url[ING_FILES_URL_MAX];
+    int urc = ing_files_url(f, host, "GET", id->valuestring, exp, url, sizeof(url));
+    if (urc < 0) {
+        snprintf(why, why_size, "%s",
+                 urc == MCPQ_EUNAVAIL ? ING_FILES_NO_BASE : "MCPQ_PUBLIC_URL too long");
+        return MCPQ_EUNAVAIL;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "file_id", id->valuestring);
+    cJSON_AddStringToObject(o, "filename", cJSON_IsString(fname) ? fname->valuestring : v[2]);
+    cJSON_AddStringToObject(o, "content_type", v[3]);
+    cJSON_AddNumberToObject(o, "size", (double)size);
+    cJSON_AddStringToObject(o, "sha256", v[5]);
+    cJSON_AddStringToObject(o, "url", url);
+    cJSON_AddItemToArray(arr, o);
+    return 0;
+}
+
 int ing_files_attach(ing_files_t *f, const char *host, const char *tenant, const cJSON *atts,
                      long long valid_s, cJSON **out, char *why, size_t why_size)
 {
@@ -363,35 +430,10 @@ int ing_files_attach(ing_files_t *f, const char *host, const char *tenant, const
     size_t i = 0;
     long long exp = util_now_ms() / 1000 + valid_s;
     for (const cJSON *a = atts->child; a; a = a->next, i++) {
-        if (!cJSON_IsObject(a)) {
-            rc = attach_fail(why, why_size, i,
-                             "must be an object {file_id, filename?, "
-                             "content_type?}");
+        const cJSON *id = NULL, *fname = NULL, *ctype = NULL;
+        rc = attach_shape(a, i, &id, &fname, &ctype, why, why_size);
+        if (rc < 0)
             break;
-        }
-        const cJSON *id = cJSON_GetObjectItemCaseSensitive(a, "file_id");
-        const cJSON *fname = cJSON_GetObjectItemCaseSensitive(a, "filename");
-        const cJSON *ctype = cJSON_GetObjectItemCaseSensitive(a, "content_type");
-        if (!cJSON_IsString(id)) {
-            rc = attach_fail(why, why_size, i, "file_id must be a string");
-            break;
-        }
-        if (fname && !cJSON_IsNull(fname) &&
-            (!cJSON_IsString(fname) || !ing_files_filename_ok(fname->valuestring))) {
-            rc = attach_fail(why, why_size, i,
-                             "filename must be 1-255 bytes of UTF-8 without '/', '\\' or "
-                             "control characters");
-            break;
-        }
-        if (ctype && !cJSON_IsNull(ctype) &&
-            (!cJSON_IsString(ctype) || !ing_files_ctype_ok(ctype->valuestring))) {
-            rc = attach_fail(why, why_size, i, "content_type must be a media type type/subtype");
-            break;
-        }
-        if (!ing_files_id_ok(id->valuestring)) {
-            rc = attach_fail(why, why_size, i, "unknown file_id");
-            break;
-        }
         char key[64], err[256];
         snprintf(key, sizeof(key), ING_FILE_KEY_PREFIX "%s", id->valuestring);
         const char *argv[] = {"HMGET",        key,    "tenant", "state", "filename",
@@ -406,47 +448,10 @@ int ing_files_attach(ing_files_t *f, const char *host, const char *tenant, const
             rc = MCPQ_EUNAVAIL;
             break;
         }
-        const char *v[6];
-        for (int j = 0; j < 6; j++)
-            v[j] = r->element[j]->type == REDIS_REPLY_STRING ? r->element[j]->str : NULL;
-        long long size = 0;
-        if (!v[0] || strcmp(v[0], tenant) != 0 || !v[2] || !v[3] || !v[4] ||
-            util_parse_ll(v[4], 0, 1LL << 50, &size) < 0) {
-            freeReplyObject(r);
-            rc = attach_fail(why, why_size, i, "unknown file_id"); /* foreign ids too */
-            break;
-        }
-        if (!v[1] || strcmp(v[1], "ready") != 0 || !v[5]) {
-            freeReplyObject(r);
-            rc = attach_fail(why, why_size, i, "file_id has not been uploaded yet");
-            break;
-        }
-        if (cJSON_IsString(ctype) && !ing_files_ctype_eq(ctype->valuestring, v[3])) {
-            char msg[200];
-            snprintf(msg, sizeof(msg), "content_type does not match the uploaded file's (%.120s)",
-                     v[3]);
-            freeReplyObject(r);
-            rc = attach_fail(why, why_size, i, msg);
-            break;
-        }
-        char url[ING_FILES_URL_MAX];
-        int urc = ing_files_url(f, host, "GET", id->valuestring, exp, url, sizeof(url));
-        if (urc < 0) {
-            freeReplyObject(r);
-            snprintf(why, why_size, "%s",
-                     urc == MCPQ_EUNAVAIL ? ING_FILES_NO_BASE : "MCPQ_PUBLIC_URL too long");
-            rc = MCPQ_EUNAVAIL;
-            break;
-        }
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "file_id", id->valuestring);
-        cJSON_AddStringToObject(o, "filename", cJSON_IsString(fname) ? fname->valuestring : v[2]);
-        cJSON_AddStringToObject(o, "content_type", v[3]);
-        cJSON_AddNumberToObject(o, "size", (double)size);
-        cJSON_AddStringToObject(o, "sha256", v[5]);
-        cJSON_AddStringToObject(o, "url", url);
-        cJSON_AddItemToArray(arr, o);
+        rc = attach_entry(f, host, tenant, r, i, id, fname, ctype, exp, arr, why, why_size);
         freeReplyObject(r);
+        if (rc < 0)
+            break;
     }
     if (rc < 0) {
         cJSON_Delete(arr);

@@ -164,14 +164,10 @@ static int server_fingerprint(ing_server_t *s)
     return ok ? 0 : MCPQ_ENOMEM;
 }
 
-ing_registry_t *ing_registry_build(const char *const *fields, const size_t *lens, size_t n,
-                                   long long rev, char *errstr, size_t errstr_size)
+/* Parses the documents into reg->docs, each with its field as "_field", and sizes the tenant,
+ * server and tool tables. 0 or MCPQ_ENOMEM. */
+static int parse_docs(ing_registry_t *reg, const char *const *fields, const size_t *lens, size_t n)
 {
-    ing_registry_t *reg = calloc(1, sizeof(*reg));
-    if (!reg)
-        goto nomem;
-    atomic_init(&reg->refs, 1);
-    reg->rev = rev;
     reg->docs = cJSON_CreateArray();
     size_t nt = 0, ns = 0, nl = 0;
     /* fields[2i] is the hash field, fields[2i+1] its JSON document. */
@@ -196,8 +192,13 @@ ing_registry_t *ing_registry_build(const char *const *fields, const size_t *lens
     reg->servers = calloc(ns + 1, sizeof(*reg->servers));
     reg->tools = calloc(nl + 1, sizeof(*reg->tools));
     if (!reg->tenants || !reg->servers || !reg->tools)
-        goto nomem;
+        return MCPQ_ENOMEM;
+    return 0;
+}
 
+/* The tenants, and the key, app and robot tables sized for them. 0 or MCPQ_ENOMEM. */
+static int index_tenants(ing_registry_t *reg)
+{
     size_t nkeys = 0, napps = 0, nrobots = 0;
     cJSON *doc;
     cJSON_ArrayForEach(doc, reg->docs)
@@ -219,7 +220,13 @@ ing_registry_t *ing_registry_build(const char *const *fields, const size_t *lens
     reg->apps = calloc(napps + 1, sizeof(*reg->apps));
     reg->robots = calloc(nrobots + 1, sizeof(*reg->robots));
     if (!reg->keys || !reg->apps || !reg->robots)
-        goto nomem;
+        return MCPQ_ENOMEM;
+    return 0;
+}
+
+/* Each tenant's API keys, apps and robots, with the rates they inherit from the tenant. */
+static void index_credentials(ing_registry_t *reg)
+{
     for (size_t i = 0; i < reg->ntenants; i++) {
         const cJSON *k,
             *limits = cJSON_GetObjectItemCaseSensitive(reg->tenants[i].doc, "rate_limits");
@@ -260,6 +267,11 @@ ing_registry_t *ing_registry_build(const char *const *fields, const size_t *lens
     /* Every writer keeps a robot to one tenant (cfg.c, regstore.h ing_regstore_robot_owner); were
      * two to declare it, the lookup would find one of them and refuse the other's tasks. */
     qsort(reg->robots, reg->nrobots, sizeof(*reg->robots), robot_cmp);
+}
+
+static void index_servers(ing_registry_t *reg)
+{
+    cJSON *doc;
     cJSON_ArrayForEach(doc, reg->docs)
     {
         const char *f = str_of(doc, "_field");
@@ -271,7 +283,12 @@ ing_registry_t *ing_registry_build(const char *const *fields, const size_t *lens
         }
     }
     qsort(reg->servers, reg->nservers, sizeof(*reg->servers), server_cmp);
+}
 
+/* The tools with a published version, of a tenant that exists. 0 or MCPQ_ENOMEM. */
+static int index_tools(ing_registry_t *reg)
+{
+    cJSON *doc;
     cJSON_ArrayForEach(doc, reg->docs)
     {
         const char *f = str_of(doc, "_field");
@@ -297,10 +314,16 @@ ing_registry_t *ing_registry_build(const char *const *fields, const size_t *lens
             t->fake_result = cJSON_GetObjectItemCaseSensitive(fake, "result");
         t->list_json = render_list_entry(name, ver);
         if (!t->list_json)
-            goto nomem;
+            return MCPQ_ENOMEM;
         reg->ntools++;
     }
-    /* Attach tools to their servers. */
+    return 0;
+}
+
+/* Attach tools to their servers, sorted, and fingerprint each server's list. 0 or
+ * MCPQ_ENOMEM. */
+static int attach_tools(ing_registry_t *reg)
+{
     for (size_t i = 0; i < reg->nservers; i++) {
         ing_server_t *s = &reg->servers[i];
         size_t cnt = 0;
@@ -309,14 +332,31 @@ ing_registry_t *ing_registry_build(const char *const *fields, const size_t *lens
                 cnt++;
         s->tools = calloc(cnt + 1, sizeof(*s->tools));
         if (!s->tools)
-            goto nomem;
+            return MCPQ_ENOMEM;
         for (size_t j = 0; j < reg->ntools; j++)
             if (!strcmp(reg->tools[j].tenant, s->tenant) && !strcmp(reg->tools[j].server, s->name))
                 s->tools[s->ntools++] = &reg->tools[j];
         qsort(s->tools, s->ntools, sizeof(*s->tools), tool_ptr_cmp);
         if (server_fingerprint(s) < 0)
-            goto nomem;
+            return MCPQ_ENOMEM;
     }
+    return 0;
+}
+
+ing_registry_t *ing_registry_build(const char *const *fields, const size_t *lens, size_t n,
+                                   long long rev, char *errstr, size_t errstr_size)
+{
+    ing_registry_t *reg = calloc(1, sizeof(*reg));
+    if (!reg)
+        goto nomem;
+    atomic_init(&reg->refs, 1);
+    reg->rev = rev;
+    if (parse_docs(reg, fields, lens, n) < 0 || index_tenants(reg) < 0)
+        goto nomem;
+    index_credentials(reg);
+    index_servers(reg);
+    if (index_tools(reg) < 0 || attach_tools(reg) < 0)
+        goto nomem;
     return reg;
 nomem:
     snprintf(errstr, errstr_size, "out of memory building the registry");

@@ -89,27 +89,21 @@ static size_t end_session_local(ing_listen_t *l, const char *session_id)
     return n;
 }
 
-int ing_listen_open(ing_listen_t *l, ing_req_t *req, const ing_listen_spec_t *spec)
+/* The frames of a new stream: the acknowledgement (*ack, the caller frees it) and the
+ * notification and end frames of a subscriptions/listen stream, or the notification of a GET
+ * stream. 0 or MCPQ_ENOMEM. */
+static int listener_frames(ing_listener_t *lr, const ing_listen_spec_t *spec, int modern,
+                           char **ack)
 {
-    ing_ctx_t *ctx = l->ctx;
-    int modern = spec->session_id == NULL, rc = 0;
-    char *ack = NULL, hex[33];
-    ing_listener_t *lr = calloc(1, sizeof(*lr));
-    if (!lr || util_random_hex(hex, 16) < 0) {
-        free(lr);
-        return MCPQ_ENOMEM;
-    }
-    snprintf(lr->key, sizeof(lr->key), "l_%s", hex);
-    snprintf(lr->tenant, sizeof(lr->tenant), "%s", spec->tenant);
-    snprintf(lr->server, sizeof(lr->server), "%s", spec->server);
+    int rc = 0;
     if (modern) {
-        if (asprintf(&ack, FRAME_ACK, spec->sub_id_json,
+        if (asprintf(ack, FRAME_ACK, spec->sub_id_json,
                      spec->tools ? "\"toolsListChanged\":true" : "") < 0)
-            ack = NULL;
+            *ack = NULL;
         if (spec->tools && asprintf(&lr->notify, FRAME_MODERN, spec->sub_id_json) < 0)
             lr->notify = NULL;
         lr->end = spec->end_json ? strdup(spec->end_json) : NULL;
-        if (!ack || (spec->tools && !lr->notify) || !lr->end)
+        if (!*ack || (spec->tools && !lr->notify) || !lr->end)
             rc = MCPQ_ENOMEM;
     } else {
         snprintf(lr->session, sizeof(lr->session), "%s", spec->session_id);
@@ -117,11 +111,15 @@ int ing_listen_open(ing_listen_t *l, ing_req_t *req, const ing_listen_spec_t *sp
         if (!lr->notify)
             rc = MCPQ_ENOMEM;
     }
-    if (rc < 0)
-        goto out;
+    return rc;
+}
 
+/* The request's call, parked as the stream keyed lr_key: never answered by a deadline. */
+static void listener_call(ing_ctx_t *ctx, ing_req_t *req, const char *lr_key,
+                          const ing_listen_spec_t *spec, int modern)
+{
     ing_call_t *call = &req->call;
-    snprintf(call->job_id, sizeof(call->job_id), "%s", lr->key);
+    snprintf(call->job_id, sizeof(call->job_id), "%s", lr_key);
     snprintf(call->id_json, sizeof(call->id_json), "%s", modern ? spec->sub_id_json : "null");
     call->deadline_mono = INT64_MAX; /* never answered -32003 */
     call->conn = req->conn;
@@ -133,8 +131,16 @@ int ing_listen_open(ing_listen_t *l, ing_req_t *req, const ing_listen_spec_t *sp
     call->task_result = 0;
     call->listener = 1;
     call->keepalive_ms = (int)ctx->set->listen_keepalive_ms;
+}
 
-    pthread_mutex_lock(&l->lock);
+/* Under l->lock: may lr open? Not while stopping, within MCPQ_MAX_LISTENERS and the tenant's
+ * limit, one GET stream per session. 0, MCPQ_EUNAVAIL, MCPQ_ETOOBIG, MCPQ_EEXIST or
+ * MCPQ_EQUOTA. */
+static int admit_locked(ing_listen_t *l, const ing_listener_t *lr, const ing_listen_spec_t *spec,
+                        int modern)
+{
+    ing_ctx_t *ctx = l->ctx;
+    int rc = 0;
     if (atomic_load(&ctx->stopping)) {
         rc = MCPQ_EUNAVAIL;
     } else if (l->n >= (size_t)ctx->set->max_listeners) {
@@ -149,27 +155,66 @@ int ing_listen_open(ing_listen_t *l, ing_req_t *req, const ing_listen_spec_t *sp
         if (rc == 0 && spec->tenant_max > 0 && mine >= (size_t)spec->tenant_max)
             rc = MCPQ_EQUOTA;
     }
-    if (rc == 0) {
-        ing_pending_add(ctx->pending, call);
-        if (call->done) /* the table could not take it */
-            rc = MCPQ_ENOMEM;
-    }
+    return rc;
+}
+
+/* Under l->lock: parks call and sends the stream's first bytes (ack on a modern stream). 0 or
+ * a negative code, with the call no longer parked. */
+static int start_locked(ing_listen_t *l, ing_call_t *call, const char *lr_key, const char *ack,
+                        int modern)
+{
+    ing_ctx_t *ctx = l->ctx;
+    int rc = 0;
+    ing_pending_add(ctx->pending, call);
+    if (call->done) /* the table could not take it */
+        rc = MCPQ_ENOMEM;
     if (rc == 0) {
         /* The first bytes: the acknowledgement MUST come first on a 2026-07-28 stream; a
          * comment lets a GET stream's headers and first chunk leave at once. */
-        rc = modern ? ing_pending_post(ctx->pending, lr->key, ack)
-                    : ing_pending_comment(ctx->pending, lr->key, "listening");
+        rc = modern ? ing_pending_post(ctx->pending, lr_key, ack)
+                    : ing_pending_comment(ctx->pending, lr_key, "listening");
         if (rc < 0)
             ing_pending_remove(ctx->pending, call);
     }
+    return rc;
+}
+
+/* Under l->lock: lr at the head of the list. */
+static void link_locked(ing_listen_t *l, ing_listener_t *lr)
+{
+    lr->next = l->head;
+    if (l->head)
+        l->head->prev = lr;
+    l->head = lr;
+    l->n++;
+    if (!lr->notify) /* honours nothing: the result at once (listen.h) */
+        end_locked(l, lr);
+}
+
+int ing_listen_open(ing_listen_t *l, ing_req_t *req, const ing_listen_spec_t *spec)
+{
+    ing_ctx_t *ctx = l->ctx;
+    int modern = spec->session_id == NULL, rc = 0;
+    char *ack = NULL, hex[33];
+    ing_listener_t *lr = calloc(1, sizeof(*lr));
+    if (!lr || util_random_hex(hex, 16) < 0) {
+        free(lr);
+        return MCPQ_ENOMEM;
+    }
+    snprintf(lr->key, sizeof(lr->key), "l_%s", hex);
+    snprintf(lr->tenant, sizeof(lr->tenant), "%s", spec->tenant);
+    snprintf(lr->server, sizeof(lr->server), "%s", spec->server);
+    rc = listener_frames(lr, spec, modern, &ack);
+    if (rc < 0)
+        goto out;
+    listener_call(ctx, req, lr->key, spec, modern);
+
+    pthread_mutex_lock(&l->lock);
+    rc = admit_locked(l, lr, spec, modern);
+    if (rc == 0)
+        rc = start_locked(l, &req->call, lr->key, ack, modern);
     if (rc == 0) {
-        lr->next = l->head;
-        if (l->head)
-            l->head->prev = lr;
-        l->head = lr;
-        l->n++;
-        if (!lr->notify) /* honours nothing: the result at once (listen.h) */
-            end_locked(l, lr);
+        link_locked(l, lr);
         req->has_call = 1;
         req->listener = lr;
         lr = NULL; /* now on the list */
@@ -395,16 +440,88 @@ static void on_reply(ing_listen_t *l, const redisReply *r, int64_t *ping_sent)
     }
 }
 
+/* The subscriber thread's connection and timers. */
+typedef struct sub_state {
+    redisContext *c; /* NULL while not subscribed */
+    char err[256];
+    int backoff, logged, stall;
+    int64_t next_try, next_ping, ping_sent;
+} sub_state_t;
+
+/* Not subscribed: subscribes when the back-off allows, and wakes the refresh for a change
+ * published while away. */
+static void sub_connect(ing_listen_t *l, sub_state_t *st, int64_t now)
+{
+    if (now < st->next_try) {
+        usleep(LISTEN_POLL_MS * 1000);
+        return;
+    }
+    st->c = subscribe(l, st->err, sizeof(st->err));
+    if (!st->c) {
+        if (!st->logged++)
+            log_event(LOG_WARN,
+                      "registry subscriber: redis unreachable (changes are still seen "
+                      "by the revision poll)",
+                      "error", st->err, (char *)NULL);
+        st->next_try = now + st->backoff;
+        st->backoff =
+            st->backoff * 2 > LISTEN_BACKOFF_MAX_MS ? LISTEN_BACKOFF_MAX_MS : st->backoff * 2;
+        return;
+    }
+    if (st->logged)
+        log_event(LOG_INFO, "registry subscriber: subscribed again", (char *)NULL);
+    st->logged = 0;
+    st->backoff = LISTEN_BACKOFF_MIN_MS;
+    st->next_ping = now + LISTEN_PING_MS;
+    st->ping_sent = 0;
+    if (l->wake)
+        l->wake(l->wake_arg); /* a change published while we were away */
+}
+
+/* Subscribed: handles what arrives within one poll and checks the connection with PING (no
+ * answer within st->stall: lost). Why the connection is lost, or NULL. */
+static const char *sub_read(ing_listen_t *l, sub_state_t *st)
+{
+    redisContext *c = st->c;
+    struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
+    int ready = poll(&pfd, 1, LISTEN_POLL_MS);
+    const char *why = NULL;
+    if (ready < 0 && errno != EINTR)
+        why = "poll failed";
+    if (ready > 0 && redisBufferRead(c) != REDIS_OK)
+        why = c->errstr[0] ? c->errstr : "connection lost";
+    while (ready > 0 && !why) {
+        void *reply = NULL;
+        if (redisGetReplyFromReader(c, &reply) != REDIS_OK) {
+            why = c->errstr[0] ? c->errstr : "protocol error";
+            break;
+        }
+        if (!reply)
+            break;
+        on_reply(l, reply, &st->ping_sent);
+        freeReplyObject(reply);
+    }
+    int64_t now = util_mono_ms();
+    if (!why && st->ping_sent && now - st->ping_sent >= st->stall) {
+        snprintf(st->err, sizeof(st->err), "no answer to PING for %lld ms",
+                 (long long)(now - st->ping_sent));
+        why = st->err;
+    } else if (!why && !st->ping_sent && now >= st->next_ping) {
+        if (redisAppendCommand(c, "PING") != REDIS_OK || flush(c) < 0)
+            why = c->errstr[0] ? c->errstr : "cannot send PING";
+        st->ping_sent = now;
+        st->next_ping = now + LISTEN_PING_MS;
+    }
+    return why;
+}
+
 static void *listen_thread(void *arg)
 {
     ing_listen_t *l = arg;
-    redisContext *c = NULL;
-    char err[256];
-    int backoff = LISTEN_BACKOFF_MIN_MS, logged = 0;
-    int stall = (int)l->ctx->set->redis_timeout_ms;
-    if (stall < LISTEN_STALL_MIN_MS)
-        stall = LISTEN_STALL_MIN_MS;
-    int64_t next_try = 0, next_ping = 0, ping_sent = 0;
+    sub_state_t st = {.backoff = LISTEN_BACKOFF_MIN_MS,
+                      .stall = (int)l->ctx->set->redis_timeout_ms};
+    if (st.stall < LISTEN_STALL_MIN_MS)
+        st.stall = LISTEN_STALL_MIN_MS;
     int64_t next_sweep = util_mono_ms() + LISTEN_SWEEP_MS;
     while (!atomic_load(&l->stop)) {
         int64_t now = util_mono_ms();
@@ -412,71 +529,21 @@ static void *listen_thread(void *arg)
             sweep(l);
             next_sweep = now + LISTEN_SWEEP_MS;
         }
-        if (!c) {
-            if (now < next_try) {
-                usleep(LISTEN_POLL_MS * 1000);
-                continue;
-            }
-            c = subscribe(l, err, sizeof(err));
-            if (!c) {
-                if (!logged++)
-                    log_event(LOG_WARN,
-                              "registry subscriber: redis unreachable (changes are still seen "
-                              "by the revision poll)",
-                              "error", err, (char *)NULL);
-                next_try = now + backoff;
-                backoff = backoff * 2 > LISTEN_BACKOFF_MAX_MS ? LISTEN_BACKOFF_MAX_MS : backoff * 2;
-                continue;
-            }
-            if (logged)
-                log_event(LOG_INFO, "registry subscriber: subscribed again", (char *)NULL);
-            logged = 0;
-            backoff = LISTEN_BACKOFF_MIN_MS;
-            next_ping = now + LISTEN_PING_MS;
-            ping_sent = 0;
-            if (l->wake)
-                l->wake(l->wake_arg); /* a change published while we were away */
+        if (!st.c) {
+            sub_connect(l, &st, now);
             continue;
         }
-        struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
-        int ready = poll(&pfd, 1, LISTEN_POLL_MS);
-        const char *why = NULL;
-        if (ready < 0 && errno != EINTR)
-            why = "poll failed";
-        if (ready > 0 && redisBufferRead(c) != REDIS_OK)
-            why = c->errstr[0] ? c->errstr : "connection lost";
-        while (ready > 0 && !why) {
-            void *reply = NULL;
-            if (redisGetReplyFromReader(c, &reply) != REDIS_OK) {
-                why = c->errstr[0] ? c->errstr : "protocol error";
-                break;
-            }
-            if (!reply)
-                break;
-            on_reply(l, reply, &ping_sent);
-            freeReplyObject(reply);
-        }
-        now = util_mono_ms();
-        if (!why && ping_sent && now - ping_sent >= stall) {
-            snprintf(err, sizeof(err), "no answer to PING for %lld ms",
-                     (long long)(now - ping_sent));
-            why = err;
-        } else if (!why && !ping_sent && now >= next_ping) {
-            if (redisAppendCommand(c, "PING") != REDIS_OK || flush(c) < 0)
-                why = c->errstr[0] ? c->errstr : "cannot send PING";
-            ping_sent = now;
-            next_ping = now + LISTEN_PING_MS;
-        }
+        const char *why = sub_read(l, &st);
         if (why) {
-            if (!logged++)
+            if (!st.logged++)
                 log_event(LOG_WARN, "registry subscriber: connection lost, reconnecting", "error",
                           why, (char *)NULL);
-            redisFree(c);
-            c = NULL;
-            next_try = 0;
+            redisFree(st.c);
+            st.c = NULL;
+            st.next_try = 0;
         }
     }
-    redisFree(c);
+    redisFree(st.c);
     return NULL;
 }
 

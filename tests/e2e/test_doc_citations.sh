@@ -2,7 +2,8 @@
 # Citations in the repository point inside it, run by ctest (no binaries needed):
 #   - no tracked file cites SPEC, the product specification kept outside this repository: a
 #     newcomer who clones the repository cannot follow such a citation; the contract it stood
-#     for is in docs/ (docs/README.md lists the pages);
+#     for is in docs/ (docs/README.md lists the pages); nor the public seed documents it was
+#     built from ("seed 003"), which are not in the repository either;
 #   - every docs/<page>.md a tracked file names exists, so a renamed or removed page cannot
 #     leave dangling pointers behind.
 # Files under node_modules are not looked at.
@@ -33,6 +34,13 @@ cites=$(git -C "$REPO" grep -InE '(^|[^A-Za-z0-9_])SPEC([^A-Za-z0-9_]|$)' -- . "
 if [ -z "$cites" ]; then ok "no tracked file cites SPEC (outside the files left to rewrite)"; else
     bad "these lines cite SPEC, a document outside the repository; point at docs/ instead:"
     sed 's/^/  /' <<<"$cites"
+fi
+
+seeds=$(git -C "$REPO" grep -InEi '(^|[^A-Za-z0-9_])seeds? [0-9]{3}|seed-[0-9]{3}' -- . \
+    ':(exclude)tests/e2e/test_doc_citations.sh' || true)
+if [ -z "$seeds" ]; then ok "no tracked file cites the seed documents kept outside the repository"; else
+    bad "these lines cite a seed document, which is not in the repository; name the behaviour or a docs/ page:"
+    sed 's/^/  /' <<<"$seeds"
 fi
 
 dangling=

@@ -1,0 +1,58 @@
+/*
+ * adm_config.c - /admin/v1/config (adm.h): GET exports the registry without secrets
+ * (cfgsecret.h); PUT applies a whole configuration as a config file would be loaded, keeping
+ * the stored secrets where the body shows "(hidden)", and with ?prune=true deletes what it
+ * does not name.
+ */
+#include "adm.h"
+
+#include "api.h"
+#include "cfg.h"
+#include "cfgsecret.h"
+#include "err.h"
+#include "log.h"
+
+#include <string.h>
+
+int ing_adm_config_doc(adm_t *a, redisContext *c)
+{
+    char err[1024];
+    cJSON *stored = ing_regstore_export(c, err, sizeof(err));
+    if (!stored)
+        return ing_adm_fail(a, 503, "%s", err);
+    if (strcmp(a->method, "GET") == 0) { /* no secret: `mcpq-ingress --export` has them */
+        cfg_secret_redact(stored);
+        ing_api_body(a->resp, 200, stored);
+        return DONE;
+    }
+    /* A redacted export applied back keeps the stored secrets in place of its placeholders. */
+    int restored = cfg_secret_restore(a->body, stored, err, sizeof(err));
+    cJSON_Delete(stored);
+    if (restored < 0)
+        return ing_adm_fail(a, restored == MCPQ_EINVAL ? 400 : 503, "%s", err);
+    char *text = cJSON_PrintUnformatted(a->body);
+    cJSON *cfg = text ? cfg_load_string(text, strlen(text), err, sizeof(err)) : NULL;
+    cJSON_free(text);
+    if (!cfg)
+        return ing_adm_fail(a, 400, "%s", err);
+    if (ing_regstore_config_check(cfg, a->req->ctx->set, err, sizeof(err)) < 0) {
+        cJSON_Delete(cfg);
+        return ing_adm_fail(a, 400, "%s", err);
+    }
+    const char *prune = qarg(a, "prune");
+    ing_regstore_summary_t sum;
+    int rc =
+        ing_regstore_apply(c, cfg, prune && strcmp(prune, "true") == 0, &sum, err, sizeof(err));
+    cJSON_Delete(cfg);
+    if (rc < 0) /* MCPQ_EINVAL: a robot a stored tenant declares (regstore.h) */
+        return ing_adm_fail(a, rc == MCPQ_EINVAL ? 409 : 503, "%s", err);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "created", sum.created);
+    cJSON_AddNumberToObject(o, "updated", sum.updated);
+    cJSON_AddNumberToObject(o, "unchanged", sum.unchanged);
+    cJSON_AddNumberToObject(o, "deleted", sum.deleted);
+    cJSON_AddNumberToObject(o, "revision", (double)sum.rev);
+    log_event(LOG_INFO, "admin: config applied", (char *)NULL);
+    ing_api_body(a->resp, 200, o);
+    return DONE;
+}

@@ -1,0 +1,221 @@
+/*
+ * refresh.c - the registry refresh thread (refresh.h).
+ */
+#include "refresh.h"
+
+#include "cfg.h"
+#include "kv.h"
+#include "listen.h"
+#include "log.h"
+#include "mq.h"
+#include "registry.h"
+#include "regstore.h"
+#include "util.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#define REFRESH_MS 250
+#define PROBE_MS 1000 /* Kafka metadata probe */
+
+/* MCPQ_CONFIG read, normalized and checked (ing_regstore_config_check: the SSRF guard at load time,
+ * a webhook url naming a private address literally, and the app secret minimum). NULL with err set
+ * when the file is unusable. */
+static cJSON *config_read(const mcpq_settings_t *set, char *err, size_t err_size)
+{
+    cJSON *cfg = cfg_load_file(set->config, err, err_size);
+    if (!cfg)
+        return NULL;
+    char why[384];
+    if (ing_regstore_config_check(cfg, set, why, sizeof(why)) < 0) {
+        snprintf(err, err_size, "%s: %s", set->config, why);
+        cJSON_Delete(cfg);
+        return NULL;
+    }
+    return cfg;
+}
+
+/*
+ * The registry revision is 0 (no key) only before the first write or after Redis lost its data
+ * (a restart without persistence, a flush): every registry write bumps it. Swapping to the
+ * empty registry would answer every client 401, so the replica keeps serving the snapshot it
+ * has and seeds the registry again from MCPQ_CONFIG (the write is idempotent and
+ * compare-and-set, so replicas racing to do it agree); objects created only through the admin
+ * API are gone with the data and must be applied again (docs/operations.md). Returns 1 when
+ * the caller should keep its snapshot.
+ */
+static int registry_lost(ing_refresh_t *rf, long long rev)
+{
+    ing_ctx_t *ctx = rf->ctx;
+    pthread_mutex_lock(&ctx->reg_lock);
+    int had = ctx->reg && ing_registry_rev(ctx->reg) > 0;
+    pthread_mutex_unlock(&ctx->reg_lock);
+    if (rev != 0 || !had)
+        return 0;
+    char err[512];
+    if (ctx->set->config && !rf->config)
+        rf->config = config_read(ctx->set, err, sizeof(err));
+    if (rf->config) {
+        log_event(LOG_WARN, "registry gone from Redis: seeding it again from the config file",
+                  "file", ctx->set->config, (char *)NULL);
+        rf->lost_logged = 0;
+    } else if (!rf->lost_logged++) {
+        log_event(LOG_ERROR,
+                  "registry gone from Redis: serving the last one loaded until it is applied "
+                  "again (mcpq-ingress --apply)",
+                  "error", ctx->set->config ? err : "no MCPQ_CONFIG to seed it from", (char *)NULL);
+    }
+    return 1;
+}
+
+/* The Pub/Sub thread heard of a registry change: refresh without waiting for the poll. */
+void ing_refresh_wake(void *arg)
+{
+    ing_refresh_t *rf = arg;
+    pthread_mutex_lock(&rf->lock);
+    rf->kick = 1;
+    pthread_cond_signal(&rf->cond);
+    pthread_mutex_unlock(&rf->lock);
+}
+
+static void refresh_once(ing_refresh_t *rf, redisContext **c, int *logged)
+{
+    ing_ctx_t *ctx = rf->ctx;
+    char err[256];
+    if (!*c) {
+        *c = kv_connect(ctx->kvt, (int)ctx->set->redis_timeout_ms, err, sizeof(err));
+        if (!*c) {
+            atomic_store(&ctx->redis_up, 0);
+            if (!(*logged)++)
+                log_event(LOG_ERROR, "redis unreachable", "error", err, (char *)NULL);
+            return;
+        }
+    }
+    if (rf->config) {
+        ing_regstore_summary_t sum;
+        int applied = 0;
+        if (ing_regstore_seed(*c, rf->config, &applied, &sum, err, sizeof(err)) < 0)
+            goto broken;
+        cJSON_Delete(rf->config);
+        rf->config = NULL;
+        char counts[96];
+        snprintf(counts, sizeof(counts), "created=%d updated=%d unchanged=%d", sum.created,
+                 sum.updated, sum.unchanged);
+        log_event(LOG_INFO,
+                  applied ? "config applied to the registry"
+                          : "config already applied: registry left as it is",
+                  "file", ctx->set->config, "objects", counts, (char *)NULL);
+    }
+    long long rev = 0;
+    if (ing_registry_read_rev(*c, &rev) < 0) {
+        snprintf(err, sizeof(err), "redis: %s", (*c)->err ? (*c)->errstr : "GET failed");
+        goto broken;
+    }
+    atomic_store(&ctx->redis_up, 1);
+    if (*logged) {
+        log_event(LOG_INFO, "redis reachable again", (char *)NULL);
+        *logged = 0;
+    }
+    if (registry_lost(rf, rev)) {
+        if (rf->config)
+            ing_refresh_wake(rf); /* seed on the next round, without waiting for the poll */
+        return;
+    }
+    pthread_mutex_lock(&ctx->reg_lock);
+    int stale = !ctx->reg || ing_registry_rev(ctx->reg) != rev;
+    pthread_mutex_unlock(&ctx->reg_lock);
+    if (!stale)
+        return;
+    ing_registry_t *reg = ing_registry_fetch(*c, err, sizeof(err));
+    if (!reg)
+        goto broken;
+    pthread_mutex_lock(&ctx->reg_lock);
+    ing_registry_t *old = ctx->reg;
+    ctx->reg = reg;
+    pthread_mutex_unlock(&ctx->reg_lock);
+    ing_listen_registry_changed(ctx->listen, old, reg); /* notifications/tools/list_changed */
+    ing_registry_unref(old);
+    char revs[32];
+    snprintf(revs, sizeof(revs), "%lld", rev);
+    log_event(LOG_INFO, "registry loaded", "revision", revs, (char *)NULL);
+    return;
+broken:
+    atomic_store(&ctx->redis_up, 0);
+    if (!(*logged)++)
+        log_event(LOG_ERROR, "registry refresh failed", "error", err, (char *)NULL);
+    redisFree(*c);
+    *c = NULL;
+}
+
+static void *refresh_thread(void *arg)
+{
+    ing_refresh_t *rf = arg;
+    redisContext *c = NULL;
+    int logged = 0;
+    int64_t next_probe = 0;
+    while (!rf->stop) {
+        refresh_once(rf, &c, &logged);
+        if (util_mono_ms() >= next_probe) {
+            mq_producer_probe(rf->ctx->producer, 500);
+            next_probe = util_mono_ms() + PROBE_MS;
+        }
+        /* The revision poll; a kick (Pub/Sub) cuts the wait short. */
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_nsec += (long)REFRESH_MS * 1000000L;
+        until.tv_sec += until.tv_nsec / 1000000000L;
+        until.tv_nsec %= 1000000000L;
+        pthread_mutex_lock(&rf->lock);
+        while (!rf->kick && !rf->stop && pthread_cond_timedwait(&rf->cond, &rf->lock, &until) == 0)
+            ;
+        rf->kick = 0;
+        pthread_mutex_unlock(&rf->lock);
+    }
+    redisFree(c);
+    return NULL;
+}
+
+int ing_refresh_init(ing_refresh_t *rf, const mcpq_settings_t *set, char *err, size_t err_size)
+{
+    memset(rf, 0, sizeof(*rf));
+    pthread_mutex_init(&rf->lock, NULL);
+    pthread_condattr_t cattr;
+    pthread_condattr_init(&cattr);
+    pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
+    pthread_cond_init(&rf->cond, &cattr);
+    pthread_condattr_destroy(&cattr);
+    if (set->config) {
+        rf->config = config_read(set, err, err_size);
+        if (!rf->config)
+            return -1;
+    }
+    return 0;
+}
+
+int ing_refresh_start(ing_refresh_t *rf, ing_ctx_t *ctx)
+{
+    rf->ctx = ctx;
+    if (pthread_create(&rf->thread, NULL, refresh_thread, rf) != 0)
+        return -1;
+    rf->started = 1;
+    return 0;
+}
+
+void ing_refresh_stop(ing_refresh_t *rf)
+{
+    if (!rf->started)
+        return;
+    rf->stop = 1;
+    pthread_join(rf->thread, NULL);
+    rf->started = 0;
+}
+
+void ing_refresh_cleanup(ing_refresh_t *rf)
+{
+    cJSON_Delete(rf->config);
+    rf->config = NULL;
+    pthread_cond_destroy(&rf->cond);
+    pthread_mutex_destroy(&rf->lock);
+}

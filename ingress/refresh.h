@@ -1,0 +1,53 @@
+/*
+ * refresh.h - the registry refresh thread of mcpq-ingress: it stores MCPQ_CONFIG in the
+ * registry once (idempotently), polls the registry revision in Redis every 250 ms (a
+ * registry change heard on Pub/Sub cuts the wait short, listen.h), swaps in a new snapshot
+ * when the revision moved (announcing notifications/tools/list_changed), keeps the snapshot
+ * it has and seeds the registry again when Redis lost it (docs/operations.md), probes the
+ * Kafka producer's metadata every second and keeps ctx->redis_up, which /readyz reports.
+ *
+ * The caller owns the ing_refresh_t: ing_refresh_init, then ing_refresh_start once the
+ * process context is open, ing_refresh_stop before that context is closed, and
+ * ing_refresh_cleanup last (also after a failed init). ing_refresh_wake is thread-safe; the
+ * others are for the thread that owns the refresher.
+ */
+#ifndef MCPQ_ING_REFRESH_H
+#define MCPQ_ING_REFRESH_H
+
+#include "ctx.h"
+#include "settings.h"
+
+#include <cjson/cJSON.h>
+#include <pthread.h>
+#include <signal.h>
+
+typedef struct ing_refresh {
+    ing_ctx_t *ctx;
+    cJSON *config; /* normalized config still to store; NULL once stored */
+    pthread_t thread;
+    int started;
+    volatile sig_atomic_t stop;
+    pthread_mutex_t lock; /* guards kick */
+    pthread_cond_t cond;  /* CLOCK_MONOTONIC */
+    int kick;             /* refresh now: the registry may have changed (listen.h) */
+    int lost_logged;      /* the registry vanished from Redis and could not be seeded again */
+} ing_refresh_t;
+
+/* Prepares rf and reads MCPQ_CONFIG (when set) into rf->config, normalized and checked. 0, or
+ * -1 with err set when the file is unusable. */
+int ing_refresh_init(ing_refresh_t *rf, const mcpq_settings_t *set, char *err, size_t err_size);
+
+/* Starts the thread on ctx. 0, or -1 when the thread cannot start. */
+int ing_refresh_start(ing_refresh_t *rf, ing_ctx_t *ctx);
+
+/* Refresh now, without waiting for the poll (arg: the ing_refresh_t); for the Pub/Sub thread
+ * (ing_process_opts_t.registry_wake). */
+void ing_refresh_wake(void *arg);
+
+/* Stops the thread and waits for it (within one poll); nothing when it is not running. */
+void ing_refresh_stop(ing_refresh_t *rf);
+
+/* Frees what init made: the config not yet stored, the lock. */
+void ing_refresh_cleanup(ing_refresh_t *rf);
+
+#endif
