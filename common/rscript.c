@@ -221,54 +221,75 @@ int rscript_noscript(const redisReply *r)
     return r && r->type == REDIS_REPLY_ERROR && r->str && strncmp(r->str, "NOSCRIPT", 8) == 0;
 }
 
-/* EVALSHA's argument vector in args/lens (heap-allocated when large: *heap, caller frees). */
-static int make_args(const rscript_t *s, int nkeys, int argc, const char *const *argv,
-                     const size_t *argvlen, char nk[16], const char **stack_args,
-                     size_t *stack_lens, const char ***args, size_t **lens, void **heap)
+/* EVALSHA's argument vector for one run of a script. */
+typedef struct evalsha {
+    const char *stack_args[ARGS_ON_STACK];
+    size_t stack_lens[ARGS_ON_STACK];
+    const char **args; /* stack_args, or heap when large */
+    size_t *lens;
+    char nk[16];
+    void *heap;
+    int n; /* entries in args */
+} evalsha_t;
+
+/* Fills *e for script s with nkeys keys among argv[0..argc). 0, or -1 with errstr set (s or
+ * the counts unusable, or out of memory; errstr may be NULL). Free with evalsha_free. */
+static int evalsha_init(evalsha_t *e, const rscript_t *s, int nkeys, int argc,
+                        const char *const *argv, const size_t *argvlen, char *errstr,
+                        size_t errstr_size)
 {
-    *heap = NULL;
-    *args = stack_args;
-    *lens = stack_lens;
-    if (argc + 3 > ARGS_ON_STACK) {
-        *heap = malloc((size_t)(argc + 3) * (sizeof(char *) + sizeof(size_t)));
-        if (!*heap)
-            return -1;
-        *args = *heap;
-        *lens = (size_t *)((char *)*heap + (size_t)(argc + 3) * sizeof(char *));
+    e->heap = NULL;
+    if (!s || !s->text || argc < 0 || nkeys < 0 || nkeys > argc) {
+        if (errstr)
+            snprintf(errstr, errstr_size, "redis script unavailable");
+        return -1;
     }
-    snprintf(nk, 16, "%d", nkeys);
-    (*args)[0] = "EVALSHA";
-    (*args)[1] = s->sha;
-    (*args)[2] = nk;
+    e->n = argc + 3;
+    e->args = e->stack_args;
+    e->lens = e->stack_lens;
+    if (e->n > ARGS_ON_STACK) {
+        e->heap = malloc((size_t)e->n * (sizeof(char *) + sizeof(size_t)));
+        if (!e->heap) {
+            if (errstr)
+                snprintf(errstr, errstr_size, "out of memory");
+            return -1;
+        }
+        e->args = e->heap;
+        e->lens = (size_t *)((char *)e->heap + (size_t)e->n * sizeof(char *));
+    }
+    snprintf(e->nk, sizeof(e->nk), "%d", nkeys);
+    e->args[0] = "EVALSHA";
+    e->args[1] = s->sha;
+    e->args[2] = e->nk;
     for (int i = 0; i < 3; i++)
-        (*lens)[i] = strlen((*args)[i]);
+        e->lens[i] = strlen(e->args[i]);
     for (int i = 0; i < argc; i++) {
-        (*args)[3 + i] = argv[i];
-        (*lens)[3 + i] = argvlen ? argvlen[i] : strlen(argv[i]);
+        e->args[3 + i] = argv[i];
+        e->lens[3 + i] = argvlen ? argvlen[i] : strlen(argv[i]);
     }
     return 0;
+}
+
+static void evalsha_free(evalsha_t *e)
+{
+    free(e->heap);
+    e->heap = NULL;
 }
 
 redisReply *rscript_run(redisContext *c, const rscript_t *s, int nkeys, int argc,
                         const char *const *argv, const size_t *argvlen, char *errstr,
                         size_t errstr_size)
 {
-    if (!c || !s || !s->text || argc < 0 || nkeys < 0 || nkeys > argc) {
+    evalsha_t e;
+    if (!c) {
         snprintf(errstr, errstr_size, "redis script unavailable");
         return NULL;
     }
-    const char *stack_args[ARGS_ON_STACK], **args;
-    size_t stack_lens[ARGS_ON_STACK], *lens;
-    char nk[16];
-    void *heap;
-    if (make_args(s, nkeys, argc, argv, argvlen, nk, stack_args, stack_lens, &args, &lens, &heap) <
-        0) {
-        snprintf(errstr, errstr_size, "out of memory");
+    if (evalsha_init(&e, s, nkeys, argc, argv, argvlen, errstr, errstr_size) < 0)
         return NULL;
-    }
     redisReply *r = NULL;
     for (int attempt = 0; attempt < 2; attempt++) {
-        r = redisCommandArgv(c, argc + 3, args, lens);
+        r = redisCommandArgv(c, e.n, e.args, e.lens);
         if (!r) {
             snprintf(errstr, errstr_size, "redis: %s", c->errstr[0] ? c->errstr : "no reply");
             break;
@@ -296,7 +317,7 @@ redisReply *rscript_run(redisContext *c, const rscript_t *s, int nkeys, int argc
         if (!loaded)
             break;
     }
-    free(heap);
+    evalsha_free(&e);
     return r;
 }
 
@@ -304,43 +325,32 @@ redisReply *rscript_pool_run(kv_pool_t *pool, const rscript_t *s, int nkeys, int
                              const char *const *argv, const size_t *argvlen, char *errstr,
                              size_t errstr_size)
 {
-    if (!pool || !s || !s->text || argc < 0 || nkeys < 0 || nkeys > argc) {
+    evalsha_t e;
+    if (!pool) {
         snprintf(errstr, errstr_size, "redis script unavailable");
         return NULL;
     }
-    const char *stack_args[ARGS_ON_STACK], **args;
-    size_t stack_lens[ARGS_ON_STACK], *lens;
-    char nk[16];
-    void *heap;
-    if (make_args(s, nkeys, argc, argv, argvlen, nk, stack_args, stack_lens, &args, &lens, &heap) <
-        0) {
-        snprintf(errstr, errstr_size, "out of memory");
+    if (evalsha_init(&e, s, nkeys, argc, argv, argvlen, errstr, errstr_size) < 0)
         return NULL;
-    }
-    redisReply *r = kv_pool_commandargv(pool, errstr, errstr_size, argc + 3, args, lens);
+    redisReply *r = kv_pool_commandargv(pool, errstr, errstr_size, e.n, e.args, e.lens);
     if (!r && strstr(errstr, "NOSCRIPT")) {
         const char *load[] = {"SCRIPT", "LOAD", s->text};
         redisReply *l = kv_pool_commandargv(pool, errstr, errstr_size, 3, load, NULL);
         if (l)
-            r = kv_pool_commandargv(pool, errstr, errstr_size, argc + 3, args, lens);
+            r = kv_pool_commandargv(pool, errstr, errstr_size, e.n, e.args, e.lens);
         freeReplyObject(l);
     }
-    free(heap);
+    evalsha_free(&e);
     return r;
 }
 
 int rscript_append(redisContext *c, const rscript_t *s, int nkeys, int argc,
                    const char *const *argv)
 {
-    if (!c || !s || !s->text || argc < 0 || nkeys < 0 || nkeys > argc)
+    evalsha_t e;
+    if (!c || evalsha_init(&e, s, nkeys, argc, argv, NULL, NULL, 0) < 0)
         return REDIS_ERR;
-    const char *stack_args[ARGS_ON_STACK], **args;
-    size_t stack_lens[ARGS_ON_STACK], *lens;
-    char nk[16];
-    void *heap;
-    if (make_args(s, nkeys, argc, argv, NULL, nk, stack_args, stack_lens, &args, &lens, &heap) < 0)
-        return REDIS_ERR;
-    int rc = redisAppendCommandArgv(c, argc + 3, args, lens);
-    free(heap);
+    int rc = redisAppendCommandArgv(c, e.n, e.args, e.lens);
+    evalsha_free(&e);
     return rc;
 }

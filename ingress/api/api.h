@@ -14,9 +14,10 @@
 #include <cjson/cJSON.h>
 
 /*
- * The front door for a tenant (frontdoor.h), as for /mcp. The caller's tenant
+ * The front door for a tenant (frontdoor.h), as for /mcp, after the body limit (413 when
+ * req->too_big). The caller's tenant
  * (req->tenant is set too) with *reg holding a registry reference the caller drops
- * (ing_registry_unref, also when NULL is returned), or NULL with resp filled (403, 401 with
+ * (ing_registry_unref, also when NULL is returned), or NULL with resp filled (413, 403, 401 with
  * WWW-Authenticate, 429 with Retry-After, 503).
  */
 const ing_tenant_t *ing_api_front(ing_req_t *req, ing_registry_t **reg, ing_resp_t *resp);

@@ -160,10 +160,6 @@ void ing_channels_api(ing_req_t *req, const char *url, const char *method, ing_r
         resp->allow = "POST";
         return;
     }
-    if (req->too_big) {
-        ing_api_error(resp, 413, "request body too large");
-        return;
-    }
     char chan[ING_CHANNEL_ID_MAX + 1];
     memcpy(chan, url + bl, ul - bl - tl);
     chan[ul - bl - tl] = '\0';

@@ -273,10 +273,6 @@ void ing_whapi_route(ing_req_t *req, const char *url, const char *method, ing_re
         resp->allow = is_list ? "GET, HEAD" : "POST";
         return;
     }
-    if (req->too_big) {
-        ing_api_error(resp, 413, "request body too large");
-        return;
-    }
     ing_registry_t *reg = NULL;
     const ing_tenant_t *t = ing_api_front(req, &reg, resp);
     if (t) {
