@@ -6,6 +6,8 @@
 #include "check.h"
 #include "harness.h"
 
+#include "mq.h"
+#include "pending.h"
 #include "rpc.h"
 
 #include <stdio.h>
@@ -213,6 +215,22 @@ static void test_too_large(void)
     free(text);
 }
 
+/* Without Kafka: the call (a task too) is refused before anything is claimed or published,
+ * and nothing is left waiting. */
+static void test_kafka_down(void)
+{
+    CHECK_INT_EQ(fx_stop_pid(h.fx.broker_pid, 5000), 0);
+    h.fx.broker_pid = 0;
+    for (int i = 0; i < 20 && mq_producer_probe(h.ctx.producer, 500); i++)
+        fx_sleep_ms(100);
+    CHECK(!mq_producer_up(h.ctx.producer));
+    expect_error("{\"name\":\"echo\",\"arguments\":{\"text\":\"x\"}}", 200, RPC_INTERNAL_ERROR,
+                 "job queue (Kafka) unavailable; try again");
+    expect_error("{\"name\":\"report\",\"arguments\":{}}", 200, RPC_INTERNAL_ERROR,
+                 "job queue (Kafka) unavailable; try again");
+    CHECK_INT_EQ((int)ing_pending_count(h.ctx.pending), 0);
+}
+
 /* Without Redis: the call is refused before anything is published. */
 static void test_redis_down(void)
 {
@@ -240,6 +258,7 @@ int main(void)
     test_publish_and_idempotency();
     test_too_large();
     test_redis_down();
+    test_kafka_down(); /* last: Kafka is checked before Redis */
     hx_stop(&h);
     return 0;
 }
