@@ -8,6 +8,7 @@
 #include <ftw.h>
 #include <hiredis/hiredis.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <arpa/inet.h>
@@ -62,7 +63,8 @@ static void fx_log_tail(const char *path)
             n > 0 && buf[n - 1] != '\n' ? "\n" : "");
 }
 
-int fx_free_port(void)
+/* One free loopback port from the kernel (bind to port 0), or -1. */
+static int kernel_free_port(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
@@ -78,6 +80,33 @@ int fx_free_port(void)
         getsockname(fd, (struct sockaddr *)&a, &len) == 0)
         port = ntohs(a.sin_port);
     close(fd);
+    return port;
+}
+
+int fx_free_port(void)
+{
+    /* The kernel may hand the same port to two binds in a row once the first socket is
+     * closed: a test that takes several ports before using them would get one twice (a
+     * "down" upstream that is in fact another server). Ports this process was given are
+     * not given again. */
+    static int given[256];
+    static size_t ngiven;
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&lock);
+    int port = -1;
+    for (int attempt = 0; attempt < 100 && port < 0; attempt++) {
+        int p = kernel_free_port();
+        if (p < 0)
+            break;
+        int seen = 0;
+        for (size_t i = 0; i < ngiven && i < sizeof(given) / sizeof(given[0]); i++)
+            seen |= given[i] == p;
+        if (!seen)
+            port = p;
+    }
+    if (port > 0)
+        given[ngiven++ % (sizeof(given) / sizeof(given[0]))] = port;
+    pthread_mutex_unlock(&lock);
     return port;
 }
 

@@ -85,7 +85,8 @@ int fx_stop_pid(pid_t pid, int timeout_ms);
  * is still running (or is not our child). */
 int fx_wait_exit(pid_t pid, int timeout_ms);
 
-/* A TCP port that was free on 127.0.0.1 a moment ago (the kernel's pick), or -1. */
+/* A TCP port that was free on 127.0.0.1 a moment ago (the kernel's pick), never one this
+ * process was given before, or -1. */
 int fx_free_port(void);
 
 /* The binary dir: $MCPQ_BIN_DIR, or "./build". */

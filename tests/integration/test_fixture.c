@@ -207,8 +207,23 @@ static void test_spawn(const fx_stack_t *fx)
     TEST_PASS("fx_spawn: env, log, process group, exit status");
 }
 
+/* Ports a test takes one after the other are all different, even when the kernel would
+ * hand the same free port out twice. */
+static void test_free_ports(void)
+{
+    int ports[64];
+    for (int i = 0; i < 64; i++) {
+        ports[i] = fx_free_port();
+        CHECK(ports[i] > 0);
+        for (int j = 0; j < i; j++)
+            CHECK(ports[i] != ports[j]);
+    }
+    TEST_PASS("fx_free_port: 64 ports, all different");
+}
+
 int main(void)
 {
+    test_free_ports();
     fx_stack_t fx;
     CHECK_INT_EQ(fx_start(&fx, PARTITIONS), 0);
     CHECK(fx.redis_pid > 0 && fx.broker_pid > 0);
