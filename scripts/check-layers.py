@@ -76,7 +76,10 @@ def symbols(obj):
     for line in text.splitlines():
         parts = line.split()
         if len(parts) == 3 and parts[1] in "TDBRVWCG":
-            defined.add(parts[2])
+            # Compiler-made symbols (AddressSanitizer's __odr_asan.<name>, ...) are not the
+            # module's own names.
+            if not parts[2].startswith("__") and "." not in parts[2]:
+                defined.add(parts[2])
         elif len(parts) == 2 and parts[0] == "U":
             used.add(parts[1])
     return defined, used
