@@ -10,7 +10,7 @@ ACCEPT_FILES ?= 01 02 03 04 05 06 07 08 09
 FUZZ_SECONDS ?= 600
 FUZZ_NAMES ?=
 
-.PHONY: all deps build build-asan test test-unit test-asan acceptance up bench fuzz fmt fmt-check clean
+.PHONY: all deps build build-asan test test-unit test-asan acceptance up bench chaos fuzz fmt fmt-check clean
 
 all: build
 
@@ -41,6 +41,13 @@ up: build
 
 bench: build
 	@bash bench/run.sh
+
+# The fault campaign (tests/chaos/chaos.py, docs/reliability.md): a 2-ingress, 3-worker stack
+# under a client workload while processes are killed, restarted and frozen; fails on a lost
+# call or a result that belongs to another call. CHAOS_SECONDS (default 180), CHAOS_NEMESIS
+# (comma list, default every fault), CHAOS_SEED.
+chaos: build
+	@MCPQ_BIN_DIR=$(abspath $(BUILD)) python3 tests/chaos/chaos.py
 
 # Every libFuzzer driver (tests/fuzz/) for FUZZ_SECONDS each, one after the other, built with
 # clang in $(BUILD_FUZZ) on a copy of its seed corpus; see docs/fuzzing.md.
