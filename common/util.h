@@ -9,10 +9,14 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <time.h>
 
 /* Wall clock in Unix milliseconds / a monotonic clock in milliseconds. */
 int64_t util_now_ms(void);
 int64_t util_mono_ms(void);
+
+/* The CLOCK_REALTIME instant timeout_ms from now, as pthread_cond_timedwait takes it. */
+struct timespec util_deadline_realtime(int timeout_ms);
 
 /* Unix ms as RFC 3339 UTC with milliseconds ("2026-01-01T00:00:00.000Z"; out at least 25
  * bytes). */

@@ -3,6 +3,8 @@
 #include "log.h"
 #include "scram.h"
 
+#include "util.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -842,14 +844,7 @@ fail:
 
 void db_front_stop(db_front_t *f, int timeout_ms)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += timeout_ms / 1000;
-    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    struct timespec until = util_deadline_realtime(timeout_ms);
     pthread_mutex_lock(&f->lock);
     for (conn_t *c = f->conns; c; c = c->next) { /* each thread wakes, sees EOF and ends */
         shutdown(c->cfd, SHUT_RDWR);

@@ -335,14 +335,7 @@ int ing_pending_park(ing_pending_t *p, ing_call_t *call)
 
 int ing_pending_wait(ing_pending_t *p, ing_call_t *call, int timeout_ms)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += timeout_ms / 1000;
-    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    struct timespec until = util_deadline_realtime(timeout_ms);
     pthread_mutex_lock(&p->lock);
     ing_call_t *owner = owner_of(call);
     while (owner->parked && pthread_cond_timedwait(&p->woken, &p->lock, &until) == 0)

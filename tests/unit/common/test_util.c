@@ -23,8 +23,23 @@ static void roundtrip(const char *in, const char *want)
     CHECK(memcmp(dec, in, n) == 0);
 }
 
+/* util_deadline_realtime: timeout_ms ahead of the wall clock, nanoseconds normalized. */
+static void test_deadline(void)
+{
+    for (int ms = 0; ms < 3000; ms += 137) {
+        int64_t before = util_now_ms();
+        struct timespec t = util_deadline_realtime(ms);
+        int64_t after = util_now_ms();
+        int64_t at = (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+        CHECK(t.tv_nsec >= 0 && t.tv_nsec < 1000000000L);
+        CHECK(at >= before + ms && at <= after + ms);
+    }
+    TEST_PASS("util_deadline_realtime");
+}
+
 int main(void)
 {
+    test_deadline();
     /* RFC 4648 section 10 vectors, unpadded. */
     roundtrip("", "");
     roundtrip("f", "Zg");
