@@ -7,12 +7,14 @@
 #include "harness.h"
 
 #include "mq.h"
+#include "names.h"
 #include "pending.h"
 #include "rpc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char config[] =
     "{\"tenants\": ["
@@ -26,6 +28,10 @@ static const char config[] =
     "   \"versions\": [{\"version\": \"1\", \"timeout_ms\": 20000,"
     "    \"inputSchema\": {\"type\": \"object\", \"required\": [\"text\"],"
     "     \"properties\": {\"text\": {\"type\": \"string\", \"x-mcp-header\": \"Text\"}}},"
+    "    \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]},"
+    "  {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"quick\", \"published\": \"1\","
+    "   \"versions\": [{\"version\": \"1\", \"timeout_ms\": 1000,"
+    "    \"inputSchema\": {\"type\": \"object\"},"
     "    \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]},"
     "  {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"fake\", \"published\": \"1\","
     "   \"versions\": [{\"version\": \"1\", \"inputSchema\": {\"type\": \"object\"},"
@@ -189,6 +195,48 @@ static void test_publish_and_idempotency(void)
     CHECK_INT_EQ(fx_stop_pid(w, 10000), 0);
 }
 
+/* A job that waited in the queue past its deadline (no worker ran, as during a rebalance after
+ * a worker died) ends with -32003 and never runs; a repeat with the same idempotency_key then
+ * runs the tool afresh instead of replaying that timeout (docs/internals.md "Result record").
+ */
+static void test_idempotent_repeat_after_expiry(void)
+{
+    const char *params = "{\"name\":\"quick\",\"arguments\":{\"text\":\"late\","
+                         "\"idempotency_key\":\"k-expired\"}}";
+    hx_ex_t e;
+    call(&e, params, NULL); /* no worker runs: the wait ends at the tool's 1 s deadline */
+    CHECK(e.parked);
+    CHECK_INT_EQ(hx_mcp_wait(&h, &e, 10000), 0);
+    CHECK_INT_EQ(hx_rpc_code(&e), RPC_REPLY_TIMEOUT);
+    hx_ex_free(&e);
+    const char *const env[] = {NULL};
+    pid_t w = fx_spawn_worker(&h.fx, "w-late", env);
+    CHECK(w > 0);
+    /* the worker drops the expired job unrun and writes its record ("ran": false) */
+    int seen = 0;
+    for (int i = 0; i < 200 && !seen; i++) {
+        redisReply *r = hx_redis(&h, "KEYS %s*", NAMES_KEY_RESULT);
+        for (size_t k = 0; r && k < r->elements; k++) {
+            redisReply *v = hx_redis(&h, "GET %s", r->element[k]->str);
+            seen |= v && v->type == REDIS_REPLY_STRING && strstr(v->str, "\"ran\":false");
+            freeReplyObject(v);
+        }
+        freeReplyObject(r);
+        if (!seen)
+            usleep(50 * 1000);
+    }
+    CHECK(seen);
+    call(&e, params, NULL); /* the repeat runs the tool now */
+    CHECK(e.parked);
+    CHECK_INT_EQ(hx_mcp_wait(&h, &e, 20000), 0);
+    char *res = cJSON_PrintUnformatted(hx_rpc_result(&e));
+    CHECK(res != NULL);
+    CHECK_CONTAINS(res, "late");
+    free(res);
+    hx_ex_free(&e);
+    CHECK_INT_EQ(fx_stop_pid(w, 10000), 0);
+}
+
 /* Arguments larger than the job queue takes: refused, and nothing is left waiting. */
 static void test_too_large(void)
 {
@@ -256,6 +304,7 @@ int main(void)
     test_modern_headers();
     test_tasks();
     test_publish_and_idempotency();
+    test_idempotent_repeat_after_expiry();
     test_too_large();
     test_redis_down();
     test_kafka_down(); /* last: Kafka is checked before Redis */
