@@ -95,6 +95,8 @@ def parse():
     ap.add_argument("--port", type=int, default=int(env("CHAOS_PORT", "19180")))
     ap.add_argument("--soak", default=env("CHAOS_SOAK", ""),
                     help="directory for the soak samples and graph (report.py)")
+    ap.add_argument("--env", action="append", default=[],
+                    help="K=V for every component (scripts/mcpq-local --env), repeatable")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--seed", type=int, default=int(env("CHAOS_SEED", "0")) or None)
     return ap.parse_args()
@@ -138,6 +140,8 @@ def main():
     print(f"chaos: {a.seconds} s, {a.clients} clients, nemesis {names or 'none'} ({a.order}), "
           f"seed {seed}, state {state}", flush=True)
     ctx = Ctx(a, state)
+    for kv in a.env:
+        ctx.launcher_args += ["--env", kv]
     for m in mods:
         if hasattr(m, "setup"):
             m.setup(ctx)
