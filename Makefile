@@ -10,7 +10,7 @@ ACCEPT_FILES ?= 01 02 03 04 05 06 07 08 09
 FUZZ_SECONDS ?= 600
 FUZZ_NAMES ?=
 
-.PHONY: all deps build build-asan test test-unit test-asan acceptance up bench chaos fuzz fmt fmt-check clean
+.PHONY: all deps build build-asan test test-unit test-asan acceptance up bench chaos soak fuzz fmt fmt-check clean
 
 all: build
 
@@ -48,6 +48,15 @@ bench: build
 # (comma list, default every fault), CHAOS_SEED.
 chaos: build
 	@MCPQ_BIN_DIR=$(abspath $(BUILD)) python3 tests/chaos/chaos.py
+
+# The soak (docs/reliability.md): SOAK_SECONDS (default 1800) at about half of peak load (6
+# clients) with a fault a minute, RSS, fds and Redis memory sampled, per-minute p50/p99, and
+# the graph drawn into SOAK_DIR (default build/soak/soak.png).
+SOAK_SECONDS ?= 1800
+SOAK_DIR ?= $(BUILD)/soak
+soak: build
+	@MCPQ_BIN_DIR=$(abspath $(BUILD)) python3 tests/chaos/chaos.py --seconds $(SOAK_SECONDS) \
+	    --clients 6 --interval 55,65 --soak $(abspath $(SOAK_DIR))
 
 # Every libFuzzer driver (tests/fuzz/) for FUZZ_SECONDS each, one after the other, built with
 # clang in $(BUILD_FUZZ) on a copy of its seed corpus; see docs/fuzzing.md.

@@ -10,6 +10,7 @@ PKGS=(
   nodejs npm python3
   kubernetes-client
   prometheus
+  nftables iproute2 util-linux gnuplot-nox
 )
 
 missing=()
