@@ -148,6 +148,7 @@ def main():
     ctx.stack = stack.Stack(ctx)
     try:
         hist, t0 = run(ctx, a, faults, names, kinds, seed)
+        repeats = workload.verify_repeats(ctx, hist)
     finally:
         ctx.stack.stop()
         for m in reversed(mods):
@@ -160,6 +161,7 @@ def main():
             for k, v in extra.items():
                 summary[k] = summary.get(k, 0) + v
             problems += more
+    summary["repeats_checked"] = repeats
     summary["faults"] = len(ctx.windows)
     summary["seed"] = seed
     for w in ctx.windows:

@@ -90,7 +90,7 @@ def tools_call(name, args, rid=1):
 
 def run_sync(ctx, hist, op, rnd):
     ms = rnd.randint(500, 3000) if rnd.random() < 0.3 else rnd.randint(0, 50)
-    hist.record(op, kind="sync" if ms <= 50 else "sync-slow", expect=f"done {op}")
+    hist.record(op, kind="sync" if ms <= 50 else "sync-slow", expect=f"done {op}", ms=ms)
     deadline = time.time() + RETRY_FOR
     while time.time() < deadline and not ctx.stop.is_set():
         port = ctx.port + rnd.randint(0, ctx.ingresses - 1)
@@ -112,6 +112,41 @@ def run_sync(ctx, hist, op, rnd):
     last = hist.get(op, "last_error")
     if last:
         hist.record(op, outcome=("error", last))
+
+
+def repeat_one(ctx, hist, op, o):
+    status, msg, _ = post(ctx.port, tools_call("mark", {"op": op, "ms": o["ms"],
+                                                        "idempotency_key": op}), 40)
+    kind, what = classify(status, msg)
+    if kind in ("retry", "rpc-retry"):
+        print(f"chaos: repeat of {op}: no verdict ({what})", flush=True)
+        return 0  # the stack could not answer now: no verdict
+    if (kind, what) != tuple(o["outcome"]):
+        hist.record(op, unexpected=o.get("unexpected", []) + [
+            f"a repeat with the same idempotency_key got {kind} {what!r}, the first answer "
+            f"was {o['outcome'][1]!r}"])
+    return 1
+
+
+def verify_repeats(ctx, hist, limit=400):
+    """After the run: each synchronous op that succeeded is called once more with its key; the
+    answer must be the first one, and the tool must not run again (the marker count tells).
+    Returns how many were checked."""
+    ops = [(op, o) for op, o in hist.ops.items()
+           if o["kind"] in ("sync", "sync-slow") and o["outcome"] and o["outcome"][0] == "ok"]
+    ops = ops[:limit]
+    checked = [0] * 4
+
+    def worker(i):
+        for op, o in ops[i::4]:
+            n = repeat_one(ctx, hist, op, o)
+            checked[i] += n
+    ts = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return sum(checked)
 
 
 def client(ctx, hist, kinds, until, rnd):
