@@ -10,7 +10,8 @@ the devbroker), workload.py (client operations and the history), checker.py (los
 unexpected, duplicate executions), report.py (per-fault table, soak samples and graph), and
 one module per family of faults, each with a FAULTS table {name: inject(ctx, rnd)} and
 optionally setup(ctx), teardown(ctx), WORKLOAD {kind: (weight, run)} and check(ctx, hist):
-procfault.py (kill -9, rolling SIGTERM, Redis frozen).
+procfault.py (kill -9, rolling SIGTERM, Redis frozen), redisfault.py (Redis kill -9 and
+restart from its AOF; CHAOS_REDIS_FSYNC).
 
 --order random (default) injects a random fault of the list every --interval seconds;
 --order each injects every fault of the list once, in turn, spread over the run (the short
@@ -35,7 +36,7 @@ import report  # noqa: E402
 import stack  # noqa: E402
 import workload  # noqa: E402
 
-MODULES = ("procfault",)
+MODULES = ("procfault", "redisfault")
 
 
 class Ctx:
