@@ -227,8 +227,8 @@ def dropped():
 
 
 def hold(ctx, rnd, rules, what):
-    """Adds rules to the output chain for CHAOS_NETFAULT_SECONDS, then flushes the chain (healed); says how
-    many packets were dropped."""
+    """Adds rules to the output chain for CHAOS_NETFAULT_SECONDS, then flushes the chain
+    (healed); says how many packets were dropped."""
     lo, hi = (float(x) for x in os.environ.get("CHAOS_NETFAULT_SECONDS", "15,25").split(","))
     t = time.time()
     nft("".join(f"add rule inet {TABLE} out {r}\n" for r in rules))
