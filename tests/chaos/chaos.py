@@ -10,7 +10,9 @@ the devbroker), workload.py (client operations and the history), checker.py (los
 unexpected, duplicate executions), report.py (per-fault table, soak samples and graph), and
 one module per family of faults, each with a FAULTS table {name: inject(ctx, rnd)} and
 optionally setup(ctx), teardown(ctx), WORKLOAD {kind: (weight, run)} and check(ctx, hist):
-procfault.py (kill -9, rolling SIGTERM, Redis frozen).
+procfault.py (kill -9, rolling SIGTERM, Redis frozen), redisfault.py (Redis kill -9 and
+restart from its AOF; CHAOS_REDIS_FSYNC), netfault.py (partitions and packet loss between
+one worker or ingress and Redis or Kafka, in a network namespace of the run's own).
 
 --order random (default) injects a random fault of the list every --interval seconds;
 --order each injects every fault of the list once, in turn, spread over the run (the short
@@ -31,11 +33,12 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import checker  # noqa: E402
+import netfault  # noqa: E402
 import report  # noqa: E402
 import stack  # noqa: E402
 import workload  # noqa: E402
 
-MODULES = ("procfault",)
+MODULES = ("procfault", "redisfault", "netfault")
 
 
 class Ctx:
@@ -134,7 +137,7 @@ def main():
     for f in names:
         if f not in faults and f != "none":
             sys.exit(f"chaos: unknown fault {f} (known: {', '.join(faults)}, none, all)")
-    names = [f for f in names if f != "none"]
+    names = netfault.prepare([f for f in names if f != "none"])  # may re-run in a netns
     seed = a.seed or random.randrange(1, 1 << 30)
     state = tempfile.mkdtemp(prefix="mcpq-chaos-")
     print(f"chaos: {a.seconds} s, {a.clients} clients, nemesis {names or 'none'} ({a.order}), "

@@ -5,7 +5,9 @@
 #   starts and prints exactly `READY http://127.0.0.1:<port>`; every component has its .log
 #   and .pid; tools/call echo works through Kafka and Redis; kill -9 of worker-0 gets it
 #   restarted under the same name; a call in flight on a killed worker still completes with
-#   exactly one result; SIGTERM stops everything with exit 0 within 20 s.
+#   exactly one result; with --redis-persist --redis-fsync always, kill -9 of redis gets it
+#   restarted on the same port with every result written before, and calls work after it;
+#   SIGTERM stops everything with exit 0 within 20 s.
 # KEEP=1 keeps the state dirs.
 set -euo pipefail
 
@@ -141,11 +143,18 @@ EOF
 
 STEP=help
 out=$("$LAUNCHER" --help) || fail "--help exited non-zero"
-case $out in *usage:*--port*--state-dir*--env*) ;; *) fail "--help text lacks the flags: $out" ;; esac
+case $out in *usage:*--port*--state-dir*--env*--redis-fsync*) ;; *) fail "--help text lacks the flags: $out" ;; esac
 rc=0
 "$LAUNCHER" --no-such-flag >/dev/null 2>"$TMP/err" || rc=$?
 [ "$rc" = 2 ] || fail "unknown flag: exit $rc, want 2"
 grep -q -- "--no-such-flag" "$TMP/err" || fail "unknown flag not named: $(cat "$TMP/err")"
+for bad in "--redis-fsync always" "--redis-persist --redis-fsync sometimes"; do
+    rc=0
+    # shellcheck disable=SC2086 # two words on purpose
+    "$LAUNCHER" $bad >/dev/null 2>"$TMP/err" || rc=$?
+    [ "$rc" = 2 ] || fail "$bad: exit $rc, want 2"
+    grep -q -- "--redis-fsync" "$TMP/err" || fail "$bad: not named: $(cat "$TMP/err")"
+done
 ok "--help and usage errors"
 
 STEP=missing-config
@@ -181,7 +190,8 @@ PORT=$(free_port_base) || fail "no free port"
 STATE=$TMP/state
 CONFIG=$TMP/config.json
 write_config "$CONFIG"
-start_launcher --port "$PORT" --workers 2 --config "$CONFIG" --state-dir "$STATE" --env MCPQ_LOG_LEVEL=info
+start_launcher --port "$PORT" --workers 2 --config "$CONFIG" --state-dir "$STATE" --env MCPQ_LOG_LEVEL=info \
+    --redis-persist --redis-fsync always
 wait_ready 120 || fail "no READY line within 120 s"
 URL=http://127.0.0.1:$PORT
 [ "$(cat "$TMP/launcher.out")" = "READY $URL" ] ||
@@ -276,6 +286,42 @@ if [ -n "$REDIS_PORT" ] && command -v redis-cli >/dev/null; then
 else
     ok "a killed worker's in-flight calls complete (result count not checked: no redis-cli)"
 fi
+
+STEP=kill-redis
+# --redis-persist: a redis killed with kill -9 comes back on the same port from its AOF; with
+# --redis-fsync always every result acknowledged before the kill is still there.
+command -v redis-cli >/dev/null || fail "redis-cli is needed for this step"
+old=$(cat "$STATE/redis.pid")
+before=$(result_count)
+kill -9 "$old"
+new=
+for _ in $(seq 1 150); do
+    new=$(cat "$STATE/redis.pid" 2>/dev/null || true)
+    if [ -n "$new" ] && [ "$new" != "$old" ] && kill -0 "$new" 2>/dev/null &&
+        [ "$(redis-cli -p "$REDIS_PORT" ping 2>/dev/null)" = PONG ]; then
+        break
+    fi
+    new=
+    sleep 0.1
+done
+[ -n "$new" ] || fail "redis did not answer PING on port $REDIS_PORT with a new pid within 15 s"
+kill -0 "$LPID" 2>/dev/null || fail "the launcher exited when redis died"
+grep -q "redis restarted on 127.0.0.1:$REDIS_PORT" "$TMP/launcher.err" ||
+    fail "no line about the restarted redis"
+# The ingress reconnects on its own; a load balancer sends calls once /readyz says 200 again.
+for _ in $(seq 1 100); do
+    [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "$URL/readyz")" = 200 ] && break
+    sleep 0.1
+done
+after=$(result_count)
+if [ "$after" != "$before" ] || [ "$after" != "$CALLS" ]; then
+    fail "redis holds $after results after the restart, $before before, for $CALLS calls"
+fi
+resp=$(rpc_call echo '{"text":"after-redis-kill"}' 60) || fail "curl failed"
+assert_result "$resp" "echo after the redis restart"
+case $resp in *after-redis-kill*) ;; *) fail "echo result lacks the text: $resp" ;; esac
+CALLS=$((CALLS + 1))
+ok "kill -9 redis ($old): restarted as $new on port $REDIS_PORT, $after results kept, calls work"
 
 STEP=no-secrets
 if grep -rl -- "$KEY" "$STATE"/*.log "$TMP/launcher.err" "$TMP/launcher.out" >/dev/null 2>&1; then
