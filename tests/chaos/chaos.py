@@ -54,6 +54,7 @@ class Ctx:
         self.stop = threading.Event()
         self.pace = a.pace
         self.windows = []  # one per fault: {"fault", "what", "start", "end"}
+        self.until = 0.0  # when the workload ends (the nemesis may push it back)
 
 
 def load_modules():
@@ -71,15 +72,18 @@ def inject(ctx, faults, name, rnd):
     ctx.windows.append({"fault": name, "what": what, "start": t, "end": time.time()})
 
 
-def nemesis(ctx, faults, names, order, interval, until, rnd):
+def nemesis(ctx, faults, names, order, interval, rnd):
     if order == "each":
-        gap = max(1.0, (until - time.time() - 10) / (len(names) + 1))
+        # every fault once, spread over the run; the workload goes on until 10 s after the last
+        # one ends, however long the faults take
+        gap = max(2.0, (ctx.until - time.time() - 10) / (len(names) + 1))
         for name in names:
             if ctx.stop.wait(gap):
                 return
             inject(ctx, faults, name, rnd)
+            ctx.until = max(ctx.until, time.time() + 10)
         return
-    while not ctx.stop.wait(rnd.uniform(*interval)) and time.time() < until - 5:
+    while not ctx.stop.wait(rnd.uniform(*interval)) and time.time() < ctx.until - 5:
         inject(ctx, faults, rnd.choice(names), rnd)
 
 
@@ -107,14 +111,15 @@ def parse():
 
 def run(ctx, a, faults, names, kinds, seed):
     hist = workload.History()
-    until = time.time() + a.seconds
+    t0 = time.time()
+    ctx.until = t0 + a.seconds
     threads = [threading.Thread(target=workload.client, name=f"c{i}",
-                                args=(ctx, hist, kinds, until, random.Random(seed + i)))
+                                args=(ctx, hist, kinds, random.Random(seed + i)))
                for i in range(a.clients)]
     if names:
         lo, hi = (float(x) for x in a.interval.split(","))
         threads.append(threading.Thread(target=nemesis, name="nemesis", args=(
-            ctx, faults, names, a.order, (lo, hi), until, random.Random(seed))))
+            ctx, faults, names, a.order, (lo, hi), random.Random(seed))))
     sampler = report.Sampler(ctx, a.soak) if a.soak else None
     try:
         for t in threads:
@@ -127,7 +132,7 @@ def run(ctx, a, faults, names, kinds, seed):
             t.join()
     if sampler:
         sampler.close()
-    return hist, until - a.seconds
+    return hist, t0
 
 
 def main():

@@ -149,11 +149,11 @@ def verify_repeats(ctx, hist, limit=400):
     return sum(checked)
 
 
-def client(ctx, hist, kinds, until, rnd):
+def client(ctx, hist, kinds, rnd):
     names = sorted(kinds)
     weights = [kinds[k][0] for k in names]
     n = 0
-    while time.time() < until and not ctx.stop.is_set():
+    while time.time() < ctx.until and not ctx.stop.is_set():
         n += 1
         op = f"{threading.current_thread().name}-{n}"
         kind = rnd.choices(names, weights)[0]
