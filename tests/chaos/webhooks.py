@@ -23,8 +23,10 @@ in the middle, while it holds hung attempts.
 drain(ctx, hist), after the workload and before the stack stops, waits (at most DRAIN_S) until
 every task a client saw terminal has its terminal event delivered; check(ctx, hist) reports
 webhook_deliveries, webhook_duplicates (the same webhook-id accepted twice), webhook_lost (a
-task the client saw terminal whose terminal event never arrived; also counted as lost) and
-bad signatures or events that disagree with the task's state (unexpected)."""
+task the client saw terminal whose terminal event never arrived; also counted as lost),
+webhook_failed (deliveries the gateway gave up on: failed or disabled; a figure, since the
+gateway shows them and they can be redelivered) and bad signatures or events that disagree
+with the task's state (unexpected)."""
 import base64
 import hashlib
 import hmac
@@ -229,7 +231,7 @@ def admin_token(ctx):
 
 
 def subscribe(ctx):
-    """POST the webhook through the admin API once the stack is up (retried for 60 s)."""
+    """POST the webhook through the admin API once the stack is up (retried for 2 minutes)."""
     deadline = time.time() + 120
     while ctx.stack is None and time.time() < deadline and not ctx.stop.is_set():
         time.sleep(0.1)
@@ -475,22 +477,49 @@ def drain(ctx, hist):
     gone = missing(ctx, hist)
     for t in list(gone)[:20]:
         ctx.hooks_missing[t] = deliveries_of(ctx, t)
+    ctx.hooks_given_up = given_up(ctx)
 
 
-def deliveries_of(ctx, task):
-    """The gateway's record of a task's deliveries (GET /v1/webhooks/deliveries?task=)."""
+def api_get(ctx, query):
+    """GET /v1/webhooks/deliveries?<query> as the tenant: the parsed answer, or what failed."""
     conn = http.client.HTTPConnection("127.0.0.1", ctx.port, timeout=10)
     try:
-        conn.request("GET", "/v1/webhooks/deliveries?" + urllib.parse.urlencode({"task": task}),
+        conn.request("GET", "/v1/webhooks/deliveries?" + urllib.parse.urlencode(query),
                      headers={"Authorization": "Bearer " + KEY})
         r = conn.getresponse()
-        data = json.loads(r.read())
-        return [{k: d.get(k) for k in ("id", "event", "status", "attempts", "last_error")}
-                for d in data.get("deliveries", [])]
+        return json.loads(r.read())
     except (OSError, ValueError, http.client.HTTPException) as e:
         return f"deliveries not readable: {e}"
     finally:
         conn.close()
+
+
+def brief(d):
+    return {k: d.get(k) for k in ("id", "event", "task", "status", "attempts", "last_error")}
+
+
+def deliveries_of(ctx, task):
+    """The gateway's record of a task's deliveries."""
+    data = api_get(ctx, {"task": task})
+    return [brief(d) for d in data.get("deliveries", [])] if isinstance(data, dict) else data
+
+
+def given_up(ctx):
+    """Deliveries the gateway gave up on (failed: the schedule used up; disabled), which
+    this campaign's schedule and outages should never cause."""
+    out = []
+    for status in ("failed", "disabled"):
+        q = {"status": status, "limit": 200}
+        for _ in range(50):
+            data = api_get(ctx, q)
+            if not isinstance(data, dict):
+                out.append({"status": status, "last_error": data})
+                break
+            out += [brief(d) for d in data.get("deliveries", [])]
+            if not data.get("next_cursor"):
+                break
+            q["cursor"] = data["next_cursor"]
+    return out
 
 
 def check(ctx, hist):
@@ -512,6 +541,9 @@ def check(ctx, hist):
                             f"receiver got {sorted(others)}")
     delays = sorted(max(0.0, rcv.first(t, ev) - hist.ops[op]["task_end_at"])
                     for t, (op, ev) in want.items() if rcv.first(t, ev))
+    failed = getattr(ctx, "hooks_given_up", [])
+    for d in failed[:20]:
+        problems.append(f"webhook delivery given up by the gateway: {d}")
     for b in rcv.bad[:20]:
         problems.append("unexpected: webhook " + b)
     dups = sum(n - 1 for n in rcv.seen_ids.values())
@@ -527,6 +559,7 @@ def check(ctx, hist):
         "webhook_lost": len(lost),
         "lost": len(lost),
         "webhook_bad": len(rcv.bad),
+        "webhook_failed": len(failed),
         "unexpected": len(rcv.bad) + wrong,
         "webhook_delay_p99_s": round(delays[int(0.99 * (len(delays) - 1))], 1) if delays else 0,
         "webhook_delay_max_s": round(delays[-1], 1) if delays else 0,
