@@ -9,10 +9,12 @@ Files: stack.py (the stack: scripts/mcpq-local, 2 ingresses, 3 workers, Redis wi
 the devbroker), workload.py (client operations and the history), checker.py (lost,
 unexpected, duplicate executions), report.py (per-fault table, soak samples and graph), and
 one module per family of faults, each with a FAULTS table {name: inject(ctx, rnd)} and
-optionally setup(ctx), teardown(ctx), WORKLOAD {kind: (weight, run)} and check(ctx, hist):
-procfault.py (kill -9, rolling SIGTERM, Redis frozen), redisfault.py (Redis kill -9 and
+optionally setup(ctx), teardown(ctx), WORKLOAD {kind: (weight, run)}, drain(ctx, hist) (after
+the workload, while the stack still runs: e.g. wait for webhook deliveries) and check(ctx,
+hist): procfault.py (kill -9, rolling SIGTERM, Redis frozen), redisfault.py (Redis kill -9 and
 restart from its AOF; CHAOS_REDIS_FSYNC), netfault.py (partitions and packet loss between
-one worker or ingress and Redis or Kafka, in a network namespace of the run's own).
+one worker or ingress and Redis or Kafka, in a network namespace of the run's own),
+webhooks.py (task-mode calls ending by webhook, cancellations, receiver outages).
 
 --order random (default) injects a random fault of the list every --interval seconds;
 --order each injects every fault of the list once, in turn, spread over the run (the short
@@ -38,7 +40,7 @@ import report  # noqa: E402
 import stack  # noqa: E402
 import workload  # noqa: E402
 
-MODULES = ("procfault", "redisfault", "netfault")
+MODULES = ("procfault", "redisfault", "netfault", "webhooks")
 
 
 class Ctx:
@@ -156,6 +158,9 @@ def main():
     ctx.stack = stack.Stack(ctx)
     try:
         hist, t0 = run(ctx, a, faults, names, kinds, seed)
+        for m in mods:
+            if hasattr(m, "drain"):
+                m.drain(ctx, hist)
         repeats = workload.verify_repeats(ctx, hist)
     finally:
         ctx.stack.stop()
