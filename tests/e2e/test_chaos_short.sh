@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
 # The short form of the fault campaign (make chaos, docs/reliability.md) in every `make test`:
-# 25 s of client calls through 2 ingresses and 3 workers while workers and ingresses are
-# killed with SIGKILL and Redis is frozen; fails on a lost call or a result that belongs to
-# another call (tests/chaos/chaos.py).
+# the mixed workload (synchronous calls with idempotency keys, task-mode calls ending by
+# webhook, cancellations) through 2 ingresses and 3 workers while one fault of every kind is
+# injected in turn: kill -9 of a worker and of an ingress, a rolling SIGTERM restart, Redis
+# frozen and Redis killed and restarted from its AOF, a broker down and errors pushed by the
+# mock cluster, worker-0 cut from Redis and losing packets (in the run's own network
+# namespace; skipped with a message where the machine does not allow it), and the webhook
+# receiver refusing connections and hanging. Fails on a lost call, task or delivery, a result
+# that belongs to another call, or a second different answer for one idempotency key
+# (tests/chaos/chaos.py).
 set -euo pipefail
 REPO=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
 export MCPQ_BIN_DIR=${MCPQ_BIN_DIR:-$REPO/build}
-exec python3 "$REPO/tests/chaos/chaos.py" --seconds "${CHAOS_SHORT_SECONDS:-25}" --clients 6 \
-    --nemesis kill-worker,kill-ingress,freeze-redis --port 19280
+export CHAOS_NETFAULT_SECONDS=${CHAOS_NETFAULT_SECONDS:-5,7}
+FAULTS=kill-worker,kill-ingress,term-rolling,freeze-redis,kill-redis,broker-down,broker-errors
+FAULTS+=,part-worker-redis,loss-worker,hook-refuse,hook-hang
+exec python3 "$REPO/tests/chaos/chaos.py" --seconds "${CHAOS_SHORT_SECONDS:-30}" --clients 6 \
+    --order each --nemesis "$FAULTS" --port 19280
