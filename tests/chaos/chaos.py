@@ -35,7 +35,7 @@ import report  # noqa: E402
 import stack  # noqa: E402
 import workload  # noqa: E402
 
-MODULES = ("procfault",)
+MODULES = ("procfault", "broker")
 
 
 class Ctx:
