@@ -3,6 +3,7 @@
 
 #include "err.h"
 #include "log.h"
+#include "util.h"
 
 #include <librdkafka/rdkafka.h>
 #include <pthread.h>
@@ -16,6 +17,8 @@ struct mq_producer {
     pthread_t thread;
     atomic_int stop;
     atomic_int up;
+    int message_timeout_ms;
+    int64_t slow_since_ms; /* the first probe of a run of timed-out ones; 0: none (probe's) */
     mq_delivery_fn on_delivery;
     void *cb_arg;
     jobsig_keys_t sign; /* n == 1: key[0] signs every record */
@@ -104,6 +107,7 @@ mq_producer_t *mq_producer_new(const char *brokers, int message_timeout_ms, cons
     }
     atomic_init(&p->up, 1);
     atomic_init(&p->stop, 0);
+    p->message_timeout_ms = message_timeout_ms;
 
     char tmo[32];
     snprintf(tmo, sizeof(tmo), "%d", message_timeout_ms);
@@ -187,6 +191,18 @@ int mq_producer_probe(mq_producer_t *p, int timeout_ms)
     int up = err == RD_KAFKA_RESP_ERR_NO_ERROR && md && md->broker_cnt > 0;
     if (md)
         rd_kafka_metadata_destroy(md);
+    /* A connected broker that answers later than timeout_ms is slow, not down: a job still
+     * reaches it within message.timeout.ms, so only timeouts for that long mark Kafka down
+     * (no broker at all, or a refused connection, still does at once). */
+    if (err == RD_KAFKA_RESP_ERR__TIMED_OUT) {
+        int64_t now = util_mono_ms();
+        if (!p->slow_since_ms)
+            p->slow_since_ms = now;
+        if (now - p->slow_since_ms < p->message_timeout_ms)
+            return atomic_load(&p->up);
+    } else {
+        p->slow_since_ms = 0;
+    }
     atomic_store(&p->up, up);
     return up;
 }

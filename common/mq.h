@@ -50,7 +50,10 @@ int mq_producer_send(mq_producer_t *p, const char *topic, const char *key, const
 /* 1 while at least one broker is reachable. */
 int mq_producer_up(const mq_producer_t *p);
 
-/* Asks the cluster for metadata (bounded by timeout_ms); updates and returns mq_producer_up. */
+/* Asks the cluster for metadata (bounded by timeout_ms); updates and returns mq_producer_up.
+ * An answer that does not come within timeout_ms leaves mq_producer_up as it was until such
+ * timeouts have lasted message_timeout_ms (a slow cluster still takes jobs); any other
+ * failure clears it at once. Called from one thread at a time. */
 int mq_producer_probe(mq_producer_t *p, int timeout_ms);
 
 #endif

@@ -327,6 +327,10 @@ static const set_def_t defs[] = {
      S(db_deny_create),
      "devbroker: 1 answers CreateTopics with TOPIC_AUTHORIZATION_FAILED (a client without the "
      "Create ACL)"},
+    {"MCPQ_DEVBROKER_CONTROL", "devbroker-control", T_STR, NULL, 0, 0, SET_BROKER, S(db_control),
+     "devbroker: path of a Unix socket (0600) taking fault-injection commands: brokers down "
+     "and up, leader moves, request errors, round-trip time (docs/kafka.md, \"Fault "
+     "injection\")"},
 };
 
 #define NDEFS (sizeof(defs) / sizeof(defs[0]))

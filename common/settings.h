@@ -116,6 +116,7 @@ typedef struct mcpq_settings {
     const char *db_sasl_mechanisms;
     const char *db_tls_cert, *db_tls_key, *db_tls_ca;
     long long db_deny_create;
+    const char *db_control; /* the control socket's path (deploy/devbroker/control.h) */
 } mcpq_settings_t;
 
 #define SETTINGS_PRINT 2               /* settings_load: --print-config was given */

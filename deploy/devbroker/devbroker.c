@@ -8,12 +8,16 @@
  * `BOOTSTRAP <host:port[,...]>` on stdout, writes the same address to MCPQ_READY_FILE when
  * set, and then serves until SIGTERM or SIGINT (exit 0).
  *
+ * With MCPQ_DEVBROKER_CONTROL=<path> it also takes fault-injection commands on a Unix socket
+ * at that path (control.h): brokers down and up, leader moves, request errors, round-trip time.
+ *
  * Everything lives in memory: messages, consumer groups and committed offsets are lost
  * when the process exits. It is for development and tests only, never for production,
  * where the same binaries point at a real Kafka through MCPQ_KAFKA_BROKERS.
  *
  * Logs are JSON lines on stderr (common/log.h); stdout carries only the BOOTSTRAP line.
  */
+#include "control.h"
 #include "err.h"
 #include "front.h"
 #include "log.h"
@@ -34,12 +38,27 @@
 
 /* Reachable for the process' life (its threads use it; leak checkers see it). */
 static db_front_t *front;
+static db_control_t *control;
 
 static const char db_about[] =
     "mcpq-devbroker: a Kafka-protocol broker for development and tests (librdkafka's mock\n"
     "cluster). It creates the jobs topic and <topic>.dlq, prints one line\n"
     "`BOOTSTRAP <host:port[,...]>` on stdout once they exist (and writes the address to\n"
     "MCPQ_READY_FILE when set), then serves until SIGTERM or SIGINT.\n"
+    "\n"
+    "Fault injection: with MCPQ_DEVBROKER_CONTROL=<path> it listens on a Unix socket there\n"
+    "(0600, removed at exit) for one command per line, each answered by one line `ok ...` or\n"
+    "`error <reason>`:\n"
+    "  brokers                          each broker as <id>:up|down[:<rtt>ms]\n"
+    "  topics                           the topics it created, as <name>:<partitions>\n"
+    "  down <id|all> / up <id|all>      a broker refuses connections / accepts them again\n"
+    "  leader <topic> <partition> <id>  moves a partition's leader\n"
+    "  errors <api> <count> <error>     the next <count> <api> requests (Produce, Fetch,\n"
+    "                                   OffsetCommit, JoinGroup, Heartbeat, ...) fail with\n"
+    "                                   <error> (NOT_COORDINATOR, _TRANSPORT, ...)\n"
+    "  rtt <id|all> <ms>                delays the broker's answers\n"
+    "  clear <api>                      drops the errors still queued for <api>\n"
+    "Broker ids are 1..MCPQ_BROKERS. Example: echo 'down 2' | socat - UNIX-CONNECT:<path>\n"
     "\n"
     "It is IN-MEMORY ONLY: every message, consumer group and committed offset is lost when\n"
     "it exits. It is for development and tests only. Do NOT use it in production: point\n"
@@ -219,6 +238,26 @@ static int db_front_open(rd_kafka_mock_cluster_t *mcluster, const char *bootstra
     return 0;
 }
 
+/* Starts the control channel (control.h) at s->db_control, in the global control.
+ * 0 or MCPQ_EIO (logged). */
+static int db_control_open(rd_kafka_mock_cluster_t *mcluster, const mcpq_settings_t *s,
+                           const char *const topics[], int ntopics)
+{
+    char errstr[512];
+    db_control_opts_t co = {.path = s->db_control,
+                            .brokers = (int)s->brokers,
+                            .topics = topics,
+                            .ntopics = ntopics,
+                            .partitions = (int)s->partitions};
+    control = db_control_start(mcluster, &co, errstr, sizeof(errstr));
+    if (!control) {
+        log_msgf(LOG_ERROR, "control channel: %s", errstr);
+        return MCPQ_EIO;
+    }
+    log_event(LOG_INFO, "devbroker control channel listening", "path", s->db_control, (char *)NULL);
+    return 0;
+}
+
 /* Logs that the broker is ready and prints the BOOTSTRAP line. 0 or MCPQ_EIO (logged). */
 static int db_announce(const mcpq_settings_t *s, const char *bootstraps, const char *dlq)
 {
@@ -284,6 +323,8 @@ int main(int argc, char **argv)
     const char *bootstraps = rd_kafka_mock_cluster_bootstraps(mcluster);
     if (db_topics_check(bootstraps, topics, ntopics, (int)s.partitions) < 0)
         goto out;
+    if (s.db_control && *s.db_control && db_control_open(mcluster, &s, topics, ntopics) < 0)
+        goto out;
     if (!s.db_topics || s.db_deny_create || (s.db_sasl && *s.db_sasl) ||
         (s.db_tls_cert && *s.db_tls_cert)) {
         if (db_front_open(mcluster, bootstraps, &s) < 0)
@@ -303,6 +344,7 @@ int main(int argc, char **argv)
 out:
     if (s.ready_file && *s.ready_file)
         unlink(s.ready_file);
+    db_control_stop(control);
     if (front)
         db_front_stop(front, 2000);
     if (mcluster)

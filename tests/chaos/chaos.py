@@ -14,7 +14,9 @@ the workload, while the stack still runs: e.g. wait for webhook deliveries) and 
 hist): procfault.py (kill -9, rolling SIGTERM, Redis frozen), redisfault.py (Redis kill -9 and
 restart from its AOF; CHAOS_REDIS_FSYNC), netfault.py (partitions and packet loss between
 one worker or ingress and Redis or Kafka, in a network namespace of the run's own),
-webhooks.py (task-mode calls ending by webhook, cancellations, receiver outages).
+webhooks.py (task-mode calls ending by webhook, cancellations, receiver outages), broker.py
+(brokers down, leader moves, request errors, slow brokers through the devbroker's control
+channel, docs/kafka.md "Fault injection").
 
 --order random (default) injects a random fault of the list every --interval seconds;
 --order each injects every fault of the list once, in turn, spread over the run (the short
@@ -40,7 +42,7 @@ import report  # noqa: E402
 import stack  # noqa: E402
 import workload  # noqa: E402
 
-MODULES = ("procfault", "redisfault", "netfault", "webhooks")
+MODULES = ("procfault", "redisfault", "broker", "netfault", "webhooks")
 
 
 class Ctx:
