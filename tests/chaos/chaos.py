@@ -59,6 +59,7 @@ class Ctx:
         self.pace = a.pace
         self.windows = []  # one per fault: {"fault", "what", "start", "end"}
         self.until = 0.0  # when the workload ends (the nemesis may push it back)
+        self.faulting = False
 
 
 def load_modules():
@@ -72,7 +73,11 @@ def load_modules():
 
 def inject(ctx, faults, name, rnd):
     t = time.time()
-    what = faults[name](ctx, rnd)
+    ctx.faulting = True  # the workload goes on while a fault lasts, even past ctx.until
+    try:
+        what = faults[name](ctx, rnd)
+    finally:
+        ctx.faulting = False
     ctx.windows.append({"fault": name, "what": what, "start": t, "end": time.time()})
 
 

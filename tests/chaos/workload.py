@@ -153,7 +153,7 @@ def client(ctx, hist, kinds, rnd):
     names = sorted(kinds)
     weights = [kinds[k][0] for k in names]
     n = 0
-    while time.time() < ctx.until and not ctx.stop.is_set():
+    while (time.time() < ctx.until or ctx.faulting) and not ctx.stop.is_set():
         n += 1
         op = f"{threading.current_thread().name}-{n}"
         kind = rnd.choices(names, weights)[0]
