@@ -60,6 +60,7 @@ class Ctx:
         self.windows = []  # one per fault: {"fault", "what", "start", "end"}
         self.until = 0.0  # when the workload ends (the nemesis may push it back)
         self.faulting = False
+        self.tail = 10.0 if a.order == "each" else 0.0  # workload seconds after each fault
 
 
 def load_modules():
@@ -77,6 +78,7 @@ def inject(ctx, faults, name, rnd):
     try:
         what = faults[name](ctx, rnd)
     finally:
+        ctx.until = max(ctx.until, time.time() + ctx.tail)
         ctx.faulting = False
     ctx.windows.append({"fault": name, "what": what, "start": t, "end": time.time()})
 
@@ -90,7 +92,6 @@ def nemesis(ctx, faults, names, order, interval, rnd):
             if ctx.stop.wait(gap):
                 return
             inject(ctx, faults, name, rnd)
-            ctx.until = max(ctx.until, time.time() + 10)
         return
     while not ctx.stop.wait(rnd.uniform(*interval)) and time.time() < ctx.until - 5:
         inject(ctx, faults, rnd.choice(names), rnd)
