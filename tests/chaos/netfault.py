@@ -207,12 +207,6 @@ def teardown(ctx):
         run(["nft", "flush", "chain", "inet", TABLE, "out"])
 
 
-def redis_port(ctx):
-    with open(os.path.join(ctx.state, "launcher.log"), errors="replace") as f:
-        m = re.findall(r"redis ready on 127\.0\.0\.1:(\d+)", f.read())
-    return int(m[-1]) if m else 0
-
-
 def broker_ports(ctx):
     with open(os.path.join(ctx.state, "devbroker.log"), errors="replace") as f:
         m = re.findall(r"^BOOTSTRAP (\S+)", f.read(), re.M)
@@ -251,7 +245,7 @@ def partition(ctx, rnd, uid, ports, who, to):
 
 
 def part_worker_redis(ctx, rnd):
-    return partition(ctx, rnd, WORKER_UID, [redis_port(ctx)], "worker-0", "redis")
+    return partition(ctx, rnd, WORKER_UID, [ctx.stack.redis_port()], "worker-0", "redis")
 
 
 def part_worker_kafka(ctx, rnd):
@@ -259,7 +253,7 @@ def part_worker_kafka(ctx, rnd):
 
 
 def part_ingress_redis(ctx, rnd):
-    return partition(ctx, rnd, INGRESS_UID, [redis_port(ctx)], "ingress-0", "redis")
+    return partition(ctx, rnd, INGRESS_UID, [ctx.stack.redis_port()], "ingress-0", "redis")
 
 
 def loss_worker(ctx, rnd):

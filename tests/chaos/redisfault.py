@@ -11,7 +11,6 @@ the host crash everysec is about: Redis stopped, its AOF cut back to its length 
 before (what the last fsync kept), then killed and restarted (skipped under always, where a
 crash keeps everything)."""
 import os
-import re
 import signal
 import socket
 import time
@@ -19,13 +18,6 @@ import time
 
 def setup(ctx):
     ctx.launcher_args += ["--redis-fsync", os.environ.get("CHAOS_REDIS_FSYNC", "everysec")]
-
-
-def redis_port(ctx):
-    """The port the launcher gave Redis (its 'redis ready on 127.0.0.1:<port>' line)."""
-    with open(os.path.join(ctx.state, "launcher.log"), errors="replace") as f:
-        m = re.search(r"redis ready on 127\.0\.0\.1:(\d+)", f.read())
-    return int(m.group(1)) if m else 0
 
 
 def ping(port):
@@ -41,7 +33,7 @@ def ping(port):
 def kill_redis(ctx, rnd):
     """kill -9 of Redis; returns how long until it answered PING again (the launcher restarts
     it from its AOF)."""
-    port, old = redis_port(ctx), ctx.stack.pid("redis")
+    port, old = ctx.stack.redis_port(), ctx.stack.pid("redis")
     t = time.time()
     if not port or not ctx.stack.signal("redis", signal.SIGKILL):
         return "no redis to kill"

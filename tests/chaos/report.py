@@ -126,7 +126,7 @@ class Sampler:
             rss, fds = self.proc(pid) if pid else (None, None)
             if rss is not None:
                 self.csv.write(f"{t:.1f},{name},{pid},{rss},{fds}\n")
-        mem, keys = redis_memory(self.ctx.state)
+        mem, keys = redis_memory(self.ctx.stack)
         if mem is not None:
             self.csv.write(f"{t:.1f},redis-used-memory,0,{mem // 1024},{keys}\n")
         self.csv.flush()
@@ -141,21 +141,9 @@ class Sampler:
         self.csv.close()
 
 
-def redis_port(state):
-    port = None
-    try:
-        with open(os.path.join(state, "launcher.log"), errors="replace") as f:
-            for line in f:
-                if "redis ready on 127.0.0.1:" in line:
-                    port = int(line.rsplit(":", 1)[1].split()[0])
-    except (OSError, ValueError):
-        return None
-    return port
-
-
-def redis_memory(state):
+def redis_memory(stack):
     """(used_memory bytes, number of keys) of the stack's Redis, or (None, None)."""
-    port = redis_port(state)
+    port = stack.redis_port()
     if not port:
         return None, None
     try:

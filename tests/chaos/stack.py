@@ -6,6 +6,7 @@ their optional setup(ctx): ctx.launcher_args (more scripts/mcpq-local flags, e.g
 ctx.tools (more tool definitions for the config), ctx.bin_dir (a directory of wrappers)."""
 import json
 import os
+import re
 import signal
 import subprocess
 
@@ -77,6 +78,16 @@ class Stack:
             except ProcessLookupError:
                 pass
         return False
+
+    def redis_port(self):
+        """The port the launcher gave Redis (its last 'redis ready on 127.0.0.1:<port>' line;
+        a restarted Redis keeps it)."""
+        try:
+            with open(os.path.join(self.state, "launcher.log"), errors="replace") as f:
+                m = re.findall(r"redis ready on 127\.0\.0\.1:(\d+)", f.read())
+        except OSError:
+            return 0
+        return int(m[-1]) if m else 0
 
     def alive(self):
         return self.proc.poll() is None
