@@ -191,14 +191,22 @@ static void cmd_leader(db_control_t *ctl, char **argv, char *reply, size_t size)
         say(reply, size, "ok leader %s %lld %d", argv[1], part, (int)id);
 }
 
+/* The API key named by name, or -1 with the error in reply. */
+static int api_arg(const char *name, char *reply, size_t size)
+{
+    char b[48];
+    int key = api_key(name);
+    if (key < 0)
+        say(reply, size, "error unknown api '%s'", shown(name, b, sizeof(b)));
+    return key;
+}
+
 static void cmd_errors(db_control_t *ctl, char **argv, char *reply, size_t size)
 {
     char b[48];
-    int key = api_key(argv[1]);
-    if (key < 0) {
-        say(reply, size, "error unknown api '%s'", shown(argv[1], b, sizeof(b)));
+    int key = api_arg(argv[1], reply, size);
+    if (key < 0)
         return;
-    }
     long long cnt;
     if (util_parse_ll(argv[2], 1, CTL_ERRORS_MAX, &cnt) < 0) {
         say(reply, size, "error bad count '%s' (1..%d)", shown(argv[2], b, sizeof(b)),
@@ -248,12 +256,9 @@ static void cmd_rtt(db_control_t *ctl, char **argv, char *reply, size_t size)
 
 static void cmd_clear(db_control_t *ctl, char **argv, char *reply, size_t size)
 {
-    char b[48];
-    int key = api_key(argv[1]);
-    if (key < 0) {
-        say(reply, size, "error unknown api '%s'", shown(argv[1], b, sizeof(b)));
+    int key = api_arg(argv[1], reply, size);
+    if (key < 0)
         return;
-    }
     rd_kafka_mock_clear_request_errors(ctl->mcluster, (int16_t)key);
     say(reply, size, "ok cleared %s", argv[1]);
 }
