@@ -18,7 +18,8 @@ webhooks.py (task-mode calls ending by webhook, cancellations, receiver outages)
 (brokers down, leader moves, request errors, slow brokers through the devbroker's control
 channel, docs/kafka.md "Fault injection").
 
---order random (default) injects a random fault of the list every --interval seconds;
+--order random (default) injects a fault of the list every --interval seconds, in a random
+order in which every fault comes once before any comes again;
 --order each injects every fault of the list once, in turn, spread over the run (the short
 form in make test). The last line is
 `chaos: N ops, lost L, unexpected U, duplicate executions D, faults F`; exit 1 when lost or
@@ -93,8 +94,12 @@ def nemesis(ctx, faults, names, order, interval, rnd):
                 return
             inject(ctx, faults, name, rnd)
         return
+    # Random order, but from a shuffled deck: every fault comes once before any comes again.
+    deck = []
     while not ctx.stop.wait(rnd.uniform(*interval)) and time.time() < ctx.until - 5:
-        inject(ctx, faults, rnd.choice(names), rnd)
+        if not deck:
+            deck = rnd.sample(names, len(names))
+        inject(ctx, faults, deck.pop(), rnd)
 
 
 def parse():
