@@ -23,7 +23,8 @@ order in which every fault comes once before any comes again;
 --order each injects every fault of the list once, in turn, spread over the run (the short
 form in make test). The last line is
 `chaos: N ops, lost L, unexpected U, duplicate executions D, faults F`; exit 1 when lost or
-unexpected is not 0 or no operation succeeded.
+unexpected is not 0 or no operation succeeded, exit 2 when the stack itself stopped during
+the run (Redis or the in-memory broker died for good: the launcher says why).
 """
 import argparse
 import importlib
@@ -61,6 +62,7 @@ class Ctx:
         self.windows = []  # one per fault: {"fault", "what", "start", "end"}
         self.until = 0.0  # when the workload ends (the nemesis may push it back)
         self.faulting = False
+        self.died = None  # why the stack stopped under the run, if it did
         self.tail = 10.0 if a.order == "each" else 0.0  # workload seconds after each fault
 
 
@@ -139,6 +141,11 @@ def run(ctx, a, faults, names, kinds, seed):
     try:
         for t in threads:
             t.start()
+        while any(t.is_alive() for t in threads):
+            if not ctx.stack.alive():  # Redis or the broker died for good: no verdict
+                ctx.died = ctx.stack.death()
+                ctx.stop.set()
+            threads[0].join(1)
         for t in threads:
             t.join()
     except KeyboardInterrupt:
@@ -171,15 +178,21 @@ def main():
     ctx.stack = stack.Stack(ctx)
     try:
         hist, t0 = run(ctx, a, faults, names, kinds, seed)
-        for m in mods:
-            if hasattr(m, "drain"):
-                m.drain(ctx, hist)
-        repeats = workload.verify_repeats(ctx, hist)
+        repeats = 0
+        if not ctx.died:
+            for m in mods:
+                if hasattr(m, "drain"):
+                    m.drain(ctx, hist)
+            repeats = workload.verify_repeats(ctx, hist)
     finally:
         ctx.stack.stop()
         for m in reversed(mods):
             if hasattr(m, "teardown"):
                 m.teardown(ctx)
+    if ctx.died:
+        print("chaos: VOID: the stack stopped during the run, so there is no verdict:\n"
+              + ctx.died + f"\nchaos: state kept in {state}", flush=True)
+        return 2
     summary, problems = checker.check(hist, ctx.marks)
     for m in mods:
         if hasattr(m, "check"):

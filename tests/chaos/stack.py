@@ -92,6 +92,19 @@ class Stack:
     def alive(self):
         return self.proc.poll() is None
 
+    def death(self):
+        """Why the launcher stopped the stack: its FATAL line and the last lines of the log it
+        quotes (e.g. the devbroker aborting inside librdkafka's mock cluster)."""
+        try:
+            with open(os.path.join(self.state, "launcher.log"), errors="replace") as f:
+                lines = f.read().splitlines()
+        except OSError:
+            return "the launcher exited"
+        for i, line in enumerate(lines):
+            if "FATAL" in line:
+                return "\n".join(lines[i:i + 4])
+        return "the launcher exited: " + "\n".join(lines[-3:])
+
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
         try:
