@@ -43,9 +43,11 @@ bench: build
 	@bash bench/run.sh
 
 # The fault campaign (tests/chaos/chaos.py, docs/reliability.md): a 2-ingress, 3-worker stack
-# under a client workload while processes are killed, restarted and frozen; fails on a lost
-# call or a result that belongs to another call. CHAOS_SECONDS (default 180), CHAOS_NEMESIS
-# (comma list, default every fault), CHAOS_SEED.
+# under synchronous calls, tasks ending by webhook and cancellations while processes are
+# killed, Redis is frozen or killed, brokers fail, processes are cut off and the webhook
+# receiver fails; fails on a lost call, task or delivery, or a result that belongs to another
+# call. CHAOS_SECONDS (default 180), CHAOS_NEMESIS (comma list, default every fault),
+# CHAOS_ORDER (random or each), CHAOS_SEED, CHAOS_CLIENTS, CHAOS_REDIS_FSYNC.
 chaos: build
 	@MCPQ_BIN_DIR=$(abspath $(BUILD)) python3 tests/chaos/chaos.py
 
