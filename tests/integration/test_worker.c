@@ -605,14 +605,21 @@ static void test_odd_records(void)
     }
     expect_str("j_mcp", 10000, "result.content.0.text",
                "executor type \"nosuch\" is not available on this worker", 0, 1);
-    cJSON *r = need_result("j_half", 10000);
+    /* No executor: the tool never started, so the record says "ran": false and an idempotent
+     * repeat runs it afresh (docs/internals.md "Result record"). */
+    cJSON *r = need_result("j_mcp", 10000);
+    CHECK(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(r, "ran")));
+    cJSON_Delete(r);
+    r = need_result("j_half", 10000);
     CHECK_STR_EQ(str_at(r, "status"), "error");
     CHECK_CONTAINS(str_at(r, "error.message"), "malformed job envelope");
     cJSON_Delete(r);
     for (int i = 0; i < 8; i++) {
         char id[32];
         snprintf(id, sizeof(id), "j_after_%d", i);
-        cJSON_Delete(need_result(id, 10000));
+        r = need_result(id, 10000);
+        CHECK(cJSON_GetObjectItemCaseSensitive(r, "ran") == NULL); /* the tool ran */
+        cJSON_Delete(r);
     }
     TEST_PASS("unknown executor type, malformed records");
 }

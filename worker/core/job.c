@@ -149,7 +149,7 @@ static void job_complete(wrk_job_t *job, wrk_status_t status, const cJSON *resul
         .attempt = 1,
         .started_ms = job->started_ms ? job->started_ms : util_now_ms(),
         .finished_ms = util_now_ms(),
-        .never_ran = job->expired,
+        .never_ran = !job->tool_started, /* an idempotent repeat runs it (idem_claim.lua) */
     };
     job->status = status;
     const cJSON *is_err = result ? cJSON_GetObjectItemCaseSensitive(result, "isError") : NULL;
@@ -224,7 +224,6 @@ static void job_run(wrk_job_t *job)
     job->state = WRK_JOB_RUNNING;
     job->started_ms = util_now_ms();
     if (job->deadline_ms <= job->started_ms) {
-        job->expired = 1; /* "ran": false lets an idempotent repeat run it (idem_claim.lua) */
         job_complete(job, WRK_STATUS_TIMEOUT, NULL, WRK_ERR_TIMEOUT,
                      "Agent reply timeout: the deadline passed before the job started");
         return;
@@ -247,10 +246,12 @@ static void job_run(wrk_job_t *job)
         return;
     }
     job->executing = 1;
+    job->tool_started = 1;
     job->rt->executing++;
     if (job->ex->start(job) < 0) {
         /* The executor logged why; nothing runs. */
         job->executing = 0;
+        job->tool_started = 0;
         job->rt->executing--;
         wrk_loop_timer_stop(job->rt->loop, &job->deadline_timer);
         job_answer(job,

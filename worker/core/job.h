@@ -86,7 +86,7 @@ struct wrk_job {
     void *ex_state;      /* the executor's */
     wrk_cancel_t cancel; /* how the executor was asked to stop */
     int cancelled;       /* the caller cancelled the job: it ends without a record */
-    int expired;         /* its deadline passed before it started: the tool never ran */
+    int tool_started;    /* the executor was started: the tool may have run (else "ran": false) */
     int task; /* a task claimed from a task queue (worker/core/handoff.h), no Kafka record */
     int task_pending; /* Kafka hand-off or task end not yet written to Redis: retried */
     int executing;

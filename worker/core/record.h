@@ -30,7 +30,8 @@ typedef struct wrk_record {
     const char *worker;
     int attempt;
     int64_t started_ms, finished_ms;
-    int never_ran; /* the deadline passed before the job started: written as "ran": false */
+    int never_ran; /* the tool was never started (deadline passed in the queue, no executor, or
+                    * it could not start): written as "ran": false */
 } wrk_record_t;
 
 /* The record as compact JSON, malloc'd and NUL-terminated, *len set; NULL on ENOMEM. */
