@@ -10,7 +10,7 @@ ACCEPT_FILES ?= 01 02 03 04 05 06 07 08 09
 FUZZ_SECONDS ?= 600
 FUZZ_NAMES ?=
 
-.PHONY: all deps build build-asan test test-unit test-asan acceptance up bench chaos soak fuzz fmt fmt-check clean
+.PHONY: all deps build build-asan docs test test-unit test-asan acceptance up bench chaos soak fuzz fmt fmt-check clean
 
 all: build
 
@@ -24,6 +24,10 @@ build: deps
 build-asan: deps
 	@cmake -S . -B $(BUILD_ASAN) -DMCPQ_WERROR=ON -DMCPQ_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	@cmake --build $(BUILD_ASAN) -j $(JOBS)
+
+# docs/configuration.md's settings table from the code (scripts/config-doc.sh; a test checks it).
+docs: build
+	@bash scripts/config-doc.sh $(BUILD)
 
 # Every test: unit, integration, end-to-end (ctest), then the shared acceptance suite; the
 # same again on the ASan+UBSan build when CI=true or ASAN=1.

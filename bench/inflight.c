@@ -11,7 +11,8 @@
  *
  * While the run lasts it samples /proc/<pid>/status of the ingress (--pid) every 100 ms and
  * keeps the largest VmRSS and the smallest and largest thread count, which is how the target
- * of docs/benchmarks.md ("10,000 in-flight under 128 MB with a constant thread count") is checked.
+ * of docs/benchmarks.md, "Targets" (10,000 in-flight under 128 MB with a constant thread count), is
+ * checked.
  *
  * A call counts as completed when the answer is HTTP 200 with a JSON-RPC "result" whose
  * isError is not true; anything else is a failure, counted by kind.

@@ -19,7 +19,8 @@ struct kconf {
     kconf_prop_t *view; /* kconf_get's answers, the same strings */
 };
 
-/* Properties mcpq sets itself or relies on (docs/kafka.md "Fixed properties"). */
+/* Properties mcpq sets itself or relies on (docs/kafka.md "Properties: file, environment,
+ * precedence"). */
 static const struct {
     const char *name;
     const char *instead;

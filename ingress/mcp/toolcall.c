@@ -559,7 +559,7 @@ static int task_publish(tc_t *tc, const char *id)
     return rc;
 }
 
-/* The call becomes a task (docs/protocol.md, "Tasks"): created in Redis as waiting, its job
+/* The call becomes a task (docs/protocol.md, "Task mode"): created in Redis as waiting, its job
  * published with mode "task", and answered at once as tc->as_task says. The task is durable
  * before the answer leaves (the extension's rule: tasks/get resolves as soon as the client
  * has the id). */

@@ -52,8 +52,9 @@ free_port() {
     return 1
 }
 
-# The body of the first fenced block in README.md opened with ```$1 after the line "$2"; a
-# fence indented (inside a list item) has that indentation removed from its lines.
+# The body of the first fenced block in $DOC (default README.md; a test of a page of docs/
+# sets DOC=$REPO/docs/<page>.md) opened with ```$1 after the line "$2"; a fence indented
+# (inside a list item) has that indentation removed from its lines.
 readme_block() {
     awk -v lang="$1" -v after="$2" '
         index($0, after) { seen = 1 }
@@ -62,7 +63,7 @@ readme_block() {
         }
         inside && substr($0, indent + 1) == "```" { exit }
         inside { print substr($0, indent + 1) }
-    ' "$REPO/README.md"
+    ' "${DOC:-$REPO/README.md}"
 }
 
 wait_for() { # seconds command...

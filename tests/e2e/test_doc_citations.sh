@@ -5,7 +5,10 @@
 #     for is in docs/ (docs/README.md lists the pages); nor the public seed documents it was
 #     built from ("seed 003"), which are not in the repository either;
 #   - every docs/<page>.md a tracked file names exists, so a renamed or removed page cannot
-#     leave dangling pointers behind.
+#     leave dangling pointers behind;
+#   - every section a tracked file cites (README "Authentication", docs/kafka.md, "Topics") is a
+#     heading of that page (scripts/check-doc-sections.py), so moving or renaming a section
+#     cannot either.
 # Files under node_modules are not looked at.
 set -euo pipefail
 
@@ -54,6 +57,13 @@ done < <(git -C "$REPO" grep -IoE 'docs/[a-z-]*\.md' -- . ':(exclude,glob)**/nod
 if [ -z "$dangling" ]; then ok "every docs/ page a tracked file names exists"; else
     bad "these files name docs/ pages that do not exist:"
     printf '%s' "$dangling"
+fi
+
+if sections=$(python3 "$REPO/scripts/check-doc-sections.py" "$REPO"); then
+    ok "$(tail -n1 <<<"$sections")"
+else
+    bad "these citations name sections their page does not have:"
+    sed 's/^/  /' <<<"$sections"
 fi
 
 [ "$FAILS" -eq 0 ]

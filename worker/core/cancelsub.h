@@ -28,7 +28,8 @@
 
 #define WRK_CANCEL_CHANNEL NAMES_CHAN_CANCEL
 /* Also subscribed: the ingress publishes the message id of each agent_reply it stored
- * (docs/internals.md "The agent reply path"); handed to the on_reply callback. */
+ * (docs/internals.md "Conversation channels and the agent reply path"); handed to the on_reply
+ * callback. */
 #define WRK_AGENTREPLY_CHANNEL NAMES_CHAN_AGENTREPLY
 #define WRK_CANCELSUB_PING_MS 5000
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end test of the README's request-signing examples ("Authentication"), run by ctest
+# End-to-end test of the request-signing examples of docs/authentication.md, run by ctest
 # with MCPQ_BIN_DIR set to the build dir and the repository root as cwd. The version 1 and
 # version 2 shell examples are run exactly as printed (only the port changed) against a local
 # stack with the demo config, and must be served; the version 2 example with a header added
@@ -9,6 +9,7 @@ set -euo pipefail
 
 # shellcheck source=tests/e2e/readme_lib.sh
 . "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/readme_lib.sh"
+DOC=$REPO/docs/authentication.md
 
 STEP="stack"
 start_stack --workers 1 --config "$REPO/deploy/local/mcpq.json"
@@ -20,7 +21,7 @@ run_block() { # name file → the block's output in $TMP/<name>.out
 
 STEP="version 1 example"
 readme_block sh 'An unknown app and a wrong signature get the same answer' >"$TMP/v1.sh"
-grep -q 'X-Signature' "$TMP/v1.sh" || fail "no version 1 signing example found in README.md"
+grep -q 'X-Signature' "$TMP/v1.sh" || fail "no version 1 signing example found in docs/authentication.md"
 run_block v1 "$TMP/v1.sh"
 grep -q '"name":"echo"' "$TMP/v1.out" || fail "tools/list was not served: $(cat "$TMP/v1.out")"
 printf 'ok - the version 1 example is served\n'

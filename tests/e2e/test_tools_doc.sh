@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# End-to-end test of docs/tools.md's exec-tool walkthrough, run by ctest with MCPQ_BIN_DIR set
+# to the build dir and the repository root as cwd. The fenced block after the
+# `tools-walkthrough` marker is run exactly as printed (only the port changed) against a local
+# stack with the demo config and the admin token `make up` sets, and what a user would see is
+# checked: the tool is created and published, and the call with a progress token is answered
+# as an SSE stream carrying the program's three progress notifications, in order, then its
+# result. KEEP=1 keeps the state dir.
+set -euo pipefail
+
+# shellcheck source=tests/e2e/readme_lib.sh
+. "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/readme_lib.sh"
+DOC=$REPO/docs/tools.md
+
+STEP="stack"
+start_stack --workers 1 --config "$REPO/deploy/local/mcpq.json" \
+    --env MCPQ_ADMIN_TOKEN=demo-admin-token
+
+STEP="walkthrough"
+readme_block sh 'tools-walkthrough' >"$TMP/walkthrough.sh"
+grep -q 'progressToken' "$TMP/walkthrough.sh" || fail "no tools walkthrough found in docs/tools.md"
+sed -i "s/127\.0\.0\.1:8080/127.0.0.1:$PORT/g" "$TMP/walkthrough.sh"
+TMPDIR=$TMP timeout 60 bash -euo pipefail "$TMP/walkthrough.sh" >"$TMP/walkthrough.out" \
+    2>"$TMP/walkthrough.err" || fail "the walkthrough failed"
+out=$(cat "$TMP/walkthrough.out")
+
+grep -q '^{"tenant":"demo","name":"file_invoice","server":"default","published":false' <<<"$out" ||
+    fail "the tool was not created: $out"
+grep -q '"version":"1".*"published":true' <<<"$out" || fail "the tool was not published: $out"
+printf 'ok - the exec tool is created and published\n'
+
+grep -q '^event: message$' <<<"$out" || fail "the call was not answered as an SSE stream: $out"
+progress=$(grep -o '"method":"notifications/progress","params":{[^}]*}' <<<"$out" |
+    grep -o '"progress":[0-9]*,"total":3' | tr '\n' ' ')
+[ "$progress" = '"progress":1,"total":3 "progress":2,"total":3 "progress":3,"total":3 ' ] ||
+    fail "expected progress 1, 2, 3 of 3, got: $progress ($out)"
+grep -q '"progressToken":"inv-1"' <<<"$out" || fail "the notifications lack the progress token: $out"
+printf 'ok - the three progress notifications stream in order with the token\n'
+
+result=$(grep '"id":1,"result"' <<<"$out") || fail "no result in the stream: $out"
+grep -q '"structuredContent":{"pages":3}' <<<"$result" || fail "wrong result: $result"
+[ "$(grep -n '"id":1,"result"' <<<"$out" | cut -d: -f1)" -gt \
+    "$(grep -n '"progress":3' <<<"$out" | cut -d: -f1)" ] || fail "the result came before the progress"
+printf 'ok - the result ends the stream, after the progress\n'
