@@ -6,7 +6,7 @@
 A citation is a page followed by a quoted title: `README "Authentication"`,
 `docs/operations.md, "Draining"`, `(docs/protocol.md, "Errors")`, `webhooks.md ("Retries")`,
 even across a line break inside a comment. A bare `README` is the repository's README.md; a
-bare `name.md` is the page next to the citing file, else docs/name.md. The first quoted title
+bare `name.md` is the page next to the citing file, else that name under docs/. The first quoted title
 must be a heading of that page (backticks ignored). Tracked files only, node_modules skipped.
 Prints each broken citation as file:line and exits 1 when there is one.
 """
