@@ -22,6 +22,7 @@
 #include "front.h"
 #include "log.h"
 #include "settings.h"
+#include "version.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -282,6 +283,10 @@ int main(int argc, char **argv)
                            sizeof(errstr));
     if (rc == 1)
         return 0;
+    if (rc == SETTINGS_VERSION) {
+        version_print(stdout, "mcpq-devbroker", NULL);
+        return 0;
+    }
     if (rc < 0) {
         fprintf(stderr, "mcpq-devbroker: %s\n", errstr);
         return 2;
