@@ -10,7 +10,7 @@ ACCEPT_FILES ?= 01 02 03 04 05 06 07 08 09
 FUZZ_SECONDS ?= 600
 FUZZ_NAMES ?=
 
-.PHONY: all deps build build-asan docs test test-unit test-asan acceptance up bench chaos soak fuzz fmt fmt-check clean
+.PHONY: all deps build build-asan docs install test test-unit test-asan acceptance up bench chaos soak fuzz fmt fmt-check clean
 
 all: build
 
@@ -28,6 +28,14 @@ build-asan: deps
 # docs/configuration.md's settings table from the code (scripts/config-doc.sh; a test checks it).
 docs: build
 	@bash scripts/config-doc.sh $(BUILD)
+
+# make install [PREFIX=/usr/local] [DESTDIR=]: the binaries to PREFIX/bin, the systemd units
+# to PREFIX/lib/systemd/system, the env file example and the Redis ACL to PREFIX/share/mcpq,
+# the docs to PREFIX/share/doc/mcpq (docs/operations.md, "Installing on a host (systemd)").
+# INSTALL_NO_BUILD=1 installs what BUILD holds without building it first.
+PREFIX ?= /usr/local
+install: $(if $(INSTALL_NO_BUILD),,build)
+	@DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
 
 # Every test: unit, integration, end-to-end (ctest), then the shared acceptance suite; the
 # same again on the ASan+UBSan build when CI=true or ASAN=1.

@@ -1,4 +1,5 @@
 #include "prom.h"
+#include "version.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -25,7 +26,7 @@ int prom_process(util_buf_t *out, const char *binary, int64_t start_ms)
 {
     prom_head(out, "mcpq_build_info", "gauge",
               "Always 1; the labels say which mcpq build and binary this is.");
-    prom_line(out, "mcpq_build_info{version=\"%s\",binary=\"%s\"} 1\n", MCPQ_VERSION, binary);
+    prom_line(out, "mcpq_build_info{version=\"%s\",binary=\"%s\"} 1\n", version_get(), binary);
     prom_head(out, "process_start_time_seconds", "gauge",
               "Start time of the process since the Unix epoch in seconds.");
     return prom_line(out, "process_start_time_seconds %.3f\n", (double)start_ms / 1000.0);

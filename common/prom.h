@@ -13,10 +13,6 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#ifndef MCPQ_VERSION
-#define MCPQ_VERSION "0.0.0-dev"
-#endif
-
 #define PROM_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
 /* Appends one formatted line (at most 1 KiB; longer ones are cut). 0 or what

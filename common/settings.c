@@ -372,6 +372,8 @@ static void settings_usage(FILE *out, unsigned who, const char *prog, const char
         fputc('\n', out);
     }
     fprintf(out, "  --%-26s this text\n", "help");
+    fprintf(out, "  --%-26s the version (git describe of the build) and the libraries' versions\n",
+            "version");
     fprintf(out, "  --%-26s every variable of every binary as a Markdown table\n", "env-table");
     if (who & (SET_INGRESS | SET_WORKER))
         fprintf(out, "  --%-26s the effective settings and Kafka properties, secrets redacted\n",
@@ -440,6 +442,9 @@ int settings_load(mcpq_settings_t *s, unsigned who, const char *prog, const char
 {
     int print = 0;
     memset(s, 0, sizeof(*s));
+    for (int i = 1; i < argc; i++) /* before any setting: it works whatever the environment */
+        if (strcmp(argv[i], "--version") == 0)
+            return SETTINGS_VERSION;
     for (size_t i = 0; i < NDEFS; i++) {
         const set_def_t *d = &defs[i];
         const char *v = getenv(d->env);

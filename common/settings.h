@@ -120,13 +120,15 @@ typedef struct mcpq_settings {
 } mcpq_settings_t;
 
 #define SETTINGS_PRINT 2               /* settings_load: --print-config was given */
+#define SETTINGS_VERSION 3             /* settings_load: --version was given */
 #define SETTINGS_REDACTED "[redacted]" /* what --print-config shows for a secret */
 
 /*
  * Fills s for the binary `who` (SET_INGRESS, ...). Returns 0 when the process should run,
  * 1 when --help was printed (exit 0), SETTINGS_PRINT when --print-config was given (the caller
- * prints with settings_print() and its Kafka properties, then exits 0), MCPQ_EINVAL with
- * errstr filled on a bad value or flag.
+ * prints with settings_print() and its Kafka properties, then exits 0), SETTINGS_VERSION when
+ * --version was given anywhere in argv (checked first, so no setting is read: the caller prints
+ * version_print() and exits 0), MCPQ_EINVAL with errstr filled on a bad value or flag.
  */
 int settings_load(mcpq_settings_t *s, unsigned who, const char *prog, const char *about, int argc,
                   char **argv, char *errstr, size_t errstr_size);

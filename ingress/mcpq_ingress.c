@@ -18,9 +18,11 @@
 #include "server.h"
 #include "settings.h"
 #include "util.h"
+#include "version.h"
 #include "webhook.h"
 
 #include <curl/curl.h>
+#include <microhttpd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,13 +125,18 @@ static int registry_command(const mcpq_settings_t *set, const char *apply, int p
 }
 
 /* The settings (environment and flags) and the Kafka properties, checked: GO_ON, or the exit
- * code (0 after --help or --print-config, 2 for a bad setting). */
+ * code (0 after --help, --version or --print-config, 2 for a bad setting). */
 static int settings_step(mcpq_settings_t *set, int argc, char **argv)
 {
     char err[512];
     int rc = settings_load(set, SET_INGRESS, "mcpq-ingress", about, argc, argv, err, sizeof(err));
     if (rc == 1)
         return 0;
+    if (rc == SETTINGS_VERSION) {
+        const char *const libs[] = {"libmicrohttpd", MHD_get_version(), NULL};
+        version_print(stdout, "mcpq-ingress", libs);
+        return 0;
+    }
     if (rc < 0) {
         fprintf(stderr, "mcpq-ingress: %s\n", err);
         return 2;

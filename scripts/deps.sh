@@ -11,6 +11,7 @@ PKGS=(
   kubernetes-client
   prometheus
   nftables iproute2 util-linux gnuplot-nox
+  systemd
 )
 
 missing=()
@@ -28,6 +29,8 @@ for p in "${PKGS[@]}"; do
       # metrics` and `check rules`); any promtool on PATH will do. The package (~96 MB) also
       # brings a Prometheus server, which is never started (see policy-rc.d below).
       prometheus) command -v promtool >/dev/null && continue ;;
+      # Only for systemd-analyze (tests/e2e/test_install.sh checks the units of deploy/systemd).
+      systemd) command -v systemd-analyze >/dev/null && continue ;;
     esac
     missing+=("$p")
   fi

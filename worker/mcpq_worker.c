@@ -7,11 +7,13 @@
 #include "jobsig.h"
 #include "log.h"
 #include "settings.h"
+#include "version.h"
 #include "worker.h"
 
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <microhttpd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -128,6 +130,11 @@ int main(int argc, char **argv)
                            sizeof(errstr));
     if (rc == 1)
         return 0;
+    if (rc == SETTINGS_VERSION) { /* libmicrohttpd: the MCPQ_METRICS_LISTEN listener */
+        const char *const libs[] = {"libmicrohttpd", MHD_get_version(), NULL};
+        version_print(stdout, "mcpq-worker", libs);
+        return 0;
+    }
     if (rc < 0) {
         fprintf(stderr, "mcpq-worker: %s\n", errstr);
         return 2;

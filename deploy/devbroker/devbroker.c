@@ -22,6 +22,7 @@
 #include "front.h"
 #include "log.h"
 #include "settings.h"
+#include "version.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -274,19 +275,31 @@ static int db_announce(const mcpq_settings_t *s, const char *bootstraps, const c
     return 0;
 }
 
-int main(int argc, char **argv)
+/* The settings (environment and flags): -1 to go on, or the exit code (0 after --help or
+ * --version, 2 for a bad setting). */
+static int db_settings(mcpq_settings_t *s, int argc, char **argv)
 {
-    mcpq_settings_t s;
     char errstr[512];
-    int rc = settings_load(&s, SET_BROKER, "mcpq-devbroker", db_about, argc, argv, errstr,
+    int rc = settings_load(s, SET_BROKER, "mcpq-devbroker", db_about, argc, argv, errstr,
                            sizeof(errstr));
-    if (rc == 1)
+    if (rc == SETTINGS_VERSION)
+        version_print(stdout, "mcpq-devbroker", NULL);
+    if (rc == 1 || rc == SETTINGS_VERSION)
         return 0;
     if (rc < 0) {
         fprintf(stderr, "mcpq-devbroker: %s\n", errstr);
         return 2;
     }
-    log_init("devbroker", s.log_level);
+    log_init("devbroker", s->log_level);
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    mcpq_settings_t s;
+    int code = db_settings(&s, argc, argv);
+    if (code >= 0)
+        return code;
 
     char dlq[DB_TOPIC_MAX + 1];
     size_t tlen = strlen(s.topic_jobs);

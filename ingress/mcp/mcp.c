@@ -12,6 +12,7 @@
 #include "notify.h"
 #include "peer.h"
 #include "system.h"
+#include "version.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -175,8 +176,8 @@ static void do_tools_list(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
         int n = snprintf(tail, sizeof(tail),
                          ",\"resultType\":\"complete\",\"ttlMs\":%d,\"cacheScope\":\"private\","
                          "\"_meta\":{\"" ING_META_SERVER_INFO "\":{\"name\":\"mcpq\","
-                         "\"version\":\"" MCPQ_VERSION "\"}}",
-                         LIST_TTL_MS);
+                         "\"version\":\"%s\"}}",
+                         LIST_TTL_MS, version_get());
         rc |= util_buf_append(&b, tail, (size_t)n);
     }
     rc |= util_buf_append(&b, "}}", 2);

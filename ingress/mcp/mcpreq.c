@@ -7,6 +7,7 @@
 #include "batch.h"
 #include "era.h"
 #include "pending.h"
+#include "version.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -48,7 +49,7 @@ cJSON *ing_mcpreq_server_info(void)
 {
     cJSON *info = cJSON_CreateObject();
     cJSON_AddStringToObject(info, "name", "mcpq");
-    cJSON_AddStringToObject(info, "version", MCPQ_VERSION);
+    cJSON_AddStringToObject(info, "version", version_get());
     return info;
 }
 

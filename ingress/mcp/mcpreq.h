@@ -32,7 +32,7 @@ typedef struct ing_mcp {
     size_t elem;
 } ing_mcp_t;
 
-/* {"name": "mcpq", "version": MCPQ_VERSION}, the serverInfo every era reports. */
+/* {"name": "mcpq", "version": version_get()}, the serverInfo every era reports. */
 cJSON *ing_mcpreq_server_info(void);
 /* Adds what a 2026-07-28 result carries besides its fields (resultType, _meta serverInfo). */
 void ing_mcpreq_modern_result(cJSON *result);
