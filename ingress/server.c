@@ -388,7 +388,7 @@ bad:
     return MHD_NO;
 }
 
-/* ---- request bodies (README "Limits on what a client may send") ----------------------------
+/* ---- request bodies (docs/api.md, "Limits on what a client may send") ----------------------
  *
  * A body is read into memory only up to a limit the headers earn: MCPQ_PREAUTH_BODY_BYTES
  * while they name no credential the ingress knows, MCPQ_MAX_BODY_BYTES once they do (an API

@@ -3,7 +3,7 @@
  * resources (one file each, listed in adm.h) and the read-modify-write loop over the registry
  * (regstore.h) every change runs in.
  *
- * Decisions (README "Administration" says the same to users):
+ * Decisions (docs/api.md, "Administration", says the same to users):
  *   - Created API keys, app secrets and webhook secrets are returned once, in the answer to
  *     the request that created (or :rotateSecret replaced) them; keys are stored as SHA-256
  *     only, and no read shows a secret or a key's hash: the export (GET /admin/v1/config) and
