@@ -13,6 +13,7 @@
 #include "listen.h"
 #include "log.h"
 #include "mcp.h"
+#include "openapi.h"
 #include "webhook.h"
 #include "whapi.h"
 
@@ -332,9 +333,10 @@ static const struct route_row {
     {"/readyz", EXACT, 1, readyz, NULL},
     {"/metrics", EXACT, 1, metrics, NULL},
     {"/v1/files/", UNDER, 0, NULL, files_api},
-    {"/v1/webhooks", TREE, 0, NULL, ing_whapi_route},    /* the tenant's deliveries (webhook.h) */
-    {"/admin", TREE, 0, NULL, ing_admin_api},            /* the operator API (admin.h) */
-    {"/v1/channels/", UNDER, 0, NULL, ing_channels_api}, /* agent replies (channels.h) */
+    {"/v1/webhooks", TREE, 0, NULL, ing_whapi_route},     /* the tenant's deliveries (webhook.h) */
+    {"/admin", TREE, 0, NULL, ing_admin_api},             /* the operator API (admin.h) */
+    {"/v1/channels/", UNDER, 0, NULL, ing_channels_api},  /* agent replies (channels.h) */
+    {"/openapi.json", EXACT, 0, NULL, ing_openapi_route}, /* the API's description (openapi.h) */
 };
 
 static int route_matches(const struct route_row *row, const char *url)
@@ -386,7 +388,7 @@ bad:
     return MHD_NO;
 }
 
-/* ---- request bodies (README "Limits on what a client may send") ----------------------------
+/* ---- request bodies (docs/api.md, "Limits on what a client may send") ----------------------
  *
  * A body is read into memory only up to a limit the headers earn: MCPQ_PREAUTH_BODY_BYTES
  * while they name no credential the ingress knows, MCPQ_MAX_BODY_BYTES once they do (an API

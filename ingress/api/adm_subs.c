@@ -2,7 +2,7 @@
  * adm_subs.c - the arrays of a tenant document (adm.h): /admin/v1/tenants/{t}/apiKeys,
  * /apps and /webhooks [/{id}], and :rotateSecret of an app or a webhook. Created keys and
  * secrets are returned once, in the answer to the request that made them; keys are stored as
- * SHA-256 only (README "Administration", "Rotating secrets").
+ * SHA-256 only (docs/api.md, "Administration: the admin API").
  */
 #include "adm.h"
 

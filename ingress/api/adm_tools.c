@@ -134,12 +134,14 @@ int ing_adm_tools_one(adm_t *a, const cJSON *t, const char *name)
     cJSON *tool = ing_regstore_get(&a->st, field);
     if (!tool)
         return ing_adm_fail(a, 404, "tenant \"%s\" has no tool \"%s\"", tenant, name);
+    if (a->verb && strcmp(a->verb, "rename") != 0)
+        return ing_adm_fail(a, 404, "no such admin resource (tools take :rename)");
     cJSON *shown = ing_adm_show_tool(tool);
     if (strcmp(a->method, "GET") == 0 && !a->verb)
         return ing_adm_answer(a, 200, shown);
-    if (!a->verb || strcmp(a->verb, "rename") != 0 || strcmp(a->method, "POST") != 0) {
+    if (!a->verb || strcmp(a->method, "POST") != 0) {
         cJSON_Delete(shown);
-        a->resp->allow = "GET";
+        a->resp->allow = a->verb ? "POST" : "GET";
         return ing_adm_fail(a, 405,
                             "a tool is changed through its versions; rename with POST "
                             ".../tools/%s:rename",

@@ -1,6 +1,6 @@
 /*
  * adm_versions.c - /admin/v1/tenants/{t}/tools/{name}/versions[/{v}] (adm.h): the version
- * rules (README "Administration"): a version may start from another one
+ * rules (docs/api.md, "Administration"): a version may start from another one
  * (from_version); a published version cannot be edited or deleted (offline it first, or add a
  * version), so a published version is exactly what callers get; a tool disappears with its
  * last version.

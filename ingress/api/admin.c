@@ -3,7 +3,7 @@
  * resources (one file each, listed in adm.h) and the read-modify-write loop over the registry
  * (regstore.h) every change runs in.
  *
- * Decisions (README "Administration" says the same to users):
+ * Decisions (docs/api.md, "Administration", says the same to users):
  *   - Created API keys, app secrets and webhook secrets are returned once, in the answer to
  *     the request that created (or :rotateSecret replaced) them; keys are stored as SHA-256
  *     only, and no read shows a secret or a key's hash: the export (GET /admin/v1/config) and
@@ -44,6 +44,13 @@ static int dispatch(adm_t *a)
     int n = a->nseg;
     if (n >= 1 && strcmp(s[0], "tenants") != 0)
         return ing_adm_fail(a, 404, "no such admin resource");
+    /* A custom method (":verb") only where one is taken: apps and webhooks (:rotateSecret),
+     * a tool (:rename), a version (:publish, :offline); each checks its own names. */
+    int verb_taken = (n == 4 && (strcmp(s[2], "apps") == 0 || strcmp(s[2], "webhooks") == 0 ||
+                                 strcmp(s[2], "tools") == 0)) ||
+                     (n == 6 && strcmp(s[2], "tools") == 0);
+    if (a->verb && !verb_taken)
+        return ing_adm_fail(a, 404, "no such admin resource (:%s)", a->verb);
     if (n == 1)
         return ing_adm_allow(a, "GET, POST") ? ing_adm_tenants_collection(a) : DONE;
     cJSON *t = tenant_doc(a, s[1]);
@@ -152,7 +159,9 @@ static int is_deliveries(const adm_t *a)
 
 static void deliveries(adm_t *a)
 {
-    if (a->nseg == 4 && (!a->verb || strcmp(a->verb, "redeliver") != 0))
+    if (a->nseg == 3 && a->verb)
+        ing_adm_fail(a, 404, "no such admin resource (:%s)", a->verb);
+    else if (a->nseg == 4 && (!a->verb || strcmp(a->verb, "redeliver") != 0))
         ing_adm_fail(a, 404, "no such admin resource (deliveries take :redeliver)");
     else if (ing_adm_allow(a, a->nseg == 4 ? "POST" : "GET"))
         ing_whapi_deliveries(a->req, a->seg[1], a->nseg == 4 ? a->seg[3] : NULL, a->resp);

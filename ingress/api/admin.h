@@ -1,5 +1,5 @@
 /*
- * admin.h - the operator API under /admin/v1 (README "Administration: the admin API").
+ * admin.h - the operator API under /admin/v1 (docs/api.md, "Administration").
  *
  * Authenticated with `Authorization: Bearer $MCPQ_ADMIN_TOKEN` (unset: the API is off and
  * answers 404). Resources, all JSON, in the config file's field names plus the

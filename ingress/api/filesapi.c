@@ -1,5 +1,5 @@
 /*
- * filesapi.c - the HTTP side of files (files.h, README "Files and attachments"):
+ * filesapi.c - the HTTP side of files (files.h, docs/api.md "Files and attachments"):
  *
  *   POST /v1/files/presign-upload {filename, content_type, size}
  *        -> 200 {file_id, upload_url, expires_at, ...}        (API key or HMAC app signing)

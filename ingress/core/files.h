@@ -1,5 +1,5 @@
 /*
- * files.h - uploaded files and tool-call attachments (README "Files and attachments").
+ * files.h - uploaded files and tool-call attachments (docs/api.md, "Files and attachments").
  *
  * A file is presigned by its tenant (POST /v1/files/presign-upload), uploaded once with a
  * signed PUT URL that needs no other credential, and handed to tools as a signed, expiring

@@ -1,5 +1,5 @@
 /*
- * quota.h - the caps one tenant has on what every tenant shares (README "Tenant quotas"):
+ * quota.h - the caps one tenant has on what every tenant shares (docs/api.md, "Tenant quotas"):
  * notification streams open on one ingress replica, and across the fleet live sessions,
  * tasks in retention and the bytes of stored and presigned files. A tenant's config sets
  * them under "quotas"; a member it leaves out takes its MCPQ_TENANT_MAX_* setting; 0 means

@@ -9,7 +9,7 @@ set -euo pipefail
 
 # shellcheck source=tests/e2e/readme_lib.sh
 . "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/readme_lib.sh"
-DOC=$REPO/docs/authentication.md
+
 
 STEP="stack"
 start_stack --workers 1 --config "$REPO/deploy/local/mcpq.json"
@@ -20,14 +20,14 @@ run_block() { # name file → the block's output in $TMP/<name>.out
 }
 
 STEP="version 1 example"
-readme_block sh 'An unknown app and a wrong signature get the same answer' >"$TMP/v1.sh"
+doc_block docs/authentication.md sh 'An unknown app and a wrong signature get the same answer' >"$TMP/v1.sh"
 grep -q 'X-Signature' "$TMP/v1.sh" || fail "no version 1 signing example found in docs/authentication.md"
 run_block v1 "$TMP/v1.sh"
 grep -q '"name":"echo"' "$TMP/v1.out" || fail "tools/list was not served: $(cat "$TMP/v1.out")"
 printf 'ok - the version 1 example is served\n'
 
 STEP="version 2 example"
-readme_block sh '`tools/call` signed with version 2:' >"$TMP/v2.sh"
+doc_block docs/authentication.md sh '`tools/call` signed with version 2:' >"$TMP/v2.sh"
 grep -q 'X-Signature-Version: 2' "$TMP/v2.sh" || fail "no version 2 signing example found"
 cp "$TMP/v2.sh" "$TMP/v2-added.sh"
 cp "$TMP/v2.sh" "$TMP/v2-renamed.sh"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# End-to-end test of the README's admin walkthrough ("Administration: the admin API"), run by
-# ctest with MCPQ_BIN_DIR set to the build dir and the repository root as cwd. The fenced
+# End-to-end test of the admin walkthrough of docs/api.md ("Administration: the admin API"), run
+# by ctest with MCPQ_BIN_DIR set to the build dir and the repository root as cwd. The fenced
 # block after the `admin-walkthrough` marker is run exactly as printed (only the port changed)
 # against a local stack with the demo config and two ingress replicas, as `make up` starts
 # it, and its output is checked step by step: create, add a version, publish, call, publish a
@@ -14,9 +14,9 @@ STEP="stack"
 start_stack --ingresses 2 --workers 1 --config "$REPO/deploy/local/mcpq.json" \
     --env MCPQ_ADMIN_TOKEN=demo-admin-token
 
-STEP="README walkthrough"
-readme_block sh 'admin-walkthrough' >"$TMP/walkthrough.sh"
-grep -q ':publish' "$TMP/walkthrough.sh" || fail "no admin walkthrough found in README.md"
+STEP="docs/api.md walkthrough"
+doc_block docs/api.md sh 'admin-walkthrough' >"$TMP/walkthrough.sh"
+grep -q ':publish' "$TMP/walkthrough.sh" || fail "no admin walkthrough found in docs/api.md"
 sed -i "s/127\.0\.0\.1:8080/127.0.0.1:$PORT/g" "$TMP/walkthrough.sh"
 bash -euo pipefail "$TMP/walkthrough.sh" >"$TMP/walkthrough.out" 2>"$TMP/walkthrough.err" ||
     fail "the walkthrough failed"

@@ -10,14 +10,14 @@ set -euo pipefail
 
 # shellcheck source=tests/e2e/readme_lib.sh
 . "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/readme_lib.sh"
-DOC=$REPO/docs/tools.md
+
 
 STEP="stack"
 start_stack --workers 1 --config "$REPO/deploy/local/mcpq.json" \
     --env MCPQ_ADMIN_TOKEN=demo-admin-token
 
 STEP="walkthrough"
-readme_block sh 'tools-walkthrough' >"$TMP/walkthrough.sh"
+doc_block docs/tools.md sh 'tools-walkthrough' >"$TMP/walkthrough.sh"
 grep -q 'progressToken' "$TMP/walkthrough.sh" || fail "no tools walkthrough found in docs/tools.md"
 sed -i "s/127\.0\.0\.1:8080/127.0.0.1:$PORT/g" "$TMP/walkthrough.sh"
 TMPDIR=$TMP timeout 60 bash -euo pipefail "$TMP/walkthrough.sh" >"$TMP/walkthrough.out" \

@@ -357,6 +357,15 @@ static void test_tools(void)
     CHECK_STR_EQ(hx_str(&e, "tools.0.name"), "calc");
     hx_ex_free(&e);
     expect("GET", "/admin/v1/tenants/acme/tools?pageSize=x", NULL, NULL, 400, "pageSize");
+    /* A custom method only where docs/openapi.json has one: elsewhere 404, not ignored. */
+    expect("GET", "/admin/v1/tenants/acme/tools:x", NULL, NULL, 404, "no such admin resource");
+    expect("GET", "/admin/v1/tenants/acme:x", NULL, NULL, 404, "no such admin resource");
+    expect("GET", "/admin/v1/tenants/acme/deliveries:x", NULL, NULL, 404, "no such admin resource");
+    expect("GET", "/admin/v1/tenants/acme/tools/calc:x", NULL, NULL, 404, "tools take :rename");
+    CHECK_INT_EQ(hx_admin(&h, &e, "GET", "/admin/v1/tenants/acme/tools/calc:rename", NULL, NULL),
+                 405);
+    CHECK_STR_EQ(e.resp.allow, "POST");
+    hx_ex_free(&e);
 
     /* rename */
     CHECK_INT_EQ(hx_admin(&h, &e, "POST", "/admin/v1/tenants/acme/tools/calc:rename",

@@ -1,5 +1,5 @@
 /*
- * Integration test of files and attachments (README "Files and attachments") against a real
+ * Integration test of files and attachments (docs/api.md, "Files and attachments") against a real
  * redis-server, devbroker, two ingress replicas and a worker:
  *   - presign (API key) -> PUT the bytes to the absolute upload URL, which needs no other
  *     credential -> 201 with the SHA-256 of the bytes;

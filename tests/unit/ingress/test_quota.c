@@ -1,5 +1,5 @@
 /* Tests ingress/core/quota.c: a tenant's caps from its config or the settings, and the answer's
- * wording (README "Tenant quotas"). */
+ * wording (docs/api.md, "Tenant quotas"). */
 #include "check.h"
 #include "quota.h"
 
