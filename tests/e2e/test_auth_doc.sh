@@ -10,7 +10,6 @@ set -euo pipefail
 # shellcheck source=tests/e2e/readme_lib.sh
 . "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/readme_lib.sh"
 
-
 STEP="stack"
 start_stack --workers 1 --config "$REPO/deploy/local/mcpq.json"
 
