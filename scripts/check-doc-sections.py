@@ -19,7 +19,7 @@ PAGE = r'((?:[\w.-]+/)*(?:README(?:\.md)?|[\w-]+\.md))'
 # between the page and the title: a comma or colon, an opening parenthesis, and whitespace
 # that may cross a line and its comment marker (#, //, *, --).
 GAP = r'(?:[,:]?[ \t]*\(?[ \t]*(?:\n[ \t]*(?:#|//|\*|--)?[ \t]*)?)'
-CITE = re.compile(PAGE + GAP + r'"([^"\n]{2,80})"')
+CITE = re.compile(PAGE + GAP + r'"([A-Za-z0-9`][^"\n]{1,79})"')
 HEADING = re.compile(r'^#{1,6}[ \t]+(.+?)[ \t]*#*[ \t]*$', re.M)
 # a paragraph or list item opening with a bold label ("**Rotating secrets.**") is a section too
 BOLD = re.compile(r'^[ \t]*(?:[-*][ \t]+)?\*\*([^*\n]{2,80}?)\.?\*\*', re.M)
