@@ -10,7 +10,7 @@ ACCEPT_FILES ?= 01 02 03 04 05 06 07 08 09
 FUZZ_SECONDS ?= 600
 FUZZ_NAMES ?=
 
-.PHONY: all deps build build-asan test test-unit test-asan acceptance up bench chaos soak fuzz fmt fmt-check clean
+.PHONY: all deps build build-asan image test test-unit test-asan acceptance up bench chaos soak fuzz fmt fmt-check clean
 
 all: build
 
@@ -24,6 +24,14 @@ build: deps
 build-asan: deps
 	@cmake -S . -B $(BUILD_ASAN) -DMCPQ_WERROR=ON -DMCPQ_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	@cmake --build $(BUILD_ASAN) -j $(JOBS)
+
+# The container image (docs/production.md, "Container image"): the binaries of $(BUILD) on a
+# minimal Debian root file system, exported to $(BUILD)/image/<name>-<tag>.oci.tar and kept in
+# the podman storage of $(BUILD)/image (scripts/image.sh). Prints its size.
+IMAGE_NAME ?= mcpq
+IMAGE_TAG  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+image: build
+	@BIN_DIR=$(abspath $(BUILD)) IMAGE_NAME=$(IMAGE_NAME) IMAGE_TAG=$(IMAGE_TAG) bash scripts/image.sh
 
 # Every test: unit, integration, end-to-end (ctest), then the shared acceptance suite; the
 # same again on the ASan+UBSan build when CI=true or ASAN=1.

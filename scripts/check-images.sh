@@ -2,6 +2,11 @@
 # Checks deploy/docker/Dockerfile offline (no Docker engine runs here):
 #
 #   scripts/check-images.sh [BUILD_DIR] [DOCKERFILE]
+#   scripts/check-images.sh --packages [BUILD_DIR]
+#
+# --packages prints, one per line, the Debian packages owning the shared libraries the three
+# binaries link directly (readelf NEEDED, resolved by ldd, owner by dpkg -S) and nothing else:
+# what scripts/image.sh installs into the image (their own dependencies come with them).
 #
 # BUILD_DIR defaults to <repo>/build (its mcpq-ingress, mcpq-worker, mcpq-devbroker are what
 # `ldd` is asked about), DOCKERFILE to <repo>/deploy/docker/Dockerfile. For each runtime target
@@ -27,6 +32,11 @@
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
+PACKAGES_ONLY=0
+if [ "${1:-}" = --packages ]; then
+    PACKAGES_ONLY=1
+    shift
+fi
 BUILD_DIR=${1:-$REPO/build}
 DOCKERFILE=${2:-$REPO/deploy/docker/Dockerfile}
 DOCKERIGNORE=$REPO/.dockerignore
@@ -198,6 +208,24 @@ load_owners() {
     done < <(printf '%s\n' "${paths[@]}" | sort -u | xargs dpkg -S 2>/dev/null || true)
 }
 load_owners
+
+if [ "$PACKAGES_ONLY" = 1 ]; then
+    command -v readelf >/dev/null || { echo "images: readelf (binutils) is required" >&2; exit 2; }
+    for t in "${TARGETS[@]}"; do
+        while read -r lib; do
+            case $lib in libasan.so.* | libubsan.so.* | liblsan.so.* | libtsan.so.*)
+                echo "images: $BUILD_DIR/mcpq-$t is a sanitizer build: its runtime is no image library" >&2
+                exit 2 ;;
+            esac
+            path=$(awk -v n="$lib" '$1 == n && $2 == "=>" { print $3 }' <<<"${LIBS[$t]}")
+            if [ -z "$path" ] || ! owner "$path"; then
+                echo "images: no Debian package owns $lib of mcpq-$t (${path:-not found by ldd})" >&2
+                exit 2
+            fi
+        done < <(readelf -d "$BUILD_DIR/mcpq-$t" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+    done | sort -u
+    exit "${PIPESTATUS[0]}"
+fi
 
 FORBIDDEN='(-dev|-dbg)$|^(build-essential|gcc(-[0-9]+)?|g\+\+(-[0-9]+)?|cpp(-[0-9]+)?|clang(-[0-9]+)?|llvm.*|cmake|make|pkg-config|pkgconf|binutils.*|autoconf|automake|libtool|bison|flex|git)$'
 

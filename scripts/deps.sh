@@ -11,6 +11,9 @@ PKGS=(
   kubernetes-client
   prometheus
   nftables iproute2 util-linux gnuplot-nox
+  # The container image (scripts/image.sh, tests/e2e/test_image.sh): a Debian root file system,
+  # buildah to make the image, podman (with runc) to run it, skopeo to inspect archives.
+  mmdebstrap buildah podman runc skopeo uidmap fuse-overlayfs
 )
 
 missing=()
