@@ -239,7 +239,7 @@ buildah config \
     --env PATH=/usr/local/bin:/usr/bin:/bin \
     --env TMPDIR=/tmp \
     --env MCPQ_LISTEN=0.0.0.0:8080 \
-    --port 8080 \
+    --port 8080/tcp \
     --entrypoint '["/usr/bin/tini", "--"]' \
     --cmd '["/usr/local/bin/mcpq-ingress"]' \
     --label org.opencontainers.image.title=mcpq \

@@ -91,8 +91,24 @@ eval "$(BIN_DIR=$BIN_DIR bash "$REPO/scripts/image.sh" --print-env)"
 ok "image $IMAGE_REF ready in $((SECONDS - t0)) s"
 [ "$IMAGE_BYTES" -lt 100000000 ] || fail "image is $IMAGE_BYTES bytes, not under 100 MB"
 ok "image size $IMAGE_BYTES bytes (< 100 MB), archive $IMAGE_ARCHIVE_BYTES bytes"
-[ "$(podman image inspect --format '{{.Config.User}}' "$IMAGE_REF")" = 10001:10001 ] ||
-    fail "image USER is not 10001:10001"
+# The image is the one deploy/docker/Dockerfile builds with Docker: the same ENTRYPOINT, CMD,
+# USER, WORKDIR, ENV and EXPOSE as its last stage (the image), compared without blanks.
+STEP=config
+last_stage=$(awk '/^FROM /{buf=""} {buf=buf $0 "\n"} END{printf "%s", buf}' "$REPO/deploy/docker/Dockerfile")
+df() { sed -n "s/^$1 //p" <<<"$last_stage" | tr -d ' '; }
+insp() { podman image inspect --format "$1" "$IMAGE_REF" | tr -d ' '; }
+[ "$(insp '{{json .Config.Entrypoint}}')" = "$(df ENTRYPOINT)" ] || fail "ENTRYPOINT $(insp '{{json .Config.Entrypoint}}') is not the Dockerfile's $(df ENTRYPOINT)"
+[ "$(insp '{{json .Config.Cmd}}')" = "$(df CMD)" ] || fail "CMD $(insp '{{json .Config.Cmd}}') is not the Dockerfile's $(df CMD)"
+[ "$(insp '{{.Config.User}}')" = "$(df USER)" ] || fail "USER $(insp '{{.Config.User}}') is not the Dockerfile's $(df USER)"
+[ "$(df USER)" = 10001:10001 ] || fail "the Dockerfile's USER is not 10001:10001"
+[ "$(insp '{{.Config.WorkingDir}}')" = "$(df WORKDIR)" ] || fail "WORKDIR is not the Dockerfile's $(df WORKDIR)"
+for e in $(df ENV); do
+    insp '{{range .Config.Env}}{{.}}{{"\n"}}{{end}}' | grep -qxF "$e" || fail "ENV $e of the Dockerfile is not in the image"
+done
+for port in $(df EXPOSE); do
+    insp '{{json .Config.ExposedPorts}}' | grep -qF "\"$port/tcp\"" || fail "EXPOSE $port of the Dockerfile is not in the image"
+done
+ok "image config as the Dockerfile's: ENTRYPOINT $(df ENTRYPOINT) CMD $(df CMD) USER $(df USER) ENV $(df ENV | tr '\n' ' ')EXPOSE $(df EXPOSE)"
 [ -z "$(podman image inspect --format '{{.Config.Healthcheck}}' "$IMAGE_REF" | grep -v '<nil>' || true)" ] ||
     fail "image has a HEALTHCHECK"
 
