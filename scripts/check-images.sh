@@ -340,7 +340,7 @@ else
 fi
 unnamed=()
 for p in "${image_pkgs[@]}"; do
-    printf '%s\n' "${pkgs[@]}" | grep -qxF "$p" || unnamed+=("$p")
+    grep -qxF "$p" <<<"$(printf '%s\n' "${pkgs[@]}")" || unnamed+=("$p")
 done
 if [ ${#unnamed[@]} -eq 0 ]; then
     ok "$S: installs every package scripts/image.sh does (${image_pkgs[*]})"
