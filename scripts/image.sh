@@ -110,7 +110,7 @@ ARCHIVE=$IMAGE_DIR/$(tr '/:' '__' <<<"$IMAGE_NAME")-$IMAGE_TAG.oci.tar
 
 # --- inputs -----------------------------------------------------------------------------------
 PKGS=$("$REPO/scripts/check-images.sh" --packages "$BIN_DIR") || die "could not list the binaries' library packages"
-mapfile -t PKG_LIST < <(printf '%s\n' $PKGS ca-certificates tini | sort -u)
+mapfile -t PKG_LIST < <(printf '%s\n' "$PKGS" ca-certificates tini | sort -u)
 
 # The mirrors apt uses here: every sources file of /etc/apt naming the suite (not a suite
 # that merely contains the word, such as a vendor's "cloud-sdk-bookworm").
@@ -135,6 +135,8 @@ for f in "${SOURCES[@]}"; do
 done
 [ ${#SRC_FILES[@]} -gt 0 ] || die "no $SUITE line in ${SOURCES[*]} (set IMAGE_SOURCES)"
 
+# The hooks run under sh with the root file system's path in $1 (hence single quotes).
+# shellcheck disable=SC2016
 MM=(mmdebstrap --variant=essential --mode=root --format=tar --quiet
     "--include=$(IFS=,; echo "${PKG_LIST[*]}")"
     # merged /usr by symlinks, without the usrmerge package (which pulls in perl).
@@ -255,8 +257,13 @@ rm -f "$ARCHIVE" "$ARCHIVE.key"
 # /var/lib/containers/cache.
 podman push --quiet "$LOCAL_REF" "oci-archive:$ARCHIVE:$REF" >/dev/null
 echo "$KEY" >"$ARCHIVE.key"
-# Images of earlier builds under this name (other tags): not kept.
-podman images --format '{{.Repository}}:{{.Tag}}' | grep -E "^(localhost/)?$IMAGE_NAME:" |
-    grep -vxF -e "$LOCAL_REF" -e "$REF" | xargs -r podman rmi --force >/dev/null 2>&1 || true
+# Earlier builds (every commit has its own tag): in the storage, only this image and its
+# base are kept; of the archives of this name, the three newest.
+podman images --format '{{.Repository}}:{{.Tag}}' |
+    grep -E "^(localhost/)?($IMAGE_NAME|mcpq-rootfs):" | grep -vxF -e "$LOCAL_REF" -e "$BASE_REF" |
+    xargs -r podman rmi --force >/dev/null 2>&1 || true
 podman image prune --force >/dev/null 2>&1 || true
+# shellcheck disable=SC2012 # our own file names
+ls -t "$IMAGE_DIR/$(tr '/:' '__' <<<"$IMAGE_NAME")"-*.oci.tar 2>/dev/null | tail -n +4 |
+    while read -r old; do rm -f "$old" "$old.key"; done
 report
