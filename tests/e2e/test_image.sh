@@ -7,9 +7,11 @@
 #   (host network, --read-only, --user 10001, the demo config deploy/local/mcpq.json mounted
 #   read-only); through the ingress container: MCP initialize, then tools/call echo, whose
 #   answer comes from the worker container. Asserts both containers' processes run as uid
-#   10001, their root file system refuses writes, and the image is under 100 MB.
+#   10001, their root file system refuses writes, the image has no compiler or apt, and it is
+#   under 100 MB with the ENTRYPOINT, CMD, USER, WORKDIR, ENV and EXPOSE of
+#   deploy/docker/Dockerfile's image stage.
 # A sanitizer build dir is skipped (exit 77: its binaries cannot go in an image).
-# KEEP=1 keeps the containers' logs and the state dir.
+# KEEP=1 keeps the state dir (the Redis and devbroker logs, the env file).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
@@ -212,6 +214,9 @@ for c in "$ING" "$WRK"; do
     [[ $out == *Read-only* ]] || fail "$c: the root file system is writable: $out"
 done
 ok "both containers run every process as uid 10001 on a read-only root file system"
+tools=$(podman exec "$ING" /bin/sh -c 'for t in cc gcc make apt-get apt; do command -v $t; done' || true)
+[ -z "$tools" ] || fail "the image has build or package tools: $tools"
+ok "no compiler, make or apt in the image"
 
 # ---------------------------------------------------------------- MCP through the containers
 STEP=mcp
