@@ -10,7 +10,7 @@ ACCEPT_FILES ?= 01 02 03 04 05 06 07 08 09
 FUZZ_SECONDS ?= 600
 FUZZ_NAMES ?=
 
-.PHONY: all deps build build-asan docs install test test-unit test-asan acceptance up bench chaos soak fuzz fmt fmt-check clean
+.PHONY: all deps build build-asan docs image install test test-unit test-asan acceptance up bench chaos soak fuzz fmt fmt-check clean
 
 all: build
 
@@ -36,6 +36,14 @@ docs: build
 PREFIX ?= /usr/local
 install: $(if $(INSTALL_NO_BUILD),,build)
 	@DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
+
+# The container image (docs/production.md, "Container image"): the binaries of $(BUILD) on a
+# minimal Debian root file system, exported to $(BUILD)/image/<name>-<tag>.oci.tar and kept in
+# the podman storage of $(BUILD)/image (scripts/image.sh). Prints its size.
+IMAGE_NAME ?= mcpq
+IMAGE_TAG  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+image: build
+	@BIN_DIR=$(abspath $(BUILD)) IMAGE_NAME=$(IMAGE_NAME) IMAGE_TAG=$(IMAGE_TAG) bash scripts/image.sh
 
 # Every test: unit, integration, end-to-end (ctest), then the shared acceptance suite; the
 # same again on the ASan+UBSan build when CI=true or ASAN=1.

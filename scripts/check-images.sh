@@ -2,35 +2,49 @@
 # Checks deploy/docker/Dockerfile offline (no Docker engine runs here):
 #
 #   scripts/check-images.sh [BUILD_DIR] [DOCKERFILE]
+#   scripts/check-images.sh --packages [BUILD_DIR]
+#
+# --packages prints, one per line, the Debian packages owning the shared libraries the three
+# binaries link directly (readelf NEEDED, resolved by ldd, owner by dpkg -S) and nothing else:
+# what scripts/image.sh installs into the image (their own dependencies come with them).
 #
 # BUILD_DIR defaults to <repo>/build (its mcpq-ingress, mcpq-worker, mcpq-devbroker are what
-# `ldd` is asked about), DOCKERFILE to <repo>/deploy/docker/Dockerfile. For each runtime target
-# (ingress, worker, devbroker) it checks that:
-#   1. the target stage exists, copies its binary from the build stage to /usr/local/bin and
-#      has that binary last in its exec-form ENTRYPOINT;
+# `ldd` is asked about), DOCKERFILE to <repo>/deploy/docker/Dockerfile. The image is one stage,
+# `mcpq` (the last one, what `docker build` builds), holding the three binaries like the image
+# of scripts/image.sh; it checks that:
+#   1. the stage exists and copies each binary from the build stage to /usr/local/bin; its
+#      exec-form ENTRYPOINT is tini (["/usr/bin/tini", "--"]: PID 1 reaps what exec tools
+#      leave) and its exec-form CMD runs /usr/local/bin/mcpq-ingress (the default binary);
 #   2. every shared library `ldd BUILD_DIR/<binary>` lists belongs (dpkg -S) to a package that
 #      the stage installs or that those packages depend on, recursively (Depends and
 #      Pre-Depends from the dpkg database of this machine, which builds with the -dev
 #      packages of the same Debian release as the image: libssl-dev pulls libssl3, which is
 #      what the stage must name). Sanitizer runtimes (an ASan build dir), and the libraries
 #      only they need, are not image libraries and are skipped;
-#   3. no runtime stage (nor a stage it is built FROM) installs a compiler, build tool or -dev
-#      package, and each apt-get install there says --no-install-recommends;
+#   3. the stage (nor a stage it is built FROM) installs no compiler, build tool or -dev
+#      package, each apt-get install there says --no-install-recommends, and it installs what
+#      scripts/image.sh adds to the libraries: ca-certificates and tini;
 #   4. the stage runs as a numeric, non-root USER (runAsNonRoot can only verify a number);
-#   5. the ingress stage EXPOSEs the port of its MCPQ_LISTEN.
-# Also: the build stage configures with -DMCPQ_WERROR=ON, and .dockerignore lets in every path
-# the Dockerfile COPYs from the context.
+#   5. the stage EXPOSEs the port of its MCPQ_LISTEN (the ingress's).
+# Also: the build stage configures with -DMCPQ_WERROR=ON, .dockerignore lets in every path
+# the Dockerfile COPYs from the context, and there is no HEALTHCHECK (Kubernetes probes).
 #
 # Prints one line per check and "images: N passed, M failed"; exits non-zero on any failure.
-# USERS and ENTRY are read through `inherited` (a nameref), which shellcheck cannot follow.
+# USERS, ENTRY and CMDS are read through `inherited` (a nameref), which shellcheck cannot follow.
 # shellcheck disable=SC2034
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
+PACKAGES_ONLY=0
+if [ "${1:-}" = --packages ]; then
+    PACKAGES_ONLY=1
+    shift
+fi
 BUILD_DIR=${1:-$REPO/build}
 DOCKERFILE=${2:-$REPO/deploy/docker/Dockerfile}
 DOCKERIGNORE=$REPO/.dockerignore
 TARGETS=(ingress worker devbroker)
+IMAGE_STAGE=mcpq
 
 PASS=0
 FAIL=0
@@ -63,7 +77,8 @@ instructions() {
     ' "$1"
 }
 
-declare -A ARGS PARENT PKGS USERS ENTRY EXPOSE COPIES ENVS RECOMMENDS
+declare -A ARGS PARENT PKGS USERS ENTRY CMDS EXPOSE COPIES ENVS RECOMMENDS
+HEALTHCHECKS=0
 STAGES=()
 stage=
 while IFS= read -r line; do
@@ -110,6 +125,8 @@ while IFS= read -r line; do
         ;;
     USER) USERS[$stage]=$rest ;;
     ENTRYPOINT) ENTRY[$stage]=$rest ;;
+    CMD) CMDS[$stage]=$rest ;;
+    HEALTHCHECK) HEALTHCHECKS=$((HEALTHCHECKS + 1)) ;;
     EXPOSE) EXPOSE[$stage]+=" $rest" ;;
     ENV) ENVS[$stage]+=" $rest" ;;
     COPY | ADD) COPIES[$stage]+="$rest"$'\n' ;;
@@ -199,6 +216,31 @@ load_owners() {
 }
 load_owners
 
+# The packages owning the libraries the binaries link directly (what scripts/image.sh
+# installs), one per line; exits 2 on a sanitizer build or a library no package owns.
+needed_packages() {
+    command -v readelf >/dev/null || { echo "images: readelf (binutils) is required" >&2; exit 2; }
+    local t lib path
+    for t in "${TARGETS[@]}"; do
+        while read -r lib; do
+            case $lib in libasan.so.* | libubsan.so.* | liblsan.so.* | libtsan.so.*)
+                echo "images: $BUILD_DIR/mcpq-$t is a sanitizer build: its runtime is no image library" >&2
+                exit 2 ;;
+            esac
+            path=$(awk -v n="$lib" '$1 == n && $2 == "=>" { print $3 }' <<<"${LIBS[$t]}")
+            if [ -z "$path" ] || ! owner "$path"; then
+                echo "images: no Debian package owns $lib of mcpq-$t (${path:-not found by ldd})" >&2
+                exit 2
+            fi
+        done < <(readelf -d "$BUILD_DIR/mcpq-$t" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+    done | sort -u
+    return "${PIPESTATUS[0]}"
+}
+if [ "$PACKAGES_ONLY" = 1 ]; then
+    needed_packages
+    exit 0
+fi
+
 FORBIDDEN='(-dev|-dbg)$|^(build-essential|gcc(-[0-9]+)?|g\+\+(-[0-9]+)?|cpp(-[0-9]+)?|clang(-[0-9]+)?|llvm.*|cmake|make|pkg-config|pkgconf|binutils.*|autoconf|automake|libtool|bison|flex|git)$'
 
 # --- checks -----------------------------------------------------------------------------------
@@ -233,61 +275,103 @@ else
     bad "no .dockerignore next to the build context ($DOCKERIGNORE)"
 fi
 
+if [ "$HEALTHCHECKS" = 0 ]; then
+    ok "no HEALTHCHECK (Kubernetes probes /healthz and /readyz)"
+else
+    bad "the Dockerfile has a HEALTHCHECK: the image has none (Kubernetes probes do that)"
+fi
+
+SANITIZED=
+grep -qE '(^|[[:space:]])lib(a|ub)san\.so' <<<"${LIBS[ingress]}" && SANITIZED=1
+
+S=$IMAGE_STAGE
+if ! is_stage "$S"; then
+    bad "no stage '$S' (the image: docker build -f deploy/docker/Dockerfile .)"
+    echo "images: $PASS passed, $FAIL failed"
+    exit 1
+fi
+ok "$S: stage exists (built FROM $(chain "$S" | tail -n +2 | tr '\n' ' ')${PARENT[$(chain "$S" | tail -n1)]})"
+if [ "${STAGES[${#STAGES[@]} - 1]}" = "$S" ]; then
+    ok "$S: the last stage (what docker build builds without --target)"
+else
+    bad "$S: not the last stage of the Dockerfile"
+fi
+
+# 1. entrypoint and command.
+entry=$(inherited ENTRY "$S")
+if grep -qE '^\[[[:space:]]*"/usr/bin/tini"[[:space:]]*,[[:space:]]*"--"[[:space:]]*\]$' <<<"$entry"; then
+    ok "$S: ENTRYPOINT $entry"
+else
+    bad "$S: ENTRYPOINT is not [\"/usr/bin/tini\", \"--\"]: ${entry:-none}"
+fi
+cmd=$(inherited CMDS "$S")
+if grep -qE '^\[[[:space:]]*"/usr/local/bin/mcpq-ingress"[[:space:]]*\]$' <<<"$cmd"; then
+    ok "$S: CMD $cmd"
+else
+    bad "$S: CMD is not [\"/usr/local/bin/mcpq-ingress\"]: ${cmd:-none}"
+fi
+
+# 3. no build tools; --no-install-recommends; what scripts/image.sh adds.
+pkgs=()
+for s in $(chain "$S"); do
+    read -r -a more <<<"${PKGS[$s]}"
+    pkgs+=("${more[@]}")
+    if [ "${RECOMMENDS[$s]}" != 0 ]; then
+        bad "$S: stage $s runs apt-get install without --no-install-recommends"
+    fi
+done
+forbidden=()
+for p in "${pkgs[@]}"; do
+    grep -qE "$FORBIDDEN" <<<"$p" && forbidden+=("$p")
+done
+if [ ${#forbidden[@]} -eq 0 ]; then
+    ok "$S: no compiler, build tool or -dev package (installs: ${pkgs[*]})"
+else
+    bad "$S: runtime stage installs build packages: ${forbidden[*]}"
+fi
+# The packages scripts/image.sh installs: those of the libraries the binaries link, named
+# (libc6 is in every Debian image), ca-certificates and tini.
+if [ -n "${SANITIZED:-}" ]; then
+    note "$S: sanitizer build: the packages of scripts/image.sh are not compared"
+    image_pkgs=(ca-certificates tini)
+else
+    mapfile -t image_pkgs < <(needed_packages | grep -vx libc6)
+    image_pkgs+=(ca-certificates tini)
+fi
+unnamed=()
+for p in "${image_pkgs[@]}"; do
+    grep -qxF "$p" <<<"$(printf '%s\n' "${pkgs[@]}")" || unnamed+=("$p")
+done
+if [ ${#unnamed[@]} -eq 0 ]; then
+    ok "$S: installs every package scripts/image.sh does (${image_pkgs[*]})"
+else
+    bad "$S: does not install ${unnamed[*]} (scripts/image.sh does)"
+fi
+for p in "${pkgs[@]}"; do
+    if ! installed "$p"; then
+        if apt-cache show "$p" >/dev/null 2>&1; then
+            note "$S: $p is not installed on this machine; it is a Debian package, but the libraries it pulls in are not counted"
+        elif ! apt-cache policy libc6 2>/dev/null | grep -qE '^ *Candidate: [^(]'; then
+            note "$S: $p is not installed here and the apt lists are missing (apt-get update): its name is not checked"
+        else
+            bad "$S: $p is not a Debian package of this release"
+        fi
+    fi
+done
+mapfile -t provided < <(closure "${pkgs[@]}")
+declare -A have=()
+for p in "${provided[@]}"; do have[$p]=1; done
+
 for t in "${TARGETS[@]}"; do
     bin=mcpq-$t
-    if ! is_stage "$t"; then
-        bad "$t: no stage '$t' (docker build --target $t)"
-        continue
-    fi
-    ok "$t: target exists (built FROM $(chain "$t" | tail -n +2 | tr '\n' ' ')${PARENT[$(chain "$t" | tail -n1)]})"
-
-    # 1. binary copied from the build stage and run by the ENTRYPOINT.
-    if grep -qE -- "--from=build[[:space:]]+/build/${bin}[[:space:]]+/usr/local/bin/${bin}\$" <<<"${COPIES[$t]}"; then
+    # 1. binary copied from the build stage.
+    if grep -qE -- "--from=build[[:space:]]+/build/${bin}[[:space:]]+/usr/local/bin/${bin}\$" <<<"${COPIES[$S]}"; then
         ok "$t: copies /build/$bin from the build stage to /usr/local/bin/$bin"
     else
-        bad "$t: no COPY --from=build /build/$bin /usr/local/bin/$bin"
+        bad "$t: no COPY --from=build /build/$bin /usr/local/bin/$bin in stage $S"
     fi
-    entry=$(inherited ENTRY "$t")
-    if grep -qE "^\[.*\"/usr/local/bin/$bin\"[[:space:]]*\]\$" <<<"$entry"; then
-        ok "$t: ENTRYPOINT $entry"
-    else
-        bad "$t: ENTRYPOINT is not an exec-form list ending with /usr/local/bin/$bin: ${entry:-none}"
-    fi
-
-    # 3. no build tools; --no-install-recommends.
-    pkgs=()
-    for s in $(chain "$t"); do
-        read -r -a more <<<"${PKGS[$s]}"
-        pkgs+=("${more[@]}")
-        if [ "${RECOMMENDS[$s]}" != 0 ]; then
-            bad "$t: stage $s runs apt-get install without --no-install-recommends"
-        fi
-    done
-    forbidden=()
-    for p in "${pkgs[@]}"; do
-        grep -qE "$FORBIDDEN" <<<"$p" && forbidden+=("$p")
-    done
-    if [ ${#forbidden[@]} -eq 0 ]; then
-        ok "$t: no compiler, build tool or -dev package (installs: ${pkgs[*]})"
-    else
-        bad "$t: runtime stage installs build packages: ${forbidden[*]}"
-    fi
-    for p in "${pkgs[@]}"; do
-        if ! installed "$p"; then
-            if apt-cache show "$p" >/dev/null 2>&1; then
-                note "$t: $p is not installed on this machine; it is a Debian package, but the libraries it pulls in are not counted"
-            elif ! apt-cache policy libc6 2>/dev/null | grep -qE '^ *Candidate: [^(]'; then
-                note "$t: $p is not installed here and the apt lists are missing (apt-get update): its name is not checked"
-            else
-                bad "$t: $p is not a Debian package of this release"
-            fi
-        fi
-    done
 
     # 2. ldd's libraries against the closure of the stage's packages.
-    mapfile -t provided < <(closure "${pkgs[@]}")
-    declare -A have=()
-    for p in "${provided[@]}"; do have[$p]=1; done
     missing=()
     nlibs=0
     # A sanitizer build dir (build-asan): the image is built without sanitizers, so their
@@ -323,34 +407,32 @@ for t in "${TARGETS[@]}"; do
             missing+=("$name (package $pkg)")
         fi
     done <<<"${LIBS[$t]}"
-    unset have skip
+    unset skip
     if [ ${#missing[@]} -eq 0 ]; then
         ok "$t: the stage's packages provide all $nlibs libraries ldd lists for $bin"
     else
         bad "$t: libraries of $bin that the stage's packages do not provide: ${missing[*]}"
     fi
-
-    # 4. non-root numeric user.
-    user=$(inherited USERS "$t")
-    uid=${user%%:*}
-    if [[ $uid =~ ^[0-9]+$ ]] && [ "$uid" != 0 ]; then
-        ok "$t: runs as USER $user"
-    else
-        bad "$t: USER must be a numeric non-root uid (runAsNonRoot), got '${user:-none (root)}'"
-    fi
-
-    # 5. the ingress listens on all addresses and exposes that port.
-    if [ "$t" = ingress ]; then
-        env_all=$(for s in $(chain "$t"); do echo "${ENVS[$s]}"; done)
-        listen=$(grep -oE 'MCPQ_LISTEN=[^[:space:]]+' <<<"$env_all" | head -n1 | cut -d= -f2)
-        port=${listen##*:}
-        if [ "${listen%:*}" = 0.0.0.0 ] && grep -qw "$port" <<<"$(inherited EXPOSE "$t")"; then
-            ok "$t: MCPQ_LISTEN=$listen and EXPOSE $port"
-        else
-            bad "$t: needs ENV MCPQ_LISTEN=0.0.0.0:<port> and EXPOSE <port> (MCPQ_LISTEN=${listen:-unset}, EXPOSE${EXPOSE[$t]:- none})"
-        fi
-    fi
 done
+
+# 4. non-root numeric user.
+user=$(inherited USERS "$S")
+uid=${user%%:*}
+if [[ $uid =~ ^[0-9]+$ ]] && [ "$uid" != 0 ]; then
+    ok "$S: runs as USER $user"
+else
+    bad "$S: USER must be a numeric non-root uid (runAsNonRoot), got '${user:-none (root)}'"
+fi
+
+# 5. the ingress listens on all addresses and the image exposes that port.
+env_all=$(for s in $(chain "$S"); do echo "${ENVS[$s]}"; done)
+listen=$(grep -oE 'MCPQ_LISTEN=[^[:space:]]+' <<<"$env_all" | head -n1 | cut -d= -f2)
+port=${listen##*:}
+if [ "${listen%:*}" = 0.0.0.0 ] && grep -qw "$port" <<<"$(inherited EXPOSE "$S")"; then
+    ok "$S: MCPQ_LISTEN=$listen and EXPOSE $port"
+else
+    bad "$S: needs ENV MCPQ_LISTEN=0.0.0.0:<port> and EXPOSE <port> (MCPQ_LISTEN=${listen:-unset}, EXPOSE${EXPOSE[$S]:- none})"
+fi
 
 echo "images: $PASS passed, $FAIL failed"
 [ "$FAIL" = 0 ]

@@ -12,6 +12,9 @@ PKGS=(
   prometheus
   nftables iproute2 util-linux gnuplot-nox
   systemd
+  # The container image (scripts/image.sh, tests/e2e/test_image.sh): a Debian root file system,
+  # buildah to make the image, podman (with runc) to run it, skopeo to inspect archives.
+  mmdebstrap buildah podman runc skopeo uidmap fuse-overlayfs
 )
 
 missing=()

@@ -13,6 +13,8 @@
 #      with a password in the mcpq-env ConfigMap;
 #   2. the ingress's ops port exposed by the clients' Service, and a readiness probe on the
 #      clients' port (where /readyz is 404 once MCPQ_OPS_LISTEN is set).
+#   3. a worker container of the one mcpq image without the args that choose mcpq-worker
+#      (it would run the image's default, mcpq-ingress).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
@@ -63,5 +65,11 @@ sed -i '/readinessProbe:/,/port: ops/ s/port: ops/port: http/' "$B/ingress-deplo
 planted "the ops port on the clients' Service, /readyz probed on the clients' port" \
     "Service/mcpq-ingress: exposes Deployment/mcpq-ingress's ops port 9464" \
     "readinessProbe is on port http, but /readyz is served on MCPQ_OPS_LISTEN's port 9464"
+
+rm -rf "$TMP/k8s"
+cp -r "$REPO/deploy/kubernetes" "$TMP/k8s"
+sed -i '\|args: \["/usr/local/bin/mcpq-worker"\]|d' "$TMP/k8s/base/worker-deployment.yaml"
+planted "a worker container running the image's default binary" \
+    "container worker: runs the image's default command, not its binary: set args: [\"/usr/local/bin/mcpq-worker\"]"
 
 [ "$FAILS" = 0 ]

@@ -422,6 +422,13 @@ function checkPodTemplate(o) {
 }
 
 function checkMcpq(o, c, bin, at, mounts, volumes) {
+    // The image holds the three binaries and runs mcpq-ingress unless told otherwise
+    // (deploy/docker/Dockerfile): args (or command) must name the container's binary.
+    const argv = [...(c.command ?? []), ...(c.args ?? [])];
+    const runs = argv.find((a) => /(^|\/)mcpq-[a-z]+$/.test(a));
+    if (runs !== `/usr/local/bin/mcpq-${bin}`)
+        fail(o, `${at}: runs ${runs ?? "the image's default command"}, not its binary: ` +
+            `set args: ["/usr/local/bin/mcpq-${bin}"]`);
     // MCPQ_* names: each one real, and read by this binary when set inline.
     for (const e of c.env ?? []) {
         if (!e.name.startsWith("MCPQ_")) continue;
