@@ -245,6 +245,7 @@ buildah config \
     --entrypoint '["/usr/bin/tini", "--"]' \
     --cmd '["/usr/local/bin/mcpq-ingress"]' \
     --label org.opencontainers.image.title=mcpq \
+    --label org.opencontainers.image.licenses=Apache-2.0 \
     --label "org.opencontainers.image.version=$IMAGE_TAG" \
     --label "org.opencontainers.image.revision=$(git -C "$REPO" rev-parse HEAD 2>/dev/null || echo unknown)" \
     "$ctr"
