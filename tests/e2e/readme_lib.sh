@@ -54,7 +54,12 @@ free_port() {
 
 # The body of the first fenced block in README.md opened with ```$1 after the line "$2"; a
 # fence indented (inside a list item) has that indentation removed from its lines.
-readme_block() {
+readme_block() { doc_block README.md "$@"; }
+
+# The same in another file of the repository: doc_block docs/clients.md sh '## Claude Code'.
+doc_block() {
+    local file=$1
+    shift
     awk -v lang="$1" -v after="$2" '
         index($0, after) { seen = 1 }
         seen && !inside && match($0, /^ */) && substr($0, RLENGTH + 1) == "```" lang {
@@ -62,7 +67,7 @@ readme_block() {
         }
         inside && substr($0, indent + 1) == "```" { exit }
         inside { print substr($0, indent + 1) }
-    ' "$REPO/README.md"
+    ' "$REPO/$file"
 }
 
 wait_for() { # seconds command...
