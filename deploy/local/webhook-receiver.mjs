@@ -9,7 +9,7 @@
 // than 5 minutes off, missing headers) is printed with verified=no and the reason, and gets
 // 401, so mcpq retries it (docs/webhooks.md, "Delivery").
 //
-//   node deploy/local/webhook-receiver.mjs
+//   DEMO_NODE_MODULES=build/demo/node_modules node deploy/local/webhook-receiver.mjs
 //
 // The secret: WEBHOOK_SECRET, else the `secret` of webhook `demo-hook` in
 // deploy/local/mcpq.json (DEMO_CONFIG). `standardwebhooks` is pinned by
