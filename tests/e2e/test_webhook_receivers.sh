@@ -18,7 +18,7 @@
 # KEEP=1 keeps the state dir.
 set -euo pipefail
 
-KEY=hooks-key-7c2e
+KEY='hooks-key-7c2e'
 SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw # the Standard Webhooks test vector's secret
 NEW_SECRET=whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYX # the js webhook's new secret (a rotation)
 DOC=docs/webhooks.md
