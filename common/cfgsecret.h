@@ -1,6 +1,6 @@
 /*
  * cfgsecret.h - the secrets of a config document: where they are, hiding them, and bringing
- * the stored ones back (README "Administration", "Security decisions").
+ * the stored ones back (docs/api.md "Administration", "Security decisions").
  *
  * A config-form document (cfg.h; the registry's export) holds secrets at these places, and
  * only there:

@@ -1,5 +1,5 @@
 /*
- * log.h - JSON logs, one line per event (README "Logs and tracing").
+ * log.h - JSON logs, one line per event (docs/operations.md "Logs and tracing").
  *
  * Every line is a JSON object written with a single write(2) to stderr:
  *   {"ts":"2026-01-01T00:00:00.123Z","level":"info","component":"ingress",

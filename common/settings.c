@@ -423,7 +423,7 @@ void settings_print(FILE *out, const mcpq_settings_t *s, unsigned who)
     }
 }
 
-/* Prints the table as a Markdown table (the README's environment section). */
+/* Prints the table as a Markdown table (docs/configuration.md, "Every setting"). */
 static void settings_markdown(FILE *out)
 {
     fprintf(out, "| variable | flag | default | used by | meaning |\n|---|---|---|---|---|\n");
@@ -462,7 +462,7 @@ int settings_load(mcpq_settings_t *s, unsigned who, const char *prog, const char
             settings_usage(stdout, who, prog, about);
             return 1;
         }
-        if (strcmp(a, "--env-table") == 0) { /* the README's table: make env-table */
+        if (strcmp(a, "--env-table") == 0) { /* docs/configuration.md's table: make docs */
             settings_markdown(stdout);
             return 1;
         }

@@ -18,7 +18,7 @@
 #define SET_BROKER 4u
 
 typedef struct mcpq_settings {
-    /* names deployments and tests rely on (README "Configuration") */
+    /* names deployments and tests rely on (docs/configuration.md "Configuration") */
     const char *config;
     const char *listen;
     const char *ops_listen; /* ingress: /metrics, /healthz, /readyz, /admin (empty: on listen) */

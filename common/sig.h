@@ -1,6 +1,6 @@
 /*
- * sig.h - HMAC request signing (README "Authentication"): the X-App-Id, X-Timestamp,
- * X-Nonce and X-Signature headers, the canonical string of version 1
+ * sig.h - HMAC request signing (docs/authentication.md "Authentication"): the X-App-Id,
+ * X-Timestamp, X-Nonce and X-Signature headers, the canonical string of version 1
  *
  *   METHOD "\n" REQUEST_URI "\n" TIMESTAMP "\n" NONCE "\n" hex(SHA256(BODY))
  *

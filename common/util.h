@@ -84,7 +84,8 @@ typedef struct util_listen {
     int dual_stack; /* [::]: an IPv6 socket with IPV6_V6ONLY off, so IPv4 clients connect too */
 } util_listen_t;
 
-/* A listen address into a socket address (README "Listen addresses"):
+/* A listen address into a socket address (docs/operations.md "Listen addresses and the operations
+ * port"):
  *   "[v6]:port"  an IPv6 literal in brackets ("[::1]:8080", "[fe80::1%eth0]:8080"); "[::]" is
  *                every interface, IPv6 and IPv4 alike (dual stack);
  *   "v4:port"    a dotted quad ("127.0.0.1:8080", "0.0.0.0:8080");

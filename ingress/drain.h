@@ -1,8 +1,8 @@
 /*
- * drain.h - the graceful stop of mcpq-ingress after SIGTERM or SIGINT (README, "mcpq-ingress
- * --help"): a drain delay while the load balancer takes the replica out of rotation, then the
- * listen socket closes, calls in flight get a grace to finish and the rest are answered
- * -32603.
+ * drain.h - the graceful stop of mcpq-ingress after SIGTERM or SIGINT (docs/operations.md,
+ * "Stopping: SIGTERM drains"): a drain delay while the load balancer takes the replica out of
+ * rotation, then the listen socket closes, calls in flight get a grace to finish and the rest are
+ * answered -32603.
  */
 #ifndef MCPQ_ING_DRAIN_H
 #define MCPQ_ING_DRAIN_H

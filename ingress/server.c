@@ -201,7 +201,8 @@ static enum MHD_Result answer_call(ing_req_t *req)
     }
 }
 
-/* ---- listeners (README "Listen addresses and the operations port") -------------------------
+/* ---- listeners (docs/operations.md "Listen addresses and the operations port")
+ * -------------------------
  *
  * Each route belongs to one plane: the operations plane is exactly the paths of ops_paths
  * (probes, metrics, the operator API); every other path is the clients' plane. With

@@ -3,7 +3,7 @@
 
     scripts/check-doc-sections.py REPO
 
-A citation is a page followed by a quoted title: `README "Authentication"`,
+A citation is a page followed by a quoted title: `README "Two commands"`,
 `docs/operations.md, "Draining"`, `(docs/protocol.md, "Errors")`, `webhooks.md ("Retries")`,
 even across a line break inside a comment. A bare `README` is the repository's README.md; a
 bare `name.md` is the page next to the citing file, else that name under docs/. The first quoted title
@@ -19,7 +19,10 @@ PAGE = r'((?:[\w.-]+/)*(?:README(?:\.md)?|[\w-]+\.md))'
 # between the page and the title: a comma or colon, an opening parenthesis, and whitespace
 # that may cross a line and its comment marker (#, //, *, --).
 GAP = r'(?:[,:]?[ \t]*\(?[ \t]*(?:\n[ \t]*(?:#|//|\*|--)?[ \t]*)?)'
-CITE = re.compile(PAGE + GAP + r'"([A-Za-z0-9`][^"\n]{1,79})"')
+# the title may go on across one line break (and the comment marker of the next line)
+CITE = re.compile(PAGE + GAP +
+                  r'"([A-Za-z0-9`][^"\n]{0,79}(?:\n[ \t]*(?:#|//|\*|--)?[ \t]*[^"\n]{1,79})?)"')
+WRAP = re.compile(r'\s*\n[ \t]*(?:#|//|\*|--)?[ \t]*')
 HEADING = re.compile(r'^#{1,6}[ \t]+(.+?)[ \t]*#*[ \t]*$', re.M)
 # a paragraph or list item opening with a bold label ("**Rotating secrets.**") is a section too
 BOLD = re.compile(r'^[ \t]*(?:[-*][ \t]+)?\*\*([^*\n]{2,80}?)\.?\*\*', re.M)
@@ -40,7 +43,7 @@ def headings(path, cache={}):
 
 
 def norm(title):
-    return title.replace('`', '').strip().rstrip('.').lower()
+    return WRAP.sub(' ', title).replace('`', '').strip().rstrip('.').lower()
 
 
 def cited(title, heads):

@@ -77,7 +77,7 @@ snippets() { # base url
     printf '  Claude Code:   %s\n' "$(block sh '## Claude Code' "$at" | head -n 1)"
     printf '  VS Code (.vscode/mcp.json): %s\n' "$(block json '## VS Code' "$at" | tr '\n' ' ' | tr -s ' ' | sed 's/ $//')"
     printf '  Claude Desktop (mcp-remote): %s\n' "$(block json '## Claude Desktop' "$at" | tr '\n' ' ' | tr -s ' ' | sed 's/ $//')"
-    printf '  More clients: docs/clients.md. The two-minute tour: docs/tour.md (webhooks are printed here as "webhook ..." lines).\n'
+    printf '  More clients: docs/clients.md. The two-minute tour: README.md (webhooks are printed here as "webhook ..." lines).\n'
 }
 announce() {
     local line

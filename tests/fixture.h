@@ -172,8 +172,8 @@ typedef enum MHD_Result (*fx_server_fn)(struct MHD_Connection *conn, const char 
  * MHD_stop_daemon. NULL on failure. */
 struct MHD_Daemon *fx_server_start(int port, fx_server_fn handler);
 
-/* The four headers of an HMAC-signed request (README "Authentication", version 1) of app with
- * secret, for POST uri with body, dated now with a fresh nonce: "X-App-Id: ...",
+/* The four headers of an HMAC-signed request (docs/authentication.md "Authentication", version 1)
+ * of app with secret, for POST uri with body, dated now with a fresh nonce: "X-App-Id: ...",
  * "X-Timestamp: ...", "X-Nonce: ...", "X-Signature: ..." (no line ends). */
 void fx_sign_headers(const char *app, const char *secret, const char *uri, const char *body,
                      char h[4][200]);

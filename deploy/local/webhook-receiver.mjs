@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The demo's webhook receiver (make up starts it; docs/webhooks.md, docs/tour.md): listens on
+// The demo's webhook receiver (make up starts it; docs/webhooks.md, README "A two-minute tour"): listens on
 // 127.0.0.1:8098 (DEMO_WEBHOOK_PORT), verifies every POST with the npm package
 // `standardwebhooks` and the secret of the demo webhook, and prints one line per delivery:
 //

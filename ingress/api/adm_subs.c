@@ -195,8 +195,8 @@ static int sub_list_or_create(adm_t *a, const sub_kind_t *k, cJSON *t)
 /*
  * :rotateSecret of app or webhook ce: a new secret (shown once, written to secret), the old
  * one kept as previous_secret for the body's grace_s (default ADM_ROTATE_GRACE_S; 0 drops it
- * at once), README "Rotating secrets". A previous secret still in its grace is replaced. 1,
- * or 0 with the answer (400) made.
+ * at once), docs/authentication.md "Rotating secrets". A previous secret still in its grace is
+ * replaced. 1, or 0 with the answer (400) made.
  */
 static int rotate_secret(adm_t *a, const sub_kind_t *k, cJSON *ce, char *secret, size_t size)
 {

@@ -11,9 +11,9 @@
  *     and webhook views leave them out. A PUT of the export keeps the stored secret where it
  *     finds "(hidden)"; the CLI's `mcpq-ingress --export` (run with the operator's own access
  *     to Redis) is the export with secrets, for backups. :rotateSecret keeps the old secret as
- *     previous_secret for a grace (README "Rotating secrets"). Bodies take literal secrets
- *     only: `*_env` references belong in the config file, where the process that reads them
- *     has the environment.
+ *     previous_secret for a grace (docs/authentication.md "Rotating secrets"). Bodies take literal
+ * secrets only: `*_env` references belong in the config file, where the process that reads them has
+ * the environment.
  *   - A tool is created with its first version (POST .../tools {"name", "server"?, "version",
  *     "publish"?}); it disappears with its last version, so there is no DELETE of a tool.
  *   - A published version cannot be edited (offline it or add a version), so a published

@@ -1,6 +1,6 @@
 /*
- * metrics.h - the ingress's Prometheus metrics (README "Metrics"): requests by MCP method and
- * HTTP status, request latency histograms, in-flight calls, published jobs and their
+ * metrics.h - the ingress's Prometheus metrics (docs/operations.md "Metrics"): requests by MCP
+ * method and HTTP status, request latency histograms, in-flight calls, published jobs and their
  * failures, tool call outcomes, webhook delivery attempts by outcome, open notification streams,
  * the webhook queue, build info and start time. Counters are lock-free atomics; every function is
  * thread-safe. ing_metrics_render() writes the text exposition format.

@@ -1,6 +1,6 @@
 /*
  * peer.h - which client a request comes from, for the limits on failed authentications
- * (README "Authentication").
+ * (docs/authentication.md "Authentication").
  *
  * The client is the TCP peer. Only when the peer is one of MCPQ_TRUSTED_PROXIES (a comma list
  * of addresses and CIDR blocks, IPv4 or IPv6; empty by default) is X-Forwarded-For believed:

@@ -1,6 +1,6 @@
 /*
  * ratelimit.h - per-API-key and per-app request rate limits (issue 4; config in the tenant's
- * `rate_limits`, docs/config-file.md; README "Limits on what a client may send").
+ * `rate_limits`, docs/config-file.md; docs/api.md "Limits on what a client may send").
  *
  * Each API key and each app has a token bucket in Redis (`{mcpq}:rl:<tenant>:<k|a>:<id>`, a
  * hash {t: tokens, ts: ms}) that every ingress replica draws from, so the limit holds for

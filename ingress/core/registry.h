@@ -101,13 +101,14 @@ const ing_apikey_t *ing_registry_auth_key(const ing_registry_t *reg, const unsig
 const ing_app_t *ing_registry_app(const ing_registry_t *reg, const char *app_id);
 
 /* The tenant that declares robot (config "robots"), or NULL when no tenant does: then the
- * robot is shared, any tenant's tasks may name it (README "Task mode, robots and
+ * robot is shared, any tenant's tasks may name it (docs/tools.md "Task mode, robots and
  * priorities"). */
 const ing_tenant_t *ing_registry_robot_owner(const ing_registry_t *reg, const char *robot);
 /*
  * The active secrets of an app or a webhook (its config object o) at now_ms: "secret", then
  * "previous_secret" while "previous_secret_expires" has not passed (or when it is absent),
- * README "Rotating secrets". Fills out[0..2) and returns how many (0 when o has no secret).
+ * docs/authentication.md "Rotating secrets". Fills out[0..2) and returns how many (0 when o has no
+ * secret).
  */
 size_t ing_registry_secrets(const cJSON *o, int64_t now_ms, const char *out[2]);
 

@@ -1,5 +1,5 @@
 /*
- * regstore.h - the registry as an editable set of documents (docs/config-file.md, README
+ * regstore.h - the registry as an editable set of documents (docs/config-file.md, docs/api.md
  * "Administration").
  *
  * The registry is the Redis hash `{mcpq}:registry` (fields `tenant:<id>`, `server:<tenant>:<name>`,

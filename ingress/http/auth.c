@@ -108,8 +108,8 @@ static const ing_tenant_t *auth_signed(const ing_req_t *req, const ing_registry_
         return NULL;
     }
     const ing_app_t *app = reg ? ing_registry_app(reg, h.app_id) : NULL;
-    /* Either active secret (a rotation: README "Rotating secrets"). An unknown app and a
-     * wrong signature answer alike: app ids are not confirmed. */
+    /* Either active secret (a rotation: docs/authentication.md "Rotating secrets"). An unknown app
+     * and a wrong signature answer alike: app ids are not confirmed. */
     const char *secrets[2];
     size_t nsecrets = app ? ing_registry_secrets(app->doc, util_now_ms(), secrets) : 0;
     int ok = 0;

@@ -1,7 +1,7 @@
 /*
- * auth.h - who is calling (README "Authentication"): API keys from `Authorization: Bearer <key>` or
- * `X-Api-Key`, hashed with SHA-256 and compared in constant time against the registry's
- * key hashes; HMAC request signing (X-App-Id, X-Timestamp, X-Nonce, X-Signature; sig.h;
+ * auth.h - who is calling (docs/authentication.md "Authentication"): API keys from `Authorization:
+ * Bearer <key>` or `X-Api-Key`, hashed with SHA-256 and compared in constant time against the
+ * registry's key hashes; HMAC request signing (X-App-Id, X-Timestamp, X-Nonce, X-Signature; sig.h;
  * version 2 with X-Signature-Version and X-Signed-Headers also covers Host and the MCP
  * headers, and an app with "signature_version": 2 accepts only that) with each nonce claimed
  * once per app in Redis for SIG_NONCE_TTL_S, so a request replayed at any replica is
@@ -23,7 +23,7 @@ typedef struct ing_ratelimit ing_ratelimit_t; /* ratelimit.h */
 /* The most client addresses and app ids one replica keeps failure counts of. */
 #define ING_AUTHFAIL_MAX_BUCKETS 65536
 
-/* The limits on failed authentications (README "Authentication"). */
+/* The limits on failed authentications (docs/authentication.md "Authentication"). */
 typedef struct ing_authfail {
     ing_ratelimit_t *rl;    /* buckets per client address and per app id (NULL: no limits) */
     long long addr_per_min; /* failures one client address may make a minute (0: no limit) */

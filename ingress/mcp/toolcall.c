@@ -56,10 +56,10 @@ static cJSON *tool_arguments(const cJSON *args)
     return out;
 }
 
-/* The call's trace (W3C trace context, README "Logs and tracing"): the client's traceparent from
- * the HTTP header, else from params._meta.traceparent, continued with the ingress's own span as
- * parent-id; a new trace when neither parses (an invalid one is ignored, never an error).
- * *state is the tracestate sent along with the traceparent used (the header, or
+/* The call's trace (W3C trace context, docs/operations.md "Logs and tracing"): the client's
+ * traceparent from the HTTP header, else from params._meta.traceparent, continued with the
+ * ingress's own span as parent-id; a new trace when neither parses (an invalid one is ignored,
+ * never an error). *state is the tracestate sent along with the traceparent used (the header, or
  * params._meta.tracestate) when it is sane, else NULL; borrowed from the request. */
 static void call_trace(ing_mcp_t *m, const rpc_msg_t *msg, trace_ctx_t *t, const char **state)
 {
@@ -137,7 +137,7 @@ static cJSON *build_envelope(ing_mcp_t *m, const ing_tool_t *tool, const rpc_msg
 /* RobotId and TaskPriority (docs/protocol.md, "Reserved arguments") from the call's arguments: 0,
  * or -1 with why filled. A robot another tenant declares (config "robots") is refused without
  * saying which tenant; one the caller's tenant declares, or one nobody declares (shared), is taken
- * (README "Task mode, robots and priorities"). */
+ * (docs/tools.md "Task mode, robots and priorities"). */
 static int task_routing(const ing_mcp_t *m, const cJSON *args, const char **robot,
                         long long *priority, char *why, size_t why_size)
 {

@@ -5,7 +5,7 @@ delivery's Standard Webhooks signature (docs/signatures.md, "Standard Webhooks")
 each one by task id, and gives the stack a task-mode tool (docs/protocol.md, "Task mode"), an
 admin token and a short retry schedule (MCPQ_WEBHOOK_RETRY_SCHEDULE; docs/webhooks.md). Once
 the stack is up, a thread subscribes the tenant to every task event through the admin API
-(README "Administration: the admin API"), as an operator would at run time.
+(docs/api.md "Administration: the admin API"), as an operator would at run time.
 
 WORKLOAD: "task" (a task-mode tools/call with an idempotency_key, retried with the same key on
 a random ingress; then tasks/get until terminal, tasks/result for the result) and "cancel" (a

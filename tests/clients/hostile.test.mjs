@@ -92,7 +92,7 @@ function signed({ body, path = '/mcp', ts = Math.floor(Date.now() / 1000), nonce
 
 const PING = rpc({ jsonrpc: '2.0', id: 1, method: 'ping' });
 
-/** Signing version 2 (README "Authentication") over the named headers (lowercase, sorted). */
+/** Signing version 2 (docs/authentication.md "Authentication") over the named headers (lowercase, sorted). */
 function signedV2({ body, headers, path = '/mcp' }) {
   const ts = Math.floor(Date.now() / 1000);
   const nonce = randomBytes(12).toString('hex');

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# What the README end-to-end tests share (sourced, not run): the repository and binaries,
+# What the end-to-end tests of documents share (sourced, not run): the repository and binaries,
 # a temporary dir removed on success, process groups stopped on exit, `fail` with log tails,
-# free loopback ports, the README's fenced blocks, polling. The sourcing test sets STEP.
+# free loopback ports, the fenced blocks of README.md and docs/ pages, polling. The sourcing test sets STEP.
 REPO=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
 BIN_DIR=${MCPQ_BIN_DIR:-$REPO/build}
 case $BIN_DIR in /*) ;; *) BIN_DIR=$REPO/$BIN_DIR ;; esac

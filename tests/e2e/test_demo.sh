@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # End-to-end test of the demo (`make up` = scripts/up.sh) and the two-minute tour of
-# docs/tour.md, run by ctest with MCPQ_BIN_DIR set to the build dir and the repository root as
+# README.md, run by ctest with MCPQ_BIN_DIR set to the build dir and the repository root as
 # cwd. scripts/up.sh runs on free ports (DEMO_HTTP_PORT and DEMO_WEBHOOK_PORT too, so its
 # config is a copy of deploy/local/mcpq.json with those URLs changed), then:
 #   - after READY it prints the MCP URL, the demo key and the Claude Code, VS Code and Claude
 #     Desktop snippets of docs/clients.md for its port;
-#   - the tour's commands, taken from docs/tour.md as printed (only the port 8080 changed):
+#   - the tour's commands, taken from README.md as printed (only the port 8080 changed):
 #     the word_count call answers {"lines":1,"words":3,"chars":13}; the report task's
 #     task.completed delivery is printed by the demo's receiver
 #     (deploy/local/webhook-receiver.mjs, standardwebhooks) as verified=yes; the deliveries API
@@ -18,7 +18,7 @@ set -euo pipefail
 . "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/readme_lib.sh"
 
 command -v node >/dev/null || fail "node is required (scripts/deps.sh installs it)"
-DOC=docs/tour.md
+DOC=README.md
 
 STEP="make up"
 PORT=$(free_port)
@@ -47,13 +47,13 @@ tour() { # heading → the first sh block after it, for this stack
     doc_block "$DOC" sh "$1" | sed "s#127\.0\.0\.1:8080#127.0.0.1:$PORT#g"
 }
 STEP="tour 1: call a tool"
-tour '## 1. Call a tool' >"$TMP/tour1.sh"
+tour '### 1. Call a tool' >"$TMP/tour1.sh"
 out=$(bash -e "$TMP/tour1.sh") || fail "step 1 failed"
 case $out in *'"structuredContent":{"lines":1,"words":3,"chars":13}'*) ;; *) fail "step 1 printed: $out" ;; esac
 echo "ok - tour step 1: word_count answers {\"lines\":1,\"words\":3,\"chars\":13}"
 
 STEP="tour 2: a task ends in a verified webhook"
-tour '## 2. Run a long task' >"$TMP/tour2.sh"
+tour '### 2. Run a long task' >"$TMP/tour2.sh"
 TASK=$(bash -e "$TMP/tour2.sh" | tail -n 1) || fail "step 2 failed"
 [[ $TASK =~ ^[0-9a-f-]{36}$ ]] || fail "step 2 printed no TaskId: '$TASK'"
 delivered() { grep -Eq "^webhook msg_[^ ]+ task\.completed task=$TASK status=complete verified=yes\$" "$TMP/up.out"; }
@@ -65,7 +65,7 @@ case $out in *"\"webhook\":\"demo-hook\",\"event\":\"task.completed\",\"task\":\
 echo "ok - tour step 2: task $TASK ends in a task.completed delivery the receiver verified; the API shows it delivered"
 
 STEP="tour 3: metrics"
-tour '## 3. Watch it in the metrics' >"$TMP/tour3.sh"
+tour '### 3. Watch it in the metrics' >"$TMP/tour3.sh"
 out=$(bash -e "$TMP/tour3.sh") || fail "step 3 failed"
 grep -qx 'mcpq_tool_calls_total{outcome="ok"} 2' <<<"$out" || fail "step 3 printed: $out"
 grep -qx 'mcpq_webhook_attempts_total{outcome="delivered"} 1' <<<"$out" || fail "step 3 printed: $out"

@@ -6,7 +6,7 @@
 #     built from ("seed 003"), which are not in the repository either;
 #   - every docs/<page>.md a tracked file names exists, so a renamed or removed page cannot
 #     leave dangling pointers behind;
-#   - every section a tracked file cites (README "Authentication", docs/kafka.md, "Topics") is a
+#   - every section a tracked file cites (README "Two commands", docs/kafka.md, "Topics") is a
 #     heading of that page (scripts/check-doc-sections.py), so moving or renaming a section
 #     cannot either.
 # Files under node_modules are not looked at.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end test of the metrics (README "Metrics"), run by ctest with MCPQ_BIN_DIR set:
+# End-to-end test of the metrics (docs/operations.md "Metrics"), run by ctest with MCPQ_BIN_DIR set:
 #   a stack from scripts/mcpq-local with --metrics-port (two workers with their own /metrics);
 #   tools/call ok, tool error and unknown tool; then
 #   - both /metrics pass `promtool check metrics` with no lint output at all;

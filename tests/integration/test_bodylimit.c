@@ -1,5 +1,5 @@
 /*
- * How much request body the ingress reads, and for whom (README "Limits on what a client may
+ * How much request body the ingress reads, and for whom (docs/api.md "Limits on what a client may
  * send", "Security decisions"), over raw TCP against a real stack: redis-server, devbroker and
  * three ingresses (A: admin API on; B: admin API off; C: admin on, MCPQ_MAX_BODY_MEMORY_BYTES
  * of 1 MiB). Requests whose headers prove nothing are refused from their headers alone:

@@ -1,5 +1,5 @@
 /*
- * Graceful drain on SIGTERM (README "Stopping: SIGTERM drains") on a real stack:
+ * Graceful drain on SIGTERM (docs/operations.md "Stopping: SIGTERM drains") on a real stack:
  * redis-server, mcpq-devbroker, mcpq-ingress replicas and workers that are dynamic group
  * members (no MCPQ_WORKER_ID, as the Kubernetes worker Deployment runs them). What a client
  * sees:

@@ -1,12 +1,11 @@
 /*
- * The ingress's listeners (README "Listen addresses and the operations port") on a real stack:
- * redis-server, mcpq-devbroker and mcpq-ingress processes. What a client and an operator see:
- *   a. MCPQ_OPS_LISTEN set: /healthz, /readyz, /metrics and /admin/v1/... are 404 on the
- *      public port and 200 on the ops port; MCP (POST /mcp tools/list) works on the public
- *      port and is 404 on the ops port, so is the clients' /v1 API; the ready file names both
- *      bound addresses;
- *   b. MCPQ_OPS_LISTEN unset: everything on MCPQ_LISTEN as before (/healthz, /metrics, /mcp);
- *   c. MCPQ_LISTEN=[::1]:port: answered over IPv6, refused over IPv4; the ready file says
+ * The ingress's listeners (docs/operations.md "Listen addresses and the operations port") on a real
+ * stack: redis-server, mcpq-devbroker and mcpq-ingress processes. What a client and an operator
+ * see: a. MCPQ_OPS_LISTEN set: /healthz, /readyz, /metrics and /admin/v1/... are 404 on the public
+ * port and 200 on the ops port; MCP (POST /mcp tools/list) works on the public port and is 404 on
+ * the ops port, so is the clients' /v1 API; the ready file names both bound addresses; b.
+ * MCPQ_OPS_LISTEN unset: everything on MCPQ_LISTEN as before (/healthz, /metrics, /mcp); c.
+ * MCPQ_LISTEN=[::1]:port: answered over IPv6, refused over IPv4; the ready file says
  *      "[::1]:port";
  *   d. MCPQ_LISTEN=[::]:port and MCPQ_OPS_LISTEN=[::]:port (dual stack): both answer over
  *      IPv6 and over IPv4;

@@ -1,5 +1,5 @@
 /*
- * What one tenant may take of what every tenant shares (README "Task mode, robots and
+ * What one tenant may take of what every tenant shares (docs/tools.md "Task mode, robots and
  * priorities" and "Tenant quotas", ingress/core/quota.h) on a real stack: redis-server,
  * mcpq-devbroker and one mcpq-ingress (no worker: tasks stay waiting, which is enough to count
  * them). Tenant a declares robot "robot-a" and has small quotas (2 notification streams,

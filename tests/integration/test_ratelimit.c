@@ -1,5 +1,5 @@
 /*
- * Integration test of per-API-key and per-app rate limits (issue 4, README "Limits on what
+ * Integration test of per-API-key and per-app rate limits (issue 4, docs/api.md "Limits on what
  * a client may send"): two mcpq-ingress replicas share one real redis-server, and
  *   - a key limited by its tenant's rate_limits.api_key (2/s, burst 4) gets 4 answers at
  *     replica 0, then 429 with Retry-After and -32029 at replica 1: the bucket is in Redis,
@@ -143,7 +143,8 @@ static void check_auth_failures(void)
     TEST_PASS("a wrong admin token counts against the address like a wrong API key");
 }
 
-/* A 429 as the README describes it: Retry-After in whole seconds, -32029, retryAfterMs. */
+/* A 429 as docs/api.md ("Rate limits") describes it: Retry-After in whole seconds, -32029,
+ * retryAfterMs. */
 static long long check_limited(const fx_reply_t *r, const char *who)
 {
     CHECK_INT_EQ(r->status, 429);

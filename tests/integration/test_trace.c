@@ -1,8 +1,8 @@
 /*
- * test_trace.c - W3C trace context end to end (README "Logs and tracing"): redis-server,
- * mcpq-devbroker, one mcpq-ingress and one mcpq-worker (tests/fixture.c), and an in-process
- * HTTP server that is at once the tool of an http executor (/tool), a 2025-11-25 upstream MCP
- * server for an mcp executor (/mcp) and a webhook receiver (/hook). It records the
+ * test_trace.c - W3C trace context end to end (docs/operations.md "Logs and tracing"):
+ * redis-server, mcpq-devbroker, one mcpq-ingress and one mcpq-worker (tests/fixture.c), and an
+ * in-process HTTP server that is at once the tool of an http executor (/tool), a 2025-11-25
+ * upstream MCP server for an mcp executor (/mcp) and a webhook receiver (/hook). It records the
  * traceparent of every request. Checked, as users see it:
  *   - a traceparent header is continued: the tool gets the same trace-id, a new parent-id;
  *   - so is params._meta.traceparent (its tracestate never reaches a log);

@@ -1,6 +1,6 @@
 /*
- * test_worker_trust.c - the worker's trust boundaries (README.md, "What a tool gets, and what
- * a caller sees"; docs/operations.md, "Job signing and Kafka ACLs") end to end: redis-server,
+ * test_worker_trust.c - the worker's trust boundaries (docs/tools.md, "What a tool gets, and what a
+ * caller sees"; docs/operations.md, "Job signing and Kafka ACLs") end to end: redis-server,
  * mcpq-devbroker, one mcpq-ingress and one mcpq-worker (tests/fixture.c), both with the
  * fixture's job signing key, the worker started with cloud and Kafka credentials in its
  * environment.

@@ -1,7 +1,7 @@
 /*
  * handoff.h - the worker's side of the task model (common/task.h, docs/protocol.md "Task mode").
  *
- * The hand-off (README "Task mode, robots and priorities"): a task's job arrives on Kafka
+ * The hand-off (docs/tools.md "Task mode, robots and priorities"): a task's job arrives on Kafka
  * like any job, but the worker that polls it does not run it: it moves the task into the
  * Redis queue of its robot ({mcpq}:tq:<RobotId>, or {mcpq}:tq:_any) ordered by TaskPriority,
  * and its offset is stored at once. So a task that runs for hours never holds a partition

@@ -158,7 +158,7 @@ void wrk_job_finish(wrk_job_t *job, cJSON *result);
 void wrk_job_finish_error(wrk_job_t *job, int code, const char *message);
 
 /* For executors, the result of a failure whose details are the operator's, not the caller's
- * (README.md, "What a tool gets, and what a caller sees"): host names and ports, paths,
+ * (docs/tools.md, "What a tool gets, and what a caller sees"): host names and ports, paths,
  * argv, library messages. The caller gets an isError result with the printf-style public
  * message and a fresh error id, "<public> (error id e_<16 hex digits>)"; one warning in the
  * log carries that error id with the job id, tenant, tool, executor, trace, the public

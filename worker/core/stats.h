@@ -1,7 +1,7 @@
 /*
- * stats.h - the worker's Prometheus metrics and its small HTTP server (README "Metrics"):
- * GET /metrics, /healthz and /readyz on MCPQ_METRICS_LISTEN (empty: no server; the counters
- * are kept anyway, they cost a few atomic adds).
+ * stats.h - the worker's Prometheus metrics and its small HTTP server (docs/operations.md
+ * "Metrics"): GET /metrics, /healthz and /readyz on MCPQ_METRICS_LISTEN (empty: no server; the
+ * counters are kept anyway, they cost a few atomic adds).
  *
  * Series (all mcpq_worker_*, so they never mix with the ingress's mcpq_* ones):
  *   mcpq_worker_jobs_total{executor,outcome}     jobs that ended, by executor type and outcome
