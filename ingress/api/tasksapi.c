@@ -115,7 +115,7 @@ static void cancel(ing_req_t *req, const char *tenant, const char *id, ing_resp_
 
 void ing_tasksapi_route(ing_req_t *req, const char *url, const char *method, ing_resp_t *resp)
 {
-    const size_t bl = sizeof(BASE) - 1, cl = sizeof(CANCEL) - 1;
+    const size_t bl = sizeof(BASE) - 1;
     int is_get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     int is_list = strcmp(url, BASE) == 0;
     const char *id = url + bl + 1, *slash = NULL;
@@ -129,7 +129,7 @@ void ing_tasksapi_route(ing_req_t *req, const char *url, const char *method, ing
         slash = strchr(id, '/');
         idlen = slash ? (size_t)(slash - id) : strlen(id);
         cancelling = slash != NULL;
-        if (slash && (idlen == 0 || strcmp(slash, CANCEL) != 0 || strlen(slash) != cl)) {
+        if (slash && (idlen == 0 || strcmp(slash, CANCEL) != 0)) {
             ing_api_error(resp, 404, "not found");
             return;
         }
