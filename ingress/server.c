@@ -14,6 +14,7 @@
 #include "log.h"
 #include "mcp.h"
 #include "openapi.h"
+#include "tasksapi.h"
 #include "webhook.h"
 #include "whapi.h"
 
@@ -335,6 +336,7 @@ static const struct route_row {
     {"/metrics", EXACT, 1, metrics, NULL},
     {"/v1/files/", UNDER, 0, NULL, files_api},
     {"/v1/webhooks", TREE, 0, NULL, ing_whapi_route},     /* the tenant's deliveries (webhook.h) */
+    {"/v1/tasks", TREE, 0, NULL, ing_tasksapi_route},     /* the tenant's tasks (tasksapi.h) */
     {"/admin", TREE, 0, NULL, ing_admin_api},             /* the operator API (admin.h) */
     {"/v1/channels/", UNDER, 0, NULL, ing_channels_api},  /* agent replies (channels.h) */
     {"/openapi.json", EXACT, 0, NULL, ing_openapi_route}, /* the API's description (openapi.h) */

@@ -275,6 +275,94 @@ cJSON *ing_tasks_mcp(const ing_tasks_t *task, int ext, long long retention_s)
     return t;
 }
 
+cJSON *ing_tasks_rest(const ing_tasks_t *task, int full, long long retention_s)
+{
+    cJSON *t = ing_tasks_mcp(task, 1, retention_s);
+    if (!full) {
+        cJSON_DeleteItemFromObjectCaseSensitive(t, "result");
+        cJSON_DeleteItemFromObjectCaseSensitive(t, "error");
+    }
+    cJSON_AddStringToObject(t, "tool", ing_tasks_field(task, "tool"));
+    cJSON_AddStringToObject(t, "server", ing_tasks_field(task, "server"));
+    return t;
+}
+
+#define CURSOR_MAX 1000000000LL
+#define SCAN_MAX 500 /* index entries a page examines at most */
+
+int ing_tasks_cursor(const char *cursor, long long *offset)
+{
+    *offset = 0;
+    if (!cursor)
+        return 0;
+    if (cursor[0] != 't' || util_parse_ll(cursor + 1, 1, CURSOR_MAX, offset) < 0)
+        return MCPQ_EINVAL;
+    return 0;
+}
+
+/* Renders the tenant's task id into arr when it matches status (NULL: any): 0, or
+ * MCPQ_EUNAVAIL. A task gone meanwhile is skipped. */
+static int page_add(kv_pool_t *kv, const char *tenant, const char *id, int rest, const char *status,
+                    long long retention_s, cJSON *arr)
+{
+    ing_tasks_t t;
+    int rc = ing_tasks_get(kv, tenant, id, &t);
+    if (rc == MCPQ_EUNAVAIL)
+        return rc;
+    if (rc < 0)
+        return 0;
+    cJSON *o = rest ? ing_tasks_rest(&t, 0, retention_s) : ing_tasks_mcp(&t, 0, retention_s);
+    ing_tasks_cleanup(&t);
+    const char *st = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "status"));
+    if (status && (!st || strcmp(st, status) != 0))
+        cJSON_Delete(o);
+    else
+        cJSON_AddItemToArray(arr, o);
+    return 0;
+}
+
+cJSON *ing_tasks_page(kv_pool_t *kv, const char *tenant, long long offset, int rest,
+                      const char *status, long long retention_s)
+{
+    cJSON *page = cJSON_CreateObject();
+    cJSON *arr = cJSON_AddArrayToObject(page, "tasks");
+    long long pos = offset, next = -1;
+    while (next < 0) {
+        int more = 0;
+        cJSON *ids = ing_tasks_list(kv, tenant, pos, ING_TASKS_PAGE, &more);
+        if (!ids)
+            goto unavailable;
+        int n = cJSON_GetArraySize(ids);
+        for (int i = 0; i < n && next < 0; i++) {
+            const char *id = cJSON_GetStringValue(cJSON_GetArrayItem(ids, i));
+            if (page_add(kv, tenant, id, rest, status, retention_s, arr) < 0) {
+                cJSON_Delete(ids);
+                goto unavailable;
+            }
+            /* A full page: the next one starts after this task, if there is one. */
+            if (cJSON_GetArraySize(arr) == ING_TASKS_PAGE)
+                next = i + 1 < n || more ? pos + i + 1 : 0;
+        }
+        cJSON_Delete(ids);
+        if (next >= 0)
+            break;
+        pos += n;
+        if (!more)
+            next = 0;
+        else if (pos - offset >= SCAN_MAX)
+            next = pos; /* examined enough for one request: the caller goes on */
+    }
+    if (next > 0 && next <= CURSOR_MAX) {
+        char cur[32];
+        snprintf(cur, sizeof(cur), "t%lld", next);
+        cJSON_AddStringToObject(page, "nextCursor", cur);
+    }
+    return page;
+unavailable:
+    cJSON_Delete(page);
+    return NULL;
+}
+
 cJSON *ing_tasks_result(const ing_tasks_t *task)
 {
     if (!terminal(ing_tasks_field(task, "state")))

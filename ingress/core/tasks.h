@@ -2,7 +2,9 @@
  * tasks.h - the ingress's side of the task model (common/task.h, docs/protocol.md): creating
  * a task for a tools/call, reading, listing and cancelling a tenant's tasks, and rendering a
  * task for each surface: the task-mode shape of the system server (workerSysGetTaskStatus),
- * and the MCP Tasks `Task` object (2025-11-25 and the 2026-07-28 extension).
+ * the MCP Tasks `Task` object (2025-11-25 and the 2026-07-28 extension), and the REST API's
+ * task (GET /v1/tasks, docs/api.md "Tasks"), which is the extension's DetailedTask plus the
+ * tool and server it runs.
  *
  * A task of another tenant answers exactly as a missing one (docs/protocol.md, "Errors").
  *
@@ -67,6 +69,28 @@ cJSON *ing_tasks_data(const ing_tasks_t *task);
  * DetailedTask (ttlMs, pollIntervalMs; once terminal, `result` for completed, which includes
  * a tool's isError result, or the JSON-RPC `error` for failed). */
 cJSON *ing_tasks_mcp(const ing_tasks_t *task, int ext, long long retention_s);
+
+/* The REST API's task (docs/api.md, "Tasks"): ing_tasks_mcp(task, 1, retention_s) (the
+ * DetailedTask: taskId, status, statusMessage, createdAt, lastUpdatedAt, ttlMs,
+ * pollIntervalMs while it runs, `result` or `error` once terminal) plus `tool` and `server`.
+ * full = 0 leaves out result and error (a listing). Owned by the caller. */
+cJSON *ing_tasks_rest(const ing_tasks_t *task, int full, long long retention_s);
+
+#define ING_TASKS_PAGE 50 /* tasks a listing page holds at most */
+
+/* A listing cursor ("t<offset>", as ing_tasks_page makes them) into *offset: 0, or
+ * MCPQ_EINVAL when it is not one. NULL is the first page (offset 0). */
+int ing_tasks_cursor(const char *cursor, long long *offset);
+
+/* One page of the tenant's tasks, newest first, from offset (ing_tasks_cursor): the object
+ * {"tasks": [...], "nextCursor": "t<n>"} (nextCursor only when there may be more), each task
+ * as ing_tasks_rest(task, 0) when rest, else as ing_tasks_mcp(task, 0) (tasks/list). With
+ * status (NULL: all), only the tasks whose rendered status is that one. A page examines at
+ * most 500 entries of the tenant's index, so a filtered one may hold fewer than
+ * ING_TASKS_PAGE tasks, even none, with a nextCursor; tasks that expired meanwhile are
+ * skipped. Owned by the caller; NULL when Redis is unavailable. */
+cJSON *ing_tasks_page(kv_pool_t *kv, const char *tenant, long long offset, int rest,
+                      const char *status, long long retention_s);
 
 /* The task's CallToolResult once terminal (a copy; NULL before). */
 cJSON *ing_tasks_result(const ing_tasks_t *task);

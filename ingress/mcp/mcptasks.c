@@ -22,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define LIST_PAGE 50
 #define RESULT_WAIT_MAX_MS (3600LL * 1000) /* tasks/result waits at most this long */
 
 static void not_found(ing_resp_t *resp, const cJSON *id)
@@ -130,35 +129,17 @@ static void do_list(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     const cJSON *c = cJSON_GetObjectItemCaseSensitive(msg->params, "cursor");
     long long offset = 0;
     if (c && !cJSON_IsNull(c) &&
-        (!cJSON_IsString(c) || c->valuestring[0] != 't' ||
-         util_parse_ll(c->valuestring + 1, 1, 1000000000LL, &offset) < 0)) {
+        (!cJSON_IsString(c) || ing_tasks_cursor(c->valuestring, &offset) < 0)) {
         ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS, "invalid cursor", NULL);
         return;
     }
-    int more = 0;
-    cJSON *ids = ing_tasks_list(m->req->ctx->kv, m->tenant->id, offset, LIST_PAGE, &more);
-    if (!ids) {
+    cJSON *page = ing_tasks_page(m->req->ctx->kv, m->tenant->id, offset, 0, NULL,
+                                 m->req->ctx->set->task_retention_s);
+    if (!page) {
         unavailable(resp, msg->id);
         return;
     }
-    cJSON *r = cJSON_CreateObject();
-    cJSON *arr = cJSON_AddArrayToObject(r, "tasks");
-    const cJSON *id;
-    cJSON_ArrayForEach(id, ids)
-    {
-        ing_tasks_t t;
-        if (ing_tasks_get(m->req->ctx->kv, m->tenant->id, id->valuestring, &t) == 0) {
-            cJSON_AddItemToArray(arr, ing_tasks_mcp(&t, 0, m->req->ctx->set->task_retention_s));
-            ing_tasks_cleanup(&t);
-        }
-    }
-    cJSON_Delete(ids);
-    if (more) {
-        char next[32];
-        snprintf(next, sizeof(next), "t%lld", offset + LIST_PAGE);
-        cJSON_AddStringToObject(r, "nextCursor", next);
-    }
-    ing_mcpreq_resp_result_obj(m, resp, msg->id, r);
+    ing_mcpreq_resp_result_obj(m, resp, msg->id, page);
 }
 
 /* params.taskId, or NULL after answering -32602. */

@@ -4,7 +4,9 @@
 # block after the `admin-walkthrough` marker is run exactly as printed (only the port changed)
 # against a local stack with the demo config and two ingress replicas, as `make up` starts
 # it, and its output is checked step by step: create, add a version, publish, call, publish a
-# new version, offline, rename, list. KEEP=1 keeps the state dir.
+# new version, offline, rename, list. Then the tasks walkthrough of its "Tasks" section (the
+# `tasks-walkthrough` marker) the same way: a task of the demo's report tool read while it
+# works and once it has ended, listed, another cancelled twice. KEEP=1 keeps the state dir.
 set -euo pipefail
 
 # shellcheck source=tests/e2e/readme_lib.sh
@@ -49,3 +51,20 @@ listed() { # → 0 when replica 1's tools/list has the demo tools and not the of
 # A change reaches every replica within 1 s (wait_for polls every 0.1 s).
 wait_for 1 listed || fail "replica 1 still lists the offline tool, or not the demo tools: $list"
 printf 'ok - within 1 s the other replica lists the demo tools and not the offline one\n'
+
+STEP="docs/api.md tasks walkthrough"
+# The "Tasks" walkthrough, run as printed against the same stack: the demo's task-mode tool
+# report, read while it works and once it has ended, listed, and another one cancelled twice.
+doc_block docs/api.md sh 'tasks-walkthrough' >"$TMP/tasks.sh"
+grep -q '/cancel' "$TMP/tasks.sh" || fail "no tasks walkthrough found in docs/api.md"
+sed -i "s/127\.0\.0\.1:8080/127.0.0.1:$PORT/g" "$TMP/tasks.sh"
+timeout 30 bash -euo pipefail "$TMP/tasks.sh" >"$TMP/tasks.out" 2>"$TMP/tasks.err" ||
+    fail "the tasks walkthrough failed"
+mapfile -t out <"$TMP/tasks.out"
+[ "${#out[@]}" -eq 5 ] || fail "expected 5 answers, got ${#out[@]}"
+T='"taskId":"[0-9a-f-]{36}"'
+expect 0 "2. the task works" "^\{$T,\"status\":\"working\",.*\"pollIntervalMs\":1000,\"tool\":\"report\",\"server\":\"default\"\}$"
+expect 1 "3. it completed with the tool's result" "^\{$T,\"status\":\"completed\",.*\"result\":\{\"content\":\[\{\"type\":\"text\",\"text\":\"report ready: 1 steps\"\}\].*\"isError\":false\},\"tool\":\"report\""
+expect 2 "4. the listing has it, without its result" "^\{\"tasks\":\[\{$T,\"status\":\"completed\",[^]]*\"tool\":\"report\",\"server\":\"default\"\}\],\"nextCursor\":null\}$"
+expect 3 "5. cancel answers the cancelled task" "^\{$T,\"status\":\"cancelled\",\"statusMessage\":\"cancelled by POST /v1/tasks/\{id\}/cancel\""
+expect 4 "5. cancelling it again is 409" '^\{"error":"Cannot cancel task: already in a terminal status"\} 409$'

@@ -34,13 +34,16 @@ cat >"$TMP/config.json" <<JSON
    "api_keys": [{"id": "demo-k1", "key": "demo-key"}],
    "apps": [{"app_id": "demo-app", "secret": "demo-app-secret-for-local-use-only"}],
    "webhooks": [{"id": "hook", "url": "$H/hook", "events": ["task.completed"],
-                 "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}]}],
- "servers": [{"tenant": "demo", "name": "default"}],
+                 "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}]},
+  {"id": "other", "api_keys": [{"id": "other-k1", "key": "other-key"}]}],
+ "servers": [{"tenant": "demo", "name": "default"}, {"tenant": "other", "name": "default"}],
  "tools": [
   {"tenant": "demo", "server": "default", "name": "echo", "published": "1", "versions": [{"version": "1",
     "inputSchema": {"type": "object"}, "executor": {"type": "builtin", "name": "echo"}}]},
   {"tenant": "demo", "server": "default", "name": "tasky", "published": "1", "versions": [{"version": "1",
     "inputSchema": {"type": "object"}, "executor": {"type": "builtin", "name": "echo"}, "mode": "task"}]},
+  {"tenant": "demo", "server": "default", "name": "slowtask", "published": "1", "versions": [{"version": "1",
+    "inputSchema": {"type": "object"}, "executor": {"type": "builtin", "name": "sleep"}, "mode": "task"}]},
   {"tenant": "demo", "server": "default", "name": "attach", "published": "1", "versions": [{"version": "1",
     "inputSchema": {"type": "object"}, "executor": {"type": "http", "url": "$H/attach"}, "timeout_ms": 10000}]},
   {"tenant": "demo", "server": "default", "name": "agent", "published": "1", "versions": [{"version": "1",
@@ -49,7 +52,7 @@ JSON
 start_stack --ingresses 1 --workers 1 --config "$TMP/config.json" --env MCPQ_ADMIN_TOKEN=oa-admin-token
 
 STEP="check"
-ADMIN_TOKEN=oa-admin-token API_KEY=demo-key APP_ID=demo-app APP_SECRET=demo-app-secret-for-local-use-only \
+ADMIN_TOKEN=oa-admin-token API_KEY=demo-key OTHER_KEY=other-key APP_ID=demo-app APP_SECRET=demo-app-secret-for-local-use-only \
     node "$WORK/check.mjs" "$REPO/docs/openapi.json" "http://127.0.0.1:$PORT" "$HOOK_PORT" >"$TMP/check.out" 2>&1 ||
     { grep -v '^ok' "$TMP/check.out" | head -60; fail "the ingress and docs/openapi.json disagree"; }
 grep -E '^(ok|#)' "$TMP/check.out"

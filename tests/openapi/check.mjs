@@ -11,7 +11,8 @@
 //      paths next to documented ones get 404.
 // GET /openapi.json must serve the file byte for byte.
 //
-//   node check.mjs DOC BASE_URL HOOK_PORT     (env: ADMIN_TOKEN, API_KEY, APP_ID, APP_SECRET)
+//   node check.mjs DOC BASE_URL HOOK_PORT     (env: ADMIN_TOKEN, API_KEY, APP_ID, APP_SECRET,
+//                                              OTHER_KEY: another tenant's API key)
 import SwaggerParser from '@apidevtools/swagger-parser';
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
@@ -20,7 +21,7 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 
 const [DOC_PATH, BASE, HOOK_PORT] = process.argv.slice(2);
-const { ADMIN_TOKEN, API_KEY, APP_ID, APP_SECRET } = process.env;
+const { ADMIN_TOKEN, API_KEY, APP_ID, APP_SECRET, OTHER_KEY } = process.env;
 const DOC_TEXT = readFileSync(DOC_PATH);
 const doc = JSON.parse(DOC_TEXT);
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'];
@@ -246,6 +247,51 @@ async function webhooksAndChannels() {
   if (res.result?.content?.[0]?.text !== 'hello') fail(`the agent call did not get the reply: ${JSON.stringify(res)}`);
 }
 
+// Tasks over REST: made by tools/call of the task-mode tools (tasky: echo; slowtask: a long
+// sleep, cancelled before it ends), read, listed, cancelled; another tenant's are 404.
+async function tasks() {
+  const taskOf = async (name, args) => {
+    const res = await toolCall(name, args);
+    const id = res.result?.structuredContent?.TaskId;
+    if (!id) throw new Error(`tools/call ${name} made no task: ${JSON.stringify(res)}`);
+    return id;
+  };
+  const a = await taskOf('tasky', { text: 'task a' });
+  const T = `/v1/tasks/${a}`;
+  await call('GET', T, { auth: 'app', expect: 200 });
+  const done = await until('task a to complete', async () => {
+    const r = await call('GET', T);
+    return r.status === 200 && r.json?.status === 'completed' ? r.json : null;
+  });
+  if (done.result?.structuredContent?.text !== 'task a' || done.tool !== 'tasky')
+    fail(`GET ${T}: not the completed task with its result: ${JSON.stringify(done)}`);
+  const other = { auth: null, headers: { Authorization: `Bearer ${OTHER_KEY}` } };
+  const missing = await call('GET', '/v1/tasks/00000000-0000-4000-8000-000000000000', { expect: 404 });
+  const foreign = await call('GET', T, { ...other, expect: 404 });
+  if (foreign.text !== missing.text) fail(`another tenant's task answers unlike a missing one: ${foreign.text}`);
+  await call('GET', T, { auth: null, expect: 401 });
+
+  const list = (await call('GET', '/v1/tasks', { expect: 200 })).json;
+  if (!list?.tasks?.some((t) => t.taskId === a)) fail('GET /v1/tasks does not list task a');
+  await call('GET', '/v1/tasks?status=completed&cursor=', { auth: 'app', expect: 200 });
+  const theirs = (await call('GET', '/v1/tasks', { ...other, expect: 200 })).json;
+  if (theirs?.tasks?.length) fail('another tenant lists this tenant\'s tasks');
+  await call('GET', '/v1/tasks?status=done', { expect: 400 });
+  await call('GET', '/v1/tasks?cursor=nope', { expect: 400 });
+  await call('GET', '/v1/tasks', { auth: null, expect: 401 });
+
+  const b = await taskOf('slowtask', { ms: 60000 });
+  const C = `/v1/tasks/${b}/cancel`;
+  await call('POST', C, { ...other, expect: 404 });
+  await call('POST', C, { auth: null, expect: 401 });
+  const cancelled = (await call('POST', C, { expect: 200 })).json;
+  if (cancelled?.status !== 'cancelled') fail(`POST ${C}: ${JSON.stringify(cancelled)}`);
+  await call('POST', C, { expect: 409 });
+  await call('POST', `${T}/cancel`, { auth: 'app', expect: 409 });
+  await call('POST', '/v1/tasks/00000000-0000-4000-8000-000000000000/cancel', { expect: 404 });
+  console.log('ok - tasks over REST: read, result, list, cancel, 409, another tenant\'s 404');
+}
+
 async function admin(fileBytesProbe) {
   const A = '/admin/v1';
   const T = `${A}/tenants/oa`;
@@ -393,7 +439,7 @@ async function undocumented(values) {
       if (r.status !== 404) fail(`GET ${path + extra}: ${r.status}, expected 404 (not in the document)`);
     }
   }
-  for (const p of ['/v1', '/v1/files', '/v1/tasks', '/v1/webhooks', '/v1/webhooks/other', '/v1/channels/c/other',
+  for (const p of ['/v1', '/v1/files', '/v1/tasks/', '/v1/webhooks', '/v1/webhooks/other', '/v1/channels/c/other',
     '/admin', '/admin/v2/tenants', '/admin/v1/tenants/demo/other', '/admin/v1/tenants/demo/tools/echo/versions/1/x']) {
     const r = await call('GET', p);
     if (r.status !== 404) fail(`GET ${p}: ${r.status}, expected 404 (not in the document)`);
@@ -407,9 +453,10 @@ try {
   await meta();
   const fileId = await files();
   await webhooksAndChannels();
+  await tasks();
   await admin(100);
   await undocumented({ file_id: fileId, tenant: 'demo', key_id: 'demo-k1', app_id: 'demo-app', webhook_id: 'hook',
-    server: 'default', tool: 'echo', version: '1', delivery_id: 'msg_x', channel_id: 'c_x' });
+    server: 'default', tool: 'echo', version: '1', delivery_id: 'msg_x', channel_id: 'c_x', task_id: 'x' });
 } catch (e) {
   fail(`scenario stopped: ${e.stack}`);
 }

@@ -1,0 +1,160 @@
+/*
+ * tasksapi.c - GET /v1/tasks, GET /v1/tasks/{task_id} and POST /v1/tasks/{task_id}/cancel
+ * (tasksapi.h, docs/api.md "Tasks").
+ *
+ * Everything a task is and does comes from tasks.h, as for MCP Tasks (mcptasks.c): the same
+ * read (ing_tasks_get: by the caller's tenant, another's answering like a missing one), the
+ * same page and cursor as tasks/list (ing_tasks_page), the same cancel. A task is rendered as
+ * the 2026-07-28 DetailedTask plus its tool and server (ing_tasks_rest).
+ */
+#include "tasksapi.h"
+
+#include "api.h"
+#include "err.h"
+#include "log.h"
+#include "tasks.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define BASE "/v1/tasks"
+#define CANCEL "/cancel"
+#define TASK_ID_MAX 128
+
+/* A task id the store could hold: 1..TASK_ID_MAX of [A-Za-z0-9_-]. */
+static int id_ok(const char *id, size_t len)
+{
+    if (len == 0 || len > TASK_ID_MAX)
+        return 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = id[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+static void unavailable(ing_resp_t *resp)
+{
+    ing_api_error(resp, 503, "task store (Redis) unavailable; try again");
+}
+
+static void not_found(ing_resp_t *resp)
+{
+    ing_api_error(resp, 404, "no such task");
+}
+
+static void list(ing_req_t *req, const char *tenant, ing_resp_t *resp)
+{
+    static const char *const statuses[] = {"working", "completed", "failed", "cancelled"};
+    const char *cursor = ing_req_arg(req, "cursor"), *status = ing_req_arg(req, "status");
+    long long offset = 0;
+    if (ing_tasks_cursor(cursor && *cursor ? cursor : NULL, &offset) < 0) {
+        ing_api_error(resp, 400, "cursor is not one this API returned");
+        return;
+    }
+    if (status && !*status)
+        status = NULL;
+    int known = !status;
+    for (size_t i = 0; status && i < sizeof(statuses) / sizeof(statuses[0]); i++)
+        known |= strcmp(status, statuses[i]) == 0;
+    if (!known) {
+        ing_api_error(resp, 400, "status must be working, completed, failed or cancelled");
+        return;
+    }
+    cJSON *page =
+        ing_tasks_page(req->ctx->kv, tenant, offset, 1, status, req->ctx->set->task_retention_s);
+    if (!page) {
+        unavailable(resp);
+        return;
+    }
+    if (!cJSON_HasObjectItem(page, "nextCursor"))
+        cJSON_AddNullToObject(page, "nextCursor");
+    ing_api_body(resp, 200, page);
+}
+
+/* 200 with the task, or 404/503. */
+static void show(ing_req_t *req, const char *tenant, const char *id, ing_resp_t *resp)
+{
+    ing_tasks_t t;
+    int rc = ing_tasks_get(req->ctx->kv, tenant, id, &t);
+    if (rc == MCPQ_ENOTFOUND) {
+        not_found(resp);
+        return;
+    }
+    if (rc < 0) {
+        unavailable(resp);
+        return;
+    }
+    ing_api_body(resp, 200, ing_tasks_rest(&t, 1, req->ctx->set->task_retention_s));
+    ing_tasks_cleanup(&t);
+}
+
+/* As MCP tasks/cancel (2025-11-25): a task that has ended is an error, 409 here. */
+static void cancel(ing_req_t *req, const char *tenant, const char *id, ing_resp_t *resp)
+{
+    int rc = ing_tasks_cancel(req->ctx->kv, tenant, id, "cancelled by POST /v1/tasks/{id}/cancel",
+                              req->ctx->set->task_retention_s);
+    if (rc == MCPQ_EINVAL) {
+        ing_api_error(resp, 409, "Cannot cancel task: already in a terminal status");
+        return;
+    }
+    if (rc == MCPQ_ENOTFOUND) {
+        not_found(resp);
+        return;
+    }
+    if (rc < 0) {
+        unavailable(resp);
+        return;
+    }
+    log_event(LOG_INFO, "task cancelled", "tenant", tenant, "task_id", id, "by", "rest",
+              (char *)NULL);
+    show(req, tenant, id, resp);
+}
+
+void ing_tasksapi_route(ing_req_t *req, const char *url, const char *method, ing_resp_t *resp)
+{
+    const size_t bl = sizeof(BASE) - 1;
+    int is_get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+    int is_list = strcmp(url, BASE) == 0;
+    const char *id = url + bl + 1, *slash = NULL;
+    size_t idlen = 0;
+    int cancelling = 0;
+    if (!is_list) {
+        if (strncmp(url, BASE "/", bl + 1) != 0 || !*id) {
+            ing_api_error(resp, 404, "not found");
+            return;
+        }
+        slash = strchr(id, '/');
+        idlen = slash ? (size_t)(slash - id) : strlen(id);
+        cancelling = slash != NULL;
+        if (slash && (idlen == 0 || strcmp(slash, CANCEL) != 0)) {
+            ing_api_error(resp, 404, "not found");
+            return;
+        }
+    }
+    if (cancelling ? strcmp(method, "POST") != 0 : !is_get) {
+        ing_api_error(resp, 405, "method not allowed");
+        resp->allow = cancelling ? "POST" : "GET, HEAD";
+        return;
+    }
+    ing_registry_t *reg = NULL;
+    const ing_tenant_t *t = ing_api_front(req, &reg, resp);
+    if (t) {
+        char idbuf[TASK_ID_MAX + 1];
+        if (is_list) {
+            list(req, t->id, resp);
+        } else if (!id_ok(id, idlen)) {
+            not_found(resp);
+        } else {
+            memcpy(idbuf, id, idlen);
+            idbuf[idlen] = '\0';
+            if (cancelling)
+                cancel(req, t->id, idbuf, resp);
+            else
+                show(req, t->id, idbuf, resp);
+        }
+    }
+    ing_registry_unref(reg);
+}
