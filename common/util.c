@@ -217,6 +217,19 @@ int util_ct_equal(const void *a, const void *b, size_t len)
     return CRYPTO_memcmp(a, b, len) == 0;
 }
 
+int util_id_ok(const char *s, size_t len, size_t max)
+{
+    if (len == 0 || len > max)
+        return 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
 int util_parse_ll(const char *s, long long min, long long max, long long *out)
 {
     if (!s || !*s)

@@ -12,6 +12,7 @@
 #include "api.h"
 #include "err.h"
 #include "log.h"
+#include "util.h"
 #include "tasks.h"
 
 #include <stdio.h>
@@ -20,20 +21,6 @@
 #define BASE "/v1/tasks"
 #define CANCEL "/cancel"
 #define TASK_ID_MAX 128
-
-/* A task id the store could hold: 1..TASK_ID_MAX of [A-Za-z0-9_-]. */
-static int id_ok(const char *id, size_t len)
-{
-    if (len == 0 || len > TASK_ID_MAX)
-        return 0;
-    for (size_t i = 0; i < len; i++) {
-        char c = id[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == '-'))
-            return 0;
-    }
-    return 1;
-}
 
 static void unavailable(ing_resp_t *resp)
 {
@@ -145,7 +132,7 @@ void ing_tasksapi_route(ing_req_t *req, const char *url, const char *method, ing
         char idbuf[TASK_ID_MAX + 1];
         if (is_list) {
             list(req, t->id, resp);
-        } else if (!id_ok(id, idlen)) {
+        } else if (!util_id_ok(id, idlen, TASK_ID_MAX)) {
             not_found(resp);
         } else {
             memcpy(idbuf, id, idlen);

@@ -18,6 +18,7 @@
 #include "listing.h"
 #include "err.h"
 #include "log.h"
+#include "util.h"
 #include "whq.h"
 
 #include <stdio.h>
@@ -36,19 +37,6 @@
 #define FIELDS                                                                                     \
     "'id', 'webhook', 'event', 'task', 'status', 'attempts', 'last_status', 'last_error', "        \
     "'created_ms', 'next_ms', 'log'"
-
-static int id_ok(const char *id, size_t len)
-{
-    if (len == 0 || len > WHQ_ID_MAX)
-        return 0;
-    for (size_t i = 0; i < len; i++) {
-        char c = id[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == '-'))
-            return 0;
-    }
-    return 1;
-}
 
 static const char *str_at(redisReply **f, int i)
 {
@@ -134,7 +122,7 @@ static int cursor_parse(const char *cursor, char cs[24], char cid[WHQ_ID_MAX + 1
     const char *dot = strchr(cursor, '.');
     size_t sl = dot ? (size_t)(dot - cursor) : 0;
     long long n;
-    if (!dot || sl == 0 || sl >= 24 || !id_ok(dot + 1, strlen(dot + 1)))
+    if (!dot || sl == 0 || sl >= 24 || !util_id_ok(dot + 1, strlen(dot + 1), WHQ_ID_MAX))
         return -1;
     memcpy(cs, cursor, sl);
     cs[sl] = '\0';
@@ -279,7 +267,7 @@ void ing_whapi_route(ing_req_t *req, const char *url, const char *method, ing_re
         char idbuf[WHQ_ID_MAX + 1];
         if (is_list) {
             list(req, t->id, resp);
-        } else if (!id_ok(id, idlen)) {
+        } else if (!util_id_ok(id, idlen, WHQ_ID_MAX)) {
             ing_api_error(resp, 404, "no such delivery");
         } else {
             memcpy(idbuf, id, idlen);
@@ -294,7 +282,7 @@ void ing_whapi_deliveries(ing_req_t *req, const char *tenant, const char *id, in
 {
     if (!id)
         list(req, tenant, resp);
-    else if (!id_ok(id, strlen(id)))
+    else if (!util_id_ok(id, strlen(id), WHQ_ID_MAX))
         ing_api_error(resp, 404, "no such delivery");
     else
         redeliver(req, tenant, id, resp);

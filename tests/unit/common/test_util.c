@@ -37,9 +37,24 @@ static void test_deadline(void)
     TEST_PASS("util_deadline_realtime");
 }
 
+/* util_id_ok: 1..max of [A-Za-z0-9_-], by length (an id in a path is not NUL-terminated). */
+static void test_id_ok(void)
+{
+    CHECK(util_id_ok("f0c1e2-A_b", 10, 128));
+    CHECK(util_id_ok("abc/def", 3, 3)); /* only the first len bytes count */
+    CHECK(!util_id_ok("", 0, 128));
+    CHECK(!util_id_ok("abcd", 4, 3));
+    const char *bad[] = {"a/b", "a.b", "a b", "a%2e", "\xc3\xa9", "a\nb"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        CHECK(!util_id_ok(bad[i], strlen(bad[i]), 128));
+    CHECK(!util_id_ok("a\0b", 3, 128));
+    TEST_PASS("util_id_ok: ids of [A-Za-z0-9_-] up to max bytes");
+}
+
 int main(void)
 {
     test_deadline();
+    test_id_ok();
     /* RFC 4648 section 10 vectors, unpadded. */
     roundtrip("", "");
     roundtrip("f", "Zg");
