@@ -669,41 +669,62 @@ void kv_pool_put(kv_pool_t *pool, redisContext *ctx, int broken)
         redisFree(ctx);
 }
 
+/* The reply of one attempt, the connection back in the pool. *retry is set when the server
+ * refused the command because it no longer serves mcpq's keys (MOVED, READONLY, ...: the
+ * command did not run there); the pool's connections are then stale and the next one it
+ * gives goes to the server that does. */
 static redisReply *check_reply(kv_pool_t *pool, redisContext *c, redisReply *r, char *errstr,
-                               size_t errstr_size)
+                               size_t errstr_size, int *retry)
 {
+    *retry = 0;
     if (!r) {
         snprintf(errstr, errstr_size, "redis: %s", c->err ? c->errstr : "no reply");
         kv_pool_put(pool, c, 1);
         return NULL;
     }
-    kv_pool_put(pool, c, kv_ctx_failover(pool->target, c, r));
+    int moved = kv_ctx_failover(pool->target, c, r);
+    kv_pool_put(pool, c, moved);
     if (r->type == REDIS_REPLY_ERROR) {
         snprintf(errstr, errstr_size, "redis: %.*s", (int)r->len, r->str);
         freeReplyObject(r);
+        *retry = moved;
         return NULL;
     }
     return r;
 }
 
+/* A failover seen by a pooled command is not the caller's problem: the command is sent once
+ * more, on a connection to the server that serves the keys now (docs/redis.md). */
+#define KV_POOL_ATTEMPTS 2
+
 redisReply *kv_pool_command(kv_pool_t *pool, char *errstr, size_t errstr_size, const char *fmt, ...)
 {
-    redisContext *c = kv_pool_get(pool, errstr, errstr_size);
-    if (!c)
-        return NULL;
-    va_list ap;
-    va_start(ap, fmt);
-    redisReply *r = redisvCommand(c, fmt, ap);
-    va_end(ap);
-    return check_reply(pool, c, r, errstr, errstr_size);
+    redisReply *r = NULL;
+    int retry = 1;
+    for (int attempt = 0; attempt < KV_POOL_ATTEMPTS && retry; attempt++) {
+        redisContext *c = kv_pool_get(pool, errstr, errstr_size);
+        if (!c)
+            return NULL;
+        va_list ap;
+        va_start(ap, fmt);
+        r = redisvCommand(c, fmt, ap);
+        va_end(ap);
+        r = check_reply(pool, c, r, errstr, errstr_size, &retry);
+    }
+    return r;
 }
 
 redisReply *kv_pool_commandargv(kv_pool_t *pool, char *errstr, size_t errstr_size, int argc,
                                 const char **argv, const size_t *argvlen)
 {
-    redisContext *c = kv_pool_get(pool, errstr, errstr_size);
-    if (!c)
-        return NULL;
-    redisReply *r = redisCommandArgv(c, argc, argv, argvlen);
-    return check_reply(pool, c, r, errstr, errstr_size);
+    redisReply *r = NULL;
+    int retry = 1;
+    for (int attempt = 0; attempt < KV_POOL_ATTEMPTS && retry; attempt++) {
+        redisContext *c = kv_pool_get(pool, errstr, errstr_size);
+        if (!c)
+            return NULL;
+        r = redisCommandArgv(c, argc, argv, argvlen);
+        r = check_reply(pool, c, r, errstr, errstr_size, &retry);
+    }
+    return r;
 }

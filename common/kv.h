@@ -107,7 +107,9 @@ void kv_pool_put(kv_pool_t *pool, redisContext *ctx, int broken);
 /*
  * Runs one command on a pooled connection: the reply (caller frees with freeReplyObject)
  * or NULL when Redis could not be reached or answered with an error reply
- * (errstr filled either way).
+ * (errstr filled either way). A command refused because the server no longer serves mcpq's
+ * keys (MOVED, READONLY, ASK after a failover: it did not run) is sent once more on a fresh
+ * connection to the server that does.
  */
 redisReply *kv_pool_command(kv_pool_t *pool, char *errstr, size_t errstr_size, const char *fmt,
                             ...);

@@ -49,7 +49,13 @@ struct ing_pending {
     pthread_t thread;
     atomic_int stop;
     atomic_int healthy;
+    atomic_llong down_since_mono; /* when the reader last lost a working connection; 0: never */
 };
+
+/* How long a call waits for the reader to reconnect before it is refused (a failover or a
+ * dropped connection takes milliseconds to mend; a Redis that stays down is refused at once
+ * once this has passed). */
+#define RECONNECT_GRACE_MS 1000
 
 static size_t bucket_of(const char *job_id)
 {
@@ -527,6 +533,14 @@ int ing_pending_healthy(ing_pending_t *p)
     return atomic_load(&p->healthy);
 }
 
+int ing_pending_healthy_wait(ing_pending_t *p)
+{
+    int64_t until = atomic_load(&p->down_since_mono) + RECONNECT_GRACE_MS;
+    while (!atomic_load(&p->healthy) && util_mono_ms() < until && !atomic_load(&p->stop))
+        usleep(5 * 1000);
+    return atomic_load(&p->healthy);
+}
+
 char *ing_pending_record_response(const ing_call_t *call, const char *record, size_t len,
                                   ing_call_outcome_t *outcome)
 {
@@ -788,6 +802,7 @@ static void *reader_thread(void *arg)
             }
             redisFree(ctx);
             ctx = NULL;
+            atomic_store(&p->down_since_mono, util_mono_ms());
             atomic_store(&p->healthy, 0);
             continue;
         }
@@ -816,6 +831,7 @@ ing_pending_t *ing_pending_new(kv_target_t *kvt, int redis_timeout_ms, const cha
         redis_timeout_ms < 2 * READ_BLOCK_MS ? 2 * READ_BLOCK_MS : redis_timeout_ms;
     atomic_init(&p->stop, 0);
     atomic_init(&p->healthy, 0);
+    atomic_init(&p->down_since_mono, 0);
     if (!p->reply_key || pthread_create(&p->thread, NULL, reader_thread, p)) {
         free(p->reply_key);
         pthread_cond_destroy(&p->woken);

@@ -162,6 +162,10 @@ void ing_pending_cancel(ing_pending_t *p, const char *job_id, const char *reason
 size_t ing_pending_count(ing_pending_t *p);
 /* 1 while the reader is connected to Redis. */
 int ing_pending_healthy(ing_pending_t *p);
+/* The same, but when the reader lost its connection less than a second ago (a failover, a
+ * dropped connection) it first waits, up to that second, for the reader to reconnect: a call
+ * is refused for a Redis that is down, not for one that moved. */
+int ing_pending_healthy_wait(ing_pending_t *p);
 /* Completes everything still waiting with -32603 (graceful shutdown after the grace period);
  * listeners' streams just end. */
 void ing_pending_fail_all(ing_pending_t *p, const char *message);

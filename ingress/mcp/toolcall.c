@@ -387,7 +387,7 @@ static tc_status_t tc_ready(tc_t *tc)
     }
     if (!mq_producer_up(ctx->producer))
         return tc_failed(tc, "job queue (Kafka) unavailable; try again");
-    if (!ing_pending_healthy(ctx->pending))
+    if (!ing_pending_healthy_wait(ctx->pending))
         return tc_failed(tc, "result store (Redis) unavailable; try again");
     rpc_id_str(tc->msg->id, tc->call->id_json, sizeof(tc->call->id_json));
     tc->call->modern = tc->m->modern;

@@ -25,6 +25,8 @@
 #include "check.h"
 #include "names.h"
 #include "fixture.h"
+#include "kv.h"
+#include "settings.h"
 
 #include <cjson/cJSON.h>
 #include <hiredis/hiredis.h>
@@ -432,6 +434,39 @@ static redisReply *node_cmd(int port, const char *cmd)
     return r;
 }
 
+/* Every client connection to Redis dropped (the reply reader's blocked XREAD among them) and
+ * Redis paused for 400 ms in the same transaction, so the reader is still reconnecting when a
+ * call arrives: the call waits for it and is answered, not refused with "result store
+ * (Redis) unavailable" (docs/redis.md, "What clients see during a failover"). */
+static void test_reader_reconnect(void)
+{
+    /* db 1: a new connection sends SELECT, which the pause holds, so reconnecting takes the
+     * 400 ms (with db 0 and no password a connection sends nothing before its first read). */
+    char url[128];
+    snprintf(url, sizeof(url), "MCPQ_REDIS_URL=redis://127.0.0.1:%d/1", fx.redis_port);
+    const char *env[] = {url, NULL};
+    pair_t p = pair_start(env);
+    CHECK_INT_EQ(readyz(p.port), 200);
+    CHECK_INT_EQ(call_hello(p.port), 0);
+    redisContext *c = redisConnect("127.0.0.1", fx.redis_port);
+    CHECK(c != NULL && !c->err);
+    redisAppendCommand(c, "MULTI");
+    redisAppendCommand(c, "CLIENT KILL TYPE normal SKIPME yes");
+    redisAppendCommand(c, "CLIENT PAUSE 400 ALL");
+    redisAppendCommand(c, "EXEC");
+    for (int i = 0; i < 4; i++) {
+        redisReply *r = NULL;
+        CHECK(redisGetReply(c, (void **)&r) == REDIS_OK && r && r->type != REDIS_REPLY_ERROR);
+        freeReplyObject(r);
+    }
+    redisFree(c);
+    fx_sleep_ms(50); /* the reader has seen its connection go and is reconnecting */
+    CHECK_INT_EQ(call_hello(p.port), 0);
+    pair_stop(&p);
+    TEST_PASS("every Redis connection dropped and Redis paused: a call made while the reply "
+              "reader reconnects is answered");
+}
+
 /* The port of the primary that serves the slot of mcpq's keys, asked of the node at port. */
 static int slot_owner(int port)
 {
@@ -517,6 +552,17 @@ static void test_cluster(void)
     TEST_PASS("Redis Cluster: the URL names another primary, every key lands on the one that "
               "serves {mcpq}; a call and a task answered");
 
+    /* A pool of our own (nothing else uses it) with an idle connection to the primary. */
+    mcpq_settings_t set = {.redis_url = url + strlen("MCPQ_REDIS_URL="), .redis_cluster = 1};
+    char err[256];
+    kv_target_t *kvt = kv_target_new(&set, err, sizeof(err));
+    CHECK(kvt != NULL);
+    kv_pool_t *pool = kv_pool_new(kvt, 2000, 2);
+    redisReply *set_r =
+        kv_pool_command(pool, err, sizeof(err), "SET %s 1", NAMES_KEY_RESULT "pool-probe");
+    CHECK(set_r != NULL);
+    freeReplyObject(set_r);
+
     /* A manual failover: the replica takes the slot while the old primary stays up as its
      * replica, so mcpq's open connections get -MOVED and must go to the new one. */
     redisReply *info = node_cmd(owner, "INFO replication");
@@ -530,10 +576,20 @@ static void test_cluster(void)
     while (slot_owner(seed) != replica && fx_now_ms() - t1 < 10000)
         fx_sleep_ms(50);
     CHECK_INT_EQ(slot_owner(seed), replica);
+    /* The pool's idle connection goes to the old primary, which answers -MOVED: the command
+     * is sent again to the new one, and the caller sees only the value. */
+    redisReply *get_r =
+        kv_pool_command(pool, err, sizeof(err), "GET %s", NAMES_KEY_RESULT "pool-probe");
+    if (!get_r)
+        fprintf(stderr, "pooled GET after the failover: %s\n", err);
+    CHECK(get_r != NULL && get_r->type == REDIS_REPLY_STRING && strcmp(get_r->str, "1") == 0);
+    freeReplyObject(get_r);
+    kv_pool_free(pool);
+    kv_target_free(kvt);
     CHECK_INT_EQ(call_hello(p.port), 0);
     CHECK_INT_EQ(run_task(p.port), 0);
-    TEST_PASS("Redis Cluster: a manual failover (the old primary answers -MOVED now): calls "
-              "and tasks answered by the new primary");
+    TEST_PASS("Redis Cluster: a manual failover (the old primary answers -MOVED now): a pooled "
+              "command is sent again to the new primary; calls and tasks answered");
     owner = replica;
 
     /* The primary dies: its replica takes the slot, and mcpq follows (lost connections).
@@ -612,6 +668,7 @@ int main(void)
     test_tls();
     test_acl();
     test_unix_v6();
+    test_reader_reconnect();
     test_cluster();
     fx_stop(&fx);
     curl_global_cleanup();
