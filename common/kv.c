@@ -694,37 +694,45 @@ static redisReply *check_reply(kv_pool_t *pool, redisContext *c, redisReply *r, 
 }
 
 /* A failover seen by a pooled command is not the caller's problem: the command is sent once
- * more, on a connection to the server that serves the keys now (docs/redis.md). */
+ * more, on a connection to the server that serves the keys now (docs/redis.md). cmd is a
+ * command in the protocol's format (redisFormatCommand*), freed here. */
 #define KV_POOL_ATTEMPTS 2
 
-redisReply *kv_pool_command(kv_pool_t *pool, char *errstr, size_t errstr_size, const char *fmt, ...)
+static redisReply *pool_run(kv_pool_t *pool, char *cmd, int len, char *errstr, size_t errstr_size)
 {
     redisReply *r = NULL;
     int retry = 1;
+    if (len < 0) {
+        snprintf(errstr, errstr_size, "redis: cannot format the command");
+        return NULL;
+    }
     for (int attempt = 0; attempt < KV_POOL_ATTEMPTS && retry; attempt++) {
         redisContext *c = kv_pool_get(pool, errstr, errstr_size);
         if (!c)
-            return NULL;
-        va_list ap;
-        va_start(ap, fmt);
-        r = redisvCommand(c, fmt, ap);
-        va_end(ap);
-        r = check_reply(pool, c, r, errstr, errstr_size, &retry);
+            break;
+        void *reply = NULL;
+        if (redisAppendFormattedCommand(c, cmd, (size_t)len) == REDIS_OK)
+            redisGetReply(c, &reply);
+        r = check_reply(pool, c, reply, errstr, errstr_size, &retry);
     }
+    redisFreeCommand(cmd);
     return r;
+}
+
+redisReply *kv_pool_command(kv_pool_t *pool, char *errstr, size_t errstr_size, const char *fmt, ...)
+{
+    char *cmd = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int len = redisvFormatCommand(&cmd, fmt, ap);
+    va_end(ap);
+    return pool_run(pool, cmd, len, errstr, errstr_size);
 }
 
 redisReply *kv_pool_commandargv(kv_pool_t *pool, char *errstr, size_t errstr_size, int argc,
                                 const char **argv, const size_t *argvlen)
 {
-    redisReply *r = NULL;
-    int retry = 1;
-    for (int attempt = 0; attempt < KV_POOL_ATTEMPTS && retry; attempt++) {
-        redisContext *c = kv_pool_get(pool, errstr, errstr_size);
-        if (!c)
-            return NULL;
-        r = redisCommandArgv(c, argc, argv, argvlen);
-        r = check_reply(pool, c, r, errstr, errstr_size, &retry);
-    }
-    return r;
+    char *cmd = NULL;
+    int len = redisFormatCommandArgv(&cmd, argc, argv, argvlen);
+    return pool_run(pool, cmd, len, errstr, errstr_size);
 }

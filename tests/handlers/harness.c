@@ -234,12 +234,27 @@ int hx_mcp_wait(hx_t *h, hx_ex_t *e, int timeout_ms)
     return 0;
 }
 
+void hx_ex_query(hx_ex_t *e, char *path)
+{
+    char *q = strchr(path, '?');
+    if (!q)
+        return;
+    *q = '\0';
+    snprintf(e->query, sizeof(e->query), "%s", q + 1);
+    char *save = NULL;
+    for (char *kv = strtok_r(e->query, "&", &save); kv; kv = strtok_r(NULL, "&", &save)) {
+        char *eq = strchr(kv, '=');
+        if (eq)
+            *eq++ = '\0';
+        hx_ex_arg(e, kv, eq ? eq : "");
+    }
+}
+
 int hx_admin(hx_t *h, hx_ex_t *e, const char *method, const char *url, const char *body,
              const char *if_match)
 {
     char path[512];
     snprintf(path, sizeof(path), "%s", url);
-    char *q = strchr(path, '?');
     const char *headers[] = {"Authorization",
                              "Bearer " HX_ADMIN_TOKEN,
                              "Content-Type",
@@ -248,17 +263,7 @@ int hx_admin(hx_t *h, hx_ex_t *e, const char *method, const char *url, const cha
                              if_match,
                              NULL};
     hx_ex_init(h, e, method, url, body, 0, headers);
-    if (q) {
-        *q = '\0';
-        snprintf(e->query, sizeof(e->query), "%s", q + 1);
-        char *save = NULL;
-        for (char *kv = strtok_r(e->query, "&", &save); kv; kv = strtok_r(NULL, "&", &save)) {
-            char *eq = strchr(kv, '=');
-            if (eq)
-                *eq++ = '\0';
-            hx_ex_arg(e, kv, eq ? eq : "");
-        }
-    }
+    hx_ex_query(e, path);
     ing_admin_api(&e->req, path, method, &e->resp);
     hx_ex_parse(e);
     return e->resp.status;

@@ -57,6 +57,9 @@ void hx_ex_init(hx_t *h, hx_ex_t *e, const char *method, const char *uri, const 
 void hx_ex_arg(hx_ex_t *e, const char *name, const char *value);
 /* Parses the answer's body into e->json (after the handler ran). */
 void hx_ex_parse(hx_ex_t *e);
+/* Splits path at '?' (path keeps what is before it) and adds the query's name=value pairs
+ * as the request's arguments. */
+void hx_ex_query(hx_ex_t *e, char *path);
 void hx_ex_free(hx_ex_t *e);
 
 /* POST /mcp[/server] through ing_mcp_post with the test key (2025-06-18 headers and an

@@ -39,18 +39,7 @@ static int api(hx_ex_t *e, const char *method, const char *url, const char *cons
     char path[512];
     snprintf(path, sizeof(path), "%s", url);
     hx_ex_init(&h, e, method, url, NULL, auth, hdrs);
-    char *q = strchr(path, '?');
-    if (q) {
-        *q = '\0';
-        snprintf(e->query, sizeof(e->query), "%s", q + 1);
-        char *save = NULL;
-        for (char *kv = strtok_r(e->query, "&", &save); kv; kv = strtok_r(NULL, "&", &save)) {
-            char *eq = strchr(kv, '=');
-            if (eq)
-                *eq++ = '\0';
-            hx_ex_arg(e, kv, eq ? eq : "");
-        }
-    }
+    hx_ex_query(e, path);
     ing_tasksapi_route(&e->req, path, method, &e->resp);
     hx_ex_parse(e);
     return e->resp.status;
