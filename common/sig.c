@@ -8,12 +8,6 @@
 #include <string.h>
 #include <strings.h>
 
-static int is_nonce_char(char c)
-{
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '-';
-}
-
 static int check_app_id(const char *s)
 {
     size_t n = 0;
@@ -25,11 +19,8 @@ static int check_app_id(const char *s)
 
 static int check_nonce(const char *s)
 {
-    size_t n = 0;
-    for (; s[n]; n++)
-        if (n >= SIG_NONCE_MAX || !is_nonce_char(s[n]))
-            return MCPQ_EINVAL;
-    return n >= SIG_NONCE_MIN ? 0 : MCPQ_EINVAL;
+    size_t n = strnlen(s, SIG_NONCE_MAX + 1);
+    return n >= SIG_NONCE_MIN && util_id_ok(s, n, SIG_NONCE_MAX, "") ? 0 : MCPQ_EINVAL;
 }
 
 static int check_signature(const char *s)

@@ -217,14 +217,14 @@ int util_ct_equal(const void *a, const void *b, size_t len)
     return CRYPTO_memcmp(a, b, len) == 0;
 }
 
-int util_id_ok(const char *s, size_t len, size_t max)
+int util_id_ok(const char *s, size_t len, size_t max, const char *extra)
 {
     if (len == 0 || len > max)
         return 0;
     for (size_t i = 0; i < len; i++) {
         char c = s[i];
         if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == '-'))
+              c == '_' || c == '-' || (c != '\0' && strchr(extra, c))))
             return 0;
     }
     return 1;

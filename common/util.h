@@ -65,9 +65,9 @@ void util_hmac_sha256_hex(const void *key, size_t keylen, const void *data, size
 /* 1 when a and b (both len bytes) are equal; time depends only on len. */
 int util_ct_equal(const void *a, const void *b, size_t len);
 
-/* 1 when s[0..len) is an id the gateway mints or stores: 1..max of [A-Za-z0-9_-] (task ids,
- * webhook delivery ids in REST paths). */
-int util_id_ok(const char *s, size_t len, size_t max);
+/* 1 when s[0..len) is an id: 1..max bytes of [A-Za-z0-9_-] and the characters of extra ("" for
+ * none; ".:" for channel and job ids). Task, delivery, channel and job ids, request nonces. */
+int util_id_ok(const char *s, size_t len, size_t max, const char *extra);
 
 /* Parses a whole decimal string into [min, max]; 0 or MCPQ_EINVAL. */
 int util_parse_ll(const char *s, long long min, long long max, long long *out);

@@ -22,25 +22,12 @@
 #define MSG_ID_MAX 128
 #define KEY_MAX 256
 
-static int id_char(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '-' || c == '.' || c == ':';
-}
-
-static int id_valid(const char *id, size_t len, size_t max)
-{
-    if (len == 0 || len > max)
-        return 0;
-    for (size_t i = 0; i < len; i++)
-        if (!id_char(id[i]))
-            return 0;
-    return 1;
-}
+/* A channel id: [A-Za-z0-9_.:-]. */
+#define ID_EXTRA ".:"
 
 int ing_channels_id_valid(const char *id)
 {
-    return id && id_valid(id, strlen(id), ING_CHANNEL_ID_MAX);
+    return id && util_id_ok(id, strlen(id), ING_CHANNEL_ID_MAX, ID_EXTRA);
 }
 
 int ing_channels_open(kv_pool_t *kv, const char *tenant, long long ttl_s, char *id, size_t size)
@@ -151,7 +138,7 @@ void ing_channels_api(ing_req_t *req, const char *url, const char *method, ing_r
     const size_t bl = sizeof(base) - 1, tl = sizeof(tail) - 1;
     size_t ul = strlen(url);
     if (ul <= bl + tl || strncmp(url, base, bl) != 0 || strcmp(url + ul - tl, tail) != 0 ||
-        !id_valid(url + bl, ul - bl - tl, ING_CHANNEL_ID_MAX)) {
+        !util_id_ok(url + bl, ul - bl - tl, ING_CHANNEL_ID_MAX, ID_EXTRA)) {
         ing_api_error(resp, 404, "not found");
         return;
     }

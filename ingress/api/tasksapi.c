@@ -132,7 +132,7 @@ void ing_tasksapi_route(ing_req_t *req, const char *url, const char *method, ing
         char idbuf[TASK_ID_MAX + 1];
         if (is_list) {
             list(req, t->id, resp);
-        } else if (!util_id_ok(id, idlen, TASK_ID_MAX)) {
+        } else if (!util_id_ok(id, idlen, TASK_ID_MAX, "")) {
             not_found(resp);
         } else {
             memcpy(idbuf, id, idlen);

@@ -122,7 +122,7 @@ static int cursor_parse(const char *cursor, char cs[24], char cid[WHQ_ID_MAX + 1
     const char *dot = strchr(cursor, '.');
     size_t sl = dot ? (size_t)(dot - cursor) : 0;
     long long n;
-    if (!dot || sl == 0 || sl >= 24 || !util_id_ok(dot + 1, strlen(dot + 1), WHQ_ID_MAX))
+    if (!dot || sl == 0 || sl >= 24 || !util_id_ok(dot + 1, strlen(dot + 1), WHQ_ID_MAX, ""))
         return -1;
     memcpy(cs, cursor, sl);
     cs[sl] = '\0';
@@ -267,7 +267,7 @@ void ing_whapi_route(ing_req_t *req, const char *url, const char *method, ing_re
         char idbuf[WHQ_ID_MAX + 1];
         if (is_list) {
             list(req, t->id, resp);
-        } else if (!util_id_ok(id, idlen, WHQ_ID_MAX)) {
+        } else if (!util_id_ok(id, idlen, WHQ_ID_MAX, "")) {
             ing_api_error(resp, 404, "no such delivery");
         } else {
             memcpy(idbuf, id, idlen);
@@ -282,7 +282,7 @@ void ing_whapi_deliveries(ing_req_t *req, const char *tenant, const char *id, in
 {
     if (!id)
         list(req, tenant, resp);
-    else if (!util_id_ok(id, strlen(id), WHQ_ID_MAX))
+    else if (!util_id_ok(id, strlen(id), WHQ_ID_MAX, ""))
         ing_api_error(resp, 404, "no such delivery");
     else
         redeliver(req, tenant, id, resp);

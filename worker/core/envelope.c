@@ -2,6 +2,7 @@
 
 #include "err.h"
 #include "utf8.h"
+#include "util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -9,19 +10,10 @@
 
 #define MAX_SAFE_INT 9007199254740991.0 /* 2^53 - 1: JSON numbers above lose precision */
 
-static int id_char(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '-' || c == '.' || c == ':';
-}
-
+/* 1..max of [A-Za-z0-9_.:-]. */
 static int id_chars_valid(const char *s, size_t max)
 {
-    size_t n = 0;
-    for (; s[n]; n++)
-        if (n >= max || !id_char(s[n]))
-            return 0;
-    return n > 0;
+    return util_id_ok(s, strnlen(s, max + 1), max, ".:");
 }
 
 int wrk_envelope_id_valid(const char *s)

@@ -40,15 +40,17 @@ static void test_deadline(void)
 /* util_id_ok: 1..max of [A-Za-z0-9_-], by length (an id in a path is not NUL-terminated). */
 static void test_id_ok(void)
 {
-    CHECK(util_id_ok("f0c1e2-A_b", 10, 128));
-    CHECK(util_id_ok("abc/def", 3, 3)); /* only the first len bytes count */
-    CHECK(!util_id_ok("", 0, 128));
-    CHECK(!util_id_ok("abcd", 4, 3));
+    CHECK(util_id_ok("f0c1e2-A_b", 10, 128, ""));
+    CHECK(util_id_ok("abc/def", 3, 3, "")); /* only the first len bytes count */
+    CHECK(!util_id_ok("", 0, 128, ""));
+    CHECK(!util_id_ok("abcd", 4, 3, ""));
     const char *bad[] = {"a/b", "a.b", "a b", "a%2e", "\xc3\xa9", "a\nb"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-        CHECK(!util_id_ok(bad[i], strlen(bad[i]), 128));
-    CHECK(!util_id_ok("a\0b", 3, 128));
-    TEST_PASS("util_id_ok: ids of [A-Za-z0-9_-] up to max bytes");
+        CHECK(!util_id_ok(bad[i], strlen(bad[i]), 128, ""));
+    CHECK(!util_id_ok("a\0b", 3, 128, ".:")); /* a NUL is never one of extra's characters */
+    CHECK(util_id_ok("c_1.a:b", 7, 128, ".:"));
+    CHECK(!util_id_ok("c_1.a:b", 7, 128, ""));
+    TEST_PASS("util_id_ok: ids of [A-Za-z0-9_-] and the extra characters, up to max bytes");
 }
 
 int main(void)
