@@ -42,11 +42,18 @@ typedef struct ing_auth_req {
     long long retry_after_ms;    /* out: with *status 429 */
 } ing_auth_req_t;
 
-/* Who a request authenticated as: an API key or an app of a tenant. */
+/* Who a request authenticated as: an API key, an app or an OAuth subject of a tenant
+ * (docs/authorization.md). The strings live as long as the front door's ing_door_t. */
 typedef struct ing_principal {
     const ing_tenant_t *tenant;
-    char kind;       /* 'k': API key, 'a': app (HMAC signing) */
-    const char *id;  /* the key's id or the app id (never the key or the secret) */
+    char kind;       /* 'k': API key, 'a': app (HMAC signing), 'o': OAuth access token */
+    const char *id;  /* the key's id, the app id, or the token's user claim (never a secret) */
+    const char *app; /* 'a': the app id; 'o': the token's app (client) claim, or NULL */
+    /* The permissions it holds, space-separated ("": none): an API key's or app's "scopes";
+     * a token's scopes mapped through its tenant's oauth.scopes. */
+    const char *perms;
+    /* 'o': the token's scopes as granted (space-separated), for insufficient_scope. */
+    const char *token_scopes;
     ing_rate_t rate; /* its configured rate limit (per_s < 0: none configured) */
 } ing_principal_t;
 
