@@ -11,6 +11,7 @@
 #include "err.h"
 #include "jwt.h"
 #include "log.h"
+#include "oauthcache.h"
 #include "oauthhttp.h"
 #include "util.h"
 
@@ -91,23 +92,6 @@ typedef struct ijob {
     xfer_t *x;
 } ijob_t;
 
-/* One cached introspection answer. */
-typedef struct ientry {
-    struct ientry *hnext, *older, *newer;
-    char hash[65];
-    int active;
-    cJSON *claims; /* the answer (active only) */
-    char *issuer;
-    int64_t expires_ms;   /* wall clock: prepare asks again from then on */
-    int64_t token_exp_ms; /* the answer's exp (0: none) */
-} ientry_t;
-
-typedef struct icache {
-    ientry_t **b;
-    size_t nb, n, max;
-    ientry_t *oldest, *newest;
-} icache_t;
-
 struct ing_oauth {
     int skew_s;
     long timeout_ms;
@@ -122,7 +106,7 @@ struct ing_oauth {
     isrcs_t *srcs;
     ijob_t *jobs;
     size_t njobs;
-    icache_t cache;
+    ing_oauthcache_t *cache;
 };
 
 /* ---- waiters ---- */
@@ -251,79 +235,6 @@ static void count_keys(ing_oauth_t *o)
     for (iss_t *is = o->issuers; is; is = is->next)
         n += is->keys ? (long long)jwt_keyset_count(is->keys->ks) : 0;
     ing_metrics_oauth_keys(o->metrics, n);
-}
-
-/* ---- the introspection cache ---- */
-
-static size_t bucket(const icache_t *c, const char *hash)
-{
-    size_t h = 0;
-    for (int i = 0; i < 16; i++)
-        h = h * 16 + (size_t)(hash[i] <= '9' ? hash[i] - '0' : hash[i] - 'a' + 10);
-    return h & (c->nb - 1);
-}
-
-static ientry_t *cache_find(icache_t *c, const char *hash)
-{
-    for (ientry_t *e = c->b[bucket(c, hash)]; e; e = e->hnext)
-        if (memcmp(e->hash, hash, 64) == 0)
-            return e;
-    return NULL;
-}
-
-static void cache_remove(icache_t *c, ientry_t *e)
-{
-    ientry_t **p = &c->b[bucket(c, e->hash)];
-    while (*p != e)
-        p = &(*p)->hnext;
-    *p = e->hnext;
-    if (e->older)
-        e->older->newer = e->newer;
-    else
-        c->oldest = e->newer;
-    if (e->newer)
-        e->newer->older = e->older;
-    else
-        c->newest = e->older;
-    c->n--;
-    cJSON_Delete(e->claims);
-    free(e->issuer);
-    free(e);
-}
-
-/* Caches an answer (claims taken over; NULL for inactive), dropping the oldest past max. */
-static void cache_put(icache_t *c, const char *hash, cJSON *claims, const char *issuer,
-                      int64_t expires_ms, int64_t token_exp_ms)
-{
-    ientry_t *e = cache_find(c, hash);
-    if (e)
-        cache_remove(c, e);
-    while (c->n >= c->max && c->oldest)
-        cache_remove(c, c->oldest);
-    e = calloc(1, sizeof(*e));
-    char *iss = issuer ? strdup(issuer) : NULL;
-    if (!e || (issuer && !iss)) {
-        free(e);
-        free(iss);
-        cJSON_Delete(claims);
-        return;
-    }
-    memcpy(e->hash, hash, 65);
-    e->active = claims != NULL;
-    e->claims = claims;
-    e->issuer = iss;
-    e->expires_ms = expires_ms;
-    e->token_exp_ms = token_exp_ms;
-    size_t bi = bucket(c, hash);
-    e->hnext = c->b[bi];
-    c->b[bi] = e;
-    e->older = c->newest;
-    if (c->newest)
-        c->newest->newer = e;
-    else
-        c->oldest = e;
-    c->newest = e;
-    c->n++;
 }
 
 /* ---- the fetch thread: key fetches ---- */
@@ -533,8 +444,8 @@ static void introspected(ing_oauth_t *o, xfer_t *x, cJSON *claims, int64_t exp_m
     if (claims) {
         int64_t until = now + o->ttl_ms;
         ing_metrics_oauth_introspection(o->metrics, ING_OI_ACTIVE);
-        cache_put(&o->cache, j->hash, claims, s->issuer, exp_ms && exp_ms < until ? exp_ms : until,
-                  exp_ms);
+        ing_oauthcache_put(o->cache, j->hash, claims, s->issuer,
+                           exp_ms && exp_ms < until ? exp_ms : until, exp_ms);
     } else {
         if (err) {
             log_event(LOG_WARN, "oauth: token introspection failed", "issuer", s->issuer, "url",
@@ -546,7 +457,8 @@ static void introspected(ing_oauth_t *o, xfer_t *x, cJSON *claims, int64_t exp_m
             return;
         ing_metrics_oauth_introspection(o->metrics, j->errors ? ING_OI_ERROR : ING_OI_INACTIVE);
         if (!j->errors) /* errors are not cached: the check answers 503, a retry asks again */
-            cache_put(&o->cache, j->hash, NULL, NULL, now + ING_OAUTH_INACTIVE_TTL_S * 1000, 0);
+            ing_oauthcache_put(o->cache, j->hash, NULL, NULL, now + ING_OAUTH_INACTIVE_TTL_S * 1000,
+                               0);
     }
     job_unlink(o, j);
     job_free(o, j, wake);
@@ -659,17 +571,13 @@ ing_oauth_t *ing_oauth_new(const mcpq_settings_t *set, ing_metrics_t *metrics)
     o->max_age_ms = set->oauth_jwks_max_age_s * 1000;
     o->ttl_ms = set->oauth_introspection_ttl_s * 1000;
     o->metrics = metrics;
-    o->cache.max = (size_t)set->oauth_introspection_cache;
-    o->cache.nb = 16;
-    while (o->cache.nb < o->cache.max)
-        o->cache.nb *= 2;
-    o->cache.b = calloc(o->cache.nb, sizeof(*o->cache.b));
+    o->cache = ing_oauthcache_new((size_t)set->oauth_introspection_cache);
     o->srcs = calloc(1, sizeof(*o->srcs));
     o->multi = curl_multi_init();
     pthread_mutex_init(&o->lock, NULL);
     if (o->srcs)
         o->srcs->refs = 1;
-    if (!o->cache.b || !o->srcs || !o->multi ||
+    if (!o->cache || !o->srcs || !o->multi ||
         pthread_create(&o->thread, NULL, fetch_thread, o) != 0) {
         log_msgf(LOG_ERROR, "oauth: cannot start the key service");
         ing_oauth_free(o);
@@ -707,9 +615,7 @@ void ing_oauth_free(ing_oauth_t *o)
         job_free(o, j, &wake);
     }
     wlist_wake(&wake);
-    while (o->cache.oldest)
-        cache_remove(&o->cache, o->cache.oldest);
-    free(o->cache.b);
+    ing_oauthcache_free(o->cache);
     isrcs_unref(o->srcs);
     if (o->multi)
         curl_multi_cleanup(o->multi);
@@ -882,7 +788,7 @@ static int prepare_opaque(ing_oauth_t *o, const char *token, ing_oauth_wake_fn w
     util_sha256_hex(token, strlen(token), hash);
     int rc = ING_OAUTH_READY, start = 0;
     pthread_mutex_lock(&o->lock);
-    ientry_t *e = o->srcs->n ? cache_find(&o->cache, hash) : NULL;
+    ing_oauthcache_entry_t *e = o->srcs->n ? ing_oauthcache_find(o->cache, hash) : NULL;
     ijob_t *j = o->jobs;
     while (j && strcmp(j->hash, hash) != 0)
         j = j->next;
@@ -967,7 +873,7 @@ static int check_opaque(ing_oauth_t *o, const char *token, ing_oauth_token_t *ou
     int rc = MCPQ_EUNAVAIL;
     *why = "token introspection is unavailable";
     pthread_mutex_lock(&o->lock);
-    ientry_t *e = o->srcs->n ? cache_find(&o->cache, hash) : NULL;
+    ing_oauthcache_entry_t *e = o->srcs->n ? ing_oauthcache_find(o->cache, hash) : NULL;
     if (!o->srcs->n) {
         *why = "the token is not a JWT and no token introspection is configured";
         rc = MCPQ_EAUTH;
