@@ -631,6 +631,69 @@ static void t_metrics(ing_metrics_t *m)
     TEST_PASS("metrics: mcpq_oauth_fetches_total, mcpq_oauth_keys, mcpq_oauth_introspection_total");
 }
 
+/* HTTP threads at once: prepare and check from 4 threads while the issuers are configured
+ * again and again (issuer a kept with its keys, issuer b dropped and added back). */
+typedef struct racer {
+    ing_oauth_t *o;
+    const char *token;
+    waker_t w;
+    int waits, ok;
+} racer_t;
+
+static void *race(void *arg)
+{
+    racer_t *r = arg;
+    for (int i = 0; i < 300; i++) {
+        const char *tok = i % 3 == 2 ? "opaque-active-race" : r->token;
+        if (ing_oauth_prepare(r->o, tok, on_wake, &r->w) == ING_OAUTH_WAIT) {
+            r->waits++;
+            struct timespec until = util_deadline_realtime(5000);
+            pthread_mutex_lock(&r->w.mu);
+            while (r->w.n < r->waits && pthread_cond_timedwait(&r->w.cv, &r->w.mu, &until) == 0)
+                ;
+            pthread_mutex_unlock(&r->w.mu);
+        }
+        const char *why;
+        r->ok += check(r->o, tok, NULL, &why) == 0;
+    }
+    return NULL;
+}
+
+static void t_concurrent(ing_metrics_t *m)
+{
+    mcpq_settings_t set = settings();
+    ing_oauth_t *o = ing_oauth_new(&set, m);
+    CHECK(o != NULL);
+    serve_keys(&k1, NULL, "max-age=600");
+    ing_oauth_source_t src[] = {
+        {.issuer = iss_a, .jwks_uri = jwks_a, .introspection_endpoint = intro}, {.issuer = iss_b}};
+    ing_oauth_configure(o, src, 2);
+    char *ta = token_make(&k1, iss_a, "alice", 600);
+    prepare_settle(o, ta);
+    racer_t r[4];
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        r[i] = (racer_t){.o = o, .token = ta};
+        pthread_mutex_init(&r[i].w.mu, NULL);
+        pthread_cond_init(&r[i].w.cv, NULL);
+        CHECK(pthread_create(&th[i], NULL, race, &r[i]) == 0);
+    }
+    for (int i = 0; i < 40; i++) {
+        ing_oauth_configure(o, src, i % 2 ? 2 : 1);
+        sleep_ms(5);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        CHECK_INT_EQ(r[i].ok, 300); /* every check accepted: issuer a's keys never dropped */
+        CHECK_INT_EQ(r[i].w.n, r[i].waits);
+        pthread_mutex_destroy(&r[i].w.mu);
+        pthread_cond_destroy(&r[i].w.cv);
+    }
+    ing_oauth_free(o);
+    free(ta);
+    TEST_PASS("4 threads prepare and check while the issuers are configured again and again");
+}
+
 /* A loopback port nothing listens on. */
 static int dead_port(void)
 {
@@ -667,6 +730,7 @@ int main(void)
     t_max_age(m);
     t_unavailable(m);
     t_introspection(m);
+    t_concurrent(m);
     t_free_wakes(m);
     t_metrics(m);
     ing_metrics_free(m);
