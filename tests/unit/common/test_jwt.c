@@ -84,9 +84,9 @@ static size_t sign_raw(EVP_PKEY *pkey, const char *alg, const char *in, unsigned
     EVP_PKEY_CTX *pctx = NULL;
     int eddsa = strcmp(alg, "EdDSA") == 0;
     CHECK(EVP_DigestSignInit(md, &pctx, eddsa ? NULL : EVP_sha256(), NULL, pkey) == 1);
-    if (strcmp(alg, "PS256") == 0) {
+    if (strncmp(alg, "PS256", 5) == 0) { /* "PS256/0": a salt of 0 bytes instead of 32 */
         CHECK(EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PSS_PADDING) == 1);
-        CHECK(EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, RSA_PSS_SALTLEN_DIGEST) == 1);
+        CHECK(EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, alg[5] ? 0 : RSA_PSS_SALTLEN_DIGEST) == 1);
     }
     unsigned char der[1100];
     size_t len = sizeof(der);
@@ -259,7 +259,11 @@ static void test_tampered(void)
         free(tok);
         free(other);
     }
-    TEST_PASS("flipped signature byte and changed payload fail (JWT_ESIG)");
+    /* PS256 is PSS with a 32-byte salt: another salt length does not verify */
+    char *tok = make_token("{\"alg\":\"PS256\",\"kid\":\"r1\"}", payload_ok, rsa2048, "PS256/0");
+    CHECK_INT_EQ(verify(tok), JWT_ESIG);
+    free(tok);
+    TEST_PASS("flipped signature byte, changed payload, PSS salt length fail (JWT_ESIG)");
 }
 
 static void test_alg_refused(void)
