@@ -24,14 +24,16 @@
 #define POLL_MS 1000 /* the fetch thread looks at its schedule at least this often */
 #define TOKEN_MAX JWT_TOKEN_MAX
 
+/* Parked requests, each woken once; a list so that handing them over never allocates. */
 typedef struct waiter {
+    struct waiter *next;
     ing_oauth_wake_fn fn;
     void *arg;
 } waiter_t;
 
 typedef struct wlist {
-    waiter_t *w;
-    size_t n, cap;
+    waiter_t *head, *tail;
+    size_t n;
 } wlist_t;
 
 typedef struct keys {
@@ -115,48 +117,41 @@ static int wlist_add(wlist_t *l, ing_oauth_wake_fn fn, void *arg)
 {
     if (!fn)
         return 0; /* nobody to wake: still worth the fetch */
-    if (l->n == ING_OAUTH_MAX_WAITERS)
+    waiter_t *w = l->n < ING_OAUTH_MAX_WAITERS ? malloc(sizeof(*w)) : NULL;
+    if (!w)
         return -1;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 4;
-        waiter_t *w = realloc(l->w, cap * sizeof(*w));
-        if (!w)
-            return -1;
-        l->w = w;
-        l->cap = cap;
-    }
-    l->w[l->n++] = (waiter_t){fn, arg};
+    *w = (waiter_t){NULL, fn, arg};
+    if (l->tail)
+        l->tail->next = w;
+    else
+        l->head = w;
+    l->tail = w;
+    l->n++;
     return 0;
 }
 
-/* Moves src's waiters to the end of dst (which takes them over). */
+/* Moves src's waiters to the end of dst. */
 static void wlist_take(wlist_t *dst, wlist_t *src)
 {
-    if (!dst->n) {
-        free(dst->w);
-        *dst = *src;
-    } else {
-        waiter_t *w = realloc(dst->w, (dst->n + src->n) * sizeof(*w));
-        if (w) {
-            memcpy(w + dst->n, src->w, src->n * sizeof(*w));
-            dst->w = w;
-            dst->n += src->n;
-            dst->cap = dst->n;
-        } else { /* cannot happen in practice; wake them here rather than lose them */
-            for (size_t i = 0; i < src->n; i++)
-                src->w[i].fn(src->w[i].arg);
-        }
-        free(src->w);
-    }
+    if (!src->head)
+        return;
+    if (dst->tail)
+        dst->tail->next = src->head;
+    else
+        dst->head = src->head;
+    dst->tail = src->tail;
+    dst->n += src->n;
     *src = (wlist_t){0};
 }
 
 /* Calls every waiter once; never with the lock held. */
 static void wlist_wake(wlist_t *l)
 {
-    for (size_t i = 0; i < l->n; i++)
-        l->w[i].fn(l->w[i].arg);
-    free(l->w);
+    for (waiter_t *w = l->head, *next; w; w = next) {
+        next = w->next;
+        w->fn(w->arg);
+        free(w);
+    }
     *l = (wlist_t){0};
 }
 
@@ -415,8 +410,10 @@ static cJSON *intro_parse(const xfer_t *x, const char *cerr, long status, int64_
         return NULL;
     }
     const cJSON *exp = cJSON_GetObjectItemCaseSensitive(doc, "exp");
-    if (cJSON_IsNumber(exp))
-        *exp_ms = (int64_t)exp->valuedouble * 1000;
+    if (cJSON_IsNumber(exp)) { /* (bounded before the cast: any number may come) */
+        double v = exp->valuedouble;
+        *exp_ms = v < 1 ? 1 : v > 4e12 ? (int64_t)4e15 : (int64_t)(v * 1000);
+    }
     if (!cJSON_IsTrue(active) || (*exp_ms && *exp_ms <= util_now_ms())) {
         cJSON_Delete(doc);
         return NULL;
@@ -484,7 +481,7 @@ static void finished(ing_oauth_t *o, CURLMsg *msg)
     if (x->kind == X_JWKS && !err && status != 200)
         err = "the JWKS URL answered an HTTP error";
     if (x->kind == X_JWKS && !err)
-        ks = jwt_keyset_parse(x->h->body.data, x->h->body.len, &err);
+        ks = jwt_keyset_parse(x->h->body.data ? x->h->body.data : "", x->h->body.len, &err);
     if (x->kind == X_INTRO)
         claims = intro_parse(x, err, status, &exp_ms, &err);
     wlist_t wake = {0};

@@ -76,13 +76,17 @@ void ing_oauth_free(ing_oauth_t *o);
 
 /*
  * Installs the issuers the registry names, src[0..n) (copied; n may be 0). The refresh thread
- * calls it whenever a registry is swapped in, and start-up once the first registry is loaded,
- * with one entry per (tenant, issuer) of the tenants that have "oauth": duplicates are merged
- * (an issuer's keys are fetched once; the first jwks_uri given for it wins; every distinct
+ * calls it whenever a registry is swapped in (also the first), with one entry per (tenant,
+ * issuer) of the tenants that have "oauth" (ing_tenant_oauth_t): issuer = issuers[i];
+ * jwks_uri = the tenant's jwks_uri (the config allows it only with one issuer); the tenant's
+ * introspection endpoint, client_id and client_secret on its issuers[0] entry only (an active
+ * answer is then taken as issued by issuers[0], one of the tenant's). Duplicates are merged (an
+ * issuer's keys are fetched once; the first jwks_uri given for it wins; every distinct
  * introspection endpoint and client is kept, in order). An issuer named before with the same
  * jwks_uri keeps its keys; a new one has its keys fetched at once in the background; one no
- * longer named is dropped (its waiters are woken). Requests checked after this returns see the
- * new set.
+ * longer named is dropped (its waiters are woken by the fetch thread). An entry whose URLs are
+ * not https (http only to a loopback host) is left out, logged. Requests prepared after this
+ * returns see the new set. The keys gauge (mcpq_oauth_keys) appears once n > 0.
  */
 void ing_oauth_configure(ing_oauth_t *o, const ing_oauth_source_t *src, size_t n);
 

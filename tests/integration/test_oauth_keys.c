@@ -166,6 +166,8 @@ static void introspect(const upload_t *u, char *out, size_t n)
                  "{\"active\":true,\"sub\":\"%s\",\"client_id\":\"app1\",\"scope\":\"mcp:tools\","
                  "\"exp\":%lld}",
                  tok + 14, now + 3600);
+    else if (strcmp(tok, "opaque-expired") == 0) /* active, but its exp has passed */
+        snprintf(out, n, "{\"active\":true,\"sub\":\"old\",\"exp\":%lld}", now - 10);
     else
         snprintf(out, n, "{\"active\":false}");
 }
@@ -561,19 +563,21 @@ static void t_introspection(ing_metrics_t *m)
     prepare_wait(o, "opaque-inactive");
     CHECK_INT_EQ(check(o, "opaque-inactive", NULL, &why), MCPQ_EAUTH);
     CHECK_INT_EQ(ing_oauth_prepare(o, "opaque-inactive", on_wake, &wk), ING_OAUTH_READY);
-    TEST_PASS("introspection: inactive refused (401), and cached");
+    prepare_wait(o, "opaque-expired");
+    CHECK_INT_EQ(check(o, "opaque-expired", NULL, &why), MCPQ_EAUTH);
+    TEST_PASS("introspection: inactive, or active with its exp passed, refused (401), cached");
 
     char tok[64];
-    for (int i = 1; i <= 4; i++) { /* 2 cached + 4 new, at most 4: erin and inactive go */
+    for (int i = 1; i <= 4; i++) { /* 3 cached + 4 new, at most 4: the first 3 go */
         snprintf(tok, sizeof(tok), "opaque-active-f%d", i);
         prepare_wait(o, tok);
     }
-    CHECK_INT_EQ(hits(&srv.intro_hits), i0 + 6);
+    CHECK_INT_EQ(hits(&srv.intro_hits), i0 + 7);
     CHECK_INT_EQ(ing_oauth_prepare(o, "opaque-active-f1", on_wake, &wk), ING_OAUTH_READY);
     CHECK_INT_EQ(ing_oauth_prepare(o, "opaque-active-f4", on_wake, &wk), ING_OAUTH_READY);
     CHECK_INT_EQ(check(o, "opaque-active-erin", NULL, &why), MCPQ_EUNAVAIL); /* evicted */
     prepare_wait(o, "opaque-active-erin");
-    CHECK_INT_EQ(hits(&srv.intro_hits), i0 + 7);
+    CHECK_INT_EQ(hits(&srv.intro_hits), i0 + 8);
     CHECK_INT_EQ(check(o, "opaque-active-erin", "erin", &why), 0);
     TEST_PASS("introspection cache bound: the oldest answers are dropped");
 
