@@ -18,6 +18,7 @@ enum mcpq_err {
     MCPQ_EEXIST = -8,    /* the object exists already */
     MCPQ_EPROTO = -9,    /* a peer answered something we cannot use */
     MCPQ_EQUOTA = -10,   /* a tenant's quota (config "quotas") is used up */
+    MCPQ_EAUTH = -11,    /* a credential was refused (e.g. an invalid OAuth token: 401) */
 };
 
 #endif

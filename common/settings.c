@@ -260,6 +260,30 @@ static const set_def_t defs[] = {
      S(app_secret_min_bytes),
      "shortest app secret (HMAC request signing) the config and the admin API accept; below "
      "32 the ingress warns at start-up (scripts/mcpq-local sets 1 so short demo secrets work)"},
+    {"MCPQ_OAUTH_CLOCK_SKEW_S", "oauth-clock-skew-s", T_INT, "60", 0, 600, ING,
+     S(oauth_clock_skew_s),
+     "OAuth bearer tokens: seconds of clock difference allowed when exp, nbf and iat are checked"},
+    {"MCPQ_OAUTH_FETCH_TIMEOUT_MS", "oauth-fetch-timeout-ms", T_INT, "5000", 100, 60000, ING,
+     S(oauth_fetch_timeout_ms),
+     "OAuth: time limit of one request to an authorization server (metadata discovery, JWKS, "
+     "token introspection)"},
+    {"MCPQ_OAUTH_JWKS_MIN_REFRESH_S", "oauth-jwks-min-refresh-s", T_INT, "30", 1, 86400, ING,
+     S(oauth_jwks_min_refresh_s),
+     "OAuth: a token whose kid names no known key refetches its issuer's keys at most once per "
+     "this many seconds; also the shortest key lifetime when below 60"},
+    {"MCPQ_OAUTH_JWKS_MAX_AGE_S", "oauth-jwks-max-age-s", T_INT, "3600", 1, 7LL * 86400, ING,
+     S(oauth_jwks_max_age_s),
+     "OAuth: longest time an issuer's keys are used before they are fetched again (the JWKS "
+     "response's Cache-Control max-age or Expires, at least 60 s, at most this; without "
+     "either: this); a failed refresh keeps the keys it had"},
+    {"MCPQ_OAUTH_INTROSPECTION_CACHE", "oauth-introspection-cache", T_INT, "10000", 1, 1000000, ING,
+     S(oauth_introspection_cache),
+     "OAuth: token introspection answers kept in memory (the oldest go first); keyed by the "
+     "SHA-256 of the token, never the token"},
+    {"MCPQ_OAUTH_INTROSPECTION_TTL_S", "oauth-introspection-ttl-s", T_INT, "60", 1, 86400, ING,
+     S(oauth_introspection_ttl_s),
+     "OAuth: longest time an active introspection answer is reused (also never past the "
+     "token's exp); inactive answers are kept 10 s"},
     {"MCPQ_TASK_SLOTS", "task-slots", T_INT, "4", 1, 10000, WRK, S(task_slots),
      "worker without a robot id: tasks without a RobotId it runs at once (a robot runs one)"},
     {"MCPQ_TASK_LEASE_MS", "task-lease-ms", T_INT, "15000", 1000, 3600000, ALL, S(task_lease_ms),

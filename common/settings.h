@@ -95,6 +95,12 @@ typedef struct mcpq_settings {
     long long app_secret_min_bytes;
     long long auth_fail_per_min;
     long long auth_fail_id_per_min;
+    long long oauth_clock_skew_s; /* ingress/core/oauth.h */
+    long long oauth_fetch_timeout_ms;
+    long long oauth_jwks_min_refresh_s;
+    long long oauth_jwks_max_age_s;
+    long long oauth_introspection_cache;
+    long long oauth_introspection_ttl_s;
     const char *trusted_proxies;
     long long task_slots;
     long long task_lease_ms;

@@ -104,12 +104,19 @@ int ing_process_open(ing_ctx_t *ctx, const mcpq_settings_t *set, kv_target_t *kv
         snprintf(err, err_size, "cannot start the registry subscriber");
         return -1;
     }
+    /* No issuer yet: the refresh thread installs the registry's (ing_oauth_configure) */
+    ctx->oauth = ing_oauth_new(set, ctx->metrics);
+    if (!ctx->oauth) {
+        snprintf(err, err_size, "cannot start the OAuth key service");
+        return -1;
+    }
     return 0;
 }
 
 void ing_process_close(ing_ctx_t *ctx)
 {
     ing_listen_free(ctx->listen); /* after the refresh thread and HTTP, its only callers */
+    ing_oauth_free(ctx->oauth);   /* likewise; wakes any request still parked on it */
     ing_files_free(ctx->files);
     ing_pending_free(ctx->pending);
     mq_producer_free(ctx->producer, 2000);

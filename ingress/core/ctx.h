@@ -12,6 +12,7 @@
 #include "mq.h"
 #include "names.h"
 #include "metrics.h"
+#include "oauth.h"
 #include "pending.h"
 #include "ratelimit.h"
 #include "kv.h"
@@ -44,6 +45,8 @@ typedef struct ing_ctx {
     struct ing_peer_nets *trusted; /* MCPQ_TRUSTED_PROXIES (peer.h) */
     struct ing_files *files;       /* files and attachments (files.h) */
     struct ing_listen *listen;     /* notification streams (listen.h) */
+    ing_oauth_t *oauth;            /* OAuth keys and introspection (oauth.h); its issuers are the
+                                      registry's: ing_oauth_configure at each registry swap */
     pthread_mutex_t reg_lock;
     ing_registry_t *reg;
     char instance[128];

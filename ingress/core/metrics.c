@@ -20,6 +20,7 @@ static const char *const outcome_names[ING_CALL_COUNT] = {"ok",     "tool_error"
                                                           "failed", "fake",       "cancelled"};
 
 static const char *const wh_names[ING_WH_COUNT] = {"delivered", "retry", "failed", "disabled"};
+static const char *const oi_names[ING_OI_COUNT] = {"hit", "miss", "active", "inactive", "error"};
 
 struct ing_metrics {
     atomic_ullong requests[ING_M_COUNT][NSTATUS];
@@ -30,6 +31,9 @@ struct ing_metrics {
     atomic_ullong wh[ING_WH_COUNT];
     atomic_ullong wh_us;            /* time spent in webhook attempts */
     atomic_llong wh_queued, wh_due; /* -1 until the dispatcher looked */
+    atomic_ullong oauth_fetch_ok, oauth_fetch_failed;
+    atomic_llong oauth_keys; /* -1 until the OAuth service counted them */
+    atomic_ullong oauth_oi[ING_OI_COUNT];
     int64_t start_ms;
 };
 
@@ -40,6 +44,7 @@ ing_metrics_t *ing_metrics_new(void)
         return NULL;
     atomic_store(&m->wh_queued, -1);
     atomic_store(&m->wh_due, -1);
+    atomic_store(&m->oauth_keys, -1);
     m->start_ms = util_now_ms();
     return m;
 }
@@ -48,6 +53,24 @@ void ing_metrics_webhook_queue(ing_metrics_t *m, long long queued, long long due
 {
     atomic_store(&m->wh_queued, queued);
     atomic_store(&m->wh_due, due);
+}
+
+void ing_metrics_oauth_fetch(ing_metrics_t *m, int ok)
+{
+    if (m)
+        atomic_fetch_add(ok ? &m->oauth_fetch_ok : &m->oauth_fetch_failed, 1);
+}
+
+void ing_metrics_oauth_keys(ing_metrics_t *m, long long keys)
+{
+    if (m)
+        atomic_store(&m->oauth_keys, keys);
+}
+
+void ing_metrics_oauth_introspection(ing_metrics_t *m, ing_metrics_oi_t what)
+{
+    if (m)
+        atomic_fetch_add(&m->oauth_oi[what], 1);
 }
 
 void ing_metrics_free(ing_metrics_t *m)
@@ -97,6 +120,28 @@ void ing_metrics_webhook(ing_metrics_t *m, ing_metrics_wh_outcome_t outcome, int
 {
     atomic_fetch_add(&m->wh[outcome], 1);
     atomic_fetch_add(&m->wh_us, (unsigned long long)(duration_ms > 0 ? duration_ms : 0) * 1000ull);
+}
+
+/* The OAuth series, left out while no tenant uses OAuth (the service never counted keys). */
+static void render_oauth(ing_metrics_t *m, util_buf_t *out)
+{
+    long long keys = atomic_load(&m->oauth_keys);
+    if (keys < 0)
+        return;
+    prom_head(out, "mcpq_oauth_fetches_total", "counter",
+              "Key fetches from OAuth authorization servers (metadata discovery and JWKS).");
+    prom_line(out, "mcpq_oauth_fetches_total{result=\"ok\"} %llu\n",
+              atomic_load(&m->oauth_fetch_ok));
+    prom_line(out, "mcpq_oauth_fetches_total{result=\"error\"} %llu\n",
+              atomic_load(&m->oauth_fetch_failed));
+    prom_head(out, "mcpq_oauth_keys", "gauge",
+              "Public keys known now, all trusted issuers together.");
+    prom_line(out, "mcpq_oauth_keys %lld\n", keys);
+    prom_head(out, "mcpq_oauth_introspection_total", "counter",
+              "Token introspection: cache hits and misses, and the answers of requests.");
+    for (int i = 0; i < ING_OI_COUNT; i++)
+        prom_line(out, "mcpq_oauth_introspection_total{result=\"%s\"} %llu\n", oi_names[i],
+                  atomic_load(&m->oauth_oi[i]));
 }
 
 int ing_metrics_render(ing_metrics_t *m, util_buf_t *out, const ing_metrics_now_t *now)
@@ -159,6 +204,7 @@ int ing_metrics_render(ing_metrics_t *m, util_buf_t *out, const ing_metrics_now_
                   "Of those, deliveries whose attempt is due now (the dispatchers' backlog).");
         prom_line(out, "mcpq_webhook_queue_due_deliveries %lld\n", due);
     }
+    render_oauth(m, out);
     prom_line(out, "# HELP mcpq_dependency_up 1 while the dependency is reachable.\n");
     prom_line(out, "# TYPE mcpq_dependency_up gauge\n");
     prom_line(out, "mcpq_dependency_up{dependency=\"kafka\"} %d\n", now->kafka_up);

@@ -2,8 +2,9 @@
  * metrics.h - the ingress's Prometheus metrics (docs/operations.md "Metrics"): requests by MCP
  * method and HTTP status, request latency histograms, in-flight calls, published jobs and their
  * failures, tool call outcomes, webhook delivery attempts by outcome, open notification streams,
- * the webhook queue, build info and start time. Counters are lock-free atomics; every function is
- * thread-safe. ing_metrics_render() writes the text exposition format.
+ * the webhook queue, OAuth key fetches and token introspection, build info and start time. Counters
+ * are lock-free atomics; every function is thread-safe. ing_metrics_render() writes the text
+ * exposition format.
  */
 #ifndef MCPQ_ING_METRICS_H
 #define MCPQ_ING_METRICS_H
@@ -45,6 +46,16 @@ typedef enum {
     ING_WH_COUNT
 } ing_metrics_wh_outcome_t;
 
+/* What one token introspection lookup or request came to (ingress/core/oauth.c). */
+typedef enum {
+    ING_OI_HIT,      /* the answer was in the cache */
+    ING_OI_MISS,     /* not cached: a request was started */
+    ING_OI_ACTIVE,   /* a request answered active */
+    ING_OI_INACTIVE, /* a request answered inactive (or active but expired) */
+    ING_OI_ERROR,    /* a request failed (transport, status, unusable answer) */
+    ING_OI_COUNT
+} ing_metrics_oi_t;
+
 typedef struct ing_metrics ing_metrics_t;
 
 ing_metrics_t *ing_metrics_new(void);
@@ -63,6 +74,12 @@ void ing_metrics_webhook(ing_metrics_t *m, ing_metrics_wh_outcome_t outcome, int
  * {mcpq}:wh:due, and how many of them are due now. */
 void ing_metrics_webhook_queue(ing_metrics_t *m, long long queued, long long due);
 #define ING_METRICS_WH_QUEUE_MS 5000
+
+/* OAuth (ingress/core/oauth.c): one key fetch of an issuer ended (discovery and JWKS together),
+ * the keys known now across issuers, one introspection lookup or request. */
+void ing_metrics_oauth_fetch(ing_metrics_t *m, int ok);
+void ing_metrics_oauth_keys(ing_metrics_t *m, long long keys);
+void ing_metrics_oauth_introspection(ing_metrics_t *m, ing_metrics_oi_t what);
 
 /* What the ingress is doing now, read at scrape time. */
 typedef struct ing_metrics_now {
