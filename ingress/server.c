@@ -58,7 +58,7 @@ static enum MHD_Result send_resp(ing_req_t *req, ing_resp_t *resp)
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, resp->content_type);
     if (resp->session_id[0])
         MHD_add_response_header(r, "Mcp-Session-Id", resp->session_id);
-    if (resp->www_auth)
+    if (resp->www_auth[0])
         MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, resp->www_auth);
     if (resp->allow)
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, resp->allow);
