@@ -1,0 +1,264 @@
+/*
+ * Tests per-tool authorization (ingress/core/access.c) where callers meet it: tools/list
+ * filtered for each API key and app, a hidden tool called answered exactly as an unknown one,
+ * the server-level rule, the system server's list_tools, and MCP Tasks of a hidden tool
+ * (tests/handlers/harness.h).
+ */
+#include "check.h"
+#include "harness.h"
+
+#include "rpc.h"
+#include "sig.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define NONE_KEY "none-key-0123456789"
+#define CRM_KEY "crm-key-0123456789"
+#define APP_SECRET "billing-secret-0123456789abcdef0123456789"
+
+static const char config[] =
+    "{\"tenants\": [{\"id\": \"t\", \"api_keys\": ["
+    "   {\"id\": \"k\", \"key\": \"" HX_API_KEY "\", \"scopes\": [\"tools\"]},"
+    "   {\"id\": \"k-none\", \"key\": \"" NONE_KEY "\"},"
+    "   {\"id\": \"k-crm\", \"key\": \"" CRM_KEY "\", \"scopes\": [\"tools\", \"crm:write\"]}],"
+    "  \"apps\": [{\"app_id\": \"billing\", \"secret\": \"" APP_SECRET "\","
+    "   \"scopes\": [\"tools\"]}]}],"
+    " \"servers\": [{\"tenant\": \"t\", \"name\": \"default\"},"
+    "  {\"tenant\": \"t\", \"name\": \"crm\", \"access\": {\"scopes\": [\"crm:write\"]}}],"
+    " \"tools\": ["
+    "  {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"open\", \"published\": \"1\","
+    "   \"versions\": [{\"version\": \"1\", \"inputSchema\": {\"type\": \"object\"},"
+    "    \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]},"
+    "  {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"needs_tools\","
+    "   \"access\": {\"scopes\": [\"tools\"]}, \"published\": \"1\","
+    "   \"versions\": [{\"version\": \"1\", \"inputSchema\": {\"type\": \"object\"},"
+    "    \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]},"
+    "  {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"ci_only\","
+    "   \"access\": {\"keys\": [\"k-crm\"]}, \"published\": \"1\","
+    "   \"versions\": [{\"version\": \"1\", \"mode\": \"task\", \"inputSchema\": {\"type\": "
+    "\"object\"},"
+    "    \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]},"
+    "  {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"app_only\","
+    "   \"access\": {\"apps\": [\"billing\"]}, \"published\": \"1\","
+    "   \"versions\": [{\"version\": \"1\", \"inputSchema\": {\"type\": \"object\"},"
+    "    \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]},"
+    "  {\"tenant\": \"t\", \"server\": \"crm\", \"name\": \"crm_write\", \"published\": \"1\","
+    "   \"versions\": [{\"version\": \"1\", \"inputSchema\": {\"type\": \"object\"},"
+    "    \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]}]}";
+
+static hx_t h;
+
+/* Authorization: Bearer key, as headers for hx_mcp. */
+#define AS(key)                                                                                    \
+    (const char *const[])                                                                          \
+    {                                                                                              \
+        "Authorization", "Bearer " key, NULL                                                       \
+    }
+
+/* The tool names of a tools/list answer, comma-separated, into out. */
+static const char *names_of(const hx_ex_t *e, char *out, size_t n)
+{
+    const cJSON *t;
+    size_t len = 0;
+    out[0] = '\0';
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(hx_rpc_result(e), "tools"))
+    {
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "name"));
+        len += (size_t)snprintf(out + len, n - len, "%s%s", len ? "," : "", name ? name : "?");
+    }
+    return out;
+}
+
+static void list_as(const char *server, const char *const hdrs[], const char *want)
+{
+    hx_ex_t e;
+    char got[512];
+    hx_mcp(&h, &e, server, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", hdrs);
+    CHECK_INT_EQ(e.resp.status, 200);
+    CHECK_INT_EQ(hx_rpc_code(&e), 0);
+    CHECK_STR_EQ(names_of(&e, got, sizeof(got)), want);
+    hx_ex_free(&e);
+}
+
+/* The X-App-Id/X-Timestamp/X-Nonce/X-Signature headers of app billing for POST /mcp[/server]
+ * with body, into hdrs (strings in buf). */
+static void signed_as_app(const char *server, const char *body, const char *hdrs[9],
+                          char buf[3][80])
+{
+    static unsigned counter;
+    char uri[64], *canonical;
+    snprintf(uri, sizeof(uri), "/mcp%s%s", server ? "/" : "", server ? server : "");
+    snprintf(buf[0], 80, "%lld", (long long)time(NULL));
+    snprintf(buf[1], 80, "nonce-access-%u-%lld", counter++, (long long)util_mono_ms());
+    canonical = sig_canonical("POST", uri, buf[0], buf[1], body, strlen(body));
+    CHECK(canonical != NULL);
+    util_hmac_sha256_hex(APP_SECRET, strlen(APP_SECRET), canonical, strlen(canonical), buf[2]);
+    free(canonical);
+    const char *v[] = {"X-App-Id", "billing",     "X-Timestamp", buf[0], "X-Nonce",
+                       buf[1],     "X-Signature", buf[2],        NULL};
+    memcpy(hdrs, v, sizeof(v));
+}
+
+static void test_list(void)
+{
+    list_as(NULL, AS(HX_API_KEY), "needs_tools,open");
+    list_as(NULL, AS(NONE_KEY), "open");
+    list_as(NULL, AS(CRM_KEY), "ci_only,needs_tools,open");
+    /* the server-level rule: every tool of crm needs crm:write */
+    list_as("crm", AS(HX_API_KEY), "");
+    list_as("crm", AS(CRM_KEY), "crm_write");
+    /* an app: by its app id and its scopes */
+    static const char body[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}";
+    const char *hdrs[9];
+    char buf[3][80], got[512];
+    signed_as_app(NULL, body, hdrs, buf);
+    hx_ex_t e;
+    hx_mcp(&h, &e, NULL, body, hdrs);
+    CHECK_INT_EQ(e.resp.status, 200);
+    CHECK_STR_EQ(names_of(&e, got, sizeof(got)), "app_only,needs_tools,open");
+    hx_ex_free(&e);
+    TEST_PASS("tools/list shows each key and app only the tools it may see");
+}
+
+/* tools/call of name as hdrs: the answer's status and body with name replaced by "X". */
+static char *call_masked(const char *server, const char *name, const char *const hdrs[],
+                         int *status)
+{
+    char body[512];
+    snprintf(body, sizeof(body),
+             "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"%s\","
+             "\"arguments\":{}}}",
+             name);
+    hx_ex_t e;
+    hx_mcp(&h, &e, server, body, hdrs);
+    CHECK(!e.parked);
+    *status = e.resp.status;
+    CHECK(e.resp.www_auth[0] == '\0');
+    char *out = strdup(e.resp.body ? e.resp.body : "");
+    for (char *p; (p = strstr(out, name));)
+        memmove(p + 1, p + strlen(name), strlen(p + strlen(name)) + 1), *p = 'X';
+    hx_ex_free(&e);
+    return out;
+}
+
+static void expect_as_unknown(const char *server, const char *name, const char *const hdrs[])
+{
+    int s_hidden, s_unknown;
+    char *hidden = call_masked(server, name, hdrs, &s_hidden);
+    char *unknown = call_masked(server, "no_such_tool_here", hdrs, &s_unknown);
+    CHECK_INT_EQ(s_hidden, s_unknown);
+    CHECK_STR_EQ(hidden, unknown);
+    CHECK_CONTAINS(hidden, "Unknown tool: X");
+    free(hidden);
+    free(unknown);
+}
+
+static void test_call_hidden(void)
+{
+    expect_as_unknown(NULL, "ci_only", AS(HX_API_KEY));    /* not named in keys */
+    expect_as_unknown(NULL, "app_only", AS(CRM_KEY));      /* not named in apps */
+    expect_as_unknown(NULL, "needs_tools", AS(NONE_KEY));  /* lacks a permission */
+    expect_as_unknown("crm", "crm_write", AS(HX_API_KEY)); /* the server's rule */
+    /* the same call by a caller it is for goes to a worker (it parks waiting for one) */
+    hx_ex_t e;
+    hx_mcp(&h, &e, "crm",
+           "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":"
+           "\"crm_write\",\"arguments\":{\"text\":\"hi\"}}}",
+           AS(CRM_KEY));
+    CHECK(e.parked);
+    hx_ex_free(&e);
+    TEST_PASS("a hidden tool called is answered exactly as an unknown tool");
+}
+
+static void test_system_list_tools(void)
+{
+    hx_ex_t e;
+    char got[512];
+    size_t len = 0;
+    hx_mcp(&h, &e, "system",
+           "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":"
+           "\"list_tools\",\"arguments\":{}}}",
+           AS(HX_API_KEY));
+    CHECK_INT_EQ(hx_rpc_code(&e), 0);
+    const cJSON *sc = cJSON_GetObjectItemCaseSensitive(hx_rpc_result(&e), "structuredContent");
+    const cJSON *t;
+    got[0] = '\0';
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(sc, "tools"))
+    {
+        len += (size_t)snprintf(got + len, sizeof(got) - len, "%s%s", len ? "," : "",
+                                cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "name")));
+    }
+    CHECK_STR_EQ(got, "needs_tools,open");
+    hx_ex_free(&e);
+    TEST_PASS("the system server's list_tools leaves out the tools the caller may not see");
+}
+
+static void test_tasks(void)
+{
+    static const char *const v1125_crm[] = {"MCP-Protocol-Version", "2025-11-25", "Authorization",
+                                            "Bearer " CRM_KEY, NULL};
+    static const char *const v1125_k[] = {"MCP-Protocol-Version", "2025-11-25", "Authorization",
+                                          "Bearer " HX_API_KEY, NULL};
+    hx_ex_t e;
+    hx_mcp(&h, &e, NULL,
+           "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":"
+           "\"ci_only\",\"arguments\":{},\"task\":{\"ttl\":60000}}}",
+           v1125_crm);
+    CHECK_INT_EQ(hx_rpc_code(&e), 0);
+    const cJSON *task = cJSON_GetObjectItemCaseSensitive(hx_rpc_result(&e), "task");
+    char id[64], params[128];
+    snprintf(id, sizeof(id), "%s",
+             cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(task, "taskId")));
+    hx_ex_free(&e);
+    snprintf(params, sizeof(params), "{\"taskId\":\"%s\"}", id);
+    static const char *const methods[] = {"tasks/get", "tasks/cancel", "tasks/result"};
+    for (size_t i = 0; i < 3; i++) {
+        char body[300];
+        snprintf(body, sizeof(body),
+                 "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"%s\",\"params\":%s}", methods[i],
+                 params);
+        hx_mcp(&h, &e, NULL, body, v1125_k);
+        CHECK(!e.parked);
+        CHECK_INT_EQ(hx_rpc_code(&e), RPC_INVALID_PARAMS);
+        CHECK_CONTAINS(hx_rpc_message(&e), "Task not found");
+        hx_ex_free(&e);
+    }
+    /* tasks/list: the task shows to its caller, not to a key that may not see its tool */
+    static const char list[] = "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tasks/list\"}";
+    hx_mcp(&h, &e, NULL, list, v1125_k);
+    CHECK_INT_EQ(hx_rpc_code(&e), 0);
+    CHECK(strstr(e.resp.body, id) == NULL);
+    hx_ex_free(&e);
+    hx_mcp(&h, &e, NULL, list, v1125_crm);
+    CHECK_INT_EQ(hx_rpc_code(&e), 0);
+    CHECK_CONTAINS(e.resp.body, id);
+    hx_ex_free(&e);
+    /* the system server's task tools alike */
+    char body[300];
+    snprintf(body, sizeof(body),
+             "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\",\"params\":{\"name\":"
+             "\"workerSysGetTaskStatus\",\"arguments\":{\"TaskId\":\"%s\"}}}",
+             id);
+    hx_mcp(&h, &e, "system", body, AS(HX_API_KEY));
+    CHECK_CONTAINS(e.resp.body, "task.notFound");
+    hx_ex_free(&e);
+    hx_mcp(&h, &e, "system", body, AS(CRM_KEY));
+    CHECK(strstr(e.resp.body, "task.notFound") == NULL);
+    hx_ex_free(&e);
+    TEST_PASS("a task of a hidden tool is not found, and tasks/list leaves it out");
+}
+
+int main(void)
+{
+    hx_start(&h, config, NULL);
+    test_list();
+    test_call_hidden();
+    test_system_list_tools();
+    test_tasks();
+    hx_stop(&h);
+    return 0;
+}
