@@ -252,6 +252,95 @@ static void test_tasks(void)
     TEST_PASS("a task of a hidden tool is not found, and tasks/list leaves it out");
 }
 
+/* One admin request: expects status and, when text is not NULL, the answer containing it. */
+static void admin(const char *method, const char *url, const char *body, int status,
+                  const char *text)
+{
+    hx_ex_t e;
+    int got = hx_admin(&h, &e, method, url, body, NULL);
+    if (got != status)
+        fprintf(stderr, "%s %s: %s\n", method, url, e.resp.body ? e.resp.body : "(no body)");
+    CHECK_INT_EQ(got, status);
+    if (text)
+        CHECK_CONTAINS(e.resp.body, text);
+    hx_ex_free(&e);
+}
+
+#define T "/admin/v1/tenants/t"
+#define OAUTH_BODY(SECRET)                                                                         \
+    "{\"oauth\":{\"issuers\":[\"https://idp.example.com/r\"],\"claims\":{\"user\":\"email\"},"     \
+    "\"scopes\":{\"mcp:tools\":[\"tools\"]},\"scopes_supported\":[\"mcp:tools\"],"                 \
+    "\"introspection\":{\"endpoint\":\"https://idp.example.com/i\",\"client_id\":\"mcpq\","        \
+    "\"client_secret\":\"" SECRET "\"}}}"
+
+/* The admin API takes, checks (with the config file's JSON paths) and shows the tenant's
+ * oauth, key and app scopes and server and tool access; the registry serves what it took. */
+static void test_admin_fields(void)
+{
+    /* tenant oauth: shown without its introspection secret; "(hidden)" keeps the stored one */
+    admin("PATCH", T, OAUTH_BODY("intro-secret-1"), 200,
+          "\"client_id\":\"mcpq\",\"client_secret\":\"(hidden)\"");
+    admin("GET", T, NULL, 200, "\"issuers\":[\"https://idp.example.com/r\"]");
+    admin("PATCH", T, OAUTH_BODY("(hidden)"), 200, "\"scopes_supported\":[\"mcp:tools\"]");
+    redisReply *r = hx_redis(&h, "HGET {mcpq}:registry tenant:t");
+    CHECK(r && r->type == REDIS_REPLY_STRING);
+    CHECK_CONTAINS(r->str, "\"client_secret\":\"intro-secret-1\"");
+    freeReplyObject(r);
+    admin("GET", "/admin/v1/config", NULL, 200, "\"client_secret\":\"(hidden)\"");
+    admin("PATCH", T, "{\"oauth\":{\"issuers\":[\"http://idp.example.com/r\"]}}", 400,
+          "$.tenants[0].oauth.issuers[0]: must be https:// (http:// only to localhost");
+    admin("PATCH", T,
+          "{\"oauth\":{\"issuers\":[\"https://idp.example.com/r\"],\"scopes_supported\":"
+          "[\"offline_access\"]}}",
+          400,
+          "$.tenants[0].oauth.scopes_supported[0]: \\\"offline_access\\\" is never advertised");
+    admin("PATCH", T,
+          "{\"oauth\":{\"issuers\":[\"https://idp.example.com/r\"],\"introspection\":{"
+          "\"endpoint\":\"https://idp.example.com/i\",\"client_id\":\"c\",\"client_secret_env\":"
+          "\"X\"}}}",
+          400, "$.oauth.introspection.client_secret_env: the admin API takes literal secrets");
+
+    /* key and app scopes */
+    admin("POST", T "/apiKeys", "{\"id\":\"k-new\",\"scopes\":[\"tools\"]}", 201,
+          "\"scopes\":[\"tools\"]");
+    admin("PATCH", T "/apiKeys/k-none", "{\"scopes\":[\"tools\",\"crm:write\"]}", 200,
+          "\"scopes\":[\"tools\",\"crm:write\"]");
+    admin("GET", T "/apiKeys/k-none", NULL, 200, "\"scopes\":[\"tools\",\"crm:write\"]");
+    admin("PATCH", T "/apiKeys/k-none", "{\"scopes\":[\"has space\"]}", 400, "$.scopes[0]");
+    admin("PATCH", T "/apps/billing", "{\"scopes\":[]}", 200, "\"scopes\":[]");
+    admin("GET", T "/apps", NULL, 200, "\"scopes\":[]");
+
+    /* server and tool access */
+    admin("PATCH", T "/servers/crm", "{\"access\":{\"keys\":[\"nope\"]}}", 400,
+          "access.keys[0]: tenant \\\"t\\\" has no API key \\\"nope\\\"");
+    admin("PATCH", T "/servers/crm",
+          "{\"access\":{\"scopes\":[\"crm:write\"],\"users\":"
+          "[\"alice\"],\"keys\":[\"k-none\"]}}",
+          200,
+          "\"access\":{\"scopes\":[\"crm:write\"],\"users\":[\"alice\"],\"keys\":[\"k-none\"]}");
+    admin("PATCH", T "/tools/open", "{\"access\":{\"groups\":[\"x\"]}}", 400,
+          "$.access: unknown property \\\"groups\\\"");
+    admin("PATCH", T "/tools/open", "{\"access\":{\"apps\":[\"billing\"]}}", 200,
+          "\"access\":{\"apps\":[\"billing\"]}");
+    admin("GET", T "/tools/open", NULL, 200, "\"access\":{\"apps\":[\"billing\"]}");
+    admin("PATCH", T "/tools/needs_tools", "{\"access\":null}", 200, NULL);
+    admin("POST", T "/tools",
+          "{\"name\":\"made\",\"publish\":true,\"access\":{\"keys\":[\"k-new\"]},"
+          "\"version\":{\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},"
+          "\"executor\":{\"type\":\"builtin\",\"name\":\"echo\"}}}",
+          201, "\"access\":{\"keys\":[\"k-new\"]}");
+    admin("POST", T "/servers", "{\"name\":\"ops\",\"access\":{\"scopes\":[\"ops\"]}}", 201,
+          "\"access\":{\"scopes\":[\"ops\"]}");
+
+    /* the registry serves what was written: k-none now holds crm:write and is named on crm;
+     * open is for billing only; needs_tools is open to all */
+    hx_reload(&h);
+    list_as(NULL, AS(NONE_KEY), "needs_tools");
+    list_as("crm", AS(NONE_KEY), "crm_write");
+    list_as("crm", AS(CRM_KEY), "");
+    TEST_PASS("the admin API takes, checks and shows oauth, scopes and access");
+}
+
 int main(void)
 {
     hx_start(&h, config, NULL);
@@ -259,6 +348,7 @@ int main(void)
     test_call_hidden();
     test_system_list_tools();
     test_tasks();
+    test_admin_fields();
     hx_stop(&h);
     return 0;
 }
