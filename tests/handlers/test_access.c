@@ -9,6 +9,7 @@
 
 #include "rpc.h"
 #include "sig.h"
+#include "tasksapi.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -197,6 +198,19 @@ static void test_system_list_tools(void)
     TEST_PASS("the system server's list_tools leaves out the tools the caller may not see");
 }
 
+/* A REST request (tasksapi.h) as hdrs: its status; with want, the body must contain it. */
+static int rest(const char *method, const char *url, const char *const hdrs[], const char *want)
+{
+    hx_ex_t e;
+    hx_ex_init(&h, &e, method, url, NULL, 1, hdrs);
+    ing_tasksapi_route(&e.req, url, method, &e.resp);
+    int status = e.resp.status;
+    if (want)
+        CHECK_CONTAINS(e.resp.body, want);
+    hx_ex_free(&e);
+    return status;
+}
+
 static void test_tasks(void)
 {
     static const char *const v1125_crm[] = {"MCP-Protocol-Version", "2025-11-25", "Authorization",
@@ -249,7 +263,20 @@ static void test_tasks(void)
     hx_mcp(&h, &e, "system", body, AS(CRM_KEY));
     CHECK(strstr(e.resp.body, "task.notFound") == NULL);
     hx_ex_free(&e);
-    TEST_PASS("a task of a hidden tool is not found, and tasks/list leaves it out");
+    /* the REST API alike (tasksapi.c) */
+    char url[128];
+    snprintf(url, sizeof(url), "/v1/tasks/%s", id);
+    CHECK_INT_EQ(rest("GET", url, AS(HX_API_KEY), NULL), 404);
+    CHECK_INT_EQ(rest("GET", url, AS(CRM_KEY), id), 200);
+    snprintf(url, sizeof(url), "/v1/tasks/%s/cancel", id);
+    CHECK_INT_EQ(rest("POST", url, AS(HX_API_KEY), NULL), 404);
+    CHECK_INT_EQ(rest("GET", "/v1/tasks", AS(CRM_KEY), id), 200);
+    hx_ex_init(&h, &e, "GET", "/v1/tasks", NULL, 1, AS(HX_API_KEY));
+    ing_tasksapi_route(&e.req, "/v1/tasks", "GET", &e.resp);
+    CHECK_INT_EQ(e.resp.status, 200);
+    CHECK(strstr(e.resp.body, id) == NULL);
+    hx_ex_free(&e);
+    TEST_PASS("a task of a hidden tool is not found, and tasks/list leaves it out (MCP, REST)");
 }
 
 /* One admin request: expects status and, when text is not NULL, the answer containing it. */
