@@ -7,6 +7,7 @@
 #include "check.h"
 #include "harness.h"
 
+#include "names.h"
 #include "rpc.h"
 #include "sig.h"
 #include "tasksapi.h"
@@ -309,7 +310,7 @@ static void test_admin_fields(void)
           "\"client_id\":\"mcpq\",\"client_secret\":\"(hidden)\"");
     admin("GET", T, NULL, 200, "\"issuers\":[\"https://idp.example.com/r\"]");
     admin("PATCH", T, OAUTH_BODY("(hidden)"), 200, "\"scopes_supported\":[\"mcp:tools\"]");
-    redisReply *r = hx_redis(&h, "HGET {mcpq}:registry tenant:t");
+    redisReply *r = hx_redis(&h, "HGET %s %s", NAMES_KEY_REGISTRY, "tenant:t");
     CHECK(r && r->type == REDIS_REPLY_STRING);
     CHECK_CONTAINS(r->str, "\"client_secret\":\"intro-secret-1\"");
     freeReplyObject(r);
