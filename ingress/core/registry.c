@@ -223,14 +223,27 @@ static const ing_tenant_t *find_tenant(const ing_registry_t *reg, const char *id
     return NULL;
 }
 
+/* Adds the access rule a (NULL: none) to md as compact JSON and a NUL. 1, or 0. */
+static int digest_access(EVP_MD_CTX *md, const cJSON *a)
+{
+    char *text = a ? cJSON_PrintUnformatted(a) : NULL;
+    int ok = (!a || text) && EVP_DigestUpdate(md, text ? text : "", text ? strlen(text) + 1 : 1);
+    cJSON_free(text);
+    return ok;
+}
+
 /* The tools/list fingerprint of a server whose tools are attached and sorted: SHA-256 over
- * every list_json, each followed by a NUL (no entry holds one). 0 or MCPQ_ENOMEM. */
+ * every list_json, each followed by a NUL (no entry holds one), and the access rules of the
+ * server and its tools (a rule changed changes what some callers list). 0 or MCPQ_ENOMEM. */
 static int server_fingerprint(ing_server_t *s)
 {
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     int ok = md && EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1;
     for (size_t i = 0; ok && i < s->ntools; i++)
-        ok = EVP_DigestUpdate(md, s->tools[i]->list_json, strlen(s->tools[i]->list_json) + 1) == 1;
+        ok =
+            EVP_DigestUpdate(md, s->tools[i]->list_json, strlen(s->tools[i]->list_json) + 1) == 1 &&
+            (!s->tools[i]->access || digest_access(md, s->tools[i]->access));
+    ok = ok && (!s->access || digest_access(md, s->access));
     ok = ok && EVP_DigestFinal_ex(md, s->tools_fp, NULL) == 1;
     EVP_MD_CTX_free(md);
     return ok ? 0 : MCPQ_ENOMEM;

@@ -170,6 +170,28 @@ int main(void)
     CHECK_STR_EQ(scope, "read");
     TEST_PASS("OAuth: hidden when not named, insufficient_scope with the scopes to ask for");
 
+    /* a rule changed changes the server's tools/list fingerprint (listen.h tells clients) */
+    unsigned char fp[32];
+    memcpy(fp, ing_registry_server(reg, "acme", "crm")->tools_fp, 32);
+    static const char *const variants[] = {
+        "{\"tenant\":\"acme\",\"server\":\"crm\",\"name\":\"write\",\"published\":\"1\","
+        "\"access\":{\"scopes\":[\"crm:write\"]},\"versions\":[{\"version\":\"1\"}]}",
+        "{\"tenant\":\"acme\",\"server\":\"crm\",\"name\":\"write\",\"published\":\"1\","
+        "\"access\":{\"scopes\":[\"crm:read\"]},\"versions\":[{\"version\":\"1\"}]}"};
+    for (int v = 0; v < 2; v++) {
+        const char *d2[N];
+        size_t l2[N];
+        for (size_t i = 0; i < N; i++) {
+            d2[i] = i == 15 ? variants[v] : docs[i]; /* tool:acme:write */
+            l2[i] = strlen(d2[i]);
+        }
+        ing_registry_t *r2 = ing_registry_build(d2, l2, N, 2, err, sizeof(err));
+        CHECK(r2 != NULL);
+        CHECK_INT_EQ(memcmp(ing_registry_server(r2, "acme", "crm")->tools_fp, fp, 32) == 0, v == 0);
+        ing_registry_unref(r2);
+    }
+    TEST_PASS("a changed access rule changes the server's tools/list fingerprint");
+
     ing_registry_unref(reg);
     return 0;
 }
