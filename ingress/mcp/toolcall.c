@@ -289,14 +289,14 @@ static tc_status_t tc_params(tc_t *tc)
 static tc_status_t tc_insufficient_scope(tc_t *tc, const char *scope)
 {
     static const char desc[] = "the access token lacks a scope this tool requires";
-    char challenge[2048];
+    ing_resp_t *resp = tc->resp;
     ing_metrics_call(tc->ctx->metrics, ING_CALL_FAILED);
     /* -32000: the code of the front door's 401 (mcp.c) */
-    ing_mcpreq_resp_error(tc->resp, 403, tc->msg->id, -32000, desc, NULL);
-    if (ing_prm_challenge(tc->m->req, tc->m->endpoint, "insufficient_scope", scope, desc, challenge,
-                          sizeof(challenge)) < 0 ||
-        ing_resp_header(tc->resp, "WWW-Authenticate", challenge) < 0)
-        log_event(LOG_WARN, "tools/call: no WWW-Authenticate on a 403 (too long)", "tool",
+    ing_mcpreq_resp_error(resp, 403, tc->msg->id, -32000, desc, NULL);
+    if (ing_prm_challenge(tc->m->req, tc->m->endpoint, "insufficient_scope", scope, desc,
+                          resp->www_auth, sizeof(resp->www_auth)) < 0)
+        log_event(LOG_WARN, "tools/call: the insufficient_scope challenge was cut (too long)",
+                  "tool",
                   cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(tc->msg->params, "name")),
                   (char *)NULL);
     return TC_ANSWERED;
