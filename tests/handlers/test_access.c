@@ -7,7 +7,10 @@
 #include "check.h"
 #include "harness.h"
 
+#include "batch.h"
+#include "frontdoor.h"
 #include "names.h"
+#include "toolcall.h"
 #include "rpc.h"
 #include "sig.h"
 #include "tasksapi.h"
@@ -280,6 +283,73 @@ static void test_tasks(void)
     TEST_PASS("a task of a hidden tool is not found, and tasks/list leaves it out (MCP, REST)");
 }
 
+/* tools/call of crm_write on /mcp/crm by an OAuth principal built by hand (the front door
+ * admits the test's API key, then the caller becomes a token of user alice holding perms),
+ * straight through ing_toolcall_run; batch: as an element of a batch. */
+static void call_as_token(hx_ex_t *e, const char *perms, const char *users, int batch)
+{
+    static const char body[] = "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\","
+                               "\"params\":{\"name\":\"crm_write\",\"arguments\":{}}}";
+    ing_mcp_t m;
+    memset(&m, 0, sizeof(m));
+    hx_ex_init(&h, e, "POST", "/mcp/crm", body, 1, NULL);
+    m.req = &e->req;
+    CHECK_INT_EQ(ing_frontdoor_enter(&e->req, ING_DOOR_TENANT, &m.door), ING_DOOR_IN);
+    m.reg = m.door.reg;
+    m.tenant = m.door.tenant;
+    m.door.who = (ing_principal_t){.tenant = m.tenant,
+                                   .kind = 'o',
+                                   .id = users,
+                                   .app = "web-client",
+                                   .perms = perms,
+                                   .token_scopes = "openid tools",
+                                   .rate = {.per_s = -1}};
+    m.who = &m.door.who;
+    m.endpoint = "crm";
+    m.server = ing_registry_server(m.reg, "t", "crm");
+    m.version = "2025-06-18";
+    m.batch = batch ? ing_batch_new(1) : NULL;
+    cJSON *root = cJSON_Parse(body);
+    rpc_msg_t msg;
+    rpc_classify(root, &msg);
+    e->parked = ing_toolcall_run(&m, &msg, &e->resp);
+    if (!e->parked)
+        hx_ex_parse(e);
+    cJSON_Delete(root);
+    if (m.batch)
+        ing_batch_free(m.batch, NULL);
+    ing_registry_unref(m.reg);
+}
+
+/* An OAuth token lacking a permission: 403 with the insufficient_scope challenge naming the
+ * token's scopes and the missing one (no oauth.scopes map: the permission itself); inside a
+ * batch, and for a token a rule does not name, the unknown-tool error. */
+static void test_oauth_scope(void)
+{
+    hx_ex_t e;
+    call_as_token(&e, "tools", "alice", 0);
+    CHECK(!e.parked);
+    CHECK_INT_EQ(e.resp.status, 403);
+    CHECK_INT_EQ(hx_rpc_code(&e), -32000);
+    CHECK_STR_EQ(hx_rpc_message(&e), "the access token lacks a scope this tool requires");
+    CHECK_CONTAINS(e.resp.www_auth, "Bearer ");
+    CHECK_CONTAINS(e.resp.www_auth, "error=\"insufficient_scope\"");
+    CHECK_CONTAINS(e.resp.www_auth, "scope=\"openid tools crm:write\"");
+    CHECK_CONTAINS(e.resp.www_auth,
+                   "error_description=\"the access token lacks a scope this tool requires\"");
+    hx_ex_free(&e);
+    call_as_token(&e, "tools", "alice", 1);
+    CHECK_INT_EQ(e.resp.status, 200);
+    CHECK_STR_EQ(hx_rpc_message(&e), "Unknown tool: crm_write");
+    CHECK(e.resp.www_auth[0] == '\0');
+    hx_ex_free(&e);
+    call_as_token(&e, "tools crm:write", "alice", 0); /* it holds it: the call goes on */
+    CHECK(e.parked);
+    hx_ex_free(&e);
+    TEST_PASS("an OAuth token lacking a permission: 403 insufficient_scope (unknown tool in a "
+              "batch)");
+}
+
 /* One admin request: expects status and, when text is not NULL, the answer containing it. */
 static void admin(const char *method, const char *url, const char *body, int status,
                   const char *text)
@@ -376,6 +446,7 @@ int main(void)
     test_call_hidden();
     test_system_list_tools();
     test_tasks();
+    test_oauth_scope();
     test_admin_fields();
     hx_stop(&h);
     return 0;
