@@ -398,6 +398,15 @@ static void test_admin_fields(void)
           "\"X\"}}}",
           400, "$.oauth.introspection.client_secret_env: the admin API takes literal secrets");
 
+    /* another tenant trusting the same issuer: both must name their tenant claim */
+    admin("POST", "/admin/v1/tenants",
+          "{\"id\":\"u\",\"oauth\":{\"issuers\":[\"https://idp.example.com/r\"],\"claims\":{"
+          "\"tenant\":\"org\"}}}",
+          400,
+          "$.oauth.issuers[0]: issuer \\\"https://idp.example.com/r\\\" is trusted by tenant "
+          "\\\"t\\\" too; tenants sharing an issuer must each set oauth.claims.tenant (t does "
+          "not)");
+
     /* key and app scopes */
     admin("POST", T "/apiKeys", "{\"id\":\"k-new\",\"scopes\":[\"tools\"]}", 201,
           "\"scopes\":[\"tools\"]");
