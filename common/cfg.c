@@ -6,6 +6,7 @@
 #include "task.h"
 #include "util.h"
 
+#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <search.h>
@@ -370,6 +371,9 @@ static int normalize_key(cfg_ctx_t *x, names_t *names, cJSON *keys, cJSON *k, co
     cJSON *limit = cJSON_DetachItemFromObjectCaseSensitive(k, "rate_limit");
     if (limit)
         cJSON_AddItemToObject(norm, "rate_limit", limit);
+    cJSON *scopes = cJSON_DetachItemFromObjectCaseSensitive(k, "scopes");
+    if (scopes)
+        cJSON_AddItemToObject(norm, "scopes", scopes);
     cJSON *lit = cJSON_GetObjectItemCaseSensitive(k, "key");
     if (cJSON_IsString(lit))
         explicit_bzero(lit->valuestring, strlen(lit->valuestring));
@@ -402,6 +406,114 @@ static int check_robots(cfg_ctx_t *x, names_t *names, const cJSON *tenants, cons
                             path, i, r->valuestring,
                             str(cJSON_GetArrayItem(tenants, (int)(first >> 24)), "id"),
                             (int)(first >> 24), (int)(first & 0xffffff), str(t, "id"));
+    }
+    return 0;
+}
+
+/* 0 when url (at path) is https://, or http:// to a loopback host (localhost, 127.0.0.1,
+ * [::1]), as libcurl's URL parser reads it; else the error. */
+static int check_oauth_url(cfg_ctx_t *x, const char *url, const char *path)
+{
+    CURLU *u = curl_url();
+    char *scheme = NULL, *host = NULL;
+    int rc = 0;
+    if (!u)
+        return oom(x);
+    if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK)
+        rc = cfg_fail(x, "%s: not a URL libcurl can parse", path);
+    else if (strcmp(scheme, "https") != 0 &&
+             !(strcmp(scheme, "http") == 0 &&
+               (strcmp(host, "localhost") == 0 || strcmp(host, "127.0.0.1") == 0 ||
+                strcmp(host, "[::1]") == 0)))
+        rc = cfg_fail(x, "%s: must be https:// (http:// only to localhost, 127.0.0.1 or [::1])",
+                      path);
+    curl_free(scheme);
+    curl_free(host);
+    curl_url_cleanup(u);
+    return rc;
+}
+
+/* Tenant t's "oauth" (t is at path): URLs, claims, scopes_supported, the introspection
+ * secret. */
+static int check_oauth(cfg_ctx_t *x, cJSON *t, const char *path)
+{
+    cJSON *o = cJSON_GetObjectItemCaseSensitive(t, "oauth");
+    const cJSON *claims = cJSON_GetObjectItemCaseSensitive(o, "claims"), *e;
+    cJSON *intro = cJSON_GetObjectItemCaseSensitive(o, "introspection");
+    char sub[192];
+    int i = 0, rc;
+    if (!o)
+        return 0;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(o, "issuers"))
+    {
+        snprintf(sub, sizeof(sub), "%s.oauth.issuers[%d]", path, i++);
+        if ((rc = check_oauth_url(x, e->valuestring, sub)) < 0)
+            return rc;
+    }
+    if (str(o, "jwks_uri")) {
+        snprintf(sub, sizeof(sub), "%s.oauth.jwks_uri", path);
+        if (i != 1)
+            return cfg_fail(x, "%s: allowed only with exactly one issuer (it has %d)", sub, i);
+        if ((rc = check_oauth_url(x, str(o, "jwks_uri"), sub)) < 0)
+            return rc;
+    }
+    if (str(claims, "tenant_value") && !str(claims, "tenant"))
+        return cfg_fail(x,
+                        "%s.oauth.claims.tenant_value: needs claims.tenant (the claim it is "
+                        "compared with)",
+                        path);
+    i = 0;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(o, "scopes_supported"))
+    {
+        if (strcmp(e->valuestring, "offline_access") == 0)
+            return cfg_fail(x,
+                            "%s.oauth.scopes_supported[%d]: \"offline_access\" is never "
+                            "advertised (refresh tokens are the authorization server's business)",
+                            path, i);
+        i++;
+    }
+    if (intro) {
+        snprintf(sub, sizeof(sub), "%s.oauth.introspection.endpoint", path);
+        if ((rc = check_oauth_url(x, str(intro, "endpoint"), sub)) < 0)
+            return rc;
+        snprintf(sub, sizeof(sub), "%s.oauth.introspection", path);
+        if ((rc = resolve_member(x, intro, sub, "client_secret", 0)) < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* Tenants that trust the same issuer must tell its tokens apart: each must set
+ * claims.tenant. */
+static int check_shared_issuers(cfg_ctx_t *x, const cJSON *tenants)
+{
+    int ti = 0;
+    for (const cJSON *t = tenants->child; t; t = t->next, ti++) {
+        const cJSON *o = cJSON_GetObjectItemCaseSensitive(t, "oauth"), *iss;
+        int ii = 0;
+        cJSON_ArrayForEach(iss, cJSON_GetObjectItemCaseSensitive(o, "issuers"))
+        {
+            int tj = 0;
+            for (const cJSON *u = tenants->child; u != t; u = u->next, tj++) {
+                const cJSON *p = cJSON_GetObjectItemCaseSensitive(u, "oauth"), *jss;
+                const char *mine = str(cJSON_GetObjectItemCaseSensitive(o, "claims"), "tenant");
+                const char *theirs = str(cJSON_GetObjectItemCaseSensitive(p, "claims"), "tenant");
+                cJSON_ArrayForEach(jss, cJSON_GetObjectItemCaseSensitive(p, "issuers"))
+                {
+                    if (strcmp(jss->valuestring, iss->valuestring) != 0 || (mine && theirs))
+                        continue;
+                    return cfg_fail(x,
+                                    "$.tenants[%d].oauth.issuers[%d]: issuer \"%s\" is trusted by "
+                                    "tenant \"%s\" ($.tenants[%d]) too; tenants sharing an issuer "
+                                    "must each set oauth.claims.tenant (%s does not)",
+                                    ti, ii, iss->valuestring, str(u, "id"), tj,
+                                    mine ? str(u, "id") : str(t, "id"));
+                }
+            }
+            ii++;
+        }
     }
     return 0;
 }
@@ -446,7 +558,8 @@ static int check_tenants(cfg_ctx_t *x, names_t *names, cJSON *tenants)
             if ((rc = resolve_secret(x, a, sub, 0)) < 0)
                 return rc;
         }
-        if ((rc = check_robots(x, names, tenants, t, path, ti)) < 0)
+        if ((rc = check_robots(x, names, tenants, t, path, ti)) < 0 ||
+            (rc = check_oauth(x, t, path)) < 0)
             return rc;
         i = 0;
         for (cJSON *w = first_item(t, "webhooks"); w; w = w->next, i++) {
@@ -463,7 +576,40 @@ static int check_tenants(cfg_ctx_t *x, names_t *names, cJSON *tenants)
     return 0;
 }
 
-static int check_servers(cfg_ctx_t *x, names_t *names, cJSON *servers)
+/* The "access" rule of a server or tool of tenant (at path): keys name API keys of the
+ * tenant; apps name its apps, or anything when it takes OAuth tokens (an app claim). */
+static int check_access(cfg_ctx_t *x, names_t *names, const cJSON *tenants, const cJSON *obj,
+                        const char *path, const char *tenant)
+{
+    const cJSON *acc = cJSON_GetObjectItemCaseSensitive(obj, "access"), *e;
+    intptr_t ti = 0, app = 0;
+    int i = 0;
+    if (!acc)
+        return 0;
+    names_put(names, 'T', tenant, NULL, 0, &ti, 0);
+    int oauth = cJSON_HasObjectItem(cJSON_GetArrayItem(tenants, (int)ti), "oauth");
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(acc, "keys"))
+    {
+        if (!names_has(names, 'K', tenant, e->valuestring))
+            return cfg_fail(x, "%s.access.keys[%d]: tenant \"%s\" has no API key \"%s\"", path, i,
+                            tenant, e->valuestring);
+        i++;
+    }
+    i = 0;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(acc, "apps"))
+    {
+        int rc = names_put(names, 'A', e->valuestring, NULL, 0, &app, 0);
+        if (!oauth && (rc != 1 || (app >> 24) != ti))
+            return cfg_fail(x,
+                            "%s.access.apps[%d]: tenant \"%s\" has no app \"%s\" (and takes no "
+                            "OAuth tokens whose app claim could name it)",
+                            path, i, tenant, e->valuestring);
+        i++;
+    }
+    return 0;
+}
+
+static int check_servers(cfg_ctx_t *x, names_t *names, const cJSON *tenants, cJSON *servers)
 {
     intptr_t first;
     int i = 0, rc;
@@ -480,6 +626,10 @@ static int check_servers(cfg_ctx_t *x, names_t *names, cJSON *servers)
                             "$.servers[%d].name: duplicate server \"%s\" of tenant \"%s\" "
                             "(also $.servers[%d])",
                             i, name, tenant, (int)first);
+        char path[64];
+        snprintf(path, sizeof(path), "$.servers[%d]", i);
+        if ((rc = check_access(x, names, tenants, s, path, tenant)) < 0)
+            return rc;
     }
     return 0;
 }
@@ -520,7 +670,7 @@ static int check_version(cfg_ctx_t *x, cJSON *v, const char *path)
     return resolve_secret(x, cJSON_GetObjectItemCaseSensitive(v, "executor"), sub, 1);
 }
 
-static int check_tools(cfg_ctx_t *x, names_t *names, cJSON *tools)
+static int check_tools(cfg_ctx_t *x, names_t *names, const cJSON *tenants, cJSON *tools)
 {
     char path[96], sub[128];
     intptr_t first;
@@ -543,6 +693,8 @@ static int check_tools(cfg_ctx_t *x, names_t *names, cJSON *tools)
                             "%s.name: duplicate tool name \"%s\" in tenant \"%s\" "
                             "(also $.tools[%d])",
                             path, name, tenant, (int)first);
+        if ((rc = check_access(x, names, tenants, t, path, tenant)) < 0)
+            return rc;
         for (cJSON *v = versions->child; v; v = v->next, j++) {
             int k = 0;
             snprintf(sub, sizeof(sub), "%s.versions[%d]", path, j);
@@ -597,11 +749,13 @@ static int normalize(cfg_ctx_t *x, cJSON *doc)
         return oom(x);
     rc = check_tenants(x, &names, tenants);
     if (rc == 0)
-        rc = check_servers(x, &names, servers);
+        rc = check_shared_issuers(x, tenants);
+    if (rc == 0)
+        rc = check_servers(x, &names, tenants, servers);
     if (rc == 0)
         rc = check_default_servers(x, &names, tenants);
     if (rc == 0)
-        rc = check_tools(x, &names, tools);
+        rc = check_tools(x, &names, tenants, tools);
     names_cleanup(&names);
     return rc;
 }

@@ -121,6 +121,13 @@ static int walk_tenant(walk_t *w, cJSON *t, int ti)
                 break;
         }
     }
+    if (!rc) { /* the introspection client's secret (docs/config-file.md "OAuth") */
+        cJSON *intro = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(t, "oauth"), "introspection");
+        snprintf(path, sizeof(path), "$.tenants[%d].oauth.introspection", ti);
+        if (cJSON_IsObject(intro))
+            rc = visit(w, intro, "client_secret", JOIN(id, tp, "oauth", "introspection"), path);
+    }
     return rc;
 }
 

@@ -9,6 +9,7 @@
  *   $.tenants[].apps[].previous_secret     its previous one, during a rotation
  *   $.tenants[].webhooks[].secret          a webhook's whsec_ secret
  *   $.tenants[].webhooks[].previous_secret its previous one, during a rotation
+ *   $.tenants[].oauth.introspection.client_secret  the token introspection client's secret
  *   $.servers[].federate.headers.*         headers sent to a federated upstream
  *   $.tools[].versions[].executor.secret   an http or agent executor's whsec_ secret
  *   $.tools[].versions[].executor.headers.*, .env.*   executor headers and environment

@@ -135,11 +135,16 @@ int ing_adm_answer_list(adm_t *a, cJSON *items, const ing_listing_field_t *field
 /* Validates v against config.schema.json#/$defs/<def>; 1 when valid, else answers 400. */
 int ing_adm_body_valid(adm_t *a, const cJSON *v, const char *def)
 {
+    return ing_adm_body_valid_at(a, v, def, "$");
+}
+
+int ing_adm_body_valid_at(adm_t *a, const cJSON *v, const char *def, const char *path)
+{
     char ref[96], msg[768];
     snprintf(ref, sizeof(ref), "config.schema.json#/$defs/%s", def);
     cJSON *schema = cJSON_CreateObject();
     cJSON_AddStringToObject(schema, "$ref", ref);
-    int rc = sch_validate(schema, v, "$", msg, sizeof(msg));
+    int rc = sch_validate(schema, v, path, msg, sizeof(msg));
     cJSON_Delete(schema);
     if (rc == 0)
         return 1;
@@ -164,7 +169,8 @@ int ing_adm_only_members(adm_t *a, const cJSON *body, const char *const *allowed
 
 int ing_adm_no_env_refs(adm_t *a, const cJSON *o, const char *path)
 {
-    static const char *const refs[] = {"secret_env", "key_env", "previous_secret_env"};
+    static const char *const refs[] = {"secret_env", "key_env", "previous_secret_env",
+                                       "client_secret_env"};
     for (size_t i = 0; i < sizeof(refs) / sizeof(refs[0]); i++)
         if (cJSON_HasObjectItem(o, refs[i])) {
             ing_adm_fail(

@@ -132,6 +132,8 @@ int ing_adm_answer_list(adm_t *a, cJSON *items, const ing_listing_field_t *field
                         const char *key);
 /* 1 when v is valid against config.schema.json#/$defs/<def>, else answers 400. */
 int ing_adm_body_valid(adm_t *a, const cJSON *v, const char *def);
+/* The same with errors naming v as path ("$.access"). */
+int ing_adm_body_valid_at(adm_t *a, const cJSON *v, const char *def, const char *path);
 /* 1 when body has no member outside allowed (NULL-terminated), else answers 400. */
 int ing_adm_only_members(adm_t *a, const cJSON *body, const char *const *allowed);
 /* 1 when o has no *_env secret reference, else answers 400 (path names o). */

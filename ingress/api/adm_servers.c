@@ -34,7 +34,7 @@ int ing_adm_servers_collection(adm_t *a, const char *tenant)
         cJSON_Delete(docs);
         return ing_adm_answer_list(a, items, fields, 2, "servers");
     }
-    static const char *const allowed[] = {"name", "description", "federate", NULL};
+    static const char *const allowed[] = {"name", "description", "federate", "access", NULL};
     if (!ing_adm_only_members(a, a->body, allowed))
         return DONE;
     cJSON *s = cJSON_Duplicate(a->body, 1);
@@ -86,7 +86,7 @@ int ing_adm_servers_one(adm_t *a, const cJSON *t, const char *name)
         ing_regstore_put(&a->st, field, NULL);
         return ing_adm_no_content(a);
     }
-    static const char *const allowed[] = {"description", "federate", NULL};
+    static const char *const allowed[] = {"description", "federate", "access", NULL};
     if (!ing_adm_only_members(a, a->body, allowed))
         return DONE;
     cJSON *copy = cJSON_Duplicate(s, 1);

@@ -39,21 +39,34 @@ cJSON *ing_adm_show_tenant(const cJSON *t)
 {
     static const char *const keys[] = {"id",     "default_server", "rate_limits",
                                        "robots", "quotas",         NULL};
-    return show_members(t, keys);
+    cJSON *o = cJSON_CreateObject();
+    for (size_t i = 0; keys[i]; i++)
+        copy_member(o, t, keys[i]);
+    const cJSON *oauth = cJSON_GetObjectItemCaseSensitive(t, "oauth");
+    if (oauth) { /* its introspection client_secret is hidden (cfgsecret.h) */
+        cJSON *c = cJSON_Duplicate(oauth, 1);
+        cJSON *intro = cJSON_GetObjectItemCaseSensitive(c, "introspection");
+        if (cJSON_HasObjectItem(intro, "client_secret"))
+            cJSON_ReplaceItemInObjectCaseSensitive(intro, "client_secret",
+                                                   cJSON_CreateString(CFG_HIDDEN));
+        cJSON_AddItemToObject(o, "oauth", c);
+    }
+    copy_meta(o, t);
+    return with_etag(o);
 }
 
 /* An API key: never its hash. */
 cJSON *ing_adm_show_key(const cJSON *k)
 {
-    static const char *const keys[] = {"id", "rate_limit", NULL};
+    static const char *const keys[] = {"id", "rate_limit", "scopes", NULL};
     return show_members(k, keys);
 }
 
 /* An app: never its secret. */
 cJSON *ing_adm_show_app(const cJSON *k)
 {
-    static const char *const keys[] = {"app_id", "rate_limit", "signature_version",
-                                       "previous_secret_expires", NULL};
+    static const char *const keys[] = {
+        "app_id", "rate_limit", "signature_version", "previous_secret_expires", "scopes", NULL};
     return show_members(k, keys);
 }
 
@@ -76,6 +89,7 @@ cJSON *ing_adm_show_server(const cJSON *s)
         cfg_secret_redact_federate(f);
         cJSON_AddItemToObject(o, "federate", f);
     }
+    copy_member(o, s, "access");
     copy_meta(o, s);
     return with_etag(o);
 }
@@ -102,6 +116,7 @@ cJSON *ing_adm_show_tool(const cJSON *t)
         cJSON_AddItemToArray(vs,
                              cJSON_CreateString(str_of(e, "version") ? str_of(e, "version") : ""));
     }
+    copy_member(o, t, "access");
     copy_meta(o, t);
     return with_etag(o);
 }

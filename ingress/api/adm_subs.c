@@ -118,7 +118,7 @@ static cJSON *sub_new(adm_t *a, const sub_kind_t *k, char *secret, size_t secret
         return NULL;
     }
     if (k->show == ing_adm_show_key) {
-        static const char *const allowed[] = {"id", "sha256", "rate_limit", NULL};
+        static const char *const allowed[] = {"id", "sha256", "rate_limit", "scopes", NULL};
         if (!ing_adm_only_members(a, o, allowed)) {
             cJSON_Delete(o);
             return NULL;
@@ -261,11 +261,16 @@ static int sub_one(adm_t *a, const sub_kind_t *k, cJSON *t, const char *id)
                                                "signature_version",
                                                "previous_secret",
                                                "previous_secret_expires",
+                                               "scopes",
                                                NULL};
+        static const char *const key_keys[] = {"rate_limit", "scopes", NULL};
         static const char *const wh_keys[] = {
             "url", "events", "secret", "previous_secret", "previous_secret_expires", NULL};
         if (!ing_adm_no_env_refs(a, a->body, "$") ||
-            !ing_adm_only_members(a, a->body, k->show == ing_adm_show_app ? app_keys : wh_keys))
+            !ing_adm_only_members(a, a->body,
+                                  k->show == ing_adm_show_app   ? app_keys
+                                  : k->show == ing_adm_show_key ? key_keys
+                                                                : wh_keys))
             return DONE;
         merge_patch(ce, a->body);
         cJSON *bare = cJSON_Duplicate(ce, 1); /* the schema does not know the metadata */
@@ -311,9 +316,7 @@ int ing_adm_subs_route(adm_t *a, cJSON *t)
             return ing_adm_fail(a, 404, "no such admin resource");
         if (a->verb)
             return ing_adm_allow(a, "POST") ? sub_one(a, k, t, s[3]) : DONE;
-        return ing_adm_allow(a, k->show == ing_adm_show_key ? "GET, DELETE" : "GET, PATCH, DELETE")
-                   ? sub_one(a, k, t, s[3])
-                   : DONE;
+        return ing_adm_allow(a, "GET, PATCH, DELETE") ? sub_one(a, k, t, s[3]) : DONE;
     }
     return ing_adm_fail(a, 404, "no such admin resource");
 }

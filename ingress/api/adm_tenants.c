@@ -4,6 +4,7 @@
  */
 #include "adm.h"
 
+#include "cfgsecret.h"
 #include "log.h"
 
 #include <stdio.h>
@@ -25,6 +26,61 @@ static int robots_free(adm_t *a, const char *id, const cJSON *robots)
                          "belongs to one tenant)",
                          i, r->valuestring, owner);
             return 0;
+        }
+        i++;
+    }
+    return 1;
+}
+
+/* 1 when the body's "oauth" may be stored for tenant id (stored: its document, or NULL), else
+ * answers 400: the introspection secret is literal ("(hidden)" keeps the stored one), and
+ * an issuer another tenant trusts too needs claims.tenant on both (cfg.c checks the rest
+ * when the tenant is validated). */
+static int oauth_ok(adm_t *a, const char *id, const cJSON *stored)
+{
+    cJSON *oauth = cJSON_GetObjectItemCaseSensitive(a->body, "oauth");
+    cJSON *intro = cJSON_GetObjectItemCaseSensitive(oauth, "introspection");
+    const cJSON *iss, *d;
+    if (!cJSON_IsObject(oauth))
+        return 1;
+    if (cJSON_IsObject(intro) && !ing_adm_no_env_refs(a, intro, "$.oauth.introspection"))
+        return 0;
+    const char *secret = str_of(intro, "client_secret");
+    if (secret && strcmp(secret, CFG_HIDDEN) == 0) {
+        const char *kept =
+            str_of(cJSON_GetObjectItemCaseSensitive(
+                       cJSON_GetObjectItemCaseSensitive(stored, "oauth"), "introspection"),
+                   "client_secret");
+        if (!kept) {
+            ing_adm_fail(a, 400,
+                         "$.oauth.introspection.client_secret: \"" CFG_HIDDEN "\" stands for the "
+                         "stored value, but none is stored: give the value");
+            return 0;
+        }
+        cJSON_ReplaceItemInObjectCaseSensitive(intro, "client_secret", cJSON_CreateString(kept));
+    }
+    const char *mine = str_of(cJSON_GetObjectItemCaseSensitive(oauth, "claims"), "tenant");
+    int i = 0;
+    cJSON_ArrayForEach(iss, cJSON_GetObjectItemCaseSensitive(oauth, "issuers"))
+    {
+        for (d = a->st.docs->child; d && cJSON_IsString(iss); d = d->next) {
+            const cJSON *o = cJSON_GetObjectItemCaseSensitive(d, "oauth"), *j;
+            if (strncmp(d->string, "tenant:", 7) != 0 || !str_of(d, "id") ||
+                strcmp(str_of(d, "id"), id) == 0)
+                continue;
+            const char *theirs = str_of(cJSON_GetObjectItemCaseSensitive(o, "claims"), "tenant");
+            cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(o, "issuers"))
+            {
+                if (!cJSON_IsString(j) || strcmp(j->valuestring, iss->valuestring) != 0 ||
+                    (mine && theirs))
+                    continue;
+                ing_adm_fail(a, 400,
+                             "$.oauth.issuers[%d]: issuer \"%s\" is trusted by tenant \"%s\" "
+                             "too; tenants sharing an issuer must each set oauth.claims.tenant "
+                             "(%s does not)",
+                             i, iss->valuestring, str_of(d, "id"), mine ? str_of(d, "id") : id);
+                return 0;
+            }
         }
         i++;
     }
@@ -58,13 +114,15 @@ int ing_adm_tenants_collection(adm_t *a)
         cJSON_Delete(docs);
         return ing_adm_answer_list(a, items, fields, 2, "tenants");
     }
-    static const char *const allowed[] = {"id",     "default_server", "rate_limits",
-                                          "robots", "quotas",         NULL};
+    static const char *const allowed[] = {"id",     "default_server", "rate_limits", "robots",
+                                          "quotas", "oauth",          NULL};
     if (!ing_adm_only_members(a, a->body, allowed) || !ing_adm_body_valid(a, a->body, "tenant"))
         return DONE;
     const char *id = str_of(a->body, "id");
     if (tenant_doc(a, id))
         return ing_adm_fail(a, 409, "tenant \"%s\" exists already", id);
+    if (!oauth_ok(a, id, NULL))
+        return DONE;
     if (!robots_free(a, id, cJSON_GetObjectItemCaseSensitive(a->body, "robots")))
         return DONE;
     cJSON *t = cJSON_Duplicate(a->body, 1);
@@ -104,10 +162,11 @@ int ing_adm_tenants_one(adm_t *a, const char *id)
         log_event(LOG_INFO, "admin: tenant deleted", "tenant", id, (char *)NULL);
         return ing_adm_no_content(a);
     }
-    static const char *const allowed[] = {"default_server", "rate_limits", "robots", "quotas",
-                                          NULL};
+    static const char *const allowed[] = {"default_server", "rate_limits", "robots",
+                                          "quotas",         "oauth",       NULL};
     if (!ing_adm_only_members(a, a->body, allowed) ||
-        !robots_free(a, id, cJSON_GetObjectItemCaseSensitive(a->body, "robots")))
+        !robots_free(a, id, cJSON_GetObjectItemCaseSensitive(a->body, "robots")) ||
+        !oauth_ok(a, id, t))
         return DONE;
     cJSON *copy = ing_adm_stage_tenant(a, t);
     merge_patch(copy, a->body);

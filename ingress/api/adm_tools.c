@@ -71,7 +71,7 @@ int ing_adm_tools_collection(adm_t *a, const cJSON *t)
         ing_api_body(a->resp, 200, o);
         return DONE;
     }
-    static const char *const allowed[] = {"name", "server", "version", "publish", NULL};
+    static const char *const allowed[] = {"name", "server", "version", "publish", "access", NULL};
     int publish = 0;
     if (!ing_adm_only_members(a, a->body, allowed) ||
         !ing_adm_versions_publish_flag(a, a->body, &publish))
@@ -114,6 +114,7 @@ int ing_adm_tools_collection(adm_t *a, const cJSON *t)
     else
         cJSON_AddNullToObject(tool, "published");
     cJSON_AddItemToArray(cJSON_AddArrayToObject(tool, "versions"), v);
+    copy_member(tool, a->body, "access");
     ing_regstore_touch(tool, a->now);
     if (!name_valid(a, name)) {
         cJSON_Delete(tool);
@@ -124,6 +125,27 @@ int ing_adm_tools_collection(adm_t *a, const cJSON *t)
     log_event(LOG_INFO, "admin: tool created", "tenant", tenant, "tool", name, "version",
               str_of(v, "version"), "published", publish ? "true" : "false", (char *)NULL);
     return ing_adm_answer(a, 201, ing_adm_show_tool(tool));
+}
+
+/* PATCH of a tool: its "access" rule only (null removes it), checked against If-Match when
+ * given; the tenant's validation (cfg.c) checks the keys and apps it names. */
+static int patch_access(adm_t *a, const char *tenant, const char *field, const cJSON *tool,
+                        cJSON *shown)
+{
+    static const char *const allowed[] = {"access", NULL};
+    int ok = ing_adm_precondition(a, shown);
+    cJSON_Delete(shown);
+    if (!ok || !ing_adm_only_members(a, a->body, allowed))
+        return DONE;
+    const cJSON *acc = cJSON_GetObjectItemCaseSensitive(a->body, "access");
+    if (acc && !cJSON_IsNull(acc) && !ing_adm_body_valid_at(a, acc, "access", "$.access"))
+        return DONE;
+    cJSON *copy = cJSON_Duplicate(tool, 1);
+    merge_patch(copy, a->body);
+    ing_regstore_touch(copy, a->now);
+    ing_regstore_put(&a->st, field, copy);
+    a->check_tenant = tenant;
+    return ing_adm_answer(a, 200, ing_adm_show_tool(copy));
 }
 
 int ing_adm_tools_one(adm_t *a, const cJSON *t, const char *name)
@@ -139,12 +161,14 @@ int ing_adm_tools_one(adm_t *a, const cJSON *t, const char *name)
     cJSON *shown = ing_adm_show_tool(tool);
     if (strcmp(a->method, "GET") == 0 && !a->verb)
         return ing_adm_answer(a, 200, shown);
+    if (!a->verb && strcmp(a->method, "PATCH") == 0)
+        return patch_access(a, tenant, field, tool, shown);
     if (!a->verb || strcmp(a->method, "POST") != 0) {
         cJSON_Delete(shown);
-        a->resp->allow = a->verb ? "POST" : "GET";
+        a->resp->allow = a->verb ? "POST" : "GET, PATCH";
         return ing_adm_fail(a, 405,
-                            "a tool is changed through its versions; rename with POST "
-                            ".../tools/%s:rename",
+                            "a tool is changed through its versions (PATCH takes its access "
+                            "rule); rename with POST .../tools/%s:rename",
                             name);
     }
     int ok = ing_adm_precondition(a, shown);

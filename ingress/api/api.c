@@ -62,20 +62,24 @@ void ing_api_refused(const ing_door_t *door, ing_resp_t *resp)
     snprintf(resp->www_auth, sizeof(resp->www_auth), "%s", door->www_auth);
 }
 
-const ing_tenant_t *ing_api_front(ing_req_t *req, ing_registry_t **reg, ing_resp_t *resp)
+const ing_tenant_t *ing_api_front_door(ing_req_t *req, ing_door_t *door, ing_resp_t *resp)
 {
-    *reg = NULL;
+    door->reg = NULL;
     /* Before auth: a signature over a body that was cut off could not verify anyway. */
     if (req->too_big) {
         ing_api_error(resp, 413, "request body too large");
         return NULL;
     }
+    if (ing_frontdoor_enter(req, ING_DOOR_TENANT, door) == ING_DOOR_IN)
+        return door->tenant;
+    ing_api_refused(door, resp);
+    return NULL;
+}
+
+const ing_tenant_t *ing_api_front(ing_req_t *req, ing_registry_t **reg, ing_resp_t *resp)
+{
     ing_door_t door;
-    const ing_tenant_t *t = NULL;
-    if (ing_frontdoor_enter(req, ING_DOOR_TENANT, &door) == ING_DOOR_IN)
-        t = door.tenant;
-    else
-        ing_api_refused(&door, resp);
+    const ing_tenant_t *t = ing_api_front_door(req, &door, resp);
     *reg = door.reg; /* the caller drops it */
     return t;
 }

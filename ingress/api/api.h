@@ -21,11 +21,13 @@
  * WWW-Authenticate, 429 with Retry-After, 503).
  */
 const ing_tenant_t *ing_api_front(ing_req_t *req, ing_registry_t **reg, ing_resp_t *resp);
+/* The same keeping the door (door->reg is the reference the caller drops, door->who the
+ * caller, for access.h's checks). */
+const ing_tenant_t *ing_api_front_door(ing_req_t *req, ing_door_t *door, ing_resp_t *resp);
 
 /* Fills resp with a refusal of the front door (frontdoor.h) as {"error": why}: its status,
  * its challenge (WWW-Authenticate), Retry-After and retryAfterMs for 429. */
 void ing_api_refused(const ing_door_t *door, ing_resp_t *resp);
-
 
 /* Fills resp with status and {"error": msg}. */
 void ing_api_error(ing_resp_t *resp, int status, const char *msg);

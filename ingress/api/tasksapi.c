@@ -3,12 +3,14 @@
  * (tasksapi.h, docs/api.md "Tasks").
  *
  * Everything a task is and does comes from tasks.h, as for MCP Tasks (mcptasks.c): the same
- * read (ing_tasks_get: by the caller's tenant, another's answering like a missing one), the
+ * read (ing_tasks_get: by the caller's tenant, another's answering like a missing one, and so
+ * does a task of a tool the caller may not see, access.h), the
  * same page and cursor as tasks/list (ing_tasks_page), the same cancel. A task is rendered as
  * the 2026-07-28 DetailedTask plus its tool and server (ing_tasks_rest).
  */
 #include "tasksapi.h"
 
+#include "access.h"
 #include "api.h"
 #include "err.h"
 #include "log.h"
@@ -32,7 +34,16 @@ static void not_found(ing_resp_t *resp)
     ing_api_error(resp, 404, "no such task");
 }
 
-static void list(ing_req_t *req, const char *tenant, ing_resp_t *resp)
+/* 1 when the caller may see the task's tool (access.h): others answer as missing tasks. An
+ * ing_tasks_keep_fn; door is the request's ing_door_t. */
+static int visible(void *door, const ing_tasks_t *task)
+{
+    const ing_door_t *d = door;
+    return ing_access_check(d->reg, &d->who, ing_tasks_field(task, "server"),
+                            ing_tasks_field(task, "tool"), NULL, 0) == ING_ACCESS_OK;
+}
+
+static void list(ing_req_t *req, ing_door_t *door, const char *tenant, ing_resp_t *resp)
 {
     static const char *const statuses[] = {"working", "completed", "failed", "cancelled"};
     const char *cursor = ing_req_arg(req, "cursor"), *status = ing_req_arg(req, "status");
@@ -50,8 +61,8 @@ static void list(ing_req_t *req, const char *tenant, ing_resp_t *resp)
         ing_api_error(resp, 400, "status must be working, completed, failed or cancelled");
         return;
     }
-    cJSON *page =
-        ing_tasks_page(req->ctx->kv, tenant, offset, 1, status, req->ctx->set->task_retention_s);
+    cJSON *page = ing_tasks_page_kept(req->ctx->kv, tenant, offset, 1, status,
+                                      req->ctx->set->task_retention_s, visible, door);
     if (!page) {
         unavailable(resp);
         return;
@@ -61,11 +72,24 @@ static void list(ing_req_t *req, const char *tenant, ing_resp_t *resp)
     ing_api_body(resp, 200, page);
 }
 
+/* ing_tasks_get of a task the caller may see; another is MCPQ_ENOTFOUND. */
+static int get_visible(ing_req_t *req, ing_door_t *door, const char *tenant, const char *id,
+                       ing_tasks_t *t)
+{
+    int rc = ing_tasks_get(req->ctx->kv, tenant, id, t);
+    if (rc == 0 && !visible(door, t)) {
+        ing_tasks_cleanup(t);
+        rc = MCPQ_ENOTFOUND;
+    }
+    return rc;
+}
+
 /* 200 with the task, or 404/503. */
-static void show(ing_req_t *req, const char *tenant, const char *id, ing_resp_t *resp)
+static void show(ing_req_t *req, ing_door_t *door, const char *tenant, const char *id,
+                 ing_resp_t *resp)
 {
     ing_tasks_t t;
-    int rc = ing_tasks_get(req->ctx->kv, tenant, id, &t);
+    int rc = get_visible(req, door, tenant, id, &t);
     if (rc == MCPQ_ENOTFOUND) {
         not_found(resp);
         return;
@@ -79,10 +103,16 @@ static void show(ing_req_t *req, const char *tenant, const char *id, ing_resp_t 
 }
 
 /* As MCP tasks/cancel (2025-11-25): a task that has ended is an error, 409 here. */
-static void cancel(ing_req_t *req, const char *tenant, const char *id, ing_resp_t *resp)
+static void cancel(ing_req_t *req, ing_door_t *door, const char *tenant, const char *id,
+                   ing_resp_t *resp)
 {
-    int rc = ing_tasks_cancel(req->ctx->kv, tenant, id, "cancelled by POST /v1/tasks/{id}/cancel",
+    ing_tasks_t t;
+    int rc = get_visible(req, door, tenant, id, &t);
+    if (rc == 0) {
+        ing_tasks_cleanup(&t);
+        rc = ing_tasks_cancel(req->ctx->kv, tenant, id, "cancelled by POST /v1/tasks/{id}/cancel",
                               req->ctx->set->task_retention_s);
+    }
     if (rc == MCPQ_EINVAL) {
         ing_api_error(resp, 409, "Cannot cancel task: already in a terminal status");
         return;
@@ -97,7 +127,7 @@ static void cancel(ing_req_t *req, const char *tenant, const char *id, ing_resp_
     }
     log_event(LOG_INFO, "task cancelled", "tenant", tenant, "task_id", id, "by", "rest",
               (char *)NULL);
-    show(req, tenant, id, resp);
+    show(req, door, tenant, id, resp);
 }
 
 void ing_tasksapi_route(ing_req_t *req, const char *url, const char *method, ing_resp_t *resp)
@@ -126,22 +156,22 @@ void ing_tasksapi_route(ing_req_t *req, const char *url, const char *method, ing
         resp->allow = cancelling ? "POST" : "GET, HEAD";
         return;
     }
-    ing_registry_t *reg = NULL;
-    const ing_tenant_t *t = ing_api_front(req, &reg, resp);
+    ing_door_t door;
+    const ing_tenant_t *t = ing_api_front_door(req, &door, resp);
     if (t) {
         char idbuf[TASK_ID_MAX + 1];
         if (is_list) {
-            list(req, t->id, resp);
+            list(req, &door, t->id, resp);
         } else if (!util_id_ok(id, idlen, TASK_ID_MAX, "")) {
             not_found(resp);
         } else {
             memcpy(idbuf, id, idlen);
             idbuf[idlen] = '\0';
             if (cancelling)
-                cancel(req, t->id, idbuf, resp);
+                cancel(req, &door, t->id, idbuf, resp);
             else
-                show(req, t->id, idbuf, resp);
+                show(req, &door, t->id, idbuf, resp);
         }
     }
-    ing_registry_unref(reg);
+    ing_registry_unref(door.reg);
 }

@@ -31,7 +31,79 @@ struct ing_registry {
     size_t napps;
     ing_robot_t *robots; /* sorted by robot id */
     size_t nrobots;
+    ing_tenant_oauth_t *oauth; /* one per tenant; tenants[i].oauth points here or is NULL */
+    void **owned;              /* further blocks the snapshot frees: perms, string arrays */
+    size_t nowned, capowned;
 };
+
+/* Keeps p (malloc'd) to free with the snapshot; p, or NULL (p freed) when out of memory. */
+static void *own(ing_registry_t *reg, void *p)
+{
+    if (!p)
+        return NULL;
+    if (reg->nowned == reg->capowned) {
+        size_t cap = reg->capowned ? 2 * reg->capowned : 16;
+        void **o = realloc(reg->owned, cap * sizeof(*o));
+        if (!o) {
+            free(p);
+            return NULL;
+        }
+        reg->owned = o;
+        reg->capowned = cap;
+    }
+    reg->owned[reg->nowned++] = p;
+    return p;
+}
+
+/* The strings of the array o[key] (non-strings skipped) as a NULL-terminated table owned by
+ * reg, with *n; NULL with *n = 0 when there is no such array. MCPQ_ENOMEM in *rc. */
+static const char *const *str_array(ing_registry_t *reg, const cJSON *o, const char *key, size_t *n,
+                                    int *rc)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, key), *e;
+    *n = 0;
+    if (!cJSON_IsArray(a))
+        return NULL;
+    const char **t = own(reg, calloc((size_t)cJSON_GetArraySize(a) + 1, sizeof(*t)));
+    if (!t) {
+        *rc = MCPQ_ENOMEM;
+        return NULL;
+    }
+    cJSON_ArrayForEach(e, a)
+    {
+        if (cJSON_IsString(e))
+            t[(*n)++] = e->valuestring;
+    }
+    return t;
+}
+
+/* The strings of the array o["scopes"] joined by spaces ("" when absent), owned by reg, or
+ * NULL when out of memory. */
+static const char *perms_of(ing_registry_t *reg, const cJSON *o)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, "scopes"), *e;
+    size_t len = 1;
+    cJSON_ArrayForEach(e, a)
+    {
+        if (cJSON_IsString(e))
+            len += strlen(e->valuestring) + 1;
+    }
+    char *p = own(reg, malloc(len)), *w = p;
+    if (!p)
+        return NULL;
+    *w = '\0';
+    cJSON_ArrayForEach(e, a)
+    {
+        if (!cJSON_IsString(e))
+            continue;
+        size_t l = strlen(e->valuestring);
+        if (w != p)
+            *w++ = ' ';
+        memcpy(w, e->valuestring, l + 1);
+        w += l;
+    }
+    return p;
+}
 
 static const char *str_of(const cJSON *o, const char *k)
 {
@@ -151,14 +223,27 @@ static const ing_tenant_t *find_tenant(const ing_registry_t *reg, const char *id
     return NULL;
 }
 
+/* Adds the access rule a (NULL: none) to md as compact JSON and a NUL. 1, or 0. */
+static int digest_access(EVP_MD_CTX *md, const cJSON *a)
+{
+    char *text = a ? cJSON_PrintUnformatted(a) : NULL;
+    int ok = (!a || text) && EVP_DigestUpdate(md, text ? text : "", text ? strlen(text) + 1 : 1);
+    cJSON_free(text);
+    return ok;
+}
+
 /* The tools/list fingerprint of a server whose tools are attached and sorted: SHA-256 over
- * every list_json, each followed by a NUL (no entry holds one). 0 or MCPQ_ENOMEM. */
+ * every list_json, each followed by a NUL (no entry holds one), and the access rules of the
+ * server and its tools (a rule changed changes what some callers list). 0 or MCPQ_ENOMEM. */
 static int server_fingerprint(ing_server_t *s)
 {
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     int ok = md && EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1;
     for (size_t i = 0; ok && i < s->ntools; i++)
-        ok = EVP_DigestUpdate(md, s->tools[i]->list_json, strlen(s->tools[i]->list_json) + 1) == 1;
+        ok =
+            EVP_DigestUpdate(md, s->tools[i]->list_json, strlen(s->tools[i]->list_json) + 1) == 1 &&
+            (!s->tools[i]->access || digest_access(md, s->tools[i]->access));
+    ok = ok && (!s->access || digest_access(md, s->access));
     ok = ok && EVP_DigestFinal_ex(md, s->tools_fp, NULL) == 1;
     EVP_MD_CTX_free(md);
     return ok ? 0 : MCPQ_ENOMEM;
@@ -219,13 +304,46 @@ static int index_tenants(ing_registry_t *reg)
     reg->keys = calloc(nkeys + 1, sizeof(*reg->keys));
     reg->apps = calloc(napps + 1, sizeof(*reg->apps));
     reg->robots = calloc(nrobots + 1, sizeof(*reg->robots));
-    if (!reg->keys || !reg->apps || !reg->robots)
+    reg->oauth = calloc(reg->ntenants + 1, sizeof(*reg->oauth));
+    if (!reg->keys || !reg->apps || !reg->robots || !reg->oauth)
         return MCPQ_ENOMEM;
     return 0;
 }
 
-/* Each tenant's API keys, apps and robots, with the rates they inherit from the tenant. */
-static void index_credentials(ing_registry_t *reg)
+/* The tenants' "oauth" objects (cfg.c has validated them). 0 or MCPQ_ENOMEM. */
+static int index_oauth(ing_registry_t *reg)
+{
+    int rc = 0;
+    for (size_t i = 0; i < reg->ntenants && rc == 0; i++) {
+        const cJSON *o = cJSON_GetObjectItemCaseSensitive(reg->tenants[i].doc, "oauth");
+        if (!cJSON_IsObject(o))
+            continue;
+        ing_tenant_oauth_t *t = &reg->oauth[i];
+        const cJSON *claims = cJSON_GetObjectItemCaseSensitive(o, "claims");
+        const cJSON *intro = cJSON_GetObjectItemCaseSensitive(o, "introspection");
+        const cJSON *scopes = cJSON_GetObjectItemCaseSensitive(o, "scopes");
+        t->issuers = str_array(reg, o, "issuers", &t->n_issuers, &rc);
+        t->audiences = str_array(reg, o, "audiences", &t->n_audiences, &rc);
+        t->scopes_supported = str_array(reg, o, "scopes_supported", &t->n_scopes_supported, &rc);
+        t->jwks_uri = str_of(o, "jwks_uri");
+        t->claim_user = str_of(claims, "user") ? str_of(claims, "user") : "sub";
+        t->claim_app = str_of(claims, "app") ? str_of(claims, "app") : "azp";
+        t->claim_tenant = str_of(claims, "tenant");
+        t->tenant_value = !t->claim_tenant                 ? NULL
+                          : str_of(claims, "tenant_value") ? str_of(claims, "tenant_value")
+                                                           : reg->tenants[i].id;
+        t->scopes = cJSON_IsObject(scopes) ? scopes : NULL;
+        t->introspection_endpoint = str_of(intro, "endpoint");
+        t->client_id = t->introspection_endpoint ? str_of(intro, "client_id") : NULL;
+        t->client_secret = t->introspection_endpoint ? str_of(intro, "client_secret") : NULL;
+        reg->tenants[i].oauth = t;
+    }
+    return rc;
+}
+
+/* Each tenant's API keys, apps and robots, with the rates they inherit from the tenant. 0 or
+ * MCPQ_ENOMEM. */
+static int index_credentials(ing_registry_t *reg)
 {
     for (size_t i = 0; i < reg->ntenants; i++) {
         const cJSON *k,
@@ -240,6 +358,8 @@ static void index_credentials(ing_registry_t *reg)
             key->tenant = &reg->tenants[i];
             key->id = str_of(k, "id");
             key->rate = rate_of(cJSON_GetObjectItemCaseSensitive(k, "rate_limit"), &key_rate);
+            if (!(key->perms = perms_of(reg, k)))
+                return MCPQ_ENOMEM;
             reg->nkeys++;
         }
         cJSON_ArrayForEach(k, cJSON_GetObjectItemCaseSensitive(reg->tenants[i].doc, "apps"))
@@ -254,6 +374,8 @@ static void index_credentials(ing_registry_t *reg)
             app->sig_version = cJSON_IsNumber(v) && v->valuedouble == 2 ? 2 : 1;
             app->tenant = &reg->tenants[i];
             app->rate = rate_of(cJSON_GetObjectItemCaseSensitive(k, "rate_limit"), &app_rate);
+            if (!(app->perms = perms_of(reg, k)))
+                return MCPQ_ENOMEM;
             reg->napps++;
         }
         cJSON_ArrayForEach(k, cJSON_GetObjectItemCaseSensitive(reg->tenants[i].doc, "robots"))
@@ -267,6 +389,7 @@ static void index_credentials(ing_registry_t *reg)
     /* Every writer keeps a robot to one tenant (cfg.c, regstore.h ing_regstore_robot_owner); were
      * two to declare it, the lookup would find one of them and refuse the other's tasks. */
     qsort(reg->robots, reg->nrobots, sizeof(*reg->robots), robot_cmp);
+    return 0;
 }
 
 static void index_servers(ing_registry_t *reg)
@@ -280,6 +403,7 @@ static void index_servers(ing_registry_t *reg)
             s->tenant = str_of(doc, "tenant");
             s->name = str_of(doc, "name");
             s->description = str_of(doc, "description");
+            s->access = cJSON_GetObjectItemCaseSensitive(doc, "access");
         }
     }
     qsort(reg->servers, reg->nservers, sizeof(*reg->servers), server_cmp);
@@ -312,6 +436,7 @@ static int index_tools(ing_registry_t *reg)
         const cJSON *fake = cJSON_GetObjectItemCaseSensitive(ver, "fake");
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(fake, "enabled")))
             t->fake_result = cJSON_GetObjectItemCaseSensitive(fake, "result");
+        t->access = cJSON_GetObjectItemCaseSensitive(doc, "access");
         t->list_json = render_list_entry(name, ver);
         if (!t->list_json)
             return MCPQ_ENOMEM;
@@ -351,9 +476,9 @@ ing_registry_t *ing_registry_build(const char *const *fields, const size_t *lens
         goto nomem;
     atomic_init(&reg->refs, 1);
     reg->rev = rev;
-    if (parse_docs(reg, fields, lens, n) < 0 || index_tenants(reg) < 0)
+    if (parse_docs(reg, fields, lens, n) < 0 || index_tenants(reg) < 0 ||
+        index_credentials(reg) < 0 || index_oauth(reg) < 0)
         goto nomem;
-    index_credentials(reg);
     index_servers(reg);
     if (index_tools(reg) < 0 || attach_tools(reg) < 0)
         goto nomem;
@@ -426,6 +551,10 @@ void ing_registry_unref(ing_registry_t *reg)
     free(reg->keys);
     free(reg->apps);
     free(reg->robots);
+    free(reg->oauth);
+    for (size_t i = 0; i < reg->nowned; i++)
+        free(reg->owned[i]);
+    free(reg->owned);
     cJSON_Delete(reg->docs);
     free(reg);
 }
@@ -459,6 +588,16 @@ const ing_tenant_t *ing_registry_robot_owner(const ing_registry_t *reg, const ch
         reg && robot ? bsearch(&key, reg->robots, reg->nrobots, sizeof(*reg->robots), robot_cmp)
                      : NULL;
     return hit ? hit->tenant : NULL;
+}
+
+size_t ing_registry_tenant_count(const ing_registry_t *reg)
+{
+    return reg ? reg->ntenants : 0;
+}
+
+const ing_tenant_t *ing_registry_tenant_at(const ing_registry_t *reg, size_t i)
+{
+    return reg && i < reg->ntenants ? &reg->tenants[i] : NULL;
 }
 
 const ing_tenant_t *ing_registry_tenant(const ing_registry_t *reg, const char *id)

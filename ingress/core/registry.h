@@ -29,6 +29,7 @@ typedef struct ing_tool {
     long long timeout_ms; /* 0: the process default */
     int task_mode;
     const cJSON *fake_result; /* non-NULL when fake.enabled */
+    const cJSON *access;      /* the tool's "access" rule (access.h), or NULL */
 } ing_tool_t;
 
 typedef struct ing_server {
@@ -40,12 +41,30 @@ typedef struct ing_server {
     /* SHA-256 over its tools' list_json in order: two snapshots whose server has the same
      * fingerprint answer tools/list alike (listen.h tells clients when it changes). */
     unsigned char tools_fp[32];
+    const cJSON *access; /* the server's "access" rule (access.h), or NULL */
 } ing_server_t;
+
+/* A tenant's "oauth" object (docs/config-file.md "OAuth"): the issuers whose access tokens
+ * it takes and how their claims map to it. The strings live in the snapshot. */
+typedef struct ing_tenant_oauth {
+    const char *const *issuers;
+    size_t n_issuers;
+    const char *const *audiences;
+    size_t n_audiences;
+    const char *jwks_uri;                    /* NULL: discover */
+    const char *claim_user, *claim_app;      /* defaults filled: "sub", "azp" */
+    const char *claim_tenant, *tenant_value; /* NULL: no tenant claim */
+    const cJSON *scopes;                     /* the scope map object, or NULL */
+    const char *const *scopes_supported;
+    size_t n_scopes_supported;
+    const char *introspection_endpoint, *client_id, *client_secret; /* NULL: none */
+} ing_tenant_oauth_t;
 
 typedef struct ing_tenant {
     const char *id;
     const char *default_server;
     const cJSON *doc;
+    const ing_tenant_oauth_t *oauth; /* NULL: the tenant takes no tokens */
 } ing_tenant_t;
 
 /* A request rate limit from the config (docs/config-file.md; ratelimit.h applies it). */
@@ -58,7 +77,8 @@ typedef struct ing_apikey {
     unsigned char sha256[32];
     const ing_tenant_t *tenant;
     const char *id;
-    ing_rate_t rate; /* the key's rate_limit, else its tenant's rate_limits.api_key */
+    ing_rate_t rate;   /* the key's rate_limit, else its tenant's rate_limits.api_key */
+    const char *perms; /* its "scopes", space-separated ("": none) */
 } ing_apikey_t;
 
 typedef struct ing_app {
@@ -67,7 +87,8 @@ typedef struct ing_app {
     const cJSON *doc; /* its config object (previous_secret: ing_registry_secrets) */
     int sig_version;  /* the lowest signing version its requests may use (1 or 2) */
     const ing_tenant_t *tenant;
-    ing_rate_t rate; /* the app's rate_limit, else its tenant's rate_limits.app */
+    ing_rate_t rate;   /* the app's rate_limit, else its tenant's rate_limits.app */
+    const char *perms; /* its "scopes", space-separated ("": none) */
 } ing_app_t;
 
 /* A robot a tenant declares (config "robots"): only that tenant's tasks may name it. */
@@ -111,6 +132,10 @@ const ing_tenant_t *ing_registry_robot_owner(const ing_registry_t *reg, const ch
  * secret).
  */
 size_t ing_registry_secrets(const cJSON *o, int64_t now_ms, const char *out[2]);
+
+/* The tenants of the snapshot, in no particular order: i < ing_registry_tenant_count(). */
+size_t ing_registry_tenant_count(const ing_registry_t *reg);
+const ing_tenant_t *ing_registry_tenant_at(const ing_registry_t *reg, size_t i);
 
 /* The tenant id (its config document: webhooks, rate_limits, ...), or NULL. */
 const ing_tenant_t *ing_registry_tenant(const ing_registry_t *reg, const char *id);

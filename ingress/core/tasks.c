@@ -303,7 +303,7 @@ int ing_tasks_cursor(const char *cursor, long long *offset)
 /* Renders the tenant's task id into arr when it matches status (NULL: any): 0, or
  * MCPQ_EUNAVAIL. A task gone meanwhile is skipped. */
 static int page_add(kv_pool_t *kv, const char *tenant, const char *id, int rest, const char *status,
-                    long long retention_s, cJSON *arr)
+                    long long retention_s, ing_tasks_keep_fn keep, void *arg, cJSON *arr)
 {
     ing_tasks_t t;
     int rc = ing_tasks_get(kv, tenant, id, &t);
@@ -311,6 +311,10 @@ static int page_add(kv_pool_t *kv, const char *tenant, const char *id, int rest,
         return rc;
     if (rc < 0)
         return 0;
+    if (keep && !keep(arg, &t)) {
+        ing_tasks_cleanup(&t);
+        return 0;
+    }
     cJSON *o = rest ? ing_tasks_rest(&t, 0, retention_s) : ing_tasks_mcp(&t, 0, retention_s);
     ing_tasks_cleanup(&t);
     const char *st = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "status"));
@@ -324,6 +328,13 @@ static int page_add(kv_pool_t *kv, const char *tenant, const char *id, int rest,
 cJSON *ing_tasks_page(kv_pool_t *kv, const char *tenant, long long offset, int rest,
                       const char *status, long long retention_s)
 {
+    return ing_tasks_page_kept(kv, tenant, offset, rest, status, retention_s, NULL, NULL);
+}
+
+cJSON *ing_tasks_page_kept(kv_pool_t *kv, const char *tenant, long long offset, int rest,
+                           const char *status, long long retention_s, ing_tasks_keep_fn keep,
+                           void *arg)
+{
     cJSON *page = cJSON_CreateObject();
     cJSON *arr = cJSON_AddArrayToObject(page, "tasks");
     long long pos = offset, next = -1;
@@ -335,7 +346,7 @@ cJSON *ing_tasks_page(kv_pool_t *kv, const char *tenant, long long offset, int r
         int n = cJSON_GetArraySize(ids);
         for (int i = 0; i < n && next < 0; i++) {
             const char *id = cJSON_GetStringValue(cJSON_GetArrayItem(ids, i));
-            if (page_add(kv, tenant, id, rest, status, retention_s, arr) < 0) {
+            if (page_add(kv, tenant, id, rest, status, retention_s, keep, arg, arr) < 0) {
                 cJSON_Delete(ids);
                 goto unavailable;
             }

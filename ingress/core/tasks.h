@@ -92,6 +92,13 @@ int ing_tasks_cursor(const char *cursor, long long *offset);
 cJSON *ing_tasks_page(kv_pool_t *kv, const char *tenant, long long offset, int rest,
                       const char *status, long long retention_s);
 
+/* ing_tasks_page showing only the tasks keep(arg, task) returns 1 for (keep NULL: all), such
+ * as those of tools the caller may see (access.h). */
+typedef int (*ing_tasks_keep_fn)(void *arg, const ing_tasks_t *task);
+cJSON *ing_tasks_page_kept(kv_pool_t *kv, const char *tenant, long long offset, int rest,
+                           const char *status, long long retention_s, ing_tasks_keep_fn keep,
+                           void *arg);
+
 /* The task's CallToolResult once terminal (a copy; NULL before). */
 cJSON *ing_tasks_result(const ing_tasks_t *task);
 

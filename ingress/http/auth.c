@@ -136,8 +136,12 @@ static const ing_tenant_t *auth_signed(const ing_req_t *req, const ing_registry_
         *why = "X-Nonce already used (a replayed request)";
         return NULL;
     }
-    *who =
-        (ing_principal_t){.tenant = app->tenant, .kind = 'a', .id = app->app_id, .rate = app->rate};
+    *who = (ing_principal_t){.tenant = app->tenant,
+                             .kind = 'a',
+                             .id = app->app_id,
+                             .app = app->app_id,
+                             .perms = app->perms,
+                             .rate = app->rate};
     return app->tenant;
 }
 
@@ -177,7 +181,8 @@ static const ing_tenant_t *auth_key(const ing_req_t *req, const ing_registry_t *
     const ing_apikey_t *k = api_key(req, reg, why);
     if (!k)
         return NULL;
-    *who = (ing_principal_t){.tenant = k->tenant, .kind = 'k', .id = k->id, .rate = k->rate};
+    *who = (ing_principal_t){
+        .tenant = k->tenant, .kind = 'k', .id = k->id, .perms = k->perms, .rate = k->rate};
     return k->tenant;
 }
 

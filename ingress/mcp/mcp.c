@@ -1,6 +1,8 @@
 #include "mcp.h"
 #include "toolcall.h"
 
+#include "access.h"
+
 #include "frontdoor.h"
 #include "batch.h"
 #include "era.h"
@@ -143,16 +145,28 @@ static int parse_cursor(const cJSON *params, size_t ntools, size_t *offset)
     return 0;
 }
 
+/* tools/list: the server's tools the caller may see (access.h), a page at a time. The list
+ * is filtered for this caller on every request, so one caller's view never reaches another. */
 static void do_tools_list(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
 {
     const ing_server_t *srv = m->server;
-    size_t off;
-    if (parse_cursor(msg->params, srv->ntools, &off) < 0) {
+    const ing_tool_t **shown = malloc((srv->ntools + 1) * sizeof(*shown));
+    size_t nshown = 0, off;
+    if (!shown) {
+        ing_mcpreq_resp_error(resp, 500, msg->id, RPC_INTERNAL_ERROR, "out of memory", NULL);
+        return;
+    }
+    for (size_t i = 0; i < srv->ntools; i++)
+        if (ing_access_check(m->reg, m->who, srv->name, srv->tools[i]->name, NULL, 0) ==
+            ING_ACCESS_OK)
+            shown[nshown++] = srv->tools[i];
+    if (parse_cursor(msg->params, nshown, &off) < 0) {
+        free(shown);
         ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS, "invalid cursor", NULL);
         return;
     }
     size_t page = (size_t)m->req->ctx->set->page_size;
-    size_t end = off + page < srv->ntools ? off + page : srv->ntools;
+    size_t end = off + page < nshown ? off + page : nshown;
     util_buf_t b;
     util_buf_init(&b, (size_t)64 << 20);
     char idbuf[320];
@@ -163,14 +177,15 @@ static void do_tools_list(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     for (size_t i = off; i < end && rc == 0; i++) {
         if (i > off)
             rc |= util_buf_append(&b, ",", 1);
-        rc |= util_buf_append(&b, srv->tools[i]->list_json, strlen(srv->tools[i]->list_json));
+        rc |= util_buf_append(&b, shown[i]->list_json, strlen(shown[i]->list_json));
     }
     rc |= util_buf_append(&b, "]", 1);
-    if (end < srv->ntools) {
+    if (end < nshown) {
         char cur[48];
         int n = snprintf(cur, sizeof(cur), ",\"nextCursor\":\"c%zu\"", end);
         rc |= util_buf_append(&b, cur, (size_t)n);
     }
+    free(shown);
     if (m->modern) {
         char tail[200];
         int n = snprintf(tail, sizeof(tail),
@@ -463,14 +478,15 @@ static int front(ing_req_t *req, const char *server, ing_mcp_t *m, ing_resp_t *r
 {
     memset(m, 0, sizeof(*m));
     m->req = req;
-    ing_door_t door;
-    ing_door_verdict_t v = ing_frontdoor_enter(req, ING_DOOR_TENANT, &door);
-    m->reg = door.reg;
+    ing_door_verdict_t v = ing_frontdoor_enter(req, ING_DOOR_TENANT, &m->door);
+    m->reg = m->door.reg;
     if (v != ING_DOOR_IN) {
-        refused(&door, resp);
+        refused(&m->door, resp);
         return -1;
     }
-    m->tenant = door.tenant;
+    m->tenant = m->door.tenant;
+    m->who = &m->door.who;
+    m->endpoint = server;
     const char *sname = server ? server : m->tenant->default_server;
     m->server = strcmp(sname, ING_SYSTEM_SERVER) == 0
                     ? ing_system_server()

@@ -4,7 +4,9 @@
  */
 #include "mcpreq.h"
 
+#include "access.h"
 #include "batch.h"
+#include "err.h"
 #include "era.h"
 #include "pending.h"
 #include "version.h"
@@ -103,4 +105,21 @@ int ing_mcpreq_park(ing_mcp_t *m, ing_call_t *call)
     if (m->batch)
         return 1; /* the batch parks once, when every element is dispatched */
     return ing_pending_park(m->req->ctx->pending, call);
+}
+
+int ing_mcpreq_task_visible(void *arg, const ing_tasks_t *task)
+{
+    const ing_mcp_t *m = arg;
+    return ing_access_check(m->reg, m->who, ing_tasks_field(task, "server"),
+                            ing_tasks_field(task, "tool"), NULL, 0) == ING_ACCESS_OK;
+}
+
+int ing_mcpreq_task_get(const ing_mcp_t *m, const char *id, ing_tasks_t *task)
+{
+    int rc = ing_tasks_get(m->req->ctx->kv, m->tenant->id, id, task);
+    if (rc == 0 && !ing_mcpreq_task_visible((void *)m, task)) {
+        ing_tasks_cleanup(task);
+        return MCPQ_ENOTFOUND;
+    }
+    return rc;
 }

@@ -6,10 +6,12 @@
 #ifndef MCPQ_ING_MCPREQ_H
 #define MCPQ_ING_MCPREQ_H
 
+#include "frontdoor.h"
 #include "req.h"
 #include "rpc.h"
 #include "quota.h"
 #include "session.h"
+#include "tasks.h"
 
 #include <cjson/cJSON.h>
 
@@ -18,6 +20,11 @@ typedef struct ing_mcp {
     ing_registry_t *reg;
     const ing_tenant_t *tenant;
     const ing_server_t *server;
+    const char *endpoint; /* the server the URL names (/mcp/{server}); NULL for /mcp */
+    /* the front door's verdict (its registry reference is reg's) and the caller it admitted:
+     * who points into it, for access.h's checks */
+    ing_door_t door;
+    const ing_principal_t *who;
     const char *version; /* the request's protocol version */
     int modern;          /* 2026-07-28 */
     int log_min;         /* notifications/message threshold for this request; -1: none */
@@ -31,6 +38,12 @@ typedef struct ing_mcp {
     struct ing_batch *batch;
     size_t elem;
 } ing_mcp_t;
+
+/* ing_tasks_get for the caller: a task of a tool it may not see (access.h) is MCPQ_ENOTFOUND,
+ * like a missing one. */
+int ing_mcpreq_task_get(const ing_mcp_t *m, const char *id, ing_tasks_t *task);
+/* 1 when the caller may see the task's tool (an ing_tasks_keep_fn; arg is the ing_mcp_t). */
+int ing_mcpreq_task_visible(void *m, const ing_tasks_t *task);
 
 /* {"name": "mcpq", "version": version_get()}, the serverInfo every era reports. */
 cJSON *ing_mcpreq_server_info(void);

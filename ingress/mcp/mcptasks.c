@@ -10,7 +10,8 @@
  *   answer: it checks the task and acknowledges, as the extension says a server ignores
  *   responses to keys that are not outstanding.
  *
- * A task of another tenant is "not found" exactly like a missing one.
+ * A task of another tenant, or of a tool the caller may not see (access.h), is "not found"
+ * exactly like a missing one, and tasks/list leaves it out.
  */
 #include "mcptasks.h"
 
@@ -69,7 +70,7 @@ static void answer_result(ing_mcp_t *m, const rpc_msg_t *msg, const ing_tasks_t 
 static int answer_if_done(ing_mcp_t *m, const rpc_msg_t *msg, const char *task_id, ing_resp_t *resp)
 {
     ing_tasks_t t;
-    if (answered(ing_tasks_get(m->req->ctx->kv, m->tenant->id, task_id, &t), resp, msg->id))
+    if (answered(ing_mcpreq_task_get(m, task_id, &t), resp, msg->id))
         return 1;
     const char *state = ing_tasks_field(&t, "state");
     int done = strcmp(state, "waiting") != 0 && strcmp(state, "running") != 0;
@@ -133,8 +134,9 @@ static void do_list(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
         ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS, "invalid cursor", NULL);
         return;
     }
-    cJSON *page = ing_tasks_page(m->req->ctx->kv, m->tenant->id, offset, 0, NULL,
-                                 m->req->ctx->set->task_retention_s);
+    cJSON *page =
+        ing_tasks_page_kept(m->req->ctx->kv, m->tenant->id, offset, 0, NULL,
+                            m->req->ctx->set->task_retention_s, ing_mcpreq_task_visible, m);
     if (!page) {
         unavailable(resp, msg->id);
         return;
@@ -160,6 +162,10 @@ static int cancel(ing_mcp_t *m, const rpc_msg_t *msg, const char *task_id, int e
                   ing_resp_t *resp)
 {
     ing_ctx_t *ctx = m->req->ctx;
+    ing_tasks_t t;
+    if (answered(ing_mcpreq_task_get(m, task_id, &t), resp, msg->id)) /* its tool hidden too */
+        return 1;
+    ing_tasks_cleanup(&t);
     int rc = ing_tasks_cancel(ctx->kv, m->tenant->id, task_id, "cancelled by tasks/cancel",
                               ctx->set->task_retention_s);
     if (rc == MCPQ_EINVAL && !ext) {
@@ -176,7 +182,7 @@ static void answer_task(ing_mcp_t *m, const rpc_msg_t *msg, const char *task_id,
 {
     ing_ctx_t *ctx = m->req->ctx;
     ing_tasks_t t;
-    if (answered(ing_tasks_get(ctx->kv, m->tenant->id, task_id, &t), resp, msg->id))
+    if (answered(ing_mcpreq_task_get(m, task_id, &t), resp, msg->id))
         return;
     ing_mcpreq_resp_result_obj(m, resp, msg->id,
                                ing_tasks_mcp(&t, ext, ctx->set->task_retention_s));
@@ -251,7 +257,7 @@ void ing_mcptasks_ext(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
             return;
         }
         ing_tasks_t t;
-        if (answered(ing_tasks_get(m->req->ctx->kv, m->tenant->id, task_id, &t), resp, msg->id))
+        if (answered(ing_mcpreq_task_get(m, task_id, &t), resp, msg->id))
             return;
         ing_tasks_cleanup(&t);
     } else if (cancel(m, msg, task_id, 1, resp)) {

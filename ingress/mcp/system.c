@@ -1,5 +1,6 @@
 #include "system.h"
 
+#include "access.h"
 #include "admin.h"
 #include "channels.h"
 #include "err.h"
@@ -112,7 +113,7 @@ static cJSON *failure(int rc)
 static cJSON *get_status(ing_mcp_t *m, const char *id)
 {
     ing_tasks_t t;
-    int rc = ing_tasks_get(m->req->ctx->kv, m->tenant->id, id, &t);
+    int rc = ing_mcpreq_task_get(m, id, &t);
     if (rc < 0)
         return failure(rc);
     cJSON *r = envelope(1, 0, "success", "result.success", ing_tasks_data(&t), NULL);
@@ -122,9 +123,13 @@ static cJSON *get_status(ing_mcp_t *m, const char *id)
 
 static cJSON *cancel(ing_mcp_t *m, const char *id)
 {
-    int rc =
-        ing_tasks_cancel(m->req->ctx->kv, m->tenant->id, id, "cancelled by workerSysCancelTask",
-                         m->req->ctx->set->task_retention_s);
+    ing_tasks_t t;
+    int rc = ing_mcpreq_task_get(m, id, &t); /* a task of a tool the caller may not see */
+    if (rc < 0)
+        return failure(rc);
+    ing_tasks_cleanup(&t);
+    rc = ing_tasks_cancel(m->req->ctx->kv, m->tenant->id, id, "cancelled by workerSysCancelTask",
+                          m->req->ctx->set->task_retention_s);
     return rc < 0 ? failure(rc) : get_status(m, id);
 }
 
@@ -148,7 +153,7 @@ static cJSON *list(ing_mcp_t *m, const cJSON *args)
     cJSON_ArrayForEach(id, ids)
     {
         ing_tasks_t t;
-        if (ing_tasks_get(m->req->ctx->kv, m->tenant->id, id->valuestring, &t) == 0) {
+        if (ing_mcpreq_task_get(m, id->valuestring, &t) == 0) {
             cJSON_AddItemToArray(arr, ing_tasks_data(&t));
             ing_tasks_cleanup(&t);
         }
@@ -182,7 +187,8 @@ static cJSON *structured(cJSON *o)
 }
 
 /* list_tools: the listing of the caller's tools from the registry snapshot (the same
- * listing as the admin API's GET .../tools, admin.h). NULL with err for bad arguments. */
+ * listing as the admin API's GET .../tools, admin.h), without those it may not see. NULL with err
+ * for bad arguments. */
 static cJSON *list_tools(ing_mcp_t *m, const cJSON *args, char *err, size_t err_size)
 {
     const cJSON *ps = cJSON_GetObjectItemCaseSensitive(args, "pageSize");
@@ -201,11 +207,28 @@ static cJSON *list_tools(ing_mcp_t *m, const cJSON *args, char *err, size_t err_
     }
     if (ps)
         snprintf(size, sizeof(size), "%lld", (long long)ps->valuedouble);
+    /* Only the tools the caller may see (access.h), published or not. */
+    cJSON *docs = cJSON_CreateArray();
+    const cJSON *d;
+    cJSON_ArrayForEach(d, ing_registry_docs(m->reg))
+    {
+        const char *f = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d, "_field"));
+        const char *t = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d, "tenant"));
+        const char *srv = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d, "server"));
+        if (!f || strncmp(f, "tool:", 5) != 0 || !t || strcmp(t, m->tenant->id) != 0 || !srv)
+            continue;
+        const ing_server_t *s = ing_registry_server(m->reg, t, srv);
+        if (ing_access_rules(m->who, s ? s->access : NULL,
+                             cJSON_GetObjectItemCaseSensitive(d, "access"), NULL,
+                             0) == ING_ACCESS_OK)
+            cJSON_AddItemReferenceToArray(docs, (cJSON *)d);
+    }
     cJSON *o = ing_admin_list_tools(
-        m->tenant->id, ing_registry_docs(m->reg), ps ? size : NULL,
+        m->tenant->id, docs, ps ? size : NULL,
         cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(args, "pageToken")),
         cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(args, "filter")),
         cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(args, "orderBy")), err, err_size);
+    cJSON_Delete(docs);
     return o ? structured(o) : NULL;
 }
 

@@ -12,6 +12,9 @@
 #include "notify.h"
 #include "sch.h"
 #include "system.h"
+
+#include "access.h"
+#include "prm.h"
 #include "tasks.h"
 #include "trace.h"
 
@@ -281,17 +284,45 @@ static tc_status_t tc_params(tc_t *tc)
     return TC_NEXT;
 }
 
+/* HTTP 403 for an OAuth token lacking a permission the tool needs: the JSON-RPC error of the
+ * front door's refusals and the insufficient_scope challenge naming scope. */
+static tc_status_t tc_insufficient_scope(tc_t *tc, const char *scope)
+{
+    static const char desc[] = "the access token lacks a scope this tool requires";
+    ing_resp_t *resp = tc->resp;
+    ing_metrics_call(tc->ctx->metrics, ING_CALL_FAILED);
+    /* -32000: the code of the front door's 401 (mcp.c) */
+    ing_mcpreq_resp_error(resp, 403, tc->msg->id, -32000, desc, NULL);
+    if (ing_prm_challenge(tc->m->req, tc->m->endpoint, "insufficient_scope", scope, desc,
+                          resp->www_auth, sizeof(resp->www_auth)) < 0)
+        log_event(LOG_WARN, "tools/call: the insufficient_scope challenge was cut (too long)",
+                  "tool",
+                  cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(tc->msg->params, "name")),
+                  (char *)NULL);
+    return TC_ANSWERED;
+}
+
 /* The tool of the server by name, the call that will wait for it, and the call's trace. */
 static tc_status_t tc_tool(tc_t *tc)
 {
     const char *name =
         cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(tc->msg->params, "name"));
+    char scope[1024];
     tc->tool = ing_registry_tool(tc->m->server, name);
-    if (!tc->tool) {
+    int acc = tc->tool ? ing_access_check(tc->m->reg, tc->m->who, tc->m->server->name, name, scope,
+                                          sizeof(scope))
+                       : ING_ACCESS_HIDDEN;
+    /* A tool the caller may not see is answered as one that does not exist (access.h); so is
+     * one an OAuth token lacks scopes for inside a batch, which has no HTTP status of its
+     * own. */
+    if (acc == ING_ACCESS_HIDDEN || (acc == ING_ACCESS_SCOPE && tc->m->batch)) {
         char buf[200];
+        tc->tool = NULL;
         snprintf(buf, sizeof(buf), "Unknown tool: %.120s", name);
         return tc_error(tc, 200, RPC_INVALID_PARAMS, buf);
     }
+    if (acc == ING_ACCESS_SCOPE) /* 403 with the scopes to ask for (docs/authorization.md) */
+        return tc_insufficient_scope(tc, scope);
     tc->call = ing_mcpreq_call(tc->m);
     if (!tc->call)
         return tc_error(tc, 200, RPC_INTERNAL_ERROR, "out of memory");

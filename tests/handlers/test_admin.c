@@ -243,7 +243,10 @@ static void test_keys(void)
            "$.id: API key \"k1\" exists already");
     expect("POST", "/admin/v1/tenants/acme/apiKeys", "{\"id\":\"k9\",\"key_env\":\"X\"}", NULL, 400,
            "the admin API takes literal secrets");
-    expect("PATCH", "/admin/v1/tenants/acme/apiKeys/k1", "{}", NULL, 405, NULL);
+    /* a key's scopes and rate_limit change; its hash does not */
+    expect("PATCH", "/admin/v1/tenants/acme/apiKeys/k1", "{\"sha256\":\"00\"}", NULL, 400,
+           "$.sha256: unknown or read-only member");
+    expect("PUT", "/admin/v1/tenants/acme/apiKeys/k1", "{}", NULL, 405, NULL);
     expect("POST", "/admin/v1/tenants/acme/apiKeys/k1:rotateSecret", NULL, NULL, 404, NULL);
     expect("GET", "/admin/v1/tenants/acme/apiKeys/nope", NULL, NULL, 404,
            "tenant \"acme\" has no API key \"nope\"");
@@ -350,8 +353,8 @@ static void test_tools(void)
            NULL, 400, "$.inputSchema.properties: parameter name \"bad_\"");
     expect("GET", "/admin/v1/tenants/acme/tools/nope", NULL, NULL, 404,
            "tenant \"acme\" has no tool \"nope\"");
-    CHECK_INT_EQ(hx_admin(&h, &e, "PATCH", "/admin/v1/tenants/acme/tools/calc", "{}", NULL), 405);
-    CHECK_STR_EQ(e.resp.allow, "GET");
+    CHECK_INT_EQ(hx_admin(&h, &e, "PUT", "/admin/v1/tenants/acme/tools/calc", "{}", NULL), 405);
+    CHECK_STR_EQ(e.resp.allow, "GET, PATCH");
     hx_ex_free(&e);
     CHECK_INT_EQ(hx_admin(&h, &e, "GET", "/admin/v1/tenants/acme/tools", NULL, NULL), 200);
     CHECK_STR_EQ(hx_str(&e, "tools.0.name"), "calc");

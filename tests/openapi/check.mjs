@@ -311,6 +311,13 @@ async function admin(fileBytesProbe) {
   await call('PATCH', T, { json: { rate_limits: { api_key: { per_second: 100 } } }, headers: { 'If-Match': t.headers.get('etag') }, expect: 200 });
   await call('PATCH', T, { json: { robots: ['r1'] }, headers: { 'If-Match': '"00000000000000000000"' }, expect: 412 });
   await call('PATCH', T, { json: { bogus: 1 }, expect: 400 });
+  // A tenant's oauth (docs/config-file.md "OAuth"): its introspection secret shows "(hidden)".
+  const oauth = { issuers: ['https://idp.example.com/r'], scopes: { 'mcp:tools': ['tools'] },
+    introspection: { endpoint: 'https://idp.example.com/i', client_id: 'c', client_secret: 's' } };
+  const to = (await call('PATCH', T, { json: { oauth }, expect: 200 })).json;
+  if (to.oauth?.introspection?.client_secret !== '(hidden)') fail('a tenant shows its oauth without its secret');
+  await call('PATCH', T, { json: { oauth: { issuers: ['http://idp.example.com/r'] } }, expect: 400 });
+  await call('PATCH', T, { json: { oauth: null }, expect: 200 });
 
   // API keys: the new key is the tenant's, and its file_bytes quota of 10 refuses a presign.
   const k = (await call('POST', `${T}/apiKeys`, { json: {}, expect: 201 })).json;
@@ -320,6 +327,8 @@ async function admin(fileBytesProbe) {
   await call('GET', `${T}/apiKeys?pageSize=x`, { expect: 400 });
   await call('GET', `${T}/apiKeys/${k.id}`, { expect: 200 });
   await call('GET', `${T}/apiKeys/nokey`, { expect: 404 });
+  await call('PATCH', `${T}/apiKeys/${k.id}`, { json: { scopes: ['tools'] }, expect: 200 });
+  await call('PATCH', `${T}/apiKeys/${k.id}`, { json: { sha256: 'x' }, expect: 400 });
   await until('the new key', async () => (await call('POST', '/v1/files/presign-upload', {
     json: { filename: 'big.bin', content_type: 'application/octet-stream', size: fileBytesProbe },
     auth: null, headers: { Authorization: `Bearer ${k.key}` } })).status === 429);
@@ -335,6 +344,7 @@ async function admin(fileBytesProbe) {
   await call('GET', `${T}/apps/nobody`, { expect: 404 });
   await call('PATCH', `${T}/apps/oa-app`, { json: { rate_limit: { per_second: 5 } }, expect: 200 });
   await call('PATCH', `${T}/apps/oa-app`, { json: { app_id: 'x' }, expect: 400 });
+  await call('PATCH', `${T}/apps/oa-app`, { json: { scopes: ['tools'] }, expect: 200 });
   await call('POST', `${T}/apps/oa-app:rotateSecret`, { json: { grace_s: 60 }, expect: 200 });
   await call('POST', `${T}/apps/oa-app:rotateSecret`, { json: { grace_s: -1 }, expect: 400 });
   await call('POST', `${T}/apps/oa-app:rotateSecret`, { expect: 200 });
@@ -366,6 +376,9 @@ async function admin(fileBytesProbe) {
   await call('PATCH', `${T}/servers/s2`, { json: { description: 'second' }, expect: 200 });
   await call('PATCH', `${T}/servers/system`, { json: { description: 'x' }, expect: 403 });
   await call('PATCH', `${T}/servers/s2`, { json: { name: 'x' }, expect: 400 });
+  await call('PATCH', `${T}/servers/s2`, { json: { access: { scopes: ['crm:write'] } }, expect: 200 });
+  await call('PATCH', `${T}/servers/s2`, { json: { access: { keys: ['nokey'] } }, expect: 400 });
+  await call('PATCH', `${T}/servers/s2`, { json: { access: null }, expect: 200 });
 
   // Tools and versions.
   const v1 = { version: '1', description: 'Greet', inputSchema: { type: 'object', properties: { who: { type: 'string' } } },
@@ -377,6 +390,9 @@ async function admin(fileBytesProbe) {
   await call('GET', `${T}/tools?orderBy=colour`, { expect: 400 });
   await call('GET', `${T}/tools/greet`, { expect: 200 });
   await call('GET', `${T}/tools/none`, { expect: 404 });
+  await call('PATCH', `${T}/tools/greet`, { json: { access: { users: ['alice'] } }, expect: 200 });
+  await call('PATCH', `${T}/tools/greet`, { json: { access: { groups: ['x'] } }, expect: 400 });
+  await call('PATCH', `${T}/tools/greet`, { json: { access: null }, expect: 200 });
   await call('POST', `${T}/tools/greet/versions`, { json: { version: '2', from_version: '1', description: 'Greet politely' }, expect: 201 });
   await call('POST', `${T}/tools/greet/versions`, { json: { version: '2', from_version: '1' }, expect: 409 });
   await call('POST', `${T}/tools/greet/versions`, { json: { version: '3', from_version: '9' }, expect: 400 });

@@ -723,8 +723,115 @@ static void test_local_config(void)
     TEST_PASS("local config (its app secret is long enough for a production ingress)");
 }
 
+#define OAUTH(EXTRA) "{'id':'a','oauth':{'issuers':['https://idp.example.com/r/a']" EXTRA "}}"
+
+static void test_oauth(void)
+{
+    setenv("CFG_TEST_INTRO_SECRET", "from-env", 1);
+    cJSON *doc = LOAD("{'tenants':[{'id':'a','api_keys':[{'id':'k','key':'some-key-12345',"
+                      "'scopes':['tools','crm:write']}],'apps':[{'app_id':'billing','secret':"
+                      "'0123456789abcdef0123456789abcdef','scopes':['tools']}],"
+                      "'oauth':{'issuers':['https://idp.example.com/r/a','http://localhost:8080/x',"
+                      "'http://[::1]/y'],'audiences':['api://mcpq'],'claims':{'tenant':'org_id',"
+                      "'tenant_value':'org_123','user':'sub','app':'azp'},"
+                      "'scopes':{'mcp:tools':['tools'],'mcp:admin':['tools','admin']},"
+                      "'scopes_supported':['mcp:tools'],'introspection':{'endpoint':"
+                      "'https://idp.example.com/i','client_id':'mcpq','client_secret_env':"
+                      "'CFG_TEST_INTRO_SECRET'}}}]}");
+    const cJSON *t = at(doc, "tenants", 0, NULL);
+    /* the key keeps its scopes through normalization; the secret is resolved */
+    const cJSON *k = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(t, "api_keys"), 0);
+    CHECK_INT_EQ(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(k, "scopes")), 2);
+    CHECK(str_at(k, "key") == NULL);
+    const cJSON *intro = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(t, "oauth"), "introspection");
+    CHECK_STR_EQ(str_at(intro, "client_secret"), "from-env");
+    CHECK(!cJSON_HasObjectItem(intro, "client_secret_env"));
+    cJSON_Delete(doc);
+
+    FAILS("{'tenants':[" OAUTH(",'issuers':[]") "]}",
+          "$.tenants[0].oauth: duplicate member \"issuers\"");
+    FAILS("{'tenants':[{'id':'a','oauth':{'issuers':[]}}]}",
+          "$.tenants[0].oauth.issuers: must have at least 1 item");
+    FAILS("{'tenants':[{'id':'a','oauth':{'issuers':['https://idp.example.com',"
+          "'http://idp.example.com/r']}}]}",
+          "$.tenants[0].oauth.issuers[1]: must be https:// (http:// only to localhost, "
+          "127.0.0.1 or [::1])");
+    FAILS("{'tenants':[" OAUTH(",'jwks_uri':'http://10.0.0.1/jwks'") "]}",
+          "$.tenants[0].oauth.jwks_uri: must be https:// (http:// only to localhost, 127.0.0.1 "
+          "or [::1])");
+    FAILS("{'tenants':[{'id':'a','oauth':{'issuers':['https://a.example','https://b.example'],"
+          "'jwks_uri':'https://a.example/jwks'}}]}",
+          "$.tenants[0].oauth.jwks_uri: allowed only with exactly one issuer (it has 2)");
+    FAILS("{'tenants':[" OAUTH(",'claims':{'tenant_value':'x'}") "]}",
+          "$.tenants[0].oauth.claims.tenant_value: needs claims.tenant (the claim it is compared "
+          "with)");
+    FAILS("{'tenants':[" OAUTH(",'scopes_supported':['mcp:tools','offline_access']") "]}",
+          "$.tenants[0].oauth.scopes_supported[1]: \"offline_access\" is never advertised "
+          "(refresh tokens are the authorization server's business)");
+    FAILS("{'tenants':[" OAUTH(",'introspection':{'endpoint':'https://i.example','client_id':"
+                               "'c','client_secret_env':'CFG_TEST_UNSET_VAR'}") "]}",
+          "$.tenants[0].oauth.introspection.client_secret_env: environment variable "
+          "\"CFG_TEST_UNSET_VAR\" is not set or empty");
+    FAILS_C("{'tenants':[" OAUTH(",'scopes':{'a b':['x']}") "]}", "$.tenants[0].oauth.scopes");
+    FAILS_C("{'tenants':[" OAUTH(",'claims':{'role':'x'}") "]}",
+            "$.tenants[0].oauth.claims: unknown property \"role\"");
+    /* two tenants trusting one issuer must each name their tenant claim */
+    FAILS("{'tenants':[" OAUTH("") ",{'id':'b','oauth':{'issuers':['https://idp.example.com/r/b',"
+                                   "'https://idp.example.com/r/a'],'claims':{'tenant':'org'}}}]}",
+          "$.tenants[1].oauth.issuers[1]: issuer \"https://idp.example.com/r/a\" is trusted by "
+          "tenant \"a\" ($.tenants[0]) too; tenants sharing an issuer must each set "
+          "oauth.claims.tenant (a does not)");
+    doc = LOAD(
+        "{'tenants':[" OAUTH(",'claims':{'tenant':'org'}") ",{'id':'b','oauth':{'issuers':"
+                                                           "['https://idp.example.com/r/"
+                                                           "a'],'claims':{'tenant':'org'}}}]}");
+    cJSON_Delete(doc);
+    FAILS_C("{'tenants':[{'id':'a','api_keys':[{'id':'k','key':'some-key-12345','scopes':"
+            "['has space']}]}]}",
+            "$.tenants[0].api_keys[0].scopes[0]");
+    TEST_PASS("oauth: kept with its secret resolved; bad URLs, claims, offline_access and "
+              "shared issuers refused with their JSON path");
+}
+
+static void test_access(void)
+{
+    cJSON *doc =
+        LOAD(CFG(",'apps':[{'app_id':'billing','secret':'0123456789abcdef0123456789abcdef'}]",
+                 ",{'tenant':'acme','name':'crm','access':{'scopes':['crm:write']}}",
+                 TOOL("echo", VERSION("1", ""),
+                      ",'access':{'scopes':['tools'],'keys':['k1'],'apps':['billing'],"
+                      "'users':['alice']}")));
+    CHECK(cJSON_HasObjectItem(at(doc, "tools", 0, NULL), "access"));
+    CHECK(cJSON_HasObjectItem(at(doc, "servers", 1, NULL), "access"));
+    cJSON_Delete(doc);
+    FAILS(CFG("", "", TOOL("echo", VERSION("1", ""), ",'access':{'keys':['k1','k9']}")),
+          "$.tools[0].access.keys[1]: tenant \"acme\" has no API key \"k9\"");
+    FAILS(CFG("", ",{'tenant':'acme','name':'crm','access':{'apps':['nope']}}", ""),
+          "$.servers[1].access.apps[0]: tenant \"acme\" has no app \"nope\" (and takes no OAuth "
+          "tokens whose app claim could name it)");
+    /* an app of another tenant names nothing here */
+    FAILS("{'tenants':[{'id':'a'},{'id':'b','apps':[{'app_id':'x','secret':"
+          "'0123456789abcdef0123456789abcdef'}]}],'servers':[{'tenant':'a','name':'default',"
+          "'access':{'apps':['x']}}]}",
+          "$.servers[0].access.apps[0]: tenant \"a\" has no app \"x\" (and takes no OAuth tokens "
+          "whose app claim could name it)");
+    /* with OAuth, apps may name a token's client */
+    doc = LOAD("{'tenants':[" OAUTH("") "],'servers':[{'tenant':'a','name':'default',"
+                                        "'access':{'apps':['web-client']}}]}");
+    cJSON_Delete(doc);
+    FAILS(CFG("", "", TOOL("echo", VERSION("1", ""), ",'access':{'groups':['x']}")),
+          "$.tools[0].access: unknown property \"groups\"");
+    FAILS_C(CFG("", "", TOOL("echo", VERSION("1", ""), ",'access':{'scopes':'tools'}")),
+            "$.tools[0].access.scopes: expected array");
+    TEST_PASS("access: kept on servers and tools; unknown keys and apps, unknown members "
+              "refused with their JSON path");
+}
+
 int main(void)
 {
+    test_oauth();
+    test_access();
     test_normalization();
     test_env_secrets();
     test_previous_secrets();

@@ -11,7 +11,9 @@ static const char stored_text[] =
     "{\"tenants\":[{\"id\":\"t\",\"api_keys\":[{\"id\":\"k\",\"sha256\":\"aaaa\"}],"
     "\"apps\":[{\"app_id\":\"a\",\"secret\":\"app-s\",\"previous_secret\":\"app-old-s\"}],"
     "\"webhooks\":[{\"id\":\"w\",\"url\":\"http://x/secret\",\"events\":[\"task.completed\"],"
-    "\"secret\":\"wh-s\",\"previous_secret\":\"wh-old-s\"}]}],"
+    "\"secret\":\"wh-s\",\"previous_secret\":\"wh-old-s\"}],"
+    "\"oauth\":{\"issuers\":[\"https://idp\"],\"introspection\":{\"endpoint\":"
+    "\"https://idp/introspect\",\"client_id\":\"intro-client\",\"client_secret\":\"intro-s\"}}}],"
     "\"servers\":[{\"tenant\":\"t\",\"name\":\"f\",\"federate\":{\"url\":\"http://u\","
     "\"headers\":{\"Authorization\":\"fed-s\"}}}],"
     "\"tools\":[{\"tenant\":\"t\",\"server\":\"f\",\"name\":\"h\",\"versions\":["
@@ -22,8 +24,8 @@ static const char stored_text[] =
     "{\"version\":\"2\",\"inputSchema\":{\"type\":\"object\"},"
     "\"executor\":{\"type\":\"exec\",\"argv\":[\"true\"],\"env\":{\"PW\":\"env-s\"}}}]}]}";
 
-static const char *const secrets[] = {"aaaa",  "app-s", "app-old-s", "wh-s", "wh-old-s",
-                                      "fed-s", "x-s",   "hdr-s",     "env-s"};
+static const char *const secrets[] = {"aaaa",  "app-s", "app-old-s", "wh-s",  "wh-old-s",
+                                      "fed-s", "x-s",   "hdr-s",     "env-s", "intro-s"};
 
 static void test_redact(void)
 {
@@ -40,9 +42,10 @@ static void test_redact(void)
     CHECK_CONTAINS(out, "\"description\":\"secret\"");
     CHECK_CONTAINS(out, "\"default\":\"keep\"");
     CHECK_CONTAINS(out, "\"argv\":[\"true\"]");
+    CHECK_CONTAINS(out, "\"client_id\":\"intro-client\",\"client_secret\":\"(hidden)\"");
     cJSON_free(out);
     cJSON_Delete(doc);
-    TEST_PASS("redact hides the nine kinds of secret (previous ones of a rotation too) and "
+    TEST_PASS("redact hides the ten kinds of secret (previous ones of a rotation too) and "
               "nothing else");
 }
 
