@@ -635,9 +635,14 @@ static int aud_in(const char *aud, const char *const *auds, size_t naud)
 
 int jwt_check_aud(const jwt_t *t, const char *const *auds, size_t naud)
 {
+    return jwt_claims_aud(t->claims, auds, naud);
+}
+
+int jwt_claims_aud(const cJSON *claims, const char *const *auds, size_t naud)
+{
     if (naud == 0)
         return JWT_OK;
-    const cJSON *aud = cJSON_GetObjectItemCaseSensitive(t->claims, "aud");
+    const cJSON *aud = cJSON_GetObjectItemCaseSensitive(claims, "aud");
     if (cJSON_IsString(aud))
         return aud_in(aud->valuestring, auds, naud) ? JWT_OK : JWT_EAUD;
     const cJSON *a;

@@ -116,4 +116,8 @@ int jwt_check_time(const jwt_t *t, long long now_s, int skew_s, const char **why
  */
 int jwt_check_aud(const jwt_t *t, const char *const *auds, size_t naud);
 
+/* jwt_check_aud on a claims object of any source (a token's payload, an introspection
+ * answer, RFC 7662 "aud" has the same form). */
+int jwt_claims_aud(const cJSON *claims, const char *const *auds, size_t naud);
+
 #endif

@@ -393,3 +393,29 @@ int util_read_secret(const char *path, const char *name, char *out, size_t size,
     *len = n;
     return 0;
 }
+
+int util_word_in(const char *list, const char *word, size_t len)
+{
+    for (const char *p = list ? list : ""; *p;) {
+        p += strspn(p, " ");
+        size_t l = strcspn(p, " ");
+        if (l && l == len && memcmp(p, word, len) == 0)
+            return 1;
+        p += l;
+    }
+    return 0;
+}
+
+int util_word_add(char *out, size_t n, const char *word, size_t len)
+{
+    size_t used = strlen(out);
+    if (!len || util_word_in(out, word, len))
+        return 0;
+    if (used + (used ? 1 : 0) + len + 1 > n)
+        return -1;
+    if (used)
+        out[used++] = ' ';
+    memcpy(out + used, word, len);
+    out[used + len] = '\0';
+    return 0;
+}

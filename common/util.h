@@ -69,6 +69,14 @@ int util_ct_equal(const void *a, const void *b, size_t len);
  * none; ".:" for channel and job ids). Task, delivery, channel and job ids, request nonces. */
 int util_id_ok(const char *s, size_t len, size_t max, const char *extra);
 
+/* 1 when word[0..len) (len > 0) is one of the space-separated words of list (NULL: none):
+ * permissions and OAuth scopes. */
+int util_word_in(const char *list, const char *word, size_t len);
+
+/* Appends word[0..len) to the space-separated list out (a string in n bytes) unless it is
+ * there already or empty: 0, or -1 when it does not fit (out unchanged). */
+int util_word_add(char *out, size_t n, const char *word, size_t len);
+
 /* Parses a whole decimal string into [min, max]; 0 or MCPQ_EINVAL. */
 int util_parse_ll(const char *s, long long min, long long max, long long *out);
 

@@ -8,12 +8,14 @@
 #include "listen.h"
 #include "log.h"
 #include "mq.h"
+#include "oauth.h"
 #include "registry.h"
 #include "regstore.h"
 #include "util.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -35,6 +37,37 @@ static cJSON *config_read(const mcpq_settings_t *set, char *err, size_t err_size
         return NULL;
     }
     return cfg;
+}
+
+/* Gives the key service (oauth.h) the issuers the tenants of reg trust: one source per
+ * (tenant, issuer), the tenant's jwks_uri on each and its introspection endpoint on its
+ * first issuer's, as ing_oauth_configure asks. */
+static void oauth_configure(ing_ctx_t *ctx, const ing_registry_t *reg)
+{
+    size_t n = 0, at = 0, tenants = ing_registry_tenant_count(reg);
+    if (!ctx->oauth)
+        return;
+    for (size_t i = 0; i < tenants; i++) {
+        const ing_tenant_oauth_t *o = ing_registry_tenant_at(reg, i)->oauth;
+        n += o ? o->n_issuers : 0;
+    }
+    ing_oauth_source_t *src = calloc(n ? n : 1, sizeof(*src));
+    if (!src) {
+        log_event(LOG_ERROR, "registry: out of memory configuring OAuth issuers", (char *)NULL);
+        return;
+    }
+    for (size_t i = 0; i < tenants; i++) {
+        const ing_tenant_oauth_t *o = ing_registry_tenant_at(reg, i)->oauth;
+        for (size_t j = 0; o && j < o->n_issuers; j++)
+            src[at++] = (ing_oauth_source_t){.issuer = o->issuers[j],
+                                             .jwks_uri = o->jwks_uri,
+                                             .introspection_endpoint =
+                                                 j == 0 ? o->introspection_endpoint : NULL,
+                                             .client_id = j == 0 ? o->client_id : NULL,
+                                             .client_secret = j == 0 ? o->client_secret : NULL};
+    }
+    ing_oauth_configure(ctx->oauth, src, n);
+    free(src);
 }
 
 /*
@@ -131,6 +164,7 @@ static void refresh_once(ing_refresh_t *rf, redisContext **c, int *logged)
     ing_registry_t *reg = ing_registry_fetch(*c, err, sizeof(err));
     if (!reg)
         goto broken;
+    oauth_configure(ctx, reg); /* its issuers before its tenants can be asked for */
     pthread_mutex_lock(&ctx->reg_lock);
     ing_registry_t *old = ctx->reg;
     ctx->reg = reg;

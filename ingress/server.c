@@ -14,13 +14,16 @@
 #include "listen.h"
 #include "log.h"
 #include "mcp.h"
+#include "oauth.h"
 #include "openapi.h"
+#include "prm.h"
 #include "tasksapi.h"
 #include "webhook.h"
 #include "whapi.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -357,6 +360,7 @@ static const struct route_row {
     {"/admin", TREE, 0, NULL, ing_admin_api},             /* the operator API (admin.h) */
     {"/v1/channels/", UNDER, 0, NULL, ing_channels_api},  /* agent replies (channels.h) */
     {"/openapi.json", EXACT, 0, NULL, ing_openapi_route}, /* the API's description (openapi.h) */
+    {ING_PRM_PATH, TREE, 0, NULL, ing_prm_route},         /* Protected Resource Metadata (prm.h) */
 };
 
 static int route_matches(const struct route_row *row, const char *url)
@@ -527,6 +531,104 @@ static enum MHD_Result body_begin(ing_req_t *req, const char *url)
     return MHD_YES;
 }
 
+/* ---- access tokens waiting for their issuer (docs/authorization.md "Validating tokens")
+ *
+ * An OAuth access token whose issuer's keys are not loaded yet, whose kid the keys lack, or
+ * whose introspection answer is not cached is not refused at once: its connection is
+ * suspended while the key service (oauth.h) fetches, with no thread waiting, and routed when
+ * the service wakes it (at the latest after MCPQ_OAUTH_FETCH_TIMEOUT_MS). The front door then
+ * decides from what is cached. Every gated request is on the list `gated`, under gate_lock,
+ * until it is woken or its connection ends; the wake of one no longer listed is ignored. */
+
+enum { GATE_NONE = 0, GATE_WAIT, GATE_WOKEN };
+static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
+static ing_req_t *gated;
+
+static void gate_unlink_locked(ing_req_t *req)
+{
+    for (ing_req_t **p = &gated; *p; p = &(*p)->gate_next)
+        if (*p == req) {
+            *p = req->gate_next;
+            req->gate_next = NULL;
+            return;
+        }
+}
+
+/* ing_oauth_wake_fn: the fetch req waited for ended (any thread). */
+static void gate_wake(void *arg)
+{
+    pthread_mutex_lock(&gate_lock);
+    for (ing_req_t *r = gated; r; r = r->gate_next) {
+        if (r != arg)
+            continue;
+        gate_unlink_locked(r);
+        r->gate = GATE_WOKEN;
+        MHD_resume_connection(r->conn);
+        break;
+    }
+    pthread_mutex_unlock(&gate_lock);
+}
+
+/* 1 when req was suspended until its token can be checked (gate_wake resumes it). */
+static int gate_enter(ing_req_t *req)
+{
+    ing_ctx_t *ctx = req->ctx;
+    const char *token = NULL;
+    if (!req->cors || !ctx->oauth || !req->conn)
+        return 0;
+    ing_registry_t *reg = ing_ctx_registry(ctx);
+    int is_token = ing_auth_access_token(req, reg, &token);
+    ing_registry_unref(reg);
+    if (!is_token)
+        return 0;
+    pthread_mutex_lock(&gate_lock); /* gate_wake, maybe called before prepare returns, waits */
+    req->gate = GATE_WAIT;
+    req->gate_next = gated;
+    gated = req;
+    int wait = ing_oauth_prepare(ctx->oauth, token, gate_wake, req) == ING_OAUTH_WAIT;
+    if (wait) {
+        MHD_suspend_connection(req->conn);
+    } else {
+        gate_unlink_locked(req);
+        req->gate = GATE_NONE;
+    }
+    pthread_mutex_unlock(&gate_lock);
+    return wait;
+}
+
+/* 1 (once) when req was gated and has been woken: route it now. */
+static int gate_passed(ing_req_t *req)
+{
+    if (req->gate != GATE_WOKEN)
+        return 0;
+    req->gate = GATE_NONE;
+    return 1;
+}
+
+/* Drops req from the gate when its connection ends. */
+static void gate_leave(ing_req_t *req)
+{
+    if (!req->gate)
+        return;
+    pthread_mutex_lock(&gate_lock);
+    gate_unlink_locked(req);
+    pthread_mutex_unlock(&gate_lock);
+}
+
+/* Resumes every gated connection (the server stops: they are answered from the cache). */
+static void gate_open_all(void)
+{
+    pthread_mutex_lock(&gate_lock);
+    while (gated) {
+        ing_req_t *r = gated;
+        gated = r->gate_next;
+        r->gate_next = NULL;
+        r->gate = GATE_WOKEN;
+        MHD_resume_connection(r->conn);
+    }
+    pthread_mutex_unlock(&gate_lock);
+}
+
 /* Allocates the exchange as soon as the request line is parsed, to keep its target exactly as
  * sent: HMAC signing (docs/signatures.md, "Request signing") signs the raw path and query, which
  * libmicrohttpd's url argument no longer has (unescaped, query split off). The pointer becomes
@@ -627,11 +729,15 @@ static enum MHD_Result handle_request(ing_ctx_t *ctx, unsigned planes, struct MH
     }
     if (req->has_call && req->handled)
         return answer_call(req);
-    if (req->handled)
+    if (req->handled && !gate_passed(req))
         return MHD_YES;
-    req->handled = 1;
-    if (req->busy)
-        return send_busy(req);
+    if (!req->handled) {
+        req->handled = 1;
+        if (req->busy)
+            return send_busy(req);
+        if (gate_enter(req))
+            return MHD_YES; /* routed when the token's keys or introspection are in */
+    }
     return route(req, url, method);
 }
 
@@ -678,6 +784,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         return;
     (void)conn;
     call_log_ctx(req);
+    gate_leave(req);
     if (req->batch) {
         ing_batch_free(req->batch, ctx->pending); /* its elements leave the table */
         req->batch = NULL;
@@ -817,6 +924,7 @@ unsigned ing_server_connections(ing_ctx_t *ctx)
 
 void ing_server_stop(ing_ctx_t *ctx)
 {
+    gate_open_all();
     if (ctx->daemon)
         MHD_stop_daemon(ctx->daemon);
     ctx->daemon = NULL;

@@ -2,7 +2,10 @@
 #include "names.h"
 
 #include "err.h"
+#include "jwt.h"
+#include "oauth.h"
 #include "peer.h"
+#include "prm.h"
 #include "req.h"
 #include "log.h"
 #include "ratelimit.h"
@@ -145,39 +148,257 @@ static const ing_tenant_t *auth_signed(const ing_req_t *req, const ing_registry_
     return app->tenant;
 }
 
+/* The credential of Authorization: Bearer (blanks skipped), NULL when absent, or "" with
+ * *why set for another scheme. */
+static const char *bearer(const ing_req_t *req, const char **why)
+{
+    const char *authz = ing_req_header(req, "Authorization");
+    if (!authz)
+        return NULL;
+    if (strncasecmp(authz, "Bearer ", 7) != 0) {
+        *why = "unsupported Authorization scheme (use Bearer, X-Api-Key or HMAC signing)";
+        return "";
+    }
+    authz += 7;
+    while (*authz == ' ')
+        authz++;
+    return authz;
+}
+
+/* The registry's API key whose value is key, or NULL. */
+static const ing_apikey_t *key_of(const ing_registry_t *reg, const char *key)
+{
+    unsigned char sha[SHA256_DIGEST_LENGTH];
+    SHA256((const unsigned char *)key, strlen(key), sha);
+    return reg ? ing_registry_auth_key(reg, sha) : NULL;
+}
+
 /* The registry's API key named by Authorization: Bearer or X-Api-Key, or NULL with *why set. */
 static const ing_apikey_t *api_key(const ing_req_t *req, const ing_registry_t *reg,
                                    const char **why)
 {
-    const char *key = NULL;
-    const char *authz = ing_req_header(req, "Authorization");
-    if (authz) {
-        if (strncasecmp(authz, "Bearer ", 7) != 0) {
-            *why = "unsupported Authorization scheme (use Bearer, X-Api-Key or HMAC signing)";
-            return NULL;
-        }
-        key = authz + 7;
-        while (*key == ' ')
-            key++;
-    } else {
+    const char *key = bearer(req, why);
+    if (key && !*key && *why)
+        return NULL;
+    if (!key)
         key = ing_req_header(req, "X-Api-Key");
-    }
     if (!key || !*key) {
         *why = "missing credentials (Authorization: Bearer <key>, X-Api-Key, or HMAC signing "
                "with X-App-Id, X-Timestamp, X-Nonce and X-Signature)";
         return NULL;
     }
-    unsigned char sha[SHA256_DIGEST_LENGTH];
-    SHA256((const unsigned char *)key, strlen(key), sha);
-    const ing_apikey_t *k = reg ? ing_registry_auth_key(reg, sha) : NULL;
+    const ing_apikey_t *k = key_of(reg, key);
     if (!k)
         *why = "invalid API key";
     return k;
 }
 
-static const ing_tenant_t *auth_key(const ing_req_t *req, const ing_registry_t *reg,
-                                    ing_principal_t *who, const char **why)
+int ing_auth_access_token(const ing_req_t *req, const ing_registry_t *reg, const char **token)
 {
+    const char *why = NULL;
+    const char *t = bearer(req, &why);
+    if (!t || !*t || ing_req_header(req, "X-App-Id") || ing_req_header(req, "X-Signature") ||
+        key_of(reg, t))
+        return 0;
+    *token = t;
+    return 1;
+}
+
+int ing_auth_oauth_used(const ing_registry_t *reg)
+{
+    size_t n = reg ? ing_registry_tenant_count(reg) : 0;
+    for (size_t i = 0; i < n; i++)
+        if (ing_registry_tenant_at(reg, i)->oauth)
+            return 1;
+    return 0;
+}
+
+/* ---- OAuth access tokens (docs/authorization.md) ---------------------------------------- */
+
+static const char *claim_str(const cJSON *claims, const char *name)
+{
+    return name ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(claims, name)) : NULL;
+}
+
+/* 1 when tenant t takes a token validated against issuer with these claims: it trusts the
+ * issuer and, when it names a tenant claim, the claim holds its value. */
+static int tenant_takes(const ing_tenant_t *t, const char *issuer, const cJSON *claims)
+{
+    const ing_tenant_oauth_t *o = t->oauth;
+    int trusted = 0;
+    for (size_t i = 0; o && i < o->n_issuers && !trusted; i++)
+        trusted = strcmp(o->issuers[i], issuer) == 0;
+    if (!trusted || !o->claim_tenant)
+        return trusted;
+    const char *v = claim_str(claims, o->claim_tenant);
+    return v && strcmp(v, o->tenant_value ? o->tenant_value : t->id) == 0;
+}
+
+/* 1 when the token's aud names this server: the resource URL req names, the base URL (with
+ * or without its slash), or one of the tenant's oauth.audiences (RFC 8707). */
+static int audience_ok(const ing_req_t *req, const ing_tenant_oauth_t *o, const cJSON *claims)
+{
+    const mcpq_settings_t *set = req->ctx->set;
+    char resource[800], base[512], slash[520];
+    const char *auds[3];
+    size_t n = 0;
+    if (ing_prm_resource(req, resource, sizeof(resource)) == 0)
+        auds[n++] = resource;
+    if (ing_peer_public_base(set->public_url, set->allowed_hosts, ing_req_header(req, "Host"), base,
+                             sizeof(base)) == 0) {
+        snprintf(slash, sizeof(slash), "%s/", base);
+        auds[n++] = base;
+        auds[n++] = slash;
+    }
+    if (n && jwt_claims_aud(claims, auds, n) == JWT_OK)
+        return 1;
+    return o->n_audiences && jwt_claims_aud(claims, o->audiences, o->n_audiences) == JWT_OK;
+}
+
+/* A writer of NUL-terminated strings into a fixed buffer. */
+typedef struct {
+    char *buf;
+    size_t len, used;
+    int full;
+} store_t;
+
+/* Starts a string in s; NULL when full. */
+static char *store_begin(store_t *s)
+{
+    if (s->used >= s->len) {
+        s->full = 1;
+        return NULL;
+    }
+    s->buf[s->used] = '\0';
+    return s->buf + s->used;
+}
+
+/* Appends word[0..len) to the current string str (space-separated) unless it is there. */
+static void store_word(store_t *s, char *str, const char *word, size_t len)
+{
+    if (str && util_word_add(str, (size_t)(s->buf + s->len - str), word, len) < 0)
+        s->full = 1;
+}
+
+/* Ends the current string str. */
+static void store_end(store_t *s, const char *str)
+{
+    if (str)
+        s->used = (size_t)(str - s->buf) + strlen(str) + 1;
+}
+
+static const char *store_str(store_t *s, const char *value)
+{
+    char *str = store_begin(s);
+    if (str && value)
+        store_word(s, str, value, strlen(value));
+    store_end(s, str);
+    return str;
+}
+
+/* The token's scopes ("scope": space-separated; "scp": a string or an array of strings) as
+ * one space-separated string in s. */
+static const char *token_scopes(store_t *s, const cJSON *claims)
+{
+    char *str = store_begin(s);
+    const cJSON *scope = cJSON_GetObjectItemCaseSensitive(claims, "scope");
+    const cJSON *scp = cJSON_GetObjectItemCaseSensitive(claims, "scp");
+    const char *words = cJSON_IsString(scope) ? scope->valuestring
+                        : cJSON_IsString(scp) ? scp->valuestring
+                                              : NULL;
+    for (const char *p = words; str && p && *p;) {
+        size_t len = strcspn(p, " ");
+        store_word(s, str, p, len);
+        p += len + strspn(p + len, " ");
+    }
+    const cJSON *e;
+    if (str && cJSON_IsArray(scp))
+        cJSON_ArrayForEach(e, scp) if (cJSON_IsString(e))
+            store_word(s, str, e->valuestring, strlen(e->valuestring));
+    store_end(s, str);
+    return str;
+}
+
+/* The permissions the granted scopes map to through the tenant's oauth.scopes (without a
+ * map: the scopes themselves). */
+static const char *token_perms(store_t *s, const ing_tenant_oauth_t *o, const char *granted)
+{
+    if (!o->scopes)
+        return granted;
+    char *str = store_begin(s), word[256];
+    for (const char *p = granted; str && p && *p;) {
+        size_t len = strcspn(p, " ");
+        snprintf(word, sizeof(word), "%.*s", (int)(len < sizeof(word) ? len : 0), p);
+        const cJSON *e, *perms = cJSON_GetObjectItemCaseSensitive(o->scopes, word);
+        cJSON_ArrayForEach(e, perms) if (cJSON_IsString(e))
+            store_word(s, str, e->valuestring, strlen(e->valuestring));
+        p += len + strspn(p + len, " ");
+    }
+    store_end(s, str);
+    return str;
+}
+
+/* Fills *who for a token of tenant t, its strings in r->store: 0, or -1 with *why. */
+static int token_principal(const ing_tenant_t *t, const cJSON *claims, ing_auth_req_t *r,
+                           ing_principal_t *who, const char **why)
+{
+    const ing_tenant_oauth_t *o = t->oauth;
+    store_t s = {.buf = r->store, .len = r->store ? ING_AUTH_STORE : 0};
+    const char *user = claim_str(claims, o->claim_user);
+    const char *app = claim_str(claims, o->claim_app);
+    if (!app)
+        app = claim_str(claims, "client_id");
+    *who = (ing_principal_t){.tenant = t, .kind = 'o', .rate = {.per_s = -1}};
+    who->id = store_str(&s, user ? user : app);
+    who->app = app ? store_str(&s, app) : NULL;
+    who->token_scopes = token_scopes(&s, claims);
+    who->perms = token_perms(&s, o, who->token_scopes);
+    if (!user && !app) {
+        *why = "the token names neither a user nor a client";
+        return -1;
+    }
+    if (s.full || !who->id || !who->token_scopes || !who->perms) {
+        *why = "the token's claims are too large";
+        return -1;
+    }
+    return 0;
+}
+
+/* The tenant of an OAuth access token, or NULL with *status (401, 503) and *why. */
+static const ing_tenant_t *auth_token(const ing_req_t *req, const ing_registry_t *reg,
+                                      const char *token, ing_auth_req_t *r, ing_principal_t *who,
+                                      int *status, const char **why)
+{
+    ing_oauth_token_t tok = {0};
+    const ing_tenant_t *t = NULL;
+    r->token = 1;
+    int rc = ing_oauth_check(r->oauth, token, &tok, why);
+    if (rc) {
+        *status = rc == MCPQ_EUNAVAIL ? 503 : 401;
+        return NULL;
+    }
+    for (size_t i = 0; i < ing_registry_tenant_count(reg) && !t; i++) {
+        const ing_tenant_t *c = ing_registry_tenant_at(reg, i);
+        if (tenant_takes(c, tok.issuer, tok.claims))
+            t = c;
+    }
+    if (!t)
+        *why = "no tenant takes tokens of this issuer with these claims";
+    else if (!audience_ok(req, t->oauth, tok.claims))
+        *why = "the token was not issued for this server (aud)";
+    else if (token_principal(t, tok.claims, r, who, why) == 0)
+        return ing_oauth_token_clear(&tok), t;
+    ing_oauth_token_clear(&tok);
+    return NULL;
+}
+
+static const ing_tenant_t *auth_key(const ing_req_t *req, const ing_registry_t *reg,
+                                    ing_auth_req_t *r, ing_principal_t *who, int *status,
+                                    const char **why)
+{
+    const char *token = NULL;
+    if (r->oauth && ing_auth_access_token(req, reg, &token) && ing_auth_oauth_used(reg))
+        return auth_token(req, reg, token, r, who, status, why);
     const ing_apikey_t *k = api_key(req, reg, why);
     if (!k)
         return NULL;
@@ -188,9 +409,15 @@ static const ing_tenant_t *auth_key(const ing_req_t *req, const ing_registry_t *
 
 int ing_auth_known(const ing_req_t *req, const ing_registry_t *reg)
 {
-    const char *why;
+    const char *why, *token;
     if (!reg)
         return 0;
+    if (req->ctx->oauth && ing_auth_access_token(req, reg, &token) && ing_auth_oauth_used(reg)) {
+        ing_oauth_token_t tok = {0};
+        int ok = ing_oauth_check(req->ctx->oauth, token, &tok, &why) == 0;
+        ing_oauth_token_clear(&tok);
+        return ok;
+    }
     if (ing_req_header(req, "X-App-Id") || ing_req_header(req, "X-Signature")) {
         sig_headers_t h;
         return signed_headers(req, &h, &why) == 0 && ing_registry_app(reg, h.app_id) != NULL;
@@ -266,8 +493,8 @@ const ing_tenant_t *ing_auth_tenant(const ing_req_t *req, const ing_registry_t *
         *why = too_many;
         return NULL;
     }
-    const ing_tenant_t *t =
-        signed_req ? auth_signed(req, reg, r, who, status, why) : auth_key(req, reg, who, why);
+    const ing_tenant_t *t = signed_req ? auth_signed(req, reg, r, who, status, why)
+                                       : auth_key(req, reg, r, who, status, why);
     if (t || !presented || *status != 401)
         return t;
     /* Counted against the app only when it exists: names a caller makes up are not kept. */

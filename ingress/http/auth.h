@@ -19,6 +19,7 @@
 typedef struct ing_req ing_req_t; /* req.h */
 
 typedef struct ing_ratelimit ing_ratelimit_t; /* ratelimit.h */
+typedef struct ing_oauth ing_oauth_t;         /* oauth.h */
 
 /* The most client addresses and app ids one replica keeps failure counts of. */
 #define ING_AUTHFAIL_MAX_BUCKETS 65536
@@ -39,8 +40,14 @@ typedef struct ing_auth_req {
     kv_pool_t *kv;               /* where nonces are claimed */
     const ing_authfail_t *fails; /* NULL: failures are not limited */
     const char *client;          /* the client's address (peer.h) */
+    ing_oauth_t *oauth;          /* the access token checks (NULL: tokens are not taken) */
+    char *store;                 /* room for an OAuth principal's strings (ING_AUTH_STORE) */
     long long retry_after_ms;    /* out: with *status 429 */
+    int token;                   /* out: the credential was an OAuth access token */
 } ing_auth_req_t;
+
+/* The room ing_auth_req_t.store must have. */
+#define ING_AUTH_STORE 3072
 
 /* Who a request authenticated as: an API key, an app or an OAuth subject of a tenant
  * (docs/authorization.md). The strings live as long as the front door's ing_door_t. */
@@ -60,7 +67,13 @@ typedef struct ing_principal {
 /*
  * The authenticated tenant with *who filled, or NULL with *status (401; 503 when the nonce
  * store is unreachable; 429 with r->retry_after_ms when the client or the app named has
- * failed too often) and *why (a message for the client) set. A request that presents a
+ * failed too often) and *why (a message for the client) set. A Bearer credential that is no
+ * API key is an OAuth access token when a tenant takes them (docs/authorization.md): checked
+ * from the key service's cache (oauth.h; 503 when its issuer's keys or introspection could
+ * not be fetched), then the tenant (an issuer it trusts, its tenant claim), the audience
+ * (the resource URL the request names, the base URL, or one of the tenant's
+ * oauth.audiences), and the principal ('o': the user and app claims, the token's scopes and
+ * the permissions they map to, kept in r->store); r->token says so. A request that presents a
  * credential (X-App-Id, X-Signature, Authorization, X-Api-Key) is refused 429 before any
  * work when its client address or app id is over its failure budget on this replica; a
  * presented credential that fails is counted against both (the app id only when it names a
@@ -71,8 +84,19 @@ const ing_tenant_t *ing_auth_tenant(const ing_req_t *req, const ing_registry_t *
                                     const char **why);
 
 /*
+ * 1 with *token set when req carries `Authorization: Bearer <token>` that is no API key of
+ * reg and is not part of a signed request: an OAuth access token to check (oauth.h). 0
+ * otherwise. *token is valid for the request's lifetime.
+ */
+int ing_auth_access_token(const ing_req_t *req, const ing_registry_t *reg, const char **token);
+
+/* 1 when a tenant of reg takes OAuth access tokens (its "oauth"). */
+int ing_auth_oauth_used(const ing_registry_t *reg);
+
+/*
  * 1 when the headers alone name a credential the registry knows: an API key (Authorization:
- * Bearer or X-Api-Key) of a tenant, or, for a signed request, a known X-App-Id with a
+ * Bearer or X-Api-Key) of a tenant, an OAuth access token the key service's cache accepts
+ * (signature and time only), or, for a signed request, a known X-App-Id with a
  * well-formed X-Nonce and X-Signature and an X-Timestamp within SIG_WINDOW_S. The signature
  * itself covers the body and is checked by ing_auth_tenant once the body is in; this only
  * decides how much body the ingress reads before that (server.c, MCPQ_PREAUTH_BODY_BYTES).

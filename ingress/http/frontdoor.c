@@ -3,6 +3,7 @@
  */
 #include "frontdoor.h"
 
+#include "prm.h"
 #include "ratelimit.h"
 #include "util.h"
 
@@ -22,9 +23,10 @@ static ing_door_verdict_t refuse(ing_door_t *door, ing_door_verdict_t verdict, i
 }
 
 /* The authentication request of req (auth.h): its method, URI as sent, body, the nonce
- * store, the failed-authentication limits and its client's address, written to client
- * (ING_PEER_LEN bytes, which must outlive ar). */
-static void auth_req(const ing_req_t *req, ing_auth_req_t *ar, char *client)
+ * store, the failed-authentication limits, the token checks and its client's address,
+ * written to client (ING_PEER_LEN bytes, which must outlive ar); an OAuth principal's
+ * strings go to store (ING_AUTH_STORE bytes; NULL: none). */
+static void auth_req(const ing_req_t *req, ing_auth_req_t *ar, char *client, char *store)
 {
     ing_ctx_t *ctx = req->ctx;
     ing_req_client(req, ctx->trusted, client, ING_PEER_LEN);
@@ -34,7 +36,9 @@ static void auth_req(const ing_req_t *req, ing_auth_req_t *ar, char *client)
                            .body_len = req->body.len,
                            .kv = ctx->kv,
                            .fails = &ctx->authfail,
-                           .client = client};
+                           .client = client,
+                           .oauth = ctx->oauth,
+                           .store = store};
 }
 
 int ing_frontdoor_operator_token(const ing_req_t *req)
@@ -56,7 +60,7 @@ static ing_door_verdict_t enter_operator(ing_req_t *req, ing_door_t *door)
     const char *h = ing_req_header(req, "Authorization");
     char client[ING_PEER_LEN];
     ing_auth_req_t ar;
-    auth_req(req, &ar, client);
+    auth_req(req, &ar, client, NULL);
     if (h && ing_auth_fail_blocked(&ar, NULL, &door->retry_after_ms))
         return refuse(door, ING_DOOR_LIMITED, 429, too_many_failures);
     if (ing_frontdoor_operator_token(req)) {
@@ -84,7 +88,10 @@ static ing_door_verdict_t rate_limit(ing_req_t *req, ing_door_t *door)
     }
     char msg[160];
     snprintf(msg, sizeof(msg), "rate limit of this %s exceeded; retry after %lld ms",
-             door->who.kind == 'a' ? "app" : "API key", wait_ms);
+             door->who.kind == 'a'   ? "app"
+             : door->who.kind == 'o' ? "token's user"
+                                     : "API key",
+             wait_ms);
     door->retry_after_ms = wait_ms;
     return refuse(door, ING_DOOR_LIMITED, 429, msg);
 }
@@ -99,7 +106,7 @@ static ing_door_verdict_t enter_tenant(ing_req_t *req, ing_door_t *door)
     int status = 401;
     char client[ING_PEER_LEN];
     ing_auth_req_t ar;
-    auth_req(req, &ar, client);
+    auth_req(req, &ar, client, door->who_store);
     door->tenant = ing_auth_tenant(req, door->reg, &ar, &door->who, &status, &why);
     if (!door->tenant) {
         if (status == 429) {
@@ -108,8 +115,9 @@ static ing_door_verdict_t enter_tenant(ing_req_t *req, ing_door_t *door)
         }
         if (status == 503)
             return refuse(door, ING_DOOR_UNAVAILABLE, 503, why ? why : "unavailable");
-        snprintf(door->www_auth, sizeof(door->www_auth), "Bearer realm=\"mcpq\"");
-        return refuse(door, ING_DOOR_UNAUTHORIZED, 401, why ? why : "unauthorized");
+        why = why ? why : "unauthorized";
+        ing_prm_unauthorized(req, door->reg, ar.token, why, door->www_auth, sizeof(door->www_auth));
+        return refuse(door, ING_DOOR_UNAUTHORIZED, 401, why);
     }
     snprintf(req->tenant, sizeof(req->tenant), "%s", door->tenant->id);
     return rate_limit(req, door);

@@ -38,7 +38,8 @@ typedef struct ing_door {
     char www_auth[1024];        /* ING_DOOR_UNAUTHORIZED: the WWW-Authenticate challenge */
     ing_registry_t *reg;        /* ING_DOOR_TENANT: a reference, dropped by ing_frontdoor_leave */
     const ing_tenant_t *tenant; /* ING_DOOR_TENANT, admitted */
-    ing_principal_t who;        /* ING_DOOR_TENANT, admitted: the key or app */
+    ing_principal_t who;        /* ING_DOOR_TENANT, admitted: the key, app or token */
+    char who_store[ING_AUTH_STORE]; /* the strings of an OAuth principal (auth.h) */
 } ing_door_t;
 
 /* Lets req in as kind, or says why not: fills *door and returns door->verdict. An admitted

@@ -50,6 +50,8 @@ typedef struct ing_req {
     ing_method_t metric;
     unsigned planes; /* the routes the listener it came in on serves (server.c "listeners") */
     int cors;        /* on the clients' plane: answers carry CORS headers (cors.h) */
+    int gate;        /* server.c: waiting for its access token's keys (GATE_*) */
+    struct ing_req *gate_next; /* server.c: the list of gated requests */
     char tenant[128];
     ing_call_t call;
     struct ing_upload *upload;     /* a PUT of a signed upload URL being streamed (files.h) */

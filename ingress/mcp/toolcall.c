@@ -293,8 +293,8 @@ static tc_status_t tc_insufficient_scope(tc_t *tc, const char *scope)
     ing_metrics_call(tc->ctx->metrics, ING_CALL_FAILED);
     /* -32000: the code of the front door's 401 (mcp.c) */
     ing_mcpreq_resp_error(resp, 403, tc->msg->id, -32000, desc, NULL);
-    if (ing_prm_challenge(tc->m->req, tc->m->endpoint, "insufficient_scope", scope, desc,
-                          resp->www_auth, sizeof(resp->www_auth)) < 0)
+    if (ing_prm_challenge(tc->m->req, "insufficient_scope", scope, desc, resp->www_auth,
+                          sizeof(resp->www_auth)) < 0)
         log_event(LOG_WARN, "tools/call: the insufficient_scope challenge was cut (too long)",
                   "tool",
                   cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(tc->msg->params, "name")),
