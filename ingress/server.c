@@ -6,6 +6,7 @@
 #include "batch.h"
 #include "channels.h"
 #include "cfg.h"
+#include "cors.h"
 #include "err.h"
 #include "files.h"
 #include "filesapi.h"
@@ -45,6 +46,20 @@ static struct MHD_Response *mhd_response(ing_resp_t *resp, size_t *len)
     return r;
 }
 
+/* The CORS headers of an answer on the clients' plane (cors.h): Vary: Origin always, the
+ * allowed Origin echoed with the headers a script may read. */
+static void cors_headers(const ing_req_t *req, struct MHD_Response *r)
+{
+    if (!req->cors)
+        return;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, "Origin");
+    const char *origin = ing_cors_origin(req);
+    if (!origin)
+        return;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+    MHD_add_response_header(r, "Access-Control-Expose-Headers", ING_CORS_EXPOSE);
+}
+
 /* Sends the answer a handler built (req.h) and counts it; frees what resp holds. */
 static enum MHD_Result send_resp(ing_req_t *req, ing_resp_t *resp)
 {
@@ -58,7 +73,7 @@ static enum MHD_Result send_resp(ing_req_t *req, ing_resp_t *resp)
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, resp->content_type);
     if (resp->session_id[0])
         MHD_add_response_header(r, "Mcp-Session-Id", resp->session_id);
-    if (resp->www_auth)
+    if (resp->www_auth[0])
         MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, resp->www_auth);
     if (resp->allow)
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, resp->allow);
@@ -75,6 +90,7 @@ static enum MHD_Result send_resp(ing_req_t *req, ing_resp_t *resp)
     for (size_t i = 0; i < resp->nheaders; i++)
         MHD_add_response_header(r, resp->headers[i].name, resp->headers[i].value);
     ing_resp_release(resp);
+    cors_headers(req, r);
     if (req->ctx && atomic_load(&req->ctx->stopping))
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ret = MHD_queue_response(req->conn, (unsigned)resp->status, r);
@@ -180,6 +196,7 @@ static enum MHD_Result start_stream(ing_req_t *req)
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
     MHD_add_response_header(r, "X-Accel-Buffering", "no");
+    cors_headers(req, r);
     if (atomic_load(&req->ctx->stopping))
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ret = MHD_queue_response(req->conn, MHD_HTTP_OK, r);
@@ -575,6 +592,12 @@ static enum MHD_Result handle_request(ing_ctx_t *ctx, unsigned planes, struct MH
         if (!(req->planes & route_plane(url))) { /* served on the other listener */
             req->handled = 1;
             return send_text(req, 404, "application/json", "{\"error\":\"not found\"}");
+        }
+        req->cors = route_plane(url) == ING_PLANE_PUBLIC;
+        ing_resp_t pre = {0};
+        if (req->cors && ing_cors_preflight(req, &pre)) { /* no body, no credentials */
+            req->handled = 1;
+            return send_resp(req, &pre);
         }
         if (strcmp(method, "PUT") == 0 && ing_filesapi_is_content(url)) {
             /* A file upload: checked now, its body streamed to disk (files.h). */

@@ -59,7 +59,7 @@ void ing_api_refused(const ing_door_t *door, ing_resp_t *resp)
         return;
     }
     ing_api_error(resp, door->status, door->why);
-    resp->www_auth = door->www_auth;
+    snprintf(resp->www_auth, sizeof(resp->www_auth), "%s", door->www_auth);
 }
 
 const ing_tenant_t *ing_api_front(ing_req_t *req, ing_registry_t **reg, ing_resp_t *resp)

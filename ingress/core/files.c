@@ -268,49 +268,17 @@ static void url_key(const ing_files_t *f, const void **key, size_t *keylen)
     }
 }
 
-/* 1 when host is a sane Host header value (name or IP literal, optional port). */
-static int host_ok(const char *host)
-{
-    size_t n = strlen(host);
-    if (n == 0 || n > 255)
-        return 0;
-    for (const char *p = host; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-              strchr(".-:[]_", *p)))
-            return 0;
-    return 1;
-}
-
-/* The local machine on any port: what `make up` and scripts/mcpq-local are reached at. */
-static const char loopback_hosts[] = "localhost:*,127.0.0.1:*,[::1]:*";
-
-/* 1 when host may name where file URLs point without MCPQ_PUBLIC_URL: a loopback host, or one
- * MCPQ_ALLOWED_HOSTS lists (the operator's word, not the caller's). */
-static int host_trusted(const mcpq_settings_t *set, const char *host)
-{
-    if (!host || !host_ok(host))
-        return 0;
-    if (ing_peer_listed(loopback_hosts, host))
-        return 1;
-    return set->allowed_hosts && *set->allowed_hosts && ing_peer_listed(set->allowed_hosts, host);
-}
-
 int ing_files_url(const ing_files_t *f, const char *host, const char *method, const char *file_id,
                   long long exp, char *out, size_t size)
 {
     const mcpq_settings_t *set = f->ctx->set;
     char base[512];
-    if (set->public_url && *set->public_url) {
-        snprintf(base, sizeof(base), "%s", set->public_url);
-        size_t n = strlen(base);
-        while (n && base[n - 1] == '/')
-            base[--n] = '\0';
-    } else if (host ? host_trusted(set, host) : host_trusted(set, set->listen)) {
-        snprintf(base, sizeof(base), "http://%s", host ? host : set->listen);
-    } else { /* a Host the caller chose must not decide where the URL points */
+    int brc = ing_peer_public_base(set->public_url, set->allowed_hosts, host ? host : set->listen,
+                                   base, sizeof(base));
+    if (brc == MCPQ_EUNAVAIL) /* a Host the caller chose must not decide where the URL points */
         log_event(LOG_WARN, "files: no URL built: " ING_FILES_NO_BASE, (char *)NULL);
-        return MCPQ_EUNAVAIL;
-    }
+    if (brc)
+        return brc;
     const void *key;
     size_t keylen;
     url_key(f, &key, &keylen);

@@ -247,3 +247,47 @@ int ing_peer_listed(const char *list, const char *value)
     }
     return 0;
 }
+
+/* 1 when host is a sane Host header value (name or IP literal, optional port). */
+static int host_ok(const char *host)
+{
+    size_t n = strlen(host);
+    if (n == 0 || n > 255)
+        return 0;
+    for (const char *p = host; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              strchr(".-:[]_", *p)))
+            return 0;
+    return 1;
+}
+
+/* The local machine on any port: what `make up` and scripts/mcpq-local are reached at. */
+static const char loopback_hosts[] = "localhost:*,127.0.0.1:*,[::1]:*";
+
+/* 1 when host may name where the ingress's own absolute URLs point without MCPQ_PUBLIC_URL: a
+ * loopback host, or one MCPQ_ALLOWED_HOSTS lists (the operator's word, not the caller's). */
+static int host_trusted(const char *allowed_hosts, const char *host)
+{
+    if (!host || !host_ok(host))
+        return 0;
+    if (ing_peer_listed(loopback_hosts, host))
+        return 1;
+    return allowed_hosts && *allowed_hosts && ing_peer_listed(allowed_hosts, host);
+}
+
+int ing_peer_public_base(const char *public_url, const char *allowed_hosts, const char *host,
+                         char *out, size_t size)
+{
+    int n;
+    if (public_url && *public_url) {
+        size_t len = strlen(public_url);
+        while (len && public_url[len - 1] == '/')
+            len--;
+        n = snprintf(out, size, "%.*s", (int)len, public_url);
+    } else if (host_trusted(allowed_hosts, host)) {
+        n = snprintf(out, size, "http://%s", host);
+    } else {
+        return MCPQ_EUNAVAIL;
+    }
+    return n < 0 || (size_t)n >= size ? MCPQ_ETOOBIG : 0;
+}

@@ -49,4 +49,14 @@ int ing_peer_client(const struct sockaddr *peer, const char *xff, const ing_peer
  * host[:port|:*] for hosts). */
 int ing_peer_listed(const char *list, const char *value);
 
+/*
+ * The scheme://host[:port] the ingress's own absolute URLs start with (file URLs, the
+ * Protected Resource Metadata of docs/authorization.md), into out: public_url
+ * (MCPQ_PUBLIC_URL) without trailing slashes when set; else http:// and host (the request's
+ * Host) when host is loopback or listed in allowed_hosts (MCPQ_ALLOWED_HOSTS) — the
+ * operator's word, never the caller's. 0, MCPQ_EUNAVAIL (no trusted base) or MCPQ_ETOOBIG.
+ */
+int ing_peer_public_base(const char *public_url, const char *allowed_hosts, const char *host,
+                         char *out, size_t size);
+
 #endif

@@ -66,7 +66,7 @@ static ing_door_verdict_t enter_operator(ing_req_t *req, ing_door_t *door)
     }
     if (h && ing_auth_fail_count(&ar, NULL, &door->retry_after_ms))
         return refuse(door, ING_DOOR_LIMITED, 429, too_many_failures);
-    door->www_auth = "Bearer realm=\"mcpq-admin\"";
+    snprintf(door->www_auth, sizeof(door->www_auth), "Bearer realm=\"mcpq-admin\"");
     return refuse(door, ING_DOOR_UNAUTHORIZED, 401,
                   "the admin API needs Authorization: Bearer <MCPQ_ADMIN_TOKEN>");
 }
@@ -108,7 +108,7 @@ static ing_door_verdict_t enter_tenant(ing_req_t *req, ing_door_t *door)
         }
         if (status == 503)
             return refuse(door, ING_DOOR_UNAVAILABLE, 503, why ? why : "unavailable");
-        door->www_auth = "Bearer realm=\"mcpq\"";
+        snprintf(door->www_auth, sizeof(door->www_auth), "Bearer realm=\"mcpq\"");
         return refuse(door, ING_DOOR_UNAUTHORIZED, 401, why ? why : "unauthorized");
     }
     snprintf(req->tenant, sizeof(req->tenant), "%s", door->tenant->id);

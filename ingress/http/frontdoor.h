@@ -35,7 +35,7 @@ typedef struct ing_door {
     int status;                 /* the HTTP status of the verdict (200 when admitted) */
     char why[192];              /* for the client, when refused */
     long long retry_after_ms;   /* ING_DOOR_LIMITED */
-    const char *www_auth;       /* ING_DOOR_UNAUTHORIZED: the WWW-Authenticate challenge */
+    char www_auth[1024];        /* ING_DOOR_UNAUTHORIZED: the WWW-Authenticate challenge */
     ing_registry_t *reg;        /* ING_DOOR_TENANT: a reference, dropped by ing_frontdoor_leave */
     const ing_tenant_t *tenant; /* ING_DOOR_TENANT, admitted */
     ing_principal_t who;        /* ING_DOOR_TENANT, admitted: the key or app */
@@ -52,6 +52,5 @@ void ing_frontdoor_leave(ing_door_t *door);
 /* 1 when req carries the operator token (constant-time); used before the body is read to
  * decide how much of it to accept. */
 int ing_frontdoor_operator_token(const ing_req_t *req);
-
 
 #endif

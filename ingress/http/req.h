@@ -49,6 +49,7 @@ typedef struct ing_req {
     int64_t t0;
     ing_method_t metric;
     unsigned planes; /* the routes the listener it came in on serves (server.c "listeners") */
+    int cors;        /* on the clients' plane: answers carry CORS headers (cors.h) */
     char tenant[128];
     ing_call_t call;
     struct ing_upload *upload;     /* a PUT of a signed upload URL being streamed (files.h) */

@@ -16,7 +16,7 @@ typedef struct ing_resp {
     char *body; /* malloc'd, may be NULL for an empty body */
     const char *content_type;
     char session_id[80];     /* non-empty: sent as Mcp-Session-Id */
-    const char *www_auth;    /* non-NULL: sent as WWW-Authenticate */
+    char www_auth[1024];     /* non-empty: sent as WWW-Authenticate (prm.h builds them) */
     const char *allow;       /* non-NULL: sent as Allow */
     long long retry_after_s; /* > 0: sent as Retry-After */
     char etag[24];           /* non-empty: sent as ETag (quoted) */

@@ -449,7 +449,7 @@ static void refused(const ing_door_t *door, ing_resp_t *resp)
         return;
     case ING_DOOR_UNAUTHORIZED:
         ing_mcpreq_resp_error(resp, 401, NULL, -32000, door->why, NULL);
-        resp->www_auth = door->www_auth;
+        snprintf(resp->www_auth, sizeof(resp->www_auth), "%s", door->www_auth);
         return;
     default: /* 503: no registry yet, or the nonce store is unreachable */
         ing_mcpreq_resp_error(resp, door->status, NULL, RPC_INTERNAL_ERROR, door->why, NULL);
