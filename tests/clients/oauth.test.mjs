@@ -111,7 +111,7 @@ before(async () => {
       MCPQ_OAUTH_JWKS_MIN_REFRESH_S: '1', // the unknown-kid and rotation tests refetch within the run
     },
   });
-}, { timeout: 60_000 });
+}, { timeout: 120_000 });
 
 after(async () => {
   try {
@@ -349,7 +349,7 @@ test('authorization code flow with PKCE (SDK v1 and v2 OAuthClientProvider, logi
 
 // ------------------------------------------------------------------ mcp-remote
 
-test('mcp-remote (as Claude Desktop spawns it) with --header Authorization: Bearer <token>', T, async () => {
+test('mcp-remote (as Claude Desktop spawns it) with --header Authorization: Bearer <token>', { timeout: 30_000 }, async () => {
   const token = await clientCredentialsToken(provider, 'cc-es256', resource);
   const home = path.join(tmp, 'home');
   mkdirSync(home, { recursive: true });
@@ -374,7 +374,7 @@ test('mcp-remote (as Claude Desktop spawns it) with --header Authorization: Bear
   child.stdout.on('data', (d) => { out += d; });
   child.stderr.on('data', (d) => { err = (err + d).slice(-3000); });
   const code = await new Promise((resolve) => {
-    const timer = setTimeout(() => { child.kill('SIGKILL'); resolve('timeout'); }, 18_000);
+    const timer = setTimeout(() => { child.kill('SIGKILL'); resolve('timeout'); }, 25_000);
     child.once('exit', (c) => { clearTimeout(timer); resolve(c); });
   });
   assert.equal(code, 0, `stdio-host + mcp-remote: ${out}\n${err}`);
