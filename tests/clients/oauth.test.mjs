@@ -46,6 +46,7 @@ const APP = { app_id: 'oauth-app', secret: 'oauth-app-secret-5d1c-0123456789abcd
 
 let tmp;
 let provider;     // provider.mjs: {issuer, control, kids, stop}
+let stranger;     // a second provider.mjs the tenant does not trust
 let stack;
 let base;         // http://127.0.0.1:<ingress port>
 let resource;     // <base>/mcp: the resource indicator tokens are minted for
@@ -70,6 +71,7 @@ function config(issuer, headersUrl) {
         claims: { user: 'sub', app: 'azp' }, // oidc-provider's tokens carry no azp: client_id counts
         scopes: { 'mcp:tools': ['tools'], 'mcp:admin': ['tools', 'admin'] },
         scopes_supported: ['mcp:tools'],
+        introspection: { endpoint: `${issuer}/token/introspection`, client_id: 'mcpq-introspect', client_secret: 'secret-mcpq-introspect' },
       },
     }],
     servers: [{ tenant: 'oauth', name: 'default', description: 'OAuth test tools' }],
@@ -97,7 +99,7 @@ before(async () => {
     });
   });
   await new Promise((r) => headersSvc.listen(0, '127.0.0.1', r));
-  provider = await startProvider({ keysFile: path.join(tmp, 'keys.json') });
+  [provider, stranger] = await Promise.all([startProvider({ keysFile: path.join(tmp, 'keys.json') }), startProvider()]);
   const port = await freePort();
   base = `http://127.0.0.1:${port}`;
   resource = `${base}/mcp`;
@@ -118,6 +120,7 @@ after(async () => {
     await stack?.stop();
   } finally {
     await provider?.stop();
+    await stranger?.stop();
     headersSvc?.closeAllConnections();
     headersSvc?.close();
     if (tmp && process.env.KEEP !== '1') rmSync(tmp, { recursive: true, force: true });
@@ -231,6 +234,17 @@ test('JWT access tokens signed RS256, PS256, ES256 and EdDSA by the provider are
     assert.equal(r.status, 200, `${alg}: ${r.status} ${r.raw.slice(0, 300)}`);
     assert.deepEqual(r.result?.structuredContent, { text: alg }, `${alg}: ${r.raw.slice(0, 300)}`);
   }
+});
+
+test('opaque access tokens are introspected (RFC 7662): an active one is accepted, an unknown one is 401', T, async () => {
+  const opaque = await clientCredentialsToken(provider, 'cc-opaque', resource);
+  assert.equal(opaque.split('.').length, 1, `cc-opaque gets an opaque token: ${opaque}`);
+  const r = await post(bearer(opaque), 'tools/call', { name: 'admin_echo', arguments: { text: 'opaque' } });
+  assert.equal(r.status, 200, `${r.status} ${r.raw.slice(0, 300)}\n${stack.logs()}`);
+  assert.deepEqual(r.result?.structuredContent, { text: 'opaque' }, 'scopes from the introspection answer');
+  await assertRefused(`${opaque.slice(0, -3)}zzz`, 'an opaque token the provider does not know (inactive)');
+  const other = await clientCredentialsToken(provider, 'cc-opaque', 'http://127.0.0.1:1/mcp');
+  await assertRefused(other, 'an active opaque token for another resource (aud)');
 });
 
 /** fetch that records every exchange (method, url, form body) for the SDK tests. */
@@ -388,6 +402,8 @@ test('refused with 401 invalid_token: expired, wrong audience, wrong issuer, unk
   await assertRefused(await mint(provider, { alg: 'RS256', claims: goodClaims({ iat: now() - 7200, exp: now() - 3600 }) }), 'expired');
   await assertRefused(await clientCredentialsToken(provider, 'cc-rs256', 'http://127.0.0.1:1/mcp'),
     'a provider token for another resource (aud http://127.0.0.1:1/mcp)');
+  await assertRefused(await clientCredentialsToken(stranger, 'cc-rs256', resource),
+    'a token for this resource from another oidc-provider (iss not trusted)');
   await assertRefused(await mint(provider, { alg: 'ES256', claims: goodClaims({ iss: `${provider.issuer}/other` }) }),
     'iss not configured (signed with a key of the JWKS)');
   await assertRefused(await mint(provider, { alg: 'ES256', key: 'fresh', claims: goodClaims() }), 'unknown kid');

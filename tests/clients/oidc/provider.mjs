@@ -19,6 +19,10 @@
 //                                          "mcp:tools mcp:admin"; their access tokens are JWTs
 //                                          signed with the alg in their name
 //   cc-narrow                              like cc-es256, but only scope "mcp:tools"
+//   cc-opaque                              like cc-rs256, but its access tokens are opaque
+//                                          (for token introspection, RFC 7662)
+//   mcpq-introspect                        confidential, no grant: the resource server's
+//                                          credentials for the introspection endpoint
 //   mcp-public                             public (PKCE, no secret), authorization_code with
 //                                          redirect URI http://127.0.0.1/callback; tokens RS256
 // Access tokens (features.resourceIndicators): for a `resource` parameter R, a JWT (typ at+jwt)
@@ -108,7 +112,11 @@ const ccClient = (id, scope = RESOURCE_SCOPE) => ({
 const provider = new Provider(issuer, {
   clients: [
     ccClient('cc-rs256'), ccClient('cc-ps256'), ccClient('cc-es256'), ccClient('cc-eddsa'),
-    ccClient('cc-narrow', 'mcp:tools'),
+    ccClient('cc-narrow', 'mcp:tools'), ccClient('cc-opaque'),
+    {
+      client_id: 'mcpq-introspect', client_secret: 'secret-mcpq-introspect',
+      grant_types: [], response_types: [], redirect_uris: [], token_endpoint_auth_method: 'client_secret_basic',
+    },
     {
       client_id: 'mcp-public',
       application_type: 'native',
@@ -131,7 +139,10 @@ const provider = new Provider(issuer, {
   features: {
     devInteractions: { enabled: true },
     clientCredentials: { enabled: true },
-    introspection: { enabled: true },
+    introspection: {
+      enabled: true,
+      allowedPolicy: (ctx, client, token) => client.clientId === 'mcpq-introspect' || token.clientId === client.clientId,
+    },
     resourceIndicators: {
       enabled: true,
       defaultResource: (_ctx, _client, oneOf) => oneOf,
@@ -139,7 +150,7 @@ const provider = new Provider(issuer, {
       getResourceServerInfo: (_ctx, resource, client) => ({
         scope: RESOURCE_SCOPE,
         audience: resource,
-        accessTokenFormat: 'jwt',
+        accessTokenFormat: client.clientId === 'cc-opaque' ? 'opaque' : 'jwt',
         accessTokenTTL: 300,
         jwt: { sign: { alg: CLIENT_ALG[client.clientId] ?? 'RS256' } },
       }),
