@@ -6,7 +6,8 @@
 //     (RFC 9728) → authorization server metadata → token (RFC 8707 resource) → the call works,
 //     by hand and by each SDK's client-credentials provider; RS256, PS256, ES256 and EdDSA;
 //   - the authorization code flow with PKCE through the SDKs' OAuthClientProvider, the login
-//     and consent pages driven headlessly (oidc/harness.mjs driveAuthorization);
+//     and consent pages driven headlessly (oidc/harness.mjs driveAuthorization), and the SDK
+//     v1's step-up: a 403 insufficient_scope makes it ask again for the scopes named;
 //   - mcp-remote spawned as Claude Desktop spawns it, with --header "Authorization:${AUTH}";
 //   - refusals: expired, wrong audience, wrong issuer, unknown kid, alg none, HS256 signed with
 //     the RSA public key → 401 invalid_token; key rotation at the provider → new kid accepted;
@@ -313,7 +314,7 @@ test('SDK v2 (@modelcontextprotocol/client) ClientCredentialsProvider, 2026-07-2
 
 // ------------------------------------------------------------------ authorization code + PKCE
 
-test('authorization code flow with PKCE (SDK v1 and v2 OAuthClientProvider, login and consent driven headlessly)', T, async () => {
+test('authorization code flow with PKCE (SDK v1 and v2 OAuthClientProvider, login and consent driven headlessly); step-up on 403', T, async () => {
   // v1: connect → 401 → redirectToAuthorization (the pages are driven, the code caught at the
   // redirect URI) → UnauthorizedError; finishAuth(code) exchanges it; a new transport connects.
   const p1 = new HeadlessBrowserProvider({ login: 'alice', issuer: provider.issuer });
@@ -337,6 +338,22 @@ test('authorization code flow with PKCE (SDK v1 and v2 OAuthClientProvider, logi
     assert.deepEqual(names, ['alice_only', 'echo', 'headers'], 'alice with mcp:tools: users rule yes, admin no');
     const r = await c1.callTool({ name: 'alice_only', arguments: { text: 'alice' } });
     assert.deepEqual(r.structuredContent, { text: 'alice' });
+    // Step-up: admin_echo is 403 insufficient_scope; the SDK reads the challenge and asks the
+    // authorization server again, for the scopes it names.
+    await assert.rejects(c1.callTool({ name: 'admin_echo', arguments: { text: 'up' } }), UnauthorizedV1);
+    assert.deepEqual(p1.authorizationUrl.searchParams.get('scope')?.split(' ').sort(), ['mcp:admin', 'mcp:tools'],
+      `the step-up authorization request: ${p1.authorizationUrl}`);
+    await t1.finishAuth(p1.code);
+    assert.deepEqual(claimsOf(p1.tokens().access_token).scope.split(' ').sort(), ['mcp:admin', 'mcp:tools']);
+  } finally {
+    await c1.close().catch(() => {});
+  }
+  t1 = new TransportV1(new URL(resource), { authProvider: p1 });
+  c1 = new ClientV1({ name: 'mcpq-oauth-pkce-v1', version: '1.0.0' });
+  try {
+    await c1.connect(t1);
+    const r = await c1.callTool({ name: 'admin_echo', arguments: { text: 'up' } });
+    assert.deepEqual(r.structuredContent, { text: 'up' }, 'after the step-up the admin tool answers');
   } finally {
     await c1.close().catch(() => {});
   }
