@@ -7,6 +7,7 @@
 #   tests/clients/run.sh hostile       hostile.test.mjs  (hostile-input catalogue over raw TCP)
 #   tests/clients/run.sh tasks         tasks.test.mjs    (MCP Tasks: 2026-07-28 extension, 2025-11-25)
 #   tests/clients/run.sh batch         batch.test.mjs    (2025-03-26 JSON-RPC batches as one aggregate)
+#   tests/clients/run.sh oauth         oauth.test.mjs    (OAuth tokens from oidc-provider: SDKs, mcp-remote)
 #
 # The binaries come from $MCPQ_BIN_DIR (default <repo>/build; ctest sets it to its build dir).
 # npm packages are installed (once per package-lock.json) by install.sh into
@@ -17,7 +18,7 @@ HERE=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 
 if [ $# -ne 1 ]; then
-    echo "usage: tests/clients/run.sh v1|v2|conformance|hostile|tasks|batch" >&2
+    echo "usage: tests/clients/run.sh v1|v2|conformance|hostile|tasks|batch|oauth" >&2
     exit 2
 fi
 
@@ -32,7 +33,7 @@ WORK=$("$HERE/install.sh")
 export MCPQ_CLIENTS_DEPS=$WORK
 
 case $1 in
-v1 | v2 | hostile | tasks | batch)
+v1 | v2 | hostile | tasks | batch | oauth)
     test_file=$HERE/sdk-$1.test.mjs
     [ "$1" = v1 ] || [ "$1" = v2 ] || test_file=$HERE/$1.test.mjs
     cd "$REPO"
@@ -43,7 +44,7 @@ conformance)
     exec bash "$HERE/conformance.sh"
     ;;
 *)
-    echo "clients: unknown group '$1' (v1, v2, conformance, hostile, tasks or batch)" >&2
+    echo "clients: unknown group '$1' (v1, v2, conformance, hostile, tasks, batch or oauth)" >&2
     exit 2
     ;;
 esac

@@ -54,22 +54,24 @@ process.on('exit', () => {
 });
 
 /**
- * @param {{env?: Record<string,string>, workers?: number, label?: string}} [opts]
+ * @param {{env?: Record<string,string>, workers?: number, label?: string, config?: string,
+ *   port?: number}} [opts] config: the config file (default mcpq-clients.json); port: the
+ *   ingress port (default: a free one)
  * @returns {Promise<{url: string, baseUrl: string, port: number, stateDir: string,
  *   stop(): Promise<void>, logs(): string, redis(...args: string[]): string,
  *   registrySet(field: string, doc: object|null): void}>}
  */
-export async function startStack({ env = {}, workers = 2, label = 'clients' } = {}) {
+export async function startStack({ env = {}, workers = 2, label = 'clients', config = CONFIG_PATH, port: wantPort } = {}) {
   const launcher = path.join(REPO, 'scripts', 'mcpq-local');
   const binDir = path.resolve(REPO, process.env.MCPQ_BIN_DIR || 'build');
   const stateDir = mkdtempSync(path.join(process.env.TMPDIR || os.tmpdir(), `mcpq-${label}-`));
-  const port = await freePort();
+  const port = wantPort ?? await freePort();
   const args = [
     '--bin-dir', binDir,
     '--port', String(port),
     '--ingresses', '1',
     '--workers', String(workers),
-    '--config', CONFIG_PATH,
+    '--config', config,
     '--state-dir', stateDir,
   ];
   for (const [k, v] of Object.entries(env)) args.push('--env', `${k}=${v}`);
