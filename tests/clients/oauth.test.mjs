@@ -303,7 +303,11 @@ test('SDK v2 (@modelcontextprotocol/client) ClientCredentialsProvider, 2026-07-2
     await client.connect(transport);
     assertDiscoveryWire(wire, 'v2');
     const names = (await client.listTools()).tools.map((t) => t.name);
-    assert.ok(names.includes('echo') && names.includes('admin_echo'), `v2 tools: ${names}`);
+    // v2 asks for the scope of the 401 challenge (the specification's scope selection:
+    // scopes_supported, "mcp:tools"), not its constructor's: the listing follows the token.
+    const granted = claimsOf(authProvider.tokens().access_token).scope.split(' ');
+    assert.deepEqual(granted, ['mcp:tools'], `v2 token scope: ${granted}`);
+    assert.ok(names.includes('echo') && !names.includes('admin_echo'), `v2 tools: ${names}`);
     const r = await client.callTool({ name: 'echo', arguments: { text: 'v2 oauth' } });
     assert.deepEqual(r.structuredContent, { text: 'v2 oauth' });
     assert.equal(headerOf(authProvider.tokens().access_token).alg, 'EdDSA');
