@@ -360,7 +360,7 @@ static const struct route_row {
     {"/admin", TREE, 0, NULL, ing_admin_api},             /* the operator API (admin.h) */
     {"/v1/channels/", UNDER, 0, NULL, ing_channels_api},  /* agent replies (channels.h) */
     {"/openapi.json", EXACT, 0, NULL, ing_openapi_route}, /* the API's description (openapi.h) */
-    {ING_PRM_PATH, TREE, 0, NULL, ing_prm_route},         /* Protected Resource Metadata (prm.h) */
+    {"/.well-known/oauth-protected-resource", TREE, 0, NULL, ing_prm_route}, /* (prm.h) */
 };
 
 static int route_matches(const struct route_row *row, const char *url)
@@ -531,7 +531,7 @@ static enum MHD_Result body_begin(ing_req_t *req, const char *url)
     return MHD_YES;
 }
 
-/* ---- access tokens waiting for their issuer (docs/authorization.md "Validating tokens")
+/* ---- access tokens waiting for their issuer (docs/authorization.md "JWT validation")
  *
  * An OAuth access token whose issuer's keys are not loaded yet, whose kid the keys lack, or
  * whose introspection answer is not cached is not refused at once: its connection is

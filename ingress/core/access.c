@@ -1,29 +1,12 @@
 /*
  * access.c - per-tool authorization (access.h).
- *
- * ing_principal_t is defined in ingress/http/auth.h: this file reads its fields and calls
- * nothing of that layer.
  */
 #include "access.h"
 
-#include "auth.h"
+#include "util.h"
 
 #include <stdio.h>
 #include <string.h>
-
-/* 1 when word (len bytes) is one of the space-separated words of list. */
-static int has_word(const char *list, const char *word, size_t len)
-{
-    for (const char *p = list ? list : ""; *p;) {
-        while (*p == ' ')
-            p++;
-        size_t l = strcspn(p, " ");
-        if (l && l == len && memcmp(p, word, len) == 0)
-            return 1;
-        p += l;
-    }
-    return 0;
-}
 
 /* 1 when the string s is in the array a. */
 static int in_array(const cJSON *a, const char *s)
@@ -59,16 +42,11 @@ static int named(const ing_principal_t *who, const cJSON *rule)
     }
 }
 
-/* Appends word (len bytes) to out unless it is there already. */
+/* Appends word (len bytes) to out unless it is there already; a word that does not fit is
+ * left out whole (util.h). */
 static void add_word(char *out, size_t n, const char *word, size_t len)
 {
-    size_t used = strlen(out);
-    if (!len || has_word(out, word, len) || used + (used ? 1 : 0) + len + 1 > n)
-        return;
-    if (used)
-        out[used++] = ' ';
-    memcpy(out + used, word, len);
-    out[used + len] = '\0';
+    (void)util_word_add(out, n, word, len);
 }
 
 /* Adds to out the token scopes that grant perm: the keys of the tenant's oauth.scopes map
@@ -100,7 +78,7 @@ int ing_access_rules(const ing_principal_t *who, const cJSON *server_rule, const
         cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(rules[i], "scopes"))
         {
             if (!cJSON_IsString(p) ||
-                (who && has_word(who->perms, p->valuestring, strlen(p->valuestring))))
+                (who && util_word_in(who->perms, p->valuestring, strlen(p->valuestring))))
                 continue;
             if (!who || who->kind != 'o')
                 return ING_ACCESS_HIDDEN;

@@ -21,8 +21,21 @@
 #include <cjson/cJSON.h>
 #include <stddef.h>
 
-/* Who is calling: its definition is in ingress/http/auth.h (the front door fills it). */
-typedef struct ing_principal ing_principal_t;
+/* Who a request authenticated as: an API key, an app or an OAuth subject of a tenant
+ * (docs/authorization.md). The front door (ingress/http/frontdoor.h) fills it; its strings live as
+ * long as its ing_door_t. */
+typedef struct ing_principal {
+    const ing_tenant_t *tenant;
+    char kind;       /* 'k': API key, 'a': app (HMAC signing), 'o': OAuth access token */
+    const char *id;  /* the key's id, the app id, or the token's user claim (never a secret) */
+    const char *app; /* 'a': the app id; 'o': the token's app (client) claim, or NULL */
+    /* The permissions it holds, space-separated ("": none): an API key's or app's "scopes";
+     * a token's scopes mapped through its tenant's oauth.scopes. */
+    const char *perms;
+    /* 'o': the token's scopes as granted (space-separated), for insufficient_scope. */
+    const char *token_scopes;
+    ing_rate_t rate; /* its configured rate limit (per_s < 0: none configured) */
+} ing_principal_t;
 
 enum {
     ING_ACCESS_OK = 0,

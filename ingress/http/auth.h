@@ -13,6 +13,7 @@
 #ifndef MCPQ_ING_AUTH_H
 #define MCPQ_ING_AUTH_H
 
+#include "access.h"
 #include "kv.h"
 #include "registry.h"
 
@@ -48,21 +49,6 @@ typedef struct ing_auth_req {
 
 /* The room ing_auth_req_t.store must have. */
 #define ING_AUTH_STORE 3072
-
-/* Who a request authenticated as: an API key, an app or an OAuth subject of a tenant
- * (docs/authorization.md). The strings live as long as the front door's ing_door_t. */
-typedef struct ing_principal {
-    const ing_tenant_t *tenant;
-    char kind;       /* 'k': API key, 'a': app (HMAC signing), 'o': OAuth access token */
-    const char *id;  /* the key's id, the app id, or the token's user claim (never a secret) */
-    const char *app; /* 'a': the app id; 'o': the token's app (client) claim, or NULL */
-    /* The permissions it holds, space-separated ("": none): an API key's or app's "scopes";
-     * a token's scopes mapped through its tenant's oauth.scopes. */
-    const char *perms;
-    /* 'o': the token's scopes as granted (space-separated), for insufficient_scope. */
-    const char *token_scopes;
-    ing_rate_t rate; /* its configured rate limit (per_s < 0: none configured) */
-} ing_principal_t;
 
 /*
  * The authenticated tenant with *who filled, or NULL with *status (401; 503 when the nonce

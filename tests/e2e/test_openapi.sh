@@ -35,7 +35,8 @@ cat >"$TMP/config.json" <<JSON
    "apps": [{"app_id": "demo-app", "secret": "demo-app-secret-for-local-use-only"}],
    "webhooks": [{"id": "hook", "url": "$H/hook", "events": ["task.completed"],
                  "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}]},
-  {"id": "other", "api_keys": [{"id": "other-k1", "key": "other-key"}]}],
+  {"id": "other", "api_keys": [{"id": "other-k1", "key": "other-key"}],
+   "oauth": {"issuers": ["http://127.0.0.1:9/realms/other"], "scopes_supported": ["mcp:tools"]}}],
  "servers": [{"tenant": "demo", "name": "default"}, {"tenant": "other", "name": "default"}],
  "tools": [
   {"tenant": "demo", "server": "default", "name": "echo", "published": "1", "versions": [{"version": "1",

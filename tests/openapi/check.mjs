@@ -74,6 +74,22 @@ function sign(method, uri, body) {
  * One request, checked against the document. auth: 'key' (default for /v1), 'admin' (default
  * for /admin), 'app' (HMAC signing), or null. expect: the status the scenario must get.
  */
+// A request with a Host of its own (fetch sends the URL's): the answer in fetch's shape.
+function viaHttp(method, uri, headers, payload) {
+  const u = new URL(BASE + uri);
+  return new Promise((ok, ko) => {
+    const req = http.request({ host: u.hostname, port: u.port, path: u.pathname + u.search, method, headers, timeout: 10000 }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => ok({ status: res.statusCode, arrayBuffer: async () => Buffer.concat(chunks),
+        headers: new Headers(Object.entries(res.headers).map(([k, v]) => [k, String(v)])) }));
+    });
+    req.on('timeout', () => req.destroy(new Error(`${method} ${uri}: timed out`)));
+    req.on('error', ko);
+    req.end(payload);
+  });
+}
+
 async function call(method, uri, { body, json, headers = {}, auth, expect } = {}) {
   const path = uri.split('?')[0];
   auth = auth === undefined ? (path.startsWith('/admin') ? 'admin' : path.startsWith('/v1/') ? 'key' : null) : auth;
@@ -83,7 +99,7 @@ async function call(method, uri, { body, json, headers = {}, auth, expect } = {}
   if (auth === 'key') h.Authorization = `Bearer ${API_KEY}`;
   if (auth === 'admin') h.Authorization = `Bearer ${ADMIN_TOKEN}`;
   if (auth === 'app') Object.assign(h, sign(method, uri, payload ?? ''));
-  const res = await fetch(BASE + uri, { method, headers: h, body: payload });
+  const res = 'Host' in h ? await viaHttp(method, uri, h, payload) : await fetch(BASE + uri, { method, headers: h, body: payload });
   const buf = Buffer.from(await res.arrayBuffer());
   const r = { status: res.status, headers: res.headers, buf, text: buf.toString('utf8') };
   try { r.json = JSON.parse(r.text); } catch { /* not JSON */ }
@@ -174,6 +190,23 @@ async function meta() {
   await call('GET', '/healthz', { expect: 200 });
   await call('GET', '/readyz', { expect: 200 });
   await call('GET', '/metrics', { expect: 200 });
+}
+
+// The Protected Resource Metadata: the tenant "other" takes tokens (its issuer is never
+// reached: only the documents are asked for), "demo" does not.
+async function resourceMetadata() {
+  const W = '/.well-known/oauth-protected-resource';
+  for (const [path, resource] of [[W, ''], [`${W}/mcp`, '/mcp'], [`${W}/mcp/default`, '/mcp/default']]) {
+    const r = await call('GET', path, { auth: null, expect: 200 });
+    const m = JSON.parse(r.buf.toString());
+    if (m.resource !== BASE + resource) fail(`GET ${path}: resource ${m.resource}, expected ${BASE + resource}`);
+    if (m.authorization_servers.join() !== 'http://127.0.0.1:9/realms/other') fail(`GET ${path}: ${m.authorization_servers}`);
+  }
+  await call('GET', `${W}/mcp/nosuchserver`, { auth: null, expect: 404 });
+  // A Host that is neither loopback nor listed in MCPQ_ALLOWED_HOSTS names no URL: 503.
+  for (const path of [W, `${W}/mcp`])
+    await call('GET', path, { auth: null, headers: { Host: 'mcp.evil.example' }, expect: 503 });
+  console.log('ok - the Protected Resource Metadata names the resource and the issuers of the tenants that take tokens');
 }
 
 async function files() {
@@ -467,6 +500,7 @@ async function undocumented(values) {
 const t0 = Date.now();
 try {
   await meta();
+  await resourceMetadata();
   const fileId = await files();
   await webhooksAndChannels();
   await tasks();

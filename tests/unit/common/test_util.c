@@ -53,10 +53,29 @@ static void test_id_ok(void)
     TEST_PASS("util_id_ok: ids of [A-Za-z0-9_-] and the extra characters, up to max bytes");
 }
 
+/* util_word_in and util_word_add: space-separated permission and scope lists. */
+static void test_words(void)
+{
+    CHECK(util_word_in("a  tools:read b", "tools:read", 10));
+    CHECK(!util_word_in("tools:readwrite", "tools:read", 10)); /* whole words only */
+    CHECK(!util_word_in(NULL, "a", 1));
+    CHECK(!util_word_in("a b", "", 0));
+    char out[12] = "";
+    CHECK_INT_EQ(util_word_add(out, sizeof(out), "mcp:a", 5), 0);
+    CHECK_INT_EQ(util_word_add(out, sizeof(out), "mcp:a", 5), 0); /* once */
+    CHECK_STR_EQ(out, "mcp:a");
+    CHECK_INT_EQ(util_word_add(out, sizeof(out), "mcp:b", 5), 0);
+    CHECK_STR_EQ(out, "mcp:a mcp:b");
+    CHECK_INT_EQ(util_word_add(out, sizeof(out), "c", 1), -1); /* would not fit: left out */
+    CHECK_STR_EQ(out, "mcp:a mcp:b");
+    TEST_PASS("util_word_in and util_word_add: whole words, once, never cut");
+}
+
 int main(void)
 {
     test_deadline();
     test_id_ok();
+    test_words();
     /* RFC 4648 section 10 vectors, unpadded. */
     roundtrip("", "");
     roundtrip("f", "Zg");
