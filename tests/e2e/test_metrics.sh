@@ -31,7 +31,15 @@ for _ in $(seq 1 50); do # two free ports in a row for the workers' metrics serv
     MPORT=$(free_port)
     listening $((MPORT + 1)) || break
 done
-start_stack --workers 2 --metrics-port "$MPORT"
+# The demo config and a tenant that takes access tokens (its issuer is never reached), so the
+# mcpq_oauth_* metrics the dashboard and the alerts name are exported.
+python3 - "$REPO/deploy/local/mcpq.json" >"$TMP/config.json" <<'PY'
+import json, sys
+cfg = json.load(open(sys.argv[1]))
+cfg["tenants"].append({"id": "sso", "oauth": {"issuers": ["http://127.0.0.1:9/realms/sso"]}})
+json.dump(cfg, sys.stdout)
+PY
+start_stack --workers 2 --metrics-port "$MPORT" --config "$TMP/config.json"
 URL=http://127.0.0.1:$PORT
 W0=http://127.0.0.1:$MPORT
 W1=http://127.0.0.1:$((MPORT + 1))
