@@ -177,8 +177,9 @@ static const ing_apikey_t *key_of(const ing_registry_t *reg, const char *key)
 static const ing_apikey_t *api_key(const ing_req_t *req, const ing_registry_t *reg,
                                    const char **why)
 {
+    *why = NULL;
     const char *key = bearer(req, why);
-    if (key && !*key && *why)
+    if (key && !*key && *why) /* another scheme */
         return NULL;
     if (!key)
         key = ing_req_header(req, "X-Api-Key");
@@ -215,9 +216,12 @@ int ing_auth_oauth_used(const ing_registry_t *reg)
 
 /* ---- OAuth access tokens (docs/authorization.md) ---------------------------------------- */
 
+/* The non-empty string claim name of claims, or NULL. */
 static const char *claim_str(const cJSON *claims, const char *name)
 {
-    return name ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(claims, name)) : NULL;
+    const char *v =
+        name ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(claims, name)) : NULL;
+    return v && *v ? v : NULL;
 }
 
 /* 1 when tenant t takes a token validated against issuer with these claims: it trusts the
@@ -382,14 +386,15 @@ static const ing_tenant_t *auth_token(const ing_req_t *req, const ing_registry_t
         if (tenant_takes(c, tok.issuer, tok.claims))
             t = c;
     }
-    if (!t)
+    if (!t) {
         *why = "no tenant takes tokens of this issuer with these claims";
-    else if (!audience_ok(req, t->oauth, tok.claims))
+    } else if (!audience_ok(req, t->oauth, tok.claims)) {
         *why = "the token was not issued for this server (aud)";
-    else if (token_principal(t, tok.claims, r, who, why) == 0)
-        return ing_oauth_token_clear(&tok), t;
+        t = NULL;
+    } else if (token_principal(t, tok.claims, r, who, why) != 0)
+        t = NULL;
     ing_oauth_token_clear(&tok);
-    return NULL;
+    return t;
 }
 
 static const ing_tenant_t *auth_key(const ing_req_t *req, const ing_registry_t *reg,
