@@ -232,18 +232,40 @@ static int digest_access(EVP_MD_CTX *md, const cJSON *a)
     return ok;
 }
 
+/* What the tenant grants its callers against access rules: each API key's and app's id and
+ * "scopes", and the oauth.scopes map. */
+static int digest_grants(EVP_MD_CTX *md, const ing_tenant_t *t)
+{
+    static const char *const lists[][2] = {{"api_keys", "id"}, {"apps", "app_id"}};
+    int ok = 1;
+    for (size_t l = 0; ok && t && l < 2; l++) {
+        const cJSON *e;
+        cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(t->doc, lists[l][0]))
+        {
+            const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, lists[l][1]));
+            ok = ok && EVP_DigestUpdate(md, id ? id : "", id ? strlen(id) + 1 : 1) == 1 &&
+                 digest_access(md, cJSON_GetObjectItemCaseSensitive(e, "scopes"));
+        }
+    }
+    return ok && (!t || !t->oauth || digest_access(md, t->oauth->scopes));
+}
+
 /* The tools/list fingerprint of a server whose tools are attached and sorted: SHA-256 over
- * every list_json, each followed by a NUL (no entry holds one), and the access rules of the
- * server and its tools (a rule changed changes what some callers list). 0 or MCPQ_ENOMEM. */
-static int server_fingerprint(ing_server_t *s)
+ * every list_json, each followed by a NUL (no entry holds one), and, when the server or a
+ * tool has access rules, those rules and what tenant t grants against them (a rule or a
+ * key's scopes changed changes what some callers list). 0 or MCPQ_ENOMEM. */
+static int server_fingerprint(ing_server_t *s, const ing_tenant_t *t)
 {
     EVP_MD_CTX *md = EVP_MD_CTX_new();
-    int ok = md && EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1;
-    for (size_t i = 0; ok && i < s->ntools; i++)
+    int ok = md && EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1, rules = s->access != NULL;
+    for (size_t i = 0; ok && i < s->ntools; i++) {
         ok =
             EVP_DigestUpdate(md, s->tools[i]->list_json, strlen(s->tools[i]->list_json) + 1) == 1 &&
             (!s->tools[i]->access || digest_access(md, s->tools[i]->access));
+        rules |= s->tools[i]->access != NULL;
+    }
     ok = ok && (!s->access || digest_access(md, s->access));
+    ok = ok && (!rules || digest_grants(md, t));
     ok = ok && EVP_DigestFinal_ex(md, s->tools_fp, NULL) == 1;
     EVP_MD_CTX_free(md);
     return ok ? 0 : MCPQ_ENOMEM;
@@ -462,7 +484,7 @@ static int attach_tools(ing_registry_t *reg)
             if (!strcmp(reg->tools[j].tenant, s->tenant) && !strcmp(reg->tools[j].server, s->name))
                 s->tools[s->ntools++] = &reg->tools[j];
         qsort(s->tools, s->ntools, sizeof(*s->tools), tool_ptr_cmp);
-        if (server_fingerprint(s) < 0)
+        if (server_fingerprint(s, find_tenant(reg, s->tenant)) < 0)
             return MCPQ_ENOMEM;
     }
     return 0;

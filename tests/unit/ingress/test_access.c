@@ -6,6 +6,7 @@
 #include "check.h"
 #include "registry.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const docs[] = {
@@ -191,6 +192,30 @@ int main(void)
         ing_registry_unref(r2);
     }
     TEST_PASS("a changed access rule changes the server's tools/list fingerprint");
+
+    /* a key's scopes changed changes what it lists: the fingerprint of a server with rules
+     * (crm) changes, that of one without any (plain's default) does not */
+    unsigned char plain_fp[32];
+    memcpy(plain_fp, ing_registry_server(reg, "plain", "default")->tools_fp, 32);
+    {
+        const char *d2[N];
+        size_t l2[N];
+        char *acme_doc = strdup(docs[1]);
+        char *at = strstr(acme_doc, "\"crm:write\"]}],\"apps\"");
+        CHECK(at != NULL);
+        memcpy(at + 5, "wrote", 5); /* the key's scope "crm:write" becomes "crm:wrote" */
+        for (size_t i = 0; i < N; i++) {
+            d2[i] = i == 1 ? acme_doc : docs[i];
+            l2[i] = strlen(d2[i]);
+        }
+        ing_registry_t *r2 = ing_registry_build(d2, l2, N, 2, err, sizeof(err));
+        CHECK(r2 != NULL);
+        CHECK(memcmp(ing_registry_server(r2, "acme", "crm")->tools_fp, fp, 32) != 0);
+        CHECK(memcmp(ing_registry_server(r2, "plain", "default")->tools_fp, plain_fp, 32) == 0);
+        ing_registry_unref(r2);
+        free(acme_doc);
+    }
+    TEST_PASS("a key's scopes changed changes the fingerprint of servers with rules only");
 
     ing_registry_unref(reg);
     return 0;
