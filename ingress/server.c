@@ -577,7 +577,7 @@ static int gate_enter(ing_req_t *req)
     if (!req->cors || !ctx->oauth || !req->conn)
         return 0;
     ing_registry_t *reg = ing_ctx_registry(ctx);
-    int is_token = ing_auth_access_token(req, reg, &token) && ing_auth_oauth_used(reg);
+    int is_token = ing_registry_oauth_used(reg) && ing_auth_access_token(req, reg, &token);
     ing_registry_unref(reg);
     if (!is_token)
         return 0;

@@ -32,6 +32,7 @@ struct ing_registry {
     ing_robot_t *robots; /* sorted by robot id */
     size_t nrobots;
     ing_tenant_oauth_t *oauth; /* one per tenant; tenants[i].oauth points here or is NULL */
+    size_t noauth;             /* tenants whose oauth is set */
     void **owned;              /* further blocks the snapshot frees: perms, string arrays */
     size_t nowned, capowned;
 };
@@ -359,6 +360,7 @@ static int index_oauth(ing_registry_t *reg)
         t->client_id = t->introspection_endpoint ? str_of(intro, "client_id") : NULL;
         t->client_secret = t->introspection_endpoint ? str_of(intro, "client_secret") : NULL;
         reg->tenants[i].oauth = t;
+        reg->noauth++;
     }
     return rc;
 }
@@ -620,6 +622,11 @@ size_t ing_registry_tenant_count(const ing_registry_t *reg)
 const ing_tenant_t *ing_registry_tenant_at(const ing_registry_t *reg, size_t i)
 {
     return reg && i < reg->ntenants ? &reg->tenants[i] : NULL;
+}
+
+int ing_registry_oauth_used(const ing_registry_t *reg)
+{
+    return reg && reg->noauth > 0;
 }
 
 const ing_tenant_t *ing_registry_tenant(const ing_registry_t *reg, const char *id)

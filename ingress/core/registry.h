@@ -135,6 +135,10 @@ size_t ing_registry_secrets(const cJSON *o, int64_t now_ms, const char *out[2]);
 
 /* The tenants of the snapshot, in no particular order: i < ing_registry_tenant_count(). */
 size_t ing_registry_tenant_count(const ing_registry_t *reg);
+
+/* 1 when a tenant of reg takes OAuth access tokens (its "oauth"); reg may be NULL (0).
+ * Counted when the snapshot is built: no walk of the tenants per request. */
+int ing_registry_oauth_used(const ing_registry_t *reg);
 const ing_tenant_t *ing_registry_tenant_at(const ing_registry_t *reg, size_t i);
 
 /* The tenant id (its config document: webhooks, rate_limits, ...), or NULL. */

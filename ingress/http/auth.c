@@ -205,15 +205,6 @@ int ing_auth_access_token(const ing_req_t *req, const ing_registry_t *reg, const
     return 1;
 }
 
-int ing_auth_oauth_used(const ing_registry_t *reg)
-{
-    size_t n = reg ? ing_registry_tenant_count(reg) : 0;
-    for (size_t i = 0; i < n; i++)
-        if (ing_registry_tenant_at(reg, i)->oauth)
-            return 1;
-    return 0;
-}
-
 /* ---- OAuth access tokens (docs/authorization.md) ---------------------------------------- */
 
 /* The non-empty string claim name of claims, or NULL. */
@@ -402,7 +393,7 @@ static const ing_tenant_t *auth_key(const ing_req_t *req, const ing_registry_t *
                                     const char **why)
 {
     const char *token = NULL;
-    if (r->oauth && ing_auth_access_token(req, reg, &token) && ing_auth_oauth_used(reg))
+    if (r->oauth && ing_registry_oauth_used(reg) && ing_auth_access_token(req, reg, &token))
         return auth_token(req, reg, token, r, who, status, why);
     const ing_apikey_t *k = api_key(req, reg, why);
     if (!k)
@@ -417,7 +408,8 @@ int ing_auth_known(const ing_req_t *req, const ing_registry_t *reg)
     const char *why, *token;
     if (!reg)
         return 0;
-    if (req->ctx->oauth && ing_auth_access_token(req, reg, &token) && ing_auth_oauth_used(reg)) {
+    if (req->ctx->oauth && ing_registry_oauth_used(reg) &&
+        ing_auth_access_token(req, reg, &token)) {
         ing_oauth_token_t tok = {0};
         int ok = ing_oauth_check(req->ctx->oauth, token, &tok, &why) == 0;
         ing_oauth_token_clear(&tok);

@@ -76,9 +76,6 @@ const ing_tenant_t *ing_auth_tenant(const ing_req_t *req, const ing_registry_t *
  */
 int ing_auth_access_token(const ing_req_t *req, const ing_registry_t *reg, const char **token);
 
-/* 1 when a tenant of reg takes OAuth access tokens (its "oauth"). */
-int ing_auth_oauth_used(const ing_registry_t *reg);
-
 /*
  * 1 when the headers alone name a credential the registry knows: an API key (Authorization:
  * Bearer or X-Api-Key) of a tenant, an OAuth access token the key service's cache accepts

@@ -96,6 +96,15 @@ int main(void)
     CHECK_STR_EQ(ing_registry_app(reg, "billing")->perms, "tools");
     CHECK(ing_registry_server(reg, "acme", "crm")->access != NULL);
     CHECK(ing_registry_server(reg, "acme", "default")->access == NULL);
+    CHECK(ing_registry_oauth_used(reg));
+    CHECK(!ing_registry_oauth_used(NULL));
+    {
+        const char *one[] = {"tenant:none", "{\"id\":\"none\"}"};
+        size_t one_len[] = {strlen(one[0]), strlen(one[1])};
+        ing_registry_t *r1 = ing_registry_build(one, one_len, 2, 1, err, sizeof(err));
+        CHECK(r1 != NULL && !ing_registry_oauth_used(r1));
+        ing_registry_unref(r1);
+    }
     TEST_PASS("registry: tenants by index, oauth with its defaults, perms, access rules");
 
     /* API keys and apps: a missing permission or name hides the tool */
