@@ -22,7 +22,8 @@ static const char config[] =
     "   \"quotas\": {\"tasks\": 2}},"
     "  {\"id\": \"other\", \"api_keys\": [{\"id\": \"k2\", \"key\": \"other-key-0123456\"}],"
     "   \"robots\": [\"robot-of-other\"]}],"
-    " \"servers\": [{\"tenant\": \"t\", \"name\": \"default\"}],"
+    " \"servers\": [{\"tenant\": \"t\", \"name\": \"default\"},"
+    "  {\"tenant\": \"other\", \"name\": \"default\"}],"
     " \"tools\": ["
     "  {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"echo\", \"published\": \"1\","
     "   \"versions\": [{\"version\": \"1\", \"timeout_ms\": 20000,"
@@ -40,6 +41,14 @@ static const char config[] =
     "    \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]},"
     "  {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"report\", \"published\": \"1\","
     "   \"versions\": [{\"version\": \"1\", \"mode\": \"task\","
+    "    \"inputSchema\": {\"type\": \"object\"},"
+    "    \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]},"
+    "  {\"tenant\": \"other\", \"server\": \"default\", \"name\": \"report\","
+    "   \"published\": \"1\", \"versions\": [{\"version\": \"1\", \"mode\": \"task\","
+    "    \"inputSchema\": {\"type\": \"object\"},"
+    "    \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]},"
+    "  {\"tenant\": \"other\", \"server\": \"default\", \"name\": \"echo\","
+    "   \"published\": \"1\", \"versions\": [{\"version\": \"1\","
     "    \"inputSchema\": {\"type\": \"object\"},"
     "    \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]}]}";
 
@@ -237,6 +246,84 @@ static void test_idempotent_repeat_after_expiry(void)
     CHECK_INT_EQ(fx_stop_pid(w, 10000), 0);
 }
 
+/* The task id a task answer names: structuredContent.TaskId (task-mode tool) or
+ * task.taskId (2025-11-25 params.task); "" when the answer names none. */
+static const char *named_task(const hx_ex_t *e)
+{
+    const cJSON *r = hx_rpc_result(e);
+    const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(r, "structuredContent"), "TaskId"));
+    if (!id)
+        id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(r, "task"), "taskId"));
+    return id ? id : "";
+}
+
+/* A repeat of an idempotent call that became a task names the same task, also once the task
+ * has ended and its result is stored (the result is read with tasks/result); a repeat that
+ * cannot read the task from Redis is -32603 "try again", never another answer. Both task
+ * surfaces: a task-mode tool, and a 2025-11-25 client's params.task. Tenant "other": no task
+ * quota. */
+static void test_task_repeat_after_end(void)
+{
+    static const struct {
+        const char *params, *version;
+    } calls[] = {
+        {"{\"name\":\"report\",\"arguments\":{\"n\":1,\"idempotency_key\":\"k-task-end\"}}",
+         "2025-06-18"},
+        {"{\"name\":\"echo\",\"arguments\":{\"text\":\"t\",\"idempotency_key\":\"k-hint-end\"},"
+         "\"task\":{}}",
+         "2025-11-25"},
+    };
+    const char *const env[] = {NULL};
+    pid_t w = fx_spawn_worker(&h.fx, "w-tasks", env);
+    CHECK(w > 0);
+    char ids[2][64];
+    for (size_t i = 0; i < 2; i++) {
+        const char *hdrs[] = {"Authorization", "Bearer other-key-0123456", "MCP-Protocol-Version",
+                              calls[i].version, NULL};
+        hx_ex_t e;
+        call(&e, calls[i].params, hdrs);
+        CHECK(!e.parked);
+        snprintf(ids[i], sizeof(ids[i]), "%s", named_task(&e));
+        CHECK_INT_EQ((int)strlen(ids[i]), 36);
+        hx_ex_free(&e);
+        /* the worker runs it to its end: the task's result record is stored */
+        int ended = 0;
+        for (int t = 0; t < 400 && !ended; t++) {
+            redisReply *r = hx_redis(&h, "HGET %s%s state", NAMES_KEY_TASK, ids[i]);
+            ended = r && r->type == REDIS_REPLY_STRING && strcmp(r->str, "complete") == 0;
+            freeReplyObject(r);
+            if (!ended)
+                fx_sleep_ms(50);
+        }
+        CHECK(ended);
+        call(&e, calls[i].params, hdrs);
+        CHECK(!e.parked);
+        CHECK_INT_EQ(hx_rpc_code(&e), 0);
+        CHECK_STR_EQ(named_task(&e), ids[i]);
+        hx_ex_free(&e);
+    }
+    CHECK_INT_EQ(fx_stop_pid(w, 10000), 0);
+    /* Redis takes the claim but cannot say whether the task exists (HGETALL refused). */
+    redisReply *r = hx_redis(&h, "ACL SETUSER default -hgetall");
+    CHECK(r && r->type == REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    for (size_t i = 0; i < 2; i++) {
+        const char *hdrs[] = {"Authorization", "Bearer other-key-0123456", "MCP-Protocol-Version",
+                              calls[i].version, NULL};
+        hx_ex_t e;
+        call(&e, calls[i].params, hdrs);
+        CHECK(!e.parked);
+        CHECK_INT_EQ(hx_rpc_code(&e), RPC_INTERNAL_ERROR);
+        CHECK_CONTAINS(hx_rpc_message(&e), "try again");
+        hx_ex_free(&e);
+    }
+    r = hx_redis(&h, "ACL SETUSER default +hgetall");
+    CHECK(r && r->type == REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+}
+
 /* Arguments larger than the job queue takes: refused, and nothing is left waiting. */
 static void test_too_large(void)
 {
@@ -305,6 +392,7 @@ int main(void)
     test_tasks();
     test_publish_and_idempotency();
     test_idempotent_repeat_after_expiry();
+    test_task_repeat_after_end();
     test_too_large();
     test_redis_down();
     test_kafka_down(); /* last: Kafka is checked before Redis */
