@@ -519,10 +519,33 @@ static tc_status_t answer_task(tc_t *tc, const char *id, const ing_tasks_t *task
     return tc_result(tc, ING_CALL_OK, result);
 }
 
+/* Sends task id's job (payload, its envelope) to Kafka; the delivery report knows it by
+ * "t:<id>". 0 or an MCPQ_E* code. */
+static int task_send(tc_t *tc, const char *id, const char *payload)
+{
+    ing_ctx_t *ctx = tc->ctx;
+    char *opaque = malloc(strlen(id) + 3);
+    if (opaque)
+        snprintf(opaque, strlen(id) + 3, "t:%s", id);
+    int rc = opaque ? mq_producer_send(ctx->producer, ctx->set->topic_jobs, id, payload,
+                                       strlen(payload), tc->traceparent[0] ? tc->traceparent : NULL,
+                                       tc->tracestate, opaque)
+                    : MCPQ_ENOMEM;
+    if (rc < 0) {
+        free(opaque);
+        ing_metrics_published(ctx->metrics, 0);
+    }
+    return rc;
+}
+
 /* The answer to a repeat of an idempotent task-mode call whose task id is id: the task
  * (TC_ANSWERED), or TC_NEXT when it does not exist yet. A repeat is never answered from what
  * cannot be read: Redis failing to say whether the task exists is -32603 "try again", not a
- * new task and not another answer. */
+ * new task and not another answer. A task still waiting that no worker has queued may have
+ * no job in Kafka (the ingress that created it lost Redis's answer, or died, before it
+ * published): the repeat publishes its job again, as a synchronous repeat does (idem.h); a
+ * worker queues a task once (common/lua/task_enqueue.lua), so a second record runs
+ * nothing twice. */
 static tc_status_t task_repeat(tc_t *tc, const char *id)
 {
     ing_tasks_t task;
@@ -531,7 +554,13 @@ static tc_status_t task_repeat(tc_t *tc, const char *id)
         return TC_NEXT;
     if (rc < 0)
         return tc_failed(tc, "task store (Redis) unavailable; try again");
-    tc_status_t st = answer_task(tc, id, &task);
+    const char *env = ing_tasks_field(&task, "env");
+    tc_status_t st;
+    if (strcmp(ing_tasks_field(&task, "state"), "waiting") == 0 &&
+        strcmp(ing_tasks_field(&task, "queued"), "1") != 0 && env[0] && task_send(tc, id, env) < 0)
+        st = tc_failed(tc, "job queue (Kafka) unavailable; try again");
+    else
+        st = answer_task(tc, id, &task);
     ing_tasks_cleanup(&task);
     return st;
 }
@@ -587,23 +616,13 @@ static int task_create(tc_t *tc, const char *id, const char *robot, long long pr
     return rc;
 }
 
-/* Publishes task id's job (tc->payload); the delivery report knows it by "t:<id>". */
+/* Publishes the new task id's job (tc->payload); a task Kafka refused ends terminated. */
 static int task_publish(tc_t *tc, const char *id)
 {
-    ing_ctx_t *ctx = tc->ctx;
-    char *opaque = malloc(strlen(id) + 3);
-    if (opaque)
-        snprintf(opaque, strlen(id) + 3, "t:%s", id);
-    int rc = opaque ? mq_producer_send(
-                          ctx->producer, ctx->set->topic_jobs, id, tc->payload, strlen(tc->payload),
-                          tc->traceparent[0] ? tc->traceparent : NULL, tc->tracestate, opaque)
-                    : MCPQ_ENOMEM;
-    if (rc < 0) {
-        free(opaque);
-        ing_tasks_abandon(ctx->kv, id, "the job queue (Kafka) refused the task",
-                          ctx->set->task_retention_s);
-        ing_metrics_published(ctx->metrics, 0);
-    }
+    int rc = task_send(tc, id, tc->payload);
+    if (rc < 0)
+        ing_tasks_abandon(tc->ctx->kv, id, "the job queue (Kafka) refused the task",
+                          tc->ctx->set->task_retention_s);
     return rc;
 }
 

@@ -6,6 +6,7 @@
 #include "check.h"
 #include "harness.h"
 
+#include "idem.h"
 #include "mq.h"
 #include "names.h"
 #include "pending.h"
@@ -246,6 +247,20 @@ static void test_idempotent_repeat_after_expiry(void)
     CHECK_INT_EQ(fx_stop_pid(w, 10000), 0);
 }
 
+/* Waits (at most 20 s) until task id is in state; 1 when it is. */
+static int task_reaches(const char *id, const char *state)
+{
+    int in = 0;
+    for (int t = 0; t < 400 && !in; t++) {
+        redisReply *r = hx_redis(&h, "HGET %s%s state", NAMES_KEY_TASK, id);
+        in = r && r->type == REDIS_REPLY_STRING && strcmp(r->str, state) == 0;
+        freeReplyObject(r);
+        if (!in)
+            fx_sleep_ms(50);
+    }
+    return in;
+}
+
 /* The task id a task answer names: structuredContent.TaskId (task-mode tool) or
  * task.taskId (2025-11-25 params.task); "" when the answer names none. */
 static const char *named_task(const hx_ex_t *e)
@@ -289,15 +304,7 @@ static void test_task_repeat_after_end(void)
         CHECK_INT_EQ((int)strlen(ids[i]), 36);
         hx_ex_free(&e);
         /* the worker runs it to its end: the task's result record is stored */
-        int ended = 0;
-        for (int t = 0; t < 400 && !ended; t++) {
-            redisReply *r = hx_redis(&h, "HGET %s%s state", NAMES_KEY_TASK, ids[i]);
-            ended = r && r->type == REDIS_REPLY_STRING && strcmp(r->str, "complete") == 0;
-            freeReplyObject(r);
-            if (!ended)
-                fx_sleep_ms(50);
-        }
-        CHECK(ended);
+        CHECK(task_reaches(ids[i], "complete"));
         call(&e, calls[i].params, hdrs);
         CHECK(!e.parked);
         CHECK_INT_EQ(hx_rpc_code(&e), 0);
@@ -322,6 +329,53 @@ static void test_task_repeat_after_end(void)
     r = hx_redis(&h, "ACL SETUSER default +hgetall");
     CHECK(r && r->type == REDIS_REPLY_STATUS);
     freeReplyObject(r);
+}
+
+/* A task whose creating ingress stopped between creating it and publishing its job (it lost
+ * Redis's answer, or died): its claim and its task exist, its job is in no queue. A repeat
+ * with the key names it and publishes its job, so it runs. Made here by copying a real task
+ * (its job in Kafka, no worker yet) under a new claim and id, with no job of its own. */
+static void test_task_repeat_unpublished(void)
+{
+    const char *const hdrs[] = {"Authorization", "Bearer other-key-0123456", NULL};
+    hx_ex_t e;
+    call(&e, "{\"name\":\"report\",\"arguments\":{\"n\":2,\"idempotency_key\":\"k-model\"}}", hdrs);
+    char model[64], orphan[] = "0badc0de-0000-4000-8000-000000000001";
+    snprintf(model, sizeof(model), "%s", named_task(&e));
+    CHECK_INT_EQ((int)strlen(model), 36);
+    hx_ex_free(&e);
+    /* the orphan's claim, as tc_idempotency makes it for the arguments {"n":2} */
+    char scope[33], id[64], *rec = NULL;
+    size_t rec_len = 0;
+    ing_idem_scope("other", "default", "report", "k-orphan", scope);
+    cJSON *what = cJSON_Parse("{\"arguments\":{\"n\":2}}");
+    CHECK_INT_EQ(ing_idem_claim(h.ctx.kv, "other", scope, what, 3600, orphan, id, sizeof(id), &rec,
+                                &rec_len),
+                 ING_IDEM_NEW);
+    cJSON_Delete(what);
+    /* the orphan's task: the model's fields, its ids replaced */
+    redisReply *f = hx_redis(&h, "HGETALL %s%s", NAMES_KEY_TASK, model);
+    CHECK(f && f->type == REDIS_REPLY_ARRAY && f->elements > 2);
+    for (size_t i = 0; i + 1 < f->elements; i += 2) {
+        char *v = strdup(f->element[i + 1]->str);
+        for (char *p = strstr(v, model); p; p = strstr(p, model))
+            memcpy(p, orphan, strlen(orphan));
+        redisReply *r =
+            hx_redis(&h, "HSET %s%s %s %s", NAMES_KEY_TASK, orphan, f->element[i]->str, v);
+        freeReplyObject(r);
+        free(v);
+    }
+    freeReplyObject(f);
+    const char *const env[] = {NULL};
+    pid_t w = fx_spawn_worker(&h.fx, "w-orphan", env);
+    CHECK(w > 0);
+    CHECK(task_reaches(model, "complete"));
+    call(&e, "{\"name\":\"report\",\"arguments\":{\"n\":2,\"idempotency_key\":\"k-orphan\"}}",
+         hdrs);
+    CHECK_STR_EQ(named_task(&e), orphan);
+    hx_ex_free(&e);
+    CHECK(task_reaches(orphan, "complete"));
+    CHECK_INT_EQ(fx_stop_pid(w, 10000), 0);
 }
 
 /* Arguments larger than the job queue takes: refused, and nothing is left waiting. */
@@ -393,6 +447,7 @@ int main(void)
     test_publish_and_idempotency();
     test_idempotent_repeat_after_expiry();
     test_task_repeat_after_end();
+    test_task_repeat_unpublished();
     test_too_large();
     test_redis_down();
     test_kafka_down(); /* last: Kafka is checked before Redis */
