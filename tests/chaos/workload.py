@@ -9,10 +9,10 @@ WORKLOAD table {name: (weight, run)}. The built-in kind, "sync", is a synchronou
 of tests/chaos/mark.sh with an idempotency_key, short (0-50 ms) or slow (0.5-3 s)."""
 import http.client
 import json
-import os
 import threading
 import time
 
+import checker
 from stack import KEY
 
 RETRY_FOR = 90  # seconds a client keeps trying one operation
@@ -143,19 +143,9 @@ def repeat_one(ctx, hist, op, o):
     return 1
 
 
-def executions_of(ctx, ops):
-    """{op: markers} of ops: how many times each one's tool ran so far (tests/chaos/mark.sh)."""
-    counts = dict.fromkeys(ops, 0)
-    for name in os.listdir(ctx.marks):
-        op = name.split(".", 1)[0]
-        if op in counts:
-            counts[op] += 1
-    return counts
-
-
 def verify_repeats(ctx, hist, limit=400):
     """After the run: each op that succeeded is called once more with its key (at most limit
-    synchronous ops and limit ops that became tasks, ended or not). The answer must be the first
+    synchronous ops and limit ops whose task a client saw ended). The answer must be the first
     one (the same run of the tool, or the same task), and the tool must not run again: an
     execution added while the repeats ran is unexpected. Returns how many were checked."""
     sync = [(op, o) for op, o in hist.ops.items()
@@ -166,7 +156,7 @@ def verify_repeats(ctx, hist, limit=400):
              and o.get("task_state") in ("completed", "failed", "cancelled")]
     ops = sync[:limit] + tasks[:limit]
     checked = [0] * 4
-    before = executions_of(ctx, [op for op, _ in ops])
+    before = {op: len(runs) for op, runs in checker.executions(ctx.marks).items()}
 
     def worker(i):
         for op, o in ops[i::4]:
@@ -176,12 +166,12 @@ def verify_repeats(ctx, hist, limit=400):
         t.start()
     for t in ts:
         t.join()
-    after = executions_of(ctx, before)
-    for op, n in after.items():
-        if n > before[op]:
+    after = checker.executions(ctx.marks)
+    for op, _ in ops:
+        n, was = len(after.get(op, [])), before.get(op, 0)
+        if n > was:
             hist.record(op, unexpected=hist.get(op, "unexpected", []) + [
-                f"the repeat pass ran the tool again ({before[op]} executions before it, "
-                f"{n} after)"])
+                f"the repeat pass ran the tool again ({was} executions before it, {n} after)"])
     return sum(checked)
 
 

@@ -247,6 +247,16 @@ static void test_idempotent_repeat_after_expiry(void)
     CHECK_INT_EQ(fx_stop_pid(w, 10000), 0);
 }
 
+/* tools/call as tenant "other" (no task quota) with MCP-Protocol-Version version: answered at
+ * once. */
+static void call_other(hx_ex_t *e, const char *params, const char *version)
+{
+    const char *hdrs[] = {"Authorization", "Bearer other-key-0123456", "MCP-Protocol-Version",
+                          version, NULL};
+    call(e, params, hdrs);
+    CHECK(!e->parked);
+}
+
 /* Waits (at most 20 s) until task id is in state; 1 when it is. */
 static int task_reaches(const char *id, const char *state)
 {
@@ -295,18 +305,14 @@ static void test_task_repeat_after_end(void)
     CHECK(w > 0);
     char ids[2][64];
     for (size_t i = 0; i < 2; i++) {
-        const char *hdrs[] = {"Authorization", "Bearer other-key-0123456", "MCP-Protocol-Version",
-                              calls[i].version, NULL};
         hx_ex_t e;
-        call(&e, calls[i].params, hdrs);
-        CHECK(!e.parked);
+        call_other(&e, calls[i].params, calls[i].version);
         snprintf(ids[i], sizeof(ids[i]), "%s", named_task(&e));
         CHECK_INT_EQ((int)strlen(ids[i]), 36);
         hx_ex_free(&e);
         /* the worker runs it to its end: the task's result record is stored */
         CHECK(task_reaches(ids[i], "complete"));
-        call(&e, calls[i].params, hdrs);
-        CHECK(!e.parked);
+        call_other(&e, calls[i].params, calls[i].version);
         CHECK_INT_EQ(hx_rpc_code(&e), 0);
         CHECK_STR_EQ(named_task(&e), ids[i]);
         hx_ex_free(&e);
@@ -317,11 +323,8 @@ static void test_task_repeat_after_end(void)
     CHECK(r && r->type == REDIS_REPLY_STATUS);
     freeReplyObject(r);
     for (size_t i = 0; i < 2; i++) {
-        const char *hdrs[] = {"Authorization", "Bearer other-key-0123456", "MCP-Protocol-Version",
-                              calls[i].version, NULL};
         hx_ex_t e;
-        call(&e, calls[i].params, hdrs);
-        CHECK(!e.parked);
+        call_other(&e, calls[i].params, calls[i].version);
         CHECK_INT_EQ(hx_rpc_code(&e), RPC_INTERNAL_ERROR);
         CHECK_CONTAINS(hx_rpc_message(&e), "try again");
         hx_ex_free(&e);
@@ -337,9 +340,9 @@ static void test_task_repeat_after_end(void)
  * (its job in Kafka, no worker yet) under a new claim and id, with no job of its own. */
 static void test_task_repeat_unpublished(void)
 {
-    const char *const hdrs[] = {"Authorization", "Bearer other-key-0123456", NULL};
     hx_ex_t e;
-    call(&e, "{\"name\":\"report\",\"arguments\":{\"n\":2,\"idempotency_key\":\"k-model\"}}", hdrs);
+    call_other(&e, "{\"name\":\"report\",\"arguments\":{\"n\":2,\"idempotency_key\":\"k-model\"}}",
+               "2025-06-18");
     char model[64], orphan[] = "0badc0de-0000-4000-8000-000000000001";
     snprintf(model, sizeof(model), "%s", named_task(&e));
     CHECK_INT_EQ((int)strlen(model), 36);
@@ -370,8 +373,8 @@ static void test_task_repeat_unpublished(void)
     pid_t w = fx_spawn_worker(&h.fx, "w-orphan", env);
     CHECK(w > 0);
     CHECK(task_reaches(model, "complete"));
-    call(&e, "{\"name\":\"report\",\"arguments\":{\"n\":2,\"idempotency_key\":\"k-orphan\"}}",
-         hdrs);
+    call_other(&e, "{\"name\":\"report\",\"arguments\":{\"n\":2,\"idempotency_key\":\"k-orphan\"}}",
+               "2025-06-18");
     CHECK_STR_EQ(named_task(&e), orphan);
     hx_ex_free(&e);
     CHECK(task_reaches(orphan, "complete"));
