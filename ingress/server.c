@@ -585,7 +585,8 @@ static int gate_enter(ing_req_t *req)
     req->gate = GATE_WAIT;
     req->gate_next = gated;
     gated = req;
-    int wait = ing_oauth_prepare(ctx->oauth, token, gate_wake, req) == ING_OAUTH_WAIT;
+    /* (the failed-authentication limits first: a refused client causes no fetch) */
+    int wait = ing_frontdoor_prepare(req, gate_wake, req) == ING_OAUTH_WAIT;
     if (wait) {
         MHD_suspend_connection(req->conn);
     } else {

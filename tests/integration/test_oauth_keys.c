@@ -42,6 +42,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+/* The tenant every source of this test belongs to: its introspection endpoint is asked. */
+#define TEN "t"
+
 /* ---- keys and tokens ---- */
 
 typedef struct key {
@@ -314,14 +317,14 @@ static int wait_wakes(int n)
 static void prepare_wait(ing_oauth_t *o, const char *token)
 {
     int before = wakes();
-    CHECK_INT_EQ(ing_oauth_prepare(o, token, on_wake, &wk), ING_OAUTH_WAIT);
+    CHECK_INT_EQ(ing_oauth_prepare(o, token, TEN, on_wake, &wk), ING_OAUTH_WAIT);
     CHECK_INT_EQ(wait_wakes(before + 1), before + 1);
 }
 
 static int check(ing_oauth_t *o, const char *token, const char *want_sub, const char **why)
 {
     ing_oauth_token_t t;
-    int rc = ing_oauth_check(o, token, &t, why);
+    int rc = ing_oauth_check(o, token, TEN, &t, why);
     if (rc == 0 && want_sub) {
         const cJSON *sub = cJSON_GetObjectItemCaseSensitive(t.claims, "sub");
         CHECK_STR_EQ(cJSON_GetStringValue(sub), want_sub);
@@ -350,7 +353,7 @@ static key_t_ k1, k2;
 static void prepare_settle(ing_oauth_t *o, const char *token)
 {
     int before = wakes();
-    if (ing_oauth_prepare(o, token, on_wake, &wk) == ING_OAUTH_WAIT)
+    if (ing_oauth_prepare(o, token, TEN, on_wake, &wk) == ING_OAUTH_WAIT)
         CHECK_INT_EQ(wait_wakes(before + 1), before + 1);
 }
 
@@ -407,7 +410,9 @@ static void t_keys(ing_metrics_t *m)
     serve_keys(&k1, NULL, "max-age=600");
     set_delay(100); /* the first prepare surely finds the fetch under way */
     int j0 = hits(&srv.jwks_hits), d0 = hits(&srv.disc_hits);
-    ing_oauth_source_t src[] = {{.issuer = iss_a}, {.issuer = iss_b}, {.issuer = iss_a}};
+    ing_oauth_source_t src[] = {{.tenant = TEN, .issuer = iss_a},
+                                {.tenant = TEN, .issuer = iss_b},
+                                {.tenant = TEN, .issuer = iss_a}};
     ing_oauth_configure(o, src, 3);
     char *ta = token_make(&k1, iss_a, "alice", 600), *tb = token_make(&k1, iss_b, "bob", 600);
     const char *why = NULL;
@@ -415,10 +420,10 @@ static void t_keys(ing_metrics_t *m)
     prepare_wait(o, ta);
     CHECK_INT_EQ(check(o, ta, "alice", &why), 0);
     ing_oauth_token_t t;
-    CHECK_INT_EQ(ing_oauth_check(o, ta, &t, &why), 0);
+    CHECK_INT_EQ(ing_oauth_check(o, ta, TEN, &t, &why), 0);
     CHECK_STR_EQ(t.issuer, iss_a);
     ing_oauth_token_clear(&t);
-    CHECK_INT_EQ(ing_oauth_prepare(o, ta, on_wake, &wk), ING_OAUTH_READY);
+    CHECK_INT_EQ(ing_oauth_prepare(o, ta, TEN, on_wake, &wk), ING_OAUTH_READY);
     prepare_settle(o, tb); /* its discovery takes three requests */
     set_delay(0);
     CHECK_INT_EQ(check(o, tb, "bob", &why), 0);
@@ -432,7 +437,7 @@ static void t_keys(ing_metrics_t *m)
     prepare_wait(o, t2);
     CHECK_INT_EQ(hits(&srv.jwks_hits), j0 + 2);
     CHECK_INT_EQ(check(o, t2, NULL, &why), MCPQ_EAUTH);
-    CHECK_INT_EQ(ing_oauth_prepare(o, t2, on_wake, &wk), ING_OAUTH_READY); /* throttled */
+    CHECK_INT_EQ(ing_oauth_prepare(o, t2, TEN, on_wake, &wk), ING_OAUTH_READY); /* throttled */
     CHECK_INT_EQ(check(o, t2, NULL, &why), MCPQ_EAUTH);
     CHECK_INT_EQ(hits(&srv.jwks_hits), j0 + 2);
     CHECK_INT_EQ(check(o, ta, "alice", &why), 0);
@@ -443,13 +448,13 @@ static void t_keys(ing_metrics_t *m)
     prepare_wait(o, t2);
     CHECK_INT_EQ(check(o, t2, "carol", &why), 0);
     CHECK_INT_EQ(hits(&srv.jwks_hits), j0 + 3);
-    CHECK_INT_EQ(ing_oauth_prepare(o, ta, on_wake, &wk), ING_OAUTH_READY);
+    CHECK_INT_EQ(ing_oauth_prepare(o, ta, TEN, on_wake, &wk), ING_OAUTH_READY);
     CHECK_INT_EQ(check(o, ta, NULL, &why), MCPQ_EAUTH); /* k1 is gone */
     char *texp = token_make(&k2, iss_a, "dave", -120);
-    CHECK_INT_EQ(ing_oauth_prepare(o, texp, on_wake, &wk), ING_OAUTH_READY);
+    CHECK_INT_EQ(ing_oauth_prepare(o, texp, TEN, on_wake, &wk), ING_OAUTH_READY);
     CHECK_INT_EQ(check(o, texp, NULL, &why), MCPQ_EAUTH);
     char *tx = token_make(&k2, "https://elsewhere.example.com", "eve", 600);
-    CHECK_INT_EQ(ing_oauth_prepare(o, tx, on_wake, &wk), ING_OAUTH_READY);
+    CHECK_INT_EQ(ing_oauth_prepare(o, tx, TEN, on_wake, &wk), ING_OAUTH_READY);
     CHECK_INT_EQ(check(o, tx, NULL, &why), MCPQ_EAUTH);
     CHECK_INT_EQ(check(o, "a.b.c", NULL, &why), MCPQ_EAUTH);
     int w = wakes();
@@ -472,7 +477,7 @@ static void t_max_age(ing_metrics_t *m)
     CHECK(o != NULL);
     serve_keys(&k1, NULL, "max-age=1");
     int j0 = hits(&srv.jwks_hits), d0 = hits(&srv.disc_hits);
-    ing_oauth_source_t src = {.issuer = iss_a, .jwks_uri = jwks_a};
+    ing_oauth_source_t src = {.tenant = TEN, .issuer = iss_a, .jwks_uri = jwks_a};
     ing_oauth_configure(o, &src, 1);
     char *ta = token_make(&k1, iss_a, "alice", 600), *t2 = token_make(&k2, iss_a, "bob", 600);
     prepare_settle(o, ta);
@@ -506,13 +511,14 @@ static void t_unavailable(ing_metrics_t *m)
     ing_oauth_t *o = ing_oauth_new(&set, m);
     CHECK(o != NULL);
     int b0 = hits(&srv.bad_jwks_hits);
-    ing_oauth_source_t src[] = {{.issuer = iss_dead}, {.issuer = iss_bad}};
+    ing_oauth_source_t src[] = {{.tenant = TEN, .issuer = iss_dead},
+                                {.tenant = TEN, .issuer = iss_bad}};
     ing_oauth_configure(o, src, 2);
     char *td = token_make(&k1, iss_dead, "x", 600), *tb = token_make(&k1, iss_bad, "y", 600);
     prepare_settle(o, td);
     const char *why;
     CHECK_INT_EQ(check(o, td, NULL, &why), MCPQ_EUNAVAIL);
-    CHECK_INT_EQ(ing_oauth_prepare(o, td, on_wake, &wk), ING_OAUTH_READY); /* throttled */
+    CHECK_INT_EQ(ing_oauth_prepare(o, td, TEN, on_wake, &wk), ING_OAUTH_READY); /* throttled */
     CHECK_INT_EQ(check(o, td, NULL, &why), MCPQ_EUNAVAIL);
     TEST_PASS("server down at start: 503 (MCPQ_EUNAVAIL)");
     prepare_settle(o, tb);
@@ -529,20 +535,21 @@ static void t_introspection(ing_metrics_t *m)
     mcpq_settings_t set = settings();
     ing_oauth_t *o = ing_oauth_new(&set, m);
     CHECK(o != NULL);
-    ing_oauth_source_t src = {.issuer = iss_a,
+    ing_oauth_source_t src = {.tenant = TEN,
+                              .issuer = iss_a,
                               .jwks_uri = jwks_a,
                               .introspection_endpoint = intro,
                               .client_id = "mcpq client",
                               .client_secret = "s3cr:t&"};
     const char *why;
     ing_oauth_configure(o, &src, 0); /* none yet: an opaque token is refused */
-    CHECK_INT_EQ(ing_oauth_prepare(o, "opaque-active-erin", on_wake, &wk), ING_OAUTH_READY);
+    CHECK_INT_EQ(ing_oauth_prepare(o, "opaque-active-erin", TEN, on_wake, &wk), ING_OAUTH_READY);
     CHECK_INT_EQ(check(o, "opaque-active-erin", NULL, &why), MCPQ_EAUTH);
     ing_oauth_configure(o, &src, 1);
     int i0 = hits(&srv.intro_hits);
     prepare_wait(o, "opaque-active-erin");
     ing_oauth_token_t t;
-    CHECK_INT_EQ(ing_oauth_check(o, "opaque-active-erin", &t, &why), 0);
+    CHECK_INT_EQ(ing_oauth_check(o, "opaque-active-erin", TEN, &t, &why), 0);
     CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t.claims, "sub")), "erin");
     CHECK_STR_EQ(t.issuer, iss_a);
     ing_oauth_token_clear(&t);
@@ -555,14 +562,14 @@ static void t_introspection(ing_metrics_t *m)
     pthread_mutex_lock(&mu);
     CHECK_STR_EQ(srv.auth_seen, want);
     pthread_mutex_unlock(&mu);
-    CHECK_INT_EQ(ing_oauth_prepare(o, "opaque-active-erin", on_wake, &wk), ING_OAUTH_READY);
+    CHECK_INT_EQ(ing_oauth_prepare(o, "opaque-active-erin", TEN, on_wake, &wk), ING_OAUTH_READY);
     CHECK_INT_EQ(check(o, "opaque-active-erin", "erin", &why), 0);
     CHECK_INT_EQ(hits(&srv.intro_hits), i0 + 1);
     TEST_PASS("introspection: active accepted, cached (no second request), Basic client auth");
 
     prepare_wait(o, "opaque-inactive");
     CHECK_INT_EQ(check(o, "opaque-inactive", NULL, &why), MCPQ_EAUTH);
-    CHECK_INT_EQ(ing_oauth_prepare(o, "opaque-inactive", on_wake, &wk), ING_OAUTH_READY);
+    CHECK_INT_EQ(ing_oauth_prepare(o, "opaque-inactive", TEN, on_wake, &wk), ING_OAUTH_READY);
     prepare_wait(o, "opaque-expired");
     CHECK_INT_EQ(check(o, "opaque-expired", NULL, &why), MCPQ_EAUTH);
     TEST_PASS("introspection: inactive, or active with its exp passed, refused (401), cached");
@@ -573,8 +580,8 @@ static void t_introspection(ing_metrics_t *m)
         prepare_wait(o, tok);
     }
     CHECK_INT_EQ(hits(&srv.intro_hits), i0 + 7);
-    CHECK_INT_EQ(ing_oauth_prepare(o, "opaque-active-f1", on_wake, &wk), ING_OAUTH_READY);
-    CHECK_INT_EQ(ing_oauth_prepare(o, "opaque-active-f4", on_wake, &wk), ING_OAUTH_READY);
+    CHECK_INT_EQ(ing_oauth_prepare(o, "opaque-active-f1", TEN, on_wake, &wk), ING_OAUTH_READY);
+    CHECK_INT_EQ(ing_oauth_prepare(o, "opaque-active-f4", TEN, on_wake, &wk), ING_OAUTH_READY);
     CHECK_INT_EQ(check(o, "opaque-active-erin", NULL, &why), MCPQ_EUNAVAIL); /* evicted */
     prepare_wait(o, "opaque-active-erin");
     CHECK_INT_EQ(hits(&srv.intro_hits), i0 + 8);
@@ -591,6 +598,55 @@ static void t_introspection(ing_metrics_t *m)
     ing_oauth_free(o);
 }
 
+/* Expired means expired: an active answer past MCPQ_OAUTH_INTROSPECTION_TTL_S is never used
+ * again, whether the new introspection fails, finds no free slot or finds too many waiters. */
+static void t_expired(ing_metrics_t *m)
+{
+    mcpq_settings_t set = settings();
+    set.oauth_introspection_ttl_s = 1;
+    set.oauth_introspection_cache = 1000;
+    ing_oauth_t *o = ing_oauth_new(&set, m);
+    CHECK(o != NULL);
+    ing_oauth_source_t src = {
+        .tenant = TEN, .issuer = iss_a, .jwks_uri = jwks_a, .introspection_endpoint = intro};
+    ing_oauth_configure(o, &src, 1);
+    const char *why;
+    const char *tok[] = {"opaque-active-ttl1", "opaque-active-ttl2", "opaque-active-ttl3"};
+    for (int i = 0; i < 3; i++) {
+        prepare_wait(o, tok[i]);
+        CHECK_INT_EQ(check(o, tok[i], NULL, &why), 0);
+    }
+    sleep_ms(1100); /* every answer's TTL has passed */
+
+    set_down(1);
+    prepare_wait(o, tok[0]);
+    CHECK_INT_EQ(check(o, tok[0], NULL, &why), MCPQ_EUNAVAIL);
+    set_down(0);
+    TEST_PASS("an expired answer whose introspection fails: 503, not the stale answer");
+
+    set_delay(1500);
+    int w0 = wakes();
+    CHECK_INT_EQ(ing_oauth_prepare(o, tok[1], TEN, on_wake, &wk), ING_OAUTH_WAIT);
+    for (int i = 1; i < ING_OAUTH_MAX_WAITERS; i++)
+        CHECK_INT_EQ(ing_oauth_prepare(o, tok[1], TEN, on_wake, &wk), ING_OAUTH_WAIT);
+    CHECK_INT_EQ(ing_oauth_prepare(o, tok[1], TEN, on_wake, &wk), ING_OAUTH_READY); /* overflow */
+    CHECK_INT_EQ(check(o, tok[1], NULL, &why), MCPQ_EUNAVAIL);
+    TEST_PASS("an expired answer with too many waiters: 503, not the stale answer");
+
+    char t[64];
+    for (int i = 1; i < ING_OAUTH_MAX_INTROSPECTIONS; i++) { /* tok[1]'s holds one slot */
+        snprintf(t, sizeof(t), "opaque-inactive-slot%d", i);
+        CHECK_INT_EQ(ing_oauth_prepare(o, t, TEN, on_wake, &wk), ING_OAUTH_WAIT);
+    }
+    CHECK_INT_EQ(ing_oauth_prepare(o, tok[2], TEN, on_wake, &wk), ING_OAUTH_READY); /* no slot */
+    CHECK_INT_EQ(check(o, tok[2], NULL, &why), MCPQ_EUNAVAIL);
+    TEST_PASS("an expired answer with no introspection slot free: 503, not the stale answer");
+    int want = w0 + ING_OAUTH_MAX_WAITERS + ING_OAUTH_MAX_INTROSPECTIONS - 1;
+    CHECK_INT_EQ(wait_wakes(want), want);
+    set_delay(0);
+    ing_oauth_free(o);
+}
+
 /* ing_oauth_free with requests parked: each woken once. */
 static void t_free_wakes(ing_metrics_t *m)
 {
@@ -598,14 +654,15 @@ static void t_free_wakes(ing_metrics_t *m)
     ing_oauth_t *o = ing_oauth_new(&set, m);
     CHECK(o != NULL);
     set_delay(1000);
-    ing_oauth_source_t src = {.issuer = iss_a, .jwks_uri = jwks_a, .introspection_endpoint = intro};
+    ing_oauth_source_t src = {
+        .tenant = TEN, .issuer = iss_a, .jwks_uri = jwks_a, .introspection_endpoint = intro};
     ing_oauth_configure(o, &src, 1);
     char *ta = token_make(&k1, iss_a, "alice", 600);
     int w0 = wakes();
-    CHECK_INT_EQ(ing_oauth_prepare(o, ta, on_wake, &wk), ING_OAUTH_WAIT);
-    CHECK_INT_EQ(ing_oauth_prepare(o, ta, on_wake, &wk), ING_OAUTH_WAIT);
-    CHECK_INT_EQ(ing_oauth_prepare(o, "opaque-active-gus", on_wake, &wk), ING_OAUTH_WAIT);
-    CHECK_INT_EQ(ing_oauth_prepare(o, "opaque-active-gus", on_wake, &wk), ING_OAUTH_WAIT);
+    CHECK_INT_EQ(ing_oauth_prepare(o, ta, TEN, on_wake, &wk), ING_OAUTH_WAIT);
+    CHECK_INT_EQ(ing_oauth_prepare(o, ta, TEN, on_wake, &wk), ING_OAUTH_WAIT);
+    CHECK_INT_EQ(ing_oauth_prepare(o, "opaque-active-gus", TEN, on_wake, &wk), ING_OAUTH_WAIT);
+    CHECK_INT_EQ(ing_oauth_prepare(o, "opaque-active-gus", TEN, on_wake, &wk), ING_OAUTH_WAIT);
     sleep_ms(100);
     CHECK_INT_EQ(wakes(), w0);
     int64_t t0 = util_mono_ms();
@@ -649,7 +706,7 @@ static void *race(void *arg)
     racer_t *r = arg;
     for (int i = 0; i < 300; i++) {
         const char *tok = i % 3 == 2 ? "opaque-active-race" : r->token;
-        if (ing_oauth_prepare(r->o, tok, on_wake, &r->w) == ING_OAUTH_WAIT) {
+        if (ing_oauth_prepare(r->o, tok, TEN, on_wake, &r->w) == ING_OAUTH_WAIT) {
             r->waits++;
             struct timespec until = util_deadline_realtime(5000);
             pthread_mutex_lock(&r->w.mu);
@@ -670,7 +727,8 @@ static void t_concurrent(ing_metrics_t *m)
     CHECK(o != NULL);
     serve_keys(&k1, NULL, "max-age=600");
     ing_oauth_source_t src[] = {
-        {.issuer = iss_a, .jwks_uri = jwks_a, .introspection_endpoint = intro}, {.issuer = iss_b}};
+        {.tenant = TEN, .issuer = iss_a, .jwks_uri = jwks_a, .introspection_endpoint = intro},
+        {.tenant = TEN, .issuer = iss_b}};
     ing_oauth_configure(o, src, 2);
     char *ta = token_make(&k1, iss_a, "alice", 600);
     prepare_settle(o, ta);
@@ -734,6 +792,7 @@ int main(void)
     t_max_age(m);
     t_unavailable(m);
     t_introspection(m);
+    t_expired(m);
     t_concurrent(m);
     t_free_wakes(m);
     t_metrics(m);
