@@ -120,6 +120,15 @@ static int idp_get(int *counter)
     return n;
 }
 
+/* Introspection requests at every endpoint. */
+static int all_hits(void)
+{
+    pthread_mutex_lock(&mu);
+    int n = idp.victim_hits + idp.attacker_hits + idp.slow_hits;
+    pthread_mutex_unlock(&mu);
+    return n;
+}
+
 static enum MHD_Result reply(struct MHD_Connection *c, int status, const char *body)
 {
     struct MHD_Response *r =
@@ -256,24 +265,26 @@ static void t_one_introspecting_tenant(void)
 }
 
 /* Item 3: a client the failed-authentication limiter refuses causes no introspection. */
-static void t_blocked_client(void)
+static void t_blocked_client(const key_t_ *k)
 {
     fx_reply_t r = {0};
     int refused = 0;
+    char *foreign = jwt_make(k, "https://untrusted.example.com", "x"); /* 401, no fetch */
     for (int i = 0; i < 6 && r.status != 429; i++) { /* MCPQ_AUTH_FAIL_PER_MIN=3 */
-        post("/mcp/vs", "v-revoked-x", "10.3.0.1", NULL, &r);
+        post("/mcp/vs", foreign, "10.3.0.1", NULL, &r);
         refused += r.status == 401;
     }
+    free(foreign);
     CHECK(refused >= 1);
     CHECK_INT_EQ(r.status, 429);
-    int v0 = idp_get(&idp.victim_hits);
+    int v0 = idp_get(&idp.victim_hits), all0 = all_hits();
     char tok[64];
     for (int i = 0; i < 5; i++) {
         snprintf(tok, sizeof(tok), "v-ok-new%d", i);
         post("/mcp/vs", tok, "10.3.0.1", NULL, &r);
         CHECK_INT_EQ(r.status, 429);
     }
-    CHECK_INT_EQ(idp_get(&idp.victim_hits), v0);
+    CHECK_INT_EQ(all_hits(), all0);
     post("/mcp/vs", "v-ok-other", "10.3.0.2", NULL, &r); /* another client is not held up */
     expect_tenant_tool(&r, "victim_tool");
     CHECK_INT_EQ(idp_get(&idp.victim_hits), v0 + 1);
@@ -436,7 +447,7 @@ int main(void)
     pid_t ing = fx_spawn_ingress(&fx, "ingress", ing_port, cfg, env, log, sizeof(log));
     CHECK(ing > 0);
     t_one_introspecting_tenant();
-    t_blocked_client();
+    t_blocked_client(&k1);
     t_large_body_rotation(&k1, &k2);
     t_slow_tenant();
     CHECK(fx_log_line(log, "opaque tokens are ambiguous", "/mcp/shared", NULL, 0));
