@@ -24,9 +24,6 @@
 #include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
-#include <openssl/core_names.h>
-#include <openssl/ec.h>
-#include <openssl/evp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -43,61 +40,17 @@ static int idp_port, ing_port;
 
 /* ---- ES256 keys and tokens -------------------------------------------------------------- */
 
-typedef struct key {
-    EVP_PKEY *pkey;
-    char kid[16];
-    char jwk[512];
-} key_t_;
-
-static void key_make(key_t_ *k, const char *kid)
-{
-    k->pkey = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
-    CHECK(k->pkey != NULL);
-    snprintf(k->kid, sizeof(k->kid), "%s", kid);
-    unsigned char pub[65];
-    size_t n = 0;
-    CHECK(EVP_PKEY_get_octet_string_param(k->pkey, OSSL_PKEY_PARAM_PUB_KEY, pub, sizeof(pub), &n) ==
-          1);
-    char x[UTIL_B64URL_LEN(32) + 1], y[UTIL_B64URL_LEN(32) + 1];
-    util_b64url_encode(pub + 1, 32, x);
-    util_b64url_encode(pub + 33, 32, y);
-    snprintf(k->jwk, sizeof(k->jwk),
-             "{\"kty\":\"EC\",\"crv\":\"P-256\",\"alg\":\"ES256\",\"kid\":\"%s\",\"x\":\"%s\","
-             "\"y\":\"%s\"}",
-             kid, x, y);
-}
+typedef fx_es256_t key_t_;
 
 /* An ES256 JWT signed by k: iss, sub, aud AUD, an hour to live. Caller frees. */
 static char *jwt_make(const key_t_ *k, const char *iss, const char *sub)
 {
-    char header[128], payload[512], h64[256], p64[800];
-    snprintf(header, sizeof(header), "{\"alg\":\"ES256\",\"typ\":\"JWT\",\"kid\":\"%s\"}", k->kid);
+    char payload[512];
     long long now = (long long)(util_now_ms() / 1000);
     snprintf(payload, sizeof(payload),
              "{\"iss\":\"%s\",\"sub\":\"%s\",\"aud\":\"" AUD "\",\"iat\":%lld,\"exp\":%lld}", iss,
              sub, now - 5, now + 3600);
-    util_b64url_encode((const unsigned char *)header, strlen(header), h64);
-    util_b64url_encode((const unsigned char *)payload, strlen(payload), p64);
-    char *tok = malloc(4096);
-    CHECK(tok != NULL);
-    snprintf(tok, 4096, "%s.%s", h64, p64);
-    EVP_MD_CTX *md = EVP_MD_CTX_new();
-    unsigned char der[128], rs[64];
-    size_t dlen = sizeof(der);
-    CHECK(EVP_DigestSignInit(md, NULL, EVP_sha256(), NULL, k->pkey) == 1);
-    CHECK(EVP_DigestSign(md, der, &dlen, (const unsigned char *)tok, strlen(tok)) == 1);
-    EVP_MD_CTX_free(md);
-    const unsigned char *p = der;
-    ECDSA_SIG *sig = d2i_ECDSA_SIG(NULL, &p, (long)dlen);
-    CHECK(sig != NULL);
-    CHECK(BN_bn2binpad(ECDSA_SIG_get0_r(sig), rs, 32) == 32);
-    CHECK(BN_bn2binpad(ECDSA_SIG_get0_s(sig), rs + 32, 32) == 32);
-    ECDSA_SIG_free(sig);
-    char s64[UTIL_B64URL_LEN(64) + 1];
-    util_b64url_encode(rs, 64, s64);
-    size_t l = strlen(tok);
-    snprintf(tok + l, 4096 - l, ".%s", s64);
-    return tok;
+    return fx_es256_jwt(k, payload);
 }
 
 /* ---- the authorization servers of the three tenants -------------------------------------- */
@@ -431,8 +384,8 @@ int main(void)
     if (fx_start(&fx, 2) < 0)
         return 1;
     key_t_ k1, k2;
-    key_make(&k1, "k1");
-    key_make(&k2, "k2");
+    fx_es256_new(&k1, "k1");
+    fx_es256_new(&k2, "k2");
     snprintf(idp.jwks, sizeof(idp.jwks), "{\"keys\":[%s]}", k1.jwk);
     idp_port = fx_free_port();
     struct MHD_Daemon *d = fx_server_start(idp_port, on_idp);
@@ -454,8 +407,8 @@ int main(void)
     TEST_PASS("the ingress logs where opaque tokens are ambiguous when the registry is swapped in");
     fx_stop_pid(ing, 10000);
     MHD_stop_daemon(d);
-    EVP_PKEY_free(k1.pkey);
-    EVP_PKEY_free(k2.pkey);
+    fx_es256_free(&k1);
+    fx_es256_free(&k2);
     fx_stop(&fx);
     return 0;
 }
