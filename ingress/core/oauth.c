@@ -103,6 +103,7 @@ struct ing_oauth {
     isrc_t **srcs; /* one per tenant that introspects */
     size_t nsrcs;
     ijob_t *jobs;
+    size_t njobs; /* all tenants' (at most ING_OAUTH_MAX_INTROSPECTIONS_ALL) */
     ing_oauthcache_t *cache;
 };
 
@@ -450,6 +451,7 @@ static void job_unlink(ing_oauth_t *o, ijob_t *j)
         p = &(*p)->next;
     *p = j->next;
     j->src->njobs--;
+    o->njobs--;
 }
 
 /* An introspection answer (lock held): cached (an error is not) and the job done. */
@@ -831,7 +833,8 @@ static int prepare_opaque(ing_oauth_t *o, const char *token, const char *tenant,
     } else if (j) {
         if (wlist_add(&j->waiters, wake, arg) == 0 && wake)
             rc = ING_OAUTH_WAIT;
-    } else if (s->njobs < ING_OAUTH_MAX_INTROSPECTIONS && (j = calloc(1, sizeof(*j)))) {
+    } else if (s->njobs < ING_OAUTH_MAX_INTROSPECTIONS &&
+               o->njobs < ING_OAUTH_MAX_INTROSPECTIONS_ALL && (j = calloc(1, sizeof(*j)))) {
         memcpy(j->hash, hash, sizeof(hash));
         j->token = strdup(token);
         j->src = s;
@@ -843,6 +846,7 @@ static int prepare_opaque(ing_oauth_t *o, const char *token, const char *tenant,
             j->next = o->jobs;
             o->jobs = j;
             s->njobs++;
+            o->njobs++;
             ing_metrics_oauth_introspection(o->metrics, ING_OI_MISS);
             rc = wake ? ING_OAUTH_WAIT : ING_OAUTH_READY;
             start = 1;

@@ -29,7 +29,8 @@
  * cached. An answer past its time is never used again: when the new introspection fails, cannot
  * start (the tenant's ING_OAUTH_MAX_INTROSPECTIONS are under way) or has too many waiters, the
  * check says 503. Each tenant has its own cap on introspections under way, so a slow endpoint
- * holds up only its own tenant's new tokens.
+ * holds up only its own tenant's new tokens (and a process-wide bound, 16 tenants' worth, keeps
+ * the memory of many tenants' bounded).
  *
  * Network. One fetch thread of its own does every request (libcurl, several at once), never an
  * HTTP thread: MCPQ_OAUTH_FETCH_TIMEOUT_MS per request, no redirects, https only (http only to
@@ -57,8 +58,9 @@
     (256 * 1024)                         /* bytes of one metadata, JWKS or introspection answer */
 #define ING_OAUTH_MAX_WAITERS 1024       /* parked requests per issuer or introspected token */
 #define ING_OAUTH_MAX_INTROSPECTIONS 256 /* introspections under way at once, per tenant */
-#define ING_OAUTH_INACTIVE_TTL_S 10      /* an inactive answer is reused this long */
-#define ING_OAUTH_LIFETIME_FLOOR_S 60    /* shortest key lifetime (see above) */
+#define ING_OAUTH_MAX_INTROSPECTIONS_ALL 4096 /* ... and of all tenants together */
+#define ING_OAUTH_INACTIVE_TTL_S 10           /* an inactive answer is reused this long */
+#define ING_OAUTH_LIFETIME_FLOOR_S 60         /* shortest key lifetime (see above) */
 
 typedef struct ing_oauth ing_oauth_t;
 
@@ -114,7 +116,8 @@ enum { ING_OAUTH_READY = 0, ING_OAUTH_WAIT = 1 };
  * is dropped by ing_oauth_configure), or from ing_oauth_free's caller; never while the
  * service's lock is held, and possibly before ing_oauth_prepare
  * returns on another thread: the caller must be ready for it before calling. When too many
- * requests wait already (ING_OAUTH_MAX_WAITERS, the tenant's ING_OAUTH_MAX_INTROSPECTIONS) the
+ * requests wait already (ING_OAUTH_MAX_WAITERS, the tenant's ING_OAUTH_MAX_INTROSPECTIONS,
+ * ING_OAUTH_MAX_INTROSPECTIONS_ALL) the
  * answer is READY, so that the check fails at once (503) instead of queueing without bound.
  */
 int ing_oauth_prepare(ing_oauth_t *o, const char *token, const char *tenant, ing_oauth_wake_fn wake,
