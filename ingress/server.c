@@ -418,10 +418,10 @@ bad:
  * while they name no credential the ingress knows, MCPQ_MAX_BODY_BYTES once they do (an API
  * key of a tenant, a known X-App-Id with a fresh X-Timestamp: the signature, which covers
  * the body, is checked when the body is in; an OAuth token that only looks like one a tenant
- * could take, auth.h ing_auth_known: verified once, at the front door), and CFG_MAX_BYTES for the admin token on
- * /admin/v1/config. All bodies together hold at most MCPQ_MAX_BODY_MEMORY_BYTES: a request whose
- * body would pass it gets 503 with Retry-After. The signed file upload PUT streams to disk
- * (files.h) and is counted by neither. */
+ * could take, auth.h ing_auth_known: verified once, at the front door), and CFG_MAX_BYTES for the
+ * admin token on /admin/v1/config. All bodies together hold at most MCPQ_MAX_BODY_MEMORY_BYTES: a
+ * request whose body would pass it gets 503 with Retry-After. The signed file upload PUT streams to
+ * disk (files.h) and is counted by neither. */
 
 static int is_admin_url(const char *url)
 {
