@@ -18,7 +18,7 @@
 #define IDP "https://idp.example.com/"
 #define INTROSPECTION(T)                                                                           \
     ",\"introspection\":{\"endpoint\":\"" IDP T "/i\",\"client_id\":\"c\",\"client_secret\":"      \
-                                                "\"s\"}"
+    "\"s\"}"
 
 /* a and b introspect opaque tokens, j takes JWTs only; only a has the server "only-a". */
 static const char config[] =
