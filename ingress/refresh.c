@@ -59,7 +59,8 @@ static void oauth_configure(ing_ctx_t *ctx, const ing_registry_t *reg)
     for (size_t i = 0; i < tenants; i++) {
         const ing_tenant_oauth_t *o = ing_registry_tenant_at(reg, i)->oauth;
         for (size_t j = 0; o && j < o->n_issuers; j++)
-            src[at++] = (ing_oauth_source_t){.issuer = o->issuers[j],
+            src[at++] = (ing_oauth_source_t){.tenant = ing_registry_tenant_at(reg, i)->id,
+                                             .issuer = o->issuers[j],
                                              .jwks_uri = o->jwks_uri,
                                              .introspection_endpoint =
                                                  j == 0 ? o->introspection_endpoint : NULL,
@@ -68,6 +69,13 @@ static void oauth_configure(ing_ctx_t *ctx, const ing_registry_t *reg)
     }
     ing_oauth_configure(ctx->oauth, src, n);
     free(src);
+    const ing_introspector_t *amb[16];
+    size_t namb = ing_registry_introspect_ambiguous(reg, amb, 16);
+    for (size_t i = 0; i < namb; i++) {
+        char msg[400];
+        ing_registry_introspect_warning(amb[i], msg, sizeof(msg));
+        log_event(LOG_WARN, msg, (char *)NULL);
+    }
 }
 
 /*

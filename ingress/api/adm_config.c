@@ -11,8 +11,26 @@
 #include "cfgsecret.h"
 #include "err.h"
 #include "log.h"
+#include "registry.h"
 
 #include <string.h>
+
+/* The registry's warnings once a config is applied (not errors: the config stands): where
+ * opaque tokens are ambiguous (registry.h, ing_registry_introspect_ambiguous). An array added
+ * to o when there are any. */
+static void add_warnings(redisContext *c, cJSON *o)
+{
+    char err[256], msg[400];
+    ing_registry_t *reg = ing_registry_fetch(c, err, sizeof(err));
+    const ing_introspector_t *amb[16];
+    size_t n = ing_registry_introspect_ambiguous(reg, amb, 16);
+    cJSON *w = n ? cJSON_AddArrayToObject(o, "warnings") : NULL;
+    for (size_t i = 0; w && i < n; i++) {
+        ing_registry_introspect_warning(amb[i], msg, sizeof(msg));
+        cJSON_AddItemToArray(w, cJSON_CreateString(msg));
+    }
+    ing_registry_unref(reg);
+}
 
 int ing_adm_config_doc(adm_t *a, redisContext *c)
 {
@@ -52,6 +70,7 @@ int ing_adm_config_doc(adm_t *a, redisContext *c)
     cJSON_AddNumberToObject(o, "unchanged", sum.unchanged);
     cJSON_AddNumberToObject(o, "deleted", sum.deleted);
     cJSON_AddNumberToObject(o, "revision", (double)sum.rev);
+    add_warnings(c, o);
     log_event(LOG_INFO, "admin: config applied", (char *)NULL);
     ing_api_body(a->resp, 200, o);
     return DONE;

@@ -44,6 +44,16 @@ int ing_prm_resource(const ing_req_t *req, char *out, size_t n)
     return len < 0 || (size_t)len >= n ? MCPQ_ETOOBIG : 0;
 }
 
+const char *ing_prm_server(const ing_req_t *req, char *out, size_t n)
+{
+    char path[160];
+    endpoint_of(req->uri, path, sizeof(path));
+    if (strncmp(path, "/mcp/", 5) != 0 || strlen(path + 5) >= n)
+        return NULL;
+    memcpy(out, path + 5, strlen(path + 5) + 1);
+    return out;
+}
+
 /* Appends ` name="value"` (first) or `, name="value"` to out (used bytes *at), with quotes
  * and backslashes made '. */
 static int param(char *out, size_t n, size_t *at, const char *name, const char *value, int first)

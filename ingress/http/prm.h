@@ -25,6 +25,10 @@
  */
 int ing_prm_resource(const ing_req_t *req, char *out, size_t n);
 
+/* The <server> of the MCP endpoint /mcp/<server> req's target names, copied to out (n bytes);
+ * NULL for /mcp and every other path (the REST API), which name no one server. */
+const char *ing_prm_server(const ing_req_t *req, char *out, size_t n);
+
 /*
  * The Bearer challenge of a refusal of req, into out: `Bearer resource_metadata="<the
  * metadata URL of the resource req's target names>"` followed by error="…", scope="…" and

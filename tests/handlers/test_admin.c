@@ -429,6 +429,12 @@ static void test_versions(void)
     CHECK_STR_EQ(names, "");
 }
 
+/* A tenant that takes opaque tokens through its own introspection endpoint. */
+#define INTROSPECTING(ID)                                                                          \
+    "{\"id\":\"" ID "\",\"oauth\":{\"issuers\":[\"https://idp.example.com/" ID "\"],"              \
+    "\"introspection\":{\"endpoint\":\"https://idp.example.com/" ID "/i\",\"client_id\":\"c\","    \
+    "\"client_secret\":\"s\"}}}"
+
 static void test_config(void)
 {
     hx_ex_t e;
@@ -454,7 +460,26 @@ static void test_config(void)
                  200);
     CHECK((int)cJSON_GetObjectItemCaseSensitive(e.json, "created")->valuedouble >= 1);
     CHECK_INT_EQ((int)cJSON_GetObjectItemCaseSensitive(e.json, "deleted")->valuedouble, 0);
+    CHECK(cJSON_GetObjectItemCaseSensitive(e.json, "warnings") == NULL);
     hx_ex_free(&e);
+    /* two tenants that introspect opaque tokens, both with a server "both": applied, with a
+     * warning for each place opaque tokens are ambiguous (docs/authorization.md) */
+    CHECK_INT_EQ(hx_admin(&h, &e, "PUT", "/admin/v1/config",
+                          "{\"tenants\":[" INTROSPECTING("ia") "," INTROSPECTING(
+                              "ib") "],"
+                                    "\"servers\":[{\"tenant\":\"ia\",\"name\":\"both\"},"
+                                    "{\"tenant\":\"ib\",\"name\":\"both\"}]}",
+                          NULL),
+                 200);
+    const cJSON *warnings = cJSON_GetObjectItemCaseSensitive(e.json, "warnings");
+    CHECK_INT_EQ(cJSON_GetArraySize(warnings), 2);
+    CHECK_CONTAINS(cJSON_GetStringValue(cJSON_GetArrayItem(warnings, 0)),
+                   "opaque tokens are ambiguous at /mcp and /v1: 2 tenants");
+    CHECK_CONTAINS(cJSON_GetStringValue(cJSON_GetArrayItem(warnings, 1)),
+                   "opaque tokens are ambiguous at /mcp/both: 2 tenants");
+    hx_ex_free(&e);
+    expect("DELETE", "/admin/v1/tenants/ia", NULL, NULL, 204, NULL);
+    expect("DELETE", "/admin/v1/tenants/ib", NULL, NULL, 204, NULL);
     expect("GET", "/admin/v1/tenants/fresh", NULL, NULL, 200, NULL);
     expect("GET", "/admin/v1/tenants/acme", NULL, NULL, 200, NULL);
     expect("PUT", "/admin/v1/config", "{\"tenants\":5}", NULL, 400, "tenants");
