@@ -300,6 +300,7 @@ static void call_as_token(hx_ex_t *e, const char *perms, const char *users, int 
     m.door.who = (ing_principal_t){.tenant = m.tenant,
                                    .kind = 'o',
                                    .id = users,
+                                   .user = users,
                                    .app = "web-client",
                                    .perms = perms,
                                    .token_scopes = "openid tools",
