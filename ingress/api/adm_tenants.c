@@ -104,6 +104,8 @@ int ing_adm_tenants_collection(adm_t *a)
     if (!ing_adm_only_members(a, a->body, allowed) || !ing_adm_body_valid(a, a->body, "tenant"))
         return DONE;
     const char *id = str_of(a->body, "id");
+    if (ing_adm_is_system(str_of(a->body, "default_server")))
+        return ing_adm_system_refused(a, "$.default_server");
     if (tenant_doc(a, id))
         return ing_adm_fail(a, 409, "tenant \"%s\" exists already", id);
     if (!oauth_ok(a, NULL))
@@ -153,6 +155,8 @@ int ing_adm_tenants_one(adm_t *a, const char *id)
     }
     static const char *const allowed[] = {"default_server", "rate_limits", "robots",
                                           "quotas",         "oauth",       NULL};
+    if (ing_adm_is_system(str_of(a->body, "default_server")))
+        return ing_adm_system_refused(a, "$.default_server");
     if (!ing_adm_only_members(a, a->body, allowed) ||
         !robots_free(a, id, cJSON_GetObjectItemCaseSensitive(a->body, "robots")) ||
         !oauth_ok(a, t))
