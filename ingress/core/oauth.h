@@ -28,7 +28,9 @@
  * Network. One fetch thread of its own does every request (libcurl, several at once), never an
  * HTTP thread: MCPQ_OAUTH_FETCH_TIMEOUT_MS per request, no redirects, https only (http only to
  * a loopback host: localhost, 127.0.0.1, [::1]), certificates verified, responses at most
- * ING_OAUTH_RESPONSE_MAX bytes.
+ * ING_OAUTH_RESPONSE_MAX bytes. A jwks_uri learned by discovery on another origin than its
+ * issuer is fetched under the webhook SSRF guard (oauthhttp.h; refused: the fetch fails,
+ * logged) whatever MCPQ_WEBHOOK_ALLOW_PRIVATE says; configured URLs are the operator's choice.
  *
  * How a request uses it (ingress/server.c, ingress/http/auth.c): ing_oauth_prepare() first,
  * which never blocks; on ING_OAUTH_WAIT the caller parks the request and resumes it when wake()

@@ -4,6 +4,7 @@
 #include "oauthhttp.h"
 
 #include "oauth.h"
+#include "webhook.h" /* the SSRF guard */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,7 +119,46 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *arg)
     return n;
 }
 
-static ing_oauthhttp_t *start(const char *url, long timeout_ms, void *private)
+int ing_oauthhttp_same_origin(const char *a, const char *b)
+{
+    char *part[2][3] = {{NULL}};
+    const char *url[2] = {a, b};
+    static const CURLUPart which[3] = {CURLUPART_SCHEME, CURLUPART_HOST, CURLUPART_PORT};
+    int same = 1;
+    for (int i = 0; i < 2; i++) {
+        CURLU *u = url[i] ? curl_url() : NULL;
+        if (!u || curl_url_set(u, CURLUPART_URL, url[i], 0) != CURLUE_OK)
+            same = 0;
+        for (int k = 0; k < 3 && same; k++)
+            if (curl_url_get(u, which[k], &part[i][k], CURLU_DEFAULT_PORT) != CURLUE_OK)
+                same = 0;
+        curl_url_cleanup(u);
+    }
+    for (int k = 0; k < 3; k++) {
+        if (same && strcasecmp(part[0][k], part[1][k]) != 0)
+            same = 0;
+        curl_free(part[0][k]);
+        curl_free(part[1][k]);
+    }
+    return same;
+}
+
+/* CURLOPT_OPENSOCKETFUNCTION of a learned URL: the webhook SSRF guard. */
+static curl_socket_t open_guarded(void *clientp, curlsocktype purpose, struct curl_sockaddr *a)
+{
+    ing_oauthhttp_t *h = clientp;
+    char why[128] = "";
+    (void)purpose;
+    curl_socket_t s = ing_whrules_socket(a, why, sizeof(why));
+    if (s == CURL_SOCKET_BAD && why[0])
+        snprintf(h->refused, sizeof(h->refused),
+                 "refused: the host of a URL learned from the authorization server's metadata "
+                 "resolves to %s (configure jwks_uri to fetch the keys from there)",
+                 why);
+    return s;
+}
+
+static ing_oauthhttp_t *start(const char *url, long timeout_ms, void *private, int learned)
 {
     char proto[8];
     if (!ing_oauthhttp_url_ok(url, proto, sizeof(proto)))
@@ -151,19 +191,24 @@ static ing_oauthhttp_t *start(const char *url, long timeout_ms, void *private)
     curl_easy_setopt(e, CURLOPT_HEADERDATA, h);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, h->errbuf);
     curl_easy_setopt(e, CURLOPT_PRIVATE, private);
+    if (learned) {
+        curl_easy_setopt(e, CURLOPT_PROXY, ""); /* the guard judges the address really used */
+        curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_guarded);
+        curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, h);
+    }
     return h;
 }
 
-ing_oauthhttp_t *ing_oauthhttp_get(const char *url, long timeout_ms, void *private)
+ing_oauthhttp_t *ing_oauthhttp_get(const char *url, long timeout_ms, void *private, int learned)
 {
-    return start(url, timeout_ms, private);
+    return start(url, timeout_ms, private, learned);
 }
 
 ing_oauthhttp_t *ing_oauthhttp_introspect(const char *endpoint, const char *client_id,
                                           const char *secret, const char *token, long timeout_ms,
                                           void *private)
 {
-    ing_oauthhttp_t *h = start(endpoint, timeout_ms, private);
+    ing_oauthhttp_t *h = start(endpoint, timeout_ms, private, 0);
     if (!h)
         return NULL;
     char *tok = curl_easy_escape(h->easy, token, 0);

@@ -156,23 +156,17 @@ static void record(ing_webhook_t *wh, const wh_xfer_t *x, const char *status, lo
 static curl_socket_t open_socket(void *clientp, curlsocktype purpose, struct curl_sockaddr *a)
 {
     wh_xfer_t *x = clientp;
+    char why[128] = "";
     (void)purpose;
-    if (!x->wh->allow_private) {
-        const char *why = ing_whrules_addr_refused(&a->addr);
-        if (why) {
-            char ip[INET6_ADDRSTRLEN] = "?";
-            if (a->family == AF_INET)
-                inet_ntop(AF_INET, &((struct sockaddr_in *)&a->addr)->sin_addr, ip, sizeof(ip));
-            else if (a->family == AF_INET6)
-                inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&a->addr)->sin6_addr, ip, sizeof(ip));
-            snprintf(x->refused, sizeof(x->refused),
-                     "refused: the webhook host resolves to %s, %s (private targets are not "
-                     "allowed; MCPQ_WEBHOOK_ALLOW_PRIVATE=0)",
-                     ip, why);
-            return CURL_SOCKET_BAD;
-        }
-    }
-    return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+    if (x->wh->allow_private)
+        return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+    curl_socket_t s = ing_whrules_socket(a, why, sizeof(why));
+    if (s == CURL_SOCKET_BAD && why[0])
+        snprintf(x->refused, sizeof(x->refused),
+                 "refused: the webhook host resolves to %s (private targets are not allowed; "
+                 "MCPQ_WEBHOOK_ALLOW_PRIVATE=0)",
+                 why);
+    return s;
 }
 
 static size_t on_header(char *buf, size_t size, size_t n, void *userdata)

@@ -44,6 +44,7 @@
 #include "ctx.h"
 
 #include <cjson/cJSON.h>
+#include <curl/curl.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -88,6 +89,15 @@ long long ing_whrules_retry_after_ms(const char *value, int64_t now_ms);
  * refused.
  */
 const char *ing_whrules_addr_refused(const struct sockaddr *sa);
+
+/*
+ * The guard as libcurl's CURLOPT_OPENSOCKETFUNCTION applies it, after DNS: a new socket for a
+ * (close-on-exec), or CURL_SOCKET_BAD with refused (size bytes) saying why ("127.0.0.1, a
+ * loopback address") when ing_whrules_addr_refused refuses its address. The webhook
+ * dispatcher and the OAuth key service's requests to URLs learned from metadata
+ * (oauthhttp.h) use it.
+ */
+curl_socket_t ing_whrules_socket(const struct curl_sockaddr *a, char *refused, size_t size);
 
 /*
  * For a webhook url whose host is a literal IP address (IPv4 in any form inet_aton takes,
