@@ -490,8 +490,8 @@ static int str_same(const char *a, const char *b)
     return a == b || (a && b && strcmp(a, b) == 0);
 }
 
-int cfg_check_issuers_shared(const cJSON *t, const char *t_path, const cJSON *u,
-                             const char *u_path, char *errstr, size_t errstr_size)
+int cfg_check_issuers_shared(const cJSON *t, const char *t_path, const cJSON *u, const char *u_path,
+                             char *errstr, size_t errstr_size)
 {
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(t, "oauth");
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(u, "oauth"), *iss, *jss;

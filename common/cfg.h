@@ -69,7 +69,7 @@ int cfg_check_app_secrets(const cJSON *config, size_t min_bytes, char *errstr, s
  * another jwks_uri; …"). The config loader checks every pair of a file; the admin API and
  * ing_regstore_apply a tenant against the stored ones (ingress/core/regstore.h).
  */
-int cfg_check_issuers_shared(const cJSON *t, const char *t_path, const cJSON *u,
-                             const char *u_path, char *errstr, size_t errstr_size);
+int cfg_check_issuers_shared(const cJSON *t, const char *t_path, const cJSON *u, const char *u_path,
+                             char *errstr, size_t errstr_size);
 
 #endif

@@ -158,8 +158,7 @@ int ing_adm_tenants_one(adm_t *a, const char *id)
     if (ing_adm_is_system(str_of(a->body, "default_server")))
         return ing_adm_system_refused(a, "$.default_server");
     if (!ing_adm_only_members(a, a->body, allowed) ||
-        !robots_free(a, id, cJSON_GetObjectItemCaseSensitive(a->body, "robots")) ||
-        !oauth_ok(a, t))
+        !robots_free(a, id, cJSON_GetObjectItemCaseSensitive(a->body, "robots")) || !oauth_ok(a, t))
         return DONE;
     cJSON *copy = ing_adm_stage_tenant(a, t);
     merge_patch(copy, a->body);

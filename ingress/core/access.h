@@ -27,7 +27,7 @@
  * long as its ing_door_t. */
 typedef struct ing_principal {
     const ing_tenant_t *tenant;
-    char kind;       /* 'k': API key, 'a': app (HMAC signing), 'o': OAuth access token */
+    char kind; /* 'k': API key, 'a': app (HMAC signing), 'o': OAuth access token */
     /* The key's id, the app id, or the token's user claim, else its client id (never a secret):
      * who rate limits and logs count. */
     const char *id;

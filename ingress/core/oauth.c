@@ -282,7 +282,8 @@ static int fetch_step(ing_oauth_t *o, iss_t *is, int step, const char **why)
         }
     }
     /* a jwks_uri learned by discovery, elsewhere than its issuer: under the SSRF guard */
-    int learned = x->kind == X_JWKS && !is->jwks_cfg && !ing_oauthhttp_same_origin(jwks, is->issuer);
+    int learned =
+        x->kind == X_JWKS && !is->jwks_cfg && !ing_oauthhttp_same_origin(jwks, is->issuer);
     x->h = ing_oauthhttp_get(x->url, o->timeout_ms, x, learned);
     if (xfer_add(o, x) < 0) {
         *why = "cannot start the request (a URL that is not https, or out of memory)";
@@ -475,7 +476,7 @@ static void finished(ing_oauth_t *o, CURLMsg *msg)
     curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &status);
     const char *err = NULL;
     if (msg->data.result != CURLE_OK)
-        err = x->h->refused[0] ? x->h->refused
+        err = x->h->refused[0]  ? x->h->refused
               : x->h->errbuf[0] ? x->h->errbuf
                                 : curl_easy_strerror(msg->data.result);
     curl_multi_remove_handle(o->multi, x->h->easy);

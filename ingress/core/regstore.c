@@ -361,8 +361,7 @@ int ing_regstore_issuers_check(ing_regstore_state_t *st, const cJSON *t, const c
 
 /* Every tenant of the document against the stored ones (staged: the document's own tenants
  * are among them, checked by cfg.c already). 0, or MCPQ_EINVAL with err filled. */
-static int check_issuers(ing_regstore_state_t *st, const cJSON *config, char *err,
-                         size_t err_size)
+static int check_issuers(ing_regstore_state_t *st, const cJSON *config, char *err, size_t err_size)
 {
     const cJSON *t;
     int i = 0;

@@ -405,7 +405,7 @@ static void test_admin_fields(void)
     "{\"id\":\"u\",\"oauth\":{\"issuers\":[\"https://idp.example.com/r\"],\"claims\":{"            \
     "\"tenant\":\"org\"}" EXTRA "}}"
 #define U_INTRO(CLIENT)                                                                            \
-    ",\"introspection\":{\"endpoint\":\"https://idp.example.com/i\",\"client_id\":\"" CLIENT     \
+    ",\"introspection\":{\"endpoint\":\"https://idp.example.com/i\",\"client_id\":\"" CLIENT       \
     "\",\"client_secret\":\"u-secret\"}"
     admin("POST", "/admin/v1/tenants", U_OAUTH(U_INTRO("mcpq")), 409,
           "$.oauth.issuers[0]: issuer \\\"https://idp.example.com/r\\\" is trusted by tenant "

@@ -317,16 +317,15 @@ static void test_servers(void)
            SYSTEM_403);
     expect("DELETE", "/admin/v1/tenants/acme/servers/system", NULL, NULL, 403, SYSTEM_403);
     expect("POST", "/admin/v1/tenants/acme/tools",
-           "{\"name\":\"sys_tool\",\"server\":\"system\",\"version\":" VERSION("1") "}", NULL,
-           403, "$.server: " SYSTEM_403);
+           "{\"name\":\"sys_tool\",\"server\":\"system\",\"version\":" VERSION("1") "}", NULL, 403,
+           "$.server: " SYSTEM_403);
     expect("POST", "/admin/v1/tenants", "{\"id\":\"sys-t\",\"default_server\":\"system\"}", NULL,
            403, "$.default_server: " SYSTEM_403);
     expect("GET", "/admin/v1/tenants/sys-t", NULL, NULL, 404, NULL);
     expect("PATCH", "/admin/v1/tenants/acme", "{\"default_server\":\"system\"}", NULL, 403,
            "$.default_server: " SYSTEM_403);
-    expect("PUT", "/admin/v1/config",
-           "{\"servers\":[{\"tenant\":\"acme\",\"name\":\"system\"}]}", NULL, 403,
-           "$.servers[0].name: " SYSTEM_403);
+    expect("PUT", "/admin/v1/config", "{\"servers\":[{\"tenant\":\"acme\",\"name\":\"system\"}]}",
+           NULL, 403, "$.servers[0].name: " SYSTEM_403);
     expect("PUT", "/admin/v1/config",
            "{\"tools\":[{\"tenant\":\"acme\",\"server\":\"system\",\"name\":\"sys_tool\","
            "\"versions\":[" VERSION("1") "]}]}",

@@ -45,7 +45,8 @@ static int prm_get(hx_ex_t *e, const char *rest)
 /* The members of the metadata that must not depend on the resource, as one string. */
 static void lists_of(const hx_ex_t *e, char *out, size_t n)
 {
-    char *a = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(e->json, "authorization_servers"));
+    char *a =
+        cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(e->json, "authorization_servers"));
     char *s = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(e->json, "scopes_supported"));
     snprintf(out, n, "%s %s", a ? a : "-", s ? s : "-");
     cJSON_free(a);
@@ -117,10 +118,10 @@ static void test_challenge_alike(void)
     unauthenticated(&e, "nosuchserver", none, sizeof(none));
     char *none_body = cJSON_PrintUnformatted(e.json);
     hx_ex_free(&e);
-    static const char crm_md[] = "Bearer resource_metadata=\"http://127.0.0.1:8080" ING_PRM_PATH
-                                 "/mcp/crm\", ";
-    static const char none_md[] = "Bearer resource_metadata=\"http://127.0.0.1:8080" ING_PRM_PATH
-                                  "/mcp/nosuchserver\", ";
+    static const char crm_md[] =
+        "Bearer resource_metadata=\"http://127.0.0.1:8080" ING_PRM_PATH "/mcp/crm\", ";
+    static const char none_md[] =
+        "Bearer resource_metadata=\"http://127.0.0.1:8080" ING_PRM_PATH "/mcp/nosuchserver\", ";
     CHECK(strncmp(crm, crm_md, strlen(crm_md)) == 0);
     CHECK(strncmp(none, none_md, strlen(none_md)) == 0);
     CHECK_STR_EQ(crm + strlen(crm_md), none + strlen(none_md)); /* the scopes: every tenant's */

@@ -216,9 +216,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         metadata(body, sizeof(body), "/other", "/jwks/bad");
     } else if (strcmp(url, "/.well-known/oauth-authorization-server/ssrf") == 0) {
         srv.disc_hits++; /* keys on another origin: a private (loopback) address */
-        snprintf(body, sizeof(body),
-                 "{\"issuer\":\"http://127.0.0.1:%d/ssrf\",\"jwks_uri\":\"http://127.0.0.1:%d/jwks\"}",
-                 port, port2);
+        snprintf(
+            body, sizeof(body),
+            "{\"issuer\":\"http://127.0.0.1:%d/ssrf\",\"jwks_uri\":\"http://127.0.0.1:%d/jwks\"}",
+            port, port2);
     } else if (strcmp(url, "/.well-known/oauth-authorization-server/imds") == 0) {
         srv.disc_hits++; /* keys at the cloud metadata address */
         snprintf(body, sizeof(body),
@@ -825,10 +826,10 @@ int main(void)
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
     CHECK(d != NULL);
     port = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port;
-    struct MHD_Daemon *d2 = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, 0,
-        NULL, NULL, on_request2, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-        MHD_OPTION_END);
+    struct MHD_Daemon *d2 = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
+                                                 MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG,
+                                             0, NULL, NULL, on_request2, NULL, MHD_OPTION_SOCK_ADDR,
+                                             (struct sockaddr *)&sa, MHD_OPTION_END);
     CHECK(d2 != NULL);
     port2 = MHD_get_daemon_info(d2, MHD_DAEMON_INFO_BIND_PORT)->port;
     snprintf(iss_a, sizeof(iss_a), "http://127.0.0.1:%d/realms/a", port);

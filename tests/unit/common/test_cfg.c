@@ -790,8 +790,8 @@ static void test_oauth(void)
     /* ... and agree on where its keys and introspection answers come from: one tenant may not
      * point another's issuer at keys or an introspection endpoint of its own */
 #define SHARED(A, B)                                                                               \
-    "{'tenants':[{'id':'a','oauth':{'issuers':['https://idp.example.com/r/a'],"                   \
-    "'claims':{'tenant':'org'}" A "}},{'id':'b','oauth':{'issuers':['https://idp.example.com/r/a'"  \
+    "{'tenants':[{'id':'a','oauth':{'issuers':['https://idp.example.com/r/a'],"                    \
+    "'claims':{'tenant':'org'}" A "}},{'id':'b','oauth':{'issuers':['https://idp.example.com/r/a'" \
     "],'claims':{'tenant':'org'}" B "}}]}"
 #define JWKS(U) ",'jwks_uri':'" U "'"
 #define INTRO(E, C) ",'introspection':{'endpoint':'" E "','client_id':'" C "','client_secret':'s'}"
@@ -812,8 +812,8 @@ static void test_oauth(void)
           "by tenant \"a\" ($.tenants[0]) too, with another introspection endpoint and "
           "client_id; tenants sharing an issuer must name the same introspection endpoint and "
           "client_id for it (or none)");
-    FAILS_C(SHARED(INTRO("https://idp.example.com/i", "c"), INTRO("https://idp.example.com/i",
-                                                                  "other")),
+    FAILS_C(SHARED(INTRO("https://idp.example.com/i", "c"),
+                   INTRO("https://idp.example.com/i", "other")),
             "$.tenants[1].oauth.introspection: issuer");
     FAILS_C(SHARED(INTRO("https://idp.example.com/i", "c"), ""),
             "$.tenants[1].oauth.issuers[0]: issuer \"https://idp.example.com/r/a\" is trusted "
@@ -821,9 +821,9 @@ static void test_oauth(void)
     /* the same ones (the secrets aside) load; so does an issuer shared as a tenant's second,
      * which its introspection does not cover, when the other's does not either */
     doc = LOAD(SHARED(JWKS("https://idp.example.com/jwks") INTRO("https://idp.example.com/i", "c"),
-                      JWKS("https://idp.example.com/jwks")
-                          ",'introspection':{'endpoint':'https://idp.example.com/i','client_id':"
-                          "'c','client_secret':'other'}"));
+                      JWKS("https://idp.example.com/jwks") ",'introspection':{'endpoint':'https://"
+                                                           "idp.example.com/i','client_id':"
+                                                           "'c','client_secret':'other'}"));
     cJSON_Delete(doc);
     doc = LOAD("{'tenants':[{'id':'a','oauth':{'issuers':['https://idp.example.com/r/a'],"
                "'claims':{'tenant':'org'}}},{'id':'b','oauth':{'issuers':['https://b.example',"

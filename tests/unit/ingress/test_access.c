@@ -169,12 +169,15 @@ int main(void)
                                 .app = "alice",
                                 .perms = "tools crm:write",
                                 .token_scopes = "mcp:tools"};
-    CHECK_INT_EQ(ing_access_check(reg, &t_client, "default", "named", NULL, 0),
-                 ING_ACCESS_HIDDEN);
+    CHECK_INT_EQ(ing_access_check(reg, &t_client, "default", "named", NULL, 0), ING_ACCESS_HIDDEN);
     CHECK_INT_EQ(ing_access_check(reg, &t, "crm", "write", scope, sizeof(scope)), ING_ACCESS_SCOPE);
     CHECK_STR_EQ(scope, "mcp:tools openid mcp:admin crm");
-    ing_principal_t t0 = {
-        .tenant = acme, .kind = 'o', .id = "alice", .user = "alice", .perms = "", .token_scopes = ""};
+    ing_principal_t t0 = {.tenant = acme,
+                          .kind = 'o',
+                          .id = "alice",
+                          .user = "alice",
+                          .perms = "",
+                          .token_scopes = ""};
     CHECK_INT_EQ(ing_access_check(reg, &t0, "crm", "write", scope, sizeof(scope)),
                  ING_ACCESS_SCOPE);
     CHECK_STR_EQ(scope, "mcp:tools mcp:admin crm");
