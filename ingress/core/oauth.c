@@ -476,9 +476,9 @@ static void finished(ing_oauth_t *o, CURLMsg *msg)
     curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &status);
     const char *err = NULL;
     if (msg->data.result != CURLE_OK)
-        err = x->h->refused[0]  ? x->h->refused
-              : x->h->errbuf[0] ? x->h->errbuf
-                                : curl_easy_strerror(msg->data.result);
+        err = x->h->guard.refused[0] ? x->h->guard.refused
+              : x->h->errbuf[0]      ? x->h->errbuf
+                                     : curl_easy_strerror(msg->data.result);
     curl_multi_remove_handle(o->multi, x->h->easy);
     jwt_keyset_t *ks = NULL;
     cJSON *claims = NULL;

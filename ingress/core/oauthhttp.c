@@ -4,7 +4,6 @@
 #include "oauthhttp.h"
 
 #include "oauth.h"
-#include "webhook.h" /* the SSRF guard */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,21 +142,6 @@ int ing_oauthhttp_same_origin(const char *a, const char *b)
     return same;
 }
 
-/* CURLOPT_OPENSOCKETFUNCTION of a learned URL: the webhook SSRF guard. */
-static curl_socket_t open_guarded(void *clientp, curlsocktype purpose, struct curl_sockaddr *a)
-{
-    ing_oauthhttp_t *h = clientp;
-    char why[128] = "";
-    (void)purpose;
-    curl_socket_t s = ing_whrules_socket(a, why, sizeof(why));
-    if (s == CURL_SOCKET_BAD && why[0])
-        snprintf(h->refused, sizeof(h->refused),
-                 "refused: the host of a URL learned from the authorization server's metadata "
-                 "resolves to %s (configure jwks_uri to fetch the keys from there)",
-                 why);
-    return s;
-}
-
 static ing_oauthhttp_t *start(const char *url, long timeout_ms, void *private, int learned)
 {
     char proto[8];
@@ -193,8 +177,11 @@ static ing_oauthhttp_t *start(const char *url, long timeout_ms, void *private, i
     curl_easy_setopt(e, CURLOPT_PRIVATE, private);
     if (learned) {
         curl_easy_setopt(e, CURLOPT_PROXY, ""); /* the guard judges the address really used */
-        curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_guarded);
-        curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, h);
+        h->guard = (ing_whrules_guard_t){
+            .subject = "the host of a URL learned from the authorization server's metadata",
+            .hint = "configure jwks_uri to fetch the keys from there"};
+        curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, ing_whrules_socket);
+        curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, &h->guard);
     }
     return h;
 }

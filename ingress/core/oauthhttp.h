@@ -13,6 +13,7 @@
 #define MCPQ_ING_OAUTHHTTP_H
 
 #include "util.h"
+#include "webhook.h"
 
 #include <curl/curl.h>
 #include <stdint.h>
@@ -37,16 +38,16 @@ typedef struct ing_oauthhttp {
     struct curl_slist *hdrs;
     char *post; /* the POST body (wiped when freed: it holds a token) */
     util_buf_t body;
-    long max_age_s;     /* Cache-Control max-age; -1: none; 0 also for no-store / no-cache */
-    int64_t expires_ms; /* the Expires header (Unix ms); 0: none */
-    char refused[192];  /* the SSRF guard refused the address: why ("" otherwise) */
+    long max_age_s;            /* Cache-Control max-age; -1: none; 0 also for no-store / no-cache */
+    int64_t expires_ms;        /* the Expires header (Unix ms); 0: none */
+    ing_whrules_guard_t guard; /* a learned URL's SSRF guard; guard.refused: why it refused */
     char errbuf[CURL_ERROR_SIZE];
 } ing_oauthhttp_t;
 
 /* A GET of url (ing_oauthhttp_url_ok must hold) with a timeout; NULL when out of memory or the
  * URL is refused. private is set as CURLOPT_PRIVATE. learned: url came from a metadata
  * document, so it is fetched under the SSRF guard (above; a refused address fails the
- * transfer, with refused saying why). */
+ * transfer, with guard.refused saying why). */
 ing_oauthhttp_t *ing_oauthhttp_get(const char *url, long timeout_ms, void *private, int learned);
 
 /* 1 when URLs a and b have the same origin (scheme, host and port, as libcurl parses them;

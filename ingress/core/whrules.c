@@ -178,9 +178,11 @@ const char *ing_whrules_addr_refused(const struct sockaddr *sa)
     return "not an IP address";
 }
 
-curl_socket_t ing_whrules_socket(const struct curl_sockaddr *a, char *refused, size_t size)
+curl_socket_t ing_whrules_socket(void *guard, curlsocktype purpose, struct curl_sockaddr *a)
 {
-    const char *why = ing_whrules_addr_refused(&a->addr);
+    ing_whrules_guard_t *g = guard;
+    const char *why = g->off ? NULL : ing_whrules_addr_refused(&a->addr);
+    (void)purpose;
     if (!why)
         return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
     char ip[INET6_ADDRSTRLEN] = "?";
@@ -188,7 +190,8 @@ curl_socket_t ing_whrules_socket(const struct curl_sockaddr *a, char *refused, s
         inet_ntop(AF_INET, &((const struct sockaddr_in *)&a->addr)->sin_addr, ip, sizeof(ip));
     else if (a->family == AF_INET6)
         inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)&a->addr)->sin6_addr, ip, sizeof(ip));
-    snprintf(refused, size, "%s, %s", ip, why);
+    snprintf(g->refused, sizeof(g->refused), "refused: %s resolves to %s, %s (%s)", g->subject, ip,
+             why, g->hint);
     return CURL_SOCKET_BAD;
 }
 
