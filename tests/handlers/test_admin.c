@@ -330,6 +330,9 @@ static void test_servers(void)
            "{\"tools\":[{\"tenant\":\"acme\",\"server\":\"system\",\"name\":\"sys_tool\","
            "\"versions\":[" VERSION("1") "]}]}",
            NULL, 403, "$.tools[0].server: " SYSTEM_403);
+    expect("PUT", "/admin/v1/config",
+           "{\"tenants\":[{\"id\":\"acme\",\"default_server\":\"system\"}]}", NULL, 403,
+           "$.tenants[0].default_server: " SYSTEM_403);
     expect("GET", "/admin/v1/tenants/acme/tools/sys_tool", NULL, NULL, 404, NULL);
 #undef SYSTEM_403
     expect("DELETE", "/admin/v1/tenants/acme/servers/default", NULL, NULL, 409, "default_server");
