@@ -84,7 +84,9 @@ void ing_oauth_free(ing_oauth_t *o);
  * introspection endpoint, client_id and client_secret on its issuers[0] entry only (an active
  * answer is then taken as issued by issuers[0], one of the tenant's). Duplicates are merged (an
  * issuer's keys are fetched once; the first jwks_uri given for it wins; every distinct
- * introspection endpoint and client is kept, in order). An issuer named before with the same
+ * introspection endpoint and client is kept, in order); tenants sharing an issuer cannot
+ * disagree on them in a registry the config loader or the admin API wrote
+ * (cfg.h, cfg_check_issuers_shared). An issuer named before with the same
  * jwks_uri keeps its keys; a new one has its keys fetched at once in the background; one no
  * longer named is dropped (its waiters are woken by the fetch thread). An entry whose URLs are
  * not https (http only to a loopback host) is left out, logged. Requests prepared after this
