@@ -485,34 +485,84 @@ static int check_oauth(cfg_ctx_t *x, cJSON *t, const char *path)
     return 0;
 }
 
-/* Tenants that trust the same issuer must tell its tokens apart: each must set
- * claims.tenant. */
+static int str_same(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+int cfg_check_issuers_shared(const cJSON *t, const char *t_path, const cJSON *u, const char *u_path,
+                             char *errstr, size_t errstr_size)
+{
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(t, "oauth");
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(u, "oauth"), *iss, *jss;
+    const cJSON *ti = cJSON_GetObjectItemCaseSensitive(o, "introspection");
+    const cJSON *ui = cJSON_GetObjectItemCaseSensitive(p, "introspection");
+    const char *mine = str(cJSON_GetObjectItemCaseSensitive(o, "claims"), "tenant");
+    const char *theirs = str(cJSON_GetObjectItemCaseSensitive(p, "claims"), "tenant");
+    char where[64] = "";
+    int i = 0;
+    if (u_path)
+        snprintf(where, sizeof(where), " (%s)", u_path);
+    cJSON_ArrayForEach(iss, cJSON_GetObjectItemCaseSensitive(o, "issuers"))
+    {
+        int j = 0;
+        cJSON_ArrayForEach(jss, cJSON_GetObjectItemCaseSensitive(p, "issuers"))
+        {
+            if (!cJSON_IsString(iss) || !cJSON_IsString(jss) ||
+                strcmp(iss->valuestring, jss->valuestring) != 0) {
+                j++;
+                continue;
+            }
+            /* A tenant's introspection is its first issuer's (oauth.h, ing_oauth_configure). */
+            const cJSON *a = i == 0 ? ti : NULL, *b = j == 0 ? ui : NULL;
+            if (!mine || !theirs) {
+                snprintf(errstr, errstr_size,
+                         "%s.oauth.issuers[%d]: issuer \"%s\" is trusted by tenant \"%s\"%s too; "
+                         "tenants sharing an issuer must each set oauth.claims.tenant (%s does "
+                         "not)",
+                         t_path, i, iss->valuestring, str(u, "id"), where,
+                         mine ? str(u, "id") : str(t, "id"));
+                return MCPQ_EINVAL;
+            }
+            /* Their keys and introspection answers come from one place for all of them. */
+            const char *what = NULL, *at = NULL;
+            if (!str_same(str(o, "jwks_uri"), str(p, "jwks_uri"))) {
+                what = "jwks_uri";
+                at = str(o, "jwks_uri") ? ".jwks_uri" : NULL;
+            } else if (!str_same(str(a, "endpoint"), str(b, "endpoint")) ||
+                       !str_same(str(a, "client_id"), str(b, "client_id"))) {
+                what = "introspection endpoint and client_id";
+                at = a ? ".introspection" : NULL;
+            }
+            if (what) {
+                char sub[32];
+                snprintf(sub, sizeof(sub), ".issuers[%d]", i);
+                snprintf(errstr, errstr_size,
+                         "%s.oauth%s: issuer \"%s\" is trusted by tenant \"%s\"%s too, with "
+                         "another %s; tenants sharing an issuer must name the same %s for it "
+                         "(or none)",
+                         t_path, at ? at : sub, iss->valuestring, str(u, "id"), where, what, what);
+                return MCPQ_EINVAL;
+            }
+            j++;
+        }
+        i++;
+    }
+    return 0;
+}
+
+/* cfg_check_issuers_shared over every pair of tenants of the file. */
 static int check_shared_issuers(cfg_ctx_t *x, const cJSON *tenants)
 {
+    char msg[1024], path[32], other[32];
     int ti = 0;
     for (const cJSON *t = tenants->child; t; t = t->next, ti++) {
-        const cJSON *o = cJSON_GetObjectItemCaseSensitive(t, "oauth"), *iss;
-        int ii = 0;
-        cJSON_ArrayForEach(iss, cJSON_GetObjectItemCaseSensitive(o, "issuers"))
-        {
-            int tj = 0;
-            for (const cJSON *u = tenants->child; u != t; u = u->next, tj++) {
-                const cJSON *p = cJSON_GetObjectItemCaseSensitive(u, "oauth"), *jss;
-                const char *mine = str(cJSON_GetObjectItemCaseSensitive(o, "claims"), "tenant");
-                const char *theirs = str(cJSON_GetObjectItemCaseSensitive(p, "claims"), "tenant");
-                cJSON_ArrayForEach(jss, cJSON_GetObjectItemCaseSensitive(p, "issuers"))
-                {
-                    if (strcmp(jss->valuestring, iss->valuestring) != 0 || (mine && theirs))
-                        continue;
-                    return cfg_fail(x,
-                                    "$.tenants[%d].oauth.issuers[%d]: issuer \"%s\" is trusted by "
-                                    "tenant \"%s\" ($.tenants[%d]) too; tenants sharing an issuer "
-                                    "must each set oauth.claims.tenant (%s does not)",
-                                    ti, ii, iss->valuestring, str(u, "id"), tj,
-                                    mine ? str(u, "id") : str(t, "id"));
-                }
-            }
-            ii++;
+        int tj = 0;
+        snprintf(path, sizeof(path), "$.tenants[%d]", ti);
+        for (const cJSON *u = tenants->child; u != t; u = u->next, tj++) {
+            snprintf(other, sizeof(other), "$.tenants[%d]", tj);
+            if (cfg_check_issuers_shared(t, path, u, other, msg, sizeof(msg)) < 0)
+                return cfg_fail(x, "%s", msg);
         }
     }
     return 0;

@@ -138,6 +138,12 @@ int ing_adm_body_valid_at(adm_t *a, const cJSON *v, const char *def, const char 
 int ing_adm_only_members(adm_t *a, const cJSON *body, const char *const *allowed);
 /* 1 when o has no *_env secret reference, else answers 400 (path names o). */
 int ing_adm_no_env_refs(adm_t *a, const cJSON *o, const char *path);
+/* The one answer to any change of the built-in "system" server (docs/api.md): creating,
+ * changing or deleting it, adding a tool to it, naming it a tenant's default_server, declaring
+ * either in PUT /admin/v1/config. 403 naming path (NULL: the URL names it). Returns DONE. */
+int ing_adm_system_refused(adm_t *a, const char *path);
+/* 1 when name (may be NULL) is the built-in "system" server's. */
+int ing_adm_is_system(const char *name);
 /* Stages a changed copy of the tenant document; returns the copy (owned by a->st). */
 cJSON *ing_adm_stage_tenant(adm_t *a, const cJSON *t);
 /* The version v of a tool document, or NULL. */

@@ -32,6 +32,31 @@ static void add_warnings(redisContext *c, cJSON *o)
     ing_registry_unref(reg);
 }
 
+/* 1 when the config document a->body declares the built-in "system" server, a tool on it or
+ * a tenant whose default_server it is, having answered 403 as every change to it is (adm.h);
+ * else 0 (the config loader checks the rest). */
+static int touches_system(adm_t *a)
+{
+    static const struct {
+        const char *array, *member;
+    } where[] = {{"servers", "name"}, {"tools", "server"}, {"tenants", "default_server"}};
+    for (size_t w = 0; w < sizeof(where) / sizeof(where[0]); w++) {
+        const cJSON *e;
+        int i = 0;
+        cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(a->body, where[w].array))
+        {
+            if (ing_adm_is_system(str_of(e, where[w].member))) {
+                char path[64];
+                snprintf(path, sizeof(path), "$.%s[%d].%s", where[w].array, i, where[w].member);
+                ing_adm_system_refused(a, path);
+                return 1;
+            }
+            i++;
+        }
+    }
+    return 0;
+}
+
 int ing_adm_config_doc(adm_t *a, redisContext *c)
 {
     char err[1024];
@@ -43,6 +68,8 @@ int ing_adm_config_doc(adm_t *a, redisContext *c)
         ing_api_body(a->resp, 200, stored);
         return DONE;
     }
+    if (touches_system(a))
+        return DONE;
     /* A redacted export applied back keeps the stored secrets in place of its placeholders. */
     int restored = cfg_secret_restore(a->body, stored, err, sizeof(err));
     cJSON_Delete(stored);

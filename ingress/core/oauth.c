@@ -307,7 +307,10 @@ static int fetch_step(ing_oauth_t *o, iss_t *is, int step, const char **why)
             return -1;
         }
     }
-    x->h = ing_oauthhttp_get(x->url, o->timeout_ms, x);
+    /* a jwks_uri learned by discovery, elsewhere than its issuer: under the SSRF guard */
+    int learned =
+        x->kind == X_JWKS && !is->jwks_cfg && !ing_oauthhttp_same_origin(jwks, is->issuer);
+    x->h = ing_oauthhttp_get(x->url, o->timeout_ms, x, learned);
     if (xfer_add(o, x) < 0) {
         *why = "cannot start the request (a URL that is not https, or out of memory)";
         free(x);
@@ -491,7 +494,9 @@ static void finished(ing_oauth_t *o, CURLMsg *msg)
     curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &status);
     const char *err = NULL;
     if (msg->data.result != CURLE_OK)
-        err = x->h->errbuf[0] ? x->h->errbuf : curl_easy_strerror(msg->data.result);
+        err = x->h->guard.refused[0] ? x->h->guard.refused
+              : x->h->errbuf[0]      ? x->h->errbuf
+                                     : curl_easy_strerror(msg->data.result);
     curl_multi_remove_handle(o->multi, x->h->easy);
     jwt_keyset_t *ks = NULL;
     cJSON *claims = NULL;

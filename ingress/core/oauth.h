@@ -35,7 +35,9 @@
  * Network. One fetch thread of its own does every request (libcurl, several at once), never an
  * HTTP thread: MCPQ_OAUTH_FETCH_TIMEOUT_MS per request, no redirects, https only (http only to
  * a loopback host: localhost, 127.0.0.1, [::1]), certificates verified, responses at most
- * ING_OAUTH_RESPONSE_MAX bytes.
+ * ING_OAUTH_RESPONSE_MAX bytes. A jwks_uri learned by discovery on another origin than its
+ * issuer is fetched under the webhook SSRF guard (oauthhttp.h; refused: the fetch fails,
+ * logged) whatever MCPQ_WEBHOOK_ALLOW_PRIVATE says; configured URLs are the operator's choice.
  *
  * How a request uses it (ingress/server.c, ingress/http/auth.c): ing_oauth_prepare() first,
  * which never blocks; on ING_OAUTH_WAIT the caller parks the request and resumes it when wake()
@@ -91,7 +93,9 @@ void ing_oauth_free(ing_oauth_t *o);
  * introspection endpoint, client_id and client_secret on its issuers[0] entry only (an active
  * answer is then taken as issued by issuers[0], one of the tenant's). Duplicates are merged (an
  * issuer's keys are fetched once; the first jwks_uri given for it wins; a tenant's first entry
- * that names an introspection endpoint is its one source). An issuer named before with the same
+ * that names an introspection endpoint is its one source); tenants sharing an issuer cannot
+ * disagree on them in a registry the config loader or the admin API wrote
+ * (cfg.h, cfg_check_issuers_shared). An issuer named before with the same
  * jwks_uri keeps its keys; a new one has its keys fetched at once in the background; one no
  * longer named is dropped (its waiters are woken by the fetch thread). An entry whose URLs are
  * not https (http only to a loopback host) is left out, logged. Requests prepared after this

@@ -345,6 +345,36 @@ static int check_robots(ing_regstore_state_t *st, const cJSON *config, char *err
     return 0;
 }
 
+int ing_regstore_issuers_check(ing_regstore_state_t *st, const cJSON *t, const char *path,
+                               char *err, size_t err_size)
+{
+    const char *id = str_of(t, "id");
+    for (const cJSON *d = st->docs->child; d; d = d->next) {
+        const char *other = str_of(d, "id");
+        if (strncmp(d->string, "tenant:", 7) != 0 || !other || (id && strcmp(id, other) == 0))
+            continue;
+        if (cfg_check_issuers_shared(t, path, d, NULL, err, err_size) < 0)
+            return MCPQ_EINVAL;
+    }
+    return 0;
+}
+
+/* Every tenant of the document against the stored ones (staged: the document's own tenants
+ * are among them, checked by cfg.c already). 0, or MCPQ_EINVAL with err filled. */
+static int check_issuers(ing_regstore_state_t *st, const cJSON *config, char *err, size_t err_size)
+{
+    const cJSON *t;
+    int i = 0;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(config, "tenants"))
+    {
+        char path[32];
+        snprintf(path, sizeof(path), "$.tenants[%d]", i++);
+        if (ing_regstore_issuers_check(st, t, path, err, err_size) < 0)
+            return MCPQ_EINVAL;
+    }
+    return 0;
+}
+
 int ing_regstore_config_check(const cJSON *cfg, const mcpq_settings_t *set, char *err,
                               size_t err_size)
 {
@@ -523,6 +553,8 @@ int ing_regstore_apply(redisContext *c, const cJSON *config, int prune, ing_regs
             snprintf(err, err_size, "out of memory");
         if (rc == 0)
             rc = check_robots(&st, config, err, err_size);
+        if (rc == 0)
+            rc = check_issuers(&st, config, err, err_size);
         if (rc == 0)
             rc = ing_regstore_commit(c, &st, &sum->rev, err, err_size);
         ing_regstore_free(&st);

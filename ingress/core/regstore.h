@@ -91,6 +91,14 @@ int ing_regstore_check_tenant(ing_regstore_state_t *st, const char *tenant, char
 const char *ing_regstore_robot_owner(ing_regstore_state_t *st, const char *robot,
                                      const char *except);
 /*
+ * cfg_check_issuers_shared (cfg.h) between tenant t (config form, at path: "$" or
+ * "$.tenants[i]") and every tenant of st with another id: tenants sharing an issuer agree on
+ * its claims.tenant, jwks_uri and introspection. 0, or MCPQ_EINVAL with err naming t's path.
+ */
+int ing_regstore_issuers_check(ing_regstore_state_t *st, const cJSON *t, const char *path,
+                               char *err, size_t err_size);
+
+/*
  * What a loaded config (cfg_load_*) must also pass under this process's settings before it
  * is stored: no webhook url naming a private address literally (unless
  * MCPQ_WEBHOOK_ALLOW_PRIVATE=1; ing_whrules_config_check) and no app secret shorter than
@@ -113,7 +121,8 @@ typedef struct ing_regstore_summary {
  * twice changes nothing, not even the revision; a changed object keeps its createTime. With
  * prune, the servers and tools of the tenants the document names that it does not name are
  * deleted. A robot a tenant of the document declares that a stored tenant outside it already
- * declares is MCPQ_EINVAL (nothing written). Retries compare-and-set conflicts. 0, or a
+ * declares, or an issuer it shares with one without agreeing on it (ing_regstore_issuers_check),
+ * is MCPQ_EINVAL (nothing written). Retries compare-and-set conflicts. 0, or a
  * negative code with err filled.
  */
 int ing_regstore_apply(redisContext *c, const cJSON *config, int prune, ing_regstore_summary_t *sum,

@@ -345,6 +345,7 @@ static int token_principal(const ing_tenant_t *t, const cJSON *claims, ing_auth_
         app = claim_str(claims, "client_id");
     *who = (ing_principal_t){.tenant = t, .kind = 'o', .rate = {.per_s = -1}};
     who->id = store_str(&s, user ? user : app);
+    who->user = user ? who->id : NULL; /* a client id is no user (access.h) */
     who->app = app ? store_str(&s, app) : NULL;
     who->token_scopes = token_scopes(&s, claims);
     who->perms = token_perms(&s, o, who->token_scopes);

@@ -300,6 +300,7 @@ static void call_as_token(hx_ex_t *e, const char *perms, const char *users, int 
     m.door.who = (ing_principal_t){.tenant = m.tenant,
                                    .kind = 'o',
                                    .id = users,
+                                   .user = users,
                                    .app = "web-client",
                                    .perms = perms,
                                    .token_scopes = "openid tools",
@@ -398,14 +399,60 @@ static void test_admin_fields(void)
           "\"X\"}}}",
           400, "$.oauth.introspection.client_secret_env: the admin API takes literal secrets");
 
-    /* another tenant trusting the same issuer: both must name their tenant claim */
-    admin("POST", "/admin/v1/tenants",
-          "{\"id\":\"u\",\"oauth\":{\"issuers\":[\"https://idp.example.com/r\"],\"claims\":{"
-          "\"tenant\":\"org\"}}}",
-          400,
+    /* another tenant trusting the same issuer: both must name their tenant claim (409, a
+     * conflict with a stored tenant, as for a robot) */
+#define U_OAUTH(EXTRA)                                                                             \
+    "{\"id\":\"u\",\"oauth\":{\"issuers\":[\"https://idp.example.com/r\"],\"claims\":{"            \
+    "\"tenant\":\"org\"}" EXTRA "}}"
+#define U_INTRO(CLIENT)                                                                            \
+    ",\"introspection\":{\"endpoint\":\"https://idp.example.com/i\",\"client_id\":\"" CLIENT       \
+    "\",\"client_secret\":\"u-secret\"}"
+    admin("POST", "/admin/v1/tenants", U_OAUTH(U_INTRO("mcpq")), 409,
           "$.oauth.issuers[0]: issuer \\\"https://idp.example.com/r\\\" is trusted by tenant "
           "\\\"t\\\" too; tenants sharing an issuer must each set oauth.claims.tenant (t does "
           "not)");
+    admin("PATCH", T,
+          "{\"oauth\":{\"issuers\":[\"https://idp.example.com/r\"],\"claims\":{\"tenant\":"
+          "\"org\"},\"introspection\":{\"endpoint\":\"https://idp.example.com/i\",\"client_id\":"
+          "\"mcpq\",\"client_secret\":\"(hidden)\"}}}",
+          200, NULL);
+    /* ... and agree on the issuer's keys and introspection: u may not name its own */
+    admin("POST", "/admin/v1/tenants", U_OAUTH(",\"jwks_uri\":\"https://evil.example.com/jwks\""),
+          409,
+          "$.oauth.jwks_uri: issuer \\\"https://idp.example.com/r\\\" is trusted by tenant "
+          "\\\"t\\\" too, with another jwks_uri; tenants sharing an issuer must name the same "
+          "jwks_uri for it (or none)");
+    admin("POST", "/admin/v1/tenants", U_OAUTH(U_INTRO("evil")), 409,
+          "$.oauth.introspection: issuer \\\"https://idp.example.com/r\\\" is trusted by "
+          "tenant \\\"t\\\" too, with another introspection endpoint and client_id");
+    admin("POST", "/admin/v1/tenants", U_OAUTH(""), 409,
+          "$.oauth.issuers[0]: issuer \\\"https://idp.example.com/r\\\" is trusted by tenant "
+          "\\\"t\\\" too, with another introspection endpoint and client_id");
+    admin("POST", "/admin/v1/tenants", U_OAUTH(U_INTRO("mcpq")), 201, NULL);
+    /* a PATCH alike */
+    admin("PATCH", "/admin/v1/tenants/u",
+          "{\"oauth\":{\"issuers\":[\"https://idp.example.com/r\"],\"claims\":{\"tenant\":"
+          "\"org\"},\"jwks_uri\":\"https://evil.example.com/jwks\"" U_INTRO("mcpq") "}}",
+          409,
+          "$.oauth.jwks_uri: issuer \\\"https://idp.example.com/r\\\" is trusted by tenant "
+          "\\\"t\\\" too, with another jwks_uri");
+    admin("GET", "/admin/v1/tenants/u", NULL, 200, NULL);
+    hx_ex_t e;
+    hx_admin(&h, &e, "GET", "/admin/v1/tenants/u", NULL, NULL);
+    CHECK(strstr(e.resp.body, "evil") == NULL);
+    hx_ex_free(&e);
+    /* the whole config applied (PUT /admin/v1/config) is checked against the stored tenants */
+    admin("PUT", "/admin/v1/config",
+          "{\"tenants\":[{\"id\":\"v\",\"oauth\":{\"issuers\":[\"https://idp.example.com/r\"],"
+          "\"claims\":{\"tenant\":\"org\"},\"introspection\":{\"endpoint\":"
+          "\"https://evil.example.com/i\",\"client_id\":\"mcpq\",\"client_secret\":\"s\"}}}]}",
+          409,
+          "$.tenants[0].oauth.introspection: issuer \\\"https://idp.example.com/r\\\" is "
+          "trusted by tenant ");
+    admin("GET", "/admin/v1/tenants/v", NULL, 404, NULL);
+    admin("DELETE", "/admin/v1/tenants/u", NULL, 204, NULL);
+#undef U_OAUTH
+#undef U_INTRO
 
     /* key and app scopes */
     admin("POST", T "/apiKeys", "{\"id\":\"k-new\",\"scopes\":[\"tools\"]}", 201,

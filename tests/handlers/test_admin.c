@@ -309,9 +309,32 @@ static void test_servers(void)
     hx_ex_free(&e);
     expect("POST", "/admin/v1/tenants/acme/servers", "{\"name\":\"other\"}", NULL, 409,
            "$.name: server \"other\" exists already");
+    /* the built-in "system" server: every kind of change is 403 (docs/api.md), never applied */
+#define SYSTEM_403 "\"system\" is the built-in server and cannot be changed"
     expect("POST", "/admin/v1/tenants/acme/servers", "{\"name\":\"system\"}", NULL, 403,
-           "built-in server");
-    expect("DELETE", "/admin/v1/tenants/acme/servers/system", NULL, NULL, 403, NULL);
+           "$.name: " SYSTEM_403);
+    expect("PATCH", "/admin/v1/tenants/acme/servers/system", "{\"description\":\"x\"}", NULL, 403,
+           SYSTEM_403);
+    expect("DELETE", "/admin/v1/tenants/acme/servers/system", NULL, NULL, 403, SYSTEM_403);
+    expect("POST", "/admin/v1/tenants/acme/tools",
+           "{\"name\":\"sys_tool\",\"server\":\"system\",\"version\":" VERSION("1") "}", NULL, 403,
+           "$.server: " SYSTEM_403);
+    expect("POST", "/admin/v1/tenants", "{\"id\":\"sys-t\",\"default_server\":\"system\"}", NULL,
+           403, "$.default_server: " SYSTEM_403);
+    expect("GET", "/admin/v1/tenants/sys-t", NULL, NULL, 404, NULL);
+    expect("PATCH", "/admin/v1/tenants/acme", "{\"default_server\":\"system\"}", NULL, 403,
+           "$.default_server: " SYSTEM_403);
+    expect("PUT", "/admin/v1/config", "{\"servers\":[{\"tenant\":\"acme\",\"name\":\"system\"}]}",
+           NULL, 403, "$.servers[0].name: " SYSTEM_403);
+    expect("PUT", "/admin/v1/config",
+           "{\"tools\":[{\"tenant\":\"acme\",\"server\":\"system\",\"name\":\"sys_tool\","
+           "\"versions\":[" VERSION("1") "]}]}",
+           NULL, 403, "$.tools[0].server: " SYSTEM_403);
+    expect("PUT", "/admin/v1/config",
+           "{\"tenants\":[{\"id\":\"acme\",\"default_server\":\"system\"}]}", NULL, 403,
+           "$.tenants[0].default_server: " SYSTEM_403);
+    expect("GET", "/admin/v1/tenants/acme/tools/sys_tool", NULL, NULL, 404, NULL);
+#undef SYSTEM_403
     expect("DELETE", "/admin/v1/tenants/acme/servers/default", NULL, NULL, 409, "default_server");
     expect("GET", "/admin/v1/tenants/acme/servers/nope", NULL, NULL, 404,
            "tenant \"acme\" has no server \"nope\"");
@@ -337,9 +360,6 @@ static void test_tools(void)
            "{\"name\":\"1calc\",\"version\":" VERSION("1") "}", NULL, 400, "$.name");
     expect("POST", "/admin/v1/tenants/acme/tools", "{\"name\":\"x\"}", NULL, 400,
            "$.version: required");
-    expect("POST", "/admin/v1/tenants/acme/tools",
-           "{\"name\":\"x\",\"server\":\"system\",\"version\":" VERSION("1") "}", NULL, 400,
-           "$.server: tools cannot be added");
     expect("POST", "/admin/v1/tenants/acme/tools",
            "{\"name\":\"x\",\"server\":\"nope\",\"version\":" VERSION("1") "}", NULL, 400,
            "$.server: tenant \"acme\" has no server \"nope\"");

@@ -13,6 +13,10 @@
  *   - the server down at start: the check says 503 (MCPQ_EUNAVAIL); down later: the old keys
  *     are still accepted;
  *   - discovery whose metadata names another issuer is refused (no JWKS fetched, 503);
+ *   - a jwks_uri learned from metadata on another origin than its issuer is fetched only under
+ *     the webhook SSRF guard: one on a loopback port of its own (a second server here) or at the
+ *     link-local metadata address is refused, logged, and never asked; configured, the same
+ *     URL is fetched;
  *   - introspection: active → accepted and cached (a second check makes no request), HTTP Basic
  *     with the client id and secret form-urlencoded first; inactive → 401; an endpoint error
  *     → 503; the cache bound (MCPQ_OAUTH_INTROSPECTION_CACHE=4) evicts the oldest;
@@ -62,13 +66,13 @@ static char *token_make(const key_t_ *k, const char *iss, const char *sub, long 
 /* ---- the authorization server ---- */
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static int port;
+static int port, port2; /* port2: a second server, another origin on loopback */
 static struct {
     char jwks[4096];        /* the key set /jwks/a serves */
     char cache_control[64]; /* its Cache-Control ("" none) */
     int down;               /* 1: every answer is 503 */
     int delay_ms;           /* every answer waits this long first */
-    int jwks_hits, b_hits, disc_hits, intro_hits, bad_jwks_hits;
+    int jwks_hits, b_hits, disc_hits, intro_hits, bad_jwks_hits, other_origin_hits;
     char auth_seen[256]; /* the last introspection Authorization header */
 } srv;
 
@@ -160,6 +164,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     } else if (strcmp(url, "/.well-known/oauth-authorization-server/bad") == 0) {
         srv.disc_hits++;
         metadata(body, sizeof(body), "/other", "/jwks/bad");
+    } else if (strcmp(url, "/.well-known/oauth-authorization-server/ssrf") == 0) {
+        srv.disc_hits++; /* keys on another origin: a private (loopback) address */
+        snprintf(
+            body, sizeof(body),
+            "{\"issuer\":\"http://127.0.0.1:%d/ssrf\",\"jwks_uri\":\"http://127.0.0.1:%d/jwks\"}",
+            port, port2);
+    } else if (strcmp(url, "/.well-known/oauth-authorization-server/imds") == 0) {
+        srv.disc_hits++; /* keys at the cloud metadata address */
+        snprintf(body, sizeof(body),
+                 "{\"issuer\":\"http://127.0.0.1:%d/imds\",\"jwks_uri\":"
+                 "\"https://169.254.169.254/latest/jwks\"}",
+                 port);
     } else if (strcmp(url, "/jwks/a") == 0) {
         srv.jwks_hits++;
         snprintf(body, sizeof(body), "%s", srv.jwks);
@@ -181,6 +197,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     pthread_mutex_unlock(&mu);
     return answer(c, status, body, cc);
+}
+
+/* The second server: its /jwks serves the key set, counted. */
+static enum MHD_Result on_request2(void *cls, struct MHD_Connection *c, const char *url,
+                                   const char *method, const char *version, const char *data,
+                                   size_t *data_size, void **con_cls)
+{
+    char body[4096];
+    pthread_mutex_lock(&mu);
+    srv.other_origin_hits++;
+    snprintf(body, sizeof(body), "%s", srv.jwks);
+    pthread_mutex_unlock(&mu);
+    return answer(c, strcmp(url, "/jwks") == 0 ? 200 : 404, body, NULL);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -477,6 +506,83 @@ static void t_unavailable(ing_metrics_t *m)
     free(tb);
 }
 
+/* Runs stderr (the log) into a temporary file until log_end, which returns what was written
+ * (free it). */
+static int log_saved = -1;
+static FILE *log_file;
+static void log_begin(void)
+{
+    log_file = tmpfile();
+    CHECK(log_file != NULL);
+    log_saved = dup(STDERR_FILENO);
+    CHECK(dup2(fileno(log_file), STDERR_FILENO) >= 0);
+}
+static char *log_end(void)
+{
+    CHECK(dup2(log_saved, STDERR_FILENO) >= 0);
+    close(log_saved);
+    long n = ftell(log_file);
+    char *text = calloc(1, (size_t)(n > 0 ? n : 0) + 1);
+    CHECK(text != NULL);
+    rewind(log_file);
+    size_t got = fread(text, 1, (size_t)(n > 0 ? n : 0), log_file);
+    text[got] = '\0';
+    fclose(log_file);
+    fputs(text, stderr); /* still shown with the test's output */
+    return text;
+}
+
+/* A jwks_uri learned by discovery on another origin is fetched under the SSRF guard only. */
+static void t_ssrf(ing_metrics_t *m)
+{
+    mcpq_settings_t set = settings();
+    char iss_ssrf[128], iss_imds[128], jwks2[128];
+    snprintf(iss_ssrf, sizeof(iss_ssrf), "http://127.0.0.1:%d/ssrf", port);
+    snprintf(iss_imds, sizeof(iss_imds), "http://127.0.0.1:%d/imds", port);
+    snprintf(jwks2, sizeof(jwks2), "http://127.0.0.1:%d/jwks", port2);
+    CHECK(ing_oauthhttp_same_origin(iss_a, jwks_a));
+    CHECK(ing_oauthhttp_same_origin("https://idp.example.com/r", "https://IDP.example.com:443/k"));
+    CHECK(!ing_oauthhttp_same_origin(iss_ssrf, jwks2));
+    CHECK(!ing_oauthhttp_same_origin("https://idp.example.com/r", "http://idp.example.com/k"));
+    CHECK(!ing_oauthhttp_same_origin("https://idp.example.com/r", "not a url"));
+    serve_keys(&k1, NULL, "max-age=600");
+    ing_oauth_t *o = ing_oauth_new(&set, m);
+    CHECK(o != NULL);
+    log_begin();
+    ing_oauth_source_t src[] = {{.issuer = iss_ssrf}, {.issuer = iss_imds}};
+    ing_oauth_configure(o, src, 2);
+    char *ts = token_make(&k1, iss_ssrf, "s", 600), *ti = token_make(&k1, iss_imds, "i", 600);
+    /* (no CHECK until the log is back on stderr: its message would go to the file) */
+    int w0 = wakes(), waits = 0;
+    waits += ing_oauth_prepare(o, ts, TEN, on_wake, &wk) == ING_OAUTH_WAIT;
+    waits += ing_oauth_prepare(o, ti, TEN, on_wake, &wk) == ING_OAUTH_WAIT;
+    int woken = wait_wakes(w0 + waits) - w0;
+    const char *why;
+    int rs = check(o, ts, NULL, &why), ri = check(o, ti, NULL, &why);
+    char *log = log_end();
+    CHECK_INT_EQ(woken, waits);
+    CHECK_INT_EQ(rs, MCPQ_EUNAVAIL);
+    CHECK_INT_EQ(ri, MCPQ_EUNAVAIL);
+    CHECK_INT_EQ(hits(&srv.other_origin_hits), 0); /* never asked */
+    CHECK_CONTAINS(log, jwks2);
+    CHECK_CONTAINS(log, "resolves to 127.0.0.1, a loopback address");
+    CHECK_CONTAINS(log, "https://169.254.169.254/latest/jwks");
+    CHECK_CONTAINS(log, "resolves to 169.254.169.254, a link-local address");
+    free(log);
+    TEST_PASS("a jwks_uri learned from metadata at a private or link-local address: refused, "
+              "logged, never fetched");
+    /* configured, the same URL is the operator's choice: fetched */
+    ing_oauth_source_t cfg = {.issuer = iss_ssrf, .jwks_uri = jwks2};
+    ing_oauth_configure(o, &cfg, 1);
+    prepare_settle(o, ts);
+    CHECK_INT_EQ(check(o, ts, "s", &why), 0);
+    CHECK_INT_EQ(hits(&srv.other_origin_hits), 1);
+    TEST_PASS("the same jwks_uri configured is fetched (the guard is for learned URLs)");
+    ing_oauth_free(o);
+    free(ts);
+    free(ti);
+}
+
 static void t_introspection(ing_metrics_t *m)
 {
     mcpq_settings_t set = settings();
@@ -725,6 +831,12 @@ int main(void)
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
     CHECK(d != NULL);
     port = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port;
+    struct MHD_Daemon *d2 = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
+                                                 MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG,
+                                             0, NULL, NULL, on_request2, NULL, MHD_OPTION_SOCK_ADDR,
+                                             (struct sockaddr *)&sa, MHD_OPTION_END);
+    CHECK(d2 != NULL);
+    port2 = MHD_get_daemon_info(d2, MHD_DAEMON_INFO_BIND_PORT)->port;
     snprintf(iss_a, sizeof(iss_a), "http://127.0.0.1:%d/realms/a", port);
     snprintf(iss_b, sizeof(iss_b), "http://127.0.0.1:%d/realms/b", port);
     snprintf(iss_bad, sizeof(iss_bad), "http://127.0.0.1:%d/bad", port);
@@ -738,6 +850,7 @@ int main(void)
     t_keys(m);
     t_max_age(m);
     t_unavailable(m);
+    t_ssrf(m);
     t_introspection(m);
     t_expired(m);
     t_concurrent(m);
@@ -745,6 +858,7 @@ int main(void)
     t_metrics(m);
     ing_metrics_free(m);
     MHD_stop_daemon(d);
+    MHD_stop_daemon(d2);
     fx_es256_free(&k1);
     fx_es256_free(&k2);
     curl_global_cleanup();
