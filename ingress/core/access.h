@@ -29,6 +29,11 @@ typedef struct ing_principal {
     char kind;       /* 'k': API key, 'a': app (HMAC signing), 'o': OAuth access token */
     const char *id;  /* the key's id, the app id, or the token's user claim (never a secret) */
     const char *app; /* 'a': the app id; 'o': the token's app (client) claim, or NULL */
+    const char *user; /* 'o': the token's user claim (then id), or NULL: a client's own token */
+    /* 'o': the servers the token's aud binds it to, space-separated (owner.h,
+     * ing_owner_binding); NULL: every server of the tenant (API keys, apps, tokens for the
+     * whole tenant). */
+    const char *servers;
     /* The permissions it holds, space-separated ("": none): an API key's or app's "scopes";
      * a token's scopes mapped through its tenant's oauth.scopes. */
     const char *perms;

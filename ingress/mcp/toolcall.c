@@ -6,6 +6,7 @@
 #include "era.h"
 #include "err.h"
 #include "idem.h"
+#include "owner.h"
 #include "files.h"
 #include "log.h"
 #include "mcp.h"
@@ -235,6 +236,7 @@ typedef struct tc {
     const cJSON *schema; /* the tool version's inputSchema */
     const char *ikey;    /* arguments.idempotency_key, or NULL */
     char idem_id[ING_JOB_ID_LEN];
+    char owner[ING_OWNER_MAX]; /* the caller's principal (owner.h): its tasks and keys */
     long long timeout_ms;
     int as_task;   /* task_answer_t, or -1: synchronous */
     cJSON *own;    /* the tool's own arguments; NULL once handed to an envelope */
@@ -465,13 +467,17 @@ static tc_status_t tc_idempotency(tc_t *tc)
     const cJSON *sent = cJSON_GetObjectItemCaseSensitive(tc->args, "attachments");
     if (sent)
         cJSON_AddItemReferenceToObject(what, "attachments", (cJSON *)sent);
-    int st = what ? ing_idem_claim(tc->ctx->kv, tool->tenant, scope, what,
+    int st = what ? ing_idem_claim(tc->ctx->kv, tool->tenant, scope, tc->owner, what,
                                    tc->ctx->set->idempotency_ttl_s, proposed, tc->idem_id,
                                    sizeof(tc->idem_id), &rec, &rec_len)
                   : MCPQ_ENOMEM;
     cJSON_Delete(what);
     if (st < 0)
         return tc_failed(tc, "idempotency store (Redis) unavailable; try again");
+    if (st == ING_IDEM_FOREIGN) /* whatever the arguments: nothing of the first call leaks */
+        return tc_error(tc, 200, RPC_INVALID_PARAMS,
+                        "idempotency_key is in use by another caller of this tool; use another "
+                        "key");
     if (st == ING_IDEM_CONFLICT)
         return tc_error(tc, 200, RPC_INVALID_PARAMS,
                         "idempotency_key was already used for this tool with other arguments");
@@ -554,6 +560,7 @@ static int task_create(tc_t *tc, const char *id, const char *robot, long long pr
         .robot = robot,
         .env_json = tc->payload ? tc->payload : "",
         .traceparent = tc->traceparent,
+        .owner = tc->owner,
         .surface = tc->as_task == ANSWER_EXT       ? "ext"
                    : tc->as_task == ANSWER_MCP2025 ? "mcp"
                                                    : "tool",
@@ -713,6 +720,7 @@ int ing_toolcall_run(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
         return 0;
     }
     tc_t tc = {.m = m, .msg = msg, .resp = resp, .ctx = m->req->ctx, .as_task = -1};
+    (void)ing_owner_of(m->who, tc.owner, sizeof(tc.owner)); /* "" when none: nobody's */
     tc_status_t st = TC_NEXT;
     for (size_t i = 0; st == TC_NEXT && i < sizeof(pipeline) / sizeof(pipeline[0]); i++)
         st = pipeline[i](&tc);

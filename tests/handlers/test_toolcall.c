@@ -16,9 +16,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#define KEY_B "key-b-0123456789"
+
 static const char config[] =
     "{\"tenants\": ["
-    "  {\"id\": \"t\", \"api_keys\": [{\"id\": \"k\", \"key\": \"" HX_API_KEY "\"}],"
+    "  {\"id\": \"t\", \"api_keys\": [{\"id\": \"k\", \"key\": \"" HX_API_KEY "\"},"
+    "   {\"id\": \"k-b\", \"key\": \"" KEY_B "\", \"scopes\": [\"tasks:all\"]}],"
     "   \"quotas\": {\"tasks\": 2}},"
     "  {\"id\": \"other\", \"api_keys\": [{\"id\": \"k2\", \"key\": \"other-key-0123456\"}],"
     "   \"robots\": [\"robot-of-other\"]}],"
@@ -192,6 +195,26 @@ static void test_publish_and_idempotency(void)
     expect_error(
         "{\"name\":\"echo\",\"arguments\":{\"text\":\"other\",\"idempotency_key\":\"k-1\"}}", 200,
         RPC_INVALID_PARAMS, "idempotency_key was already used");
+    /* Another principal of the tenant (even one holding tasks:all) never gets the first
+     * answer: the key is in use by someone else, with the same arguments or others alike
+     * (docs/security.md "Ownership"). */
+    static const char *const as_b[] = {"Authorization", "Bearer " KEY_B, NULL};
+    const char *others[] = {params, "{\"name\":\"echo\",\"arguments\":{\"text\":\"other\","
+                                    "\"idempotency_key\":\"k-1\"}}"};
+    char *answers[2];
+    for (int i = 0; i < 2; i++) {
+        call(&e, others[i], as_b);
+        CHECK(!e.parked);
+        CHECK_INT_EQ(hx_rpc_code(&e), RPC_INVALID_PARAMS);
+        CHECK_STR_EQ(hx_rpc_message(&e), "idempotency_key is in use by another caller of this "
+                                         "tool; use another key");
+        CHECK(strstr(e.resp.body, "hello") == NULL);
+        answers[i] = strdup(e.resp.body);
+        hx_ex_free(&e);
+    }
+    CHECK_STR_EQ(answers[0], answers[1]);
+    free(answers[0]);
+    free(answers[1]);
     CHECK_INT_EQ(fx_stop_pid(w, 10000), 0);
 }
 
