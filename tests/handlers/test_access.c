@@ -9,6 +9,7 @@
 
 #include "batch.h"
 #include "frontdoor.h"
+#include "mcptasks.h"
 #include "names.h"
 #include "toolcall.h"
 #include "rpc.h"
@@ -448,6 +449,87 @@ static void test_admin_fields(void)
     TEST_PASS("the admin API takes, checks and shows oauth, scopes and access");
 }
 
+/* A 2025-11-25 tasks/get of id by an OAuth principal built by hand on /mcp/crm (as
+ * call_as_token): user alice holding perms, its token bound to servers (NULL: the tenant). */
+static void task_get_as_token(hx_ex_t *e, const char *id, const char *perms, const char *servers)
+{
+    char body[200];
+    snprintf(body, sizeof(body),
+             "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tasks/get\",\"params\":{\"taskId\":"
+             "\"%s\"}}",
+             id);
+    ing_mcp_t m;
+    memset(&m, 0, sizeof(m));
+    hx_ex_init(&h, e, "POST", "/mcp/crm", body, 1, NULL);
+    m.req = &e->req;
+    CHECK_INT_EQ(ing_frontdoor_enter(&e->req, ING_DOOR_TENANT, &m.door), ING_DOOR_IN);
+    m.reg = m.door.reg;
+    m.tenant = m.door.tenant;
+    m.door.who = (ing_principal_t){.tenant = m.tenant,
+                                   .kind = 'o',
+                                   .id = "alice",
+                                   .user = "alice",
+                                   .app = "web-client",
+                                   .perms = perms,
+                                   .token_scopes = "openid tools",
+                                   .servers = servers,
+                                   .rate = {.per_s = -1}};
+    m.who = &m.door.who;
+    m.endpoint = "crm";
+    m.server = ing_registry_server(m.reg, "t", "crm");
+    m.version = "2025-11-25";
+    cJSON *root = cJSON_Parse(body);
+    rpc_msg_t msg;
+    rpc_classify(root, &msg);
+    CHECK_INT_EQ(ing_mcptasks_call(&m, &msg, &e->resp), 0);
+    hx_ex_parse(e);
+    cJSON_Delete(root);
+    ing_registry_unref(m.reg);
+}
+
+/* A token bound to one server (aud <base>/mcp/crm) reads no task of another server, even
+ * holding tasks:all; unbound, the permission shows another principal's task; without it,
+ * only its own (docs/security.md "Ownership"). */
+static void test_token_binding(void)
+{
+    static const char call[] =
+        "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":"
+        "\"open\",\"arguments\":{},\"task\":{\"ttl\":60000}}}";
+    const char *hdrs[] = {"MCP-Protocol-Version", "2025-11-25", "Authorization", "Bearer " CRM_KEY,
+                          NULL};
+    hx_ex_t e;
+    hx_mcp(&h, &e, NULL, call, hdrs); /* a task of the default server, by the key k-crm */
+    char id[64];
+    const cJSON *task = cJSON_GetObjectItemCaseSensitive(hx_rpc_result(&e), "task");
+    snprintf(id, sizeof(id), "%s",
+             cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(task, "taskId"))
+                 ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(task, "taskId"))
+                 : "");
+    CHECK_INT_EQ((int)strlen(id), 36);
+    hx_ex_free(&e);
+    static const struct {
+        const char *perms, *servers;
+        int sees;
+    } cases[] = {
+        {"tools tasks:all", "crm", 0},         /* bound to crm: not a default task */
+        {"tools tasks:all", NULL, 1},          /* the whole tenant, with the permission */
+        {"tools tasks:all", "crm default", 1}, /* bound to both */
+        {"tools", NULL, 0},                    /* not its own, no permission */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        task_get_as_token(&e, id, cases[i].perms, cases[i].servers);
+        if (cases[i].sees) {
+            CHECK_INT_EQ(hx_rpc_code(&e), 0);
+            CHECK_CONTAINS(e.resp.body, id);
+        } else {
+            CHECK_INT_EQ(hx_rpc_code(&e), RPC_INVALID_PARAMS);
+            CHECK_STR_EQ(hx_rpc_message(&e), "Failed to retrieve task: Task not found");
+        }
+        hx_ex_free(&e);
+    }
+    TEST_PASS("a token bound to crm reads no task of another server; tasks:all sees others'");
+}
+
 int main(void)
 {
     hx_start(&h, config, NULL);
@@ -456,6 +538,7 @@ int main(void)
     test_system_list_tools();
     test_tasks();
     test_oauth_scope();
+    test_token_binding();
     test_admin_fields();
     hx_stop(&h);
     return 0;
