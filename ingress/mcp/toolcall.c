@@ -42,13 +42,17 @@ static cJSON *tool_error_result(const char *text)
     return o;
 }
 
-/* Where notifications/cancelled finds a legacy call's job: per session, else per tenant. */
+/* Where notifications/cancelled finds a legacy call's job: per session, else per tenant and
+ * caller (owner.h), so a request id reaches only the caller's own calls. */
 static void reqmap_key(const ing_mcp_t *m, const char *id_json, char *out, size_t size)
 {
+    char owner[ING_OWNER_MAX];
     if (m->has_session)
         snprintf(out, size, NAMES_KEY_REQMAP "s:%s:%s", m->session.id, id_json);
-    else
-        snprintf(out, size, NAMES_KEY_REQMAP "t:%s:%s", m->tenant->id, id_json);
+    else if (ing_owner_of(m->who, owner, sizeof(owner)) == 0)
+        snprintf(out, size, NAMES_KEY_REQMAP "t:%s:%s:%s", m->tenant->id, owner, id_json);
+    else /* no principal: a key nothing else names */
+        snprintf(out, size, NAMES_KEY_REQMAP "t:%s:-:%s", m->tenant->id, id_json);
 }
 
 /* The tool's own arguments: a copy of params.arguments without the reserved names. */
@@ -671,7 +675,7 @@ static void remember_request(tc_t *tc)
 {
     if (tc->m->modern)
         return;
-    char key[600], ttl[24], err[128];
+    char key[1200], ttl[24], err[128];
     reqmap_key(tc->m, tc->call->id_json, key, sizeof(key));
     snprintf(ttl, sizeof(ttl), "%lld", tc->timeout_ms / 1000 + 60);
     const char *argv[] = {"SET", key, tc->call->job_id, "EX", ttl};
@@ -756,7 +760,7 @@ void ing_toolcall_cancelled(ing_mcp_t *m, const rpc_msg_t *msg)
         return;
     const char *reason =
         cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg->params, "reason"));
-    char id_json[300], key[600], err[128];
+    char id_json[300], key[1200], err[128];
     rpc_id_str(rid, id_json, sizeof(id_json));
     reqmap_key(m, id_json, key, sizeof(key));
     const char *argv[] = {"GET", key};
