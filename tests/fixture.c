@@ -8,6 +8,8 @@
 #include <ftw.h>
 #include <hiredis/hiredis.h>
 #include <netinet/in.h>
+#include <openssl/core_names.h>
+#include <openssl/ec.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -811,4 +813,63 @@ void fx_sign_headers(const char *app, const char *secret, const char *uri, const
     snprintf(h[1], 200, "X-Timestamp: %s", ts);
     snprintf(h[2], 200, "X-Nonce: %s", nonce);
     snprintf(h[3], 200, "X-Signature: %s", sig);
+}
+
+/* Exits the test: a fixture helper could not do its part. */
+static void es256_fail(const char *what)
+{
+    fprintf(stderr, "fixture: %s failed\n", what);
+    exit(1);
+}
+
+void fx_es256_make(fx_es256_t *k, const char *kid)
+{
+    k->pkey = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
+    unsigned char pub[65];
+    size_t n = 0;
+    if (!k->pkey || EVP_PKEY_get_octet_string_param(k->pkey, OSSL_PKEY_PARAM_PUB_KEY, pub,
+                                                    sizeof(pub), &n) != 1 ||
+        n != 65)
+        es256_fail("an ES256 key");
+    snprintf(k->kid, sizeof(k->kid), "%s", kid);
+    char x[UTIL_B64URL_LEN(32) + 1], y[UTIL_B64URL_LEN(32) + 1];
+    util_b64url_encode(pub + 1, 32, x);
+    util_b64url_encode(pub + 33, 32, y);
+    snprintf(k->jwk, sizeof(k->jwk),
+             "{\"kty\":\"EC\",\"crv\":\"P-256\",\"use\":\"sig\",\"alg\":\"ES256\",\"kid\":\"%s\","
+             "\"x\":\"%s\",\"y\":\"%s\"}",
+             kid, x, y);
+}
+
+char *fx_es256_token(const fx_es256_t *k, const char *claims)
+{
+    char header[128], h64[256], p64[UTIL_B64URL_LEN(2048) + 1];
+    if (strlen(claims) > 2048)
+        es256_fail("a token's claims (over 2 KiB)");
+    snprintf(header, sizeof(header), "{\"alg\":\"ES256\",\"typ\":\"JWT\",\"kid\":\"%s\"}", k->kid);
+    util_b64url_encode((const unsigned char *)header, strlen(header), h64);
+    util_b64url_encode((const unsigned char *)claims, strlen(claims), p64);
+    size_t size = strlen(h64) + strlen(p64) + UTIL_B64URL_LEN(64) + 3;
+    char *tok = malloc(size);
+    if (!tok)
+        es256_fail("a token (out of memory)");
+    snprintf(tok, size, "%s.%s", h64, p64);
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    unsigned char der[128], rs[64];
+    size_t dlen = sizeof(der);
+    if (!md || EVP_DigestSignInit(md, NULL, EVP_sha256(), NULL, k->pkey) != 1 ||
+        EVP_DigestSign(md, der, &dlen, (const unsigned char *)tok, strlen(tok)) != 1)
+        es256_fail("signing a token");
+    EVP_MD_CTX_free(md);
+    const unsigned char *p = der;
+    ECDSA_SIG *sig = d2i_ECDSA_SIG(NULL, &p, (long)dlen);
+    if (!sig || BN_bn2binpad(ECDSA_SIG_get0_r(sig), rs, 32) != 32 ||
+        BN_bn2binpad(ECDSA_SIG_get0_s(sig), rs + 32, 32) != 32)
+        es256_fail("a token's signature");
+    ECDSA_SIG_free(sig);
+    char s64[UTIL_B64URL_LEN(64) + 1];
+    util_b64url_encode(rs, 64, s64);
+    size_t l = strlen(tok);
+    snprintf(tok + l, size - l, ".%s", s64);
+    return tok;
 }

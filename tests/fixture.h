@@ -25,6 +25,7 @@
 
 #include <librdkafka/rdkafka.h>
 #include <microhttpd.h>
+#include <openssl/evp.h>
 #include <sys/types.h>
 
 typedef struct fx_stack {
@@ -177,5 +178,20 @@ struct MHD_Daemon *fx_server_start(int port, fx_server_fn handler);
  * "X-Timestamp: ...", "X-Nonce: ...", "X-Signature: ..." (no line ends). */
 void fx_sign_headers(const char *app, const char *secret, const char *uri, const char *body,
                      char h[4][200]);
+
+/* An ES256 signing key of a test OAuth issuer: its kid and its public key as a JWK (for the
+ * issuer's JWKS, {"keys": [jwk]}). Free pkey with EVP_PKEY_free. */
+typedef struct fx_es256 {
+    EVP_PKEY *pkey;
+    char kid[16];
+    char jwk[512];
+} fx_es256_t;
+
+/* Makes a P-256 key named kid. Exits the test on failure. */
+void fx_es256_make(fx_es256_t *k, const char *kid);
+
+/* A JWT (ES256, header with k's kid) whose payload is claims (JSON text, at most 2 KiB),
+ * signed by k: malloc'd (the caller frees). Exits the test on failure. */
+char *fx_es256_token(const fx_es256_t *k, const char *claims);
 
 #endif

@@ -21,6 +21,7 @@
  */
 #include "check.h"
 #include "err.h"
+#include "fixture.h"
 #include "metrics.h"
 #include "oauth.h"
 #include "oauthhttp.h"
@@ -44,69 +45,17 @@
 
 /* ---- keys and tokens ---- */
 
-typedef struct key {
-    EVP_PKEY *pkey;
-    char kid[16];
-    char jwk[512];
-} key_t_;
-
-static void key_make(key_t_ *k, const char *kid)
-{
-    k->pkey = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
-    CHECK(k->pkey != NULL);
-    snprintf(k->kid, sizeof(k->kid), "%s", kid);
-    unsigned char pub[65];
-    size_t n = 0;
-    CHECK(EVP_PKEY_get_octet_string_param(k->pkey, OSSL_PKEY_PARAM_PUB_KEY, pub, sizeof(pub), &n) ==
-          1);
-    CHECK_INT_EQ(n, 65);
-    char x[UTIL_B64URL_LEN(32) + 1], y[UTIL_B64URL_LEN(32) + 1];
-    util_b64url_encode(pub + 1, 32, x);
-    util_b64url_encode(pub + 33, 32, y);
-    snprintf(k->jwk, sizeof(k->jwk),
-             "{\"kty\":\"EC\",\"crv\":\"P-256\",\"use\":\"sig\",\"alg\":\"ES256\",\"kid\":\"%s\","
-             "\"x\":\"%s\",\"y\":\"%s\"}",
-             kid, x, y);
-}
-
-static void b64url(const void *in, size_t n, char *out)
-{
-    util_b64url_encode(in, n, out);
-}
+typedef fx_es256_t key_t_;
 
 /* An ES256 token signed by k with these claims (iss, sub, exp relative to now). */
 static char *token_make(const key_t_ *k, const char *iss, const char *sub, long exp_in_s)
 {
-    char header[128], payload[1024];
-    snprintf(header, sizeof(header), "{\"alg\":\"ES256\",\"typ\":\"JWT\",\"kid\":\"%s\"}", k->kid);
+    char payload[1024];
     long long now = (long long)(util_now_ms() / 1000);
     snprintf(payload, sizeof(payload),
              "{\"iss\":\"%s\",\"sub\":\"%s\",\"aud\":\"api://mcpq\",\"iat\":%lld,\"exp\":%lld}",
              iss, sub, now - 5, now + exp_in_s);
-    char *tok = malloc(4096);
-    CHECK(tok != NULL);
-    char h64[256], p64[1500];
-    b64url(header, strlen(header), h64);
-    b64url(payload, strlen(payload), p64);
-    snprintf(tok, 4096, "%s.%s", h64, p64);
-    EVP_MD_CTX *md = EVP_MD_CTX_new();
-    unsigned char der[128];
-    size_t dlen = sizeof(der);
-    CHECK(EVP_DigestSignInit(md, NULL, EVP_sha256(), NULL, k->pkey) == 1);
-    CHECK(EVP_DigestSign(md, der, &dlen, (const unsigned char *)tok, strlen(tok)) == 1);
-    EVP_MD_CTX_free(md);
-    const unsigned char *p = der;
-    ECDSA_SIG *sig = d2i_ECDSA_SIG(NULL, &p, (long)dlen);
-    CHECK(sig != NULL);
-    unsigned char rs[64];
-    CHECK(BN_bn2binpad(ECDSA_SIG_get0_r(sig), rs, 32) == 32);
-    CHECK(BN_bn2binpad(ECDSA_SIG_get0_s(sig), rs + 32, 32) == 32);
-    ECDSA_SIG_free(sig);
-    char s64[UTIL_B64URL_LEN(64) + 1];
-    b64url(rs, 64, s64);
-    size_t l = strlen(tok);
-    snprintf(tok + l, 4096 - l, ".%s", s64);
-    return tok;
+    return fx_es256_token(k, payload);
 }
 
 /* ---- the authorization server ---- */
@@ -726,8 +675,8 @@ int main(void)
     snprintf(iss_dead, sizeof(iss_dead), "http://127.0.0.1:%d/realms/a", dead_port());
     snprintf(jwks_a, sizeof(jwks_a), "http://127.0.0.1:%d/jwks/a", port);
     snprintf(intro, sizeof(intro), "http://127.0.0.1:%d/introspect", port);
-    key_make(&k1, "k1");
-    key_make(&k2, "k2");
+    fx_es256_make(&k1, "k1");
+    fx_es256_make(&k2, "k2");
     ing_metrics_t *m = ing_metrics_new();
     t_http_rules();
     t_keys(m);
