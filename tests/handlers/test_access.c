@@ -284,30 +284,40 @@ static void test_tasks(void)
     TEST_PASS("a task of a hidden tool is not found, and tasks/list leaves it out (MCP, REST)");
 }
 
-/* tools/call of crm_write on /mcp/crm by an OAuth principal built by hand (the front door
- * admits the test's API key, then the caller becomes a token of user alice holding perms),
- * straight through ing_toolcall_run; batch: as an element of a batch. */
-static void call_as_token(hx_ex_t *e, const char *perms, const char *users, int batch)
+/* Sets m up for body on /mcp/crm as an OAuth principal built by hand: the front door admits
+ * the test's API key, then the caller becomes a token of user alice (client web-client)
+ * holding perms, bound to servers (NULL: the whole tenant). The caller drops m->reg. */
+static void as_token(ing_mcp_t *m, hx_ex_t *e, const char *body, const char *perms,
+                     const char *servers)
+{
+    memset(m, 0, sizeof(*m));
+    hx_ex_init(&h, e, "POST", "/mcp/crm", body, 1, NULL);
+    m->req = &e->req;
+    CHECK_INT_EQ(ing_frontdoor_enter(&e->req, ING_DOOR_TENANT, &m->door), ING_DOOR_IN);
+    m->reg = m->door.reg;
+    m->tenant = m->door.tenant;
+    m->door.who = (ing_principal_t){.tenant = m->tenant,
+                                    .kind = 'o',
+                                    .id = "alice",
+                                    .user = "alice",
+                                    .app = "web-client",
+                                    .perms = perms,
+                                    .token_scopes = "openid tools",
+                                    .servers = servers,
+                                    .rate = {.per_s = -1}};
+    m->who = &m->door.who;
+    m->endpoint = "crm";
+    m->server = ing_registry_server(m->reg, "t", "crm");
+}
+
+/* tools/call of crm_write on /mcp/crm by the OAuth principal of as_token, straight through
+ * ing_toolcall_run; batch: as an element of a batch. */
+static void call_as_token(hx_ex_t *e, const char *perms, int batch)
 {
     static const char body[] = "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\","
                                "\"params\":{\"name\":\"crm_write\",\"arguments\":{}}}";
     ing_mcp_t m;
-    memset(&m, 0, sizeof(m));
-    hx_ex_init(&h, e, "POST", "/mcp/crm", body, 1, NULL);
-    m.req = &e->req;
-    CHECK_INT_EQ(ing_frontdoor_enter(&e->req, ING_DOOR_TENANT, &m.door), ING_DOOR_IN);
-    m.reg = m.door.reg;
-    m.tenant = m.door.tenant;
-    m.door.who = (ing_principal_t){.tenant = m.tenant,
-                                   .kind = 'o',
-                                   .id = users,
-                                   .app = "web-client",
-                                   .perms = perms,
-                                   .token_scopes = "openid tools",
-                                   .rate = {.per_s = -1}};
-    m.who = &m.door.who;
-    m.endpoint = "crm";
-    m.server = ing_registry_server(m.reg, "t", "crm");
+    as_token(&m, e, body, perms, NULL);
     m.version = "2025-06-18";
     m.batch = batch ? ing_batch_new(1) : NULL;
     cJSON *root = cJSON_Parse(body);
@@ -328,7 +338,7 @@ static void call_as_token(hx_ex_t *e, const char *perms, const char *users, int 
 static void test_oauth_scope(void)
 {
     hx_ex_t e;
-    call_as_token(&e, "tools", "alice", 0);
+    call_as_token(&e, "tools", 0);
     CHECK(!e.parked);
     CHECK_INT_EQ(e.resp.status, 403);
     CHECK_INT_EQ(hx_rpc_code(&e), -32000);
@@ -339,12 +349,12 @@ static void test_oauth_scope(void)
     CHECK_CONTAINS(e.resp.www_auth,
                    "error_description=\"the access token lacks a scope this tool requires\"");
     hx_ex_free(&e);
-    call_as_token(&e, "tools", "alice", 1);
+    call_as_token(&e, "tools", 1);
     CHECK_INT_EQ(e.resp.status, 200);
     CHECK_STR_EQ(hx_rpc_message(&e), "Unknown tool: crm_write");
     CHECK(e.resp.www_auth[0] == '\0');
     hx_ex_free(&e);
-    call_as_token(&e, "tools crm:write", "alice", 0); /* it holds it: the call goes on */
+    call_as_token(&e, "tools crm:write", 0); /* it holds it: the call goes on */
     CHECK(e.parked);
     hx_ex_free(&e);
     TEST_PASS("an OAuth token lacking a permission: 403 insufficient_scope (unknown tool in a "
@@ -449,8 +459,7 @@ static void test_admin_fields(void)
     TEST_PASS("the admin API takes, checks and shows oauth, scopes and access");
 }
 
-/* A 2025-11-25 tasks/get of id by an OAuth principal built by hand on /mcp/crm (as
- * call_as_token): user alice holding perms, its token bound to servers (NULL: the tenant). */
+/* A 2025-11-25 tasks/get of id by the OAuth principal of as_token. */
 static void task_get_as_token(hx_ex_t *e, const char *id, const char *perms, const char *servers)
 {
     char body[200];
@@ -459,24 +468,7 @@ static void task_get_as_token(hx_ex_t *e, const char *id, const char *perms, con
              "\"%s\"}}",
              id);
     ing_mcp_t m;
-    memset(&m, 0, sizeof(m));
-    hx_ex_init(&h, e, "POST", "/mcp/crm", body, 1, NULL);
-    m.req = &e->req;
-    CHECK_INT_EQ(ing_frontdoor_enter(&e->req, ING_DOOR_TENANT, &m.door), ING_DOOR_IN);
-    m.reg = m.door.reg;
-    m.tenant = m.door.tenant;
-    m.door.who = (ing_principal_t){.tenant = m.tenant,
-                                   .kind = 'o',
-                                   .id = "alice",
-                                   .user = "alice",
-                                   .app = "web-client",
-                                   .perms = perms,
-                                   .token_scopes = "openid tools",
-                                   .servers = servers,
-                                   .rate = {.per_s = -1}};
-    m.who = &m.door.who;
-    m.endpoint = "crm";
-    m.server = ing_registry_server(m.reg, "t", "crm");
+    as_token(&m, e, body, perms, servers);
     m.version = "2025-11-25";
     cJSON *root = cJSON_Parse(body);
     rpc_msg_t msg;
