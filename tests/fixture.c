@@ -827,8 +827,9 @@ void fx_es256_make(fx_es256_t *k, const char *kid)
     k->pkey = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
     unsigned char pub[65];
     size_t n = 0;
-    if (!k->pkey || EVP_PKEY_get_octet_string_param(k->pkey, OSSL_PKEY_PARAM_PUB_KEY, pub,
-                                                    sizeof(pub), &n) != 1 ||
+    if (!k->pkey ||
+        EVP_PKEY_get_octet_string_param(k->pkey, OSSL_PKEY_PARAM_PUB_KEY, pub, sizeof(pub), &n) !=
+            1 ||
         n != 65)
         es256_fail("an ES256 key");
     snprintf(k->kid, sizeof(k->kid), "%s", kid);

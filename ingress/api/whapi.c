@@ -207,8 +207,8 @@ static void list_answer(const redisReply *r, const ing_door_t *door, ing_resp_t 
 static const char *owner_filter(const ing_door_t *door, char *mine)
 {
     mine[0] = '\0';
-    if (door && !util_word_in(door->who.perms, ING_OWNER_PERM_ALL,
-                              sizeof(ING_OWNER_PERM_ALL) - 1) &&
+    if (door &&
+        !util_word_in(door->who.perms, ING_OWNER_PERM_ALL, sizeof(ING_OWNER_PERM_ALL) - 1) &&
         ing_owner_of(&door->who, mine, ING_OWNER_MAX) < 0)
         snprintf(mine, ING_OWNER_MAX, " "); /* no owner string: matches no delivery */
     return mine;
@@ -224,8 +224,8 @@ static void list(ing_req_t *req, const char *tenant, const ing_door_t *door, ing
         return;
     char lim[16], err[256], mine[ING_OWNER_MAX];
     snprintf(lim, sizeof(lim), "%lld", limit);
-    const char *argv[] = {tenant, lim, cs, cid, task ? task : "", status ? status : "",
-                          owner_filter(door, mine)};
+    const char *argv[] = {
+        tenant, lim, cs, cid, task ? task : "", status ? status : "", owner_filter(door, mine)};
     redisReply *r = rscript_pool_run(req->ctx->kv, rscript_get("whapi_list"), 0, 7, argv, NULL, err,
                                      sizeof(err));
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 2 || (r->elements - 2) % ROW != 0) {
@@ -247,8 +247,9 @@ static int may_see(ing_req_t *req, const char *tenant, const ing_door_t *door, c
     char err[256];
     if (!door)
         return 1;
-    redisReply *r = kv_pool_command(req->ctx->kv, err, sizeof(err),
-                                    "HMGET " NAMES_KEY_WH_DELIVERY "%s tenant owner server tool", id);
+    redisReply *r =
+        kv_pool_command(req->ctx->kv, err, sizeof(err),
+                        "HMGET " NAMES_KEY_WH_DELIVERY "%s tenant owner server tool", id);
     if (!r)
         return MCPQ_EUNAVAIL;
     int ok = r->type == REDIS_REPLY_ARRAY && r->elements == 4 &&

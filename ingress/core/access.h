@@ -26,9 +26,9 @@
  * long as its ing_door_t. */
 typedef struct ing_principal {
     const ing_tenant_t *tenant;
-    char kind;       /* 'k': API key, 'a': app (HMAC signing), 'o': OAuth access token */
-    const char *id;  /* the key's id, the app id, or the token's user claim (never a secret) */
-    const char *app; /* 'a': the app id; 'o': the token's app (client) claim, or NULL */
+    char kind;        /* 'k': API key, 'a': app (HMAC signing), 'o': OAuth access token */
+    const char *id;   /* the key's id, the app id, or the token's user claim (never a secret) */
+    const char *app;  /* 'a': the app id; 'o': the token's app (client) claim, or NULL */
     const char *user; /* 'o': the token's user claim (then id), or NULL: a client's own token */
     /* 'o': the servers the token's aud binds it to, space-separated (owner.h,
      * ing_owner_binding); NULL: every server of the tenant (API keys, apps, tokens for the

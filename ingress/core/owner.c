@@ -53,8 +53,7 @@ static int aud_binds(const char *v, const char *base, const char *const *audienc
     if (!base || strncmp(v, base, bl) != 0)
         return 0;
     const char *rest = v + bl;
-    if (!*rest || strcmp(rest, "/") == 0 || strcmp(rest, "/mcp") == 0 ||
-        strcmp(rest, "/mcp/") == 0)
+    if (!*rest || strcmp(rest, "/") == 0 || strcmp(rest, "/mcp") == 0 || strcmp(rest, "/mcp/") == 0)
         return 1;
     if (strncmp(rest, "/mcp/", 5) != 0 || !util_id_ok(rest + 5, strlen(rest + 5), 127, ".-_"))
         return 0;
@@ -75,9 +74,9 @@ int ing_owner_binding(const cJSON *claims, const char *base, const char *const *
     for (const cJSON *v = one; v; v = cJSON_IsArray(aud) ? v->next : NULL) {
         const char *server = NULL;
         size_t len = 0;
-        int b = cJSON_IsString(v) ? aud_binds(v->valuestring, base, audiences, n_audiences,
-                                              &server, &len)
-                                  : 0;
+        int b = cJSON_IsString(v)
+                    ? aud_binds(v->valuestring, base, audiences, n_audiences, &server, &len)
+                    : 0;
         if (b == 1) {
             out[0] = '\0';
             return 0;
@@ -97,7 +96,8 @@ int ing_owner_bound(const ing_principal_t *who, const char *server)
 {
     if (!who)
         return 0;
-    return !who->servers || (server && *server && util_word_in(who->servers, server, strlen(server)));
+    return !who->servers ||
+           (server && *server && util_word_in(who->servers, server, strlen(server)));
 }
 
 int ing_owner_may(const ing_registry_t *reg, const ing_principal_t *who, const char *owner,

@@ -1,6 +1,6 @@
 /*
  * owner.h - who may read or act on a task, a webhook delivery or an idempotent replay
- * (docs/security.md "Ownership"). The one place that decides it; every path that reads or
+ * (docs/security.md "Ownership model"). The one place that decides it; every path that reads or
  * acts on one calls it: MCP tasks/get, tasks/result, tasks/list, tasks/cancel, tasks/update
  * (mcptasks.c through mcpreq.h), the system server's task tools (system.c), the REST API's
  * /v1/tasks (tasksapi.c) and /v1/webhooks/deliveries (whapi.c), and idempotency keys

@@ -481,7 +481,7 @@ static void task_get_as_token(hx_ex_t *e, const char *id, const char *perms, con
 
 /* A token bound to one server (aud <base>/mcp/crm) reads no task of another server, even
  * holding tasks:all; unbound, the permission shows another principal's task; without it,
- * only its own (docs/security.md "Ownership"). */
+ * only its own (docs/security.md "Ownership model"). */
 static void test_token_binding(void)
 {
     static const char call[] =

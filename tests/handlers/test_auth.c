@@ -104,9 +104,9 @@ static void test_binding(void)
     } cases[] = {
         {"\"" BASE "/mcp/crm\"", "/mcp/crm", "crm"},
         {"[\"" BASE "/mcp/crm\",\"" BASE "/mcp/hr\",\"account\"]", "/mcp/hr", "crm hr"},
-        {"\"" BASE "\"", "/mcp/crm", "-"},         /* the gateway: the whole tenant */
-        {"\"" BASE "/mcp\"", "/mcp", "-"},         /* the MCP endpoint as a whole */
-        {"\"api://mcpq\"", "/mcp/crm", "-"},       /* an oauth.audiences value */
+        {"\"" BASE "\"", "/mcp/crm", "-"},   /* the gateway: the whole tenant */
+        {"\"" BASE "/mcp\"", "/mcp", "-"},   /* the MCP endpoint as a whole */
+        {"\"api://mcpq\"", "/mcp/crm", "-"}, /* an oauth.audiences value */
         {"[\"" BASE "/mcp/crm\",\"" BASE "\"]", "/mcp/crm", "-"},
     };
     char claims[1024], servers[128], user[128], owner[ING_OWNER_MAX];

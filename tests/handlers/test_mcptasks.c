@@ -375,7 +375,7 @@ static char *answer_of(const char *method, const char *id, const char *const hdr
     return body;
 }
 
-/* A task belongs to the key that created it (docs/security.md "Ownership"): to another key of
+/* A task belongs to the key that created it (docs/security.md "Ownership model"): to another key of
  * the same tenant tasks/get, tasks/result, tasks/cancel (both surfaces) and the system
  * server's workerSysGetTaskStatus answer exactly as for a missing task, and tasks/list leaves
  * it out; a key holding tasks:all sees it. */
@@ -404,19 +404,24 @@ static void test_ownership(void)
     /* the 2026-07-28 extension's tasks/get */
     char params[400];
     snprintf(params, sizeof(params), "{\"taskId\":\"%s\"," EXT_META "}", id);
-    const char *hdrs[] = {"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tasks/get",
-                          "Mcp-Name", id, "Authorization", "Bearer " KEY_B, NULL};
+    const char *hdrs[] = {
+        "MCP-Protocol-Version", "2026-07-28",    "Mcp-Method", "tasks/get", "Mcp-Name", id,
+        "Authorization",        "Bearer " KEY_B, NULL};
     char body[2048];
-    snprintf(body, sizeof(body), "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tasks/get\","
-             "\"params\":%s}", params);
+    snprintf(body, sizeof(body),
+             "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tasks/get\","
+             "\"params\":%s}",
+             params);
     hx_mcp(&h, &e, NULL, body, hdrs);
     CHECK_INT_EQ(hx_rpc_code(&e), RPC_INVALID_PARAMS);
     CHECK_CONTAINS(hx_rpc_message(&e), "Task not found");
     hx_ex_free(&e);
     /* the system server's task tools */
-    snprintf(body, sizeof(body), "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\","
+    snprintf(body, sizeof(body),
+             "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\","
              "\"params\":{\"name\":\"workerSysGetTaskStatus\",\"arguments\":{\"TaskId\":"
-             "\"%s\"}}}", id);
+             "\"%s\"}}}",
+             id);
     hx_mcp(&h, &e, "system", body, as_b);
     CHECK_CONTAINS(e.resp.body, "task.notFound");
     hx_ex_free(&e);

@@ -266,7 +266,7 @@ static int lists(const hx_ex_t *e, const char *id)
     return 0;
 }
 
-/* A task belongs to the key that created it (docs/security.md "Ownership"): another key of
+/* A task belongs to the key that created it (docs/security.md "Ownership model"): another key of
  * the same tenant gets exactly what a missing task gets, and the listing leaves it out; a key
  * holding tasks:all sees it, lists it and may cancel it. */
 static void test_ownership(void)

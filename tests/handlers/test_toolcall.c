@@ -201,7 +201,7 @@ static void test_publish_and_idempotency(void)
         RPC_INVALID_PARAMS, "idempotency_key was already used");
     /* Another principal of the tenant (even one holding tasks:all) never gets the first
      * answer: the key is in use by someone else, with the same arguments or others alike
-     * (docs/security.md "Ownership"). */
+     * (docs/security.md "Ownership model"). */
     static const char *const as_b[] = {"Authorization", "Bearer " KEY_B, NULL};
     const char *others[] = {params, "{\"name\":\"echo\",\"arguments\":{\"text\":\"other\","
                                     "\"idempotency_key\":\"k-1\"}}"};

@@ -2,7 +2,7 @@
  * Tests ingress/api/whapi.c: GET /v1/webhooks/deliveries and POST
  * /v1/webhooks/deliveries/{id}/redeliver on synthetic requests (tests/handlers/harness.h),
  * over deliveries a real worker's task made: who may list and redeliver them
- * (docs/security.md "Ownership"). A delivery belongs to its task: the key that created the
+ * (docs/security.md "Ownership model"). A delivery belongs to its task: the key that created the
  * task lists and redelivers it, a key holding tasks:all too; another key of the same tenant
  * sees none of them and its redelivery answers exactly as for a missing delivery.
  */

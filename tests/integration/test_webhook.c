@@ -799,11 +799,12 @@ static void test_private(const char *cfg)
     char cfg2[300], doc[512], secret[80];
     snprintf(cfg2, sizeof(cfg2), "%s/private.json", fx.dir);
     secret_of(99, secret, sizeof(secret));
-    snprintf(doc, sizeof(doc),
-             "{\"tenants\":[{\"id\":\"t-priv\",\"api_keys\":[{\"id\":\"k\",\"key\":"
-             "\"wh-key-priv\",\"scopes\":[\"tasks:all\"]}],\"webhooks\":[{\"id\":\"wh-priv\",\"url\":"
-             "\"http://localhost:%d/priv\",\"secret\":\"%s\",\"events\":[\"task.completed\"]}]}]}",
-             rport, secret);
+    snprintf(
+        doc, sizeof(doc),
+        "{\"tenants\":[{\"id\":\"t-priv\",\"api_keys\":[{\"id\":\"k\",\"key\":"
+        "\"wh-key-priv\",\"scopes\":[\"tasks:all\"]}],\"webhooks\":[{\"id\":\"wh-priv\",\"url\":"
+        "\"http://localhost:%d/priv\",\"secret\":\"%s\",\"events\":[\"task.completed\"]}]}]}",
+        rport, secret);
     fx_write_file(cfg2, doc, 0600);
     pid_t ing = spawn_ingress("wh-priv", cfg2, 0);
     redisReply *r;

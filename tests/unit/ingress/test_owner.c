@@ -24,7 +24,8 @@ static const char *const docs[] = {
     "\"versions\":[{\"version\":\"1\"}]}",
     "tool:acme:payroll",
     "{\"tenant\":\"acme\",\"server\":\"hr\",\"name\":\"payroll\",\"published\":\"1\","
-    "\"access\":{\"users\":[\"alice\",\"bob\"],\"keys\":[\"ci\"]},\"versions\":[{\"version\":\"1\"}]}",
+    "\"access\":{\"users\":[\"alice\",\"bob\"],\"keys\":[\"ci\"]},\"versions\":[{\"version\":\"1\"}"
+    "]}",
 };
 
 /* The binding of a token whose claims are json, into out. */
@@ -74,11 +75,13 @@ static void test_binding(void)
                  0);
     CHECK_STR_EQ(out, "crm hr");
     /* the whole tenant: the base, the base's /mcp, or an oauth.audiences value */
-    static const char *const whole[] = {
-        "{\"aud\":\"" BASE "\"}",           "{\"aud\":\"" BASE "/\"}",
-        "{\"aud\":\"" BASE "/mcp\"}",       "{\"aud\":\"" BASE "/mcp/\"}",
-        "{\"aud\":\"api://mcpq\"}",         "{\"aud\":[\"" BASE "/mcp/crm\",\"" BASE "\"]}",
-        "{\"aud\":[\"api://mcpq\",\"" BASE "/mcp/hr\"]}"};
+    static const char *const whole[] = {"{\"aud\":\"" BASE "\"}",
+                                        "{\"aud\":\"" BASE "/\"}",
+                                        "{\"aud\":\"" BASE "/mcp\"}",
+                                        "{\"aud\":\"" BASE "/mcp/\"}",
+                                        "{\"aud\":\"api://mcpq\"}",
+                                        "{\"aud\":[\"" BASE "/mcp/crm\",\"" BASE "\"]}",
+                                        "{\"aud\":[\"api://mcpq\",\"" BASE "/mcp/hr\"]}"};
     for (size_t i = 0; i < sizeof(whole) / sizeof(whole[0]); i++) {
         snprintf(out, sizeof(out), "x");
         CHECK_INT_EQ(binding(whole[i], BASE, out, sizeof(out)), 0);
@@ -95,8 +98,7 @@ static void test_binding(void)
     for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++)
         CHECK_INT_EQ(binding(none[i], BASE, out, sizeof(out)), MCPQ_ENOTFOUND);
     /* no trusted base: only oauth.audiences count */
-    CHECK_INT_EQ(binding("{\"aud\":\"" BASE "/mcp/crm\"}", NULL, out, sizeof(out)),
-                 MCPQ_ENOTFOUND);
+    CHECK_INT_EQ(binding("{\"aud\":\"" BASE "/mcp/crm\"}", NULL, out, sizeof(out)), MCPQ_ENOTFOUND);
     CHECK_INT_EQ(binding("{\"aud\":\"api://mcpq\"}", NULL, out, sizeof(out)), 0);
     CHECK_INT_EQ(binding("{\"aud\":[\"" BASE "/mcp/crm\",\"" BASE "/mcp/hr\"]}", BASE, out, 5),
                  MCPQ_ETOOBIG);
