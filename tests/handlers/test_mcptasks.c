@@ -68,6 +68,20 @@ static void modern(hx_ex_t *e, const char *method, const char *task_id, const ch
     hx_mcp(&h, e, NULL, body, hdrs);
 }
 
+/* A 2026-07-28 extension tasks/get of task id as the caller of API key key. */
+static void ext_get_as(hx_ex_t *e, const char *id, const char *key)
+{
+    char params[400], authz[128], body[800];
+    snprintf(params, sizeof(params), "{\"taskId\":\"%s\"," EXT_META "}", id);
+    snprintf(authz, sizeof(authz), "Bearer %s", key);
+    const char *hdrs[] = {
+        "MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tasks/get", "Mcp-Name", id,
+        "Authorization",        authz,        NULL};
+    snprintf(body, sizeof(body),
+             "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tasks/get\",\"params\":%s}", params);
+    hx_mcp(&h, e, NULL, body, hdrs);
+}
+
 static const char *res_str(const hx_ex_t *e, const char *k)
 {
     return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(hx_rpc_result(e), k));
@@ -314,15 +328,7 @@ static void test_extension(void)
     modern(&e, "tasks/cancel", task_b, params); /* task_b is this tenant's: acknowledged */
     CHECK_INT_EQ(hx_rpc_code(&e), 0);
     hx_ex_free(&e);
-    const char *other[] = {
-        "MCP-Protocol-Version", "2026-07-28",        "Mcp-Method", "tasks/get", "Mcp-Name", task_b,
-        "Authorization",        "Bearer " OTHER_KEY, NULL};
-    char body[800];
-    snprintf(body, sizeof(body),
-             "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tasks/get\","
-             "\"params\":%s}",
-             params);
-    hx_mcp(&h, &e, NULL, body, other);
+    ext_get_as(&e, task_b, OTHER_KEY);
     CHECK_INT_EQ(hx_rpc_code(&e), RPC_INVALID_PARAMS);
     CHECK_STR_EQ(hx_rpc_message(&e), "Failed to retrieve task: Task not found");
     hx_ex_free(&e);
@@ -402,21 +408,12 @@ static void test_ownership(void)
     CHECK(strstr(e.resp.body, id) == NULL);
     hx_ex_free(&e);
     /* the 2026-07-28 extension's tasks/get */
-    char params[400];
-    snprintf(params, sizeof(params), "{\"taskId\":\"%s\"," EXT_META "}", id);
-    const char *hdrs[] = {
-        "MCP-Protocol-Version", "2026-07-28",    "Mcp-Method", "tasks/get", "Mcp-Name", id,
-        "Authorization",        "Bearer " KEY_B, NULL};
-    char body[2048];
-    snprintf(body, sizeof(body),
-             "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tasks/get\","
-             "\"params\":%s}",
-             params);
-    hx_mcp(&h, &e, NULL, body, hdrs);
+    ext_get_as(&e, id, KEY_B);
     CHECK_INT_EQ(hx_rpc_code(&e), RPC_INVALID_PARAMS);
     CHECK_CONTAINS(hx_rpc_message(&e), "Task not found");
     hx_ex_free(&e);
     /* the system server's task tools */
+    char body[400], params[200];
     snprintf(body, sizeof(body),
              "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\","
              "\"params\":{\"name\":\"workerSysGetTaskStatus\",\"arguments\":{\"TaskId\":"
