@@ -33,6 +33,10 @@ typedef struct ing_principal {
     const char *id;
     const char *app;  /* 'a': the app id; 'o': the token's app (client) claim, or NULL */
     const char *user; /* 'o': the token's user claim, or NULL: only it satisfies "users" */
+    /* 'o': the servers the token's aud binds it to, space-separated (owner.h,
+     * ing_owner_binding); NULL: every server of the tenant (API keys, apps, tokens for the
+     * whole tenant). */
+    const char *servers;
     /* The permissions it holds, space-separated ("": none): an API key's or app's "scopes";
      * a token's scopes mapped through its tenant's oauth.scopes. */
     const char *perms;

@@ -4,6 +4,7 @@
 #include "err.h"
 #include "jwt.h"
 #include "oauth.h"
+#include "owner.h"
 #include "peer.h"
 #include "prm.h"
 #include "req.h"
@@ -333,9 +334,30 @@ static const char *token_perms(store_t *s, const ing_tenant_oauth_t *o, const ch
     return str;
 }
 
+/* The servers the token's aud binds it to (owner.h) into s; NULL: the whole tenant. */
+static const char *token_servers(const ing_req_t *req, store_t *s, const ing_tenant_oauth_t *o,
+                                 const cJSON *claims)
+{
+    const mcpq_settings_t *set = req->ctx->set;
+    char base[512];
+    int have = ing_peer_public_base(set->public_url, set->allowed_hosts,
+                                    ing_req_header(req, "Host"), base, sizeof(base)) == 0;
+    char *str = store_begin(s);
+    if (!str)
+        return NULL;
+    int rc = ing_owner_binding(claims, have ? base : NULL, o->audiences, o->n_audiences, str,
+                               (size_t)(s->buf + s->len - str));
+    if (rc < 0) /* too many servers to keep, or none: fail closed */
+        s->full = 1;
+    if (rc < 0 || !*str)
+        return NULL;
+    store_end(s, str);
+    return str;
+}
+
 /* Fills *who for a token of tenant t, its strings in r->store: 0, or -1 with *why. */
-static int token_principal(const ing_tenant_t *t, const cJSON *claims, ing_auth_req_t *r,
-                           ing_principal_t *who, const char **why)
+static int token_principal(const ing_req_t *req, const ing_tenant_t *t, const cJSON *claims,
+                           ing_auth_req_t *r, ing_principal_t *who, const char **why)
 {
     const ing_tenant_oauth_t *o = t->oauth;
     store_t s = {.buf = r->store, .len = r->store ? ING_AUTH_STORE : 0};
@@ -347,6 +369,8 @@ static int token_principal(const ing_tenant_t *t, const cJSON *claims, ing_auth_
     who->id = store_str(&s, user ? user : app);
     who->user = user ? who->id : NULL; /* a client id is no user (access.h) */
     who->app = app ? store_str(&s, app) : NULL;
+    who->user = user ? who->id : NULL;
+    who->servers = token_servers(req, &s, o, claims);
     who->token_scopes = token_scopes(&s, claims);
     who->perms = token_perms(&s, o, who->token_scopes);
     if (!user && !app) {
@@ -411,7 +435,7 @@ static const ing_tenant_t *auth_token(const ing_req_t *req, const ing_registry_t
     } else if (!audience_ok(req, t->oauth, tok.claims)) {
         *why = "the token was not issued for this server (aud)";
         t = NULL;
-    } else if (token_principal(t, tok.claims, r, who, why) != 0)
+    } else if (token_principal(req, t, tok.claims, r, who, why) != 0)
         t = NULL;
     ing_oauth_token_clear(&tok);
     return t;
