@@ -369,7 +369,6 @@ static int token_principal(const ing_req_t *req, const ing_tenant_t *t, const cJ
     who->id = store_str(&s, user ? user : app);
     who->user = user ? who->id : NULL; /* a client id is no user (access.h) */
     who->app = app ? store_str(&s, app) : NULL;
-    who->user = user ? who->id : NULL;
     who->servers = token_servers(req, &s, o, claims);
     who->token_scopes = token_scopes(&s, claims);
     who->perms = token_perms(&s, o, who->token_scopes);
