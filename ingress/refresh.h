@@ -3,7 +3,10 @@
  * registry once (idempotently), polls the registry revision in Redis every 250 ms (a
  * registry change heard on Pub/Sub cuts the wait short, listen.h), swaps in a new snapshot
  * when the revision moved (announcing notifications/tools/list_changed), keeps the snapshot
- * it has and seeds the registry again when Redis lost it (docs/operations.md), probes the
+ * it has and seeds the registry again when Redis lost it (docs/operations.md), reads
+ * MCPQ_CONFIG again every MCPQ_CONFIG_WATCH_MS and stores a changed file once for the fleet or
+ * refuses a bad one with a log line and mcpq_config_reload_total{result="refused"} (cfgwatch.h,
+ * docs/config-file.md "Watching the file"), probes the
  * Kafka producer's metadata every second and keeps ctx->redis_up, which /readyz reports.
  *
  * The caller owns the ing_refresh_t: ing_refresh_init, then ing_refresh_start once the
@@ -14,6 +17,7 @@
 #ifndef MCPQ_ING_REFRESH_H
 #define MCPQ_ING_REFRESH_H
 
+#include "cfgwatch.h"
 #include "ctx.h"
 #include "settings.h"
 
@@ -24,6 +28,8 @@
 typedef struct ing_refresh {
     ing_ctx_t *ctx;
     cJSON *config; /* normalized config still to store; NULL once stored */
+    int reload;    /* config is a change of the file seen while running (counted in metrics) */
+    ing_cfgwatch_t watch; /* the config file's content last seen (cfgwatch.h) */
     pthread_t thread;
     int started;
     volatile sig_atomic_t stop;
