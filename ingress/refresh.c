@@ -106,13 +106,15 @@ void ing_refresh_wake(void *arg)
     pthread_mutex_unlock(&rf->lock);
 }
 
-/* A change of the config file that is not applied: the log line and the metric (the running
- * registry stays as it is). */
-static void config_refused(ing_refresh_t *rf, const char *why)
+/* A change of the config file that is not applied: the log line, the metric and the event
+ * (when Redis is there: c may be NULL). The running registry stays as it is. */
+static void config_refused(ing_refresh_t *rf, redisContext *c, const char *why)
 {
     log_event(LOG_ERROR, "config file refused: the registry stays as it is", "file",
               rf->ctx->set->config, "error", why, (char *)NULL);
     ing_metrics_config_reload(rf->ctx->metrics, ING_CFG_REFUSED);
+    if (c)
+        ing_cfgwatch_record(&rf->watch, c, rf->ctx->instance, "refused", why, NULL);
 }
 
 /* Stores rf->config (read at start-up, or a change the watcher saw) in the registry, once for
@@ -133,17 +135,18 @@ static int config_store(ing_refresh_t *rf, redisContext *c, char *err, size_t er
     int reload = rf->reload;
     rf->reload = 0;
     if (rc == MCPQ_EINVAL) {
-        config_refused(rf, err);
+        config_refused(rf, c, err);
         return 0;
     }
     char counts[128], revs[32];
     snprintf(counts, sizeof(counts), "created=%d updated=%d unchanged=%d deleted=%d", sum.created,
              sum.updated, sum.unchanged, sum.deleted);
     snprintf(revs, sizeof(revs), "%lld", sum.rev);
-    if (applied)
+    if (applied) {
         log_event(LOG_INFO, "config applied to the registry", "file", ctx->set->config, "objects",
                   counts, "revision", revs, (char *)NULL);
-    else
+        ing_cfgwatch_record(&rf->watch, c, ctx->instance, "applied", NULL, &sum);
+    } else
         log_event(LOG_INFO, "config already applied: registry left as it is", "file",
                   ctx->set->config, "revision", revs, (char *)NULL);
     if (reload)
@@ -153,13 +156,13 @@ static int config_store(ing_refresh_t *rf, redisContext *c, char *err, size_t er
 
 /* Reads the config file for a change (cfgwatch.h): a new valid config replaces any still
  * pending and is stored by the next refresh_once; a bad one is refused here. */
-static void config_poll(ing_refresh_t *rf)
+static void config_poll(ing_refresh_t *rf, redisContext *c)
 {
     cJSON *cfg = NULL;
     char err[512];
     int rc = ing_cfgwatch_poll(&rf->watch, &cfg, err, sizeof(err));
     if (rc == ING_CFGWATCH_REFUSED) {
-        config_refused(rf, err);
+        config_refused(rf, c, err);
     } else if (rc == ING_CFGWATCH_CHANGED) {
         log_event(LOG_INFO, "config file changed: applying it", "file", rf->ctx->set->config,
                   (char *)NULL);
@@ -235,7 +238,7 @@ static void *refresh_thread(void *arg)
     while (!rf->stop) {
         if (rf->ctx->set->config && rf->ctx->set->config_watch_ms > 0 &&
             util_mono_ms() >= next_watch) {
-            config_poll(rf);
+            config_poll(rf, c);
             next_watch = util_mono_ms() + rf->ctx->set->config_watch_ms;
         }
         refresh_once(rf, &c, &logged);

@@ -16,6 +16,8 @@
 #ifndef MCPQ_ING_CFGWATCH_H
 #define MCPQ_ING_CFGWATCH_H
 
+#include "kv.h"
+#include "regstore.h"
 #include "settings.h"
 
 #include <cjson/cJSON.h>
@@ -48,5 +50,23 @@ cJSON *ing_cfgwatch_load(ing_cfgwatch_t *w, char *err, size_t err_size);
  * answers ING_CFGWATCH_SAME until it changes.
  */
 int ing_cfgwatch_poll(ing_cfgwatch_t *w, cJSON **cfg, char *err, size_t err_size);
+
+/*
+ * The config file's events, fleet-wide, for the admin API (GET /admin/v1/config/events) and
+ * whoever reads Redis: the list {mcpq}:config:events (docs/internals.md), the last
+ * ING_CFGWATCH_EVENTS kept. A change applied is one event (by the replica that applied it);
+ * a change refused is one per replica that refused it (each may read the file differently).
+ */
+#define ING_CFGWATCH_EVENTS 100
+
+/* Appends {"time","instance","file","sha256","result"} for the content last seen by w, with
+ * "error" (error not NULL) or "revision","created","updated","deleted" (sum not NULL). 0, or a
+ * negative code (the caller has logged the outcome already; the event is only a record). */
+int ing_cfgwatch_record(const ing_cfgwatch_t *w, redisContext *c, const char *instance,
+                        const char *result, const char *error, const ing_regstore_summary_t *sum);
+
+/* The events, newest first, as a JSON array (the caller frees it); NULL with err set when Redis
+ * failed. Entries that are not JSON objects are skipped. */
+cJSON *ing_cfgwatch_events(redisContext *c, char *err, size_t err_size);
 
 #endif

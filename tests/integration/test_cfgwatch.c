@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #define T_KEY "Authorization: Bearer t-key"
+#define ADMIN "cfgwatch-admin-token-0123456789abcdef"
 #define WAIT_MS 20000 /* generous: the machine is shared; the watcher polls every 200 ms */
 
 static fx_stack_t fx;
@@ -118,23 +119,48 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
     return k;
 }
 
-/* mcpq_config_reload_total{result="<result>"} on the replica at port (-1: not shown). */
-static long long reloads(int port, const char *result)
+/* GETs path on the replica at port (with the admin token when admin): the status, the body in
+ * a static buffer. */
+static long http_get(int port, const char *path, int admin, const char **body_out)
 {
     static char body[65536];
-    char url[64], series[96];
+    char url[128];
+    long status = 0;
     body[0] = '\0';
-    snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", port);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
     CURL *c = curl_easy_init();
+    struct curl_slist *hl = admin ? curl_slist_append(NULL, "Authorization: Bearer " ADMIN) : NULL;
     curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
     CHECK_INT_EQ(curl_easy_perform(c), CURLE_OK);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
     curl_easy_cleanup(c);
+    curl_slist_free_all(hl);
+    *body_out = body;
+    return status;
+}
+
+/* mcpq_config_reload_total{result="<result>"} on the replica at port (-1: not shown). */
+static long long reloads(int port, const char *result)
+{
+    const char *body;
+    char series[96];
+    CHECK_INT_EQ(http_get(port, "/metrics", 0, &body), 200);
     snprintf(series, sizeof(series), "mcpq_config_reload_total{result=\"%s\"} ", result);
     const char *at = strstr(body, series);
     return at ? strtoll(at + strlen(series), NULL, 10) : -1;
+}
+
+/* How many times text occurs in s. */
+static int count(const char *s, const char *text)
+{
+    int n = 0;
+    for (const char *at = strstr(s, text); at; at = strstr(at + 1, text))
+        n++;
+    return n;
 }
 
 /* Waits until both replicas counted want changes in total (applied, unchanged and refused):
@@ -170,7 +196,7 @@ static void start_pair(const char *a, const char *b, const int ports[2], int pru
 {
     char file[400];
     snprintf(file, sizeof(file), "%s/mcpq.json", cm);
-    const char *env[] = {"MCPQ_CONFIG_WATCH_MS=200",
+    const char *env[] = {"MCPQ_CONFIG_WATCH_MS=200", "MCPQ_ADMIN_TOKEN=" ADMIN,
                          prune ? "MCPQ_CONFIG_PRUNE=1" : "MCPQ_CONFIG_PRUNE=0", NULL};
     pids[0] = fx_spawn_ingress(&fx, a, ports[0], file, env, logs[0], sizeof(logs[0]));
     pids[1] = fx_spawn_ingress(&fx, b, ports[1], file, env, logs[1], sizeof(logs[1]));
@@ -224,7 +250,21 @@ int main(void)
         CHECK(!listed(ports[i], "stray", NULL));
     }
     CHECK_INT_EQ(registry_rev(), rev0 + 1);
-    TEST_PASS("configmap swap to a bad file: refused, logged and counted; registry as it was");
+    /* The events the admin API shows: the start-up load and the change applied (once each, for
+     * the fleet), the bad file refused by each replica. */
+    const char *events;
+    CHECK_INT_EQ(http_get(ports[1], "/admin/v1/config/events", 1, &events), 200);
+    CHECK_INT_EQ(count(events, "\"result\":\"applied\""), 2);
+    CHECK_INT_EQ(count(events, "\"result\":\"refused\""), 2);
+    CHECK_CONTAINS(events, "\"instance\":\"ingress-a\",");
+    CHECK_CONTAINS(events, "\"instance\":\"ingress-b\",");
+    CHECK_CONTAINS(events, "nowhere");
+    char revision[64];
+    snprintf(revision, sizeof(revision), "\"revision\":%lld,", rev0 + 1);
+    CHECK_CONTAINS(events, revision);
+    CHECK(strstr(events, "\"result\":\"refused\"") < strstr(events, revision)); /* newest first */
+    TEST_PASS("configmap swap to a bad file: refused, logged, counted and shown as events; "
+              "registry as it was");
 
     /* 3. Back to the good file: already applied, nothing moves. */
     configmap_write(v2);
