@@ -90,7 +90,8 @@ void ing_metrics_oauth_fetch(ing_metrics_t *m, int ok);
 void ing_metrics_oauth_keys(ing_metrics_t *m, long long keys);
 void ing_metrics_oauth_introspection(ing_metrics_t *m, ing_metrics_oi_t what);
 
-/* One change of the config file seen by this replica and what it came to. */
+/* One change of the config file seen by this replica and what it came to; also sets the gauge
+ * mcpq_config_refused (1 after a refusal, 0 after anything else). */
 void ing_metrics_config_reload(ing_metrics_t *m, ing_metrics_cfg_t result);
 
 /* What the ingress is doing now, read at scrape time. */

@@ -10,9 +10,11 @@
  *     already applied (mcpq_config_reload_total), and without MCPQ_CONFIG_PRUNE a tool the
  *     file no longer names stays;
  *   - a swap to a bad file (a tool on a server that does not exist): both replicas refuse it
- *     with a log line and mcpq_config_reload_total{result="refused"}, keep serving the registry
- *     as it was, and the revision does not move;
- *   - a swap back to the good file is found already applied (the revision does not move);
+ *     with a log line, mcpq_config_reload_total{result="refused"}, mcpq_config_refused 1 and
+ *     an event each in GET /admin/v1/config/events (next to the applied ones, newest first),
+ *     keep serving the registry as it was, and the revision does not move;
+ *   - a swap back to the good file is found already applied (the revision does not move, the
+ *     gauge goes back to 0);
  *   - replicas restarted with MCPQ_CONFIG_PRUNE=1: a swap to a file that drops a tool makes it
  *     disappear from both.
  */
@@ -154,6 +156,15 @@ static long long reloads(int port, const char *result)
     return at ? strtoll(at + strlen(series), NULL, 10) : -1;
 }
 
+/* The gauge mcpq_config_refused on the replica at port (-1: not shown). */
+static long long refused_now(int port)
+{
+    const char *body;
+    CHECK_INT_EQ(http_get(port, "/metrics", 0, &body), 200);
+    const char *at = strstr(body, "\nmcpq_config_refused ");
+    return at ? strtoll(at + strlen("\nmcpq_config_refused "), NULL, 10) : -1;
+}
+
 /* How many times text occurs in s. */
 static int count(const char *s, const char *text)
 {
@@ -245,6 +256,7 @@ int main(void)
     CHECK_INT_EQ(until_counted(ports, 2), 0);
     for (int i = 0; i < 2; i++) {
         CHECK_INT_EQ(reloads(ports[i], "refused"), 1);
+        CHECK_INT_EQ(refused_now(ports[i]), 1);
         CHECK(fx_log_line(logs[i], "config file refused", "nowhere", NULL, 0));
         CHECK(listed(ports[i], "added", "new in v2") && listed(ports[i], "old", NULL));
         CHECK(!listed(ports[i], "stray", NULL));
@@ -270,6 +282,7 @@ int main(void)
     configmap_write(v2);
     CHECK_INT_EQ(until_counted(ports, 3), 0);
     CHECK_INT_EQ(reloads(ports[0], "unchanged") + reloads(ports[1], "unchanged"), 3);
+    CHECK_INT_EQ(refused_now(ports[0]) + refused_now(ports[1]), 0);
     CHECK_INT_EQ(registry_rev(), rev0 + 1);
     TEST_PASS("configmap swap back to the applied file: already applied, revision unchanged");
 

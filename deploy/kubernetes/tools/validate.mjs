@@ -508,6 +508,10 @@ function checkConfigFile(o, c, at, mounts, volumes) {
     const mount = [...mounts.values()].find((m) => file.startsWith(m.mountPath.replace(/\/?$/, "/")));
     const vol = mount && volumes.get(mount.name);
     if (!vol?.configMap) return fail(o, `${at}: MCPQ_CONFIG ${file} is not on a ConfigMap volume`);
+    // Kubelet updates a ConfigMap volume by swapping its ..data symlink, never a subPath mount:
+    // a watched file there would never change (docs/config-file.md, "Watching the file").
+    if (Number(envValue(o, c, "MCPQ_CONFIG_WATCH_MS") ?? 0) > 0 && mount.subPath)
+        fail(o, `${at}: MCPQ_CONFIG_WATCH_MS is set but ${file} is a subPath mount, which kubelet never updates`);
     let key = file.slice(mount.mountPath.replace(/\/?$/, "/").length);
     const item = (vol.configMap.items ?? []).find((i) => i.path === key);
     if (item) key = item.key;
