@@ -28,7 +28,8 @@ typedef struct set_def {
 
 static const set_def_t defs[] = {
     {"MCPQ_CONFIG", "config", T_STR, NULL, 0, 0, ING, S(config),
-     "config file (docs/config-file.md); loaded into Redis at start-up"},
+     "config file (docs/config-file.md); loaded into Redis at start-up (and when it changes, "
+     "with MCPQ_CONFIG_WATCH_MS)"},
     {"MCPQ_CONFIG_WATCH_MS", "config-watch-ms", T_INT, "0", 0, 600000, ING, S(config_watch_ms),
      "how often the ingress reads MCPQ_CONFIG for a change (a Kubernetes ConfigMap update "
      "included), in ms; a changed file is checked and applied to the registry once for the "

@@ -5,9 +5,9 @@
  * when the revision moved (announcing notifications/tools/list_changed), keeps the snapshot
  * it has and seeds the registry again when Redis lost it (docs/operations.md), reads
  * MCPQ_CONFIG again every MCPQ_CONFIG_WATCH_MS and stores a changed file once for the fleet or
- * refuses a bad one with a log line and mcpq_config_reload_total{result="refused"} (cfgwatch.h,
- * docs/config-file.md "Watching the file"), probes the
- * Kafka producer's metadata every second and keeps ctx->redis_up, which /readyz reports.
+ * refuses a bad one (log line, metrics, event: cfgwatch.h, docs/config-file.md "Watching the
+ * file"), probes the Kafka producer's metadata every second and keeps ctx->redis_up, which
+ * /readyz reports.
  *
  * The caller owns the ing_refresh_t: ing_refresh_init, then ing_refresh_start once the
  * process context is open, ing_refresh_stop before that context is closed, and

@@ -2,10 +2,9 @@
  * metrics.h - the ingress's Prometheus metrics (docs/operations.md "Metrics"): requests by MCP
  * method and HTTP status, request latency histograms, in-flight calls, published jobs and their
  * failures, tool call outcomes, webhook delivery attempts by outcome, open notification streams,
- * the webhook queue, OAuth key fetches and token introspection, config file reloads, build info and
- * start time. Counters
- * are lock-free atomics; every function is thread-safe. ing_metrics_render() writes the text
- * exposition format.
+ * the webhook queue, OAuth key fetches and token introspection, config file reloads, build info
+ * and start time. Counters are lock-free atomics; every function is thread-safe.
+ * ing_metrics_render() writes the text exposition format.
  */
 #ifndef MCPQ_ING_METRICS_H
 #define MCPQ_ING_METRICS_H

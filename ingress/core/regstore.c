@@ -70,8 +70,8 @@ int ing_regstore_load(redisContext *c, ing_regstore_state_t *st, char *err, size
     for (size_t i = 0; i + 1 < r->elements; i += 2) {
         const char *f = r->element[i]->str;
         const redisReply *v = r->element[i + 1];
-        if (strcmp(f, SEED_FIELD) ==
-            0) { /* its text only: ing_regstore_seed compares and sets it */
+        /* The config file's mark: its text only, which ing_regstore_seed compares and sets. */
+        if (strcmp(f, SEED_FIELD) == 0) {
             cJSON_AddItemToObject(st->raw, f, cJSON_CreateString(v->str));
             continue;
         }

@@ -15,6 +15,8 @@
  *     keep serving the registry as it was, and the revision does not move;
  *   - a swap back to the good file is found already applied (the revision does not move, the
  *     gauge goes back to 0);
+ *   - a swap to a file valid alone that clashes with the registry (a robot of a tenant made
+ *     through the admin API) is refused the same way when it is applied: nothing written;
  *   - replicas restarted with MCPQ_CONFIG_PRUNE=1: a swap to a file that drops a tool makes it
  *     disappear from both.
  */
@@ -55,6 +57,10 @@ static const char bad[] =
                                 "\"stray\", \"versions\": [{\"version\": \"1\", \"inputSchema\": "
                                 "{\"type\": \"object\"}, \"executor\": {\"type\": \"builtin\", "
                                 "\"name\": \"echo\"}}]}");
+static const char clash[] =
+    "{\"tenants\": [{\"id\": \"t\", \"robots\": [\"r1\"], \"api_keys\": [{\"id\": \"k\", \"key\":"
+    " \"t-key\"}]}], \"servers\": [{\"tenant\": \"t\", \"name\": \"default\"}], \"tools\": [" TOOL(
+        "echo", "echo") "]}";
 static const char v4[] = CONFIG(TOOL("echo", "echo") "," TOOL("added", "changed in v4"));
 
 /* What kubelet's atomic writer does: the file in a new ..<timestamp> directory, a symlink
@@ -286,6 +292,28 @@ int main(void)
     CHECK_INT_EQ(registry_rev(), rev0 + 1);
     TEST_PASS("configmap swap back to the applied file: already applied, revision unchanged");
 
+    /* 3b. A file valid alone that clashes with the registry (a robot another tenant declares,
+     * created through the admin API): refused when applied, nothing written. */
+    const char *h_admin[] = {"Authorization: Bearer " ADMIN, NULL};
+    char url[96];
+    fx_reply_t r;
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/admin/v1/tenants", ports[0]);
+    CHECK_INT_EQ(fx_http_post(url, h_admin, "{\"id\":\"other\",\"robots\":[\"r1\"]}", &r), 0);
+    CHECK_INT_EQ(r.status, 201);
+    long long rev1 = registry_rev();
+    configmap_write(clash);
+    CHECK_INT_EQ(until_counted(ports, 4), 0);
+    for (int i = 0; i < 2; i++) {
+        CHECK_INT_EQ(reloads(ports[i], "refused"), 2);
+        CHECK_INT_EQ(refused_now(ports[i]), 1);
+        CHECK(fx_log_line(logs[i], "config file refused", "already declared by tenant", NULL, 0));
+    }
+    CHECK_INT_EQ(registry_rev(), rev1);
+    configmap_write(v2);
+    CHECK_INT_EQ(until_counted(ports, 5), 0);
+    CHECK_INT_EQ(registry_rev(), rev1);
+    TEST_PASS("configmap swap to a file clashing with the registry: refused, nothing written");
+
     /* 4. With MCPQ_CONFIG_PRUNE=1, a tool the file no longer names disappears. */
     for (int i = 0; i < 2; i++)
         CHECK_INT_EQ(fx_stop_pid(pids[i], 10000), 0);
@@ -297,7 +325,7 @@ int main(void)
     CHECK(ms >= 0);
     CHECK(listed(ports[0], "added", "changed in v4") && listed(ports[1], "added", "changed in v4"));
     CHECK_INT_EQ(until_counted(ports, 1), 0);
-    CHECK_INT_EQ(registry_rev(), rev0 + 2);
+    CHECK_INT_EQ(registry_rev(), rev1 + 1);
     TEST_PASS("configmap swap with MCPQ_CONFIG_PRUNE=1: a tool the file dropped disappears");
 
     for (int i = 0; i < 2; i++)
