@@ -185,6 +185,10 @@ static void refresh_once(ing_refresh_t *rf, redisContext **c, int *logged)
             return;
         }
     }
+    if (rf->start_refused[0]) { /* the file was bad at start-up: refused now Redis is here */
+        config_refused(rf, *c, rf->start_refused);
+        rf->start_refused[0] = '\0';
+    }
     if (rf->config && config_store(rf, *c, err, sizeof(err)) < 0)
         goto broken;
     long long rev = 0;
@@ -274,7 +278,9 @@ int ing_refresh_init(ing_refresh_t *rf, const mcpq_settings_t *set, char *err, s
     ing_cfgwatch_init(&rf->watch, set);
     if (set->config) {
         rf->config = ing_cfgwatch_load(&rf->watch, err, err_size);
-        if (!rf->config)
+        if (!rf->config && set->config_watch_ms > 0) /* refused; the watch applies it once fixed */
+            snprintf(rf->start_refused, sizeof(rf->start_refused), "%s", err);
+        else if (!rf->config)
             return -1;
     }
     return 0;

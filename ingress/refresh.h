@@ -29,7 +29,8 @@ typedef struct ing_refresh {
     ing_ctx_t *ctx;
     cJSON *config; /* normalized config still to store; NULL once stored */
     int reload;    /* config is a change of the file seen while running (counted in metrics) */
-    ing_cfgwatch_t watch; /* the config file's content last seen (cfgwatch.h) */
+    ing_cfgwatch_t watch;    /* the config file's content last seen (cfgwatch.h) */
+    char start_refused[512]; /* why the file was refused at start-up, until reported ("") */
     pthread_t thread;
     int started;
     volatile sig_atomic_t stop;
@@ -40,7 +41,10 @@ typedef struct ing_refresh {
 } ing_refresh_t;
 
 /* Prepares rf and reads MCPQ_CONFIG (when set) into rf->config, normalized and checked. 0, or
- * -1 with err set when the file is unusable. */
+ * -1 with err set when the file is unusable. With MCPQ_CONFIG_WATCH_MS an unusable file is not
+ * fatal: it is refused as a bad change is (log line, metrics, event, once Redis is reached), the
+ * ingress serves the registry Redis holds, and the watch applies the file once it is fixed, so a
+ * bad ConfigMap cannot keep new replicas (a scale-up, a rescheduled pod) from starting. */
 int ing_refresh_init(ing_refresh_t *rf, const mcpq_settings_t *set, char *err, size_t err_size);
 
 /* Starts the thread on ctx. 0, or -1 when the thread cannot start. */

@@ -13,6 +13,8 @@
  *     with a log line, mcpq_config_reload_total{result="refused"}, mcpq_config_refused 1 and
  *     an event each in GET /admin/v1/config/events (next to the applied ones, newest first),
  *     keep serving the registry as it was, and the revision does not move;
+ *   - a third replica starting while the bad file is mounted starts anyway, refuses the file the
+ *     same way and serves the registry Redis holds;
  *   - a swap back to the good file is found already applied (the revision does not move, the
  *     gauge goes back to 0);
  *   - a swap to a file valid alone that clashes with the registry (a robot of a tenant made
@@ -67,7 +69,7 @@ static const char v4[] = CONFIG(TOOL("echo", "echo") "," TOOL("added", "changed 
  * ..data_tmp to it renamed over ..data, the previous directory removed. */
 static void configmap_write(const char *content)
 {
-    char dir[400], file[500], tmp[400], data[400], old[600] = "";
+    char dir[400], file[700], tmp[400], data[400], old[600] = "";
     snprintf(data, sizeof(data), "%s/..data", cm);
     char target[200];
     ssize_t n = readlink(data, target, sizeof(target) - 1);
@@ -283,6 +285,26 @@ int main(void)
     CHECK(strstr(events, "\"result\":\"refused\"") < strstr(events, revision)); /* newest first */
     TEST_PASS("configmap swap to a bad file: refused, logged, counted and shown as events; "
               "registry as it was");
+
+    /* 2b. A replica starting (a scale-up) while the bad file is mounted: it starts, refuses the
+     * file the same way and serves the registry as it is. */
+    char file[400], log_c[300];
+    snprintf(file, sizeof(file), "%s/mcpq.json", cm);
+    const char *env_c[] = {"MCPQ_CONFIG_WATCH_MS=200", NULL};
+    int port_c = fx_free_port();
+    pid_t pid_c = fx_spawn_ingress(&fx, "ingress-c", port_c, file, env_c, log_c, sizeof(log_c));
+    CHECK(pid_c > 0);
+    long long t0 = fx_now_ms();
+    while (reloads(port_c, "refused") != 1 && fx_now_ms() - t0 < WAIT_MS)
+        fx_sleep_ms(100);
+    CHECK_INT_EQ(reloads(port_c, "refused"), 1);
+    CHECK(listed(port_c, "added", "new in v2") && !listed(port_c, "stray", NULL));
+    CHECK_INT_EQ(refused_now(port_c), 1);
+    CHECK(fx_log_line(log_c, "config file refused", "nowhere", NULL, 0));
+    CHECK_INT_EQ(registry_rev(), rev0 + 1);
+    CHECK_INT_EQ(fx_stop_pid(pid_c, 10000), 0);
+    TEST_PASS("a replica starting with the bad file mounted: starts, refuses it, serves the "
+              "registry");
 
     /* 3. Back to the good file: already applied, nothing moves. */
     configmap_write(v2);
