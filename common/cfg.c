@@ -835,43 +835,76 @@ cJSON *cfg_load_string(const char *text, size_t len, char *errstr, size_t errstr
     return load(&x, text ? text : "", text ? len : 0);
 }
 
-cJSON *cfg_load_file(const char *path, char *errstr, size_t errstr_size)
+/* Reads the file at path into buf (at most CFG_MAX_BYTES). 0, or a negative code with the error
+ * in x. */
+static int read_file(cfg_ctx_t *x, const char *path, util_buf_t *buf)
 {
-    cfg_ctx_t x = {path ? path : "(no file)", errstr, errstr_size};
-    util_buf_t buf;
     char chunk[16384], why[128];
     int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1, rc = 0;
-    cJSON *doc = NULL;
     if (fd < 0) {
-        cfg_fail(&x, "cannot open: %s", path ? strerror_r(errno, why, sizeof(why)) : "no path");
-        return NULL;
+        cfg_fail(x, "cannot open: %s", path ? strerror_r(errno, why, sizeof(why)) : "no path");
+        return MCPQ_EIO;
     }
-    util_buf_init(&buf, CFG_MAX_BYTES);
     for (;;) {
         ssize_t n = read(fd, chunk, sizeof(chunk));
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
             if (n < 0)
-                cfg_fail(&x, "cannot read: %s", strerror_r(errno, why, sizeof(why)));
+                cfg_fail(x, "cannot read: %s", strerror_r(errno, why, sizeof(why)));
             rc = n < 0 ? MCPQ_EIO : 0;
             break;
         }
-        if ((rc = util_buf_append(&buf, chunk, (size_t)n)) < 0) {
+        if ((rc = util_buf_append(buf, chunk, (size_t)n)) < 0) {
             if (rc == MCPQ_ETOOBIG)
-                cfg_fail(&x, "larger than %u bytes", CFG_MAX_BYTES);
+                cfg_fail(x, "larger than %u bytes", CFG_MAX_BYTES);
             else
-                oom(&x);
+                oom(x);
             break;
         }
     }
     close(fd);
-    if (rc == 0)
+    return rc;
+}
+
+/* Reads path, hashes what it read into sha256 (when not NULL) and, when load_it, loads it. */
+static cJSON *read_and_load(const char *path, char *sha256, int load_it, int *rc, char *errstr,
+                            size_t errstr_size)
+{
+    cfg_ctx_t x = {path ? path : "(no file)", errstr, errstr_size};
+    util_buf_t buf;
+    cJSON *doc = NULL;
+    util_buf_init(&buf, CFG_MAX_BYTES);
+    *rc = read_file(&x, path, &buf);
+    if (*rc == 0 && sha256)
+        util_sha256_hex(buf.data ? buf.data : "", buf.len, sha256);
+    if (*rc == 0 && load_it)
         doc = load(&x, buf.data ? buf.data : "", buf.len);
     if (buf.data)
         explicit_bzero(buf.data, buf.len); /* the file may hold plaintext keys */
     util_buf_cleanup(&buf);
     return doc;
+}
+
+cJSON *cfg_load_file(const char *path, char *errstr, size_t errstr_size)
+{
+    return cfg_load_file_sha256(path, NULL, errstr, errstr_size);
+}
+
+cJSON *cfg_load_file_sha256(const char *path, char sha256[65], char *errstr, size_t errstr_size)
+{
+    int rc;
+    if (sha256)
+        sha256[0] = '\0';
+    return read_and_load(path, sha256, 1, &rc, errstr, errstr_size);
+}
+
+int cfg_file_sha256(const char *path, char sha256[65], char *errstr, size_t errstr_size)
+{
+    int rc;
+    sha256[0] = '\0';
+    read_and_load(path, sha256, 0, &rc, errstr, errstr_size);
+    return rc;
 }
 
 int cfg_check_app(const cJSON *app, size_t min_bytes, const char *path, char *errstr,

@@ -37,6 +37,15 @@
  */
 cJSON *cfg_load_file(const char *path, char *errstr, size_t errstr_size);
 
+/* cfg_load_file that also gives the SHA-256 (64 lowercase hex digits) of the bytes it read, so a
+ * caller watching the file knows which content it loaded (sha256 is "" when the file could not
+ * be read; filled even when those bytes are not a valid config). */
+cJSON *cfg_load_file_sha256(const char *path, char sha256[65], char *errstr, size_t errstr_size);
+
+/* Only reads the file at path and gives the SHA-256 of its bytes: 0, or a negative code with
+ * errstr = "<path>: cannot open: ..." (sha256 ""). For polling a file for changes cheaply. */
+int cfg_file_sha256(const char *path, char sha256[65], char *errstr, size_t errstr_size);
+
 /* The same for a config held in memory (len bytes, no NUL needed); errors start with the
  * JSON path. */
 cJSON *cfg_load_string(const char *text, size_t len, char *errstr, size_t errstr_size);

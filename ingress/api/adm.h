@@ -11,7 +11,7 @@
  *   adm_servers.c   servers
  *   adm_tools.c     tools (created with their first version, renamed)
  *   adm_versions.c  tool versions: adding, editing, publishing, taking offline, deleting
- *   adm_config.c    the whole configuration: export and apply
+ *   adm_config.c    the whole configuration: export and apply; the config file's events
  *
  * A resource handler runs on the registry state loaded for this attempt (a->st) and returns
  * DONE (answered, nothing to write) or COMMIT (answered; commit a->st). Not
@@ -196,5 +196,7 @@ int ing_adm_versions_publish_flag(adm_t *a, const cJSON *body, int *publish);
 
 /* adm_config.c: /config, GET (export without secrets) and PUT (apply; ?prune=true), on c. */
 int ing_adm_config_doc(adm_t *a, redisContext *c);
+/* adm_config.c: /config/events, GET: {"events": [...]} newest first (cfgwatch.h), on c. */
+int ing_adm_config_events(adm_t *a, redisContext *c);
 
 #endif

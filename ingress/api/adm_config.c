@@ -2,13 +2,15 @@
  * adm_config.c - /admin/v1/config (adm.h): GET exports the registry without secrets
  * (cfgsecret.h); PUT applies a whole configuration as a config file would be loaded, keeping
  * the stored secrets where the body shows "(hidden)", and with ?prune=true deletes what it
- * does not name.
+ * does not name. /config/events lists what became of the config file (MCPQ_CONFIG) each time a
+ * replica applied or refused it (cfgwatch.h).
  */
 #include "adm.h"
 
 #include "api.h"
 #include "cfg.h"
 #include "cfgsecret.h"
+#include "cfgwatch.h"
 #include "err.h"
 #include "log.h"
 #include "registry.h"
@@ -99,6 +101,18 @@ int ing_adm_config_doc(adm_t *a, redisContext *c)
     cJSON_AddNumberToObject(o, "revision", (double)sum.rev);
     add_warnings(c, o);
     log_event(LOG_INFO, "admin: config applied", (char *)NULL);
+    ing_api_body(a->resp, 200, o);
+    return DONE;
+}
+
+int ing_adm_config_events(adm_t *a, redisContext *c)
+{
+    char err[256];
+    cJSON *events = ing_cfgwatch_events(c, err, sizeof(err));
+    if (!events)
+        return ing_adm_fail(a, 503, "%s", err);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToObject(o, "events", events);
     ing_api_body(a->resp, 200, o);
     return DONE;
 }

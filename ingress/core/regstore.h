@@ -129,13 +129,19 @@ int ing_regstore_apply(redisContext *c, const cJSON *config, int prune, ing_regs
                        char *err, size_t err_size);
 
 /*
- * The start-up load of MCPQ_CONFIG (every replica runs it): applies config (no prune) unless
- * this exact config (SHA-256 of its normalized text, kept in the registry hash's `meta:config`
- * field) was the last one applied. So restarting replicas does not undo changes made through
- * the admin API since, while a changed ConfigMap is applied by the first replica that starts
- * with it, and a registry lost with its Redis is seeded again. *applied = 1 when it applied.
+ * The load of MCPQ_CONFIG (every replica runs it, at start-up and, with MCPQ_CONFIG_WATCH_MS, each
+ * time the file changes): applies config (with prune as ing_regstore_apply) unless this exact
+ * config (SHA-256 of its normalized text, kept in the registry hash's `meta:config` field) was
+ * the last one applied. So restarting replicas does not undo changes made through the admin API
+ * since, while a changed ConfigMap is applied by the first replica that sees it, and a registry
+ * lost with its Redis is seeded again. The mark is written in the same compare-and-set as the
+ * documents: of N replicas seeing one change at once exactly one applies it and the others
+ * find it applied (*applied = 0), so the revision moves once. Writing only the mark (the
+ * documents already as the file says) does not move the revision. *applied = 1 when this call
+ * applied; sum->rev is the revision after it. MCPQ_EINVAL when the config clashes with the
+ * stored registry (a robot of another tenant; nothing written).
  */
-int ing_regstore_seed(redisContext *c, const cJSON *config, int *applied,
+int ing_regstore_seed(redisContext *c, const cJSON *config, int prune, int *applied,
                       ing_regstore_summary_t *sum, char *err, size_t err_size);
 
 /* The registry as a config document (createTime/updateTime removed; API keys as sha256),

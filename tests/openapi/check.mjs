@@ -493,6 +493,11 @@ async function admin(fileBytesProbe) {
   await call('PUT', `${A}/config?prune=false`, { json: { tenants: 'none' }, expect: 400 });
   await call('PUT', `${A}/config`, { body: '{}', headers: { 'Content-Type': 'text/yaml' }, expect: 415 });
   await call('GET', `${A}/config`, { auth: null, expect: 401 });
+  // What became of the config file: the stack's start-up load is one event.
+  const ev = (await call('GET', `${A}/config/events`, { expect: 200 })).json;
+  if (!ev.events.some((e) => e.result === 'applied')) fail(`config/events: no applied event: ${JSON.stringify(ev)}`);
+  await call('GET', `${A}/config/events`, { auth: null, expect: 401 });
+  await call('POST', `${A}/config/events`, { json: {}, expect: 405 });
 
   // Deleting.
   await call('DELETE', `${T}/servers/default`, { expect: 409 });
