@@ -485,34 +485,84 @@ static int check_oauth(cfg_ctx_t *x, cJSON *t, const char *path)
     return 0;
 }
 
-/* Tenants that trust the same issuer must tell its tokens apart: each must set
- * claims.tenant. */
+static int str_same(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+int cfg_check_issuers_shared(const cJSON *t, const char *t_path, const cJSON *u, const char *u_path,
+                             char *errstr, size_t errstr_size)
+{
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(t, "oauth");
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(u, "oauth"), *iss, *jss;
+    const cJSON *ti = cJSON_GetObjectItemCaseSensitive(o, "introspection");
+    const cJSON *ui = cJSON_GetObjectItemCaseSensitive(p, "introspection");
+    const char *mine = str(cJSON_GetObjectItemCaseSensitive(o, "claims"), "tenant");
+    const char *theirs = str(cJSON_GetObjectItemCaseSensitive(p, "claims"), "tenant");
+    char where[64] = "";
+    int i = 0;
+    if (u_path)
+        snprintf(where, sizeof(where), " (%s)", u_path);
+    cJSON_ArrayForEach(iss, cJSON_GetObjectItemCaseSensitive(o, "issuers"))
+    {
+        int j = 0;
+        cJSON_ArrayForEach(jss, cJSON_GetObjectItemCaseSensitive(p, "issuers"))
+        {
+            if (!cJSON_IsString(iss) || !cJSON_IsString(jss) ||
+                strcmp(iss->valuestring, jss->valuestring) != 0) {
+                j++;
+                continue;
+            }
+            /* A tenant's introspection is its first issuer's (oauth.h, ing_oauth_configure). */
+            const cJSON *a = i == 0 ? ti : NULL, *b = j == 0 ? ui : NULL;
+            if (!mine || !theirs) {
+                snprintf(errstr, errstr_size,
+                         "%s.oauth.issuers[%d]: issuer \"%s\" is trusted by tenant \"%s\"%s too; "
+                         "tenants sharing an issuer must each set oauth.claims.tenant (%s does "
+                         "not)",
+                         t_path, i, iss->valuestring, str(u, "id"), where,
+                         mine ? str(u, "id") : str(t, "id"));
+                return MCPQ_EINVAL;
+            }
+            /* Their keys and introspection answers come from one place for all of them. */
+            const char *what = NULL, *at = NULL;
+            if (!str_same(str(o, "jwks_uri"), str(p, "jwks_uri"))) {
+                what = "jwks_uri";
+                at = str(o, "jwks_uri") ? ".jwks_uri" : NULL;
+            } else if (!str_same(str(a, "endpoint"), str(b, "endpoint")) ||
+                       !str_same(str(a, "client_id"), str(b, "client_id"))) {
+                what = "introspection endpoint and client_id";
+                at = a ? ".introspection" : NULL;
+            }
+            if (what) {
+                char sub[32];
+                snprintf(sub, sizeof(sub), ".issuers[%d]", i);
+                snprintf(errstr, errstr_size,
+                         "%s.oauth%s: issuer \"%s\" is trusted by tenant \"%s\"%s too, with "
+                         "another %s; tenants sharing an issuer must name the same %s for it "
+                         "(or none)",
+                         t_path, at ? at : sub, iss->valuestring, str(u, "id"), where, what, what);
+                return MCPQ_EINVAL;
+            }
+            j++;
+        }
+        i++;
+    }
+    return 0;
+}
+
+/* cfg_check_issuers_shared over every pair of tenants of the file. */
 static int check_shared_issuers(cfg_ctx_t *x, const cJSON *tenants)
 {
+    char msg[1024], path[32], other[32];
     int ti = 0;
     for (const cJSON *t = tenants->child; t; t = t->next, ti++) {
-        const cJSON *o = cJSON_GetObjectItemCaseSensitive(t, "oauth"), *iss;
-        int ii = 0;
-        cJSON_ArrayForEach(iss, cJSON_GetObjectItemCaseSensitive(o, "issuers"))
-        {
-            int tj = 0;
-            for (const cJSON *u = tenants->child; u != t; u = u->next, tj++) {
-                const cJSON *p = cJSON_GetObjectItemCaseSensitive(u, "oauth"), *jss;
-                const char *mine = str(cJSON_GetObjectItemCaseSensitive(o, "claims"), "tenant");
-                const char *theirs = str(cJSON_GetObjectItemCaseSensitive(p, "claims"), "tenant");
-                cJSON_ArrayForEach(jss, cJSON_GetObjectItemCaseSensitive(p, "issuers"))
-                {
-                    if (strcmp(jss->valuestring, iss->valuestring) != 0 || (mine && theirs))
-                        continue;
-                    return cfg_fail(x,
-                                    "$.tenants[%d].oauth.issuers[%d]: issuer \"%s\" is trusted by "
-                                    "tenant \"%s\" ($.tenants[%d]) too; tenants sharing an issuer "
-                                    "must each set oauth.claims.tenant (%s does not)",
-                                    ti, ii, iss->valuestring, str(u, "id"), tj,
-                                    mine ? str(u, "id") : str(t, "id"));
-                }
-            }
-            ii++;
+        int tj = 0;
+        snprintf(path, sizeof(path), "$.tenants[%d]", ti);
+        for (const cJSON *u = tenants->child; u != t; u = u->next, tj++) {
+            snprintf(other, sizeof(other), "$.tenants[%d]", tj);
+            if (cfg_check_issuers_shared(t, path, u, other, msg, sizeof(msg)) < 0)
+                return cfg_fail(x, "%s", msg);
         }
     }
     return 0;
@@ -785,43 +835,76 @@ cJSON *cfg_load_string(const char *text, size_t len, char *errstr, size_t errstr
     return load(&x, text ? text : "", text ? len : 0);
 }
 
-cJSON *cfg_load_file(const char *path, char *errstr, size_t errstr_size)
+/* Reads the file at path into buf (at most CFG_MAX_BYTES). 0, or a negative code with the error
+ * in x. */
+static int read_file(cfg_ctx_t *x, const char *path, util_buf_t *buf)
 {
-    cfg_ctx_t x = {path ? path : "(no file)", errstr, errstr_size};
-    util_buf_t buf;
     char chunk[16384], why[128];
     int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1, rc = 0;
-    cJSON *doc = NULL;
     if (fd < 0) {
-        cfg_fail(&x, "cannot open: %s", path ? strerror_r(errno, why, sizeof(why)) : "no path");
-        return NULL;
+        cfg_fail(x, "cannot open: %s", path ? strerror_r(errno, why, sizeof(why)) : "no path");
+        return MCPQ_EIO;
     }
-    util_buf_init(&buf, CFG_MAX_BYTES);
     for (;;) {
         ssize_t n = read(fd, chunk, sizeof(chunk));
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
             if (n < 0)
-                cfg_fail(&x, "cannot read: %s", strerror_r(errno, why, sizeof(why)));
+                cfg_fail(x, "cannot read: %s", strerror_r(errno, why, sizeof(why)));
             rc = n < 0 ? MCPQ_EIO : 0;
             break;
         }
-        if ((rc = util_buf_append(&buf, chunk, (size_t)n)) < 0) {
+        if ((rc = util_buf_append(buf, chunk, (size_t)n)) < 0) {
             if (rc == MCPQ_ETOOBIG)
-                cfg_fail(&x, "larger than %u bytes", CFG_MAX_BYTES);
+                cfg_fail(x, "larger than %u bytes", CFG_MAX_BYTES);
             else
-                oom(&x);
+                oom(x);
             break;
         }
     }
     close(fd);
-    if (rc == 0)
+    return rc;
+}
+
+/* Reads path, hashes what it read into sha256 (when not NULL) and, when load_it, loads it. */
+static cJSON *read_and_load(const char *path, char *sha256, int load_it, int *rc, char *errstr,
+                            size_t errstr_size)
+{
+    cfg_ctx_t x = {path ? path : "(no file)", errstr, errstr_size};
+    util_buf_t buf;
+    cJSON *doc = NULL;
+    util_buf_init(&buf, CFG_MAX_BYTES);
+    *rc = read_file(&x, path, &buf);
+    if (*rc == 0 && sha256)
+        util_sha256_hex(buf.data ? buf.data : "", buf.len, sha256);
+    if (*rc == 0 && load_it)
         doc = load(&x, buf.data ? buf.data : "", buf.len);
     if (buf.data)
         explicit_bzero(buf.data, buf.len); /* the file may hold plaintext keys */
     util_buf_cleanup(&buf);
     return doc;
+}
+
+cJSON *cfg_load_file(const char *path, char *errstr, size_t errstr_size)
+{
+    return cfg_load_file_sha256(path, NULL, errstr, errstr_size);
+}
+
+cJSON *cfg_load_file_sha256(const char *path, char sha256[65], char *errstr, size_t errstr_size)
+{
+    int rc;
+    if (sha256)
+        sha256[0] = '\0';
+    return read_and_load(path, sha256, 1, &rc, errstr, errstr_size);
+}
+
+int cfg_file_sha256(const char *path, char sha256[65], char *errstr, size_t errstr_size)
+{
+    int rc;
+    sha256[0] = '\0';
+    read_and_load(path, sha256, 0, &rc, errstr, errstr_size);
+    return rc;
 }
 
 int cfg_check_app(const cJSON *app, size_t min_bytes, const char *path, char *errstr,

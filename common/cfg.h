@@ -37,6 +37,15 @@
  */
 cJSON *cfg_load_file(const char *path, char *errstr, size_t errstr_size);
 
+/* cfg_load_file that also gives the SHA-256 (64 lowercase hex digits) of the bytes it read, so a
+ * caller watching the file knows which content it loaded (sha256 is "" when the file could not
+ * be read; filled even when those bytes are not a valid config). */
+cJSON *cfg_load_file_sha256(const char *path, char sha256[65], char *errstr, size_t errstr_size);
+
+/* Only reads the file at path and gives the SHA-256 of its bytes: 0, or a negative code with
+ * errstr = "<path>: cannot open: ..." (sha256 ""). For polling a file for changes cheaply. */
+int cfg_file_sha256(const char *path, char sha256[65], char *errstr, size_t errstr_size);
+
 /* The same for a config held in memory (len bytes, no NUL needed); errors start with the
  * JSON path. */
 cJSON *cfg_load_string(const char *text, size_t len, char *errstr, size_t errstr_size);
@@ -55,5 +64,21 @@ int cfg_check_app(const cJSON *app, size_t min_bytes, const char *path, char *er
 
 /* cfg_check_app for every app of every tenant of a normalized config. */
 int cfg_check_app_secrets(const cJSON *config, size_t min_bytes, char *errstr, size_t errstr_size);
+
+/*
+ * Whether tenants t (at t_path: "$.tenants[1]", or "$" for an admin API body) and u (at
+ * u_path, or NULL for a stored tenant) may both trust the issuers they share (config form,
+ * docs/config-file.md "OAuth"). The ingress keeps one key set and one list of introspection
+ * endpoints per issuer for every tenant (ingress/core/oauth.h), so one tenant's config could
+ * otherwise choose where another's tokens are checked. For each issuer both name: each must
+ * set oauth.claims.tenant; both must name the same jwks_uri or none; and both the same
+ * introspection endpoint and client_id for it, or none (a tenant's "introspection" belongs to
+ * its first issuer). 0, or MCPQ_EINVAL with errstr naming t's JSON path
+ * ("$.tenants[1].oauth.jwks_uri: issuer "…" is trusted by tenant "a" ($.tenants[0]) too, with
+ * another jwks_uri; …"). The config loader checks every pair of a file; the admin API and
+ * ing_regstore_apply a tenant against the stored ones (ingress/core/regstore.h).
+ */
+int cfg_check_issuers_shared(const cJSON *t, const char *t_path, const cJSON *u, const char *u_path,
+                             char *errstr, size_t errstr_size);
 
 #endif

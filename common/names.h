@@ -16,34 +16,35 @@
 #define NAMES_KEY_TAG "{mcpq}"
 
 /* Redis keys (docs/internals.md "Redis keys"). */
-#define NAMES_KEY_REGISTRY "{mcpq}:registry"         /* hash: tenants, servers, tools */
-#define NAMES_KEY_REGISTRY_REV "{mcpq}:registry:rev" /* its revision */
-#define NAMES_KEY_SESSION "{mcpq}:session:"          /* + session id */
-#define NAMES_KEY_SESSIONS "{mcpq}:sessions:"        /* + tenant: its session ids */
-#define NAMES_KEY_RESULT "{mcpq}:result:"            /* + job id: the result record */
-#define NAMES_KEY_REPLY "{mcpq}:reply:"              /* + ingress instance: its reply stream */
-#define NAMES_KEY_CANCEL "{mcpq}:cancel:"            /* + job id */
-#define NAMES_KEY_REQMAP "{mcpq}:reqmap:"            /* + scope:request id -> job id */
-#define NAMES_KEY_FILE "{mcpq}:file:"                /* + file id */
-#define NAMES_KEY_FILES "{mcpq}:files:"              /* + tenant: its files by expiry */
-#define NAMES_SUFFIX_SIZES ":sizes"                  /* {mcpq}:files:<tenant>:sizes */
-#define NAMES_KEY_NONCE "{mcpq}:nonce:"              /* + app id:nonce */
-#define NAMES_KEY_RATELIMIT "{mcpq}:rl:"             /* + tenant:k|a:id: a token bucket */
-#define NAMES_KEY_AUTHFAIL "{mcpq}:af:"              /* + a:address | i:app id */
-#define NAMES_KEY_IDEM "{mcpq}:idem:"                /* + tenant:scope */
-#define NAMES_KEY_TASK "{mcpq}:task:"                /* + task id */
-#define NAMES_SUFFIX_WAITERS ":waiters"              /* {mcpq}:task:<id>:waiters */
-#define NAMES_KEY_TASK_LEASES "{mcpq}:task:leases"   /* running tasks by lease expiry */
-#define NAMES_KEY_TASKS "{mcpq}:tasks:"              /* + tenant: its task ids */
-#define NAMES_KEY_TASK_QUEUE "{mcpq}:tq:"            /* + robot id (or _any) */
-#define NAMES_KEY_WH_DELIVERY "{mcpq}:whd:"          /* + delivery id */
-#define NAMES_KEY_WH_INDEX "{mcpq}:whd:idx:"         /* + tenant */
-#define NAMES_KEY_WH_DUE "{mcpq}:wh:due"             /* deliveries by when */
-#define NAMES_KEY_WH_DISABLED "{mcpq}:wh:disabled:"  /* + tenant:webhook id */
-#define NAMES_KEY_CHAN "{mcpq}:chan:"                /* + channel id */
-#define NAMES_SUFFIX_TURNS ":turns"                  /* {mcpq}:chan:<id>:turns */
-#define NAMES_KEY_AGENTWAIT "{mcpq}:agentwait:"      /* + message id */
-#define NAMES_KEY_AGENTREPLY "{mcpq}:agentreply:"    /* + message id */
+#define NAMES_KEY_REGISTRY "{mcpq}:registry"           /* hash: tenants, servers, tools */
+#define NAMES_KEY_REGISTRY_REV "{mcpq}:registry:rev"   /* its revision */
+#define NAMES_KEY_CONFIG_EVENTS "{mcpq}:config:events" /* list: config file applied/refused */
+#define NAMES_KEY_SESSION "{mcpq}:session:"            /* + session id */
+#define NAMES_KEY_SESSIONS "{mcpq}:sessions:"          /* + tenant: its session ids */
+#define NAMES_KEY_RESULT "{mcpq}:result:"              /* + job id: the result record */
+#define NAMES_KEY_REPLY "{mcpq}:reply:"                /* + ingress instance: its reply stream */
+#define NAMES_KEY_CANCEL "{mcpq}:cancel:"              /* + job id */
+#define NAMES_KEY_REQMAP "{mcpq}:reqmap:"              /* + scope:request id -> job id */
+#define NAMES_KEY_FILE "{mcpq}:file:"                  /* + file id */
+#define NAMES_KEY_FILES "{mcpq}:files:"                /* + tenant: its files by expiry */
+#define NAMES_SUFFIX_SIZES ":sizes"                    /* {mcpq}:files:<tenant>:sizes */
+#define NAMES_KEY_NONCE "{mcpq}:nonce:"                /* + app id:nonce */
+#define NAMES_KEY_RATELIMIT "{mcpq}:rl:"               /* + tenant:k|a:id: a token bucket */
+#define NAMES_KEY_AUTHFAIL "{mcpq}:af:"                /* + a:address | i:app id */
+#define NAMES_KEY_IDEM "{mcpq}:idem:"                  /* + tenant:scope */
+#define NAMES_KEY_TASK "{mcpq}:task:"                  /* + task id */
+#define NAMES_SUFFIX_WAITERS ":waiters"                /* {mcpq}:task:<id>:waiters */
+#define NAMES_KEY_TASK_LEASES "{mcpq}:task:leases"     /* running tasks by lease expiry */
+#define NAMES_KEY_TASKS "{mcpq}:tasks:"                /* + tenant: its task ids */
+#define NAMES_KEY_TASK_QUEUE "{mcpq}:tq:"              /* + robot id (or _any) */
+#define NAMES_KEY_WH_DELIVERY "{mcpq}:whd:"            /* + delivery id */
+#define NAMES_KEY_WH_INDEX "{mcpq}:whd:idx:"           /* + tenant */
+#define NAMES_KEY_WH_DUE "{mcpq}:wh:due"               /* deliveries by when */
+#define NAMES_KEY_WH_DISABLED "{mcpq}:wh:disabled:"    /* + tenant:webhook id */
+#define NAMES_KEY_CHAN "{mcpq}:chan:"                  /* + channel id */
+#define NAMES_SUFFIX_TURNS ":turns"                    /* {mcpq}:chan:<id>:turns */
+#define NAMES_KEY_AGENTWAIT "{mcpq}:agentwait:"        /* + message id */
+#define NAMES_KEY_AGENTREPLY "{mcpq}:agentreply:"      /* + message id */
 
 /* Redis Pub/Sub channels. */
 #define NAMES_CHAN_CANCEL "mcpq:cancel"

@@ -28,7 +28,16 @@ typedef struct set_def {
 
 static const set_def_t defs[] = {
     {"MCPQ_CONFIG", "config", T_STR, NULL, 0, 0, ING, S(config),
-     "config file (docs/config-file.md); loaded into Redis at start-up"},
+     "config file (docs/config-file.md); loaded into Redis at start-up (and when it changes, "
+     "with MCPQ_CONFIG_WATCH_MS)"},
+    {"MCPQ_CONFIG_WATCH_MS", "config-watch-ms", T_INT, "0", 0, 600000, ING, S(config_watch_ms),
+     "how often the ingress reads MCPQ_CONFIG for a change (a Kubernetes ConfigMap update "
+     "included), in ms; a changed file is checked and applied to the registry once for the "
+     "fleet, a bad one refused (docs/config-file.md, \"Watching the file\"); 0: read at "
+     "start-up only"},
+    {"MCPQ_CONFIG_PRUNE", "config-prune", T_INT, "0", 0, 1, ING, S(config_prune),
+     "1: applying a changed MCPQ_CONFIG also deletes the servers and tools of its tenants that "
+     "it does not name, as mcpq-ingress --apply --prune"},
     {"MCPQ_LISTEN", "listen", T_STR, "127.0.0.1:8080", 0, 0, ING, S(listen),
      "ingress listen address host:port, [IPv6]:port ([::]:port: IPv6 and IPv4) or :port"},
     {"MCPQ_OPS_LISTEN", "ops-listen", T_STR, "", 0, 0, ING, S(ops_listen),

@@ -12,7 +12,10 @@
  *                           the tool, e.g. -32003 timeout, -32603 worker lost; absent when the
  *                           tool itself returned an isError result),
  *                           traceparent (W3C, the creating call's trace at the ingress; ""
- *                           when none; webhook deliveries of the task carry its trace)
+ *                           when none; webhook deliveries of the task carry its trace),
+ *                           owner (the creator's principal, ingress/core/owner.h: who may
+ *                           read and act on the task; absent in tasks made before it was
+ *                           recorded)
  *   {mcpq}:tasks:<tenant>     zset of the tenant's task ids by created_ms (listing, and the
  *                           count of quotas.tasks: CREATE drops ids whose hash has expired,
  *                           oldest first, before it counts)
@@ -74,7 +77,7 @@ int task_robot_ok(const char *robot);
  *
  * Arguments per script (all strings):
  *   CREATE    id tenant server tool version args_json robot priority env_json retention_s
- *             ttl_ms surface traceparent max_tasks("0" = no limit)
+ *             ttl_ms surface traceparent max_tasks("0" = no limit) owner
  *                                                    -> created_ms, 0 when the id exists, -1
  *             when the tenant has max_tasks tasks in retention (the quota, nothing created)
  *   ENQUEUE   id                                     -> 1 queued, 0 not waiting/queued already

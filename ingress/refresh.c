@@ -3,10 +3,12 @@
  */
 #include "refresh.h"
 
-#include "cfg.h"
+#include "cfgwatch.h"
+#include "err.h"
 #include "kv.h"
 #include "listen.h"
 #include "log.h"
+#include "metrics.h"
 #include "mq.h"
 #include "oauth.h"
 #include "registry.h"
@@ -21,23 +23,6 @@
 
 #define REFRESH_MS 250
 #define PROBE_MS 1000 /* Kafka metadata probe */
-
-/* MCPQ_CONFIG read, normalized and checked (ing_regstore_config_check: the SSRF guard at load time,
- * a webhook url naming a private address literally, and the app secret minimum). NULL with err set
- * when the file is unusable. */
-static cJSON *config_read(const mcpq_settings_t *set, char *err, size_t err_size)
-{
-    cJSON *cfg = cfg_load_file(set->config, err, err_size);
-    if (!cfg)
-        return NULL;
-    char why[384];
-    if (ing_regstore_config_check(cfg, set, why, sizeof(why)) < 0) {
-        snprintf(err, err_size, "%s: %s", set->config, why);
-        cJSON_Delete(cfg);
-        return NULL;
-    }
-    return cfg;
-}
 
 /* Gives the key service (oauth.h) the issuers the tenants of reg trust: one source per
  * (tenant, issuer), the tenant's jwks_uri on each and its introspection endpoint on its
@@ -59,7 +44,8 @@ static void oauth_configure(ing_ctx_t *ctx, const ing_registry_t *reg)
     for (size_t i = 0; i < tenants; i++) {
         const ing_tenant_oauth_t *o = ing_registry_tenant_at(reg, i)->oauth;
         for (size_t j = 0; o && j < o->n_issuers; j++)
-            src[at++] = (ing_oauth_source_t){.issuer = o->issuers[j],
+            src[at++] = (ing_oauth_source_t){.tenant = ing_registry_tenant_at(reg, i)->id,
+                                             .issuer = o->issuers[j],
                                              .jwks_uri = o->jwks_uri,
                                              .introspection_endpoint =
                                                  j == 0 ? o->introspection_endpoint : NULL,
@@ -68,6 +54,13 @@ static void oauth_configure(ing_ctx_t *ctx, const ing_registry_t *reg)
     }
     ing_oauth_configure(ctx->oauth, src, n);
     free(src);
+    const ing_introspector_t *amb[16];
+    size_t namb = ing_registry_introspect_ambiguous(reg, amb, 16);
+    for (size_t i = 0; i < namb; i++) {
+        char msg[400];
+        ing_registry_introspect_warning(amb[i], msg, sizeof(msg));
+        log_event(LOG_WARN, msg, (char *)NULL);
+    }
 }
 
 /*
@@ -89,7 +82,7 @@ static int registry_lost(ing_refresh_t *rf, long long rev)
         return 0;
     char err[512];
     if (ctx->set->config && !rf->config)
-        rf->config = config_read(ctx->set, err, sizeof(err));
+        rf->config = ing_cfgwatch_load(&rf->watch, err, sizeof(err));
     if (rf->config) {
         log_event(LOG_WARN, "registry gone from Redis: seeding it again from the config file",
                   "file", ctx->set->config, (char *)NULL);
@@ -113,6 +106,72 @@ void ing_refresh_wake(void *arg)
     pthread_mutex_unlock(&rf->lock);
 }
 
+/* A change of the config file that is not applied: the log line, the metric and the event
+ * (when Redis is there: c may be NULL). The running registry stays as it is. */
+static void config_refused(ing_refresh_t *rf, redisContext *c, const char *why)
+{
+    log_event(LOG_ERROR, "config file refused: the registry stays as it is", "file",
+              rf->ctx->set->config, "error", why, (char *)NULL);
+    ing_metrics_config_reload(rf->ctx->metrics, ING_CFG_REFUSED);
+    if (c)
+        ing_cfgwatch_record(&rf->watch, c, rf->ctx->instance, "refused", why, NULL);
+}
+
+/* Stores rf->config (read at start-up, or a change the watcher saw) in the registry, once for
+ * the fleet (ing_regstore_seed), with MCPQ_CONFIG_PRUNE. 0 when it is done with (applied, found
+ * applied, or refused for clashing with the registry), or -1 with err set when Redis failed
+ * (the config stays pending for the next round). */
+static int config_store(ing_refresh_t *rf, redisContext *c, char *err, size_t err_size)
+{
+    ing_ctx_t *ctx = rf->ctx;
+    ing_regstore_summary_t sum;
+    int applied = 0;
+    int rc = ing_regstore_seed(c, rf->config, (int)ctx->set->config_prune, &applied, &sum, err,
+                               err_size);
+    if (rc < 0 && rc != MCPQ_EINVAL)
+        return -1;
+    cJSON_Delete(rf->config);
+    rf->config = NULL;
+    int reload = rf->reload;
+    rf->reload = 0;
+    if (rc == MCPQ_EINVAL) {
+        config_refused(rf, c, err);
+        return 0;
+    }
+    char counts[128], revs[32];
+    snprintf(counts, sizeof(counts), "created=%d updated=%d unchanged=%d deleted=%d", sum.created,
+             sum.updated, sum.unchanged, sum.deleted);
+    snprintf(revs, sizeof(revs), "%lld", sum.rev);
+    if (applied) {
+        log_event(LOG_INFO, "config applied to the registry", "file", ctx->set->config, "objects",
+                  counts, "revision", revs, (char *)NULL);
+        ing_cfgwatch_record(&rf->watch, c, ctx->instance, "applied", NULL, &sum);
+    } else
+        log_event(LOG_INFO, "config already applied: registry left as it is", "file",
+                  ctx->set->config, "revision", revs, (char *)NULL);
+    if (reload)
+        ing_metrics_config_reload(ctx->metrics, applied ? ING_CFG_APPLIED : ING_CFG_UNCHANGED);
+    return 0;
+}
+
+/* Reads the config file for a change (cfgwatch.h): a new valid config replaces any still
+ * pending and is stored by the next refresh_once; a bad one is refused here. */
+static void config_poll(ing_refresh_t *rf, redisContext *c)
+{
+    cJSON *cfg = NULL;
+    char err[512];
+    int rc = ing_cfgwatch_poll(&rf->watch, &cfg, err, sizeof(err));
+    if (rc == ING_CFGWATCH_REFUSED) {
+        config_refused(rf, c, err);
+    } else if (rc == ING_CFGWATCH_CHANGED) {
+        log_event(LOG_INFO, "config file changed: applying it", "file", rf->ctx->set->config,
+                  (char *)NULL);
+        cJSON_Delete(rf->config);
+        rf->config = cfg;
+        rf->reload = 1;
+    }
+}
+
 static void refresh_once(ing_refresh_t *rf, redisContext **c, int *logged)
 {
     ing_ctx_t *ctx = rf->ctx;
@@ -126,21 +185,12 @@ static void refresh_once(ing_refresh_t *rf, redisContext **c, int *logged)
             return;
         }
     }
-    if (rf->config) {
-        ing_regstore_summary_t sum;
-        int applied = 0;
-        if (ing_regstore_seed(*c, rf->config, &applied, &sum, err, sizeof(err)) < 0)
-            goto broken;
-        cJSON_Delete(rf->config);
-        rf->config = NULL;
-        char counts[96];
-        snprintf(counts, sizeof(counts), "created=%d updated=%d unchanged=%d", sum.created,
-                 sum.updated, sum.unchanged);
-        log_event(LOG_INFO,
-                  applied ? "config applied to the registry"
-                          : "config already applied: registry left as it is",
-                  "file", ctx->set->config, "objects", counts, (char *)NULL);
+    if (rf->start_refused[0]) { /* the file was bad at start-up: refused now Redis is here */
+        config_refused(rf, *c, rf->start_refused);
+        rf->start_refused[0] = '\0';
     }
+    if (rf->config && config_store(rf, *c, err, sizeof(err)) < 0)
+        goto broken;
     long long rev = 0;
     if (ing_registry_read_rev(*c, &rev) < 0) {
         snprintf(err, sizeof(err), "redis: %s", (*c)->err ? (*c)->errstr : "GET failed");
@@ -188,8 +238,13 @@ static void *refresh_thread(void *arg)
     ing_refresh_t *rf = arg;
     redisContext *c = NULL;
     int logged = 0;
-    int64_t next_probe = 0;
+    int64_t next_probe = 0, next_watch = util_mono_ms() + rf->ctx->set->config_watch_ms;
     while (!rf->stop) {
+        if (rf->ctx->set->config && rf->ctx->set->config_watch_ms > 0 &&
+            util_mono_ms() >= next_watch) {
+            config_poll(rf, c);
+            next_watch = util_mono_ms() + rf->ctx->set->config_watch_ms;
+        }
         refresh_once(rf, &c, &logged);
         if (util_mono_ms() >= next_probe) {
             mq_producer_probe(rf->ctx->producer, 500);
@@ -220,9 +275,12 @@ int ing_refresh_init(ing_refresh_t *rf, const mcpq_settings_t *set, char *err, s
     pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
     pthread_cond_init(&rf->cond, &cattr);
     pthread_condattr_destroy(&cattr);
+    ing_cfgwatch_init(&rf->watch, set);
     if (set->config) {
-        rf->config = config_read(set, err, err_size);
-        if (!rf->config)
+        rf->config = ing_cfgwatch_load(&rf->watch, err, err_size);
+        if (!rf->config && set->config_watch_ms > 0) /* refused; the watch applies it once fixed */
+            snprintf(rf->start_refused, sizeof(rf->start_refused), "%s", err);
+        else if (!rf->config)
             return -1;
     }
     return 0;

@@ -3,8 +3,11 @@
  * registry once (idempotently), polls the registry revision in Redis every 250 ms (a
  * registry change heard on Pub/Sub cuts the wait short, listen.h), swaps in a new snapshot
  * when the revision moved (announcing notifications/tools/list_changed), keeps the snapshot
- * it has and seeds the registry again when Redis lost it (docs/operations.md), probes the
- * Kafka producer's metadata every second and keeps ctx->redis_up, which /readyz reports.
+ * it has and seeds the registry again when Redis lost it (docs/operations.md), reads
+ * MCPQ_CONFIG again every MCPQ_CONFIG_WATCH_MS and stores a changed file once for the fleet or
+ * refuses a bad one (log line, metrics, event: cfgwatch.h, docs/config-file.md "Watching the
+ * file"), probes the Kafka producer's metadata every second and keeps ctx->redis_up, which
+ * /readyz reports.
  *
  * The caller owns the ing_refresh_t: ing_refresh_init, then ing_refresh_start once the
  * process context is open, ing_refresh_stop before that context is closed, and
@@ -14,6 +17,7 @@
 #ifndef MCPQ_ING_REFRESH_H
 #define MCPQ_ING_REFRESH_H
 
+#include "cfgwatch.h"
 #include "ctx.h"
 #include "settings.h"
 
@@ -24,6 +28,9 @@
 typedef struct ing_refresh {
     ing_ctx_t *ctx;
     cJSON *config; /* normalized config still to store; NULL once stored */
+    int reload;    /* config is a change of the file seen while running (counted in metrics) */
+    ing_cfgwatch_t watch;    /* the config file's content last seen (cfgwatch.h) */
+    char start_refused[512]; /* why the file was refused at start-up, until reported ("") */
     pthread_t thread;
     int started;
     volatile sig_atomic_t stop;
@@ -34,7 +41,10 @@ typedef struct ing_refresh {
 } ing_refresh_t;
 
 /* Prepares rf and reads MCPQ_CONFIG (when set) into rf->config, normalized and checked. 0, or
- * -1 with err set when the file is unusable. */
+ * -1 with err set when the file is unusable. With MCPQ_CONFIG_WATCH_MS an unusable file is not
+ * fatal: it is refused as a bad change is (log line, metrics, event, once Redis is reached), the
+ * ingress serves the registry Redis holds, and the watch applies the file once it is fixed, so a
+ * bad ConfigMap cannot keep new replicas (a scale-up, a rescheduled pod) from starting. */
 int ing_refresh_init(ing_refresh_t *rf, const mcpq_settings_t *set, char *err, size_t err_size);
 
 /* Starts the thread on ctx. 0, or -1 when the thread cannot start. */

@@ -416,11 +416,12 @@ bad:
  *
  * A body is read into memory only up to a limit the headers earn: MCPQ_PREAUTH_BODY_BYTES
  * while they name no credential the ingress knows, MCPQ_MAX_BODY_BYTES once they do (an API
- * key of a tenant, or a known X-App-Id with a fresh X-Timestamp: the signature, which covers
- * the body, is checked when the body is in), and CFG_MAX_BYTES for the admin token on
- * /admin/v1/config. All bodies together hold at most MCPQ_MAX_BODY_MEMORY_BYTES: a request whose
- * body would pass it gets 503 with Retry-After. The signed file upload PUT streams to disk
- * (files.h) and is counted by neither. */
+ * key of a tenant, a known X-App-Id with a fresh X-Timestamp: the signature, which covers
+ * the body, is checked when the body is in; an OAuth token that only looks like one a tenant
+ * could take, auth.h ing_auth_known: verified once, at the front door), and CFG_MAX_BYTES for the
+ * admin token on /admin/v1/config. All bodies together hold at most MCPQ_MAX_BODY_MEMORY_BYTES: a
+ * request whose body would pass it gets 503 with Retry-After. The signed file upload PUT streams to
+ * disk (files.h) and is counted by neither. */
 
 static int is_admin_url(const char *url)
 {
@@ -585,7 +586,8 @@ static int gate_enter(ing_req_t *req)
     req->gate = GATE_WAIT;
     req->gate_next = gated;
     gated = req;
-    int wait = ing_oauth_prepare(ctx->oauth, token, gate_wake, req) == ING_OAUTH_WAIT;
+    /* (the failed-authentication limits first: a refused client causes no fetch) */
+    int wait = ing_frontdoor_prepare(req, gate_wake, req) == ING_OAUTH_WAIT;
     if (wait) {
         MHD_suspend_connection(req->conn);
     } else {

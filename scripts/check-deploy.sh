@@ -81,6 +81,9 @@ start_check() { # run_dir label
         # are only accepted with it).
         MCPQ_REDIS_URL) [ "${line#MCPQ_REDIS_URL=rediss://}" != "$line" ] && redis_scheme=rediss ;;
         MCPQ_KAFKA_BROKERS | MCPQ_LISTEN | MCPQ_FILES_DIR | MCPQ_CONFIG | MCPQ_READY_FILE) ;;
+        # With the watch an ingress starts on a bad config file (and refuses it): off here, so
+        # a bad file still stops it (docs/config-file.md, "Watching the file").
+        MCPQ_CONFIG_WATCH_MS) env+=(MCPQ_CONFIG_WATCH_MS=0) ;;
         # The worker's metrics server and the ingress's ops listener: any free loopback port
         # (their format is checked by validate.mjs; the binary refuses a malformed one at
         # start-up all the same).

@@ -178,4 +178,18 @@ struct MHD_Daemon *fx_server_start(int port, fx_server_fn handler);
 void fx_sign_headers(const char *app, const char *secret, const char *uri, const char *body,
                      char h[4][200]);
 
+/* An EC P-256 key that signs test access tokens (ES256), with its kid and its public JWK. */
+typedef struct fx_es256 {
+    struct evp_pkey_st *pkey;
+    char kid[16];
+    char jwk[512]; /* {"kty":"EC","crv":"P-256","alg":"ES256","kid":...,"x":...,"y":...} */
+} fx_es256_t;
+
+/* Makes a new key named kid (exits the test on failure); fx_es256_free releases it. */
+void fx_es256_new(fx_es256_t *k, const char *kid);
+void fx_es256_free(fx_es256_t *k);
+
+/* A compact JWT of payload (JSON text) signed ES256 by k, its kid in the header; malloc'd. */
+char *fx_es256_jwt(const fx_es256_t *k, const char *payload);
+
 #endif

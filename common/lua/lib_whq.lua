@@ -1,7 +1,8 @@
 -- lib_whq.lua: whq_enqueue(tenant, event, task_id, data_json, iso_ts, now_ms, id_base), prepended to
 -- other scripts (common/whq.h). Creates one webhook delivery per webhook of the tenant that
 -- subscribes to event (@NAMES_KEY_WH_DELIVERY@<id> hash, @NAMES_KEY_WH_DUE@, @NAMES_KEY_WH_INDEX@<tenant>),
--- reading the tenant's document from @NAMES_KEY_REGISTRY@ and the task's traceparent, and
+-- reading the tenant's document from @NAMES_KEY_REGISTRY@ and the task's traceparent, owner,
+-- server and tool (a delivery belongs to its task: ingress/core/owner.h), and
 -- trims the tenant's index to WHQ_RETENTION_S and WHQ_INDEX_MAX.
 -- KEYS, ARGV: none of its own (it defines only the local function whq_enqueue).
 -- Returns: nothing itself; whq_enqueue returns how many deliveries it created.
@@ -17,7 +18,9 @@ local function whq_enqueue(tenant, event, task_id, data_json, iso_ts, now_ms, id
   local body = '{"type":"' .. event .. '","timestamp":"' .. iso_ts ..
     '","data":' .. data_json .. '}'
   local idx = '@NAMES_KEY_WH_INDEX@' .. tenant
-  local tp = redis.call('HGET', '@NAMES_KEY_TASK@' .. task_id, 'traceparent') or ''
+  local tk = redis.call('HMGET', '@NAMES_KEY_TASK@' .. task_id, 'traceparent', 'owner', 'server',
+    'tool')
+  local tp = tk[1] or ''
   local n = 0
   for _, w in ipairs(t.webhooks) do
     local sub = false
@@ -33,7 +36,8 @@ local function whq_enqueue(tenant, event, task_id, data_json, iso_ts, now_ms, id
       redis.call('HSET', k, 'id', id, 'tenant', tenant, 'webhook', w.id, 'event', event,
         'task', task_id, 'body', body, 'created_ms', now, 'attempts', '0',
         'status', 'pending', 'next_ms', now, 'last_status', '', 'last_error', '',
-        'log', '[]', 'traceparent', tp)
+        'log', '[]', 'traceparent', tp, 'owner', tk[2] or '', 'server', tk[3] or '',
+        'tool', tk[4] or '')
       redis.call('EXPIRE', k, @WHQ_RETENTION_S@)
       redis.call('ZADD', '@NAMES_KEY_WH_DUE@', now, id)
       redis.call('ZADD', idx, now, id)

@@ -1,11 +1,13 @@
 -- whapi_list.lua (ingress/api/whapi.c): a page of a tenant's webhook deliveries, newest first,
--- from @NAMES_KEY_WH_INDEX@<tenant>, filtered by task and status, examining at most 1000 entries
--- (SCAN_MAX); ids whose delivery is gone or another tenant's leave the index.
+-- from @NAMES_KEY_WH_INDEX@<tenant>, filtered by task, status and owner, examining at most 1000
+-- entries (SCAN_MAX); ids whose delivery is gone or another tenant's leave the index. The owner
+-- filter only fills pages: whapi.c decides what the caller sees (ingress/core/owner.h).
 -- KEYS: none (built from the tenant).
 -- ARGV[1] tenant, [2] limit, [3] cursor score ("" first page), [4] cursor id, [5] task ("" any),
--- [6] status ("" any).
--- Returns: {cursor score, cursor id ("" "" at the end), then 11 fields (NFIELDS) per delivery:
--- id webhook event task status attempts last_status last_error created_ms next_ms log}.
+-- [6] status ("" any), [7] owner ("" any).
+-- Returns: {cursor score, cursor id ("" "" at the end), then 14 fields (ROW) per delivery:
+-- id webhook event task status attempts last_status last_error created_ms next_ms log (the
+-- 11 shown, NFIELDS) owner server tool}.
 
 local idx = '@NAMES_KEY_WH_INDEX@' .. ARGV[1]
 local limit = tonumber(ARGV[2])
@@ -24,11 +26,12 @@ while not done do
     i = i + 2
     if not (cs ~= '' and s == cs and id >= cid) then
       scanned = scanned + 1
-      local h = redis.call('HMGET', '@NAMES_KEY_WH_DELIVERY@' .. id, 'id', 'webhook', 'event', 'task', 'status', 'attempts', 'last_status', 'last_error', 'created_ms', 'next_ms', 'log', 'tenant')
-      if not h[1] or h[12] ~= ARGV[1] then
+      local h = redis.call('HMGET', '@NAMES_KEY_WH_DELIVERY@' .. id, 'id', 'webhook', 'event', 'task', 'status', 'attempts', 'last_status', 'last_error', 'created_ms', 'next_ms', 'log', 'owner', 'server', 'tool', 'tenant')
+      if not h[1] or h[15] ~= ARGV[1] then
         gone[#gone + 1] = id
-      elseif (ARGV[5] == '' or h[4] == ARGV[5]) and (ARGV[6] == '' or h[5] == ARGV[6]) then
-        for j = 1, 11 do out[#out + 1] = h[j] or '' end
+      elseif (ARGV[5] == '' or h[4] == ARGV[5]) and (ARGV[6] == '' or h[5] == ARGV[6]) and
+             (ARGV[7] == '' or h[12] == ARGV[7]) then
+        for j = 1, 14 do out[#out + 1] = h[j] or '' end
         n = n + 1
       end
       if n >= limit or scanned >= 1000 then

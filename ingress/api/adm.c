@@ -28,6 +28,17 @@ int ing_adm_fail(adm_t *a, int status, const char *fmt, ...)
     return DONE;
 }
 
+int ing_adm_system_refused(adm_t *a, const char *path)
+{
+    return ing_adm_fail(a, 403, "%s%s\"system\" is the built-in server and cannot be changed",
+                        path ? path : "", path ? ": " : "");
+}
+
+int ing_adm_is_system(const char *name)
+{
+    return name && strcmp(name, "system") == 0;
+}
+
 /* Answers one object (consumed) with its etag as the ETag header. */
 int ing_adm_answer(adm_t *a, int status, cJSON *o)
 {

@@ -11,7 +11,7 @@
  *   adm_servers.c   servers
  *   adm_tools.c     tools (created with their first version, renamed)
  *   adm_versions.c  tool versions: adding, editing, publishing, taking offline, deleting
- *   adm_config.c    the whole configuration: export and apply
+ *   adm_config.c    the whole configuration: export and apply; the config file's events
  *
  * A resource handler runs on the registry state loaded for this attempt (a->st) and returns
  * DONE (answered, nothing to write) or COMMIT (answered; commit a->st). Not
@@ -138,6 +138,12 @@ int ing_adm_body_valid_at(adm_t *a, const cJSON *v, const char *def, const char 
 int ing_adm_only_members(adm_t *a, const cJSON *body, const char *const *allowed);
 /* 1 when o has no *_env secret reference, else answers 400 (path names o). */
 int ing_adm_no_env_refs(adm_t *a, const cJSON *o, const char *path);
+/* The one answer to any change of the built-in "system" server (docs/api.md): creating,
+ * changing or deleting it, adding a tool to it, naming it a tenant's default_server, declaring
+ * either in PUT /admin/v1/config. 403 naming path (NULL: the URL names it). Returns DONE. */
+int ing_adm_system_refused(adm_t *a, const char *path);
+/* 1 when name (may be NULL) is the built-in "system" server's. */
+int ing_adm_is_system(const char *name);
 /* Stages a changed copy of the tenant document; returns the copy (owned by a->st). */
 cJSON *ing_adm_stage_tenant(adm_t *a, const cJSON *t);
 /* The version v of a tool document, or NULL. */
@@ -190,5 +196,7 @@ int ing_adm_versions_publish_flag(adm_t *a, const cJSON *body, int *publish);
 
 /* adm_config.c: /config, GET (export without secrets) and PUT (apply; ?prune=true), on c. */
 int ing_adm_config_doc(adm_t *a, redisContext *c);
+/* adm_config.c: /config/events, GET: {"events": [...]} newest first (cfgwatch.h), on c. */
+int ing_adm_config_events(adm_t *a, redisContext *c);
 
 #endif

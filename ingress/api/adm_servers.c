@@ -44,10 +44,9 @@ int ing_adm_servers_collection(adm_t *a, const char *tenant)
         cJSON_Delete(s);
         return DONE;
     }
-    if (strcmp(name, "system") == 0) {
+    if (ing_adm_is_system(name)) {
         cJSON_Delete(s);
-        return ing_adm_fail(a, 403,
-                            "$.name: \"system\" is the built-in server and cannot be changed");
+        return ing_adm_system_refused(a, "$.name");
     }
     char field[600];
     ing_regstore_field_server(field, sizeof(field), tenant, name);
@@ -65,8 +64,8 @@ int ing_adm_servers_collection(adm_t *a, const char *tenant)
 int ing_adm_servers_one(adm_t *a, const cJSON *t, const char *name)
 {
     const char *tenant = str_of(t, "id");
-    if (strcmp(name, "system") == 0 && strcmp(a->method, "GET") != 0)
-        return ing_adm_fail(a, 403, "\"system\" is the built-in server and cannot be changed");
+    if (ing_adm_is_system(name) && strcmp(a->method, "GET") != 0)
+        return ing_adm_system_refused(a, NULL);
     char field[600];
     ing_regstore_field_server(field, sizeof(field), tenant, name);
     cJSON *s = ing_regstore_get(&a->st, field);

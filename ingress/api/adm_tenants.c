@@ -32,15 +32,13 @@ static int robots_free(adm_t *a, const char *id, const cJSON *robots)
     return 1;
 }
 
-/* 1 when the body's "oauth" may be stored for tenant id (stored: its document, or NULL), else
- * answers 400: the introspection secret is literal ("(hidden)" keeps the stored one), and
- * an issuer another tenant trusts too needs claims.tenant on both (cfg.c checks the rest
- * when the tenant is validated). */
-static int oauth_ok(adm_t *a, const char *id, const cJSON *stored)
+/* 1 when the body's "oauth" may be stored (stored: the tenant's document, or NULL), else
+ * answers 400: the introspection secret is literal ("(hidden)" keeps the stored one); cfg.c
+ * checks the rest when the tenant is validated, issuers_agree what it shares with others. */
+static int oauth_ok(adm_t *a, const cJSON *stored)
 {
     cJSON *oauth = cJSON_GetObjectItemCaseSensitive(a->body, "oauth");
     cJSON *intro = cJSON_GetObjectItemCaseSensitive(oauth, "introspection");
-    const cJSON *iss, *d;
     if (!cJSON_IsObject(oauth))
         return 1;
     if (cJSON_IsObject(intro) && !ing_adm_no_env_refs(a, intro, "$.oauth.introspection"))
@@ -59,32 +57,19 @@ static int oauth_ok(adm_t *a, const char *id, const cJSON *stored)
         }
         cJSON_ReplaceItemInObjectCaseSensitive(intro, "client_secret", cJSON_CreateString(kept));
     }
-    const char *mine = str_of(cJSON_GetObjectItemCaseSensitive(oauth, "claims"), "tenant");
-    int i = 0;
-    cJSON_ArrayForEach(iss, cJSON_GetObjectItemCaseSensitive(oauth, "issuers"))
-    {
-        for (d = a->st.docs->child; d && cJSON_IsString(iss); d = d->next) {
-            const cJSON *o = cJSON_GetObjectItemCaseSensitive(d, "oauth"), *j;
-            if (strncmp(d->string, "tenant:", 7) != 0 || !str_of(d, "id") ||
-                strcmp(str_of(d, "id"), id) == 0)
-                continue;
-            const char *theirs = str_of(cJSON_GetObjectItemCaseSensitive(o, "claims"), "tenant");
-            cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(o, "issuers"))
-            {
-                if (!cJSON_IsString(j) || strcmp(j->valuestring, iss->valuestring) != 0 ||
-                    (mine && theirs))
-                    continue;
-                ing_adm_fail(a, 400,
-                             "$.oauth.issuers[%d]: issuer \"%s\" is trusted by tenant \"%s\" "
-                             "too; tenants sharing an issuer must each set oauth.claims.tenant "
-                             "(%s does not)",
-                             i, iss->valuestring, str_of(d, "id"), mine ? str_of(d, "id") : id);
-                return 0;
-            }
-        }
-        i++;
-    }
     return 1;
+}
+
+/* 1 when tenant t (its document as it would be stored) agrees with every other stored tenant
+ * on the issuers they share (regstore.h, ing_regstore_issuers_check), else answers 409 naming
+ * the field, as for a robot. */
+static int issuers_agree(adm_t *a, const cJSON *t)
+{
+    char err[1024];
+    if (ing_regstore_issuers_check(&a->st, t, "$", err, sizeof(err)) == 0)
+        return 1;
+    ing_adm_fail(a, 409, "%s", err);
+    return 0;
 }
 
 static int create_server_doc(adm_t *a, const char *tenant, const char *name, const char *desc)
@@ -119,13 +104,19 @@ int ing_adm_tenants_collection(adm_t *a)
     if (!ing_adm_only_members(a, a->body, allowed) || !ing_adm_body_valid(a, a->body, "tenant"))
         return DONE;
     const char *id = str_of(a->body, "id");
+    if (ing_adm_is_system(str_of(a->body, "default_server")))
+        return ing_adm_system_refused(a, "$.default_server");
     if (tenant_doc(a, id))
         return ing_adm_fail(a, 409, "tenant \"%s\" exists already", id);
-    if (!oauth_ok(a, id, NULL))
+    if (!oauth_ok(a, NULL))
         return DONE;
     if (!robots_free(a, id, cJSON_GetObjectItemCaseSensitive(a->body, "robots")))
         return DONE;
     cJSON *t = cJSON_Duplicate(a->body, 1);
+    if (!issuers_agree(a, t)) {
+        cJSON_Delete(t);
+        return DONE;
+    }
     if (!str_of(t, "default_server"))
         cJSON_AddStringToObject(t, "default_server", "default");
     ing_regstore_touch(t, a->now);
@@ -164,12 +155,15 @@ int ing_adm_tenants_one(adm_t *a, const char *id)
     }
     static const char *const allowed[] = {"default_server", "rate_limits", "robots",
                                           "quotas",         "oauth",       NULL};
+    if (ing_adm_is_system(str_of(a->body, "default_server")))
+        return ing_adm_system_refused(a, "$.default_server");
     if (!ing_adm_only_members(a, a->body, allowed) ||
-        !robots_free(a, id, cJSON_GetObjectItemCaseSensitive(a->body, "robots")) ||
-        !oauth_ok(a, id, t))
+        !robots_free(a, id, cJSON_GetObjectItemCaseSensitive(a->body, "robots")) || !oauth_ok(a, t))
         return DONE;
     cJSON *copy = ing_adm_stage_tenant(a, t);
     merge_patch(copy, a->body);
+    if (!issuers_agree(a, copy)) /* (nothing is committed after a refusal) */
+        return DONE;
     if (!str_of(copy, "default_server"))
         cJSON_AddStringToObject(copy, "default_server", "default");
     ing_regstore_touch(copy, a->now);

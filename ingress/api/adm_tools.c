@@ -95,9 +95,8 @@ int ing_adm_tools_collection(adm_t *a, const cJSON *t)
                             name);
     char sfield[600];
     ing_regstore_field_server(sfield, sizeof(sfield), tenant, server ? server : "");
-    if (server && strcmp(server, "system") == 0)
-        return ing_adm_fail(a, 400,
-                            "$.server: tools cannot be added to the built-in \"system\" server");
+    if (ing_adm_is_system(server))
+        return ing_adm_system_refused(a, "$.server");
     if (!server || !ing_regstore_get(&a->st, sfield))
         return ing_adm_fail(a, 400, "$.server: tenant \"%s\" has no server \"%s\"", tenant,
                             server ? server : "");

@@ -150,6 +150,13 @@ static int is_config(const adm_t *a)
     return a->nseg == 1 && strcmp(a->seg[0], "config") == 0 && !a->verb;
 }
 
+/* /config/events: what became of the config file (adm_config.c). */
+static int is_config_events(const adm_t *a)
+{
+    return a->nseg == 2 && strcmp(a->seg[0], "config") == 0 && strcmp(a->seg[1], "events") == 0 &&
+           !a->verb;
+}
+
 /* /tenants/{t}/deliveries[/{id}:redeliver]: webhook deliveries (whapi.h). */
 static int is_deliveries(const adm_t *a)
 {
@@ -244,6 +251,10 @@ void ing_admin_api(ing_req_t *req, const char *url, const char *method, ing_resp
     if (is_config(&a)) {
         if (ing_adm_allow(&a, "GET, PUT"))
             ing_adm_config_doc(&a, c);
+        kv_pool_put(req->ctx->kv, c, 0);
+    } else if (is_config_events(&a)) {
+        if (ing_adm_allow(&a, "GET"))
+            ing_adm_config_events(&a, c);
         kv_pool_put(req->ctx->kv, c, 0);
     } else if (is_deliveries(&a)) {
         kv_pool_put(req->ctx->kv, c, 0); /* whapi takes its own */

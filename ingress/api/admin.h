@@ -18,6 +18,7 @@
  *   /admin/v1/tenants/{t}/tools/{name}/versions[/{v}]     GET POST | GET PATCH DELETE
  *   /admin/v1/tenants/{t}/tools/{name}/versions/{v}:publish|:offline   POST
  *   /admin/v1/config                                      GET (export) PUT (apply; ?prune=true)
+ *   /admin/v1/config/events                               GET (MCPQ_CONFIG applied or refused)
  *
  * Lists take pageSize, pageToken, filter, orderBy (listing.h). A write carrying If-Match
  * whose etag is not the object's current one gets 412. Every write is a compare-and-set on

@@ -4,16 +4,17 @@
  *
  * Everything a task is and does comes from tasks.h, as for MCP Tasks (mcptasks.c): the same
  * read (ing_tasks_get: by the caller's tenant, another's answering like a missing one, and so
- * does a task of a tool the caller may not see, access.h), the
+ * does a task the caller may not see: another principal's, or of a tool hidden from it,
+ * owner.h), the
  * same page and cursor as tasks/list (ing_tasks_page), the same cancel. A task is rendered as
  * the 2026-07-28 DetailedTask plus its tool and server (ing_tasks_rest).
  */
 #include "tasksapi.h"
 
-#include "access.h"
 #include "api.h"
 #include "err.h"
 #include "log.h"
+#include "owner.h"
 #include "util.h"
 #include "tasks.h"
 
@@ -34,13 +35,13 @@ static void not_found(ing_resp_t *resp)
     ing_api_error(resp, 404, "no such task");
 }
 
-/* 1 when the caller may see the task's tool (access.h): others answer as missing tasks. An
+/* 1 when the caller may see the task (owner.h): others answer as missing tasks. An
  * ing_tasks_keep_fn; door is the request's ing_door_t. */
 static int visible(void *door, const ing_tasks_t *task)
 {
     const ing_door_t *d = door;
-    return ing_access_check(d->reg, &d->who, ing_tasks_field(task, "server"),
-                            ing_tasks_field(task, "tool"), NULL, 0) == ING_ACCESS_OK;
+    return ing_owner_may(d->reg, &d->who, ing_tasks_field(task, "owner"),
+                         ing_tasks_field(task, "server"), ing_tasks_field(task, "tool"));
 }
 
 static void list(ing_req_t *req, ing_door_t *door, const char *tenant, ing_resp_t *resp)

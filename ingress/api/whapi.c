@@ -2,8 +2,12 @@
  * whapi.c - the tenant API over webhook deliveries (webhook.h, docs/webhooks.md):
  * GET /v1/webhooks/deliveries and POST /v1/webhooks/deliveries/{id}/redeliver.
  *
- * A caller authenticates as for /mcp (API key or HMAC signing) and sees only its own
- * tenant's deliveries: another tenant's delivery id answers exactly like a missing one.
+ * A caller authenticates as for /mcp (API key, HMAC signing or OAuth token) and sees only its
+ * own tenant's deliveries, and of those only the ones it may see by their task (owner.h: the
+ * task's creator, or a caller holding tasks:all, and only for tools it may see and servers
+ * its token is bound to; each delivery keeps its task's owner, server and tool). Another
+ * tenant's delivery id, and one the caller may not see, answers exactly like a missing one,
+ * and the listing leaves it out. The operator's admin API (ing_whapi_deliveries) sees all.
  * Listing walks the tenant's index ({mcpq}:whd:idx:<tenant>, newest first) in one Lua script
  * that filters by task and status and examines at most SCAN_MAX entries per request, so a
  * request's cost is bounded however rare the filter's matches; the cursor is
@@ -15,6 +19,8 @@
 #include "rscript.h"
 
 #include "api.h"
+#include "names.h"
+#include "owner.h"
 #include "listing.h"
 #include "err.h"
 #include "log.h"
@@ -32,7 +38,8 @@
 #define LIMIT_MAX 200
 #define SCAN_MAX 1000
 #define TASK_MAX 256
-#define NFIELDS 11
+#define NFIELDS 11 /* the fields a delivery shows */
+#define ROW 14     /* a listed delivery: NFIELDS, then owner, server and tool */
 
 #define FIELDS                                                                                     \
     "'id', 'webhook', 'event', 'task', 'status', 'attempts', 'last_status', 'last_error', "        \
@@ -171,13 +178,18 @@ static int list_args(ing_req_t *req, ing_listing_query_t *q, long long *limit, c
     return 1;
 }
 
-/* 200 {deliveries, next_cursor, nextPageToken?} from the list script's reply r. */
-static void list_answer(const redisReply *r, ing_resp_t *resp)
+/* 200 {deliveries, next_cursor, nextPageToken?} from the list script's reply r: the
+ * deliveries door's caller may see (door NULL: the operator, all). */
+static void list_answer(const redisReply *r, const ing_door_t *door, ing_resp_t *resp)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON *arr = cJSON_AddArrayToObject(o, "deliveries");
-    for (size_t i = 2; i + NFIELDS <= r->elements; i += NFIELDS)
-        cJSON_AddItemToArray(arr, delivery_json(&r->element[i]));
+    for (size_t i = 2; i + ROW <= r->elements; i += ROW) {
+        redisReply **f = &r->element[i];
+        if (!door || ing_owner_may(door->reg, &door->who, str_at(f, NFIELDS),
+                                   str_at(f, NFIELDS + 1), str_at(f, NFIELDS + 2)))
+            cJSON_AddItemToArray(arr, delivery_json(f));
+    }
     const char *ns = str_at(r->element, 0), *nid = str_at(r->element, 1);
     if (*ns && *nid) {
         char next[24 + WHQ_ID_MAX + 2];
@@ -190,7 +202,19 @@ static void list_answer(const redisReply *r, ing_resp_t *resp)
     ing_api_body(resp, 200, o);
 }
 
-static void list(ing_req_t *req, const char *tenant, ing_resp_t *resp)
+/* The owner the list script keeps ("" all): the caller's own, unless it holds tasks:all or
+ * is the operator (door NULL). mine holds ING_OWNER_MAX bytes. */
+static const char *owner_filter(const ing_door_t *door, char *mine)
+{
+    mine[0] = '\0';
+    if (door &&
+        !util_word_in(door->who.perms, ING_OWNER_PERM_ALL, sizeof(ING_OWNER_PERM_ALL) - 1) &&
+        ing_owner_of(&door->who, mine, ING_OWNER_MAX) < 0)
+        snprintf(mine, ING_OWNER_MAX, " "); /* no owner string: matches no delivery */
+    return mine;
+}
+
+static void list(ing_req_t *req, const char *tenant, const ing_door_t *door, ing_resp_t *resp)
 {
     long long limit = LIMIT_DEFAULT;
     const char *task = NULL, *status = NULL;
@@ -198,12 +222,13 @@ static void list(ing_req_t *req, const char *tenant, ing_resp_t *resp)
     ing_listing_query_t q; /* holds the filter's values task and status may point to */
     if (!list_args(req, &q, &limit, &task, &status, cs, cid, resp))
         return;
-    char lim[16], err[256];
+    char lim[16], err[256], mine[ING_OWNER_MAX];
     snprintf(lim, sizeof(lim), "%lld", limit);
-    const char *argv[] = {tenant, lim, cs, cid, task ? task : "", status ? status : ""};
-    redisReply *r = rscript_pool_run(req->ctx->kv, rscript_get("whapi_list"), 0, 6, argv, NULL, err,
+    const char *argv[] = {
+        tenant, lim, cs, cid, task ? task : "", status ? status : "", owner_filter(door, mine)};
+    redisReply *r = rscript_pool_run(req->ctx->kv, rscript_get("whapi_list"), 0, 7, argv, NULL, err,
                                      sizeof(err));
-    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 2 || (r->elements - 2) % NFIELDS != 0) {
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 2 || (r->elements - 2) % ROW != 0) {
         log_event(LOG_ERROR, "webhook deliveries: list failed", "tenant", tenant, "error",
                   r ? "unexpected reply" : err, (char *)NULL);
         if (r)
@@ -211,13 +236,42 @@ static void list(ing_req_t *req, const char *tenant, ing_resp_t *resp)
         ing_api_error(resp, 503, "delivery store (Redis) unavailable; try again");
         return;
     }
-    list_answer(r, resp);
+    list_answer(r, door, resp);
     freeReplyObject(r);
 }
 
-static void redeliver(ing_req_t *req, const char *tenant, const char *id, ing_resp_t *resp)
+/* 1 when door's caller may see delivery id of tenant (owner.h; door NULL: the operator), 0
+ * when not (or it is missing), MCPQ_EUNAVAIL. */
+static int may_see(ing_req_t *req, const char *tenant, const ing_door_t *door, const char *id)
 {
     char err[256];
+    if (!door)
+        return 1;
+    redisReply *r =
+        kv_pool_command(req->ctx->kv, err, sizeof(err),
+                        "HMGET " NAMES_KEY_WH_DELIVERY "%s tenant owner server tool", id);
+    if (!r)
+        return MCPQ_EUNAVAIL;
+    int ok = r->type == REDIS_REPLY_ARRAY && r->elements == 4 &&
+             strcmp(str_at(r->element, 0), tenant) == 0 &&
+             ing_owner_may(door->reg, &door->who, str_at(r->element, 1), str_at(r->element, 2),
+                           str_at(r->element, 3));
+    freeReplyObject(r);
+    return ok;
+}
+
+static void redeliver(ing_req_t *req, const char *tenant, const ing_door_t *door, const char *id,
+                      ing_resp_t *resp)
+{
+    char err[256];
+    int seen = may_see(req, tenant, door, id);
+    if (seen <= 0) {
+        if (seen < 0)
+            ing_api_error(resp, 503, "delivery store (Redis) unavailable; try again");
+        else
+            ing_api_error(resp, 404, "no such delivery");
+        return;
+    }
     const char *argv[] = {tenant, id};
     redisReply *r = rscript_pool_run(req->ctx->kv, rscript_get("whapi_redeliver"), 0, 2, argv, NULL,
                                      err, sizeof(err));
@@ -261,29 +315,29 @@ void ing_whapi_route(ing_req_t *req, const char *url, const char *method, ing_re
         resp->allow = is_list ? "GET, HEAD" : "POST";
         return;
     }
-    ing_registry_t *reg = NULL;
-    const ing_tenant_t *t = ing_api_front(req, &reg, resp);
+    ing_door_t door;
+    const ing_tenant_t *t = ing_api_front_door(req, &door, resp);
     if (t) {
         char idbuf[WHQ_ID_MAX + 1];
         if (is_list) {
-            list(req, t->id, resp);
+            list(req, t->id, &door, resp);
         } else if (!util_id_ok(id, idlen, WHQ_ID_MAX, "")) {
             ing_api_error(resp, 404, "no such delivery");
         } else {
             memcpy(idbuf, id, idlen);
             idbuf[idlen] = '\0';
-            redeliver(req, t->id, idbuf, resp);
+            redeliver(req, t->id, &door, idbuf, resp);
         }
     }
-    ing_registry_unref(reg);
+    ing_registry_unref(door.reg);
 }
 
 void ing_whapi_deliveries(ing_req_t *req, const char *tenant, const char *id, ing_resp_t *resp)
 {
     if (!id)
-        list(req, tenant, resp);
+        list(req, tenant, NULL, resp);
     else if (!util_id_ok(id, strlen(id), WHQ_ID_MAX, ""))
         ing_api_error(resp, 404, "no such delivery");
     else
-        redeliver(req, tenant, id, resp);
+        redeliver(req, tenant, NULL, id, resp);
 }

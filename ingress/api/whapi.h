@@ -12,11 +12,13 @@
  * or HMAC signing) and rate-limited per key or app.
  *   GET  /v1/webhooks/deliveries[?limit=&cursor=&task=&status=]
  *   POST /v1/webhooks/deliveries/{id}/redeliver
- * Fills resp (JSON body).
+ * A caller sees and redelivers only the deliveries of tasks it may see (owner.h); others
+ * answer as missing ones. Fills resp (JSON body).
  */
 void ing_whapi_route(ing_req_t *req, const char *url, const char *method, ing_resp_t *resp);
 /* The same for the admin API, on tenant's deliveries: id NULL lists them (query as above),
- * else redelivers delivery id. The caller has checked the operator token and the method. */
+ * else redelivers delivery id; the operator sees every delivery. The caller has checked the
+ * operator token and the method. */
 void ing_whapi_deliveries(ing_req_t *req, const char *tenant, const char *id, ing_resp_t *resp);
 
 #endif

@@ -36,7 +36,7 @@ static int named(const ing_principal_t *who, const cJSON *rule)
     case 'a':
         return in_array(apps, who->id);
     case 'o':
-        return in_array(apps, who->app) || in_array(users, who->id);
+        return in_array(apps, who->app) || in_array(users, who->user);
     default:
         return 0;
     }

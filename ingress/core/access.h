@@ -4,7 +4,8 @@
  * the "access" rules of the tool and of its server. Both rules apply. A rule's "scopes" are
  * permissions the caller must hold, all of them; when any of "keys", "apps" or "users" is
  * present the caller must be named in one: an API key by its id (keys), an app by its app id
- * or an OAuth token by its app claim (apps), an OAuth token by its user claim (users).
+ * or an OAuth token by its app claim (apps), an OAuth token by its user claim (users; a token
+ * without one is no user, even though its client id stands in for it elsewhere).
  *
  * A caller a rule does not name, and an API key or app lacking a permission, is not told the
  * tool exists (ING_ACCESS_HIDDEN: tools/list leaves it out, tools/call answers as for an
@@ -26,9 +27,16 @@
  * long as its ing_door_t. */
 typedef struct ing_principal {
     const ing_tenant_t *tenant;
-    char kind;       /* 'k': API key, 'a': app (HMAC signing), 'o': OAuth access token */
-    const char *id;  /* the key's id, the app id, or the token's user claim (never a secret) */
-    const char *app; /* 'a': the app id; 'o': the token's app (client) claim, or NULL */
+    char kind; /* 'k': API key, 'a': app (HMAC signing), 'o': OAuth access token */
+    /* The key's id, the app id, or the token's user claim, else its client id (never a secret):
+     * who rate limits and logs count. */
+    const char *id;
+    const char *app;  /* 'a': the app id; 'o': the token's app (client) claim, or NULL */
+    const char *user; /* 'o': the token's user claim, or NULL: only it satisfies "users" */
+    /* 'o': the servers the token's aud binds it to, space-separated (owner.h,
+     * ing_owner_binding); NULL: every server of the tenant (API keys, apps, tokens for the
+     * whole tenant). */
+    const char *servers;
     /* The permissions it holds, space-separated ("": none): an API key's or app's "scopes";
      * a token's scopes mapped through its tenant's oauth.scopes. */
     const char *perms;

@@ -108,9 +108,9 @@ void ing_idem_scope(const char *tenant, const char *server, const char *tool, co
     util_hex(d, 16, scope);
 }
 
-int ing_idem_claim(kv_pool_t *kv, const char *tenant, const char *scope, const cJSON *args,
-                   long long ttl_s, const char *proposed_id, char *id, size_t id_size,
-                   char **record, size_t *record_len)
+int ing_idem_claim(kv_pool_t *kv, const char *tenant, const char *scope, const char *owner,
+                   const cJSON *args, long long ttl_s, const char *proposed_id, char *id,
+                   size_t id_size, char **record, size_t *record_len)
 {
     char fp[65], key[400], ttl[24], err[256];
     *record = NULL;
@@ -119,16 +119,16 @@ int ing_idem_claim(kv_pool_t *kv, const char *tenant, const char *scope, const c
         return MCPQ_EUNAVAIL;
     snprintf(key, sizeof(key), NAMES_KEY_IDEM "%s:%s", tenant, scope);
     snprintf(ttl, sizeof(ttl), "%lld", ttl_s);
-    const char *argv[] = {key, fp, ttl, proposed_id};
+    const char *argv[] = {key, fp, ttl, proposed_id, owner ? owner : ""};
     redisReply *r =
-        rscript_pool_run(kv, rscript_get("idem_claim"), 0, 4, argv, NULL, err, sizeof(err));
+        rscript_pool_run(kv, rscript_get("idem_claim"), 0, 5, argv, NULL, err, sizeof(err));
     if (!r)
         return MCPQ_EUNAVAIL;
     int rc = MCPQ_EUNAVAIL;
     if (r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
         r->element[0]->type == REDIS_REPLY_INTEGER) {
         rc = (int)r->element[0]->integer;
-        if (rc != ING_IDEM_CONFLICT) {
+        if (rc != ING_IDEM_CONFLICT && rc != ING_IDEM_FOREIGN) {
             if (r->elements < 2 || r->element[1]->type != REDIS_REPLY_STRING ||
                 r->element[1]->len == 0 || r->element[1]->len >= id_size)
                 rc = MCPQ_EUNAVAIL;
@@ -144,7 +144,7 @@ int ing_idem_claim(kv_pool_t *kv, const char *tenant, const char *scope, const c
                 *record_len = r->element[2]->len;
             }
         }
-        if (rc < ING_IDEM_NEW || rc > ING_IDEM_CONFLICT)
+        if (rc < ING_IDEM_NEW || rc > ING_IDEM_FOREIGN)
             rc = MCPQ_EUNAVAIL;
     }
     freeReplyObject(r);

@@ -15,6 +15,10 @@
  *     what makes a retry after an ingress crash safe: the claim may exist without a
  *     published job, and the repeat publishes it;
  *   - the same key with other arguments is refused (-32602);
+ *   - the key belongs to the principal that claimed it (owner.h, the owner string): another
+ *     principal of the tenant using it, with any arguments, is refused (-32602, "in use by
+ *     another caller") and learns nothing of the first call; a claim written before owners
+ *     were recorded counts as another principal's until it expires;
  *   - once the claim expires, the key is new again and a call with it runs (under a new id).
  * Keys are per tenant and per tool, so another tenant (or tool) using the same key runs its
  * own call. A call that becomes a task claims its task id the same way; its record is the
@@ -39,6 +43,7 @@ typedef enum {
     ING_IDEM_NEW = 0,  /* claimed now: run the call */
     ING_IDEM_REPEAT,   /* claimed before with the same arguments (*record when it has ended) */
     ING_IDEM_CONFLICT, /* claimed before with other arguments */
+    ING_IDEM_FOREIGN,  /* claimed by another principal (nothing of its call is returned) */
 } ing_idem_state_t;
 
 /* params.arguments.idempotency_key: 0 absent, 1 present (*key set), MCPQ_EINVAL when it is
@@ -54,14 +59,16 @@ void ing_idem_scope(const char *tenant, const char *server, const char *tool, co
                     char scope[33]);
 
 /*
- * Claims the key (scope) of the tenant for a call with arguments args (the tool's own,
- * reserved names removed), proposing proposed_id as its job or task id: ING_IDEM_NEW (id =
- * proposed_id), ING_IDEM_REPEAT (id = the first call's id; when its job has a result record,
- * *record is that record, malloc'd, with *record_len), ING_IDEM_CONFLICT, or MCPQ_EUNAVAIL
- * (Redis down).
+ * Claims the key (scope) of the tenant for owner (the caller's owner string, owner.h) and a
+ * call with arguments args (the tool's own, reserved names removed), proposing proposed_id as
+ * its job or task id: ING_IDEM_NEW (id = proposed_id), ING_IDEM_REPEAT (the same owner; id =
+ * the first call's id; when its job has a result record, *record is that record, malloc'd,
+ * with *record_len), ING_IDEM_CONFLICT (the same owner, other arguments), ING_IDEM_FOREIGN
+ * (another owner's; checked before the arguments, so the answer says nothing about them),
+ * or MCPQ_EUNAVAIL (Redis down). owner "" never matches: such a claim is nobody's.
  */
-int ing_idem_claim(kv_pool_t *kv, const char *tenant, const char *scope, const cJSON *args,
-                   long long ttl_s, const char *proposed_id, char *id, size_t id_size,
-                   char **record, size_t *record_len);
+int ing_idem_claim(kv_pool_t *kv, const char *tenant, const char *scope, const char *owner,
+                   const cJSON *args, long long ttl_s, const char *proposed_id, char *id,
+                   size_t id_size, char **record, size_t *record_len);
 
 #endif

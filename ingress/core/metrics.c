@@ -21,6 +21,7 @@ static const char *const outcome_names[ING_CALL_COUNT] = {"ok",     "tool_error"
 
 static const char *const wh_names[ING_WH_COUNT] = {"delivered", "retry", "failed", "disabled"};
 static const char *const oi_names[ING_OI_COUNT] = {"hit", "miss", "active", "inactive", "error"};
+static const char *const cfg_names[ING_CFG_COUNT] = {"applied", "unchanged", "refused"};
 
 struct ing_metrics {
     atomic_ullong requests[ING_M_COUNT][NSTATUS];
@@ -34,6 +35,8 @@ struct ing_metrics {
     atomic_ullong oauth_fetch_ok, oauth_fetch_failed;
     atomic_llong oauth_keys; /* -1 until the OAuth service counted them */
     atomic_ullong oauth_oi[ING_OI_COUNT];
+    atomic_ullong cfg[ING_CFG_COUNT];
+    atomic_int cfg_refused; /* the last change of the config file was refused */
     int64_t start_ms;
 };
 
@@ -71,6 +74,14 @@ void ing_metrics_oauth_introspection(ing_metrics_t *m, ing_metrics_oi_t what)
 {
     if (m)
         atomic_fetch_add(&m->oauth_oi[what], 1);
+}
+
+void ing_metrics_config_reload(ing_metrics_t *m, ing_metrics_cfg_t result)
+{
+    if (!m)
+        return;
+    atomic_fetch_add(&m->cfg[result], 1);
+    atomic_store(&m->cfg_refused, result == ING_CFG_REFUSED);
 }
 
 void ing_metrics_free(ing_metrics_t *m)
@@ -205,6 +216,16 @@ int ing_metrics_render(ing_metrics_t *m, util_buf_t *out, const ing_metrics_now_
         prom_line(out, "mcpq_webhook_queue_due_deliveries %lld\n", due);
     }
     render_oauth(m, out);
+    prom_head(out, "mcpq_config_reload_total", "counter",
+              "Changes of the config file (MCPQ_CONFIG_WATCH_MS) this replica saw, by what they "
+              "came to: applied here, already applied (by another replica), or refused.");
+    for (int i = 0; i < ING_CFG_COUNT; i++)
+        prom_line(out, "mcpq_config_reload_total{result=\"%s\"} %llu\n", cfg_names[i],
+                  atomic_load(&m->cfg[i]));
+    prom_head(out, "mcpq_config_refused", "gauge",
+              "1 while the config file holds a change this replica refused (the registry is "
+              "as it was before it), 0 once a change is applied or found applied.");
+    prom_line(out, "mcpq_config_refused %d\n", atomic_load(&m->cfg_refused));
     prom_line(out, "# HELP mcpq_dependency_up 1 while the dependency is reachable.\n");
     prom_line(out, "# TYPE mcpq_dependency_up gauge\n");
     prom_line(out, "mcpq_dependency_up{dependency=\"kafka\"} %d\n", now->kafka_up);

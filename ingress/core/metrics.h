@@ -2,9 +2,9 @@
  * metrics.h - the ingress's Prometheus metrics (docs/operations.md "Metrics"): requests by MCP
  * method and HTTP status, request latency histograms, in-flight calls, published jobs and their
  * failures, tool call outcomes, webhook delivery attempts by outcome, open notification streams,
- * the webhook queue, OAuth key fetches and token introspection, build info and start time. Counters
- * are lock-free atomics; every function is thread-safe. ing_metrics_render() writes the text
- * exposition format.
+ * the webhook queue, OAuth key fetches and token introspection, config file reloads, build info
+ * and start time. Counters are lock-free atomics; every function is thread-safe.
+ * ing_metrics_render() writes the text exposition format.
  */
 #ifndef MCPQ_ING_METRICS_H
 #define MCPQ_ING_METRICS_H
@@ -56,6 +56,14 @@ typedef enum {
     ING_OI_COUNT
 } ing_metrics_oi_t;
 
+/* What one change of the config file came to (ingress/refresh.c, cfgwatch.h). */
+typedef enum {
+    ING_CFG_APPLIED,   /* this replica applied it to the registry */
+    ING_CFG_UNCHANGED, /* already applied (by another replica, or the registry held it) */
+    ING_CFG_REFUSED,   /* unreadable, invalid or clashing with the registry: not applied */
+    ING_CFG_COUNT
+} ing_metrics_cfg_t;
+
 typedef struct ing_metrics ing_metrics_t;
 
 ing_metrics_t *ing_metrics_new(void);
@@ -80,6 +88,10 @@ void ing_metrics_webhook_queue(ing_metrics_t *m, long long queued, long long due
 void ing_metrics_oauth_fetch(ing_metrics_t *m, int ok);
 void ing_metrics_oauth_keys(ing_metrics_t *m, long long keys);
 void ing_metrics_oauth_introspection(ing_metrics_t *m, ing_metrics_oi_t what);
+
+/* One change of the config file seen by this replica and what it came to; also sets the gauge
+ * mcpq_config_refused (1 after a refusal, 0 after anything else). */
+void ing_metrics_config_reload(ing_metrics_t *m, ing_metrics_cfg_t result);
 
 /* What the ingress is doing now, read at scrape time. */
 typedef struct ing_metrics_now {

@@ -71,25 +71,20 @@ typedef struct iss {
     xfer_t *x; /* the fetch under way, or NULL */
 } iss_t;
 
-/* The introspection endpoints, in configuration order; shared by the jobs that use them. */
+/* One tenant's introspection endpoint: the only one its opaque tokens are sent to (oauth.h).
+ * Shared by the list and the jobs that use it. */
 typedef struct isrc {
-    char *issuer, *endpoint, *client_id, *secret;
+    int refs;     /* under the lock */
+    size_t njobs; /* its introspections under way (at most ING_OAUTH_MAX_INTROSPECTIONS) */
+    char *tenant, *issuer, *endpoint, *client_id, *secret;
 } isrc_t;
 
-typedef struct isrcs {
-    int refs; /* under the lock */
-    size_t n;
-    isrc_t *s;
-} isrcs_t;
-
-/* One opaque token being introspected. */
+/* One opaque token being introspected at one tenant's endpoint. */
 typedef struct ijob {
     struct ijob *next;
-    char hash[65];
-    char *token; /* wiped and freed when the job ends */
-    isrcs_t *srcs;
-    size_t at;  /* the source asked now */
-    int errors; /* a source failed */
+    char hash[65]; /* the cache key (token_key) */
+    char *token;   /* wiped and freed when the job ends */
+    isrc_t *src;
     wlist_t waiters;
     xfer_t *x;
 } ijob_t;
@@ -105,9 +100,10 @@ struct ing_oauth {
     CURLM *multi;
     int stop;
     iss_t *issuers, *retired;
-    isrcs_t *srcs;
+    isrc_t **srcs; /* one per tenant that introspects */
+    size_t nsrcs;
     ijob_t *jobs;
-    size_t njobs;
+    size_t njobs; /* all tenants' (at most ING_OAUTH_MAX_INTROSPECTIONS_ALL) */
     ing_oauthcache_t *cache;
 };
 
@@ -195,21 +191,51 @@ static iss_t *iss_find(iss_t *l, const char *issuer)
     return NULL;
 }
 
-static void isrcs_unref(isrcs_t *s)
+static void isrc_unref(isrc_t *s)
 {
     if (!s || --s->refs > 0)
         return;
-    for (size_t i = 0; i < s->n; i++) {
-        free(s->s[i].issuer);
-        free(s->s[i].endpoint);
-        free(s->s[i].client_id);
-        if (s->s[i].secret) {
-            explicit_bzero(s->s[i].secret, strlen(s->s[i].secret));
-            free(s->s[i].secret);
-        }
+    free(s->tenant);
+    free(s->issuer);
+    free(s->endpoint);
+    free(s->client_id);
+    if (s->secret) {
+        explicit_bzero(s->secret, strlen(s->secret));
+        free(s->secret);
     }
-    free(s->s);
     free(s);
+}
+
+static void isrcs_free(isrc_t **l, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        isrc_unref(l[i]);
+    free(l);
+}
+
+/* The source of tenant among l[0..n), or NULL. */
+static isrc_t *isrc_find(isrc_t *const *l, size_t n, const char *tenant)
+{
+    for (size_t i = 0; i < n && tenant; i++)
+        if (strcmp(l[i]->tenant, tenant) == 0)
+            return l[i];
+    return NULL;
+}
+
+/* The cache and job key of token at source s: hex(HMAC-SHA256(SHA-256(token), tenant, endpoint,
+ * client id)), so that an answer is reused only for the source that gave it. */
+static void token_key(const isrc_t *s, const char *token, char out[65])
+{
+    char th[65], id[4096];
+    util_sha256_hex(token, strlen(token), th);
+    int n = snprintf(id, sizeof(id), "%s\n%s\n%s", s->tenant, s->endpoint,
+                     s->client_id ? s->client_id : "");
+    util_hmac_sha256_hex(th, 64, id,
+                         n < 0                    ? 0
+                         : (size_t)n < sizeof(id) ? (size_t)n
+                                                  : sizeof(id) - 1,
+                         out);
+    explicit_bzero(th, sizeof(th));
 }
 
 static void job_free(ing_oauth_t *o, ijob_t *j, wlist_t *wake)
@@ -220,7 +246,7 @@ static void job_free(ing_oauth_t *o, ijob_t *j, wlist_t *wake)
         explicit_bzero(j->token, strlen(j->token));
         free(j->token);
     }
-    isrcs_unref(j->srcs);
+    isrc_unref(j->src);
     free(j);
 }
 
@@ -281,7 +307,10 @@ static int fetch_step(ing_oauth_t *o, iss_t *is, int step, const char **why)
             return -1;
         }
     }
-    x->h = ing_oauthhttp_get(x->url, o->timeout_ms, x);
+    /* a jwks_uri learned by discovery, elsewhere than its issuer: under the SSRF guard */
+    int learned =
+        x->kind == X_JWKS && !is->jwks_cfg && !ing_oauthhttp_same_origin(jwks, is->issuer);
+    x->h = ing_oauthhttp_get(x->url, o->timeout_ms, x, learned);
     if (xfer_add(o, x) < 0) {
         *why = "cannot start the request (a URL that is not https, or out of memory)";
         free(x);
@@ -369,27 +398,24 @@ static void jwks_fetched(ing_oauth_t *o, xfer_t *x, jwt_keyset_t *ks, const char
 
 /* ---- the fetch thread: introspection ---- */
 
-/* Starts the request of job j to its current source (lock held); -1 when none could start. */
+/* Starts the request of job j to its tenant's endpoint (lock held); -1 when it could not. */
 static int intro_start(ing_oauth_t *o, ijob_t *j)
 {
-    for (; j->at < j->srcs->n; j->at++) {
-        const isrc_t *s = &j->srcs->s[j->at];
-        xfer_t *x = calloc(1, sizeof(*x));
-        if (!x)
-            return -1;
-        x->kind = X_INTRO;
-        x->job = j;
-        snprintf(x->url, sizeof(x->url), "%s", s->endpoint);
-        x->h = ing_oauthhttp_introspect(s->endpoint, s->client_id, s->secret, j->token,
-                                        o->timeout_ms, x);
-        if (xfer_add(o, x) == 0) {
-            j->x = x;
-            return 0;
-        }
+    const isrc_t *s = j->src;
+    xfer_t *x = calloc(1, sizeof(*x));
+    if (!x)
+        return -1;
+    x->kind = X_INTRO;
+    x->job = j;
+    snprintf(x->url, sizeof(x->url), "%s", s->endpoint);
+    x->h =
+        ing_oauthhttp_introspect(s->endpoint, s->client_id, s->secret, j->token, o->timeout_ms, x);
+    if (xfer_add(o, x) < 0) {
         free(x);
-        j->errors++;
+        return -1;
     }
-    return -1;
+    j->x = x;
+    return 0;
 }
 
 /* An introspection answer: the claims when active (and its exp not passed), else NULL; *err
@@ -427,15 +453,16 @@ static void job_unlink(ing_oauth_t *o, ijob_t *j)
     while (*p != j)
         p = &(*p)->next;
     *p = j->next;
+    j->src->njobs--;
     o->njobs--;
 }
 
-/* An introspection answer (lock held): cached and the job done, or the next source asked. */
+/* An introspection answer (lock held): cached (an error is not) and the job done. */
 static void introspected(ing_oauth_t *o, xfer_t *x, cJSON *claims, int64_t exp_ms, const char *err,
                          wlist_t *wake)
 {
     ijob_t *j = x->job;
-    const isrc_t *s = &j->srcs->s[j->at];
+    const isrc_t *s = j->src;
     j->x = NULL;
     int64_t now = util_now_ms();
     if (claims) {
@@ -443,19 +470,13 @@ static void introspected(ing_oauth_t *o, xfer_t *x, cJSON *claims, int64_t exp_m
         ing_metrics_oauth_introspection(o->metrics, ING_OI_ACTIVE);
         ing_oauthcache_put(o->cache, j->hash, claims, s->issuer,
                            exp_ms && exp_ms < until ? exp_ms : until, exp_ms);
+    } else if (err) { /* not cached: the check answers 503, a retry asks again */
+        log_event(LOG_WARN, "oauth: token introspection failed", "tenant", s->tenant, "url",
+                  s->endpoint, "error", err, (char *)NULL);
+        ing_metrics_oauth_introspection(o->metrics, ING_OI_ERROR);
     } else {
-        if (err) {
-            log_event(LOG_WARN, "oauth: token introspection failed", "issuer", s->issuer, "url",
-                      s->endpoint, "error", err, (char *)NULL);
-            j->errors++;
-        }
-        j->at++;
-        if (intro_start(o, j) == 0)
-            return;
-        ing_metrics_oauth_introspection(o->metrics, j->errors ? ING_OI_ERROR : ING_OI_INACTIVE);
-        if (!j->errors) /* errors are not cached: the check answers 503, a retry asks again */
-            ing_oauthcache_put(o->cache, j->hash, NULL, NULL, now + ING_OAUTH_INACTIVE_TTL_S * 1000,
-                               0);
+        ing_metrics_oauth_introspection(o->metrics, ING_OI_INACTIVE);
+        ing_oauthcache_put(o->cache, j->hash, NULL, NULL, now + ING_OAUTH_INACTIVE_TTL_S * 1000, 0);
     }
     job_unlink(o, j);
     job_free(o, j, wake);
@@ -473,7 +494,9 @@ static void finished(ing_oauth_t *o, CURLMsg *msg)
     curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &status);
     const char *err = NULL;
     if (msg->data.result != CURLE_OK)
-        err = x->h->errbuf[0] ? x->h->errbuf : curl_easy_strerror(msg->data.result);
+        err = x->h->guard.refused[0] ? x->h->guard.refused
+              : x->h->errbuf[0]      ? x->h->errbuf
+                                     : curl_easy_strerror(msg->data.result);
     curl_multi_remove_handle(o->multi, x->h->easy);
     jwt_keyset_t *ks = NULL;
     cJSON *claims = NULL;
@@ -569,13 +592,9 @@ ing_oauth_t *ing_oauth_new(const mcpq_settings_t *set, ing_metrics_t *metrics)
     o->ttl_ms = set->oauth_introspection_ttl_s * 1000;
     o->metrics = metrics;
     o->cache = ing_oauthcache_new((size_t)set->oauth_introspection_cache);
-    o->srcs = calloc(1, sizeof(*o->srcs));
     o->multi = curl_multi_init();
     pthread_mutex_init(&o->lock, NULL);
-    if (o->srcs)
-        o->srcs->refs = 1;
-    if (!o->cache || !o->srcs || !o->multi ||
-        pthread_create(&o->thread, NULL, fetch_thread, o) != 0) {
+    if (!o->cache || !o->multi || pthread_create(&o->thread, NULL, fetch_thread, o) != 0) {
         log_msgf(LOG_ERROR, "oauth: cannot start the key service");
         ing_oauth_free(o);
         return NULL;
@@ -613,7 +632,7 @@ void ing_oauth_free(ing_oauth_t *o)
     }
     wlist_wake(&wake);
     ing_oauthcache_free(o->cache);
-    isrcs_unref(o->srcs);
+    isrcs_free(o->srcs, o->nsrcs);
     if (o->multi)
         curl_multi_cleanup(o->multi);
     pthread_mutex_destroy(&o->lock);
@@ -673,49 +692,67 @@ static int str_eq(const char *a, const char *b)
     return a == b || (a && b && strcmp(a, b) == 0);
 }
 
-/* The introspection sources of src[0..n), distinct, in order; NULL when out of memory. */
-static isrcs_t *isrcs_build(const ing_oauth_source_t *src, size_t n)
+/* A new source for src (one reference), or NULL when out of memory. */
+static isrc_t *isrc_new(const ing_oauth_source_t *src)
 {
-    isrcs_t *s = calloc(1, sizeof(*s));
-    if (!s || !(s->s = calloc(n ? n : 1, sizeof(*s->s)))) {
-        free(s);
+    isrc_t *d = calloc(1, sizeof(*d));
+    if (!d)
+        return NULL;
+    d->refs = 1;
+    d->tenant = strdup(src->tenant);
+    d->issuer = strdup(src->issuer);
+    d->endpoint = strdup(src->introspection_endpoint);
+    d->client_id = src->client_id ? strdup(src->client_id) : NULL;
+    d->secret = src->client_secret ? strdup(src->client_secret) : NULL;
+    if (!d->tenant || !d->issuer || !d->endpoint || (src->client_id && !d->client_id) ||
+        (src->client_secret && !d->secret)) {
+        isrc_unref(d);
         return NULL;
     }
-    s->refs = 1;
+    return d;
+}
+
+/* The introspection sources of src[0..n), one per tenant (the first entry of a tenant that names
+ * an endpoint), into *out and *nout (lock held: one unchanged since the last call is kept, with
+ * its count of introspections under way). -1 when out of memory (nothing changed). */
+static int isrcs_build(ing_oauth_t *o, const ing_oauth_source_t *src, size_t n, isrc_t ***out,
+                       size_t *nout)
+{
+    isrc_t **l = calloc(n ? n : 1, sizeof(*l));
+    size_t k = 0;
+    if (!l)
+        return -1;
     for (size_t i = 0; i < n; i++) {
-        if (!src[i].introspection_endpoint || !source_ok(&src[i]))
+        const ing_oauth_source_t *c = &src[i];
+        if (!c->introspection_endpoint || !c->tenant || isrc_find(l, k, c->tenant) || !source_ok(c))
             continue;
-        int dup = 0;
-        for (size_t k = 0; k < s->n && !dup; k++)
-            dup = str_eq(s->s[k].issuer, src[i].issuer) &&
-                  str_eq(s->s[k].endpoint, src[i].introspection_endpoint) &&
-                  str_eq(s->s[k].client_id, src[i].client_id);
-        if (dup)
-            continue;
-        isrc_t *d = &s->s[s->n++];
-        d->issuer = strdup(src[i].issuer);
-        d->endpoint = strdup(src[i].introspection_endpoint);
-        d->client_id = src[i].client_id ? strdup(src[i].client_id) : NULL;
-        d->secret = src[i].client_secret ? strdup(src[i].client_secret) : NULL;
-        if (!d->issuer || !d->endpoint || (src[i].client_id && !d->client_id) ||
-            (src[i].client_secret && !d->secret)) {
-            isrcs_unref(s);
-            return NULL;
+        isrc_t *d = isrc_find(o->srcs, o->nsrcs, c->tenant);
+        if (d && str_eq(d->issuer, c->issuer) && str_eq(d->endpoint, c->introspection_endpoint) &&
+            str_eq(d->client_id, c->client_id) && str_eq(d->secret, c->client_secret))
+            d->refs++;
+        else if (!(d = isrc_new(c))) {
+            isrcs_free(l, k);
+            return -1;
         }
+        l[k++] = d;
     }
-    return s;
+    *out = l;
+    *nout = k;
+    return 0;
 }
 
 void ing_oauth_configure(ing_oauth_t *o, const ing_oauth_source_t *src, size_t n)
 {
     if (!o)
         return;
-    isrcs_t *srcs = isrcs_build(src, n);
-    if (!srcs) {
+    pthread_mutex_lock(&o->lock);
+    isrc_t **srcs;
+    size_t nsrcs;
+    if (isrcs_build(o, src, n, &srcs, &nsrcs) < 0) {
+        pthread_mutex_unlock(&o->lock);
         log_msgf(LOG_ERROR, "oauth: out of memory: the trusted issuers are not changed");
         return;
     }
-    pthread_mutex_lock(&o->lock);
     iss_t *list = NULL, **tail = &list;
     for (size_t i = 0; i < n; i++) {
         if (!src[i].issuer || iss_find(list, src[i].issuer) || !source_ok(&src[i]))
@@ -734,8 +771,9 @@ void ing_oauth_configure(ing_oauth_t *o, const ing_oauth_source_t *src, size_t n
         rt = &(*rt)->next;
     *rt = o->issuers;
     o->issuers = list;
-    isrcs_unref(o->srcs);
+    isrcs_free(o->srcs, o->nsrcs);
     o->srcs = srcs;
+    o->nsrcs = nsrcs;
     if (n || had)
         count_keys(o);
     pthread_mutex_unlock(&o->lock);
@@ -779,34 +817,40 @@ static int prepare_jwt(ing_oauth_t *o, const char *token, ing_oauth_wake_fn wake
     return rc;
 }
 
-static int prepare_opaque(ing_oauth_t *o, const char *token, ing_oauth_wake_fn wake, void *arg)
+static int prepare_opaque(ing_oauth_t *o, const char *token, const char *tenant,
+                          ing_oauth_wake_fn wake, void *arg)
 {
     char hash[65];
-    util_sha256_hex(token, strlen(token), hash);
     int rc = ING_OAUTH_READY, start = 0;
     pthread_mutex_lock(&o->lock);
-    ing_oauthcache_entry_t *e = o->srcs->n ? ing_oauthcache_find(o->cache, hash) : NULL;
+    isrc_t *s = isrc_find(o->srcs, o->nsrcs, tenant);
+    if (!s) { /* nobody to ask: the check refuses it */
+        pthread_mutex_unlock(&o->lock);
+        return rc;
+    }
+    token_key(s, token, hash);
+    ing_oauthcache_entry_t *e = ing_oauthcache_find(o->cache, hash);
     ijob_t *j = o->jobs;
     while (j && strcmp(j->hash, hash) != 0)
         j = j->next;
-    if (!o->srcs->n) {
-        /* nobody to ask: the check refuses it */
-    } else if (e && e->expires_ms > util_now_ms()) {
+    if (e && e->expires_ms > util_now_ms()) {
         ing_metrics_oauth_introspection(o->metrics, ING_OI_HIT);
     } else if (j) {
         if (wlist_add(&j->waiters, wake, arg) == 0 && wake)
             rc = ING_OAUTH_WAIT;
-    } else if (o->njobs < ING_OAUTH_MAX_INTROSPECTIONS && (j = calloc(1, sizeof(*j)))) {
+    } else if (s->njobs < ING_OAUTH_MAX_INTROSPECTIONS &&
+               o->njobs < ING_OAUTH_MAX_INTROSPECTIONS_ALL && (j = calloc(1, sizeof(*j)))) {
         memcpy(j->hash, hash, sizeof(hash));
         j->token = strdup(token);
-        j->srcs = o->srcs;
-        o->srcs->refs++;
+        j->src = s;
+        s->refs++;
         if (!j->token || wlist_add(&j->waiters, wake, arg) < 0) {
             wlist_t none = {0};
             job_free(o, j, &none);
         } else {
             j->next = o->jobs;
             o->jobs = j;
+            s->njobs++;
             o->njobs++;
             ing_metrics_oauth_introspection(o->metrics, ING_OI_MISS);
             rc = wake ? ING_OAUTH_WAIT : ING_OAUTH_READY;
@@ -819,13 +863,14 @@ static int prepare_opaque(ing_oauth_t *o, const char *token, ing_oauth_wake_fn w
     return rc;
 }
 
-int ing_oauth_prepare(ing_oauth_t *o, const char *token, ing_oauth_wake_fn wake, void *arg)
+int ing_oauth_prepare(ing_oauth_t *o, const char *token, const char *tenant, ing_oauth_wake_fn wake,
+                      void *arg)
 {
     if (!o || !token || !*token || strlen(token) > TOKEN_MAX)
         return ING_OAUTH_READY;
     if (jwt_looks_like(token))
         return prepare_jwt(o, token, wake, arg);
-    return prepare_opaque(o, token, wake, arg);
+    return prepare_opaque(o, token, tenant, wake, arg);
 }
 
 static int check_jwt(ing_oauth_t *o, const char *token, ing_oauth_token_t *out, const char **why)
@@ -863,24 +908,33 @@ static int check_jwt(ing_oauth_t *o, const char *token, ing_oauth_token_t *out, 
     return rc;
 }
 
-static int check_opaque(ing_oauth_t *o, const char *token, ing_oauth_token_t *out, const char **why)
+static int check_opaque(ing_oauth_t *o, const char *token, const char *tenant,
+                        ing_oauth_token_t *out, const char **why)
 {
     char hash[65];
-    util_sha256_hex(token, strlen(token), hash);
     int rc = MCPQ_EUNAVAIL;
-    *why = "token introspection is unavailable";
+    int64_t now = util_now_ms();
+    *why = "token introspection is unavailable (the authorization server failed or is busy); "
+           "try again";
     pthread_mutex_lock(&o->lock);
-    ing_oauthcache_entry_t *e = o->srcs->n ? ing_oauthcache_find(o->cache, hash) : NULL;
-    if (!o->srcs->n) {
-        *why = "the token is not a JWT and no token introspection is configured";
+    isrc_t *s = isrc_find(o->srcs, o->nsrcs, tenant);
+    ing_oauthcache_entry_t *e = NULL;
+    if (s) {
+        token_key(s, token, hash);
+        e = ing_oauthcache_find(o->cache, hash);
+        if (e && e->expires_ms <= now) /* expired means expired, whatever the refetch did */
+            e = NULL;
+    }
+    if (!s) {
+        *why = "the token is not a JWT and no token introspection is configured here";
         rc = MCPQ_EAUTH;
     } else if (e && !e->active) {
         *why = "the token is not active";
         rc = MCPQ_EAUTH;
-    } else if (e && e->token_exp_ms && e->token_exp_ms <= util_now_ms()) {
+    } else if (e && e->token_exp_ms && e->token_exp_ms <= now) {
         *why = "the token has expired";
         rc = MCPQ_EAUTH;
-    } else if (e) { /* (past its cache time too: prepare asks again, this answer was fresh) */
+    } else if (e) {
         out->claims = cJSON_Duplicate(e->claims, 1);
         snprintf(out->issuer, sizeof(out->issuer), "%s", e->issuer);
         rc = out->claims ? 0 : MCPQ_EUNAVAIL;
@@ -891,7 +945,8 @@ static int check_opaque(ing_oauth_t *o, const char *token, ing_oauth_token_t *ou
     return rc;
 }
 
-int ing_oauth_check(ing_oauth_t *o, const char *token, ing_oauth_token_t *out, const char **why)
+int ing_oauth_check(ing_oauth_t *o, const char *token, const char *tenant, ing_oauth_token_t *out,
+                    const char **why)
 {
     const char *ignored;
     if (!why)
@@ -906,7 +961,7 @@ int ing_oauth_check(ing_oauth_t *o, const char *token, ing_oauth_token_t *out, c
     }
     if (jwt_looks_like(token))
         return check_jwt(o, token, out, why);
-    return check_opaque(o, token, out, why);
+    return check_opaque(o, token, tenant, out, why);
 }
 
 void ing_oauth_token_clear(ing_oauth_token_t *t)

@@ -17,18 +17,27 @@
  *
  * Introspection. An opaque token (one that is not shaped like a JWT, jwt_looks_like) is posted
  * (token=...&token_type_hint=access_token, HTTP Basic client authentication with the client id
- * and secret form-urlencoded first) to each configured introspection endpoint in configuration
- * order until one answers active; the token is then taken as issued by that source's issuer. An
- * error from one endpoint with no active answer from any is an error (503), not inactive. Answers
- * are cached under the SHA-256 of the token (the token itself is kept only while its request is
- * in flight, and never logged): active ones until the token's exp, at most
- * MCPQ_OAUTH_INTROSPECTION_TTL_S; inactive ones ING_OAUTH_INACTIVE_TTL_S; at most
- * MCPQ_OAUTH_INTROSPECTION_CACHE answers (the oldest are dropped first); errors are not cached.
+ * and secret form-urlencoded first) to the introspection endpoint of ONE tenant, the one the
+ * caller names (ingress/http/auth.c picks the one tenant that introspects at the endpoint called,
+ * ing_registry_introspector; never from the token), and to no other: a tenant's authorization
+ * server never sees another tenant's tokens. An active answer is taken as issued by that
+ * tenant's first issuer. An endpoint that fails is an error (503), not inactive. Answers are
+ * cached per (tenant, endpoint, client id) under a keyed hash of the token's SHA-256 (the token
+ * itself is kept only while its request is in flight, and never logged): active ones until the
+ * token's exp, at most MCPQ_OAUTH_INTROSPECTION_TTL_S; inactive ones ING_OAUTH_INACTIVE_TTL_S; at
+ * most MCPQ_OAUTH_INTROSPECTION_CACHE answers (the oldest are dropped first); errors are not
+ * cached. An answer past its time is never used again: when the new introspection fails, cannot
+ * start (the tenant's ING_OAUTH_MAX_INTROSPECTIONS are under way) or has too many waiters, the
+ * check says 503. Each tenant has its own cap on introspections under way, so a slow endpoint
+ * holds up only its own tenant's new tokens (and a process-wide bound, 16 tenants' worth, keeps
+ * the memory of many tenants' bounded).
  *
  * Network. One fetch thread of its own does every request (libcurl, several at once), never an
  * HTTP thread: MCPQ_OAUTH_FETCH_TIMEOUT_MS per request, no redirects, https only (http only to
  * a loopback host: localhost, 127.0.0.1, [::1]), certificates verified, responses at most
- * ING_OAUTH_RESPONSE_MAX bytes.
+ * ING_OAUTH_RESPONSE_MAX bytes. A jwks_uri learned by discovery on another origin than its
+ * issuer is fetched under the webhook SSRF guard (oauthhttp.h; refused: the fetch fails,
+ * logged) whatever MCPQ_WEBHOOK_ALLOW_PRIVATE says; configured URLs are the operator's choice.
  *
  * How a request uses it (ingress/server.c, ingress/http/auth.c): ing_oauth_prepare() first,
  * which never blocks; on ING_OAUTH_WAIT the caller parks the request and resumes it when wake()
@@ -50,14 +59,16 @@
 #define ING_OAUTH_RESPONSE_MAX                                                                     \
     (256 * 1024)                         /* bytes of one metadata, JWKS or introspection answer */
 #define ING_OAUTH_MAX_WAITERS 1024       /* parked requests per issuer or introspected token */
-#define ING_OAUTH_MAX_INTROSPECTIONS 256 /* introspection requests under way at once */
-#define ING_OAUTH_INACTIVE_TTL_S 10      /* an inactive answer is reused this long */
-#define ING_OAUTH_LIFETIME_FLOOR_S 60    /* shortest key lifetime (see above) */
+#define ING_OAUTH_MAX_INTROSPECTIONS 256 /* introspections under way at once, per tenant */
+#define ING_OAUTH_MAX_INTROSPECTIONS_ALL 4096 /* ... and of all tenants together */
+#define ING_OAUTH_INACTIVE_TTL_S 10           /* an inactive answer is reused this long */
+#define ING_OAUTH_LIFETIME_FLOOR_S 60         /* shortest key lifetime (see above) */
 
 typedef struct ing_oauth ing_oauth_t;
 
 /* One issuer a tenant trusts (ingress/core/registry.h, ing_tenant_oauth_t: one per issuer). */
 typedef struct ing_oauth_source {
+    const char *tenant; /* the tenant's id: its introspection endpoint answers for it alone */
     const char *issuer;
     const char *jwks_uri;               /* NULL: discovery (above) */
     const char *introspection_endpoint; /* NULL: none */
@@ -81,8 +92,10 @@ void ing_oauth_free(ing_oauth_t *o);
  * jwks_uri = the tenant's jwks_uri (the config allows it only with one issuer); the tenant's
  * introspection endpoint, client_id and client_secret on its issuers[0] entry only (an active
  * answer is then taken as issued by issuers[0], one of the tenant's). Duplicates are merged (an
- * issuer's keys are fetched once; the first jwks_uri given for it wins; every distinct
- * introspection endpoint and client is kept, in order). An issuer named before with the same
+ * issuer's keys are fetched once; the first jwks_uri given for it wins; a tenant's first entry
+ * that names an introspection endpoint is its one source); tenants sharing an issuer cannot
+ * disagree on them in a registry the config loader or the admin API wrote
+ * (cfg.h, cfg_check_issuers_shared). An issuer named before with the same
  * jwks_uri keeps its keys; a new one has its keys fetched at once in the background; one no
  * longer named is dropped (its waiters are woken by the fetch thread). An entry whose URLs are
  * not https (http only to a loopback host) is left out, logged. Requests prepared after this
@@ -94,6 +107,10 @@ typedef void (*ing_oauth_wake_fn)(void *arg);
 enum { ING_OAUTH_READY = 0, ING_OAUTH_WAIT = 1 };
 
 /*
+ * tenant: for an opaque token, the id of the one tenant whose introspection endpoint may be
+ * asked (NULL: none; ignored for a JWT, whose iss names its issuer). The caller must have
+ * consulted the failed-authentication limits first (ingress/http/auth.c, ing_auth_prepare): this
+ * starts requests to authorization servers.
  * Never blocks on the network. ING_OAUTH_READY: ing_oauth_check can decide now (also when the
  * token is not one the service can help with: unknown issuer, malformed, no introspection).
  * ING_OAUTH_WAIT: a fetch that can change the answer was started or is under way (the issuer's
@@ -103,10 +120,12 @@ enum { ING_OAUTH_READY = 0, ING_OAUTH_WAIT = 1 };
  * is dropped by ing_oauth_configure), or from ing_oauth_free's caller; never while the
  * service's lock is held, and possibly before ing_oauth_prepare
  * returns on another thread: the caller must be ready for it before calling. When too many
- * requests wait already (ING_OAUTH_MAX_WAITERS, ING_OAUTH_MAX_INTROSPECTIONS) the answer is
- * READY, so that the check fails at once instead of queueing without bound.
+ * requests wait already (ING_OAUTH_MAX_WAITERS, the tenant's ING_OAUTH_MAX_INTROSPECTIONS,
+ * ING_OAUTH_MAX_INTROSPECTIONS_ALL) the
+ * answer is READY, so that the check fails at once (503) instead of queueing without bound.
  */
-int ing_oauth_prepare(ing_oauth_t *o, const char *token, ing_oauth_wake_fn wake, void *arg);
+int ing_oauth_prepare(ing_oauth_t *o, const char *token, const char *tenant, ing_oauth_wake_fn wake,
+                      void *arg);
 
 typedef struct ing_oauth_token {
     cJSON *claims;    /* owned: the JWT payload, or the introspection answer */
@@ -116,14 +135,16 @@ typedef struct ing_oauth_token {
 /*
  * From what is cached only: a JWT's signature (the issuer is its "iss", which must be
  * configured; jwt_verify against that issuer's keys) and exp/nbf/iat with
- * MCPQ_OAUTH_CLOCK_SKEW_S; an opaque token's cached introspection answer (active, and its exp
- * not passed). 0 with *out filled (clear it with ing_oauth_token_clear); MCPQ_EAUTH with *why,
+ * MCPQ_OAUTH_CLOCK_SKEW_S; an opaque token's introspection answer from tenant's endpoint (as for
+ * ing_oauth_prepare), cached and not past its time (active, and its exp not passed). 0 with
+ * *out filled (clear it with ing_oauth_token_clear); MCPQ_EAUTH with *why,
  * a static message for the client (401 invalid_token: bad signature, unknown kid, expired,
  * untrusted issuer, inactive, no introspection configured); MCPQ_EUNAVAIL with *why (503: no
- * keys could be fetched for the issuer yet, or no introspection answer is cached because the
- * endpoint failed). Does not check aud or the tenant (ingress/http/auth.c does).
+ * keys could be fetched for the issuer yet, or no live introspection answer is cached because the
+ * endpoint failed or was too busy). Does not check aud or the tenant (ingress/http/auth.c does).
  */
-int ing_oauth_check(ing_oauth_t *o, const char *token, ing_oauth_token_t *out, const char **why);
+int ing_oauth_check(ing_oauth_t *o, const char *token, const char *tenant, ing_oauth_token_t *out,
+                    const char **why);
 
 /* Frees what t holds and zeroes it; NULL does nothing. */
 void ing_oauth_token_clear(ing_oauth_token_t *t);

@@ -118,7 +118,31 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *arg)
     return n;
 }
 
-static ing_oauthhttp_t *start(const char *url, long timeout_ms, void *private)
+int ing_oauthhttp_same_origin(const char *a, const char *b)
+{
+    char *part[2][3] = {{NULL}};
+    const char *url[2] = {a, b};
+    static const CURLUPart which[3] = {CURLUPART_SCHEME, CURLUPART_HOST, CURLUPART_PORT};
+    int same = 1;
+    for (int i = 0; i < 2; i++) {
+        CURLU *u = url[i] ? curl_url() : NULL;
+        if (!u || curl_url_set(u, CURLUPART_URL, url[i], 0) != CURLUE_OK)
+            same = 0;
+        for (int k = 0; k < 3 && same; k++)
+            if (curl_url_get(u, which[k], &part[i][k], CURLU_DEFAULT_PORT) != CURLUE_OK)
+                same = 0;
+        curl_url_cleanup(u);
+    }
+    for (int k = 0; k < 3; k++) {
+        if (same && strcasecmp(part[0][k], part[1][k]) != 0)
+            same = 0;
+        curl_free(part[0][k]);
+        curl_free(part[1][k]);
+    }
+    return same;
+}
+
+static ing_oauthhttp_t *start(const char *url, long timeout_ms, void *private, int learned)
 {
     char proto[8];
     if (!ing_oauthhttp_url_ok(url, proto, sizeof(proto)))
@@ -151,19 +175,27 @@ static ing_oauthhttp_t *start(const char *url, long timeout_ms, void *private)
     curl_easy_setopt(e, CURLOPT_HEADERDATA, h);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, h->errbuf);
     curl_easy_setopt(e, CURLOPT_PRIVATE, private);
+    if (learned) {
+        curl_easy_setopt(e, CURLOPT_PROXY, ""); /* the guard judges the address really used */
+        h->guard = (ing_whrules_guard_t){
+            .subject = "the host of a URL learned from the authorization server's metadata",
+            .hint = "configure jwks_uri to fetch the keys from there"};
+        curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, ing_whrules_socket);
+        curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, &h->guard);
+    }
     return h;
 }
 
-ing_oauthhttp_t *ing_oauthhttp_get(const char *url, long timeout_ms, void *private)
+ing_oauthhttp_t *ing_oauthhttp_get(const char *url, long timeout_ms, void *private, int learned)
 {
-    return start(url, timeout_ms, private);
+    return start(url, timeout_ms, private, learned);
 }
 
 ing_oauthhttp_t *ing_oauthhttp_introspect(const char *endpoint, const char *client_id,
                                           const char *secret, const char *token, long timeout_ms,
                                           void *private)
 {
-    ing_oauthhttp_t *h = start(endpoint, timeout_ms, private);
+    ing_oauthhttp_t *h = start(endpoint, timeout_ms, private, 0);
     if (!h)
         return NULL;
     char *tok = curl_easy_escape(h->easy, token, 0);

@@ -3,13 +3,17 @@
  * libcurl easy handles its fetch thread runs: which URLs may be fetched (https, or http to a
  * loopback host), the metadata discovery URLs of an issuer, the response (body capped at
  * ING_OAUTH_RESPONSE_MAX bytes, its lifetime from Cache-Control max-age or Expires), and the
- * introspection POST with HTTP Basic client authentication. No state of its own; every function
- * is thread-safe (curl_global_init() must have run).
+ * introspection POST with HTTP Basic client authentication. A URL learned from a metadata
+ * document rather than configured (a discovered jwks_uri on another origin than its issuer) is
+ * fetched under the webhook SSRF guard (webhook.h, ing_whrules_socket): the address connected
+ * to, after DNS, must be public, and no proxy is used. No state of its own; every function is
+ * thread-safe (curl_global_init() must have run).
  */
 #ifndef MCPQ_ING_OAUTHHTTP_H
 #define MCPQ_ING_OAUTHHTTP_H
 
 #include "util.h"
+#include "webhook.h"
 
 #include <curl/curl.h>
 #include <stdint.h>
@@ -34,14 +38,21 @@ typedef struct ing_oauthhttp {
     struct curl_slist *hdrs;
     char *post; /* the POST body (wiped when freed: it holds a token) */
     util_buf_t body;
-    long max_age_s;     /* Cache-Control max-age; -1: none; 0 also for no-store / no-cache */
-    int64_t expires_ms; /* the Expires header (Unix ms); 0: none */
+    long max_age_s;            /* Cache-Control max-age; -1: none; 0 also for no-store / no-cache */
+    int64_t expires_ms;        /* the Expires header (Unix ms); 0: none */
+    ing_whrules_guard_t guard; /* a learned URL's SSRF guard; guard.refused: why it refused */
     char errbuf[CURL_ERROR_SIZE];
 } ing_oauthhttp_t;
 
 /* A GET of url (ing_oauthhttp_url_ok must hold) with a timeout; NULL when out of memory or the
- * URL is refused. private is set as CURLOPT_PRIVATE. */
-ing_oauthhttp_t *ing_oauthhttp_get(const char *url, long timeout_ms, void *private);
+ * URL is refused. private is set as CURLOPT_PRIVATE. learned: url came from a metadata
+ * document, so it is fetched under the SSRF guard (above; a refused address fails the
+ * transfer, with guard.refused saying why). */
+ing_oauthhttp_t *ing_oauthhttp_get(const char *url, long timeout_ms, void *private, int learned);
+
+/* 1 when URLs a and b have the same origin (scheme, host and port, as libcurl parses them;
+ * the default port when none is given), else 0. */
+int ing_oauthhttp_same_origin(const char *a, const char *b);
 
 /* An RFC 7662 introspection POST of token to endpoint, client_id and secret form-urlencoded
  * then HTTP Basic (RFC 6749 section 2.3.1); NULL as above. */

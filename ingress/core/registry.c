@@ -33,7 +33,12 @@ struct ing_registry {
     size_t nrobots;
     ing_tenant_oauth_t *oauth; /* one per tenant; tenants[i].oauth points here or is NULL */
     size_t noauth;             /* tenants whose oauth is set */
-    void **owned;              /* further blocks the snapshot frees: perms, string arrays */
+    /* Who introspects opaque tokens where (ing_registry_introspector): every resource that is
+     * not /mcp/<server>, and per server name, sorted by name. */
+    ing_introspector_t iall;
+    ing_introspector_t *isrv;
+    size_t nisrv;
+    void **owned; /* further blocks the snapshot frees: perms, string arrays */
     size_t nowned, capowned;
 };
 
@@ -492,6 +497,43 @@ static int attach_tools(ing_registry_t *reg)
     return 0;
 }
 
+static int introspector_cmp(const void *a, const void *b)
+{
+    const ing_introspector_t *x = a, *y = b;
+    return strcmp(x->server, y->server);
+}
+
+/* Which tenants introspect opaque tokens at which resource (docs/authorization.md "Which tenant
+ * introspects where"): every tenant with oauth.introspection serves /mcp (its default server)
+ * and /v1; /mcp/<server> is served by the tenants that have that server. 0 or MCPQ_ENOMEM. */
+static int index_introspectors(ing_registry_t *reg)
+{
+    for (size_t i = 0; i < reg->ntenants; i++) {
+        const ing_tenant_oauth_t *o = reg->tenants[i].oauth;
+        if (o && o->introspection_endpoint && reg->iall.n++ == 0)
+            reg->iall.tenant = &reg->tenants[i];
+    }
+    reg->isrv = calloc(reg->nservers + 1, sizeof(*reg->isrv));
+    if (!reg->isrv)
+        return MCPQ_ENOMEM;
+    for (size_t i = 0; i < reg->nservers; i++) {
+        const ing_tenant_t *t = find_tenant(reg, reg->servers[i].tenant);
+        if (t && t->oauth && t->oauth->introspection_endpoint)
+            reg->isrv[reg->nisrv++] =
+                (ing_introspector_t){.server = reg->servers[i].name, .tenant = t, .n = 1};
+    }
+    qsort(reg->isrv, reg->nisrv, sizeof(*reg->isrv), introspector_cmp);
+    size_t k = 0; /* one entry per name, counting its tenants (a tenant has a name once) */
+    for (size_t i = 0; i < reg->nisrv; i++) {
+        if (k && strcmp(reg->isrv[k - 1].server, reg->isrv[i].server) == 0)
+            reg->isrv[k - 1].n++;
+        else
+            reg->isrv[k++] = reg->isrv[i];
+    }
+    reg->nisrv = k;
+    return 0;
+}
+
 ing_registry_t *ing_registry_build(const char *const *fields, const size_t *lens, size_t n,
                                    long long rev, char *errstr, size_t errstr_size)
 {
@@ -504,7 +546,7 @@ ing_registry_t *ing_registry_build(const char *const *fields, const size_t *lens
         index_credentials(reg) < 0 || index_oauth(reg) < 0)
         goto nomem;
     index_servers(reg);
-    if (index_tools(reg) < 0 || attach_tools(reg) < 0)
+    if (index_tools(reg) < 0 || attach_tools(reg) < 0 || index_introspectors(reg) < 0)
         goto nomem;
     return reg;
 nomem:
@@ -576,6 +618,7 @@ void ing_registry_unref(ing_registry_t *reg)
     free(reg->apps);
     free(reg->robots);
     free(reg->oauth);
+    free(reg->isrv);
     for (size_t i = 0; i < reg->nowned; i++)
         free(reg->owned[i]);
     free(reg->owned);
@@ -667,4 +710,40 @@ size_t ing_registry_secrets(const cJSON *o, int64_t now_ms, const char *out[2])
     if (prev && *prev && (!until || (util_parse_utc(until, &until_ms) == 0 && now_ms < until_ms)))
         out[n++] = prev;
     return n;
+}
+
+const ing_tenant_t *ing_registry_introspector(const ing_registry_t *reg, const char *server,
+                                              size_t *n)
+{
+    const ing_introspector_t *at = NULL;
+    if (reg && server) {
+        ing_introspector_t key = {.server = server};
+        at = bsearch(&key, reg->isrv, reg->nisrv, sizeof(*reg->isrv), introspector_cmp);
+    } else if (reg) {
+        at = &reg->iall;
+    }
+    if (n)
+        *n = at ? at->n : 0;
+    return at && at->n == 1 ? at->tenant : NULL;
+}
+
+size_t ing_registry_introspect_ambiguous(const ing_registry_t *reg, const ing_introspector_t **out,
+                                         size_t max)
+{
+    size_t k = 0;
+    if (reg && reg->iall.n > 1 && k < max)
+        out[k++] = &reg->iall;
+    for (size_t i = 0; reg && i < reg->nisrv && k < max; i++)
+        if (reg->isrv[i].n > 1)
+            out[k++] = &reg->isrv[i];
+    return k;
+}
+
+void ing_registry_introspect_warning(const ing_introspector_t *a, char *out, size_t n)
+{
+    snprintf(out, n,
+             "opaque tokens are ambiguous at %s%s: %zu tenants with oauth.introspection serve it, "
+             "so opaque tokens are refused there (401); their clients must use their tenant's own "
+             "/mcp/<server> endpoint or JWT access tokens (docs/authorization.md)",
+             a->server ? "/mcp/" : "/mcp and /v1", a->server ? a->server : "", a->n);
 }

@@ -141,6 +141,35 @@ size_t ing_registry_tenant_count(const ing_registry_t *reg);
 int ing_registry_oauth_used(const ing_registry_t *reg);
 const ing_tenant_t *ing_registry_tenant_at(const ing_registry_t *reg, size_t i);
 
+/* Where opaque tokens are introspected: a resource (server NULL: /mcp, /v1 and every path
+ * that is not /mcp/<server>; else /mcp/<server>) and the tenants with oauth.introspection
+ * that serve it: n of them, tenant the first (the one when n is 1). */
+typedef struct ing_introspector {
+    const char *server;
+    const ing_tenant_t *tenant;
+    size_t n;
+} ing_introspector_t;
+
+/*
+ * The one tenant whose introspection endpoint an opaque token presented at a resource may be
+ * sent to (docs/authorization.md "Which tenant introspects where"): server is the <server> of
+ * /mcp/<server>, NULL for /mcp, /v1 and any other path (every tenant serves those). NULL
+ * unless exactly one tenant with oauth.introspection serves the resource; *n (may be NULL)
+ * says how many do (0: opaque tokens are not taken there; 2 or more: they are ambiguous there
+ * and refused). Computed when the snapshot is built; the token plays no part.
+ */
+const ing_tenant_t *ing_registry_introspector(const ing_registry_t *reg, const char *server,
+                                              size_t *n);
+
+/* The resources where two or more tenants introspect (ambiguous for opaque tokens), at most
+ * max of them into out (valid while reg is): how many. The gateway-wide resource (server NULL)
+ * comes first. For the log at swap and the admin API's config answer. */
+size_t ing_registry_introspect_ambiguous(const ing_registry_t *reg, const ing_introspector_t **out,
+                                         size_t max);
+
+/* The warning for operators about an ambiguous resource a, into out (n bytes). */
+void ing_registry_introspect_warning(const ing_introspector_t *a, char *out, size_t n);
+
 /* The tenant id (its config document: webhooks, rate_limits, ...), or NULL. */
 const ing_tenant_t *ing_registry_tenant(const ing_registry_t *reg, const char *id);
 

@@ -70,6 +70,11 @@ int ing_regstore_load(redisContext *c, ing_regstore_state_t *st, char *err, size
     for (size_t i = 0; i + 1 < r->elements; i += 2) {
         const char *f = r->element[i]->str;
         const redisReply *v = r->element[i + 1];
+        /* The config file's mark: its text only, which ing_regstore_seed compares and sets. */
+        if (strcmp(f, SEED_FIELD) == 0) {
+            cJSON_AddItemToObject(st->raw, f, cJSON_CreateString(v->str));
+            continue;
+        }
         if (!is_doc_field(f))
             continue;
         cJSON *doc = cJSON_ParseWithLength(v->str, v->len);
@@ -345,6 +350,36 @@ static int check_robots(ing_regstore_state_t *st, const cJSON *config, char *err
     return 0;
 }
 
+int ing_regstore_issuers_check(ing_regstore_state_t *st, const cJSON *t, const char *path,
+                               char *err, size_t err_size)
+{
+    const char *id = str_of(t, "id");
+    for (const cJSON *d = st->docs->child; d; d = d->next) {
+        const char *other = str_of(d, "id");
+        if (strncmp(d->string, "tenant:", 7) != 0 || !other || (id && strcmp(id, other) == 0))
+            continue;
+        if (cfg_check_issuers_shared(t, path, d, NULL, err, err_size) < 0)
+            return MCPQ_EINVAL;
+    }
+    return 0;
+}
+
+/* Every tenant of the document against the stored ones (staged: the document's own tenants
+ * are among them, checked by cfg.c already). 0, or MCPQ_EINVAL with err filled. */
+static int check_issuers(ing_regstore_state_t *st, const cJSON *config, char *err, size_t err_size)
+{
+    const cJSON *t;
+    int i = 0;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(config, "tenants"))
+    {
+        char path[32];
+        snprintf(path, sizeof(path), "$.tenants[%d]", i++);
+        if (ing_regstore_issuers_check(st, t, path, err, err_size) < 0)
+            return MCPQ_EINVAL;
+    }
+    return 0;
+}
+
 int ing_regstore_config_check(const cJSON *cfg, const mcpq_settings_t *set, char *err,
                               size_t err_size)
 {
@@ -508,24 +543,45 @@ static int stage_config(ing_regstore_state_t *st, const cJSON *config, int prune
     return rc;
 }
 
-int ing_regstore_apply(redisContext *c, const cJSON *config, int prune, ing_regstore_summary_t *sum,
-                       char *err, size_t err_size)
+/* ing_regstore_apply, and with mark (not NULL) ing_regstore_seed: the stored mark equal to mark
+ * means "already applied" (0, *applied = 0); otherwise mark is written in the same
+ * compare-and-set as the documents, so of replicas racing to apply one config exactly one
+ * writes and the others find the mark on their retry. */
+static int apply_marked(redisContext *c, const cJSON *config, int prune, const char *mark,
+                        int *applied, ing_regstore_summary_t *sum, char *err, size_t err_size)
 {
     char now[32];
+    *applied = 0;
     for (int attempt = 0; attempt < APPLY_TRIES; attempt++) {
         ing_regstore_state_t st;
         memset(sum, 0, sizeof(*sum));
         ing_regstore_now(now, sizeof(now));
         int rc = ing_regstore_load(c, &st, err, err_size);
+        const char *cur =
+            rc == 0 ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st.raw, SEED_FIELD))
+                    : NULL;
+        if (mark && cur && strcmp(cur, mark) == 0) {
+            sum->rev = st.rev;
+            ing_regstore_free(&st);
+            return 0;
+        }
         if (rc == 0)
             rc = stage_config(&st, config, prune, now, sum);
         if (rc == MCPQ_ENOMEM)
             snprintf(err, err_size, "out of memory");
         if (rc == 0)
             rc = check_robots(&st, config, err, err_size);
+        if (rc == 0 && mark) {
+            cJSON *doc = cJSON_Parse(mark);
+            rc = doc ? ing_regstore_put(&st, SEED_FIELD, doc) : MCPQ_ENOMEM;
+        }
+        if (rc == 0)
+            rc = check_issuers(&st, config, err, err_size);
         if (rc == 0)
             rc = ing_regstore_commit(c, &st, &sum->rev, err, err_size);
         ing_regstore_free(&st);
+        if (rc == 0)
+            *applied = 1;
         if (rc != RS_CONFLICT)
             return rc;
     }
@@ -533,7 +589,14 @@ int ing_regstore_apply(redisContext *c, const cJSON *config, int prune, ing_regs
     return MCPQ_EUNAVAIL;
 }
 
-int ing_regstore_seed(redisContext *c, const cJSON *config, int *applied,
+int ing_regstore_apply(redisContext *c, const cJSON *config, int prune, ing_regstore_summary_t *sum,
+                       char *err, size_t err_size)
+{
+    int applied;
+    return apply_marked(c, config, prune, NULL, &applied, sum, err, err_size);
+}
+
+int ing_regstore_seed(redisContext *c, const cJSON *config, int prune, int *applied,
                       ing_regstore_summary_t *sum, char *err, size_t err_size)
 {
     char *text = cJSON_PrintUnformatted(config), hex[65], mark[100];
@@ -546,26 +609,7 @@ int ing_regstore_seed(redisContext *c, const cJSON *config, int *applied,
     util_sha256_hex(text, strlen(text), hex);
     cJSON_free(text);
     snprintf(mark, sizeof(mark), "{\"sha256\":\"%s\"}", hex);
-    redisReply *r = redisCommand(c, "HGET %s %s", REG_KEY, SEED_FIELD);
-    if (!r) {
-        snprintf(err, err_size, "redis: %s", c->errstr);
-        return MCPQ_EUNAVAIL;
-    }
-    int same = r->type == REDIS_REPLY_STRING && strcmp(r->str, mark) == 0;
-    freeReplyObject(r);
-    if (same)
-        return 0;
-    int rc = ing_regstore_apply(c, config, 0, sum, err, err_size);
-    if (rc < 0)
-        return rc;
-    *applied = 1;
-    r = redisCommand(c, "HSET %s %s %s", REG_KEY, SEED_FIELD, mark);
-    if (!r) {
-        snprintf(err, err_size, "redis: %s", c->errstr);
-        return MCPQ_EUNAVAIL;
-    }
-    freeReplyObject(r);
-    return 0;
+    return apply_marked(c, config, prune, mark, applied, sum, err, err_size);
 }
 
 cJSON *ing_regstore_export(redisContext *c, char *err, size_t err_size)

@@ -91,6 +91,14 @@ int ing_regstore_check_tenant(ing_regstore_state_t *st, const char *tenant, char
 const char *ing_regstore_robot_owner(ing_regstore_state_t *st, const char *robot,
                                      const char *except);
 /*
+ * cfg_check_issuers_shared (cfg.h) between tenant t (config form, at path: "$" or
+ * "$.tenants[i]") and every tenant of st with another id: tenants sharing an issuer agree on
+ * its claims.tenant, jwks_uri and introspection. 0, or MCPQ_EINVAL with err naming t's path.
+ */
+int ing_regstore_issuers_check(ing_regstore_state_t *st, const cJSON *t, const char *path,
+                               char *err, size_t err_size);
+
+/*
  * What a loaded config (cfg_load_*) must also pass under this process's settings before it
  * is stored: no webhook url naming a private address literally (unless
  * MCPQ_WEBHOOK_ALLOW_PRIVATE=1; ing_whrules_config_check) and no app secret shorter than
@@ -113,20 +121,27 @@ typedef struct ing_regstore_summary {
  * twice changes nothing, not even the revision; a changed object keeps its createTime. With
  * prune, the servers and tools of the tenants the document names that it does not name are
  * deleted. A robot a tenant of the document declares that a stored tenant outside it already
- * declares is MCPQ_EINVAL (nothing written). Retries compare-and-set conflicts. 0, or a
+ * declares, or an issuer it shares with one without agreeing on it (ing_regstore_issuers_check),
+ * is MCPQ_EINVAL (nothing written). Retries compare-and-set conflicts. 0, or a
  * negative code with err filled.
  */
 int ing_regstore_apply(redisContext *c, const cJSON *config, int prune, ing_regstore_summary_t *sum,
                        char *err, size_t err_size);
 
 /*
- * The start-up load of MCPQ_CONFIG (every replica runs it): applies config (no prune) unless
- * this exact config (SHA-256 of its normalized text, kept in the registry hash's `meta:config`
- * field) was the last one applied. So restarting replicas does not undo changes made through
- * the admin API since, while a changed ConfigMap is applied by the first replica that starts
- * with it, and a registry lost with its Redis is seeded again. *applied = 1 when it applied.
+ * The load of MCPQ_CONFIG (every replica runs it, at start-up and, with MCPQ_CONFIG_WATCH_MS, each
+ * time the file changes): applies config (with prune as ing_regstore_apply) unless this exact
+ * config (SHA-256 of its normalized text, kept in the registry hash's `meta:config` field) was
+ * the last one applied. So restarting replicas does not undo changes made through the admin API
+ * since, while a changed ConfigMap is applied by the first replica that sees it, and a registry
+ * lost with its Redis is seeded again. The mark is written in the same compare-and-set as the
+ * documents: of N replicas seeing one change at once exactly one applies it and the others
+ * find it applied (*applied = 0), so the revision moves once. Writing only the mark (the
+ * documents already as the file says) does not move the revision. *applied = 1 when this call
+ * applied; sum->rev is the revision after it. MCPQ_EINVAL when the config clashes with the
+ * stored registry (a robot of another tenant; nothing written).
  */
-int ing_regstore_seed(redisContext *c, const cJSON *config, int *applied,
+int ing_regstore_seed(redisContext *c, const cJSON *config, int prune, int *applied,
                       ing_regstore_summary_t *sum, char *err, size_t err_size);
 
 /* The registry as a config document (createTime/updateTime removed; API keys as sha256),

@@ -58,10 +58,11 @@ int ing_tasks_create(kv_pool_t *kv, const ing_tasks_new_t *t, long long *created
                           ttl,
                           t->surface,
                           t->traceparent ? t->traceparent : "",
-                          max};
+                          max,
+                          t->owner ? t->owner : ""};
     int waited = 1;
     redisReply *r =
-        run_wait(kv, TASK_SCRIPT_CREATE, 14, argv, t->wait_replicas, t->wait_timeout_ms, &waited);
+        run_wait(kv, TASK_SCRIPT_CREATE, 15, argv, t->wait_replicas, t->wait_timeout_ms, &waited);
     if (!r)
         return MCPQ_EUNAVAIL;
     int rc = r->type != REDIS_REPLY_INTEGER ? MCPQ_EUNAVAIL

@@ -6,7 +6,8 @@
  * task (GET /v1/tasks, docs/api.md "Tasks"), which is the extension's DetailedTask plus the
  * tool and server it runs.
  *
- * A task of another tenant answers exactly as a missing one (docs/protocol.md, "Errors").
+ * A task of another tenant answers exactly as a missing one (docs/protocol.md, "Errors"); who
+ * of the tenant may see it is owner.h's to decide (ing_tasks_page_kept's keep).
  *
  * Thread-safe (Redis through the kv pool).
  */
@@ -27,6 +28,7 @@ typedef struct ing_tasks_new {
     const char *id, *tenant, *server, *tool, *version;
     const char *args_json, *robot, *env_json, *surface;
     const char *traceparent; /* the creating call's (ingress span); NULL or "" for none */
+    const char *owner;       /* the creator's principal (owner.h, ing_owner_of); NULL: none */
     long long priority, ttl_ms, retention_s;
     long long
         max_tasks; /* the tenant's quotas.tasks: tasks it may have in retention; 0: no limit */

@@ -48,7 +48,7 @@ typedef struct wh_xfer {
     char *url;         /* for the 410 mark only; never logged */
     long long attempt; /* this attempt's number within its round (1-based) */
     int64_t t0;
-    char refused[ERR_MAX]; /* the SSRF guard refused the address: why */
+    ing_whrules_guard_t guard; /* the SSRF guard; its refused says why it refused */
     char retry_after[64];
     char snippet[SNIPPET_MAX + 1];
     size_t body_seen;
@@ -151,28 +151,6 @@ static void record(ing_webhook_t *wh, const wh_xfer_t *x, const char *status, lo
               : ours ? NULL
                      : "claim lost (redelivered or taken over); outcome ignored",
               "redis_error", !r ? err : NULL, (char *)NULL);
-}
-
-static curl_socket_t open_socket(void *clientp, curlsocktype purpose, struct curl_sockaddr *a)
-{
-    wh_xfer_t *x = clientp;
-    (void)purpose;
-    if (!x->wh->allow_private) {
-        const char *why = ing_whrules_addr_refused(&a->addr);
-        if (why) {
-            char ip[INET6_ADDRSTRLEN] = "?";
-            if (a->family == AF_INET)
-                inet_ntop(AF_INET, &((struct sockaddr_in *)&a->addr)->sin_addr, ip, sizeof(ip));
-            else if (a->family == AF_INET6)
-                inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&a->addr)->sin6_addr, ip, sizeof(ip));
-            snprintf(x->refused, sizeof(x->refused),
-                     "refused: the webhook host resolves to %s, %s (private targets are not "
-                     "allowed; MCPQ_WEBHOOK_ALLOW_PRIVATE=0)",
-                     ip, why);
-            return CURL_SOCKET_BAD;
-        }
-    }
-    return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
 }
 
 static size_t on_header(char *buf, size_t size, size_t n, void *userdata)
@@ -287,8 +265,12 @@ static const char *start_post(ing_webhook_t *wh, wh_xfer_t *x, const char *url,
 #else
     curl_easy_setopt(e, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
 #endif
-    curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_socket);
-    curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, x);
+    x->guard = (ing_whrules_guard_t){
+        .off = wh->allow_private,
+        .subject = "the webhook host",
+        .hint = "private targets are not allowed; MCPQ_WEBHOOK_ALLOW_PRIVATE=0"};
+    curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, ing_whrules_socket);
+    curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, &x->guard);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
@@ -405,8 +387,8 @@ static void finish(ing_webhook_t *wh, wh_xfer_t *x, CURLcode rc)
     curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &code);
     long long ms = util_mono_ms() - x->t0;
     char err[ERR_MAX];
-    if (x->refused[0]) {
-        snprintf(err, sizeof(err), "%s", x->refused);
+    if (x->guard.refused[0]) {
+        snprintf(err, sizeof(err), "%s", x->guard.refused);
         code = 0;
     } else if (code >= 200 && code < 300) {
         record(wh, x, "delivered", code, "", ms, 0, 1, NULL);

@@ -44,6 +44,7 @@
 #include "ctx.h"
 
 #include <cjson/cJSON.h>
+#include <curl/curl.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -88,6 +89,24 @@ long long ing_whrules_retry_after_ms(const char *value, int64_t now_ms);
  * refused.
  */
 const char *ing_whrules_addr_refused(const struct sockaddr *sa);
+
+/* One transfer under the guard (ing_whrules_socket): what its refusal says. */
+typedef struct ing_whrules_guard {
+    int off;             /* 1: every address is allowed (MCPQ_WEBHOOK_ALLOW_PRIVATE=1) */
+    const char *subject; /* what resolved: "the webhook host" */
+    const char *hint;    /* what the refusal means, after the address */
+    char refused[256];   /* out: "refused: <subject> resolves to 127.0.0.1, a loopback address
+                          * (<hint>)", or "" */
+} ing_whrules_guard_t;
+
+/*
+ * The guard as libcurl applies it after DNS, a CURLOPT_OPENSOCKETFUNCTION whose
+ * CURLOPT_OPENSOCKETDATA is an ing_whrules_guard_t: a new socket for a (close-on-exec), or
+ * CURL_SOCKET_BAD with guard->refused filled when ing_whrules_addr_refused refuses its address.
+ * The webhook dispatcher and the OAuth key service's requests to URLs learned from metadata
+ * (oauthhttp.h) use it.
+ */
+curl_socket_t ing_whrules_socket(void *guard, curlsocktype purpose, struct curl_sockaddr *a);
 
 /*
  * For a webhook url whose host is a literal IP address (IPv4 in any form inet_aton takes,

@@ -178,6 +178,23 @@ const char *ing_whrules_addr_refused(const struct sockaddr *sa)
     return "not an IP address";
 }
 
+curl_socket_t ing_whrules_socket(void *guard, curlsocktype purpose, struct curl_sockaddr *a)
+{
+    ing_whrules_guard_t *g = guard;
+    const char *why = g->off ? NULL : ing_whrules_addr_refused(&a->addr);
+    (void)purpose;
+    if (!why)
+        return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+    char ip[INET6_ADDRSTRLEN] = "?";
+    if (a->family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)&a->addr)->sin_addr, ip, sizeof(ip));
+    else if (a->family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)&a->addr)->sin6_addr, ip, sizeof(ip));
+    snprintf(g->refused, sizeof(g->refused), "refused: %s resolves to %s, %s (%s)", g->subject, ip,
+             why, g->hint);
+    return CURL_SOCKET_BAD;
+}
+
 const char *ing_whrules_url_refused(const char *url, char *host_out, size_t host_size)
 {
     char host[256];

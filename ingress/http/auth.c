@@ -4,6 +4,7 @@
 #include "err.h"
 #include "jwt.h"
 #include "oauth.h"
+#include "owner.h"
 #include "peer.h"
 #include "prm.h"
 #include "req.h"
@@ -333,9 +334,30 @@ static const char *token_perms(store_t *s, const ing_tenant_oauth_t *o, const ch
     return str;
 }
 
+/* The servers the token's aud binds it to (owner.h) into s; NULL: the whole tenant. */
+static const char *token_servers(const ing_req_t *req, store_t *s, const ing_tenant_oauth_t *o,
+                                 const cJSON *claims)
+{
+    const mcpq_settings_t *set = req->ctx->set;
+    char base[512];
+    int have = ing_peer_public_base(set->public_url, set->allowed_hosts,
+                                    ing_req_header(req, "Host"), base, sizeof(base)) == 0;
+    char *str = store_begin(s);
+    if (!str)
+        return NULL;
+    int rc = ing_owner_binding(claims, have ? base : NULL, o->audiences, o->n_audiences, str,
+                               (size_t)(s->buf + s->len - str));
+    if (rc < 0) /* too many servers to keep, or none: fail closed */
+        s->full = 1;
+    if (rc < 0 || !*str)
+        return NULL;
+    store_end(s, str);
+    return str;
+}
+
 /* Fills *who for a token of tenant t, its strings in r->store: 0, or -1 with *why. */
-static int token_principal(const ing_tenant_t *t, const cJSON *claims, ing_auth_req_t *r,
-                           ing_principal_t *who, const char **why)
+static int token_principal(const ing_req_t *req, const ing_tenant_t *t, const cJSON *claims,
+                           ing_auth_req_t *r, ing_principal_t *who, const char **why)
 {
     const ing_tenant_oauth_t *o = t->oauth;
     store_t s = {.buf = r->store, .len = r->store ? ING_AUTH_STORE : 0};
@@ -345,7 +367,9 @@ static int token_principal(const ing_tenant_t *t, const cJSON *claims, ing_auth_
         app = claim_str(claims, "client_id");
     *who = (ing_principal_t){.tenant = t, .kind = 'o', .rate = {.per_s = -1}};
     who->id = store_str(&s, user ? user : app);
+    who->user = user ? who->id : NULL; /* a client id is no user (access.h) */
     who->app = app ? store_str(&s, app) : NULL;
+    who->servers = token_servers(req, &s, o, claims);
     who->token_scopes = token_scopes(&s, claims);
     who->perms = token_perms(&s, o, who->token_scopes);
     if (!user && !app) {
@@ -359,30 +383,58 @@ static int token_principal(const ing_tenant_t *t, const cJSON *claims, ing_auth_
     return 0;
 }
 
-/* The tenant of an OAuth access token, or NULL with *status (401, 503) and *why. */
+/* The one tenant whose introspection endpoint an opaque token presented with req may be sent
+ * to (docs/authorization.md "Which tenant introspects where"), chosen by the endpoint called
+ * and never by the token; NULL with *why when no tenant or several introspect there. */
+static const ing_tenant_t *introspector_of(const ing_req_t *req, const ing_registry_t *reg,
+                                           const char **why)
+{
+    char name[160];
+    size_t n = 0;
+    const ing_tenant_t *t =
+        ing_registry_introspector(reg, ing_prm_server(req, name, sizeof(name)), &n);
+    if (!t)
+        *why = n ? "opaque tokens are ambiguous at this endpoint (several tenants introspect "
+                   "tokens here): use your tenant's own /mcp/<server> endpoint or a JWT access "
+                   "token"
+                 : "the token is not a JWT and no tenant introspects opaque tokens at this "
+                   "endpoint";
+    return t;
+}
+
+/* The tenant of an OAuth access token, or NULL with *status (401, 503) and *why. A JWT's
+ * tenant is the one that trusts its iss (and matches claims.tenant); an opaque token's is the
+ * one tenant that introspects at the endpoint called, whose answer must name it too. */
 static const ing_tenant_t *auth_token(const ing_req_t *req, const ing_registry_t *reg,
                                       const char *token, ing_auth_req_t *r, ing_principal_t *who,
                                       int *status, const char **why)
 {
     ing_oauth_token_t tok = {0};
-    const ing_tenant_t *t = NULL;
+    const ing_tenant_t *t = NULL, *intro = NULL;
     r->token = 1;
-    int rc = ing_oauth_check(r->oauth, token, &tok, why);
+    *status = 401;
+    if (!jwt_looks_like(token) && !(intro = introspector_of(req, reg, why)))
+        return NULL;
+    int rc = ing_oauth_check(r->oauth, token, intro ? intro->id : NULL, &tok, why);
     if (rc) {
         *status = rc == MCPQ_EUNAVAIL ? 503 : 401;
         return NULL;
     }
-    for (size_t i = 0; i < ing_registry_tenant_count(reg) && !t; i++) {
+    if (intro) /* never another tenant's, whatever the answer says */
+        t = tenant_takes(intro, tok.issuer, tok.claims) ? intro : NULL;
+    for (size_t i = 0; !intro && i < ing_registry_tenant_count(reg) && !t; i++) {
         const ing_tenant_t *c = ing_registry_tenant_at(reg, i);
         if (tenant_takes(c, tok.issuer, tok.claims))
             t = c;
     }
     if (!t) {
-        *why = "no tenant takes tokens of this issuer with these claims";
+        *why = intro ? "the introspection answer does not name this endpoint's tenant "
+                       "(oauth.claims.tenant)"
+                     : "no tenant takes tokens of this issuer with these claims";
     } else if (!audience_ok(req, t->oauth, tok.claims)) {
         *why = "the token was not issued for this server (aud)";
         t = NULL;
-    } else if (token_principal(t, tok.claims, r, who, why) != 0)
+    } else if (token_principal(req, t, tok.claims, r, who, why) != 0)
         t = NULL;
     ing_oauth_token_clear(&tok);
     return t;
@@ -403,18 +455,50 @@ static const ing_tenant_t *auth_key(const ing_req_t *req, const ing_registry_t *
     return k->tenant;
 }
 
+int ing_auth_prepare(const ing_req_t *req, const ing_registry_t *reg, ing_auth_req_t *r,
+                     ing_oauth_wake_fn wake, void *arg)
+{
+    const char *token, *why;
+    const ing_tenant_t *intro = NULL;
+    if (!r->oauth || !ing_registry_oauth_used(reg) || !ing_auth_access_token(req, reg, &token))
+        return ING_OAUTH_READY;
+    if (ing_auth_fail_blocked(r, NULL, &r->retry_after_ms))
+        return ING_OAUTH_READY; /* refused 429 without a request to anyone */
+    if (!jwt_looks_like(token) && !(intro = introspector_of(req, reg, &why)))
+        return ING_OAUTH_READY; /* refused 401: nobody may be asked */
+    return ing_oauth_prepare(r->oauth, token, intro ? intro->id : NULL, wake, arg);
+}
+
+/* 1 when token looks like an access token some tenant could take at req's endpoint, from what
+ * it says of itself (no signature, no request): a JWT whose iss a tenant trusts and whose
+ * exp has not passed, or an opaque token where one tenant introspects. */
+static int token_plausible(const ing_req_t *req, const ing_registry_t *reg, const char *token)
+{
+    const char *why;
+    if (!jwt_looks_like(token))
+        return introspector_of(req, reg, &why) != NULL;
+    jwt_t *t = NULL;
+    int ok = 0;
+    if (jwt_parse(token, strlen(token), &t, &why) == JWT_OK && jwt_iss(t) &&
+        jwt_check_time(t, (long long)(util_now_ms() / 1000), (int)req->ctx->set->oauth_clock_skew_s,
+                       &why) == JWT_OK) {
+        for (size_t i = 0; i < ing_registry_tenant_count(reg) && !ok; i++) {
+            const ing_tenant_oauth_t *o = ing_registry_tenant_at(reg, i)->oauth;
+            for (size_t j = 0; o && j < o->n_issuers && !ok; j++)
+                ok = strcmp(o->issuers[j], jwt_iss(t)) == 0;
+        }
+    }
+    jwt_free(t);
+    return ok;
+}
+
 int ing_auth_known(const ing_req_t *req, const ing_registry_t *reg)
 {
     const char *why, *token;
     if (!reg)
         return 0;
-    if (req->ctx->oauth && ing_registry_oauth_used(reg) &&
-        ing_auth_access_token(req, reg, &token)) {
-        ing_oauth_token_t tok = {0};
-        int ok = ing_oauth_check(req->ctx->oauth, token, &tok, &why) == 0;
-        ing_oauth_token_clear(&tok);
-        return ok;
-    }
+    if (req->ctx->oauth && ing_registry_oauth_used(reg) && ing_auth_access_token(req, reg, &token))
+        return token_plausible(req, reg, token);
     if (ing_req_header(req, "X-App-Id") || ing_req_header(req, "X-Signature")) {
         sig_headers_t h;
         return signed_headers(req, &h, &why) == 0 && ing_registry_app(reg, h.app_id) != NULL;

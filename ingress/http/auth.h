@@ -15,12 +15,12 @@
 
 #include "access.h"
 #include "kv.h"
+#include "oauth.h"
 #include "registry.h"
 
 typedef struct ing_req ing_req_t; /* req.h */
 
 typedef struct ing_ratelimit ing_ratelimit_t; /* ratelimit.h */
-typedef struct ing_oauth ing_oauth_t;         /* oauth.h */
 
 /* The most client addresses and app ids one replica keeps failure counts of. */
 #define ING_AUTHFAIL_MAX_BUCKETS 65536
@@ -77,13 +77,29 @@ const ing_tenant_t *ing_auth_tenant(const ing_req_t *req, const ing_registry_t *
 int ing_auth_access_token(const ing_req_t *req, const ing_registry_t *reg, const char **token);
 
 /*
+ * Before the body of a request that carries an OAuth access token is routed (server.c, the
+ * gate): starts what the token's check will need (oauth.h, ing_oauth_prepare: its issuer's
+ * keys, or its introspection at the one tenant that introspects at the endpoint req names) and
+ * returns ING_OAUTH_WAIT when wake(arg) will follow; ING_OAUTH_READY when the front door can
+ * decide now: no token, a client or app over its failure budget (ing_auth_fail_blocked:
+ * checked first, so a client being refused causes no request to any authorization server), an
+ * opaque token where no tenant or several introspect (refused 401 with no request), or nothing
+ * to fetch. r as for ing_auth_tenant (fails, client, oauth).
+ */
+int ing_auth_prepare(const ing_req_t *req, const ing_registry_t *reg, ing_auth_req_t *r,
+                     ing_oauth_wake_fn wake, void *arg);
+
+/*
  * 1 when the headers alone name a credential the registry knows: an API key (Authorization:
- * Bearer or X-Api-Key) of a tenant, an OAuth access token the key service's cache accepts
- * (signature and time only), or, for a signed request, a known X-App-Id with a
- * well-formed X-Nonce and X-Signature and an X-Timestamp within SIG_WINDOW_S. The signature
- * itself covers the body and is checked by ing_auth_tenant once the body is in; this only
- * decides how much body the ingress reads before that (server.c, MCPQ_PREAUTH_BODY_BYTES).
- * Claims no nonce. reg may be NULL (0).
+ * Bearer or X-Api-Key) of a tenant, or, for a signed request, a known X-App-Id with a
+ * well-formed X-Nonce and X-Signature and an X-Timestamp within SIG_WINDOW_S; for an OAuth
+ * access token, a cheap and lenient look that needs no key and no request: a JWT whose iss
+ * a tenant trusts and whose exp has not passed (not its signature: a key rotation must not
+ * make a large request 413, and a stranger must not get a signature check before the failure
+ * limits), or an opaque token at an endpoint where one tenant introspects. The signature, the
+ * token and the introspection are checked by ing_auth_tenant once the body is in; this only
+ * decides how much body the ingress reads before that (server.c, MCPQ_PREAUTH_BODY_BYTES), at
+ * most MCPQ_MAX_BODY_BYTES. Claims no nonce. reg may be NULL (0).
  */
 int ing_auth_known(const ing_req_t *req, const ing_registry_t *reg);
 /* 1 when r->client, or app_id (may be NULL), is over its failure budget, with

@@ -123,6 +123,17 @@ static ing_door_verdict_t enter_tenant(ing_req_t *req, ing_door_t *door)
     return rate_limit(req, door);
 }
 
+int ing_frontdoor_prepare(ing_req_t *req, ing_oauth_wake_fn wake, void *arg)
+{
+    ing_registry_t *reg = ing_ctx_registry(req->ctx);
+    char client[ING_PEER_LEN];
+    ing_auth_req_t ar;
+    auth_req(req, &ar, client, NULL);
+    int rc = reg ? ing_auth_prepare(req, reg, &ar, wake, arg) : ING_OAUTH_READY;
+    ing_registry_unref(reg);
+    return rc;
+}
+
 ing_door_verdict_t ing_frontdoor_enter(ing_req_t *req, ing_door_kind_t kind, ing_door_t *door)
 {
     const mcpq_settings_t *set = req->ctx->set;

@@ -47,6 +47,12 @@ typedef struct ing_door {
  * verdict. */
 ing_door_verdict_t ing_frontdoor_enter(ing_req_t *req, ing_door_kind_t kind, ing_door_t *door);
 
+/* Before req's body is routed: what its OAuth access token's check will need is fetched
+ * (auth.h, ing_auth_prepare: after the failed-authentication limits, never for a client they
+ * refuse). ING_OAUTH_WAIT when wake(arg) will follow; else ING_OAUTH_READY. server.c's gate
+ * calls it; ing_frontdoor_enter then decides from what is cached. */
+int ing_frontdoor_prepare(ing_req_t *req, ing_oauth_wake_fn wake, void *arg);
+
 /* Drops what the door holds (the registry reference). */
 void ing_frontdoor_leave(ing_door_t *door);
 

@@ -44,6 +44,16 @@ int ing_prm_resource(const ing_req_t *req, char *out, size_t n)
     return len < 0 || (size_t)len >= n ? MCPQ_ETOOBIG : 0;
 }
 
+const char *ing_prm_server(const ing_req_t *req, char *out, size_t n)
+{
+    char path[160];
+    endpoint_of(req->uri, path, sizeof(path));
+    if (strncmp(path, "/mcp/", 5) != 0 || strlen(path + 5) >= n)
+        return NULL;
+    memcpy(out, path + 5, strlen(path + 5) + 1);
+    return out;
+}
+
 /* Appends ` name="value"` (first) or `, name="value"` to out (used bytes *at), with quotes
  * and backslashes made '. */
 static int param(char *out, size_t n, size_t *at, const char *name, const char *value, int first)
@@ -96,15 +106,13 @@ static void add_once(cJSON *a, const char *s)
     cJSON_AddItemToArray(a, cJSON_CreateString(s));
 }
 
-/* The issuers and scopes of the tenants that take tokens at endpoint path ("" and "/mcp":
- * every such tenant; "/mcp/<server>": those with that server) into servers and scopes. */
-static void collect(const ing_registry_t *reg, const char *path, cJSON *servers, cJSON *scopes)
+/* The issuers and scopes of every tenant that takes tokens into servers and scopes: the same
+ * for every resource, so that no answer tells which server names exist (prm.h). */
+static void collect(const ing_registry_t *reg, cJSON *servers, cJSON *scopes)
 {
-    const char *server = strncmp(path, "/mcp/", 5) == 0 ? path + 5 : NULL;
     for (size_t i = 0; i < ing_registry_tenant_count(reg); i++) {
-        const ing_tenant_t *t = ing_registry_tenant_at(reg, i);
-        const ing_tenant_oauth_t *o = t->oauth;
-        if (!o || (server && !ing_registry_server(reg, t->id, server)))
+        const ing_tenant_oauth_t *o = ing_registry_tenant_at(reg, i)->oauth;
+        if (!o)
             continue;
         for (size_t j = 0; j < o->n_issuers; j++)
             add_once(servers, o->issuers[j]);
@@ -116,12 +124,11 @@ static void collect(const ing_registry_t *reg, const char *path, cJSON *servers,
 void ing_prm_unauthorized(const ing_req_t *req, const ing_registry_t *reg, int token,
                           const char *why, char *out, size_t n)
 {
-    char path[160], scope[1024] = "";
+    char scope[1024] = "";
     cJSON *servers = cJSON_CreateArray(), *scopes = cJSON_CreateArray();
     const cJSON *e;
-    endpoint_of(req->uri, path, sizeof(path));
     if (reg && servers && scopes)
-        collect(reg, path, servers, scopes);
+        collect(reg, servers, scopes);
     cJSON_ArrayForEach(e, scopes)
         util_word_add(scope, sizeof(scope), e->valuestring, strlen(e->valuestring));
     if (cJSON_GetArraySize(servers) > 0)
@@ -133,13 +140,13 @@ void ing_prm_unauthorized(const ing_req_t *req, const ing_registry_t *reg, int t
 }
 
 /* The metadata document of the resource at base + path, or NULL (404) when no tenant takes
- * tokens there. */
+ * tokens. */
 static char *document(const ing_registry_t *reg, const char *base, const char *path)
 {
     cJSON *doc = cJSON_CreateObject(), *servers = cJSON_CreateArray(),
           *scopes = cJSON_CreateArray();
     char *out = NULL, resource[768];
-    collect(reg, path, servers, scopes);
+    collect(reg, servers, scopes);
     snprintf(resource, sizeof(resource), "%s%s", base, path);
     if (doc && servers && scopes && cJSON_GetArraySize(servers) > 0) {
         cJSON_AddStringToObject(doc, "resource", resource);

@@ -4,7 +4,7 @@
  */
 #include "mcpreq.h"
 
-#include "access.h"
+#include "owner.h"
 #include "batch.h"
 #include "err.h"
 #include "era.h"
@@ -110,8 +110,8 @@ int ing_mcpreq_park(ing_mcp_t *m, ing_call_t *call)
 int ing_mcpreq_task_visible(void *arg, const ing_tasks_t *task)
 {
     const ing_mcp_t *m = arg;
-    return ing_access_check(m->reg, m->who, ing_tasks_field(task, "server"),
-                            ing_tasks_field(task, "tool"), NULL, 0) == ING_ACCESS_OK;
+    return ing_owner_may(m->reg, m->who, ing_tasks_field(task, "owner"),
+                         ing_tasks_field(task, "server"), ing_tasks_field(task, "tool"));
 }
 
 int ing_mcpreq_task_get(const ing_mcp_t *m, const char *id, ing_tasks_t *task)

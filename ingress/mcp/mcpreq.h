@@ -39,10 +39,10 @@ typedef struct ing_mcp {
     size_t elem;
 } ing_mcp_t;
 
-/* ing_tasks_get for the caller: a task of a tool it may not see (access.h) is MCPQ_ENOTFOUND,
- * like a missing one. */
+/* ing_tasks_get for the caller: a task it may not see (owner.h: another principal's, one its
+ * token is not bound to, or of a tool hidden from it) is MCPQ_ENOTFOUND, like a missing one. */
 int ing_mcpreq_task_get(const ing_mcp_t *m, const char *id, ing_tasks_t *task);
-/* 1 when the caller may see the task's tool (an ing_tasks_keep_fn; arg is the ing_mcp_t). */
+/* 1 when the caller may see the task (owner.h; an ing_tasks_keep_fn; arg is the ing_mcp_t). */
 int ing_mcpreq_task_visible(void *m, const ing_tasks_t *task);
 
 /* {"name": "mcpq", "version": version_get()}, the serverInfo every era reports. */

@@ -6,6 +6,7 @@
 #include "era.h"
 #include "err.h"
 #include "idem.h"
+#include "owner.h"
 #include "files.h"
 #include "log.h"
 #include "mcp.h"
@@ -41,13 +42,17 @@ static cJSON *tool_error_result(const char *text)
     return o;
 }
 
-/* Where notifications/cancelled finds a legacy call's job: per session, else per tenant. */
+/* Where notifications/cancelled finds a legacy call's job: per session, else per tenant and
+ * caller (owner.h), so a request id reaches only the caller's own calls. */
 static void reqmap_key(const ing_mcp_t *m, const char *id_json, char *out, size_t size)
 {
+    char owner[ING_OWNER_MAX];
     if (m->has_session)
         snprintf(out, size, NAMES_KEY_REQMAP "s:%s:%s", m->session.id, id_json);
-    else
-        snprintf(out, size, NAMES_KEY_REQMAP "t:%s:%s", m->tenant->id, id_json);
+    else if (ing_owner_of(m->who, owner, sizeof(owner)) == 0)
+        snprintf(out, size, NAMES_KEY_REQMAP "t:%s:%s:%s", m->tenant->id, owner, id_json);
+    else /* no principal: a key nothing else names */
+        snprintf(out, size, NAMES_KEY_REQMAP "t:%s:-:%s", m->tenant->id, id_json);
 }
 
 /* The tool's own arguments: a copy of params.arguments without the reserved names. */
@@ -235,6 +240,7 @@ typedef struct tc {
     const cJSON *schema; /* the tool version's inputSchema */
     const char *ikey;    /* arguments.idempotency_key, or NULL */
     char idem_id[ING_JOB_ID_LEN];
+    char owner[ING_OWNER_MAX]; /* the caller's principal (owner.h): its tasks and keys */
     long long timeout_ms;
     int as_task;   /* task_answer_t, or -1: synchronous */
     cJSON *own;    /* the tool's own arguments; NULL once handed to an envelope */
@@ -465,13 +471,17 @@ static tc_status_t tc_idempotency(tc_t *tc)
     const cJSON *sent = cJSON_GetObjectItemCaseSensitive(tc->args, "attachments");
     if (sent)
         cJSON_AddItemReferenceToObject(what, "attachments", (cJSON *)sent);
-    int st = what ? ing_idem_claim(tc->ctx->kv, tool->tenant, scope, what,
+    int st = what ? ing_idem_claim(tc->ctx->kv, tool->tenant, scope, tc->owner, what,
                                    tc->ctx->set->idempotency_ttl_s, proposed, tc->idem_id,
                                    sizeof(tc->idem_id), &rec, &rec_len)
                   : MCPQ_ENOMEM;
     cJSON_Delete(what);
     if (st < 0)
         return tc_failed(tc, "idempotency store (Redis) unavailable; try again");
+    if (st == ING_IDEM_FOREIGN) /* whatever the arguments: nothing of the first call leaks */
+        return tc_error(tc, 200, RPC_INVALID_PARAMS,
+                        "idempotency_key is in use by another caller of this tool; use another "
+                        "key");
     if (st == ING_IDEM_CONFLICT)
         return tc_error(tc, 200, RPC_INVALID_PARAMS,
                         "idempotency_key was already used for this tool with other arguments");
@@ -600,6 +610,7 @@ static int task_create(tc_t *tc, const char *id, const char *robot, long long pr
         .robot = robot,
         .env_json = tc->payload ? tc->payload : "",
         .traceparent = tc->traceparent,
+        .owner = tc->owner,
         .surface = tc->as_task == ANSWER_EXT       ? "ext"
                    : tc->as_task == ANSWER_MCP2025 ? "mcp"
                                                    : "tool",
@@ -705,7 +716,7 @@ static void remember_request(tc_t *tc)
 {
     if (tc->m->modern)
         return;
-    char key[600], ttl[24], err[128];
+    char key[1200], ttl[24], err[128];
     reqmap_key(tc->m, tc->call->id_json, key, sizeof(key));
     snprintf(ttl, sizeof(ttl), "%lld", tc->timeout_ms / 1000 + 60);
     const char *argv[] = {"SET", key, tc->call->job_id, "EX", ttl};
@@ -754,6 +765,7 @@ int ing_toolcall_run(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
         return 0;
     }
     tc_t tc = {.m = m, .msg = msg, .resp = resp, .ctx = m->req->ctx, .as_task = -1};
+    (void)ing_owner_of(m->who, tc.owner, sizeof(tc.owner)); /* "" when none: nobody's */
     tc_status_t st = TC_NEXT;
     for (size_t i = 0; st == TC_NEXT && i < sizeof(pipeline) / sizeof(pipeline[0]); i++)
         st = pipeline[i](&tc);
@@ -789,7 +801,7 @@ void ing_toolcall_cancelled(ing_mcp_t *m, const rpc_msg_t *msg)
         return;
     const char *reason =
         cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg->params, "reason"));
-    char id_json[300], key[600], err[128];
+    char id_json[300], key[1200], err[128];
     rpc_id_str(rid, id_json, sizeof(id_json));
     reqmap_key(m, id_json, key, sizeof(key));
     const char *argv[] = {"GET", key};

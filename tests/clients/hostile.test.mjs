@@ -249,6 +249,50 @@ test('hostile-input catalogue: at least 40 requests, each with its exact status 
   assert.deepEqual(failures, []);
 });
 
+// Issue 30 item 4 (docs/security.md "Ownership model"): within one tenant, a task and an
+// idempotency key belong to the principal that created them. The API key makes them; the
+// tenant's HMAC app is another principal and must get exactly what an unknown task gets, and
+// never the first call's answer.
+test('ownership catalogue: another principal of the tenant reads, waits on, cancels and replays nothing of the first', T, async () => {
+  const V1125 = { 'MCP-Protocol-Version': '2025-11-25' };
+  const asApp = (body) => request({ auth: false, body, headers: { ...V1125, ...signed({ body }) } });
+  const asKey = (body) => request({ body, headers: V1125 });
+  const created = await raw(asKey(call('task_job', { seconds: 5 })));
+  const taskId = created.json?.result?.structuredContent?.TaskId;
+  assert.match(String(taskId), /^[0-9a-f-]{36}$/, created.body);
+  const tasksCall = (method, id) => rpc({ jsonrpc: '2.0', id: 9, method, params: { taskId: id } });
+  const failures = [];
+  // What an unknown task gets, method by method, is what another principal's task must get.
+  for (const method of ['tasks/get', 'tasks/result', 'tasks/cancel']) {
+    const unknown = await raw(asApp(tasksCall(method, '00000000-0000-4000-8000-000000000000')));
+    const theirs = await raw(asApp(tasksCall(method, taskId)));
+    if (theirs.status !== 200 || theirs.json?.error?.code !== -32602 || theirs.body !== unknown.body) {
+      failures.push(`${method} of another principal's task: want the unknown task's ${unknown.body}, got HTTP ${theirs.status} ${theirs.body.slice(0, 200)}`);
+    }
+  }
+  const listed = await raw(asApp(rpc({ jsonrpc: '2.0', id: 10, method: 'tasks/list' })));
+  if (listed.status !== 200 || !Array.isArray(listed.json?.result?.tasks) || listed.body.includes(taskId)) {
+    failures.push(`tasks/list of another principal shows the task: ${listed.body.slice(0, 200)}`);
+  }
+  // The creator still sees it, and it was not cancelled by the other principal.
+  const mine = await raw(asKey(tasksCall('tasks/get', taskId)));
+  if (mine.json?.result?.taskId !== taskId || mine.json?.result?.status === 'cancelled') {
+    failures.push(`the creator's tasks/get: ${mine.body.slice(0, 200)}`);
+  }
+  // An idempotency key: the first principal's answer is never replayed to another, whatever
+  // the arguments.
+  const first = await raw(request({ body: call('echo', { text: 'first caller only', idempotency_key: 'hostile-owner-1' }) }));
+  assert.equal(first.json?.result?.structuredContent?.text, 'first caller only', first.body);
+  for (const text of ['first caller only', 'other arguments']) {
+    const body = call('echo', { text, idempotency_key: 'hostile-owner-1' });
+    const r = await raw(request({ auth: false, body, headers: signed({ body }) }));
+    if (r.status !== 200 || r.json?.error?.code !== -32602 || r.body.includes('first caller only')) {
+      failures.push(`a replay by another principal (${text}): want -32602 without the first answer, got HTTP ${r.status} ${r.body.slice(0, 200)}`);
+    }
+  }
+  assert.deepEqual(failures, []);
+});
+
 test('after the catalogue the ingress still serves a normal call and /metrics within a second, and nothing leaked to the logs', T, async () => {
   const t0 = Date.now();
   const r = await raw(request({ body: call('echo', { text: 'still here' }) }));

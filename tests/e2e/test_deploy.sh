@@ -15,6 +15,8 @@
 #      clients' port (where /readyz is 404 once MCPQ_OPS_LISTEN is set).
 #   3. a worker container of the one mcpq image without the args that choose mcpq-worker
 #      (it would run the image's default, mcpq-ingress).
+#   4. the watched config file (MCPQ_CONFIG_WATCH_MS) mounted with subPath, which kubelet
+#      never updates.
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
@@ -71,5 +73,12 @@ cp -r "$REPO/deploy/kubernetes" "$TMP/k8s"
 sed -i '\|args: \["/usr/local/bin/mcpq-worker"\]|d' "$TMP/k8s/base/worker-deployment.yaml"
 planted "a worker container running the image's default binary" \
     "container worker: runs the image's default command, not its binary: set args: [\"/usr/local/bin/mcpq-worker\"]"
+
+rm -rf "$TMP/k8s"
+cp -r "$REPO/deploy/kubernetes" "$TMP/k8s"
+sed -i 's|^              mountPath: /etc/mcpq$|              mountPath: /etc/mcpq/mcpq.json\n              subPath: mcpq.json|' \
+    "$TMP/k8s/base/ingress-deployment.yaml"
+planted "the watched config file on a subPath mount" \
+    "MCPQ_CONFIG_WATCH_MS is set but /etc/mcpq/mcpq.json is a subPath mount, which kubelet never updates"
 
 [ "$FAILS" = 0 ]

@@ -36,7 +36,7 @@ cat >"$TMP/config.json" <<JSON
    "webhooks": [{"id": "hook", "url": "$H/hook", "events": ["task.completed"],
                  "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}]},
   {"id": "other", "api_keys": [{"id": "other-k1", "key": "other-key"}],
-   "oauth": {"issuers": ["http://127.0.0.1:9/realms/other"], "scopes_supported": ["mcp:tools"]}}],
+   "oauth": {"issuers": ["$H/realms/other"], "jwks_uri": "$H/jwks", "scopes_supported": ["mcp:tools"]}}],
  "servers": [{"tenant": "demo", "name": "default"}, {"tenant": "other", "name": "default"}],
  "tools": [
   {"tenant": "demo", "server": "default", "name": "echo", "published": "1", "versions": [{"version": "1",
@@ -50,10 +50,13 @@ cat >"$TMP/config.json" <<JSON
   {"tenant": "demo", "server": "default", "name": "agent", "published": "1", "versions": [{"version": "1",
     "inputSchema": {"type": "object"}, "executor": {"type": "agent", "url": "$H/agent"}, "timeout_ms": 15000}]}]}
 JSON
-start_stack --ingresses 1 --workers 1 --config "$TMP/config.json" --env MCPQ_ADMIN_TOKEN=oa-admin-token
+# (the issuer's keys are served once check.mjs runs: the ingress's first fetch, at start, fails,
+# and is tried again on the first token after MCPQ_OAUTH_JWKS_MIN_REFRESH_S)
+start_stack --ingresses 1 --workers 1 --config "$TMP/config.json" --env MCPQ_ADMIN_TOKEN=oa-admin-token \
+    --env MCPQ_OAUTH_JWKS_MIN_REFRESH_S=1
 
 STEP="check"
-ADMIN_TOKEN=oa-admin-token API_KEY=demo-key OTHER_KEY=other-key APP_ID=demo-app APP_SECRET=demo-app-secret-for-local-use-only \
+ADMIN_TOKEN=oa-admin-token API_KEY=demo-key OTHER_KEY=other-key APP_ID=demo-app APP_SECRET=demo-app-secret-for-local-use-only ISSUER="$H/realms/other" \
     node "$WORK/check.mjs" "$REPO/docs/openapi.json" "http://127.0.0.1:$PORT" "$HOOK_PORT" >"$TMP/check.out" 2>&1 ||
     { grep -v '^ok' "$TMP/check.out" | head -60; fail "the ingress and docs/openapi.json disagree"; }
 grep -E '^(ok|#)' "$TMP/check.out"

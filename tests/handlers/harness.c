@@ -65,7 +65,7 @@ static void apply_config(hx_t *h, const char *config)
         die("redis", err);
     int applied = 0;
     ing_regstore_summary_t sum;
-    if (ing_regstore_seed(c, cfg, &applied, &sum, err, sizeof(err)) < 0)
+    if (ing_regstore_seed(c, cfg, 0, &applied, &sum, err, sizeof(err)) < 0)
         die("seed", err);
     redisFree(c);
     cJSON_Delete(cfg);

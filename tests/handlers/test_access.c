@@ -9,6 +9,7 @@
 
 #include "batch.h"
 #include "frontdoor.h"
+#include "mcptasks.h"
 #include "names.h"
 #include "toolcall.h"
 #include "rpc.h"
@@ -283,30 +284,40 @@ static void test_tasks(void)
     TEST_PASS("a task of a hidden tool is not found, and tasks/list leaves it out (MCP, REST)");
 }
 
-/* tools/call of crm_write on /mcp/crm by an OAuth principal built by hand (the front door
- * admits the test's API key, then the caller becomes a token of user alice holding perms),
- * straight through ing_toolcall_run; batch: as an element of a batch. */
-static void call_as_token(hx_ex_t *e, const char *perms, const char *users, int batch)
+/* Sets m up for body on /mcp/crm as an OAuth principal built by hand: the front door admits
+ * the test's API key, then the caller becomes a token of user alice (client web-client)
+ * holding perms, bound to servers (NULL: the whole tenant). The caller drops m->reg. */
+static void as_token(ing_mcp_t *m, hx_ex_t *e, const char *body, const char *perms,
+                     const char *servers)
+{
+    memset(m, 0, sizeof(*m));
+    hx_ex_init(&h, e, "POST", "/mcp/crm", body, 1, NULL);
+    m->req = &e->req;
+    CHECK_INT_EQ(ing_frontdoor_enter(&e->req, ING_DOOR_TENANT, &m->door), ING_DOOR_IN);
+    m->reg = m->door.reg;
+    m->tenant = m->door.tenant;
+    m->door.who = (ing_principal_t){.tenant = m->tenant,
+                                    .kind = 'o',
+                                    .id = "alice",
+                                    .user = "alice",
+                                    .app = "web-client",
+                                    .perms = perms,
+                                    .token_scopes = "openid tools",
+                                    .servers = servers,
+                                    .rate = {.per_s = -1}};
+    m->who = &m->door.who;
+    m->endpoint = "crm";
+    m->server = ing_registry_server(m->reg, "t", "crm");
+}
+
+/* tools/call of crm_write on /mcp/crm by the OAuth principal of as_token, straight through
+ * ing_toolcall_run; batch: as an element of a batch. */
+static void call_as_token(hx_ex_t *e, const char *perms, int batch)
 {
     static const char body[] = "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\","
                                "\"params\":{\"name\":\"crm_write\",\"arguments\":{}}}";
     ing_mcp_t m;
-    memset(&m, 0, sizeof(m));
-    hx_ex_init(&h, e, "POST", "/mcp/crm", body, 1, NULL);
-    m.req = &e->req;
-    CHECK_INT_EQ(ing_frontdoor_enter(&e->req, ING_DOOR_TENANT, &m.door), ING_DOOR_IN);
-    m.reg = m.door.reg;
-    m.tenant = m.door.tenant;
-    m.door.who = (ing_principal_t){.tenant = m.tenant,
-                                   .kind = 'o',
-                                   .id = users,
-                                   .app = "web-client",
-                                   .perms = perms,
-                                   .token_scopes = "openid tools",
-                                   .rate = {.per_s = -1}};
-    m.who = &m.door.who;
-    m.endpoint = "crm";
-    m.server = ing_registry_server(m.reg, "t", "crm");
+    as_token(&m, e, body, perms, NULL);
     m.version = "2025-06-18";
     m.batch = batch ? ing_batch_new(1) : NULL;
     cJSON *root = cJSON_Parse(body);
@@ -327,7 +338,7 @@ static void call_as_token(hx_ex_t *e, const char *perms, const char *users, int 
 static void test_oauth_scope(void)
 {
     hx_ex_t e;
-    call_as_token(&e, "tools", "alice", 0);
+    call_as_token(&e, "tools", 0);
     CHECK(!e.parked);
     CHECK_INT_EQ(e.resp.status, 403);
     CHECK_INT_EQ(hx_rpc_code(&e), -32000);
@@ -338,12 +349,12 @@ static void test_oauth_scope(void)
     CHECK_CONTAINS(e.resp.www_auth,
                    "error_description=\"the access token lacks a scope this tool requires\"");
     hx_ex_free(&e);
-    call_as_token(&e, "tools", "alice", 1);
+    call_as_token(&e, "tools", 1);
     CHECK_INT_EQ(e.resp.status, 200);
     CHECK_STR_EQ(hx_rpc_message(&e), "Unknown tool: crm_write");
     CHECK(e.resp.www_auth[0] == '\0');
     hx_ex_free(&e);
-    call_as_token(&e, "tools crm:write", "alice", 0); /* it holds it: the call goes on */
+    call_as_token(&e, "tools crm:write", 0); /* it holds it: the call goes on */
     CHECK(e.parked);
     hx_ex_free(&e);
     TEST_PASS("an OAuth token lacking a permission: 403 insufficient_scope (unknown tool in a "
@@ -398,14 +409,60 @@ static void test_admin_fields(void)
           "\"X\"}}}",
           400, "$.oauth.introspection.client_secret_env: the admin API takes literal secrets");
 
-    /* another tenant trusting the same issuer: both must name their tenant claim */
-    admin("POST", "/admin/v1/tenants",
-          "{\"id\":\"u\",\"oauth\":{\"issuers\":[\"https://idp.example.com/r\"],\"claims\":{"
-          "\"tenant\":\"org\"}}}",
-          400,
+    /* another tenant trusting the same issuer: both must name their tenant claim (409, a
+     * conflict with a stored tenant, as for a robot) */
+#define U_OAUTH(EXTRA)                                                                             \
+    "{\"id\":\"u\",\"oauth\":{\"issuers\":[\"https://idp.example.com/r\"],\"claims\":{"            \
+    "\"tenant\":\"org\"}" EXTRA "}}"
+#define U_INTRO(CLIENT)                                                                            \
+    ",\"introspection\":{\"endpoint\":\"https://idp.example.com/i\",\"client_id\":\"" CLIENT       \
+    "\",\"client_secret\":\"u-secret\"}"
+    admin("POST", "/admin/v1/tenants", U_OAUTH(U_INTRO("mcpq")), 409,
           "$.oauth.issuers[0]: issuer \\\"https://idp.example.com/r\\\" is trusted by tenant "
           "\\\"t\\\" too; tenants sharing an issuer must each set oauth.claims.tenant (t does "
           "not)");
+    admin("PATCH", T,
+          "{\"oauth\":{\"issuers\":[\"https://idp.example.com/r\"],\"claims\":{\"tenant\":"
+          "\"org\"},\"introspection\":{\"endpoint\":\"https://idp.example.com/i\",\"client_id\":"
+          "\"mcpq\",\"client_secret\":\"(hidden)\"}}}",
+          200, NULL);
+    /* ... and agree on the issuer's keys and introspection: u may not name its own */
+    admin("POST", "/admin/v1/tenants", U_OAUTH(",\"jwks_uri\":\"https://evil.example.com/jwks\""),
+          409,
+          "$.oauth.jwks_uri: issuer \\\"https://idp.example.com/r\\\" is trusted by tenant "
+          "\\\"t\\\" too, with another jwks_uri; tenants sharing an issuer must name the same "
+          "jwks_uri for it (or none)");
+    admin("POST", "/admin/v1/tenants", U_OAUTH(U_INTRO("evil")), 409,
+          "$.oauth.introspection: issuer \\\"https://idp.example.com/r\\\" is trusted by "
+          "tenant \\\"t\\\" too, with another introspection endpoint and client_id");
+    admin("POST", "/admin/v1/tenants", U_OAUTH(""), 409,
+          "$.oauth.issuers[0]: issuer \\\"https://idp.example.com/r\\\" is trusted by tenant "
+          "\\\"t\\\" too, with another introspection endpoint and client_id");
+    admin("POST", "/admin/v1/tenants", U_OAUTH(U_INTRO("mcpq")), 201, NULL);
+    /* a PATCH alike */
+    admin("PATCH", "/admin/v1/tenants/u",
+          "{\"oauth\":{\"issuers\":[\"https://idp.example.com/r\"],\"claims\":{\"tenant\":"
+          "\"org\"},\"jwks_uri\":\"https://evil.example.com/jwks\"" U_INTRO("mcpq") "}}",
+          409,
+          "$.oauth.jwks_uri: issuer \\\"https://idp.example.com/r\\\" is trusted by tenant "
+          "\\\"t\\\" too, with another jwks_uri");
+    admin("GET", "/admin/v1/tenants/u", NULL, 200, NULL);
+    hx_ex_t e;
+    hx_admin(&h, &e, "GET", "/admin/v1/tenants/u", NULL, NULL);
+    CHECK(strstr(e.resp.body, "evil") == NULL);
+    hx_ex_free(&e);
+    /* the whole config applied (PUT /admin/v1/config) is checked against the stored tenants */
+    admin("PUT", "/admin/v1/config",
+          "{\"tenants\":[{\"id\":\"v\",\"oauth\":{\"issuers\":[\"https://idp.example.com/r\"],"
+          "\"claims\":{\"tenant\":\"org\"},\"introspection\":{\"endpoint\":"
+          "\"https://evil.example.com/i\",\"client_id\":\"mcpq\",\"client_secret\":\"s\"}}}]}",
+          409,
+          "$.tenants[0].oauth.introspection: issuer \\\"https://idp.example.com/r\\\" is "
+          "trusted by tenant ");
+    admin("GET", "/admin/v1/tenants/v", NULL, 404, NULL);
+    admin("DELETE", "/admin/v1/tenants/u", NULL, 204, NULL);
+#undef U_OAUTH
+#undef U_INTRO
 
     /* key and app scopes */
     admin("POST", T "/apiKeys", "{\"id\":\"k-new\",\"scopes\":[\"tools\"]}", 201,
@@ -448,6 +505,69 @@ static void test_admin_fields(void)
     TEST_PASS("the admin API takes, checks and shows oauth, scopes and access");
 }
 
+/* A 2025-11-25 tasks/get of id by the OAuth principal of as_token. */
+static void task_get_as_token(hx_ex_t *e, const char *id, const char *perms, const char *servers)
+{
+    char body[200];
+    snprintf(body, sizeof(body),
+             "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tasks/get\",\"params\":{\"taskId\":"
+             "\"%s\"}}",
+             id);
+    ing_mcp_t m;
+    as_token(&m, e, body, perms, servers);
+    m.version = "2025-11-25";
+    cJSON *root = cJSON_Parse(body);
+    rpc_msg_t msg;
+    rpc_classify(root, &msg);
+    CHECK_INT_EQ(ing_mcptasks_call(&m, &msg, &e->resp), 0);
+    hx_ex_parse(e);
+    cJSON_Delete(root);
+    ing_registry_unref(m.reg);
+}
+
+/* A token bound to one server (aud <base>/mcp/crm) reads no task of another server, even
+ * holding tasks:all; unbound, the permission shows another principal's task; without it,
+ * only its own (docs/security.md "Ownership model"). */
+static void test_token_binding(void)
+{
+    static const char call[] =
+        "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":"
+        "\"open\",\"arguments\":{},\"task\":{\"ttl\":60000}}}";
+    const char *hdrs[] = {"MCP-Protocol-Version", "2025-11-25", "Authorization", "Bearer " CRM_KEY,
+                          NULL};
+    hx_ex_t e;
+    hx_mcp(&h, &e, NULL, call, hdrs); /* a task of the default server, by the key k-crm */
+    char id[64];
+    const cJSON *task = cJSON_GetObjectItemCaseSensitive(hx_rpc_result(&e), "task");
+    snprintf(id, sizeof(id), "%s",
+             cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(task, "taskId"))
+                 ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(task, "taskId"))
+                 : "");
+    CHECK_INT_EQ((int)strlen(id), 36);
+    hx_ex_free(&e);
+    static const struct {
+        const char *perms, *servers;
+        int sees;
+    } cases[] = {
+        {"tools tasks:all", "crm", 0},         /* bound to crm: not a default task */
+        {"tools tasks:all", NULL, 1},          /* the whole tenant, with the permission */
+        {"tools tasks:all", "crm default", 1}, /* bound to both */
+        {"tools", NULL, 0},                    /* not its own, no permission */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        task_get_as_token(&e, id, cases[i].perms, cases[i].servers);
+        if (cases[i].sees) {
+            CHECK_INT_EQ(hx_rpc_code(&e), 0);
+            CHECK_CONTAINS(e.resp.body, id);
+        } else {
+            CHECK_INT_EQ(hx_rpc_code(&e), RPC_INVALID_PARAMS);
+            CHECK_STR_EQ(hx_rpc_message(&e), "Failed to retrieve task: Task not found");
+        }
+        hx_ex_free(&e);
+    }
+    TEST_PASS("a token bound to crm reads no task of another server; tasks:all sees others'");
+}
+
 int main(void)
 {
     hx_start(&h, config, NULL);
@@ -456,6 +576,7 @@ int main(void)
     test_system_list_tools();
     test_tasks();
     test_oauth_scope();
+    test_token_binding();
     test_admin_fields();
     hx_stop(&h);
     return 0;

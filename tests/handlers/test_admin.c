@@ -2,18 +2,23 @@
  * Tests ingress/api/admin.c through ing_admin_api with synthetic requests
  * (tests/handlers/harness.h): the API off, the operator token (401, then 429), Origin (403),
  * every route's success path (tenants, API keys, apps, servers, tools and their versions,
- * config export and apply, webhook deliveries) and its errors (400 naming the JSON path, 404,
- * 405 with Allow, 409, 412 on If-Match, 415). Writes are checked where a client sees them:
- * after hx_reload(), through ing_mcp_post with the key the API made.
+ * config export and apply, the config file's events, webhook deliveries) and its errors (400 naming
+ * the JSON path, 404, 405 with Allow, 409, 412 on If-Match, 415). Writes are checked where a client
+ * sees them: after hx_reload(), through ing_mcp_post with the key the API made. Also the config
+ * file's load behind them (ing_regstore_seed): replicas racing to apply one change apply it once.
  */
 #include "check.h"
 #include "harness.h"
 #include "names.h"
 
 #include "admin.h"
+#include "cfg.h"
+#include "cfgwatch.h"
+#include "regstore.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -309,9 +314,32 @@ static void test_servers(void)
     hx_ex_free(&e);
     expect("POST", "/admin/v1/tenants/acme/servers", "{\"name\":\"other\"}", NULL, 409,
            "$.name: server \"other\" exists already");
+    /* the built-in "system" server: every kind of change is 403 (docs/api.md), never applied */
+#define SYSTEM_403 "\"system\" is the built-in server and cannot be changed"
     expect("POST", "/admin/v1/tenants/acme/servers", "{\"name\":\"system\"}", NULL, 403,
-           "built-in server");
-    expect("DELETE", "/admin/v1/tenants/acme/servers/system", NULL, NULL, 403, NULL);
+           "$.name: " SYSTEM_403);
+    expect("PATCH", "/admin/v1/tenants/acme/servers/system", "{\"description\":\"x\"}", NULL, 403,
+           SYSTEM_403);
+    expect("DELETE", "/admin/v1/tenants/acme/servers/system", NULL, NULL, 403, SYSTEM_403);
+    expect("POST", "/admin/v1/tenants/acme/tools",
+           "{\"name\":\"sys_tool\",\"server\":\"system\",\"version\":" VERSION("1") "}", NULL, 403,
+           "$.server: " SYSTEM_403);
+    expect("POST", "/admin/v1/tenants", "{\"id\":\"sys-t\",\"default_server\":\"system\"}", NULL,
+           403, "$.default_server: " SYSTEM_403);
+    expect("GET", "/admin/v1/tenants/sys-t", NULL, NULL, 404, NULL);
+    expect("PATCH", "/admin/v1/tenants/acme", "{\"default_server\":\"system\"}", NULL, 403,
+           "$.default_server: " SYSTEM_403);
+    expect("PUT", "/admin/v1/config", "{\"servers\":[{\"tenant\":\"acme\",\"name\":\"system\"}]}",
+           NULL, 403, "$.servers[0].name: " SYSTEM_403);
+    expect("PUT", "/admin/v1/config",
+           "{\"tools\":[{\"tenant\":\"acme\",\"server\":\"system\",\"name\":\"sys_tool\","
+           "\"versions\":[" VERSION("1") "]}]}",
+           NULL, 403, "$.tools[0].server: " SYSTEM_403);
+    expect("PUT", "/admin/v1/config",
+           "{\"tenants\":[{\"id\":\"acme\",\"default_server\":\"system\"}]}", NULL, 403,
+           "$.tenants[0].default_server: " SYSTEM_403);
+    expect("GET", "/admin/v1/tenants/acme/tools/sys_tool", NULL, NULL, 404, NULL);
+#undef SYSTEM_403
     expect("DELETE", "/admin/v1/tenants/acme/servers/default", NULL, NULL, 409, "default_server");
     expect("GET", "/admin/v1/tenants/acme/servers/nope", NULL, NULL, 404,
            "tenant \"acme\" has no server \"nope\"");
@@ -337,9 +365,6 @@ static void test_tools(void)
            "{\"name\":\"1calc\",\"version\":" VERSION("1") "}", NULL, 400, "$.name");
     expect("POST", "/admin/v1/tenants/acme/tools", "{\"name\":\"x\"}", NULL, 400,
            "$.version: required");
-    expect("POST", "/admin/v1/tenants/acme/tools",
-           "{\"name\":\"x\",\"server\":\"system\",\"version\":" VERSION("1") "}", NULL, 400,
-           "$.server: tools cannot be added");
     expect("POST", "/admin/v1/tenants/acme/tools",
            "{\"name\":\"x\",\"server\":\"nope\",\"version\":" VERSION("1") "}", NULL, 400,
            "$.server: tenant \"acme\" has no server \"nope\"");
@@ -429,6 +454,12 @@ static void test_versions(void)
     CHECK_STR_EQ(names, "");
 }
 
+/* A tenant that takes opaque tokens through its own introspection endpoint. */
+#define INTROSPECTING(ID)                                                                          \
+    "{\"id\":\"" ID "\",\"oauth\":{\"issuers\":[\"https://idp.example.com/" ID "\"],"              \
+    "\"introspection\":{\"endpoint\":\"https://idp.example.com/" ID "/i\",\"client_id\":\"c\","    \
+    "\"client_secret\":\"s\"}}}"
+
 static void test_config(void)
 {
     hx_ex_t e;
@@ -454,7 +485,26 @@ static void test_config(void)
                  200);
     CHECK((int)cJSON_GetObjectItemCaseSensitive(e.json, "created")->valuedouble >= 1);
     CHECK_INT_EQ((int)cJSON_GetObjectItemCaseSensitive(e.json, "deleted")->valuedouble, 0);
+    CHECK(cJSON_GetObjectItemCaseSensitive(e.json, "warnings") == NULL);
     hx_ex_free(&e);
+    /* two tenants that introspect opaque tokens, both with a server "both": applied, with a
+     * warning for each place opaque tokens are ambiguous (docs/authorization.md) */
+    CHECK_INT_EQ(hx_admin(&h, &e, "PUT", "/admin/v1/config",
+                          "{\"tenants\":[" INTROSPECTING("ia") "," INTROSPECTING(
+                              "ib") "],"
+                                    "\"servers\":[{\"tenant\":\"ia\",\"name\":\"both\"},"
+                                    "{\"tenant\":\"ib\",\"name\":\"both\"}]}",
+                          NULL),
+                 200);
+    const cJSON *warnings = cJSON_GetObjectItemCaseSensitive(e.json, "warnings");
+    CHECK_INT_EQ(cJSON_GetArraySize(warnings), 2);
+    CHECK_CONTAINS(cJSON_GetStringValue(cJSON_GetArrayItem(warnings, 0)),
+                   "opaque tokens are ambiguous at /mcp and /v1: 2 tenants");
+    CHECK_CONTAINS(cJSON_GetStringValue(cJSON_GetArrayItem(warnings, 1)),
+                   "opaque tokens are ambiguous at /mcp/both: 2 tenants");
+    hx_ex_free(&e);
+    expect("DELETE", "/admin/v1/tenants/ia", NULL, NULL, 204, NULL);
+    expect("DELETE", "/admin/v1/tenants/ib", NULL, NULL, 204, NULL);
     expect("GET", "/admin/v1/tenants/fresh", NULL, NULL, 200, NULL);
     expect("GET", "/admin/v1/tenants/acme", NULL, NULL, 200, NULL);
     expect("PUT", "/admin/v1/config", "{\"tenants\":5}", NULL, 400, "tenants");
@@ -463,6 +513,138 @@ static void test_config(void)
     CHECK_STR_EQ(e.resp.allow, "GET, PUT");
     hx_ex_free(&e);
     expect("GET", "/admin/v1/config:export", NULL, NULL, 404, NULL);
+}
+
+/* GET /admin/v1/config/events: what ing_cfgwatch_record wrote, newest first. */
+static void test_config_events(void)
+{
+    hx_ex_t e;
+    CHECK_INT_EQ(hx_admin(&h, &e, "GET", "/admin/v1/config/events", NULL, NULL), 200);
+    CHECK_INT_EQ(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(e.json, "events")), 0);
+    hx_ex_free(&e);
+    struct timeval tv = {5, 0};
+    redisContext *c = redisConnectWithTimeout("127.0.0.1", h.fx.redis_port, tv);
+    CHECK(c != NULL && !c->err);
+    ing_cfgwatch_t w;
+    ing_cfgwatch_init(&w, &h.set);
+    snprintf(w.seen, sizeof(w.seen), "%064d", 7);
+    ing_regstore_summary_t sum = {.created = 2, .rev = 41};
+    CHECK_INT_EQ(ing_cfgwatch_record(&w, c, "replica-1", "applied", NULL, &sum), 0);
+    redisReply *r = hx_redis(&h, "RPUSH %s %s", NAMES_KEY_CONFIG_EVENTS, "not json");
+    freeReplyObject(r);
+    CHECK_INT_EQ(ing_cfgwatch_record(&w, c, "replica-2", "refused", "bad: $.tools", NULL), 0);
+    CHECK_INT_EQ(hx_admin(&h, &e, "GET", "/admin/v1/config/events", NULL, NULL), 200);
+    CHECK_INT_EQ(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(e.json, "events")), 2);
+    CHECK_STR_EQ(hx_str(&e, "events.0.result"), "refused");
+    CHECK_STR_EQ(hx_str(&e, "events.0.instance"), "replica-2");
+    CHECK_STR_EQ(hx_str(&e, "events.0.error"), "bad: $.tools");
+    CHECK_STR_EQ(hx_str(&e, "events.1.result"), "applied");
+    CHECK_STR_EQ(hx_str(&e, "events.1.sha256"), w.seen);
+    const cJSON *ev = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(e.json, "events"), 1);
+    CHECK_INT_EQ(cJSON_GetObjectItemCaseSensitive(ev, "revision")->valuedouble, 41);
+    CHECK_INT_EQ(cJSON_GetObjectItemCaseSensitive(ev, "created")->valuedouble, 2);
+    hx_ex_free(&e);
+    /* only the last ING_CFGWATCH_EVENTS are kept */
+    for (int i = 0; i < ING_CFGWATCH_EVENTS + 5; i++)
+        CHECK_INT_EQ(ing_cfgwatch_record(&w, c, "replica-3", "refused", "again", NULL), 0);
+    r = hx_redis(&h, "LLEN %s", NAMES_KEY_CONFIG_EVENTS);
+    CHECK_INT_EQ(r->integer, ING_CFGWATCH_EVENTS);
+    freeReplyObject(r);
+    redisFree(c);
+    CHECK_INT_EQ(hx_admin(&h, &e, "POST", "/admin/v1/config/events", "{}", NULL), 405);
+    CHECK_STR_EQ(e.resp.allow, "GET");
+    hx_ex_free(&e);
+    expect("GET", "/admin/v1/config/events/x", NULL, NULL, 404, NULL);
+}
+
+/* One replica's load of a changed config file (refresh.c): its own connection, started with
+ * the others at once. */
+typedef struct seeder {
+    int port, applied, rc;
+    const cJSON *cfg;
+    pthread_barrier_t *go;
+} seeder_t;
+
+static void *seed_thread(void *arg)
+{
+    seeder_t *s = arg;
+    struct timeval tv = {5, 0};
+    redisContext *c = redisConnectWithTimeout("127.0.0.1", s->port, tv);
+    char err[256];
+    ing_regstore_summary_t sum;
+    pthread_barrier_wait(s->go);
+    s->rc =
+        c && !c->err ? ing_regstore_seed(c, s->cfg, 0, &s->applied, &sum, err, sizeof(err)) : -1;
+    if (c)
+        redisFree(c);
+    return NULL;
+}
+
+static long long registry_rev(void)
+{
+    redisReply *r = hx_redis(&h, "GET %s", NAMES_KEY_REGISTRY_REV);
+    long long rev = r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : -1;
+    freeReplyObject(r);
+    return rev;
+}
+
+/* Replicas seeing one change of the config file at once: exactly one applies it, the revision
+ * moves once; the same file again changes nothing; a file whose documents the registry already
+ * holds writes only its mark, which does not move the revision. */
+static void test_config_seed(void)
+{
+    enum { N = 6 };
+    char err[512];
+#define SEEDED(key)                                                                                \
+    "{\"tenants\":[{\"id\":\"seeded\",\"api_keys\":[{\"id\":\"s\",\"key\":\"" key "\"}]}],"        \
+    "\"servers\":[{\"tenant\":\"seeded\",\"name\":\"default\"}]}"
+    const char *text = SEEDED("seeded-key-0123456789");
+    for (int round = 0; round < 5; round++) {
+        char doc[1024];
+        snprintf(doc, sizeof(doc), SEEDED("seeded-key-0123456789-%d"), round);
+        cJSON *cfg = cfg_load_string(doc, strlen(doc), err, sizeof(err));
+        if (!cfg)
+            fprintf(stderr, "%s\n", err);
+        CHECK(cfg != NULL);
+        long long rev0 = registry_rev();
+        pthread_barrier_t go;
+        pthread_barrier_init(&go, NULL, N);
+        seeder_t s[N];
+        pthread_t th[N];
+        for (int i = 0; i < N; i++) {
+            s[i] = (seeder_t){.port = h.fx.redis_port, .cfg = cfg, .go = &go};
+            CHECK_INT_EQ(pthread_create(&th[i], NULL, seed_thread, &s[i]), 0);
+        }
+        int applied = 0;
+        for (int i = 0; i < N; i++) {
+            pthread_join(th[i], NULL);
+            CHECK_INT_EQ(s[i].rc, 0);
+            applied += s[i].applied;
+        }
+        pthread_barrier_destroy(&go);
+        CHECK_INT_EQ(applied, 1);
+        CHECK_INT_EQ(registry_rev(), rev0 + 1);
+        cJSON_Delete(cfg);
+    }
+    /* the documents as the file has them already (written by --apply): only the mark is new */
+    cJSON *cfg = cfg_load_string(text, strlen(text), err, sizeof(err));
+    CHECK(cfg != NULL);
+    struct timeval tv = {5, 0};
+    redisContext *c = redisConnectWithTimeout("127.0.0.1", h.fx.redis_port, tv);
+    CHECK(c != NULL && !c->err);
+    ing_regstore_summary_t sum;
+    CHECK_INT_EQ(ing_regstore_apply(c, cfg, 0, &sum, err, sizeof(err)), 0);
+    long long rev0 = registry_rev();
+    int applied = 0;
+    CHECK_INT_EQ(ing_regstore_seed(c, cfg, 0, &applied, &sum, err, sizeof(err)), 0);
+    CHECK_INT_EQ(applied, 1);
+    CHECK_INT_EQ(sum.rev, rev0);
+    CHECK_INT_EQ(registry_rev(), rev0);
+    CHECK_INT_EQ(ing_regstore_seed(c, cfg, 0, &applied, &sum, err, sizeof(err)), 0);
+    CHECK_INT_EQ(applied, 0);
+    CHECK_INT_EQ(registry_rev(), rev0);
+    redisFree(c);
+    cJSON_Delete(cfg);
 }
 
 static void test_deliveries(void)
@@ -523,6 +705,8 @@ int main(void)
     test_tools();
     test_versions();
     test_config();
+    test_config_events();
+    test_config_seed();
     test_deliveries();
     test_delete_tenant();
     test_auth_limit();

@@ -16,6 +16,8 @@
 #include <string.h>
 
 #define OTHER_KEY "other-key-0123456"
+#define KEY_B "key-b-0123456789"
+#define KEY_ALL "key-all-0123456789"
 #define NO_TASK "00000000-0000-4000-8000-000000000000"
 #define EXT_META                                                                                   \
     "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","                       \
@@ -25,7 +27,9 @@
 
 static const char config[] =
     "{\"tenants\": ["
-    "  {\"id\": \"t\", \"api_keys\": [{\"id\": \"k\", \"key\": \"" HX_API_KEY "\"}]},"
+    "  {\"id\": \"t\", \"api_keys\": [{\"id\": \"k\", \"key\": \"" HX_API_KEY "\"},"
+    "   {\"id\": \"k-b\", \"key\": \"" KEY_B "\"},"
+    "   {\"id\": \"k-all\", \"key\": \"" KEY_ALL "\", \"scopes\": [\"tasks:all\"]}]},"
     "  {\"id\": \"other\", \"api_keys\": [{\"id\": \"k2\", \"key\": \"" OTHER_KEY "\"}]}],"
     " \"servers\": [{\"tenant\": \"t\", \"name\": \"default\"},"
     "  {\"tenant\": \"other\", \"name\": \"default\"}],"
@@ -61,6 +65,20 @@ static void modern(hx_ex_t *e, const char *method, const char *task_id, const ch
     char body[2048];
     snprintf(body, sizeof(body), "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"%s\",\"params\":%s}",
              method, params);
+    hx_mcp(&h, e, NULL, body, hdrs);
+}
+
+/* A 2026-07-28 extension tasks/get of task id as the caller of API key key. */
+static void ext_get_as(hx_ex_t *e, const char *id, const char *key)
+{
+    char params[400], authz[128], body[800];
+    snprintf(params, sizeof(params), "{\"taskId\":\"%s\"," EXT_META "}", id);
+    snprintf(authz, sizeof(authz), "Bearer %s", key);
+    const char *hdrs[] = {
+        "MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tasks/get", "Mcp-Name", id,
+        "Authorization",        authz,        NULL};
+    snprintf(body, sizeof(body),
+             "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tasks/get\",\"params\":%s}", params);
     hx_mcp(&h, e, NULL, body, hdrs);
 }
 
@@ -310,15 +328,7 @@ static void test_extension(void)
     modern(&e, "tasks/cancel", task_b, params); /* task_b is this tenant's: acknowledged */
     CHECK_INT_EQ(hx_rpc_code(&e), 0);
     hx_ex_free(&e);
-    const char *other[] = {
-        "MCP-Protocol-Version", "2026-07-28",        "Mcp-Method", "tasks/get", "Mcp-Name", task_b,
-        "Authorization",        "Bearer " OTHER_KEY, NULL};
-    char body[800];
-    snprintf(body, sizeof(body),
-             "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tasks/get\","
-             "\"params\":%s}",
-             params);
-    hx_mcp(&h, &e, NULL, body, other);
+    ext_get_as(&e, task_b, OTHER_KEY);
     CHECK_INT_EQ(hx_rpc_code(&e), RPC_INVALID_PARAMS);
     CHECK_STR_EQ(hx_rpc_message(&e), "Failed to retrieve task: Task not found");
     hx_ex_free(&e);
@@ -358,6 +368,77 @@ static void test_hint(void)
     hx_ex_free(&e);
 }
 
+/* The body of method's answer about task id as the caller of hdrs (2025-11-25). */
+static char *answer_of(const char *method, const char *id, const char *const hdrs[])
+{
+    char params[200];
+    snprintf(params, sizeof(params), "{\"taskId\":\"%s\"}", id);
+    hx_ex_t e;
+    rpc(&e, method, params, hdrs);
+    CHECK(!e.parked);
+    char *body = strdup(e.resp.body ? e.resp.body : "");
+    hx_ex_free(&e);
+    return body;
+}
+
+/* A task belongs to the key that created it (docs/security.md "Ownership model"): to another key of
+ * the same tenant tasks/get, tasks/result, tasks/cancel (both surfaces) and the system
+ * server's workerSysGetTaskStatus answer exactly as for a missing task, and tasks/list leaves
+ * it out; a key holding tasks:all sees it. */
+static void test_ownership(void)
+{
+    static const char *const as_b[] = {"MCP-Protocol-Version", "2025-11-25", "Authorization",
+                                       "Bearer " KEY_B, NULL};
+    static const char *const as_all[] = {"MCP-Protocol-Version", "2025-11-25", "Authorization",
+                                         "Bearer " KEY_ALL, NULL};
+    char id[64];
+    hinted_task(id, sizeof(id), "owned", NULL);
+    static const char *const methods[] = {"tasks/get", "tasks/result", "tasks/cancel"};
+    for (size_t i = 0; i < 3; i++) {
+        char *missing = answer_of(methods[i], NO_TASK, as_b);
+        char *theirs = answer_of(methods[i], id, as_b);
+        CHECK_CONTAINS(missing, "Task not found");
+        CHECK_STR_EQ(theirs, missing);
+        free(missing);
+        free(theirs);
+    }
+    hx_ex_t e;
+    rpc(&e, "tasks/list", "{}", as_b);
+    CHECK_INT_EQ(hx_rpc_code(&e), 0);
+    CHECK(strstr(e.resp.body, id) == NULL);
+    hx_ex_free(&e);
+    /* the 2026-07-28 extension's tasks/get */
+    ext_get_as(&e, id, KEY_B);
+    CHECK_INT_EQ(hx_rpc_code(&e), RPC_INVALID_PARAMS);
+    CHECK_CONTAINS(hx_rpc_message(&e), "Task not found");
+    hx_ex_free(&e);
+    /* the system server's task tools */
+    char body[400], params[200];
+    snprintf(body, sizeof(body),
+             "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\","
+             "\"params\":{\"name\":\"workerSysGetTaskStatus\",\"arguments\":{\"TaskId\":"
+             "\"%s\"}}}",
+             id);
+    hx_mcp(&h, &e, "system", body, as_b);
+    CHECK_CONTAINS(e.resp.body, "task.notFound");
+    hx_ex_free(&e);
+    hx_mcp(&h, &e, "system", body, as_all);
+    CHECK_CONTAINS(e.resp.body, "result.success");
+    hx_ex_free(&e);
+    /* the permission sees it and lists it */
+    snprintf(params, sizeof(params), "{\"taskId\":\"%s\"}", id);
+    rpc(&e, "tasks/get", params, as_all);
+    CHECK_INT_EQ(hx_rpc_code(&e), 0);
+    CHECK_STR_EQ(res_str(&e, "taskId"), id);
+    hx_ex_free(&e);
+    rpc(&e, "tasks/list", "{}", as_all);
+    CHECK_CONTAINS(e.resp.body, id);
+    hx_ex_free(&e);
+    rpc(&e, "tasks/list", "{}", NULL);
+    CHECK_CONTAINS(e.resp.body, id);
+    hx_ex_free(&e);
+}
+
 int main(void)
 {
     hx_start(&h, config, NULL);
@@ -367,6 +448,7 @@ int main(void)
     test_hint();
     test_result_waits();
     test_extension();
+    test_ownership();
     hx_stop(&h);
     return 0;
 }

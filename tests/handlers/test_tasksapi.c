@@ -9,6 +9,7 @@
 #include "check.h"
 #include "harness.h"
 
+#include "names.h"
 #include "tasksapi.h"
 
 #include <stdio.h>
@@ -16,11 +17,15 @@
 #include <string.h>
 
 #define OTHER_KEY "other-key-0123456"
+#define KEY_B "key-b-0123456789"
+#define KEY_ALL "key-all-0123456789"
 #define NO_TASK "00000000-0000-4000-8000-000000000000"
 
 static const char config[] =
     "{\"tenants\": ["
-    "  {\"id\": \"t\", \"api_keys\": [{\"id\": \"k\", \"key\": \"" HX_API_KEY "\"}]},"
+    "  {\"id\": \"t\", \"api_keys\": [{\"id\": \"k\", \"key\": \"" HX_API_KEY "\"},"
+    "   {\"id\": \"k-b\", \"key\": \"" KEY_B "\"},"
+    "   {\"id\": \"k-all\", \"key\": \"" KEY_ALL "\", \"scopes\": [\"tasks:all\"]}]},"
     "  {\"id\": \"other\", \"api_keys\": [{\"id\": \"k2\", \"key\": \"" OTHER_KEY "\"}]}],"
     " \"servers\": [{\"tenant\": \"t\", \"name\": \"default\"},"
     "  {\"tenant\": \"other\", \"name\": \"default\"}],"
@@ -32,6 +37,8 @@ static const char config[] =
 
 static hx_t h;
 static const char *const other[] = {"Authorization", "Bearer " OTHER_KEY, NULL};
+static const char *const as_b[] = {"Authorization", "Bearer " KEY_B, NULL};
+static const char *const as_all[] = {"Authorization", "Bearer " KEY_ALL, NULL};
 
 /* One request to the route: url may carry a query (split into arguments). */
 static int api(hx_ex_t *e, const char *method, const char *url, const char *const hdrs[], int auth)
@@ -250,6 +257,58 @@ static void test_result(void)
     CHECK_INT_EQ(fx_stop_pid(w, 10000), 0);
 }
 
+/* 1 when the listing page e holds the task id. */
+static int lists(const hx_ex_t *e, const char *id)
+{
+    for (int i = 0; i < cJSON_GetArraySize(item(e, "tasks")); i++)
+        if (strcmp(listed(e, i), id) == 0)
+            return 1;
+    return 0;
+}
+
+/* A task belongs to the key that created it (docs/security.md "Ownership model"): another key of
+ * the same tenant gets exactly what a missing task gets, and the listing leaves it out; a key
+ * holding tasks:all sees it, lists it and may cancel it. */
+static void test_ownership(void)
+{
+    char id[64], url[200], curl[240];
+    new_task(id, sizeof(id), "mine");
+    snprintf(url, sizeof(url), "/v1/tasks/%s", id);
+    snprintf(curl, sizeof(curl), "/v1/tasks/%s/cancel", id);
+    hx_ex_t e, missing;
+    CHECK_INT_EQ(api(&missing, "GET", "/v1/tasks/" NO_TASK, as_b, 1), 404);
+    CHECK_INT_EQ(api(&e, "GET", url, as_b, 1), 404);
+    CHECK_STR_EQ(e.resp.body, missing.resp.body);
+    hx_ex_free(&e);
+    hx_ex_free(&missing);
+    expect("POST", curl, as_b, 404, "no such task");
+    CHECK_INT_EQ(api(&e, "GET", "/v1/tasks", as_b, 1), 200);
+    CHECK(!lists(&e, id));
+    CHECK_INT_EQ(cJSON_GetArraySize(item(&e, "tasks")), 0);
+    hx_ex_free(&e);
+    /* the creator and the permission see it */
+    CHECK_INT_EQ(api(&e, "GET", "/v1/tasks", NULL, 1), 200);
+    CHECK(lists(&e, id));
+    hx_ex_free(&e);
+    CHECK_INT_EQ(api(&e, "GET", "/v1/tasks", as_all, 1), 200);
+    CHECK(lists(&e, id));
+    hx_ex_free(&e);
+    CHECK_INT_EQ(api(&e, "GET", url, as_all, 1), 200);
+    CHECK_STR_EQ(hx_str(&e, "status"), "working");
+    hx_ex_free(&e);
+    CHECK_INT_EQ(api(&e, "POST", curl, as_all, 1), 200);
+    CHECK_STR_EQ(hx_str(&e, "status"), "cancelled");
+    hx_ex_free(&e);
+    /* a task written before owners were recorded: the permission only */
+    redisReply *r = hx_redis(&h, "HDEL " NAMES_KEY_TASK "%s owner", id);
+    CHECK(r != NULL);
+    freeReplyObject(r);
+    CHECK_INT_EQ(api(&e, "GET", url, NULL, 1), 404);
+    hx_ex_free(&e);
+    CHECK_INT_EQ(api(&e, "GET", url, as_all, 1), 200);
+    hx_ex_free(&e);
+}
+
 static void test_redis_down(void)
 {
     CHECK_INT_EQ(fx_stop_pid(h.fx.redis_pid, 5000), 0);
@@ -271,6 +330,7 @@ int main(void)
     test_list();
     test_cancel();
     test_result();
+    test_ownership();
     test_redis_down();
     hx_stop(&h);
     return 0;

@@ -17,9 +17,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#define KEY_B "key-b-0123456789"
+
 static const char config[] =
     "{\"tenants\": ["
-    "  {\"id\": \"t\", \"api_keys\": [{\"id\": \"k\", \"key\": \"" HX_API_KEY "\"}],"
+    "  {\"id\": \"t\", \"api_keys\": [{\"id\": \"k\", \"key\": \"" HX_API_KEY "\"},"
+    "   {\"id\": \"k-b\", \"key\": \"" KEY_B "\", \"scopes\": [\"tasks:all\"]}],"
     "   \"quotas\": {\"tasks\": 2}},"
     "  {\"id\": \"other\", \"api_keys\": [{\"id\": \"k2\", \"key\": \"other-key-0123456\"}],"
     "   \"robots\": [\"robot-of-other\"]}],"
@@ -40,6 +43,10 @@ static const char config[] =
     "    \"fake\": {\"enabled\": true, \"result\": {\"content\": [{\"type\": \"text\","
     "     \"text\": \"canned\"}]}},"
     "    \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]},"
+    "  {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"nap\", \"published\": \"1\","
+    "   \"versions\": [{\"version\": \"1\", \"timeout_ms\": 20000,"
+    "    \"inputSchema\": {\"type\": \"object\"},"
+    "    \"executor\": {\"type\": \"builtin\", \"name\": \"sleep\"}}]},"
     "  {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"report\", \"published\": \"1\","
     "   \"versions\": [{\"version\": \"1\", \"mode\": \"task\","
     "    \"inputSchema\": {\"type\": \"object\"},"
@@ -202,6 +209,26 @@ static void test_publish_and_idempotency(void)
     expect_error(
         "{\"name\":\"echo\",\"arguments\":{\"text\":\"other\",\"idempotency_key\":\"k-1\"}}", 200,
         RPC_INVALID_PARAMS, "idempotency_key was already used");
+    /* Another principal of the tenant (even one holding tasks:all) never gets the first
+     * answer: the key is in use by someone else, with the same arguments or others alike
+     * (docs/security.md "Ownership model"). */
+    static const char *const as_b[] = {"Authorization", "Bearer " KEY_B, NULL};
+    const char *others[] = {params, "{\"name\":\"echo\",\"arguments\":{\"text\":\"other\","
+                                    "\"idempotency_key\":\"k-1\"}}"};
+    char *answers[2];
+    for (int i = 0; i < 2; i++) {
+        call(&e, others[i], as_b);
+        CHECK(!e.parked);
+        CHECK_INT_EQ(hx_rpc_code(&e), RPC_INVALID_PARAMS);
+        CHECK_STR_EQ(hx_rpc_message(&e), "idempotency_key is in use by another caller of this "
+                                         "tool; use another key");
+        CHECK(strstr(e.resp.body, "hello") == NULL);
+        answers[i] = strdup(e.resp.body);
+        hx_ex_free(&e);
+    }
+    CHECK_STR_EQ(answers[0], answers[1]);
+    free(answers[0]);
+    free(answers[1]);
     CHECK_INT_EQ(fx_stop_pid(w, 10000), 0);
 }
 
@@ -347,13 +374,14 @@ static void test_task_repeat_unpublished(void)
     snprintf(model, sizeof(model), "%s", named_task(&e));
     CHECK_INT_EQ((int)strlen(model), 36);
     hx_ex_free(&e);
-    /* the orphan's claim, as tc_idempotency makes it for the arguments {"n":2} */
+    /* the orphan's claim, as tc_idempotency makes it for the arguments {"n":2} and the API
+     * key k2 (its owner string, owner.h) */
     char scope[33], id[64], *rec = NULL;
     size_t rec_len = 0;
     ing_idem_scope("other", "default", "report", "k-orphan", scope);
     cJSON *what = cJSON_Parse("{\"arguments\":{\"n\":2}}");
-    CHECK_INT_EQ(ing_idem_claim(h.ctx.kv, "other", scope, what, 3600, orphan, id, sizeof(id), &rec,
-                                &rec_len),
+    CHECK_INT_EQ(ing_idem_claim(h.ctx.kv, "other", scope, "key:k2", what, 3600, orphan, id,
+                                sizeof(id), &rec, &rec_len),
                  ING_IDEM_NEW);
     cJSON_Delete(what);
     /* the orphan's task: the model's fields, its ids replaced */
@@ -382,6 +410,59 @@ static void test_task_repeat_unpublished(void)
 }
 
 /* Arguments larger than the job queue takes: refused, and nothing is left waiting. */
+/* tools/call of nap (ms) with request id rid as the caller of hdrs, without a session:
+ * parked in e. */
+static void nap(hx_ex_t *e, int rid, int ms, const char *const hdrs[])
+{
+    char body[300];
+    snprintf(body, sizeof(body),
+             "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":"
+             "\"nap\",\"arguments\":{\"ms\":%d}}}",
+             rid, ms);
+    hx_mcp(&h, e, NULL, body, hdrs);
+    CHECK(e->parked);
+}
+
+/* notifications/cancelled of request id rid as the caller of hdrs: 202. */
+static void cancel_request(int rid, const char *const hdrs[])
+{
+    char body[200];
+    snprintf(body, sizeof(body),
+             "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{"
+             "\"requestId\":%d,\"reason\":\"stop\"}}",
+             rid);
+    hx_ex_t e;
+    hx_mcp(&h, &e, NULL, body, hdrs);
+    CHECK_INT_EQ(e.resp.status, 202);
+    hx_ex_free(&e);
+}
+
+/* Without a session, notifications/cancelled names a call by its request id: it reaches the
+ * caller's own call, never another principal's call of the same id (docs/security.md
+ * "Ownership model"). */
+static void test_cancel_is_per_principal(void)
+{
+    static const char *const as_b[] = {"Authorization", "Bearer " KEY_B, NULL};
+    const char *const env[] = {NULL};
+    pid_t w = fx_spawn_worker(&h.fx, "w-cancel", env);
+    CHECK(w > 0);
+    static const char *const json[] = {"Accept", "application/json", NULL};
+    hx_ex_t e;
+    nap(&e, 41, 1500, json);
+    cancel_request(41, as_b); /* another key: the same request id, not its call */
+    CHECK_INT_EQ(hx_mcp_wait(&h, &e, 20000), 0);
+    CHECK_INT_EQ(hx_rpc_code(&e), 0);
+    CHECK(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(hx_rpc_result(&e), "isError")));
+    CHECK_CONTAINS(e.resp.body, "slept 1500 ms");
+    hx_ex_free(&e);
+    nap(&e, 42, 15000, json);
+    cancel_request(42, NULL); /* its own caller: stopped */
+    CHECK_INT_EQ(hx_mcp_wait(&h, &e, 20000), 0);
+    CHECK_INT_EQ(hx_rpc_code(&e), RPC_REQUEST_CANCELLED);
+    hx_ex_free(&e);
+    CHECK_INT_EQ(fx_stop_pid(w, 10000), 0);
+}
+
 static void test_too_large(void)
 {
     size_t n = 2u << 20;
@@ -451,6 +532,7 @@ int main(void)
     test_idempotent_repeat_after_expiry();
     test_task_repeat_after_end();
     test_task_repeat_unpublished();
+    test_cancel_is_per_principal();
     test_too_large();
     test_redis_down();
     test_kafka_down(); /* last: Kafka is checked before Redis */

@@ -13,6 +13,10 @@
  *   - the server down at start: the check says 503 (MCPQ_EUNAVAIL); down later: the old keys
  *     are still accepted;
  *   - discovery whose metadata names another issuer is refused (no JWKS fetched, 503);
+ *   - a jwks_uri learned from metadata on another origin than its issuer is fetched only under
+ *     the webhook SSRF guard: one on a loopback port of its own (a second server here) or at the
+ *     link-local metadata address is refused, logged, and never asked; configured, the same
+ *     URL is fetched;
  *   - introspection: active → accepted and cached (a second check makes no request), HTTP Basic
  *     with the client id and secret form-urlencoded first; inactive → 401; an endpoint error
  *     → 503; the cache bound (MCPQ_OAUTH_INTROSPECTION_CACHE=4) evicts the oldest;
@@ -21,6 +25,7 @@
  */
 #include "check.h"
 #include "err.h"
+#include "fixture.h"
 #include "metrics.h"
 #include "oauth.h"
 #include "oauthhttp.h"
@@ -32,8 +37,6 @@
 #include <curl/curl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
-#include <openssl/core_names.h>
-#include <openssl/ec.h>
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -42,83 +45,34 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+/* The tenant every source of this test belongs to: its introspection endpoint is asked. */
+#define TEN "t"
+
 /* ---- keys and tokens ---- */
 
-typedef struct key {
-    EVP_PKEY *pkey;
-    char kid[16];
-    char jwk[512];
-} key_t_;
-
-static void key_make(key_t_ *k, const char *kid)
-{
-    k->pkey = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
-    CHECK(k->pkey != NULL);
-    snprintf(k->kid, sizeof(k->kid), "%s", kid);
-    unsigned char pub[65];
-    size_t n = 0;
-    CHECK(EVP_PKEY_get_octet_string_param(k->pkey, OSSL_PKEY_PARAM_PUB_KEY, pub, sizeof(pub), &n) ==
-          1);
-    CHECK_INT_EQ(n, 65);
-    char x[UTIL_B64URL_LEN(32) + 1], y[UTIL_B64URL_LEN(32) + 1];
-    util_b64url_encode(pub + 1, 32, x);
-    util_b64url_encode(pub + 33, 32, y);
-    snprintf(k->jwk, sizeof(k->jwk),
-             "{\"kty\":\"EC\",\"crv\":\"P-256\",\"use\":\"sig\",\"alg\":\"ES256\",\"kid\":\"%s\","
-             "\"x\":\"%s\",\"y\":\"%s\"}",
-             kid, x, y);
-}
-
-static void b64url(const void *in, size_t n, char *out)
-{
-    util_b64url_encode(in, n, out);
-}
+typedef fx_es256_t key_t_;
 
 /* An ES256 token signed by k with these claims (iss, sub, exp relative to now). */
 static char *token_make(const key_t_ *k, const char *iss, const char *sub, long exp_in_s)
 {
-    char header[128], payload[1024];
-    snprintf(header, sizeof(header), "{\"alg\":\"ES256\",\"typ\":\"JWT\",\"kid\":\"%s\"}", k->kid);
+    char payload[1024];
     long long now = (long long)(util_now_ms() / 1000);
     snprintf(payload, sizeof(payload),
              "{\"iss\":\"%s\",\"sub\":\"%s\",\"aud\":\"api://mcpq\",\"iat\":%lld,\"exp\":%lld}",
              iss, sub, now - 5, now + exp_in_s);
-    char *tok = malloc(4096);
-    CHECK(tok != NULL);
-    char h64[256], p64[1500];
-    b64url(header, strlen(header), h64);
-    b64url(payload, strlen(payload), p64);
-    snprintf(tok, 4096, "%s.%s", h64, p64);
-    EVP_MD_CTX *md = EVP_MD_CTX_new();
-    unsigned char der[128];
-    size_t dlen = sizeof(der);
-    CHECK(EVP_DigestSignInit(md, NULL, EVP_sha256(), NULL, k->pkey) == 1);
-    CHECK(EVP_DigestSign(md, der, &dlen, (const unsigned char *)tok, strlen(tok)) == 1);
-    EVP_MD_CTX_free(md);
-    const unsigned char *p = der;
-    ECDSA_SIG *sig = d2i_ECDSA_SIG(NULL, &p, (long)dlen);
-    CHECK(sig != NULL);
-    unsigned char rs[64];
-    CHECK(BN_bn2binpad(ECDSA_SIG_get0_r(sig), rs, 32) == 32);
-    CHECK(BN_bn2binpad(ECDSA_SIG_get0_s(sig), rs + 32, 32) == 32);
-    ECDSA_SIG_free(sig);
-    char s64[UTIL_B64URL_LEN(64) + 1];
-    b64url(rs, 64, s64);
-    size_t l = strlen(tok);
-    snprintf(tok + l, 4096 - l, ".%s", s64);
-    return tok;
+    return fx_es256_jwt(k, payload);
 }
 
 /* ---- the authorization server ---- */
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static int port;
+static int port, port2; /* port2: a second server, another origin on loopback */
 static struct {
     char jwks[4096];        /* the key set /jwks/a serves */
     char cache_control[64]; /* its Cache-Control ("" none) */
     int down;               /* 1: every answer is 503 */
     int delay_ms;           /* every answer waits this long first */
-    int jwks_hits, b_hits, disc_hits, intro_hits, bad_jwks_hits;
+    int jwks_hits, b_hits, disc_hits, intro_hits, bad_jwks_hits, other_origin_hits;
     char auth_seen[256]; /* the last introspection Authorization header */
 } srv;
 
@@ -210,6 +164,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     } else if (strcmp(url, "/.well-known/oauth-authorization-server/bad") == 0) {
         srv.disc_hits++;
         metadata(body, sizeof(body), "/other", "/jwks/bad");
+    } else if (strcmp(url, "/.well-known/oauth-authorization-server/ssrf") == 0) {
+        srv.disc_hits++; /* keys on another origin: a private (loopback) address */
+        snprintf(
+            body, sizeof(body),
+            "{\"issuer\":\"http://127.0.0.1:%d/ssrf\",\"jwks_uri\":\"http://127.0.0.1:%d/jwks\"}",
+            port, port2);
+    } else if (strcmp(url, "/.well-known/oauth-authorization-server/imds") == 0) {
+        srv.disc_hits++; /* keys at the cloud metadata address */
+        snprintf(body, sizeof(body),
+                 "{\"issuer\":\"http://127.0.0.1:%d/imds\",\"jwks_uri\":"
+                 "\"https://169.254.169.254/latest/jwks\"}",
+                 port);
     } else if (strcmp(url, "/jwks/a") == 0) {
         srv.jwks_hits++;
         snprintf(body, sizeof(body), "%s", srv.jwks);
@@ -231,6 +197,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     pthread_mutex_unlock(&mu);
     return answer(c, status, body, cc);
+}
+
+/* The second server: its /jwks serves the key set, counted. */
+static enum MHD_Result on_request2(void *cls, struct MHD_Connection *c, const char *url,
+                                   const char *method, const char *version, const char *data,
+                                   size_t *data_size, void **con_cls)
+{
+    char body[4096];
+    pthread_mutex_lock(&mu);
+    srv.other_origin_hits++;
+    snprintf(body, sizeof(body), "%s", srv.jwks);
+    pthread_mutex_unlock(&mu);
+    return answer(c, strcmp(url, "/jwks") == 0 ? 200 : 404, body, NULL);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -314,14 +293,14 @@ static int wait_wakes(int n)
 static void prepare_wait(ing_oauth_t *o, const char *token)
 {
     int before = wakes();
-    CHECK_INT_EQ(ing_oauth_prepare(o, token, on_wake, &wk), ING_OAUTH_WAIT);
+    CHECK_INT_EQ(ing_oauth_prepare(o, token, TEN, on_wake, &wk), ING_OAUTH_WAIT);
     CHECK_INT_EQ(wait_wakes(before + 1), before + 1);
 }
 
 static int check(ing_oauth_t *o, const char *token, const char *want_sub, const char **why)
 {
     ing_oauth_token_t t;
-    int rc = ing_oauth_check(o, token, &t, why);
+    int rc = ing_oauth_check(o, token, TEN, &t, why);
     if (rc == 0 && want_sub) {
         const cJSON *sub = cJSON_GetObjectItemCaseSensitive(t.claims, "sub");
         CHECK_STR_EQ(cJSON_GetStringValue(sub), want_sub);
@@ -350,7 +329,7 @@ static key_t_ k1, k2;
 static void prepare_settle(ing_oauth_t *o, const char *token)
 {
     int before = wakes();
-    if (ing_oauth_prepare(o, token, on_wake, &wk) == ING_OAUTH_WAIT)
+    if (ing_oauth_prepare(o, token, TEN, on_wake, &wk) == ING_OAUTH_WAIT)
         CHECK_INT_EQ(wait_wakes(before + 1), before + 1);
 }
 
@@ -407,7 +386,9 @@ static void t_keys(ing_metrics_t *m)
     serve_keys(&k1, NULL, "max-age=600");
     set_delay(100); /* the first prepare surely finds the fetch under way */
     int j0 = hits(&srv.jwks_hits), d0 = hits(&srv.disc_hits);
-    ing_oauth_source_t src[] = {{.issuer = iss_a}, {.issuer = iss_b}, {.issuer = iss_a}};
+    ing_oauth_source_t src[] = {{.tenant = TEN, .issuer = iss_a},
+                                {.tenant = TEN, .issuer = iss_b},
+                                {.tenant = TEN, .issuer = iss_a}};
     ing_oauth_configure(o, src, 3);
     char *ta = token_make(&k1, iss_a, "alice", 600), *tb = token_make(&k1, iss_b, "bob", 600);
     const char *why = NULL;
@@ -415,10 +396,10 @@ static void t_keys(ing_metrics_t *m)
     prepare_wait(o, ta);
     CHECK_INT_EQ(check(o, ta, "alice", &why), 0);
     ing_oauth_token_t t;
-    CHECK_INT_EQ(ing_oauth_check(o, ta, &t, &why), 0);
+    CHECK_INT_EQ(ing_oauth_check(o, ta, TEN, &t, &why), 0);
     CHECK_STR_EQ(t.issuer, iss_a);
     ing_oauth_token_clear(&t);
-    CHECK_INT_EQ(ing_oauth_prepare(o, ta, on_wake, &wk), ING_OAUTH_READY);
+    CHECK_INT_EQ(ing_oauth_prepare(o, ta, TEN, on_wake, &wk), ING_OAUTH_READY);
     prepare_settle(o, tb); /* its discovery takes three requests */
     set_delay(0);
     CHECK_INT_EQ(check(o, tb, "bob", &why), 0);
@@ -432,7 +413,7 @@ static void t_keys(ing_metrics_t *m)
     prepare_wait(o, t2);
     CHECK_INT_EQ(hits(&srv.jwks_hits), j0 + 2);
     CHECK_INT_EQ(check(o, t2, NULL, &why), MCPQ_EAUTH);
-    CHECK_INT_EQ(ing_oauth_prepare(o, t2, on_wake, &wk), ING_OAUTH_READY); /* throttled */
+    CHECK_INT_EQ(ing_oauth_prepare(o, t2, TEN, on_wake, &wk), ING_OAUTH_READY); /* throttled */
     CHECK_INT_EQ(check(o, t2, NULL, &why), MCPQ_EAUTH);
     CHECK_INT_EQ(hits(&srv.jwks_hits), j0 + 2);
     CHECK_INT_EQ(check(o, ta, "alice", &why), 0);
@@ -443,13 +424,13 @@ static void t_keys(ing_metrics_t *m)
     prepare_wait(o, t2);
     CHECK_INT_EQ(check(o, t2, "carol", &why), 0);
     CHECK_INT_EQ(hits(&srv.jwks_hits), j0 + 3);
-    CHECK_INT_EQ(ing_oauth_prepare(o, ta, on_wake, &wk), ING_OAUTH_READY);
+    CHECK_INT_EQ(ing_oauth_prepare(o, ta, TEN, on_wake, &wk), ING_OAUTH_READY);
     CHECK_INT_EQ(check(o, ta, NULL, &why), MCPQ_EAUTH); /* k1 is gone */
     char *texp = token_make(&k2, iss_a, "dave", -120);
-    CHECK_INT_EQ(ing_oauth_prepare(o, texp, on_wake, &wk), ING_OAUTH_READY);
+    CHECK_INT_EQ(ing_oauth_prepare(o, texp, TEN, on_wake, &wk), ING_OAUTH_READY);
     CHECK_INT_EQ(check(o, texp, NULL, &why), MCPQ_EAUTH);
     char *tx = token_make(&k2, "https://elsewhere.example.com", "eve", 600);
-    CHECK_INT_EQ(ing_oauth_prepare(o, tx, on_wake, &wk), ING_OAUTH_READY);
+    CHECK_INT_EQ(ing_oauth_prepare(o, tx, TEN, on_wake, &wk), ING_OAUTH_READY);
     CHECK_INT_EQ(check(o, tx, NULL, &why), MCPQ_EAUTH);
     CHECK_INT_EQ(check(o, "a.b.c", NULL, &why), MCPQ_EAUTH);
     int w = wakes();
@@ -472,7 +453,7 @@ static void t_max_age(ing_metrics_t *m)
     CHECK(o != NULL);
     serve_keys(&k1, NULL, "max-age=1");
     int j0 = hits(&srv.jwks_hits), d0 = hits(&srv.disc_hits);
-    ing_oauth_source_t src = {.issuer = iss_a, .jwks_uri = jwks_a};
+    ing_oauth_source_t src = {.tenant = TEN, .issuer = iss_a, .jwks_uri = jwks_a};
     ing_oauth_configure(o, &src, 1);
     char *ta = token_make(&k1, iss_a, "alice", 600), *t2 = token_make(&k2, iss_a, "bob", 600);
     prepare_settle(o, ta);
@@ -506,13 +487,14 @@ static void t_unavailable(ing_metrics_t *m)
     ing_oauth_t *o = ing_oauth_new(&set, m);
     CHECK(o != NULL);
     int b0 = hits(&srv.bad_jwks_hits);
-    ing_oauth_source_t src[] = {{.issuer = iss_dead}, {.issuer = iss_bad}};
+    ing_oauth_source_t src[] = {{.tenant = TEN, .issuer = iss_dead},
+                                {.tenant = TEN, .issuer = iss_bad}};
     ing_oauth_configure(o, src, 2);
     char *td = token_make(&k1, iss_dead, "x", 600), *tb = token_make(&k1, iss_bad, "y", 600);
     prepare_settle(o, td);
     const char *why;
     CHECK_INT_EQ(check(o, td, NULL, &why), MCPQ_EUNAVAIL);
-    CHECK_INT_EQ(ing_oauth_prepare(o, td, on_wake, &wk), ING_OAUTH_READY); /* throttled */
+    CHECK_INT_EQ(ing_oauth_prepare(o, td, TEN, on_wake, &wk), ING_OAUTH_READY); /* throttled */
     CHECK_INT_EQ(check(o, td, NULL, &why), MCPQ_EUNAVAIL);
     TEST_PASS("server down at start: 503 (MCPQ_EUNAVAIL)");
     prepare_settle(o, tb);
@@ -524,25 +506,103 @@ static void t_unavailable(ing_metrics_t *m)
     free(tb);
 }
 
+/* Runs stderr (the log) into a temporary file until log_end, which returns what was written
+ * (free it). */
+static int log_saved = -1;
+static FILE *log_file;
+static void log_begin(void)
+{
+    log_file = tmpfile();
+    CHECK(log_file != NULL);
+    log_saved = dup(STDERR_FILENO);
+    CHECK(dup2(fileno(log_file), STDERR_FILENO) >= 0);
+}
+static char *log_end(void)
+{
+    CHECK(dup2(log_saved, STDERR_FILENO) >= 0);
+    close(log_saved);
+    long n = ftell(log_file);
+    char *text = calloc(1, (size_t)(n > 0 ? n : 0) + 1);
+    CHECK(text != NULL);
+    rewind(log_file);
+    size_t got = fread(text, 1, (size_t)(n > 0 ? n : 0), log_file);
+    text[got] = '\0';
+    fclose(log_file);
+    fputs(text, stderr); /* still shown with the test's output */
+    return text;
+}
+
+/* A jwks_uri learned by discovery on another origin is fetched under the SSRF guard only. */
+static void t_ssrf(ing_metrics_t *m)
+{
+    mcpq_settings_t set = settings();
+    char iss_ssrf[128], iss_imds[128], jwks2[128];
+    snprintf(iss_ssrf, sizeof(iss_ssrf), "http://127.0.0.1:%d/ssrf", port);
+    snprintf(iss_imds, sizeof(iss_imds), "http://127.0.0.1:%d/imds", port);
+    snprintf(jwks2, sizeof(jwks2), "http://127.0.0.1:%d/jwks", port2);
+    CHECK(ing_oauthhttp_same_origin(iss_a, jwks_a));
+    CHECK(ing_oauthhttp_same_origin("https://idp.example.com/r", "https://IDP.example.com:443/k"));
+    CHECK(!ing_oauthhttp_same_origin(iss_ssrf, jwks2));
+    CHECK(!ing_oauthhttp_same_origin("https://idp.example.com/r", "http://idp.example.com/k"));
+    CHECK(!ing_oauthhttp_same_origin("https://idp.example.com/r", "not a url"));
+    serve_keys(&k1, NULL, "max-age=600");
+    ing_oauth_t *o = ing_oauth_new(&set, m);
+    CHECK(o != NULL);
+    log_begin();
+    ing_oauth_source_t src[] = {{.issuer = iss_ssrf}, {.issuer = iss_imds}};
+    ing_oauth_configure(o, src, 2);
+    char *ts = token_make(&k1, iss_ssrf, "s", 600), *ti = token_make(&k1, iss_imds, "i", 600);
+    /* (no CHECK until the log is back on stderr: its message would go to the file) */
+    int w0 = wakes(), waits = 0;
+    waits += ing_oauth_prepare(o, ts, TEN, on_wake, &wk) == ING_OAUTH_WAIT;
+    waits += ing_oauth_prepare(o, ti, TEN, on_wake, &wk) == ING_OAUTH_WAIT;
+    int woken = wait_wakes(w0 + waits) - w0;
+    const char *why;
+    int rs = check(o, ts, NULL, &why), ri = check(o, ti, NULL, &why);
+    char *log = log_end();
+    CHECK_INT_EQ(woken, waits);
+    CHECK_INT_EQ(rs, MCPQ_EUNAVAIL);
+    CHECK_INT_EQ(ri, MCPQ_EUNAVAIL);
+    CHECK_INT_EQ(hits(&srv.other_origin_hits), 0); /* never asked */
+    CHECK_CONTAINS(log, jwks2);
+    CHECK_CONTAINS(log, "resolves to 127.0.0.1, a loopback address");
+    CHECK_CONTAINS(log, "https://169.254.169.254/latest/jwks");
+    CHECK_CONTAINS(log, "resolves to 169.254.169.254, a link-local address");
+    free(log);
+    TEST_PASS("a jwks_uri learned from metadata at a private or link-local address: refused, "
+              "logged, never fetched");
+    /* configured, the same URL is the operator's choice: fetched */
+    ing_oauth_source_t cfg = {.issuer = iss_ssrf, .jwks_uri = jwks2};
+    ing_oauth_configure(o, &cfg, 1);
+    prepare_settle(o, ts);
+    CHECK_INT_EQ(check(o, ts, "s", &why), 0);
+    CHECK_INT_EQ(hits(&srv.other_origin_hits), 1);
+    TEST_PASS("the same jwks_uri configured is fetched (the guard is for learned URLs)");
+    ing_oauth_free(o);
+    free(ts);
+    free(ti);
+}
+
 static void t_introspection(ing_metrics_t *m)
 {
     mcpq_settings_t set = settings();
     ing_oauth_t *o = ing_oauth_new(&set, m);
     CHECK(o != NULL);
-    ing_oauth_source_t src = {.issuer = iss_a,
+    ing_oauth_source_t src = {.tenant = TEN,
+                              .issuer = iss_a,
                               .jwks_uri = jwks_a,
                               .introspection_endpoint = intro,
                               .client_id = "mcpq client",
                               .client_secret = "s3cr:t&"};
     const char *why;
     ing_oauth_configure(o, &src, 0); /* none yet: an opaque token is refused */
-    CHECK_INT_EQ(ing_oauth_prepare(o, "opaque-active-erin", on_wake, &wk), ING_OAUTH_READY);
+    CHECK_INT_EQ(ing_oauth_prepare(o, "opaque-active-erin", TEN, on_wake, &wk), ING_OAUTH_READY);
     CHECK_INT_EQ(check(o, "opaque-active-erin", NULL, &why), MCPQ_EAUTH);
     ing_oauth_configure(o, &src, 1);
     int i0 = hits(&srv.intro_hits);
     prepare_wait(o, "opaque-active-erin");
     ing_oauth_token_t t;
-    CHECK_INT_EQ(ing_oauth_check(o, "opaque-active-erin", &t, &why), 0);
+    CHECK_INT_EQ(ing_oauth_check(o, "opaque-active-erin", TEN, &t, &why), 0);
     CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t.claims, "sub")), "erin");
     CHECK_STR_EQ(t.issuer, iss_a);
     ing_oauth_token_clear(&t);
@@ -555,14 +615,14 @@ static void t_introspection(ing_metrics_t *m)
     pthread_mutex_lock(&mu);
     CHECK_STR_EQ(srv.auth_seen, want);
     pthread_mutex_unlock(&mu);
-    CHECK_INT_EQ(ing_oauth_prepare(o, "opaque-active-erin", on_wake, &wk), ING_OAUTH_READY);
+    CHECK_INT_EQ(ing_oauth_prepare(o, "opaque-active-erin", TEN, on_wake, &wk), ING_OAUTH_READY);
     CHECK_INT_EQ(check(o, "opaque-active-erin", "erin", &why), 0);
     CHECK_INT_EQ(hits(&srv.intro_hits), i0 + 1);
     TEST_PASS("introspection: active accepted, cached (no second request), Basic client auth");
 
     prepare_wait(o, "opaque-inactive");
     CHECK_INT_EQ(check(o, "opaque-inactive", NULL, &why), MCPQ_EAUTH);
-    CHECK_INT_EQ(ing_oauth_prepare(o, "opaque-inactive", on_wake, &wk), ING_OAUTH_READY);
+    CHECK_INT_EQ(ing_oauth_prepare(o, "opaque-inactive", TEN, on_wake, &wk), ING_OAUTH_READY);
     prepare_wait(o, "opaque-expired");
     CHECK_INT_EQ(check(o, "opaque-expired", NULL, &why), MCPQ_EAUTH);
     TEST_PASS("introspection: inactive, or active with its exp passed, refused (401), cached");
@@ -573,8 +633,8 @@ static void t_introspection(ing_metrics_t *m)
         prepare_wait(o, tok);
     }
     CHECK_INT_EQ(hits(&srv.intro_hits), i0 + 7);
-    CHECK_INT_EQ(ing_oauth_prepare(o, "opaque-active-f1", on_wake, &wk), ING_OAUTH_READY);
-    CHECK_INT_EQ(ing_oauth_prepare(o, "opaque-active-f4", on_wake, &wk), ING_OAUTH_READY);
+    CHECK_INT_EQ(ing_oauth_prepare(o, "opaque-active-f1", TEN, on_wake, &wk), ING_OAUTH_READY);
+    CHECK_INT_EQ(ing_oauth_prepare(o, "opaque-active-f4", TEN, on_wake, &wk), ING_OAUTH_READY);
     CHECK_INT_EQ(check(o, "opaque-active-erin", NULL, &why), MCPQ_EUNAVAIL); /* evicted */
     prepare_wait(o, "opaque-active-erin");
     CHECK_INT_EQ(hits(&srv.intro_hits), i0 + 8);
@@ -591,6 +651,55 @@ static void t_introspection(ing_metrics_t *m)
     ing_oauth_free(o);
 }
 
+/* Expired means expired: an active answer past MCPQ_OAUTH_INTROSPECTION_TTL_S is never used
+ * again, whether the new introspection fails, finds no free slot or finds too many waiters. */
+static void t_expired(ing_metrics_t *m)
+{
+    mcpq_settings_t set = settings();
+    set.oauth_introspection_ttl_s = 1;
+    set.oauth_introspection_cache = 1000;
+    ing_oauth_t *o = ing_oauth_new(&set, m);
+    CHECK(o != NULL);
+    ing_oauth_source_t src = {
+        .tenant = TEN, .issuer = iss_a, .jwks_uri = jwks_a, .introspection_endpoint = intro};
+    ing_oauth_configure(o, &src, 1);
+    const char *why;
+    const char *tok[] = {"opaque-active-ttl1", "opaque-active-ttl2", "opaque-active-ttl3"};
+    for (int i = 0; i < 3; i++) {
+        prepare_wait(o, tok[i]);
+        CHECK_INT_EQ(check(o, tok[i], NULL, &why), 0);
+    }
+    sleep_ms(1100); /* every answer's TTL has passed */
+
+    set_down(1);
+    prepare_wait(o, tok[0]);
+    CHECK_INT_EQ(check(o, tok[0], NULL, &why), MCPQ_EUNAVAIL);
+    set_down(0);
+    TEST_PASS("an expired answer whose introspection fails: 503, not the stale answer");
+
+    set_delay(1500);
+    int w0 = wakes();
+    CHECK_INT_EQ(ing_oauth_prepare(o, tok[1], TEN, on_wake, &wk), ING_OAUTH_WAIT);
+    for (int i = 1; i < ING_OAUTH_MAX_WAITERS; i++)
+        CHECK_INT_EQ(ing_oauth_prepare(o, tok[1], TEN, on_wake, &wk), ING_OAUTH_WAIT);
+    CHECK_INT_EQ(ing_oauth_prepare(o, tok[1], TEN, on_wake, &wk), ING_OAUTH_READY); /* overflow */
+    CHECK_INT_EQ(check(o, tok[1], NULL, &why), MCPQ_EUNAVAIL);
+    TEST_PASS("an expired answer with too many waiters: 503, not the stale answer");
+
+    char t[64];
+    for (int i = 1; i < ING_OAUTH_MAX_INTROSPECTIONS; i++) { /* tok[1]'s holds one slot */
+        snprintf(t, sizeof(t), "opaque-inactive-slot%d", i);
+        CHECK_INT_EQ(ing_oauth_prepare(o, t, TEN, on_wake, &wk), ING_OAUTH_WAIT);
+    }
+    CHECK_INT_EQ(ing_oauth_prepare(o, tok[2], TEN, on_wake, &wk), ING_OAUTH_READY); /* no slot */
+    CHECK_INT_EQ(check(o, tok[2], NULL, &why), MCPQ_EUNAVAIL);
+    TEST_PASS("an expired answer with no introspection slot free: 503, not the stale answer");
+    int want = w0 + ING_OAUTH_MAX_WAITERS + ING_OAUTH_MAX_INTROSPECTIONS - 1;
+    CHECK_INT_EQ(wait_wakes(want), want);
+    set_delay(0);
+    ing_oauth_free(o);
+}
+
 /* ing_oauth_free with requests parked: each woken once. */
 static void t_free_wakes(ing_metrics_t *m)
 {
@@ -598,14 +707,15 @@ static void t_free_wakes(ing_metrics_t *m)
     ing_oauth_t *o = ing_oauth_new(&set, m);
     CHECK(o != NULL);
     set_delay(1000);
-    ing_oauth_source_t src = {.issuer = iss_a, .jwks_uri = jwks_a, .introspection_endpoint = intro};
+    ing_oauth_source_t src = {
+        .tenant = TEN, .issuer = iss_a, .jwks_uri = jwks_a, .introspection_endpoint = intro};
     ing_oauth_configure(o, &src, 1);
     char *ta = token_make(&k1, iss_a, "alice", 600);
     int w0 = wakes();
-    CHECK_INT_EQ(ing_oauth_prepare(o, ta, on_wake, &wk), ING_OAUTH_WAIT);
-    CHECK_INT_EQ(ing_oauth_prepare(o, ta, on_wake, &wk), ING_OAUTH_WAIT);
-    CHECK_INT_EQ(ing_oauth_prepare(o, "opaque-active-gus", on_wake, &wk), ING_OAUTH_WAIT);
-    CHECK_INT_EQ(ing_oauth_prepare(o, "opaque-active-gus", on_wake, &wk), ING_OAUTH_WAIT);
+    CHECK_INT_EQ(ing_oauth_prepare(o, ta, TEN, on_wake, &wk), ING_OAUTH_WAIT);
+    CHECK_INT_EQ(ing_oauth_prepare(o, ta, TEN, on_wake, &wk), ING_OAUTH_WAIT);
+    CHECK_INT_EQ(ing_oauth_prepare(o, "opaque-active-gus", TEN, on_wake, &wk), ING_OAUTH_WAIT);
+    CHECK_INT_EQ(ing_oauth_prepare(o, "opaque-active-gus", TEN, on_wake, &wk), ING_OAUTH_WAIT);
     sleep_ms(100);
     CHECK_INT_EQ(wakes(), w0);
     int64_t t0 = util_mono_ms();
@@ -649,7 +759,7 @@ static void *race(void *arg)
     racer_t *r = arg;
     for (int i = 0; i < 300; i++) {
         const char *tok = i % 3 == 2 ? "opaque-active-race" : r->token;
-        if (ing_oauth_prepare(r->o, tok, on_wake, &r->w) == ING_OAUTH_WAIT) {
+        if (ing_oauth_prepare(r->o, tok, TEN, on_wake, &r->w) == ING_OAUTH_WAIT) {
             r->waits++;
             struct timespec until = util_deadline_realtime(5000);
             pthread_mutex_lock(&r->w.mu);
@@ -670,7 +780,8 @@ static void t_concurrent(ing_metrics_t *m)
     CHECK(o != NULL);
     serve_keys(&k1, NULL, "max-age=600");
     ing_oauth_source_t src[] = {
-        {.issuer = iss_a, .jwks_uri = jwks_a, .introspection_endpoint = intro}, {.issuer = iss_b}};
+        {.tenant = TEN, .issuer = iss_a, .jwks_uri = jwks_a, .introspection_endpoint = intro},
+        {.tenant = TEN, .issuer = iss_b}};
     ing_oauth_configure(o, src, 2);
     char *ta = token_make(&k1, iss_a, "alice", 600);
     prepare_settle(o, ta);
@@ -720,27 +831,36 @@ int main(void)
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
     CHECK(d != NULL);
     port = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port;
+    struct MHD_Daemon *d2 = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
+                                                 MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG,
+                                             0, NULL, NULL, on_request2, NULL, MHD_OPTION_SOCK_ADDR,
+                                             (struct sockaddr *)&sa, MHD_OPTION_END);
+    CHECK(d2 != NULL);
+    port2 = MHD_get_daemon_info(d2, MHD_DAEMON_INFO_BIND_PORT)->port;
     snprintf(iss_a, sizeof(iss_a), "http://127.0.0.1:%d/realms/a", port);
     snprintf(iss_b, sizeof(iss_b), "http://127.0.0.1:%d/realms/b", port);
     snprintf(iss_bad, sizeof(iss_bad), "http://127.0.0.1:%d/bad", port);
     snprintf(iss_dead, sizeof(iss_dead), "http://127.0.0.1:%d/realms/a", dead_port());
     snprintf(jwks_a, sizeof(jwks_a), "http://127.0.0.1:%d/jwks/a", port);
     snprintf(intro, sizeof(intro), "http://127.0.0.1:%d/introspect", port);
-    key_make(&k1, "k1");
-    key_make(&k2, "k2");
+    fx_es256_new(&k1, "k1");
+    fx_es256_new(&k2, "k2");
     ing_metrics_t *m = ing_metrics_new();
     t_http_rules();
     t_keys(m);
     t_max_age(m);
     t_unavailable(m);
+    t_ssrf(m);
     t_introspection(m);
+    t_expired(m);
     t_concurrent(m);
     t_free_wakes(m);
     t_metrics(m);
     ing_metrics_free(m);
     MHD_stop_daemon(d);
-    EVP_PKEY_free(k1.pkey);
-    EVP_PKEY_free(k2.pkey);
+    MHD_stop_daemon(d2);
+    fx_es256_free(&k1);
+    fx_es256_free(&k2);
     curl_global_cleanup();
     return 0;
 }

@@ -13,7 +13,8 @@
  *   - a receiver that always fails: 3 attempts, then "failed", still listed;
  *   - a receiver that is down, then up: the retry gets through;
  *   - GET /v1/webhooks/deliveries: attempts, status, last_error, the log, filters, paging,
- *     401 without credentials, other tenants' deliveries invisible;
+ *     401 without credentials, other tenants' deliveries invisible (the events have no task,
+ *     so no owner: each tenant's key holds tasks:all, docs/security.md "Ownership model");
  *   - redelivery: same webhook-id and body; it re-enables a disabled endpoint;
  *   - the ingress killed (SIGKILL) during a retry schedule: a new one completes it;
  *   - the ingress stopped (SIGTERM) while a receiver is slow: the attempt is handed back
@@ -235,7 +236,8 @@ static void write_config(const char *path)
         const char *t = tenants[i].name;
         n += (size_t)snprintf(
             doc + n, (64 << 10) - n,
-            "%s{\"id\":\"t-%s\",\"api_keys\":[{\"id\":\"k\",\"key\":\"wh-key-%s\"}],"
+            "%s{\"id\":\"t-%s\",\"api_keys\":[{\"id\":\"k\",\"key\":\"wh-key-%s\","
+            "\"scopes\":[\"tasks:all\"]}],"
             "\"webhooks\":[{\"id\":\"wh-%s\",\"url\":\"http://127.0.0.1:%d/%s\","
             "\"secret\":\"%s\",%s\"events\":[\"task.completed\"]}]}",
             i ? "," : "", t, t, t, tenants[i].down_port ? dport : rport, t, secret, prev);
@@ -797,11 +799,12 @@ static void test_private(const char *cfg)
     char cfg2[300], doc[512], secret[80];
     snprintf(cfg2, sizeof(cfg2), "%s/private.json", fx.dir);
     secret_of(99, secret, sizeof(secret));
-    snprintf(doc, sizeof(doc),
-             "{\"tenants\":[{\"id\":\"t-priv\",\"api_keys\":[{\"id\":\"k\",\"key\":"
-             "\"wh-key-priv\"}],\"webhooks\":[{\"id\":\"wh-priv\",\"url\":"
-             "\"http://localhost:%d/priv\",\"secret\":\"%s\",\"events\":[\"task.completed\"]}]}]}",
-             rport, secret);
+    snprintf(
+        doc, sizeof(doc),
+        "{\"tenants\":[{\"id\":\"t-priv\",\"api_keys\":[{\"id\":\"k\",\"key\":"
+        "\"wh-key-priv\",\"scopes\":[\"tasks:all\"]}],\"webhooks\":[{\"id\":\"wh-priv\",\"url\":"
+        "\"http://localhost:%d/priv\",\"secret\":\"%s\",\"events\":[\"task.completed\"]}]}]}",
+        rport, secret);
     fx_write_file(cfg2, doc, 0600);
     pid_t ing = spawn_ingress("wh-priv", cfg2, 0);
     redisReply *r;

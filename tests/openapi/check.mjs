@@ -12,16 +12,18 @@
 // GET /openapi.json must serve the file byte for byte.
 //
 //   node check.mjs DOC BASE_URL HOOK_PORT     (env: ADMIN_TOKEN, API_KEY, APP_ID, APP_SECRET,
-//                                              OTHER_KEY: another tenant's API key)
+//                                              OTHER_KEY: another tenant's API key, ISSUER:
+//                                              that tenant's OAuth issuer, whose keys the
+//                                              tool host serves at /jwks)
 import SwaggerParser from '@apidevtools/swagger-parser';
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import { createHash, createHmac, randomBytes } from 'node:crypto';
+import { createHash, createHmac, generateKeyPairSync, randomBytes, sign as cryptoSign } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 
 const [DOC_PATH, BASE, HOOK_PORT] = process.argv.slice(2);
-const { ADMIN_TOKEN, API_KEY, APP_ID, APP_SECRET, OTHER_KEY } = process.env;
+const { ADMIN_TOKEN, API_KEY, APP_ID, APP_SECRET, OTHER_KEY, ISSUER } = process.env;
 const DOC_TEXT = readFileSync(DOC_PATH);
 const doc = JSON.parse(DOC_TEXT);
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'];
@@ -145,9 +147,21 @@ function validate(method, path, r, what) {
   if (!v(r.json)) fail(`${what}: body does not match ${id} ${r.status}: ${ajv.errorsText(v.errors)}; body ${r.text.slice(0, 300)}`);
 }
 
-// ---- the tool host: an agent, an http tool that keeps its attachments, a webhook receiver --
+// ---- the issuer of the tenant "other": its key, and ES256 access tokens signed with it -------
+const idp = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+const JWKS = JSON.stringify({ keys: [{ ...idp.publicKey.export({ format: 'jwk' }), kid: 'k1', alg: 'ES256', use: 'sig' }] });
+function accessToken(claims) {
+  const b64 = (o) => Buffer.from(JSON.stringify(o)).toString('base64url');
+  const now = Math.floor(Date.now() / 1000);
+  const input = `${b64({ alg: 'ES256', typ: 'JWT', kid: 'k1' })}.${b64({ iss: ISSUER, sub: 'u1', iat: now - 5, exp: now + 600, ...claims })}`;
+  return `${input}.${cryptoSign('sha256', Buffer.from(input), { key: idp.privateKey, dsaEncoding: 'ieee-p1363' }).toString('base64url')}`;
+}
+
+// ---- the tool host: an agent, an http tool that keeps its attachments, a webhook receiver,
+// the issuer's keys --
 const host = { messages: [], attachments: [], hooks: 0 };
 const server = http.createServer((req, res) => {
+  if (req.url === '/jwks') { res.writeHead(200, { 'Content-Type': 'application/json' }).end(JWKS); return; }
   let data = '';
   req.on('data', (c) => { data += c; });
   req.on('end', () => {
@@ -192,17 +206,19 @@ async function meta() {
   await call('GET', '/metrics', { expect: 200 });
 }
 
-// The Protected Resource Metadata: the tenant "other" takes tokens (its issuer is never
-// reached: only the documents are asked for), "demo" does not.
+// The Protected Resource Metadata: the tenant "other" takes tokens (its issuer is the tool
+// host, which serves its keys), "demo" does not.
 async function resourceMetadata() {
   const W = '/.well-known/oauth-protected-resource';
-  for (const [path, resource] of [[W, ''], [`${W}/mcp`, '/mcp'], [`${W}/mcp/default`, '/mcp/default']]) {
+  // A server no tenant has answers as one that exists: no server name is revealed.
+  for (const [path, resource] of [[W, ''], [`${W}/mcp`, '/mcp'], [`${W}/mcp/default`, '/mcp/default'],
+    [`${W}/mcp/nosuchserver`, '/mcp/nosuchserver']]) {
     const r = await call('GET', path, { auth: null, expect: 200 });
     const m = JSON.parse(r.buf.toString());
     if (m.resource !== BASE + resource) fail(`GET ${path}: resource ${m.resource}, expected ${BASE + resource}`);
-    if (m.authorization_servers.join() !== 'http://127.0.0.1:9/realms/other') fail(`GET ${path}: ${m.authorization_servers}`);
+    if (m.authorization_servers.join() !== ISSUER) fail(`GET ${path}: ${m.authorization_servers}`);
   }
-  await call('GET', `${W}/mcp/nosuchserver`, { auth: null, expect: 404 });
+  await call('GET', `${W}/mcp/no%20such`, { auth: null, expect: 404 });
   // A Host that is neither loopback nor listed in MCPQ_ALLOWED_HOSTS names no URL: 503.
   for (const path of [W, `${W}/mcp`])
     await call('GET', path, { auth: null, headers: { Host: 'mcp.evil.example' }, expect: 503 });
@@ -309,6 +325,27 @@ async function tasks() {
   await call('GET', '/v1/tasks?status=completed&cursor=', { auth: 'app', expect: 200 });
   const theirs = (await call('GET', '/v1/tasks', { ...other, expect: 200 })).json;
   if (theirs?.tasks?.length) fail('another tenant lists this tenant\'s tasks');
+  // An OAuth access token of "other" (docs/api.md "Authentication"): taken on /v1 as its key is,
+  // with aud = the base URL; another aud is 401 pointing at the root metadata.
+  const bearer = (aud) => ({ auth: null, headers: { Authorization: `Bearer ${accessToken({ aud })}` } });
+  // (the ingress fetches the keys in the background, from before this host listened: until it
+  // has them a token is 503, docs/authorization.md "JWT validation")
+  await until('the ingress to have the issuer\'s keys', async () => (await fetch(BASE + '/v1/tasks',
+    { headers: { Authorization: `Bearer ${accessToken({ aud: BASE })}` } })).status !== 503);
+  const viaToken = (await call('GET', '/v1/tasks', { ...bearer(BASE), expect: 200 })).json;
+  if (viaToken?.tasks?.length) fail('a token of another tenant lists this tenant\'s tasks');
+  await call('GET', T, { ...bearer(BASE), expect: 404 });
+  await call('GET', '/v1/webhooks/deliveries', { ...bearer(BASE), expect: 200 });
+  const refused = await call('GET', '/v1/tasks', { ...bearer('https://elsewhere.example'), expect: 401 });
+  const challenge = refused.headers.get('www-authenticate') || '';
+  if (!challenge.includes(`resource_metadata="${BASE}/.well-known/oauth-protected-resource"`) || !challenge.includes('error="invalid_token"'))
+    fail(`GET /v1/tasks with a token for another audience: WWW-Authenticate ${challenge}`);
+  // ... and the document says so: every operation a tenant's API key may call takes a token too.
+  for (const o of ops) {
+    const sec = o.op.security || [];
+    if (sec.some((s) => 'apiKey' in s) !== sec.some((s) => 'oauthToken' in s))
+      fail(`${o.op.operationId}: takes ${sec.some((s) => 'apiKey' in s) ? 'an API key but no' : 'no API key but an'} OAuth token in the document`);
+  }
   await call('GET', '/v1/tasks?status=done', { expect: 400 });
   await call('GET', '/v1/tasks?cursor=nope', { expect: 400 });
   await call('GET', '/v1/tasks', { auth: null, expect: 401 });
@@ -322,7 +359,7 @@ async function tasks() {
   await call('POST', C, { expect: 409 });
   await call('POST', `${T}/cancel`, { auth: 'app', expect: 409 });
   await call('POST', '/v1/tasks/00000000-0000-4000-8000-000000000000/cancel', { expect: 404 });
-  console.log('ok - tasks over REST: read, result, list, cancel, 409, another tenant\'s 404');
+  console.log('ok - tasks over REST: read, result, list, cancel, 409, another tenant\'s 404, OAuth tokens as keys');
 }
 
 async function admin(fileBytesProbe) {
@@ -456,6 +493,11 @@ async function admin(fileBytesProbe) {
   await call('PUT', `${A}/config?prune=false`, { json: { tenants: 'none' }, expect: 400 });
   await call('PUT', `${A}/config`, { body: '{}', headers: { 'Content-Type': 'text/yaml' }, expect: 415 });
   await call('GET', `${A}/config`, { auth: null, expect: 401 });
+  // What became of the config file: the stack's start-up load is one event.
+  const ev = (await call('GET', `${A}/config/events`, { expect: 200 })).json;
+  if (!ev.events.some((e) => e.result === 'applied')) fail(`config/events: no applied event: ${JSON.stringify(ev)}`);
+  await call('GET', `${A}/config/events`, { auth: null, expect: 401 });
+  await call('POST', `${A}/config/events`, { json: {}, expect: 405 });
 
   // Deleting.
   await call('DELETE', `${T}/servers/default`, { expect: 409 });
@@ -484,6 +526,7 @@ async function undocumented(values) {
     }
     for (const extra of ['/x', ':x']) {
       if (tpl === '/v1/files/{file_id}' && extra === '/x') continue; // that is .../{id}/x, not a file id
+      if (templateOf(path + extra) && templateOf(path + extra) !== tpl) continue; // another documented path (…/mcp/x)
       const r = await call('GET', path + extra);
       if (r.status !== 404) fail(`GET ${path + extra}: ${r.status}, expected 404 (not in the document)`);
     }

@@ -505,10 +505,16 @@ function checkMcpq(o, c, bin, at, mounts, volumes) {
 function checkConfigFile(o, c, at, mounts, volumes) {
     const file = envValue(o, c, "MCPQ_CONFIG");
     if (!file) return;
-    const mount = [...mounts.values()].find((m) => file.startsWith(m.mountPath.replace(/\/?$/, "/")));
+    // The file is under a directory mount, or is itself a subPath mount of one key.
+    const mount = [...mounts.values()].find((m) =>
+        file.startsWith(m.mountPath.replace(/\/?$/, "/")) || (m.subPath && file === m.mountPath));
     const vol = mount && volumes.get(mount.name);
     if (!vol?.configMap) return fail(o, `${at}: MCPQ_CONFIG ${file} is not on a ConfigMap volume`);
-    let key = file.slice(mount.mountPath.replace(/\/?$/, "/").length);
+    // Kubelet updates a ConfigMap volume by swapping its ..data symlink, never a subPath mount:
+    // a watched file there would never change (docs/config-file.md, "Watching the file").
+    if (Number(envValue(o, c, "MCPQ_CONFIG_WATCH_MS") ?? 0) > 0 && mount.subPath)
+        fail(o, `${at}: MCPQ_CONFIG_WATCH_MS is set but ${file} is a subPath mount, which kubelet never updates`);
+    let key = file === mount.mountPath ? mount.subPath : file.slice(mount.mountPath.replace(/\/?$/, "/").length);
     const item = (vol.configMap.items ?? []).find((i) => i.path === key);
     if (item) key = item.key;
     const cm = find("ConfigMap", vol.configMap.name, nsOf(o));

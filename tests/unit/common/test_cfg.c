@@ -787,6 +787,52 @@ static void test_oauth(void)
                                                            "['https://idp.example.com/r/"
                                                            "a'],'claims':{'tenant':'org'}}}]}");
     cJSON_Delete(doc);
+    /* ... and agree on where its keys and introspection answers come from: one tenant may not
+     * point another's issuer at keys or an introspection endpoint of its own */
+#define SHARED(A, B)                                                                               \
+    "{'tenants':[{'id':'a','oauth':{'issuers':['https://idp.example.com/r/a'],"                    \
+    "'claims':{'tenant':'org'}" A "}},{'id':'b','oauth':{'issuers':['https://idp.example.com/r/a'" \
+    "],'claims':{'tenant':'org'}" B "}}]}"
+#define JWKS(U) ",'jwks_uri':'" U "'"
+#define INTRO(E, C) ",'introspection':{'endpoint':'" E "','client_id':'" C "','client_secret':'s'}"
+    FAILS(SHARED("", JWKS("https://evil.example.com/jwks")),
+          "$.tenants[1].oauth.jwks_uri: issuer \"https://idp.example.com/r/a\" is trusted by "
+          "tenant \"a\" ($.tenants[0]) too, with another jwks_uri; tenants sharing an issuer must "
+          "name the same jwks_uri for it (or none)");
+    FAILS(SHARED(JWKS("https://idp.example.com/jwks"), JWKS("https://evil.example.com/jwks")),
+          "$.tenants[1].oauth.jwks_uri: issuer \"https://idp.example.com/r/a\" is trusted by "
+          "tenant \"a\" ($.tenants[0]) too, with another jwks_uri; tenants sharing an issuer must "
+          "name the same jwks_uri for it (or none)");
+    FAILS(SHARED(JWKS("https://idp.example.com/jwks"), ""),
+          "$.tenants[1].oauth.issuers[0]: issuer \"https://idp.example.com/r/a\" is trusted by "
+          "tenant \"a\" ($.tenants[0]) too, with another jwks_uri; tenants sharing an issuer must "
+          "name the same jwks_uri for it (or none)");
+    FAILS(SHARED("", INTRO("https://evil.example.com/i", "c")),
+          "$.tenants[1].oauth.introspection: issuer \"https://idp.example.com/r/a\" is trusted "
+          "by tenant \"a\" ($.tenants[0]) too, with another introspection endpoint and "
+          "client_id; tenants sharing an issuer must name the same introspection endpoint and "
+          "client_id for it (or none)");
+    FAILS_C(SHARED(INTRO("https://idp.example.com/i", "c"),
+                   INTRO("https://idp.example.com/i", "other")),
+            "$.tenants[1].oauth.introspection: issuer");
+    FAILS_C(SHARED(INTRO("https://idp.example.com/i", "c"), ""),
+            "$.tenants[1].oauth.issuers[0]: issuer \"https://idp.example.com/r/a\" is trusted "
+            "by tenant \"a\" ($.tenants[0]) too, with another introspection endpoint");
+    /* the same ones (the secrets aside) load; so does an issuer shared as a tenant's second,
+     * which its introspection does not cover, when the other's does not either */
+    doc = LOAD(SHARED(JWKS("https://idp.example.com/jwks") INTRO("https://idp.example.com/i", "c"),
+                      JWKS("https://idp.example.com/jwks") ",'introspection':{'endpoint':'https://"
+                                                           "idp.example.com/i','client_id':"
+                                                           "'c','client_secret':'other'}"));
+    cJSON_Delete(doc);
+    doc = LOAD("{'tenants':[{'id':'a','oauth':{'issuers':['https://idp.example.com/r/a'],"
+               "'claims':{'tenant':'org'}}},{'id':'b','oauth':{'issuers':['https://b.example',"
+               "'https://idp.example.com/r/a'],'claims':{'tenant':'org'}" INTRO(
+                   "https://b.example/i", "c") "}}]}");
+    cJSON_Delete(doc);
+#undef SHARED
+#undef JWKS
+#undef INTRO
     FAILS_C("{'tenants':[{'id':'a','api_keys':[{'id':'k','key':'some-key-12345','scopes':"
             "['has space']}]}]}",
             "$.tenants[0].api_keys[0].scopes[0]");

@@ -139,6 +139,7 @@ int main(void)
     ing_principal_t t = {.tenant = acme,
                          .kind = 'o',
                          .id = "alice",
+                         .user = "alice",
                          .app = "web-client",
                          .perms = "tools",
                          .token_scopes = "mcp:tools openid"};
@@ -146,6 +147,7 @@ int main(void)
     ing_principal_t t_app = {.tenant = acme,
                              .kind = 'o',
                              .id = "carol",
+                             .user = "carol",
                              .app = "web-client",
                              .perms = "",
                              .token_scopes = ""};
@@ -153,15 +155,29 @@ int main(void)
     ing_principal_t t_no = {.tenant = acme,
                             .kind = 'o',
                             .id = "carol",
+                            .user = "carol",
                             .app = "other",
                             .perms = "tools crm:write",
                             .token_scopes = "mcp:admin"};
     CHECK_INT_EQ(ing_access_check(reg, &t_no, "default", "named", scope, sizeof(scope)),
                  ING_ACCESS_HIDDEN);
+    /* a token without a user claim is known by its client id (auth.c): that id is no user, so
+     * it never satisfies "users", even when a user of that name is listed */
+    ing_principal_t t_client = {.tenant = acme,
+                                .kind = 'o',
+                                .id = "alice",
+                                .app = "alice",
+                                .perms = "tools crm:write",
+                                .token_scopes = "mcp:tools"};
+    CHECK_INT_EQ(ing_access_check(reg, &t_client, "default", "named", NULL, 0), ING_ACCESS_HIDDEN);
     CHECK_INT_EQ(ing_access_check(reg, &t, "crm", "write", scope, sizeof(scope)), ING_ACCESS_SCOPE);
     CHECK_STR_EQ(scope, "mcp:tools openid mcp:admin crm");
-    ing_principal_t t0 = {
-        .tenant = acme, .kind = 'o', .id = "alice", .perms = "", .token_scopes = ""};
+    ing_principal_t t0 = {.tenant = acme,
+                          .kind = 'o',
+                          .id = "alice",
+                          .user = "alice",
+                          .perms = "",
+                          .token_scopes = ""};
     CHECK_INT_EQ(ing_access_check(reg, &t0, "crm", "write", scope, sizeof(scope)),
                  ING_ACCESS_SCOPE);
     CHECK_STR_EQ(scope, "mcp:tools mcp:admin crm");

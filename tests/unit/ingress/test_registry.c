@@ -3,6 +3,7 @@
 #include "registry.h"
 
 #include <openssl/sha.h>
+#include <stdio.h>
 #include <string.h>
 
 static const char *const docs[] = {
@@ -50,8 +51,69 @@ static void sha_hex(const char *key, char out[65], unsigned char raw[32])
         snprintf(out + 2 * i, 3, "%02x", raw[i]);
 }
 
+#define INTRO(T, ENDPOINT)                                                                         \
+    "{\"id\":\"" T "\",\"oauth\":{\"issuers\":[\"https://idp.example.com/" T "\"]" ENDPOINT "}}"
+#define WITH_ENDPOINT(T)                                                                           \
+    ",\"introspection\":{\"endpoint\":\"https://idp.example.com/" T "/i\",\"client_id\":\"c\","    \
+    "\"client_secret\":\"s\"}"
+
+/* Who introspects opaque tokens where: "a" and "b" introspect, "j" takes only JWTs, "n" takes no
+ * tokens; "a" alone has server "only-a", "a" and "b" both have "both", "a" and "j" have "aj". */
+static void test_introspector(void)
+{
+    const char *f[] = {
+        "tenant:a",        INTRO("a", WITH_ENDPOINT("a")),
+        "tenant:b",        INTRO("b", WITH_ENDPOINT("b")),
+        "tenant:j",        INTRO("j", ""),
+        "tenant:n",        "{\"id\":\"n\"}",
+        "server:a:only-a", "{\"tenant\":\"a\",\"name\":\"only-a\"}",
+        "server:a:both",   "{\"tenant\":\"a\",\"name\":\"both\"}",
+        "server:b:both",   "{\"tenant\":\"b\",\"name\":\"both\"}",
+        "server:a:aj",     "{\"tenant\":\"a\",\"name\":\"aj\"}",
+        "server:j:aj",     "{\"tenant\":\"j\",\"name\":\"aj\"}",
+        "server:n:none",   "{\"tenant\":\"n\",\"name\":\"none\"}",
+    };
+    enum { N = sizeof(f) / sizeof(f[0]) };
+    size_t lens[N], n = 99;
+    for (size_t i = 0; i < N; i++)
+        lens[i] = strlen(f[i]);
+    char err[256], msg[400];
+    ing_registry_t *reg = ing_registry_build(f, lens, N, 1, err, sizeof(err));
+    CHECK(reg != NULL);
+    CHECK_STR_EQ(ing_registry_introspector(reg, "only-a", &n)->id, "a");
+    CHECK_INT_EQ(n, 1);
+    CHECK_STR_EQ(ing_registry_introspector(reg, "aj", &n)->id, "a"); /* j takes no opaque ones */
+    CHECK_INT_EQ(n, 1);
+    CHECK(ing_registry_introspector(reg, "both", &n) == NULL);
+    CHECK_INT_EQ(n, 2);
+    CHECK(ing_registry_introspector(reg, NULL, &n) == NULL); /* /mcp and /v1: a and b */
+    CHECK_INT_EQ(n, 2);
+    CHECK(ing_registry_introspector(reg, "none", &n) == NULL);
+    CHECK_INT_EQ(n, 0);
+    CHECK(ing_registry_introspector(reg, "missing", NULL) == NULL);
+    const ing_introspector_t *amb[4];
+    CHECK_INT_EQ(ing_registry_introspect_ambiguous(reg, amb, 4), 2);
+    CHECK(amb[0]->server == NULL);
+    CHECK_STR_EQ(amb[1]->server, "both");
+    ing_registry_introspect_warning(amb[1], msg, sizeof(msg));
+    CHECK_CONTAINS(msg, "opaque tokens are ambiguous at /mcp/both: 2 tenants");
+    ing_registry_introspect_warning(amb[0], msg, sizeof(msg));
+    CHECK_CONTAINS(msg, "at /mcp and /v1: 2 tenants");
+    CHECK_INT_EQ(ing_registry_introspect_ambiguous(reg, amb, 1), 1);
+    ing_registry_unref(reg);
+
+    /* one introspecting tenant: it alone, at every resource it serves */
+    ing_registry_t *one = ing_registry_build(f, lens, 2, 2, err, sizeof(err));
+    CHECK(one != NULL);
+    CHECK_STR_EQ(ing_registry_introspector(one, NULL, &n)->id, "a");
+    CHECK_INT_EQ(ing_registry_introspect_ambiguous(one, amb, 4), 0);
+    ing_registry_unref(one);
+    TEST_PASS("who introspects where: one tenant per resource, ambiguous ones listed");
+}
+
 int main(void)
 {
+    test_introspector();
     enum { N = sizeof(docs) / sizeof(docs[0]) };
     char buf[N][1024];
     const char *fields[N];
