@@ -594,7 +594,26 @@ int fx_ingress_exit(const fx_stack_t *fx, const char *name, const char *config,
 
 pid_t fx_spawn_worker(const fx_stack_t *fx, const char *name, const char *const extra_env[])
 {
+    return fx_spawn_worker_as(fx, name, extra_env, geteuid());
+}
+
+/* chown -R path to uid:uid; 0 or -1 (message on stderr). */
+static int fx_chown_tree(const char *path, uid_t uid)
+{
+    char cmd[700];
+    snprintf(cmd, sizeof(cmd), "chown -R %u:%u '%s'", (unsigned)uid, (unsigned)uid, path);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "fixture: %s failed\n", cmd);
+        return -1;
+    }
+    return 0;
+}
+
+pid_t fx_spawn_worker_as(const fx_stack_t *fx, const char *name, const char *const extra_env[],
+                         uid_t uid)
+{
     char bin[300], ready[300], log[300], e_b[300], e_r[160], e_id[160], e_rf[340];
+    char reuid[32], regid[32];
     snprintf(bin, sizeof(bin), "%s/mcpq-worker", fx_bin_dir());
     snprintf(ready, sizeof(ready), "%s/%s.ready", fx->dir, name);
     snprintf(log, sizeof(log), "%s/%s.log", fx->dir, name);
@@ -609,7 +628,15 @@ pid_t fx_spawn_worker(const fx_stack_t *fx, const char *name, const char *const 
         env[n++] = extra_env[i];
     env[n] = NULL;
     const char *argv[] = {bin, NULL};
-    pid_t pid = fx_spawn(argv, env, log);
+    const char *as_argv[] = {"setpriv",          reuid, regid, "--clear-groups",
+                             "--pdeathsig=KILL", "--",  bin,   NULL};
+    if (uid != geteuid()) {
+        snprintf(reuid, sizeof(reuid), "--reuid=%u", (unsigned)uid);
+        snprintf(regid, sizeof(regid), "--regid=%u", (unsigned)uid);
+        if (fx_chown_tree(fx->dir, uid) < 0)
+            return -1;
+    }
+    pid_t pid = fx_spawn(uid != geteuid() ? as_argv : argv, env, log);
     if (pid < 0)
         return -1;
     if (fx_wait_file(ready, 60000) < 0) {

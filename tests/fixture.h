@@ -133,6 +133,18 @@ int fx_ingress_exit(const fx_stack_t *fx, const char *name, const char *config,
  * (60 s) until it joined the consumer group. The pid, or -1 with a message on stderr. */
 pid_t fx_spawn_worker(const fx_stack_t *fx, const char *name, const char *const extra_env[]);
 
+/* The uid an unprivileged process of a test runs as when the test itself runs as root (CI
+ * always does): nobody. */
+#define FX_UNPRIVILEGED_UID 65534
+
+/* fx_spawn_worker() as user uid (group uid, no supplementary groups) when that is not the
+ * test's own uid: through setpriv (util-linux), which needs root, with the parent-death
+ * signal set again after the change of user (which clears it). fx's state dir and what is in
+ * it become uid's, so the worker can write its ready file there. For checks that root would
+ * pass whatever the code does (root reads every process's /proc files). */
+pid_t fx_spawn_worker_as(const fx_stack_t *fx, const char *name, const char *const extra_env[],
+                         uid_t uid);
+
 /* A Kafka client on fx's broker: with group NULL a producer sending at once (linger.ms 0),
  * dr_cb (may be NULL) reporting each delivery; with a group a consumer that never
  * subscribes, for reading that group's committed offsets (fx_committed). Exits the test when
