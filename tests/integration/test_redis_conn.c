@@ -422,7 +422,7 @@ static void test_unix_v6(void)
     fx_stop_pid(r, 5000);
 
     if (system("ip -6 addr show dev lo 2>/dev/null | grep -q '::1'") != 0) {
-        printf("SKIP redis://[::1]: this machine has no IPv6 loopback address\n");
+        TEST_SKIP("redis://[::1]: this machine has no IPv6 loopback address");
         return;
     }
     int p = fx_free_port();
@@ -685,5 +685,5 @@ int main(void)
     test_cluster();
     fx_stop(&fx);
     curl_global_cleanup();
-    return 0;
+    return TEST_EXIT();
 }
