@@ -67,7 +67,15 @@ int fx_acl_user(const char *password, char *out, size_t size);
 void fx_stop(fx_stack_t *fx);
 
 /*
- * fork+exec argv (argv[0] is looked up in PATH when it has no '/') with the current
+ * 0 when program is an executable on PATH; otherwise -1 and, on stderr, "needs <program>
+ * (Debian package <package>, installed by scripts/deps.sh)" with its package from
+ * scripts/programs.txt: a test whose program is missing fails at once, never after a wait.
+ */
+int fx_need(const char *program);
+
+/*
+ * fork+exec argv (argv[0] is looked up in PATH when it has no '/'; when it is not there,
+ * fx_need's message and -1 at once) with the current
  * environment plus extra_env ("K=V" strings, NULL-terminated; may be NULL), stdin from
  * /dev/null, stdout and stderr appended to log_path (created if missing). The child leads its
  * own process group. Returns the pid, or -1 with a message on stderr. An exec failure
