@@ -33,12 +33,12 @@ static void test_counters(void)
     wrk_stats_rejected(m, WRK_REJECTED_SIGNATURE);
     wrk_stats_rejected(m, WRK_REJECTED_SIGNATURE);
     wrk_stats_gauges_t g = {.running = 2,
-                              .inflight = 5,
-                              .results_written = 7,
-                              .results_retried = 1,
-                              .kafka_up = 1,
-                              .redis_up = 1,
-                              .assigned = 2};
+                            .inflight = 5,
+                            .results_written = 7,
+                            .results_retried = 1,
+                            .kafka_up = 1,
+                            .redis_up = 1,
+                            .assigned = 2};
     wrk_stats_gauges(m, &g);
     int32_t parts[] = {0, 3};
     int64_t lags[] = {0, 42};
@@ -159,8 +159,8 @@ static void test_serve_ipv6(void)
 {
     int port = free_port6();
     if (port < 0) {
-        printf("ok - # SKIP no IPv6 on this machine (socket on [::] refused): "
-               "MCPQ_METRICS_LISTEN=[::]:port not tested\n");
+        TEST_SKIP("no IPv6 on this machine (socket on [::] refused): "
+                  "MCPQ_METRICS_LISTEN=[::]:port not tested");
         return;
     }
     char err[256], listen[32], line[128];
@@ -190,5 +190,5 @@ int main(void)
     test_ready();
     test_serve();
     test_serve_ipv6();
-    return 0;
+    return TEST_EXIT();
 }
