@@ -39,9 +39,10 @@ struct wrk_stats {
     atomic_ullong released;
     atomic_ullong redelivered[WRK_REDELIVERED_COUNT];
     atomic_ullong rejected[WRK_REJECTED_COUNT];
-    atomic_ullong results_written, results_retried;
+    atomic_ullong results_written, results_retried, redis_lost_leaves;
     atomic_size_t running, inflight;
     atomic_int kafka_up, redis_up, assigned, stopping, topic_partitions, idle_member;
+    atomic_int redis_lost_left;
     pthread_mutex_t lag_lock; /* guards what follows */
     char lag_topic[LAG_TOPIC_MAX];
     int32_t *lag_parts;
@@ -114,6 +115,8 @@ void wrk_stats_gauges(wrk_stats_t *m, const wrk_stats_gauges_t *g)
     atomic_store(&m->assigned, g->assigned);
     atomic_store(&m->topic_partitions, g->topic_partitions);
     atomic_store(&m->idle_member, g->idle_member);
+    atomic_store(&m->redis_lost_left, g->redis_lost_left);
+    atomic_store(&m->redis_lost_leaves, g->redis_lost_leaves);
 }
 
 void wrk_stats_stopping(wrk_stats_t *m)
@@ -239,6 +242,13 @@ int wrk_stats_render(wrk_stats_t *m, util_buf_t *out)
               atomic_load(&m->kafka_up));
     prom_line(out, "mcpq_worker_dependency_up{dependency=\"redis\"} %d\n",
               atomic_load(&m->redis_up));
+    prom_head(out, "mcpq_worker_redis_lost_left", "gauge",
+              "1 while this worker is out of the consumer group because Redis is unreachable.");
+    prom_line(out, "mcpq_worker_redis_lost_left %d\n", atomic_load(&m->redis_lost_left));
+    prom_head(out, "mcpq_worker_redis_lost_leaves_total", "counter",
+              "Times this worker left the consumer group because Redis was unreachable.");
+    prom_line(out, "mcpq_worker_redis_lost_leaves_total %llu\n",
+              atomic_load(&m->redis_lost_leaves));
     prom_head(out, "mcpq_worker_stopping", "gauge",
               "1 once the worker was told to stop (SIGTERM): it takes no new jobs.");
     prom_line(out, "mcpq_worker_stopping %d\n", atomic_load(&m->stopping));
