@@ -160,13 +160,12 @@ static void http_start(void)
 /* Produces a record to partition (RD_KAFKA_PARTITION_UA: the key's). */
 static void produce_raw_at(const char *key, const char *value, size_t len, int32_t partition)
 {
-    CHECK_INT_EQ(rd_kafka_producev(producer, RD_KAFKA_V_TOPIC(TOPIC),
-                                   RD_KAFKA_V_PARTITION(partition),
-                                   RD_KAFKA_V_KEY(key, strlen(key)),
-                                   RD_KAFKA_V_VALUE((void *)value, len),
-                                   RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                                   RD_KAFKA_V_HEADER("job_id", key, -1), RD_KAFKA_V_END),
-                 0);
+    CHECK_INT_EQ(
+        rd_kafka_producev(producer, RD_KAFKA_V_TOPIC(TOPIC), RD_KAFKA_V_PARTITION(partition),
+                          RD_KAFKA_V_KEY(key, strlen(key)), RD_KAFKA_V_VALUE((void *)value, len),
+                          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                          RD_KAFKA_V_HEADER("job_id", key, -1), RD_KAFKA_V_END),
+        0);
     CHECK_INT_EQ(rd_kafka_flush(producer, 10000), 0);
 }
 
