@@ -141,6 +141,7 @@ trap 'say "FAILED: line $LINENO: $BASH_COMMAND"' ERR
 start_server() {
     local name=$1 out=$2 t=0
     shift 2
+    : >"$out" # emptied before the wait below reads it: never a READY of an earlier run
     "$@" >"$out" 2>&1 &
     local pid=$!
     PIDS+=("$pid")
