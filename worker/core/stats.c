@@ -173,6 +173,30 @@ static void label_escape(const char *in, char *out, size_t size)
     out[o] = '\0';
 }
 
+/* The consumer group's series: partitions assigned and known, idle member, lag. */
+static void render_kafka(wrk_stats_t *m, util_buf_t *out)
+{
+    prom_head(out, "mcpq_worker_kafka_assigned_partitions", "gauge",
+              "Partitions of the jobs topic assigned to this worker.");
+    prom_line(out, "mcpq_worker_kafka_assigned_partitions %d\n", atomic_load(&m->assigned));
+    prom_head(out, "mcpq_worker_kafka_topic_partitions", "gauge",
+              "Partitions of the jobs topic (0: not known yet): the most workers that consume.");
+    prom_line(out, "mcpq_worker_kafka_topic_partitions %d\n", atomic_load(&m->topic_partitions));
+    prom_head(out, "mcpq_worker_kafka_idle_member", "gauge",
+              "1 when this worker got no partition: the group has more workers than the jobs "
+              "topic has partitions.");
+    prom_line(out, "mcpq_worker_kafka_idle_member %d\n", atomic_load(&m->idle_member));
+    prom_head(out, "mcpq_worker_kafka_consumer_lag", "gauge",
+              "Records behind the high watermark on each partition assigned to this worker.");
+    pthread_mutex_lock(&m->lag_lock);
+    char topic[2 * LAG_TOPIC_MAX];
+    label_escape(m->lag_topic, topic, sizeof(topic));
+    for (size_t i = 0; i < m->nlag; i++)
+        prom_line(out, "mcpq_worker_kafka_consumer_lag{topic=\"%s\",partition=\"%d\"} %lld\n",
+                  topic, (int)m->lag_parts[i], (long long)m->lag_values[i]);
+    pthread_mutex_unlock(&m->lag_lock);
+}
+
 int wrk_stats_render(wrk_stats_t *m, util_buf_t *out)
 {
     prom_head(out, "mcpq_worker_jobs_total", "counter",
@@ -218,25 +242,7 @@ int wrk_stats_render(wrk_stats_t *m, util_buf_t *out)
     prom_head(out, "mcpq_worker_results_retried_total", "counter",
               "Redis writes that did not go through and were queued again.");
     prom_line(out, "mcpq_worker_results_retried_total %llu\n", atomic_load(&m->results_retried));
-    prom_head(out, "mcpq_worker_kafka_assigned_partitions", "gauge",
-              "Partitions of the jobs topic assigned to this worker.");
-    prom_line(out, "mcpq_worker_kafka_assigned_partitions %d\n", atomic_load(&m->assigned));
-    prom_head(out, "mcpq_worker_kafka_topic_partitions", "gauge",
-              "Partitions of the jobs topic (0: not known yet): the most workers that consume.");
-    prom_line(out, "mcpq_worker_kafka_topic_partitions %d\n", atomic_load(&m->topic_partitions));
-    prom_head(out, "mcpq_worker_kafka_idle_member", "gauge",
-              "1 when this worker got no partition: the group has more workers than the jobs "
-              "topic has partitions.");
-    prom_line(out, "mcpq_worker_kafka_idle_member %d\n", atomic_load(&m->idle_member));
-    prom_head(out, "mcpq_worker_kafka_consumer_lag", "gauge",
-              "Records behind the high watermark on each partition assigned to this worker.");
-    pthread_mutex_lock(&m->lag_lock);
-    char topic[2 * LAG_TOPIC_MAX];
-    label_escape(m->lag_topic, topic, sizeof(topic));
-    for (size_t i = 0; i < m->nlag; i++)
-        prom_line(out, "mcpq_worker_kafka_consumer_lag{topic=\"%s\",partition=\"%d\"} %lld\n",
-                  topic, (int)m->lag_parts[i], (long long)m->lag_values[i]);
-    pthread_mutex_unlock(&m->lag_lock);
+    render_kafka(m, out);
     prom_head(out, "mcpq_worker_dependency_up", "gauge", "1 while the dependency is reachable.");
     prom_line(out, "mcpq_worker_dependency_up{dependency=\"kafka\"} %d\n",
               atomic_load(&m->kafka_up));
