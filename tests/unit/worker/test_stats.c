@@ -38,7 +38,9 @@ static void test_counters(void)
                             .results_retried = 1,
                             .kafka_up = 1,
                             .redis_up = 1,
-                            .assigned = 2};
+                            .assigned = 2,
+                            .redis_lost_left = 1,
+                            .redis_lost_leaves = 3};
     wrk_stats_gauges(m, &g);
     int32_t parts[] = {0, 3};
     int64_t lags[] = {0, 42};
@@ -66,6 +68,8 @@ static void test_counters(void)
                    "mcpq_worker_kafka_consumer_lag{topic=\"mcpq.jobs\",partition=\"3\"} 42\n");
     CHECK_CONTAINS(text, "mcpq_worker_kafka_assigned_partitions 2\n");
     CHECK_CONTAINS(text, "mcpq_worker_dependency_up{dependency=\"kafka\"} 1\n");
+    CHECK_CONTAINS(text, "mcpq_worker_redis_lost_left 1\n");
+    CHECK_CONTAINS(text, "mcpq_worker_redis_lost_leaves_total 3\n");
     CHECK_CONTAINS(text, "mcpq_build_info{version=\"");
     CHECK_CONTAINS(text, "process_start_time_seconds ");
     free(text);
