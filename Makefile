@@ -59,6 +59,8 @@ acceptance: build
 up: build
 	@exec bash scripts/up.sh $${PORT:-8080}
 
+# The benchmarks (bench/run.sh, docs/benchmarks.md), about 4 minutes; BENCH_ONLY=fsync runs only
+# the appendfsync everysec/always comparison (about a minute) and rewrites its section.
 bench: build
 	@bash bench/run.sh
 

@@ -24,6 +24,8 @@
 #    - when the ingress missed 128 MiB: the in-flight run again on a fresh stack with
 #      MCPQ_CONN_MEMORY_LIMIT=8192, to show how much of the RSS is libmicrohttpd's
 #      per-connection pools.
+#    - what durable Redis costs: tools/call echo peak and latency on two fresh stacks whose
+#      Redis keeps an append-only file, appendfsync everysec and always.
 # 4. Stops everything it started, checks that nothing is left, and writes docs/benchmarks.md
 #    (raw outputs stay in build/bench/results).
 #
@@ -35,7 +37,9 @@
 # BENCH_PORT (18080: mcpq; +10 bare responder, +12 TS SDK), BENCH_WORK (build/bench),
 # BENCH_DOC (docs/benchmarks.md), BENCH_NO_BUILD=1 (use the existing build/bench/cmake),
 # BENCH_PROFILE=1 (system-wide perf record during mcpq's echo runs; adds a profile section),
-# BENCH_SKIP_TS_INFLIGHT=1, BENCH_NO_VARIANT=1 (no diagnosis run after an RSS miss).
+# BENCH_SKIP_TS_INFLIGHT=1, BENCH_NO_VARIANT=1 (no diagnosis run after an RSS miss),
+# BENCH_FSYNC_CONNECTIONS (64: wrk connections of the appendfsync comparison), BENCH_ONLY=fsync
+# (only the appendfsync comparison, about a minute: its section of BENCH_DOC is rewritten).
 # The whole run takes about 3.5 minutes on 2 cores once the build and npm ci are done.
 # Everything runs on 127.0.0.1; the only network use is npm ci on the first run.
 set -euo pipefail
@@ -137,6 +141,7 @@ trap 'say "FAILED: line $LINENO: $BASH_COMMAND"' ERR
 start_server() {
     local name=$1 out=$2 t=0
     shift 2
+    : >"$out" # emptied before the wait below reads it: never a READY of an earlier run
     "$@" >"$out" 2>&1 &
     local pid=$!
     PIDS+=("$pid")
@@ -243,22 +248,7 @@ stop_stack() {
     LAUNCHER_PID=
 }
 
-LOADAVG_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
-
-say "starting the bare libmicrohttpd responder on $BARE_PORT"
-start_server bare "$WORK/bare.out" "$BIN/bench-bare_responder" --port "$BARE_PORT" --threads 2
-BARE_PID=$LAST_PID
-note_cmd "$(rel "$BIN")/bench-bare_responder --port $BARE_PORT --threads 2"
-
-say "starting the TypeScript SDK $SDK_VERSION server on $TS_PORT"
-start_server ts-sdk "$WORK/ts.out" env -C "$NPM" node ts_sdk_server.mjs --port "$TS_PORT" --key "$KEY"
-TS_PID=$LAST_PID
-note_cmd "(cd $(rel "$NPM") && node ts_sdk_server.mjs --port $TS_PORT --key $KEY)"
-
-say "starting the mcpq stack on $PORT (2 workers)"
-STACK_ENV=(--env "MCPQ_MAX_CONNECTIONS=$((N + 1000))")
-start_stack "$STATE" "$WORK/launcher.out" "${STACK_ENV[@]}"
-STACK_STATE=$STATE
+# ------------------------------------------------------------------ measurements
 
 MCPQ_URL=http://127.0.0.1:$PORT/mcp
 BARE_URL=http://127.0.0.1:$BARE_PORT/mcp
@@ -273,12 +263,6 @@ check_answer() {
         die "$1 answered: $out"
     fi
 }
-check_answer "bare responder tools/list" "$BARE_URL" "$ACCEPT_JSON" "$LIST_BODY"
-check_answer "mcpq tools/list" "$MCPQ_URL" "$ACCEPT_JSON" "$LIST_BODY"
-check_answer "mcpq tools/call echo" "$MCPQ_URL" "$ACCEPT_JSON" "$ECHO_BODY"
-check_answer "TS SDK tools/list" "$TS_URL" "$ACCEPT_BOTH" "$LIST_BODY"
-check_answer "TS SDK tools/call echo" "$TS_URL" "$ACCEPT_BOTH" "$ECHO_BODY"
-
 # metric NAME_WITH_LABELS: a counter of the ingress's /metrics (0 when absent).
 metric() {
     curl -s -m 5 "http://127.0.0.1:$PORT/metrics" | awk -v k="$1" '$1 == k { v = $2 } END { print v + 0 }'
@@ -330,8 +314,6 @@ rss_map() {
     awk '/^(Rss|Anonymous):/ { print $1, $2 }' "/proc/$1/smaps_rollup" >>"$2" 2>/dev/null || true
 }
 
-# ------------------------------------------------------------------ 1. in-flight (mcpq)
-
 # run_inflight name url accept pid outfile
 run_inflight() {
     local cmd=("$BIN/bench-inflight" --url "$2" --key "$KEY" -n "$N" --tool sleep --ms "$SLEEP_MS"
@@ -341,12 +323,6 @@ run_inflight() {
     "${cmd[@]}" >"$5" 2>&1 || true
     say "  completed $(val "$5" completed)/$N, max RSS $(val "$5" rss_max_mib) MiB, threads $(val "$5" threads_min)-$(val "$5" threads_max)"
 }
-
-run_inflight mcpq "$MCPQ_URL" "$ACCEPT_JSON" "$INGRESS_PID" "$RES/inflight-mcpq.txt"
-rss_map "$INGRESS_PID" "$RES/inflight-mcpq-smaps.txt" # glibc keeps freed memory: still the peak
-sleep 2 # let the closed connections drain
-
-# ------------------------------------------------------------------ 2-3. throughput (wrk)
 
 # run_wrk name url accept body connections outfile
 run_wrk() {
@@ -376,6 +352,159 @@ run_wrk() {
     } >>"$out"
     say "  $(val "$out" rps) req/s, p50 $(val "$out" latency_p50_ms) ms, p99 $(val "$out" latency_p99_ms) ms, errors $(val "$out" errors), other processes ${other}% of the CPU"
 }
+
+# run_loadgen name url accept rate outfile
+run_loadgen() {
+    local name=$1 url=$2 accept=$3 rate=$4 out=$5
+    say "$name: open loop at $rate req/s for ${DURATION} s (+2 s warm-up)"
+    note_cmd "$(rel "$BIN")/bench-loadgen --url $url --rate $rate --duration $DURATION --warmup 2 --connections 256 --body '$ECHO_BODY' -H 'Authorization: Bearer $KEY' -H 'Content-Type: application/json' -H 'Accept: $accept' --check-result"
+    local other
+    others_start
+    "$BIN/bench-loadgen" --url "$url" --rate "$rate" --duration "$DURATION" --warmup 2 \
+        --connections 256 --body "$ECHO_BODY" -H "Authorization: Bearer $KEY" \
+        -H 'Content-Type: application/json' -H "Accept: $accept" --check-result >"$out" 2>&1 || true
+    other=$(others_end "$out")
+    say "  achieved $(val "$out" achieved_rps) req/s, p50 $(val "$out" latency_p50_ms) ms, p99 $(val "$out" latency_p99_ms) ms, errors $(val "$out" errors), other processes ${other}% of the CPU"
+}
+
+# ------------------------------------------------------------------ Redis durability (appendfsync)
+
+FSYNC_MODES="everysec always"
+FSYNC_CONNS=${BENCH_FSYNC_CONNECTIONS:-64}
+FSYNC_RATE=
+
+# fsync_stack MODE NAME: a fresh stack whose Redis keeps an append-only file with that
+# appendfsync (scripts/mcpq-local --redis-persist --redis-fsync MODE), checked with one call.
+fsync_stack() {
+    say "mcpq stack with Redis appendfsync $1 (2 workers)"
+    start_stack "$WORK/state-fsync-$1" "$WORK/launcher-fsync-$2.out" --redis-persist --redis-fsync "$1"
+    check_answer "mcpq tools/call echo (appendfsync $1)" "$MCPQ_URL" "$ACCEPT_JSON" "$ECHO_BODY"
+}
+
+# fsync_compare: for each appendfsync mode on a fresh stack, the tools/call echo peak with wrk
+# at FSYNC_CONNS connections; then, again on fresh stacks, the latency with bench-loadgen at
+# one rate for both modes: half of the lower peak, so that both can keep it. Results in
+# $RES/fsync-<mode>-{wrk,half}.txt.
+fsync_compare() {
+    local m r low=
+    for m in $FSYNC_MODES; do
+        fsync_stack "$m" "$m-peak"
+        run_wrk "mcpq tools/call echo, appendfsync $m" "$MCPQ_URL" "$ACCEPT_JSON" "$ECHO_BODY" \
+            "$FSYNC_CONNS" "$RES/fsync-$m-wrk.txt"
+        stop_stack
+        r=$(val "$RES/fsync-$m-wrk.txt" rps)
+        if [ -z "$low" ] || ! ge "${r:-0}" "$low"; then
+            low=${r:-0}
+        fi
+    done
+    FSYNC_RATE=$(calc "$low / 2" 0)
+    [ "$FSYNC_RATE" -ge 1 ] || FSYNC_RATE=1
+    for m in $FSYNC_MODES; do
+        fsync_stack "$m" "$m-latency"
+        run_loadgen "mcpq tools/call echo, appendfsync $m" "$MCPQ_URL" "$ACCEPT_JSON" "$FSYNC_RATE" \
+            "$RES/fsync-$m-half.txt"
+        stop_stack
+    done
+}
+
+# fsync_cost: one line, always against everysec: peak, p50 and p99 at the same rate.
+fsync_cost() {
+    local e=$RES/fsync-everysec a=$RES/fsync-always
+    printf 'appendfsync always vs everysec: peak %s vs %s req/s (%s%%), at %s req/s p50 %s vs %s ms, p99 %s vs %s ms\n' \
+        "$(val "$a-wrk.txt" rps)" "$(val "$e-wrk.txt" rps)" \
+        "$(calc "($(val "$a-wrk.txt" rps)+0) / ($(val "$e-wrk.txt" rps)+1e-9) * 100" 0)" \
+        "$FSYNC_RATE" "$(val "$a-half.txt" latency_p50_ms)" "$(val "$e-half.txt" latency_p50_ms)" \
+        "$(val "$a-half.txt" latency_p99_ms)" "$(val "$e-half.txt" latency_p99_ms)"
+}
+
+# fsync_section: the doc's section of the comparison, between markers BENCH_ONLY=fsync replaces.
+fsync_section() {
+    local m fs
+    fs=$(df -T "$WORK" 2>/dev/null | awk 'NR == 2 { print $2 }')
+    cat <<DOC_END
+<!-- bench fsync begin: bench/run.sh writes this section; BENCH_ONLY=fsync runs only it -->
+## 4. What durable Redis costs: \`appendfsync always\` against \`everysec\`
+
+Measured on $(date -u '+%Y-%m-%d %H:%M UTC') (git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)). Each mode on a fresh stack (1 ingress, 2 workers) whose Redis keeps an
+append-only file in $(rel "$WORK")/state-fsync-<mode> (\`scripts/mcpq-local --redis-persist --redis-fsync
+<mode>\`; file system ${fs:-unknown}): \`tools/call\` echo with wrk at $FSYNC_CONNS connections (${DURATION} s after a
+${WARMUP} s warm-up), then, on fresh stacks again, \`bench-loadgen\` at $FSYNC_RATE req/s for both, half
+of the lower peak (${DURATION} s after 2 s). Under \`always\` Redis fsyncs its AOF before it answers a write (one
+fsync per event-loop round, shared by the writes of that round), so no acknowledged result,
+task or claim is lost in a host crash; under \`everysec\` up to a second of them may be
+([reliability.md](reliability.md), [operations.md](operations.md) "Redis"). Latencies in ms.
+
+| appendfsync | peak req/s | wrk p50 | wrk p99 | errors | rate (req/s) | achieved | p50 | p99 | max | errors | others' CPU (wrk / loadgen) |
+|---|---|---|---|---|---|---|---|---|---|---|---|
+DOC_END
+    for m in $FSYNC_MODES; do
+        printf '| `%s` | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s%% / %s%% |\n' "$m" \
+            "$(val "$RES/fsync-$m-wrk.txt" rps)" "$(val "$RES/fsync-$m-wrk.txt" latency_p50_ms)" \
+            "$(val "$RES/fsync-$m-wrk.txt" latency_p99_ms)" "$(val "$RES/fsync-$m-wrk.txt" errors)" \
+            "$FSYNC_RATE" "$(val "$RES/fsync-$m-half.txt" achieved_rps)" \
+            "$(val "$RES/fsync-$m-half.txt" latency_p50_ms)" \
+            "$(val "$RES/fsync-$m-half.txt" latency_p99_ms)" \
+            "$(val "$RES/fsync-$m-half.txt" latency_max_ms)" "$(val "$RES/fsync-$m-half.txt" errors)" \
+            "$(val "$RES/fsync-$m-wrk.txt" other_cpu_pct)" "$(val "$RES/fsync-$m-half.txt" other_cpu_pct)"
+    done
+    printf '\n%s.\n<!-- bench fsync end -->\n' "$(fsync_cost)"
+}
+
+# fsync_doc: puts fsync_section into an existing $DOC in place of the previous one (or before
+# "How the run works" when it has none).
+fsync_doc() {
+    local sec=$WORK/fsync-section.md
+    fsync_section >"$sec"
+    [ -f "$DOC" ] || die "$DOC is missing: run the whole bench first"
+    if grep -q '^<!-- bench fsync begin' "$DOC"; then
+        awk -v f="$sec" '/^<!-- bench fsync begin/ { while ((getline l < f) > 0) print l; skip = 1; next }
+            /^<!-- bench fsync end/ { skip = 0; next } !skip' "$DOC" >"$DOC.tmp"
+    else
+        awk -v f="$sec" '/^## How the run works/ && !done { while ((getline l < f) > 0) print l; print ""; done = 1 }
+            { print }' "$DOC" >"$DOC.tmp"
+    fi
+    mv "$DOC.tmp" "$DOC"
+    say "wrote the appendfsync section of $DOC"
+}
+
+if [ "${BENCH_ONLY:-}" = fsync ]; then
+    fsync_compare
+    stop_all
+    fsync_doc
+    fsync_cost
+    exit 0
+fi
+[ -z "${BENCH_ONLY:-}" ] || die "BENCH_ONLY=$BENCH_ONLY: only fsync is known"
+LOADAVG_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+
+say "starting the bare libmicrohttpd responder on $BARE_PORT"
+start_server bare "$WORK/bare.out" "$BIN/bench-bare_responder" --port "$BARE_PORT" --threads 2
+BARE_PID=$LAST_PID
+note_cmd "$(rel "$BIN")/bench-bare_responder --port $BARE_PORT --threads 2"
+
+say "starting the TypeScript SDK $SDK_VERSION server on $TS_PORT"
+start_server ts-sdk "$WORK/ts.out" env -C "$NPM" node ts_sdk_server.mjs --port "$TS_PORT" --key "$KEY"
+TS_PID=$LAST_PID
+note_cmd "(cd $(rel "$NPM") && node ts_sdk_server.mjs --port $TS_PORT --key $KEY)"
+
+say "starting the mcpq stack on $PORT (2 workers)"
+STACK_ENV=(--env "MCPQ_MAX_CONNECTIONS=$((N + 1000))")
+start_stack "$STATE" "$WORK/launcher.out" "${STACK_ENV[@]}"
+STACK_STATE=$STATE
+
+check_answer "bare responder tools/list" "$BARE_URL" "$ACCEPT_JSON" "$LIST_BODY"
+check_answer "mcpq tools/list" "$MCPQ_URL" "$ACCEPT_JSON" "$LIST_BODY"
+check_answer "mcpq tools/call echo" "$MCPQ_URL" "$ACCEPT_JSON" "$ECHO_BODY"
+check_answer "TS SDK tools/list" "$TS_URL" "$ACCEPT_BOTH" "$LIST_BODY"
+check_answer "TS SDK tools/call echo" "$TS_URL" "$ACCEPT_BOTH" "$ECHO_BODY"
+
+# ------------------------------------------------------------------ 1. in-flight (mcpq)
+
+run_inflight mcpq "$MCPQ_URL" "$ACCEPT_JSON" "$INGRESS_PID" "$RES/inflight-mcpq.txt"
+rss_map "$INGRESS_PID" "$RES/inflight-mcpq-smaps.txt" # glibc keeps freed memory: still the peak
+sleep 2 # let the closed connections drain
+
+# ------------------------------------------------------------------ 2-3. throughput (wrk)
 
 # tools/list: the 70% target is a ratio of two CPU-bound runs on a shared 2-core machine, so
 # the bare responder and the ingress alternate for LIST_ROUNDS rounds; the verdict takes the
@@ -464,20 +593,6 @@ done
 
 # ------------------------------------------------------------------ 3b. latency at half load
 
-# run_loadgen name url accept rate outfile
-run_loadgen() {
-    local name=$1 url=$2 accept=$3 rate=$4 out=$5
-    say "$name: open loop at $rate req/s for ${DURATION} s (+2 s warm-up)"
-    note_cmd "$(rel "$BIN")/bench-loadgen --url $url --rate $rate --duration $DURATION --warmup 2 --connections 256 --body '$ECHO_BODY' -H 'Authorization: Bearer $KEY' -H 'Content-Type: application/json' -H 'Accept: $accept' --check-result"
-    local other
-    others_start
-    "$BIN/bench-loadgen" --url "$url" --rate "$rate" --duration "$DURATION" --warmup 2 \
-        --connections 256 --body "$ECHO_BODY" -H "Authorization: Bearer $KEY" \
-        -H 'Content-Type: application/json' -H "Accept: $accept" --check-result >"$out" 2>&1 || true
-    other=$(others_end "$out")
-    say "  achieved $(val "$out" achieved_rps) req/s, p50 $(val "$out" latency_p50_ms) ms, p99 $(val "$out" latency_p99_ms) ms, errors $(val "$out" errors), other processes ${other}% of the CPU"
-}
-
 HALF_MCPQ=$(calc "${ECHO_MCPQ_RPS:-0} / 2" 0)
 HALF_TS=$(calc "${ECHO_TS_RPS:-0} / 2" 0)
 [ "$HALF_MCPQ" -ge 1 ] || HALF_MCPQ=1
@@ -508,6 +623,11 @@ if [ -n "$IM_RSS" ] && [ "$IM_RSS" -ge 131072 ] && [ "${BENCH_NO_VARIANT:-}" != 
     run_inflight "mcpq ($VARIANT_ENV)" "$MCPQ_URL" "$ACCEPT_JSON" "$INGRESS_PID" "$RES/inflight-mcpq-variant.txt"
     check_answer "mcpq tools/list ($VARIANT_ENV)" "$MCPQ_URL" "$ACCEPT_JSON" "$LIST_BODY"
 fi
+
+# ------------------------------------------------------------------ 6. appendfsync everysec vs always
+
+stop_stack
+fsync_compare
 
 # ------------------------------------------------------------------ stop
 
@@ -793,6 +913,8 @@ DOC_END
         cat "$ROOT/bench/analysis.md"
         echo
     fi
+    fsync_section
+    echo
     cat <<DOC_END
 ## How the run works
 
@@ -829,3 +951,4 @@ printf 'in-flight: %s/%s completed, max RSS %s MiB, threads %s-%s: %s\n' "$(num 
 printf 'tools/list: %s%% of the bare responder: %s\n' "$(calc "$LIST_RATIO*100" 1)" "$(verdict $T2)"
 printf 'tools/call echo: %sx the TS SDK: %s\n' "$ECHO_RATIO" "$(verdict $T3)"
 printf 'added latency at half load: %s ms: %s\n' "$ADDED" "$(verdict $T4)"
+fsync_cost

@@ -194,6 +194,11 @@ static const set_def_t defs[] = {
      S(redis_wait_timeout_ms),
      "with MCPQ_REDIS_WAIT_REPLICAS: how long one WAIT may take; fewer acknowledgements by then "
      "and the write is retried (must be below MCPQ_REDIS_TIMEOUT_MS)"},
+    {"MCPQ_WORKER_REDIS_LOST_LEAVE_MS", "worker-redis-lost-leave-ms", T_INT, "5000", 0, 3600000LL,
+     WRK, S(worker_redis_lost_leave_ms),
+     "worker: after this long without Redis it leaves the consumer group, so its partitions "
+     "go to the other workers, and joins again once Redis answers (0: never leaves; "
+     "docs/reliability.md)"},
     {"MCPQ_REDIS_POOL_SIZE", "redis-pool-size", T_INT, "8", 1, 256, ING, S(redis_pool_size),
      "Redis connections the HTTP threads share"},
     {"MCPQ_SESSION_TTL_S", "session-ttl-s", T_INT, "86400", 60, 30LL * 86400, ING, S(session_ttl_s),

@@ -75,6 +75,7 @@ typedef struct mcpq_settings {
     long long redis_pool_size;
     long long redis_wait_replicas; /* docs/redis.md: WAIT before offsets and task answers */
     long long redis_wait_timeout_ms;
+    long long worker_redis_lost_leave_ms; /* docs/reliability.md: leave the group without Redis */
     long long session_ttl_s;
     long long result_ttl_s;
     long long channel_max_turns;

@@ -3,19 +3,20 @@
 # package is present it only checks (dpkg-query) and returns in well under a second.
 set -euo pipefail
 
+# The libraries the build links and what has no program of its own; every program the tests,
+# scripts and launcher run comes from a package of scripts/programs.txt (its second column,
+# except those marked optional), installed too: ctest static/programs checks that list is
+# complete. The container image (scripts/image.sh, tests/e2e/test_image.sh) takes mmdebstrap,
+# buildah, podman with runc, skopeo, uidmap and fuse-overlayfs from there.
 PKGS=(
-  build-essential cmake pkg-config clang-format
   librdkafka-dev libmicrohttpd-dev libcjson-dev libssl-dev libhiredis-dev libcurl4-openssl-dev
-  redis-server curl ca-certificates openssl
-  nodejs npm python3
-  kubernetes-client
-  prometheus
-  nftables iproute2 util-linux gnuplot-nox
-  systemd
-  # The container image (scripts/image.sh, tests/e2e/test_image.sh): a Debian root file system,
-  # buildah to make the image, podman (with runc) to run it, skopeo to inspect archives.
-  mmdebstrap buildah podman runc skopeo uidmap fuse-overlayfs
+  ca-certificates
 )
+while read -r prog pkg opt; do
+  case $prog in '' | '#'*) continue ;; esac
+  [ "$opt" = optional ] && continue
+  [[ " ${PKGS[*]} " == *" $pkg "* ]] || PKGS+=("$pkg")
+done <"$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/programs.txt"
 
 missing=()
 for p in "${PKGS[@]}"; do

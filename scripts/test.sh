@@ -4,6 +4,8 @@
 #
 #   scripts/test.sh BUILD_DIR "ACCEPT_FILES"
 #
+# MCPQ_CTEST_ARGS: extra ctest arguments (e.g. "-R unit/" to run a part; empty: every test).
+#
 # 1. ctest --test-dir BUILD_DIR (unit, integration, e2e; parallel, e2e tests run serially)
 # 2. the shared acceptance suite (../shared/acceptance/run.sh . ACCEPT_FILES) against the
 #    binaries of BUILD_DIR, without rebuilding. ACCEPT_FILES is a space-separated list of
@@ -14,8 +16,13 @@
 # On a sanitizer build every ASan/UBSan/LSan report fails the run, including reports from
 # processes nobody checks the exit status of (components the launcher restarts, processes
 # stopped at the end of a test): reports go to files (log_path) which are checked after
-# each step. Ends with one line "N passed, M failed" (ctest tests plus acceptance tests) and
-# exits non-zero on any failure.
+# each step. Ends with a line per build and step ("build ctest: N passed, M failed, K skipped")
+# and one last line "N passed, M failed, K skipped" over every run (a test run on both builds
+# counts twice), and exits non-zero on any failure. A skip is never a pass: ctest's "Skipped"
+# (a test that exited 77, its SKIP_RETURN_CODE: it could not run here, e.g. a C test whose part
+# called TEST_SKIP, tests/check.h) and "Disabled" (registered but never runnable on this
+# machine, CMakeLists.txt) and the acceptance suite's skipped and todo tests are counted as
+# skipped, with their names.
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
@@ -55,6 +62,7 @@ JOBS=$(nproc 2>/dev/null || echo 2)
 
 TOTAL_PASS=0
 TOTAL_FAIL=0
+TOTAL_SKIP=0
 SUMMARY=()
 
 note() { printf 'test: %s\n' "$*" >&2; }
@@ -102,11 +110,15 @@ check_sanitizer_reports() {
     fi
 }
 
+# ctest's closing lines: "X% tests passed, F tests failed out of T" (T counts the skipped, not
+# the disabled) and, after "The following tests did not run:", one line per test not run:
+# "  12 - e2e/test_x (Skipped)" or "(Disabled)".
 run_ctest() {
-    local bdir=$1 label=$2 out rc=0 failed total
+    local bdir=$1 label=$2 out rc=0 failed total skipped disabled nskip ndis
     note "ctest on $bdir"
     out=$(mktemp)
-    ctest --test-dir "$bdir" --output-on-failure -j "$JOBS" 2>&1 | tee "$out" || rc=$?
+    # shellcheck disable=SC2086 # MCPQ_CTEST_ARGS is a list of ctest arguments
+    ctest --test-dir "$bdir" --output-on-failure -j "$JOBS" ${MCPQ_CTEST_ARGS:-} 2>&1 | tee "$out" || rc=$?
     if grep -qE '[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$out"; then
         failed=$(sed -nE 's/.*[0-9]+% tests passed, ([0-9]+) tests? failed out of [0-9]+.*/\1/p' "$out" | tail -n1)
         total=$(sed -nE 's/.*[0-9]+% tests passed, [0-9]+ tests? failed out of ([0-9]+).*/\1/p' "$out" | tail -n1)
@@ -118,14 +130,19 @@ run_ctest() {
     if [ "$rc" != 0 ] && [ "$failed" = 0 ]; then
         failed=1 total=$((total + 1))
     fi
+    skipped=$(sed -nE 's/^[[:space:]]*[0-9]+ - ([^ ]+) \(Skipped\)$/\1/p' "$out" | sort -u | tr '\n' ' ')
+    disabled=$(sed -nE 's/^[[:space:]]*[0-9]+ - ([^ ]+) \(Disabled\)$/\1/p' "$out" | sort -u | tr '\n' ' ')
     rm -f "$out"
-    TOTAL_PASS=$((TOTAL_PASS + total - failed))
+    nskip=$(wc -w <<<"$skipped")
+    ndis=$(wc -w <<<"$disabled")
+    TOTAL_PASS=$((TOTAL_PASS + total - failed - nskip))
     TOTAL_FAIL=$((TOTAL_FAIL + failed))
-    SUMMARY+=("$label ctest: $((total - failed)) passed, $failed failed")
+    TOTAL_SKIP=$((TOTAL_SKIP + nskip + ndis))
+    SUMMARY+=("$label ctest: $((total - failed - nskip)) passed, $failed failed, $((nskip + ndis)) skipped${skipped:+ (skipped: ${skipped% })}${disabled:+ (disabled: ${disabled% })}")
 }
 
 run_acceptance() {
-    local bdir=$1 label=$2 rc=0 pass fail cancelled tap files=()
+    local bdir=$1 label=$2 rc=0 pass fail cancelled skip=0 todo tap files=()
     if [ "$ACCEPT_FILES" = none ]; then
         SUMMARY+=("$label acceptance: skipped (ACCEPT_FILES=none)")
         return
@@ -152,6 +169,9 @@ EOF
         pass=$(sed -nE 's/^# pass ([0-9]+)$/\1/p' "$tap" | tail -n1)
         fail=$(sed -nE 's/^# fail ([0-9]+)$/\1/p' "$tap" | tail -n1)
         cancelled=$(sed -nE 's/^# cancelled ([0-9]+)$/\1/p' "$tap" | tail -n1)
+        skip=$(sed -nE 's/^# skipped ([0-9]+)$/\1/p' "$tap" | tail -n1)
+        todo=$(sed -nE 's/^# todo ([0-9]+)$/\1/p' "$tap" | tail -n1)
+        skip=$((${skip:-0} + ${todo:-0}))
         pass=${pass:-0}
         fail=$((${fail:-0} + ${cancelled:-0}))
         if [ "$rc" != 0 ] && [ "$fail" = 0 ]; then
@@ -163,7 +183,8 @@ EOF
     fi
     TOTAL_PASS=$((TOTAL_PASS + pass))
     TOTAL_FAIL=$((TOTAL_FAIL + fail))
-    SUMMARY+=("$label acceptance: $pass passed, $fail failed")
+    TOTAL_SKIP=$((TOTAL_SKIP + skip))
+    SUMMARY+=("$label acceptance: $pass passed, $fail failed, $skip skipped")
 }
 
 # The npm packages of the real-client tests (tests/clients/install.sh), installed once before
@@ -202,5 +223,5 @@ echo
 for line in "${SUMMARY[@]}"; do
     echo "  $line"
 done
-echo "$TOTAL_PASS passed, $TOTAL_FAIL failed"
+echo "$TOTAL_PASS passed, $TOTAL_FAIL failed, $TOTAL_SKIP skipped"
 [ "$TOTAL_FAIL" = 0 ]

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# `make up`: the local stack (scripts/mcpq-local with deploy/local/mcpq.json) with the demo's
-# two helpers next to it, all in the foreground:
+# `make up`: the local stack (scripts/mcpq-local with deploy/local/mcpq.json and Redis's
+# append-only file, fsynced before every answer: --redis-persist, --redis-fsync always) with
+# the demo's two helpers next to it, all in the foreground:
 #   - the demo HTTP tool service (deploy/local/tools/http-demo.mjs, behind the `add` tool) on
 #     127.0.0.1:$DEMO_HTTP_PORT (default 8099);
 #   - the webhook receiver (deploy/local/webhook-receiver.mjs) on 127.0.0.1:$DEMO_WEBHOOK_PORT
@@ -87,7 +88,7 @@ announce() {
     done
 }
 
-"$ROOT/scripts/mcpq-local" --config "$config" --port "$PORT" \
+"$ROOT/scripts/mcpq-local" --config "$config" --port "$PORT" --redis-persist \
     --env "MCPQ_ADMIN_TOKEN=${MCPQ_ADMIN_TOKEN:-demo-admin-token}" "$@" > >(announce) &
 launcher=$!
 signalled=0

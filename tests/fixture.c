@@ -113,12 +113,49 @@ int fx_free_port(void)
     return port;
 }
 
+/* The Debian package of program in scripts/programs.txt, into pkg ("?" when not listed). */
+static void fx_program_package(const char *program, char *pkg, size_t size)
+{
+    char path[512], line[256], prog[128], name[128];
+    snprintf(pkg, size, "?");
+    snprintf(path, sizeof(path), "%s/scripts/programs.txt", MCPQ_SOURCE_DIR);
+    FILE *f = fopen(path, "r");
+    while (f && fgets(line, sizeof(line), f))
+        if (line[0] != '#' && sscanf(line, "%127s %127s", prog, name) == 2 &&
+            strcmp(prog, program) == 0) {
+            snprintf(pkg, size, "%s", name);
+            break;
+        }
+    if (f)
+        fclose(f);
+}
+
+int fx_need(const char *program)
+{
+    const char *path = getenv("PATH");
+    char dir[1024], file[1200], pkg[128];
+    while (path && *path) {
+        size_t n = strcspn(path, ":");
+        snprintf(dir, sizeof(dir), "%.*s", (int)(n < sizeof(dir) ? n : sizeof(dir) - 1), path);
+        snprintf(file, sizeof(file), "%s/%s", n ? dir : ".", program);
+        if (access(file, X_OK) == 0)
+            return 0;
+        path += n + (path[n] == ':');
+    }
+    fx_program_package(program, pkg, sizeof(pkg));
+    fprintf(stderr, "fixture: needs %s (Debian package %s, installed by scripts/deps.sh)\n",
+            program, pkg);
+    return -1;
+}
+
 pid_t fx_spawn(const char *const argv[], const char *const extra_env[], const char *log_path)
 {
     if (!argv || !argv[0] || !log_path) {
         fprintf(stderr, "fixture: fx_spawn: argv and log_path are required\n");
         return -1;
     }
+    if (!strchr(argv[0], '/') && fx_need(argv[0]) < 0)
+        return -1;
     int logfd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (logfd < 0) {
         fprintf(stderr, "fixture: cannot open %s: %s\n", log_path, strerror(errno));
@@ -597,7 +634,26 @@ int fx_ingress_exit(const fx_stack_t *fx, const char *name, const char *config,
 
 pid_t fx_spawn_worker(const fx_stack_t *fx, const char *name, const char *const extra_env[])
 {
+    return fx_spawn_worker_as(fx, name, extra_env, geteuid());
+}
+
+/* chown -R path to uid:uid; 0 or -1 (message on stderr). */
+static int fx_chown_tree(const char *path, uid_t uid)
+{
+    char cmd[700];
+    snprintf(cmd, sizeof(cmd), "chown -R %u:%u '%s'", (unsigned)uid, (unsigned)uid, path);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "fixture: %s failed\n", cmd);
+        return -1;
+    }
+    return 0;
+}
+
+pid_t fx_spawn_worker_as(const fx_stack_t *fx, const char *name, const char *const extra_env[],
+                         uid_t uid)
+{
     char bin[300], ready[300], log[300], e_b[300], e_r[160], e_id[160], e_rf[340];
+    char reuid[32], regid[32];
     snprintf(bin, sizeof(bin), "%s/mcpq-worker", fx_bin_dir());
     snprintf(ready, sizeof(ready), "%s/%s.ready", fx->dir, name);
     snprintf(log, sizeof(log), "%s/%s.log", fx->dir, name);
@@ -612,7 +668,15 @@ pid_t fx_spawn_worker(const fx_stack_t *fx, const char *name, const char *const 
         env[n++] = extra_env[i];
     env[n] = NULL;
     const char *argv[] = {bin, NULL};
-    pid_t pid = fx_spawn(argv, env, log);
+    const char *as_argv[] = {"setpriv",          reuid, regid, "--clear-groups",
+                             "--pdeathsig=KILL", "--",  bin,   NULL};
+    if (uid != geteuid()) {
+        snprintf(reuid, sizeof(reuid), "--reuid=%u", (unsigned)uid);
+        snprintf(regid, sizeof(regid), "--regid=%u", (unsigned)uid);
+        if (fx_chown_tree(fx->dir, uid) < 0)
+            return -1;
+    }
+    pid_t pid = fx_spawn(uid != geteuid() ? as_argv : argv, env, log);
     if (pid < 0)
         return -1;
     if (fx_wait_file(ready, 60000) < 0) {

@@ -67,7 +67,15 @@ int fx_acl_user(const char *password, char *out, size_t size);
 void fx_stop(fx_stack_t *fx);
 
 /*
- * fork+exec argv (argv[0] is looked up in PATH when it has no '/') with the current
+ * 0 when program is an executable on PATH; otherwise -1 and, on stderr, "needs <program>
+ * (Debian package <package>, installed by scripts/deps.sh)" with its package from
+ * scripts/programs.txt: a test whose program is missing fails at once, never after a wait.
+ */
+int fx_need(const char *program);
+
+/*
+ * fork+exec argv (argv[0] is looked up in PATH when it has no '/'; when it is not there,
+ * fx_need's message and -1 at once) with the current
  * environment plus extra_env ("K=V" strings, NULL-terminated; may be NULL), stdin from
  * /dev/null, stdout and stderr appended to log_path (created if missing). The child leads its
  * own process group. Returns the pid, or -1 with a message on stderr. An exec failure
@@ -132,6 +140,18 @@ int fx_ingress_exit(const fx_stack_t *fx, const char *name, const char *config,
  * signing key, plus extra_env (later entries win), logging to <dir>/<name>.log, and waits
  * (60 s) until it joined the consumer group. The pid, or -1 with a message on stderr. */
 pid_t fx_spawn_worker(const fx_stack_t *fx, const char *name, const char *const extra_env[]);
+
+/* The uid an unprivileged process of a test runs as when the test itself runs as root (CI
+ * always does): nobody. */
+#define FX_UNPRIVILEGED_UID 65534
+
+/* fx_spawn_worker() as user uid (group uid, no supplementary groups) when that is not the
+ * test's own uid: through setpriv (util-linux), which needs root, with the parent-death
+ * signal set again after the change of user (which clears it). fx's state dir and what is in
+ * it become uid's, so the worker can write its ready file there. For checks that root would
+ * pass whatever the code does (root reads every process's /proc files). */
+pid_t fx_spawn_worker_as(const fx_stack_t *fx, const char *name, const char *const extra_env[],
+                         uid_t uid);
 
 /* A Kafka client on fx's broker: with group NULL a producer sending at once (linger.ms 0),
  * dr_cb (may be NULL) reporting each delivery; with a group a consumer that never

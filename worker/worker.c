@@ -54,6 +54,10 @@ struct wrk_worker {
     wrk_loop_timer_t tick, cancel_tick;
     int kafka_more;
     int ready_written;
+    /* Redis lost (redis_watch): since when (monotonic ms; 0 while it answers), and how often
+     * the worker left the consumer group for it. */
+    int64_t redis_lost_at;
+    unsigned long long redis_leaves;
     /* Jobs in flight by job_id (chained hash). */
     wrk_job_t **buckets;
     size_t nbuckets, njobs;
@@ -627,7 +631,8 @@ static void on_record(const rd_kafka_message_t *msg, wrk_offsets_node_t *node, v
                   "offset", off, (char *)NULL);
         return;
     }
-    if (w->stopping) {
+    if (w->stopping || wrk_consumer_left(w->consumer)) {
+        /* Fetched before the revoke was served: the next owner of the partition runs it. */
         wrk_offsets_node_abandon(node);
         wrk_stats_released(w->metrics);
         return;
@@ -813,6 +818,64 @@ static void on_signal(wrk_loop_io_t *io, int fd, uint32_t events, void *arg)
         begin_stop(w, si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
 }
 
+/* ---- Redis lost: leaving the consumer group (docs/reliability.md) ---- */
+
+/* 1 while Redis answers, as the worker's gauge, readiness and group membership see it: the
+ * cancel subscription (kept connected and PINGed even when no job runs) is up, and the writer
+ * is not failing with requests queued. A writer whose last attempt failed says nothing about
+ * now once it has nothing left to send: it only tries again when it gets a request. */
+static int redis_reachable(const wrk_worker_t *w)
+{
+    return wrk_cancelsub_up(w->cancelsub) &&
+           (wrk_store_up(w->store) || !wrk_store_pending(w->store));
+}
+
+/*
+ * Once per loop round. After MCPQ_WORKER_REDIS_LOST_LEAVE_MS without Redis the worker leaves
+ * the consumer group (wrk_consumer_leave), so the group gives its partitions to workers that
+ * can reach Redis instead of their jobs waiting for this one; it joins again as soon as Redis
+ * answers. On leaving, jobs still waiting for their result check are let go (their records
+ * are delivered again to the next owner, which runs them once); jobs already running finish
+ * here and their results are written when Redis is back: the next owner runs them too, and
+ * the first result written is the one every caller gets (SET NX, docs/internals.md "Worker
+ * delivery semantics").
+ */
+static void redis_watch(wrk_worker_t *w)
+{
+    long long leave_ms = w->s->worker_redis_lost_leave_ms;
+    if (w->stopping || leave_ms <= 0)
+        return;
+    int64_t now = util_mono_ms();
+    if (redis_reachable(w)) {
+        if (wrk_consumer_left(w->consumer) && wrk_consumer_rejoin(w->consumer) == 0) {
+            char away[24];
+            snprintf(away, sizeof(away), "%lld", (long long)(now - w->redis_lost_at));
+            log_event(LOG_INFO, "redis answers again: joining the consumer group again", "worker",
+                      w->worker_id, "away_ms", away, (char *)NULL);
+            w->kafka_more = 1;
+        }
+        if (!wrk_consumer_left(w->consumer))
+            w->redis_lost_at = 0;
+        return;
+    }
+    if (w->redis_lost_at == 0)
+        w->redis_lost_at = now;
+    if (wrk_consumer_left(w->consumer) || now - w->redis_lost_at < leave_ms)
+        return;
+    if (wrk_consumer_leave(w->consumer) < 0)
+        return;
+    w->redis_leaves++;
+    char lost[24], n[24];
+    snprintf(lost, sizeof(lost), "%lld", (long long)(now - w->redis_lost_at));
+    snprintf(n, sizeof(n), "%zu", w->njobs);
+    log_event(LOG_WARN,
+              "redis unreachable: leaving the consumer group so that other workers take this "
+              "worker's partitions; it joins again when Redis answers",
+              "worker", w->worker_id, "lost_ms", lost, "jobs", n, (char *)NULL);
+    table_each(w, abandon_waiting);
+    w->kafka_more = 1; /* serve the revoke */
+}
+
 /* ---- metrics ---- */
 
 static void on_lag(const char *topic, const int32_t *partitions, const int64_t *lags, size_t n,
@@ -829,7 +892,9 @@ static void metrics_publish(wrk_worker_t *w)
         .running = w->rt.executing,
         .inflight = w->njobs,
         .kafka_up = wrk_consumer_up(w->consumer),
-        .redis_up = wrk_store_up(w->store) && wrk_cancelsub_up(w->cancelsub),
+        .redis_up = redis_reachable(w),
+        .redis_lost_left = wrk_consumer_left(w->consumer),
+        .redis_lost_leaves = w->redis_leaves,
         .assigned = wrk_consumer_assigned(w->consumer),
         .topic_partitions = wrk_consumer_topic_partitions(w->consumer),
         .idle_member = wrk_consumer_idle_member(w->consumer),
@@ -1037,6 +1102,7 @@ int wrk_worker_run(wrk_worker_t *w)
         store_more = wrk_store_flush(w->store);
         wrk_consumer_store(w->consumer);
         capacity_check(w);
+        redis_watch(w);
         metrics_publish(w);
         if (!w->stopping && wrk_consumer_fatal(w->consumer)) {
             w->exit_code = 1;

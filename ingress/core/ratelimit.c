@@ -35,10 +35,18 @@ struct ing_ratelimit {
     size_t nentries;
     int64_t swept_ms; /* the last sweep of idle entries (a full table) */
     pthread_mutex_t lock;
-    int64_t redis_retry_ms; /* Redis failed: local buckets only until then */
-    int degraded;           /* logged that Redis is unreachable */
+    int64_t redis_retry_ms;        /* Redis failed: local buckets only until then */
+    int degraded;                  /* logged that Redis is unreachable */
+    ing_ratelimit_clock_fn now_ms; /* util_mono_ms unless a test set its own */
+    void *clock_arg;
     rl_entry_t *table[RL_NBUCKETS];
 };
+
+static int64_t mono_clock(void *arg)
+{
+    (void)arg;
+    return util_mono_ms();
+}
 
 ing_ratelimit_t *ing_ratelimit_new(kv_pool_t *kv, const char *prefix, long long lease_ms,
                                    size_t max_entries)
@@ -50,6 +58,7 @@ ing_ratelimit_t *ing_ratelimit_new(kv_pool_t *kv, const char *prefix, long long 
     snprintf(rl->prefix, sizeof(rl->prefix), "%s", prefix ? prefix : NAMES_KEY_RATELIMIT);
     rl->lease_ms = lease_ms > 0 ? lease_ms : 1;
     rl->max_entries = max_entries;
+    rl->now_ms = mono_clock;
     pthread_mutex_init(&rl->lock, NULL);
     return rl;
 }
@@ -68,6 +77,12 @@ void ing_ratelimit_free(ing_ratelimit_t *rl)
     }
     pthread_mutex_destroy(&rl->lock);
     free(rl);
+}
+
+void ing_ratelimit_set_clock(ing_ratelimit_t *rl, ing_ratelimit_clock_fn now_ms, void *arg)
+{
+    rl->now_ms = now_ms ? now_ms : mono_clock;
+    rl->clock_arg = arg;
 }
 
 long long ing_ratelimit_burst(const ing_rate_t *rate)
@@ -202,7 +217,7 @@ int ing_ratelimit_blocked(ing_ratelimit_t *rl, const char *name, const ing_rate_
 {
     if (!rl || !name)
         return 0;
-    int64_t now = util_mono_ms();
+    int64_t now = rl->now_ms(rl->clock_arg);
     int blocked = 0;
     pthread_mutex_lock(&rl->lock);
     const rl_entry_t *e = find(rl, name);
@@ -238,7 +253,7 @@ int ing_ratelimit_take(ing_ratelimit_t *rl, const char *name, const ing_rate_t *
                        long long *retry_after_ms)
 {
     long long burst = ing_ratelimit_burst(rate);
-    int64_t now = util_mono_ms();
+    int64_t now = rl->now_ms(rl->clock_arg);
     pthread_mutex_lock(&rl->lock);
     rl_entry_t *e = entry(rl, name, now);
     if (!e) {
@@ -272,7 +287,7 @@ int ing_ratelimit_take(ing_ratelimit_t *rl, const char *name, const ing_rate_t *
     pthread_mutex_lock(&rl->lock);
     int ok;
     e->busy--;
-    now = util_mono_ms();
+    now = rl->now_ms(rl->clock_arg);
     if (rc < 0) {
         if (use_redis) {
             rl->redis_retry_ms = now + RL_REDIS_RETRY_MS;

@@ -62,6 +62,13 @@ int ing_ratelimit_blocked(ing_ratelimit_t *rl, const char *name, const ing_rate_
 int ing_ratelimit_admit(ing_ratelimit_t *rl, const ing_principal_t *who, long long default_per_s,
                         long long default_burst, long long *retry_after_ms);
 
+/* The limiter's clock: milliseconds that never go back. ing_ratelimit_new uses util_mono_ms; a
+ * test sets a clock of its own (now_ms NULL: back to util_mono_ms) before its first take, so
+ * that what it asserts about refills and waits does not depend on how fast it runs. Call it
+ * before the limiter is shared with other threads. */
+typedef int64_t (*ing_ratelimit_clock_fn)(void *arg);
+void ing_ratelimit_set_clock(ing_ratelimit_t *rl, ing_ratelimit_clock_fn now_ms, void *arg);
+
 /* The bucket size rate gives (burst, or twice per_s, at least 1). */
 long long ing_ratelimit_burst(const ing_rate_t *rate);
 

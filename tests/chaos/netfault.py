@@ -21,6 +21,12 @@ A partition also marks the connections it cuts (conntrack mark) and drops their 
 the other direction, so Redis's or the broker's answers on them do not get through either.
 Each lasts 15-25 s (CHAOS_NETFAULT_SECONDS=MIN,MAX), then the rules are flushed (healed).
 
+The two worker partitions also say what the consumer group made of them, from the workers'
+/metrics (setup() gives the stack --metrics-port): the jobs the other workers finished while
+worker-0 was cut off and those worker-0 finished, when worker-0 left the consumer group
+(mcpq_worker_redis_lost_left, MCPQ_WORKER_REDIS_LOST_LEAVE_MS; docs/reliability.md) and how
+long after the heal it was back in it. report.py puts the first in the per-fault table.
+
 Where the machine does not allow it (not root, no ip, nft or setpriv, or `ip netns add`
 failing) prepare() says why and drops these faults from the run, which goes on without them.
 delay-worker needs the kernel's sch_netem; without it (tc: "Specified qdisc kind is unknown")
@@ -29,9 +35,11 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
+import urllib.request
 
 WORKER_UID = 64101  # worker-0
 INGRESS_UID = 64102  # ingress-0
@@ -39,6 +47,8 @@ TABLE = "mcpqchaos"
 NS_ENV = "CHAOS_NETNS"
 NEEDS_NETEM = ("delay-worker",)
 ACTIVE = False  # set by prepare() inside the namespace: setup() then shapes the stack
+METRICS_BASE = 0  # worker k's /metrics is on 127.0.0.1:METRICS_BASE+k (set by setup())
+WORKERS = 3  # stack.WORKERS
 _marks = iter(range(0x4d01, 0x4dff))
 
 
@@ -195,6 +205,11 @@ def setup(ctx):
             f.write(WRAPPER.format(var=var, name=name, uid=uid, real=os.path.join(real, b)))
         os.chmod(path, 0o755)
     ctx.bin_dir = wrap
+    global METRICS_BASE
+    if "--metrics-port" not in ctx.launcher_args:
+        METRICS_BASE = free_ports(WORKERS)
+        if METRICS_BASE:
+            ctx.launcher_args += ["--metrics-port", str(METRICS_BASE)]
     # The replicas under their own uids write their ready file, markers and files here.
     files = os.path.join(ctx.state, "files")
     os.makedirs(files, exist_ok=True)
@@ -220,36 +235,140 @@ def dropped():
     return sum(int(n) for n in re.findall(r"counter packets (\d+) bytes \d+ drop", out))
 
 
-def hold(ctx, rnd, rules, what):
+def free_ports(n):
+    """The first of n consecutive loopback ports that are free now, or 0."""
+    for _ in range(20):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            base = s.getsockname()[1]
+        if base + n > 65535:
+            continue
+        try:
+            socks = []
+            for k in range(n):
+                socks.append(socket.socket())
+                socks[-1].bind(("127.0.0.1", base + k))
+            return base
+        except OSError:
+            continue
+        finally:
+            for so in socks:
+                so.close()
+    return 0
+
+
+_direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never an http_proxy
+
+
+def metrics(k):
+    """{series: value} of worker k's /metrics (summed over labels), or None."""
+    if not METRICS_BASE:
+        return None
+    try:
+        with _direct.open(f"http://127.0.0.1:{METRICS_BASE + k}/metrics", timeout=1) as r:
+            text = r.read().decode(errors="replace")
+    except (OSError, ValueError):
+        return None
+    out = {}
+    for line in text.splitlines():
+        if line and line[0] != "#":
+            name, _, value = line.rpartition(" ")
+            name = name.split("{", 1)[0]
+            try:
+                out[name] = out.get(name, 0.0) + float(value)
+            except ValueError:
+                pass
+    return out
+
+
+def jobs_done(k):
+    m = metrics(k)
+    return None if m is None else int(m.get("mcpq_worker_jobs_total", 0))
+
+
+class Window(str):
+    """What a worker partition did: the text chaos.py prints, carrying the figures report.py
+    reads (getattr, so other faults' plain strings have none): elsewhere, jobs the other
+    workers finished during the cut; on_cut, those worker-0 finished; left_s, seconds from the
+    cut until worker-0 left the consumer group (None: it did not); back_s, seconds from the
+    heal until it was in the group again."""
+    elsewhere = on_cut = left_s = back_s = None
+
+
+class Watch:
+    """Samples the workers' /metrics while worker-0 is cut off (tick) and after the heal."""
+
+    def __init__(self):
+        self.t0 = time.time()
+        self.before = [jobs_done(k) for k in range(WORKERS)]
+        self.left_at = None
+
+    def left(self):
+        m = metrics(0)
+        return m is not None and m.get("mcpq_worker_redis_lost_left", 0) > 0
+
+    def tick(self):
+        if self.left_at is None and self.left():
+            self.left_at = time.time()
+
+    def done(self, ctx, text):
+        """The Window of the fault: text and the figures (after the heal, waiting at most 30 s
+        for worker-0 to be back in the group when it had left)."""
+        after = [jobs_done(k) for k in range(WORKERS)]
+        known = [k for k in range(WORKERS) if self.before[k] is not None and after[k] is not None]
+        on_cut = after[0] - self.before[0] if 0 in known else None
+        elsewhere = sum(after[k] - self.before[k] for k in known if k != 0)
+        left_s = back_s = None
+        if self.left_at is not None:
+            left_s = round(self.left_at - self.t0, 1)
+            healed = time.time()
+            while self.left() and time.time() - healed < 30 and not ctx.stop.wait(0.25):
+                pass
+            back_s = round(time.time() - healed, 1)
+        w = Window(f"{text}; meanwhile {elsewhere} jobs done by the other workers, {on_cut} by "
+                   "worker-0, which " + (f"left the group after {left_s}s and was back {back_s}s "
+                                         "after the heal" if left_s is not None
+                                         else "stayed in the group"))
+        w.elsewhere, w.on_cut, w.left_s, w.back_s = elsewhere, on_cut, left_s, back_s
+        return w
+
+
+def hold(ctx, rnd, rules, what, watch=None):
     """Adds rules to the output chain for CHAOS_NETFAULT_SECONDS, then flushes the chain
-    (healed); says how many packets were dropped."""
+    (healed); says how many packets were dropped. With a Watch, ticks it twice a second and
+    ends with its figures."""
     lo, hi = (float(x) for x in os.environ.get("CHAOS_NETFAULT_SECONDS", "15,25").split(","))
     t = time.time()
     nft("".join(f"add rule inet {TABLE} out {r}\n" for r in rules))
     try:
-        ctx.stop.wait(rnd.uniform(lo, hi))
+        until = t + rnd.uniform(lo, hi)
+        while not ctx.stop.wait(max(0.0, min(0.5, until - time.time()))) and time.time() < until:
+            if watch:
+                watch.tick()
         n = dropped()
     finally:
         nft(f"flush chain inet {TABLE} out\n")
-    return f"{what} for {time.time() - t:.1f}s ({n} packets dropped)"
+    text = f"{what} for {time.time() - t:.1f}s ({n} packets dropped)"
+    return watch.done(ctx, text) if watch else text
 
 
-def partition(ctx, rnd, uid, ports, who, to):
+def partition(ctx, rnd, uid, ports, who, to, watch=None):
     if not ports:
         return f"no {to} port found: nothing done"
     mark = next(_marks)
     dports = "{ " + ", ".join(str(p) for p in ports) + " }"
     return hold(ctx, rnd, [f"meta skuid {uid} tcp dport {dports} ct mark set {mark} counter drop",
                            f"ct mark {mark} counter drop"],
-                f"{who} (uid {uid}) cut from {to} :{','.join(map(str, ports))}")
+                f"{who} (uid {uid}) cut from {to} :{','.join(map(str, ports))}", watch)
 
 
 def part_worker_redis(ctx, rnd):
-    return partition(ctx, rnd, WORKER_UID, [ctx.stack.redis_port()], "worker-0", "redis")
+    return partition(ctx, rnd, WORKER_UID, [ctx.stack.redis_port()], "worker-0", "redis",
+                     Watch())
 
 
 def part_worker_kafka(ctx, rnd):
-    return partition(ctx, rnd, WORKER_UID, broker_ports(ctx), "worker-0", "kafka")
+    return partition(ctx, rnd, WORKER_UID, broker_ports(ctx), "worker-0", "kafka", Watch())
 
 
 def part_ingress_redis(ctx, rnd):

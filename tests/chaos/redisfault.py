@@ -1,15 +1,16 @@
 """Redis faults of the campaign (tests/chaos/chaos.py): kill -9 of Redis, which
 scripts/mcpq-local (--redis-persist) restarts on the same port from its append-only file.
 
-CHAOS_REDIS_FSYNC (everysec, the default, or always) is the AOF's appendfsync, given to the
-launcher as --redis-fsync: with everysec a Redis killed with kill -9 may lose up to about a
-second of acknowledged writes when the host crashes, with always it loses none.
+CHAOS_REDIS_FSYNC (always, the default as in the launcher and docs/operations.md, or everysec)
+is the AOF's appendfsync, given to the launcher as --redis-fsync: with everysec a Redis killed
+with kill -9 may lose up to about a second of acknowledged writes when the host crashes, with
+always it loses none.
 
 A kill -9 of the Redis process alone loses nothing either way: Redis write(2)s its AOF
 buffer before it answers, and the kernel keeps what was written. crash-redis therefore plays
 the host crash everysec is about: Redis stopped, its AOF cut back to its length a second
-before (what the last fsync kept), then killed and restarted (skipped under always, where a
-crash keeps everything)."""
+before (what the last fsync kept), then killed and restarted. Under always the last fsync kept
+everything acknowledged, so nothing is cut: Redis is killed and restarts from its whole AOF."""
 import os
 import signal
 import socket
@@ -17,7 +18,12 @@ import time
 
 
 def setup(ctx):
-    ctx.launcher_args += ["--redis-fsync", os.environ.get("CHAOS_REDIS_FSYNC", "everysec")]
+    ctx.launcher_args += ["--redis-fsync", fsync()]
+
+
+def fsync():
+    """The AOF's appendfsync of the run: CHAOS_REDIS_FSYNC, else the launcher's default."""
+    return os.environ.get("CHAOS_REDIS_FSYNC", "always")
 
 
 def ping(port):
@@ -56,8 +62,9 @@ def incr_aof(ctx):
 
 
 def crash_redis(ctx, rnd):
-    """A host crash under appendfsync everysec: the last second of acknowledged writes gone."""
-    if os.environ.get("CHAOS_REDIS_FSYNC", "everysec") == "always":
+    """A host crash: under appendfsync everysec the last second of acknowledged writes gone;
+    under always nothing acknowledged is lost."""
+    if fsync() == "always":
         return kill_redis(ctx, rnd) + " (always: nothing to cut)"
     aof = incr_aof(ctx)
     if not aof:

@@ -5,7 +5,10 @@ Per fault kind, over the operations in flight during one of its windows (from th
 start to 5 s after its end): operations, ok, clear errors, lost, unexpected, duplicate
 executions, p99 latency (first request to terminal outcome, retries included) and the time to
 recover: from the fault's start until the last of those operations that felt it (retried, or
-slower than twice the no-fault p99) ended; the largest over the kind's windows."""
+slower than twice the no-fault p99) ended; the largest over the kind's windows. For the
+faults that cut one worker off (netfault.py's Window figures): the jobs the other workers
+finished meanwhile, summed over the windows, and the longest time until the cut worker left
+the consumer group; blank for the other kinds."""
 import os
 import socket
 import subprocess
@@ -64,6 +67,10 @@ def row(ops, wins, calm99):
         if felt:
             rec = max(rec, max(felt) - w["start"])
     r["recover_s"] = round(rec, 1)
+    figures = [w["what"] for w in wins if getattr(w["what"], "elsewhere", None) is not None]
+    r["elsewhere"] = sum(f.elsewhere for f in figures) if figures else None
+    left = [f.left_s for f in figures if f.left_s is not None]
+    r["left_s"] = max(left) if left else None
     return r
 
 
@@ -81,9 +88,10 @@ def per_fault(hist, windows):
 
 
 COLS = ("windows", "ops", "ok", "errors", "lost", "unexpected", "duplicate_executions",
-        "p99_s", "recover_s")
+        "p99_s", "recover_s", "elsewhere", "left_s")
 HEAD = ("fault", "times", "operations", "succeeded", "clear error", "lost", "unexpected",
-        "duplicate executions", "p99 (s)", "time to recover (s)")
+        "duplicate executions", "p99 (s)", "time to recover (s)",
+        "jobs done by other workers during the cut", "cut worker left the group after (s)")
 
 
 def table_markdown(table):

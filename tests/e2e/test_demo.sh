@@ -42,6 +42,17 @@ wait_for 30 grep -q "^webhook receiver: http://127.0.0.1:$DEMO_WEBHOOK_PORT/webh
     fail "the webhook receiver did not start"
 echo "ok - scripts/up.sh prints READY, the URL, the key and the client snippets for port $PORT"
 
+STEP="durable redis"
+# The demo's Redis is durable as shipped: an append-only file, fsynced before every answer
+# (docs/redis.md, "Durability on a host crash").
+RPORT=$(sed -n 's/.*redis ready on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$TMP/up.err" | tail -n 1)
+[ -n "$RPORT" ] || fail "no 'redis ready on' line in $TMP/up.err"
+for want in "appendonly yes" "appendfsync always"; do
+    got=$(redis-cli -p "$RPORT" --raw CONFIG GET "${want% *}" | tail -n 1)
+    [ "$got" = "${want#* }" ] || fail "make up's Redis has ${want% *} '$got', not '${want#* }'"
+done
+echo "ok - make up's Redis keeps an append-only file with appendfsync always"
+
 # ------------------------------------------------------------------ the tour
 tour() { # heading → the first sh block after it, for this stack
     doc_block "$DOC" sh "$1" | sed "s#127\.0\.0\.1:8080#127.0.0.1:$PORT#g"

@@ -5,8 +5,9 @@
 # and run as a user would; a local stack (scripts/mcpq-local) has one webhook to each:
 #   - Node.js with the npm package standardwebhooks (pinned by deploy/local/package-lock.json,
 #     installed with npm ci into build/demo as scripts/up.sh does);
-#   - Python with the package standardwebhooks, when `import standardwebhooks` works (it comes
-#     from PyPI, which the build machines cannot reach; otherwise the test says it skipped it);
+#   - Python with the package standardwebhooks: only when RECEIVERS names sw-py, as
+#     tests/e2e/test_webhook_receivers_pysw.sh does (the package comes from PyPI, which the
+#     build machines cannot reach: that test is a ctest of its own, skipped without it);
 #   - Python with the standard library only, and Node.js with no dependency; the latter's
 #     webhook is in a rotation (a new secret, the receiver's as previous_secret), so its
 #     deliveries carry two signatures and the receiver still holding the old secret accepts.
@@ -15,8 +16,10 @@
 #     (prints "<webhook-id> task.completed <TaskId> complete" and answers 204);
 #   - a wrong signature and a correctly signed but stale timestamp get 401 from each; a header
 #     with a wrong and a right signature gets 204.
-# KEEP=1 keeps the state dir.
+# RECEIVERS: the receivers to run (names below; default "sw-js py js"). KEEP=1 keeps the state dir.
 set -euo pipefail
+RECEIVERS=${RECEIVERS:-sw-js py js}
+want() { [[ " $RECEIVERS " == *" $1 "* ]]; }
 
 KEY='hooks-key-7c2e'
 SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw # the Standard Webhooks test vector's secret
@@ -46,14 +49,11 @@ start_receiver() { # name lang heading marker file runner...
     NAMES+=("$name")
 }
 SW_JS=$DEMO_WORK/.snippets/receiver-$$.mjs # under build/demo: `standardwebhooks` resolves there
-start_receiver sw-js js '### Node.js with standardwebhooks' 'from "standardwebhooks"' "$SW_JS" node
-if python3 -c 'import standardwebhooks' 2>/dev/null; then
-    start_receiver sw-py python '### Python with standardwebhooks' 'serve_forever' "$TMP/sw-receiver.py" python3 -u
-else
-    echo "# skipped: the Python receiver with standardwebhooks (the package is not importable: pip install standardwebhooks)"
-fi
-start_receiver py python '### Python, standard library only' 'serve_forever' "$TMP/receiver.py" python3 -u
-start_receiver js js '### Node.js, no dependency' 'createServer' "$TMP/receiver.mjs" node
+! want sw-js || start_receiver sw-js js '### Node.js with standardwebhooks' 'from "standardwebhooks"' "$SW_JS" node
+! want sw-py || start_receiver sw-py python '### Python with standardwebhooks' 'serve_forever' "$TMP/sw-receiver.py" python3 -u
+! want py || start_receiver py python '### Python, standard library only' 'serve_forever' "$TMP/receiver.py" python3 -u
+! want js || start_receiver js js '### Node.js, no dependency' 'createServer' "$TMP/receiver.mjs" node
+[ ${#NAMES[@]} -gt 0 ] || fail "RECEIVERS names no receiver: $RECEIVERS"
 for name in "${NAMES[@]}"; do
     wait_for 20 listening "${PORT_OF[$name]}" || fail "the $name receiver does not listen on ${PORT_OF[$name]}"
 done

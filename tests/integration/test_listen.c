@@ -244,10 +244,10 @@ int main(void)
     if (have_ipv6_loopback())
         test_ipv6();
     else
-        printf("ok - # SKIP c, d: no IPv6 on the loopback interface (binding [::1] failed; "
-               "`ip -6 addr show lo` shows no ::1): IPv6 listen addresses not tested\n");
+        TEST_SKIP("c, d: no IPv6 on the loopback interface (binding [::1] failed; "
+                  "`ip -6 addr show lo` shows no ::1): IPv6 listen addresses not tested");
     test_bad();
     fx_stop(&fx);
     curl_global_cleanup();
-    return 0;
+    return TEST_EXIT();
 }

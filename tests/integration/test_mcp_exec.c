@@ -609,9 +609,9 @@ int main(void)
     if (sdk > 0)
         test_sdk_upstream();
     else
-        printf("ok - # SKIP official SDK upstream: no node or no npm packages in %s "
-               "(tests/clients/install.sh)\n",
-               deps);
+        TEST_SKIP("official SDK upstream: no node or no npm packages in %s "
+                  "(tests/clients/install.sh)",
+                  deps);
 
     CHECK_INT_EQ(atomic_load(&n_bad_auth), 0);
     CHECK(!file_contains(wlog, TOKEN));
@@ -625,5 +625,5 @@ int main(void)
         fx_stop_pid(sdk, 5000);
     fx_stop(&fx);
     curl_global_cleanup();
-    return 0;
+    return TEST_EXIT();
 }

@@ -335,23 +335,38 @@ static void test_tls(void)
     fx_stop_pid(r2, 5000);
 }
 
-/* ACL LOG of the admin user: the number of entries. */
+/* A connection to c logged in as user with password (user NULL: AUTH password), on database
+ * db; exits the test when any step is refused, so a probe never reads a refusal as an empty
+ * answer. */
+static redisContext *logged_in(redisContext *c, const char *user, const char *password, int db)
+{
+    CHECK(c != NULL && !c->err);
+    redisReply *r =
+        user ? redisCommand(c, "AUTH %s %s", user, password) : redisCommand(c, "AUTH %s", password);
+    CHECK(r != NULL && r->type == REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    r = redisCommand(c, "SELECT %d", db);
+    CHECK(r != NULL && r->type == REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    return c;
+}
+
+/* ACL LOG of the admin user: the number of entries, each printed. */
 static long long acl_log_entries(int port)
 {
-    char cmd[512];
-    snprintf(cmd, sizeof(cmd),
-             "redis-cli -p %d --user admin --pass adminpw --no-auth-warning ACL LOG 2>&1", port);
-    FILE *f = popen(cmd, "r");
-    CHECK(f != NULL);
-    char line[512];
-    long long n = 0;
-    while (fgets(line, sizeof(line), f)) {
-        if (strncmp(line, "reason", 6) == 0)
-            n++;
-        if (n)
-            fputs(line, stderr); /* what was refused, for whoever fixes the rule */
+    redisContext *c = logged_in(redisConnect("127.0.0.1", port), "admin", "adminpw", 0);
+    redisReply *r = redisCommand(c, "ACL LOG");
+    CHECK(r != NULL && r->type == REDIS_REPLY_ARRAY);
+    long long n = (long long)r->elements;
+    for (size_t i = 0; i < r->elements; i++) { /* what was refused, for whoever fixes the rule */
+        const redisReply *e = r->element[i];
+        for (size_t k = 0; e->type == REDIS_REPLY_ARRAY && k + 1 < e->elements; k += 2)
+            if (e->element[k + 1]->type == REDIS_REPLY_STRING)
+                fprintf(stderr, "# ACL LOG %zu: %s=%s\n", i, e->element[k]->str,
+                        e->element[k + 1]->str);
     }
-    pclose(f);
+    freeReplyObject(r);
+    redisFree(c);
     return n;
 }
 
@@ -396,20 +411,18 @@ static void test_unix_v6(void)
     const char *env[] = {url, pwenv, NULL};
     stack_works("unix:// socket, db 3, password from MCPQ_REDIS_PASSWORD_FILE: a call answered",
                 env, 0);
-    snprintf(cmd, sizeof(cmd),
-             "redis-cli -s %s/redis.sock -a 's3cret pass' --no-auth-warning -n 3 --scan "
-             "--pattern '" NAMES_KEY_TAG ":*' | grep -c . ",
-             fx.dir);
-    FILE *f = popen(cmd, "r");
-    char out[32] = "";
-    CHECK(f && fgets(out, sizeof(out), f));
-    pclose(f);
-    CHECK(atoi(out) > 0);
+    snprintf(cmd, sizeof(cmd), "%s/redis.sock", fx.dir);
+    redisContext *c = logged_in(redisConnectUnix(cmd), NULL, "s3cret pass", 3);
+    redisReply *keys = redisCommand(c, "SCAN 0 MATCH %s COUNT 100000", NAMES_KEY_TAG ":*");
+    CHECK(keys != NULL && keys->type == REDIS_REPLY_ARRAY && keys->elements == 2);
+    CHECK(keys->element[1]->type == REDIS_REPLY_ARRAY && keys->element[1]->elements > 0);
+    freeReplyObject(keys);
+    redisFree(c);
     TEST_PASS("unix:// ?db=3: mcpq's keys are in database 3");
     fx_stop_pid(r, 5000);
 
     if (system("ip -6 addr show dev lo 2>/dev/null | grep -q '::1'") != 0) {
-        printf("SKIP redis://[::1]: this machine has no IPv6 loopback address\n");
+        TEST_SKIP("redis://[::1]: this machine has no IPv6 loopback address");
         return;
     }
     int p = fx_free_port();
@@ -672,5 +685,5 @@ int main(void)
     test_cluster();
     fx_stop(&fx);
     curl_global_cleanup();
-    return 0;
+    return TEST_EXIT();
 }

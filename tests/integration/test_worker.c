@@ -11,6 +11,10 @@
  * Phase 2, restarts: SIGTERM with a job running (it finishes, exit 0), SIGTERM past the grace
  * period (the job goes to the next worker), and kill -9 mid-job followed by a new worker (the
  * job still ends with exactly one result).
+ * Phase 3, one worker cut off from Redis (its Redis goes through a proxy this test cuts) next
+ * to one that is not: after MCPQ_WORKER_REDIS_LOST_LEAVE_MS the cut worker leaves the consumer
+ * group, every job of every partition runs on the other one, each once; when the proxy
+ * heals the cut worker joins again and runs jobs again.
  */
 #include "check.h"
 #include "names.h"
@@ -23,6 +27,7 @@
 #include <hiredis/hiredis.h>
 #include <librdkafka/rdkafka.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -152,19 +157,26 @@ static void http_start(void)
 
 /* ---- Kafka, Redis and worker helpers ---- */
 
-static void produce_raw(const char *key, const char *value, size_t len)
+/* Produces a record to partition (RD_KAFKA_PARTITION_UA: the key's). */
+static void produce_raw_at(const char *key, const char *value, size_t len, int32_t partition)
 {
-    CHECK_INT_EQ(rd_kafka_producev(
-                     producer, RD_KAFKA_V_TOPIC(TOPIC), RD_KAFKA_V_KEY(key, strlen(key)),
-                     RD_KAFKA_V_VALUE((void *)value, len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                     RD_KAFKA_V_HEADER("job_id", key, -1), RD_KAFKA_V_END),
-                 0);
+    CHECK_INT_EQ(
+        rd_kafka_producev(producer, RD_KAFKA_V_TOPIC(TOPIC), RD_KAFKA_V_PARTITION(partition),
+                          RD_KAFKA_V_KEY(key, strlen(key)), RD_KAFKA_V_VALUE((void *)value, len),
+                          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                          RD_KAFKA_V_HEADER("job_id", key, -1), RD_KAFKA_V_END),
+        0);
     CHECK_INT_EQ(rd_kafka_flush(producer, 10000), 0);
 }
 
-/* Produces an envelope for job_id; executor and arguments are JSON text. */
-static void produce_job(const char *job_id, const char *tool, const char *executor,
-                        const char *arguments, long long deadline_ms)
+static void produce_raw(const char *key, const char *value, size_t len)
+{
+    produce_raw_at(key, value, len, RD_KAFKA_PARTITION_UA);
+}
+
+/* Produces an envelope for job_id to partition; executor and arguments are JSON text. */
+static void produce_job_at(const char *job_id, const char *tool, const char *executor,
+                           const char *arguments, long long deadline_ms, int32_t partition)
 {
     char buf[8192];
     int n = snprintf(buf, sizeof(buf),
@@ -176,7 +188,14 @@ static void produce_job(const char *job_id, const char *tool, const char *execut
                      "\"reply_to\":\"" REPLY "\"}",
                      job_id, tool, arguments, executor, fx_now_ms(), deadline_ms);
     CHECK(n > 0 && (size_t)n < sizeof(buf));
-    produce_raw(job_id, buf, (size_t)n);
+    produce_raw_at(job_id, buf, (size_t)n, partition);
+}
+
+/* Produces an envelope for job_id; executor and arguments are JSON text. */
+static void produce_job(const char *job_id, const char *tool, const char *executor,
+                        const char *arguments, long long deadline_ms)
+{
+    produce_job_at(job_id, tool, executor, arguments, deadline_ms, RD_KAFKA_PARTITION_UA);
 }
 
 static redisReply *rcmd(const char *fmt, const char *arg)
@@ -801,6 +820,216 @@ static void test_restarts(void)
     TEST_PASS("kill -9 mid-job: the next worker runs it, exactly one result");
 }
 
+/* ---- phase 3: one worker cut off from Redis ---- */
+
+/* A TCP proxy to Redis on loopback that the test can cut: cut closes every connection and the
+ * listening socket (connects are refused), heal listens on the same port again. */
+#define PROXY_CONNS 64
+static struct {
+    int port, target, lfd;
+    int pairs[PROXY_CONNS][2]; /* client, redis; -1 when free */
+    int cut;                   /* wanted state, set by the test thread */
+    pthread_mutex_t lock;
+} px = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static int proxy_listen(int port)
+{
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (lfd < 0 || bind(lfd, (struct sockaddr *)&a, sizeof(a)) != 0 || listen(lfd, 64) != 0) {
+        if (lfd >= 0)
+            close(lfd);
+        return -1;
+    }
+    return lfd;
+}
+
+static void proxy_close(int i)
+{
+    close(px.pairs[i][0]);
+    close(px.pairs[i][1]);
+    px.pairs[i][0] = px.pairs[i][1] = -1;
+}
+
+static void proxy_accept(void)
+{
+    int c = accept4(px.lfd, NULL, NULL, SOCK_CLOEXEC);
+    if (c < 0)
+        return;
+    int r = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)px.target),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    for (int i = 0; r >= 0 && i < PROXY_CONNS; i++) {
+        if (px.pairs[i][0] < 0 && connect(r, (struct sockaddr *)&a, sizeof(a)) == 0) {
+            px.pairs[i][0] = c;
+            px.pairs[i][1] = r;
+            return;
+        }
+    }
+    close(c);
+    if (r >= 0)
+        close(r);
+}
+
+/* Copies what is readable on pair i's side `from` to the other side; the pair closes on EOF. */
+static void proxy_copy(int i, int from)
+{
+    char buf[16384];
+    ssize_t n = read(px.pairs[i][from], buf, sizeof(buf));
+    if (n <= 0) {
+        proxy_close(i);
+        return;
+    }
+    for (ssize_t off = 0; off < n;) {
+        ssize_t w = write(px.pairs[i][!from], buf + off, (size_t)(n - off));
+        if (w <= 0) {
+            proxy_close(i);
+            return;
+        }
+        off += w;
+    }
+}
+
+static void *proxy_thread(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        pthread_mutex_lock(&px.lock);
+        int cut = px.cut;
+        pthread_mutex_unlock(&px.lock);
+        if (cut && px.lfd >= 0) {
+            close(px.lfd);
+            px.lfd = -1;
+            for (int i = 0; i < PROXY_CONNS; i++)
+                if (px.pairs[i][0] >= 0)
+                    proxy_close(i);
+        } else if (!cut && px.lfd < 0) {
+            px.lfd = proxy_listen(px.port);
+        }
+        struct pollfd fds[1 + 2 * PROXY_CONNS];
+        int map[1 + 2 * PROXY_CONNS], n = 0;
+        if (px.lfd >= 0) {
+            fds[n] = (struct pollfd){.fd = px.lfd, .events = POLLIN};
+            map[n++] = -1;
+        }
+        for (int i = 0; i < PROXY_CONNS; i++)
+            for (int side = 0; side < 2 && px.pairs[i][0] >= 0; side++) {
+                fds[n] = (struct pollfd){.fd = px.pairs[i][side], .events = POLLIN};
+                map[n++] = i * 2 + side;
+            }
+        if (poll(fds, (nfds_t)n, 50) <= 0)
+            continue;
+        for (int k = 0; k < n; k++) {
+            if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            if (map[k] < 0)
+                proxy_accept();
+            else if (px.pairs[map[k] / 2][0] == fds[k].fd || px.pairs[map[k] / 2][1] == fds[k].fd)
+                proxy_copy(map[k] / 2, map[k] % 2);
+        }
+    }
+    return NULL;
+}
+
+static void proxy_start(int target)
+{
+    px.target = target;
+    for (int i = 0; i < PROXY_CONNS; i++)
+        px.pairs[i][0] = px.pairs[i][1] = -1;
+    px.lfd = proxy_listen(0);
+    CHECK(px.lfd >= 0);
+    struct sockaddr_in a;
+    socklen_t alen = sizeof(a);
+    CHECK(getsockname(px.lfd, (struct sockaddr *)&a, &alen) == 0);
+    px.port = ntohs(a.sin_port);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, proxy_thread, NULL) == 0);
+    pthread_detach(t);
+}
+
+static void proxy_cut(int cut)
+{
+    pthread_mutex_lock(&px.lock);
+    px.cut = cut;
+    pthread_mutex_unlock(&px.lock);
+}
+
+#define LOST_PARTS 4 /* fx_start's partitions */
+
+/* One echo job per partition named <prefix>-<round>-<p>; waits for their results (each
+ * within timeout_ms) and returns which of the workers a and b ran some: bit 1 a, bit 2 b.
+ * Every result comes once, from a or b. */
+static int lost_round(const char *prefix, int round, int timeout_ms, const char *a, const char *b)
+{
+    char id[64];
+    for (int p = 0; p < LOST_PARTS; p++) {
+        snprintf(id, sizeof(id), "%s-%d-%d", prefix, round, p);
+        produce_job_at(id, "echo", "{\"type\":\"builtin\",\"name\":\"echo\"}", "{}",
+                       fx_now_ms() + 120000, p);
+    }
+    int ran = 0;
+    for (int p = 0; p < LOST_PARTS; p++) {
+        snprintf(id, sizeof(id), "%s-%d-%d", prefix, round, p);
+        cJSON *r = need_result(id, timeout_ms);
+        const char *by = str_at(r, "worker");
+        CHECK(by && (strcmp(by, a) == 0 || strcmp(by, b) == 0));
+        ran |= by && strcmp(by, a) == 0 ? 1 : 2;
+        cJSON_Delete(r);
+        entries_t e;
+        read_entries(id, &e);
+        CHECK_INT_EQ(e.results, 1);
+    }
+    return ran;
+}
+
+static void test_redis_lost(void)
+{
+    proxy_start(fx.redis_port);
+    char url[128], log_e[512];
+    snprintf(url, sizeof(url), "MCPQ_REDIS_URL=redis://127.0.0.1:%d/0", px.port);
+    snprintf(log_e, sizeof(log_e), "%s/w-e.log", fx.dir);
+    const char *env_e[] = {url, "MCPQ_WORKER_REDIS_LOST_LEAVE_MS=2000", NULL};
+    pid_t e = start_worker("w-e", env_e);
+    pid_t f = start_worker("w-f", NULL);
+    /* Both hold partitions once the group has settled. */
+    int ran = 0;
+    long long end = fx_now_ms() + 60000;
+    for (int round = 0; ran != 3 && fx_now_ms() < end; round++)
+        ran |= lost_round("j_rl_warm", round, 30000, "w-e", "w-f");
+    CHECK_INT_EQ(ran, 3);
+
+    /* w-e loses Redis: within a bounded time every partition's jobs run on w-f. */
+    proxy_cut(1);
+    long long t0 = fx_now_ms();
+    CHECK_INT_EQ(lost_round("j_rl_cut", 0, 40000, "w-e", "w-f"), 2);
+    fprintf(stderr, "# jobs of every partition done on w-f %lld ms after the cut\n",
+            fx_now_ms() - t0);
+    CHECK(fx_log_line(log_e, "leaving the consumer group", NULL, NULL, 0));
+    CHECK_INT_EQ(lost_round("j_rl_cut", 1, 20000, "w-e", "w-f"), 2);
+    TEST_PASS("a worker cut off from Redis leaves the group; its partitions' jobs run elsewhere");
+
+    /* Redis is back for w-e: it joins again and runs jobs again. */
+    proxy_cut(0);
+    end = fx_now_ms() + 30000;
+    while (!fx_log_line(log_e, "joining the consumer group again", NULL, NULL, 0) &&
+           fx_now_ms() < end)
+        fx_sleep_ms(100);
+    CHECK(fx_log_line(log_e, "joining the consumer group again", NULL, NULL, 0));
+    ran = 0;
+    end = fx_now_ms() + 60000;
+    for (int round = 0; !(ran & 1) && fx_now_ms() < end; round++)
+        ran |= lost_round("j_rl_back", round, 30000, "w-e", "w-f");
+    CHECK(ran & 1);
+    CHECK_INT_EQ(fx_stop_pid(e, 15000), 0);
+    CHECK_INT_EQ(fx_stop_pid(f, 15000), 0);
+    TEST_PASS("the cut worker joins the group again once Redis answers");
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -829,6 +1058,7 @@ int main(void)
     TEST_PASS("phase 1 worker exits 0 on SIGTERM");
 
     test_restarts();
+    test_redis_lost();
 
     rd_kafka_destroy(producer);
     redisFree(redis);

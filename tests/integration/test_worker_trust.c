@@ -8,7 +8,8 @@
  *   - environment: an exec tool that prints its environment, called through the ingress,
  *     sees neither AWS_SECRET_ACCESS_KEY nor KAFKA_PASSWORD nor any MCPQ_* of the worker,
  *     but the variable its env_pass names, its own env, MCPQ_JOB_ID and the fixed PATH;
- *     nor can it read the worker's environment from /proc/<worker pid>/environ;
+ *     nor can it read the worker's environment from /proc/<worker pid>/environ (the worker
+ *     runs as nobody when the test runs as root, who could read it whatever the worker does);
  *   - signatures: job records produced straight to the topic, one without a signature, one
  *     signed with another key and one with a malformed signature, each an exec job that
  *     would create a file, are not run (no file, no result), are counted in
@@ -243,11 +244,8 @@ static void test_environment(void)
     TEST_PASS("exec: a minimal environment plus what the config names, no worker credentials");
 
     /* Nor through the worker's /proc files: the worker is not dumpable. Root reads every
-     * process's environ whatever the flag, so only an ordinary user can check it. */
-    if (geteuid() == 0) {
-        printf("ok - # SKIP the worker's /proc/<pid>/environ: this test runs as root\n");
-        return;
-    }
+     * process's environ whatever the flag, so the worker (and its tools) run as an ordinary
+     * user: nobody when this test runs as root (main). */
     j = call("parent_env", 15000);
     const char *penv = text0(j);
     CHECK(penv != NULL);
@@ -412,7 +410,7 @@ int main(void)
     snprintf(e_metrics, sizeof(e_metrics), "MCPQ_METRICS_LISTEN=127.0.0.1:%d", metrics_port);
     const char *wenv[] = {"AWS_SECRET_ACCESS_KEY=" LEAK_AWS, "KAFKA_PASSWORD=" LEAK_KAFKA,
                           "AWS_REGION=eu-test-1", e_metrics, NULL};
-    pid_t w = fx_spawn_worker(&fx, "w1", wenv);
+    pid_t w = fx_spawn_worker_as(&fx, "w1", wenv, geteuid() == 0 ? FX_UNPRIVILEGED_UID : geteuid());
     CHECK(w > 0);
     redis = redisConnect("127.0.0.1", fx.redis_port);
     CHECK(redis != NULL && !redis->err);

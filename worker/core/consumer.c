@@ -22,6 +22,7 @@ struct wrk_consumer {
     wrk_offsets_part_t *dirty;
     int paused;
     int closed;
+    int left; /* wrk_consumer_leave() */
     int fatal;
     int up;               /* wrk_consumer_up() */
     int topic_partitions; /* of the jobs topic, as last seen (0: unknown) */
@@ -363,6 +364,20 @@ fail:
     return NULL;
 }
 
+/* Subscribes c to the jobs topic. 0, or MCPQ_EIO with errstr filled. */
+static int topic_subscribe(wrk_consumer_t *c, char *errstr, size_t errstr_size)
+{
+    rd_kafka_topic_partition_list_t *topics = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(topics, c->topic, RD_KAFKA_PARTITION_UA);
+    rd_kafka_resp_err_t err = rd_kafka_subscribe(c->rk, topics);
+    rd_kafka_topic_partition_list_destroy(topics);
+    if (err) {
+        snprintf(errstr, errstr_size, "subscribe %s: %s", c->topic, rd_kafka_err2str(err));
+        return MCPQ_EIO;
+    }
+    return 0;
+}
+
 /* Wakes c's pipe when its queue has events and subscribes to the jobs topic. 0, or
  * MCPQ_EIO with errstr filled. */
 static int consumer_subscribe(wrk_consumer_t *c, char *errstr, size_t errstr_size)
@@ -379,15 +394,7 @@ static int consumer_subscribe(wrk_consumer_t *c, char *errstr, size_t errstr_siz
     }
     rd_kafka_queue_io_event_enable(c->queue, c->wake[1], "1", 1);
 
-    rd_kafka_topic_partition_list_t *topics = rd_kafka_topic_partition_list_new(1);
-    rd_kafka_topic_partition_list_add(topics, c->topic, RD_KAFKA_PARTITION_UA);
-    rd_kafka_resp_err_t err = rd_kafka_subscribe(c->rk, topics);
-    rd_kafka_topic_partition_list_destroy(topics);
-    if (err) {
-        snprintf(errstr, errstr_size, "subscribe %s: %s", c->topic, rd_kafka_err2str(err));
-        return MCPQ_EIO;
-    }
-    return 0;
+    return topic_subscribe(c, errstr, errstr_size);
 }
 
 wrk_consumer_t *wrk_consumer_new(const mcpq_settings_t *s, const char *worker_id, int static_member,
@@ -511,6 +518,39 @@ void wrk_consumer_close(wrk_consumer_t *c)
     if (err)
         log_msgf(LOG_WARN, "rd_kafka_consumer_close: %s", rd_kafka_err2str(err));
     c->closed = 1;
+}
+
+int wrk_consumer_leave(wrk_consumer_t *c)
+{
+    if (c->closed || c->left)
+        return 0;
+    wrk_consumer_store(c);
+    rd_kafka_resp_err_t err = rd_kafka_unsubscribe(c->rk);
+    if (err) {
+        log_msgf(LOG_ERROR, "cannot leave the consumer group: rd_kafka_unsubscribe: %s",
+                 rd_kafka_err2str(err));
+        return MCPQ_EIO;
+    }
+    c->left = 1;
+    return 0;
+}
+
+int wrk_consumer_rejoin(wrk_consumer_t *c)
+{
+    if (c->closed || !c->left)
+        return 0;
+    char errstr[256];
+    if (topic_subscribe(c, errstr, sizeof(errstr)) < 0) {
+        log_msgf(LOG_ERROR, "cannot join the consumer group again: %s", errstr);
+        return MCPQ_EIO;
+    }
+    c->left = 0;
+    return 0;
+}
+
+int wrk_consumer_left(const wrk_consumer_t *c)
+{
+    return c->left;
 }
 
 int wrk_consumer_fatal(const wrk_consumer_t *c)

@@ -77,6 +77,19 @@ int wrk_consumer_paused(const wrk_consumer_t *c);
 /* Stores the commit points of partitions whose finished prefix advanced. */
 void wrk_consumer_store(wrk_consumer_t *c);
 
+/* Leaves the consumer group without closing (rd_kafka_unsubscribe): the group rebalances this
+ * member's partitions to the others; the revoke runs in a later wrk_consumer_poll(), storing
+ * what is finished and dropping the rest (their records go to the next owner). A consumer
+ * that left takes no records until wrk_consumer_rejoin(). 0, or MCPQ_EIO (logged). A no-op
+ * when it left already or is closed. */
+int wrk_consumer_leave(wrk_consumer_t *c);
+/* Subscribes again after wrk_consumer_leave(): the group assigns it partitions in the next
+ * rebalance. 0, or MCPQ_EIO (logged; still out of the group, call it again). A no-op when it
+ * has not left. */
+int wrk_consumer_rejoin(wrk_consumer_t *c);
+/* 1 between wrk_consumer_leave() and wrk_consumer_rejoin(). */
+int wrk_consumer_left(const wrk_consumer_t *c);
+
 /* Leaves the group cleanly: revokes (storing offsets), commits, closes. */
 void wrk_consumer_close(wrk_consumer_t *c);
 

@@ -39,9 +39,10 @@ struct wrk_stats {
     atomic_ullong released;
     atomic_ullong redelivered[WRK_REDELIVERED_COUNT];
     atomic_ullong rejected[WRK_REJECTED_COUNT];
-    atomic_ullong results_written, results_retried;
+    atomic_ullong results_written, results_retried, redis_lost_leaves;
     atomic_size_t running, inflight;
     atomic_int kafka_up, redis_up, assigned, stopping, topic_partitions, idle_member;
+    atomic_int redis_lost_left;
     pthread_mutex_t lag_lock; /* guards what follows */
     char lag_topic[LAG_TOPIC_MAX];
     int32_t *lag_parts;
@@ -114,6 +115,8 @@ void wrk_stats_gauges(wrk_stats_t *m, const wrk_stats_gauges_t *g)
     atomic_store(&m->assigned, g->assigned);
     atomic_store(&m->topic_partitions, g->topic_partitions);
     atomic_store(&m->idle_member, g->idle_member);
+    atomic_store(&m->redis_lost_left, g->redis_lost_left);
+    atomic_store(&m->redis_lost_leaves, g->redis_lost_leaves);
 }
 
 void wrk_stats_stopping(wrk_stats_t *m)
@@ -170,6 +173,30 @@ static void label_escape(const char *in, char *out, size_t size)
     out[o] = '\0';
 }
 
+/* The consumer group's series: partitions assigned and known, idle member, lag. */
+static void render_kafka(wrk_stats_t *m, util_buf_t *out)
+{
+    prom_head(out, "mcpq_worker_kafka_assigned_partitions", "gauge",
+              "Partitions of the jobs topic assigned to this worker.");
+    prom_line(out, "mcpq_worker_kafka_assigned_partitions %d\n", atomic_load(&m->assigned));
+    prom_head(out, "mcpq_worker_kafka_topic_partitions", "gauge",
+              "Partitions of the jobs topic (0: not known yet): the most workers that consume.");
+    prom_line(out, "mcpq_worker_kafka_topic_partitions %d\n", atomic_load(&m->topic_partitions));
+    prom_head(out, "mcpq_worker_kafka_idle_member", "gauge",
+              "1 when this worker got no partition: the group has more workers than the jobs "
+              "topic has partitions.");
+    prom_line(out, "mcpq_worker_kafka_idle_member %d\n", atomic_load(&m->idle_member));
+    prom_head(out, "mcpq_worker_kafka_consumer_lag", "gauge",
+              "Records behind the high watermark on each partition assigned to this worker.");
+    pthread_mutex_lock(&m->lag_lock);
+    char topic[2 * LAG_TOPIC_MAX];
+    label_escape(m->lag_topic, topic, sizeof(topic));
+    for (size_t i = 0; i < m->nlag; i++)
+        prom_line(out, "mcpq_worker_kafka_consumer_lag{topic=\"%s\",partition=\"%d\"} %lld\n",
+                  topic, (int)m->lag_parts[i], (long long)m->lag_values[i]);
+    pthread_mutex_unlock(&m->lag_lock);
+}
+
 int wrk_stats_render(wrk_stats_t *m, util_buf_t *out)
 {
     prom_head(out, "mcpq_worker_jobs_total", "counter",
@@ -215,30 +242,19 @@ int wrk_stats_render(wrk_stats_t *m, util_buf_t *out)
     prom_head(out, "mcpq_worker_results_retried_total", "counter",
               "Redis writes that did not go through and were queued again.");
     prom_line(out, "mcpq_worker_results_retried_total %llu\n", atomic_load(&m->results_retried));
-    prom_head(out, "mcpq_worker_kafka_assigned_partitions", "gauge",
-              "Partitions of the jobs topic assigned to this worker.");
-    prom_line(out, "mcpq_worker_kafka_assigned_partitions %d\n", atomic_load(&m->assigned));
-    prom_head(out, "mcpq_worker_kafka_topic_partitions", "gauge",
-              "Partitions of the jobs topic (0: not known yet): the most workers that consume.");
-    prom_line(out, "mcpq_worker_kafka_topic_partitions %d\n", atomic_load(&m->topic_partitions));
-    prom_head(out, "mcpq_worker_kafka_idle_member", "gauge",
-              "1 when this worker got no partition: the group has more workers than the jobs "
-              "topic has partitions.");
-    prom_line(out, "mcpq_worker_kafka_idle_member %d\n", atomic_load(&m->idle_member));
-    prom_head(out, "mcpq_worker_kafka_consumer_lag", "gauge",
-              "Records behind the high watermark on each partition assigned to this worker.");
-    pthread_mutex_lock(&m->lag_lock);
-    char topic[2 * LAG_TOPIC_MAX];
-    label_escape(m->lag_topic, topic, sizeof(topic));
-    for (size_t i = 0; i < m->nlag; i++)
-        prom_line(out, "mcpq_worker_kafka_consumer_lag{topic=\"%s\",partition=\"%d\"} %lld\n",
-                  topic, (int)m->lag_parts[i], (long long)m->lag_values[i]);
-    pthread_mutex_unlock(&m->lag_lock);
+    render_kafka(m, out);
     prom_head(out, "mcpq_worker_dependency_up", "gauge", "1 while the dependency is reachable.");
     prom_line(out, "mcpq_worker_dependency_up{dependency=\"kafka\"} %d\n",
               atomic_load(&m->kafka_up));
     prom_line(out, "mcpq_worker_dependency_up{dependency=\"redis\"} %d\n",
               atomic_load(&m->redis_up));
+    prom_head(out, "mcpq_worker_redis_lost_left", "gauge",
+              "1 while this worker is out of the consumer group because Redis is unreachable.");
+    prom_line(out, "mcpq_worker_redis_lost_left %d\n", atomic_load(&m->redis_lost_left));
+    prom_head(out, "mcpq_worker_redis_lost_leaves_total", "counter",
+              "Times this worker left the consumer group because Redis was unreachable.");
+    prom_line(out, "mcpq_worker_redis_lost_leaves_total %llu\n",
+              atomic_load(&m->redis_lost_leaves));
     prom_head(out, "mcpq_worker_stopping", "gauge",
               "1 once the worker was told to stop (SIGTERM): it takes no new jobs.");
     prom_line(out, "mcpq_worker_stopping %d\n", atomic_load(&m->stopping));

@@ -23,6 +23,10 @@
  *   mcpq_worker_kafka_idle_member                1 when this worker got no partition: the
  *                                                group has more workers than partitions
  *   mcpq_worker_dependency_up{dependency}        kafka, redis
+ *   mcpq_worker_redis_lost_left                  1 while this worker is out of the consumer
+ *                                                group because Redis is unreachable
+ *                                                (MCPQ_WORKER_REDIS_LOST_LEAVE_MS)
+ *   mcpq_worker_redis_lost_leaves_total          times it left the group for that
  *   mcpq_worker_stopping                         1 once SIGTERM arrived
  * plus mcpq_build_info and process_start_time_seconds (prom.h).
  *
@@ -70,6 +74,8 @@ typedef struct wrk_stats_gauges {
     int assigned;         /* partitions assigned */
     int topic_partitions; /* of the jobs topic (0: unknown) */
     int idle_member;      /* wrk_consumer_idle_member() */
+    int redis_lost_left;  /* wrk_consumer_left(): out of the group, Redis unreachable */
+    unsigned long long redis_lost_leaves; /* times it left the group for that */
 } wrk_stats_gauges_t;
 
 typedef struct wrk_stats wrk_stats_t;

@@ -151,6 +151,11 @@ int wrk_store_up(const wrk_store_t *st)
     return st->up;
 }
 
+int wrk_store_pending(const wrk_store_t *st)
+{
+    return st->head != NULL || st->notes != NULL;
+}
+
 void wrk_store_notify(wrk_store_t *st, const char *stream, const char *job_id, const char *kind,
                       const char *data, size_t len)
 {

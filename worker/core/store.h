@@ -119,6 +119,8 @@ int wrk_store_flush(wrk_store_t *st);
 
 /* 1 while the last attempt to reach Redis succeeded. */
 int wrk_store_up(const wrk_store_t *st);
+/* 1 while requests or notifications wait to be sent. */
+int wrk_store_pending(const wrk_store_t *st);
 
 /* Since the store was made: WRITE requests done (result records durable), and write
  * requests (WRITE, REPLY, CANCEL) that did not go through and were queued again. */

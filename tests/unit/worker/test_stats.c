@@ -33,12 +33,14 @@ static void test_counters(void)
     wrk_stats_rejected(m, WRK_REJECTED_SIGNATURE);
     wrk_stats_rejected(m, WRK_REJECTED_SIGNATURE);
     wrk_stats_gauges_t g = {.running = 2,
-                              .inflight = 5,
-                              .results_written = 7,
-                              .results_retried = 1,
-                              .kafka_up = 1,
-                              .redis_up = 1,
-                              .assigned = 2};
+                            .inflight = 5,
+                            .results_written = 7,
+                            .results_retried = 1,
+                            .kafka_up = 1,
+                            .redis_up = 1,
+                            .assigned = 2,
+                            .redis_lost_left = 1,
+                            .redis_lost_leaves = 3};
     wrk_stats_gauges(m, &g);
     int32_t parts[] = {0, 3};
     int64_t lags[] = {0, 42};
@@ -66,6 +68,8 @@ static void test_counters(void)
                    "mcpq_worker_kafka_consumer_lag{topic=\"mcpq.jobs\",partition=\"3\"} 42\n");
     CHECK_CONTAINS(text, "mcpq_worker_kafka_assigned_partitions 2\n");
     CHECK_CONTAINS(text, "mcpq_worker_dependency_up{dependency=\"kafka\"} 1\n");
+    CHECK_CONTAINS(text, "mcpq_worker_redis_lost_left 1\n");
+    CHECK_CONTAINS(text, "mcpq_worker_redis_lost_leaves_total 3\n");
     CHECK_CONTAINS(text, "mcpq_build_info{version=\"");
     CHECK_CONTAINS(text, "process_start_time_seconds ");
     free(text);
@@ -159,8 +163,8 @@ static void test_serve_ipv6(void)
 {
     int port = free_port6();
     if (port < 0) {
-        printf("ok - # SKIP no IPv6 on this machine (socket on [::] refused): "
-               "MCPQ_METRICS_LISTEN=[::]:port not tested\n");
+        TEST_SKIP("no IPv6 on this machine (socket on [::] refused): "
+                  "MCPQ_METRICS_LISTEN=[::]:port not tested");
         return;
     }
     char err[256], listen[32], line[128];
@@ -190,5 +194,5 @@ int main(void)
     test_ready();
     test_serve();
     test_serve_ipv6();
-    return 0;
+    return TEST_EXIT();
 }
