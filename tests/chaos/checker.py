@@ -12,9 +12,10 @@ that could not run."""
 import os
 
 # Clear errors (a terminal JSON-RPC error, a task that ended failed) allowed per operation.
-# Healthy runs on this machine (2 cores, shared) stay at or under 0.7%, the short form's tasks
-# created while a broker is down (docs/reliability.md, "The checker"); 5% keeps a margin for a
-# slower build (ASan) making fewer operations through the same faults. An oracle that let any
+# Healthy runs on this machine (2 cores, shared) stay at or under 0.7% (the short form: tasks
+# created while a broker is down, calls timed out through a rebalance; docs/reliability.md,
+# "The checker"); 5% keeps a margin for a slower build (ASan) making fewer operations through
+# the same faults. An oracle that let any
 # number through would pass a gateway that refuses calls.
 MAX_ERROR_RATE = float(os.environ.get("CHAOS_MAX_ERROR_RATE", "0.05"))
 
