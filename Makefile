@@ -67,8 +67,10 @@ bench: build
 # The fault campaign (tests/chaos/chaos.py, docs/reliability.md): a 2-ingress, 3-worker stack
 # under synchronous calls, tasks ending by webhook and cancellations while processes are
 # killed, Redis is frozen or killed, brokers fail, processes are cut off and the webhook
-# receiver fails; fails on a lost call, task or delivery, or a result that belongs to another
-# call. CHAOS_SECONDS (default 180), CHAOS_NEMESIS (comma list, default every fault),
+# receiver fails; fails on a lost call, task or delivery, an unexpected answer (another call's
+# or execution's, a task call without its task, a repeat answered otherwise or running the tool
+# again), clear errors above CHAOS_MAX_ERROR_RATE, or under CI a fault family that could not
+# run. CHAOS_SECONDS (default 180), CHAOS_NEMESIS (comma list, default every fault),
 # CHAOS_ORDER (random or each), CHAOS_SEED, CHAOS_CLIENTS, CHAOS_REDIS_FSYNC.
 chaos: build
 	@MCPQ_BIN_DIR=$(abspath $(BUILD)) python3 tests/chaos/chaos.py

@@ -21,7 +21,11 @@
  *     were recorded counts as another principal's until it expires;
  *   - once the claim expires, the key is new again and a call with it runs (under a new id).
  * Keys are per tenant and per tool, so another tenant (or tool) using the same key runs its
- * own call. A task-mode call claims its task id the same way.
+ * own call. A call that becomes a task claims its task id the same way; its record is the
+ * task's result, which a repeat never gets: the repeat is answered with the task
+ * (ingress/mcp/toolcall.c, tc_task), or -32603 "try again" when the task cannot be read; a
+ * repeat of a task still waiting that no worker has queued publishes its job again, as a
+ * synchronous repeat does.
  *
  * Thread-safe (Redis through the kv pool).
  */

@@ -202,11 +202,11 @@ static int task_answer(const ing_mcp_t *m, const rpc_msg_t *msg, const ing_tool_
 }
 
 /* The task-mode answer: {TaskId, TaskStatus} as structuredContent and as text. */
-static void tool_task_answer(cJSON *result, const char *id)
+static void tool_task_answer(cJSON *result, const char *id, const char *status)
 {
     cJSON *sc = cJSON_CreateObject();
     cJSON_AddStringToObject(sc, "TaskId", id);
-    cJSON_AddStringToObject(sc, "TaskStatus", "waiting");
+    cJSON_AddStringToObject(sc, "TaskStatus", status);
     char *text = cJSON_PrintUnformatted(sc);
     cJSON *content = cJSON_AddArrayToObject(result, "content");
     cJSON *block = cJSON_CreateObject();
@@ -485,25 +485,35 @@ static tc_status_t tc_idempotency(tc_t *tc)
     if (st == ING_IDEM_CONFLICT)
         return tc_error(tc, 200, RPC_INVALID_PARAMS,
                         "idempotency_key was already used for this tool with other arguments");
+    if (rec && tc->as_task >= 0) {
+        /* A task's record is its result, which the client reads with tasks/result: the
+         * repeat of a task-mode call is answered with the task (tc_task), ended or not. */
+        free(rec);
+        rec = NULL;
+    }
     return rec ? tc_replay(tc, rec, rec_len) : TC_NEXT;
 }
 
-/* Answers a call that became task id as `answer` says (see task_answer_t). */
-static tc_status_t answer_task(tc_t *tc, const char *id)
+/* Answers a call that became task id as tc->as_task says (see task_answer_t). task is the
+ * task as read from Redis (a repeat), or NULL for the one this call has just created: then it
+ * is read back for the MCP surfaces, and answered as waiting if that read fails. */
+static tc_status_t answer_task(tc_t *tc, const char *id, const ing_tasks_t *task)
 {
     ing_ctx_t *ctx = tc->ctx;
     cJSON *result = NULL;
     if (tc->as_task == ANSWER_TOOL) {
         result = cJSON_CreateObject();
-        tool_task_answer(result, id);
+        tool_task_answer(result, id, task ? ing_tasks_field(task, "state") : "waiting");
         return tc_result(tc, ING_CALL_OK, result);
     }
     int ext = tc->as_task == ANSWER_EXT;
-    ing_tasks_t task;
+    ing_tasks_t created;
     cJSON *tk;
-    if (ing_tasks_get(ctx->kv, tc->tool->tenant, id, &task) == 0) {
-        tk = ing_tasks_mcp(&task, ext, ctx->set->task_retention_s);
-        ing_tasks_cleanup(&task);
+    if (task) {
+        tk = ing_tasks_mcp(task, ext, ctx->set->task_retention_s);
+    } else if (ing_tasks_get(ctx->kv, tc->tool->tenant, id, &created) == 0) {
+        tk = ing_tasks_mcp(&created, ext, ctx->set->task_retention_s);
+        ing_tasks_cleanup(&created);
     } else {
         tk = cJSON_CreateObject();
         cJSON_AddStringToObject(tk, "taskId", id);
@@ -519,14 +529,50 @@ static tc_status_t answer_task(tc_t *tc, const char *id)
     return tc_result(tc, ING_CALL_OK, result);
 }
 
-/* 1 when the task id exists already (a repeat of an idempotent call, or a concurrent one). */
-static int task_exists(tc_t *tc, const char *id)
+/* Sends task id's job (payload, its envelope) to Kafka; the delivery report knows it by
+ * "t:<id>". 0 or an MCPQ_E* code. */
+static int task_send(tc_t *tc, const char *id, const char *payload)
 {
-    ing_tasks_t existing;
-    if (ing_tasks_get(tc->ctx->kv, tc->tool->tenant, id, &existing) < 0)
-        return 0;
-    ing_tasks_cleanup(&existing);
-    return 1;
+    ing_ctx_t *ctx = tc->ctx;
+    char *opaque = malloc(strlen(id) + 3);
+    if (opaque)
+        snprintf(opaque, strlen(id) + 3, "t:%s", id);
+    int rc = opaque ? mq_producer_send(ctx->producer, ctx->set->topic_jobs, id, payload,
+                                       strlen(payload), tc->traceparent[0] ? tc->traceparent : NULL,
+                                       tc->tracestate, opaque)
+                    : MCPQ_ENOMEM;
+    if (rc < 0) {
+        free(opaque);
+        ing_metrics_published(ctx->metrics, 0);
+    }
+    return rc;
+}
+
+/* The answer to a repeat of an idempotent task-mode call whose task id is id: the task
+ * (TC_ANSWERED), or TC_NEXT when it does not exist yet. A repeat is never answered from what
+ * cannot be read: Redis failing to say whether the task exists is -32603 "try again", not a
+ * new task and not another answer. A task still waiting that no worker has queued may have
+ * no job in Kafka (the ingress that created it lost Redis's answer, or died, before it
+ * published): the repeat publishes its job again, as a synchronous repeat does (idem.h); a
+ * worker queues a task once (common/lua/task_enqueue.lua), so a second record runs
+ * nothing twice. */
+static tc_status_t task_repeat(tc_t *tc, const char *id)
+{
+    ing_tasks_t task;
+    int rc = ing_tasks_get(tc->ctx->kv, tc->tool->tenant, id, &task);
+    if (rc == MCPQ_ENOTFOUND)
+        return TC_NEXT;
+    if (rc < 0)
+        return tc_failed(tc, "task store (Redis) unavailable; try again");
+    const char *env = ing_tasks_field(&task, "env");
+    tc_status_t st;
+    if (strcmp(ing_tasks_field(&task, "state"), "waiting") == 0 &&
+        strcmp(ing_tasks_field(&task, "queued"), "1") != 0 && env[0] && task_send(tc, id, env) < 0)
+        st = tc_failed(tc, "job queue (Kafka) unavailable; try again");
+    else
+        st = answer_task(tc, id, &task);
+    ing_tasks_cleanup(&task);
+    return st;
 }
 
 /* The task's job envelope (mode "task", no reply stream) into tc->payload and its
@@ -581,23 +627,13 @@ static int task_create(tc_t *tc, const char *id, const char *robot, long long pr
     return rc;
 }
 
-/* Publishes task id's job (tc->payload); the delivery report knows it by "t:<id>". */
+/* Publishes the new task id's job (tc->payload); a task Kafka refused ends terminated. */
 static int task_publish(tc_t *tc, const char *id)
 {
-    ing_ctx_t *ctx = tc->ctx;
-    char *opaque = malloc(strlen(id) + 3);
-    if (opaque)
-        snprintf(opaque, strlen(id) + 3, "t:%s", id);
-    int rc = opaque ? mq_producer_send(
-                          ctx->producer, ctx->set->topic_jobs, id, tc->payload, strlen(tc->payload),
-                          tc->traceparent[0] ? tc->traceparent : NULL, tc->tracestate, opaque)
-                    : MCPQ_ENOMEM;
-    if (rc < 0) {
-        free(opaque);
-        ing_tasks_abandon(ctx->kv, id, "the job queue (Kafka) refused the task",
-                          ctx->set->task_retention_s);
-        ing_metrics_published(ctx->metrics, 0);
-    }
+    int rc = task_send(tc, id, tc->payload);
+    if (rc < 0)
+        ing_tasks_abandon(tc->ctx->kv, id, "the job queue (Kafka) refused the task",
+                          tc->ctx->set->task_retention_s);
     return rc;
 }
 
@@ -618,12 +654,17 @@ static tc_status_t tc_task(tc_t *tc)
         snprintf(id, sizeof(id), "%.*s", TASK_ID_LEN - 1, tc->idem_id); /* a task id */
     else
         task_id_new(id);
-    /* A repeat of an idempotent call whose task exists: the same answer, nothing new. */
-    if (tc->ikey && task_exists(tc, id))
-        return answer_task(tc, id);
+    /* A repeat of an idempotent call whose task exists: the same task, nothing new. */
+    tc_status_t st = tc->ikey ? task_repeat(tc, id) : TC_NEXT;
+    if (st != TC_NEXT)
+        return st;
     int rc = task_create(tc, id, robot, priority, &max_tasks);
-    if (rc < 0 && tc->ikey && task_exists(tc, id))
-        return answer_task(tc, id); /* a concurrent repeat created it first */
+    if (rc < 0 && rc != MCPQ_EQUOTA && tc->ikey) {
+        /* a concurrent repeat created it first, or Redis failed: the same rule */
+        st = task_repeat(tc, id);
+        if (st != TC_NEXT)
+            return st;
+    }
     if (rc == MCPQ_EQUOTA) {
         ing_mcpreq_resp_quota(tc->resp, tc->msg->id, ING_QUOTA_TASKS, max_tasks);
         return TC_ANSWERED;
@@ -634,7 +675,7 @@ static tc_status_t tc_task(tc_t *tc)
         return tc_failed(tc, "job queue (Kafka) unavailable; try again");
     log_event(LOG_INFO, "task created", "tenant", tc->tool->tenant, "tool", tc->tool->name,
               "task_id", id, "robot", robot ? robot : "", (char *)NULL);
-    return answer_task(tc, id);
+    return answer_task(tc, id, NULL);
 }
 
 /* The waiting call's job id and what it streams, and its envelope into tc->payload. */

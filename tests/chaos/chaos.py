@@ -22,9 +22,11 @@ channel, docs/kafka.md "Fault injection").
 order in which every fault comes once before any comes again;
 --order each injects every fault of the list once, in turn, spread over the run (the short
 form in make test). The last line is
-`chaos: N ops, lost L, unexpected U, duplicate executions D, faults F`; exit 1 when lost or
-unexpected is not 0 or no operation succeeded, exit 2 when the stack itself stopped during
-the run (Redis or the in-memory broker died for good: the launcher says why).
+`chaos: N ops, lost L, unexpected U, errors E, duplicate executions D, faults F`; exit 1 when
+checker.verdict() finds a failure (lost or unexpected not 0, no operation succeeded, clear
+errors above CHAOS_MAX_ERROR_RATE, or under CI a family of faults that did not run), after a
+line `chaos: FAILED: <why>`; exit 2 when the stack itself stopped during the run (Redis or
+the in-memory broker died for good: the launcher says why).
 """
 import argparse
 import importlib
@@ -73,6 +75,18 @@ def load_modules():
         faults.update(m.FAULTS)
         kinds.update(getattr(m, "WORKLOAD", {}))
     return mods, faults, kinds
+
+
+def skipped_families(mods, wanted, ran):
+    """{family (module): [faults]} of the families of which faults were selected and none ran:
+    dropped before the run (netfault.prepare: no root, no nft...) or, under --order each,
+    never injected."""
+    out = {}
+    for m in mods:
+        mine = [f for f in wanted if f in m.FAULTS]
+        if mine and not any(f in ran for f in mine):
+            out[m.__name__] = mine
+    return out
 
 
 def inject(ctx, faults, name, rnd):
@@ -164,7 +178,8 @@ def main():
     for f in names:
         if f not in faults and f != "none":
             sys.exit(f"chaos: unknown fault {f} (known: {', '.join(faults)}, none, all)")
-    names = netfault.prepare([f for f in names if f != "none"])  # may re-run in a netns
+    wanted = [f for f in names if f != "none"]
+    names = netfault.prepare(wanted)  # may re-run in a netns
     seed = a.seed or random.randrange(1, 1 << 30)
     state = tempfile.mkdtemp(prefix="mcpq-chaos-")
     print(f"chaos: {a.seconds} s, {a.clients} clients, nemesis {names or 'none'} ({a.order}), "
@@ -203,9 +218,17 @@ def main():
     summary["repeats_checked"] = repeats
     summary["faults"] = len(ctx.windows)
     summary["seed"] = seed
+    ran = names if a.order == "random" else {w["fault"] for w in ctx.windows}
+    skipped = skipped_families(mods, wanted, ran)
+    ci = os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
+    failed = checker.verdict(summary, skipped, ci)
+    for fam, faults in sorted(skipped.items()):
+        problems.append(f"fault family {fam} did not run ({', '.join(faults)})"
+                        + ("" if ci else "; fails the run under CI"))
     for w in ctx.windows:
         print(f"chaos: fault at +{w['start'] - t0:.1f}s ({w['end'] - w['start']:.1f}s): "
               f"{w['fault']} {w['what']}")
+    problems.sort(key=lambda p: not p.startswith(("lost", "unexpected", "fault family")))
     for p in problems[:50]:
         print("chaos: " + p)
     if len(problems) > 50:
@@ -217,15 +240,16 @@ def main():
         json.dump({"summary": summary, "per_fault": table}, f, indent=1)
     if a.soak:
         report.soak_report(a.soak, hist, t0)
-    ok = summary["lost"] == 0 and summary["unexpected"] == 0 and summary["ok"] > 0
-    if ok and not a.keep:
+    if not failed and not a.keep:
         shutil.rmtree(state, ignore_errors=True)
     else:
         print(f"chaos: state kept in {state}")
+    if failed:
+        print("chaos: FAILED: " + "; ".join(failed), flush=True)
     print(f"chaos: {summary['ops']} ops, lost {summary['lost']}, unexpected "
-          f"{summary['unexpected']}, duplicate executions {summary['duplicate_executions']}, "
-          f"faults {summary['faults']}", flush=True)
-    return 0 if ok else 1
+          f"{summary['unexpected']}, errors {summary['errors']}, duplicate executions "
+          f"{summary['duplicate_executions']}, faults {summary['faults']}", flush=True)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

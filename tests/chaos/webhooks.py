@@ -40,7 +40,7 @@ import threading
 import time
 import urllib.parse
 
-from stack import REPO, TENANT, KEY, mark_tool
+from stack import TENANT, KEY, mark_tool
 from workload import RETRY_FOR, post, tools_call
 
 TOOL = "mark_task"
@@ -212,13 +212,9 @@ def setup(ctx):
     if not any(a.startswith("MCPQ_ADMIN_TOKEN=") for a in ctx.launcher_args):
         ctx.launcher_args += ["--env", "MCPQ_ADMIN_TOKEN=chaos-admin-" + os.urandom(8).hex()]
     ctx.launcher_args += ["--env", "MCPQ_WEBHOOK_RETRY_SCHEDULE=" + SCHEDULE]
-    # mark.sh names its marker <op>.<MCPQ_JOB_ID>, and a task's job id is its task id on every
-    # run: the pid makes a second run of one task a second marker, counted as a duplicate.
-    tool = mark_tool(ctx.marks, name=TOOL, mode="task")
-    ex = tool["versions"][0]["executor"]
-    ex["argv"] = ["/bin/sh", "-c", 'MCPQ_JOB_ID="$MCPQ_JOB_ID-$$" exec /bin/sh "$0"',
-                  os.path.join(REPO, "tests/chaos/mark.sh")]
-    ctx.tools.append(tool)
+    # A task's job id is its task id on every run; mark.sh's marker carries the run's own id,
+    # so a second run of one task is a second marker, counted as a duplicate.
+    ctx.tools.append(mark_tool(ctx.marks, name=TOOL, mode="task"))
     threading.Thread(target=subscribe, args=(ctx,), name="hook-subscribe", daemon=True).start()
 
 
@@ -280,6 +276,7 @@ def rpc(ctx, rnd, method, params, timeout=10):
 def create(ctx, hist, op, rnd, ms, deadline):
     """The task id of op's task-mode call, retrying the same idempotency key, or None."""
     args = {"op": op, "ms": ms, "idempotency_key": op}
+    hist.record(op, call={"tool": TOOL, "args": args, "headers": TASKS_VERSION})
     task = None
     while time.time() < deadline and not ctx.stop.is_set():
         kind, res, sent = rpc(ctx, rnd, "tools/call", tools_call(TOOL, args)["params"])
@@ -290,8 +287,12 @@ def create(ctx, hist, op, rnd, ms, deadline):
             sc = res.get("structuredContent") or {}
             got = sc.get("TaskId")
             if res.get("isError") or not got:
+                # A call of a task-mode tool that passed its schema always becomes a task: an
+                # answer without one is another answer, not a clear error.
                 text = "".join(b.get("text", "") for b in res.get("content", []))
-                hist.record(op, outcome=("error", "task call answered " + text[:120]))
+                hist.record(op, outcome=("error", "task call answered " + text[:120]),
+                            unexpected=hist.get(op, "unexpected", []) + [
+                                f"a task-mode call answered without its task: {text[:120]!r}"])
                 return None
             task = got
             break
@@ -307,11 +308,12 @@ def create(ctx, hist, op, rnd, ms, deadline):
     # must name the same task.
     if rnd.random() < 0.3:
         kind, res, _ = rpc(ctx, rnd, "tools/call", tools_call(TOOL, args)["params"])
-        if kind == "ok":
-            again = (res.get("structuredContent") or {}).get("TaskId")
-            if again != task:
-                hist.record(op, unexpected=hist.get(op, "unexpected", []) + [
-                    f"idempotency_key {op} answered task {again}, first {task}"])
+        # -32603 / -32003 "try again" is a right answer too; anything else must be the task
+        again = (res.get("structuredContent") or {}).get("TaskId") if kind == "ok" else None
+        if kind != "retry" and again != task:
+            hist.record(op, unexpected=hist.get(op, "unexpected", []) + [
+                f"idempotency_key {op} answered task {again} ({kind} {str(res)[:120]}), "
+                f"first {task}"])
     return task
 
 

@@ -12,6 +12,7 @@ import json
 import threading
 import time
 
+import checker
 from stack import KEY
 
 RETRY_FOR = 90  # seconds a client keeps trying one operation
@@ -90,12 +91,13 @@ def tools_call(name, args, rid=1):
 
 def run_sync(ctx, hist, op, rnd):
     ms = rnd.randint(500, 3000) if rnd.random() < 0.3 else rnd.randint(0, 50)
-    hist.record(op, kind="sync" if ms <= 50 else "sync-slow", expect=f"done {op}", ms=ms)
+    args = {"op": op, "ms": ms, "idempotency_key": op}
+    hist.record(op, kind="sync" if ms <= 50 else "sync-slow", expect=f"done {op}", ms=ms,
+                call={"tool": "mark", "args": args})
     deadline = time.time() + RETRY_FOR
     while time.time() < deadline and not ctx.stop.is_set():
         port = ctx.port + rnd.randint(0, ctx.ingresses - 1)
-        status, msg, sent = post(port, tools_call("mark", {"op": op, "ms": ms,
-                                                           "idempotency_key": op}), 40)
+        status, msg, sent = post(port, tools_call("mark", args), 40)
         kind, what = classify(status, msg)
         hist.record(op, attempts=1)
         if sent:
@@ -115,37 +117,61 @@ def run_sync(ctx, hist, op, rnd):
 
 
 def repeat_one(ctx, hist, op, o):
-    status, msg, _ = post(ctx.port, tools_call("mark", {"op": op, "ms": o["ms"],
-                                                        "idempotency_key": op}), 40)
+    """Sends op's call once more with its key: 1 when the answer could be judged, 0 when the
+    stack could not answer now (no verdict). A synchronous op must get its first answer back,
+    `done <op> <run>` of the same run; an op that became a task must get the same TaskId."""
+    c = o["call"]
+    status, msg, _ = post(ctx.port, tools_call(c["tool"], c["args"]), 40,
+                          headers=c.get("headers"))
     kind, what = classify(status, msg)
-    if kind in ("retry", "rpc-retry"):
+    if kind in ("retry", "rpc-retry") and not (isinstance(msg, dict) and "result" in msg):
         print(f"chaos: repeat of {op}: no verdict ({what})", flush=True)
-        return 0  # the stack could not answer now: no verdict
-    if (kind, what) != tuple(o["outcome"]):
-        hist.record(op, unexpected=o.get("unexpected", []) + [
-            f"a repeat with the same idempotency_key got {kind} {what!r}, the first answer "
-            f"was {o['outcome'][1]!r}"])
+        return 0
+    if o.get("task_id"):
+        sc = (msg.get("result") or {}).get("structuredContent") or {}
+        if sc.get("TaskId") != o["task_id"]:
+            wrong = f"task {sc.get('TaskId')} ({kind} {what!r})"
+        else:
+            return 1
+    elif (kind, what) != tuple(o["outcome"]):
+        wrong = f"{kind} {what!r}"
+    else:
+        return 1
+    hist.record(op, unexpected=o.get("unexpected", []) + [
+        f"a repeat with the same idempotency_key got {wrong}, the first answer was "
+        f"{o.get('task_id') or o['outcome'][1]!r}"])
     return 1
 
 
 def verify_repeats(ctx, hist, limit=400):
-    """After the run: each synchronous op that succeeded is called once more with its key; the
-    answer must be the first one, and the tool must not run again (the marker count tells).
-    Returns how many were checked."""
-    ops = [(op, o) for op, o in hist.ops.items()
-           if o["kind"] in ("sync", "sync-slow") and o["outcome"] and o["outcome"][0] == "ok"]
-    ops = ops[:limit]
+    """After the run: each op that succeeded is called once more with its key (at most limit
+    synchronous ops and limit ops whose task a client saw ended). The answer must be the first
+    one (the same run of the tool, or the same task), and the tool must not run again: an
+    execution added while the repeats ran is unexpected. Returns how many were checked."""
+    sync = [(op, o) for op, o in hist.ops.items()
+            if o["kind"] in ("sync", "sync-slow") and o.get("call") and o["outcome"]
+            and o["outcome"][0] == "ok"]
+    # tasks seen ended: a task still running would add its execution during the pass
+    tasks = [(op, o) for op, o in hist.ops.items() if o.get("task_id") and o.get("call")
+             and o.get("task_state") in ("completed", "failed", "cancelled")]
+    ops = sync[:limit] + tasks[:limit]
     checked = [0] * 4
+    before = {op: len(runs) for op, runs in checker.executions(ctx.marks).items()}
 
     def worker(i):
         for op, o in ops[i::4]:
-            n = repeat_one(ctx, hist, op, o)
-            checked[i] += n
+            checked[i] += repeat_one(ctx, hist, op, o)
     ts = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
     for t in ts:
         t.start()
     for t in ts:
         t.join()
+    after = checker.executions(ctx.marks)
+    for op, _ in ops:
+        n, was = len(after.get(op, [])), before.get(op, 0)
+        if n > was:
+            hist.record(op, unexpected=hist.get(op, "unexpected", []) + [
+                f"the repeat pass ran the tool again ({was} executions before it, {n} after)"])
     return sum(checked)
 
 

@@ -6,6 +6,7 @@
 #include "check.h"
 #include "harness.h"
 
+#include "idem.h"
 #include "mq.h"
 #include "names.h"
 #include "pending.h"
@@ -25,7 +26,8 @@ static const char config[] =
     "   \"quotas\": {\"tasks\": 2}},"
     "  {\"id\": \"other\", \"api_keys\": [{\"id\": \"k2\", \"key\": \"other-key-0123456\"}],"
     "   \"robots\": [\"robot-of-other\"]}],"
-    " \"servers\": [{\"tenant\": \"t\", \"name\": \"default\"}],"
+    " \"servers\": [{\"tenant\": \"t\", \"name\": \"default\"},"
+    "  {\"tenant\": \"other\", \"name\": \"default\"}],"
     " \"tools\": ["
     "  {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"echo\", \"published\": \"1\","
     "   \"versions\": [{\"version\": \"1\", \"timeout_ms\": 20000,"
@@ -47,6 +49,14 @@ static const char config[] =
     "    \"executor\": {\"type\": \"builtin\", \"name\": \"sleep\"}}]},"
     "  {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"report\", \"published\": \"1\","
     "   \"versions\": [{\"version\": \"1\", \"mode\": \"task\","
+    "    \"inputSchema\": {\"type\": \"object\"},"
+    "    \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]},"
+    "  {\"tenant\": \"other\", \"server\": \"default\", \"name\": \"report\","
+    "   \"published\": \"1\", \"versions\": [{\"version\": \"1\", \"mode\": \"task\","
+    "    \"inputSchema\": {\"type\": \"object\"},"
+    "    \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]},"
+    "  {\"tenant\": \"other\", \"server\": \"default\", \"name\": \"echo\","
+    "   \"published\": \"1\", \"versions\": [{\"version\": \"1\","
     "    \"inputSchema\": {\"type\": \"object\"},"
     "    \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]}]}";
 
@@ -264,6 +274,141 @@ static void test_idempotent_repeat_after_expiry(void)
     CHECK_INT_EQ(fx_stop_pid(w, 10000), 0);
 }
 
+/* tools/call as tenant "other" (no task quota) with MCP-Protocol-Version version: answered at
+ * once. */
+static void call_other(hx_ex_t *e, const char *params, const char *version)
+{
+    const char *hdrs[] = {"Authorization", "Bearer other-key-0123456", "MCP-Protocol-Version",
+                          version, NULL};
+    call(e, params, hdrs);
+    CHECK(!e->parked);
+}
+
+/* Waits (at most 20 s) until task id is in state; 1 when it is. */
+static int task_reaches(const char *id, const char *state)
+{
+    int in = 0;
+    for (int t = 0; t < 400 && !in; t++) {
+        redisReply *r = hx_redis(&h, "HGET %s%s state", NAMES_KEY_TASK, id);
+        in = r && r->type == REDIS_REPLY_STRING && strcmp(r->str, state) == 0;
+        freeReplyObject(r);
+        if (!in)
+            fx_sleep_ms(50);
+    }
+    return in;
+}
+
+/* The task id a task answer names: structuredContent.TaskId (task-mode tool) or
+ * task.taskId (2025-11-25 params.task); "" when the answer names none. */
+static const char *named_task(const hx_ex_t *e)
+{
+    const cJSON *r = hx_rpc_result(e);
+    const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(r, "structuredContent"), "TaskId"));
+    if (!id)
+        id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(r, "task"), "taskId"));
+    return id ? id : "";
+}
+
+/* A repeat of an idempotent call that became a task names the same task, also once the task
+ * has ended and its result is stored (the result is read with tasks/result); a repeat that
+ * cannot read the task from Redis is -32603 "try again", never another answer. Both task
+ * surfaces: a task-mode tool, and a 2025-11-25 client's params.task. Tenant "other": no task
+ * quota. */
+static void test_task_repeat_after_end(void)
+{
+    static const struct {
+        const char *params, *version;
+    } calls[] = {
+        {"{\"name\":\"report\",\"arguments\":{\"n\":1,\"idempotency_key\":\"k-task-end\"}}",
+         "2025-06-18"},
+        {"{\"name\":\"echo\",\"arguments\":{\"text\":\"t\",\"idempotency_key\":\"k-hint-end\"},"
+         "\"task\":{}}",
+         "2025-11-25"},
+    };
+    const char *const env[] = {NULL};
+    pid_t w = fx_spawn_worker(&h.fx, "w-tasks", env);
+    CHECK(w > 0);
+    char ids[2][64];
+    for (size_t i = 0; i < 2; i++) {
+        hx_ex_t e;
+        call_other(&e, calls[i].params, calls[i].version);
+        snprintf(ids[i], sizeof(ids[i]), "%s", named_task(&e));
+        CHECK_INT_EQ((int)strlen(ids[i]), 36);
+        hx_ex_free(&e);
+        /* the worker runs it to its end: the task's result record is stored */
+        CHECK(task_reaches(ids[i], "complete"));
+        call_other(&e, calls[i].params, calls[i].version);
+        CHECK_INT_EQ(hx_rpc_code(&e), 0);
+        CHECK_STR_EQ(named_task(&e), ids[i]);
+        hx_ex_free(&e);
+    }
+    CHECK_INT_EQ(fx_stop_pid(w, 10000), 0);
+    /* Redis takes the claim but cannot say whether the task exists (HGETALL refused). */
+    redisReply *r = hx_redis(&h, "ACL SETUSER default -hgetall");
+    CHECK(r && r->type == REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    for (size_t i = 0; i < 2; i++) {
+        hx_ex_t e;
+        call_other(&e, calls[i].params, calls[i].version);
+        CHECK_INT_EQ(hx_rpc_code(&e), RPC_INTERNAL_ERROR);
+        CHECK_CONTAINS(hx_rpc_message(&e), "try again");
+        hx_ex_free(&e);
+    }
+    r = hx_redis(&h, "ACL SETUSER default +hgetall");
+    CHECK(r && r->type == REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+}
+
+/* A task whose creating ingress stopped between creating it and publishing its job (it lost
+ * Redis's answer, or died): its claim and its task exist, its job is in no queue. A repeat
+ * with the key names it and publishes its job, so it runs. Made here by copying a real task
+ * (its job in Kafka, no worker yet) under a new claim and id, with no job of its own. */
+static void test_task_repeat_unpublished(void)
+{
+    hx_ex_t e;
+    call_other(&e, "{\"name\":\"report\",\"arguments\":{\"n\":2,\"idempotency_key\":\"k-model\"}}",
+               "2025-06-18");
+    char model[64], orphan[] = "0badc0de-0000-4000-8000-000000000001";
+    snprintf(model, sizeof(model), "%s", named_task(&e));
+    CHECK_INT_EQ((int)strlen(model), 36);
+    hx_ex_free(&e);
+    /* the orphan's claim, as tc_idempotency makes it for the arguments {"n":2} and the API
+     * key k2 (its owner string, owner.h) */
+    char scope[33], id[64], *rec = NULL;
+    size_t rec_len = 0;
+    ing_idem_scope("other", "default", "report", "k-orphan", scope);
+    cJSON *what = cJSON_Parse("{\"arguments\":{\"n\":2}}");
+    CHECK_INT_EQ(ing_idem_claim(h.ctx.kv, "other", scope, "key:k2", what, 3600, orphan, id,
+                                sizeof(id), &rec, &rec_len),
+                 ING_IDEM_NEW);
+    cJSON_Delete(what);
+    /* the orphan's task: the model's fields, its ids replaced */
+    redisReply *f = hx_redis(&h, "HGETALL %s%s", NAMES_KEY_TASK, model);
+    CHECK(f && f->type == REDIS_REPLY_ARRAY && f->elements > 2);
+    for (size_t i = 0; i + 1 < f->elements; i += 2) {
+        char *v = strdup(f->element[i + 1]->str);
+        for (char *p = strstr(v, model); p; p = strstr(p, model))
+            memcpy(p, orphan, strlen(orphan));
+        redisReply *r =
+            hx_redis(&h, "HSET %s%s %s %s", NAMES_KEY_TASK, orphan, f->element[i]->str, v);
+        freeReplyObject(r);
+        free(v);
+    }
+    freeReplyObject(f);
+    const char *const env[] = {NULL};
+    pid_t w = fx_spawn_worker(&h.fx, "w-orphan", env);
+    CHECK(w > 0);
+    CHECK(task_reaches(model, "complete"));
+    call_other(&e, "{\"name\":\"report\",\"arguments\":{\"n\":2,\"idempotency_key\":\"k-orphan\"}}",
+               "2025-06-18");
+    CHECK_STR_EQ(named_task(&e), orphan);
+    hx_ex_free(&e);
+    CHECK(task_reaches(orphan, "complete"));
+    CHECK_INT_EQ(fx_stop_pid(w, 10000), 0);
+}
+
 /* Arguments larger than the job queue takes: refused, and nothing is left waiting. */
 /* tools/call of nap (ms) with request id rid as the caller of hdrs, without a session:
  * parked in e. */
@@ -385,6 +530,8 @@ int main(void)
     test_tasks();
     test_publish_and_idempotency();
     test_idempotent_repeat_after_expiry();
+    test_task_repeat_after_end();
+    test_task_repeat_unpublished();
     test_cancel_is_per_principal();
     test_too_large();
     test_redis_down();
