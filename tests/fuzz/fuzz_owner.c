@@ -130,8 +130,8 @@ static int expect_binds(const char *v, const char *base, char **aud, size_t n_au
 }
 
 /* Checks ing_owner_binding against expect_binds; returns its rc with the servers in out. */
-static int check_binding(const cJSON *claims, const char *base, char **aud, size_t n_aud,
-                         char *out, size_t n)
+static int check_binding(const cJSON *claims, const char *base, char **aud, size_t n_aud, char *out,
+                         size_t n)
 {
     /* what it should give: whole tenant, or the distinct servers in order */
     char *want = calloc(1, 64 * 1024);
