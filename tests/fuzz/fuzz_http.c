@@ -32,6 +32,7 @@
 #include "mcp.h"
 #include "toolcall.h"
 #include "files.h"
+#include "oauth.h"
 #include "registry.h"
 #include "util.h"
 
@@ -95,6 +96,40 @@ int mq_producer_send(mq_producer_t *p, const char *topic, const char *key, const
 
 static const char key_t_[] = "fuzz-key-t", key_u[] = "fuzz-key-u";
 
+/* Tenants o and p take OAuth tokens and introspect opaque ones, at an endpoint where nothing
+ * listens (port 9 of the loopback, which oauth.h allows over http): an opaque token reaches
+ * the key service only where exactly one of them serves the endpoint called (o's /mcp/solo),
+ * and the refused connection answers 503 at once. Both serve "shared" (ambiguous there and at
+ * /mcp and /v1, refused 401); neither serves t's "default" (no introspector, 401). */
+#define OAUTH_ISSUER(T) "http://127.0.0.1:9/" T
+#define OAUTH_ENDPOINT(T) "http://127.0.0.1:9/" T "/introspect"
+#define OAUTH_TENANT(T)                                                                            \
+    "{\"id\":\"" T "\",\"oauth\":{\"issuers\":[\"" OAUTH_ISSUER(                                   \
+        T) "\"],\"claims\":{\"tenant\":\"org\"},"                                                  \
+           "\"introspection\":{\"endpoint\":\"" OAUTH_ENDPOINT(T) "\",\"client_id\":\"gw\","       \
+                                                                  "\"client_secret\":\"s\"}}}"
+
+/* The key service with the issuers of tenants o and p, as the refresh thread gives them. */
+static ing_oauth_t *oauth(void)
+{
+    static const ing_oauth_source_t src[] = {
+        {.tenant = "o",
+         .issuer = OAUTH_ISSUER("o"),
+         .introspection_endpoint = OAUTH_ENDPOINT("o"),
+         .client_id = "gw",
+         .client_secret = "s"},
+        {.tenant = "p",
+         .issuer = OAUTH_ISSUER("p"),
+         .introspection_endpoint = OAUTH_ENDPOINT("p"),
+         .client_id = "gw",
+         .client_secret = "s"},
+    };
+    ing_oauth_t *o = ing_oauth_new(&set, ctx.metrics);
+    if (o)
+        ing_oauth_configure(o, src, sizeof(src) / sizeof(src[0]));
+    return o;
+}
+
 static ing_registry_t *registry(void)
 {
     char sha_t[65], sha_u[65], tenant_t[1024], tenant_u[512];
@@ -114,6 +149,16 @@ static ing_registry_t *registry(void)
         tenant_t,
         "tenant:u",
         tenant_u,
+        "tenant:o",
+        OAUTH_TENANT("o"),
+        "tenant:p",
+        OAUTH_TENANT("p"),
+        "server:o:solo",
+        "{\"tenant\":\"o\",\"name\":\"solo\"}",
+        "server:o:shared",
+        "{\"tenant\":\"o\",\"name\":\"shared\"}",
+        "server:p:shared",
+        "{\"tenant\":\"p\",\"name\":\"shared\"}",
         "server:t:default",
         "{\"tenant\":\"t\",\"name\":\"default\"}",
         "server:t:ops",
@@ -224,14 +269,17 @@ static void init(void)
     ctx.files = ing_files_new(&ctx);
     ctx.listen = ing_listen_new(&ctx, wake, NULL);
     ctx.reg = registry();
+    ctx.oauth = oauth();
     if (!ctx.metrics || !ctx.kv || !ctx.pending || !ctx.rl || !ctx.authfail.rl || !ctx.trusted ||
-        !ctx.files || !ctx.listen || ing_server_start(&ctx, err, sizeof(err)) < 0) {
+        !ctx.files || !ctx.listen || !ctx.oauth || ing_server_start(&ctx, err, sizeof(err)) < 0) {
         fprintf(stderr, "fuzz_http: start: %s\n", err);
         abort();
     }
     for (int i = 0; i < 200 && !ing_pending_healthy(ctx.pending); i++)
         usleep(10 * 1000); /* the reply reader's first XADD */
 }
+
+static void health(void);
 
 /* ---- one exchange ---- */
 
@@ -332,8 +380,39 @@ static void check_nothing_waits(void)
     FUZZ_CHECK(ing_pending_count(ctx.pending) == 0);
 }
 
+/* tasks/get of the stand-in's running task tk-fixture with credential cred; the answer. */
+static buf_t task_get(const char *cred)
+{
+    static const char body[] = "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tasks/"
+                               "get\",\"params\":{\"taskId\":\"tk-fixture\"}}";
+    char head[512];
+    snprintf(head, sizeof(head),
+             "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n%sContent-Type: application/json\r\n"
+             "Accept: application/json\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n",
+             cred, sizeof(body) - 1);
+    buf_t req = {0};
+    adds(&req, head);
+    adds(&req, body);
+    buf_t resp = exchange(&req, INADDR_LOOPBACK, HEALTH_DEADLINE_MS);
+    free(req.data);
+    return resp;
+}
+
 static void health(void)
 {
+    /* The stand-in's task fixture is alive (its owner sees it; another tenant's key does not),
+     * else every seed that parks on a task tests nothing. */
+    buf_t task = task_get("Authorization: Bearer fuzz-key-t\r\n");
+    if (!strstr(task.data, "\"taskId\":\"tk-fixture\""))
+        fprintf(stderr, "fuzz_http: the fixture task's owner got: %.*s\n", (int)task.len,
+                task.data);
+    FUZZ_CHECK(strstr(task.data, "\"id\":8,\"result\"") != NULL);
+    FUZZ_CHECK(strstr(task.data, "\"taskId\":\"tk-fixture\"") != NULL);
+    free(task.data);
+    task = task_get("X-Api-Key: fuzz-key-u\r\n");
+    FUZZ_CHECK(strstr(task.data, "\"id\":8,\"error\"") != NULL);
+    free(task.data);
+
     static const char call[] =
         "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer fuzz-key-t\r\n"
         "Content-Type: application/json\r\nAccept: application/json\r\nConnection: close\r\n"
@@ -422,6 +501,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!started) {
         init();
         started = 1;
+        health(); /* once before the inputs: a short replay checks the fixtures too */
     }
     if (size > (2u << 20))
         return 0;
