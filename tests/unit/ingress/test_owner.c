@@ -104,9 +104,9 @@ static void test_binding(void)
                  MCPQ_ETOOBIG);
     CHECK_STR_EQ(out, "");
     /* a whole-tenant value wins wherever it stands, even after more servers than fit */
-    CHECK_INT_EQ(binding("{\"aud\":[\"" BASE "/mcp/crm\",\"" BASE "/mcp/hr\",\"" BASE "\"]}", BASE,
-                         out, 5),
-                 0);
+    CHECK_INT_EQ(
+        binding("{\"aud\":[\"" BASE "/mcp/crm\",\"" BASE "/mcp/hr\",\"" BASE "\"]}", BASE, out, 5),
+        0);
     CHECK_STR_EQ(out, "");
     CHECK_INT_EQ(binding("{\"aud\":[\"" BASE "/mcp/crm\",\"" BASE "/mcp/hr\",\"api://mcpq\"]}",
                          BASE, out, 5),
