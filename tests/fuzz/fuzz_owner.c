@@ -44,23 +44,30 @@
 #define MAX_OUT 4096
 #define WANT_MAX (MAX_OUT + 256) /* the expected servers: n and one more name at most */
 
-/* A registry like tests/unit/ingress/test_owner.c's: tenant acme, servers crm and hr, a tool
- * without rules (contacts) and one only alice, bob and the key ci may see (payroll). */
+/* The snapshot the verdict is given: tenant acme (API key ci), servers crm and hr without
+ * rules and ops only the app "billing" may reach; tools contacts (crm, no rules), payroll (hr:
+ * alice, bob and the key ci, with the permission "hr") and deploy (ops, no rules of its own). */
+#define SERVER(NAME, ACCESS) "{\"tenant\":\"acme\",\"name\":\"" NAME "\"" ACCESS "}"
+#define TOOL(SRV, NAME, ACCESS)                                                                    \
+    "{\"tenant\":\"acme\",\"server\":\"" SRV "\",\"name\":\"" NAME "\",\"published\":\"1\"" ACCESS \
+    ",\"versions\":[{\"version\":\"1\"}]}"
 static const char *const docs[] = {
     "tenant:acme",
-    "{\"id\":\"acme\",\"api_keys\":[{\"id\":\"ci\",\"sha256\":\""
-    "0000000000000000000000000000000000000000000000000000000000000001\"}]}",
+    "{\"id\":\"acme\",\"api_keys\":[{\"id\":\"ci\",\"sha256\":\"" /* any 64 hex digits */
+    "00000000000000000000000000000000000000000000000000000000000000ff\"}]}",
     "server:acme:crm",
-    "{\"tenant\":\"acme\",\"name\":\"crm\"}",
+    SERVER("crm", ""),
     "server:acme:hr",
-    "{\"tenant\":\"acme\",\"name\":\"hr\"}",
+    SERVER("hr", ""),
+    "server:acme:ops",
+    SERVER("ops", ",\"access\":{\"apps\":[\"billing\"]}"),
     "tool:acme:contacts",
-    "{\"tenant\":\"acme\",\"server\":\"crm\",\"name\":\"contacts\",\"published\":\"1\","
-    "\"versions\":[{\"version\":\"1\"}]}",
+    TOOL("crm", "contacts", ""),
     "tool:acme:payroll",
-    "{\"tenant\":\"acme\",\"server\":\"hr\",\"name\":\"payroll\",\"published\":\"1\","
-    "\"access\":{\"users\":[\"alice\",\"bob\"],\"keys\":[\"ci\"],\"scopes\":[\"hr\"]},"
-    "\"versions\":[{\"version\":\"1\"}]}",
+    TOOL("hr", "payroll",
+         ",\"access\":{\"users\":[\"alice\",\"bob\"],\"keys\":[\"ci\"],\"scopes\":[\"hr\"]}"),
+    "tool:acme:deploy",
+    TOOL("ops", "deploy", ""),
 };
 
 static ing_registry_t *registry(void)
