@@ -95,6 +95,9 @@ int mq_producer_send(mq_producer_t *p, const char *topic, const char *key, const
 /* ---- the registry ---- */
 
 static const char key_t_[] = "fuzz-key-t", key_u[] = "fuzz-key-u";
+/* Tenant t's second key (k3), used only by the health check: a principal of the task's tenant
+ * that is not its owner. */
+static const char key_t2[] = "fuzz-key-t2-health";
 
 /* Tenants o and p take OAuth tokens and introspect opaque ones, at an endpoint where nothing
  * listens (port 9 of the loopback, which oauth.h allows over http): an opaque token reaches
@@ -132,14 +135,15 @@ static ing_oauth_t *oauth(void)
 
 static ing_registry_t *registry(void)
 {
-    char sha_t[65], sha_u[65], tenant_t[1024], tenant_u[512];
+    char sha_t[65], sha_t2[65], sha_u[65], tenant_t[1024], tenant_u[512];
     util_sha256_hex(key_t_, strlen(key_t_), sha_t);
+    util_sha256_hex(key_t2, strlen(key_t2), sha_t2);
     util_sha256_hex(key_u, strlen(key_u), sha_u);
     snprintf(tenant_t, sizeof(tenant_t),
              "{\"id\":\"t\",\"default_server\":\"default\",\"api_keys\":[{\"id\":\"k1\","
-             "\"sha256\":\"%s\"}],\"apps\":[{\"app_id\":\"fuzz-app\",\"secret\":"
-             "\"fuzz-app-secret-0123456789abcdef0123\"}]}",
-             sha_t);
+             "\"sha256\":\"%s\"},{\"id\":\"k3\",\"sha256\":\"%s\"}],\"apps\":[{\"app_id\":"
+             "\"fuzz-app\",\"secret\":\"fuzz-app-secret-0123456789abcdef0123\"}]}",
+             sha_t, sha_t2);
     snprintf(tenant_u, sizeof(tenant_u),
              "{\"id\":\"u\",\"api_keys\":[{\"id\":\"k2\",\"sha256\":\"%s\","
              "\"rate_limit\":{\"per_second\":5,\"burst\":5}}]}",
@@ -400,8 +404,8 @@ static buf_t task_get(const char *cred)
 
 static void health(void)
 {
-    /* The stand-in's task fixture is alive (its owner sees it; another tenant's key does not),
-     * else every seed that parks on a task tests nothing. */
+    /* The stand-in's task fixture is alive (its owner sees it; another key of its tenant does
+     * not), else every seed that parks on a task tests nothing. */
     buf_t task = task_get("Authorization: Bearer fuzz-key-t\r\n");
     if (!strstr(task.data, "\"taskId\":\"tk-fixture\""))
         fprintf(stderr, "fuzz_http: the fixture task's owner got: %.*s\n", (int)task.len,
@@ -409,8 +413,14 @@ static void health(void)
     FUZZ_CHECK(strstr(task.data, "\"id\":8,\"result\"") != NULL);
     FUZZ_CHECK(strstr(task.data, "\"taskId\":\"tk-fixture\"") != NULL);
     free(task.data);
-    task = task_get("X-Api-Key: fuzz-key-u\r\n");
+    char cred[64];
+    snprintf(cred, sizeof(cred), "X-Api-Key: %s\r\n", key_t2);
+    task = task_get(cred);
+    if (!strstr(task.data, "Task not found"))
+        fprintf(stderr, "fuzz_http: another key of the task's tenant got: %.*s\n", (int)task.len,
+                task.data);
     FUZZ_CHECK(strstr(task.data, "\"id\":8,\"error\"") != NULL);
+    FUZZ_CHECK(strstr(task.data, "Task not found") != NULL);
     free(task.data);
 
     static const char call[] =
