@@ -402,26 +402,26 @@ static buf_t task_get(const char *cred)
     return resp;
 }
 
+/* tasks/get of tk-fixture by who (a header line) answers with both want and also. */
+static void task_expect(const char *who, const char *want, const char *also)
+{
+    buf_t task = task_get(who);
+    if (!strstr(task.data, want) || !strstr(task.data, also))
+        fprintf(stderr, "fuzz_http: tasks/get with %s got: %.*s\n", who, (int)task.len, task.data);
+    FUZZ_CHECK(strstr(task.data, want) != NULL);
+    FUZZ_CHECK(strstr(task.data, also) != NULL);
+    free(task.data);
+}
+
 static void health(void)
 {
     /* The stand-in's task fixture is alive (its owner sees it; another key of its tenant does
      * not), else every seed that parks on a task tests nothing. */
-    buf_t task = task_get("Authorization: Bearer fuzz-key-t\r\n");
-    if (!strstr(task.data, "\"taskId\":\"tk-fixture\""))
-        fprintf(stderr, "fuzz_http: the fixture task's owner got: %.*s\n", (int)task.len,
-                task.data);
-    FUZZ_CHECK(strstr(task.data, "\"id\":8,\"result\"") != NULL);
-    FUZZ_CHECK(strstr(task.data, "\"taskId\":\"tk-fixture\"") != NULL);
-    free(task.data);
-    char cred[64];
-    snprintf(cred, sizeof(cred), "X-Api-Key: %s\r\n", key_t2);
-    task = task_get(cred);
-    if (!strstr(task.data, "Task not found"))
-        fprintf(stderr, "fuzz_http: another key of the task's tenant got: %.*s\n", (int)task.len,
-                task.data);
-    FUZZ_CHECK(strstr(task.data, "\"id\":8,\"error\"") != NULL);
-    FUZZ_CHECK(strstr(task.data, "Task not found") != NULL);
-    free(task.data);
+    char other[64];
+    snprintf(other, sizeof(other), "X-Api-Key: %s\r\n", key_t2);
+    task_expect("Authorization: Bearer fuzz-key-t\r\n", "\"id\":8,\"result\"",
+                "\"taskId\":\"tk-fixture\"");
+    task_expect(other, "\"id\":8,\"error\"", "Task not found");
 
     static const char call[] =
         "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer fuzz-key-t\r\n"
