@@ -362,7 +362,8 @@ static void cmd_xread(conn_t *c, char **argv, int argc)
     pthread_mutex_unlock(&lock);
 }
 
-/* The length of the task keys' prefix, {mcpq}:task: (names.h), and of the fixture's ids'. */
+/* The lengths of the task keys' prefix {mcpq}:task: (names.h), of the fixture's keys'
+ * {mcpq}:task:tk- and of the waiter sets' suffix. */
 #define TASK_PREFIX_LEN (sizeof(NAMES_KEY_TASK) - 1)
 #define FIXTURE_PREFIX_LEN (TASK_PREFIX_LEN + 3) /* + "tk-" */
 #define WAITERS_SUFFIX ":waiters"

@@ -17,7 +17,12 @@
  * Checked for every input: the answer, if any, is an HTTP/1.1 status line; no 500; a JSON
  * answer parses as JSON; once the connection is gone no call is left waiting in the pending
  * table (a call parked twice, or a batch that never ends, shows up here or as a libFuzzer
- * timeout). Every 256 inputs: a normal tools/call is answered and /metrics serves.
+ * timeout). Before the first input and every 256: a normal tools/call is answered, /metrics
+ * serves, and the stand-in's running task is seen by its owner and by no other key.
+ *
+ * Besides API-key tenants t and u, tenants o and p take OAuth tokens and introspect opaque
+ * ones (below), so the choice of the one tenant that may introspect at an endpoint
+ * (ing_registry_introspector) is reached with opaque Bearer tokens.
  */
 #include "fakeredis.h"
 #include "names.h"
@@ -107,10 +112,9 @@ static const char key_t2[] = "fuzz-key-t2-health";
 #define OAUTH_ISSUER(T) "http://127.0.0.1:9/" T
 #define OAUTH_ENDPOINT(T) "http://127.0.0.1:9/" T "/introspect"
 #define OAUTH_TENANT(T)                                                                            \
-    "{\"id\":\"" T "\",\"oauth\":{\"issuers\":[\"" OAUTH_ISSUER(                                   \
-        T) "\"],\"claims\":{\"tenant\":\"org\"},"                                                  \
-           "\"introspection\":{\"endpoint\":\"" OAUTH_ENDPOINT(T) "\",\"client_id\":\"gw\","       \
-                                                                  "\"client_secret\":\"s\"}}}"
+    "{\"id\":\"" T "\",\"oauth\":{\"claims\":{\"tenant\":\"org\"},\"issuers\":[\""                 \
+    "http://127.0.0.1:9/" T "\"],\"introspection\":{\"client_id\":\"gw\",\"client_secret\":"       \
+    "\"s\",\"endpoint\":\"http://127.0.0.1:9/" T "/introspect\"}}}"
 
 /* The key service with the issuers of tenants o and p, as the refresh thread gives them. */
 static ing_oauth_t *oauth(void)

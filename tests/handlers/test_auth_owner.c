@@ -127,7 +127,7 @@ static void test_binding(void)
 }
 
 /* More servers than the front door keeps for a request: refused, unless a value of the same
- * aud names the whole tenant, wherever it stands (it was refused when it came last). */
+ * aud names the whole tenant, wherever it stands (here last). */
 static void test_binding_overflow(void)
 {
     char aud[8192] = "[\"" BASE "/mcp/crm\",", claims[9216], servers[128], user[128],
