@@ -137,6 +137,20 @@ static int expect_binds(const char *v, const char *base, char **aud, size_t n_au
     return 0;
 }
 
+/* 1 when a string value of aud (a string or an array) is exactly base + "/mcp/" + s[0..l). */
+static int aud_names(const cJSON *aud, const char *base, const char *s, size_t l)
+{
+    size_t bl = strlen(base);
+    const cJSON *v = cJSON_IsArray(aud) ? aud->child : aud;
+    for (; v; v = cJSON_IsArray(aud) ? v->next : NULL) {
+        const char *x = cJSON_GetStringValue(v);
+        if (x && strlen(x) == bl + 5 + l && memcmp(x, base, bl) == 0 &&
+            memcmp(x + bl, "/mcp/", 5) == 0 && memcmp(x + bl + 5, s, l) == 0)
+            return 1;
+    }
+    return 0;
+}
+
 /* Checks ing_owner_binding against expect_binds; returns its rc with the servers in out. */
 static int check_binding(const cJSON *claims, const char *base, char **aud, size_t n_aud, char *out,
                          size_t n)
@@ -183,10 +197,10 @@ static int check_binding(const cJSON *claims, const char *base, char **aud, size
         FUZZ_CHECK(rc == MCPQ_ETOOBIG && buf[0] == '\0');
     } else {
         FUZZ_CHECK(rc == 0 && strcmp(buf, want) == 0 && buf[0] != '\0');
-        /* every server written is named by an aud value base + "/mcp/<s>" */
+        /* every server written is named by a string aud value base + "/mcp/<s>" */
         for (const char *p = buf; *p;) {
             size_t l = strcspn(p, " ");
-            FUZZ_CHECK(l > 0 && base != NULL);
+            FUZZ_CHECK(l > 0 && base != NULL && aud_names(a, base, p, l));
             p += l;
             p += *p == ' ';
         }
