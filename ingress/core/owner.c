@@ -67,10 +67,12 @@ int ing_owner_binding(const cJSON *claims, const char *base, const char *const *
 {
     const cJSON *aud = cJSON_GetObjectItemCaseSensitive(claims, "aud");
     const cJSON *one = cJSON_IsString(aud) ? aud : cJSON_IsArray(aud) ? aud->child : NULL;
-    int named = 0;
+    int named = 0, full = 0;
     if (!n)
         return MCPQ_ETOOBIG;
     out[0] = '\0';
+    /* A whole-tenant value decides wherever it stands in the array, so servers that do not fit
+     * fail only once every value has been read (the answer never depends on the order). */
     for (const cJSON *v = one; v; v = cJSON_IsArray(aud) ? v->next : NULL) {
         const char *server = NULL;
         size_t len = 0;
@@ -82,12 +84,14 @@ int ing_owner_binding(const cJSON *claims, const char *base, const char *const *
             return 0;
         }
         if (b == 2) {
-            if (util_word_add(out, n, server, len) < 0) {
-                out[0] = '\0';
-                return MCPQ_ETOOBIG;
-            }
             named = 1;
+            if (!full && util_word_add(out, n, server, len) < 0)
+                full = 1;
         }
+    }
+    if (full) {
+        out[0] = '\0';
+        return MCPQ_ETOOBIG;
     }
     return named ? 0 : MCPQ_ENOTFOUND;
 }

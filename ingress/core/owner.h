@@ -45,7 +45,9 @@ int ing_owner_of(const ing_principal_t *who, char *out, size_t n);
  * + "/", base + "/mcp" or base + "/mcp/", or one of audiences (the tenant's oauth.audiences),
  * binds the token to the whole tenant; each value base + "/mcp/<server>" adds that server;
  * other values are ignored. base may be NULL (no trusted base URL: only audiences count).
- * 0, MCPQ_ENOTFOUND when no value names this gateway (out ""), MCPQ_ETOOBIG.
+ * 0, MCPQ_ENOTFOUND when no value names this gateway (out ""), MCPQ_ETOOBIG (out "") when
+ * the servers named do not fit in n and no value binds the whole tenant (one that does wins
+ * wherever it stands in the array).
  */
 int ing_owner_binding(const cJSON *claims, const char *base, const char *const *audiences,
                       size_t n_audiences, char *out, size_t n);

@@ -362,19 +362,28 @@ static void cmd_xread(conn_t *c, char **argv, int argc)
     pthread_mutex_unlock(&lock);
 }
 
+/* The lengths of the task keys' prefix {mcpq}:task: (names.h), of the fixture's keys'
+ * {mcpq}:task:tk- and of the waiter sets' suffix. */
+#define TASK_PREFIX_LEN (sizeof(NAMES_KEY_TASK) - 1)
+#define FIXTURE_PREFIX_LEN (TASK_PREFIX_LEN + 3) /* + "tk-" */
+#define WAITERS_SUFFIX ":waiters"
+#define WAITERS_SUFFIX_LEN (sizeof(WAITERS_SUFFIX) - 1)
+
 /* The running-task fixture: HGETALL {mcpq}:task:tk-... */
 static void cmd_hgetall(conn_t *c, const char *key)
 {
-    const char *id =
-        strncmp(key, NAMES_KEY_TASK "tk-", 13) == 0 && !strchr(key + 10, ':') ? key + 10 : NULL;
+    const char *id = strncmp(key, NAMES_KEY_TASK "tk-", FIXTURE_PREFIX_LEN) == 0 &&
+                             !strchr(key + TASK_PREFIX_LEN, ':')
+                         ? key + TASK_PREFIX_LEN
+                         : NULL;
     if (!id) {
         emit(c, "*0\r\n", 4);
         return;
     }
-    const char *fv[] = {"id",      id,        "tenant",     "t",
-                        "server",  "default", "tool",       "task_tool",
-                        "state",   "running", "created_ms", "1700000000000",
-                        "surface", "mcp",     "attempts",   "1"};
+    const char *fv[] = {
+        "id",        id,      "tenant",  "t",          "server",        "default", "tool",
+        "task_tool", "state", "running", "created_ms", "1700000000000", "surface", "mcp",
+        "attempts",  "1",     "owner",   "key:k1"}; /* tenant t's API key (fuzz_http.c) */
     emitf(c, "*%lld\r\n", (long long)(sizeof(fv) / sizeof(fv[0])));
     for (size_t i = 0; i < sizeof(fv) / sizeof(fv[0]); i++)
         bulks(c, fv[i]);
@@ -386,10 +395,12 @@ static void cmd_sadd(conn_t *c, char **argv, int argc)
 {
     const char *k = argv[1];
     size_t n = strlen(k);
-    if (argc >= 3 && strncmp(k, NAMES_KEY_TASK "tk-", 13) == 0 && n > 18 &&
-        strcmp(k + n - 8, ":waiters") == 0) {
+    if (argc >= 3 && strncmp(k, NAMES_KEY_TASK "tk-", FIXTURE_PREFIX_LEN) == 0 &&
+        n > FIXTURE_PREFIX_LEN + WAITERS_SUFFIX_LEN &&
+        strcmp(k + n - WAITERS_SUFFIX_LEN, WAITERS_SUFFIX) == 0) {
         char id[160];
-        snprintf(id, sizeof(id), "%.*s", (int)(n - 18), k + 10);
+        snprintf(id, sizeof(id), "%.*s", (int)(n - TASK_PREFIX_LEN - WAITERS_SUFFIX_LEN),
+                 k + TASK_PREFIX_LEN);
         const char *fv[] = {"job",
                             id,
                             "kind",

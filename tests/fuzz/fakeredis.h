@@ -6,7 +6,9 @@
  * answers PING, AUTH, SELECT, PUBLISH and SUBSCRIBE, refuses scripts (EVAL, EVALSHA, SCRIPT:
  * every Lua path of the ingress then takes its "Redis unavailable" branch), and answers the
  * other reads empty. Two fixtures make parking paths reachable: a task whose id starts with
- * "tk-" exists and runs (HGETALL {mcpq}:task:tk-...), and registering a waiter on it (SADD
+ * "tk-" exists and runs (HGETALL {mcpq}:task:tk-...: tenant t's task_tool, owned by the API
+ * key k1, owner string "key:k1", so only that key, or a caller of tenant t holding tasks:all,
+ * may see it; owner.h), and registering a waiter on it (SADD
  * {mcpq}:task:<id>:waiters <reply stream>) makes the "task" end at once with a result entry on
  * that stream, as a worker would. Not a Redis: only what fuzz_http.c needs, never for tests
  * that a user's Redis would run.

@@ -17,7 +17,12 @@
  * Checked for every input: the answer, if any, is an HTTP/1.1 status line; no 500; a JSON
  * answer parses as JSON; once the connection is gone no call is left waiting in the pending
  * table (a call parked twice, or a batch that never ends, shows up here or as a libFuzzer
- * timeout). Every 256 inputs: a normal tools/call is answered and /metrics serves.
+ * timeout). Before the first input and every 256: a normal tools/call is answered, /metrics
+ * serves, and the stand-in's running task is seen by its owner and by no other key.
+ *
+ * Besides API-key tenants t and u, tenants o and p take OAuth tokens and introspect opaque
+ * ones (below), so the choice of the one tenant that may introspect at an endpoint
+ * (ing_registry_introspector) is reached with opaque Bearer tokens.
  */
 #include "fakeredis.h"
 #include "names.h"
@@ -32,6 +37,7 @@
 #include "mcp.h"
 #include "toolcall.h"
 #include "files.h"
+#include "oauth.h"
 #include "registry.h"
 #include "util.h"
 
@@ -94,17 +100,54 @@ int mq_producer_send(mq_producer_t *p, const char *topic, const char *key, const
 /* ---- the registry ---- */
 
 static const char key_t_[] = "fuzz-key-t", key_u[] = "fuzz-key-u";
+/* Tenant t's second key (k3), used only by the health check: a principal of the task's tenant
+ * that is not its owner. */
+static const char key_t2[] = "fuzz-key-t2-health";
+
+/* Tenants o and p take OAuth tokens and introspect opaque ones, at an endpoint where nothing
+ * listens (port 9 of the loopback, which oauth.h allows over http): an opaque token reaches
+ * the key service only where exactly one of them serves the endpoint called (o's /mcp/solo),
+ * and the refused connection answers 503 at once. Both serve "shared" (ambiguous there and at
+ * /mcp and /v1, refused 401); neither serves t's "default" (no introspector, 401). */
+#define OAUTH_ISSUER(T) "http://127.0.0.1:9/" T
+#define OAUTH_ENDPOINT(T) "http://127.0.0.1:9/" T "/introspect"
+#define OAUTH_TENANT(T)                                                                            \
+    "{\"id\":\"" T "\",\"oauth\":{\"claims\":{\"tenant\":\"org\"},\"issuers\":[\""                 \
+    "http://127.0.0.1:9/" T "\"],\"introspection\":{\"client_id\":\"gw\",\"client_secret\":"       \
+    "\"s\",\"endpoint\":\"http://127.0.0.1:9/" T "/introspect\"}}}"
+
+/* The key service with the issuers of tenants o and p, as the refresh thread gives them. */
+static ing_oauth_t *oauth(void)
+{
+    static const ing_oauth_source_t src[] = {
+        {.tenant = "o",
+         .issuer = OAUTH_ISSUER("o"),
+         .introspection_endpoint = OAUTH_ENDPOINT("o"),
+         .client_id = "gw",
+         .client_secret = "s"},
+        {.tenant = "p",
+         .issuer = OAUTH_ISSUER("p"),
+         .introspection_endpoint = OAUTH_ENDPOINT("p"),
+         .client_id = "gw",
+         .client_secret = "s"},
+    };
+    ing_oauth_t *o = ing_oauth_new(&set, ctx.metrics);
+    if (o)
+        ing_oauth_configure(o, src, sizeof(src) / sizeof(src[0]));
+    return o;
+}
 
 static ing_registry_t *registry(void)
 {
-    char sha_t[65], sha_u[65], tenant_t[1024], tenant_u[512];
+    char sha_t[65], sha_t2[65], sha_u[65], tenant_t[1024], tenant_u[512];
     util_sha256_hex(key_t_, strlen(key_t_), sha_t);
+    util_sha256_hex(key_t2, strlen(key_t2), sha_t2);
     util_sha256_hex(key_u, strlen(key_u), sha_u);
     snprintf(tenant_t, sizeof(tenant_t),
              "{\"id\":\"t\",\"default_server\":\"default\",\"api_keys\":[{\"id\":\"k1\","
-             "\"sha256\":\"%s\"}],\"apps\":[{\"app_id\":\"fuzz-app\",\"secret\":"
-             "\"fuzz-app-secret-0123456789abcdef0123\"}]}",
-             sha_t);
+             "\"sha256\":\"%s\"},{\"id\":\"k3\",\"sha256\":\"%s\"}],\"apps\":[{\"app_id\":"
+             "\"fuzz-app\",\"secret\":\"fuzz-app-secret-0123456789abcdef0123\"}]}",
+             sha_t, sha_t2);
     snprintf(tenant_u, sizeof(tenant_u),
              "{\"id\":\"u\",\"api_keys\":[{\"id\":\"k2\",\"sha256\":\"%s\","
              "\"rate_limit\":{\"per_second\":5,\"burst\":5}}]}",
@@ -114,6 +157,16 @@ static ing_registry_t *registry(void)
         tenant_t,
         "tenant:u",
         tenant_u,
+        "tenant:o",
+        OAUTH_TENANT("o"),
+        "tenant:p",
+        OAUTH_TENANT("p"),
+        "server:o:solo",
+        "{\"tenant\":\"o\",\"name\":\"solo\"}",
+        "server:o:shared",
+        "{\"tenant\":\"o\",\"name\":\"shared\"}",
+        "server:p:shared",
+        "{\"tenant\":\"p\",\"name\":\"shared\"}",
         "server:t:default",
         "{\"tenant\":\"t\",\"name\":\"default\"}",
         "server:t:ops",
@@ -224,14 +277,17 @@ static void init(void)
     ctx.files = ing_files_new(&ctx);
     ctx.listen = ing_listen_new(&ctx, wake, NULL);
     ctx.reg = registry();
+    ctx.oauth = oauth();
     if (!ctx.metrics || !ctx.kv || !ctx.pending || !ctx.rl || !ctx.authfail.rl || !ctx.trusted ||
-        !ctx.files || !ctx.listen || ing_server_start(&ctx, err, sizeof(err)) < 0) {
+        !ctx.files || !ctx.listen || !ctx.oauth || ing_server_start(&ctx, err, sizeof(err)) < 0) {
         fprintf(stderr, "fuzz_http: start: %s\n", err);
         abort();
     }
     for (int i = 0; i < 200 && !ing_pending_healthy(ctx.pending); i++)
         usleep(10 * 1000); /* the reply reader's first XADD */
 }
+
+static void health(void);
 
 /* ---- one exchange ---- */
 
@@ -332,8 +388,45 @@ static void check_nothing_waits(void)
     FUZZ_CHECK(ing_pending_count(ctx.pending) == 0);
 }
 
+/* tasks/get of the stand-in's running task tk-fixture with credential cred; the answer. */
+static buf_t task_get(const char *cred)
+{
+    static const char body[] = "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tasks/"
+                               "get\",\"params\":{\"taskId\":\"tk-fixture\"}}";
+    char head[512];
+    snprintf(head, sizeof(head),
+             "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n%sContent-Type: application/json\r\n"
+             "Accept: application/json\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n",
+             cred, sizeof(body) - 1);
+    buf_t req = {0};
+    adds(&req, head);
+    adds(&req, body);
+    buf_t resp = exchange(&req, INADDR_LOOPBACK, HEALTH_DEADLINE_MS);
+    free(req.data);
+    return resp;
+}
+
+/* tasks/get of tk-fixture by who (a header line) answers with both want and also. */
+static void task_expect(const char *who, const char *want, const char *also)
+{
+    buf_t task = task_get(who);
+    if (!strstr(task.data, want) || !strstr(task.data, also))
+        fprintf(stderr, "fuzz_http: tasks/get with %s got: %.*s\n", who, (int)task.len, task.data);
+    FUZZ_CHECK(strstr(task.data, want) != NULL);
+    FUZZ_CHECK(strstr(task.data, also) != NULL);
+    free(task.data);
+}
+
 static void health(void)
 {
+    /* The stand-in's task fixture is alive (its owner sees it; another key of its tenant does
+     * not), else every seed that parks on a task tests nothing. */
+    char other[64];
+    snprintf(other, sizeof(other), "X-Api-Key: %s\r\n", key_t2);
+    task_expect("Authorization: Bearer fuzz-key-t\r\n", "\"id\":8,\"result\"",
+                "\"taskId\":\"tk-fixture\"");
+    task_expect(other, "\"id\":8,\"error\"", "Task not found");
+
     static const char call[] =
         "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer fuzz-key-t\r\n"
         "Content-Type: application/json\r\nAccept: application/json\r\nConnection: close\r\n"
@@ -422,6 +515,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!started) {
         init();
         started = 1;
+        health(); /* once before the inputs: a short replay checks the fixtures too */
     }
     if (size > (2u << 20))
         return 0;

@@ -8,6 +8,7 @@
 #include "check.h"
 #include "frontdoor.h"
 #include "harness.h"
+#include "jwt.h"
 #include "oauth.h"
 #include "owner.h"
 
@@ -64,7 +65,7 @@ static void keys_ready(const char *token)
 static ing_door_verdict_t enter(const char *claims, const char *uri, char *servers, char *user,
                                 char *owner, size_t n)
 {
-    char *token = fx_es256_jwt(&key, claims), authz[2200];
+    char *token = fx_es256_jwt(&key, claims), authz[JWT_TOKEN_MAX + 8];
     keys_ready(token);
     snprintf(authz, sizeof(authz), "Bearer %s", token);
     const char *hdrs[] = {"Authorization", authz, NULL};
@@ -125,6 +126,27 @@ static void test_binding(void)
     TEST_PASS("a token's aud binds its principal to the servers it names, or to the tenant");
 }
 
+/* More servers than the front door keeps for a request: refused, unless a value of the same
+ * aud names the whole tenant, wherever it stands (here last). */
+static void test_binding_overflow(void)
+{
+    char aud[8192] = "[\"" BASE "/mcp/crm\",", claims[9216], servers[128], user[128],
+         owner[ING_OWNER_MAX];
+    for (int i = 0; i < 30; i++) /* 30 names of 120 bytes: more than ING_AUTH_STORE */
+        snprintf(aud + strlen(aud), sizeof(aud) - strlen(aud), "\"" BASE "/mcp/%0120d\",", i);
+    size_t at = strlen(aud);
+    snprintf(aud + at, sizeof(aud) - at, "\"" BASE "\"]");
+    claims_of(claims, sizeof(claims), aud, "alice");
+    CHECK_INT_EQ(enter(claims, "/mcp/crm", servers, user, owner, sizeof(servers)), ING_DOOR_IN);
+    CHECK_STR_EQ(servers, "-");
+    CHECK_STR_EQ(owner, "user:alice");
+    snprintf(aud + at - 1, sizeof(aud) - at + 1, "]"); /* without the whole-tenant value */
+    claims_of(claims, sizeof(claims), aud, "alice");
+    CHECK_INT_EQ(enter(claims, "/mcp/crm", servers, user, owner, sizeof(servers)),
+                 ING_DOOR_UNAUTHORIZED);
+    TEST_PASS("a whole-tenant aud value wins after more servers than fit; without it, refused");
+}
+
 static void test_client_token(void)
 {
     char claims[1024], servers[128], user[128], owner[ING_OWNER_MAX];
@@ -163,6 +185,7 @@ int main(void)
     ing_oauth_source_t src = {.issuer = issuer, .jwks_uri = jwks_uri};
     ing_oauth_configure(h.ctx.oauth, &src, 1);
     test_binding();
+    test_binding_overflow();
     test_client_token();
     hx_stop(&h);
     MHD_stop_daemon(srv);

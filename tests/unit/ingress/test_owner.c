@@ -103,6 +103,15 @@ static void test_binding(void)
     CHECK_INT_EQ(binding("{\"aud\":[\"" BASE "/mcp/crm\",\"" BASE "/mcp/hr\"]}", BASE, out, 5),
                  MCPQ_ETOOBIG);
     CHECK_STR_EQ(out, "");
+    /* a whole-tenant value wins wherever it stands, even after more servers than fit */
+    CHECK_INT_EQ(
+        binding("{\"aud\":[\"" BASE "/mcp/crm\",\"" BASE "/mcp/hr\",\"" BASE "\"]}", BASE, out, 5),
+        0);
+    CHECK_STR_EQ(out, "");
+    CHECK_INT_EQ(binding("{\"aud\":[\"" BASE "/mcp/crm\",\"" BASE "/mcp/hr\",\"api://mcpq\"]}",
+                         BASE, out, 5),
+                 0);
+    CHECK_STR_EQ(out, "");
     TEST_PASS("a token's aud binds it to the servers it names, or to the whole tenant");
 }
 
