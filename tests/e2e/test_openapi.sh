@@ -31,8 +31,8 @@ HOOK_PORT=$(free_port)
 H="http://127.0.0.1:$HOOK_PORT"
 cat >"$TMP/config.json" <<JSON
 {"tenants": [{"id": "demo", "default_server": "default",
-   "api_keys": [{"id": "demo-k1", "key": "demo-key"}],
-   "apps": [{"app_id": "demo-app", "secret": "demo-app-secret-for-local-use-only"}],
+   "api_keys": [{"id": "demo-k1", "key": "demo-key"}, {"id": "demo-k2", "key": "demo-key-2"}],
+   "apps": [{"app_id": "demo-app", "secret": "demo-app-secret-for-local-use-only", "scopes": ["tasks:all"]}],
    "webhooks": [{"id": "hook", "url": "$H/hook", "events": ["task.completed"],
                  "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}]},
   {"id": "other", "api_keys": [{"id": "other-k1", "key": "other-key"}],

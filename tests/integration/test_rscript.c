@@ -60,14 +60,14 @@ static void test_pool(kv_pool_t *kv)
     CHECK(s != NULL);
     flush();
     CHECK_INT_EQ(script_exists(s), 0);
-    const char *argv[] = {NAMES_KEY_IDEM "t:scope", "fp", "60", "job-1"};
-    check_claim(rscript_pool_run(kv, s, 0, 4, argv, NULL, err, sizeof(err)), 0, NULL);
+    const char *argv[] = {NAMES_KEY_IDEM "t:scope", "fp", "60", "job-1", "key:k"};
+    check_claim(rscript_pool_run(kv, s, 0, 5, argv, NULL, err, sizeof(err)), 0, NULL);
     CHECK_INT_EQ(script_exists(s), 1);
     freeReplyObject(admin_cmd("SET " NAMES_KEY_RESULT "%s %s", "job-1", "{\"v\":1}"));
     /* Redis forgets every script (a restart, SCRIPT FLUSH): the next run loads it again. */
     flush();
     CHECK_INT_EQ(script_exists(s), 0);
-    check_claim(rscript_pool_run(kv, s, 0, 4, argv, NULL, err, sizeof(err)), 1, "{\"v\":1}");
+    check_claim(rscript_pool_run(kv, s, 0, 5, argv, NULL, err, sizeof(err)), 1, "{\"v\":1}");
     CHECK_INT_EQ(script_exists(s), 1);
     TEST_PASS("pooled: EVALSHA, and after SCRIPT FLUSH loaded again and run");
 }
@@ -78,13 +78,13 @@ static void test_blocking(kv_target_t *kvt)
     redisContext *c = kv_connect(kvt, 2000, err, sizeof(err));
     CHECK(c != NULL);
     const rscript_t *s = rscript_get("idem_claim");
-    const char *argv[] = {NAMES_KEY_IDEM "t:scope", "fp", "60", "job-1"};
+    const char *argv[] = {NAMES_KEY_IDEM "t:scope", "fp", "60", "job-1", "key:k"};
     flush();
-    check_claim(rscript_run(c, s, 0, 4, argv, NULL, err, sizeof(err)), 1, "{\"v\":1}");
-    check_claim(rscript_run(c, s, 0, 4, argv, NULL, err, sizeof(err)), 1, "{\"v\":1}");
+    check_claim(rscript_run(c, s, 0, 5, argv, NULL, err, sizeof(err)), 1, "{\"v\":1}");
+    check_claim(rscript_run(c, s, 0, 5, argv, NULL, err, sizeof(err)), 1, "{\"v\":1}");
     /* A script error is an error, not a retry: other fingerprint -> {2}; a bad call -> NULL. */
-    const char *other[] = {NAMES_KEY_IDEM "t:scope", "fp2", "60", "job-2"};
-    redisReply *r = rscript_run(c, s, 0, 4, other, NULL, err, sizeof(err));
+    const char *other[] = {NAMES_KEY_IDEM "t:scope", "fp2", "60", "job-2", "key:k"};
+    redisReply *r = rscript_run(c, s, 0, 5, other, NULL, err, sizeof(err));
     CHECK(r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->integer == 2);
     freeReplyObject(r);
     CHECK(rscript_run(c, s, 0, 0, argv, NULL, err, sizeof(err)) == NULL);
@@ -93,14 +93,14 @@ static void test_blocking(kv_target_t *kvt)
     /* A pipeline: its EVALSHA answers NOSCRIPT after a flush, rscript_run then loads it. */
     flush();
     CHECK(redisAppendCommand(c, "PING") == REDIS_OK);
-    CHECK(rscript_append(c, s, 0, 4, argv) == REDIS_OK);
+    CHECK(rscript_append(c, s, 0, 5, argv) == REDIS_OK);
     void *p = NULL, *q = NULL;
     CHECK(redisGetReply(c, &p) == REDIS_OK && redisGetReply(c, &q) == REDIS_OK);
     CHECK(!rscript_noscript(p));
     CHECK(rscript_noscript(q));
     freeReplyObject(p);
     freeReplyObject(q);
-    check_claim(rscript_run(c, s, 0, 4, argv, NULL, err, sizeof(err)), 1, "{\"v\":1}");
+    check_claim(rscript_run(c, s, 0, 5, argv, NULL, err, sizeof(err)), 1, "{\"v\":1}");
     CHECK_INT_EQ(script_exists(s), 1);
     redisFree(c);
     TEST_PASS("blocking context and pipeline: NOSCRIPT after SCRIPT FLUSH, loaded and run");

@@ -307,7 +307,10 @@ async function tasks() {
   };
   const a = await taskOf('tasky', { text: 'task a' });
   const T = `/v1/tasks/${a}`;
+  // The task belongs to the key that made it (docs/security.md "Ownership model"): the app
+  // holds tasks:all and sees it; another key of the same tenant without it does not.
   await call('GET', T, { auth: 'app', expect: 200 });
+  const sibling = await call('GET', T, { auth: null, headers: { Authorization: 'Bearer demo-key-2' }, expect: 404 });
   const done = await until('task a to complete', async () => {
     const r = await call('GET', T);
     return r.status === 200 && r.json?.status === 'completed' ? r.json : null;
@@ -318,6 +321,7 @@ async function tasks() {
   const missing = await call('GET', '/v1/tasks/00000000-0000-4000-8000-000000000000', { expect: 404 });
   const foreign = await call('GET', T, { ...other, expect: 404 });
   if (foreign.text !== missing.text) fail(`another tenant's task answers unlike a missing one: ${foreign.text}`);
+  if (sibling.text !== missing.text) fail(`another key's task answers unlike a missing one: ${sibling.text}`);
   await call('GET', T, { auth: null, expect: 401 });
 
   const list = (await call('GET', '/v1/tasks', { expect: 200 })).json;
