@@ -62,6 +62,8 @@ static int touches_system(adm_t *a)
 int ing_adm_config_doc(adm_t *a, redisContext *c)
 {
     char err[1024];
+    if (strcmp(a->method, "GET") != 0 && touches_system(a))
+        return DONE;
     cJSON *stored = ing_regstore_export(c, err, sizeof(err));
     if (!stored)
         return ing_adm_fail(a, 503, "%s", err);
@@ -70,8 +72,6 @@ int ing_adm_config_doc(adm_t *a, redisContext *c)
         ing_api_body(a->resp, 200, stored);
         return DONE;
     }
-    if (touches_system(a))
-        return DONE;
     /* A redacted export applied back keeps the stored secrets in place of its placeholders. */
     int restored = cfg_secret_restore(a->body, stored, err, sizeof(err));
     cJSON_Delete(stored);
