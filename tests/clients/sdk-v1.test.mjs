@@ -54,13 +54,15 @@ after(async () => {
   }
 }, { timeout: 60_000 });
 
-test('connect: initialize handshake gives an Mcp-Session-Id, 2025-11-25 and a tools-only server', T, () => {
+test('connect: initialize handshake gives an Mcp-Session-Id, 2025-11-25 and the server capabilities', T, () => {
   assert.ok(transport.sessionId, 'the initialize response carries Mcp-Session-Id');
   assert.equal(transport.protocolVersion, '2025-11-25');
   const caps = client.getServerCapabilities();
   assert.equal(typeof caps?.tools, 'object', `capabilities.tools: ${JSON.stringify(caps)}`);
-  assert.equal(caps.resources, undefined, 'no resources capability');
-  assert.equal(caps.prompts, undefined, 'no prompts capability');
+  // every server announces resources, prompts and completions (docs/protocol.md, "What mcpq serves")
+  assert.equal(caps.resources?.listChanged, true, `capabilities.resources: ${JSON.stringify(caps)}`);
+  assert.equal(caps.prompts?.listChanged, true, `capabilities.prompts: ${JSON.stringify(caps)}`);
+  assert.equal(typeof caps.completions, 'object', `capabilities.completions: ${JSON.stringify(caps)}`);
   assert.ok(client.getServerVersion()?.name, 'initialize result carries serverInfo');
 });
 

@@ -111,8 +111,10 @@ test('connect: server/discover (no initialize, no session) negotiates 2026-07-28
   }
   const caps = client.getServerCapabilities();
   assert.equal(typeof caps?.tools, 'object', `capabilities.tools: ${JSON.stringify(caps)}`);
-  assert.equal(caps.resources, undefined, 'no resources capability');
-  assert.equal(caps.prompts, undefined, 'no prompts capability');
+  // every server announces resources, prompts and completions (docs/protocol.md, "What mcpq serves")
+  assert.equal(caps.resources?.listChanged, true, `capabilities.resources: ${JSON.stringify(caps)}`);
+  assert.equal(caps.prompts?.listChanged, true, `capabilities.prompts: ${JSON.stringify(caps)}`);
+  assert.equal(typeof caps.completions, 'object', `capabilities.completions: ${JSON.stringify(caps)}`);
 
   assert.equal(posts('initialize').length, 0, 'no initialize under 2026-07-28');
   assert.ok(wire.every((w) => w.method === 'POST'), 'no GET stream under 2026-07-28');
