@@ -42,7 +42,9 @@ static const char config[] =
         "\"text\":\"Hello {{who}}{{mood}}! {{unknown}}\"}},{\"role\":\"assistant\",\"content\":{"
         "\"type\":\"resource\",\"resource\":{\"uri\":\"file:///{{who}}\",\"text\":\"{{who}}\"}}}],"
         "\"completions\":{\"who\":[\"world\",\"wanda\",\"bob\"]}") ","
-    OBJ("prompt", "dyn", "", "\"arguments\":[{\"name\":\"q\"}]," ECHO) "]}";
+    OBJ("prompt", "dyn", "", "\"arguments\":[{\"name\":\"q\"}]," ECHO) ","
+    OBJ("prompt", "big", "", "\"arguments\":[{\"name\":\"a\"}],\"messages\":[{\"role\":\"user\","
+        "\"content\":{\"type\":\"text\",\"text\":\"{{a}}{{a}}{{a}}{{a}}{{a}}\"}}]") "]}";
 /* clang-format on */
 
 static hx_t h;
@@ -209,6 +211,16 @@ static void test_get(void)
         CHECK_CONTAINS(hx_rpc_message(&e), "prompts/get of prompt \"dyn\"");
         hx_ex_free(&e);
     }
+    /* a value that would make a message larger than 4 MiB: refused, not built */
+    size_t n = 900 * 1024;
+    char *params = malloc(n + 64);
+    CHECK(params != NULL);
+    int k = snprintf(params, n + 64, "{\"name\":\"big\",\"arguments\":{\"a\":\"");
+    memset(params + k, 'x', n);
+    snprintf(params + k + n, 64, "\"}}");
+    expect_error(1, "prompts/get", NULL, params, RPC_INVALID_PARAMS,
+                 "a message of prompt \"big\" with these arguments is larger than 4194304 bytes");
+    free(params);
     TEST_PASS("prompts/get: {{arg}} replaced in every string, missing, undeclared and non-string "
               "arguments refused, unknown prompts");
 }
