@@ -874,7 +874,8 @@ int ing_toolcall_object(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp, co
                         const cJSON *vars)
 {
     int method = ing_jobargs_method(msg->method);
-    if (method <= ING_JOB_CALL || !obj) {
+    if (method <= ING_JOB_CALL || !obj ||
+        !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(obj->version, "executor"))) {
         ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR, "no job answers this request",
                               NULL);
         return 0;
