@@ -6,6 +6,7 @@
  * last version.
  */
 #include "adm.h"
+#include "cfg.h"
 
 #include "log.h"
 #include "sch.h"
@@ -42,6 +43,11 @@ static int param_names_ok(adm_t *a, const cJSON *schema)
 static int version_ok(adm_t *a, const cJSON *v)
 {
     char msg[768];
+    if (cfg_check_mcp_env(cJSON_GetObjectItemCaseSensitive(v, "executor"), "$.executor", msg,
+                          sizeof(msg)) < 0) {
+        ing_adm_fail(a, 400, "%s", msg);
+        return 0;
+    }
     if (!ing_adm_no_env_refs(a, cJSON_GetObjectItemCaseSensitive(v, "executor"), "$.executor") ||
         !ing_adm_body_valid(a, v, "version"))
         return 0;

@@ -387,8 +387,8 @@ static int set_nonblock(int fd)
     return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
-/* Spawns the child with its pipes; 0 or an errno value. */
-static int spawn_child(exec_proc_t *p, const char **argv, char **envp, const char *cwd)
+int wrk_exec_spawn(const char *const *argv, char *const *envp, const char *cwd,
+                   wrk_exec_child_t *child)
 {
     int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
     int rc = 0;
@@ -420,12 +420,12 @@ static int spawn_child(exec_proc_t *p, const char **argv, char **envp, const cha
     posix_spawnattr_setpgroup(&at, 0);
     posix_spawnattr_setsigmask(&at, &none);
     posix_spawnattr_setsigdefault(&at, &defaults);
-    rc = posix_spawnp(&p->pid, argv[0], &fa, &at, (char *const *)argv, envp);
+    rc = posix_spawnp(&child->pid, argv[0], &fa, &at, (char *const *)argv, envp);
     if (rc != 0)
         goto out;
-    p->in_fd = in[1];
-    p->out_fd = out[0];
-    p->err_fd = err[0];
+    child->in_fd = in[1];
+    child->out_fd = out[0];
+    child->err_fd = err[0];
     in[1] = out[0] = err[0] = -1;
 out:
     posix_spawn_file_actions_destroy(&fa);
@@ -434,6 +434,20 @@ out:
     for (size_t i = 0; i < 6; i++)
         if (fds[i] >= 0)
             close(fds[i]);
+    return rc;
+}
+
+/* Spawns the child of p with its pipes; 0 or an errno value. */
+static int spawn_child(exec_proc_t *p, const char **argv, char **envp, const char *cwd)
+{
+    wrk_exec_child_t child = {.pid = -1, .in_fd = -1, .out_fd = -1, .err_fd = -1};
+    int rc = wrk_exec_spawn(argv, envp, cwd, &child);
+    if (rc == 0) {
+        p->pid = child.pid;
+        p->in_fd = child.in_fd;
+        p->out_fd = child.out_fd;
+        p->err_fd = child.err_fd;
+    }
     return rc;
 }
 

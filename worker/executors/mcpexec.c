@@ -5,6 +5,7 @@
 #include "log.h"
 #include "mcpw.h"
 #include "output.h"
+#include "stdiopool.h"
 #include "util.h"
 
 #include <curl/curl.h>
@@ -44,6 +45,7 @@ struct wrk_mcpexec {
     wrk_httpexec_t *http;
     mcp_up_t *ups;
     long next_id;
+    wrk_stdiopool_t *stdio; /* stdio upstreams, made on the first stdio call */
 };
 
 struct mcp_call {
@@ -51,6 +53,8 @@ struct mcp_call {
     wrk_mcpexec_t *m;
     mcp_up_t *up;
     wrk_httpexec_req_t *req;
+    wrk_stdiopool_call_t *scall; /* a stdio upstream's call in flight (up is NULL) */
+    const char *where;           /* for the log: the upstream's host, or the stdio command */
     long id;
     int retried;                        /* re-initialized once after a 404 */
     char session[WRK_HTTP_SESSION_MAX]; /* the session the call was sent in */
@@ -79,6 +83,7 @@ void wrk_mcpexec_free(wrk_mcpexec_t *m)
         free(up);
         up = next;
     }
+    wrk_stdiopool_free(m->stdio);
     free(m);
 }
 
@@ -251,7 +256,6 @@ static void call_note(const cJSON *note, void *arg)
  * it is a complete CallToolResult, else an error. */
 static void call_answer(mcp_call_t *c, cJSON *r)
 {
-    mcp_up_t *up = c->up;
     const cJSON *err = cJSON_GetObjectItemCaseSensitive(r, "error");
     cJSON *result = cJSON_GetObjectItemCaseSensitive(r, "result");
     if (err) {
@@ -265,7 +269,7 @@ static void call_answer(mcp_call_t *c, cJSON *r)
             call_end_error(c, -32602, text);
             return;
         }
-        call_end(c, wrk_job_error_hidden(c->job, up->host,
+        call_end(c, wrk_job_error_hidden(c->job, c->where,
                                          "the upstream MCP server answered error %d: %s", icode,
                                          text));
         return;
@@ -274,7 +278,7 @@ static void call_answer(mcp_call_t *c, cJSON *r)
     if (rt && strcmp(rt, "complete") != 0) {
         cJSON_Delete(r);
         call_end(c, wrk_job_error_hidden(
-                        c->job, up->host,
+                        c->job, c->where,
                         "the upstream MCP server answered a \"%.64s\" result, which the mcp "
                         "executor does not follow",
                         rt));
@@ -282,7 +286,7 @@ static void call_answer(mcp_call_t *c, cJSON *r)
     }
     if (!wrk_output_is_result(result)) {
         cJSON_Delete(r);
-        call_end(c, wrk_job_error_hidden(c->job, up->host,
+        call_end(c, wrk_job_error_hidden(c->job, c->where,
                                          "the upstream MCP server answered something that is not a "
                                          "CallToolResult"));
         return;
@@ -346,10 +350,9 @@ static void call_done(const wrk_httpexec_resp_t *resp, void *arg)
     wrk_job_log_leave(&saved);
 }
 
-static void call_send(mcp_call_t *c)
+/* The params of the job's request to the upstream, without _meta: a new object. */
+static cJSON *call_params(const wrk_job_t *job)
 {
-    mcp_up_t *up = c->up;
-    wrk_job_t *job = c->job;
     const char *tool =
         cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(job->env.executor, "tool"));
     cJSON *params = cJSON_CreateObject();
@@ -357,6 +360,16 @@ static void call_send(mcp_call_t *c)
     cJSON_AddItemToObject(params, "arguments",
                           job->env.arguments ? cJSON_Duplicate(job->env.arguments, 1)
                                              : cJSON_CreateObject());
+    return params;
+}
+
+static void call_send(mcp_call_t *c)
+{
+    mcp_up_t *up = c->up;
+    wrk_job_t *job = c->job;
+    const char *tool =
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(job->env.executor, "tool"));
+    cJSON *params = call_params(job);
     c->id = ++c->m->next_id;
     snprintf(c->session, sizeof(c->session), "%s", up->modern ? "" : up->session);
     if (up->modern)
@@ -516,23 +529,87 @@ static void up_negotiate(wrk_mcpexec_t *m, mcp_up_t *up)
     up_send(m, up, "server/discover", modern_meta(cJSON_CreateObject()), 0);
 }
 
+/* ---- the stdio transport (worker/executors/stdiopool.h) ---- */
+
+/* A notification of a stdio call: progress as for HTTP, log messages as log entries. */
+static void stdio_note(const cJSON *note, void *arg)
+{
+    mcp_call_t *c = arg;
+    const char *method = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(note, "method"));
+    if (!method || strcmp(method, "notifications/message") != 0) {
+        call_note(note, c);
+        return;
+    }
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(note, "params");
+    const char *level = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "level"));
+    const cJSON *data = cJSON_GetObjectItemCaseSensitive(p, "data");
+    if (!level || !data)
+        return;
+    cJSON *entry = cJSON_CreateObject();
+    cJSON_AddStringToObject(entry, "level", level);
+    cJSON_AddItemToObject(entry, "data", cJSON_Duplicate(data, 1));
+    wrk_job_notify(c->job, "log", entry);
+    cJSON_Delete(entry);
+}
+
+static void stdio_done(cJSON *response, const char *failure, const char *detail, void *arg)
+{
+    mcp_call_t *c = arg;
+    log_ctx_t saved;
+    wrk_job_log_enter(c->job, &saved);
+    c->scall = NULL;
+    if (response)
+        call_answer(c, response);
+    else
+        call_end(c, wrk_job_error_hidden(c->job, detail, "%s", failure));
+    wrk_job_log_leave(&saved);
+}
+
+static int stdio_start(wrk_job_t *job)
+{
+    wrk_mcpexec_t *m = job->rt->mcp;
+    const cJSON *ex = job->env.executor;
+    char why[300];
+    if (!m)
+        return -1;
+    if (!m->stdio && !(m->stdio = wrk_stdiopool_new(job->rt->loop, job->rt->settings)))
+        return -1;
+    mcp_call_t *c = calloc(1, sizeof(*c));
+    if (!c)
+        return -1;
+    c->job = job;
+    c->m = m;
+    c->where = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ex, "command"));
+    c->scall = wrk_stdiopool_call(m->stdio, ex, "tools/call", call_params(job), job->env.job_id,
+                                  stdio_note, stdio_done, c, why, sizeof(why));
+    if (!c->scall) {
+        free(c);
+        wrk_job_finish(job, wrk_output_errorf("%s", why));
+        return 0;
+    }
+    job->ex_state = c;
+    return 0;
+}
+
 /* ---- the executor ---- */
 
 static int mcp_start(wrk_job_t *job)
 {
     wrk_mcpexec_t *m = job->rt->mcp;
     const cJSON *ex = job->env.executor;
-    const cJSON *url = cJSON_GetObjectItemCaseSensitive(ex, "url");
     const cJSON *tool = cJSON_GetObjectItemCaseSensitive(ex, "tool");
+    if (!cJSON_IsString(tool) || !tool->valuestring[0]) {
+        wrk_job_finish(job, wrk_output_errorf("executor.tool must name the upstream tool"));
+        return 0;
+    }
+    if (wrk_stdiopool_is_stdio(ex))
+        return stdio_start(job);
+    const cJSON *url = cJSON_GetObjectItemCaseSensitive(ex, "url");
     int bad = 0;
     const cJSON *headers = config_headers(ex, &bad);
     if (!cJSON_IsString(url) || !url_valid(url->valuestring)) {
         wrk_job_finish(job, wrk_output_errorf("executor.url must be an http:// or https:// "
                                               "URL"));
-        return 0;
-    }
-    if (!cJSON_IsString(tool) || !tool->valuestring[0]) {
-        wrk_job_finish(job, wrk_output_errorf("executor.tool must name the upstream tool"));
         return 0;
     }
     if (bad) {
@@ -549,6 +626,7 @@ static int mcp_start(wrk_job_t *job)
     c->job = job;
     c->m = m;
     c->up = up;
+    c->where = up->host;
     job->ex_state = c;
     if (up->state == UP_READY)
         call_send(c);
@@ -583,7 +661,11 @@ static void mcp_cancel(wrk_job_t *job, wrk_cancel_t how)
     if (!c)
         return;
     job->ex_state = NULL;
-    if (c->req) {
+    if (c->scall) {
+        wrk_stdiopool_cancel(c->m->stdio, c->scall,
+                             c->job->cancelled ? "cancelled by the caller" : "timeout");
+        c->scall = NULL;
+    } else if (c->req) {
         wrk_httpexec_req_cancel(c->m->http, c->req);
         c->req = NULL;
         if (!c->up->modern && how != WRK_CANCEL_ABORT)
