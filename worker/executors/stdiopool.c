@@ -26,6 +26,7 @@
 #define SP_DEFAULT_START_TIMEOUT_MS 30000
 #define SP_DEFAULT_BACKOFF_MS 1000
 #define SP_DETAIL_MAX 1024
+#define SP_EOF_GRACE_MS 500 /* after stdout's end, time for the exit status to tell more */
 
 typedef struct sp_group sp_group_t;
 typedef struct sp_proc sp_proc_t;
@@ -63,6 +64,7 @@ struct sp_proc {
     wrk_stdiopool_call_t *calls; /* in flight */
     size_t ncalls;
     wrk_loop_timer_t idle_timer, start_timer, kill_timer;
+    wrk_loop_timer_t eof_timer; /* stdout closed: the exit status may follow */
     char failure[200]; /* why its calls failed */
     sp_proc_t *next;
 };
@@ -322,6 +324,7 @@ static void proc_stop(sp_proc_t *p, const char *why, int idle)
     snprintf(p->failure, sizeof(p->failure), "%s", why);
     wrk_loop_timer_stop(pool->loop, &p->idle_timer);
     wrk_loop_timer_stop(pool->loop, &p->start_timer);
+    wrk_loop_timer_stop(pool->loop, &p->eof_timer);
     close_io(pool->loop, &p->in_io, &p->in_fd);
     long long grace = pool->settings->kill_grace_ms;
     if (!idle)
@@ -562,8 +565,17 @@ static void on_stdout(wrk_loop_io_t *io, int fd, uint32_t events, void *arg)
     (void)events;
     if (proc_read_out(p, SP_READS_PER_EVENT)) {
         close_io(p->g->pool->loop, &p->out_io, &p->out_fd);
-        proc_broken(p, "it closed its stdout");
+        /* Usually it is exiting: its exit status says more than the end of stdout. */
+        if (p->state != SP_CLOSING &&
+            wrk_loop_timer_start(p->g->pool->loop, &p->eof_timer, SP_EOF_GRACE_MS) < 0)
+            proc_broken(p, "it closed its stdout");
     }
+}
+
+static void on_eof_timer(wrk_loop_timer_t *t, void *arg)
+{
+    (void)t;
+    proc_broken(arg, "it closed its stdout");
 }
 
 static void on_stderr_line(const char *line, size_t len, void *arg)
@@ -610,6 +622,7 @@ static void proc_free(sp_proc_t *p)
     wrk_loop_timer_stop(loop, &p->idle_timer);
     wrk_loop_timer_stop(loop, &p->start_timer);
     wrk_loop_timer_stop(loop, &p->kill_timer);
+    wrk_loop_timer_stop(loop, &p->eof_timer);
     close_io(loop, &p->in_io, &p->in_fd);
     close_io(loop, &p->out_io, &p->out_fd);
     close_io(loop, &p->err_io, &p->err_fd);
@@ -805,6 +818,7 @@ static int group_spawn(sp_group_t *g)
     wrk_loop_timer_init(&p->idle_timer, on_idle, p);
     wrk_loop_timer_init(&p->start_timer, on_start_timeout, p);
     wrk_loop_timer_init(&p->kill_timer, on_kill_timer, p);
+    wrk_loop_timer_init(&p->eof_timer, on_eof_timer, p);
     p->next = g->procs;
     g->procs = p;
     pool->nprocs++;
