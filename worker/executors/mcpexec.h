@@ -27,6 +27,12 @@
  * path or query, nor header values). Timeout or cancel aborts the transfer and, in a legacy
  * session, sends notifications/cancelled best-effort.
  *
+ * stdio upstreams: an executor with "command" (and "args", "env" references, "cwd",
+ * "limits") instead of "url" runs the upstream as a pool of processes on this worker
+ * (stdiopool.h, made on the first such call); the call is the same tools/call, its answer
+ * read by the same code as an HTTP upstream's, and a failure of the process an isError
+ * result with an error id (the command and exit status only in the log).
+ *
  * Thread safety: loop thread only.
  */
 #ifndef MCPQ_WORKER_MCP_H
