@@ -300,8 +300,9 @@ int main(void)
     if (access(index_js, R_OK) != 0 || system("node --version >/dev/null 2>&1") != 0) {
         const char *ci = getenv("CI");
         if (ci && strcmp(ci, "true") == 0) {
-            fprintf(stderr, "server-everything cannot run in CI: no node or no %s "
-                            "(scripts/test.sh installs the npm packages)\n",
+            fprintf(stderr,
+                    "server-everything cannot run in CI: no node or no %s "
+                    "(scripts/test.sh installs the npm packages)\n",
                     index_js);
             return 1;
         }

@@ -52,20 +52,20 @@ struct sp_proc {
     int pidfd, in_fd, out_fd, err_fd;
     wrk_loop_io_t *pid_io, *in_io, *out_io, *err_io;
     sp_state_t state;
-    int ready_once;     /* was initialized: its failure does not fail the queue */
-    int closing_idle;   /* shut down by the pool, not a failure */
-    int kill_stage;     /* idle shutdown: 0 stdin closed, 1 SIGTERM sent, 2 SIGKILL sent */
+    int ready_once;      /* was initialized: its failure does not fail the queue */
+    int closing_idle;    /* shut down by the pool, not a failure */
+    int kill_stage;      /* idle shutdown: 0 stdin closed, 1 SIGTERM sent, 2 SIGKILL sent */
     const char *version; /* settled on by initialize */
     long next_id, init_id;
-    util_buf_t out;   /* stdout bytes not yet a whole line */
-    util_buf_t wbuf;  /* stdin bytes not yet written */
+    util_buf_t out;  /* stdout bytes not yet a whole line */
+    util_buf_t wbuf; /* stdin bytes not yet written */
     size_t woff;
     wrk_stderrline_buf_t lines;
     wrk_stdiopool_call_t *calls; /* in flight */
     size_t ncalls;
     wrk_loop_timer_t idle_timer, start_timer, kill_timer;
     wrk_loop_timer_t eof_timer; /* stdout closed: the exit status may follow */
-    char failure[200]; /* why its calls failed */
+    char failure[200];          /* why its calls failed */
     sp_proc_t *next;
 };
 
@@ -327,18 +327,22 @@ static void proc_stop(sp_proc_t *p, const char *why, int idle)
     wrk_loop_timer_stop(pool->loop, &p->eof_timer);
     close_io(pool->loop, &p->in_io, &p->in_fd);
     long long grace = pool->settings->kill_grace_ms;
-    if (!idle)
-        p->kill_stage = 1, proc_signal(p, grace > 0 ? SIGTERM : SIGKILL);
-    if (grace <= 0 || wrk_loop_timer_start(pool->loop, &p->kill_timer, grace) < 0)
-        p->kill_stage = 2, proc_signal(p, SIGKILL);
+    if (!idle) {
+        p->kill_stage = 1;
+        proc_signal(p, grace > 0 ? SIGTERM : SIGKILL);
+    }
+    if (grace <= 0 || wrk_loop_timer_start(pool->loop, &p->kill_timer, grace) < 0) {
+        p->kill_stage = 2;
+        proc_signal(p, SIGKILL);
+    }
     char detail[SP_DETAIL_MAX];
     proc_detail(p, why, detail, sizeof(detail));
     while (p->calls) {
         wrk_stdiopool_call_t *c = p->calls;
         p->calls = c->next;
         p->ncalls--;
-        log_event(LOG_WARN, "stdio MCP server call failed", "job_id", c->tag, "command",
-                  p->g->tag, "error", why, (char *)NULL);
+        log_event(LOG_WARN, "stdio MCP server call failed", "job_id", c->tag, "command", p->g->tag,
+                  "error", why, (char *)NULL);
         call_fail(c,
                   "the tool's stdio MCP server stopped during the call (it is started again "
                   "for the next call)",
@@ -378,8 +382,7 @@ static void on_start_timeout(wrk_loop_timer_t *t, void *arg)
     sp_proc_t *p = arg;
     char why[120];
     (void)t;
-    snprintf(why, sizeof(why), "no answer to initialize within %lld ms",
-             p->g->start_timeout_ms);
+    snprintf(why, sizeof(why), "no answer to initialize within %lld ms", p->g->start_timeout_ms);
     proc_broken(p, why);
 }
 
@@ -411,8 +414,7 @@ static void proc_initialized(sp_proc_t *p, const cJSON *r)
     const char *v = mcpw_legacy_version(r);
     char why[400], pid[24];
     if (!v) {
-        const char *em =
-            member_str(cJSON_GetObjectItemCaseSensitive(r, "error"), "message");
+        const char *em = member_str(cJSON_GetObjectItemCaseSensitive(r, "error"), "message");
         if (em)
             snprintf(why, sizeof(why), "initialize failed: %.300s", em);
         else
@@ -495,8 +497,8 @@ static void proc_line(sp_proc_t *p, const char *line, size_t len)
         cJSON_Delete(msg);
         char cut[200];
         snprintf(cut, sizeof(cut), "%.*s", (int)(len < 160 ? len : 160), line);
-        log_event(LOG_WARN, "stdio MCP server wrote a line that is no JSON-RPC message",
-                  "command", p->g->tag, "line", cut, (char *)NULL);
+        log_event(LOG_WARN, "stdio MCP server wrote a line that is no JSON-RPC message", "command",
+                  p->g->tag, "line", cut, (char *)NULL);
         return;
     }
     const char *method = member_str(msg, "method");
@@ -582,7 +584,9 @@ static void on_stderr_line(const char *line, size_t len, void *arg)
 {
     sp_proc_t *p = arg;
     char cut[WRK_STDIOPOOL_STDERR_LINE_MAX + 1], pid[24];
-    snprintf(cut, sizeof(cut), "%.*s", (int)(len < WRK_STDIOPOOL_STDERR_LINE_MAX ? len : WRK_STDIOPOOL_STDERR_LINE_MAX), line);
+    snprintf(cut, sizeof(cut), "%.*s",
+             (int)(len < WRK_STDIOPOOL_STDERR_LINE_MAX ? len : WRK_STDIOPOOL_STDERR_LINE_MAX),
+             line);
     snprintf(pid, sizeof(pid), "%ld", (long)p->pid);
     log_event(LOG_INFO, "stdio MCP server stderr", "command", p->g->tag, "pid", pid, "line", cut,
               (char *)NULL);
@@ -672,8 +676,8 @@ static void on_exit_fd(wrk_loop_io_t *io, int fd, uint32_t events, void *arg)
     char reason[sizeof(p->failure)];
     snprintf(reason, sizeof(reason), "%s", p->state == SP_CLOSING ? p->failure : why);
     snprintf(pid, sizeof(pid), "%ld", (long)p->pid);
-    log_event(failed ? LOG_WARN : LOG_INFO, "stdio MCP server ended", "command", g->tag, "pid",
-              pid, "status", why, "reason", reason, (char *)NULL);
+    log_event(failed ? LOG_WARN : LOG_INFO, "stdio MCP server ended", "command", g->tag, "pid", pid,
+              "status", why, "reason", reason, (char *)NULL);
     proc_stop(p, why, 0);
     siginfo_t reaped;
     waitid(P_PIDFD, (id_t)fd, &reaped, WEXITED | WNOHANG);
@@ -724,8 +728,8 @@ static char **group_env(const sp_group_t *g, const char **why, char *detail, siz
         if (var) {
             const char *s = getenv(var);
             if (!s) {
-                snprintf(detail, size, "executor.env.%s: the worker has no variable %s",
-                         it->string, var);
+                snprintf(detail, size, "executor.env.%s: the worker has no variable %s", it->string,
+                         var);
                 goto bad;
             }
             val = strdup(s);
@@ -996,13 +1000,13 @@ static sp_group_t *group_new(wrk_stdiopool_t *pool, const cJSON *ex, char *key, 
                              size_t why_size)
 {
     const cJSON *limits = cJSON_GetObjectItemCaseSensitive(ex, "limits");
-    long long procs = limit_get(limits, "processes", SP_DEFAULT_PROCESSES, 1,
-                                WRK_STDIOPOOL_PROCESSES_MAX);
-    long long conc = limit_get(limits, "concurrency", SP_DEFAULT_CONCURRENCY, 1,
-                               WRK_STDIOPOOL_CONCURRENCY_MAX);
+    long long procs =
+        limit_get(limits, "processes", SP_DEFAULT_PROCESSES, 1, WRK_STDIOPOOL_PROCESSES_MAX);
+    long long conc =
+        limit_get(limits, "concurrency", SP_DEFAULT_CONCURRENCY, 1, WRK_STDIOPOOL_CONCURRENCY_MAX);
     long long idle = limit_get(limits, "idle_ms", SP_DEFAULT_IDLE_MS, 100, 86400000);
-    long long start = limit_get(limits, "start_timeout_ms", SP_DEFAULT_START_TIMEOUT_MS, 100,
-                                600000);
+    long long start =
+        limit_get(limits, "start_timeout_ms", SP_DEFAULT_START_TIMEOUT_MS, 100, 600000);
     long long backoff = limit_get(limits, "restart_backoff_ms", SP_DEFAULT_BACKOFF_MS, 0,
                                   WRK_STDIOPOOL_BACKOFF_MAX_MS);
     if (procs < 0 || conc < 0 || idle < 0 || start < 0 || backoff < 0) {
@@ -1107,8 +1111,7 @@ wrk_stdiopool_call_t *wrk_stdiopool_call(wrk_stdiopool_t *pool, const cJSON *exe
     else if (!(g = group_new(pool, executor, key, why, why_size)))
         goto fail;
     if (g->nqueue >= WRK_STDIOPOOL_QUEUE_MAX) {
-        snprintf(why, why_size,
-                 "the tool's stdio MCP server is busy: %d calls already wait for it",
+        snprintf(why, why_size, "the tool's stdio MCP server is busy: %d calls already wait for it",
                  WRK_STDIOPOOL_QUEUE_MAX);
         goto fail;
     }

@@ -558,22 +558,23 @@ static void test_schema_errors(void)
         snprintf(cfg, sizeof(cfg), CFG("", "", TOOL("t", "%s%s}", "")), head, cases[i][0]);
         FAILS(cfg, cases[i][1]);
     }
-    doc = LOAD(CFG("", "",
-                   TOOL("t",
-                        "{'version':'1','inputSchema':{'type':'object'},'executor':{'type':"
-                        "'exec','argv':['/bin/sh','-c','true'],'env':{'A':'1'},'cwd':'/tmp'}}",
-                        "") "," TOOL("m",
-                                     "{'version':'1','inputSchema':{'type':'object'},'executor':"
-                                     "{'type':'mcp','url':'https://up.example/mcp','tool':'x',"
-                                     "'headers':{'Authorization':'Bearer t'}}}",
-                                     "") "," TOOL("s",
-                                     "{'version':'1','inputSchema':{'type':'object'},'executor':"
-                                     "{'type':'mcp','command':'npx','args':['-y','srv'],'tool':"
-                                     "'x','env':{'TOKEN':{'env':'W_TOKEN'},'KEY':{'file':'/k'}},"
-                                     "'cwd':'/srv','limits':{'processes':2,'concurrency':4,"
-                                     "'idle_ms':1000,'start_timeout_ms':5000,"
-                                     "'restart_backoff_ms':0}}}",
-                                     "")));
+    doc = LOAD(CFG(
+        "", "",
+        TOOL("t",
+             "{'version':'1','inputSchema':{'type':'object'},'executor':{'type':"
+             "'exec','argv':['/bin/sh','-c','true'],'env':{'A':'1'},'cwd':'/tmp'}}",
+             "") "," TOOL("m",
+                          "{'version':'1','inputSchema':{'type':'object'},'executor':"
+                          "{'type':'mcp','url':'https://up.example/mcp','tool':'x',"
+                          "'headers':{'Authorization':'Bearer t'}}}",
+                          "") "," TOOL("s",
+                                       "{'version':'1','inputSchema':{'type':'object'},'executor':"
+                                       "{'type':'mcp','command':'npx','args':['-y','srv'],'tool':"
+                                       "'x','env':{'TOKEN':{'env':'W_TOKEN'},'KEY':{'file':'/k'}},"
+                                       "'cwd':'/srv','limits':{'processes':2,'concurrency':4,"
+                                       "'idle_ms':1000,'start_timeout_ms':5000,"
+                                       "'restart_backoff_ms':0}}}",
+                                       "")));
     cJSON_Delete(doc);
     TEST_PASS("schema errors");
 }

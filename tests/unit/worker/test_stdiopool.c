@@ -138,7 +138,8 @@ static void test_refused(wrk_stdiopool_t *pool)
         {"{\"type\":\"mcp\",\"command\":\"x\",\"env\":{\"A\":{\"file\":\"rel\"}}}",
          "executor.env.A must be a reference"},
         {"{\"type\":\"mcp\",\"command\":\"x\",\"env\":[]}", "executor.env must be an object"},
-        {"{\"type\":\"mcp\",\"command\":\"x\",\"cwd\":\"tmp\"}", "executor.cwd must be an absolute path"},
+        {"{\"type\":\"mcp\",\"command\":\"x\",\"cwd\":\"tmp\"}",
+         "executor.cwd must be an absolute path"},
         {"{\"type\":\"mcp\",\"command\":\"x\",\"limits\":3}", "executor.limits must be an object"},
         {"{\"type\":\"mcp\",\"command\":\"x\",\"limits\":{\"processes\":17}}",
          "executor.limits: processes 1-16"},
@@ -247,7 +248,8 @@ static void test_failures(wrk_loop_t *loop, wrk_stdiopool_t *pool)
               "call works on a new process");
 
     static const char *const starts[][3] = {
-        {"noinit", ",\"limits\":{\"start_timeout_ms\":300}", "no answer to initialize within 300 ms"},
+        {"noinit", ",\"limits\":{\"start_timeout_ms\":300}",
+         "no answer to initialize within 300 ms"},
         {"crash-init", NULL, "exited with status 3"},
         {"badversion", NULL, "no protocol version this gateway speaks"},
     };
