@@ -52,4 +52,10 @@ typedef struct wrk_exec_child {
 int wrk_exec_spawn(const char *const *argv, char *const *envp, const char *cwd,
                    wrk_exec_child_t *child);
 
+/* Frees a NULL-terminated vector of malloc'd strings and the vector; NULL is a no-op. */
+void wrk_exec_strv_free(char **v);
+
+/* 1 when s is a POSIX-style variable name, [A-Za-z_][A-Za-z0-9_]*, else 0 (NULL too). */
+int wrk_exec_env_name_valid(const char *s);
+
 #endif

@@ -180,14 +180,8 @@ static struct curl_slist *up_headers(const mcp_up_t *up, int modern, const char 
 /* A JSON-RPC request body; params is taken over. NULL on ENOMEM. */
 static char *rpc_body(long id, const char *method, cJSON *params, size_t *len)
 {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "jsonrpc", "2.0");
-    if (id >= 0)
-        cJSON_AddNumberToObject(o, "id", (double)id);
-    cJSON_AddStringToObject(o, "method", method);
-    if (params)
-        cJSON_AddItemToObject(o, "params", params);
-    char *s = cJSON_PrintUnformatted(o);
+    cJSON *o = mcpw_request(id, method, params);
+    char *s = o ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
     if (s)
         *len = strlen(s);

@@ -97,24 +97,6 @@ struct wrk_stdiopool {
 
 /* ---- small helpers ---- */
 
-static void free_strv(char **v)
-{
-    if (!v)
-        return;
-    for (size_t i = 0; v[i]; i++)
-        free(v[i]);
-    free(v);
-}
-
-static void close_io(wrk_loop_t *loop, wrk_loop_io_t **io, int *fd)
-{
-    wrk_loop_io_free(loop, *io);
-    *io = NULL;
-    if (*fd >= 0)
-        close(*fd);
-    *fd = -1;
-}
-
 static const char *member_str(const cJSON *o, const char *name)
 {
     return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, name));
@@ -131,17 +113,6 @@ static long long limit_get(const cJSON *limits, const char *name, long long def,
         v->valuedouble < (double)min || v->valuedouble > (double)max)
         return -1;
     return (long long)v->valuedouble;
-}
-
-static int env_name_ok(const char *s)
-{
-    if (!s || !((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_'))
-        return 0;
-    for (s++; *s; s++)
-        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
-              *s == '_'))
-            return 0;
-    return 1;
 }
 
 int wrk_stdiopool_is_stdio(const cJSON *executor)
@@ -215,18 +186,6 @@ static int proc_send(sp_proc_t *p, cJSON *msg)
     return 0;
 }
 
-static cJSON *rpc_msg(long id, const char *method, cJSON *params)
-{
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "jsonrpc", "2.0");
-    if (id >= 0)
-        cJSON_AddNumberToObject(o, "id", (double)id);
-    cJSON_AddStringToObject(o, "method", method);
-    if (params)
-        cJSON_AddItemToObject(o, "params", params);
-    return o;
-}
-
 /* ---- calls ---- */
 
 static void call_free(wrk_stdiopool_call_t *c)
@@ -273,7 +232,7 @@ static void call_send(sp_proc_t *p, wrk_stdiopool_call_t *c)
     cJSON_DeleteItemFromObjectCaseSensitive(meta, "progressToken");
     cJSON_AddNumberToObject(meta, "progressToken", (double)c->id);
     /* A failed send breaks the process, which fails c with the others. */
-    proc_send(p, rpc_msg(c->id, c->method, params));
+    proc_send(p, mcpw_request(c->id, c->method, params));
 }
 
 static wrk_stdiopool_call_t *proc_take(sp_proc_t *p, long id)
@@ -325,7 +284,7 @@ static void proc_stop(sp_proc_t *p, const char *why, int idle)
     wrk_loop_timer_stop(pool->loop, &p->idle_timer);
     wrk_loop_timer_stop(pool->loop, &p->start_timer);
     wrk_loop_timer_stop(pool->loop, &p->eof_timer);
-    close_io(pool->loop, &p->in_io, &p->in_fd);
+    wrk_loop_io_close(pool->loop, &p->in_io, &p->in_fd);
     long long grace = pool->settings->kill_grace_ms;
     if (!idle) {
         p->kill_stage = 1;
@@ -428,7 +387,7 @@ static void proc_initialized(sp_proc_t *p, const cJSON *r)
     p->state = SP_READY;
     p->ready_once = 1;
     p->g->backoff_ms = p->g->backoff_first_ms;
-    if (proc_send(p, rpc_msg(-1, "notifications/initialized", NULL)) < 0)
+    if (proc_send(p, mcpw_request(-1, "notifications/initialized", NULL)) < 0)
         return;
     snprintf(pid, sizeof(pid), "%ld", (long)p->pid);
     log_event(LOG_INFO, "stdio MCP server ready", "command", p->g->tag, "pid", pid, "version", v,
@@ -566,7 +525,7 @@ static void on_stdout(wrk_loop_io_t *io, int fd, uint32_t events, void *arg)
     (void)fd;
     (void)events;
     if (proc_read_out(p, SP_READS_PER_EVENT)) {
-        close_io(p->g->pool->loop, &p->out_io, &p->out_fd);
+        wrk_loop_io_close(p->g->pool->loop, &p->out_io, &p->out_fd);
         /* Usually it is exiting: its exit status says more than the end of stdout. */
         if (p->state != SP_CLOSING &&
             wrk_loop_timer_start(p->g->pool->loop, &p->eof_timer, SP_EOF_GRACE_MS) < 0)
@@ -605,7 +564,7 @@ static void proc_read_err(sp_proc_t *p, int max_reads)
             return;
         if (n <= 0) {
             wrk_stderrline_buf_finish(&p->lines, on_stderr_line, p);
-            close_io(p->g->pool->loop, &p->err_io, &p->err_fd);
+            wrk_loop_io_close(p->g->pool->loop, &p->err_io, &p->err_fd);
             return;
         }
         wrk_stderrline_buf_feed(&p->lines, buf, (size_t)n, on_stderr_line, p);
@@ -627,10 +586,10 @@ static void proc_free(sp_proc_t *p)
     wrk_loop_timer_stop(loop, &p->start_timer);
     wrk_loop_timer_stop(loop, &p->kill_timer);
     wrk_loop_timer_stop(loop, &p->eof_timer);
-    close_io(loop, &p->in_io, &p->in_fd);
-    close_io(loop, &p->out_io, &p->out_fd);
-    close_io(loop, &p->err_io, &p->err_fd);
-    close_io(loop, &p->pid_io, &p->pidfd);
+    wrk_loop_io_close(loop, &p->in_io, &p->in_fd);
+    wrk_loop_io_close(loop, &p->out_io, &p->out_fd);
+    wrk_loop_io_close(loop, &p->err_io, &p->err_fd);
+    wrk_loop_io_close(loop, &p->pid_io, &p->pidfd);
     util_buf_cleanup(&p->out);
     util_buf_cleanup(&p->wbuf);
     free(p);
@@ -775,7 +734,7 @@ bad:
     *why = "the tool's stdio MCP server could not be started (an environment reference of its "
            "executor could not be resolved on the worker)";
 oom:
-    free_strv(v);
+    wrk_exec_strv_free(v);
     return NULL;
 }
 
@@ -799,7 +758,7 @@ static int group_spawn(sp_group_t *g)
     sp_proc_t *p = calloc(1, sizeof(*p));
     wrk_exec_child_t child = {.pid = -1, .in_fd = -1, .out_fd = -1, .err_fd = -1};
     int err = p ? wrk_exec_spawn((const char *const *)g->argv, envp, g->cwd, &child) : ENOMEM;
-    free_strv(envp);
+    wrk_exec_strv_free(envp);
     if (err) {
         snprintf(detail, sizeof(detail), "cannot start \"%.200s\"%s%.200s: %s", g->argv[0],
                  g->cwd ? " in " : "", g->cwd ? g->cwd : "", strerror(err));
@@ -851,7 +810,7 @@ static int group_spawn(sp_group_t *g)
     cJSON_AddStringToObject(ci, "name", "mcpq-worker");
     cJSON_AddStringToObject(ci, "version", "1.0.0");
     p->init_id = ++p->next_id;
-    proc_send(p, rpc_msg(p->init_id, "initialize", params));
+    proc_send(p, mcpw_request(p->init_id, "initialize", params));
     return 0;
 }
 
@@ -926,7 +885,7 @@ static void group_free(sp_group_t *g)
         call_free(c);
     }
     free(g->key);
-    free_strv(g->argv);
+    wrk_exec_strv_free(g->argv);
     cJSON_Delete(g->env);
     free(g->cwd);
     free(g);
@@ -965,8 +924,9 @@ static char *spec_key(const cJSON *ex, char *why, size_t why_size)
     }
     for (const cJSON *it = env ? env->child : NULL; it; it = it->next) {
         const char *var = member_str(it, "env"), *file = member_str(it, "file");
-        if (!env_name_ok(it->string) || !cJSON_IsObject(it) || cJSON_GetArraySize(it) != 1 ||
-            !((var && env_name_ok(var)) || (file && file[0] == '/'))) {
+        if (!wrk_exec_env_name_valid(it->string) || !cJSON_IsObject(it) ||
+            cJSON_GetArraySize(it) != 1 ||
+            !((var && wrk_exec_env_name_valid(var)) || (file && file[0] == '/'))) {
             snprintf(why, why_size,
                      "executor.env.%.64s must be a reference, {\"env\": \"WORKER_VAR\"} or "
                      "{\"file\": \"/path\"}: values are read on the worker, never stored",
@@ -1163,7 +1123,7 @@ void wrk_stdiopool_cancel(wrk_stdiopool_t *pool, wrk_stdiopool_call_t *c, const 
         cJSON *params = cJSON_CreateObject();
         cJSON_AddNumberToObject(params, "requestId", (double)id);
         cJSON_AddStringToObject(params, "reason", reason ? reason : "cancelled");
-        proc_send(p, rpc_msg(-1, "notifications/cancelled", params));
+        proc_send(p, mcpw_request(-1, "notifications/cancelled", params));
         proc_idle_arm(p);
         group_pump_soon(g);
     }
