@@ -226,3 +226,14 @@ cJSON *mcpw_request(long id, const char *method, cJSON *params)
         cJSON_AddItemToObject(o, "params", params);
     return o;
 }
+
+cJSON *mcpw_initialize_params(void)
+{
+    cJSON *p = cJSON_CreateObject();
+    cJSON_AddStringToObject(p, "protocolVersion", MCPW_LEGACY_VERSION);
+    cJSON_AddObjectToObject(p, "capabilities");
+    cJSON *ci = cJSON_AddObjectToObject(p, "clientInfo");
+    cJSON_AddStringToObject(ci, "name", "mcpq-worker");
+    cJSON_AddStringToObject(ci, "version", "1.0.0");
+    return p;
+}

@@ -457,13 +457,7 @@ static void up_done(const wrk_httpexec_resp_t *resp, void *arg)
         }
         up->modern = 0;
         up->state = UP_INITIALIZE;
-        cJSON *p = cJSON_CreateObject();
-        cJSON_AddStringToObject(p, "protocolVersion", MCPW_LEGACY_VERSION);
-        cJSON_AddObjectToObject(p, "capabilities");
-        cJSON *ci = cJSON_AddObjectToObject(p, "clientInfo");
-        cJSON_AddStringToObject(ci, "name", "mcpq-worker");
-        cJSON_AddStringToObject(ci, "version", "1.0.0");
-        up_send(m, up, "initialize", p, 0);
+        up_send(m, up, "initialize", mcpw_initialize_params(), 0);
         return;
     }
     if (up->state == UP_INITIALIZE) {

@@ -803,14 +803,8 @@ static int group_spawn(sp_group_t *g)
     snprintf(pid, sizeof(pid), "%ld", (long)p->pid);
     log_event(LOG_INFO, "stdio MCP server started", "command", g->tag, "pid", pid, (char *)NULL);
     wrk_loop_timer_start(pool->loop, &p->start_timer, g->start_timeout_ms);
-    cJSON *params = cJSON_CreateObject();
-    cJSON_AddStringToObject(params, "protocolVersion", MCPW_LEGACY_VERSION);
-    cJSON_AddObjectToObject(params, "capabilities");
-    cJSON *ci = cJSON_AddObjectToObject(params, "clientInfo");
-    cJSON_AddStringToObject(ci, "name", "mcpq-worker");
-    cJSON_AddStringToObject(ci, "version", "1.0.0");
     p->init_id = ++p->next_id;
-    proc_send(p, mcpw_request(p->init_id, "initialize", params));
+    proc_send(p, mcpw_request(p->init_id, "initialize", mcpw_initialize_params()));
     return 0;
 }
 
