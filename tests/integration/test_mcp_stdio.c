@@ -6,9 +6,11 @@
  * over stdio with the node the tests use (never through the network at test time).
  * Checked, as a client and an operator see it: tools declared by hand call the server's
  * echo and get-env tools; env references reach the process (a worker variable and a file)
- * and the worker's own environment does not; concurrent calls share the processes
+ * and the worker's own environment does not; the server's progress notifications reach the
+ * client with its progressToken; concurrent calls share the processes
  * (limits.processes 2, concurrency 2: four calls at once, two processes); killing the server
  * mid-call fails that call with a clear isError and the next call works on a new process;
+ * a call that times out (-32003) leaves its process serving the next call;
  * a missing worker variable fails the call clearly and the log names it; the server's stderr
  * is in the worker's log; a pool with a short idle_ms shuts its process down.
  * The processes of a pool are found by a marker variable in /proc/<pid>/environ.
@@ -221,6 +223,29 @@ static void test_kill_mid_call(void)
               "process");
 }
 
+static void test_timeout(void)
+{
+    pid_t before[32], after[32];
+    int n = procs_with(mark_a, before, 32);
+    CHECK(n >= 1);
+    /* timeout_ms 1000, the operation 3 s: the job ends, the process is told and stays */
+    cJSON *j = call("se_short", "{\"duration\":3,\"steps\":3}");
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "error");
+    CHECK_INT_EQ((int)cJSON_GetObjectItemCaseSensitive(e, "code")->valuedouble, -32003);
+    cJSON_Delete(j);
+    j = call("se_echo", "{\"message\":\"after timeout\"}");
+    CHECK_STR_EQ(text0(j), "Echo: after timeout");
+    cJSON_Delete(j);
+    CHECK_INT_EQ(procs_with(mark_a, after, 32), n);
+    for (int i = 0; i < n; i++) {
+        int same = 0;
+        for (int k = 0; k < n; k++)
+            same |= after[i] == before[k];
+        CHECK(same);
+    }
+    TEST_PASS("a call that times out is cancelled upstream; its process keeps serving");
+}
+
 static void test_missing_ref(const char *wlog)
 {
     cJSON *j = call("se_missing", "{\"message\":\"x\"}");
@@ -253,6 +278,52 @@ static void test_idle(const char *wlog)
     TEST_PASS("an idle process (idle_ms) is shut down, and started again by the next call");
 }
 
+static size_t on_body(char *p, size_t size, size_t n, void *arg)
+{
+    char *buf = arg;
+    size_t have = strlen(buf), k = size * n;
+    if (have + k < 65536) {
+        memcpy(buf + have, p, k);
+        buf[have + k] = '\0';
+    }
+    return k;
+}
+
+static void test_progress(void)
+{
+    static char body[65536];
+    char url[160];
+    body[0] = '\0';
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/mcp", port);
+    struct curl_slist *hl = curl_slist_append(NULL, "Content-Type: application/json");
+    hl = curl_slist_append(hl, "Accept: application/json, text/event-stream");
+    hl = curl_slist_append(hl, "Authorization: Bearer stdio-key");
+    CURL *c = curl_easy_init();
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS,
+                     "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\",\"params\":{"
+                     "\"name\":\"se_long\",\"arguments\":{\"duration\":1,\"steps\":3},"
+                     "\"_meta\":{\"progressToken\":\"p-stdio\"}}}");
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, (void *)body);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 30000L);
+    CHECK_INT_EQ(curl_easy_perform(c), CURLE_OK);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(hl);
+    /* the server's three progress notifications reach the client with its token, then the
+     * result */
+    int n = 0;
+    for (const char *q = body; (q = strstr(q, "notifications/progress")); q++)
+        n++;
+    if (n != 3)
+        fprintf(stderr, "stream: %s\n", body);
+    CHECK_INT_EQ(n, 3);
+    CHECK(strstr(body, "\"progressToken\":\"p-stdio\"") != NULL);
+    CHECK(strstr(body, "Long running operation completed") != NULL);
+    TEST_PASS("the stdio server's progress notifications reach the client with its token");
+}
+
 /* ---- the stack ---- */
 
 static void tool_json(char *out, size_t size, const char *name, const char *tool,
@@ -261,14 +332,14 @@ static void tool_json(char *out, size_t size, const char *name, const char *tool
     snprintf(out, size,
              "{\"tenant\":\"s\",\"server\":\"default\",\"name\":\"%s\",\"published\":\"1\","
              "\"versions\":[{\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},"
-             "\"timeout_ms\":60000,\"executor\":{\"type\":\"mcp\",\"command\":\"node\","
+             "\"timeout_ms\":%d,\"executor\":{\"type\":\"mcp\",\"command\":\"node\","
              "\"args\":[\"%s\",\"stdio\"],\"tool\":\"%s\",\"env\":%s,\"limits\":%s}}]}",
-             name, index_js, tool, env, limits);
+             name, strcmp(name, "se_short") == 0 ? 1000 : 60000, index_js, tool, env, limits);
 }
 
 static void write_config(const char *path, const char *index_js)
 {
-    char t[5][1536], env_a[512], env_b[128], cfg[8192];
+    char t[6][1536], env_a[512], env_b[128], cfg[10240];
     const char *lim_a = "{\"processes\":2,\"concurrency\":2,\"restart_backoff_ms\":100}";
     snprintf(env_a, sizeof(env_a),
              "{\"MCPQ_STDIO_MARK\":{\"env\":\"STDIO_WORKER_MARK\"},"
@@ -282,11 +353,13 @@ static void write_config(const char *path, const char *index_js)
     tool_json(t[3], sizeof(t[3]), "se_idle", "echo", index_js, env_b, "{\"idle_ms\":500}");
     tool_json(t[4], sizeof(t[4]), "se_missing", "echo", index_js,
               "{\"X\":{\"env\":\"NO_SUCH_WORKER_VAR\"}}", "{}");
+    tool_json(t[5], sizeof(t[5]), "se_short", "trigger-long-running-operation", index_js, env_a,
+              lim_a);
     snprintf(cfg, sizeof(cfg),
              "{\"tenants\":[{\"id\":\"s\",\"api_keys\":[{\"id\":\"k\",\"key\":\"stdio-key\"}]}],"
              "\"servers\":[{\"tenant\":\"s\",\"name\":\"default\"}],"
-             "\"tools\":[%s,%s,%s,%s,%s]}",
-             t[0], t[1], t[2], t[3], t[4]);
+             "\"tools\":[%s,%s,%s,%s,%s,%s]}",
+             t[0], t[1], t[2], t[3], t[4], t[5]);
     fx_write_file(path, cfg, 0600);
 }
 
@@ -335,8 +408,10 @@ int main(void)
 
     test_call(wlog);
     test_env();
+    test_progress();
     test_concurrency();
     test_kill_mid_call();
+    test_timeout();
     test_missing_ref(wlog);
     test_idle(wlog);
 
