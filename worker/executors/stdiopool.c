@@ -186,6 +186,23 @@ static int proc_send(sp_proc_t *p, cJSON *msg)
     return 0;
 }
 
+/* Queues msg (taken over) for p's stdin and lets the loop write it: for callers that must not
+ * see other calls end (a cancel). Best-effort: dropped when p is closing or its stdin is
+ * backed up. */
+static void proc_send_later(sp_proc_t *p, cJSON *msg)
+{
+    char *s = cJSON_PrintUnformatted(msg);
+    cJSON_Delete(msg);
+    if (s && p->in_fd >= 0 && p->state != SP_CLOSING &&
+        util_buf_append(&p->wbuf, s, strlen(s)) == 0) {
+        if (util_buf_append(&p->wbuf, "\n", 1) < 0)
+            p->wbuf.len -= strlen(s); /* no half message */
+        else if (!p->in_io)
+            p->in_io = wrk_loop_io_new(p->g->pool->loop, p->in_fd, EPOLLOUT, on_stdin, p);
+    }
+    cJSON_free(s);
+}
+
 /* ---- calls ---- */
 
 static void call_free(wrk_stdiopool_call_t *c)
@@ -1117,7 +1134,7 @@ void wrk_stdiopool_cancel(wrk_stdiopool_t *pool, wrk_stdiopool_call_t *c, const 
         cJSON *params = cJSON_CreateObject();
         cJSON_AddNumberToObject(params, "requestId", (double)id);
         cJSON_AddStringToObject(params, "reason", reason ? reason : "cancelled");
-        proc_send(p, mcpw_request(-1, "notifications/cancelled", params));
+        proc_send_later(p, mcpw_request(-1, "notifications/cancelled", params));
         proc_idle_arm(p);
         group_pump_soon(g);
     }
