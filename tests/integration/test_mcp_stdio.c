@@ -7,7 +7,9 @@
  * Checked, as a client and an operator see it: tools declared by hand call the server's
  * echo and get-env tools; env references reach the process (a worker variable and a file)
  * and the worker's own environment does not; the server's progress notifications reach the
- * client with its progressToken; concurrent calls share the processes
+ * client with its progressToken; a 2026-07-28 stdio server built with the official SDK 2.x
+ * (tests/clients/stdio-upstream-v2.mjs) is spoken to in 2026-07-28 and server-everything in
+ * 2025-11-25; concurrent calls share the processes
  * (limits.processes 2, concurrency 2: four calls at once, two processes); killing the server
  * mid-call fails that call with a clear isError and the next call works on a new process;
  * a call that times out (-32003) leaves its process serving the next call;
@@ -223,6 +225,27 @@ static void test_kill_mid_call(void)
               "process");
 }
 
+static void test_modern(const char *wlog)
+{
+    cJSON *j = call("v2_echo", "{\"text\":\"modern stdio\"}");
+    CHECK(!is_error(j));
+    CHECK_STR_EQ(text0(j), "v2 echo: modern stdio");
+    const cJSON *sc = cJSON_GetObjectItemCaseSensitive(result_of(j), "structuredContent");
+    CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(sc, "text")),
+                 "modern stdio");
+    cJSON_Delete(j);
+    char line[4096];
+    CHECK_INT_EQ(
+        fx_log_line(wlog, "stdio MCP server ready", "stdio-upstream-v2.mjs", line, sizeof(line)),
+        1);
+    CHECK(strstr(line, "\"version\":\"2026-07-28\"") != NULL);
+    CHECK_INT_EQ(
+        fx_log_line(wlog, "stdio MCP server ready", "server-everything", line, sizeof(line)), 1);
+    CHECK(strstr(line, "\"version\":\"2025-11-25\"") != NULL);
+    TEST_PASS("a 2026-07-28 stdio server (official SDK 2.x) is spoken to in 2026-07-28, "
+              "server-everything in 2025-11-25");
+}
+
 static void test_timeout(void)
 {
     pid_t before[32], after[32];
@@ -337,9 +360,9 @@ static void tool_json(char *out, size_t size, const char *name, const char *tool
              name, strcmp(name, "se_short") == 0 ? 1000 : 60000, index_js, tool, env, limits);
 }
 
-static void write_config(const char *path, const char *index_js)
+static void write_config(const char *path, const char *index_js, const char *repo)
 {
-    char t[6][1536], env_a[512], env_b[128], cfg[10240];
+    char t[7][1536], env_a[512], env_b[128], cfg[12288];
     const char *lim_a = "{\"processes\":2,\"concurrency\":2,\"restart_backoff_ms\":100}";
     snprintf(env_a, sizeof(env_a),
              "{\"MCPQ_STDIO_MARK\":{\"env\":\"STDIO_WORKER_MARK\"},"
@@ -355,11 +378,19 @@ static void write_config(const char *path, const char *index_js)
               "{\"X\":{\"env\":\"NO_SUCH_WORKER_VAR\"}}", "{}");
     tool_json(t[5], sizeof(t[5]), "se_short", "trigger-long-running-operation", index_js, env_a,
               lim_a);
+    snprintf(
+        t[6], sizeof(t[6]),
+        "{\"tenant\":\"s\",\"server\":\"default\",\"name\":\"v2_echo\",\"published\":"
+        "\"1\",\"versions\":[{\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},"
+        "\"executor\":{\"type\":\"mcp\",\"command\":\"node\",\"args\":[\"--import\","
+        "\"%s/tests/clients/lib/register.mjs\",\"%s/tests/clients/stdio-upstream-v2.mjs\"],"
+        "\"tool\":\"echo\",\"env\":{\"MCPQ_CLIENTS_DEPS\":{\"env\":\"MCPQ_CLIENTS_DEPS\"}}}}]}",
+        repo, repo);
     snprintf(cfg, sizeof(cfg),
              "{\"tenants\":[{\"id\":\"s\",\"api_keys\":[{\"id\":\"k\",\"key\":\"stdio-key\"}]}],"
              "\"servers\":[{\"tenant\":\"s\",\"name\":\"default\"}],"
-             "\"tools\":[%s,%s,%s,%s,%s,%s]}",
-             t[0], t[1], t[2], t[3], t[4], t[5]);
+             "\"tools\":[%s,%s,%s,%s,%s,%s,%s]}",
+             t[0], t[1], t[2], t[3], t[4], t[5], t[6]);
     fx_write_file(path, cfg, 0600);
 }
 
@@ -386,6 +417,10 @@ int main(void)
     CHECK(abs != NULL);
     snprintf(index_js, sizeof(index_js), "%s", abs);
     free(abs);
+    abs = realpath(deps, NULL);
+    CHECK(abs != NULL);
+    snprintf(deps, sizeof(deps), "%s", abs);
+    free(abs);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     if (fx_start(&fx, 2) < 0)
         return 1;
@@ -394,14 +429,17 @@ int main(void)
     snprintf(secret_file, sizeof(secret_file), "%s/file-secret", fx.dir);
     fx_write_file(secret_file, FILE_SECRET "\n", 0600);
     snprintf(cfg, sizeof(cfg), "%s/stdio.json", fx.dir);
-    write_config(cfg, index_js);
+    char repo[400], deps_env[600];
+    CHECK(getcwd(repo, sizeof(repo)) != NULL); /* ctest runs tests in the source dir */
+    write_config(cfg, index_js, repo);
     port = fx_free_port();
     pid_t ing = fx_spawn_ingress(&fx, "ingress", port, cfg, NULL, ilog, sizeof(ilog));
     CHECK(ing > 0);
     char wa[128], wb[128];
     snprintf(wa, sizeof(wa), "STDIO_WORKER_MARK=%s", mark_a);
     snprintf(wb, sizeof(wb), "STDIO_IDLE_MARK=%s", mark_b);
-    const char *wenv[] = {wa, wb, "MCPQ_KILL_GRACE_MS=1000", NULL};
+    snprintf(deps_env, sizeof(deps_env), "MCPQ_CLIENTS_DEPS=%s", deps);
+    const char *wenv[] = {wa, wb, deps_env, "MCPQ_KILL_GRACE_MS=1000", NULL};
     pid_t w = fx_spawn_worker(&fx, "w1", wenv);
     CHECK(w > 0);
     snprintf(wlog, sizeof(wlog), "%s/w1.log", fx.dir);
@@ -409,6 +447,7 @@ int main(void)
     test_call(wlog);
     test_env();
     test_progress();
+    test_modern(wlog);
     test_concurrency();
     test_kill_mid_call();
     test_timeout();

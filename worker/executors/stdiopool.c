@@ -26,7 +26,9 @@
 #define SP_DEFAULT_START_TIMEOUT_MS 30000
 #define SP_DEFAULT_BACKOFF_MS 1000
 #define SP_DETAIL_MAX 1024
-#define SP_EOF_GRACE_MS 500 /* after stdout's end, time for the exit status to tell more */
+#define SP_META_CAPABILITIES "io.modelcontextprotocol/clientCapabilities"
+#define SP_DISCOVER_WAIT_MS 5000 /* a server that ignores server/discover gets initialize */
+#define SP_EOF_GRACE_MS 500      /* after stdout's end, time for the exit status to tell more */
 
 typedef struct sp_group sp_group_t;
 typedef struct sp_proc sp_proc_t;
@@ -55,7 +57,9 @@ struct sp_proc {
     int ready_once;      /* was initialized: its failure does not fail the queue */
     int closing_idle;    /* shut down by the pool, not a failure */
     int kill_stage;      /* idle shutdown: 0 stdin closed, 1 SIGTERM sent, 2 SIGKILL sent */
-    const char *version; /* settled on by initialize */
+    const char *version; /* settled on by server/discover or initialize */
+    int discovering;     /* server/discover sent, no answer yet */
+    int modern;          /* speaks 2026-07-28: requests carry the _meta envelope */
     long next_id, init_id;
     util_buf_t out;  /* stdout bytes not yet a whole line */
     util_buf_t wbuf; /* stdin bytes not yet written */
@@ -64,8 +68,9 @@ struct sp_proc {
     wrk_stdiopool_call_t *calls; /* in flight */
     size_t ncalls;
     wrk_loop_timer_t idle_timer, start_timer, kill_timer;
-    wrk_loop_timer_t eof_timer; /* stdout closed: the exit status may follow */
-    char failure[200];          /* why its calls failed */
+    wrk_loop_timer_t eof_timer;      /* stdout closed: the exit status may follow */
+    wrk_loop_timer_t discover_timer; /* no answer to server/discover: initialize */
+    char failure[200];               /* why its calls failed */
     sp_proc_t *next;
 };
 
@@ -230,6 +235,15 @@ static void proc_detail(const sp_proc_t *p, const char *what, char *out, size_t 
 static void group_pump_soon(sp_group_t *g);
 static void proc_idle_arm(sp_proc_t *p);
 
+/* The 2026-07-28 request envelope (basic/transports/stdio, "Request Metadata") in meta. */
+static void modern_meta(cJSON *meta)
+{
+    cJSON_DeleteItemFromObjectCaseSensitive(meta, MCPW_META_VERSION);
+    cJSON_AddStringToObject(meta, MCPW_META_VERSION, MCPW_MODERN_VERSION);
+    if (!cJSON_GetObjectItemCaseSensitive(meta, SP_META_CAPABILITIES))
+        cJSON_AddObjectToObject(meta, SP_META_CAPABILITIES);
+}
+
 /* Sends queued call c on ready process p. */
 static void call_send(sp_proc_t *p, wrk_stdiopool_call_t *c)
 {
@@ -248,6 +262,8 @@ static void call_send(sp_proc_t *p, wrk_stdiopool_call_t *c)
     }
     cJSON_DeleteItemFromObjectCaseSensitive(meta, "progressToken");
     cJSON_AddNumberToObject(meta, "progressToken", (double)c->id);
+    if (p->modern)
+        modern_meta(meta);
     /* A failed send breaks the process, which fails c with the others. */
     proc_send(p, mcpw_request(c->id, c->method, params));
 }
@@ -301,6 +317,7 @@ static void proc_stop(sp_proc_t *p, const char *why, int idle)
     wrk_loop_timer_stop(pool->loop, &p->idle_timer);
     wrk_loop_timer_stop(pool->loop, &p->start_timer);
     wrk_loop_timer_stop(pool->loop, &p->eof_timer);
+    wrk_loop_timer_stop(pool->loop, &p->discover_timer);
     wrk_loop_io_close(pool->loop, &p->in_io, &p->in_fd);
     long long grace = pool->settings->kill_grace_ms;
     if (!idle) {
@@ -358,7 +375,8 @@ static void on_start_timeout(wrk_loop_timer_t *t, void *arg)
     sp_proc_t *p = arg;
     char why[120];
     (void)t;
-    snprintf(why, sizeof(why), "no answer to initialize within %lld ms", p->g->start_timeout_ms);
+    snprintf(why, sizeof(why), "no answer to %s within %lld ms",
+             p->discovering ? "server/discover" : "initialize", p->g->start_timeout_ms);
     proc_broken(p, why);
 }
 
@@ -384,11 +402,34 @@ static void group_backoff(sp_group_t *g)
         g->backoff_ms = WRK_STDIOPOOL_BACKOFF_MAX_MS;
 }
 
+/* p settled on version v: calls may go. */
+static void proc_ready(sp_proc_t *p, const char *v)
+{
+    char pid[24];
+    wrk_loop_timer_stop(p->g->pool->loop, &p->start_timer);
+    p->version = v;
+    p->state = SP_READY;
+    p->ready_once = 1;
+    p->g->backoff_ms = p->g->backoff_first_ms;
+    snprintf(pid, sizeof(pid), "%ld", (long)p->pid);
+    log_event(LOG_INFO, "stdio MCP server ready", "command", p->g->tag, "pid", pid, "version", v,
+              (char *)NULL);
+    proc_idle_arm(p);
+    group_pump_soon(p->g);
+}
+
+static void proc_initialize(sp_proc_t *p)
+{
+    p->discovering = 0;
+    p->init_id = ++p->next_id;
+    proc_send(p, mcpw_request(p->init_id, "initialize", mcpw_initialize_params()));
+}
+
 /* The answer to initialize. */
 static void proc_initialized(sp_proc_t *p, const cJSON *r)
 {
     const char *v = mcpw_legacy_version(r);
-    char why[400], pid[24];
+    char why[400];
     if (!v) {
         const char *em = member_str(cJSON_GetObjectItemCaseSensitive(r, "error"), "message");
         if (em)
@@ -399,18 +440,42 @@ static void proc_initialized(sp_proc_t *p, const cJSON *r)
         proc_broken(p, why);
         return;
     }
-    wrk_loop_timer_stop(p->g->pool->loop, &p->start_timer);
-    p->version = v;
-    p->state = SP_READY;
-    p->ready_once = 1;
-    p->g->backoff_ms = p->g->backoff_first_ms;
-    if (proc_send(p, mcpw_request(-1, "notifications/initialized", NULL)) < 0)
+    if (proc_send(p, mcpw_request(-1, "notifications/initialized", NULL)) == 0)
+        proc_ready(p, v);
+}
+
+/* The answer to server/discover: 2026-07-28, or else the legacy handshake. */
+static void proc_discovered(sp_proc_t *p, const cJSON *r)
+{
+    wrk_loop_timer_stop(p->g->pool->loop, &p->discover_timer);
+    p->discovering = 0;
+    if (mcpw_discover_modern(200, r)) {
+        p->modern = 1;
+        proc_ready(p, MCPW_MODERN_VERSION);
         return;
-    snprintf(pid, sizeof(pid), "%ld", (long)p->pid);
-    log_event(LOG_INFO, "stdio MCP server ready", "command", p->g->tag, "pid", pid, "version", v,
-              (char *)NULL);
-    proc_idle_arm(p);
-    group_pump_soon(p->g);
+    }
+    proc_initialize(p);
+}
+
+static void on_discover_wait(wrk_loop_timer_t *t, void *arg)
+{
+    (void)t;
+    proc_initialize(arg);
+}
+
+/* Opens the handshake: server/discover (2026-07-28), with initialize as the fallback when
+ * the answer is anything else or does not come within SP_DISCOVER_WAIT_MS (at most half the
+ * start timeout). */
+static void proc_discover(sp_proc_t *p)
+{
+    long long wait = p->g->start_timeout_ms / 2;
+    cJSON *params = cJSON_CreateObject();
+    modern_meta(cJSON_AddObjectToObject(params, "_meta"));
+    p->discovering = 1;
+    p->init_id = ++p->next_id;
+    wrk_loop_timer_start(p->g->pool->loop, &p->discover_timer,
+                         wait < SP_DISCOVER_WAIT_MS ? wait : SP_DISCOVER_WAIT_MS);
+    proc_send(p, mcpw_request(p->init_id, "server/discover", params));
 }
 
 static void proc_note(sp_proc_t *p, const char *method, const cJSON *msg)
@@ -484,7 +549,10 @@ static void proc_line(sp_proc_t *p, const char *line, size_t len)
     } else if (method) {
         proc_note(p, method, msg);
     } else if (cJSON_IsNumber(id) && p->state == SP_STARTING && id->valuedouble == p->init_id) {
-        proc_initialized(p, msg);
+        if (p->discovering)
+            proc_discovered(p, msg);
+        else
+            proc_initialized(p, msg);
     } else if (cJSON_IsNumber(id)) {
         wrk_stdiopool_call_t *c = proc_take(p, (long)id->valuedouble);
         if (c) {
@@ -603,6 +671,7 @@ static void proc_free(sp_proc_t *p)
     wrk_loop_timer_stop(loop, &p->start_timer);
     wrk_loop_timer_stop(loop, &p->kill_timer);
     wrk_loop_timer_stop(loop, &p->eof_timer);
+    wrk_loop_timer_stop(loop, &p->discover_timer);
     wrk_loop_io_close(loop, &p->in_io, &p->in_fd);
     wrk_loop_io_close(loop, &p->out_io, &p->out_fd);
     wrk_loop_io_close(loop, &p->err_io, &p->err_fd);
@@ -799,6 +868,7 @@ static int group_spawn(sp_group_t *g)
     wrk_loop_timer_init(&p->start_timer, on_start_timeout, p);
     wrk_loop_timer_init(&p->kill_timer, on_kill_timer, p);
     wrk_loop_timer_init(&p->eof_timer, on_eof_timer, p);
+    wrk_loop_timer_init(&p->discover_timer, on_discover_wait, p);
     p->next = g->procs;
     g->procs = p;
     pool->nprocs++;
@@ -820,8 +890,7 @@ static int group_spawn(sp_group_t *g)
     snprintf(pid, sizeof(pid), "%ld", (long)p->pid);
     log_event(LOG_INFO, "stdio MCP server started", "command", g->tag, "pid", pid, (char *)NULL);
     wrk_loop_timer_start(pool->loop, &p->start_timer, g->start_timeout_ms);
-    p->init_id = ++p->next_id;
-    proc_send(p, mcpw_request(p->init_id, "initialize", mcpw_initialize_params()));
+    proc_discover(p);
     return 0;
 }
 

@@ -12,9 +12,12 @@
  *     worker's variable, {"NAME": {"file": "/path"}} the file's content (one trailing newline
  *     dropped). A reference that cannot be resolved fails the calls waiting for the process;
  *     the log names the variable or path;
- *   - each process is initialized once (initialize offering MCPW_LEGACY_VERSION, accepting a
- *     legacy version the server settles on, then notifications/initialized) within
- *     limits.start_timeout_ms; calls wait for it in a queue of at most
+ *   - each process is opened once within limits.start_timeout_ms: server/discover with the
+ *     2026-07-28 _meta envelope first; a result listing 2026-07-28 makes every request carry
+ *     that envelope (no initialize); any other answer, or none within 5 s (at most half the
+ *     start timeout), leads to initialize offering MCPW_LEGACY_VERSION, accepting a legacy
+ *     version the server settles on, then notifications/initialized. Calls wait for it in a
+ *     queue of at most
  *     WRK_STDIOPOOL_QUEUE_MAX calls (a call beyond that is refused at once);
  *   - a ready process carries up to limits.concurrency calls at once; calls go to the least
  *     busy ready process; responses are matched by id; each call's params carry

@@ -3,7 +3,10 @@
 server-everything cannot show on demand (a crash, a silent or refusing initialize, a
 closed stdout, an overlong line, server-to-client requests, cancellation seen by the server).
 
-    stdio_server.py MODE      ok | noinit | crash-init | badversion
+    stdio_server.py MODE      ok | noinit | crash-init | badversion | modern | quiet
+
+server/discover is answered -32601 (a legacy server), except in modern (a 2026-07-28 server:
+discover answered, initialize refused) and quiet (discover never answered).
 
 Tools (tools/call name): echo (its arguments back, after a progress notification for the
 call's progressToken, a log message and a resources/updated notification), answers (what
@@ -62,6 +65,8 @@ def call(mid, params):
     elif name == "hang":
         send({"jsonrpc": "2.0", "method": "notifications/progress",
               "params": {"progressToken": token, "progress": 0}})
+    elif name == "meta":
+        text(mid, json.dumps(params.get("_meta", {})))
     elif name == "cancelled":
         text(mid, json.dumps(cancelled))
     else:
@@ -76,7 +81,18 @@ def main():
         msg = json.loads(line)
         method = msg.get("method")
         mid = msg.get("id")
-        if method == "initialize":
+        if method == "server/discover":
+            if MODE == "modern":
+                result(mid, {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                             "resultType": "complete"})
+            elif MODE != "quiet":
+                send({"jsonrpc": "2.0", "id": mid,
+                      "error": {"code": -32601, "message": "Method not found"}})
+        elif method == "initialize":
+            if MODE == "modern":
+                send({"jsonrpc": "2.0", "id": mid,
+                      "error": {"code": -32600, "message": "2026-07-28 only"}})
+                continue
             if MODE == "noinit":
                 continue
             if MODE == "crash-init":

@@ -293,6 +293,35 @@ static void test_failures(wrk_loop_t *loop, wrk_stdiopool_t *pool)
     TEST_PASS("a full queue refuses the next call at once");
 }
 
+static void test_eras(wrk_loop_t *loop, wrk_stdiopool_t *pool)
+{
+    /* a 2026-07-28 server: no initialize; every request carries the _meta envelope */
+    cJSON *ex = executor("modern", NULL);
+    res_t r;
+    call_ok(loop, pool, ex, "meta", &r);
+    cJSON *meta = cJSON_Parse(text_of(&r));
+    CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+                     meta, "io.modelcontextprotocol/protocolVersion")),
+                 "2026-07-28");
+    CHECK(cJSON_IsObject(
+        cJSON_GetObjectItemCaseSensitive(meta, "io.modelcontextprotocol/clientCapabilities")));
+    CHECK(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(meta, "progressToken")));
+    cJSON_Delete(meta);
+    cJSON_Delete(r.response);
+    cJSON_Delete(ex);
+    /* a legacy server that never answers server/discover still gets initialize */
+    ex = executor("quiet", ",\"limits\":{\"start_timeout_ms\":2000}");
+    call_ok(loop, pool, ex, "meta", &r);
+    meta = cJSON_Parse(text_of(&r));
+    CHECK(cJSON_GetObjectItemCaseSensitive(meta, "io.modelcontextprotocol/protocolVersion") ==
+          NULL);
+    cJSON_Delete(meta);
+    cJSON_Delete(r.response);
+    cJSON_Delete(ex);
+    TEST_PASS("server/discover first: a 2026-07-28 server is spoken to with the _meta envelope, "
+              "a legacy one (answering -32601 or nothing) through initialize");
+}
+
 static void test_env(wrk_loop_t *loop, wrk_stdiopool_t *pool)
 {
     char path[] = "/tmp/mcpq-stdiopool-XXXXXX", extra[400];
@@ -377,6 +406,7 @@ int main(void)
     test_refused(pool);
     test_call(loop, pool);
     test_failures(loop, pool);
+    test_eras(loop, pool);
     test_env(loop, pool);
     wrk_stdiopool_free(pool);
     test_idle_and_free(loop, &s);
