@@ -3,8 +3,10 @@
 #include "err.h"
 #include "job.h"
 #include "log.h"
+#include "mcpmethod.h"
 #include "mcpw.h"
 #include "output.h"
+#include "stdiopool.h"
 #include "util.h"
 
 #include <curl/curl.h>
@@ -37,6 +39,7 @@ typedef struct mcp_up {
     long neg_id;
     wrk_httpexec_req_t *req; /* the handshake request in flight */
     mcp_call_t *waiters;     /* calls waiting for the handshake */
+    cJSON *info;             /* what the handshake told (wrk_mcpmethod_info), for mcpq/catalog */
     struct mcp_up *next;
 } mcp_up_t;
 
@@ -44,6 +47,7 @@ struct wrk_mcpexec {
     wrk_httpexec_t *http;
     mcp_up_t *ups;
     long next_id;
+    wrk_stdiopool_t *stdio; /* stdio upstreams, made on the first stdio call */
 };
 
 struct mcp_call {
@@ -51,10 +55,15 @@ struct mcp_call {
     wrk_mcpexec_t *m;
     mcp_up_t *up;
     wrk_httpexec_req_t *req;
+    wrk_stdiopool_call_t *scall; /* a stdio upstream's call in flight (up is NULL) */
+    const char *where;           /* for the log: the upstream's host, or the stdio command */
     long id;
     int retried;                        /* re-initialized once after a 404 */
     char session[WRK_HTTP_SESSION_MAX]; /* the session the call was sent in */
-    mcp_call_t *next;                   /* in up->waiters */
+    int cat_started;                    /* mcpq/catalog: cat holds the lists read so far */
+    int cat_barrier;                    /* mcpq/catalog of a stdio upstream: ping sent first */
+    wrk_mcpmethod_catalog_t cat;
+    mcp_call_t *next; /* in up->waiters */
 };
 
 wrk_mcpexec_t *wrk_mcpexec_new(wrk_httpexec_t *h)
@@ -76,9 +85,11 @@ void wrk_mcpexec_free(wrk_mcpexec_t *m)
         free(up->key);
         free(up->url);
         cJSON_Delete(up->headers);
+        cJSON_Delete(up->info);
         free(up);
         up = next;
     }
+    wrk_stdiopool_free(m->stdio);
     free(m);
 }
 
@@ -175,14 +186,8 @@ static struct curl_slist *up_headers(const mcp_up_t *up, int modern, const char 
 /* A JSON-RPC request body; params is taken over. NULL on ENOMEM. */
 static char *rpc_body(long id, const char *method, cJSON *params, size_t *len)
 {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "jsonrpc", "2.0");
-    if (id >= 0)
-        cJSON_AddNumberToObject(o, "id", (double)id);
-    cJSON_AddStringToObject(o, "method", method);
-    if (params)
-        cJSON_AddItemToObject(o, "params", params);
-    char *s = cJSON_PrintUnformatted(o);
+    cJSON *o = mcpw_request(id, method, params);
+    char *s = o ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
     if (s)
         *len = strlen(s);
@@ -199,19 +204,35 @@ static cJSON *modern_meta(cJSON *params)
 /* ---- calls ---- */
 
 static void call_send(mcp_call_t *c);
+static void stdio_send(mcp_call_t *c, wrk_mcpmethod_req_t *rq);
 static void up_negotiate(wrk_mcpexec_t *m, mcp_up_t *up);
 
+static void call_free(mcp_call_t *c)
+{
+    wrk_mcpmethod_catalog_cleanup(&c->cat);
+    free(c);
+}
+
+/* Ends c with a CallToolResult (owned; mapped for other methods, job.h). */
 static void call_end(mcp_call_t *c, cJSON *result)
 {
     wrk_job_t *job = c->job;
-    free(c);
+    call_free(c);
     wrk_job_finish(job, result);
+}
+
+/* Ends c with the result of its job's method (owned), passed on as it is. */
+static void call_end_result(mcp_call_t *c, cJSON *result)
+{
+    wrk_job_t *job = c->job;
+    call_free(c);
+    wrk_job_finish_result(job, result);
 }
 
 static void call_end_error(mcp_call_t *c, int code, const char *message)
 {
     wrk_job_t *job = c->job;
-    free(c);
+    call_free(c);
     wrk_job_finish_error(job, code, message);
 }
 
@@ -247,13 +268,60 @@ static void call_note(const cJSON *note, void *arg)
     cJSON_Delete(data);
 }
 
+/* An mcpq/catalog call's page (result borrowed): the next request, or the end. */
+static void call_catalog_page(mcp_call_t *c, const cJSON *result)
+{
+    int rc = wrk_mcpmethod_catalog_page(&c->cat, result);
+    if (rc == 1) {
+        call_send(c);
+        return;
+    }
+    if (rc == 0) {
+        call_end_result(c, wrk_mcpmethod_catalog_take(&c->cat));
+        return;
+    }
+    if (rc == MCPQ_ENOMEM)
+        call_end_error(c, -32603, "out of memory");
+    else
+        call_end(c, wrk_job_error_hidden(c->job, c->where,
+                                         "the upstream MCP server answered a list request with "
+                                         "something that is not a list result"));
+}
+
+/* Ends call c, whose method is not tools/call, with the upstream's result (borrowed): passed
+ * on when it has the method's shape (mcpmethod.h). */
+static void call_method_result(mcp_call_t *c, const cJSON *result)
+{
+    wrk_method_t method = c->job->env.method_id;
+    if (method == WRK_METHOD_CATALOG) {
+        call_catalog_page(c, result);
+        return;
+    }
+    cJSON *out = wrk_mcpmethod_result(method, result);
+    if (out) {
+        call_end_result(c, out);
+        return;
+    }
+    call_end(c, wrk_job_error_hidden(c->job, c->where,
+                                     "the upstream MCP server answered %s with something that is "
+                                     "not its result",
+                                     c->job->env.method));
+}
+
 /* Ends call c with the upstream's JSON-RPC response r (owned, freed here): its result when
- * it is a complete CallToolResult, else an error. */
+ * it is a complete CallToolResult (or, for another method, that method's result), else an
+ * error. */
 static void call_answer(mcp_call_t *c, cJSON *r)
 {
-    mcp_up_t *up = c->up;
     const cJSON *err = cJSON_GetObjectItemCaseSensitive(r, "error");
     cJSON *result = cJSON_GetObjectItemCaseSensitive(r, "result");
+    int other = c->job->env.method_id != WRK_METHOD_CALL;
+    if (c->job->env.method_id == WRK_METHOD_CATALOG && !c->cat_started) {
+        /* the answer to a stdio catalog's ping, whatever it says: the handshake is done */
+        cJSON_Delete(r);
+        call_send(c);
+        return;
+    }
     if (err) {
         const cJSON *code = cJSON_GetObjectItemCaseSensitive(err, "code");
         const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "message"));
@@ -261,11 +329,17 @@ static void call_answer(mcp_call_t *c, cJSON *r)
         snprintf(text, sizeof(text), "%s", msg ? msg : "error");
         int icode = cJSON_IsNumber(code) ? (int)code->valuedouble : 0;
         cJSON_Delete(r);
+        if (other) {
+            /* No isError result outside tools/call: the client gets the upstream's error, as
+             * it would from the upstream itself (e.g. -32002 resource not found). */
+            call_end_error(c, icode ? icode : -32603, text);
+            return;
+        }
         if (icode == -32602) {
             call_end_error(c, -32602, text);
             return;
         }
-        call_end(c, wrk_job_error_hidden(c->job, up->host,
+        call_end(c, wrk_job_error_hidden(c->job, c->where,
                                          "the upstream MCP server answered error %d: %s", icode,
                                          text));
         return;
@@ -274,15 +348,20 @@ static void call_answer(mcp_call_t *c, cJSON *r)
     if (rt && strcmp(rt, "complete") != 0) {
         cJSON_Delete(r);
         call_end(c, wrk_job_error_hidden(
-                        c->job, up->host,
+                        c->job, c->where,
                         "the upstream MCP server answered a \"%.64s\" result, which the mcp "
                         "executor does not follow",
                         rt));
         return;
     }
+    if (other) {
+        call_method_result(c, result);
+        cJSON_Delete(r);
+        return;
+    }
     if (!wrk_output_is_result(result)) {
         cJSON_Delete(r);
-        call_end(c, wrk_job_error_hidden(c->job, up->host,
+        call_end(c, wrk_job_error_hidden(c->job, c->where,
                                          "the upstream MCP server answered something that is not a "
                                          "CallToolResult"));
         return;
@@ -346,29 +425,77 @@ static void call_done(const wrk_httpexec_resp_t *resp, void *arg)
     wrk_job_log_leave(&saved);
 }
 
+/* The next request of c: its job's method, or the catalog's next list page. 0 or
+ * MCPQ_ENOMEM. */
+static int call_request(mcp_call_t *c, wrk_mcpmethod_req_t *req)
+{
+    const wrk_envelope_t *env = &c->job->env;
+    if (env->method_id != WRK_METHOD_CATALOG)
+        return wrk_mcpmethod_request(env, req);
+    if (!c->cat_started) {
+        cJSON *stdio_info = NULL;
+        const cJSON *info = c->up ? c->up->info : NULL;
+        if (!c->up) {
+            const char *version = NULL;
+            const cJSON *hs = wrk_stdiopool_handshake(c->m->stdio, env->executor, &version);
+            if (!hs && !c->cat_barrier) {
+                /* No process of this stdio upstream has opened yet: a ping waits for one,
+                 * after which its handshake is known (call_answer). */
+                c->cat_barrier = 1;
+                req->method = "ping";
+                req->params = NULL;
+                req->name = NULL;
+                return 0;
+            }
+            info = stdio_info = hs ? wrk_mcpmethod_info(hs, version) : NULL;
+            if (hs && !stdio_info)
+                return MCPQ_ENOMEM;
+        }
+        int rc = wrk_mcpmethod_catalog_start(&c->cat, info);
+        cJSON_Delete(stdio_info);
+        if (rc < 0)
+            return rc;
+        c->cat_started = 1;
+        if (rc == 0) {
+            req->method = NULL; /* nothing announced: the catalog is complete */
+            return 0;
+        }
+    }
+    return wrk_mcpmethod_catalog_request(&c->cat, req);
+}
+
 static void call_send(mcp_call_t *c)
 {
     mcp_up_t *up = c->up;
     wrk_job_t *job = c->job;
-    const char *tool =
-        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(job->env.executor, "tool"));
-    cJSON *params = cJSON_CreateObject();
-    cJSON_AddStringToObject(params, "name", tool);
-    cJSON_AddItemToObject(params, "arguments",
-                          job->env.arguments ? cJSON_Duplicate(job->env.arguments, 1)
-                                             : cJSON_CreateObject());
+    wrk_mcpmethod_req_t rq;
+    if (call_request(c, &rq) < 0) {
+        call_end_error(c, -32603, "out of memory");
+        return;
+    }
+    if (!rq.method) {
+        call_end_result(c, wrk_mcpmethod_catalog_take(&c->cat));
+        return;
+    }
+    if (!up) {
+        stdio_send(c, &rq);
+        return;
+    }
+    cJSON *params = rq.params;
     c->id = ++c->m->next_id;
     snprintf(c->session, sizeof(c->session), "%s", up->modern ? "" : up->session);
     if (up->modern)
         modern_meta(params);
-    cJSON *meta = cJSON_GetObjectItemCaseSensitive(params, "_meta");
-    cJSON_AddStringToObject(meta ? meta : cJSON_AddObjectToObject(params, "_meta"), "progressToken",
-                            job->env.job_id);
+    if (job->env.method_id != WRK_METHOD_CATALOG) {
+        cJSON *meta = cJSON_GetObjectItemCaseSensitive(params, "_meta");
+        cJSON_AddStringToObject(meta ? meta : cJSON_AddObjectToObject(params, "_meta"),
+                                "progressToken", job->env.job_id);
+    }
     size_t len = 0;
-    char *body = rpc_body(c->id, "tools/call", params, &len);
+    char *body = rpc_body(c->id, rq.method, params, &len);
     struct curl_slist *h =
-        up_headers(up, up->modern, up->modern ? MCPW_MODERN_VERSION : up->version, "tools/call",
-                   tool, c->session, job->env.traceparent);
+        up_headers(up, up->modern, up->modern ? MCPW_MODERN_VERSION : up->version, rq.method,
+                   rq.name, c->session, job->env.traceparent);
     if (!body || !h) {
         cJSON_free(body);
         curl_slist_free_all(h);
@@ -424,6 +551,16 @@ static void up_ready(wrk_mcpexec_t *m, mcp_up_t *up, const char *failure)
 
 static void up_send(wrk_mcpexec_t *m, mcp_up_t *up, const char *method, cJSON *params, int notify);
 
+/* Keeps what the handshake's response r (borrowed) told about the upstream. */
+static void up_keep_info(mcp_up_t *up, const cJSON *r, const char *version)
+{
+    cJSON *info = wrk_mcpmethod_info(cJSON_GetObjectItemCaseSensitive(r, "result"), version);
+    if (!info)
+        return; /* out of memory: a catalog then lists nothing */
+    cJSON_Delete(up->info);
+    up->info = info;
+}
+
 /* Each handshake step's answer; the handshake goes on even when every waiting call has
  * gone, which warms the cache for the next ones. */
 static void up_done(const wrk_httpexec_resp_t *resp, void *arg)
@@ -442,6 +579,8 @@ static void up_done(const wrk_httpexec_resp_t *resp, void *arg)
                                                            resp->len, up->neg_id, NULL, NULL);
     if (up->state == UP_DISCOVER) {
         int modern = mcpw_discover_modern(resp->status, r);
+        if (modern)
+            up_keep_info(up, r, MCPW_MODERN_VERSION);
         cJSON_Delete(r);
         if (modern) {
             up->modern = 1;
@@ -450,13 +589,7 @@ static void up_done(const wrk_httpexec_resp_t *resp, void *arg)
         }
         up->modern = 0;
         up->state = UP_INITIALIZE;
-        cJSON *p = cJSON_CreateObject();
-        cJSON_AddStringToObject(p, "protocolVersion", MCPW_LEGACY_VERSION);
-        cJSON_AddObjectToObject(p, "capabilities");
-        cJSON *ci = cJSON_AddObjectToObject(p, "clientInfo");
-        cJSON_AddStringToObject(ci, "name", "mcpq-worker");
-        cJSON_AddStringToObject(ci, "version", "1.0.0");
-        up_send(m, up, "initialize", p, 0);
+        up_send(m, up, "initialize", mcpw_initialize_params(), 0);
         return;
     }
     if (up->state == UP_INITIALIZE) {
@@ -475,6 +608,7 @@ static void up_done(const wrk_httpexec_resp_t *resp, void *arg)
             up_ready(m, up, why);
             return;
         }
+        up_keep_info(up, r, v);
         cJSON_Delete(r);
         up->version = v;
         snprintf(up->session, sizeof(up->session), "%s", resp->session_id);
@@ -516,23 +650,94 @@ static void up_negotiate(wrk_mcpexec_t *m, mcp_up_t *up)
     up_send(m, up, "server/discover", modern_meta(cJSON_CreateObject()), 0);
 }
 
+/* ---- the stdio transport (worker/executors/stdiopool.h) ---- */
+
+static void stdio_note(const cJSON *note, void *arg);
+static void stdio_done(cJSON *response, const char *failure, const char *detail, void *arg);
+
+/* Sends rq (its params taken over) to a process of c's stdio upstream; ends c when the pool
+ * refuses it (a malformed executor, a full queue). */
+static void stdio_send(mcp_call_t *c, wrk_mcpmethod_req_t *rq)
+{
+    char why[300];
+    c->scall = wrk_stdiopool_call(c->m->stdio, c->job->env.executor, rq->method, rq->params,
+                                  c->job->env.job_id, stdio_note, stdio_done, c, why, sizeof(why));
+    if (!c->scall)
+        call_end(c, wrk_output_errorf("%s", why));
+}
+
+/* A notification of a stdio call: progress as for HTTP, log messages as log entries. */
+static void stdio_note(const cJSON *note, void *arg)
+{
+    mcp_call_t *c = arg;
+    const char *method = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(note, "method"));
+    if (!method || strcmp(method, "notifications/message") != 0) {
+        call_note(note, c);
+        return;
+    }
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(note, "params");
+    const char *level = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "level"));
+    const cJSON *data = cJSON_GetObjectItemCaseSensitive(p, "data");
+    if (!level || !data)
+        return;
+    cJSON *entry = cJSON_CreateObject();
+    cJSON_AddStringToObject(entry, "level", level);
+    cJSON_AddItemToObject(entry, "data", cJSON_Duplicate(data, 1));
+    wrk_job_notify(c->job, "log", entry);
+    cJSON_Delete(entry);
+}
+
+static void stdio_done(cJSON *response, const char *failure, const char *detail, void *arg)
+{
+    mcp_call_t *c = arg;
+    log_ctx_t saved;
+    wrk_job_log_enter(c->job, &saved);
+    c->scall = NULL;
+    if (response)
+        call_answer(c, response);
+    else
+        call_end(c, wrk_job_error_hidden(c->job, detail, "%s", failure));
+    wrk_job_log_leave(&saved);
+}
+
+static int stdio_start(wrk_job_t *job)
+{
+    wrk_mcpexec_t *m = job->rt->mcp;
+    const cJSON *ex = job->env.executor;
+    if (!m)
+        return -1;
+    if (!m->stdio && !(m->stdio = wrk_stdiopool_new(job->rt->loop, job->rt->settings)))
+        return -1;
+    mcp_call_t *c = calloc(1, sizeof(*c));
+    if (!c)
+        return -1;
+    c->job = job;
+    c->m = m;
+    c->where = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ex, "command"));
+    job->ex_state = c;
+    call_send(c); /* up NULL: stdio_send */
+    return 0;
+}
+
 /* ---- the executor ---- */
 
 static int mcp_start(wrk_job_t *job)
 {
     wrk_mcpexec_t *m = job->rt->mcp;
     const cJSON *ex = job->env.executor;
+    const char *config_error = wrk_mcpmethod_config_error(&job->env);
+    if (config_error) {
+        wrk_job_finish(job, wrk_output_errorf("%s", config_error));
+        return 0;
+    }
+    if (wrk_stdiopool_is_stdio(ex))
+        return stdio_start(job);
     const cJSON *url = cJSON_GetObjectItemCaseSensitive(ex, "url");
-    const cJSON *tool = cJSON_GetObjectItemCaseSensitive(ex, "tool");
     int bad = 0;
     const cJSON *headers = config_headers(ex, &bad);
     if (!cJSON_IsString(url) || !url_valid(url->valuestring)) {
         wrk_job_finish(job, wrk_output_errorf("executor.url must be an http:// or https:// "
                                               "URL"));
-        return 0;
-    }
-    if (!cJSON_IsString(tool) || !tool->valuestring[0]) {
-        wrk_job_finish(job, wrk_output_errorf("executor.tool must name the upstream tool"));
         return 0;
     }
     if (bad) {
@@ -549,6 +754,7 @@ static int mcp_start(wrk_job_t *job)
     c->job = job;
     c->m = m;
     c->up = up;
+    c->where = up->host;
     job->ex_state = c;
     if (up->state == UP_READY)
         call_send(c);
@@ -583,12 +789,16 @@ static void mcp_cancel(wrk_job_t *job, wrk_cancel_t how)
     if (!c)
         return;
     job->ex_state = NULL;
-    if (c->req) {
+    if (c->scall) {
+        wrk_stdiopool_cancel(c->m->stdio, c->scall,
+                             c->job->cancelled ? "cancelled by the caller" : "timeout");
+        c->scall = NULL;
+    } else if (c->req) {
         wrk_httpexec_req_cancel(c->m->http, c->req);
         c->req = NULL;
         if (!c->up->modern && how != WRK_CANCEL_ABORT)
             send_cancelled(c);
-    } else {
+    } else if (c->up) {
         for (mcp_call_t **pp = &c->up->waiters; *pp; pp = &(*pp)->next)
             if (*pp == c) {
                 *pp = c->next;
