@@ -106,6 +106,13 @@ static cJSON *build_envelope(ing_mcp_t *m, const ing_tool_t *tool, const rpc_msg
     cJSON_AddStringToObject(e, "server", tool->server);
     cJSON_AddStringToObject(e, "tool", tool->name);
     cJSON_AddStringToObject(e, "tool_version", tool->version_id ? tool->version_id : "");
+    if (strcmp(msg->method, "tools/call") != 0) { /* absent: tools/call, as older workers know */
+        const char *mime =
+            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(tool->version, "mimeType"));
+        cJSON_AddStringToObject(e, "method", msg->method);
+        if (mime)
+            cJSON_AddStringToObject(e, "mime_type", mime);
+    }
     cJSON_AddItemToObject(e, "arguments", args);
     cJSON_AddItemToObject(e, "attachments", atts ? atts : cJSON_CreateArray());
     cJSON_AddNullToObject(e, "task_id");
@@ -231,7 +238,11 @@ typedef struct tc {
     const rpc_msg_t *msg;
     ing_resp_t *resp;
     ing_ctx_t *ctx;
-    const cJSON *args; /* params.arguments; NULL when absent or null */
+    /* Not a tools/call (ing_toolcall_object): msg->method of the object the caller found,
+     * whose job arguments the caller built (in own). */
+    const ing_tool_t *given;
+    const cJSON *args; /* params.arguments of a tools/call; NULL when absent or null, and for
+                        * another method (no reserved arguments there) */
     const cJSON *tok;  /* params._meta.progressToken; NULL when absent */
     const ing_tool_t *tool;
     ing_call_t *call;       /* the request's (or the batch element's) waiting call */
@@ -270,16 +281,21 @@ static tc_status_t tc_result(tc_t *tc, ing_call_outcome_t outcome, cJSON *result
     return TC_ANSWERED;
 }
 
-/* params: name a string, arguments an object (or null), progressToken an id. */
+/* params: name a string, arguments an object (or null), progressToken an id (another
+ * method's params were checked by its caller, mcpobj.c). */
 static tc_status_t tc_params(tc_t *tc)
 {
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(tc->msg->params, "name");
     const cJSON *args = cJSON_GetObjectItemCaseSensitive(tc->msg->params, "arguments");
-    if (!cJSON_IsString(name))
+    if (tc->given) {
+        /* checked by the caller */
+    } else if (!cJSON_IsString(name)) {
         return tc_error(tc, 200, RPC_INVALID_PARAMS, "params.name must be a string");
-    if (args && !cJSON_IsObject(args) && !cJSON_IsNull(args))
+    } else if (args && !cJSON_IsObject(args) && !cJSON_IsNull(args)) {
         return tc_error(tc, 200, RPC_INVALID_PARAMS, "params.arguments must be an object");
-    tc->args = cJSON_IsNull(args) ? NULL : args;
+    } else {
+        tc->args = cJSON_IsNull(args) ? NULL : args;
+    }
     /* Kept as rendered JSON in a fixed buffer and echoed in every progress notification:
      * held to the id rules so it is never cut (null counts as absent). */
     tc->tok = cJSON_GetObjectItemCaseSensitive(ing_era_meta(tc->msg), "progressToken");
@@ -308,16 +324,19 @@ static tc_status_t tc_insufficient_scope(tc_t *tc, const char *scope)
     return TC_ANSWERED;
 }
 
-/* The tool of the server by name, the call that will wait for it, and the call's trace. */
+/* The tool of the server by name (or the object the caller found and checked the access to),
+ * the call that will wait for it, and the call's trace. */
 static tc_status_t tc_tool(tc_t *tc)
 {
     const char *name =
-        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(tc->msg->params, "name"));
+        tc->given ? tc->given->name
+                  : cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(tc->msg->params, "name"));
     char scope[1024];
-    tc->tool = ing_registry_tool(tc->m->server, name);
-    int acc = tc->tool ? ing_access_check(tc->m->reg, tc->m->who, tc->m->server->name, name, scope,
-                                          sizeof(scope))
-                       : ING_ACCESS_HIDDEN;
+    tc->tool = tc->given ? tc->given : ing_registry_tool(tc->m->server, name);
+    int acc = tc->given  ? ING_ACCESS_OK
+              : tc->tool ? ing_access_check(tc->m->reg, tc->m->who, tc->m->server->name, name,
+                                            scope, sizeof(scope))
+                         : ING_ACCESS_HIDDEN;
     /* A tool the caller may not see is answered as one that does not exist (access.h); so is
      * one an OAuth token lacks scopes for inside a batch, which has no HTTP status of its
      * own. */
@@ -339,7 +358,8 @@ static tc_status_t tc_tool(tc_t *tc)
         trace_format(&tc->call->trace, tc->traceparent);
         log_ctx_set(tc->call->trace.trace_id, tc->call->trace.span_id);
     }
-    tc->schema = cJSON_GetObjectItemCaseSensitive(tc->tool->version, "inputSchema");
+    if (!tc->given)
+        tc->schema = cJSON_GetObjectItemCaseSensitive(tc->tool->version, "inputSchema");
     tc->timeout_ms =
         tc->tool->timeout_ms > 0 ? tc->tool->timeout_ms : tc->ctx->set->default_timeout_ms;
     return TC_NEXT;
@@ -349,7 +369,7 @@ static tc_status_t tc_tool(tc_t *tc)
 static tc_status_t tc_headers(tc_t *tc)
 {
     char why[512];
-    if (tc->m->modern &&
+    if (tc->m->modern && !tc->given &&
         ing_era_param_headers_check(tc->m->req, tc->schema, tc->args, why, sizeof(why)) < 0)
         return tc_error(tc, 400, RPC_HEADER_MISMATCH, why);
     if (ing_idem_key(tc->args, &tc->ikey) < 0)
@@ -385,6 +405,8 @@ static tc_status_t tc_channel(tc_t *tc)
 /* The tool's own arguments, checked against its inputSchema (a tool error when not). */
 static tc_status_t tc_arguments(tc_t *tc)
 {
+    if (tc->given)
+        return TC_NEXT; /* the caller built the job's arguments (own) */
     tc->own = tool_arguments(tc->args);
     if (!tc->own)
         return tc_error(tc, 200, RPC_INTERNAL_ERROR, "out of memory");
@@ -429,7 +451,19 @@ static tc_status_t tc_ready(tc_t *tc)
     rpc_id_str(tc->msg->id, tc->call->id_json, sizeof(tc->call->id_json));
     tc->call->modern = tc->m->modern;
     tc->call->task_result = 0;
-    tc->as_task = task_answer(tc->m, tc->msg, tc->tool);
+    /* Task mode is for tools only (docs/protocol.md): a read, a prompt or a completion is
+     * always answered on its request. */
+    tc->as_task = tc->given ? -1 : task_answer(tc->m, tc->msg, tc->tool);
+    tc->call->method_result = tc->given != NULL;
+    tc->call->cacheable = tc->m->modern && strcmp(tc->msg->method, "resources/read") == 0;
+    if (tc->call->cacheable) {
+        const cJSON *ttl = cJSON_GetObjectItemCaseSensitive(tc->tool->version, "ttl_ms");
+        const char *scope = cJSON_GetStringValue(
+            cJSON_GetObjectItemCaseSensitive(tc->tool->version, "cache_scope"));
+        tc->call->ttl_ms =
+            cJSON_IsNumber(ttl) && ttl->valuedouble > 0 ? (long long)ttl->valuedouble : 0;
+        tc->call->cache_public = scope && strcmp(scope, "public") == 0;
+    }
     return TC_NEXT;
 }
 
@@ -749,7 +783,7 @@ static tc_status_t tc_publish(tc_t *tc)
                                                 : "job queue (Kafka) unavailable; try again");
     }
     log_event(LOG_INFO, "tool call published", "tenant", tc->tool->tenant, "tool", tc->tool->name,
-              "job_id", call->job_id, (char *)NULL);
+              "method", tc->msg->method, "job_id", call->job_id, (char *)NULL);
     return ing_mcpreq_park(tc->m, call) ? TC_PARKED : TC_ANSWERED;
 }
 
@@ -758,6 +792,19 @@ static tc_status_t (*const pipeline[])(tc_t *) = {
     tc_ready,  tc_idempotency, tc_task,    tc_envelope, tc_publish,
 };
 
+/* Runs the pipeline over tc; frees what it holds. 1 when parked. */
+static int run(tc_t *tc)
+{
+    (void)ing_owner_of(tc->m->who, tc->owner, sizeof(tc->owner)); /* "" when none: nobody's */
+    tc_status_t st = TC_NEXT;
+    for (size_t i = 0; st == TC_NEXT && i < sizeof(pipeline) / sizeof(pipeline[0]); i++)
+        st = pipeline[i](tc);
+    cJSON_Delete(tc->own);
+    cJSON_Delete(tc->atts);
+    cJSON_free(tc->payload);
+    return st == TC_PARKED;
+}
+
 int ing_toolcall_run(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
 {
     if (m->server == ing_system_server()) {
@@ -765,14 +812,27 @@ int ing_toolcall_run(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
         return 0;
     }
     tc_t tc = {.m = m, .msg = msg, .resp = resp, .ctx = m->req->ctx, .as_task = -1};
-    (void)ing_owner_of(m->who, tc.owner, sizeof(tc.owner)); /* "" when none: nobody's */
-    tc_status_t st = TC_NEXT;
-    for (size_t i = 0; st == TC_NEXT && i < sizeof(pipeline) / sizeof(pipeline[0]); i++)
-        st = pipeline[i](&tc);
-    cJSON_Delete(tc.own);
-    cJSON_Delete(tc.atts);
-    cJSON_free(tc.payload);
-    return st == TC_PARKED;
+    return run(&tc);
+}
+
+int ing_toolcall_object(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp, const ing_tool_t *obj,
+                        cJSON *args)
+{
+    if (!obj || !args || strcmp(msg->method, "tools/call") == 0 ||
+        !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(obj->version, "executor"))) {
+        cJSON_Delete(args);
+        ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR,
+                              args ? "no job answers this request" : "out of memory", NULL);
+        return 0;
+    }
+    tc_t tc = {.m = m,
+               .msg = msg,
+               .resp = resp,
+               .ctx = m->req->ctx,
+               .as_task = -1,
+               .given = obj,
+               .own = args};
+    return run(&tc);
 }
 
 void ing_toolcall_delivered(void *opaque, int err, void *arg)
