@@ -21,12 +21,10 @@
  */
 #include "check.h"
 #include "fixture.h"
-#include "names.h"
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 #include <dirent.h>
-#include <hiredis/hiredis.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -300,35 +298,17 @@ static void test_methods(void)
  * (30 s) for its result record in Redis. */
 static cJSON *raw_job(const char *job_id, const char *method, const char *ex)
 {
-    char buf[4096], key[256];
+    char buf[4096];
     int n = snprintf(buf, sizeof(buf),
                      "{\"v\":1,\"job_id\":\"%s\",\"tenant\":\"s\",\"server\":\"default\","
                      "\"tool\":\"fed\",\"tool_version\":\"1\",\"method\":\"%s\",\"arguments\":{},"
                      "\"executor\":%s,\"mode\":\"sync\",\"timeout_ms\":30000,\"created_ms\":%lld}",
                      job_id, method, ex, fx_now_ms());
     CHECK(n > 0 && (size_t)n < sizeof(buf));
-    rd_kafka_t *producer = fx_kafka_new(&fx, NULL, NULL);
-    CHECK_INT_EQ(rd_kafka_producev(producer, RD_KAFKA_V_TOPIC("mcpq.jobs"),
-                                   RD_KAFKA_V_KEY(job_id, strlen(job_id)),
-                                   RD_KAFKA_V_VALUE(buf, (size_t)n),
-                                   RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END),
-                 0);
-    CHECK_INT_EQ(rd_kafka_flush(producer, 10000), 0);
-    rd_kafka_destroy(producer);
-    redisContext *r = redisConnect("127.0.0.1", fx.redis_port);
-    CHECK(r != NULL && !r->err);
-    snprintf(key, sizeof(key), NAMES_KEY_RESULT "%s", job_id);
-    cJSON *rec = NULL;
-    for (long long end = fx_now_ms() + 30000; !rec && fx_now_ms() < end;) {
-        redisReply *rep = redisCommand(r, "GET %s", key);
-        CHECK(rep != NULL);
-        if (rep->type == REDIS_REPLY_STRING)
-            rec = cJSON_Parse(rep->str);
-        freeReplyObject(rep);
-        if (!rec)
-            fx_sleep_ms(50);
-    }
-    redisFree(r);
+    char *text = fx_job_record(&fx, job_id, buf, 30000);
+    CHECK(text != NULL);
+    cJSON *rec = cJSON_Parse(text);
+    free(text);
     CHECK(rec != NULL);
     return rec;
 }
