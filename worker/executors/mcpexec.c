@@ -439,6 +439,21 @@ static int call_request(mcp_call_t *c, wrk_mcpmethod_req_t *req)
     return wrk_mcpmethod_catalog_request(&c->cat, req);
 }
 
+/* c's next request into rq: 1 to send it, 0 when c has ended instead (out of memory, or a
+ * catalog complete). */
+static int call_next(mcp_call_t *c, wrk_mcpmethod_req_t *rq)
+{
+    if (call_request(c, rq) < 0) {
+        call_end_error(c, -32603, "out of memory");
+        return 0;
+    }
+    if (!rq->method) {
+        call_end_result(c, wrk_mcpmethod_catalog_take(&c->cat));
+        return 0;
+    }
+    return 1;
+}
+
 static void stdio_send(mcp_call_t *c);
 
 static void call_send(mcp_call_t *c)
@@ -450,14 +465,8 @@ static void call_send(mcp_call_t *c)
         stdio_send(c); /* the stdio transport */
         return;
     }
-    if (call_request(c, &rq) < 0) {
-        call_end_error(c, -32603, "out of memory");
+    if (!call_next(c, &rq))
         return;
-    }
-    if (!rq.method) {
-        call_end_result(c, wrk_mcpmethod_catalog_take(&c->cat));
-        return;
-    }
     cJSON *params = rq.params;
     c->id = ++c->m->next_id;
     snprintf(c->session, sizeof(c->session), "%s", up->modern ? "" : up->session);
@@ -676,16 +685,8 @@ static void stdio_send(mcp_call_t *c)
     wrk_job_t *job = c->job;
     wrk_mcpmethod_req_t rq = {0};
     char why[300];
-    if (job->env.method_id != WRK_METHOD_CATALOG || c->stdio_info) {
-        if (call_request(c, &rq) < 0) {
-            call_end_error(c, -32603, "out of memory");
-            return;
-        }
-        if (!rq.method) {
-            call_end_result(c, wrk_mcpmethod_catalog_take(&c->cat));
-            return;
-        }
-    }
+    if ((job->env.method_id != WRK_METHOD_CATALOG || c->stdio_info) && !call_next(c, &rq))
+        return;
     c->scall = wrk_stdiopool_call(c->m->stdio, job->env.executor, rq.method, rq.params,
                                   job->env.job_id, stdio_note, stdio_done, c, why, sizeof(why));
     if (!c->scall)
