@@ -986,9 +986,21 @@ pid_t fx_sdk_upstream(const fx_stack_t *fx, int port, const char *token, char *d
     return pid;
 }
 
-char *fx_job_record(const fx_stack_t *fx, const char *job_id, const char *envelope, int timeout_ms)
+char *fx_job_record(const fx_stack_t *fx, const char *job_id, const char *tenant,
+                    const char *method, const char *executor)
 {
-    char key[256];
+    char key[256], envelope[8192];
+    int timeout_ms = 30000;
+    int n = snprintf(envelope, sizeof(envelope),
+                     "{\"v\":1,\"job_id\":\"%s\",\"tenant\":\"%s\",\"server\":\"default\","
+                     "\"tool\":\"fed\",\"tool_version\":\"1\",\"method\":\"%s\","
+                     "\"arguments\":{},\"executor\":%s,\"mode\":\"sync\",\"timeout_ms\":20000,"
+                     "\"created_ms\":%lld}",
+                     job_id, tenant, method, executor, fx_now_ms());
+    if (n < 0 || (size_t)n >= sizeof(envelope)) {
+        fprintf(stderr, "fixture: job %s: envelope too long\n", job_id);
+        return NULL;
+    }
     rd_kafka_t *producer = fx_kafka_new(fx, NULL, NULL);
     if (!producer ||
         rd_kafka_producev(producer, RD_KAFKA_V_TOPIC("mcpq.jobs"),
