@@ -1,5 +1,6 @@
 #include "fixture.h"
 
+#include "names.h"
 #include "sig.h"
 
 #include <curl/curl.h>
@@ -991,4 +992,55 @@ pid_t fx_sdk_upstream(const fx_stack_t *fx, int port, const char *token, char *d
         return -1;
     }
     return pid;
+}
+
+char *fx_job_record(const fx_stack_t *fx, const char *job_id, const char *tenant,
+                    const char *method, const char *executor)
+{
+    char key[256], envelope[8192];
+    int timeout_ms = 30000;
+    int n = snprintf(envelope, sizeof(envelope),
+                     "{\"v\":1,\"job_id\":\"%s\",\"tenant\":\"%s\",\"server\":\"default\","
+                     "\"tool\":\"fed\",\"tool_version\":\"1\",\"method\":\"%s\","
+                     "\"arguments\":{},\"executor\":%s,\"mode\":\"sync\",\"timeout_ms\":20000,"
+                     "\"created_ms\":%lld}",
+                     job_id, tenant, method, executor, fx_now_ms());
+    if (n < 0 || (size_t)n >= sizeof(envelope)) {
+        fprintf(stderr, "fixture: job %s: envelope too long\n", job_id);
+        return NULL;
+    }
+    rd_kafka_t *producer = fx_kafka_new(fx, NULL, NULL);
+    if (!producer ||
+        rd_kafka_producev(producer, RD_KAFKA_V_TOPIC("mcpq.jobs"),
+                          RD_KAFKA_V_KEY(job_id, strlen(job_id)),
+                          RD_KAFKA_V_VALUE((void *)envelope, strlen(envelope)),
+                          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                          RD_KAFKA_V_HEADER("job_id", job_id, -1), RD_KAFKA_V_END) != 0 ||
+        rd_kafka_flush(producer, 10000) != 0) {
+        fprintf(stderr, "fixture: cannot produce job %s\n", job_id);
+        if (producer)
+            rd_kafka_destroy(producer);
+        return NULL;
+    }
+    rd_kafka_destroy(producer);
+    redisContext *r = redisConnect("127.0.0.1", fx->redis_port);
+    if (!r || r->err) {
+        fprintf(stderr, "fixture: cannot reach redis for job %s\n", job_id);
+        redisFree(r);
+        return NULL;
+    }
+    snprintf(key, sizeof(key), NAMES_KEY_RESULT "%s", job_id);
+    char *rec = NULL;
+    for (long long end = fx_now_ms() + timeout_ms; !rec && fx_now_ms() < end;) {
+        redisReply *rep = redisCommand(r, "GET %s", key);
+        if (rep && rep->type == REDIS_REPLY_STRING)
+            rec = strdup(rep->str);
+        freeReplyObject(rep);
+        if (!rec)
+            fx_sleep_ms(50);
+    }
+    redisFree(r);
+    if (!rec)
+        fprintf(stderr, "fixture: no result record for job %s in %d ms\n", job_id, timeout_ms);
+    return rec;
 }

@@ -20,7 +20,6 @@
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
-#include <hiredis/hiredis.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -287,42 +286,13 @@ static void test_sdk(void)
               "relayed; its error passed on");
 }
 
-/* Produces a job envelope for method with arguments and executor (JSON text) to the jobs
- * topic and waits (40 s) for its result record in Redis. */
-static cJSON *raw_job(const char *job_id, const char *method, const char *arguments,
-                      const char *executor)
+/* A job of method for executor (JSON text) produced straight to Kafka: its result record. */
+static cJSON *raw_job(const char *job_id, const char *method, const char *executor)
 {
-    char buf[2048], key[256];
-    int n = snprintf(buf, sizeof(buf),
-                     "{\"v\":1,\"job_id\":\"%s\",\"tenant\":\"m\",\"server\":\"default\","
-                     "\"tool\":\"fed\",\"tool_version\":\"1\",\"method\":\"%s\","
-                     "\"arguments\":%s,\"executor\":%s,\"mode\":\"sync\",\"timeout_ms\":30000,"
-                     "\"created_ms\":%lld}",
-                     job_id, method, arguments, executor, fx_now_ms());
-    CHECK(n > 0 && (size_t)n < sizeof(buf));
-    rd_kafka_t *producer = fx_kafka_new(&fx, NULL, NULL);
-    CHECK_INT_EQ(rd_kafka_producev(producer, RD_KAFKA_V_TOPIC("mcpq.jobs"),
-                                   RD_KAFKA_V_KEY(job_id, strlen(job_id)),
-                                   RD_KAFKA_V_VALUE(buf, (size_t)n),
-                                   RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                                   RD_KAFKA_V_HEADER("job_id", job_id, -1), RD_KAFKA_V_END),
-                 0);
-    CHECK_INT_EQ(rd_kafka_flush(producer, 10000), 0);
-    rd_kafka_destroy(producer);
-    redisContext *r = redisConnect("127.0.0.1", fx.redis_port);
-    CHECK(r != NULL && !r->err);
-    snprintf(key, sizeof(key), NAMES_KEY_RESULT "%s", job_id);
-    cJSON *rec = NULL;
-    for (long long end = fx_now_ms() + 40000; !rec && fx_now_ms() < end;) {
-        redisReply *rep = redisCommand(r, "GET %s", key);
-        CHECK(rep != NULL);
-        if (rep->type == REDIS_REPLY_STRING)
-            rec = cJSON_Parse(rep->str);
-        freeReplyObject(rep);
-        if (!rec)
-            fx_sleep_ms(50);
-    }
-    redisFree(r);
+    char *text = fx_job_record(&fx, job_id, "m", method, executor);
+    CHECK(text != NULL);
+    cJSON *rec = cJSON_Parse(text);
+    free(text);
     CHECK(rec != NULL);
     return rec;
 }

@@ -9,7 +9,9 @@
  * and the worker's own environment does not; the server's progress notifications reach the
  * client with its progressToken; a 2026-07-28 stdio server built with the official SDK 2.x
  * (tests/clients/stdio-upstream-v2.mjs) is spoken to in 2026-07-28 and server-everything in
- * 2025-11-25; concurrent calls share the processes
+ * 2025-11-25; resources/read (a resource, a template), prompts/get and completion/complete of
+ * registry objects backed by the stdio server reach it; mcpq/catalog (a job produced straight
+ * to Kafka) lists it; concurrent calls share the processes
  * (limits.processes 2, concurrency 2: four calls at once, two processes); killing the server
  * mid-call fails that call with a clear isError and the next call works on a new process;
  * a call that times out (-32003) leaves its process serving the next call;
@@ -45,6 +47,8 @@ static cJSON *post(const char *body)
     CHECK_INT_EQ(fx_http_post(url, hdrs, body, &r), 0);
     CHECK_INT_EQ(r.status, 200);
     cJSON *j = cJSON_Parse(r.body);
+    if (!j)
+        fprintf(stderr, "not JSON: %s\n", r.body);
     CHECK(j != NULL);
     return j;
 }
@@ -246,6 +250,87 @@ static void test_modern(const char *wlog)
               "server-everything in 2025-11-25");
 }
 
+/* A request of method with params (JSON text) to /mcp, its parsed answer. */
+static cJSON *request(const char *method, const char *params)
+{
+    char body[2048];
+    snprintf(body, sizeof(body), "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"%s\",\"params\":%s}",
+             method, params);
+    return post(body);
+}
+
+/* The string at result.<a>[0].<b> of an answer, or "". */
+static const char *first(const cJSON *j, const char *a, const char *b)
+{
+    const cJSON *x = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(result_of(j), a), 0);
+    const char *s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(x, b));
+    return s ? s : "";
+}
+
+static void test_methods(void)
+{
+    cJSON *j = request("resources/read", "{\"uri\":\"demo://resource/dynamic/text/1\"}");
+    CHECK_STR_EQ(first(j, "contents", "uri"), "demo://resource/dynamic/text/1");
+    CHECK(strlen(first(j, "contents", "text")) > 0);
+    cJSON_Delete(j);
+    j = request("resources/read", "{\"uri\":\"demo://resource/dynamic/text/7\"}"); /* se_dyn */
+    CHECK_STR_EQ(first(j, "contents", "uri"), "demo://resource/dynamic/text/7");
+    cJSON_Delete(j);
+    j = request("prompts/get", "{\"name\":\"se_args\",\"arguments\":{\"city\":\"Lyon\"}}");
+    const cJSON *msg =
+        cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(result_of(j), "messages"), 0);
+    const char *text = cJSON_GetStringValue(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(msg, "content"), "text"));
+    CHECK(text && strstr(text, "Lyon") != NULL);
+    cJSON_Delete(j);
+    j = request("completion/complete",
+                "{\"ref\":{\"type\":\"ref/prompt\",\"name\":\"se_complete\"},\"argument\":{"
+                "\"name\":\"department\",\"value\":\"Eng\"}}");
+    const cJSON *values = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(result_of(j), "completion"), "values");
+    CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetArrayItem(values, 0)), "Engineering");
+    cJSON_Delete(j);
+    TEST_PASS("resources/read (a resource, a template), prompts/get and completion/complete "
+              "reach server-everything over stdio");
+}
+
+/* A job of method for executor (JSON text) produced straight to Kafka: its result record. */
+static cJSON *raw_job(const char *job_id, const char *method, const char *executor)
+{
+    char *text = fx_job_record(&fx, job_id, "s", method, executor);
+    CHECK(text != NULL);
+    cJSON *rec = cJSON_Parse(text);
+    free(text);
+    CHECK(rec != NULL);
+    return rec;
+}
+
+static void test_catalog(const char *index_js)
+{
+    char ex[1024];
+    snprintf(ex, sizeof(ex), "{\"type\":\"mcp\",\"command\":\"node\",\"args\":[\"%s\",\"stdio\"]}",
+             index_js);
+    cJSON *rec = raw_job("j_stdio_catalog", "mcpq/catalog", ex);
+    const cJSON *res = cJSON_GetObjectItemCaseSensitive(rec, "result");
+    if (!res) {
+        char *s = cJSON_PrintUnformatted(rec);
+        fprintf(stderr, "catalog record: %s\n", s);
+        free(s);
+    }
+    CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "status")), "ok");
+    CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(res, "protocolVersion")),
+                 "2025-11-25");
+    CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+                     cJSON_GetObjectItemCaseSensitive(res, "serverInfo"), "name")),
+                 "mcp-servers/everything");
+    CHECK(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(res, "tools")) >= 10);
+    CHECK(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(res, "resources")) >= 5);
+    CHECK_INT_EQ(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(res, "resourceTemplates")), 2);
+    CHECK_INT_EQ(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(res, "prompts")), 4);
+    cJSON_Delete(rec);
+    TEST_PASS("mcpq/catalog lists a stdio server-everything: its handshake and every list");
+}
+
 static void test_timeout(void)
 {
     pid_t before[32], after[32];
@@ -360,9 +445,28 @@ static void tool_json(char *out, size_t size, const char *name, const char *tool
              name, strcmp(name, "se_short") == 0 ? 1000 : 60000, index_js, tool, env, limits);
 }
 
+/* A registry object of another kind on the same stdio upstream; members holds its version's
+ * own members, where "executor_prompt":"x" becomes the executor's "prompt". */
+static void tool_kind(char *out, size_t size, const char *kind, const char *name,
+                      const char *members, const char *index_js, const char *env,
+                      const char *limits)
+{
+    char own[512], prompt[128] = "";
+    const char *ep = strstr(members, ",\"executor_prompt\":");
+    snprintf(own, sizeof(own), "%.*s", ep ? (int)(ep - members) : (int)strlen(members), members);
+    if (ep)
+        snprintf(prompt, sizeof(prompt), ",\"prompt\":%s", ep + strlen(",\"executor_prompt\":"));
+    snprintf(out, size,
+             "{\"tenant\":\"s\",\"server\":\"default\",\"kind\":\"%s\",\"name\":\"%s\","
+             "\"published\":\"1\",\"versions\":[{\"version\":\"1\",%s,\"timeout_ms\":60000,"
+             "\"executor\":{\"type\":\"mcp\",\"command\":\"node\",\"args\":[\"%s\",\"stdio\"]%s,"
+             "\"env\":%s,\"limits\":%s}}]}",
+             kind, name, own, index_js, prompt, env, limits);
+}
+
 static void write_config(const char *path, const char *index_js, const char *repo)
 {
-    char t[7][1536], env_a[512], env_b[128], cfg[12288];
+    char t[11][1536], env_a[512], env_b[128], cfg[20480];
     const char *lim_a = "{\"processes\":2,\"concurrency\":2,\"restart_backoff_ms\":100}";
     snprintf(env_a, sizeof(env_a),
              "{\"MCPQ_STDIO_MARK\":{\"env\":\"STDIO_WORKER_MARK\"},"
@@ -386,11 +490,24 @@ static void write_config(const char *path, const char *index_js, const char *rep
         "\"%s/tests/clients/lib/register.mjs\",\"%s/tests/clients/stdio-upstream-v2.mjs\"],"
         "\"tool\":\"echo\",\"env\":{\"MCPQ_CLIENTS_DEPS\":{\"env\":\"MCPQ_CLIENTS_DEPS\"}}}}]}",
         repo, repo);
+    tool_kind(t[7], sizeof(t[7]), "resource", "se_doc",
+              "\"uri\":\"demo://resource/dynamic/text/1\"", index_js, env_a, lim_a);
+    tool_kind(t[8], sizeof(t[8]), "resource_template", "se_dyn",
+              "\"uriTemplate\":\"demo://resource/dynamic/text/{resourceId}\"", index_js, env_a,
+              lim_a);
+    tool_kind(t[9], sizeof(t[9]), "prompt", "se_args",
+              "\"arguments\":[{\"name\":\"city\",\"required\":true},{\"name\":\"state\"}],"
+              "\"executor_prompt\":\"args-prompt\"",
+              index_js, env_a, lim_a);
+    tool_kind(t[10], sizeof(t[10]), "prompt", "se_complete",
+              "\"arguments\":[{\"name\":\"department\"},{\"name\":\"name\"}],"
+              "\"executor_prompt\":\"completable-prompt\"",
+              index_js, env_a, lim_a);
     snprintf(cfg, sizeof(cfg),
              "{\"tenants\":[{\"id\":\"s\",\"api_keys\":[{\"id\":\"k\",\"key\":\"stdio-key\"}]}],"
              "\"servers\":[{\"tenant\":\"s\",\"name\":\"default\"}],"
-             "\"tools\":[%s,%s,%s,%s,%s,%s,%s]}",
-             t[0], t[1], t[2], t[3], t[4], t[5], t[6]);
+             "\"tools\":[%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s]}",
+             t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9], t[10]);
     fx_write_file(path, cfg, 0600);
 }
 
@@ -439,7 +556,9 @@ int main(void)
     snprintf(wa, sizeof(wa), "STDIO_WORKER_MARK=%s", mark_a);
     snprintf(wb, sizeof(wb), "STDIO_IDLE_MARK=%s", mark_b);
     snprintf(deps_env, sizeof(deps_env), "MCPQ_CLIENTS_DEPS=%s", deps);
-    const char *wenv[] = {wa, wb, deps_env, "MCPQ_KILL_GRACE_MS=1000", NULL};
+    /* No signing key on the worker: it takes the test's unsigned catalog job too. */
+    const char *wenv[] = {
+        wa, wb, deps_env, "MCPQ_KILL_GRACE_MS=1000", "MCPQ_JOB_SIGNING_KEY=", NULL};
     pid_t w = fx_spawn_worker(&fx, "w1", wenv);
     CHECK(w > 0);
     snprintf(wlog, sizeof(wlog), "%s/w1.log", fx.dir);
@@ -448,6 +567,8 @@ int main(void)
     test_env();
     test_progress();
     test_modern(wlog);
+    test_methods();
+    test_catalog(index_js);
     test_concurrency();
     test_kill_mid_call();
     test_timeout();

@@ -56,6 +56,7 @@ struct mcp_call {
     mcp_up_t *up;
     wrk_httpexec_req_t *req;
     wrk_stdiopool_call_t *scall; /* a stdio upstream's call in flight (up is NULL) */
+    cJSON *stdio_info;           /* stdio: the handshake's info (wrk_mcpmethod_info), catalog */
     const char *where;           /* for the log: the upstream's host, or the stdio command */
     long id;
     int retried;                        /* re-initialized once after a 404 */
@@ -210,6 +211,7 @@ static void up_negotiate(wrk_mcpexec_t *m, mcp_up_t *up);
 static void call_free(mcp_call_t *c)
 {
     wrk_mcpmethod_catalog_cleanup(&c->cat);
+    cJSON_Delete(c->stdio_info);
     free(c);
 }
 
@@ -433,26 +435,7 @@ static int call_request(mcp_call_t *c, wrk_mcpmethod_req_t *req)
     if (env->method_id != WRK_METHOD_CATALOG)
         return wrk_mcpmethod_request(env, req);
     if (!c->cat_started) {
-        cJSON *stdio_info = NULL;
-        const cJSON *info = c->up ? c->up->info : NULL;
-        if (!c->up) {
-            const char *version = NULL;
-            const cJSON *hs = wrk_stdiopool_handshake(c->m->stdio, env->executor, &version);
-            if (!hs && !c->cat_barrier) {
-                /* No process of this stdio upstream has opened yet: a ping waits for one,
-                 * after which its handshake is known (call_answer). */
-                c->cat_barrier = 1;
-                req->method = "ping";
-                req->params = NULL;
-                req->name = NULL;
-                return 0;
-            }
-            info = stdio_info = hs ? wrk_mcpmethod_info(hs, version) : NULL;
-            if (hs && !stdio_info)
-                return MCPQ_ENOMEM;
-        }
-        int rc = wrk_mcpmethod_catalog_start(&c->cat, info);
-        cJSON_Delete(stdio_info);
+        int rc = wrk_mcpmethod_catalog_start(&c->cat, c->up ? c->up->info : c->stdio_info);
         if (rc < 0)
             return rc;
         c->cat_started = 1;
@@ -464,23 +447,34 @@ static int call_request(mcp_call_t *c, wrk_mcpmethod_req_t *req)
     return wrk_mcpmethod_catalog_request(&c->cat, req);
 }
 
+/* c's next request into rq: 1 to send it, 0 when c has ended instead (out of memory, or a
+ * catalog complete). */
+static int call_next(mcp_call_t *c, wrk_mcpmethod_req_t *rq)
+{
+    if (call_request(c, rq) < 0) {
+        call_end_error(c, -32603, "out of memory");
+        return 0;
+    }
+    if (!rq->method) {
+        call_end_result(c, wrk_mcpmethod_catalog_take(&c->cat));
+        return 0;
+    }
+    return 1;
+}
+
+static void stdio_send(mcp_call_t *c);
+
 static void call_send(mcp_call_t *c)
 {
     mcp_up_t *up = c->up;
     wrk_job_t *job = c->job;
     wrk_mcpmethod_req_t rq;
-    if (call_request(c, &rq) < 0) {
-        call_end_error(c, -32603, "out of memory");
-        return;
-    }
-    if (!rq.method) {
-        call_end_result(c, wrk_mcpmethod_catalog_take(&c->cat));
-        return;
-    }
     if (!up) {
-        stdio_send(c, &rq);
+        stdio_send(c); /* the stdio transport */
         return;
     }
+    if (!call_next(c, &rq))
+        return;
     cJSON *params = rq.params;
     c->id = ++c->m->next_id;
     snprintf(c->session, sizeof(c->session), "%s", up->modern ? "" : up->session);
@@ -687,17 +681,38 @@ static void stdio_note(const cJSON *note, void *arg)
     cJSON_Delete(entry);
 }
 
-static void stdio_done(cJSON *response, const char *failure, const char *detail, void *arg)
+static void stdio_done(cJSON *response, const char *failure, const char *detail,
+                       const wrk_stdiopool_hello_t *hello, void *arg)
 {
     mcp_call_t *c = arg;
     log_ctx_t saved;
     wrk_job_log_enter(c->job, &saved);
     c->scall = NULL;
-    if (response)
+    if (response) {
         call_answer(c, response);
-    else
+    } else if (failure) {
         call_end(c, wrk_job_error_hidden(c->job, detail, "%s", failure));
+    } else if (!(c->stdio_info = wrk_mcpmethod_info(hello->result, hello->version))) {
+        call_end_error(c, -32603, "out of memory");
+    } else {
+        stdio_send(c); /* a catalog's first list, now that the handshake is known */
+    }
     wrk_job_log_leave(&saved);
+}
+
+/* Sends c's next request to its stdio upstream: its job's method, a catalog's next page, or
+ * (a catalog's start) nothing but a wait for the handshake's answer. */
+static void stdio_send(mcp_call_t *c)
+{
+    wrk_job_t *job = c->job;
+    wrk_mcpmethod_req_t rq = {0};
+    char why[300];
+    if ((job->env.method_id != WRK_METHOD_CATALOG || c->stdio_info) && !call_next(c, &rq))
+        return;
+    c->scall = wrk_stdiopool_call(c->m->stdio, job->env.executor, rq.method, rq.params,
+                                  job->env.job_id, stdio_note, stdio_done, c, why, sizeof(why));
+    if (!c->scall)
+        call_end(c, wrk_output_errorf("%s", why));
 }
 
 static int stdio_start(wrk_job_t *job)
@@ -715,7 +730,7 @@ static int stdio_start(wrk_job_t *job)
     c->m = m;
     c->where = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ex, "command"));
     job->ex_state = c;
-    call_send(c); /* up NULL: stdio_send */
+    stdio_send(c); /* may end the job already (a malformed executor, a full queue) */
     return 0;
 }
 
@@ -725,19 +740,23 @@ static int mcp_start(wrk_job_t *job)
 {
     wrk_mcpexec_t *m = job->rt->mcp;
     const cJSON *ex = job->env.executor;
+    const cJSON *url = cJSON_GetObjectItemCaseSensitive(ex, "url");
     const char *config_error = wrk_mcpmethod_config_error(&job->env);
-    if (config_error) {
+    if (wrk_stdiopool_is_stdio(ex)) {
+        if (!config_error)
+            return stdio_start(job);
         wrk_job_finish(job, wrk_output_errorf("%s", config_error));
         return 0;
     }
-    if (wrk_stdiopool_is_stdio(ex))
-        return stdio_start(job);
-    const cJSON *url = cJSON_GetObjectItemCaseSensitive(ex, "url");
     int bad = 0;
     const cJSON *headers = config_headers(ex, &bad);
     if (!cJSON_IsString(url) || !url_valid(url->valuestring)) {
         wrk_job_finish(job, wrk_output_errorf("executor.url must be an http:// or https:// "
                                               "URL"));
+        return 0;
+    }
+    if (config_error) {
+        wrk_job_finish(job, wrk_output_errorf("%s", config_error));
         return 0;
     }
     if (bad) {

@@ -27,18 +27,20 @@
  * path or query, nor header values). Timeout or cancel aborts the transfer and, in a legacy
  * session, sends notifications/cancelled best-effort.
  *
+ * stdio upstreams: an executor with "command" (and "args", "env" references, "cwd",
+ * "limits") instead of "url" runs the upstream as a pool of processes on this worker
+ * (stdiopool.h, made on the first such call); the call is the same tools/call, its answer
+ * read by the same code as an HTTP upstream's, and a failure of the process an isError
+ * result with an error id (the command and exit status only in the log). Every method below
+ * goes over either transport; over stdio, mcpq/catalog takes the handshake's answer from the
+ * process the pool opened.
+ *
  * Methods (mcpmethod.h): a job whose method is not tools/call sends that method upstream
  * with the job's params (a prompt's name from executor.prompt, which only tools/call's
  * executor.tool replaces) and passes the upstream's result on as the record's result
  * (wrk_job_finish_result); an upstream JSON-RPC error becomes the job's error with the
  * upstream's code and message. mcpq/catalog reads the upstream's lists page by page, with
  * the protocol version, server info and capabilities the handshake told.
- *
- * stdio upstreams: an executor with "command" (and "args", "env" references, "cwd",
- * "limits") instead of "url" runs the upstream as a pool of processes on this worker
- * (stdiopool.h, made on the first such call); every method is sent as over HTTP, its answer
- * read by the same code as an HTTP upstream's, and a failure of the process an isError
- * result with an error id (the command and exit status only in the log).
  *
  * Thread safety: loop thread only.
  */

@@ -58,6 +58,7 @@ struct sp_proc {
     int closing_idle;    /* shut down by the pool, not a failure */
     int kill_stage;      /* idle shutdown: 0 stdin closed, 1 SIGTERM sent, 2 SIGKILL sent */
     const char *version; /* settled on by server/discover or initialize */
+    cJSON *hello;        /* the result of that handshake request */
     int discovering;     /* server/discover sent, no answer yet */
     int modern;          /* speaks 2026-07-28: requests carry the _meta envelope */
     long next_id, init_id;
@@ -88,8 +89,6 @@ struct sp_group {
     size_t nqueue;
     sp_proc_t *procs;
     wrk_loop_timer_t pump_timer;
-    cJSON *hs_result;       /* the last handshake's result (server/discover or initialize) */
-    const char *hs_version; /* its protocol version (a static string) */
     sp_group_t *next;
 };
 
@@ -226,7 +225,7 @@ static void call_fail(wrk_stdiopool_call_t *c, const char *failure, const char *
     wrk_stdiopool_done_fn done = c->done;
     void *arg = c->arg;
     call_free(c);
-    done(NULL, failure, detail, arg);
+    done(NULL, failure, detail, NULL, arg);
 }
 
 static void proc_detail(const sp_proc_t *p, const char *what, char *out, size_t size)
@@ -246,9 +245,17 @@ static void modern_meta(cJSON *meta)
         cJSON_AddObjectToObject(meta, SP_META_CAPABILITIES);
 }
 
-/* Sends queued call c on ready process p. */
+/* Sends queued call c on ready process p (a call without a method just ends). */
 static void call_send(sp_proc_t *p, wrk_stdiopool_call_t *c)
 {
+    if (!c->method) {
+        wrk_stdiopool_hello_t hello = {p->version, p->hello};
+        wrk_stdiopool_done_fn done = c->done;
+        void *arg = c->arg;
+        call_free(c);
+        done(NULL, NULL, NULL, &hello, arg);
+        return;
+    }
     wrk_loop_timer_stop(p->g->pool->loop, &p->idle_timer);
     c->proc = p;
     c->id = ++p->next_id;
@@ -427,23 +434,13 @@ static void proc_initialize(sp_proc_t *p)
     proc_send(p, mcpw_request(p->init_id, "initialize", mcpw_initialize_params()));
 }
 
-/* Keeps the result of a handshake's response r (borrowed) that settled on version, for
- * wrk_stdiopool_handshake. */
-static void group_keep_handshake(sp_group_t *g, const cJSON *r, const char *version)
-{
-    cJSON *res = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(r, "result"), 1);
-    if (!res)
-        return; /* out of memory: the previous one (or none) stays */
-    cJSON_Delete(g->hs_result);
-    g->hs_result = res;
-    g->hs_version = version;
-}
-
 /* The answer to initialize. */
 static void proc_initialized(sp_proc_t *p, const cJSON *r)
 {
     const char *v = mcpw_legacy_version(r);
     char why[400];
+    if (v)
+        p->hello = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(r, "result"), 1);
     if (!v) {
         const char *em = member_str(cJSON_GetObjectItemCaseSensitive(r, "error"), "message");
         if (em)
@@ -454,7 +451,6 @@ static void proc_initialized(sp_proc_t *p, const cJSON *r)
         proc_broken(p, why);
         return;
     }
-    group_keep_handshake(p->g, r, v);
     if (proc_send(p, mcpw_request(-1, "notifications/initialized", NULL)) == 0)
         proc_ready(p, v);
 }
@@ -466,7 +462,7 @@ static void proc_discovered(sp_proc_t *p, const cJSON *r)
     p->discovering = 0;
     if (mcpw_discover_modern(200, r)) {
         p->modern = 1;
-        group_keep_handshake(p->g, r, MCPW_MODERN_VERSION);
+        p->hello = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(r, "result"), 1);
         proc_ready(p, MCPW_MODERN_VERSION);
         return;
     }
@@ -572,10 +568,11 @@ static void proc_line(sp_proc_t *p, const char *line, size_t len)
     } else if (cJSON_IsNumber(id)) {
         wrk_stdiopool_call_t *c = proc_take(p, (long)id->valuedouble);
         if (c) {
+            wrk_stdiopool_hello_t hello = {p->version, p->hello};
             wrk_stdiopool_done_fn done = c->done;
             void *arg = c->arg;
             call_free(c);
-            done(msg, NULL, NULL, arg);
+            done(msg, NULL, NULL, &hello, arg);
             msg = NULL;
             proc_idle_arm(p);
             group_pump_soon(p->g);
@@ -694,6 +691,7 @@ static void proc_free(sp_proc_t *p)
     wrk_loop_io_close(loop, &p->pid_io, &p->pidfd);
     util_buf_cleanup(&p->out);
     util_buf_cleanup(&p->wbuf);
+    cJSON_Delete(p->hello);
     free(p);
 }
 
@@ -962,7 +960,6 @@ static void group_pump_soon(sp_group_t *g)
 static void group_free(sp_group_t *g)
 {
     wrk_loop_timer_stop(g->pool->loop, &g->pump_timer);
-    cJSON_Delete(g->hs_result);
     while (g->procs) {
         sp_proc_t *p = g->procs;
         g->procs = p->next;
@@ -1173,7 +1170,7 @@ wrk_stdiopool_call_t *wrk_stdiopool_call(wrk_stdiopool_t *pool, const cJSON *exe
         goto fail;
     }
     wrk_stdiopool_call_t *c = calloc(1, sizeof(*c));
-    if (!c || !(c->method = strdup(method))) {
+    if (!c || (method && !(c->method = strdup(method)))) {
         free(c);
         snprintf(why, why_size, "out of memory");
         goto fail;
@@ -1226,16 +1223,3 @@ void wrk_stdiopool_cancel(wrk_stdiopool_t *pool, wrk_stdiopool_call_t *c, const 
     }
 }
 
-const cJSON *wrk_stdiopool_handshake(const wrk_stdiopool_t *pool, const cJSON *executor,
-                                     const char **version)
-{
-    char why[128];
-    char *key = pool ? spec_key(executor, why, sizeof(why)) : NULL;
-    const sp_group_t *g = NULL;
-    for (g = key ? pool->groups : NULL; g; g = g->next)
-        if (strcmp(g->key, key) == 0)
-            break;
-    free(key);
-    *version = g && g->hs_result ? g->hs_version : NULL;
-    return g ? g->hs_result : NULL;
-}

@@ -63,11 +63,20 @@
 typedef struct wrk_stdiopool wrk_stdiopool_t;
 typedef struct wrk_stdiopool_call wrk_stdiopool_call_t;
 
+/* What the handshake of the process that served a call told: the version it settled on and
+ * the result of its server/discover or initialize (borrowed, valid during the callback). */
+typedef struct wrk_stdiopool_hello {
+    const char *version;
+    const cJSON *result;
+} wrk_stdiopool_hello_t;
+
 /* A call's end: response is the server's JSON-RPC response (owned by the callee), or NULL
  * with failure (what the caller may be told) and detail (for the operator's log: command,
- * pid, exit status). Called once per call, from the loop, never from wrk_stdiopool_call. */
+ * pid, exit status); hello is the serving process's handshake (NULL on failure). A call
+ * without a method ends with response and failure NULL once a process is ready. Called once
+ * per call, from the loop, never from wrk_stdiopool_call. */
 typedef void (*wrk_stdiopool_done_fn)(cJSON *response, const char *failure, const char *detail,
-                                      void *arg);
+                                      const wrk_stdiopool_hello_t *hello, void *arg);
 /* A notification that belongs to the call (progress, log), borrowed. */
 typedef void (*wrk_stdiopool_note_fn)(const cJSON *note, void *arg);
 /* notifications/resources/updated from a process of group key (the JSON of its command,
@@ -90,7 +99,8 @@ int wrk_stdiopool_is_stdio(const cJSON *executor);
 
 /*
  * Sends method with params (taken over, may be NULL) to a process of executor's group,
- * starting one when needed. tag names the call in the log (the job id, copied). The pool
+ * starting one when needed; method NULL sends nothing and only waits for a ready process
+ * (for its handshake's answer). tag names the call in the log (the job id, copied). The pool
  * calls note for the call's notifications and done once at its end. Returns the call, or
  * NULL with why filled (a malformed executor, a full queue; nothing will be called back).
  */
@@ -103,13 +113,6 @@ wrk_stdiopool_call_t *wrk_stdiopool_call(wrk_stdiopool_t *pool, const cJSON *exe
  * followed by notifications/cancelled {requestId, reason} to its process, whose later answer
  * is ignored. NULL is a no-op. */
 void wrk_stdiopool_cancel(wrk_stdiopool_t *pool, wrk_stdiopool_call_t *call, const char *reason);
-
-/* The result of the last handshake a process of executor's group completed (server/discover
- * for 2026-07-28, else initialize: capabilities, serverInfo) with *version the protocol
- * version it settled on, or NULL (*version NULL) before any did. Borrowed: valid until the
- * pool runs again (mcpq/catalog reads it, mcpmethod.h). */
-const cJSON *wrk_stdiopool_handshake(const wrk_stdiopool_t *pool, const cJSON *executor,
-                                     const char **version);
 
 /* Processes alive (started and not yet reaped) in the pool. */
 size_t wrk_stdiopool_processes(const wrk_stdiopool_t *pool);

@@ -31,15 +31,23 @@ typedef struct res {
     char detail[1200];
     int progress, logs;
     double last_token;
+    char version[16]; /* the serving process's handshake */
+    int hello_name;   /* its initialize result named the server */
 } res_t;
 
 static int updates;
 static char update_uri[64];
 
-static void on_done(cJSON *response, const char *failure, const char *detail, void *arg)
+static void on_done(cJSON *response, const char *failure, const char *detail,
+                    const wrk_stdiopool_hello_t *hello, void *arg)
 {
     res_t *r = arg;
     r->done++;
+    snprintf(r->version, sizeof(r->version), "%s", hello ? hello->version : "");
+    r->hello_name =
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(hello ? hello->result : NULL, "serverInfo"),
+            "name")) != NULL;
     r->response = response;
     snprintf(r->failure, sizeof(r->failure), "%s", failure ? failure : "");
     snprintf(r->detail, sizeof(r->detail), "%s", detail ? detail : "");
@@ -174,7 +182,19 @@ static void test_call(wrk_loop_t *loop, wrk_stdiopool_t *pool)
     CHECK(r.last_token == cJSON_GetObjectItemCaseSensitive(r.response, "id")->valuedouble);
     CHECK_INT_EQ(updates, 1);
     CHECK_STR_EQ(update_uri, "test://r");
+    CHECK_STR_EQ(r.version, "2025-06-18"); /* the handshake comes with the answer */
+    CHECK_INT_EQ(r.hello_name, 1);
     cJSON_Delete(r.response);
+    /* a call without a method only waits for a ready process and its handshake */
+    char why[300];
+    memset(&r, 0, sizeof(r));
+    CHECK(wrk_stdiopool_call(pool, ex, NULL, NULL, "job-h", on_note, on_done, &r, why,
+                             sizeof(why)) != NULL);
+    run_until(loop, &r.done, 1);
+    CHECK(r.response == NULL);
+    CHECK_STR_EQ(r.failure, "");
+    CHECK_STR_EQ(r.version, "2025-06-18");
+    CHECK_INT_EQ(r.hello_name, 1);
     call_ok(loop, pool, ex, "answers", &r);
     cJSON *ans = cJSON_Parse(text_of(&r));
     CHECK(cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(ans, "s1")));
