@@ -47,8 +47,8 @@ static const char *str_of(const cJSON *o, const char *k)
 
 static int name_char(char c)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '.' || c == '-';
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '.' || c == '-';
 }
 
 static int name_valid(const char *s)
@@ -268,8 +268,9 @@ static int object_name(fed_plan_t *p, const char *kind, const char *un, int sani
             if (!name_char(*c))
                 *c = '_';
     if (n < 0 || (size_t)n >= size || !name_valid(out)) {
-        skip(p, kind, un, "not a valid name with the prefix (1-50 of [A-Za-z0-9_.-], a letter "
-                          "first)");
+        skip(p, kind, un,
+             "not a valid name with the prefix (1-50 of [A-Za-z0-9_.-], a letter "
+             "first)");
         return -1;
     }
     char field[300];
@@ -333,9 +334,8 @@ static void plan_prompts(fed_plan_t *p, const cJSON *list)
 
 static void plan_resources(fed_plan_t *p, const cJSON *list, int templates)
 {
-    static const char *const res_members[] = {"uri",         "title",       "description",
-                                              "mimeType",    "annotations", "size",
-                                              NULL};
+    static const char *const res_members[] = {"uri",         "title", "description", "mimeType",
+                                              "annotations", "size",  NULL};
     static const char *const tpl_members[] = {"uriTemplate", "title",       "description",
                                               "mimeType",    "annotations", NULL};
     const char *kind = templates ? "resource_template" : "resource";
@@ -347,8 +347,9 @@ static void plan_resources(fed_plan_t *p, const cJSON *list, int templates)
         const char *un = str_of(up, "name");
         const char *uri = str_of(up, key);
         if (!uri || !uri[0] || strlen(uri) > FED_URI_MAX) {
-            skip(p, kind, un ? un : "", templates ? "no uriTemplate, or longer than 2048 bytes"
-                                                  : "no uri, or longer than 2048 bytes");
+            skip(p, kind, un ? un : "",
+                 templates ? "no uriTemplate, or longer than 2048 bytes"
+                           : "no uri, or longer than 2048 bytes");
             continue;
         }
         if (templates && !template_level1(uri)) {
@@ -497,9 +498,8 @@ static cJSON *catalog_wait(ing_federate_t *f, redisContext **rc, const char *job
 static cJSON *fed_catalog(ing_federate_t *f, fed_entry_t *e, redisContext **rc, char *why,
                           size_t why_size)
 {
-    const cJSON *timeout =
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(e->server, "federate"),
-                                         "timeout_ms");
+    const cJSON *timeout = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(e->server, "federate"), "timeout_ms");
     long long timeout_ms =
         cJSON_IsNumber(timeout) ? (long long)timeout->valuedouble : FED_CATALOG_TIMEOUT_MS;
     char hex[33], job_id[40];
@@ -551,8 +551,7 @@ static int fed_store(ing_federate_t *f, fed_entry_t *e, redisContext *c, const c
         cJSON *plan = ing_federate_plan(e->server, catalog, st.docs, now, counts);
         rc = plan ? 0 : MCPQ_ENOMEM;
         for (cJSON *x = plan ? plan->child : NULL; x && rc == 0; x = x->next)
-            rc = ing_regstore_put(&st, x->string,
-                                  cJSON_IsNull(x) ? NULL : cJSON_Duplicate(x, 1));
+            rc = ing_regstore_put(&st, x->string, cJSON_IsNull(x) ? NULL : cJSON_Duplicate(x, 1));
         cJSON_Delete(plan);
         long long rev;
         if (rc == 0)
@@ -593,16 +592,15 @@ static int fed_import(ing_federate_t *f, fed_entry_t *e, redisContext **rc)
         *rc = NULL;
     } else {
         char num[8][16];
-        const int vals[8] = {n.tools, n.resources, n.templates, n.prompts,
-                             n.created, n.updated, n.deleted, n.skipped};
+        const int vals[8] = {n.tools,   n.resources, n.templates, n.prompts,
+                             n.created, n.updated,   n.deleted,   n.skipped};
         for (int i = 0; i < 8; i++)
             snprintf(num[i], sizeof(num[i]), "%d", vals[i]);
         const char *version = str_of(catalog, "protocolVersion");
         log_event(LOG_INFO, "federation: upstream imported", "tenant", str_of(e->server, "tenant"),
-                  "server", str_of(e->server, "name"), "version", version ? version : "",
-                  "tools", num[0], "resources", num[1], "templates", num[2], "prompts", num[3],
-                  "created", num[4], "updated", num[5], "deleted", num[6], "skipped", num[7],
-                  (char *)NULL);
+                  "server", str_of(e->server, "name"), "version", version ? version : "", "tools",
+                  num[0], "resources", num[1], "templates", num[2], "prompts", num[3], "created",
+                  num[4], "updated", num[5], "deleted", num[6], "skipped", num[7], (char *)NULL);
         e->failures = 0;
     }
     cJSON_Delete(catalog);

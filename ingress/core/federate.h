@@ -23,12 +23,12 @@
  * template that is not RFC 6570 level 1 are skipped with a log line.
  *
  * One background thread does the imports. For each federated server it publishes a
- * `mcpq/catalog` job (docs/internals.md, "Job envelope": "method") with the upstream as the
- * job's executor through the ingress's producer (signed like every job), and polls the job's
- * result record ({mcpq}:result:<job_id>, every FED_POLL_MS, bounded by the job's deadline plus
- * FED_RESULT_SLACK_MS). Polling the key is the simplest correct choice here: the thread blocks
- * anyway, no call waits on it, and the record is durable (the reply stream would need the
- * pending table's reader to hand over an entry nobody parked for). The worker holds the
+ * `mcpq/catalog` job (docs/internals.md, "Kafka": the envelope's "method") with the upstream
+ * as the job's executor through the ingress's producer (signed like every job), and polls the
+ * job's result record ({mcpq}:result:<job_id>, every FED_POLL_MS, bounded by the job's
+ * deadline plus FED_RESULT_SLACK_MS). Polling the key is the simplest correct choice here: the
+ * thread blocks anyway, no call waits on it, and the record is durable (the reply stream would need
+ * the pending table's reader to hand over an entry nobody parked for). The worker holds the
  * upstream session (HTTP) or process (stdio), which then also serves the calls.
  *
  * Each import is one read-modify-write of the registry (regstore.h, compare-and-set, retried):
