@@ -43,7 +43,7 @@ int wrk_envelope_method(const char *s, wrk_method_t *out)
 const char *wrk_envelope_method_name(wrk_method_t m)
 {
     return (size_t)m < sizeof(method_names) / sizeof(method_names[0]) ? method_names[m]
-                                                                       : "tools/call";
+                                                                      : "tools/call";
 }
 
 int wrk_envelope_id_valid(const char *s)

@@ -61,11 +61,11 @@ typedef struct wrk_envelope {
     wrk_method_t method_id;
     const char *method;    /* the method's name; "tools/call" when absent (a static string) */
     const char *mime_type; /* NULL when absent */
-    int64_t deadline_ms;  /* epoch ms; 0 when absent */
-    int64_t created_ms;   /* 0 when absent */
-    int64_t timeout_ms;   /* 0 when absent */
-    int64_t result_ttl_s; /* how long the result record must be kept at least (an idempotent
-                           * call, ingress/core/idem.h); 0 when absent */
+    int64_t deadline_ms;   /* epoch ms; 0 when absent */
+    int64_t created_ms;    /* 0 when absent */
+    int64_t timeout_ms;    /* 0 when absent */
+    int64_t result_ttl_s;  /* how long the result record must be kept at least (an idempotent
+                            * call, ingress/core/idem.h); 0 when absent */
 } wrk_envelope_t;
 
 /* Parses buf[0..len) into env (which the caller then cleans up either way).

@@ -269,9 +269,8 @@ static void job_run(wrk_job_t *job)
         job->tool_started = 0;
         job->rt->executing--;
         wrk_loop_timer_stop(job->rt->loop, &job->deadline_timer);
-        job_answer(job,
-                   wrk_output_errorf("the %s executor could not start the tool", env->exec_type),
-                   0);
+        job_answer(
+            job, wrk_output_errorf("the %s executor could not start the tool", env->exec_type), 0);
     }
 }
 
@@ -343,8 +342,9 @@ static void job_finish(wrk_job_t *job, cJSON *result, int native)
     if (native && job->env.method_id != WRK_METHOD_CALL) {
         if (!cJSON_IsObject(result)) {
             cJSON_Delete(result);
-            job_complete(job, WRK_STATUS_ERROR, NULL, WRK_ERR_INTERNAL, "the executor returned no "
-                                                                        "result");
+            job_complete(job, WRK_STATUS_ERROR, NULL, WRK_ERR_INTERNAL,
+                         "the executor returned no "
+                         "result");
             return;
         }
         job_answer(job, result, 1);

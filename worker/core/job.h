@@ -1,6 +1,7 @@
 /*
- * job.h - one job on a worker (a tools/call, or another method, envelope.h): its envelope, its executor run bounded by the
- * deadline, its live progress/log entries, and the result record it ends with.
+ * job.h - one job on a worker (a tools/call, or another method, envelope.h): its envelope, its
+ * executor run bounded by the deadline, its live progress/log entries, and the result record it
+ * ends with.
  *
  * Life of a job (the worker drives it; docs/internals.md "Worker delivery semantics"):
  *   the worker parses the record into job->env and asks the store whether a result exists;

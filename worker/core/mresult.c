@@ -204,8 +204,9 @@ cJSON *wrk_mresult_from_call(const wrk_envelope_t *env, const cJSON *call, int *
         res = cJSON_CreateObject();
         break;
     case WRK_METHOD_CATALOG:
-        snprintf(msg, msg_size, "mcpq/catalog needs the mcp executor; this object's executor is "
-                                "\"%.32s\"",
+        snprintf(msg, msg_size,
+                 "mcpq/catalog needs the mcp executor; this object's executor is "
+                 "\"%.32s\"",
                  env->exec_type ? env->exec_type : "");
         return NULL;
     }

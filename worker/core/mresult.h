@@ -15,7 +15,8 @@
  *     values, at most WRK_MRESULT_MAX_VALUES of them, with "total" (all lines) and "hasMore".
  *   - resources/subscribe, resources/unsubscribe: {} (the executor ran; nothing to say).
  *   - mcpq/catalog: an error (only the mcp executor can list an upstream).
- * A result with "isError": true is an error for every method but tools/call: its text items joined by
+ * A result with "isError": true is an error for every method but tools/call: its text items joined
+ * by
  * "\n" (cut to WRK_MRESULT_MESSAGE_MAX bytes) are the message, code WRK_MRESULT_ERR_CODE.
  *
  * Pure functions, thread-safe.
@@ -33,8 +34,8 @@
 #define WRK_MRESULT_ERR_CODE -32603  /* the executor failed: JSON-RPC internal error */
 
 /* The result of env's method for the CallToolResult call (borrowed; a valid one, see
- * wrk_output_is_result). tools/call: a copy, isError or not. Returns a new object the caller owns, or NULL
- * with *code and msg (NUL-terminated, at most msg_size bytes) set when the job ends with an
+ * wrk_output_is_result). tools/call: a copy, isError or not. Returns a new object the caller owns,
+ * or NULL with *code and msg (NUL-terminated, at most msg_size bytes) set when the job ends with an
  * error (isError, catalog, out of memory). */
 cJSON *wrk_mresult_from_call(const wrk_envelope_t *env, const cJSON *call, int *code, char *msg,
                              size_t msg_size);

@@ -1,7 +1,7 @@
 /*
- * mcpexec.h - the mcp executor (docs/executors.md): call a tool (or send another method) on an upstream MCP server over
- * Streamable HTTP, on the worker's curl multi handle (worker/executors/httpexec.h), never blocking
- * the loop.
+ * mcpexec.h - the mcp executor (docs/executors.md): call a tool (or send another method) on an
+ * upstream MCP server over Streamable HTTP, on the worker's curl multi handle
+ * (worker/executors/httpexec.h), never blocking the loop.
  *
  * The executor config is {"type": "mcp", "url": "http(s)://...", "tool": <upstream tool
  * name>, "headers": {name: value}}. Per worker and per upstream (url + headers) the executor

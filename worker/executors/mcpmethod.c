@@ -218,8 +218,8 @@ int wrk_mcpm_catalog_request(const wrk_mcpm_catalog_t *cat, wrk_mcpm_req_t *req)
     req->method = lists[cat->list].method;
     req->name = NULL;
     req->params = cJSON_CreateObject();
-    if (!req->params || (cat->cursor && !cJSON_AddStringToObject(req->params, "cursor",
-                                                                 cat->cursor))) {
+    if (!req->params ||
+        (cat->cursor && !cJSON_AddStringToObject(req->params, "cursor", cat->cursor))) {
         cJSON_Delete(req->params);
         req->params = NULL;
         return MCPQ_ENOMEM;

@@ -592,8 +592,9 @@ static void test_result_and_webhook(void)
     DOC_OK(res, "{'v':1,'job_id':'j_1','tenant':'acme','tool':'greet','status':'ok',"
                 "'result':{'completion':{'values':['a'],'total':1,'hasMore':false}}}");
     DOC_OK(res, "{'v':1,'job_id':'j_1','tenant':'acme','tool':'r','status':'ok','result':{}}");
-    DOC_BAD(res, "{'v':1,'job_id':'j_1','tenant':'acme','tool':'r','status':'ok',"
-                 "'result':{'contents':[{'text':'no uri'}]}}",
+    DOC_BAD(res,
+            "{'v':1,'job_id':'j_1','tenant':'acme','tool':'r','status':'ok',"
+            "'result':{'contents':[{'text':'no uri'}]}}",
             "$.result.contents[0]: missing required property \"uri\"");
     DOC_BAD(res, "{'v':1,'job_id':'j_1','tenant':'acme','tool':'echo','status':'done'}",
             "$.status: must be one of \"ok\", \"timeout\", \"error\"");

@@ -204,7 +204,8 @@ static void test_catalog(void)
     cJSON_Delete(p3);
     cJSON_Delete(bad);
     cJSON_Delete(info);
-    TEST_PASS("mcpq/catalog: every page of each announced list, bounded, with the handshake's info");
+    TEST_PASS(
+        "mcpq/catalog: every page of each announced list, bounded, with the handshake's info");
 }
 
 int main(void)

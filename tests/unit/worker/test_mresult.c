@@ -139,8 +139,9 @@ static void test_errors(void)
     char big[600], call[700];
     memset(big, 'x', sizeof(big) - 1);
     big[sizeof(big) - 1] = '\0';
-    snprintf(call, sizeof(call), "{\"content\":[{\"type\":\"text\",\"text\":\"%s\"}],"
-                                 "\"isError\":true}",
+    snprintf(call, sizeof(call),
+             "{\"content\":[{\"type\":\"text\",\"text\":\"%s\"}],"
+             "\"isError\":true}",
              big);
     s = map(&env, call, &code, msg);
     CHECK(s == NULL);
