@@ -178,8 +178,8 @@ static const cJSON *published_version(const cJSON *doc)
  * Where a refreshed definition is written: old is this server's earlier import of the object,
  * v the definition the upstream lists now (consumed), which differs from old's published one.
  * Returns the new document: old with v as a new version (the highest numeric id + 1), published,
- * the oldest versions beyond FED_VERSIONS_KEPT dropped. A pinned upstream's tool
- * (federate.pin, docs/security.md) is checked here before its new definition is published.
+ * the oldest versions beyond FED_VERSIONS_KEPT dropped (a tool then also passes
+ * fed_tool_check).
  */
 static cJSON *fed_definition_changed(const fed_plan_t *p, const cJSON *old, const char *kind,
                                      cJSON *v)
@@ -216,27 +216,9 @@ static cJSON *fed_definition_changed(const fed_plan_t *p, const cJSON *old, cons
     return doc;
 }
 
-/* Records the object name of kind with definition v (consumed): created, updated or left. */
-static void put_object(fed_plan_t *p, const char *kind, const char *name, cJSON *v)
+/* A new imported object: name of kind with definition v (consumed) as its version "1". */
+static cJSON *object_new(const fed_plan_t *p, const char *kind, const char *name, cJSON *v)
 {
-    char field[300];
-    ing_regstore_field_tool(field, sizeof(field), p->tenant, name);
-    const cJSON *old = cJSON_GetObjectItemCaseSensitive(p->docs, field);
-    cJSON_AddItemToObject(p->names, name, cJSON_CreateTrue());
-    if (old) {
-        const char *ok = str_of(old, "kind");
-        const cJSON *pv = published_version(old);
-        cJSON *def = pv ? definition_of(pv) : NULL;
-        int same = def && cJSON_Compare(def, v, 1) && strcmp(ok ? ok : "tool", kind) == 0;
-        cJSON_Delete(def);
-        if (same) {
-            cJSON_Delete(v);
-            return;
-        }
-        cJSON_AddItemToObject(p->out, field, fed_definition_changed(p, old, kind, v));
-        p->c.updated++;
-        return;
-    }
     cJSON *doc = cJSON_CreateObject();
     cJSON_AddStringToObject(doc, "tenant", p->tenant);
     cJSON_AddStringToObject(doc, "server", p->sname);
@@ -249,8 +231,57 @@ static void put_object(fed_plan_t *p, const char *kind, const char *name, cJSON 
     ing_regstore_touch(v, p->now);
     cJSON_AddItemToArray(cJSON_AddArrayToObject(doc, "versions"), v);
     ing_regstore_touch(doc, p->now);
+    return doc;
+}
+
+/*
+ * Where every imported tool's document passes before it is written, changed or not: stored is
+ * its registry document (NULL when new), doc the one this import would write (consumed; stored
+ * itself, copied, when the definition did not change). Returns the document to write. This is
+ * the place for a pinned upstream's check (federate.pin, docs/security.md: a definition that
+ * is not the approved one is quarantined); without pinning the document passes as it is.
+ */
+static cJSON *fed_tool_check(const fed_plan_t *p, const cJSON *stored, cJSON *doc)
+{
+    (void)p;
+    (void)stored;
+    return doc;
+}
+
+/* Records the object name of kind with definition v (consumed): created, updated or left. */
+static void put_object(fed_plan_t *p, const char *kind, const char *name, cJSON *v)
+{
+    char field[300];
+    ing_regstore_field_tool(field, sizeof(field), p->tenant, name);
+    const cJSON *old = cJSON_GetObjectItemCaseSensitive(p->docs, field);
+    cJSON_AddItemToObject(p->names, name, cJSON_CreateTrue());
+    cJSON *doc;
+    if (!old) {
+        doc = object_new(p, kind, name, v);
+    } else {
+        const char *ok = str_of(old, "kind");
+        const cJSON *pv = published_version(old);
+        cJSON *def = pv ? definition_of(pv) : NULL;
+        int same = def && cJSON_Compare(def, v, 1) && strcmp(ok ? ok : "tool", kind) == 0;
+        cJSON_Delete(def);
+        if (same) {
+            cJSON_Delete(v);
+            doc = cJSON_Duplicate(old, 1);
+        } else {
+            doc = fed_definition_changed(p, old, kind, v);
+        }
+    }
+    if (strcmp(kind, "tool") == 0)
+        doc = fed_tool_check(p, old, doc);
+    if (!doc || (old && cJSON_Compare(doc, old, 1))) {
+        cJSON_Delete(doc);
+        return;
+    }
     cJSON_AddItemToObject(p->out, field, doc);
-    p->c.created++;
+    if (old)
+        p->c.updated++;
+    else
+        p->c.created++;
 }
 
 /* The registry name of upstream name un (sanitize: characters outside [A-Za-z0-9_.-] become
