@@ -5,6 +5,8 @@
  */
 #include "adm.h"
 
+#include "kinds.h"
+
 #include "cfgsecret.h"
 
 #include <stdio.h>
@@ -99,6 +101,7 @@ cJSON *ing_adm_show_tool(const cJSON *t)
     cJSON *o = cJSON_CreateObject();
     copy_member(o, t, "tenant");
     copy_member(o, t, "name");
+    cJSON_AddStringToObject(o, "kind", kinds_name(kinds_of(t)));
     copy_member(o, t, "server");
     const char *pub = str_of(t, "published");
     const cJSON *pv = pub ? ing_adm_find_version(t, pub) : NULL;
@@ -123,9 +126,12 @@ cJSON *ing_adm_show_tool(const cJSON *t)
 
 cJSON *ing_adm_show_version(const cJSON *tool, const cJSON *v)
 {
-    static const char *const keys[] = {"version",     "title",        "description",
-                                       "inputSchema", "outputSchema", "annotations",
-                                       "timeout_ms",  "mode",         "fake"};
+    /* every kind's members (config.schema.json); a version has those of its kind */
+    static const char *const keys[] = {"version",      "title",       "description", "inputSchema",
+                                       "outputSchema", "annotations", "uri",         "uriTemplate",
+                                       "mimeType",     "size",        "text",        "blob",
+                                       "arguments",    "messages",    "completions", "ttl_ms",
+                                       "cache_scope",  "timeout_ms",  "mode",        "fake"};
     cJSON *o = cJSON_CreateObject();
     copy_member(o, tool, "name");
     cJSON_AddItemToObject(o, "tool", cJSON_DetachItemFromObject(o, "name"));
