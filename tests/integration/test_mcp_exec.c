@@ -13,9 +13,10 @@
  * succeeds, upstream down → isError quickly, timeout → -32003,
  * configured headers reach the upstream and never the result or the worker's log, and
  * federation (through a worker's mcpq/catalog job): the upstream's tools listed with the prefix
- * (an invalid name skipped) and callable; and, once the official SDK upstream restarts with
- * fewer objects, a second ingress refreshing every second (MCPQ_FEDERATE_REFRESH_MS) prunes
- * what it dropped, seen on the first ingress.
+ * (an invalid name skipped) and callable; from the official SDK upstream also its resource,
+ * template and prompt, read, got and completed through mcpq; and, once the upstream restarts
+ * with fewer objects, a second ingress refreshing every second (MCPQ_FEDERATE_REFRESH_MS)
+ * prunes what it dropped (tool, template, prompt), seen on the first ingress.
  */
 #include "check.h"
 #include "names.h"
@@ -581,6 +582,60 @@ static void wait_names(const char *method, const char *member, const char *want)
     CHECK_STR_EQ(got, want);
 }
 
+/* The first item of the array member of j's result. */
+static const cJSON *first_of(const cJSON *j, const char *member)
+{
+    return cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(result_of(j), member), 0);
+}
+
+/* The SDK upstream's resource, template and prompt, imported through the worker: listed with
+ * the prefix, read, got and completed through mcpq (each a job the worker sends upstream). */
+static void test_federation_kinds(void)
+{
+    wait_names("resources/list", "resources", "sdkup_readme");
+    cJSON *j =
+        post_to("sdkfed", "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"resources/list\"}", 200);
+    CHECK_STR_EQ(str_at(first_of(j, "resources"), "uri", NULL, NULL), "sdk://readme");
+    CHECK_STR_EQ(str_at(first_of(j, "resources"), "mimeType", NULL, NULL), "text/markdown");
+    cJSON_Delete(j);
+    j = post_to("sdkfed",
+                "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"resources/read\",\"params\":"
+                "{\"uri\":\"sdk://readme\"}}",
+                200);
+    CHECK_STR_EQ(str_at(first_of(j, "contents"), "text", NULL, NULL), "# SDK readme");
+    CHECK_STR_EQ(str_at(first_of(j, "contents"), "uri", NULL, NULL), "sdk://readme");
+    cJSON_Delete(j);
+
+    wait_names("resources/templates/list", "resourceTemplates", "sdkup_notes");
+    j = post_to("sdkfed",
+                "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"resources/read\",\"params\":"
+                "{\"uri\":\"sdk://notes/kafka\"}}",
+                200);
+    CHECK_STR_EQ(str_at(first_of(j, "contents"), "text", NULL, NULL), "notes on kafka");
+    cJSON_Delete(j);
+
+    wait_names("prompts/list", "prompts", "sdkup_greet");
+    j = post_to("sdkfed",
+                "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"prompts/get\",\"params\":"
+                "{\"name\":\"sdkup_greet\",\"arguments\":{\"name\":\"mcpq\"}}}",
+                200);
+    CHECK_STR_EQ(str_at(first_of(j, "messages"), "role", NULL, NULL), "user");
+    CHECK_STR_EQ(str_at(first_of(j, "messages"), "content", "text", NULL), "Greet mcpq");
+    cJSON_Delete(j);
+    j = post_to("sdkfed",
+                "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"completion/complete\",\"params\":"
+                "{\"ref\":{\"type\":\"ref/prompt\",\"name\":\"sdkup_greet\"},\"argument\":"
+                "{\"name\":\"style\",\"value\":\"f\"}}}",
+                200);
+    const cJSON *values = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(result_of(j), "completion"), "values");
+    CHECK_INT_EQ(cJSON_GetArraySize(values), 3);
+    CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetArrayItem(values, 1)), "friendly");
+    cJSON_Delete(j);
+    TEST_PASS("federation of the SDK upstream's resource, template and prompt: listed with "
+              "the prefix, read, got and completed through a worker");
+}
+
 /* The upstream restarts with fewer objects; a second ingress that refreshes every second
  * prunes what it dropped, and the first ingress serves the pruned registry. */
 static pid_t test_federation_prune(pid_t *sdk, char *deps, size_t deps_size, const char *cfg)
@@ -592,6 +647,9 @@ static pid_t test_federation_prune(pid_t *sdk, char *deps, size_t deps_size, con
     pid_t ing2 = fx_spawn_ingress(&fx, "ingress2", fx_free_port(), cfg, env, NULL, 0);
     CHECK(ing2 > 0);
     wait_names("tools/list", "tools", "sdkup_echo");
+    wait_names("prompts/list", "prompts", "");
+    wait_names("resources/templates/list", "resourceTemplates", "");
+    wait_names("resources/list", "resources", "sdkup_readme");
     cJSON *j = call("sdkfed", "sdkup_echo", "{\"text\":\"after the restart\"}");
     CHECK_STR_EQ(str_at(j, "result", "structuredContent", "text"), "after the restart");
     cJSON_Delete(j);
@@ -644,6 +702,7 @@ int main(void)
     pid_t ing2 = 0;
     if (sdk > 0) {
         test_sdk_upstream();
+        test_federation_kinds();
         ing2 = test_federation_prune(&sdk, deps, sizeof(deps), cfg);
     } else
         TEST_SKIP("official SDK upstream: no node or no npm packages in %s "
