@@ -566,13 +566,21 @@ static const char *names_of(const cJSON *list, char *out, size_t size)
     return out;
 }
 
+/* A request of method with params (JSON text) to server sdkfed: the response. */
+static cJSON *sdkfed(const char *method, const char *params)
+{
+    char body[1024];
+    snprintf(body, sizeof(body), "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"%s\",\"params\":%s}",
+             method, params);
+    return post_to("sdkfed", body, 200);
+}
+
 /* Polls a list method of server sdkfed (bound: about 30 s) until its names equal want. */
 static void wait_names(const char *method, const char *member, const char *want)
 {
-    char body[200], got[1024] = "";
-    snprintf(body, sizeof(body), "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"%s\"}", method);
+    char got[1024] = "";
     for (int i = 0; i < 300; i++) {
-        cJSON *j = post_to("sdkfed", body, 200);
+        cJSON *j = sdkfed(method, "{}");
         names_of(cJSON_GetObjectItemCaseSensitive(result_of(j), member), got, sizeof(got));
         cJSON_Delete(j);
         if (strcmp(got, want) == 0)
@@ -593,40 +601,27 @@ static const cJSON *first_of(const cJSON *j, const char *member)
 static void test_federation_kinds(void)
 {
     wait_names("resources/list", "resources", "sdkup_readme");
-    cJSON *j =
-        post_to("sdkfed", "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"resources/list\"}", 200);
+    cJSON *j = sdkfed("resources/list", "{}");
     CHECK_STR_EQ(str_at(first_of(j, "resources"), "uri", NULL, NULL), "sdk://readme");
     CHECK_STR_EQ(str_at(first_of(j, "resources"), "mimeType", NULL, NULL), "text/markdown");
     cJSON_Delete(j);
-    j = post_to("sdkfed",
-                "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"resources/read\",\"params\":"
-                "{\"uri\":\"sdk://readme\"}}",
-                200);
+    j = sdkfed("resources/read", "{\"uri\":\"sdk://readme\"}");
     CHECK_STR_EQ(str_at(first_of(j, "contents"), "text", NULL, NULL), "# SDK readme");
     CHECK_STR_EQ(str_at(first_of(j, "contents"), "uri", NULL, NULL), "sdk://readme");
     cJSON_Delete(j);
 
     wait_names("resources/templates/list", "resourceTemplates", "sdkup_notes");
-    j = post_to("sdkfed",
-                "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"resources/read\",\"params\":"
-                "{\"uri\":\"sdk://notes/kafka\"}}",
-                200);
+    j = sdkfed("resources/read", "{\"uri\":\"sdk://notes/kafka\"}");
     CHECK_STR_EQ(str_at(first_of(j, "contents"), "text", NULL, NULL), "notes on kafka");
     cJSON_Delete(j);
 
     wait_names("prompts/list", "prompts", "sdkup_greet");
-    j = post_to("sdkfed",
-                "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"prompts/get\",\"params\":"
-                "{\"name\":\"sdkup_greet\",\"arguments\":{\"name\":\"mcpq\"}}}",
-                200);
+    j = sdkfed("prompts/get", "{\"name\":\"sdkup_greet\",\"arguments\":{\"name\":\"mcpq\"}}");
     CHECK_STR_EQ(str_at(first_of(j, "messages"), "role", NULL, NULL), "user");
     CHECK_STR_EQ(str_at(first_of(j, "messages"), "content", "text", NULL), "Greet mcpq");
     cJSON_Delete(j);
-    j = post_to("sdkfed",
-                "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"completion/complete\",\"params\":"
-                "{\"ref\":{\"type\":\"ref/prompt\",\"name\":\"sdkup_greet\"},\"argument\":"
-                "{\"name\":\"style\",\"value\":\"f\"}}}",
-                200);
+    j = sdkfed("completion/complete", "{\"ref\":{\"type\":\"ref/prompt\",\"name\":\"sdkup_greet\"},"
+                                      "\"argument\":{\"name\":\"style\",\"value\":\"f\"}}");
     const cJSON *values = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(result_of(j), "completion"), "values");
     CHECK_INT_EQ(cJSON_GetArraySize(values), 3);
