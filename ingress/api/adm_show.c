@@ -101,7 +101,6 @@ cJSON *ing_adm_show_tool(const cJSON *t)
     cJSON *o = cJSON_CreateObject();
     copy_member(o, t, "tenant");
     copy_member(o, t, "name");
-    cJSON_AddStringToObject(o, "kind", kinds_name(kinds_of(t)));
     copy_member(o, t, "server");
     const char *pub = str_of(t, "published");
     const cJSON *pv = pub ? ing_adm_find_version(t, pub) : NULL;
@@ -112,6 +111,7 @@ cJSON *ing_adm_show_tool(const cJSON *t)
     } else {
         cJSON_AddNullToObject(o, "publishedVersion");
     }
+    cJSON_AddStringToObject(o, "kind", kinds_name(kinds_of(t)));
     cJSON *vs = cJSON_AddArrayToObject(o, "versions");
     const cJSON *e;
     cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(t, "versions"))

@@ -29,14 +29,14 @@ expect() { # index description extended-regex
     printf '%s' "${out[$1]}" | grep -Eq "$3" || fail "$2: answer was ${out[$1]}"
     printf 'ok - %s\n' "$2"
 }
-expect 0 "1. the tool is created offline" '^\{"tenant":"demo","name":"greet","kind":"tool","server":"default","published":false,.*"versions":\["1"\],"createTime":"[0-9T:.-]+Z","updateTime":"[^"]+","etag":"[0-9a-f]{20}"\}$'
+expect 0 "1. the tool is created offline" '^\{"tenant":"demo","name":"greet","server":"default","published":false,.*"versions":\["1"\],"createTime":"[0-9T:.-]+Z","updateTime":"[^"]+","etag":"[0-9a-f]{20}"\}$'
 expect 1 "2. version 2 starts from version 1" '"version":"2","description":"Greet someone, politely","inputSchema":\{"type":"object","properties":\{"who"'
 expect 2 "3. version 1 is published" '"version":"1".*"published":true'
 expect 3 "4. the call runs version 1" '"structuredContent":\{"who":"ops"\},"isError":false'
 expect 4 "5. version 2 is published" '"version":"2".*"published":true'
 expect 5 "5. tools/list shows version 2" '"name":"greet","description":"Greet someone, politely"'
 expect 6 "6. version 2 is offline" '"version":"2".*"published":false'
-expect 7 "7. the tool is renamed" '"name":"say_hello","kind":"tool","server":"default","published":false'
+expect 7 "7. the tool is renamed" '"name":"say_hello","server":"default","published":false'
 expect 8 "the listing filters offline tools" '^\{"tools":\[\{"tenant":"demo","name":"say_hello"'
 
 STEP="after the walkthrough"
