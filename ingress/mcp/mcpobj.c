@@ -4,6 +4,7 @@
 #include "err.h"
 #include "kinds.h"
 #include "log.h"
+#include "toolcall.h"
 #include "util.h"
 
 #include <stdarg.h>
@@ -44,26 +45,16 @@ static const ing_tool_t *visible(const ing_mcp_t *m, const ing_tool_t *obj)
                : NULL;
 }
 
-/*
- * THE JOB PATH (part h-jobs replaces this): a resources/read, prompts/get or
- * completion/complete of an object whose version has an "executor" is a job, published and
- * answered through the tools/call pipeline (toolcall.c) with the envelope's "method" set to
- * msg->method, "tool" to obj->name and "arguments" to args (the method's params without
- * _meta, as schemas/job.schema.json describes; consumed here). Until that pipeline takes
- * other methods, the call is answered -32603 naming the gap. 1 when parked, else 0.
- */
+/* A resources/read, prompts/get or completion/complete of an object whose version has an
+ * "executor" is a job (docs/protocol.md "Resources, prompts and completion from a worker"):
+ * published and answered through the tools/call pipeline (toolcall.h, ing_toolcall_object)
+ * with the envelope's "method" set to msg->method, "tool" to obj->name and "arguments" to
+ * args (the method's params without _meta, schemas/job.schema.json; consumed). 1 when
+ * parked, else 0. */
 static int job_path(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp, const ing_tool_t *obj,
                     cJSON *args)
 {
-    char buf[300];
-    (void)m;
-    cJSON_Delete(args);
-    snprintf(buf, sizeof(buf),
-             "%s of %s \"%.80s\": its content comes from an executor, and this build does not "
-             "run %s as a job yet",
-             msg->method, kinds_name(obj->kind), obj->name, msg->method);
-    ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR, buf, NULL);
-    return 0;
+    return ing_toolcall_object(m, msg, resp, obj, args);
 }
 
 /* s with every open+NAME+close whose NAME is a key of values replaced by its (string) value;
