@@ -161,25 +161,20 @@ static cJSON *definition_of(const cJSON *version)
     return d;
 }
 
-static const cJSON *published_version(const cJSON *doc)
+/* The version an import wrote last (the newest), or NULL. */
+static const cJSON *newest_version(const cJSON *doc)
 {
-    const char *pub = str_of(doc, "published");
-    const cJSON *v;
-    cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(doc, "versions"))
-    {
-        const char *id = str_of(v, "version");
-        if (pub && id && strcmp(pub, id) == 0)
-            return v;
-    }
-    return NULL;
+    const cJSON *versions = cJSON_GetObjectItemCaseSensitive(doc, "versions");
+    return cJSON_GetArrayItem(versions, cJSON_GetArraySize(versions) - 1);
 }
 
 /*
  * Where a refreshed definition is written: old is this server's earlier import of the object,
- * v the definition the upstream lists now (consumed), which differs from old's published one.
- * Returns the new document: old with v as a new version (the highest numeric id + 1), published,
- * the oldest versions beyond FED_VERSIONS_KEPT dropped (a tool then also passes
- * fed_tool_check).
+ * v the definition the upstream lists now (consumed), which differs from old's newest version.
+ * Returns the new document: old with v as a new version (the highest numeric id + 1), the
+ * oldest versions beyond FED_VERSIONS_KEPT dropped, and published unless an operator took the
+ * object offline (no published version: it stays offline). A tool then also passes
+ * fed_tool_check.
  */
 static cJSON *fed_definition_changed(const fed_plan_t *p, const cJSON *old, const char *kind,
                                      cJSON *v)
@@ -210,8 +205,8 @@ static cJSON *fed_definition_changed(const fed_plan_t *p, const cJSON *old, cons
     cJSON_AddItemToArray(versions, v);
     while (cJSON_GetArraySize(versions) > FED_VERSIONS_KEPT)
         cJSON_DeleteItemFromArray(versions, 0);
-    cJSON_DeleteItemFromObjectCaseSensitive(doc, "published");
-    cJSON_AddStringToObject(doc, "published", id);
+    if (str_of(old, "published"))
+        cJSON_ReplaceItemInObjectCaseSensitive(doc, "published", cJSON_CreateString(id));
     ing_regstore_touch(doc, p->now);
     return doc;
 }
@@ -260,7 +255,7 @@ static void put_object(fed_plan_t *p, const char *kind, const char *name, cJSON 
         doc = object_new(p, kind, name, v);
     } else {
         const char *ok = str_of(old, "kind");
-        const cJSON *pv = published_version(old);
+        const cJSON *pv = newest_version(old);
         cJSON *def = pv ? definition_of(pv) : NULL;
         int same = def && cJSON_Compare(def, v, 1) && strcmp(ok ? ok : "tool", kind) == 0;
         cJSON_Delete(def);
