@@ -1,6 +1,7 @@
 #include "federate.h"
 
 #include "err.h"
+#include "kinds.h"
 #include "kv.h"
 #include "log.h"
 #include "mq.h"
@@ -45,43 +46,19 @@ static const char *str_of(const cJSON *o, const char *k)
     return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k));
 }
 
+/* A character of a registry name: [A-Za-z0-9_.-]. */
 static int name_char(char c)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '.' || c == '-';
+    return util_id_ok(&c, 1, 1, ".");
 }
 
+/* The registry's rule for a name: 1-50 of [A-Za-z0-9_.-], a letter first. */
 static int name_valid(const char *s)
 {
     size_t n = strlen(s);
-    if (n < 1 || n > FED_NAME_MAX)
-        return 0;
-    if (!((s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z')))
-        return 0;
-    for (; *s; s++)
-        if (!name_char(*s))
-            return 0;
-    return 1;
-}
-
-/* RFC 6570 level 1: every expression is {name} with name 1+ of [A-Za-z0-9_.]. */
-static int template_level1(const char *s)
-{
-    int vars = 0;
-    for (; *s; s++) {
-        if (*s == '}')
-            return 0;
-        if (*s != '{')
-            continue;
-        const char *v = ++s;
-        while ((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
-               *s == '_' || *s == '.')
-            s++;
-        if (*s != '}' || s == v)
-            return 0;
-        vars++;
-    }
-    return vars > 0;
+    return n >= 1 && n <= FED_NAME_MAX &&
+           ((s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z')) &&
+           util_id_ok(s, n, FED_NAME_MAX, ".");
 }
 
 /* One import's state: the server, its upstream, and what it decided so far. */
@@ -337,7 +314,7 @@ static const char *prompt_unusable(fed_plan_t *p, const cJSON *up)
 static const char *resource_unusable(fed_plan_t *p, const cJSON *up)
 {
     const char *uri = str_of(up, "uri");
-    if (!uri || !uri[0] || strlen(uri) > FED_URI_MAX)
+    if (!uri || !uri[0] || strlen(uri) > KINDS_URI_MAX)
         return "no uri, or longer than 2048 bytes";
     if (cJSON_HasObjectItem(p->uris, uri))
         return "another resource of this upstream has the same uri";
@@ -348,10 +325,13 @@ static const char *resource_unusable(fed_plan_t *p, const cJSON *up)
 static const char *template_unusable(fed_plan_t *p, const cJSON *up)
 {
     const char *t = str_of(up, "uriTemplate");
+    char err[200];
     (void)p;
-    if (!t || !t[0] || strlen(t) > FED_URI_MAX)
+    if (!t || !t[0] || strlen(t) > KINDS_URI_MAX)
         return "no uriTemplate, or longer than 2048 bytes";
-    return template_level1(t) ? NULL : "not an RFC 6570 level 1 template ({var} only)";
+    if (kinds_template_check(t, err, sizeof(err)) < 0)
+        return "not a template mcpq serves (RFC 6570 level 1, {var} only: common/kinds.h)";
+    return NULL;
 }
 
 /* How one kind of the catalog becomes registry objects. */
