@@ -13,10 +13,11 @@
  * succeeds, upstream down → isError quickly, timeout → -32003,
  * configured headers reach the upstream and never the result or the worker's log, and
  * federation (through a worker's mcpq/catalog job): the upstream's tools listed with the prefix
- * (an invalid name skipped) and callable, from the legacy and the 2026-07-28 upstream; from the official SDK upstream also its resource,
- * template and prompt, read, got and completed through mcpq; and, once the upstream restarts
- * with fewer objects, a second ingress refreshing every second (MCPQ_FEDERATE_REFRESH_MS)
- * prunes what it dropped (tool, template, prompt), seen on the first ingress.
+ * (an invalid name skipped) and callable, from the legacy and the 2026-07-28 upstream; from the
+ * official SDK upstream also its resource, template and prompt, read, got and completed through
+ * mcpq; and, once the upstream restarts with fewer objects, a second ingress refreshing every
+ * second (MCPQ_FEDERATE_REFRESH_MS) prunes what it dropped (tool, template, prompt), seen on the
+ * first ingress.
  */
 #include "check.h"
 #include "names.h"
@@ -36,6 +37,7 @@
 #include <unistd.h>
 
 #define TOKEN "sekrit-upstream-token-42"
+#define ADMIN_TOKEN "admin-token-for-the-federation-test-0123456789"
 
 static fx_stack_t fx;
 static int port, up_port, sdk_port;
@@ -670,8 +672,9 @@ static pid_t test_federation_prune(pid_t *sdk, char *deps, size_t deps_size, con
     CHECK_INT_EQ(fx_stop_pid(*sdk, 5000), 0);
     *sdk = sdk_start(deps, deps_size, "fewer");
     CHECK(*sdk > 0);
-    const char *env[] = {"MCPQ_FEDERATE_REFRESH_MS=1000", NULL};
-    pid_t ing2 = fx_spawn_ingress(&fx, "ingress2", fx_free_port(), cfg, env, NULL, 0);
+    const char *env[] = {"MCPQ_FEDERATE_REFRESH_MS=1000", "MCPQ_ADMIN_TOKEN=" ADMIN_TOKEN, NULL};
+    int port2 = fx_free_port();
+    pid_t ing2 = fx_spawn_ingress(&fx, "ingress2", port2, cfg, env, NULL, 0);
     CHECK(ing2 > 0);
     wait_names("tools/list", "tools", "sdkup_echo");
     wait_names("prompts/list", "prompts", "");
@@ -689,6 +692,33 @@ static pid_t test_federation_prune(pid_t *sdk, char *deps, size_t deps_size, con
     cJSON_Delete(j);
     TEST_PASS("federation refresh: what the restarted upstream dropped is pruned (tool, "
               "prompt, template), what it kept still works, the config's tools are kept");
+
+    /* a federated server the admin API creates is imported without a restart */
+    char url[120], body[600];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/admin/v1/tenants/m/servers", port2);
+    snprintf(body, sizeof(body),
+             "{\"name\":\"late\",\"federate\":{\"url\":\"http://127.0.0.1:%d/mcp\","
+             "\"prefix\":\"late_\",\"headers\":{\"Authorization\":\"Bearer " TOKEN "\"}}}",
+             sdk_port);
+    const char *hdrs[] = {"Authorization: Bearer " ADMIN_TOKEN, "Content-Type: application/json",
+                          NULL};
+    fx_reply_t r;
+    CHECK_INT_EQ(fx_http_post(url, hdrs, body, &r), 0);
+    CHECK_INT_EQ(r.status, 201);
+    char got[200] = "";
+    for (int i = 0; i < 300 && strcmp(got, "late_echo") != 0; i++) {
+        j = post_to("late", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", 200);
+        names_of(cJSON_GetObjectItemCaseSensitive(result_of(j), "tools"), got, sizeof(got));
+        cJSON_Delete(j);
+        if (strcmp(got, "late_echo") != 0)
+            fx_sleep_ms(100);
+    }
+    CHECK_STR_EQ(got, "late_echo");
+    j = call("late", "late_echo", "{\"text\":\"late\"}");
+    CHECK_STR_EQ(str_at(j, "result", "structuredContent", "text"), "late");
+    cJSON_Delete(j);
+    TEST_PASS("federation follows the registry: a federated server created through the admin "
+              "API is imported and served without a restart");
     return ing2;
 }
 
