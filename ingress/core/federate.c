@@ -473,22 +473,32 @@ static char *catalog_envelope(const fed_entry_t *e, const char *job_id, long lon
     return s;
 }
 
+/* GET key on the thread's connection *rc (made when NULL): the reply (string or nil) to free,
+ * or NULL when Redis failed (the connection is dropped, made again next time). */
+static redisReply *fed_get(ing_federate_t *f, redisContext **rc, const char *key)
+{
+    char err[256];
+    if (!*rc)
+        *rc = kv_connect(f->ctx->kvt, (int)f->ctx->set->redis_timeout_ms, err, sizeof(err));
+    redisReply *r = *rc ? redisCommand(*rc, "GET %s", key) : NULL;
+    if (r && r->type != REDIS_REPLY_ERROR)
+        return r;
+    if (r)
+        freeReplyObject(r);
+    redisFree(*rc);
+    *rc = NULL;
+    return NULL;
+}
+
 /* Waits for job_id's result record; the catalog (new) or NULL with why filled. */
 static cJSON *catalog_wait(ing_federate_t *f, redisContext **rc, const char *job_id,
                            long long until_mono, char *why, size_t why_size)
 {
-    char key[300], err[256];
+    char key[300];
     snprintf(key, sizeof(key), "%s%s", NAMES_KEY_RESULT, job_id);
     while (!f->stop && util_mono_ms() < until_mono) {
-        if (!*rc)
-            *rc = kv_connect(f->ctx->kvt, (int)f->ctx->set->redis_timeout_ms, err, sizeof(err));
-        redisReply *r = *rc ? redisCommand(*rc, "GET %s", key) : NULL;
-        if (!r || r->type == REDIS_REPLY_ERROR) {
-            if (r)
-                freeReplyObject(r);
-            redisFree(*rc);
-            *rc = NULL;
-        } else if (r->type == REDIS_REPLY_STRING) {
+        redisReply *r = fed_get(f, rc, key); /* NULL (Redis failed) or nil: poll again */
+        if (r && r->type == REDIS_REPLY_STRING) {
             cJSON *rec = cJSON_ParseWithLength(r->str, r->len);
             freeReplyObject(r);
             const char *status = str_of(rec, "status");
@@ -503,9 +513,9 @@ static cJSON *catalog_wait(ing_federate_t *f, redisContext **rc, const char *job
             cJSON_Delete(res);
             cJSON_Delete(rec);
             return NULL;
-        } else {
-            freeReplyObject(r);
         }
+        if (r)
+            freeReplyObject(r);
         usleep(FED_POLL_MS * 1000);
     }
     snprintf(why, why_size, "no worker answered the catalog job %s in time", job_id);
@@ -642,16 +652,9 @@ static fed_entry_t *entry_find(ing_federate_t *f, const cJSON *server)
 static void fed_scan(ing_federate_t *f, redisContext **rc)
 {
     char err[256];
-    if (!*rc)
-        *rc = kv_connect(f->ctx->kvt, (int)f->ctx->set->redis_timeout_ms, err, sizeof(err));
-    redisReply *r = *rc ? redisCommand(*rc, "GET %s", NAMES_KEY_REGISTRY_REV) : NULL;
-    if (!r || r->type == REDIS_REPLY_ERROR) {
-        if (r)
-            freeReplyObject(r);
-        redisFree(*rc);
-        *rc = NULL;
+    redisReply *r = fed_get(f, rc, NAMES_KEY_REGISTRY_REV);
+    if (!r)
         return;
-    }
     long long rev = r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : 0;
     freeReplyObject(r);
     if (rev == f->rev)

@@ -493,22 +493,69 @@ static void test_down_and_timeout(void)
     TEST_PASS("upstream down → isError quickly; timeout → -32003 and notifications/cancelled");
 }
 
-static void test_federation(void)
+/* The names in list (a list result's array) joined by ",", into out. */
+static const char *names_of(const cJSON *list, char *out, size_t size)
 {
-    cJSON *j = NULL;
-    const cJSON *tools = NULL;
-    /* the import happens in the background after start-up */
-    for (int i = 0; i < 100; i++) {
+    size_t n = 0;
+    out[0] = '\0';
+    const cJSON *x;
+    cJSON_ArrayForEach(x, list)
+    {
+        const char *name = str_at(x, "name", NULL, NULL);
+        int w = snprintf(out + n, size - n, "%s%s", n ? "," : "", name ? name : "?");
+        if (w < 0 || (size_t)w >= size - n)
+            break;
+        n += (size_t)w;
+    }
+    return out;
+}
+
+/* A request of method with params (JSON text) to server: the response (NULL: a 404, a server
+ * the first ingress does not know yet). */
+static cJSON *rpc_to(const char *server, const char *method, const char *params)
+{
+    char body[1024];
+    snprintf(body, sizeof(body), "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"%s\",\"params\":%s}",
+             method, params);
+    return post_to(server, body, -1);
+}
+
+static cJSON *sdkfed(const char *method, const char *params)
+{
+    cJSON *j = rpc_to("sdkfed", method, params);
+    CHECK(j != NULL);
+    return j;
+}
+
+/* Polls a list method of server (bound: about 30 s) until its names equal want. */
+static void wait_names_on(const char *server, const char *method, const char *member,
+                          const char *want)
+{
+    char got[1024] = "";
+    for (int i = 0; i < 300; i++) {
+        cJSON *j = rpc_to(server, method, "{}");
+        if (j)
+            names_of(cJSON_GetObjectItemCaseSensitive(result_of(j), member), got, sizeof(got));
         cJSON_Delete(j);
-        j = post_to("fed", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", 200);
-        tools = cJSON_GetObjectItemCaseSensitive(result_of(j), "tools");
-        if (cJSON_GetArraySize(tools) >= 2)
+        if (strcmp(got, want) == 0)
             break;
         fx_sleep_ms(100);
     }
-    CHECK_INT_EQ(cJSON_GetArraySize(tools), 2);
-    CHECK_STR_EQ(str_at(cJSON_GetArrayItem(tools, 0), "name", NULL, NULL), "up_bad");
-    CHECK_STR_EQ(str_at(cJSON_GetArrayItem(tools, 1), "name", NULL, NULL), "up_echo");
+    CHECK_STR_EQ(got, want);
+}
+
+/* wait_names_on server sdkfed. */
+static void wait_names(const char *method, const char *member, const char *want)
+{
+    wait_names_on("sdkfed", method, member, want);
+}
+
+static void test_federation(void)
+{
+    /* the import happens in the background after start-up */
+    wait_names_on("fed", "tools/list", "tools", "up_bad,up_echo");
+    cJSON *j = post_to("fed", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", 200);
+    const cJSON *tools = cJSON_GetObjectItemCaseSensitive(result_of(j), "tools");
     CHECK_STR_EQ(str_at(cJSON_GetArrayItem(tools, 1), "description", NULL, NULL), "upstream tool");
     char *printed = cJSON_PrintUnformatted(j);
     CHECK(strstr(printed, TOKEN) == NULL);
@@ -523,18 +570,7 @@ static void test_federation(void)
     TEST_PASS("federation: upstream tools listed with the prefix (bad name skipped), callable");
 
     /* a 2026-07-28 upstream: listed by the worker without a session, called the same way */
-    j = NULL;
-    for (int i = 0; i < 100; i++) {
-        cJSON_Delete(j);
-        j = post_to("modfed", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", 200);
-        tools = cJSON_GetObjectItemCaseSensitive(result_of(j), "tools");
-        if (cJSON_GetArraySize(tools) >= 1)
-            break;
-        fx_sleep_ms(100);
-    }
-    CHECK_INT_EQ(cJSON_GetArraySize(tools), 1);
-    CHECK_STR_EQ(str_at(cJSON_GetArrayItem(tools, 0), "name", NULL, NULL), "mod_echo");
-    cJSON_Delete(j);
+    wait_names_on("modfed", "tools/list", "tools", "mod_echo");
     j = call("modfed", "mod_echo", "{\"n\":5}");
     CHECK(!is_error(j));
     CHECK_INT_EQ((int)cJSON_GetObjectItemCaseSensitive(
@@ -566,18 +602,9 @@ static void test_sdk_upstream(void)
     CHECK_STR_EQ(text0(j), "sdk tool failed");
     cJSON_Delete(j);
     /* federation from the SDK server too */
-    const cJSON *tools = NULL;
-    j = NULL;
-    for (int i = 0; i < 100; i++) {
-        cJSON_Delete(j);
-        j = post_to("sdkfed", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", 200);
-        tools = cJSON_GetObjectItemCaseSensitive(result_of(j), "tools");
-        if (cJSON_GetArraySize(tools) >= 2)
-            break;
-        fx_sleep_ms(100);
-    }
-    CHECK_INT_EQ(cJSON_GetArraySize(tools), 2);
-    CHECK_STR_EQ(str_at(cJSON_GetArrayItem(tools, 0), "name", NULL, NULL), "sdkup_echo");
+    wait_names("tools/list", "tools", "sdkup_echo,sdkup_fail");
+    j = sdkfed("tools/list", "{}");
+    const cJSON *tools = cJSON_GetObjectItemCaseSensitive(result_of(j), "tools");
     CHECK(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(tools, 0), "outputSchema"));
     cJSON_Delete(j);
     j = call("sdkfed", "sdkup_echo", "{\"text\":\"via federation\"}");
@@ -585,47 +612,6 @@ static void test_sdk_upstream(void)
     cJSON_Delete(j);
     TEST_PASS("official TypeScript SDK 1.x upstream (SSE answers, sessions): call, isError, "
               "federation");
-}
-
-/* The names in list (a list result's array) joined by ",", into out. */
-static const char *names_of(const cJSON *list, char *out, size_t size)
-{
-    size_t n = 0;
-    out[0] = '\0';
-    const cJSON *x;
-    cJSON_ArrayForEach(x, list)
-    {
-        const char *name = str_at(x, "name", NULL, NULL);
-        int w = snprintf(out + n, size - n, "%s%s", n ? "," : "", name ? name : "?");
-        if (w < 0 || (size_t)w >= size - n)
-            break;
-        n += (size_t)w;
-    }
-    return out;
-}
-
-/* A request of method with params (JSON text) to server sdkfed: the response. */
-static cJSON *sdkfed(const char *method, const char *params)
-{
-    char body[1024];
-    snprintf(body, sizeof(body), "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"%s\",\"params\":%s}",
-             method, params);
-    return post_to("sdkfed", body, 200);
-}
-
-/* Polls a list method of server sdkfed (bound: about 30 s) until its names equal want. */
-static void wait_names(const char *method, const char *member, const char *want)
-{
-    char got[1024] = "";
-    for (int i = 0; i < 300; i++) {
-        cJSON *j = sdkfed(method, "{}");
-        names_of(cJSON_GetObjectItemCaseSensitive(result_of(j), member), got, sizeof(got));
-        cJSON_Delete(j);
-        if (strcmp(got, want) == 0)
-            break;
-        fx_sleep_ms(100);
-    }
-    CHECK_STR_EQ(got, want);
 }
 
 /* The first item of the array member of j's result. */
@@ -709,16 +695,7 @@ static pid_t test_federation_prune(pid_t *sdk, char *deps, size_t deps_size, con
     fx_reply_t r;
     CHECK_INT_EQ(fx_http_post(url, hdrs, body, &r), 0);
     CHECK_INT_EQ(r.status, 201);
-    char got[200] = "";
-    for (int i = 0; i < 300 && strcmp(got, "late_echo") != 0; i++) {
-        j = post_to("late", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", -1);
-        if (j)
-            names_of(cJSON_GetObjectItemCaseSensitive(result_of(j), "tools"), got, sizeof(got));
-        cJSON_Delete(j);
-        if (strcmp(got, "late_echo") != 0)
-            fx_sleep_ms(100);
-    }
-    CHECK_STR_EQ(got, "late_echo");
+    wait_names_on("late", "tools/list", "tools", "late_echo");
     j = call("late", "late_echo", "{\"text\":\"late\"}");
     CHECK_STR_EQ(str_at(j, "result", "structuredContent", "text"), "late");
     cJSON_Delete(j);
