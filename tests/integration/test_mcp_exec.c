@@ -12,8 +12,12 @@
  * upstream's host only in the worker's log), session 404 → re-initialize and the call
  * succeeds, upstream down → isError quickly, timeout → -32003,
  * configured headers reach the upstream and never the result or the worker's log, and
- * federation: the upstream's tools listed with the prefix (an invalid name skipped) and
- * callable.
+ * federation (through a worker's mcpq/catalog job): the upstream's tools listed with the prefix
+ * (an invalid name skipped) and callable, from the legacy and the 2026-07-28 upstream; from the
+ * official SDK upstream also its resource, template and prompt, read, got and completed through
+ * mcpq; and, once the upstream restarts with fewer objects, a second ingress refreshing every
+ * second (MCPQ_FEDERATE_REFRESH_MS) prunes what it dropped (tool, template, prompt), seen on the
+ * first ingress.
  */
 #include "check.h"
 #include "names.h"
@@ -33,6 +37,7 @@
 #include <unistd.h>
 
 #define TOKEN "sekrit-upstream-token-42"
+#define ADMIN_TOKEN "admin-token-for-the-federation-test-0123456789"
 
 static fx_stack_t fx;
 static int port, up_port, sdk_port;
@@ -224,6 +229,12 @@ static enum MHD_Result modern(struct MHD_Connection *conn, cJSON *msg)
         cJSON_AddStringToObject(r, "resultType", "complete");
         return reply(conn, 200, "application/json", rpc_result(id, r), NULL);
     }
+    if (strcmp(method, "tools/list") == 0) { /* one page: echo */
+        cJSON *r = cJSON_CreateObject();
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(r, "tools"), tool_def("echo"));
+        cJSON_AddStringToObject(r, "resultType", "complete");
+        return reply(conn, 200, "application/json", rpc_result(id, r), NULL);
+    }
     if (strcmp(method, "tools/call") == 0) {
         const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params, "name"));
         if (!name || strcmp(hdr(conn, "Mcp-Name"), name) != 0)
@@ -279,6 +290,8 @@ static struct MHD_Daemon *upstream_start(int p)
 
 /* ---- the gateway side ---- */
 
+/* POSTs body to /mcp[/server] of the first ingress: the JSON answer, whose HTTP status must be
+ * want_status; with want_status -1, 200, or NULL for a 404 (a server not known yet). */
 static cJSON *post_to(const char *server, const char *body, long want_status)
 {
     char url[160];
@@ -287,7 +300,9 @@ static cJSON *post_to(const char *server, const char *body, long want_status)
              server ? server : "");
     const char *hdrs[] = {"Authorization: Bearer mcp-key", NULL};
     CHECK_INT_EQ(fx_http_post(url, hdrs, body, &r), 0);
-    CHECK_INT_EQ(r.status, want_status);
+    if (want_status < 0 && r.status == 404) /* a server this ingress does not know yet */
+        return NULL;
+    CHECK_INT_EQ(r.status, want_status < 0 ? 200 : want_status);
     CHECK(strstr(r.body, TOKEN) == NULL);
     cJSON *j = cJSON_Parse(r.body);
     CHECK(j != NULL);
@@ -369,11 +384,15 @@ static void write_config(const char *path, int down_port)
              "{\"tenant\":\"m\",\"name\":\"fed\",\"federate\":{\"url\":"
              "\"http://127.0.0.1:%d/legacy\",\"prefix\":\"up_\",\"headers\":{"
              "\"Authorization\":\"Bearer " TOKEN "\"}}},"
+             "{\"tenant\":\"m\",\"name\":\"modfed\",\"federate\":{\"url\":"
+             "\"http://127.0.0.1:%d/modern\",\"prefix\":\"mod_\",\"headers\":{"
+             "\"Authorization\":\"Bearer " TOKEN "\"}}},"
              "{\"tenant\":\"m\",\"name\":\"sdkfed\",\"federate\":{\"url\":"
              "\"http://127.0.0.1:%d/mcp\",\"prefix\":\"sdkup_\",\"headers\":{"
              "\"Authorization\":\"Bearer " TOKEN "\"}}}],"
              "\"tools\":[%s,%s,%s,%s,%s,%s,%s,%s,%s,%s]}",
-             up_port, sdk_port, t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9]);
+             up_port, up_port, sdk_port, t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8],
+             t[9]);
     fx_write_file(path, cfg, 0600);
 }
 
@@ -474,22 +493,69 @@ static void test_down_and_timeout(void)
     TEST_PASS("upstream down → isError quickly; timeout → -32003 and notifications/cancelled");
 }
 
-static void test_federation(void)
+/* The names in list (a list result's array) joined by ",", into out. */
+static const char *names_of(const cJSON *list, char *out, size_t size)
 {
-    cJSON *j = NULL;
-    const cJSON *tools = NULL;
-    /* the import happens in the background after start-up */
-    for (int i = 0; i < 100; i++) {
+    size_t n = 0;
+    out[0] = '\0';
+    const cJSON *x;
+    cJSON_ArrayForEach(x, list)
+    {
+        const char *name = str_at(x, "name", NULL, NULL);
+        int w = snprintf(out + n, size - n, "%s%s", n ? "," : "", name ? name : "?");
+        if (w < 0 || (size_t)w >= size - n)
+            break;
+        n += (size_t)w;
+    }
+    return out;
+}
+
+/* A request of method with params (JSON text) to server: the response (NULL: a 404, a server
+ * the first ingress does not know yet). */
+static cJSON *rpc_to(const char *server, const char *method, const char *params)
+{
+    char body[1024];
+    snprintf(body, sizeof(body), "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"%s\",\"params\":%s}",
+             method, params);
+    return post_to(server, body, -1);
+}
+
+static cJSON *sdkfed(const char *method, const char *params)
+{
+    cJSON *j = rpc_to("sdkfed", method, params);
+    CHECK(j != NULL);
+    return j;
+}
+
+/* Polls a list method of server (bound: about 30 s) until its names equal want. */
+static void wait_names_on(const char *server, const char *method, const char *member,
+                          const char *want)
+{
+    char got[1024] = "";
+    for (int i = 0; i < 300; i++) {
+        cJSON *j = rpc_to(server, method, "{}");
+        if (j)
+            names_of(cJSON_GetObjectItemCaseSensitive(result_of(j), member), got, sizeof(got));
         cJSON_Delete(j);
-        j = post_to("fed", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", 200);
-        tools = cJSON_GetObjectItemCaseSensitive(result_of(j), "tools");
-        if (cJSON_GetArraySize(tools) >= 2)
+        if (strcmp(got, want) == 0)
             break;
         fx_sleep_ms(100);
     }
-    CHECK_INT_EQ(cJSON_GetArraySize(tools), 2);
-    CHECK_STR_EQ(str_at(cJSON_GetArrayItem(tools, 0), "name", NULL, NULL), "up_bad");
-    CHECK_STR_EQ(str_at(cJSON_GetArrayItem(tools, 1), "name", NULL, NULL), "up_echo");
+    CHECK_STR_EQ(got, want);
+}
+
+/* wait_names_on server sdkfed. */
+static void wait_names(const char *method, const char *member, const char *want)
+{
+    wait_names_on("sdkfed", method, member, want);
+}
+
+static void test_federation(void)
+{
+    /* the import happens in the background after start-up */
+    wait_names_on("fed", "tools/list", "tools", "up_bad,up_echo");
+    cJSON *j = post_to("fed", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", 200);
+    const cJSON *tools = cJSON_GetObjectItemCaseSensitive(result_of(j), "tools");
     CHECK_STR_EQ(str_at(cJSON_GetArrayItem(tools, 1), "description", NULL, NULL), "upstream tool");
     char *printed = cJSON_PrintUnformatted(j);
     CHECK(strstr(printed, TOKEN) == NULL);
@@ -502,13 +568,24 @@ static void test_federation(void)
     CHECK(is_error(j));
     cJSON_Delete(j);
     TEST_PASS("federation: upstream tools listed with the prefix (bad name skipped), callable");
+
+    /* a 2026-07-28 upstream: listed by the worker without a session, called the same way */
+    wait_names_on("modfed", "tools/list", "tools", "mod_echo");
+    j = call("modfed", "mod_echo", "{\"n\":5}");
+    CHECK(!is_error(j));
+    CHECK_INT_EQ((int)cJSON_GetObjectItemCaseSensitive(
+                     cJSON_GetObjectItemCaseSensitive(result_of(j), "structuredContent"), "n")
+                     ->valuedouble,
+                 5);
+    cJSON_Delete(j);
+    TEST_PASS("federation of a 2026-07-28 upstream: listed through a worker, callable");
 }
 
 /* The official TypeScript SDK 1.x as the upstream (tests/clients/sdk-upstream.mjs), when
  * node and the npm packages of tests/clients/install.sh are there; else 0 (skipped). */
-static pid_t sdk_start(char *deps, size_t size)
+static pid_t sdk_start(char *deps, size_t size, const char *mode)
 {
-    pid_t pid = fx_sdk_upstream(&fx, sdk_port, TOKEN, deps, size);
+    pid_t pid = fx_sdk_upstream_mode(&fx, sdk_port, TOKEN, mode, deps, size);
     CHECK(pid >= 0);
     return pid;
 }
@@ -525,18 +602,9 @@ static void test_sdk_upstream(void)
     CHECK_STR_EQ(text0(j), "sdk tool failed");
     cJSON_Delete(j);
     /* federation from the SDK server too */
-    const cJSON *tools = NULL;
-    j = NULL;
-    for (int i = 0; i < 100; i++) {
-        cJSON_Delete(j);
-        j = post_to("sdkfed", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", 200);
-        tools = cJSON_GetObjectItemCaseSensitive(result_of(j), "tools");
-        if (cJSON_GetArraySize(tools) >= 2)
-            break;
-        fx_sleep_ms(100);
-    }
-    CHECK_INT_EQ(cJSON_GetArraySize(tools), 2);
-    CHECK_STR_EQ(str_at(cJSON_GetArrayItem(tools, 0), "name", NULL, NULL), "sdkup_echo");
+    wait_names("tools/list", "tools", "sdkup_echo,sdkup_fail");
+    j = sdkfed("tools/list", "{}");
+    const cJSON *tools = cJSON_GetObjectItemCaseSensitive(result_of(j), "tools");
     CHECK(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(tools, 0), "outputSchema"));
     cJSON_Delete(j);
     j = call("sdkfed", "sdkup_echo", "{\"text\":\"via federation\"}");
@@ -544,6 +612,96 @@ static void test_sdk_upstream(void)
     cJSON_Delete(j);
     TEST_PASS("official TypeScript SDK 1.x upstream (SSE answers, sessions): call, isError, "
               "federation");
+}
+
+/* The first item of the array member of j's result. */
+static const cJSON *first_of(const cJSON *j, const char *member)
+{
+    return cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(result_of(j), member), 0);
+}
+
+/* The SDK upstream's resource, template and prompt, imported through the worker: listed with
+ * the prefix, read, got and completed through mcpq (each a job the worker sends upstream). */
+static void test_federation_kinds(void)
+{
+    wait_names("resources/list", "resources", "sdkup_readme");
+    cJSON *j = sdkfed("resources/list", "{}");
+    CHECK_STR_EQ(str_at(first_of(j, "resources"), "uri", NULL, NULL), "sdk://readme");
+    CHECK_STR_EQ(str_at(first_of(j, "resources"), "mimeType", NULL, NULL), "text/markdown");
+    cJSON_Delete(j);
+    j = sdkfed("resources/read", "{\"uri\":\"sdk://readme\"}");
+    CHECK_STR_EQ(str_at(first_of(j, "contents"), "text", NULL, NULL), "# SDK readme");
+    CHECK_STR_EQ(str_at(first_of(j, "contents"), "uri", NULL, NULL), "sdk://readme");
+    cJSON_Delete(j);
+
+    wait_names("resources/templates/list", "resourceTemplates", "sdkup_notes");
+    j = sdkfed("resources/read", "{\"uri\":\"sdk://notes/kafka\"}");
+    CHECK_STR_EQ(str_at(first_of(j, "contents"), "text", NULL, NULL), "notes on kafka");
+    cJSON_Delete(j);
+
+    wait_names("prompts/list", "prompts", "sdkup_greet");
+    j = sdkfed("prompts/get", "{\"name\":\"sdkup_greet\",\"arguments\":{\"name\":\"mcpq\"}}");
+    CHECK_STR_EQ(str_at(first_of(j, "messages"), "role", NULL, NULL), "user");
+    CHECK_STR_EQ(str_at(first_of(j, "messages"), "content", "text", NULL), "Greet mcpq");
+    cJSON_Delete(j);
+    j = sdkfed("completion/complete", "{\"ref\":{\"type\":\"ref/prompt\",\"name\":\"sdkup_greet\"},"
+                                      "\"argument\":{\"name\":\"style\",\"value\":\"f\"}}");
+    const cJSON *values = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(result_of(j), "completion"), "values");
+    CHECK_INT_EQ(cJSON_GetArraySize(values), 3);
+    CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetArrayItem(values, 1)), "friendly");
+    cJSON_Delete(j);
+    TEST_PASS("federation of the SDK upstream's resource, template and prompt: listed with "
+              "the prefix, read, got and completed through a worker");
+}
+
+/* The upstream restarts with fewer objects; a second ingress that refreshes every second
+ * prunes what it dropped, and the first ingress serves the pruned registry. */
+static pid_t test_federation_prune(pid_t *sdk, char *deps, size_t deps_size, const char *cfg)
+{
+    CHECK_INT_EQ(fx_stop_pid(*sdk, 5000), 0);
+    *sdk = sdk_start(deps, deps_size, "fewer");
+    CHECK(*sdk > 0);
+    const char *env[] = {"MCPQ_FEDERATE_REFRESH_MS=1000", "MCPQ_ADMIN_TOKEN=" ADMIN_TOKEN, NULL};
+    int port2 = fx_free_port();
+    pid_t ing2 = fx_spawn_ingress(&fx, "ingress2", port2, cfg, env, NULL, 0);
+    CHECK(ing2 > 0);
+    wait_names("tools/list", "tools", "sdkup_echo");
+    wait_names("prompts/list", "prompts", "");
+    wait_names("resources/templates/list", "resourceTemplates", "");
+    wait_names("resources/list", "resources", "sdkup_readme");
+    cJSON *j = call("sdkfed", "sdkup_echo", "{\"text\":\"after the restart\"}");
+    CHECK_STR_EQ(str_at(j, "result", "structuredContent", "text"), "after the restart");
+    cJSON_Delete(j);
+    j = call("sdkfed", "sdkup_fail", "{}");
+    CHECK(error_code(j) != 0); /* no such tool any more */
+    cJSON_Delete(j);
+    /* the tenant's tools the config made are untouched */
+    j = call(NULL, "sdk_echo", "{\"text\":\"still here\"}");
+    CHECK_STR_EQ(str_at(j, "result", "structuredContent", "text"), "still here");
+    cJSON_Delete(j);
+    TEST_PASS("federation refresh: what the restarted upstream dropped is pruned (tool, "
+              "prompt, template), what it kept still works, the config's tools are kept");
+
+    /* a federated server the admin API creates is imported without a restart */
+    char url[120], body[600];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/admin/v1/tenants/m/servers", port2);
+    snprintf(body, sizeof(body),
+             "{\"name\":\"late\",\"federate\":{\"url\":\"http://127.0.0.1:%d/mcp\","
+             "\"prefix\":\"late_\",\"headers\":{\"Authorization\":\"Bearer " TOKEN "\"}}}",
+             sdk_port);
+    const char *hdrs[] = {"Authorization: Bearer " ADMIN_TOKEN, "Content-Type: application/json",
+                          NULL};
+    fx_reply_t r;
+    CHECK_INT_EQ(fx_http_post(url, hdrs, body, &r), 0);
+    CHECK_INT_EQ(r.status, 201);
+    wait_names_on("late", "tools/list", "tools", "late_echo");
+    j = call("late", "late_echo", "{\"text\":\"late\"}");
+    CHECK_STR_EQ(str_at(j, "result", "structuredContent", "text"), "late");
+    cJSON_Delete(j);
+    TEST_PASS("federation follows the registry: a federated server created through the admin "
+              "API is imported and served without a restart");
+    return ing2;
 }
 
 int main(void)
@@ -557,7 +715,7 @@ int main(void)
     int down_port = fx_free_port();
     struct MHD_Daemon *up = upstream_start(up_port);
     char deps[500];
-    pid_t sdk = sdk_start(deps, sizeof(deps));
+    pid_t sdk = sdk_start(deps, sizeof(deps), NULL);
     snprintf(cfg, sizeof(cfg), "%s/mcp.json", fx.dir);
     write_config(cfg, down_port);
     port = fx_free_port();
@@ -572,9 +730,13 @@ int main(void)
     test_modern();
     test_down_and_timeout();
     test_federation();
-    if (sdk > 0)
+    CHECK(sdk >= 0); /* -1: the fixture said why (no SDK in CI) */
+    pid_t ing2 = 0;
+    if (sdk > 0) {
         test_sdk_upstream();
-    else
+        test_federation_kinds();
+        ing2 = test_federation_prune(&sdk, deps, sizeof(deps), cfg);
+    } else
         TEST_SKIP("official SDK upstream: no node or no npm packages in %s "
                   "(tests/clients/install.sh)",
                   deps);
@@ -584,6 +746,8 @@ int main(void)
     CHECK(!file_contains(ilog, TOKEN));
     TEST_PASS("the upstream token never reaches a log");
 
+    if (ing2 > 0)
+        CHECK_INT_EQ(fx_stop_pid(ing2, 10000), 0);
     CHECK_INT_EQ(fx_stop_pid(w, 10000), 0);
     CHECK_INT_EQ(fx_stop_pid(ing, 10000), 0);
     MHD_stop_daemon(up);

@@ -898,6 +898,36 @@ static void test_access(void)
               "refused with their JSON path");
 }
 
+/* servers[].federate: an HTTP upstream (url, headers) or a stdio one (command, args, env as
+ * references, cwd, limits), never both; pin; "federated" on tools. */
+static void test_federate_entry(void)
+{
+#define FED(F)                                                                                     \
+    CFG("", ",{'tenant':'acme','name':'up','federate':" F "}", TOOL("echo", VERSION("1", ""), ""))
+    cJSON *doc = LOAD(FED("{'url':'https://up.example/mcp','headers':{'A':'b'},'pin':true}"));
+    cJSON_Delete(doc);
+    doc = LOAD(FED("{'command':'npx','args':['-y','pkg'],'env':{'TOKEN':{'env':'UP_TOKEN'},"
+                   "'KEY':{'file':'/run/key'}},'cwd':'/srv','limits':{'processes':2},"
+                   "'prefix':'fs_','timeout_ms':5000,'pin':false}"));
+    cJSON_Delete(doc);
+    FAILS_C(FED("{'url':'https://up.example/mcp','command':'npx'}"), "$.servers[1].federate");
+    FAILS_C(FED("{'prefix':'x_'}"), "$.servers[1].federate");
+    FAILS_C(FED("{'command':'npx','headers':{'A':'b'}}"), "$.servers[1].federate");
+    FAILS_C(FED("{'command':'npx','env':{'TOKEN':'literal-secret'}}"),
+            "$.servers[1].federate.env.TOKEN: expected object, got string");
+    FAILS_C(FED("{'command':'npx','env':{'TOKEN':{'env':'A','file':'/b'}}}"),
+            "$.servers[1].federate.env.TOKEN");
+    FAILS_C(FED("{'url':'https://up.example/mcp','pin':'yes'}"),
+            "$.servers[1].federate.pin: expected boolean, got string");
+#undef FED
+    doc = LOAD(CFG("", "", TOOL("echo", VERSION("1", ""), ",'federated':true")));
+    cJSON_Delete(doc);
+    FAILS(CFG("", "", TOOL("echo", VERSION("1", ""), ",'federated':1")),
+          "$.tools[0].federated: expected boolean, got integer");
+    TEST_PASS("federate: an HTTP or a stdio upstream, never both; env references only; pin; "
+              "federated on tools");
+}
+
 #define KOBJ(KIND, NAME, VERSIONS)                                                                 \
     "{'kind':'" KIND "','tenant':'acme','server':'default','name':'" NAME                          \
     "','versions':[" VERSIONS "]}"
@@ -1084,6 +1114,7 @@ int main(void)
     test_secret_formats();
     test_semantic_errors();
     test_schema_errors();
+    test_federate_entry();
     test_rate_limits();
     test_robots_and_quotas();
     test_syntax_errors();
