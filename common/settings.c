@@ -35,6 +35,11 @@ static const set_def_t defs[] = {
      "included), in ms; a changed file is checked and applied to the registry once for the "
      "fleet, a bad one refused (docs/config-file.md, \"Watching the file\"); 0: read at "
      "start-up only"},
+    {"MCPQ_FEDERATE_REFRESH_MS", "federate-refresh-ms", T_INT, "600000", 200, 86400000, ING,
+     S(federate_refresh_ms),
+     "how often the ingress imports a federated server's upstream again after a successful "
+     "import, in ms (docs/tools.md, \"Upstream MCP servers\"); with federate.pin a changed tool "
+     "definition is quarantined at the first import that sees it (docs/security.md)"},
     {"MCPQ_CONFIG_PRUNE", "config-prune", T_INT, "0", 0, 1, ING, S(config_prune),
      "1: applying a changed MCPQ_CONFIG also deletes the servers and tools of its tenants that "
      "it does not name, as mcpq-ingress --apply --prune"},

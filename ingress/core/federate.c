@@ -4,10 +4,13 @@
 #include "log.h"
 #include "mcpw.h"
 #include "kv.h"
+#include "metrics.h"
+#include "pin.h"
 #include "registry.h"
 #include "regstore.h"
 #include "sch.h"
 #include "util.h"
+#include "whq.h"
 
 #include <curl/curl.h>
 #include <pthread.h>
@@ -34,6 +37,8 @@ typedef struct fed_entry {
 struct ing_federate {
     const mcpq_settings_t *set;
     kv_target_t *kvt;
+    kv_pool_t *kv; /* tool.changed events (whq.h) */
+    ing_metrics_t *metrics;
     cJSON *config; /* a copy: servers and tools */
     fed_entry_t *entries;
     size_t n;
@@ -373,6 +378,104 @@ fail:
     return NULL;
 }
 
+/* ---- pinned definitions (pin.h) ---- */
+
+/* What the import of one server found, collected by the regstore hook in the attempt that
+ * committed. */
+typedef struct fed_pin {
+    int pin; /* the server's federate.pin */
+    char now[32];
+    cJSON *events; /* [{tool, old, new, reason, changed, quarantined, restored}] */
+} fed_pin_t;
+
+static void pin_begin(void *arg)
+{
+    fed_pin_t *p = arg;
+    cJSON_Delete(p->events);
+    p->events = cJSON_CreateArray();
+}
+
+/* The one place an imported tool is written: pin.h's check on the stored and the fresh
+ * document; a transition is noted for after the commit. */
+static cJSON *pin_tool(void *arg, const cJSON *stored, cJSON *fresh)
+{
+    fed_pin_t *p = arg;
+    ing_pin_change_t chg;
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(fresh, "name"));
+    char tool[64];
+    snprintf(tool, sizeof(tool), "%s", name ? name : "");
+    cJSON *out = ing_pin_refresh(stored, fresh, p->pin, p->now, &chg);
+    if (out && ((chg.quarantined && chg.newly) || chg.restored)) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "tool", tool);
+        cJSON_AddStringToObject(e, "old_sha256", chg.old_sha);
+        cJSON_AddStringToObject(e, "new_sha256", chg.new_sha);
+        cJSON_AddBoolToObject(e, "quarantined", chg.quarantined);
+        if (chg.reason)
+            cJSON_AddStringToObject(e, "reason", chg.reason);
+        if (chg.changed) {
+            cJSON_AddItemToObject(e, "changed", chg.changed);
+            chg.changed = NULL;
+        }
+        cJSON_AddItemToArray(p->events, e);
+    }
+    ing_pin_change_cleanup(&chg);
+    return out;
+}
+
+static const char *s_of(const cJSON *o, const char *k)
+{
+    const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k));
+    return v ? v : "";
+}
+
+/* After a committed import: each tool newly quarantined is counted, logged and sent to the
+ * tenant's webhooks as tool.changed; each restored one is logged. */
+static void pin_report(ing_federate_t *f, const char *tenant, const char *server,
+                       const fed_pin_t *p)
+{
+    const cJSON *e;
+    cJSON_ArrayForEach(e, p->events)
+    {
+        const char *tool = s_of(e, "tool");
+        if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "quarantined"))) {
+            log_event(LOG_INFO, "federation: tool definition is the approved one again", "tenant",
+                      tenant, "server", server, "tool", tool, "sha256", s_of(e, "new_sha256"),
+                      (char *)NULL);
+            continue;
+        }
+        const cJSON *changed = cJSON_GetObjectItemCaseSensitive(e, "changed");
+        char *what = cJSON_PrintUnformatted(changed);
+        log_event(LOG_WARN,
+                  "federation: tool quarantined: its definition is not the approved one (approve "
+                  "it through the admin API)",
+                  "tenant", tenant, "server", server, "tool", tool, "reason", s_of(e, "reason"),
+                  "old_sha256", s_of(e, "old_sha256"), "new_sha256", s_of(e, "new_sha256"),
+                  "changed", what ? what : "[]", (char *)NULL);
+        cJSON_free(what);
+        ing_metrics_tool_quarantined(f->metrics);
+        cJSON *data = cJSON_CreateObject();
+        cJSON_AddStringToObject(data, "tenant", tenant);
+        cJSON_AddStringToObject(data, "server", server);
+        cJSON_AddStringToObject(data, "tool", tool);
+        cJSON_AddStringToObject(data, "reason", s_of(e, "reason"));
+        if (*s_of(e, "old_sha256"))
+            cJSON_AddStringToObject(data, "old_sha256", s_of(e, "old_sha256"));
+        else
+            cJSON_AddNullToObject(data, "old_sha256");
+        cJSON_AddStringToObject(data, "new_sha256", s_of(e, "new_sha256"));
+        cJSON_AddItemToObject(data, "changed",
+                              changed ? cJSON_Duplicate(changed, 1) : cJSON_CreateArray());
+        char *json = cJSON_PrintUnformatted(data), err[256];
+        cJSON_Delete(data);
+        if (f->kv && json &&
+            whq_event(f->kv, tenant, WHQ_EVENT_TOOL_CHANGED, "", json, err, sizeof(err)) < 0)
+            log_event(LOG_WARN, "federation: cannot queue the tool.changed event", "tenant", tenant,
+                      "tool", tool, "error", err, (char *)NULL);
+        cJSON_free(json);
+    }
+}
+
 /* One import of e; 0 or a negative code (logged). */
 static int fed_import(ing_federate_t *f, fed_entry_t *e, redisContext **rc)
 {
@@ -405,7 +508,10 @@ static int fed_import(ing_federate_t *f, fed_entry_t *e, redisContext **rc)
     if (!*rc)
         *rc = kv_connect(f->kvt, (int)f->set->redis_timeout_ms, err, sizeof(err));
     ing_regstore_summary_t sum;
-    if (!*rc || ing_regstore_apply(*rc, doc, 0, &sum, err, sizeof(err)) < 0) {
+    fed_pin_t pin = {.pin = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(fed, "pin"))};
+    ing_regstore_now(pin.now, sizeof(pin.now));
+    ing_regstore_hook_t hook = {.begin = pin_begin, .tool = pin_tool, .arg = &pin};
+    if (!*rc || ing_regstore_apply_hooked(*rc, doc, 0, &hook, &sum, err, sizeof(err)) < 0) {
         if (!e->failures++)
             log_event(LOG_WARN, "federation: cannot store the imported tools (will retry)",
                       "tenant", tenant, "server", sname, "error", err, (char *)NULL);
@@ -419,7 +525,9 @@ static int fed_import(ing_federate_t *f, fed_entry_t *e, redisContext **rc)
                   sname, "upstream", c.host, "version", c.modern ? MCPW_MODERN_VERSION : c.version,
                   "tools", n, (char *)NULL);
         e->failures = 0;
+        pin_report(f, tenant, sname, &pin);
     }
+    cJSON_Delete(pin.events);
     cJSON_Delete(doc);
     return rcode;
 }
@@ -436,7 +544,7 @@ static void *fed_thread(void *arg)
                 continue;
             if (fed_import(f, e, &rc) == 0) {
                 e->backoff_ms = 0;
-                e->due_ms = (long long)util_mono_ms() + FED_REFRESH_MS;
+                e->due_ms = (long long)util_mono_ms() + f->set->federate_refresh_ms;
             } else {
                 e->backoff_ms = e->backoff_ms ? e->backoff_ms * 2 : FED_BACKOFF_MIN_MS;
                 if (e->backoff_ms > FED_BACKOFF_MAX_MS)
@@ -450,8 +558,7 @@ static void *fed_thread(void *arg)
     return NULL;
 }
 
-ing_federate_t *ing_federate_start(const mcpq_settings_t *set, kv_target_t *kvt,
-                                   const cJSON *config)
+ing_federate_t *ing_federate_start(ing_ctx_t *ctx, const cJSON *config)
 {
     size_t n = 0;
     const cJSON *s;
@@ -464,8 +571,10 @@ ing_federate_t *ing_federate_start(const mcpq_settings_t *set, kv_target_t *kvt,
     ing_federate_t *f = calloc(1, sizeof(*f));
     if (!f)
         return NULL;
-    f->set = set;
-    f->kvt = kvt;
+    f->set = ctx->set;
+    f->kvt = ctx->kvt;
+    f->kv = ctx->kv;
+    f->metrics = ctx->metrics;
     f->config = cJSON_CreateObject();
     f->entries = calloc(n, sizeof(*f->entries));
     if (!f->config || !f->entries)

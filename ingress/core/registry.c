@@ -3,6 +3,7 @@
 
 #include "err.h"
 #include "log.h"
+#include "pin.h"
 #include "util.h"
 
 #include <openssl/evp.h>
@@ -25,6 +26,7 @@ struct ing_registry {
     size_t nservers;
     ing_tool_t *tools;
     size_t ntools;
+    size_t nquarantined; /* tools whose "quarantine" hides them (pin.h) */
     ing_apikey_t *keys;
     size_t nkeys;
     ing_app_t *apps;
@@ -466,6 +468,8 @@ static int index_tools(ing_registry_t *reg)
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(fake, "enabled")))
             t->fake_result = cJSON_GetObjectItemCaseSensitive(fake, "result");
         t->access = cJSON_GetObjectItemCaseSensitive(doc, "access");
+        t->quarantined = ing_pin_quarantined(doc);
+        reg->nquarantined += (size_t)t->quarantined;
         t->list_json = render_list_entry(name, ver);
         if (!t->list_json)
             return MCPQ_ENOMEM;
@@ -485,11 +489,20 @@ static int attach_tools(ing_registry_t *reg)
             if (!strcmp(reg->tools[j].tenant, s->tenant) && !strcmp(reg->tools[j].server, s->name))
                 cnt++;
         s->tools = calloc(cnt + 1, sizeof(*s->tools));
-        if (!s->tools)
+        s->quarantined = calloc(cnt + 1, sizeof(*s->quarantined));
+        if (!s->tools || !s->quarantined)
             return MCPQ_ENOMEM;
-        for (size_t j = 0; j < reg->ntools; j++)
-            if (!strcmp(reg->tools[j].tenant, s->tenant) && !strcmp(reg->tools[j].server, s->name))
-                s->tools[s->ntools++] = &reg->tools[j];
+        /* A quarantined tool (pin.h) is neither listed nor called: it goes to its own list,
+         * for the refusal that names the reason. */
+        for (size_t j = 0; j < reg->ntools; j++) {
+            ing_tool_t *t = &reg->tools[j];
+            if (strcmp(t->tenant, s->tenant) != 0 || strcmp(t->server, s->name) != 0)
+                continue;
+            if (t->quarantined)
+                s->quarantined[s->nquarantined++] = t;
+            else
+                s->tools[s->ntools++] = t;
+        }
         qsort(s->tools, s->ntools, sizeof(*s->tools), tool_ptr_cmp);
         if (server_fingerprint(s, find_tenant(reg, s->tenant)) < 0)
             return MCPQ_ENOMEM;
@@ -607,8 +620,10 @@ void ing_registry_unref(ing_registry_t *reg)
 {
     if (!reg || atomic_fetch_sub(&reg->refs, 1) != 1)
         return;
-    for (size_t i = 0; i < reg->nservers; i++)
+    for (size_t i = 0; i < reg->nservers; i++) {
         free(reg->servers[i].tools);
+        free(reg->servers[i].quarantined);
+    }
     for (size_t i = 0; i < reg->ntools; i++)
         cJSON_free(reg->tools[i].list_json);
     free(reg->servers);
@@ -687,6 +702,19 @@ const ing_server_t *ing_registry_server(const ing_registry_t *reg, const char *t
 {
     ing_server_t key = {.tenant = tenant, .name = name};
     return bsearch(&key, reg->servers, reg->nservers, sizeof(*reg->servers), server_cmp);
+}
+
+const ing_tool_t *ing_registry_quarantined(const ing_server_t *srv, const char *name)
+{
+    for (size_t i = 0; srv && name && i < srv->nquarantined; i++)
+        if (strcmp(srv->quarantined[i]->name, name) == 0)
+            return srv->quarantined[i];
+    return NULL;
+}
+
+size_t ing_registry_quarantined_count(const ing_registry_t *reg)
+{
+    return reg ? reg->nquarantined : 0;
 }
 
 const ing_tool_t *ing_registry_tool(const ing_server_t *srv, const char *name)

@@ -30,14 +30,17 @@ typedef struct ing_tool {
     int task_mode;
     const cJSON *fake_result; /* non-NULL when fake.enabled */
     const cJSON *access;      /* the tool's "access" rule (access.h), or NULL */
+    int quarantined; /* its definition is not the approved one (pin.h): not listed, not called */
 } ing_tool_t;
 
 typedef struct ing_server {
     const char *tenant;
     const char *name;
     const char *description;
-    ing_tool_t **tools; /* sorted by name */
+    ing_tool_t **tools; /* sorted by name; quarantined tools (pin.h) are not among them */
     size_t ntools;
+    ing_tool_t **quarantined; /* the quarantined ones, for ing_registry_quarantined */
+    size_t nquarantined;
     /* SHA-256 over its tools' list_json in order: two snapshots whose server has the same
      * fingerprint answer tools/list alike (listen.h tells clients when it changes). */
     unsigned char tools_fp[32];
@@ -180,5 +183,10 @@ const cJSON *ing_registry_docs(const ing_registry_t *reg);
 const ing_server_t *ing_registry_server(const ing_registry_t *reg, const char *tenant,
                                         const char *name);
 const ing_tool_t *ing_registry_tool(const ing_server_t *srv, const char *name);
+/* The quarantined tool name of srv (pin.h: hidden from tools/list, its calls refused with the
+ * reason), or NULL; ing_registry_tool never returns one. */
+const ing_tool_t *ing_registry_quarantined(const ing_server_t *srv, const char *name);
+/* How many tools of the snapshot are quarantined (reg may be NULL: 0), for the gauge. */
+size_t ing_registry_quarantined_count(const ing_registry_t *reg);
 
 #endif

@@ -477,7 +477,7 @@ static int apply_one(ing_regstore_state_t *st, const char *field, cJSON *neu,
 }
 
 static int stage_config(ing_regstore_state_t *st, const cJSON *config, int prune, const char *now,
-                        ing_regstore_summary_t *sum)
+                        const ing_regstore_hook_t *hook, ing_regstore_summary_t *sum)
 {
     static const char *const tenant_arrays[] = {"api_keys", "apps", "webhooks", NULL};
     static const char *const tenant_ids[] = {"id", "app_id", "id", NULL};
@@ -503,7 +503,12 @@ static int stage_config(ing_regstore_state_t *st, const cJSON *config, int prune
     cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(config, "tools"))
     {
         ing_regstore_field_tool(field, sizeof(field), str_of(o, "tenant"), str_of(o, "name"));
-        if ((rc = apply_one(st, field, cJSON_Duplicate(o, 1), tool_arrays, tool_ids, now, sum)) < 0)
+        cJSON *neu = cJSON_Duplicate(o, 1);
+        if (hook && neu)
+            neu = hook->tool(hook->arg, ing_regstore_get(st, field), neu);
+        if (!neu)
+            return MCPQ_ENOMEM;
+        if ((rc = apply_one(st, field, neu, tool_arrays, tool_ids, now, sum)) < 0)
             return rc;
     }
     if (!prune)
@@ -548,7 +553,8 @@ static int stage_config(ing_regstore_state_t *st, const cJSON *config, int prune
  * compare-and-set as the documents, so of replicas racing to apply one config exactly one
  * writes and the others find the mark on their retry. */
 static int apply_marked(redisContext *c, const cJSON *config, int prune, const char *mark,
-                        int *applied, ing_regstore_summary_t *sum, char *err, size_t err_size)
+                        const ing_regstore_hook_t *hook, int *applied, ing_regstore_summary_t *sum,
+                        char *err, size_t err_size)
 {
     char now[32];
     *applied = 0;
@@ -565,8 +571,10 @@ static int apply_marked(redisContext *c, const cJSON *config, int prune, const c
             ing_regstore_free(&st);
             return 0;
         }
+        if (rc == 0 && hook && hook->begin)
+            hook->begin(hook->arg);
         if (rc == 0)
-            rc = stage_config(&st, config, prune, now, sum);
+            rc = stage_config(&st, config, prune, now, hook, sum);
         if (rc == MCPQ_ENOMEM)
             snprintf(err, err_size, "out of memory");
         if (rc == 0)
@@ -593,7 +601,15 @@ int ing_regstore_apply(redisContext *c, const cJSON *config, int prune, ing_regs
                        char *err, size_t err_size)
 {
     int applied;
-    return apply_marked(c, config, prune, NULL, &applied, sum, err, err_size);
+    return apply_marked(c, config, prune, NULL, NULL, &applied, sum, err, err_size);
+}
+
+int ing_regstore_apply_hooked(redisContext *c, const cJSON *config, int prune,
+                              const ing_regstore_hook_t *hook, ing_regstore_summary_t *sum,
+                              char *err, size_t err_size)
+{
+    int applied;
+    return apply_marked(c, config, prune, NULL, hook, &applied, sum, err, err_size);
 }
 
 int ing_regstore_seed(redisContext *c, const cJSON *config, int prune, int *applied,
@@ -609,7 +625,7 @@ int ing_regstore_seed(redisContext *c, const cJSON *config, int prune, int *appl
     util_sha256_hex(text, strlen(text), hex);
     cJSON_free(text);
     snprintf(mark, sizeof(mark), "{\"sha256\":\"%s\"}", hex);
-    return apply_marked(c, config, prune, mark, applied, sum, err, err_size);
+    return apply_marked(c, config, prune, mark, NULL, applied, sum, err, err_size);
 }
 
 cJSON *ing_regstore_export(redisContext *c, char *err, size_t err_size)

@@ -129,6 +129,25 @@ int ing_regstore_apply(redisContext *c, const cJSON *config, int prune, ing_regs
                        char *err, size_t err_size);
 
 /*
+ * A hook into ing_regstore_apply_hooked's read-modify-write: begin (may be NULL) runs at the
+ * start of every attempt (a compare-and-set conflict starts over on fresh state), tool for
+ * each tool document of the config before it is compared with the stored one: it gets the
+ * stored document (NULL when new; owned by the state) and the new one (consumed) and returns
+ * the document to write (NULL: ENOMEM). What tool saw in the attempt that committed is what
+ * was written. Federation's pinned definitions (pin.h) use it.
+ */
+typedef struct ing_regstore_hook {
+    void (*begin)(void *arg);
+    cJSON *(*tool)(void *arg, const cJSON *stored, cJSON *fresh);
+    void *arg;
+} ing_regstore_hook_t;
+
+/* ing_regstore_apply with hook (may be NULL). */
+int ing_regstore_apply_hooked(redisContext *c, const cJSON *config, int prune,
+                              const ing_regstore_hook_t *hook, ing_regstore_summary_t *sum,
+                              char *err, size_t err_size);
+
+/*
  * The load of MCPQ_CONFIG (every replica runs it, at start-up and, with MCPQ_CONFIG_WATCH_MS, each
  * time the file changes): applies config (with prune as ing_regstore_apply) unless this exact
  * config (SHA-256 of its normalized text, kept in the registry hash's `meta:config` field) was
