@@ -141,6 +141,17 @@ int fx_ingress_exit(const fx_stack_t *fx, const char *name, const char *config,
  * (60 s) until it joined the consumer group. The pid, or -1 with a message on stderr. */
 pid_t fx_spawn_worker(const fx_stack_t *fx, const char *name, const char *const extra_env[]);
 
+/*
+ * Starts tests/clients/sdk-upstream.mjs (an upstream MCP server built with the official
+ * TypeScript SDK 1.x) on 127.0.0.1:port taking Bearer token, with extra_env ("K=V",
+ * NULL-terminated; may be NULL), logging to <dir>/sdk-upstream.log, and waits (20 s) for its
+ * ready file. deps receives the npm packages' dir ($MCPQ_CLIENTS_DEPS, else build/clients;
+ * made absolute). The pid; 0 when node or the packages are not there (the caller skips);
+ * -1 on failure (message on stderr).
+ */
+pid_t fx_spawn_sdk_upstream(const fx_stack_t *fx, int port, const char *token,
+                            const char *const extra_env[], char *deps, size_t size);
+
 /* The uid an unprivileged process of a test runs as when the test itself runs as root (CI
  * always does): nobody. */
 #define FX_UNPRIVILEGED_UID 65534

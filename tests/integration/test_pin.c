@@ -396,40 +396,6 @@ static void test_rug_pull(void)
     TEST_PASS("tools/{name}:approve: stale sha256 -> 409; the pending one -> listed and callable");
 }
 
-static pid_t sdk_start(char *deps, size_t size)
-{
-    const char *env = getenv("MCPQ_CLIENTS_DEPS");
-    char probe[600], ready[400], portstr[16], depenv[700], descenv[500];
-    snprintf(deps, size, "%s", env && *env ? env : "build/clients");
-    snprintf(probe, sizeof(probe), "%s/node_modules/@modelcontextprotocol/sdk/package.json", deps);
-    if (access(probe, R_OK) != 0 || system("node --version >/dev/null 2>&1") != 0)
-        return 0;
-    if (deps[0] != '/') {
-        char *abs = realpath(deps, NULL);
-        CHECK(abs != NULL);
-        snprintf(deps, size, "%s", abs);
-        free(abs);
-    }
-    snprintf(ready, sizeof(ready), "%s/sdk-upstream.ready", fx.dir);
-    snprintf(portstr, sizeof(portstr), "%d", sdk_port);
-    snprintf(depenv, sizeof(depenv), "MCPQ_CLIENTS_DEPS=%s", deps);
-    snprintf(descenv, sizeof(descenv), "SDK_UPSTREAM_DESC_FILE=%s", desc_file);
-    snprintf(probe, sizeof(probe), "%s/sdk-upstream.log", fx.dir);
-    const char *argv[] = {"node",
-                          "--import",
-                          "./tests/clients/lib/register.mjs",
-                          "tests/clients/sdk-upstream.mjs",
-                          portstr,
-                          ready,
-                          TOKEN,
-                          NULL};
-    const char *extra[] = {depenv, descenv, NULL};
-    pid_t pid = fx_spawn(argv, extra, probe);
-    CHECK(pid > 0);
-    CHECK_INT_EQ(fx_wait_file(ready, 20000), 0);
-    return pid;
-}
-
 int main(void)
 {
     char cfg[300], text[4096], deps[500];
@@ -441,7 +407,11 @@ int main(void)
     port = fx_free_port();
     snprintf(desc_file, sizeof(desc_file), "%s/echo-description.txt", fx.dir);
     fx_write_file(desc_file, "Echo v1\n", 0644);
-    pid_t sdk = sdk_start(deps, sizeof(deps));
+    char descenv[500];
+    snprintf(descenv, sizeof(descenv), "SDK_UPSTREAM_DESC_FILE=%s", desc_file);
+    const char *sdkenv[] = {descenv, NULL};
+    pid_t sdk = fx_spawn_sdk_upstream(&fx, sdk_port, TOKEN, sdkenv, deps, sizeof(deps));
+    CHECK(sdk >= 0);
     if (sdk <= 0) {
         const char *ci = getenv("CI");
         if (ci && strcmp(ci, "true") == 0) {
