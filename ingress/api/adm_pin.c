@@ -65,6 +65,9 @@ int ing_adm_pin_approve_tool(adm_t *a, const char *tenant, const char *field, co
     const cJSON *sha = cJSON_GetObjectItemCaseSensitive(a->body, "sha256");
     if (sha && !cJSON_IsString(sha))
         return ing_adm_fail(a, 400, "$.sha256: a string, the hash of the definition reviewed");
+    if (!ing_pin_is_tool(tool))
+        return ing_adm_fail(a, 409, "\"%s\" is a %s: only tool definitions are pinned", name,
+                            str_of(tool, "kind"));
     const cJSON *srv = server_of(a, tenant, str_of(tool, "server"));
     if (!cJSON_GetObjectItemCaseSensitive(srv, "federate"))
         return ing_adm_fail(a, 409,

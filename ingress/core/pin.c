@@ -150,6 +150,12 @@ static void set_member(cJSON *o, const char *k, cJSON *v)
         cJSON_AddItemToObject(o, k, v);
 }
 
+int ing_pin_is_tool(const cJSON *doc)
+{
+    const char *kind = str_of(doc, "kind");
+    return !kind || strcmp(kind, "tool") == 0;
+}
+
 int ing_pin_quarantined(const cJSON *tool)
 {
     return cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(tool, "quarantine"));
@@ -183,7 +189,7 @@ cJSON *ing_pin_refresh(const cJSON *stored, cJSON *fresh, int pin, const char *n
     } else {
         cJSON_DeleteItemFromObjectCaseSensitive(fresh, "pinned");
     }
-    cJSON *def = ing_pin_definition(fresh);
+    cJSON *def = ing_pin_is_tool(fresh) ? ing_pin_definition(fresh) : NULL;
     if (!def) {
         /* Nothing published: nothing to serve, nothing to judge. */
         if (chg == &local)
@@ -232,7 +238,7 @@ enomem:
 int ing_pin_approve(cJSON *tool, const char *by, const char *now, const char *expect_sha)
 {
     char sha[ING_PIN_SHA_LEN + 1];
-    cJSON *def = ing_pin_definition(tool);
+    cJSON *def = ing_pin_is_tool(tool) ? ing_pin_definition(tool) : NULL;
     if (!def)
         return MCPQ_EINVAL;
     if (ing_pin_hash(def, sha) < 0) {

@@ -83,7 +83,7 @@ void ing_pin_change_cleanup(ing_pin_change_t *chg);
  * to its definition, hash, now and by, "quarantine" removed. expect_sha (may be NULL) is the
  * hash the operator reviewed: when the definition's hash differs, nothing changes and 1 is
  * returned (the definition changed since the review). 0 on success; MCPQ_EINVAL when the tool
- * has no published version; MCPQ_ENOMEM.
+ * has no published version or is not a tool (ing_pin_is_tool); MCPQ_ENOMEM.
  */
 int ing_pin_approve(cJSON *tool, const char *by, const char *now, const char *expect_sha);
 
@@ -97,6 +97,10 @@ int ing_pin_approve(cJSON *tool, const char *by, const char *now, const char *ex
  * when the member is absent on that side).
  */
 cJSON *ing_pin_show(const cJSON *tool);
+
+/* 1 when a registry document is a tool (its "kind" absent or "tool"): only tool definitions
+ * are pinned; resources, resource templates and prompts are never quarantined. */
+int ing_pin_is_tool(const cJSON *doc);
 
 /* 1 when tool (a registry document) is quarantined. */
 int ing_pin_quarantined(const cJSON *tool);

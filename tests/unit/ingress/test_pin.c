@@ -180,6 +180,14 @@ static void test_refresh(void)
     CHECK(cJSON_GetObjectItemCaseSensitive(w9, "pinned") == NULL);
     CHECK(!ing_pin_quarantined(w9));
     CHECK(ing_pin_show(w9) == NULL);
+    /* another kind (a resource, a prompt): carried, never quarantined, not approved */
+    cJSON *r = tool("Echo", "string");
+    cJSON_AddStringToObject(r, "kind", "prompt");
+    CHECK(!ing_pin_is_tool(r));
+    r = ing_pin_refresh(NULL, r, 1, "x", &chg);
+    CHECK(!chg.quarantined && !ing_pin_quarantined(r));
+    CHECK_INT_EQ(ing_pin_approve(r, "x", "x", NULL), MCPQ_EINVAL);
+    cJSON_Delete(r);
     /* no published version: approval refused */
     cJSON_DeleteItemFromObjectCaseSensitive(w9, "published");
     CHECK_INT_EQ(ing_pin_approve(w9, "x", "x", NULL), MCPQ_EINVAL);
