@@ -307,3 +307,34 @@ cJSON *ing_pin_show(const cJSON *tool)
     }
     return o;
 }
+
+cJSON *ing_pin_transition(const cJSON *stored, const cJSON *written)
+{
+    if (!cJSON_IsObject(written))
+        return NULL;
+    const cJSON *q = cJSON_GetObjectItemCaseSensitive(written, "quarantine");
+    const cJSON *was = cJSON_GetObjectItemCaseSensitive(stored, "quarantine");
+    const char *sha = str_of(q, "sha256"), *was_sha = str_of(was, "sha256");
+    if (!q && !was)
+        return NULL;
+    if (q && was_sha && sha && strcmp(sha, was_sha) == 0)
+        return NULL; /* quarantined with this definition already */
+    cJSON *ev = cJSON_CreateObject();
+    if (!ev)
+        return NULL;
+    cJSON_AddStringToObject(ev, "tool", str_of(written, "name") ? str_of(written, "name") : "");
+    cJSON_AddBoolToObject(ev, "quarantined", q != NULL);
+    if (!q)
+        return ev;
+    const char *old = str_of(cJSON_GetObjectItemCaseSensitive(written, "pinned"), "sha256");
+    cJSON_AddStringToObject(ev, "reason", str_of(q, "reason") ? str_of(q, "reason") : "changed");
+    if (old)
+        cJSON_AddStringToObject(ev, "old_sha256", old);
+    else
+        cJSON_AddNullToObject(ev, "old_sha256");
+    cJSON_AddStringToObject(ev, "new_sha256", sha ? sha : "");
+    const cJSON *changed = cJSON_GetObjectItemCaseSensitive(q, "changed");
+    cJSON_AddItemToObject(ev, "changed",
+                          changed ? cJSON_Duplicate(changed, 1) : cJSON_CreateArray());
+    return ev;
+}

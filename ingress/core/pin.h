@@ -75,6 +75,17 @@ typedef struct ing_pin_change {
 cJSON *ing_pin_refresh(const cJSON *stored, cJSON *fresh, int pin, const char *now,
                        ing_pin_change_t *chg);
 
+/*
+ * What writing the tool document written over stored (NULL: new) does to its pin state, for
+ * the report after the write is committed (federate.c): a new object
+ *   {"tool", "quarantined": true, "reason", "old_sha256" (null: never approved), "new_sha256",
+ *    "changed"}   when written is quarantined and stored was not with the same hash (the
+ *                 tool.changed event's data, with tenant and server added), or
+ *   {"tool", "quarantined": false}  when stored was quarantined and written is not;
+ * NULL when nothing changes (or written is not an object: a deletion).
+ */
+cJSON *ing_pin_transition(const cJSON *stored, const cJSON *written);
+
 /* Frees what chg holds (chg->changed). */
 void ing_pin_change_cleanup(ing_pin_change_t *chg);
 

@@ -3,6 +3,7 @@
 #include "names.h"
 
 #include "cfg.h"
+#include "cfgkinds.h"
 #include "err.h"
 #include "util.h"
 #include "webhook.h"
@@ -385,11 +386,13 @@ int ing_regstore_config_check(const cJSON *cfg, const mcpq_settings_t *set, char
 {
     if (!set->webhook_allow_private && ing_whrules_config_check(cfg, err, err_size) < 0)
         return MCPQ_EINVAL;
+    if (cfg_kinds_sizes(cfg, (size_t)set->resource_max_bytes, err, err_size) < 0)
+        return MCPQ_EINVAL;
     return cfg_check_app_secrets(cfg, (size_t)set->app_secret_min_bytes, err, err_size);
 }
 
-int ing_regstore_check_tenant(ing_regstore_state_t *st, const char *tenant, char *err,
-                              size_t err_size)
+int ing_regstore_check_tenant(ing_regstore_state_t *st, const char *tenant,
+                              const mcpq_settings_t *set, char *err, size_t err_size)
 {
     cJSON *doc = build_config(st, tenant);
     if (!doc) {
@@ -406,6 +409,8 @@ int ing_regstore_check_tenant(ing_regstore_state_t *st, const char *tenant, char
         if (!text)
             snprintf(err, err_size, "out of memory");
         rc = ok ? 0 : text ? MCPQ_EINVAL : MCPQ_ENOMEM;
+        if (ok && set && cfg_kinds_sizes(ok, (size_t)set->resource_max_bytes, err, err_size) < 0)
+            rc = MCPQ_EINVAL;
         cJSON_Delete(ok);
         cJSON_free(text);
     }
@@ -477,7 +482,7 @@ static int apply_one(ing_regstore_state_t *st, const char *field, cJSON *neu,
 }
 
 static int stage_config(ing_regstore_state_t *st, const cJSON *config, int prune, const char *now,
-                        const ing_regstore_hook_t *hook, ing_regstore_summary_t *sum)
+                        ing_regstore_summary_t *sum)
 {
     static const char *const tenant_arrays[] = {"api_keys", "apps", "webhooks", NULL};
     static const char *const tenant_ids[] = {"id", "app_id", "id", NULL};
@@ -503,12 +508,7 @@ static int stage_config(ing_regstore_state_t *st, const cJSON *config, int prune
     cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(config, "tools"))
     {
         ing_regstore_field_tool(field, sizeof(field), str_of(o, "tenant"), str_of(o, "name"));
-        cJSON *neu = cJSON_Duplicate(o, 1);
-        if (hook && neu)
-            neu = hook->tool(hook->arg, ing_regstore_get(st, field), neu);
-        if (!neu)
-            return MCPQ_ENOMEM;
-        if ((rc = apply_one(st, field, neu, tool_arrays, tool_ids, now, sum)) < 0)
+        if ((rc = apply_one(st, field, cJSON_Duplicate(o, 1), tool_arrays, tool_ids, now, sum)) < 0)
             return rc;
     }
     if (!prune)
@@ -553,8 +553,7 @@ static int stage_config(ing_regstore_state_t *st, const cJSON *config, int prune
  * compare-and-set as the documents, so of replicas racing to apply one config exactly one
  * writes and the others find the mark on their retry. */
 static int apply_marked(redisContext *c, const cJSON *config, int prune, const char *mark,
-                        const ing_regstore_hook_t *hook, int *applied, ing_regstore_summary_t *sum,
-                        char *err, size_t err_size)
+                        int *applied, ing_regstore_summary_t *sum, char *err, size_t err_size)
 {
     char now[32];
     *applied = 0;
@@ -571,10 +570,8 @@ static int apply_marked(redisContext *c, const cJSON *config, int prune, const c
             ing_regstore_free(&st);
             return 0;
         }
-        if (rc == 0 && hook && hook->begin)
-            hook->begin(hook->arg);
         if (rc == 0)
-            rc = stage_config(&st, config, prune, now, hook, sum);
+            rc = stage_config(&st, config, prune, now, sum);
         if (rc == MCPQ_ENOMEM)
             snprintf(err, err_size, "out of memory");
         if (rc == 0)
@@ -601,15 +598,7 @@ int ing_regstore_apply(redisContext *c, const cJSON *config, int prune, ing_regs
                        char *err, size_t err_size)
 {
     int applied;
-    return apply_marked(c, config, prune, NULL, NULL, &applied, sum, err, err_size);
-}
-
-int ing_regstore_apply_hooked(redisContext *c, const cJSON *config, int prune,
-                              const ing_regstore_hook_t *hook, ing_regstore_summary_t *sum,
-                              char *err, size_t err_size)
-{
-    int applied;
-    return apply_marked(c, config, prune, NULL, hook, &applied, sum, err, err_size);
+    return apply_marked(c, config, prune, NULL, &applied, sum, err, err_size);
 }
 
 int ing_regstore_seed(redisContext *c, const cJSON *config, int prune, int *applied,
@@ -625,7 +614,7 @@ int ing_regstore_seed(redisContext *c, const cJSON *config, int prune, int *appl
     util_sha256_hex(text, strlen(text), hex);
     cJSON_free(text);
     snprintf(mark, sizeof(mark), "{\"sha256\":\"%s\"}", hex);
-    return apply_marked(c, config, prune, mark, NULL, applied, sum, err, err_size);
+    return apply_marked(c, config, prune, mark, applied, sum, err, err_size);
 }
 
 cJSON *ing_regstore_export(redisContext *c, char *err, size_t err_size)

@@ -2,7 +2,7 @@
  * Tests ingress/api/adm_pin.c (POST .../tools/{name}:approve and .../servers/{s}:approve)
  * through ing_admin_api with synthetic requests (tests/handlers/harness.h), with the
  * registry snapshot and tools/call behind them: a federated tool written by an import with
- * pin on (ing_regstore_apply_hooked with pin.h's check, as federate.c does) is quarantined:
+ * pin on (ing_federate_plan, where federate.c runs pin.h's check) is quarantined:
  * the admin view shows it with its pending definition, tools/list leaves it out and tools/call
  * refuses it naming the quarantine; :approve brings it back; a changed description is
  * quarantined again with its diff; the errors: 400 (unknown member, bad approvedBy, bad
@@ -13,7 +13,7 @@
 #include "harness.h"
 
 #include "admin.h"
-#include "pin.h"
+#include "federate.h"
 #include "regstore.h"
 
 #include <stdio.h>
@@ -41,30 +41,35 @@ static void expect(const char *method, const char *url, const char *body, int st
 
 /* ---- an import as federate.c writes it ---- */
 
-static cJSON *pin_hook_tool(void *arg, const cJSON *stored, cJSON *fresh)
-{
-    (void)arg;
-    return ing_pin_refresh(stored, fresh, 1, "2026-01-01T00:00:00.000Z", NULL);
-}
-
+/* The registry write of an import whose catalog lists echo with description: federate.c's
+ * plan (with pin.h's check, the server having "pin": true) committed like fed_store does. */
 static void import(const char *description)
 {
-    char doc[1024], err[256];
-    snprintf(doc, sizeof(doc),
-             "{\"tools\": [{\"tenant\": \"t\", \"server\": \"fed\", \"name\": \"up_echo\","
-             " \"published\": \"1\", \"versions\": [{\"version\": \"1\", \"description\": \"%s\","
-             " \"inputSchema\": {\"type\": \"object\"}, \"mode\": \"sync\", \"executor\":"
-             " {\"type\": \"mcp\", \"url\": \"http://127.0.0.1:9/mcp\", \"tool\": \"echo\"}}]}]}",
+    char cat[1024], err[256], now[32];
+    snprintf(cat, sizeof(cat),
+             "{\"tools\": [{\"name\": \"echo\", \"description\": \"%s\","
+             " \"inputSchema\": {\"type\": \"object\"}}]}",
              description);
-    cJSON *d = cJSON_Parse(doc);
-    CHECK(d != NULL);
+    cJSON *catalog = cJSON_Parse(cat);
+    CHECK(catalog != NULL);
     redisContext *c = kv_connect(h.ctx.kvt, 2000, err, sizeof(err));
     CHECK(c != NULL);
-    ing_regstore_hook_t hook = {.tool = pin_hook_tool};
-    ing_regstore_summary_t sum;
-    CHECK_INT_EQ(ing_regstore_apply_hooked(c, d, 0, &hook, &sum, err, sizeof(err)), 0);
+    ing_regstore_state_t st;
+    CHECK_INT_EQ(ing_regstore_load(c, &st, err, sizeof(err)), 0);
+    const cJSON *server = ing_regstore_get(&st, "server:t:fed");
+    CHECK(server != NULL);
+    ing_regstore_now(now, sizeof(now));
+    cJSON *plan = ing_federate_plan(server, catalog, st.docs, now, NULL);
+    CHECK(plan != NULL);
+    for (cJSON *x = plan->child; x; x = x->next)
+        CHECK_INT_EQ(
+            ing_regstore_put(&st, x->string, cJSON_IsNull(x) ? NULL : cJSON_Duplicate(x, 1)), 0);
+    long long rev;
+    CHECK_INT_EQ(ing_regstore_commit(c, &st, &rev, err, sizeof(err)), 0);
+    cJSON_Delete(plan);
+    ing_regstore_free(&st);
     redisFree(c);
-    cJSON_Delete(d);
+    cJSON_Delete(catalog);
     hx_reload(&h);
 }
 
@@ -207,8 +212,9 @@ static void test_approve_server(void)
     CHECK_STR_EQ(hx_str(&e, "pin.approvedBy"), "operator");
     CHECK_STR_EQ(hx_str(&e, "pin.sha256"), sha);
     hx_ex_free(&e);
-    /* a tool with no published version cannot be approved */
-    expect("POST", "/admin/v1/tenants/t/tools/up_echo/versions/1:offline", NULL, 200, NULL);
+    /* a tool with no published version cannot be approved (the changed description was
+     * imported as version 2) */
+    expect("POST", "/admin/v1/tenants/t/tools/up_echo/versions/2:offline", NULL, 200, NULL);
     expect("POST", "/admin/v1/tenants/t/tools/up_echo:approve", NULL, 409, "no published version");
     TEST_PASS("servers/{s}:approve: every changed tool approved; errors 403/404/405/409");
 }

@@ -407,10 +407,9 @@ int main(void)
     port = fx_free_port();
     snprintf(desc_file, sizeof(desc_file), "%s/echo-description.txt", fx.dir);
     fx_write_file(desc_file, "Echo v1\n", 0644);
-    char descenv[500];
-    snprintf(descenv, sizeof(descenv), "SDK_UPSTREAM_DESC_FILE=%s", desc_file);
-    const char *sdkenv[] = {descenv, NULL};
-    pid_t sdk = fx_spawn_sdk_upstream(&fx, sdk_port, TOKEN, sdkenv, deps, sizeof(deps));
+    /* the upstream inherits the test's environment: echo's description from desc_file */
+    setenv("SDK_UPSTREAM_DESC_FILE", desc_file, 1);
+    pid_t sdk = fx_sdk_upstream(&fx, sdk_port, TOKEN, deps, sizeof(deps));
     CHECK(sdk >= 0);
     if (sdk <= 0) {
         const char *ci = getenv("CI");
