@@ -197,9 +197,51 @@ static void test_refresh(void)
               "-> cleared; stale review refused; restored; pin off");
 }
 
+/* What a write does to the pin state, as federate.c reports it after the commit. */
+static void test_transition(void)
+{
+    cJSON *q1 = ing_pin_refresh(NULL, tool("Echo", "string"), 1, "t0", NULL);
+    cJSON *ev = ing_pin_transition(NULL, q1);
+    CHECK(ev != NULL);
+    CHECK_STR_EQ(s(ev, "tool"), "up_echo");
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ev, "quarantined")));
+    CHECK_STR_EQ(s(ev, "reason"), "new");
+    CHECK(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(ev, "old_sha256")));
+    CHECK_STR_EQ(s(ev, "new_sha256"),
+                 s(cJSON_GetObjectItemCaseSensitive(q1, "quarantine"), "sha256"));
+    cJSON_Delete(ev);
+    /* the same quarantine written again: nothing to report */
+    CHECK(ing_pin_transition(q1, q1) == NULL);
+    /* approved, then changed: reported with the old hash and the changed members */
+    cJSON *a = cJSON_Duplicate(q1, 1);
+    CHECK_INT_EQ(ing_pin_approve(a, "ops", "t1", NULL), 0);
+    ev = ing_pin_transition(q1, a); /* lifted: quarantined false */
+    CHECK(ev != NULL);
+    CHECK(!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ev, "quarantined")));
+    cJSON_Delete(ev);
+    cJSON *q2 = ing_pin_refresh(a, tool("Echo v2", "string"), 1, "t2", NULL);
+    ev = ing_pin_transition(a, q2);
+    CHECK_STR_EQ(s(ev, "reason"), "changed");
+    CHECK_STR_EQ(s(ev, "old_sha256"), s(cJSON_GetObjectItemCaseSensitive(a, "pinned"), "sha256"));
+    CHECK_STR_EQ(
+        cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(ev, "changed"), 0)->valuestring,
+        "description");
+    cJSON_Delete(ev);
+    /* a deletion (JSON null) or a write without pin state: nothing */
+    cJSON *null = cJSON_CreateNull();
+    CHECK(ing_pin_transition(a, null) == NULL);
+    CHECK(ing_pin_transition(NULL, a) == NULL);
+    cJSON_Delete(null);
+    cJSON_Delete(q2);
+    cJSON_Delete(a);
+    cJSON_Delete(q1);
+    TEST_PASS("transition: newly quarantined (new, changed with the old hash), lifted, nothing");
+}
+
 int main(void)
 {
     test_canonical();
     test_refresh();
+    test_transition();
     return 0;
 }
