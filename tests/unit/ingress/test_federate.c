@@ -228,6 +228,25 @@ static void test_refresh(const cJSON *server, cJSON *docs)
     CHECK_INT_EQ(cJSON_GetArraySize(at(t, "versions")), FED_VERSIONS_KEPT);
     CHECK_STR_EQ(s(t, "published"), "9");
     CHECK_STR_EQ(s(version0(t), "version"), "5");
+    /* an operator took it offline: a changed definition is a new version, still offline */
+    cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(docs, "tool:t:up_echo"),
+                                           "published", cJSON_CreateNull());
+    catalog = cJSON_Parse("{\"tools\":[{\"name\":\"echo\",\"description\":\"round 6\","
+                          "\"inputSchema\":{\"type\":\"object\"}}]}");
+    plan = ing_federate_plan(server, catalog, docs, "2026-11-28T21:00:00.000Z", &n);
+    CHECK_INT_EQ(cJSON_GetArraySize(plan), 0); /* the newest version is unchanged */
+    cJSON_Delete(plan);
+    cJSON_Delete(catalog);
+    catalog = cJSON_Parse("{\"tools\":[{\"name\":\"echo\",\"description\":\"round 7\","
+                          "\"inputSchema\":{\"type\":\"object\"}}]}");
+    plan = ing_federate_plan(server, catalog, docs, "2026-11-28T21:00:00.000Z", &n);
+    CHECK_INT_EQ(n.updated, 1);
+    t = at(plan, "tool:t:up_echo");
+    CHECK(cJSON_IsNull(at(t, "published")));
+    CHECK_STR_EQ(s(cJSON_GetArrayItem(at(t, "versions"), FED_VERSIONS_KEPT - 1), "version"), "10");
+    apply(docs, plan);
+    cJSON_Delete(plan);
+    cJSON_Delete(catalog);
     /* an empty catalog (the upstream lists nothing now) prunes everything it imported */
     catalog = cJSON_Parse("{}");
     plan = ing_federate_plan(server, catalog, docs, "2026-11-28T21:00:00.000Z", &n);
@@ -238,7 +257,8 @@ static void test_refresh(const cJSON *server, cJSON *docs)
     CHECK(at(docs, "tool:t:up_echo") == NULL);
     cJSON_Delete(plan);
     cJSON_Delete(catalog);
-    TEST_PASS("federation refresh: versions kept bounded; an empty catalog prunes every import");
+    TEST_PASS("federation refresh: versions kept bounded; an object taken offline stays offline; "
+              "an empty catalog prunes every import");
 }
 
 static void test_stdio_and_prefix(void)
