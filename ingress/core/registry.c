@@ -528,8 +528,7 @@ static int uri_ptr_cmp(const void *a, const void *b)
 }
 
 /* The objects of kind of server s, quarantined (pin.h) or not, into a new array *out (sorted by
- * name) with *n. 0 or
- * MCPQ_ENOMEM. */
+ * name) with *n. 0 or MCPQ_ENOMEM. */
 static int attach_kind(ing_registry_t *reg, const ing_server_t *s, int kind, int quarantined,
                        ing_tool_t ***out, size_t *n)
 {
