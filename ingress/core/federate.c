@@ -161,6 +161,8 @@ static cJSON *fed_definition_changed(const fed_plan_t *p, const cJSON *old, cons
                                      cJSON *v)
 {
     cJSON *doc = cJSON_Duplicate(old, 1);
+    const char *old_kind = str_of(old, "kind");
+    int same_kind = strcmp(old_kind ? old_kind : "tool", kind) == 0;
     cJSON_DeleteItemFromObjectCaseSensitive(doc, "kind");
     if (strcmp(kind, "tool") != 0)
         cJSON_AddStringToObject(doc, "kind", kind);
@@ -179,6 +181,9 @@ static cJSON *fed_definition_changed(const fed_plan_t *p, const cJSON *old, cons
         if (id && *id && end && !*end && n >= next)
             next = n + 1;
     }
+    if (!same_kind) /* every version of an object is of its kind: the others go */
+        while (cJSON_GetArraySize(versions) > 0)
+            cJSON_DeleteItemFromArray(versions, 0);
     char id[24];
     snprintf(id, sizeof(id), "%ld", next);
     cJSON_AddStringToObject(v, "version", id);
@@ -285,7 +290,7 @@ static int object_name(fed_plan_t *p, const char *kind, const char *un, int sani
     char field[300];
     ing_regstore_field_tool(field, sizeof(field), p->tenant, out);
     const cJSON *old = cJSON_GetObjectItemCaseSensitive(p->docs, field);
-    if (cJSON_HasObjectItem(p->names, out)) {
+    if (cJSON_GetObjectItemCaseSensitive(p->names, out)) {
         skip(p, kind, un, "another object of this upstream has the same name");
         return -1;
     }
@@ -322,7 +327,7 @@ static const char *resource_unusable(fed_plan_t *p, const cJSON *up)
     const char *uri = str_of(up, "uri");
     if (!uri || !uri[0] || strlen(uri) > KINDS_URI_MAX)
         return "no uri, or longer than 2048 bytes";
-    if (cJSON_HasObjectItem(p->uris, uri))
+    if (cJSON_GetObjectItemCaseSensitive(p->uris, uri))
         return "another resource of this upstream has the same uri";
     cJSON_AddItemToObject(p->uris, uri, cJSON_CreateTrue());
     return NULL;
@@ -398,7 +403,7 @@ static void plan_prune(fed_plan_t *p)
     for (const cJSON *d = p->docs ? p->docs->child : NULL; d; d = d->next) {
         const char *name = str_of(d, "name");
         if (strncmp(d->string, "tool:", 5) != 0 || !mine(p, d) || !name ||
-            cJSON_HasObjectItem(p->names, name))
+            cJSON_GetObjectItemCaseSensitive(p->names, name))
             continue;
         cJSON_AddItemToObject(p->out, d->string, cJSON_CreateNull());
         p->c.deleted++;
