@@ -12,7 +12,7 @@
 int whq_event_known(const char *event)
 {
     static const char *const known[] = {"task.running", "task.completed", "task.terminated",
-                                        "task.cancelled"};
+                                        "task.cancelled", WHQ_EVENT_TOOL_CHANGED};
     for (size_t i = 0; event && i < sizeof(known) / sizeof(known[0]); i++)
         if (strcmp(event, known[i]) == 0)
             return 1;
@@ -22,7 +22,8 @@ int whq_event_known(const char *event)
 int whq_event(kv_pool_t *kv, const char *tenant, const char *event, const char *task_id,
               const char *data_json, char *errstr, size_t errstr_size)
 {
-    if (!kv || !tenant || !*tenant || !task_id || !*task_id || !data_json ||
+    int task_event = event && strncmp(event, "task.", 5) == 0;
+    if (!kv || !tenant || !*tenant || !task_id || (task_event && !*task_id) || !data_json ||
         !whq_event_known(event)) {
         snprintf(errstr, errstr_size, "whq_event: bad tenant, event or task id");
         return MCPQ_EINVAL;

@@ -58,13 +58,19 @@
 /* The longest delivery id: "msg_" + id_base (at most 64 characters) + "_" + n. */
 #define WHQ_ID_MAX 96
 
-/* 1 when event is one of task.running, task.completed, task.terminated, task.cancelled. */
+/* A federated tool's definition is no longer the approved one (ingress/core/pin.h): a tenant
+ * event without a task (task id ""); its data names tenant, server and tool. */
+#define WHQ_EVENT_TOOL_CHANGED "tool.changed"
+
+/* 1 when event is one of task.running, task.completed, task.terminated, task.cancelled,
+ * tool.changed. */
 int whq_event_known(const char *event);
 
 /*
  * Creates the deliveries of one event outside any other script: common/lua/whq_event.lua
  * (lib_whq.lua plus a call with Redis's clock) with a random id base. data_json must be a
  * JSON object.
+ * task_id is "" for an event that is not a task's (tool.changed).
  * Returns the number of deliveries created (>= 0, 0 when the tenant is unknown or nothing
  * subscribes to event), MCPQ_EINVAL for bad arguments, MCPQ_EUNAVAIL when Redis failed
  * (errstr filled).

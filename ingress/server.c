@@ -288,6 +288,10 @@ static enum MHD_Result metrics(ing_req_t *req)
                              .listeners = ctx->listen ? ing_listen_count(ctx->listen) : 0,
                              .kafka_up = mq_producer_up(ctx->producer),
                              .redis_up = ing_pending_healthy(ctx->pending)};
+    ing_registry_t *reg = ing_ctx_registry(ctx);
+    now.quarantined = ing_registry_quarantined_count(reg);
+    if (reg)
+        ing_registry_unref(reg);
     ing_metrics_render(ctx->metrics, &b, &now);
     ing_resp_t resp = {
         .status = 200, .body = b.data ? b.data : strdup(""), .content_type = PROM_CONTENT_TYPE};

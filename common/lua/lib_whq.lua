@@ -2,14 +2,16 @@
 -- other scripts (common/whq.h). Creates one webhook delivery per webhook of the tenant that
 -- subscribes to event (@NAMES_KEY_WH_DELIVERY@<id> hash, @NAMES_KEY_WH_DUE@, @NAMES_KEY_WH_INDEX@<tenant>),
 -- reading the tenant's document from @NAMES_KEY_REGISTRY@ and the task's traceparent, owner,
--- server and tool (a delivery belongs to its task: ingress/core/owner.h), and
+-- server and tool (a delivery belongs to its task: ingress/core/owner.h; tool.changed has no
+-- task, task_id '': its server and tool come from data_json, no owner), and
 -- trims the tenant's index to WHQ_RETENTION_S and WHQ_INDEX_MAX.
 -- KEYS, ARGV: none of its own (it defines only the local function whq_enqueue).
 -- Returns: nothing itself; whq_enqueue returns how many deliveries it created.
 
 local function whq_enqueue(tenant, event, task_id, data_json, iso_ts, now_ms, id_base)
   if event ~= 'task.running' and event ~= 'task.completed' and
-     event ~= 'task.terminated' and event ~= 'task.cancelled' then return 0 end
+     event ~= 'task.terminated' and event ~= 'task.cancelled' and
+     event ~= 'tool.changed' then return 0 end
   local doc = redis.call('HGET', '@NAMES_KEY_REGISTRY@', 'tenant:' .. tenant)
   if not doc then return 0 end
   local ok, t = pcall(cjson.decode, doc)
@@ -18,8 +20,17 @@ local function whq_enqueue(tenant, event, task_id, data_json, iso_ts, now_ms, id
   local body = '{"type":"' .. event .. '","timestamp":"' .. iso_ts ..
     '","data":' .. data_json .. '}'
   local idx = '@NAMES_KEY_WH_INDEX@' .. tenant
-  local tk = redis.call('HMGET', '@NAMES_KEY_TASK@' .. task_id, 'traceparent', 'owner', 'server',
-    'tool')
+  local tk = {}
+  if task_id ~= '' then
+    tk = redis.call('HMGET', '@NAMES_KEY_TASK@' .. task_id, 'traceparent', 'owner', 'server',
+      'tool')
+  else
+    local dok, d = pcall(cjson.decode, data_json)
+    if dok and type(d) == 'table' then
+      tk = {false, false, type(d.server) == 'string' and d.server or false,
+        type(d.tool) == 'string' and d.tool or false}
+    end
+  end
   local tp = tk[1] or ''
   local n = 0
   for _, w in ipairs(t.webhooks) do

@@ -12,6 +12,7 @@
  *   adm_tools.c     tools (created with their first version, renamed)
  *   adm_versions.c  tool versions: adding, editing, publishing, taking offline, deleting
  *   adm_config.c    the whole configuration: export and apply; the config file's events
+ *   adm_pin.c       approving federated tool definitions (:approve; pin.h)
  *
  * A resource handler runs on the registry state loaded for this attempt (a->st) and returns
  * DONE (answered, nothing to write) or COMMIT (answered; commit a->st). Not
@@ -177,6 +178,8 @@ int ing_adm_subs_route(adm_t *a, cJSON *t);
 /* adm_servers.c: /tenants/{t}/servers (GET, POST) and .../servers/{name}. */
 int ing_adm_servers_collection(adm_t *a, const char *tenant);
 int ing_adm_servers_one(adm_t *a, const cJSON *t, const char *name);
+/* .../servers/{name}:<verb> (a->verb set): :approve (adm_pin.c). */
+int ing_adm_servers_verb(adm_t *a, const cJSON *t, const char *name);
 
 /* adm_tools.c: /tenants/{t}/tools (GET, POST) and .../tools/{name}[:rename]: registry objects
  * of every kind (a "kind" member when creating one, kinds.h; listings filter on kind);
@@ -195,6 +198,11 @@ int ing_adm_versions_collection(adm_t *a, const cJSON *t, const char *name);
 int ing_adm_versions_one(adm_t *a, const cJSON *t, const char *name, const char *ver);
 cJSON *ing_adm_versions_from_body(adm_t *a, const cJSON *tool, int kind, const cJSON *body);
 int ing_adm_versions_publish_flag(adm_t *a, const cJSON *body, int *publish);
+
+/* adm_pin.c: POST .../tools/{name}:approve of tool (its document at field) and POST
+ * .../servers/{s}:approve of server (docs/security.md, "Pinned tool definitions"). */
+int ing_adm_pin_approve_tool(adm_t *a, const char *tenant, const char *field, const cJSON *tool);
+int ing_adm_pin_approve_server(adm_t *a, const char *tenant, const cJSON *server);
 
 /* adm_config.c: /config, GET (export without secrets) and PUT (apply; ?prune=true), on c. */
 int ing_adm_config_doc(adm_t *a, redisContext *c);

@@ -95,3 +95,18 @@ int ing_adm_servers_one(adm_t *a, const cJSON *t, const char *name)
     a->check_tenant = tenant;
     return ing_adm_answer(a, 200, ing_adm_show_server(copy));
 }
+
+int ing_adm_servers_verb(adm_t *a, const cJSON *t, const char *name)
+{
+    const char *tenant = str_of(t, "id");
+    if (strcmp(a->verb, "approve") != 0)
+        return ing_adm_fail(a, 404, "no such admin resource (servers take :approve)");
+    if (ing_adm_is_system(name))
+        return ing_adm_system_refused(a, NULL);
+    char field[600];
+    ing_regstore_field_server(field, sizeof(field), tenant, name);
+    const cJSON *s = ing_regstore_get(&a->st, field);
+    if (!s)
+        return ing_adm_fail(a, 404, "tenant \"%s\" has no server \"%s\"", tenant, name);
+    return ing_adm_pin_approve_server(a, tenant, s);
+}

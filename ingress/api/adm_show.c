@@ -8,6 +8,7 @@
 #include "kinds.h"
 
 #include "cfgsecret.h"
+#include "pin.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -120,6 +121,9 @@ cJSON *ing_adm_show_tool(const cJSON *t)
                              cJSON_CreateString(str_of(e, "version") ? str_of(e, "version") : ""));
     }
     copy_member(o, t, "access");
+    cJSON *pin = ing_pin_show(t); /* pinned definitions (pin.h): state, pending, diff */
+    if (pin)
+        cJSON_AddItemToObject(o, "pin", pin);
     copy_meta(o, t);
     return with_etag(o);
 }

@@ -165,8 +165,10 @@ int ing_adm_tools_one(adm_t *a, const cJSON *t, const char *name)
     cJSON *tool = ing_regstore_get(&a->st, field);
     if (!tool)
         return ing_adm_fail(a, 404, "tenant \"%s\" has no tool \"%s\"", tenant, name);
+    if (a->verb && strcmp(a->verb, "approve") == 0)
+        return ing_adm_pin_approve_tool(a, tenant, field, tool);
     if (a->verb && strcmp(a->verb, "rename") != 0)
-        return ing_adm_fail(a, 404, "no such admin resource (tools take :rename)");
+        return ing_adm_fail(a, 404, "no such admin resource (tools take :rename and :approve)");
     cJSON *shown = ing_adm_show_tool(tool);
     if (strcmp(a->method, "GET") == 0 && !a->verb)
         return ing_adm_answer(a, 200, shown);

@@ -45,9 +45,10 @@ static int dispatch(adm_t *a)
     if (n >= 1 && strcmp(s[0], "tenants") != 0)
         return ing_adm_fail(a, 404, "no such admin resource");
     /* A custom method (":verb") only where one is taken: apps and webhooks (:rotateSecret),
-     * a tool (:rename), a version (:publish, :offline); each checks its own names. */
+     * a tool (:rename, :approve), a server (:approve), a version (:publish, :offline); each
+     * checks its own names. */
     int verb_taken = (n == 4 && (strcmp(s[2], "apps") == 0 || strcmp(s[2], "webhooks") == 0 ||
-                                 strcmp(s[2], "tools") == 0)) ||
+                                 strcmp(s[2], "tools") == 0 || strcmp(s[2], "servers") == 0)) ||
                      (n == 6 && strcmp(s[2], "tools") == 0);
     if (a->verb && !verb_taken)
         return ing_adm_fail(a, 404, "no such admin resource (:%s)", a->verb);
@@ -62,6 +63,8 @@ static int dispatch(adm_t *a)
         return ing_adm_subs_route(a, t);
     if (strcmp(s[2], "servers") == 0 && n == 3)
         return ing_adm_allow(a, "GET, POST") ? ing_adm_servers_collection(a, s[1]) : DONE;
+    if (strcmp(s[2], "servers") == 0 && n == 4 && a->verb)
+        return ing_adm_servers_verb(a, t, s[3]);
     if (strcmp(s[2], "servers") == 0 && n == 4)
         return ing_adm_allow(a, "GET, PATCH, DELETE") ? ing_adm_servers_one(a, t, s[3]) : DONE;
     if (strcmp(s[2], "tools") == 0 && n == 3)

@@ -4,11 +4,14 @@
 #include "kinds.h"
 #include "kv.h"
 #include "log.h"
+#include "metrics.h"
 #include "mq.h"
 #include "names.h"
+#include "pin.h"
 #include "regstore.h"
 #include "sch.h"
 #include "util.h"
+#include "whq.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -67,6 +70,7 @@ typedef struct fed_plan {
     const cJSON *server;
     const char *tenant, *sname, *now;
     const cJSON *fed;
+    int pin; /* federate.pin: tool definitions are checked against the approved ones (pin.h) */
     const cJSON *docs;
     char prefix[64];
     cJSON *out;   /* field -> document or null */
@@ -217,13 +221,15 @@ static cJSON *object_new(const fed_plan_t *p, const char *kind, const char *name
  * its registry document (NULL when new), doc the one this import would write (consumed; stored
  * itself, copied, when the definition did not change). Returns the document to write. This is
  * the place for a pinned upstream's check (federate.pin, docs/security.md: a definition that
- * is not the approved one is quarantined); without pinning the document passes as it is.
+ * is not the approved one is quarantined, pin.h's ing_pin_refresh); without pinning the
+ * approval is carried and any quarantine lifted. NULL on ENOMEM.
  */
 static cJSON *fed_tool_check(const fed_plan_t *p, const cJSON *stored, cJSON *doc)
 {
-    (void)p;
-    (void)stored;
-    return doc;
+    cJSON *out = ing_pin_refresh(stored, doc, p->pin, p->now, NULL);
+    if (out && stored && !cJSON_Compare(out, stored, 1))
+        ing_regstore_touch(out, p->now);
+    return out;
 }
 
 /* Records the object name of kind with definition v (consumed): created, updated or left. */
@@ -416,6 +422,8 @@ cJSON *ing_federate_plan(const cJSON *server, const cJSON *catalog, const cJSON 
         .sname = str_of(server, "name"),
         .now = now,
         .fed = cJSON_GetObjectItemCaseSensitive(server, "federate"),
+        .pin = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(server, "federate"), "pin")),
         .docs = docs,
     };
     if (!p.tenant || !p.sname || !cJSON_IsObject(p.fed))
@@ -558,10 +566,12 @@ static cJSON *fed_catalog(ing_federate_t *f, fed_entry_t *e, redisContext **rc, 
 
 /* Writes the plan of catalog for e (compare-and-set, retried). 0 or a negative code, err set. */
 static int fed_store(ing_federate_t *f, fed_entry_t *e, redisContext *c, const cJSON *catalog,
-                     ing_federate_counts_t *counts, char *err, size_t err_size)
+                     ing_federate_counts_t *counts, cJSON **events, char *err, size_t err_size)
 {
     char field[300], now[32];
     for (int attempt = 0; attempt < FED_APPLY_TRIES; attempt++) {
+        cJSON_Delete(*events);
+        *events = cJSON_CreateArray();
         ing_regstore_state_t st;
         int rc = ing_regstore_load(c, &st, err, err_size);
         if (rc < 0) {
@@ -578,8 +588,13 @@ static int fed_store(ing_federate_t *f, fed_entry_t *e, redisContext *c, const c
         ing_regstore_now(now, sizeof(now));
         cJSON *plan = ing_federate_plan(e->server, catalog, st.docs, now, counts);
         rc = plan ? 0 : MCPQ_ENOMEM;
-        for (cJSON *x = plan ? plan->child : NULL; x && rc == 0; x = x->next)
+        for (cJSON *x = plan ? plan->child : NULL; x && rc == 0; x = x->next) {
+            /* what this write does to a tool's pin state, reported once it is committed */
+            cJSON *ev = ing_pin_transition(ing_regstore_get(&st, x->string), x);
+            if (ev)
+                cJSON_AddItemToArray(*events, ev);
             rc = ing_regstore_put(&st, x->string, cJSON_IsNull(x) ? NULL : cJSON_Duplicate(x, 1));
+        }
         cJSON_Delete(plan);
         long long rev;
         if (rc == 0)
@@ -592,6 +607,44 @@ static int fed_store(ing_federate_t *f, fed_entry_t *e, redisContext *c, const c
     }
     snprintf(err, err_size, "the registry kept changing under %d attempts", FED_APPLY_TRIES);
     return MCPQ_EUNAVAIL;
+}
+
+/* After a committed import: each tool it quarantined (ing_pin_transition) is counted, logged
+ * and sent to the tenant's webhooks as tool.changed; each it restored is logged. */
+static void pin_report(ing_federate_t *f, const char *tenant, const char *server,
+                       const cJSON *events)
+{
+    const cJSON *ev;
+    cJSON_ArrayForEach(ev, events)
+    {
+        const char *tool = str_of(ev, "tool");
+        const char *old = str_of(ev, "old_sha256");
+        if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ev, "quarantined"))) {
+            log_event(LOG_INFO, "federation: tool definition is the approved one again", "tenant",
+                      tenant, "server", server, "tool", tool, (char *)NULL);
+            continue;
+        }
+        char *changed = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(ev, "changed"));
+        log_event(LOG_WARN,
+                  "federation: tool quarantined: its definition is not the approved one (approve "
+                  "it through the admin API)",
+                  "tenant", tenant, "server", server, "tool", tool, "reason", str_of(ev, "reason"),
+                  "old_sha256", old ? old : "", "new_sha256", str_of(ev, "new_sha256"), "changed",
+                  changed ? changed : "[]", (char *)NULL);
+        cJSON_free(changed);
+        ing_metrics_tool_quarantined(f->ctx->metrics);
+        cJSON *data = cJSON_Duplicate(ev, 1);
+        cJSON_DeleteItemFromObjectCaseSensitive(data, "quarantined");
+        cJSON_AddStringToObject(data, "tenant", tenant);
+        cJSON_AddStringToObject(data, "server", server);
+        char *json = data ? cJSON_PrintUnformatted(data) : NULL, err[256];
+        cJSON_Delete(data);
+        if (json &&
+            whq_event(f->ctx->kv, tenant, WHQ_EVENT_TOOL_CHANGED, "", json, err, sizeof(err)) < 0)
+            log_event(LOG_WARN, "federation: cannot queue the tool.changed event", "tenant", tenant,
+                      "tool", tool, "error", err, (char *)NULL);
+        cJSON_free(json);
+    }
 }
 
 static void fed_failed(fed_entry_t *e, const char *what, const char *why)
@@ -612,7 +665,8 @@ static int fed_import(ing_federate_t *f, fed_entry_t *e, redisContext **rc)
         return MCPQ_EUNAVAIL;
     }
     ing_federate_counts_t n = {0};
-    int code = *rc ? fed_store(f, e, *rc, catalog, &n, why, sizeof(why)) : MCPQ_EUNAVAIL;
+    cJSON *events = NULL;
+    int code = *rc ? fed_store(f, e, *rc, catalog, &n, &events, why, sizeof(why)) : MCPQ_EUNAVAIL;
     if (code < 0) {
         fed_failed(e, "federation: cannot store the imported objects (will retry)",
                    why[0] ? why : "Redis unavailable");
@@ -630,7 +684,9 @@ static int fed_import(ing_federate_t *f, fed_entry_t *e, redisContext **rc)
                   num[0], "resources", num[1], "templates", num[2], "prompts", num[3], "created",
                   num[4], "updated", num[5], "deleted", num[6], "skipped", num[7], (char *)NULL);
         e->failures = 0;
+        pin_report(f, str_of(e->server, "tenant"), str_of(e->server, "name"), events);
     }
+    cJSON_Delete(events);
     cJSON_Delete(catalog);
     return code;
 }

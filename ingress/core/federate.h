@@ -41,6 +41,13 @@
  * upstream failed) changes nothing, is logged and retried with backoff (1 s doubling to 60 s);
  * a successful one is repeated every MCPQ_FEDERATE_REFRESH_MS.
  *
+ * Pinned definitions (pin.h, docs/security.md): fed_tool_check runs ing_pin_refresh on every
+ * imported tool with the server's "pin"; a definition that is not the approved one is written
+ * quarantined. After the commit each tool the import newly quarantined (ing_pin_transition
+ * against the state the commit replaced) is counted (mcpq_tools_quarantined_total), logged
+ * (warn, old and new hash) and sent to the tenant's webhooks as tool.changed: by the replica
+ * whose commit wrote it, once.
+ *
  * Thread safety: start/stop from the main thread; ing_federate_plan is pure.
  */
 #ifndef MCPQ_ING_FEDERATE_H

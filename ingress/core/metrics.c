@@ -36,7 +36,8 @@ struct ing_metrics {
     atomic_llong oauth_keys; /* -1 until the OAuth service counted them */
     atomic_ullong oauth_oi[ING_OI_COUNT];
     atomic_ullong cfg[ING_CFG_COUNT];
-    atomic_int cfg_refused; /* the last change of the config file was refused */
+    atomic_int cfg_refused;    /* the last change of the config file was refused */
+    atomic_ullong quarantined; /* federated tools this replica quarantined (pin.h) */
     int64_t start_ms;
 };
 
@@ -82,6 +83,12 @@ void ing_metrics_config_reload(ing_metrics_t *m, ing_metrics_cfg_t result)
         return;
     atomic_fetch_add(&m->cfg[result], 1);
     atomic_store(&m->cfg_refused, result == ING_CFG_REFUSED);
+}
+
+void ing_metrics_tool_quarantined(ing_metrics_t *m)
+{
+    if (m)
+        atomic_fetch_add(&m->quarantined, 1);
 }
 
 void ing_metrics_free(ing_metrics_t *m)
@@ -155,6 +162,19 @@ static void render_oauth(ing_metrics_t *m, util_buf_t *out)
                   atomic_load(&m->oauth_oi[i]));
 }
 
+/* Pinned tool definitions (pin.h). */
+static void render_pin(ing_metrics_t *m, util_buf_t *out, const ing_metrics_now_t *now)
+{
+    prom_head(out, "mcpq_tools_quarantined_total", "counter",
+              "Federated tools this replica quarantined because their definition was not the "
+              "approved one (federate.pin, docs/security.md).");
+    prom_line(out, "mcpq_tools_quarantined_total %llu\n", atomic_load(&m->quarantined));
+    prom_head(out, "mcpq_tools_quarantined", "gauge",
+              "Tools quarantined now in the registry this replica serves, waiting for an "
+              "operator's approval.");
+    prom_line(out, "mcpq_tools_quarantined %zu\n", now->quarantined);
+}
+
 int ing_metrics_render(ing_metrics_t *m, util_buf_t *out, const ing_metrics_now_t *now)
 {
     prom_line(out, "# HELP mcpq_http_requests_total HTTP requests by MCP method and status.\n");
@@ -226,6 +246,7 @@ int ing_metrics_render(ing_metrics_t *m, util_buf_t *out, const ing_metrics_now_
               "1 while the config file holds a change this replica refused (the registry is "
               "as it was before it), 0 once a change is applied or found applied.");
     prom_line(out, "mcpq_config_refused %d\n", atomic_load(&m->cfg_refused));
+    render_pin(m, out, now);
     prom_line(out, "# HELP mcpq_dependency_up 1 while the dependency is reachable.\n");
     prom_line(out, "# TYPE mcpq_dependency_up gauge\n");
     prom_line(out, "mcpq_dependency_up{dependency=\"kafka\"} %d\n", now->kafka_up);

@@ -2,7 +2,8 @@
  * metrics.h - the ingress's Prometheus metrics (docs/operations.md "Metrics"): requests by MCP
  * method and HTTP status, request latency histograms, in-flight calls, published jobs and their
  * failures, tool call outcomes, webhook delivery attempts by outcome, open notification streams,
- * the webhook queue, OAuth key fetches and token introspection, config file reloads, build info
+ * the webhook queue, OAuth key fetches and token introspection, config file reloads,
+ * quarantined federated tools (pin.h), build info
  * and start time. Counters are lock-free atomics; every function is thread-safe.
  * ing_metrics_render() writes the text exposition format.
  */
@@ -93,10 +94,15 @@ void ing_metrics_oauth_introspection(ing_metrics_t *m, ing_metrics_oi_t what);
  * mcpq_config_refused (1 after a refusal, 0 after anything else). */
 void ing_metrics_config_reload(ing_metrics_t *m, ing_metrics_cfg_t result);
 
+/* A federated tool quarantined by this replica's import (federate.c, pin.h): counts
+ * mcpq_tools_quarantined_total. m may be NULL. */
+void ing_metrics_tool_quarantined(ing_metrics_t *m);
+
 /* What the ingress is doing now, read at scrape time. */
 typedef struct ing_metrics_now {
-    size_t inflight;  /* tools/call requests waiting for a result */
-    size_t listeners; /* open notification streams (listen.h) */
+    size_t inflight;    /* tools/call requests waiting for a result */
+    size_t quarantined; /* tools quarantined in the current registry snapshot (pin.h) */
+    size_t listeners;   /* open notification streams (listen.h) */
     int kafka_up, redis_up;
 } ing_metrics_now_t;
 

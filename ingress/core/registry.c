@@ -4,6 +4,7 @@
 #include "cfgkinds.h"
 #include "err.h"
 #include "log.h"
+#include "pin.h"
 #include "util.h"
 
 #include <openssl/evp.h>
@@ -26,6 +27,7 @@ struct ing_registry {
     size_t nservers;
     ing_tool_t *tools;
     size_t ntools;
+    size_t nquarantined; /* tools whose "quarantine" hides them (pin.h) */
     ing_apikey_t *keys;
     size_t nkeys;
     ing_app_t *apps;
@@ -508,6 +510,9 @@ static int index_tools(ing_registry_t *reg)
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(fake, "enabled")))
             t->fake_result = cJSON_GetObjectItemCaseSensitive(fake, "result");
         t->access = cJSON_GetObjectItemCaseSensitive(doc, "access");
+        /* only tools are pinned (pin.h) */
+        t->quarantined = kind == ING_KIND_TOOL && ing_pin_quarantined(doc);
+        reg->nquarantined += (size_t)t->quarantined;
         t->list_json = render_list_entry(kind, name, ver);
         if (!t->list_json)
             return MCPQ_ENOMEM;
@@ -522,20 +527,20 @@ static int uri_ptr_cmp(const void *a, const void *b)
     return strcmp((*x)->uri, (*y)->uri);
 }
 
-/* The objects of kind of server s into a new array *out (sorted by name) with *n. 0 or
- * MCPQ_ENOMEM. */
-static int attach_kind(ing_registry_t *reg, const ing_server_t *s, int kind, ing_tool_t ***out,
-                       size_t *n)
+/* The objects of kind of server s, quarantined (pin.h) or not, into a new array *out (sorted by
+ * name) with *n. 0 or MCPQ_ENOMEM. */
+static int attach_kind(ing_registry_t *reg, const ing_server_t *s, int kind, int quarantined,
+                       ing_tool_t ***out, size_t *n)
 {
     size_t cnt = 0;
     for (size_t j = 0; j < reg->ntools; j++)
-        cnt += reg->tools[j].kind == kind && !strcmp(reg->tools[j].tenant, s->tenant) &&
-               !strcmp(reg->tools[j].server, s->name);
+        cnt += reg->tools[j].kind == kind && reg->tools[j].quarantined == quarantined &&
+               !strcmp(reg->tools[j].tenant, s->tenant) && !strcmp(reg->tools[j].server, s->name);
     if (!(*out = calloc(cnt + 1, sizeof(**out))))
         return MCPQ_ENOMEM;
     for (size_t j = 0; j < reg->ntools; j++)
-        if (reg->tools[j].kind == kind && !strcmp(reg->tools[j].tenant, s->tenant) &&
-            !strcmp(reg->tools[j].server, s->name))
+        if (reg->tools[j].kind == kind && reg->tools[j].quarantined == quarantined &&
+            !strcmp(reg->tools[j].tenant, s->tenant) && !strcmp(reg->tools[j].server, s->name))
             (*out)[(*n)++] = &reg->tools[j];
     qsort(*out, *n, sizeof(**out), tool_ptr_cmp);
     return 0;
@@ -547,10 +552,13 @@ static int attach_tools(ing_registry_t *reg)
 {
     for (size_t i = 0; i < reg->nservers; i++) {
         ing_server_t *s = &reg->servers[i];
-        if (attach_kind(reg, s, ING_KIND_TOOL, &s->tools, &s->ntools) < 0 ||
-            attach_kind(reg, s, ING_KIND_RESOURCE, &s->resources, &s->nresources) < 0 ||
-            attach_kind(reg, s, ING_KIND_TEMPLATE, &s->templates, &s->ntemplates) < 0 ||
-            attach_kind(reg, s, ING_KIND_PROMPT, &s->prompts, &s->nprompts) < 0 ||
+        /* A quarantined tool (pin.h) is neither listed nor called: it goes to its own list,
+         * for the refusal that names the reason. */
+        if (attach_kind(reg, s, ING_KIND_TOOL, 0, &s->tools, &s->ntools) < 0 ||
+            attach_kind(reg, s, ING_KIND_TOOL, 1, &s->quarantined, &s->nquarantined) < 0 ||
+            attach_kind(reg, s, ING_KIND_RESOURCE, 0, &s->resources, &s->nresources) < 0 ||
+            attach_kind(reg, s, ING_KIND_TEMPLATE, 0, &s->templates, &s->ntemplates) < 0 ||
+            attach_kind(reg, s, ING_KIND_PROMPT, 0, &s->prompts, &s->nprompts) < 0 ||
             !(s->by_uri = calloc(s->nresources + 1, sizeof(*s->by_uri))))
             return MCPQ_ENOMEM;
         memcpy(s->by_uri, s->resources, s->nresources * sizeof(*s->by_uri));
@@ -673,6 +681,7 @@ void ing_registry_unref(ing_registry_t *reg)
         return;
     for (size_t i = 0; i < reg->nservers; i++) {
         free(reg->servers[i].tools);
+        free(reg->servers[i].quarantined);
         free(reg->servers[i].resources);
         free(reg->servers[i].templates);
         free(reg->servers[i].prompts);
@@ -756,6 +765,19 @@ const ing_server_t *ing_registry_server(const ing_registry_t *reg, const char *t
 {
     ing_server_t key = {.tenant = tenant, .name = name};
     return bsearch(&key, reg->servers, reg->nservers, sizeof(*reg->servers), server_cmp);
+}
+
+const ing_tool_t *ing_registry_quarantined(const ing_server_t *srv, const char *name)
+{
+    for (size_t i = 0; srv && name && i < srv->nquarantined; i++)
+        if (strcmp(srv->quarantined[i]->name, name) == 0)
+            return srv->quarantined[i];
+    return NULL;
+}
+
+size_t ing_registry_quarantined_count(const ing_registry_t *reg)
+{
+    return reg ? reg->nquarantined : 0;
 }
 
 const ing_tool_t *ing_registry_tool(const ing_server_t *srv, const char *name)

@@ -47,14 +47,17 @@ typedef struct ing_tool {
     int task_mode;
     const cJSON *fake_result; /* non-NULL when fake.enabled */
     const cJSON *access;      /* the tool's "access" rule (access.h), or NULL */
+    int quarantined; /* its definition is not the approved one (pin.h): not listed, not called */
 } ing_tool_t;
 
 typedef struct ing_server {
     const char *tenant;
     const char *name;
     const char *description;
-    ing_tool_t **tools; /* tools only, sorted by name */
+    ing_tool_t **tools; /* tools only, sorted by name; quarantined ones (pin.h) are not */
     size_t ntools;
+    ing_tool_t **quarantined; /* the quarantined tools, for ing_registry_quarantined */
+    size_t nquarantined;
     ing_tool_t **resources; /* sorted by name */
     size_t nresources;
     ing_tool_t **templates; /* sorted by name (the order resources/read tries them in) */
@@ -209,6 +212,11 @@ const ing_server_t *ing_registry_server(const ing_registry_t *reg, const char *t
                                         const char *name);
 /* The published tool name of srv (tools only: a resource or prompt is no tool), or NULL. */
 const ing_tool_t *ing_registry_tool(const ing_server_t *srv, const char *name);
+/* The quarantined tool name of srv (pin.h: hidden from tools/list, its calls refused with the
+ * reason), or NULL; ing_registry_tool never returns one. */
+const ing_tool_t *ing_registry_quarantined(const ing_server_t *srv, const char *name);
+/* How many tools of the snapshot are quarantined (reg may be NULL: 0), for the gauge. */
+size_t ing_registry_quarantined_count(const ing_registry_t *reg);
 
 /* The published object of srv of kind (ING_KIND_*; -1: any kind, names being unique per
  * tenant across kinds) named name, or NULL. */

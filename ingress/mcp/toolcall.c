@@ -366,6 +366,18 @@ static tc_status_t tc_tool(tc_t *tc)
     int acc = tc->tool ? ing_access_check(tc->m->reg, tc->m->who, tc->m->server->name, name, scope,
                                           sizeof(scope))
                        : ING_ACCESS_HIDDEN;
+    /* A quarantined tool (pin.h) is refused with its reason to a caller that may see it. */
+    const ing_tool_t *q = tc->tool ? NULL : ing_registry_quarantined(tc->m->server, name);
+    if (q && ing_access_check(tc->m->reg, tc->m->who, tc->m->server->name, name, NULL, 0) ==
+                 ING_ACCESS_OK) {
+        char buf[400];
+        snprintf(buf, sizeof(buf),
+                 "Tool %.120s is quarantined: its definition is not the one an operator approved "
+                 "(pinned tool definitions, docs/security.md); calls are refused until an "
+                 "operator approves it",
+                 name);
+        return tc_error(tc, 200, RPC_INVALID_PARAMS, buf);
+    }
     /* A tool the caller may not see is answered as one that does not exist (access.h); so is
      * one an OAuth token lacks scopes for inside a batch, which has no HTTP status of its
      * own. */

@@ -88,8 +88,9 @@ int hx_mcp_wait(hx_t *h, hx_ex_t *e, int timeout_ms);
  * arguments. Returns the answer's status; e is ready to read. */
 int hx_admin(hx_t *h, hx_ex_t *e, const char *method, const char *url, const char *body,
              const char *if_match);
-/* hx_admin that expects status and, when text is not NULL, an "error" containing it; prints
- * the answer when the status differs. */
+/* hx_admin, expecting status and, when text is not NULL, an answer whose "error" message or
+ * whose body (as sent, JSON escapes included) contains it (the request and the answer on
+ * stderr when the status differs). */
 void hx_admin_expect(hx_t *h, const char *method, const char *url, const char *body,
                      const char *if_match, int status, const char *text);
 /* Headers (for hx_mcp, hx_era_rpc) that authenticate with API key KEY instead of the test's. */

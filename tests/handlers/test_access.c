@@ -365,14 +365,7 @@ static void test_oauth_scope(void)
 static void admin(const char *method, const char *url, const char *body, int status,
                   const char *text)
 {
-    hx_ex_t e;
-    int got = hx_admin(&h, &e, method, url, body, NULL);
-    if (got != status)
-        fprintf(stderr, "%s %s: %s\n", method, url, e.resp.body ? e.resp.body : "(no body)");
-    CHECK_INT_EQ(got, status);
-    if (text)
-        CHECK_CONTAINS(e.resp.body, text);
-    hx_ex_free(&e);
+    hx_admin_expect(&h, method, url, body, NULL, status, text);
 }
 
 #define T "/admin/v1/tenants/t"

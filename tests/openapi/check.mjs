@@ -491,6 +491,24 @@ async function admin(fileBytesProbe) {
   await call('DELETE', `${T}/tools/hello/versions/1`, { expect: 204 });
   await call('GET', `${T}/tools/hello`, { expect: 404 });
 
+  // Pinned tool definitions (docs/security.md): approving a federated server's tools.
+  await call('POST', `${T}/servers`, { json: { name: 'upfed', federate: { url: 'http://127.0.0.1:9/mcp', pin: true } }, expect: 201 });
+  await call('POST', `${T}/tools`, { json: { name: 'up_greet', server: 'upfed', version: v1, publish: true }, expect: 201 });
+  await call('POST', `${T}/servers/default:approve`, { expect: 409 });
+  await call('POST', `${T}/servers/upfed:approve`, { json: { bogus: 1 }, expect: 400 });
+  await call('POST', `${T}/servers/nosuch:approve`, { expect: 404 });
+  const approved = (await call('POST', `${T}/servers/upfed:approve`, { json: { approvedBy: 'ops' }, expect: 200 })).json;
+  if (approved.approved?.[0]?.name !== 'up_greet') fail(`servers/upfed:approve approved ${JSON.stringify(approved)}`);
+  const pinned = (await call('GET', `${T}/tools/up_greet`, { expect: 200 })).json;
+  if (pinned.pin?.state !== 'approved' || pinned.pin?.approvedBy !== 'ops') fail(`tools/up_greet pin: ${JSON.stringify(pinned.pin)}`);
+  await call('POST', `${T}/tools/up_greet:approve`, { json: { sha256: '0'.repeat(64) }, expect: 409 });
+  await call('POST', `${T}/tools/up_greet:approve`, { json: { sha256: 1 }, expect: 400 });
+  await call('POST', `${T}/tools/nosuch:approve`, { expect: 404 });
+  await call('POST', `${T}/tools/up_greet:approve`, { json: { sha256: pinned.pin.sha256 }, expect: 200 });
+  await call('POST', `${T}/tools/up_greet/versions/1:offline`, { expect: 200 });
+  await call('DELETE', `${T}/tools/up_greet/versions/1`, { expect: 204 });
+  await call('DELETE', `${T}/servers/upfed`, { expect: 204 });
+
   // The whole configuration.
   const cfg = (await call('GET', `${A}/config`, { expect: 200 })).json;
   await call('PUT', `${A}/config`, { json: cfg, expect: 200 });

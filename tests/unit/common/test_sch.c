@@ -466,6 +466,8 @@ static int doc(const char *schema, const char *text)
         CHECK_INT_EQ(rc_, 0);                                                                      \
     } while (0)
 
+#define SHA64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
 #define DOC_BAD(schema, text, msg)                                                                 \
     do {                                                                                           \
         CHECK_INT_EQ(doc(schema, text), MCPQ_EINVAL);                                              \
@@ -612,7 +614,18 @@ static void test_result_and_webhook(void)
             "{'type':'task.done','timestamp':'2026-01-01T00:00:00Z',"
             "'data':{'TaskId':'t1','TaskStatus':'running','tool':'x'}}",
             "$.type: must be one of \"task.running\", \"task.completed\", \"task.terminated\", "
-            "\"task.cancelled\"");
+            "\"task.cancelled\", \"tool.changed\"");
+    /* tool.changed (docs/security.md, "Pinned tool definitions"): no task, its own data */
+    DOC_OK(wh, "{'type':'tool.changed','timestamp':'2026-01-01T00:00:00Z',"
+               "'data':{'tenant':'t','server':'fed','tool':'up_echo','reason':'changed',"
+               "'old_sha256':'" SHA64 "','new_sha256':'" SHA64 "','changed':['description']}}");
+    DOC_OK(wh, "{'type':'tool.changed','timestamp':'2026-01-01T00:00:00Z',"
+               "'data':{'tenant':'t','server':'fed','tool':'up_echo','reason':'new',"
+               "'old_sha256':null,'new_sha256':'" SHA64 "','changed':[]}}");
+    DOC_BAD(wh,
+            "{'type':'task.running','timestamp':'2026-01-01T00:00:00Z',"
+            "'data':{'tenant':'t','server':'fed','tool':'up_echo'}}",
+            "$.data: missing required property \"TaskId\"");
     DOC_BAD(wh,
             "{'type':'task.running','timestamp':'yesterday',"
             "'data':{'TaskId':'t1','TaskStatus':'running','tool':'x'}}",

@@ -18,6 +18,7 @@ static void test_events(void)
     CHECK(whq_event_known("task.completed"));
     CHECK(whq_event_known("task.terminated"));
     CHECK(whq_event_known("task.cancelled"));
+    CHECK(whq_event_known("tool.changed"));
     CHECK(!whq_event_known("task.complete"));
     CHECK(!whq_event_known("Task.running"));
     CHECK(!whq_event_known(""));
