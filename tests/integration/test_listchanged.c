@@ -312,35 +312,61 @@ static void *slow_call(void *arg)
     return NULL;
 }
 
-static const char config[] =
-    "{\"tenants\": [{\"id\": \"t\", \"api_keys\": [{\"id\": \"k\", \"key\": \"t-key\"}]},"
-    "  {\"id\": \"o\", \"api_keys\": [{\"id\": \"k\", \"key\": \"o-key\"}]}],"
-    " \"servers\": [{\"tenant\": \"t\", \"name\": \"default\"},"
-    "  {\"tenant\": \"o\", \"name\": \"default\"}],"
-    " \"tools\": [{\"tenant\": \"t\", \"server\": \"default\", \"name\": \"echo\","
-    "  \"published\": \"1\", \"versions\": [{\"version\": \"1\", \"inputSchema\": {\"type\": "
-    "  \"object\"}, \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]},"
-    " {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"slow\", \"published\": \"1\","
-    "  \"versions\": [{\"version\": \"1\", \"description\": \"sleeps (v1)\", \"inputSchema\":"
-    "  {\"type\": \"object\"}, \"executor\": {\"type\": \"builtin\", \"name\": \"sleep\"}}]},"
-    " {\"tenant\": \"o\", \"server\": \"default\", \"name\": \"oecho\", \"published\": \"1\","
-    "  \"versions\": [{\"version\": \"1\", \"inputSchema\": {\"type\": \"object\"},"
-    "  \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]},"
-    " {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"notes\", \"kind\": \"resource\","
-    "  \"published\": \"1\", \"versions\": [{\"version\": \"1\", \"uri\": \"" NOTES "\","
-    "  \"mimeType\": \"text/plain\", \"text\": \"first\"}]}]}";
+/* The notes resource's versions, the first published in the config file; CONFIG(notes) is the
+ * config with the notes resource notes. */
+#define NOTES_V1                                                                                   \
+    "{\"version\": \"1\", \"uri\": \"" NOTES                                                       \
+    "\", \"mimeType\": \"text/plain\", \"text\": \"first\"}"
+#define NOTES_V2                                                                                   \
+    "{\"version\": \"2\", \"uri\": \"" NOTES                                                       \
+    "\", \"mimeType\": \"text/plain\", \"text\": \"second\"}"
+#define NOTES_DOC(published, versions)                                                             \
+    " {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"notes\", \"kind\": \"resource\","   \
+    "  \"published\": \"" published "\", \"versions\": [" versions "]}"
+#define CONFIG(notes)                                                                              \
+    "{\"tenants\": [{\"id\": \"t\", \"api_keys\": [{\"id\": \"k\", \"key\": \"t-key\"}]},"         \
+    "  {\"id\": \"o\", \"api_keys\": [{\"id\": \"k\", \"key\": \"o-key\"}]}],"                     \
+    " \"servers\": [{\"tenant\": \"t\", \"name\": \"default\"},"                                   \
+    "  {\"tenant\": \"o\", \"name\": \"default\"}],"                                               \
+    " \"tools\": [{\"tenant\": \"t\", \"server\": \"default\", \"name\": \"echo\","                \
+    "  \"published\": \"1\", \"versions\": [{\"version\": \"1\", \"inputSchema\": {\"type\": "     \
+    "  \"object\"}, \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]},"                 \
+    " {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"slow\", \"published\": \"1\","      \
+    "  \"versions\": [{\"version\": \"1\", \"description\": \"sleeps (v1)\", \"inputSchema\":"     \
+    "  {\"type\": \"object\"}, \"executor\": {\"type\": \"builtin\", \"name\": \"sleep\"}}]},"     \
+    " {\"tenant\": \"o\", \"server\": \"default\", \"name\": \"oecho\", \"published\": \"1\","     \
+    "  \"versions\": [{\"version\": \"1\", \"inputSchema\": {\"type\": \"object\"},"               \
+    "  \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]}," notes "]}"
 
-/* A POST of the admin API on port: its status. */
-static long admin_post(int port, const char *path, const char *body)
+static const char config[] = CONFIG(NOTES_DOC("1", NOTES_V1));
+
+/* PUT /admin/v1/config of body on port (the admin API): its status. */
+static long admin_put_config(int port, const char *body)
 {
     char url[200];
-    snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
-    const char *h[] = {"Authorization: Bearer " ADMIN_TOKEN, NULL};
-    fx_reply_t r;
-    CHECK_INT_EQ(fx_http_post(url, h, body, &r), 0);
-    if (r.status >= 300)
-        fprintf(stderr, "admin POST %s: %ld %s\n", path, r.status, r.body);
-    return r.status;
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/admin/v1/config", port);
+    CURL *c = curl_easy_init();
+    struct curl_slist *hl = curl_slist_append(NULL, "Authorization: Bearer " ADMIN_TOKEN);
+    hl = curl_slist_append(hl, "Content-Type: application/json");
+    stream_t sink; /* the answer's body, for the log */
+    memset(&sink, 0, sizeof(sink));
+    pthread_mutex_init(&sink.lock, NULL);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "PUT");
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
+    CHECK_INT_EQ(curl_easy_perform(c), CURLE_OK);
+    long st = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st);
+    if (st != 200)
+        fprintf(stderr, "PUT /admin/v1/config: %ld %s\n", st, sink.buf);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(hl);
+    pthread_mutex_destroy(&sink.lock);
+    return st;
 }
 
 /* PUBLISH of payload on mcpq:resource:updated, as a worker does: how many replicas heard. */
@@ -353,26 +379,29 @@ static long long publish_updated(const char *payload)
     return n;
 }
 
-/* 1 when resources/read of NOTES on port answers text. */
-static int reads(int port, const char *text)
+/* Waits until the ingress logs at log_a and log_b both say they loaded the registry's current
+ * revision. */
+static void until_loaded(const char *log_a, const char *log_b)
 {
-    const char *h[] = {T_KEY, NULL};
-    fx_reply_t r;
-    post(port, h,
-         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"resources/read\",\"params\":{\"uri\":\"" NOTES
-         "\"}}",
-         &r);
-    char want[64];
-    snprintf(want, sizeof(want), "\"text\":\"%s\"", text);
-    return r.status == 200 && strstr(r.body, want) != NULL;
+    redisReply *r = redisCommand(redis, "GET " NAMES_KEY_REGISTRY_REV);
+    CHECK(r != NULL && r->type == REDIS_REPLY_STRING);
+    char rev[64];
+    snprintf(rev, sizeof(rev), "\"revision\":\"%s\"", r->str);
+    freeReplyObject(r);
+    for (long long until = fx_now_ms() + LIST_WAIT_MS;
+         !log_has(log_a, "\"msg\":\"registry loaded\"", rev) ||
+         !log_has(log_b, "\"msg\":\"registry loaded\"", rev);
+         fx_sleep_ms(50))
+        CHECK(fx_now_ms() < until);
 }
 
 #define NOTES_MSG(tenant, uri)                                                                     \
     "{\"tenant\":\"" tenant "\",\"server\":\"default\",\"uri\":\"" uri "\"}"
 
 /* The resource steps (see the top of the file): the session sess has its GET stream legacy on
- * replica pa; modern, on pb, listens to NOTES. */
-static void resources(int pa, int pb, const char *sess, stream_t *legacy, stream_t *modern)
+ * replica pa; modern, on pb, listens to NOTES; log_a and log_b are the replicas' logs. */
+static void resources(int pa, int pb, const char *sess, stream_t *legacy, stream_t *modern,
+                      const char *log_a, const char *log_b)
 {
     const char *h_sess[] = {T_KEY, LEGACY_V, sess, NULL};
     fx_reply_t r;
@@ -383,13 +412,9 @@ static void resources(int pa, int pb, const char *sess, stream_t *legacy, stream
     CHECK_INT_EQ(r.status, 200);
     CHECK_CONTAINS(r.body, "\"result\":{}");
 
-    /* A new published version of the resource, through B's admin API. */
+    /* A new published version of the resource, through B's admin API (the config, applied). */
     long long t0 = fx_now_ms();
-    CHECK_INT_EQ(admin_post(pb, "/admin/v1/tenants/t/tools/notes/versions",
-                            "{\"version\":\"2\",\"uri\":\"" NOTES "\",\"mimeType\":"
-                            "\"text/plain\",\"text\":\"second\"}"),
-                 201);
-    CHECK_INT_EQ(admin_post(pb, "/admin/v1/tenants/t/tools/notes/versions/2:publish", "{}"), 200);
+    CHECK_INT_EQ(admin_put_config(pb, CONFIG(NOTES_DOC("2", NOTES_V1 "," NOTES_V2))), 200);
     if (!stream_wait(legacy, UPDATED_LEGACY, 1, LIST_WAIT_MS))
         stream_dump(legacy, "GET stream");
     CHECK(stream_wait(legacy, UPDATED_LEGACY, 1, 1));
@@ -398,9 +423,7 @@ static void resources(int pa, int pb, const char *sess, stream_t *legacy, stream
            fx_now_ms() - t0);
     /* Both replicas swap to the new snapshot, each compares it with its old one: still one
      * announcement (the second replica's would follow its swap at once). */
-    for (long long until = fx_now_ms() + LIST_WAIT_MS; !reads(pa, "second") || !reads(pb, "second");
-         fx_sleep_ms(50))
-        CHECK(fx_now_ms() < until);
+    until_loaded(log_a, log_b);
     fx_sleep_ms(1000);
     CHECK_INT_EQ(stream_count(legacy, UPDATED), 1);
     CHECK_INT_EQ(stream_count(modern, UPDATED), 1);
@@ -433,13 +456,17 @@ static void resources(int pa, int pb, const char *sess, stream_t *legacy, stream
     CHECK_INT_EQ(stream_count(legacy, UPDATED), 2);
     TEST_PASS("after resources/unsubscribe the GET stream gets no more updates of the uri");
 
-    /* A new resource and a new prompt: the lists changed. */
+    /* A new resource and a new prompt: the lists changed. (The new content above changed the
+     * list too: resources/list shows its size.) */
+    const char *res_changed = "notifications/resources/list_changed";
+    int n_legacy = stream_count(legacy, res_changed), n_modern = stream_count(modern, res_changed);
+    CHECK(n_legacy >= 1 && n_modern >= 1);
     registry_put("tool:t:more",
                  "{\"tenant\":\"t\",\"server\":\"default\",\"name\":\"more\",\"kind\":"
                  "\"resource\",\"published\":\"1\",\"versions\":[{\"version\":\"1\",\"uri\":"
                  "\"file:///more.txt\",\"text\":\"more\"}]}");
-    CHECK(stream_wait(legacy, "notifications/resources/list_changed", 1, LIST_WAIT_MS));
-    CHECK(stream_wait(modern, "notifications/resources/list_changed", 1, LIST_WAIT_MS));
+    CHECK(stream_wait(legacy, res_changed, n_legacy + 1, LIST_WAIT_MS));
+    CHECK(stream_wait(modern, res_changed, n_modern + 1, LIST_WAIT_MS));
     CHECK_CONTAINS(legacy->buf, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/"
                                 "resources/list_changed\"}");
     CHECK_CONTAINS(modern->buf, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/"
@@ -452,7 +479,7 @@ static void resources(int pa, int pb, const char *sess, stream_t *legacy, stream
                  "[{\"role\":\"user\",\"content\":{\"type\":\"text\",\"text\":\"hi\"}}]}]}");
     CHECK(stream_wait(legacy, "notifications/prompts/list_changed", 1, LIST_WAIT_MS));
     CHECK(stream_wait(modern, "notifications/prompts/list_changed", 1, LIST_WAIT_MS));
-    CHECK_INT_EQ(stream_count(modern, "notifications/resources/list_changed"), 1);
+    CHECK_INT_EQ(stream_count(modern, res_changed), n_modern + 1);
     CHECK_INT_EQ(stream_count(legacy, LIST_CHANGED), 2); /* the tools list did not change */
     TEST_PASS("a new resource sends notifications/resources/list_changed, a new prompt "
               "notifications/prompts/list_changed, on both streams");
@@ -463,7 +490,7 @@ int main(void)
     curl_global_init(CURL_GLOBAL_DEFAULT);
     if (fx_start(&fx, 2) < 0)
         return 1;
-    char cfg[300], log_a[300];
+    char cfg[300], log_a[300], log_b[300];
     snprintf(cfg, sizeof(cfg), "%s/listchanged.json", fx.dir);
     fx_write_file(cfg, config, 0600);
     int pa = fx_free_port(), pb = fx_free_port();
@@ -473,7 +500,7 @@ int main(void)
     const char *env_a[] = {"MCPQ_LISTEN_KEEPALIVE_MS=1000", NULL};
     pid_t ia = fx_spawn_ingress(&fx, "ingress-a", pa, cfg, env_a, log_a, sizeof(log_a));
     const char *env_b[] = {"MCPQ_ADMIN_TOKEN=" ADMIN_TOKEN, NULL};
-    pid_t ib = fx_spawn_ingress(&fx, "ingress-b", pb, cfg, env_b, NULL, 0);
+    pid_t ib = fx_spawn_ingress(&fx, "ingress-b", pb, cfg, env_b, log_b, sizeof(log_b));
     pid_t w = fx_spawn_worker(&fx, "worker", NULL);
     CHECK(ia > 0 && ib > 0 && w > 0);
     struct timeval tv = {5, 0};
@@ -630,7 +657,7 @@ int main(void)
     CHECK(stream_wait(&modern, LIST_CHANGED, 2, LIST_WAIT_MS));
     TEST_PASS("without PUBLISH the revision poll finds the change, and notifies");
 
-    resources(pa, pb, sess, &legacy, &modern);
+    resources(pa, pb, sess, &legacy, &modern, log_a, log_b);
 
     /* 7. A call in flight keeps the version it started on. */
     call_t slow = {.port = pa};
