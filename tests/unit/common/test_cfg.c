@@ -881,46 +881,42 @@ static void test_access(void)
  * cannot state. */
 static void test_kinds(void)
 {
-    cJSON *
-        doc = LOAD(CFG("", "",
-                       TOOL(
-                           "echo",
-                           VERSION("1", ""), "") "," RES("readme", "file:///README.md",
-                                                         ",'mimeType':'text/markdown','text':'# "
-                                                         "hi'") "," KOBJ("resource_template",
-                                                                         "logs",
-                                                                         "{'version':'1','"
-                                                                         "uriTemplate':'file:///"
-                                                                         "logs/"
-                                                                         "{day}.txt','text':'log "
-                                                                         "of {day}',"
-                                                                         "'completions':{'day':['"
-                                                                         "2026-11-27','2026-11-28']"
-                                                                         "}}") "," KOBJ("prompt",
-                                                                                        "greet",
-                                                                                        "{'version'"
-                                                                                        ":'1','"
-                                                                                        "arguments'"
-                                                                                        ":[{'name':"
-                                                                                        "'who','"
-                                                                                        "required':"
-                                                                                        "true}],'"
-                                                                                        "messages':"
-                                                                                        "[{'role':"
-                                                                                        "'user','"
-                                                                                        "content':{"
-                                                                                        "'type':'"
-                                                                                        "text','"
-                                                                                        "text':'"
-                                                                                        "Hello "
-                                                                                        "{{who}}'}}"
-                                                                                        "],'"
-                                                                                        "completion"
-                                                                                        "s':{'who':"
-                                                                                        "['world']}"
-                                                                                        "}") "," RES("logo",
-                                                                                                     "file:///logo.png",
-                                                                                                     ",'blob':'iVBORw0KGgo='")));
+    cJSON *doc =
+        LOAD(CFG("", "",
+                 TOOL("echo", VERSION("1", ""), "") "," RES(
+                     "readme", "file:///README.md",
+                     ",'mimeType':'text/markdown','text':'# "
+                     "hi'") "," KOBJ("resource_template", "logs",
+                                     "{'version':'1','"
+                                     "uriTemplate':'file:///"
+                                     "logs/"
+                                     "{day}.txt','text':'log "
+                                     "of {day}',"
+                                     "'completions':{'day':['"
+                                     "2026-11-27','2026-11-28']"
+                                     "}}") "," KOBJ("prompt", "greet",
+                                                    "{'version'"
+                                                    ":'1','"
+                                                    "arguments'"
+                                                    ":[{'name':"
+                                                    "'who','"
+                                                    "required':"
+                                                    "true}],'"
+                                                    "messages':"
+                                                    "[{'role':"
+                                                    "'user','"
+                                                    "content':{"
+                                                    "'type':'"
+                                                    "text','"
+                                                    "text':'"
+                                                    "Hello "
+                                                    "{{who}}'}}"
+                                                    "],'"
+                                                    "completion"
+                                                    "s':{'who':"
+                                                    "['world']}"
+                                                    "}") "," RES("logo", "file:///logo.png",
+                                                                 ",'blob':'iVBORw0KGgo='")));
     CHECK_STR_EQ(str_at(at(doc, "tools", 1, NULL), "kind"), "resource");
     CHECK_STR_EQ(str_at(at(doc, "tools", 1, NULL), "published"), "1");
     /* a tool's version gets mode "sync"; the other kinds have no mode */
@@ -1032,8 +1028,26 @@ static void test_kinds(void)
               "uri unique among published resources");
 }
 
+/* The mcp executor names the upstream tool only for a tool: a resource or a prompt it serves
+ * needs none (a prompt names the upstream prompt). */
+#define MCP_EXEC "'executor':{'type':'mcp','url':'https://up.example/mcp'"
+static void test_kinds_mcp(void)
+{
+    cJSON *doc =
+        LOAD(CFG("", "",
+                 RES("remote", "up://readme", "," MCP_EXEC "}") "," KOBJ(
+                     "prompt", "rgreet", "{'version':'1'," MCP_EXEC ",'prompt':'greet'}}")));
+    CHECK_STR_EQ(str_at(at(doc, "tools", 1, NULL), "kind"), "prompt");
+    cJSON_Delete(doc);
+    FAILS(
+        CFG("", "", TOOL("t", "{'version':'1','inputSchema':{'type':'object'}," MCP_EXEC "}}", "")),
+        "$.tools[0].versions[0].executor: missing required property \"tool\"");
+    TEST_PASS("mcp executor: a resource or prompt needs no upstream tool, a tool does");
+}
+
 int main(void)
 {
+    test_kinds_mcp();
     test_kinds();
     test_oauth();
     test_access();
