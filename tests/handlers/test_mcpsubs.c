@@ -36,7 +36,13 @@ static const char config[] =
     "    \"1\", \"uri\": \"file:///secret.md\", \"text\": \"hush\"}]},"
     "  {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"item\","
     "   \"kind\": \"resource_template\", \"published\": \"1\", \"versions\": [{\"version\": \"1\","
-    "    \"uriTemplate\": \"test://items/{id}\", \"text\": \"item {id}\"}]}]}";
+    "    \"uriTemplate\": \"test://items/{id}\", \"text\": \"item {id}\"}]},"
+    "  {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"live\", \"kind\": \"resource\","
+    "   \"published\": \"1\", \"versions\": [{\"version\": \"1\", \"uri\": \"worker://live\","
+    "    \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]},"
+    "  {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"broken\", \"kind\": \"resource\","
+    "   \"published\": \"1\", \"versions\": [{\"version\": \"1\", \"uri\": \"worker://broken\","
+    "    \"executor\": {\"type\": \"builtin\", \"name\": \"fail\"}}]}]}";
 
 static hx_t h;
 
@@ -199,6 +205,44 @@ static void test_limit(void)
               "unsubscribe there is room");
 }
 
+/* A resource a worker serves: the subscription is recorded and the worker told (a job); its
+ * answer is the client's. */
+static void test_worker(void)
+{
+    pid_t w = fx_spawn_worker(&h.fx, "w1", NULL);
+    CHECK(w > 0);
+    char sid[80];
+    session(NULL, sid, sizeof(sid));
+    hx_ex_t e;
+    rpc(&e, NAMES_PROTO_2025_06_18, sid, NULL, "resources/subscribe",
+        "{\"uri\":\"worker://live\"}");
+    CHECK(e.parked);
+    CHECK_INT_EQ(hx_mcp_wait(&h, &e, 30000), 0);
+    CHECK_INT_EQ(hx_rpc_code(&e), 0);
+    char *r = cJSON_PrintUnformatted(hx_rpc_result(&e));
+    CHECK_STR_EQ(r, "{}");
+    cJSON_free(r);
+    hx_ex_free(&e);
+    CHECK(stored(sid, "worker://live"));
+    rpc(&e, NAMES_PROTO_2025_06_18, sid, NULL, "resources/unsubscribe",
+        "{\"uri\":\"worker://live\"}");
+    CHECK(e.parked);
+    CHECK_INT_EQ(hx_mcp_wait(&h, &e, 30000), 0);
+    CHECK_INT_EQ(hx_rpc_code(&e), 0);
+    hx_ex_free(&e);
+    CHECK(!stored(sid, "worker://live"));
+    rpc(&e, NAMES_PROTO_2025_06_18, sid, NULL, "resources/subscribe",
+        "{\"uri\":\"worker://broken\"}");
+    CHECK(e.parked);
+    CHECK_INT_EQ(hx_mcp_wait(&h, &e, 30000), 0);
+    CHECK(hx_rpc_code(&e) != 0);
+    printf("# a failing worker's subscribe: %d %s\n", hx_rpc_code(&e), hx_rpc_message(&e));
+    hx_ex_free(&e);
+    CHECK_INT_EQ(fx_stop_pid(w, 10000), 0);
+    TEST_PASS("a resource a worker serves: resources/subscribe and unsubscribe run as jobs "
+              "(answered {} by the worker, its error when it fails)");
+}
+
 int main(void)
 {
     const char *args[] = {"--max-resource-subscriptions", "3", NULL};
@@ -206,6 +250,7 @@ int main(void)
     test_subscribe();
     test_errors();
     test_limit();
+    test_worker();
     hx_stop(&h);
     return TEST_EXIT();
 }
