@@ -76,6 +76,9 @@ static void session(const char *key, char *sid, size_t n)
         "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}");
     CHECK_INT_EQ(hx_rpc_code(&e), 0);
     CHECK(e.resp.session_id[0] != '\0');
+    const cJSON *res = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(hx_rpc_result(&e), "capabilities"), "resources");
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "subscribe")));
     snprintf(sid, n, "%s", e.resp.session_id);
     hx_ex_free(&e);
 }
@@ -124,8 +127,17 @@ static void test_subscribe(void)
     CHECK(r && r->type == REDIS_REPLY_INTEGER && r->integer > 0 &&
           r->integer <= h.set.session_ttl_s);
     freeReplyObject(r);
+    /* Any request of the session refreshes their TTL with the session's. */
+    freeReplyObject(hx_redis(&h, "EXPIRE " NAMES_KEY_RSUBS "%s 100", sid));
+    hx_ex_t ping;
+    rpc(&ping, NAMES_PROTO_2025_06_18, sid, NULL, "ping", "{}");
+    CHECK_INT_EQ(hx_rpc_code(&ping), 0);
+    hx_ex_free(&ping);
+    r = hx_redis(&h, "TTL " NAMES_KEY_RSUBS "%s", sid);
+    CHECK(r && r->type == REDIS_REPLY_INTEGER && r->integer > 100);
+    freeReplyObject(r);
     TEST_PASS("resources/subscribe: {} for a resource and a template's uri (again: {}); kept in "
-              "Redis with the session's TTL");
+              "Redis with the session's TTL, refreshed by the session's requests");
 
     CHECK_INT_EQ(sub(sid, NULL, 0, "file:///readme.md"), 0);
     CHECK(!stored(sid, "file:///readme.md"));
@@ -243,6 +255,34 @@ static void test_worker(void)
               "(answered {} by the worker, its error when it fails)");
 }
 
+/* subscriptions/listen's resourceSubscriptions that cannot be honoured are refused before a
+ * stream opens. */
+static void test_listen_filter(void)
+{
+    static const char *const bad[] = {
+        "\"resourceSubscriptions\":\"file:///readme.md\"",
+        "\"resourceSubscriptions\":[1]",
+        "\"resourceSubscriptions\":[\"\"]",
+        "\"resourceSubscriptions\":[\"test://items/1\",\"test://items/2\",\"test://items/3\","
+        "\"test://items/4\"]",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char params[600];
+        snprintf(params, sizeof(params),
+                 "{\"notifications\":{%s},\"_meta\":{\"" NAMES_META_PROTOCOL_VERSION
+                 "\":\"2026-07-28\"}}",
+                 bad[i]);
+        hx_ex_t e;
+        rpc(&e, "2026-07-28", NULL, NULL, "subscriptions/listen", params);
+        CHECK(!e.parked);
+        CHECK_INT_EQ(hx_rpc_code(&e), RPC_INVALID_PARAMS);
+        CHECK_CONTAINS(hx_rpc_message(&e), "resourceSubscriptions");
+        hx_ex_free(&e);
+    }
+    TEST_PASS("subscriptions/listen: resourceSubscriptions not an array of uris, or more than "
+              "MCPQ_MAX_RESOURCE_SUBSCRIPTIONS of them, is -32602");
+}
+
 int main(void)
 {
     const char *args[] = {"--max-resource-subscriptions", "3", NULL};
@@ -250,6 +290,7 @@ int main(void)
     test_subscribe();
     test_errors();
     test_limit();
+    test_listen_filter();
     test_worker();
     hx_stop(&h);
     return TEST_EXIT();
