@@ -85,43 +85,6 @@ int ing_jobargs_check(ing_job_method_t method, const cJSON *params, char *why, s
     }
 }
 
-cJSON *ing_jobargs_prompt_schema(const cJSON *version)
-{
-    cJSON *s = cJSON_CreateObject();
-    cJSON *props = cJSON_CreateObject();
-    cJSON *req = cJSON_CreateArray();
-    if (!s || !props || !req || !cJSON_AddStringToObject(s, "type", "object")) {
-        cJSON_Delete(props);
-        cJSON_Delete(req);
-        cJSON_Delete(s);
-        return NULL;
-    }
-    cJSON_AddItemToObject(s, "properties", props);
-    cJSON_AddItemToObject(s, "required", req);
-    const cJSON *a;
-    cJSON_ArrayForEach(a, get(version, "arguments"))
-    {
-        const char *name = cJSON_GetStringValue(get(a, "name"));
-        if (!name || get(props, name))
-            continue;
-        cJSON *p = cJSON_AddObjectToObject(props, name);
-        if (!p || !cJSON_AddStringToObject(p, "type", "string"))
-            goto fail;
-        if (cJSON_IsTrue(get(a, "required"))) {
-            cJSON *n = cJSON_CreateString(name);
-            if (!n)
-                goto fail;
-            cJSON_AddItemToArray(req, n);
-        }
-    }
-    if (!cJSON_AddFalseToObject(s, "additionalProperties"))
-        goto fail;
-    return s;
-fail:
-    cJSON_Delete(s);
-    return NULL;
-}
-
 /* Adds a copy of v (or an empty object when v is absent or null) to o as name. */
 static int add_object(cJSON *o, const char *name, const cJSON *v)
 {

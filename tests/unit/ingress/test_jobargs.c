@@ -1,8 +1,7 @@
 /* Tests ingress/mcp/jobargs.c: the params a job-backed resources/read, prompts/get and
- * completion/complete accept, a prompt's arguments as a schema, and the job's arguments. */
+ * completion/complete accept, and the job's arguments. */
 #include "check.h"
 #include "jobargs.h"
-#include "sch.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -74,31 +73,6 @@ static void test_check(void)
     TEST_PASS("params of each method are checked with a message");
 }
 
-static void test_prompt_schema(void)
-{
-    cJSON *v = cJSON_Parse("{\"arguments\":[{\"name\":\"who\",\"required\":true},"
-                           "{\"name\":\"style\",\"description\":\"tone\"},{\"bad\":1}]}");
-    cJSON *s = ing_jobargs_prompt_schema(v);
-    char *txt = cJSON_PrintUnformatted(s);
-    CHECK_STR_EQ(txt, "{\"type\":\"object\",\"properties\":{\"who\":{\"type\":\"string\"},"
-                      "\"style\":{\"type\":\"string\"}},\"required\":[\"who\"],"
-                      "\"additionalProperties\":false}");
-    free(txt);
-    char why[256];
-    cJSON *ok = cJSON_Parse("{\"who\":\"ann\"}"), *missing = cJSON_Parse("{\"style\":\"x\"}"),
-          *num = cJSON_Parse("{\"who\":1}");
-    CHECK_INT_EQ(sch_validate(s, ok, "arguments", why, sizeof(why)), 0);
-    CHECK(sch_validate(s, missing, "arguments", why, sizeof(why)) < 0);
-    CHECK_CONTAINS(why, "who");
-    CHECK(sch_validate(s, num, "arguments", why, sizeof(why)) < 0);
-    cJSON_Delete(ok);
-    cJSON_Delete(missing);
-    cJSON_Delete(num);
-    cJSON_Delete(s);
-    cJSON_Delete(v);
-    TEST_PASS("a prompt's arguments become a schema: strings, the required ones required");
-}
-
 static void test_build(void)
 {
     char *s = build(ING_JOB_READ, "{\"uri\":\"n://a/b\",\"_meta\":{\"x\":1}}", "{\"id\":\"b\"}");
@@ -141,7 +115,6 @@ int main(void)
 {
     test_methods();
     test_check();
-    test_prompt_schema();
     test_build();
     return 0;
 }
