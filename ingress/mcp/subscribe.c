@@ -86,9 +86,10 @@ int ing_subscribe_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp, int
     } else if (rc < 0) {
         ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR,
                               "subscription store (Redis) unavailable; try again", NULL);
-    } else if (obj && cJSON_GetObjectItemCaseSensitive(obj->version, "executor")) {
+    } else if (on && obj && cJSON_GetObjectItemCaseSensitive(obj->version, "executor")) {
         /* A worker serves it: the job tells the worker (which subscribes upstream and
-         * publishes the upstream's updates); its answer is the client's. */
+         * publishes the upstream's updates); its answer is the client's. An unsubscribe sends
+         * no job (subscribe.h). */
         int parked = ing_toolcall_object(m, msg, resp, obj, vars);
         cJSON_Delete(vars);
         return parked;
