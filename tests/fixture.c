@@ -1003,16 +1003,16 @@ pid_t fx_sdk_upstream_mode(const fx_stack_t *fx, int port, const char *token, co
 }
 
 char *fx_job_record(const fx_stack_t *fx, const char *job_id, const char *tenant,
-                    const char *method, const char *executor)
+                    const char *method, const char *arguments, const char *executor)
 {
     char key[256], envelope[8192];
     int timeout_ms = 30000;
     int n = snprintf(envelope, sizeof(envelope),
                      "{\"v\":1,\"job_id\":\"%s\",\"tenant\":\"%s\",\"server\":\"default\","
                      "\"tool\":\"fed\",\"tool_version\":\"1\",\"method\":\"%s\","
-                     "\"arguments\":{},\"executor\":%s,\"mode\":\"sync\",\"timeout_ms\":20000,"
+                     "\"arguments\":%s,\"executor\":%s,\"mode\":\"sync\",\"timeout_ms\":20000,"
                      "\"created_ms\":%lld}",
-                     job_id, tenant, method, executor, fx_now_ms());
+                     job_id, tenant, method, arguments ? arguments : "{}", executor, fx_now_ms());
     if (n < 0 || (size_t)n >= sizeof(envelope)) {
         fprintf(stderr, "fixture: job %s: envelope too long\n", job_id);
         return NULL;

@@ -149,14 +149,14 @@ pid_t fx_sdk_upstream_mode(const fx_stack_t *fx, int port, const char *token, co
                            char *deps, size_t size);
 
 /*
- * Produces a job envelope (v1, server "default", tool "fed", no arguments, sync, 20 s) of
- * tenant, method and executor (JSON text) keyed job_id to the jobs topic "mcpq.jobs",
+ * Produces a job envelope (v1, server "default", tool "fed", sync, 20 s) of tenant, method,
+ * arguments (JSON text; NULL: {}) and executor (JSON text) keyed job_id to the jobs topic "mcpq.jobs",
  * unsigned (a worker started with MCPQ_JOB_SIGNING_KEY= takes it), and waits up to 30 s for
  * its result record in Redis: for what no client request makes (a raw method,
  * mcpq/catalog). The record's JSON (malloc'd), or NULL with a message on stderr.
  */
 char *fx_job_record(const fx_stack_t *fx, const char *job_id, const char *tenant,
-                    const char *method, const char *executor);
+                    const char *method, const char *arguments, const char *executor);
 
 /* Starts an mcpq-worker with MCPQ_WORKER_ID=name against fx's Redis and broker with fx's job
  * signing key, plus extra_env (later entries win), logging to <dir>/<name>.log, and waits

@@ -286,10 +286,12 @@ static void test_sdk(void)
               "relayed; its error passed on");
 }
 
-/* A job of method for executor (JSON text) produced straight to Kafka: its result record. */
-static cJSON *raw_job(const char *job_id, const char *method, const char *executor)
+/* A job of method with arguments for executor (JSON texts) produced straight to Kafka: its
+ * result record. */
+static cJSON *raw_job(const char *job_id, const char *method, const char *arguments,
+                      const char *executor)
 {
-    char *text = fx_job_record(&fx, job_id, "m", method, executor);
+    char *text = fx_job_record(&fx, job_id, "m", method, arguments, executor);
     CHECK(text != NULL);
     cJSON *rec = cJSON_Parse(text);
     free(text);

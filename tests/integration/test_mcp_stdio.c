@@ -297,7 +297,7 @@ static void test_methods(void)
 /* A job of method for executor (JSON text) produced straight to Kafka: its result record. */
 static cJSON *raw_job(const char *job_id, const char *method, const char *executor)
 {
-    char *text = fx_job_record(&fx, job_id, "s", method, executor);
+    char *text = fx_job_record(&fx, job_id, "s", method, NULL, executor);
     CHECK(text != NULL);
     cJSON *rec = cJSON_Parse(text);
     free(text);

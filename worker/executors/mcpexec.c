@@ -62,7 +62,6 @@ struct mcp_call {
     int retried;                        /* re-initialized once after a 404 */
     char session[WRK_HTTP_SESSION_MAX]; /* the session the call was sent in */
     int cat_started;                    /* mcpq/catalog: cat holds the lists read so far */
-    int cat_barrier;                    /* mcpq/catalog of a stdio upstream: ping sent first */
     wrk_mcpmethod_catalog_t cat;
     mcp_call_t *next; /* in up->waiters */
 };
@@ -205,7 +204,6 @@ static cJSON *modern_meta(cJSON *params)
 /* ---- calls ---- */
 
 static void call_send(mcp_call_t *c);
-static void stdio_send(mcp_call_t *c, wrk_mcpmethod_req_t *rq);
 static void up_negotiate(wrk_mcpexec_t *m, mcp_up_t *up);
 
 static void call_free(mcp_call_t *c)
@@ -318,12 +316,6 @@ static void call_answer(mcp_call_t *c, cJSON *r)
     const cJSON *err = cJSON_GetObjectItemCaseSensitive(r, "error");
     cJSON *result = cJSON_GetObjectItemCaseSensitive(r, "result");
     int other = c->job->env.method_id != WRK_METHOD_CALL;
-    if (c->job->env.method_id == WRK_METHOD_CATALOG && !c->cat_started) {
-        /* the answer to a stdio catalog's ping, whatever it says: the handshake is done */
-        cJSON_Delete(r);
-        call_send(c);
-        return;
-    }
     if (err) {
         const cJSON *code = cJSON_GetObjectItemCaseSensitive(err, "code");
         const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "message"));
@@ -645,20 +637,6 @@ static void up_negotiate(wrk_mcpexec_t *m, mcp_up_t *up)
 }
 
 /* ---- the stdio transport (worker/executors/stdiopool.h) ---- */
-
-static void stdio_note(const cJSON *note, void *arg);
-static void stdio_done(cJSON *response, const char *failure, const char *detail, void *arg);
-
-/* Sends rq (its params taken over) to a process of c's stdio upstream; ends c when the pool
- * refuses it (a malformed executor, a full queue). */
-static void stdio_send(mcp_call_t *c, wrk_mcpmethod_req_t *rq)
-{
-    char why[300];
-    c->scall = wrk_stdiopool_call(c->m->stdio, c->job->env.executor, rq->method, rq->params,
-                                  c->job->env.job_id, stdio_note, stdio_done, c, why, sizeof(why));
-    if (!c->scall)
-        call_end(c, wrk_output_errorf("%s", why));
-}
 
 /* A notification of a stdio call: progress as for HTTP, log messages as log entries. */
 static void stdio_note(const cJSON *note, void *arg)

@@ -1222,4 +1222,3 @@ void wrk_stdiopool_cancel(wrk_stdiopool_t *pool, wrk_stdiopool_call_t *c, const 
         group_pump_soon(g);
     }
 }
-
