@@ -18,6 +18,12 @@
 #define MCP_CANCEL_NOTE_TIMEOUT_MS 2000
 #define MCP_MESSAGE_MAX 1024 /* bytes of an upstream error message passed on */
 #define MCP_HOST_MAX 300
+#define MCP_TASK_ID_MAX 256
+#define MCP_POLL_DEFAULT_MS 1000 /* an upstream task that suggests no poll interval */
+#define MCP_POLL_MIN_MS 50       /* nor faster than this, whatever it suggests */
+#define MCP_POLL_MAX_MS 30000
+#define MCP_TASKS_EXT "io.modelcontextprotocol/tasks"
+#define MCP_CLIENT_CAPS_META "io.modelcontextprotocol/clientCapabilities"
 
 typedef enum { UP_NEW = 0, UP_DISCOVER, UP_INITIALIZE, UP_INITIALIZED, UP_READY } up_state_t;
 
@@ -34,6 +40,7 @@ typedef struct mcp_up {
     int modern;
     const char *version; /* legacy: the version settled on */
     char session[WRK_HTTP_SESSION_MAX];
+    int tasks; /* the upstream runs tools/call as tasks (its capabilities say so) */
     long neg_id;
     wrk_httpexec_req_t *req; /* the handshake request in flight */
     mcp_call_t *waiters;     /* calls waiting for the handshake */
@@ -46,15 +53,25 @@ struct wrk_mcpexec {
     long next_id;
 };
 
+/* What the request in flight asks: the call itself, or a step of following its task. */
+typedef enum { CALL_TOOL = 0, CALL_TASK_GET, CALL_TASK_RESULT } call_step_t;
+
 struct mcp_call {
     wrk_job_t *job;
     wrk_mcpexec_t *m;
     mcp_up_t *up;
     wrk_httpexec_req_t *req;
+    mcpw_reader_t rd; /* the answer read as it arrives (live while req is) */
     long id;
+    call_step_t step;
     int retried;                        /* re-initialized once after a 404 */
+    int as_task;                        /* legacy: tools/call sent with params.task */
     char session[WRK_HTTP_SESSION_MAX]; /* the session the call was sent in */
-    mcp_call_t *next;                   /* in up->waiters */
+    char task_id[MCP_TASK_ID_MAX];      /* the upstream task being followed, "" when none */
+    char task_status[32];
+    double task_steps; /* status changes seen, the progress forwarded */
+    wrk_loop_timer_t poll;
+    mcp_call_t *next; /* in up->waiters */
 };
 
 wrk_mcpexec_t *wrk_mcpexec_new(wrk_httpexec_t *h)
@@ -191,7 +208,9 @@ static char *rpc_body(long id, const char *method, cJSON *params, size_t *len)
 
 static cJSON *modern_meta(cJSON *params)
 {
-    cJSON *meta = cJSON_AddObjectToObject(params, "_meta");
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(params, "_meta");
+    if (!meta)
+        meta = cJSON_AddObjectToObject(params, "_meta");
     cJSON_AddStringToObject(meta, MCPW_META_VERSION, MCPW_MODERN_VERSION);
     return params;
 }
@@ -199,19 +218,28 @@ static cJSON *modern_meta(cJSON *params)
 /* ---- calls ---- */
 
 static void call_send(mcp_call_t *c);
+static void call_answer(mcp_call_t *c, cJSON *r);
+static void call_done(const wrk_httpexec_resp_t *resp, void *arg);
 static void up_negotiate(wrk_mcpexec_t *m, mcp_up_t *up);
+
+static void call_release(mcp_call_t *c)
+{
+    wrk_loop_timer_stop(c->job->rt->loop, &c->poll);
+    mcpw_reader_cleanup(&c->rd);
+    free(c);
+}
 
 static void call_end(mcp_call_t *c, cJSON *result)
 {
     wrk_job_t *job = c->job;
-    free(c);
+    call_release(c);
     wrk_job_finish(job, result);
 }
 
 static void call_end_error(mcp_call_t *c, int code, const char *message)
 {
     wrk_job_t *job = c->job;
-    free(c);
+    call_release(c);
     wrk_job_finish_error(job, code, message);
 }
 
@@ -225,13 +253,31 @@ static void call_wait(mcp_call_t *c)
         up_negotiate(c->m, up);
 }
 
+/* A notification of the upstream on the call's stream, forwarded to the job's reply stream
+ * as it arrives: notifications/progress of the call's token (the job id) as a progress entry,
+ * notifications/message as a log entry. Others are dropped. */
 static void call_note(const cJSON *note, void *arg)
 {
     mcp_call_t *c = arg;
     const char *method = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(note, "method"));
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(note, "params");
+    if (method && strcmp(method, "notifications/message") == 0) {
+        const char *level = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "level"));
+        const cJSON *data = cJSON_GetObjectItemCaseSensitive(p, "data");
+        if (!level || !data)
+            return;
+        cJSON *entry = cJSON_CreateObject();
+        cJSON_AddStringToObject(entry, "level", level);
+        cJSON_AddItemToObject(entry, "data", cJSON_Duplicate(data, 1));
+        wrk_job_notify(c->job, "log", entry);
+        cJSON_Delete(entry);
+        return;
+    }
     if (!method || strcmp(method, "notifications/progress") != 0)
         return;
-    const cJSON *p = cJSON_GetObjectItemCaseSensitive(note, "params");
+    const cJSON *token = cJSON_GetObjectItemCaseSensitive(p, "progressToken");
+    if (cJSON_IsString(token) && strcmp(token->valuestring, c->job->env.job_id) != 0)
+        return; /* another request's */
     const cJSON *done = cJSON_GetObjectItemCaseSensitive(p, "progress");
     if (!cJSON_IsNumber(done))
         return;
@@ -247,8 +293,202 @@ static void call_note(const cJSON *note, void *arg)
     cJSON_Delete(data);
 }
 
+/* Each piece of an SSE answer as it arrives: notifications go out at once (call_note); the
+ * transfer stops when the response has come. */
+static int call_chunk(const char *data, size_t len, void *arg)
+{
+    mcp_call_t *c = arg;
+    log_ctx_t saved;
+    wrk_job_log_enter(c->job, &saved);
+    int rc = mcpw_reader_feed(&c->rd, data, len);
+    wrk_job_log_leave(&saved);
+    return rc;
+}
+
+/* Sends method with params (taken over) upstream for call c, in its session; the answer
+ * comes to call_done. name: the Mcp-Name of a 2026-07-28 request (may be NULL). */
+static void call_post(mcp_call_t *c, const char *method, const char *name, cJSON *params)
+{
+    mcp_up_t *up = c->up;
+    wrk_job_t *job = c->job;
+    c->id = ++c->m->next_id;
+    snprintf(c->session, sizeof(c->session), "%s", up->modern ? "" : up->session);
+    if (up->modern)
+        modern_meta(params);
+    size_t len = 0;
+    char *body = rpc_body(c->id, method, params, &len);
+    struct curl_slist *h =
+        up_headers(up, up->modern, up->modern ? MCPW_MODERN_VERSION : up->version, method, name,
+                   c->session, job->env.traceparent);
+    if (!body || !h) {
+        cJSON_free(body);
+        curl_slist_free_all(h);
+        call_end_error(c, -32603, "out of memory");
+        return;
+    }
+    mcpw_reader_cleanup(&c->rd);
+    mcpw_reader_init(&c->rd, c->id, wrk_httpexec_max_output(c->m->http), call_note, c);
+    c->req = wrk_httpexec_stream(c->m->http, up->url, h, body, len,
+                                 wrk_job_remaining_ms(job) + MCP_TIMEOUT_SLACK_MS, call_chunk,
+                                 call_done, c);
+    cJSON_free(body);
+    if (!c->req)
+        call_end_error(c, -32603, "cannot start the request to the upstream MCP server");
+}
+
+/* ---- an upstream task followed to its end ---- */
+
+static int task_terminal(const char *status)
+{
+    return strcmp(status, "completed") == 0 || strcmp(status, "failed") == 0 ||
+           strcmp(status, "cancelled") == 0;
+}
+
+static void task_poll_fire(wrk_loop_timer_t *t, void *arg)
+{
+    mcp_call_t *c = arg;
+    (void)t;
+    log_ctx_t saved;
+    wrk_job_log_enter(c->job, &saved);
+    cJSON *p = cJSON_CreateObject();
+    cJSON_AddStringToObject(p, "taskId", c->task_id);
+    c->step = CALL_TASK_GET;
+    call_post(c, "tasks/get", c->task_id, p);
+    wrk_job_log_leave(&saved);
+}
+
+/* The task's state t (a Task: taskId, status, statusMessage, pollInterval[Ms]) as the upstream
+ * reported it: a new status or message goes out as progress (the task's status messages are
+ * the call's progress); a terminal one ends the call (a 2026-07-28 task carries its result
+ * or error, a 2025-11-25 one is fetched with tasks/result); else the next tasks/get is
+ * scheduled after the upstream's poll interval, within the job's deadline. Takes r, the
+ * response t is part of. */
+static void task_state(mcp_call_t *c, cJSON *r, const cJSON *t)
+{
+    mcp_up_t *up = c->up;
+    const char *status = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "status"));
+    const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "statusMessage"));
+    if (!status) {
+        cJSON_Delete(r);
+        call_end(c, wrk_job_error_hidden(c->job, up->host,
+                                         "the upstream MCP server answered a task without a "
+                                         "status"));
+        return;
+    }
+    if (strcmp(status, c->task_status) != 0 || msg) {
+        cJSON *data = cJSON_CreateObject();
+        cJSON_AddNumberToObject(data, "progress", ++c->task_steps);
+        char text[MCP_MESSAGE_MAX];
+        snprintf(text, sizeof(text), "%s%s%s", status, msg ? ": " : "", msg ? msg : "");
+        cJSON_AddStringToObject(data, "message", text);
+        wrk_job_notify(c->job, "progress", data);
+        cJSON_Delete(data);
+        snprintf(c->task_status, sizeof(c->task_status), "%s", status);
+    }
+    if (strcmp(status, "input_required") == 0) {
+        cJSON_Delete(r);
+        call_end(c, wrk_job_error_hidden(c->job, up->host,
+                                         "the upstream MCP server's task asks for input, which "
+                                         "the mcp executor cannot give"));
+        return;
+    }
+    if (task_terminal(status) && strcmp(status, "cancelled") == 0) {
+        cJSON_Delete(r);
+        call_end(c, wrk_job_error_hidden(c->job, up->host,
+                                         "the upstream MCP server cancelled the task"));
+        return;
+    }
+    if (task_terminal(status) && up->modern) {
+        /* 2026-07-28: the terminal task carries the call's result or error */
+        cJSON *out = cJSON_CreateObject();
+        cJSON *res = cJSON_DetachItemFromObjectCaseSensitive((cJSON *)t, "result");
+        cJSON *err = cJSON_DetachItemFromObjectCaseSensitive((cJSON *)t, "error");
+        cJSON_Delete(r);
+        if (err)
+            cJSON_AddItemToObject(out, "error", err);
+        if (res)
+            cJSON_AddItemToObject(out, "result", res);
+        else if (!err)
+            cJSON_AddObjectToObject(out, "result"); /* not a CallToolResult: refused below */
+        c->step = CALL_TASK_RESULT;
+        call_answer(c, out);
+        return;
+    }
+    cJSON_Delete(r);
+    if (task_terminal(status)) {
+        cJSON *p = cJSON_CreateObject();
+        cJSON_AddStringToObject(p, "taskId", c->task_id);
+        c->step = CALL_TASK_RESULT;
+        call_post(c, "tasks/result", NULL, p);
+        return;
+    }
+    const cJSON *iv =
+        cJSON_GetObjectItemCaseSensitive(t, up->modern ? "pollIntervalMs" : "pollInterval");
+    int64_t wait = cJSON_IsNumber(iv) ? (int64_t)iv->valuedouble : MCP_POLL_DEFAULT_MS;
+    wait = wait < MCP_POLL_MIN_MS   ? MCP_POLL_MIN_MS
+           : wait > MCP_POLL_MAX_MS ? MCP_POLL_MAX_MS
+                                    : wait;
+    int64_t left = wrk_job_remaining_ms(c->job);
+    if (wait > left)
+        wait = left; /* the deadline timer ends the job; a last look costs nothing */
+    if (wrk_loop_timer_start(c->job->rt->loop, &c->poll, wait) < 0)
+        call_end_error(c, -32603, "out of memory");
+}
+
+/* A CreateTaskResult in result (2026-07-28: resultType "task" with the Task's members;
+ * 2025-11-25: {"task": Task}): the task's id is kept and the task followed. 1 when result
+ * was one (r taken), else 0. */
+static int task_created(mcp_call_t *c, cJSON *r, const cJSON *result)
+{
+    const char *rt = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(result, "resultType"));
+    const cJSON *t = NULL;
+    if (c->up->modern && rt && strcmp(rt, "task") == 0)
+        t = result;
+    else if (!c->up->modern && !cJSON_GetObjectItemCaseSensitive(result, "content"))
+        t = cJSON_GetObjectItemCaseSensitive(result, "task");
+    const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "taskId"));
+    if (!id)
+        return 0;
+    if (!id[0] || strlen(id) >= sizeof(c->task_id)) {
+        cJSON_Delete(r);
+        call_end(c, wrk_job_error_hidden(c->job, c->up->host,
+                                         "the upstream MCP server answered a task id this "
+                                         "gateway cannot follow"));
+        return 1;
+    }
+    snprintf(c->task_id, sizeof(c->task_id), "%s", id);
+    log_event(LOG_INFO, "following the upstream MCP server's task", "job_id", c->job->env.job_id,
+              "upstream", c->up->host, "task_id", c->task_id, (char *)NULL);
+    task_state(c, r, t);
+    return 1;
+}
+
+/* tasks/cancel for the task c follows, fire-and-forget (cancel of the job). */
+static void task_cancel(mcp_call_t *c)
+{
+    mcp_up_t *up = c->up;
+    cJSON *p = cJSON_CreateObject();
+    cJSON_AddStringToObject(p, "taskId", c->task_id);
+    if (up->modern)
+        modern_meta(p);
+    size_t len = 0;
+    char *body = rpc_body(++c->m->next_id, "tasks/cancel", p, &len);
+    struct curl_slist *h =
+        up_headers(up, up->modern, up->modern ? MCPW_MODERN_VERSION : up->version, "tasks/cancel",
+                   c->task_id, up->modern ? NULL : c->session, c->job->env.traceparent);
+    if (body && h) {
+        wrk_httpexec_post(c->m->http, up->url, h, body, len, MCP_CANCEL_NOTE_TIMEOUT_MS, NULL,
+                          NULL);
+        h = NULL;
+    }
+    cJSON_free(body);
+    curl_slist_free_all(h);
+    log_event(LOG_INFO, "cancelling the upstream MCP server's task", "job_id", c->job->env.job_id,
+              "upstream", up->host, "task_id", c->task_id, (char *)NULL);
+}
+
 /* Ends call c with the upstream's JSON-RPC response r (owned, freed here): its result when
- * it is a complete CallToolResult, else an error. */
+ * it is a complete CallToolResult, else an error. A CreateTaskResult is followed instead. */
 static void call_answer(mcp_call_t *c, cJSON *r)
 {
     mcp_up_t *up = c->up;
@@ -261,7 +501,14 @@ static void call_answer(mcp_call_t *c, cJSON *r)
         snprintf(text, sizeof(text), "%s", msg ? msg : "error");
         int icode = cJSON_IsNumber(code) ? (int)code->valuedouble : 0;
         cJSON_Delete(r);
-        if (icode == -32602) {
+        if (icode == -32601 && c->step == CALL_TOOL && !up->modern && up->tasks && !c->as_task) {
+            /* 2025-11-25: a tool whose taskSupport is "required" answers a plain call with
+             * -32601 (basic/utilities/tasks.mdx, "Tool-Level Negotiation"): call it as a task */
+            c->as_task = 1;
+            call_send(c);
+            return;
+        }
+        if (icode == -32602 && c->step == CALL_TOOL) {
             call_end_error(c, -32602, text);
             return;
         }
@@ -270,6 +517,12 @@ static void call_answer(mcp_call_t *c, cJSON *r)
                                          text));
         return;
     }
+    if (c->step == CALL_TASK_GET) {
+        task_state(c, r, result);
+        return;
+    }
+    if (c->step == CALL_TOOL && task_created(c, r, result))
+        return;
     const char *rt = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(result, "resultType"));
     if (rt && strcmp(rt, "complete") != 0) {
         cJSON_Delete(r);
@@ -290,6 +543,7 @@ static void call_answer(mcp_call_t *c, cJSON *r)
     cJSON_DeleteItemFromObjectCaseSensitive(result, "resultType");
     cJSON_DetachItemViaPointer(r, result);
     cJSON_Delete(r);
+    c->task_id[0] = '\0';
     call_end(c, result);
 }
 
@@ -307,7 +561,8 @@ static void call_done_in(const wrk_httpexec_resp_t *resp, void *arg)
             call_end(c, wrk_httpexec_failure(c->job, resp, "the tool's upstream MCP server"));
         return;
     }
-    if (resp->status == 404 && !up->modern && c->session[0] && !c->retried) {
+    if (resp->status == 404 && !up->modern && c->session[0] && !c->retried &&
+        c->step == CALL_TOOL) {
         /* The session expired: initialize again (once) and retry. */
         log_event(LOG_INFO, "upstream MCP session expired: initializing again", "job_id",
                   c->job->env.job_id, "upstream", up->host, (char *)NULL);
@@ -322,7 +577,9 @@ static void call_done_in(const wrk_httpexec_resp_t *resp, void *arg)
             call_wait(c);
         return;
     }
-    cJSON *r = mcpw_response(resp->content_type, resp->body, resp->len, c->id, call_note, c);
+    cJSON *r = resp->streamed
+                   ? mcpw_reader_take(&c->rd)
+                   : mcpw_response(resp->content_type, resp->body, resp->len, c->id, call_note, c);
     if (!r) {
         call_end(c,
                  resp->status >= 200 && resp->status <= 299
@@ -346,6 +603,9 @@ static void call_done(const wrk_httpexec_resp_t *resp, void *arg)
     wrk_job_log_leave(&saved);
 }
 
+/* tools/call of the executor's tool, its progress token the job id; a 2026-07-28 upstream
+ * that runs tasks is told this client follows them, a 2025-11-25 one gets params.task when
+ * the tool needs it (as_task). */
 static void call_send(mcp_call_t *c)
 {
     mcp_up_t *up = c->up;
@@ -357,29 +617,17 @@ static void call_send(mcp_call_t *c)
     cJSON_AddItemToObject(params, "arguments",
                           job->env.arguments ? cJSON_Duplicate(job->env.arguments, 1)
                                              : cJSON_CreateObject());
-    c->id = ++c->m->next_id;
-    snprintf(c->session, sizeof(c->session), "%s", up->modern ? "" : up->session);
-    if (up->modern)
-        modern_meta(params);
-    cJSON *meta = cJSON_GetObjectItemCaseSensitive(params, "_meta");
-    cJSON_AddStringToObject(meta ? meta : cJSON_AddObjectToObject(params, "_meta"), "progressToken",
-                            job->env.job_id);
-    size_t len = 0;
-    char *body = rpc_body(c->id, "tools/call", params, &len);
-    struct curl_slist *h =
-        up_headers(up, up->modern, up->modern ? MCPW_MODERN_VERSION : up->version, "tools/call",
-                   tool, c->session, job->env.traceparent);
-    if (!body || !h) {
-        cJSON_free(body);
-        curl_slist_free_all(h);
-        call_end_error(c, -32603, "out of memory");
-        return;
+    cJSON *meta = cJSON_AddObjectToObject(params, "_meta");
+    cJSON_AddStringToObject(meta, "progressToken", job->env.job_id);
+    if (up->modern && up->tasks) {
+        cJSON *caps = cJSON_AddObjectToObject(meta, MCP_CLIENT_CAPS_META);
+        cJSON_AddObjectToObject(cJSON_AddObjectToObject(caps, "extensions"), MCP_TASKS_EXT);
     }
-    c->req = wrk_httpexec_post(c->m->http, up->url, h, body, len,
-                               wrk_job_remaining_ms(job) + MCP_TIMEOUT_SLACK_MS, call_done, c);
-    cJSON_free(body);
-    if (!c->req)
-        call_end_error(c, -32603, "cannot start the request to the upstream MCP server");
+    if (!up->modern && c->as_task)
+        cJSON_AddNumberToObject(cJSON_AddObjectToObject(params, "task"), "ttl",
+                                (double)(wrk_job_remaining_ms(job) + MCP_POLL_MAX_MS));
+    c->step = CALL_TOOL;
+    call_post(c, "tools/call", tool, params);
 }
 
 /* ---- the handshake ---- */
@@ -424,6 +672,21 @@ static void up_ready(wrk_mcpexec_t *m, mcp_up_t *up, const char *failure)
 
 static void up_send(wrk_mcpexec_t *m, mcp_up_t *up, const char *method, cJSON *params, int notify);
 
+/* 1 when a handshake response's capabilities say the upstream may answer tools/call with a
+ * task: 2026-07-28 (server/discover) extensions["io.modelcontextprotocol/tasks"], 2025-11-25
+ * (initialize) tasks.requests.tools.call. */
+static int up_runs_tasks(const cJSON *r, int modern)
+{
+    const cJSON *caps = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(r, "result"), "capabilities");
+    if (modern)
+        return cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(caps, "extensions"), MCP_TASKS_EXT));
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(caps, "tasks");
+    t = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(t, "requests"), "tools");
+    return cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(t, "call"));
+}
+
 /* Each handshake step's answer; the handshake goes on even when every waiting call has
  * gone, which warms the cache for the next ones. */
 static void up_done(const wrk_httpexec_resp_t *resp, void *arg)
@@ -442,6 +705,7 @@ static void up_done(const wrk_httpexec_resp_t *resp, void *arg)
                                                            resp->len, up->neg_id, NULL, NULL);
     if (up->state == UP_DISCOVER) {
         int modern = mcpw_discover_modern(resp->status, r);
+        up->tasks = modern && up_runs_tasks(r, 1);
         cJSON_Delete(r);
         if (modern) {
             up->modern = 1;
@@ -475,6 +739,7 @@ static void up_done(const wrk_httpexec_resp_t *resp, void *arg)
             up_ready(m, up, why);
             return;
         }
+        up->tasks = up_runs_tasks(r, 0);
         cJSON_Delete(r);
         up->version = v;
         snprintf(up->session, sizeof(up->session), "%s", resp->session_id);
@@ -549,6 +814,7 @@ static int mcp_start(wrk_job_t *job)
     c->job = job;
     c->m = m;
     c->up = up;
+    wrk_loop_timer_init(&c->poll, task_poll_fire, c);
     job->ex_state = c;
     if (up->state == UP_READY)
         call_send(c);
@@ -586,7 +852,7 @@ static void mcp_cancel(wrk_job_t *job, wrk_cancel_t how)
     if (c->req) {
         wrk_httpexec_req_cancel(c->m->http, c->req);
         c->req = NULL;
-        if (!c->up->modern && how != WRK_CANCEL_ABORT)
+        if (!c->up->modern && !c->task_id[0] && how != WRK_CANCEL_ABORT)
             send_cancelled(c);
     } else {
         for (mcp_call_t **pp = &c->up->waiters; *pp; pp = &(*pp)->next)
@@ -595,6 +861,10 @@ static void mcp_cancel(wrk_job_t *job, wrk_cancel_t how)
                 break;
             }
     }
+    /* an upstream task outlives its request: cancel it too (also when this worker stops and
+     * the job goes to another one, which starts its own) */
+    if (c->task_id[0])
+        task_cancel(c);
     call_end(c, NULL);
 }
 
