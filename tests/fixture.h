@@ -141,6 +141,15 @@ int fx_ingress_exit(const fx_stack_t *fx, const char *name, const char *config,
  * (60 s) until it joined the consumer group. The pid, or -1 with a message on stderr. */
 pid_t fx_spawn_worker(const fx_stack_t *fx, const char *name, const char *const extra_env[]);
 
+/* Starts tests/clients/sdk-upstream.mjs (an upstream MCP server built with the official
+ * TypeScript SDK 1.x) on 127.0.0.1:port requiring "Authorization: Bearer <token>", logging to
+ * <dir>/sdk-upstream.log, and waits (20 s) until it listens. The npm packages come from
+ * $MCPQ_CLIENTS_DEPS (default build/clients, tests/clients/install.sh); their directory is
+ * written to deps. 0 when node or the packages are missing (the caller skips, or fails in
+ * CI), the pid otherwise. */
+pid_t fx_spawn_sdk_upstream(const fx_stack_t *fx, int port, const char *token, char *deps,
+                            size_t size);
+
 /* The uid an unprivileged process of a test runs as when the test itself runs as root (CI
  * always does): nobody. */
 #define FX_UNPRIVILEGED_UID 65534

@@ -1,7 +1,10 @@
 // An upstream MCP server built with the official TypeScript SDK 1.x (what users run behind
 // the gateway's mcp executor), for tests/integration/test_mcp_exec.c: Streamable HTTP with
 // sessions (one McpServer per session), Bearer auth, tools `echo` (structuredContent) and
-// `fail` (isError).
+// `fail` (isError); for tests/integration/test_mcp_stream.c: `slow` (progress every 200 ms
+// for 3 s and a log message, live on the call's SSE stream) and `long` (a 2025-11-25 task,
+// taskSupport "required": status messages, then its result after `ms`). Each JSON-RPC method
+// received is printed as `method <name>` on stdout.
 //
 //   node --import tests/clients/lib/register.mjs tests/clients/sdk-upstream.mjs PORT READY_FILE TOKEN
 import http from 'node:http';
@@ -10,13 +13,19 @@ import { writeFileSync } from 'node:fs';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { InMemoryTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js';
 import { z } from 'zod';
 
 const [port, readyFile, token] = process.argv.slice(2);
 const transports = new Map();
+const taskStore = new InMemoryTaskStore();
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 function newServer() {
-    const server = new McpServer({ name: 'sdk-upstream', version: '1.0.0' });
+    const server = new McpServer({ name: 'sdk-upstream', version: '1.0.0' }, {
+        capabilities: { logging: {}, tasks: { cancel: {}, requests: { tools: { call: {} } } } },
+        taskStore,
+    });
     server.registerTool('echo', {
         description: 'Echo the text (official SDK upstream)',
         inputSchema: { text: z.string() },
@@ -29,6 +38,40 @@ function newServer() {
         description: 'Always fails',
         inputSchema: {},
     }, async () => ({ content: [{ type: 'text', text: 'sdk tool failed' }], isError: true }));
+    server.registerTool('slow', {
+        description: 'Progress every 200 ms for 3 s, then done',
+        inputSchema: {},
+    }, async (_args, extra) => {
+        const progressToken = extra._meta?.progressToken;
+        await extra.sendNotification({ method: 'notifications/message',
+            params: { level: 'info', data: 'slow started' } });
+        for (let i = 1; i <= 15; i++) {
+            if (progressToken !== undefined)
+                await extra.sendNotification({ method: 'notifications/progress',
+                    params: { progressToken, progress: i, total: 15, message: `step ${i}` } });
+            await sleep(200);
+        }
+        return { content: [{ type: 'text', text: 'slow done' }] };
+    });
+    server.experimental.tasks.registerToolTask('long', {
+        description: 'A task: status messages, then its result after ms',
+        inputSchema: { ms: z.number() },
+        execution: { taskSupport: 'required' },
+    }, {
+        createTask: async ({ ms }, extra) => {
+            const task = await extra.taskStore.createTask({ ttl: 600000, pollInterval: 100 });
+            (async () => {
+                await sleep(ms / 2);
+                await extra.taskStore.updateTaskStatus(task.taskId, 'working', 'half way');
+                await sleep(ms / 2);
+                await extra.taskStore.storeTaskResult(task.taskId, 'completed',
+                    { content: [{ type: 'text', text: `long done after ${ms} ms` }] });
+            })().catch(() => {}); /* a cancelled task stays cancelled */
+            return { task };
+        },
+        getTask: async (_args, extra) => extra.taskStore.getTask(extra.taskId),
+        getTaskResult: async (_args, extra) => extra.taskStore.getTaskResult(extra.taskId),
+    });
     return server;
 }
 
@@ -47,6 +90,8 @@ const httpServer = http.createServer(async (req, res) => {
     } catch {
         return rpcError(res, 400, 'Parse error');
     }
+    for (const m of [body].flat())
+        if (m && typeof m.method === 'string') console.log(`method ${m.method}`);
     const sid = req.headers['mcp-session-id'];
     let transport = sid ? transports.get(sid) : undefined;
     if (sid && !transport) return rpcError(res, 404, 'Session not found');

@@ -22,10 +22,18 @@
 #define MCP_POLL_DEFAULT_MS 1000 /* an upstream task that suggests no poll interval */
 #define MCP_POLL_MIN_MS 50       /* nor faster than this, whatever it suggests */
 #define MCP_POLL_MAX_MS 30000
+#define MCP_TOOL_PAGES_MAX 20 /* tools/list pages read to learn which tools run as tasks */
 #define MCP_TASKS_EXT "io.modelcontextprotocol/tasks"
 #define MCP_CLIENT_CAPS_META "io.modelcontextprotocol/clientCapabilities"
 
-typedef enum { UP_NEW = 0, UP_DISCOVER, UP_INITIALIZE, UP_INITIALIZED, UP_READY } up_state_t;
+typedef enum {
+    UP_NEW = 0,
+    UP_DISCOVER,
+    UP_INITIALIZE,
+    UP_INITIALIZED,
+    UP_TOOLS, /* legacy with tasks: learning which tools run as tasks (tools/list) */
+    UP_READY
+} up_state_t;
 
 typedef struct mcp_call mcp_call_t;
 
@@ -40,7 +48,9 @@ typedef struct mcp_up {
     int modern;
     const char *version; /* legacy: the version settled on */
     char session[WRK_HTTP_SESSION_MAX];
-    int tasks; /* the upstream runs tools/call as tasks (its capabilities say so) */
+    int tasks;         /* the upstream runs tools/call as tasks (its capabilities say so) */
+    cJSON *task_tools; /* legacy: names of its tools whose taskSupport is required/optional */
+    int tool_pages;
     long neg_id;
     wrk_httpexec_req_t *req; /* the handshake request in flight */
     mcp_call_t *waiters;     /* calls waiting for the handshake */
@@ -69,7 +79,8 @@ struct mcp_call {
     char session[WRK_HTTP_SESSION_MAX]; /* the session the call was sent in */
     char task_id[MCP_TASK_ID_MAX];      /* the upstream task being followed, "" when none */
     char task_status[32];
-    double task_steps; /* status changes seen, the progress forwarded */
+    char task_note[MCP_MESSAGE_MAX]; /* the status and message last sent as progress */
+    double task_steps;               /* status changes seen, the progress forwarded */
     wrk_loop_timer_t poll;
     mcp_call_t *next; /* in up->waiters */
 };
@@ -93,6 +104,7 @@ void wrk_mcpexec_free(wrk_mcpexec_t *m)
         free(up->key);
         free(up->url);
         cJSON_Delete(up->headers);
+        cJSON_Delete(up->task_tools);
         free(up);
         up = next;
     }
@@ -375,30 +387,32 @@ static void task_state(mcp_call_t *c, cJSON *r, const cJSON *t)
                                          "status"));
         return;
     }
-    if (strcmp(status, c->task_status) != 0 || msg) {
+    char text[MCP_MESSAGE_MAX];
+    snprintf(text, sizeof(text), "%s%s%s", status, msg ? ": " : "", msg ? msg : "");
+    if (strcmp(text, c->task_note) != 0) {
         cJSON *data = cJSON_CreateObject();
         cJSON_AddNumberToObject(data, "progress", ++c->task_steps);
-        char text[MCP_MESSAGE_MAX];
-        snprintf(text, sizeof(text), "%s%s%s", status, msg ? ": " : "", msg ? msg : "");
         cJSON_AddStringToObject(data, "message", text);
         wrk_job_notify(c->job, "progress", data);
         cJSON_Delete(data);
-        snprintf(c->task_status, sizeof(c->task_status), "%s", status);
+        snprintf(c->task_note, sizeof(c->task_note), "%s", text);
     }
-    if (strcmp(status, "input_required") == 0) {
+    /* status and msg live in r, which is freed below */
+    snprintf(c->task_status, sizeof(c->task_status), "%s", status);
+    if (strcmp(c->task_status, "input_required") == 0) {
         cJSON_Delete(r);
         call_end(c, wrk_job_error_hidden(c->job, up->host,
                                          "the upstream MCP server's task asks for input, which "
                                          "the mcp executor cannot give"));
         return;
     }
-    if (task_terminal(status) && strcmp(status, "cancelled") == 0) {
+    if (strcmp(c->task_status, "cancelled") == 0) {
         cJSON_Delete(r);
         call_end(c, wrk_job_error_hidden(c->job, up->host,
                                          "the upstream MCP server cancelled the task"));
         return;
     }
-    if (task_terminal(status) && up->modern) {
+    if (task_terminal(c->task_status) && up->modern) {
         /* 2026-07-28: the terminal task carries the call's result or error */
         cJSON *out = cJSON_CreateObject();
         cJSON *res = cJSON_DetachItemFromObjectCaseSensitive((cJSON *)t, "result");
@@ -414,20 +428,20 @@ static void task_state(mcp_call_t *c, cJSON *r, const cJSON *t)
         call_answer(c, out);
         return;
     }
-    cJSON_Delete(r);
-    if (task_terminal(status)) {
-        cJSON *p = cJSON_CreateObject();
-        cJSON_AddStringToObject(p, "taskId", c->task_id);
-        c->step = CALL_TASK_RESULT;
-        call_post(c, "tasks/result", NULL, p);
-        return;
-    }
     const cJSON *iv =
         cJSON_GetObjectItemCaseSensitive(t, up->modern ? "pollIntervalMs" : "pollInterval");
     int64_t wait = cJSON_IsNumber(iv) ? (int64_t)iv->valuedouble : MCP_POLL_DEFAULT_MS;
     wait = wait < MCP_POLL_MIN_MS   ? MCP_POLL_MIN_MS
            : wait > MCP_POLL_MAX_MS ? MCP_POLL_MAX_MS
                                     : wait;
+    cJSON_Delete(r);
+    if (task_terminal(c->task_status)) {
+        cJSON *p = cJSON_CreateObject();
+        cJSON_AddStringToObject(p, "taskId", c->task_id);
+        c->step = CALL_TASK_RESULT;
+        call_post(c, "tasks/result", NULL, p);
+        return;
+    }
     int64_t left = wrk_job_remaining_ms(c->job);
     if (wait > left)
         wait = left; /* the deadline timer ends the job; a last look costs nothing */
@@ -623,6 +637,12 @@ static void call_send(mcp_call_t *c)
         cJSON *caps = cJSON_AddObjectToObject(meta, MCP_CLIENT_CAPS_META);
         cJSON_AddObjectToObject(cJSON_AddObjectToObject(caps, "extensions"), MCP_TASKS_EXT);
     }
+    const cJSON *t, *task_tools = up->modern ? NULL : up->task_tools;
+    cJSON_ArrayForEach(t, task_tools)
+    {
+        if (strcmp(t->valuestring, tool) == 0)
+            c->as_task = 1;
+    }
     if (!up->modern && c->as_task)
         cJSON_AddNumberToObject(cJSON_AddObjectToObject(params, "task"), "ttl",
                                 (double)(wrk_job_remaining_ms(job) + MCP_POLL_MAX_MS));
@@ -687,6 +707,33 @@ static int up_runs_tasks(const cJSON *r, int modern)
     return cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(t, "call"));
 }
 
+/* A page of the legacy upstream's tools/list (r owned): the names of the tools whose
+ * execution.taskSupport is "required" or "optional" are kept; the next page is asked for,
+ * or the handshake ends. */
+static void up_tools_page(wrk_mcpexec_t *m, mcp_up_t *up, cJSON *r)
+{
+    const cJSON *res = cJSON_GetObjectItemCaseSensitive(r, "result");
+    const cJSON *t;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(res, "tools"))
+    {
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "name"));
+        const char *ts = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(t, "execution"), "taskSupport"));
+        if (name && ts && (strcmp(ts, "required") == 0 || strcmp(ts, "optional") == 0))
+            cJSON_AddItemToArray(up->task_tools, cJSON_CreateString(name));
+    }
+    const char *next = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(res, "nextCursor"));
+    if (next && next[0] && ++up->tool_pages < MCP_TOOL_PAGES_MAX) {
+        cJSON *p = cJSON_CreateObject();
+        cJSON_AddStringToObject(p, "cursor", next);
+        cJSON_Delete(r);
+        up_send(m, up, "tools/list", p, 0);
+        return;
+    }
+    cJSON_Delete(r);
+    up_ready(m, up, NULL);
+}
+
 /* Each handshake step's answer; the handshake goes on even when every waiting call has
  * gone, which warms the cache for the next ones. */
 static void up_done(const wrk_httpexec_resp_t *resp, void *arg)
@@ -747,22 +794,35 @@ static void up_done(const wrk_httpexec_resp_t *resp, void *arg)
         up_send(m, up, "notifications/initialized", NULL, 1);
         return;
     }
+    if (up->state == UP_TOOLS) {
+        up_tools_page(m, up, r);
+        return;
+    }
     /* notifications/initialized: 202 expected; an upstream that refuses it may still serve
-     * calls, and a call's own answer will tell. */
+     * calls, and a call's own answer will tell. A 2025-11-25 upstream that runs tasks is asked
+     * which tools need them (tools/list: execution.taskSupport, basic/utilities/tasks.mdx
+     * "Tool-Level Negotiation"); a failed listing only means calls go without. */
+    if (up->tasks) {
+        cJSON_Delete(up->task_tools);
+        up->task_tools = cJSON_CreateArray();
+        up->tool_pages = 0;
+        up->state = UP_TOOLS;
+        up_send(m, up, "tools/list", cJSON_CreateObject(), 0);
+        return;
+    }
     up_ready(m, up, NULL);
 }
 
 static void up_send(wrk_mcpexec_t *m, mcp_up_t *up, const char *method, cJSON *params, int notify)
 {
     int modern = up->state == UP_DISCOVER;
-    const char *version = modern                        ? MCPW_MODERN_VERSION
-                          : up->state == UP_INITIALIZED ? up->version
-                                                        : NULL;
+    int in_session = up->state == UP_INITIALIZED || up->state == UP_TOOLS;
+    const char *version = modern ? MCPW_MODERN_VERSION : in_session ? up->version : NULL;
     up->neg_id = notify ? -1 : ++m->next_id;
     size_t len = 0;
     char *body = rpc_body(up->neg_id, method, params, &len);
-    struct curl_slist *h = up_headers(up, modern, version, method, NULL,
-                                      up->state == UP_INITIALIZED ? up->session : NULL, NULL);
+    struct curl_slist *h =
+        up_headers(up, modern, version, method, NULL, in_session ? up->session : NULL, NULL);
     if (body && h) {
         up->req = wrk_httpexec_post(m->http, up->url, h, body, len, MCP_NEGOTIATE_TIMEOUT_MS,
                                     up_done, up);

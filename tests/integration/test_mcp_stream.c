@@ -1,0 +1,317 @@
+/*
+ * test_mcp_stream.c - live upstream streams of the mcp executor (docs/executors.md, "mcp":
+ * "Streaming" and "Upstream tasks") end to end: redis-server, mcpq-devbroker, one
+ * mcpq-ingress, one mcpq-worker (tests/fixture.c) and an upstream built with the official
+ * TypeScript SDK 1.x (tests/clients/sdk-upstream.mjs). The client here reads the gateway's SSE
+ * answer as it arrives and notes when each frame came.
+ * Checked: the upstream's progress (every 200 ms for 3 s) reaches the client as it is sent
+ * (the first within 500 ms of the call, spread out, all before the result) and its log
+ * message too; an upstream that answers with a 2025-11-25 task (taskSupport "required") is
+ * followed to its result with its status messages as progress; a call whose deadline passes
+ * while its upstream task runs cancels that task (tasks/cancel).
+ */
+#include "check.h"
+#include "fixture.h"
+#include "mcpw.h"
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define TOKEN "stream-upstream-token-7"
+#define MAX_FRAMES 64
+
+static fx_stack_t fx;
+static int port, sdk_port;
+
+/* One SSE frame of the gateway's answer and when it came (ms after the request was sent). */
+typedef struct frame {
+    long long at;
+    cJSON *msg;
+} frame_t;
+
+typedef struct stream {
+    mcpw_sse_t sse;
+    long long t0;
+    frame_t frames[MAX_FRAMES];
+    int n;
+    int json;       /* the answer is one JSON body (nothing was streamed before the result) */
+    char raw[8192]; /* such a body */
+    size_t raw_len;
+} stream_t;
+
+static int on_event(const char *event, const char *data, size_t len, void *arg)
+{
+    stream_t *s = arg;
+    (void)event;
+    if (s->n < MAX_FRAMES) {
+        s->frames[s->n].at = fx_now_ms() - s->t0;
+        s->frames[s->n].msg = cJSON_ParseWithLength(data, len);
+        CHECK(s->frames[s->n].msg != NULL);
+        s->n++;
+    }
+    return 0;
+}
+
+static size_t on_body(char *ptr, size_t size, size_t nmemb, void *arg)
+{
+    stream_t *s = arg;
+    size_t n = size * nmemb;
+    if (s->json) {
+        CHECK(s->raw_len + n < sizeof(s->raw));
+        memcpy(s->raw + s->raw_len, ptr, n);
+        s->raw_len += n;
+        return n;
+    }
+    CHECK_INT_EQ(mcpw_sse_feed(&s->sse, ptr, n, on_event, s), 0);
+    return n;
+}
+
+static size_t on_header(char *buf, size_t size, size_t nitems, void *arg)
+{
+    stream_t *s = arg;
+    static const char name[] = "content-type: application/json";
+    if (size * nitems >= sizeof(name) - 1 && strncasecmp(buf, name, sizeof(name) - 1) == 0)
+        s->json = 1;
+    return size * nitems;
+}
+
+/* POSTs a tools/call of tool with args and progress token ptok, reading the SSE answer as it
+ * arrives into s (frames in order, with their arrival times). */
+static void call_stream(stream_t *s, const char *tool, const char *args, const char *ptok)
+{
+    char url[128], body[512];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/mcp", port);
+    snprintf(body, sizeof(body),
+             "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"%s\","
+             "\"arguments\":%s,\"_meta\":{\"progressToken\":\"%s\"}}}",
+             tool, args, ptok);
+    memset(s, 0, sizeof(*s));
+    mcpw_sse_init(&s->sse, 1 << 20);
+    CURL *e = curl_easy_init();
+    struct curl_slist *h = curl_slist_append(NULL, "Authorization: Bearer stream-key");
+    h = curl_slist_append(h, "Content-Type: application/json");
+    h = curl_slist_append(h, "Accept: application/json, text/event-stream");
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, s);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, s);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 60000L);
+    s->t0 = fx_now_ms();
+    CHECK_INT_EQ(curl_easy_perform(e), CURLE_OK);
+    long status = 0;
+    char *ctype = NULL;
+    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_getinfo(e, CURLINFO_CONTENT_TYPE, &ctype);
+    CHECK_INT_EQ(status, 200);
+    if (s->json) /* one frame, at the end */
+        on_event("message", s->raw, s->raw_len, s);
+    else
+        CHECK(mcpw_is_sse(ctype));
+    CHECK(mcpw_sse_finish(&s->sse, on_event, s) >= 0);
+    mcpw_sse_cleanup(&s->sse);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(e);
+}
+
+static void stream_free(stream_t *s)
+{
+    for (int i = 0; i < s->n; i++)
+        cJSON_Delete(s->frames[i].msg);
+}
+
+static const char *method_of(const frame_t *f)
+{
+    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f->msg, "method"));
+}
+
+static const cJSON *param(const frame_t *f, const char *name)
+{
+    return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(f->msg, "params"),
+                                            name);
+}
+
+/* The index of the response (the last frame, id 7). */
+static int response_at(const stream_t *s)
+{
+    CHECK(s->n > 0);
+    const frame_t *last = &s->frames[s->n - 1];
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(last->msg, "id");
+    CHECK(cJSON_IsNumber(id) && id->valueint == 7);
+    return s->n - 1;
+}
+
+static const char *result_text(const frame_t *f)
+{
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(f->msg, "result");
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(r, "content");
+    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(c, 0), "text"));
+}
+
+static void tool_json(char *out, size_t size, const char *name, const char *tool, int timeout_ms)
+{
+    snprintf(out, size,
+             "{\"tenant\":\"s\",\"server\":\"default\",\"name\":\"%s\",\"published\":\"1\","
+             "\"versions\":[{\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},"
+             "\"timeout_ms\":%d,\"executor\":{\"type\":\"mcp\",\"url\":\"http://127.0.0.1:%d/mcp\","
+             "\"tool\":\"%s\",\"headers\":{\"Authorization\":\"Bearer " TOKEN "\"}}}]}",
+             name, timeout_ms, sdk_port, tool);
+}
+
+static void write_config(const char *path)
+{
+    char t[4][512], cfg[4096];
+    tool_json(t[0], sizeof(t[0]), "sdk_echo", "echo", 20000);
+    tool_json(t[1], sizeof(t[1]), "sdk_slow", "slow", 20000);
+    tool_json(t[2], sizeof(t[2]), "sdk_long", "long", 20000);
+    tool_json(t[3], sizeof(t[3]), "sdk_long_short", "long", 2000);
+    snprintf(cfg, sizeof(cfg),
+             "{\"tenants\":[{\"id\":\"s\",\"api_keys\":[{\"id\":\"k\",\"key\":\"stream-key\"}]}],"
+             "\"servers\":[{\"tenant\":\"s\",\"name\":\"default\"}],"
+             "\"tools\":[%s,%s,%s,%s]}",
+             t[0], t[1], t[2], t[3]);
+    fx_write_file(path, cfg, 0600);
+}
+
+/* Lines "method <name>" the upstream printed for each JSON-RPC message it received. */
+static int upstream_got(const char *method)
+{
+    char path[400], line[512], want[128];
+    snprintf(path, sizeof(path), "%s/sdk-upstream.log", fx.dir);
+    snprintf(want, sizeof(want), "method %s\n", method);
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    int n = 0;
+    while (fgets(line, sizeof(line), f))
+        n += strcmp(line, want) == 0;
+    fclose(f);
+    return n;
+}
+
+static void test_live_progress(void)
+{
+    stream_t s;
+    /* the upstream session is negotiated by a first call, so the timing below is the call's */
+    call_stream(&s, "sdk_echo", "{\"text\":\"warm\"}", "p0");
+    CHECK_STR_EQ(result_text(&s.frames[response_at(&s)]), "sdk echo: warm");
+    stream_free(&s);
+
+    call_stream(&s, "sdk_slow", "{}", "p1");
+    int resp = response_at(&s);
+    CHECK_STR_EQ(result_text(&s.frames[resp]), "slow done");
+    int first = -1, last = -1, nprog = 0, log_at = -1;
+    double prev = 0;
+    for (int i = 0; i < resp; i++) {
+        const char *m = method_of(&s.frames[i]);
+        CHECK(m != NULL);
+        if (strcmp(m, "notifications/message") == 0) {
+            CHECK_STR_EQ(cJSON_GetStringValue(param(&s.frames[i], "data")), "slow started");
+            log_at = i;
+            continue;
+        }
+        CHECK_STR_EQ(m, "notifications/progress");
+        CHECK_STR_EQ(cJSON_GetStringValue(param(&s.frames[i], "progressToken")), "p1");
+        double p = param(&s.frames[i], "progress")->valuedouble;
+        CHECK(p > prev);
+        prev = p;
+        if (first < 0)
+            first = i;
+        last = i;
+        nprog++;
+    }
+    CHECK_INT_EQ(nprog, 15);
+    long long t_first = s.frames[first].at, t_last = s.frames[last].at, t_resp = s.frames[resp].at;
+    fprintf(stderr, "# progress: first after %lld ms, last after %lld ms, result after %lld ms\n",
+            t_first, t_last, t_resp);
+    /* the first progress as the upstream sends it, not at the end */
+    CHECK(t_first < 500);
+    /* spread out over the 3 s the tool runs (buffered, they would come together) */
+    CHECK(t_last - t_first >= 1500);
+    CHECK(t_resp - t_first >= 2000);
+    CHECK(log_at >= 0);
+    stream_free(&s);
+    TEST_PASS("upstream progress and log arrive live: first within 500 ms, spread, before "
+              "the result");
+}
+
+static void test_task(void)
+{
+    int gets_before = upstream_got("tasks/get");
+    stream_t s;
+    call_stream(&s, "sdk_long", "{\"ms\":1200}", "p2");
+    int resp = response_at(&s);
+    CHECK_STR_EQ(result_text(&s.frames[resp]), "long done after 1200 ms");
+    int half = -1;
+    for (int i = 0; i < resp; i++) {
+        CHECK_STR_EQ(method_of(&s.frames[i]), "notifications/progress");
+        const char *msg = cJSON_GetStringValue(param(&s.frames[i], "message"));
+        fprintf(stderr, "# task progress after %lld ms: %s\n", s.frames[i].at, msg ? msg : "");
+        if (msg && strstr(msg, "half way") && half < 0)
+            half = i;
+    }
+    CHECK(half >= 0);
+    CHECK(s.frames[resp].at - s.frames[half].at >= 300); /* live, not at the end */
+    CHECK(upstream_got("tasks/get") > gets_before + 2);
+    CHECK(upstream_got("tasks/result") >= 1);
+    stream_free(&s);
+    TEST_PASS("an upstream task (2025-11-25, taskSupport required) is followed to its result, "
+              "its status messages as progress");
+
+    CHECK_INT_EQ(upstream_got("tasks/cancel"), 0);
+    call_stream(&s, "sdk_long_short", "{\"ms\":60000}", "p3");
+    resp = response_at(&s);
+    const cJSON *err = cJSON_GetObjectItemCaseSensitive(s.frames[resp].msg, "error");
+    CHECK_INT_EQ(cJSON_GetObjectItemCaseSensitive(err, "code")->valueint, -32003);
+    stream_free(&s);
+    for (int i = 0; i < 200 && upstream_got("tasks/cancel") == 0; i++)
+        fx_sleep_ms(50);
+    CHECK_INT_EQ(upstream_got("tasks/cancel"), 1);
+    TEST_PASS("a call whose deadline passes cancels its upstream task (tasks/cancel)");
+}
+
+int main(void)
+{
+    char cfg[300], deps[500];
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (fx_start(&fx, 2) < 0)
+        return 1;
+    sdk_port = fx_free_port();
+    pid_t sdk = fx_spawn_sdk_upstream(&fx, sdk_port, TOKEN, deps, sizeof(deps));
+    CHECK(sdk >= 0);
+    const char *ci = getenv("CI");
+    if (sdk == 0) {
+        if (ci && strcmp(ci, "true") == 0) {
+            fprintf(stderr, "no node or no npm packages in %s (scripts/test.sh installs them)\n",
+                    deps);
+            CHECK(sdk > 0);
+        }
+        TEST_SKIP("live upstream streams: no node or no npm packages in %s "
+                  "(tests/clients/install.sh)",
+                  deps);
+        fx_stop(&fx);
+        return TEST_EXIT();
+    }
+    snprintf(cfg, sizeof(cfg), "%s/stream.json", fx.dir);
+    write_config(cfg);
+    port = fx_free_port();
+    pid_t ing = fx_spawn_ingress(&fx, "ingress", port, cfg, NULL, NULL, 0);
+    CHECK(ing > 0);
+    pid_t w = fx_spawn_worker(&fx, "w1", NULL);
+    CHECK(w > 0);
+
+    test_live_progress();
+    test_task();
+
+    CHECK_INT_EQ(fx_stop_pid(w, 10000), 0);
+    CHECK_INT_EQ(fx_stop_pid(ing, 10000), 0);
+    fx_stop_pid(sdk, 5000);
+    fx_stop(&fx);
+    curl_global_cleanup();
+    return TEST_EXIT();
+}
