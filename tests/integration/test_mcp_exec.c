@@ -504,6 +504,15 @@ static void test_federation(void)
     TEST_PASS("federation: upstream tools listed with the prefix (bad name skipped), callable");
 }
 
+/* The official TypeScript SDK 1.x as the upstream (tests/clients/sdk-upstream.mjs), when
+ * node and the npm packages of tests/clients/install.sh are there; else 0 (skipped). */
+static pid_t sdk_start(char *deps, size_t size)
+{
+    pid_t pid = fx_sdk_upstream(&fx, sdk_port, TOKEN, deps, size);
+    CHECK(pid >= 0);
+    return pid;
+}
+
 static void test_sdk_upstream(void)
 {
     cJSON *j = call(NULL, "sdk_echo", "{\"text\":\"hello sdk\"}");
@@ -548,8 +557,7 @@ int main(void)
     int down_port = fx_free_port();
     struct MHD_Daemon *up = upstream_start(up_port);
     char deps[500];
-    pid_t sdk = fx_spawn_sdk_upstream(&fx, sdk_port, TOKEN, deps, sizeof(deps));
-    CHECK(sdk >= 0);
+    pid_t sdk = sdk_start(deps, sizeof(deps));
     snprintf(cfg, sizeof(cfg), "%s/mcp.json", fx.dir);
     write_config(cfg, down_port);
     port = fx_free_port();

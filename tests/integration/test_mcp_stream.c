@@ -282,7 +282,7 @@ int main(void)
     if (fx_start(&fx, 2) < 0)
         return 1;
     sdk_port = fx_free_port();
-    pid_t sdk = fx_spawn_sdk_upstream(&fx, sdk_port, TOKEN, deps, sizeof(deps));
+    pid_t sdk = fx_sdk_upstream(&fx, sdk_port, TOKEN, deps, sizeof(deps));
     CHECK(sdk >= 0);
     const char *ci = getenv("CI");
     if (sdk == 0) {

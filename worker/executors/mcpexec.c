@@ -3,6 +3,7 @@
 #include "err.h"
 #include "job.h"
 #include "log.h"
+#include "mcpmethod.h"
 #include "mcpw.h"
 #include "output.h"
 #include "util.h"
@@ -54,6 +55,7 @@ typedef struct mcp_up {
     long neg_id;
     wrk_httpexec_req_t *req; /* the handshake request in flight */
     mcp_call_t *waiters;     /* calls waiting for the handshake */
+    cJSON *info;             /* what the handshake told (wrk_mcpm_info), for mcpq/catalog */
     struct mcp_up *next;
 } mcp_up_t;
 
@@ -64,7 +66,7 @@ struct wrk_mcpexec {
 };
 
 /* What the request in flight asks: the call itself, or a step of following its task. */
-typedef enum { CALL_TOOL = 0, CALL_TASK_GET, CALL_TASK_RESULT } call_step_t;
+typedef enum { CALL_JOB = 0, CALL_TASK_GET, CALL_TASK_RESULT } call_step_t;
 
 struct mcp_call {
     wrk_job_t *job;
@@ -82,6 +84,8 @@ struct mcp_call {
     char task_note[MCP_MESSAGE_MAX]; /* the status and message last sent as progress */
     double task_steps;               /* status changes seen, the progress forwarded */
     wrk_loop_timer_t poll;
+    int cat_started; /* mcpq/catalog: cat holds the lists read so far */
+    wrk_mcpm_catalog_t cat;
     mcp_call_t *next; /* in up->waiters */
 };
 
@@ -105,6 +109,7 @@ void wrk_mcpexec_free(wrk_mcpexec_t *m)
         free(up->url);
         cJSON_Delete(up->headers);
         cJSON_Delete(up->task_tools);
+        cJSON_Delete(up->info);
         free(up);
         up = next;
     }
@@ -234,24 +239,34 @@ static void call_answer(mcp_call_t *c, cJSON *r);
 static void call_done(const wrk_httpexec_resp_t *resp, void *arg);
 static void up_negotiate(wrk_mcpexec_t *m, mcp_up_t *up);
 
-static void call_release(mcp_call_t *c)
+static void call_free(mcp_call_t *c)
 {
     wrk_loop_timer_stop(c->job->rt->loop, &c->poll);
     mcpw_reader_cleanup(&c->rd);
+    wrk_mcpm_catalog_cleanup(&c->cat);
     free(c);
 }
 
+/* Ends c with a CallToolResult (owned; mapped for other methods, job.h). */
 static void call_end(mcp_call_t *c, cJSON *result)
 {
     wrk_job_t *job = c->job;
-    call_release(c);
+    call_free(c);
     wrk_job_finish(job, result);
+}
+
+/* Ends c with the result of its job's method (owned), passed on as it is. */
+static void call_end_result(mcp_call_t *c, cJSON *result)
+{
+    wrk_job_t *job = c->job;
+    call_free(c);
+    wrk_job_finish_result(job, result);
 }
 
 static void call_end_error(mcp_call_t *c, int code, const char *message)
 {
     wrk_job_t *job = c->job;
-    call_release(c);
+    call_free(c);
     wrk_job_finish_error(job, code, message);
 }
 
@@ -501,13 +516,55 @@ static void task_cancel(mcp_call_t *c)
               "upstream", up->host, "task_id", c->task_id, (char *)NULL);
 }
 
+/* An mcpq/catalog call's page (result borrowed): the next request, or the end. */
+static void call_catalog_page(mcp_call_t *c, const cJSON *result)
+{
+    int rc = wrk_mcpm_catalog_page(&c->cat, result);
+    if (rc == 1) {
+        call_send(c);
+        return;
+    }
+    if (rc == 0) {
+        call_end_result(c, wrk_mcpm_catalog_take(&c->cat));
+        return;
+    }
+    if (rc == MCPQ_ENOMEM)
+        call_end_error(c, -32603, "out of memory");
+    else
+        call_end(c, wrk_job_error_hidden(c->job, c->up->host,
+                                         "the upstream MCP server answered a list request with "
+                                         "something that is not a list result"));
+}
+
+/* Ends call c, whose method is not tools/call, with the upstream's result (borrowed): passed
+ * on when it has the method's shape (mcpmethod.h). */
+static void call_method_result(mcp_call_t *c, const cJSON *result)
+{
+    wrk_method_t method = c->job->env.method_id;
+    if (method == WRK_METHOD_CATALOG) {
+        call_catalog_page(c, result);
+        return;
+    }
+    cJSON *out = wrk_mcpm_result(method, result);
+    if (out) {
+        call_end_result(c, out);
+        return;
+    }
+    call_end(c, wrk_job_error_hidden(c->job, c->up->host,
+                                     "the upstream MCP server answered %s with something that is "
+                                     "not its result",
+                                     c->job->env.method));
+}
+
 /* Ends call c with the upstream's JSON-RPC response r (owned, freed here): its result when
- * it is a complete CallToolResult, else an error. A CreateTaskResult is followed instead. */
+ * it is a complete CallToolResult (or, for another method, that method's result), else an
+ * error. A CreateTaskResult is followed instead. */
 static void call_answer(mcp_call_t *c, cJSON *r)
 {
     mcp_up_t *up = c->up;
     const cJSON *err = cJSON_GetObjectItemCaseSensitive(r, "error");
     cJSON *result = cJSON_GetObjectItemCaseSensitive(r, "result");
+    int other = c->job->env.method_id != WRK_METHOD_CALL;
     if (err) {
         const cJSON *code = cJSON_GetObjectItemCaseSensitive(err, "code");
         const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "message"));
@@ -515,14 +572,20 @@ static void call_answer(mcp_call_t *c, cJSON *r)
         snprintf(text, sizeof(text), "%s", msg ? msg : "error");
         int icode = cJSON_IsNumber(code) ? (int)code->valuedouble : 0;
         cJSON_Delete(r);
-        if (icode == -32601 && c->step == CALL_TOOL && !up->modern && up->tasks && !c->as_task) {
+        if (other) {
+            /* No isError result outside tools/call: the client gets the upstream's error, as
+             * it would from the upstream itself (e.g. -32002 resource not found). */
+            call_end_error(c, icode ? icode : -32603, text);
+            return;
+        }
+        if (icode == -32601 && c->step == CALL_JOB && !up->modern && up->tasks && !c->as_task) {
             /* 2025-11-25: a tool whose taskSupport is "required" answers a plain call with
              * -32601 (basic/utilities/tasks.mdx, "Tool-Level Negotiation"): call it as a task */
             c->as_task = 1;
             call_send(c);
             return;
         }
-        if (icode == -32602 && c->step == CALL_TOOL) {
+        if (icode == -32602 && c->step == CALL_JOB) {
             call_end_error(c, -32602, text);
             return;
         }
@@ -535,7 +598,7 @@ static void call_answer(mcp_call_t *c, cJSON *r)
         task_state(c, r, result);
         return;
     }
-    if (c->step == CALL_TOOL && task_created(c, r, result))
+    if (c->step == CALL_JOB && task_created(c, r, result))
         return;
     const char *rt = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(result, "resultType"));
     if (rt && strcmp(rt, "complete") != 0) {
@@ -545,6 +608,11 @@ static void call_answer(mcp_call_t *c, cJSON *r)
                         "the upstream MCP server answered a \"%.64s\" result, which the mcp "
                         "executor does not follow",
                         rt));
+        return;
+    }
+    if (other) {
+        call_method_result(c, result);
+        cJSON_Delete(r);
         return;
     }
     if (!wrk_output_is_result(result)) {
@@ -575,8 +643,7 @@ static void call_done_in(const wrk_httpexec_resp_t *resp, void *arg)
             call_end(c, wrk_httpexec_failure(c->job, resp, "the tool's upstream MCP server"));
         return;
     }
-    if (resp->status == 404 && !up->modern && c->session[0] && !c->retried &&
-        c->step == CALL_TOOL) {
+    if (resp->status == 404 && !up->modern && c->session[0] && !c->retried && c->step == CALL_JOB) {
         /* The session expired: initialize again (once) and retry. */
         log_event(LOG_INFO, "upstream MCP session expired: initializing again", "job_id",
                   c->job->env.job_id, "upstream", up->host, (char *)NULL);
@@ -617,37 +684,80 @@ static void call_done(const wrk_httpexec_resp_t *resp, void *arg)
     wrk_job_log_leave(&saved);
 }
 
-/* tools/call of the executor's tool, its progress token the job id; a 2026-07-28 upstream
- * that runs tasks is told this client follows them, a 2025-11-25 one gets params.task when
- * the tool needs it (as_task). */
-static void call_send(mcp_call_t *c)
+/* The next request of c: its job's method, or the catalog's next list page. 0 or
+ * MCPQ_ENOMEM. */
+static int call_request(mcp_call_t *c, wrk_mcpm_req_t *req)
+{
+    const wrk_envelope_t *env = &c->job->env;
+    if (env->method_id != WRK_METHOD_CATALOG)
+        return wrk_mcpm_request(env, req);
+    if (!c->cat_started) {
+        int rc = wrk_mcpm_catalog_start(&c->cat, c->up->info);
+        if (rc < 0)
+            return rc;
+        c->cat_started = 1;
+        if (rc == 0) {
+            req->method = NULL; /* nothing announced: the catalog is complete */
+            return 0;
+        }
+    }
+    return wrk_mcpm_catalog_request(&c->cat, req);
+}
+
+/* A tools/call: a 2026-07-28 upstream that runs tasks is told this client follows them
+ * (the extension in _meta's client capabilities); a 2025-11-25 one gets params.task when the
+ * tool needs it (as_task: its taskSupport, or a -32601 to a plain call). */
+static void call_task_opt_in(mcp_call_t *c, cJSON *params, cJSON *meta, const char *tool)
 {
     mcp_up_t *up = c->up;
-    wrk_job_t *job = c->job;
-    const char *tool =
-        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(job->env.executor, "tool"));
-    cJSON *params = cJSON_CreateObject();
-    cJSON_AddStringToObject(params, "name", tool);
-    cJSON_AddItemToObject(params, "arguments",
-                          job->env.arguments ? cJSON_Duplicate(job->env.arguments, 1)
-                                             : cJSON_CreateObject());
-    cJSON *meta = cJSON_AddObjectToObject(params, "_meta");
-    cJSON_AddStringToObject(meta, "progressToken", job->env.job_id);
-    if (up->modern && up->tasks) {
-        cJSON *caps = cJSON_AddObjectToObject(meta, MCP_CLIENT_CAPS_META);
-        cJSON_AddObjectToObject(cJSON_AddObjectToObject(caps, "extensions"), MCP_TASKS_EXT);
+    if (up->modern) {
+        if (!up->tasks)
+            return;
+        cJSON *caps = cJSON_GetObjectItemCaseSensitive(meta, MCP_CLIENT_CAPS_META);
+        if (!caps)
+            caps = cJSON_AddObjectToObject(meta, MCP_CLIENT_CAPS_META);
+        cJSON *ext = cJSON_GetObjectItemCaseSensitive(caps, "extensions");
+        if (!ext)
+            ext = cJSON_AddObjectToObject(caps, "extensions");
+        if (!cJSON_GetObjectItemCaseSensitive(ext, MCP_TASKS_EXT))
+            cJSON_AddObjectToObject(ext, MCP_TASKS_EXT);
+        return;
     }
-    const cJSON *t, *task_tools = up->modern ? NULL : up->task_tools;
-    cJSON_ArrayForEach(t, task_tools)
+    const cJSON *t;
+    cJSON_ArrayForEach(t, up->task_tools)
     {
-        if (strcmp(t->valuestring, tool) == 0)
+        if (tool && strcmp(t->valuestring, tool) == 0)
             c->as_task = 1;
     }
-    if (!up->modern && c->as_task)
+    if (c->as_task)
         cJSON_AddNumberToObject(cJSON_AddObjectToObject(params, "task"), "ttl",
-                                (double)(wrk_job_remaining_ms(job) + MCP_POLL_MAX_MS));
-    c->step = CALL_TOOL;
-    call_post(c, "tools/call", tool, params);
+                                (double)(wrk_job_remaining_ms(c->job) + MCP_POLL_MAX_MS));
+}
+
+/* The job's request upstream (or the catalog's next page), its progress token the job id. */
+static void call_send(mcp_call_t *c)
+{
+    wrk_job_t *job = c->job;
+    wrk_mcpm_req_t rq;
+    if (call_request(c, &rq) < 0) {
+        call_end_error(c, -32603, "out of memory");
+        return;
+    }
+    if (!rq.method) {
+        call_end_result(c, wrk_mcpm_catalog_take(&c->cat));
+        return;
+    }
+    cJSON *params = rq.params;
+    if (job->env.method_id != WRK_METHOD_CATALOG) {
+        cJSON *meta = cJSON_GetObjectItemCaseSensitive(params, "_meta");
+        if (!meta)
+            meta = cJSON_AddObjectToObject(params, "_meta");
+        cJSON_AddStringToObject(meta, "progressToken", job->env.job_id);
+        if (job->env.method_id == WRK_METHOD_CALL)
+            call_task_opt_in(c, params, meta, rq.name);
+    }
+    c->step = CALL_JOB;
+    call_post(c, rq.method, rq.name, params);
 }
 
 /* ---- the handshake ---- */
@@ -734,6 +844,16 @@ static void up_tools_page(wrk_mcpexec_t *m, mcp_up_t *up, cJSON *r)
     up_ready(m, up, NULL);
 }
 
+/* Keeps what the handshake's response r (borrowed) told about the upstream. */
+static void up_keep_info(mcp_up_t *up, const cJSON *r, const char *version)
+{
+    cJSON *info = wrk_mcpm_info(cJSON_GetObjectItemCaseSensitive(r, "result"), version);
+    if (!info)
+        return; /* out of memory: a catalog then lists nothing */
+    cJSON_Delete(up->info);
+    up->info = info;
+}
+
 /* Each handshake step's answer; the handshake goes on even when every waiting call has
  * gone, which warms the cache for the next ones. */
 static void up_done(const wrk_httpexec_resp_t *resp, void *arg)
@@ -753,6 +873,8 @@ static void up_done(const wrk_httpexec_resp_t *resp, void *arg)
     if (up->state == UP_DISCOVER) {
         int modern = mcpw_discover_modern(resp->status, r);
         up->tasks = modern && up_runs_tasks(r, 1);
+        if (modern)
+            up_keep_info(up, r, MCPW_MODERN_VERSION);
         cJSON_Delete(r);
         if (modern) {
             up->modern = 1;
@@ -787,6 +909,7 @@ static void up_done(const wrk_httpexec_resp_t *resp, void *arg)
             return;
         }
         up->tasks = up_runs_tasks(r, 0);
+        up_keep_info(up, r, v);
         cJSON_Delete(r);
         up->version = v;
         snprintf(up->session, sizeof(up->session), "%s", resp->session_id);
@@ -848,7 +971,7 @@ static int mcp_start(wrk_job_t *job)
     wrk_mcpexec_t *m = job->rt->mcp;
     const cJSON *ex = job->env.executor;
     const cJSON *url = cJSON_GetObjectItemCaseSensitive(ex, "url");
-    const cJSON *tool = cJSON_GetObjectItemCaseSensitive(ex, "tool");
+    const char *config_error = wrk_mcpm_config_error(&job->env);
     int bad = 0;
     const cJSON *headers = config_headers(ex, &bad);
     if (!cJSON_IsString(url) || !url_valid(url->valuestring)) {
@@ -856,8 +979,8 @@ static int mcp_start(wrk_job_t *job)
                                               "URL"));
         return 0;
     }
-    if (!cJSON_IsString(tool) || !tool->valuestring[0]) {
-        wrk_job_finish(job, wrk_output_errorf("executor.tool must name the upstream tool"));
+    if (config_error) {
+        wrk_job_finish(job, wrk_output_errorf("%s", config_error));
         return 0;
     }
     if (bad) {
