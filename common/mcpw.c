@@ -110,9 +110,11 @@ static int line_keep(mcpw_sse_t *p, const char *s, size_t n)
 
 int mcpw_sse_feed(mcpw_sse_t *p, const char *buf, size_t len, mcpw_sse_fn fn, void *arg)
 {
-    const char *s = buf, *end = buf + len;
     if (p->stopped)
         return 1;
+    if (len == 0)
+        return 0;
+    const char *s = buf, *end = buf + len;
     /* \r\n split across two chunks: the \n ends nothing new */
     if (p->after_cr && s < end && *s == '\n')
         s++;

@@ -51,6 +51,7 @@
 #define NAMES_CHAN_REGISTRY_CHANGED "mcpq:registry:changed"
 #define NAMES_CHAN_SESSION_ENDED "mcpq:session:ended"
 #define NAMES_CHAN_AGENTREPLY "mcpq:agentreply"
+#define NAMES_CHAN_RESOURCE_UPDATED "mcpq:resource:updated" /* {"tenant","server","uri"} */
 
 /* Kafka record headers of a job (docs/internals.md "Kafka"). */
 #define NAMES_HDR_JOB_ID "job_id"

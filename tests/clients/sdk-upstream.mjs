@@ -6,8 +6,10 @@
 // completions), for tests/integration/test_mcp_methods.c; for
 // tests/integration/test_mcp_stream.c: `slow` (progress every 200 ms for 3 s and a log
 // message, live on the call's SSE stream) and `long` (a 2025-11-25 task, taskSupport
-// "required": status messages, then its result after `ms`). Each JSON-RPC method received is
-// printed as `method <name>` on stdout.
+// "required": status messages, then its result after `ms`), resource subscriptions
+// (resources/subscribe, /unsubscribe) and `touch` {uri} (notifications/resources/updated for a
+// subscribed uri, on the session's GET stream). Each JSON-RPC method received is printed as
+// `method <name>` on stdout.
 //
 //   node --import tests/clients/lib/register.mjs tests/clients/sdk-upstream.mjs PORT READY_FILE TOKEN
 import http from 'node:http';
@@ -16,7 +18,9 @@ import { writeFileSync } from 'node:fs';
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { completable } from '@modelcontextprotocol/sdk/server/completable.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import {
+    isInitializeRequest, SubscribeRequestSchema, UnsubscribeRequestSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import { InMemoryTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js';
 import { z } from 'zod';
 
@@ -27,7 +31,11 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 function newServer() {
     const server = new McpServer({ name: 'sdk-upstream', version: '1.0.0' }, {
-        capabilities: { logging: {}, tasks: { cancel: {}, requests: { tools: { call: {} } } } },
+        capabilities: {
+            logging: {},
+            resources: { subscribe: true },
+            tasks: { cancel: {}, requests: { tools: { call: {} } } },
+        },
         taskStore,
     });
     server.registerTool('echo', {
@@ -56,6 +64,22 @@ function newServer() {
             await sleep(200);
         }
         return { content: [{ type: 'text', text: 'slow done' }] };
+    });
+    const subscribed = new Set();
+    server.server.setRequestHandler(SubscribeRequestSchema, async (req) => {
+        subscribed.add(req.params.uri);
+        return {};
+    });
+    server.server.setRequestHandler(UnsubscribeRequestSchema, async (req) => {
+        subscribed.delete(req.params.uri);
+        return {};
+    });
+    server.registerTool('touch', {
+        description: 'Says that a resource changed (to its subscribers)',
+        inputSchema: { uri: z.string() },
+    }, async ({ uri }) => {
+        if (subscribed.has(uri)) await server.server.sendResourceUpdated({ uri });
+        return { content: [{ type: 'text', text: `touched ${uri}${subscribed.has(uri) ? '' : ' (no subscriber)'}` }] };
     });
     server.experimental.tasks.registerToolTask('long', {
         description: 'A task: status messages, then its result after ms',

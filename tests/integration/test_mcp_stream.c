@@ -8,14 +8,22 @@
  * (the first within 500 ms of the call, spread out, all before the result) and its log
  * message too; an upstream that answers with a 2025-11-25 task (taskSupport "required") is
  * followed to its result with its status messages as progress; a call whose deadline passes
- * while its upstream task runs cancels that task (tasks/cancel).
+ * while its upstream task runs cancels that task (tasks/cancel); a resources/subscribe job
+ * (published to Kafka here, signed as the ingress signs) keeps the upstream session's GET
+ * stream open, and a resource the SDK upstream says changed reaches a Redis SUBSCRIBE on
+ * mcpq:resource:updated as {"tenant","server","uri"} for each subscribed (tenant, server);
+ * resources/unsubscribe drops it (the upstream unsubscribed once the last one left).
  */
 #include "check.h"
 #include "fixture.h"
+#include "jobsig.h"
 #include "mcpw.h"
+#include "names.h"
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
+#include <hiredis/hiredis.h>
+#include <librdkafka/rdkafka.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +34,8 @@
 
 static fx_stack_t fx;
 static int port, sdk_port;
+static rd_kafka_t *producer;
+static redisContext *redis;
 
 /* One SSE frame of the gateway's answer and when it came (ms after the request was sent). */
 typedef struct frame {
@@ -166,16 +176,17 @@ static void tool_json(char *out, size_t size, const char *name, const char *tool
 
 static void write_config(const char *path)
 {
-    char t[4][512], cfg[4096];
+    char t[5][512], cfg[4096];
     tool_json(t[0], sizeof(t[0]), "sdk_echo", "echo", 20000);
     tool_json(t[1], sizeof(t[1]), "sdk_slow", "slow", 20000);
     tool_json(t[2], sizeof(t[2]), "sdk_long", "long", 20000);
     tool_json(t[3], sizeof(t[3]), "sdk_long_short", "long", 2000);
+    tool_json(t[4], sizeof(t[4]), "sdk_touch", "touch", 20000);
     snprintf(cfg, sizeof(cfg),
              "{\"tenants\":[{\"id\":\"s\",\"api_keys\":[{\"id\":\"k\",\"key\":\"stream-key\"}]}],"
              "\"servers\":[{\"tenant\":\"s\",\"name\":\"default\"}],"
-             "\"tools\":[%s,%s,%s,%s]}",
-             t[0], t[1], t[2], t[3]);
+             "\"tools\":[%s,%s,%s,%s,%s]}",
+             t[0], t[1], t[2], t[3], t[4]);
     fx_write_file(path, cfg, 0600);
 }
 
@@ -275,6 +286,131 @@ static void test_task(void)
     TEST_PASS("a call whose deadline passes cancels its upstream task (tasks/cancel)");
 }
 
+/* A job of method for (tenant s, server) with arguments (JSON) on the SDK upstream's mcp
+ * executor, signed with the stack's key as the ingress signs; its result record's status. */
+static char *run_job(const char *job_id, const char *method, const char *server, const char *args)
+{
+    char buf[2048];
+    long long now = fx_now_ms();
+    int n = snprintf(buf, sizeof(buf),
+                     "{\"v\":1,\"job_id\":\"%s\",\"method\":\"%s\",\"tenant\":\"s\","
+                     "\"server\":\"%s\",\"tool\":\"readme\",\"tool_version\":\"1\","
+                     "\"arguments\":%s,\"executor\":{\"type\":\"mcp\",\"url\":"
+                     "\"http://127.0.0.1:%d/mcp\",\"headers\":{\"Authorization\":\"Bearer " TOKEN
+                     "\"}},\"mode\":\"sync\",\"timeout_ms\":20000,\"created_ms\":%lld,"
+                     "\"deadline_ms\":%lld}",
+                     job_id, method, server, args, sdk_port, now, now + 20000);
+    CHECK(n > 0 && (size_t)n < sizeof(buf));
+    jobsig_key_t key = {.len = strlen(fx.job_key)};
+    memcpy(key.bytes, fx.job_key, key.len);
+    char sig[JOBSIG_VALUE_LEN + 1];
+    jobsig_sign(&key, buf, (size_t)n, sig);
+    CHECK_INT_EQ(rd_kafka_producev(producer, RD_KAFKA_V_TOPIC("mcpq.jobs"),
+                                   RD_KAFKA_V_KEY(job_id, strlen(job_id)),
+                                   RD_KAFKA_V_VALUE(buf, (size_t)n),
+                                   RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                   RD_KAFKA_V_HEADER(NAMES_HDR_JOB_ID, job_id, -1),
+                                   RD_KAFKA_V_HEADER(JOBSIG_HEADER, sig, -1), RD_KAFKA_V_END),
+                 0);
+    CHECK_INT_EQ(rd_kafka_flush(producer, 10000), 0);
+    for (int i = 0; i < 300; i++) {
+        redisReply *r = redisCommand(redis, "GET " NAMES_KEY_RESULT "%s", job_id);
+        CHECK(r != NULL);
+        if (r->type == REDIS_REPLY_STRING) {
+            cJSON *rec = cJSON_Parse(r->str);
+            freeReplyObject(r);
+            char *status =
+                strdup(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "status")));
+            cJSON_Delete(rec);
+            return status;
+        }
+        freeReplyObject(r);
+        fx_sleep_ms(50);
+    }
+    CHECK(!"no result record for the job");
+    return NULL;
+}
+
+/* The next message on mcpq:resource:updated (the subscriber waits at most 20 s). */
+static cJSON *next_update(redisContext *sub)
+{
+    redisReply *r = NULL;
+    CHECK_INT_EQ(redisGetReply(sub, (void **)&r), REDIS_OK);
+    CHECK(r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+    CHECK_STR_EQ(r->element[0]->str, "message");
+    CHECK_STR_EQ(r->element[1]->str, NAMES_CHAN_RESOURCE_UPDATED);
+    cJSON *m = cJSON_Parse(r->element[2]->str);
+    CHECK(m != NULL);
+    freeReplyObject(r);
+    return m;
+}
+
+static void check_update(redisContext *sub, const char *server, const char *uri)
+{
+    cJSON *m = next_update(sub);
+    CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "tenant")), "s");
+    CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "server")), server);
+    CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "uri")), uri);
+    cJSON_Delete(m);
+}
+
+static void touch(const char *uri)
+{
+    char args[256];
+    stream_t s;
+    snprintf(args, sizeof(args), "{\"uri\":\"%s\"}", uri);
+    call_stream(&s, "sdk_touch", args, "p9");
+    const char *text = result_text(&s.frames[response_at(&s)]);
+    CHECK(text && strncmp(text, "touched ", 8) == 0);
+    stream_free(&s);
+}
+
+static void test_subscriptions(void)
+{
+    struct timeval tv = {20, 0};
+    redisContext *sub = redisConnectWithTimeout("127.0.0.1", fx.redis_port, tv);
+    CHECK(sub && !sub->err);
+    redisReply *r = redisCommand(sub, "SUBSCRIBE " NAMES_CHAN_RESOURCE_UPDATED);
+    CHECK(r != NULL);
+    freeReplyObject(r);
+    CHECK_INT_EQ(redisSetTimeout(sub, tv), REDIS_OK);
+
+    char *st = run_job("j_sub_1", "resources/subscribe", "default", "{\"uri\":\"sdk://readme\"}");
+    CHECK_STR_EQ(st, "ok");
+    free(st);
+    st = run_job("j_sub_2", "resources/subscribe", "other", "{\"uri\":\"sdk://readme\"}");
+    CHECK_STR_EQ(st, "ok");
+    free(st);
+    CHECK_INT_EQ(upstream_got("resources/subscribe"), 2);
+    touch("sdk://readme");
+    /* one message per subscribed (tenant, server), newest subscriber first */
+    check_update(sub, "other", "sdk://readme");
+    check_update(sub, "default", "sdk://readme");
+    TEST_PASS("an upstream resource update reaches the Redis channel for each subscriber");
+
+    /* the first unsubscribe is the worker's own (another server still wants the uri) */
+    st = run_job("j_unsub_1", "resources/unsubscribe", "other", "{\"uri\":\"sdk://readme\"}");
+    CHECK_STR_EQ(st, "ok");
+    free(st);
+    CHECK_INT_EQ(upstream_got("resources/unsubscribe"), 0);
+    touch("sdk://readme");
+    check_update(sub, "default", "sdk://readme");
+    st = run_job("j_unsub_2", "resources/unsubscribe", "default", "{\"uri\":\"sdk://readme\"}");
+    CHECK_STR_EQ(st, "ok");
+    free(st);
+    CHECK_INT_EQ(upstream_got("resources/unsubscribe"), 1);
+    /* nothing more for readme: the next message is the later subscription's */
+    st = run_job("j_sub_3", "resources/subscribe", "default", "{\"uri\":\"sdk://other\"}");
+    CHECK_STR_EQ(st, "ok");
+    free(st);
+    touch("sdk://readme");
+    touch("sdk://other");
+    check_update(sub, "default", "sdk://other");
+    redisFree(sub);
+    TEST_PASS("resources/unsubscribe drops the subscriber; the upstream is unsubscribed with the "
+              "last one");
+}
+
 int main(void)
 {
     char cfg[300], deps[500];
@@ -304,13 +440,19 @@ int main(void)
     CHECK(ing > 0);
     pid_t w = fx_spawn_worker(&fx, "w1", NULL);
     CHECK(w > 0);
+    producer = fx_kafka_new(&fx, NULL, NULL);
+    redis = redisConnect("127.0.0.1", fx.redis_port);
+    CHECK(redis && !redis->err);
 
     test_live_progress();
     test_task();
+    test_subscriptions();
 
     CHECK_INT_EQ(fx_stop_pid(w, 10000), 0);
     CHECK_INT_EQ(fx_stop_pid(ing, 10000), 0);
     fx_stop_pid(sdk, 5000);
+    rd_kafka_destroy(producer);
+    redisFree(redis);
     fx_stop(&fx);
     curl_global_cleanup();
     return TEST_EXIT();

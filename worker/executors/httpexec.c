@@ -207,12 +207,26 @@ static size_t http_write_cb(char *ptr, size_t size, size_t nmemb, void *userdata
     return n;
 }
 
-/* Keeps the response's Mcp-Session-Id (the only response header an executor needs). */
+/* Keeps the response's Mcp-Session-Id (the only response header an executor needs); at the
+ * end of the headers of a 2xx text/event-stream answer, tells the chunk callback the stream
+ * is open (chunk(NULL, 0)). */
 static size_t http_header_cb(char *buf, size_t size, size_t nitems, void *userdata)
 {
     wrk_httpexec_req_t *r = userdata;
-    mcpw_session_header(buf, size * nitems, r->session_id, sizeof(r->session_id));
-    return size * nitems;
+    size_t n = size * nitems;
+    mcpw_session_header(buf, n, r->session_id, sizeof(r->session_id));
+    if (r->chunk && (n == 2 || n == 1) && (buf[0] == '\r' || buf[0] == '\n')) {
+        long status = 0;
+        char *ctype = NULL;
+        curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
+        curl_easy_getinfo(r->easy, CURLINFO_CONTENT_TYPE, &ctype);
+        r->streaming = status >= 200 && status <= 299 && mcpw_is_sse(ctype);
+        if (r->streaming && r->chunk(NULL, 0, r->arg) != 0) {
+            r->stopped = 1;
+            return 0;
+        }
+    }
+    return n;
 }
 
 wrk_httpexec_req_t *wrk_httpexec_post(wrk_httpexec_t *h, const char *url,

@@ -68,9 +68,11 @@ wrk_httpexec_req_t *wrk_httpexec_post(wrk_httpexec_t *h, const char *url,
                                       struct curl_slist *headers, const char *body, size_t len,
                                       int64_t timeout_ms, wrk_httpexec_done_fn done, void *arg);
 
-/* A piece of a text/event-stream response body, as it arrives (wrk_httpexec_stream). Return 0
- * to go on, > 0 when the caller has what it wanted (the transfer ends and done sees
- * CURLE_OK), < 0 when the stream breaks a bound (the transfer ends, done sees too_big). */
+/* A piece of a text/event-stream response body, as it arrives (wrk_httpexec_stream); first,
+ * once the headers of a 2xx text/event-stream answer are in, data NULL and len 0 (the stream
+ * is open). Return 0 to go on, > 0 when the caller has what it wanted (the transfer ends and
+ * done sees CURLE_OK), < 0 when the stream breaks a bound (the transfer ends, done sees
+ * too_big). */
 typedef int (*wrk_httpexec_chunk_fn)(const char *data, size_t len, void *arg);
 
 /*

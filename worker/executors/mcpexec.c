@@ -4,6 +4,7 @@
 #include "job.h"
 #include "log.h"
 #include "mcpmethod.h"
+#include "mcpsubs.h"
 #include "mcpw.h"
 #include "output.h"
 #include "util.h"
@@ -23,7 +24,9 @@
 #define MCP_POLL_DEFAULT_MS 1000 /* an upstream task that suggests no poll interval */
 #define MCP_POLL_MIN_MS 50       /* nor faster than this, whatever it suggests */
 #define MCP_POLL_MAX_MS 30000
-#define MCP_TOOL_PAGES_MAX 20 /* tools/list pages read to learn which tools run as tasks */
+#define MCP_TOOL_PAGES_MAX 20     /* tools/list pages read to learn which tools run as tasks */
+#define MCP_EV_BACKOFF_MIN_MS 500 /* re-opening a dropped notification stream */
+#define MCP_EV_BACKOFF_MAX_MS 30000
 #define MCP_TASKS_EXT "io.modelcontextprotocol/tasks"
 #define MCP_CLIENT_CAPS_META "io.modelcontextprotocol/clientCapabilities"
 
@@ -56,11 +59,23 @@ typedef struct mcp_up {
     wrk_httpexec_req_t *req; /* the handshake request in flight */
     mcp_call_t *waiters;     /* calls waiting for the handshake */
     cJSON *info;             /* what the handshake told (wrk_mcpm_info), for mcpq/catalog */
+    /* The notification stream for resource subscriptions ("Resource subscriptions" in
+     * docs/executors.md): a GET stream in the session (legacy) or subscriptions/listen. */
+    wrk_httpexec_req_t *ev_req;
+    mcpw_reader_t ev_rd;
+    long ev_id;                            /* subscriptions/listen's request id */
+    int ev_open;                           /* the stream is open (acknowledged) */
+    char ev_session[WRK_HTTP_SESSION_MAX]; /* legacy: the session the uris were subscribed in */
+    int64_t ev_backoff_ms;
+    wrk_loop_timer_t ev_retry;
+    mcp_call_t *ev_waiters; /* subscribe jobs waiting for the stream to open */
     struct mcp_up *next;
 } mcp_up_t;
 
 struct wrk_mcpexec {
     wrk_httpexec_t *http;
+    wrk_rt_t *rt; /* the worker's runtime (loop, store), known from the first job */
+    wrk_mcpsubs_t *subs;
     mcp_up_t *ups;
     long next_id;
 };
@@ -92,6 +107,10 @@ struct mcp_call {
 wrk_mcpexec_t *wrk_mcpexec_new(wrk_httpexec_t *h)
 {
     wrk_mcpexec_t *m = calloc(1, sizeof(*m));
+    if (m && !(m->subs = wrk_mcpsubs_new())) {
+        free(m);
+        return NULL;
+    }
     if (m)
         m->http = h;
     return m;
@@ -105,6 +124,10 @@ void wrk_mcpexec_free(wrk_mcpexec_t *m)
     while (up) {
         mcp_up_t *next = up->next;
         wrk_httpexec_req_cancel(m->http, up->req);
+        wrk_httpexec_req_cancel(m->http, up->ev_req);
+        mcpw_reader_cleanup(&up->ev_rd);
+        if (m->rt)
+            wrk_loop_timer_stop(m->rt->loop, &up->ev_retry);
         free(up->key);
         free(up->url);
         cJSON_Delete(up->headers);
@@ -113,6 +136,7 @@ void wrk_mcpexec_free(wrk_mcpexec_t *m)
         free(up);
         up = next;
     }
+    wrk_mcpsubs_free(m->subs);
     free(m);
 }
 
@@ -139,6 +163,8 @@ static const cJSON *config_headers(const cJSON *ex, int *bad)
             *bad = 1;
     return hdrs;
 }
+
+static void ev_retry_fire(wrk_loop_timer_t *t, void *arg);
 
 static mcp_up_t *up_get(wrk_mcpexec_t *m, const char *url, const cJSON *headers)
 {
@@ -167,6 +193,7 @@ static mcp_up_t *up_get(wrk_mcpexec_t *m, const char *url, const cJSON *headers)
     }
     up->key = key;
     up->m = m;
+    wrk_loop_timer_init(&up->ev_retry, ev_retry_fire, up);
     util_url_host(url, up->host, sizeof(up->host));
     up->next = m->ups;
     m->ups = up;
@@ -238,6 +265,8 @@ static void call_send(mcp_call_t *c);
 static void call_answer(mcp_call_t *c, cJSON *r);
 static void call_done(const wrk_httpexec_resp_t *resp, void *arg);
 static void up_negotiate(wrk_mcpexec_t *m, mcp_up_t *up);
+static int subs_local(mcp_call_t *c);
+static void subs_answered(mcp_call_t *c);
 
 static void call_free(mcp_call_t *c)
 {
@@ -545,6 +574,10 @@ static void call_method_result(mcp_call_t *c, const cJSON *result)
         call_catalog_page(c, result);
         return;
     }
+    if (method == WRK_METHOD_SUBSCRIBE || method == WRK_METHOD_UNSUBSCRIBE) {
+        subs_answered(c);
+        return;
+    }
     cJSON *out = wrk_mcpm_result(method, result);
     if (out) {
         call_end_result(c, out);
@@ -739,6 +772,8 @@ static void call_send(mcp_call_t *c)
 {
     wrk_job_t *job = c->job;
     wrk_mcpm_req_t rq;
+    if (subs_local(c))
+        return;
     if (call_request(c, &rq) < 0) {
         call_end_error(c, -32603, "out of memory");
         return;
@@ -964,6 +999,284 @@ static void up_negotiate(wrk_mcpexec_t *m, mcp_up_t *up)
     up_send(m, up, "server/discover", modern_meta(cJSON_CreateObject()), 0);
 }
 
+/* ---- resource subscriptions: the upstream's notification stream ---- */
+
+static void ev_start(mcp_up_t *up);
+
+/* Ends the subscribe jobs waiting for the stream: {} once it is open, else an error. */
+static void ev_release(mcp_up_t *up, const char *failure)
+{
+    mcp_call_t *c = up->ev_waiters;
+    up->ev_waiters = NULL;
+    while (c) {
+        mcp_call_t *next = c->next;
+        c->next = NULL;
+        if (failure)
+            call_end(c, wrk_job_error_hidden(c->job, up->host, "%s", failure));
+        else
+            call_end_result(c, cJSON_CreateObject());
+        c = next;
+    }
+}
+
+static void ev_opened(mcp_up_t *up)
+{
+    if (up->ev_open)
+        return;
+    up->ev_open = 1;
+    up->ev_backoff_ms = 0;
+    log_event(LOG_INFO, "upstream MCP notification stream open", "upstream", up->host,
+              (char *)NULL);
+    ev_release(up, NULL);
+}
+
+/* A message on the stream: a resource update goes to its subscribers; a 2026-07-28 stream
+ * is open once the upstream acknowledged the subscription. */
+static void ev_note(const cJSON *note, void *arg)
+{
+    mcp_up_t *up = arg;
+    const char *method = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(note, "method"));
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(note, "params");
+    if (strcmp(method, "notifications/resources/updated") == 0) {
+        const char *uri = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "uri"));
+        if (uri)
+            wrk_mcpexec_resource_updated(up->m, up->key, uri);
+    } else if (up->modern && strcmp(method, "notifications/subscriptions/acknowledged") == 0) {
+        ev_opened(up);
+    }
+}
+
+static int ev_chunk(const char *data, size_t len, void *arg)
+{
+    mcp_up_t *up = arg;
+    if (!data) { /* the headers of a 2xx event stream */
+        if (!up->modern)
+            ev_opened(up);
+        return 0;
+    }
+    return mcpw_reader_feed(&up->ev_rd, data, len); /* 1: listen's response, a graceful end */
+}
+
+/* The stream ended (dropped, refused, or ended by the upstream): re-opened after a backoff
+ * while subscriptions remain; a legacy session the upstream forgot (404) is negotiated
+ * again first. */
+static void ev_done(const wrk_httpexec_resp_t *resp, void *arg)
+{
+    mcp_up_t *up = arg;
+    wrk_mcpexec_t *m = up->m;
+    int was_open = up->ev_open;
+    up->ev_req = NULL;
+    up->ev_open = 0;
+    mcpw_reader_cleanup(&up->ev_rd);
+    char status[24];
+    snprintf(status, sizeof(status), "%ld", resp->status);
+    log_event(LOG_WARN, "upstream MCP notification stream ended", "upstream", up->host, "status",
+              status, "error", resp->code == CURLE_OK ? NULL : resp->error, (char *)NULL);
+    if (resp->code == CURLE_OK && resp->status == 404 && !up->modern && up->state == UP_READY &&
+        strcmp(up->session, up->ev_session) == 0) {
+        up->state = UP_NEW; /* the session expired */
+        up->session[0] = '\0';
+    }
+    if (!was_open)
+        ev_release(up, "the upstream MCP server's notification stream could not be opened");
+    if (wrk_mcpsubs_count(m->subs, up->key) == 0)
+        return;
+    up->ev_backoff_ms = was_open || !up->ev_backoff_ms                  ? MCP_EV_BACKOFF_MIN_MS
+                        : up->ev_backoff_ms * 2 > MCP_EV_BACKOFF_MAX_MS ? MCP_EV_BACKOFF_MAX_MS
+                                                                        : up->ev_backoff_ms * 2;
+    wrk_loop_timer_start(m->rt->loop, &up->ev_retry, up->ev_backoff_ms);
+}
+
+static void ev_retry_fire(wrk_loop_timer_t *t, void *arg)
+{
+    mcp_up_t *up = arg;
+    if (up->ev_req || wrk_mcpsubs_count(up->m->subs, up->key) == 0)
+        return;
+    if (up->state != UP_READY) {
+        if (up->state == UP_NEW)
+            up_negotiate(up->m, up);
+        wrk_loop_timer_start(up->m->rt->loop, t, up->ev_backoff_ms);
+        return;
+    }
+    ev_start(up);
+}
+
+/* A legacy upstream's new session knows none of the subscriptions: resources/subscribe each
+ * uri again, fire-and-forget. */
+static void ev_resubscribe(mcp_up_t *up, const cJSON *uris)
+{
+    const cJSON *u;
+    cJSON_ArrayForEach(u, uris)
+    {
+        cJSON *p = cJSON_CreateObject();
+        cJSON_AddStringToObject(p, "uri", u->valuestring);
+        size_t len = 0;
+        char *body = rpc_body(++up->m->next_id, "resources/subscribe", p, &len);
+        struct curl_slist *h = up_headers(up, 0, up->version, NULL, NULL, up->session, NULL);
+        if (body && h) {
+            wrk_httpexec_post(up->m->http, up->url, h, body, len, MCP_NEGOTIATE_TIMEOUT_MS, NULL,
+                              NULL);
+            h = NULL;
+        }
+        cJSON_free(body);
+        curl_slist_free_all(h);
+    }
+}
+
+static void ev_stop(mcp_up_t *up)
+{
+    wrk_httpexec_req_cancel(up->m->http, up->ev_req);
+    up->ev_req = NULL;
+    up->ev_open = 0;
+    mcpw_reader_cleanup(&up->ev_rd);
+    wrk_loop_timer_stop(up->m->rt->loop, &up->ev_retry);
+}
+
+/* (Re)opens the stream for the uris subscribed at up: legacy, a GET in the session; 2026-07-28,
+ * subscriptions/listen naming them (basic/patterns/subscriptions.mdx). No uri left: closed. */
+static void ev_start(mcp_up_t *up)
+{
+    wrk_mcpexec_t *m = up->m;
+    ev_stop(up);
+    cJSON *uris = wrk_mcpsubs_uris(m->subs, up->key);
+    if (!uris || cJSON_GetArraySize(uris) == 0) {
+        cJSON_Delete(uris);
+        ev_release(up, uris ? NULL : "out of memory");
+        return;
+    }
+    char *body = NULL;
+    size_t len = 0;
+    struct curl_slist *h;
+    if (up->modern) {
+        up->ev_id = ++m->next_id;
+        cJSON *p = modern_meta(cJSON_CreateObject());
+        cJSON_AddItemToObject(cJSON_AddObjectToObject(p, "notifications"), "resourceSubscriptions",
+                              uris);
+        body = rpc_body(up->ev_id, "subscriptions/listen", p, &len);
+        h = up_headers(up, 1, MCPW_MODERN_VERSION, "subscriptions/listen", NULL, NULL, NULL);
+    } else {
+        up->ev_id = -1;
+        if (strcmp(up->ev_session, up->session) != 0)
+            ev_resubscribe(up, uris);
+        cJSON_Delete(uris);
+        snprintf(up->ev_session, sizeof(up->ev_session), "%s", up->session);
+        h = up_headers(up, 0, up->version, NULL, NULL, up->session, NULL);
+    }
+    mcpw_reader_init(&up->ev_rd, up->ev_id, wrk_httpexec_max_output(m->http), ev_note, up);
+    if (h && (body || !up->modern))
+        up->ev_req = wrk_httpexec_stream(m->http, up->url, h, body, len, 0, ev_chunk, ev_done, up);
+    else
+        curl_slist_free_all(h);
+    cJSON_free(body);
+    if (!up->ev_req) {
+        log_event(LOG_ERROR, "cannot open the upstream MCP notification stream", "upstream",
+                  up->host, (char *)NULL);
+        ev_release(up, "the upstream MCP server's notification stream could not be opened");
+    }
+}
+
+/* c waits until up's stream is open (at once when it is); the stream is (re)started when
+ * restart is set or none runs. */
+static void ev_wait(mcp_call_t *c, int restart)
+{
+    mcp_up_t *up = c->up;
+    c->next = up->ev_waiters;
+    up->ev_waiters = c;
+    if (restart || !up->ev_req)
+        ev_start(up);
+    else if (up->ev_open)
+        ev_release(up, NULL);
+}
+
+/* The job's (server, uri) of a resources/subscribe or /unsubscribe job; 0 when it is not one
+ * or lacks them (then it goes upstream as it is, and the upstream answers). */
+static int subs_of(const mcp_call_t *c, const char **server, const char **uri)
+{
+    const wrk_envelope_t *env = &c->job->env;
+    if (env->method_id != WRK_METHOD_SUBSCRIBE && env->method_id != WRK_METHOD_UNSUBSCRIBE)
+        return 0;
+    *server = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(env->root, "server"));
+    *uri = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(env->arguments, "uri"));
+    return *server && *uri && env->tenant;
+}
+
+/* A subscribe or unsubscribe job this worker answers without asking the upstream: every
+ * subscription of a 2026-07-28 upstream (it has no resources/subscribe: its
+ * subscriptions/listen filter changes), and an unsubscribe while other (tenant, server)s
+ * still want the uri. 1 when c was taken. */
+static int subs_local(mcp_call_t *c)
+{
+    const char *server, *uri;
+    if (!subs_of(c, &server, &uri))
+        return 0;
+    mcp_up_t *up = c->up;
+    wrk_mcpexec_t *m = c->m;
+    const char *tenant = c->job->env.tenant;
+    if (c->job->env.method_id == WRK_METHOD_UNSUBSCRIBE) {
+        if (!up->modern && wrk_mcpsubs_others(m->subs, up->key, tenant, server, uri) == 0)
+            return 0; /* the last one: the upstream unsubscribes too (subs_answered) */
+        size_t left = wrk_mcpsubs_remove(m->subs, up->key, tenant, server, uri);
+        if (up->modern && left == 0) {
+            if (wrk_mcpsubs_count(m->subs, up->key) == 0)
+                ev_stop(up);
+            else
+                ev_start(up); /* a narrower filter */
+        }
+        call_end_result(c, cJSON_CreateObject());
+        return 1;
+    }
+    if (!up->modern)
+        return 0; /* resources/subscribe goes upstream (subs_answered) */
+    int rc = wrk_mcpsubs_add(m->subs, up->key, tenant, server, uri);
+    if (rc < 0) {
+        call_end_error(c, -32603,
+                       rc == MCPQ_ETOOBIG ? "too many resource subscriptions on "
+                                            "this worker"
+                                          : "out of memory");
+        return 1;
+    }
+    ev_wait(c, rc == 1);
+    return 1;
+}
+
+/* A legacy upstream accepted the subscribe or unsubscribe job c: its subscriber is kept (and
+ * c answered once the stream is open) or dropped (the stream closed with the last one). */
+static void subs_answered(mcp_call_t *c)
+{
+    const char *server, *uri;
+    if (!subs_of(c, &server, &uri)) {
+        call_end_result(c, cJSON_CreateObject());
+        return;
+    }
+    mcp_up_t *up = c->up;
+    wrk_mcpexec_t *m = c->m;
+    const char *tenant = c->job->env.tenant;
+    if (c->job->env.method_id == WRK_METHOD_UNSUBSCRIBE) {
+        wrk_mcpsubs_remove(m->subs, up->key, tenant, server, uri);
+        if (wrk_mcpsubs_count(m->subs, up->key) == 0)
+            ev_stop(up);
+        call_end_result(c, cJSON_CreateObject());
+        return;
+    }
+    int rc = wrk_mcpsubs_add(m->subs, up->key, tenant, server, uri);
+    if (rc < 0) {
+        call_end_error(c, -32603,
+                       rc == MCPQ_ETOOBIG ? "too many resource subscriptions on "
+                                            "this worker"
+                                          : "out of memory");
+        return;
+    }
+    if (!up->ev_req)
+        snprintf(up->ev_session, sizeof(up->ev_session), "%s", c->session);
+    ev_wait(c, 0);
+}
+
+void wrk_mcpexec_resource_updated(wrk_mcpexec_t *m, const char *upstream, const char *uri)
+{
+    if (m->rt)
+        wrk_mcpsubs_updated(m->subs, m->rt->store, upstream, uri);
+}
+
 /* ---- the executor ---- */
 
 static int mcp_start(wrk_job_t *job)
@@ -997,6 +1310,7 @@ static int mcp_start(wrk_job_t *job)
     c->job = job;
     c->m = m;
     c->up = up;
+    m->rt = job->rt;
     wrk_loop_timer_init(&c->poll, task_poll_fire, c);
     job->ex_state = c;
     if (up->state == UP_READY)
@@ -1039,6 +1353,11 @@ static void mcp_cancel(wrk_job_t *job, wrk_cancel_t how)
             send_cancelled(c);
     } else {
         for (mcp_call_t **pp = &c->up->waiters; *pp; pp = &(*pp)->next)
+            if (*pp == c) {
+                *pp = c->next;
+                break;
+            }
+        for (mcp_call_t **pp = &c->up->ev_waiters; *pp; pp = &(*pp)->next)
             if (*pp == c) {
                 *pp = c->next;
                 break;

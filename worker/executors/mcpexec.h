@@ -48,4 +48,11 @@ wrk_mcpexec_t *wrk_mcpexec_new(wrk_httpexec_t *h);
 /* Every job must have finished. Drops negotiations in flight. NULL is a no-op. */
 void wrk_mcpexec_free(wrk_mcpexec_t *m);
 
+/* An upstream said uri changed (notifications/resources/updated): one message
+ * {"tenant","server","uri"} per (tenant, server) subscribed to uri at that upstream through
+ * this worker goes out on mcpq:resource:updated (mcpsubs.h). upstream is the key the
+ * subscriptions were made under: an HTTP upstream's is its url + "\n" + compact headers (this
+ * file's streams call it themselves); a stdio transport passes its own upstream's key. */
+void wrk_mcpexec_resource_updated(wrk_mcpexec_t *m, const char *upstream, const char *uri);
+
 #endif
