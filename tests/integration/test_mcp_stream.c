@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #define TOKEN "stream-upstream-token-7"
 #define MAX_FRAMES 64
@@ -411,6 +412,40 @@ static void test_subscriptions(void)
               "last one");
 }
 
+/* The upstream restarts (every session gone): the worker's stream drops, is opened again in
+ * a new session with its subscriptions made again, and updates flow as before. Each attempt
+ * subscribes to the channel anew and touches the resource, up to a bound. */
+static void test_reconnect(pid_t *sdk)
+{
+    char ready[400], deps[500];
+    CHECK_INT_EQ(fx_stop_pid(*sdk, 5000), 0);
+    snprintf(ready, sizeof(ready), "%s/sdk-upstream.ready", fx.dir);
+    unlink(ready);
+    *sdk = fx_sdk_upstream(&fx, sdk_port, TOKEN, deps, sizeof(deps));
+    CHECK(*sdk > 0);
+    int got = 0;
+    for (int i = 0; i < 30 && !got; i++) {
+        struct timeval tv = {1, 0};
+        redisContext *sub = redisConnectWithTimeout("127.0.0.1", fx.redis_port, tv);
+        CHECK(sub && !sub->err);
+        redisReply *r = redisCommand(sub, "SUBSCRIBE " NAMES_CHAN_RESOURCE_UPDATED);
+        CHECK(r != NULL);
+        freeReplyObject(r);
+        CHECK_INT_EQ(redisSetTimeout(sub, tv), REDIS_OK);
+        touch("sdk://other");
+        r = NULL;
+        if (redisGetReply(sub, (void **)&r) == REDIS_OK) {
+            CHECK(r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+            CHECK(strstr(r->element[2]->str, "\"uri\":\"sdk://other\"") != NULL);
+            freeReplyObject(r);
+            got = 1;
+        }
+        redisFree(sub);
+    }
+    CHECK(got);
+    TEST_PASS("the upstream restarted: the stream is opened again, subscriptions renewed");
+}
+
 int main(void)
 {
     char cfg[300], deps[500];
@@ -447,6 +482,7 @@ int main(void)
     test_live_progress();
     test_task();
     test_subscriptions();
+    test_reconnect(&sdk);
 
     CHECK_INT_EQ(fx_stop_pid(w, 10000), 0);
     CHECK_INT_EQ(fx_stop_pid(ing, 10000), 0);
