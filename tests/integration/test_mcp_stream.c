@@ -34,7 +34,7 @@
 #define MAX_FRAMES 64
 
 static fx_stack_t fx;
-static int port, sdk_port;
+static int port, sdk_port, sdk2_port;
 static rd_kafka_t *producer;
 static redisContext *redis;
 
@@ -165,29 +165,37 @@ static const char *result_text(const frame_t *f)
     return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(c, 0), "text"));
 }
 
-static void tool_json(char *out, size_t size, const char *name, const char *tool, int timeout_ms)
+static void tool_json_at(char *out, size_t size, const char *name, const char *tool, int timeout_ms,
+                         int up_port)
 {
     snprintf(out, size,
              "{\"tenant\":\"s\",\"server\":\"default\",\"name\":\"%s\",\"published\":\"1\","
              "\"versions\":[{\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},"
              "\"timeout_ms\":%d,\"executor\":{\"type\":\"mcp\",\"url\":\"http://127.0.0.1:%d/mcp\","
              "\"tool\":\"%s\",\"headers\":{\"Authorization\":\"Bearer " TOKEN "\"}}}]}",
-             name, timeout_ms, sdk_port, tool);
+             name, timeout_ms, up_port, tool);
+}
+
+static void tool_json(char *out, size_t size, const char *name, const char *tool, int timeout_ms)
+{
+    tool_json_at(out, size, name, tool, timeout_ms, sdk_port);
 }
 
 static void write_config(const char *path)
 {
-    char t[5][512], cfg[4096];
+    char t[7][512], cfg[6144];
     tool_json(t[0], sizeof(t[0]), "sdk_echo", "echo", 20000);
     tool_json(t[1], sizeof(t[1]), "sdk_slow", "slow", 20000);
     tool_json(t[2], sizeof(t[2]), "sdk_long", "long", 20000);
     tool_json(t[3], sizeof(t[3]), "sdk_long_short", "long", 2000);
     tool_json(t[4], sizeof(t[4]), "sdk_touch", "touch", 20000);
+    tool_json_at(t[5], sizeof(t[5]), "m_slow", "slow", 20000, sdk2_port);
+    tool_json_at(t[6], sizeof(t[6]), "m_touch", "touch", 20000, sdk2_port);
     snprintf(cfg, sizeof(cfg),
              "{\"tenants\":[{\"id\":\"s\",\"api_keys\":[{\"id\":\"k\",\"key\":\"stream-key\"}]}],"
              "\"servers\":[{\"tenant\":\"s\",\"name\":\"default\"}],"
-             "\"tools\":[%s,%s,%s,%s,%s]}",
-             t[0], t[1], t[2], t[3], t[4]);
+             "\"tools\":[%s,%s,%s,%s,%s,%s,%s]}",
+             t[0], t[1], t[2], t[3], t[4], t[5], t[6]);
     fx_write_file(path, cfg, 0600);
 }
 
@@ -289,7 +297,8 @@ static void test_task(void)
 
 /* A job of method for (tenant s, server) with arguments (JSON) on the SDK upstream's mcp
  * executor, signed with the stack's key as the ingress signs; its result record's status. */
-static char *run_job(const char *job_id, const char *method, const char *server, const char *args)
+static char *run_job_at(int up_port, const char *job_id, const char *method, const char *server,
+                        const char *args)
 {
     char buf[2048];
     long long now = fx_now_ms();
@@ -300,7 +309,7 @@ static char *run_job(const char *job_id, const char *method, const char *server,
                      "\"http://127.0.0.1:%d/mcp\",\"headers\":{\"Authorization\":\"Bearer " TOKEN
                      "\"}},\"mode\":\"sync\",\"timeout_ms\":20000,\"created_ms\":%lld,"
                      "\"deadline_ms\":%lld}",
-                     job_id, method, server, args, sdk_port, now, now + 20000);
+                     job_id, method, server, args, up_port, now, now + 20000);
     CHECK(n > 0 && (size_t)n < sizeof(buf));
     jobsig_key_t key = {.len = strlen(fx.job_key)};
     memcpy(key.bytes, fx.job_key, key.len);
@@ -332,6 +341,11 @@ static char *run_job(const char *job_id, const char *method, const char *server,
     return NULL;
 }
 
+static char *run_job(const char *job_id, const char *method, const char *server, const char *args)
+{
+    return run_job_at(sdk_port, job_id, method, server, args);
+}
+
 /* The next message on mcpq:resource:updated (the subscriber waits at most 20 s). */
 static cJSON *next_update(redisContext *sub)
 {
@@ -355,27 +369,37 @@ static void check_update(redisContext *sub, const char *server, const char *uri)
     cJSON_Delete(m);
 }
 
-static void touch(const char *uri)
+static void touch_with(const char *tool, const char *uri)
 {
     char args[256];
     stream_t s;
     snprintf(args, sizeof(args), "{\"uri\":\"%s\"}", uri);
-    call_stream(&s, "sdk_touch", args, "p9");
+    call_stream(&s, tool, args, "p9");
     const char *text = result_text(&s.frames[response_at(&s)]);
     CHECK(text && strncmp(text, "touched ", 8) == 0);
     stream_free(&s);
 }
 
-static void test_subscriptions(void)
+static void touch(const char *uri)
 {
-    struct timeval tv = {20, 0};
+    touch_with("sdk_touch", uri);
+}
+
+static redisContext *subscriber(int timeout_s)
+{
+    struct timeval tv = {timeout_s, 0};
     redisContext *sub = redisConnectWithTimeout("127.0.0.1", fx.redis_port, tv);
     CHECK(sub && !sub->err);
     redisReply *r = redisCommand(sub, "SUBSCRIBE " NAMES_CHAN_RESOURCE_UPDATED);
     CHECK(r != NULL);
     freeReplyObject(r);
     CHECK_INT_EQ(redisSetTimeout(sub, tv), REDIS_OK);
+    return sub;
+}
 
+static void test_subscriptions(void)
+{
+    redisContext *sub = subscriber(20);
     char *st = run_job("j_sub_1", "resources/subscribe", "default", "{\"uri\":\"sdk://readme\"}");
     CHECK_STR_EQ(st, "ok");
     free(st);
@@ -425,15 +449,9 @@ static void test_reconnect(pid_t *sdk)
     CHECK(*sdk > 0);
     int got = 0;
     for (int i = 0; i < 30 && !got; i++) {
-        struct timeval tv = {1, 0};
-        redisContext *sub = redisConnectWithTimeout("127.0.0.1", fx.redis_port, tv);
-        CHECK(sub && !sub->err);
-        redisReply *r = redisCommand(sub, "SUBSCRIBE " NAMES_CHAN_RESOURCE_UPDATED);
-        CHECK(r != NULL);
-        freeReplyObject(r);
-        CHECK_INT_EQ(redisSetTimeout(sub, tv), REDIS_OK);
+        redisContext *sub = subscriber(1);
         touch("sdk://other");
-        r = NULL;
+        redisReply *r = NULL;
         if (redisGetReply(sub, (void **)&r) == REDIS_OK) {
             CHECK(r->type == REDIS_REPLY_ARRAY && r->elements == 3);
             CHECK(strstr(r->element[2]->str, "\"uri\":\"sdk://other\"") != NULL);
@@ -446,6 +464,44 @@ static void test_reconnect(pid_t *sdk)
     TEST_PASS("the upstream restarted: the stream is opened again, subscriptions renewed");
 }
 
+/* A 2026-07-28 upstream (the SDK 2.x, stateless): its progress streams live too, and a
+ * subscription is its subscriptions/listen stream naming the uri (the worker answers
+ * resources/subscribe itself once the upstream acknowledged). */
+static void test_modern(void)
+{
+    stream_t s;
+    call_stream(&s, "m_slow", "{}", "p5");
+    int resp = response_at(&s);
+    CHECK_STR_EQ(result_text(&s.frames[resp]), "slow done");
+    CHECK(resp >= 3);
+    for (int i = 0; i < resp; i++)
+        CHECK_STR_EQ(method_of(&s.frames[i]), "notifications/progress");
+    CHECK(s.frames[resp - 1].at - s.frames[0].at >= 400); /* spread, not at the end */
+    stream_free(&s);
+    TEST_PASS("2026-07-28 upstream: progress arrives live");
+
+    redisContext *sub = subscriber(20);
+    char *st = run_job_at(sdk2_port, "j_msub_1", "resources/subscribe", "default",
+                          "{\"uri\":\"m://doc\"}");
+    CHECK_STR_EQ(st, "ok");
+    free(st);
+    touch_with("m_touch", "m://doc");
+    check_update(sub, "default", "m://doc");
+    st = run_job_at(sdk2_port, "j_msub_2", "resources/subscribe", "default",
+                    "{\"uri\":\"m://two\"}");
+    CHECK_STR_EQ(st, "ok");
+    free(st);
+    st = run_job_at(sdk2_port, "j_munsub_1", "resources/unsubscribe", "default",
+                    "{\"uri\":\"m://doc\"}");
+    CHECK_STR_EQ(st, "ok");
+    free(st);
+    touch_with("m_touch", "m://doc");
+    touch_with("m_touch", "m://two");
+    check_update(sub, "default", "m://two"); /* m://doc is no longer listened to */
+    redisFree(sub);
+    TEST_PASS("2026-07-28 upstream: subscriptions/listen carries the subscribed uris' updates");
+}
+
 int main(void)
 {
     char cfg[300], deps[500];
@@ -453,6 +509,7 @@ int main(void)
     if (fx_start(&fx, 2) < 0)
         return 1;
     sdk_port = fx_free_port();
+    sdk2_port = fx_free_port();
     pid_t sdk = fx_sdk_upstream(&fx, sdk_port, TOKEN, deps, sizeof(deps));
     CHECK(sdk >= 0);
     const char *ci = getenv("CI");
@@ -468,6 +525,8 @@ int main(void)
         fx_stop(&fx);
         return TEST_EXIT();
     }
+    pid_t sdk2 = fx_node_upstream(&fx, "sdk2-upstream", sdk2_port, TOKEN, deps, sizeof(deps));
+    CHECK(sdk2 > 0);
     snprintf(cfg, sizeof(cfg), "%s/stream.json", fx.dir);
     write_config(cfg);
     port = fx_free_port();
@@ -483,10 +542,12 @@ int main(void)
     test_task();
     test_subscriptions();
     test_reconnect(&sdk);
+    test_modern();
 
     CHECK_INT_EQ(fx_stop_pid(w, 10000), 0);
     CHECK_INT_EQ(fx_stop_pid(ing, 10000), 0);
     fx_stop_pid(sdk, 5000);
+    fx_stop_pid(sdk2, 5000);
     rd_kafka_destroy(producer);
     redisFree(redis);
     fx_stop(&fx);
