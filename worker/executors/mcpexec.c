@@ -28,7 +28,6 @@
 #define MCP_EV_BACKOFF_MIN_MS 500 /* re-opening a dropped notification stream */
 #define MCP_EV_BACKOFF_MAX_MS 30000
 #define MCP_TASKS_EXT "io.modelcontextprotocol/tasks"
-#define MCP_CLIENT_CAPS_META "io.modelcontextprotocol/clientCapabilities"
 
 typedef enum {
     UP_NEW = 0,
@@ -258,7 +257,8 @@ static cJSON *modern_meta(cJSON *params)
     if (!meta)
         meta = cJSON_AddObjectToObject(params, "_meta");
     cJSON_AddStringToObject(meta, MCPW_META_VERSION, MCPW_MODERN_VERSION);
-    cJSON_AddObjectToObject(meta, MCPW_META_CLIENT_CAPS);
+    if (!cJSON_GetObjectItemCaseSensitive(meta, MCPW_META_CLIENT_CAPS)) /* call_task_opt_in's */
+        cJSON_AddObjectToObject(meta, MCPW_META_CLIENT_CAPS);
     cJSON *ci = cJSON_AddObjectToObject(meta, MCPW_META_CLIENT_INFO);
     cJSON_AddStringToObject(ci, "name", "mcpq-worker");
     cJSON_AddStringToObject(ci, "version", "1.0.0");
@@ -752,9 +752,9 @@ static void call_task_opt_in(mcp_call_t *c, cJSON *params, cJSON *meta, const ch
     if (up->modern) {
         if (!up->tasks)
             return;
-        cJSON *caps = cJSON_GetObjectItemCaseSensitive(meta, MCP_CLIENT_CAPS_META);
+        cJSON *caps = cJSON_GetObjectItemCaseSensitive(meta, MCPW_META_CLIENT_CAPS);
         if (!caps)
-            caps = cJSON_AddObjectToObject(meta, MCP_CLIENT_CAPS_META);
+            caps = cJSON_AddObjectToObject(meta, MCPW_META_CLIENT_CAPS);
         cJSON *ext = cJSON_GetObjectItemCaseSensitive(caps, "extensions");
         if (!ext)
             ext = cJSON_AddObjectToObject(caps, "extensions");
