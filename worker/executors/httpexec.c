@@ -32,8 +32,8 @@ struct wrk_httpexec_req {
     char errbuf[CURL_ERROR_SIZE];
     char session_id[WRK_HTTP_SESSION_MAX];
     wrk_httpexec_chunk_fn chunk; /* a text/event-stream body goes here as it arrives */
-    int streaming;               /* the body is text/event-stream (decided at its first byte) */
-    int stopped;                 /* chunk asked to stop: the exchange is over for the caller */
+    int streaming; /* a 2xx text/event-stream body (decided at the end of the headers) */
+    int stopped;   /* chunk asked to stop: the exchange is over for the caller */
     wrk_httpexec_done_fn done;
     void *arg;
     wrk_httpexec_req_t *prev, *next;
@@ -185,12 +185,7 @@ static size_t http_write_cb(char *ptr, size_t size, size_t nmemb, void *userdata
 {
     wrk_httpexec_req_t *r = userdata;
     size_t n = size * nmemb;
-    if (r->chunk && !r->streaming && r->body.len == 0) {
-        char *ctype = NULL;
-        curl_easy_getinfo(r->easy, CURLINFO_CONTENT_TYPE, &ctype);
-        r->streaming = mcpw_is_sse(ctype);
-    }
-    if (r->streaming) {
+    if (r->streaming) { /* decided at the end of the headers (http_header_cb) */
         int rc = r->chunk(ptr, n, r->arg);
         if (rc == 0)
             return n;
