@@ -8,6 +8,8 @@ static const char *const names[] = {
     [ING_JOB_READ] = "resources/read",
     [ING_JOB_PROMPT] = "prompts/get",
     [ING_JOB_COMPLETE] = "completion/complete",
+    [ING_JOB_SUBSCRIBE] = "resources/subscribe",
+    [ING_JOB_UNSUBSCRIBE] = "resources/unsubscribe",
 };
 
 int ing_jobargs_method(const char *name)
@@ -59,6 +61,8 @@ int ing_jobargs_check(ing_job_method_t method, const cJSON *params, char *why, s
 {
     switch (method) {
     case ING_JOB_READ:
+    case ING_JOB_SUBSCRIBE:
+    case ING_JOB_UNSUBSCRIBE:
         if (!cJSON_IsString(get(params, "uri"))) {
             snprintf(why, why_size, "params.uri must be a string");
             return -1;
@@ -79,43 +83,6 @@ int ing_jobargs_check(ing_job_method_t method, const cJSON *params, char *why, s
     default:
         return 0;
     }
-}
-
-cJSON *ing_jobargs_prompt_schema(const cJSON *version)
-{
-    cJSON *s = cJSON_CreateObject();
-    cJSON *props = cJSON_CreateObject();
-    cJSON *req = cJSON_CreateArray();
-    if (!s || !props || !req || !cJSON_AddStringToObject(s, "type", "object")) {
-        cJSON_Delete(props);
-        cJSON_Delete(req);
-        cJSON_Delete(s);
-        return NULL;
-    }
-    cJSON_AddItemToObject(s, "properties", props);
-    cJSON_AddItemToObject(s, "required", req);
-    const cJSON *a;
-    cJSON_ArrayForEach(a, get(version, "arguments"))
-    {
-        const char *name = cJSON_GetStringValue(get(a, "name"));
-        if (!name || get(props, name))
-            continue;
-        cJSON *p = cJSON_AddObjectToObject(props, name);
-        if (!p || !cJSON_AddStringToObject(p, "type", "string"))
-            goto fail;
-        if (cJSON_IsTrue(get(a, "required"))) {
-            cJSON *n = cJSON_CreateString(name);
-            if (!n)
-                goto fail;
-            cJSON_AddItemToArray(req, n);
-        }
-    }
-    if (!cJSON_AddFalseToObject(s, "additionalProperties"))
-        goto fail;
-    return s;
-fail:
-    cJSON_Delete(s);
-    return NULL;
 }
 
 /* Adds a copy of v (or an empty object when v is absent or null) to o as name. */
@@ -141,6 +108,10 @@ cJSON *ing_jobargs_build(ing_job_method_t method, const cJSON *params, const cJS
     case ING_JOB_READ:
         ok = ok && cJSON_AddStringToObject(o, "uri", cJSON_GetStringValue(get(params, "uri"))) &&
              add_object(o, "variables", vars) == 0;
+        break;
+    case ING_JOB_SUBSCRIBE:
+    case ING_JOB_UNSUBSCRIBE:
+        ok = ok && cJSON_AddStringToObject(o, "uri", cJSON_GetStringValue(get(params, "uri")));
         break;
     case ING_JOB_PROMPT:
         ok = ok && cJSON_AddStringToObject(o, "name", cJSON_GetStringValue(get(params, "name"))) &&

@@ -243,7 +243,6 @@ typedef struct tc {
     ing_job_method_t method; /* what the job answers (jobargs.h) */
     const ing_tool_t *given; /* not tools/call: the object the caller found */
     const cJSON *vars;       /* a template's matched variables (borrowed), or NULL */
-    cJSON *own_schema;       /* a prompt's arguments as a schema (owned), or NULL */
     const cJSON *args;       /* params.arguments of a tools/call; NULL when absent or null, and for
                               * every other method (no reserved arguments there) */
     const cJSON *tok;        /* params._meta.progressToken; NULL when absent */
@@ -337,6 +336,8 @@ static tc_status_t tc_unknown(tc_t *tc, const char *name)
     tc->tool = NULL;
     switch (tc->method) {
     case ING_JOB_READ: /* -32002 before 2026-07-28, -32602 since */
+    case ING_JOB_SUBSCRIBE:
+    case ING_JOB_UNSUBSCRIBE:
         snprintf(buf, sizeof(buf), "Resource not found: %.120s",
                  cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(tc->msg->params, "uri")));
         return tc_error(tc, 200, tc->m->modern ? RPC_INVALID_PARAMS : -32002, buf);
@@ -382,12 +383,7 @@ static tc_status_t tc_tool(tc_t *tc)
         trace_format(&tc->call->trace, tc->traceparent);
         log_ctx_set(tc->call->trace.trace_id, tc->call->trace.span_id);
     }
-    if (tc->method == ING_JOB_PROMPT) {
-        tc->own_schema = ing_jobargs_prompt_schema(tc->tool->version);
-        if (!tc->own_schema)
-            return tc_error(tc, 200, RPC_INTERNAL_ERROR, "out of memory");
-        tc->schema = tc->own_schema;
-    } else if (tc->method == ING_JOB_CALL) {
+    if (tc->method == ING_JOB_CALL) {
         tc->schema = cJSON_GetObjectItemCaseSensitive(tc->tool->version, "inputSchema");
     }
     tc->timeout_ms =
@@ -432,24 +428,10 @@ static tc_status_t tc_channel(tc_t *tc)
     return TC_NEXT;
 }
 
-/* A prompt's arguments, checked against its declaration: -32602 when they do not fit, since
- * prompts/get has no tool error. The job's arguments are the request's params (jobargs.h). */
+/* Another method's job arguments: the request's params without _meta (jobargs.h); the
+ * caller checked them (a prompt's arguments against its declaration: mcpobj.c). */
 static tc_status_t tc_method_arguments(tc_t *tc)
 {
-    char why[512], text[640];
-    const cJSON *pa = cJSON_GetObjectItemCaseSensitive(tc->msg->params, "arguments");
-    cJSON *empty = NULL;
-    if (tc->method == ING_JOB_PROMPT) {
-        if (!pa || cJSON_IsNull(pa))
-            pa = empty = cJSON_CreateObject();
-        int bad = pa && sch_validate(tc->schema, pa, "arguments", why, sizeof(why)) < 0;
-        cJSON_Delete(empty);
-        if (bad) {
-            snprintf(text, sizeof(text), "Invalid arguments for prompt %s: %s", tc->tool->name,
-                     why);
-            return tc_error(tc, 200, RPC_INVALID_PARAMS, text);
-        }
-    }
     tc->own = ing_jobargs_build(tc->method, tc->msg->params, tc->vars);
     if (!tc->own)
         return tc_error(tc, 200, RPC_INTERNAL_ERROR, "out of memory");
@@ -855,7 +837,6 @@ static int run(tc_t *tc)
         st = pipeline[i](tc);
     cJSON_Delete(tc->own);
     cJSON_Delete(tc->atts);
-    cJSON_Delete(tc->own_schema);
     cJSON_free(tc->payload);
     return st == TC_PARKED;
 }
@@ -874,7 +855,8 @@ int ing_toolcall_object(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp, co
                         const cJSON *vars)
 {
     int method = ing_jobargs_method(msg->method);
-    if (method <= ING_JOB_CALL || !obj) {
+    if (method <= ING_JOB_CALL || !obj ||
+        !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(obj->version, "executor"))) {
         ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR, "no job answers this request",
                               NULL);
         return 0;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The official MCP conformance suite (@modelcontextprotocol/conformance, `server` scenarios of
-# its active suite) against a local mcpq stack (docs/protocol.md, "Tools only"):
+# its active suite) against a local mcpq stack (docs/protocol.md, "What mcpq serves"):
 #
 #   1. starts scripts/mcpq-local with tests/clients/mcpq-clients.json (the conformance
 #      fixture tools: test_simple_text, test_image_content, ... as exec scripts);

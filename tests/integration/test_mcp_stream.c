@@ -176,6 +176,23 @@ static void tool_json_at(char *out, size_t size, const char *name, const char *t
              name, timeout_ms, up_port, tool);
 }
 
+/* The stdio upstream tests/clients/sdk-stdio-upstream.mjs as the worker runs it (the npm
+ * packages' dir from the worker's MCPQ_CLIENTS_DEPS, an env reference). */
+static char stdio_ex[1024];
+
+static void stdio_executor(void)
+{
+    char *reg = realpath("tests/clients/lib/register.mjs", NULL);
+    char *script = realpath("tests/clients/sdk-stdio-upstream.mjs", NULL);
+    CHECK(reg && script);
+    snprintf(stdio_ex, sizeof(stdio_ex),
+             "{\"type\":\"mcp\",\"command\":\"node\",\"args\":[\"--import\",\"%s\",\"%s\"],"
+             "\"env\":{\"MCPQ_CLIENTS_DEPS\":{\"env\":\"MCPQ_CLIENTS_DEPS\"}}",
+             reg, script);
+    free(reg);
+    free(script);
+}
+
 static void tool_json(char *out, size_t size, const char *name, const char *tool, int timeout_ms)
 {
     tool_json_at(out, size, name, tool, timeout_ms, sdk_port);
@@ -183,7 +200,7 @@ static void tool_json(char *out, size_t size, const char *name, const char *tool
 
 static void write_config(const char *path)
 {
-    char t[7][512], cfg[6144];
+    char t[8][1280], cfg[12288];
     tool_json(t[0], sizeof(t[0]), "sdk_echo", "echo", 20000);
     tool_json(t[1], sizeof(t[1]), "sdk_slow", "slow", 20000);
     tool_json(t[2], sizeof(t[2]), "sdk_long", "long", 20000);
@@ -191,11 +208,16 @@ static void write_config(const char *path)
     tool_json(t[4], sizeof(t[4]), "sdk_touch", "touch", 20000);
     tool_json_at(t[5], sizeof(t[5]), "m_slow", "slow", 20000, sdk2_port);
     tool_json_at(t[6], sizeof(t[6]), "m_touch", "touch", 20000, sdk2_port);
+    snprintf(t[7], sizeof(t[7]),
+             "{\"tenant\":\"s\",\"server\":\"default\",\"name\":\"stdio_touch\",\"published\":"
+             "\"1\",\"versions\":[{\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},"
+             "\"timeout_ms\":20000,\"executor\":%s,\"tool\":\"touch\"}}]}",
+             stdio_ex);
     snprintf(cfg, sizeof(cfg),
              "{\"tenants\":[{\"id\":\"s\",\"api_keys\":[{\"id\":\"k\",\"key\":\"stream-key\"}]}],"
              "\"servers\":[{\"tenant\":\"s\",\"name\":\"default\"}],"
-             "\"tools\":[%s,%s,%s,%s,%s,%s,%s]}",
-             t[0], t[1], t[2], t[3], t[4], t[5], t[6]);
+             "\"tools\":[%s,%s,%s,%s,%s,%s,%s,%s]}",
+             t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]);
     fx_write_file(path, cfg, 0600);
 }
 
@@ -297,19 +319,17 @@ static void test_task(void)
 
 /* A job of method for (tenant s, server) with arguments (JSON) on the SDK upstream's mcp
  * executor, signed with the stack's key as the ingress signs; its result record's status. */
-static char *run_job_at(int up_port, const char *job_id, const char *method, const char *server,
-                        const char *args)
+static char *run_job_ex(const char *executor, const char *job_id, const char *method,
+                        const char *server, const char *args)
 {
-    char buf[2048];
+    char buf[4096];
     long long now = fx_now_ms();
     int n = snprintf(buf, sizeof(buf),
                      "{\"v\":1,\"job_id\":\"%s\",\"method\":\"%s\",\"tenant\":\"s\","
                      "\"server\":\"%s\",\"tool\":\"readme\",\"tool_version\":\"1\","
-                     "\"arguments\":%s,\"executor\":{\"type\":\"mcp\",\"url\":"
-                     "\"http://127.0.0.1:%d/mcp\",\"headers\":{\"Authorization\":\"Bearer " TOKEN
-                     "\"}},\"mode\":\"sync\",\"timeout_ms\":20000,\"created_ms\":%lld,"
-                     "\"deadline_ms\":%lld}",
-                     job_id, method, server, args, up_port, now, now + 20000);
+                     "\"arguments\":%s,\"executor\":%s,\"mode\":\"sync\",\"timeout_ms\":20000,"
+                     "\"created_ms\":%lld,\"deadline_ms\":%lld}",
+                     job_id, method, server, args, executor, now, now + 20000);
     CHECK(n > 0 && (size_t)n < sizeof(buf));
     jobsig_key_t key = {.len = strlen(fx.job_key)};
     memcpy(key.bytes, fx.job_key, key.len);
@@ -339,6 +359,17 @@ static char *run_job_at(int up_port, const char *job_id, const char *method, con
     }
     CHECK(!"no result record for the job");
     return NULL;
+}
+
+static char *run_job_at(int up_port, const char *job_id, const char *method, const char *server,
+                        const char *args)
+{
+    char ex[256];
+    snprintf(ex, sizeof(ex),
+             "{\"type\":\"mcp\",\"url\":\"http://127.0.0.1:%d/mcp\",\"headers\":{"
+             "\"Authorization\":\"Bearer " TOKEN "\"}}",
+             up_port);
+    return run_job_ex(ex, job_id, method, server, args);
 }
 
 static char *run_job(const char *job_id, const char *method, const char *server, const char *args)
@@ -502,6 +533,23 @@ static void test_modern(void)
     TEST_PASS("2026-07-28 upstream: subscriptions/listen carries the subscribed uris' updates");
 }
 
+/* A stdio upstream: its subscriptions go to the server, and its updates (on stdout) reach
+ * the channel as an HTTP upstream's do. */
+static void test_stdio(void)
+{
+    char ex[1100];
+    snprintf(ex, sizeof(ex), "%s}", stdio_ex);
+    redisContext *sub = subscriber(20);
+    char *st =
+        run_job_ex(ex, "j_ssub_1", "resources/subscribe", "default", "{\"uri\":\"stdio://doc\"}");
+    CHECK_STR_EQ(st, "ok");
+    free(st);
+    touch_with("stdio_touch", "stdio://doc");
+    check_update(sub, "default", "stdio://doc");
+    redisFree(sub);
+    TEST_PASS("stdio upstream: a subscribed resource's update reaches the channel");
+}
+
 int main(void)
 {
     char cfg[300], deps[500];
@@ -527,12 +575,16 @@ int main(void)
     }
     pid_t sdk2 = fx_node_upstream(&fx, "sdk2-upstream", sdk2_port, TOKEN, deps, sizeof(deps));
     CHECK(sdk2 > 0);
+    stdio_executor();
     snprintf(cfg, sizeof(cfg), "%s/stream.json", fx.dir);
     write_config(cfg);
     port = fx_free_port();
     pid_t ing = fx_spawn_ingress(&fx, "ingress", port, cfg, NULL, NULL, 0);
     CHECK(ing > 0);
-    pid_t w = fx_spawn_worker(&fx, "w1", NULL);
+    char depenv[600];
+    snprintf(depenv, sizeof(depenv), "MCPQ_CLIENTS_DEPS=%s", deps);
+    const char *wenv[] = {depenv, NULL};
+    pid_t w = fx_spawn_worker(&fx, "w1", wenv);
     CHECK(w > 0);
     producer = fx_kafka_new(&fx, NULL, NULL);
     redis = redisConnect("127.0.0.1", fx.redis_port);
@@ -543,6 +595,7 @@ int main(void)
     test_subscriptions();
     test_reconnect(&sdk);
     test_modern();
+    test_stdio();
 
     CHECK_INT_EQ(fx_stop_pid(w, 10000), 0);
     CHECK_INT_EQ(fx_stop_pid(ing, 10000), 0);

@@ -7,6 +7,7 @@
 #include "mcpsubs.h"
 #include "mcpw.h"
 #include "output.h"
+#include "stdiopool.h"
 #include "util.h"
 
 #include <curl/curl.h>
@@ -57,7 +58,7 @@ typedef struct mcp_up {
     long neg_id;
     wrk_httpexec_req_t *req; /* the handshake request in flight */
     mcp_call_t *waiters;     /* calls waiting for the handshake */
-    cJSON *info;             /* what the handshake told (wrk_mcpm_info), for mcpq/catalog */
+    cJSON *info;             /* what the handshake told (wrk_mcpmethod_info), for mcpq/catalog */
     /* The notification stream for resource subscriptions ("Resource subscriptions" in
      * docs/executors.md): a GET stream in the session (legacy) or subscriptions/listen. */
     wrk_httpexec_req_t *ev_req;
@@ -77,6 +78,7 @@ struct wrk_mcpexec {
     wrk_mcpsubs_t *subs;
     mcp_up_t *ups;
     long next_id;
+    wrk_stdiopool_t *stdio; /* stdio upstreams, made on the first stdio call */
 };
 
 /* What the request in flight asks: the call itself, or a step of following its task. */
@@ -87,7 +89,10 @@ struct mcp_call {
     wrk_mcpexec_t *m;
     mcp_up_t *up;
     wrk_httpexec_req_t *req;
-    mcpw_reader_t rd; /* the answer read as it arrives (live while req is) */
+    mcpw_reader_t rd;            /* the answer read as it arrives (live while req is) */
+    wrk_stdiopool_call_t *scall; /* a stdio upstream's call in flight (up is NULL) */
+    char *skey;                  /* a stdio upstream's group key (wrk_stdiopool_key), owned */
+    const char *where;           /* for the log: the upstream's host, or the stdio command */
     long id;
     call_step_t step;
     int retried;                        /* re-initialized once after a 404 */
@@ -99,7 +104,8 @@ struct mcp_call {
     double task_steps;               /* status changes seen, the progress forwarded */
     wrk_loop_timer_t poll;
     int cat_started; /* mcpq/catalog: cat holds the lists read so far */
-    wrk_mcpm_catalog_t cat;
+    int cat_barrier; /* mcpq/catalog of a stdio upstream: ping sent first */
+    wrk_mcpmethod_catalog_t cat;
     mcp_call_t *next; /* in up->waiters */
 };
 
@@ -136,6 +142,7 @@ void wrk_mcpexec_free(wrk_mcpexec_t *m)
         up = next;
     }
     wrk_mcpsubs_free(m->subs);
+    wrk_stdiopool_free(m->stdio);
     free(m);
 }
 
@@ -235,14 +242,8 @@ static struct curl_slist *up_headers(const mcp_up_t *up, int modern, const char 
 /* A JSON-RPC request body; params is taken over. NULL on ENOMEM. */
 static char *rpc_body(long id, const char *method, cJSON *params, size_t *len)
 {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "jsonrpc", "2.0");
-    if (id >= 0)
-        cJSON_AddNumberToObject(o, "id", (double)id);
-    cJSON_AddStringToObject(o, "method", method);
-    if (params)
-        cJSON_AddItemToObject(o, "params", params);
-    char *s = cJSON_PrintUnformatted(o);
+    cJSON *o = mcpw_request(id, method, params);
+    char *s = o ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
     if (s)
         *len = strlen(s);
@@ -270,6 +271,7 @@ static cJSON *modern_meta(cJSON *params)
 static void call_send(mcp_call_t *c);
 static void call_answer(mcp_call_t *c, cJSON *r);
 static void call_done(const wrk_httpexec_resp_t *resp, void *arg);
+static void stdio_send(mcp_call_t *c, wrk_mcpmethod_req_t *rq);
 static void up_negotiate(wrk_mcpexec_t *m, mcp_up_t *up);
 static int subs_local(mcp_call_t *c);
 static void subs_answered(mcp_call_t *c);
@@ -278,7 +280,8 @@ static void call_free(mcp_call_t *c)
 {
     wrk_loop_timer_stop(c->job->rt->loop, &c->poll);
     mcpw_reader_cleanup(&c->rd);
-    wrk_mcpm_catalog_cleanup(&c->cat);
+    free(c->skey);
+    wrk_mcpmethod_catalog_cleanup(&c->cat);
     free(c);
 }
 
@@ -554,19 +557,19 @@ static void task_cancel(mcp_call_t *c)
 /* An mcpq/catalog call's page (result borrowed): the next request, or the end. */
 static void call_catalog_page(mcp_call_t *c, const cJSON *result)
 {
-    int rc = wrk_mcpm_catalog_page(&c->cat, result);
+    int rc = wrk_mcpmethod_catalog_page(&c->cat, result);
     if (rc == 1) {
         call_send(c);
         return;
     }
     if (rc == 0) {
-        call_end_result(c, wrk_mcpm_catalog_take(&c->cat));
+        call_end_result(c, wrk_mcpmethod_catalog_take(&c->cat));
         return;
     }
     if (rc == MCPQ_ENOMEM)
         call_end_error(c, -32603, "out of memory");
     else
-        call_end(c, wrk_job_error_hidden(c->job, c->up->host,
+        call_end(c, wrk_job_error_hidden(c->job, c->where,
                                          "the upstream MCP server answered a list request with "
                                          "something that is not a list result"));
 }
@@ -584,12 +587,12 @@ static void call_method_result(mcp_call_t *c, const cJSON *result)
         subs_answered(c);
         return;
     }
-    cJSON *out = wrk_mcpm_result(method, result);
+    cJSON *out = wrk_mcpmethod_result(method, result);
     if (out) {
         call_end_result(c, out);
         return;
     }
-    call_end(c, wrk_job_error_hidden(c->job, c->up->host,
+    call_end(c, wrk_job_error_hidden(c->job, c->where,
                                      "the upstream MCP server answered %s with something that is "
                                      "not its result",
                                      c->job->env.method));
@@ -600,10 +603,15 @@ static void call_method_result(mcp_call_t *c, const cJSON *result)
  * error. A CreateTaskResult is followed instead. */
 static void call_answer(mcp_call_t *c, cJSON *r)
 {
-    mcp_up_t *up = c->up;
     const cJSON *err = cJSON_GetObjectItemCaseSensitive(r, "error");
     cJSON *result = cJSON_GetObjectItemCaseSensitive(r, "result");
     int other = c->job->env.method_id != WRK_METHOD_CALL;
+    if (c->job->env.method_id == WRK_METHOD_CATALOG && !c->cat_started) {
+        /* the answer to a stdio catalog's ping, whatever it says: the handshake is done */
+        cJSON_Delete(r);
+        call_send(c);
+        return;
+    }
     if (err) {
         const cJSON *code = cJSON_GetObjectItemCaseSensitive(err, "code");
         const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "message"));
@@ -617,7 +625,8 @@ static void call_answer(mcp_call_t *c, cJSON *r)
             call_end_error(c, icode ? icode : -32603, text);
             return;
         }
-        if (icode == -32601 && c->step == CALL_JOB && !up->modern && up->tasks && !c->as_task) {
+        if (icode == -32601 && c->step == CALL_JOB && c->up && !c->up->modern && c->up->tasks &&
+            !c->as_task) {
             /* 2025-11-25: a tool whose taskSupport is "required" answers a plain call with
              * -32601 (basic/utilities/tasks.mdx, "Tool-Level Negotiation"): call it as a task */
             c->as_task = 1;
@@ -628,7 +637,7 @@ static void call_answer(mcp_call_t *c, cJSON *r)
             call_end_error(c, -32602, text);
             return;
         }
-        call_end(c, wrk_job_error_hidden(c->job, up->host,
+        call_end(c, wrk_job_error_hidden(c->job, c->where,
                                          "the upstream MCP server answered error %d: %s", icode,
                                          text));
         return;
@@ -637,13 +646,13 @@ static void call_answer(mcp_call_t *c, cJSON *r)
         task_state(c, r, result);
         return;
     }
-    if (c->step == CALL_JOB && task_created(c, r, result))
+    if (c->step == CALL_JOB && c->up && task_created(c, r, result))
         return;
     const char *rt = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(result, "resultType"));
     if (rt && strcmp(rt, "complete") != 0) {
         cJSON_Delete(r);
         call_end(c, wrk_job_error_hidden(
-                        c->job, up->host,
+                        c->job, c->where,
                         "the upstream MCP server answered a \"%.64s\" result, which the mcp "
                         "executor does not follow",
                         rt));
@@ -656,7 +665,7 @@ static void call_answer(mcp_call_t *c, cJSON *r)
     }
     if (!wrk_output_is_result(result)) {
         cJSON_Delete(r);
-        call_end(c, wrk_job_error_hidden(c->job, up->host,
+        call_end(c, wrk_job_error_hidden(c->job, c->where,
                                          "the upstream MCP server answered something that is not a "
                                          "CallToolResult"));
         return;
@@ -725,13 +734,32 @@ static void call_done(const wrk_httpexec_resp_t *resp, void *arg)
 
 /* The next request of c: its job's method, or the catalog's next list page. 0 or
  * MCPQ_ENOMEM. */
-static int call_request(mcp_call_t *c, wrk_mcpm_req_t *req)
+static int call_request(mcp_call_t *c, wrk_mcpmethod_req_t *req)
 {
     const wrk_envelope_t *env = &c->job->env;
     if (env->method_id != WRK_METHOD_CATALOG)
-        return wrk_mcpm_request(env, req);
+        return wrk_mcpmethod_request(env, req);
     if (!c->cat_started) {
-        int rc = wrk_mcpm_catalog_start(&c->cat, c->up->info);
+        cJSON *stdio_info = NULL;
+        const cJSON *info = c->up ? c->up->info : NULL;
+        if (!c->up) {
+            const char *version = NULL;
+            const cJSON *hs = wrk_stdiopool_handshake(c->m->stdio, env->executor, &version);
+            if (!hs && !c->cat_barrier) {
+                /* No process of this stdio upstream has opened yet: a ping waits for one,
+                 * after which its handshake is known (call_answer). */
+                c->cat_barrier = 1;
+                req->method = "ping";
+                req->params = NULL;
+                req->name = NULL;
+                return 0;
+            }
+            info = stdio_info = hs ? wrk_mcpmethod_info(hs, version) : NULL;
+            if (hs && !stdio_info)
+                return MCPQ_ENOMEM;
+        }
+        int rc = wrk_mcpmethod_catalog_start(&c->cat, info);
+        cJSON_Delete(stdio_info);
         if (rc < 0)
             return rc;
         c->cat_started = 1;
@@ -740,7 +768,7 @@ static int call_request(mcp_call_t *c, wrk_mcpm_req_t *req)
             return 0;
         }
     }
-    return wrk_mcpm_catalog_request(&c->cat, req);
+    return wrk_mcpmethod_catalog_request(&c->cat, req);
 }
 
 /* A tools/call: a 2026-07-28 upstream that runs tasks is told this client follows them
@@ -777,7 +805,7 @@ static void call_task_opt_in(mcp_call_t *c, cJSON *params, cJSON *meta, const ch
 static void call_send(mcp_call_t *c)
 {
     wrk_job_t *job = c->job;
-    wrk_mcpm_req_t rq;
+    wrk_mcpmethod_req_t rq;
     if (subs_local(c))
         return;
     if (call_request(c, &rq) < 0) {
@@ -785,7 +813,11 @@ static void call_send(mcp_call_t *c)
         return;
     }
     if (!rq.method) {
-        call_end_result(c, wrk_mcpm_catalog_take(&c->cat));
+        call_end_result(c, wrk_mcpmethod_catalog_take(&c->cat));
+        return;
+    }
+    if (!c->up) {
+        stdio_send(c, &rq);
         return;
     }
     cJSON *params = rq.params;
@@ -888,7 +920,7 @@ static void up_tools_page(wrk_mcpexec_t *m, mcp_up_t *up, cJSON *r)
 /* Keeps what the handshake's response r (borrowed) told about the upstream. */
 static void up_keep_info(mcp_up_t *up, const cJSON *r, const char *version)
 {
-    cJSON *info = wrk_mcpm_info(cJSON_GetObjectItemCaseSensitive(r, "result"), version);
+    cJSON *info = wrk_mcpmethod_info(cJSON_GetObjectItemCaseSensitive(r, "result"), version);
     if (!info)
         return; /* out of memory: a catalog then lists nothing */
     cJSON_Delete(up->info);
@@ -924,13 +956,7 @@ static void up_done(const wrk_httpexec_resp_t *resp, void *arg)
         }
         up->modern = 0;
         up->state = UP_INITIALIZE;
-        cJSON *p = cJSON_CreateObject();
-        cJSON_AddStringToObject(p, "protocolVersion", MCPW_LEGACY_VERSION);
-        cJSON_AddObjectToObject(p, "capabilities");
-        cJSON *ci = cJSON_AddObjectToObject(p, "clientInfo");
-        cJSON_AddStringToObject(ci, "name", "mcpq-worker");
-        cJSON_AddStringToObject(ci, "version", "1.0.0");
-        up_send(m, up, "initialize", p, 0);
+        up_send(m, up, "initialize", mcpw_initialize_params(), 0);
         return;
     }
     if (up->state == UP_INITIALIZE) {
@@ -1194,16 +1220,18 @@ static void ev_wait(mcp_call_t *c, int restart)
         ev_release(up, NULL);
 }
 
-/* The job's (server, uri) of a resources/subscribe or /unsubscribe job; 0 when it is not one
- * or lacks them (then it goes upstream as it is, and the upstream answers). */
-static int subs_of(const mcp_call_t *c, const char **server, const char **uri)
+/* The job's (server, uri) of a resources/subscribe or /unsubscribe job and the key its
+ * upstream's subscriptions are kept under (an HTTP upstream's, or a stdio group's); 0 when it
+ * is not one or lacks them (then it goes upstream as it is, and the upstream answers). */
+static int subs_of(const mcp_call_t *c, const char **key, const char **server, const char **uri)
 {
     const wrk_envelope_t *env = &c->job->env;
+    *key = c->up ? c->up->key : c->skey;
     if (env->method_id != WRK_METHOD_SUBSCRIBE && env->method_id != WRK_METHOD_UNSUBSCRIBE)
         return 0;
     *server = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(env->root, "server"));
     *uri = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(env->arguments, "uri"));
-    return *server && *uri && env->tenant;
+    return *key && *server && *uri && env->tenant;
 }
 
 /* A subscribe or unsubscribe job this worker answers without asking the upstream: every
@@ -1212,18 +1240,19 @@ static int subs_of(const mcp_call_t *c, const char **server, const char **uri)
  * still want the uri. 1 when c was taken. */
 static int subs_local(mcp_call_t *c)
 {
-    const char *server, *uri;
-    if (!subs_of(c, &server, &uri))
+    const char *key, *server, *uri;
+    if (!subs_of(c, &key, &server, &uri))
         return 0;
     mcp_up_t *up = c->up;
     wrk_mcpexec_t *m = c->m;
     const char *tenant = c->job->env.tenant;
+    int modern = up && up->modern;
     if (c->job->env.method_id == WRK_METHOD_UNSUBSCRIBE) {
-        if (!up->modern && wrk_mcpsubs_others(m->subs, up->key, tenant, server, uri) == 0)
+        if (!modern && wrk_mcpsubs_others(m->subs, key, tenant, server, uri) == 0)
             return 0; /* the last one: the upstream unsubscribes too (subs_answered) */
-        size_t left = wrk_mcpsubs_remove(m->subs, up->key, tenant, server, uri);
-        if (up->modern && left == 0) {
-            if (wrk_mcpsubs_count(m->subs, up->key) == 0)
+        size_t left = wrk_mcpsubs_remove(m->subs, key, tenant, server, uri);
+        if (modern && left == 0) {
+            if (wrk_mcpsubs_count(m->subs, key) == 0)
                 ev_stop(up);
             else
                 ev_start(up); /* a narrower filter */
@@ -1231,9 +1260,9 @@ static int subs_local(mcp_call_t *c)
         call_end_result(c, cJSON_CreateObject());
         return 1;
     }
-    if (!up->modern)
+    if (!modern)
         return 0; /* resources/subscribe goes upstream (subs_answered) */
-    int rc = wrk_mcpsubs_add(m->subs, up->key, tenant, server, uri);
+    int rc = wrk_mcpsubs_add(m->subs, key, tenant, server, uri);
     if (rc < 0) {
         call_end_error(c, -32603,
                        rc == MCPQ_ETOOBIG ? "too many resource subscriptions on "
@@ -1245,12 +1274,13 @@ static int subs_local(mcp_call_t *c)
     return 1;
 }
 
-/* A legacy upstream accepted the subscribe or unsubscribe job c: its subscriber is kept (and
- * c answered once the stream is open) or dropped (the stream closed with the last one). */
+/* A 2025 HTTP or a stdio upstream accepted the subscribe or unsubscribe job c: its subscriber
+ * is kept (and c answered once the HTTP stream is open) or dropped (the stream closed with
+ * the last one). */
 static void subs_answered(mcp_call_t *c)
 {
-    const char *server, *uri;
-    if (!subs_of(c, &server, &uri)) {
+    const char *key, *server, *uri;
+    if (!subs_of(c, &key, &server, &uri)) {
         call_end_result(c, cJSON_CreateObject());
         return;
     }
@@ -1258,18 +1288,22 @@ static void subs_answered(mcp_call_t *c)
     wrk_mcpexec_t *m = c->m;
     const char *tenant = c->job->env.tenant;
     if (c->job->env.method_id == WRK_METHOD_UNSUBSCRIBE) {
-        wrk_mcpsubs_remove(m->subs, up->key, tenant, server, uri);
-        if (wrk_mcpsubs_count(m->subs, up->key) == 0)
+        wrk_mcpsubs_remove(m->subs, key, tenant, server, uri);
+        if (up && wrk_mcpsubs_count(m->subs, key) == 0)
             ev_stop(up);
         call_end_result(c, cJSON_CreateObject());
         return;
     }
-    int rc = wrk_mcpsubs_add(m->subs, up->key, tenant, server, uri);
+    int rc = wrk_mcpsubs_add(m->subs, key, tenant, server, uri);
     if (rc < 0) {
         call_end_error(c, -32603,
                        rc == MCPQ_ETOOBIG ? "too many resource subscriptions on "
                                             "this worker"
                                           : "out of memory");
+        return;
+    }
+    if (!up) { /* stdio: the server's stdout is the stream (stdio_updated) */
+        call_end_result(c, cJSON_CreateObject());
         return;
     }
     if (!up->ev_req)
@@ -1283,23 +1317,86 @@ void wrk_mcpexec_resource_updated(wrk_mcpexec_t *m, const char *upstream, const 
         wrk_mcpsubs_updated(m->subs, m->rt->store, upstream, uri);
 }
 
+/* ---- the stdio transport (worker/executors/stdiopool.h) ---- */
+
+static void stdio_done(cJSON *response, const char *failure, const char *detail, void *arg);
+
+/* Sends rq (its params taken over) to a process of c's stdio upstream; ends c when the pool
+ * refuses it (a malformed executor, a full queue). Its notifications go to call_note as an
+ * HTTP upstream's do. */
+static void stdio_send(mcp_call_t *c, wrk_mcpmethod_req_t *rq)
+{
+    char why[300];
+    c->scall = wrk_stdiopool_call(c->m->stdio, c->job->env.executor, rq->method, rq->params,
+                                  c->job->env.job_id, call_note, stdio_done, c, why, sizeof(why));
+    if (!c->scall)
+        call_end(c, wrk_output_errorf("%s", why));
+}
+
+static void stdio_done(cJSON *response, const char *failure, const char *detail, void *arg)
+{
+    mcp_call_t *c = arg;
+    log_ctx_t saved;
+    wrk_job_log_enter(c->job, &saved);
+    c->scall = NULL;
+    if (response)
+        call_answer(c, response);
+    else
+        call_end(c, wrk_job_error_hidden(c->job, detail, "%s", failure));
+    wrk_job_log_leave(&saved);
+}
+
+/* notifications/resources/updated from a stdio upstream's process (group key). */
+static void stdio_updated(const char *key, const char *uri, void *arg)
+{
+    wrk_mcpexec_resource_updated(arg, key, uri);
+}
+
+static int stdio_start(wrk_job_t *job)
+{
+    wrk_mcpexec_t *m = job->rt->mcp;
+    const cJSON *ex = job->env.executor;
+    if (!m)
+        return -1;
+    if (!m->stdio) {
+        if (!(m->stdio = wrk_stdiopool_new(job->rt->loop, job->rt->settings)))
+            return -1;
+        wrk_stdiopool_on_updated(m->stdio, stdio_updated, m);
+    }
+    mcp_call_t *c = calloc(1, sizeof(*c));
+    if (!c)
+        return -1;
+    c->job = job;
+    c->m = m;
+    m->rt = job->rt;
+    wrk_loop_timer_init(&c->poll, task_poll_fire, c);
+    c->where = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ex, "command"));
+    if (job->env.method_id == WRK_METHOD_SUBSCRIBE || job->env.method_id == WRK_METHOD_UNSUBSCRIBE)
+        c->skey = wrk_stdiopool_key(ex); /* NULL: not kept, the server answers as it is */
+    job->ex_state = c;
+    call_send(c); /* up NULL: stdio_send */
+    return 0;
+}
+
 /* ---- the executor ---- */
 
 static int mcp_start(wrk_job_t *job)
 {
     wrk_mcpexec_t *m = job->rt->mcp;
     const cJSON *ex = job->env.executor;
+    const char *config_error = wrk_mcpmethod_config_error(&job->env);
+    if (config_error) {
+        wrk_job_finish(job, wrk_output_errorf("%s", config_error));
+        return 0;
+    }
+    if (wrk_stdiopool_is_stdio(ex))
+        return stdio_start(job);
     const cJSON *url = cJSON_GetObjectItemCaseSensitive(ex, "url");
-    const char *config_error = wrk_mcpm_config_error(&job->env);
     int bad = 0;
     const cJSON *headers = config_headers(ex, &bad);
     if (!cJSON_IsString(url) || !url_valid(url->valuestring)) {
         wrk_job_finish(job, wrk_output_errorf("executor.url must be an http:// or https:// "
                                               "URL"));
-        return 0;
-    }
-    if (config_error) {
-        wrk_job_finish(job, wrk_output_errorf("%s", config_error));
         return 0;
     }
     if (bad) {
@@ -1318,6 +1415,7 @@ static int mcp_start(wrk_job_t *job)
     c->up = up;
     m->rt = job->rt;
     wrk_loop_timer_init(&c->poll, task_poll_fire, c);
+    c->where = up->host;
     job->ex_state = c;
     if (up->state == UP_READY)
         call_send(c);
@@ -1352,12 +1450,16 @@ static void mcp_cancel(wrk_job_t *job, wrk_cancel_t how)
     if (!c)
         return;
     job->ex_state = NULL;
-    if (c->req) {
+    if (c->scall) {
+        wrk_stdiopool_cancel(c->m->stdio, c->scall,
+                             c->job->cancelled ? "cancelled by the caller" : "timeout");
+        c->scall = NULL;
+    } else if (c->req) {
         wrk_httpexec_req_cancel(c->m->http, c->req);
         c->req = NULL;
         if (!c->up->modern && !c->task_id[0] && how != WRK_CANCEL_ABORT)
             send_cancelled(c);
-    } else {
+    } else if (c->up) {
         for (mcp_call_t **pp = &c->up->waiters; *pp; pp = &(*pp)->next)
             if (*pp == c) {
                 *pp = c->next;

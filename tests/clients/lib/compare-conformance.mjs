@@ -13,7 +13,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
-/** docs/protocol.md, "Tools only": the scenarios the gateway must pass (each must also have run). */
+/** docs/protocol.md, "What mcpq serves": the scenarios the gateway must pass (each must also have run). */
 const MUST_PASS = [
   'server-initialize', 'ping', 'logging-set-level', 'tools-list',
   'tools-call-simple-text', 'tools-call-image', 'tools-call-audio', 'tools-call-embedded-resource',

@@ -1,8 +1,7 @@
 /* Tests ingress/mcp/jobargs.c: the params a job-backed resources/read, prompts/get and
- * completion/complete accept, a prompt's arguments as a schema, and the job's arguments. */
+ * completion/complete accept, and the job's arguments. */
 #include "check.h"
 #include "jobargs.h"
-#include "sch.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +44,10 @@ static void test_check(void)
     char why[256];
     CHECK_INT_EQ(check(ING_JOB_READ, "{\"uri\":\"a:b\"}", why), 0);
     CHECK_INT_EQ(check(ING_JOB_READ, "{\"uri\":3}", why), -1);
+    CHECK_INT_EQ(check(ING_JOB_SUBSCRIBE, "{\"uri\":\"a:b\"}", why), 0);
+    CHECK_INT_EQ(check(ING_JOB_UNSUBSCRIBE, "{}", why), -1);
+    CHECK_INT_EQ(ing_jobargs_method("resources/subscribe"), ING_JOB_SUBSCRIBE);
+    CHECK_INT_EQ(ing_jobargs_method("resources/unsubscribe"), ING_JOB_UNSUBSCRIBE);
     CHECK_STR_EQ(why, "params.uri must be a string");
     CHECK_INT_EQ(check(ING_JOB_PROMPT, "{\"name\":\"p\",\"arguments\":null}", why), 0);
     CHECK_INT_EQ(check(ING_JOB_PROMPT, "{\"name\":\"p\",\"arguments\":[]}", why), -1);
@@ -68,31 +71,6 @@ static void test_check(void)
                  -1);
     CHECK_STR_EQ(why, "params.context.arguments must be an object");
     TEST_PASS("params of each method are checked with a message");
-}
-
-static void test_prompt_schema(void)
-{
-    cJSON *v = cJSON_Parse("{\"arguments\":[{\"name\":\"who\",\"required\":true},"
-                           "{\"name\":\"style\",\"description\":\"tone\"},{\"bad\":1}]}");
-    cJSON *s = ing_jobargs_prompt_schema(v);
-    char *txt = cJSON_PrintUnformatted(s);
-    CHECK_STR_EQ(txt, "{\"type\":\"object\",\"properties\":{\"who\":{\"type\":\"string\"},"
-                      "\"style\":{\"type\":\"string\"}},\"required\":[\"who\"],"
-                      "\"additionalProperties\":false}");
-    free(txt);
-    char why[256];
-    cJSON *ok = cJSON_Parse("{\"who\":\"ann\"}"), *missing = cJSON_Parse("{\"style\":\"x\"}"),
-          *num = cJSON_Parse("{\"who\":1}");
-    CHECK_INT_EQ(sch_validate(s, ok, "arguments", why, sizeof(why)), 0);
-    CHECK(sch_validate(s, missing, "arguments", why, sizeof(why)) < 0);
-    CHECK_CONTAINS(why, "who");
-    CHECK(sch_validate(s, num, "arguments", why, sizeof(why)) < 0);
-    cJSON_Delete(ok);
-    cJSON_Delete(missing);
-    cJSON_Delete(num);
-    cJSON_Delete(s);
-    cJSON_Delete(v);
-    TEST_PASS("a prompt's arguments become a schema: strings, the required ones required");
 }
 
 static void test_build(void)
@@ -120,17 +98,23 @@ static void test_build(void)
     CHECK_STR_EQ(s, "{\"ref\":{\"type\":\"r\"},\"argument\":{},\"context\":{\"arguments\":{\"b\":"
                     "\"1\"}}}");
     free(s);
+    s = build(ING_JOB_SUBSCRIBE, "{\"uri\":\"n://a\",\"_meta\":{\"x\":1}}", "{\"id\":\"a\"}");
+    CHECK_STR_EQ(s, "{\"uri\":\"n://a\"}");
+    free(s);
+    s = build(ING_JOB_UNSUBSCRIBE, "{\"uri\":\"n://a\"}", NULL);
+    CHECK_STR_EQ(s, "{\"uri\":\"n://a\"}");
+    free(s);
     s = build(ING_JOB_CALL, "{\"name\":\"t\",\"arguments\":{\"a\":1}}", NULL);
     CHECK_STR_EQ(s, "{\"a\":1}");
     free(s);
-    TEST_PASS("the job's arguments: params without _meta, a template's variables");
+    TEST_PASS("the job's arguments: params without _meta, a template's variables; a "
+              "subscription's uri");
 }
 
 int main(void)
 {
     test_methods();
     test_check();
-    test_prompt_schema();
     test_build();
     return 0;
 }
