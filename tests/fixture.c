@@ -945,7 +945,7 @@ fail:
 }
 
 pid_t fx_node_upstream(const fx_stack_t *fx, const char *name, int port, const char *token,
-                       char *deps, size_t size)
+                       const char *env_extra, char *deps, size_t size)
 {
     const char *env = getenv("MCPQ_CLIENTS_DEPS");
     char probe[600], ready[400], portstr[16], depenv[700], script[200];
@@ -978,7 +978,8 @@ pid_t fx_node_upstream(const fx_stack_t *fx, const char *name, int port, const c
     const char *argv[] = {"node", "--import", "./tests/clients/lib/register.mjs",
                           script, portstr,    ready,
                           token,  NULL};
-    const char *extra[] = {depenv, NULL};
+    const char *extra[] = {depenv, env_extra, NULL};
+    unlink(ready); /* a restart waits for its own */
     pid_t pid = fx_spawn(argv, extra, probe);
     if (pid <= 0)
         return -1;
@@ -992,5 +993,5 @@ pid_t fx_node_upstream(const fx_stack_t *fx, const char *name, int port, const c
 
 pid_t fx_sdk_upstream(const fx_stack_t *fx, int port, const char *token, char *deps, size_t size)
 {
-    return fx_node_upstream(fx, "sdk-upstream", port, token, deps, size);
+    return fx_node_upstream(fx, "sdk-upstream", port, token, NULL, deps, size);
 }

@@ -3,13 +3,13 @@
 // sessions (one McpServer per session), Bearer auth, tools `echo` (structuredContent) and
 // `fail` (isError); resource `sdk://readme` (text/markdown), template `sdk://notes/{topic}`
 // (topic completions), prompt `greet` (arguments name, required, and style, optional, with
-// completions), for tests/integration/test_mcp_methods.c; for
-// tests/integration/test_mcp_stream.c: `slow` (progress every 200 ms for 3 s and a log
-// message, live on the call's SSE stream) and `long` (a 2025-11-25 task, taskSupport
-// "required": status messages, then its result after `ms`), resource subscriptions
-// (resources/subscribe, /unsubscribe) and `touch` {uri} (notifications/resources/updated for a
-// subscribed uri, on the session's GET stream). Each JSON-RPC method received is printed as
-// `method <name>` on stdout.
+// completions), for tests/integration/test_mcp_methods.c. With SDK_UPSTREAM_EXTRAS=stream in
+// its environment, for tests/integration/test_mcp_stream.c, also: logging, tools `slow`
+// (progress every 200 ms for 3 s and a log message, live on the call's SSE stream), `long` (a
+// 2025-11-25 task, taskSupport "required": status messages, then its result after `ms`) and
+// `touch` {uri} (notifications/resources/updated for a subscribed uri, on the session's GET
+// stream), resources/subscribe and /unsubscribe, and each JSON-RPC method received printed
+// as `method <name>` on stdout.
 //
 //   node --import tests/clients/lib/register.mjs tests/clients/sdk-upstream.mjs PORT READY_FILE TOKEN
 import http from 'node:http';
@@ -26,30 +26,12 @@ import { z } from 'zod';
 
 const [port, readyFile, token] = process.argv.slice(2);
 const transports = new Map();
+const extras = process.env.SDK_UPSTREAM_EXTRAS === 'stream';
 const taskStore = new InMemoryTaskStore();
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-function newServer() {
-    const server = new McpServer({ name: 'sdk-upstream', version: '1.0.0' }, {
-        capabilities: {
-            logging: {},
-            resources: { subscribe: true },
-            tasks: { cancel: {}, requests: { tools: { call: {} } } },
-        },
-        taskStore,
-    });
-    server.registerTool('echo', {
-        description: 'Echo the text (official SDK upstream)',
-        inputSchema: { text: z.string() },
-        outputSchema: { text: z.string() },
-    }, async ({ text }) => ({
-        content: [{ type: 'text', text: `sdk echo: ${text}` }],
-        structuredContent: { text },
-    }));
-    server.registerTool('fail', {
-        description: 'Always fails',
-        inputSchema: {},
-    }, async () => ({ content: [{ type: 'text', text: 'sdk tool failed' }], isError: true }));
+/* test_mcp_stream's tools and subscriptions (SDK_UPSTREAM_EXTRAS=stream). */
+function addStreamExtras(server) {
     server.registerTool('slow', {
         description: 'Progress every 200 ms for 3 s, then done',
         inputSchema: {},
@@ -78,8 +60,9 @@ function newServer() {
         description: 'Says that a resource changed (to its subscribers)',
         inputSchema: { uri: z.string() },
     }, async ({ uri }) => {
-        if (subscribed.has(uri)) await server.server.sendResourceUpdated({ uri });
-        return { content: [{ type: 'text', text: `touched ${uri}${subscribed.has(uri) ? '' : ' (no subscriber)'}` }] };
+        const known = subscribed.has(uri);
+        if (known) await server.server.sendResourceUpdated({ uri });
+        return { content: [{ type: 'text', text: `touched ${uri}${known ? '' : ' (no subscriber)'}` }] };
     });
     server.experimental.tasks.registerToolTask('long', {
         description: 'A task: status messages, then its result after ms',
@@ -100,6 +83,29 @@ function newServer() {
         getTask: async (_args, extra) => extra.taskStore.getTask(extra.taskId),
         getTaskResult: async (_args, extra) => extra.taskStore.getTaskResult(extra.taskId),
     });
+}
+
+function newServer() {
+    const server = new McpServer({ name: 'sdk-upstream', version: '1.0.0' }, extras ? {
+        capabilities: {
+            logging: {},
+            resources: { subscribe: true },
+            tasks: { cancel: {}, requests: { tools: { call: {} } } },
+        },
+        taskStore,
+    } : undefined);
+    server.registerTool('echo', {
+        description: 'Echo the text (official SDK upstream)',
+        inputSchema: { text: z.string() },
+        outputSchema: { text: z.string() },
+    }, async ({ text }) => ({
+        content: [{ type: 'text', text: `sdk echo: ${text}` }],
+        structuredContent: { text },
+    }));
+    server.registerTool('fail', {
+        description: 'Always fails',
+        inputSchema: {},
+    }, async () => ({ content: [{ type: 'text', text: 'sdk tool failed' }], isError: true }));
     server.registerResource('readme', 'sdk://readme', {
         title: 'SDK readme',
         mimeType: 'text/markdown',
@@ -123,6 +129,7 @@ function newServer() {
         description: 'A greeting',
         messages: [{ role: 'user', content: { type: 'text', text: `Greet ${name}${style ? ` in a ${style} way` : ''}` } }],
     }));
+    if (extras) addStreamExtras(server);
     return server;
 }
 
@@ -141,8 +148,9 @@ const httpServer = http.createServer(async (req, res) => {
     } catch {
         return rpcError(res, 400, 'Parse error');
     }
-    for (const m of [body].flat())
-        if (m && typeof m.method === 'string') console.log(`method ${m.method}`);
+    if (extras)
+        for (const m of [body].flat())
+            if (m && typeof m.method === 'string') console.log(`method ${m.method}`);
     const sid = req.headers['mcp-session-id'];
     let transport = sid ? transports.get(sid) : undefined;
     if (sid && !transport) return rpcError(res, 404, 'Session not found');

@@ -531,12 +531,11 @@ static void test_sdk_upstream(void)
         cJSON_Delete(j);
         j = post_to("sdkfed", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", 200);
         tools = cJSON_GetObjectItemCaseSensitive(result_of(j), "tools");
-        if (cJSON_GetArraySize(tools) >= 5)
+        if (cJSON_GetArraySize(tools) >= 2)
             break;
         fx_sleep_ms(100);
     }
-    /* echo, fail, and test_mcp_stream's slow, long, touch */
-    CHECK_INT_EQ(cJSON_GetArraySize(tools), 5);
+    CHECK_INT_EQ(cJSON_GetArraySize(tools), 2);
     CHECK_STR_EQ(str_at(cJSON_GetArrayItem(tools, 0), "name", NULL, NULL), "sdkup_echo");
     CHECK(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(tools, 0), "outputSchema"));
     cJSON_Delete(j);

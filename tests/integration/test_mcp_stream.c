@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #define TOKEN "stream-upstream-token-7"
+#define SDK_EXTRAS "SDK_UPSTREAM_EXTRAS=stream" /* sdk-upstream.mjs's slow, long, touch, ... */
 #define MAX_FRAMES 64
 
 static fx_stack_t fx;
@@ -472,11 +473,9 @@ static void test_subscriptions(void)
  * subscribes to the channel anew and touches the resource, up to a bound. */
 static void test_reconnect(pid_t *sdk)
 {
-    char ready[400], deps[500];
+    char deps[500];
     CHECK_INT_EQ(fx_stop_pid(*sdk, 5000), 0);
-    snprintf(ready, sizeof(ready), "%s/sdk-upstream.ready", fx.dir);
-    unlink(ready);
-    *sdk = fx_sdk_upstream(&fx, sdk_port, TOKEN, deps, sizeof(deps));
+    *sdk = fx_node_upstream(&fx, "sdk-upstream", sdk_port, TOKEN, SDK_EXTRAS, deps, sizeof(deps));
     CHECK(*sdk > 0);
     int got = 0;
     for (int i = 0; i < 30 && !got; i++) {
@@ -558,7 +557,8 @@ int main(void)
         return 1;
     sdk_port = fx_free_port();
     sdk2_port = fx_free_port();
-    pid_t sdk = fx_sdk_upstream(&fx, sdk_port, TOKEN, deps, sizeof(deps));
+    pid_t sdk =
+        fx_node_upstream(&fx, "sdk-upstream", sdk_port, TOKEN, SDK_EXTRAS, deps, sizeof(deps));
     CHECK(sdk >= 0);
     const char *ci = getenv("CI");
     if (sdk == 0) {
@@ -573,7 +573,7 @@ int main(void)
         fx_stop(&fx);
         return TEST_EXIT();
     }
-    pid_t sdk2 = fx_node_upstream(&fx, "sdk2-upstream", sdk2_port, TOKEN, deps, sizeof(deps));
+    pid_t sdk2 = fx_node_upstream(&fx, "sdk2-upstream", sdk2_port, TOKEN, NULL, deps, sizeof(deps));
     CHECK(sdk2 > 0);
     stdio_executor();
     snprintf(cfg, sizeof(cfg), "%s/stream.json", fx.dir);

@@ -32,7 +32,8 @@
  * subscriptions/listen stream naming every subscribed uri), re-opened with backoff when it
  * drops; each notifications/resources/updated is published for the (tenant, server)s that
  * subscribed through this worker. An unsubscribe goes upstream only for the uri's last
- * subscriber.
+ * subscriber. A stdio upstream's subscriptions are kept under its group's key and its updates
+ * come from the pool (wrk_stdiopool_on_updated).
  *
  * Results: the upstream CallToolResult passes through (content, structuredContent, isError;
  * a 2026-07-28 resultType "complete" is dropped, the ingress adds its own). An upstream
