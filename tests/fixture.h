@@ -143,6 +143,12 @@ int fx_ingress_exit(const fx_stack_t *fx, const char *name, const char *config,
  * pid once ready (30 s); 0 when node or the packages are missing (the caller skips), except
  * in CI (CI=true), where that is -1 too; -1 with a message on stderr when it did not start. */
 pid_t fx_sdk_upstream(const fx_stack_t *fx, int port, const char *token, char *deps, size_t size);
+/* fx_sdk_upstream() for an upstream script of tests/clients, <name>.mjs (same arguments
+ * PORT READY_FILE TOKEN; log <dir>/<name>.log), e.g. sdk2-upstream (the SDK 2.x, 2026-07-28),
+ * with one more "K=V" in its environment (env_extra, may be NULL). Started again on the same
+ * port (after fx_stop_pid), it waits for its own ready file. */
+pid_t fx_node_upstream(const fx_stack_t *fx, const char *name, int port, const char *token,
+                       const char *env_extra, char *deps, size_t size);
 /* The same with a mode (NULL: everything; "fewer": only the tool echo and the resource readme,
  * what an upstream restarted with fewer objects lists). */
 pid_t fx_sdk_upstream_mode(const fx_stack_t *fx, int port, const char *token, const char *mode,

@@ -7,7 +7,13 @@
 // `echo` and `sdk://readme` (an upstream restarted with fewer objects: federation prunes).
 // With SDK_UPSTREAM_DESC_FILE set, `echo`'s description is that file's content, read at every
 // tools/list: tests/integration/test_pin.c changes it to play an upstream that changes a
-// tool's definition after it was approved (a "rug pull").
+// tool's definition after it was approved (a "rug pull"). With SDK_UPSTREAM_EXTRAS=stream in
+// its environment, for tests/integration/test_mcp_stream.c, also: logging, tools `slow`
+// (progress every 200 ms for 3 s and a log message, live on the call's SSE stream), `long` (a
+// 2025-11-25 task, taskSupport "required": status messages, then its result after `ms`) and
+// `touch` {uri} (notifications/resources/updated for a subscribed uri, on the session's GET
+// stream), resources/subscribe and /unsubscribe, and each JSON-RPC method received printed
+// as `method <name>` on stdout.
 //
 //   node --import tests/clients/lib/register.mjs tests/clients/sdk-upstream.mjs PORT READY_FILE TOKEN [fewer]
 import http from 'node:http';
@@ -17,13 +23,64 @@ import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mc
 import { completable } from '@modelcontextprotocol/sdk/server/completable.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { InMemoryTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js';
 import { z } from 'zod';
+import { addSubscriptions } from './lib/subscriptions.mjs';
 
 const [port, readyFile, token, mode] = process.argv.slice(2);
 const transports = new Map();
+const extras = process.env.SDK_UPSTREAM_EXTRAS === 'stream';
+const taskStore = new InMemoryTaskStore();
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/* test_mcp_stream's tools and subscriptions (SDK_UPSTREAM_EXTRAS=stream). */
+function addStreamExtras(server) {
+    server.registerTool('slow', {
+        description: 'Progress every 200 ms for 3 s, then done',
+        inputSchema: {},
+    }, async (_args, extra) => {
+        const progressToken = extra._meta?.progressToken;
+        await extra.sendNotification({ method: 'notifications/message',
+            params: { level: 'info', data: 'slow started' } });
+        for (let i = 1; i <= 15; i++) {
+            if (progressToken !== undefined)
+                await extra.sendNotification({ method: 'notifications/progress',
+                    params: { progressToken, progress: i, total: 15, message: `step ${i}` } });
+            await sleep(200);
+        }
+        return { content: [{ type: 'text', text: 'slow done' }] };
+    });
+    addSubscriptions(server);
+    server.experimental.tasks.registerToolTask('long', {
+        description: 'A task: status messages, then its result after ms',
+        inputSchema: { ms: z.number() },
+        execution: { taskSupport: 'required' },
+    }, {
+        createTask: async ({ ms }, extra) => {
+            const task = await extra.taskStore.createTask({ ttl: 600000, pollInterval: 100 });
+            (async () => {
+                await sleep(ms / 2);
+                await extra.taskStore.updateTaskStatus(task.taskId, 'working', 'half way');
+                await sleep(ms / 2);
+                await extra.taskStore.storeTaskResult(task.taskId, 'completed',
+                    { content: [{ type: 'text', text: `long done after ${ms} ms` }] });
+            })().catch(() => {}); /* a cancelled task stays cancelled */
+            return { task };
+        },
+        getTask: async (_args, extra) => extra.taskStore.getTask(extra.taskId),
+        getTaskResult: async (_args, extra) => extra.taskStore.getTaskResult(extra.taskId),
+    });
+}
 
 function newServer() {
-    const server = new McpServer({ name: 'sdk-upstream', version: '1.0.0' });
+    const server = new McpServer({ name: 'sdk-upstream', version: '1.0.0' }, extras ? {
+        capabilities: {
+            logging: {},
+            resources: { subscribe: true },
+            tasks: { cancel: {}, requests: { tools: { call: {} } } },
+        },
+        taskStore,
+    } : undefined);
     const echo = server.registerTool('echo', {
         description: 'Echo the text (official SDK upstream)',
         inputSchema: { text: z.string() },
@@ -67,6 +124,7 @@ function newServer() {
         description: 'A greeting',
         messages: [{ role: 'user', content: { type: 'text', text: `Greet ${name}${style ? ` in a ${style} way` : ''}` } }],
     }));
+    if (extras) addStreamExtras(server);
     return server;
 }
 
@@ -85,6 +143,9 @@ const httpServer = http.createServer(async (req, res) => {
     } catch {
         return rpcError(res, 400, 'Parse error');
     }
+    if (extras)
+        for (const m of [body].flat())
+            if (m && typeof m.method === 'string') console.log(`method ${m.method}`);
     const sid = req.headers['mcp-session-id'];
     let transport = sid ? transports.get(sid) : undefined;
     if (sid && !transport) return rpcError(res, 404, 'Session not found');

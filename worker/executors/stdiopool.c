@@ -1222,3 +1222,9 @@ void wrk_stdiopool_cancel(wrk_stdiopool_t *pool, wrk_stdiopool_call_t *c, const 
         group_pump_soon(g);
     }
 }
+
+char *wrk_stdiopool_key(const cJSON *executor)
+{
+    char why[128];
+    return spec_key(executor, why, sizeof(why));
+}
