@@ -15,8 +15,12 @@ export const REPO = path.resolve(CLIENTS_DIR, '..', '..');
 export const CONFIG_PATH = path.join(CLIENTS_DIR, 'mcpq-clients.json');
 export const CONFIG = JSON.parse(readFileSync(CONFIG_PATH, 'utf8'));
 export const API_KEY = CONFIG.tenants[0].api_keys[0].key;
-/** Every tool of the tenant's default server, in config order. */
-export const TOOL_NAMES = CONFIG.tools.map((t) => t.name);
+/** The config's registry objects of one kind ("tool" when `kind` is absent), in config order. */
+export function objectsOfKind(kind) {
+  return CONFIG.tools.filter((t) => (t.kind ?? 'tool') === kind);
+}
+/** Every tool of the tenant's default server, in config order (resources and prompts share the array). */
+export const TOOL_NAMES = objectsOfKind('tool').map((t) => t.name);
 
 const READY_TIMEOUT_MS = 120_000;
 const STOP_TIMEOUT_MS = 20_000;
