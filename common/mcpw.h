@@ -27,6 +27,10 @@
 #define MCPW_MODERN_VERSION NAMES_PROTO_MODERN
 #define MCPW_LEGACY_VERSION NAMES_PROTO_LATEST
 #define MCPW_META_VERSION NAMES_META_PROTOCOL_VERSION
+/* 2026-07-28 requires clientCapabilities in every request's _meta (schema.ts,
+ * RequestMetaObject); an SDK v2 server answers -32602 without it. clientInfo is optional. */
+#define MCPW_META_CLIENT_CAPS "io.modelcontextprotocol/clientCapabilities"
+#define MCPW_META_CLIENT_INFO "io.modelcontextprotocol/clientInfo"
 
 /* Called for each SSE event: its type ("message" when the frame named none) and its data
  * (data lines joined by "\n", NUL-terminated). Return non-zero to stop. */

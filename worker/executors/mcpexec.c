@@ -189,10 +189,16 @@ static char *rpc_body(long id, const char *method, cJSON *params, size_t *len)
     return s;
 }
 
+/* params with the 2026-07-28 _meta envelope every request carries: the version, the
+ * (empty) client capabilities and who the client is. */
 static cJSON *modern_meta(cJSON *params)
 {
     cJSON *meta = cJSON_AddObjectToObject(params, "_meta");
     cJSON_AddStringToObject(meta, MCPW_META_VERSION, MCPW_MODERN_VERSION);
+    cJSON_AddObjectToObject(meta, MCPW_META_CLIENT_CAPS);
+    cJSON *ci = cJSON_AddObjectToObject(meta, MCPW_META_CLIENT_INFO);
+    cJSON_AddStringToObject(ci, "name", "mcpq-worker");
+    cJSON_AddStringToObject(ci, "version", "1.0.0");
     return params;
 }
 
