@@ -1,7 +1,9 @@
 #include "cfg.h"
 
+#include "cfgkinds.h"
 #include "cfgsecret.h"
 #include "err.h"
+#include "kinds.h"
 #include "sch.h"
 #include "task.h"
 #include "util.h"
@@ -699,9 +701,15 @@ static int check_default_servers(cfg_ctx_t *x, names_t *names, cJSON *tenants)
     return 0;
 }
 
-static int check_version(cfg_ctx_t *x, cJSON *v, const char *path)
+static int check_version(cfg_ctx_t *x, int kind, cJSON *v, const char *path)
 {
     char sub[160], msg[512];
+    if (kind != KINDS_TOOL) {
+        if (cfg_kinds_version(kind, v, path, msg, sizeof(msg)) < 0)
+            return cfg_fail(x, "%s", msg);
+        snprintf(sub, sizeof(sub), "%s.executor", path);
+        return resolve_secret(x, cJSON_GetObjectItemCaseSensitive(v, "executor"), sub, 1);
+    }
     const cJSON *fake = cJSON_GetObjectItemCaseSensitive(v, "fake");
     static const char *const schemas[] = {"inputSchema", "outputSchema"};
     for (int k = 0; k < 2; k++) {
@@ -718,6 +726,32 @@ static int check_version(cfg_ctx_t *x, cJSON *v, const char *path)
         return oom(x);
     snprintf(sub, sizeof(sub), "%s.executor", path);
     return resolve_secret(x, cJSON_GetObjectItemCaseSensitive(v, "executor"), sub, 1);
+}
+
+/* A published resource version v (at path, of $.tools[i]) serves a uri no other published
+ * resource of its server serves. */
+static int unique_uri(cfg_ctx_t *x, names_t *names, const cJSON *t, const cJSON *v,
+                      const char *path, int i)
+{
+    const char *server = str(t, "server"), *uri = str(v, "uri");
+    size_t ls = strlen(server), lu = strlen(uri);
+    char *key = malloc(ls + lu + 2);
+    intptr_t first;
+    if (!key)
+        return oom(x);
+    memcpy(key, server, ls);
+    key[ls] = '\x1f';
+    memcpy(key + ls + 1, uri, lu + 1);
+    int rc = names_add(names, 'U', str(t, "tenant"), key, i, &first);
+    free(key);
+    if (rc < 0)
+        return oom(x);
+    if (rc)
+        return cfg_fail(x,
+                        "%s.uri: \"%s\" is the uri of a published resource of server \"%s\" "
+                        "already ($.tools[%d]); a server's published resources have distinct uris",
+                        path, uri, server, (int)first);
+    return 0;
 }
 
 static int check_tools(cfg_ctx_t *x, names_t *names, const cJSON *tenants, cJSON *tools)
@@ -745,6 +779,7 @@ static int check_tools(cfg_ctx_t *x, names_t *names, const cJSON *tenants, cJSON
                             path, name, tenant, (int)first);
         if ((rc = check_access(x, names, tenants, t, path, tenant)) < 0)
             return rc;
+        int kind = kinds_of(t);
         for (cJSON *v = versions->child; v; v = v->next, j++) {
             int k = 0;
             snprintf(sub, sizeof(sub), "%s.versions[%d]", path, j);
@@ -753,16 +788,25 @@ static int check_tools(cfg_ctx_t *x, names_t *names, const cJSON *tenants, cJSON
                     return cfg_fail(x,
                                     "%s.version: duplicate version \"%s\" (also %s.versions[%d])",
                                     sub, str(v, "version"), path, k);
-            if ((rc = check_version(x, v, sub)) < 0)
+            if ((rc = check_version(x, kind, v, sub)) < 0)
                 return rc;
-            found |= cJSON_IsString(pub) && strcmp(pub->valuestring, str(v, "version")) == 0;
+            if (cJSON_IsString(pub) && strcmp(pub->valuestring, str(v, "version")) == 0) {
+                found = 1;
+                if (kind == KINDS_RESOURCE && (rc = unique_uri(x, names, t, v, sub, i)) < 0)
+                    return rc;
+            }
         }
         if (cJSON_IsString(pub) && !found)
             return cfg_fail(x, "%s.published: tool \"%s\" has no version \"%s\"", path, name,
                             pub->valuestring);
-        if (!pub &&
-            set_str(t, "published", str(cJSON_GetArrayItem(versions, j - 1), "version")) < 0)
-            return oom(x);
+        if (!pub) {
+            cJSON *last = cJSON_GetArrayItem(versions, j - 1);
+            if (set_str(t, "published", str(last, "version")) < 0)
+                return oom(x);
+            snprintf(sub, sizeof(sub), "%s.versions[%d]", path, j - 1);
+            if (kind == KINDS_RESOURCE && (rc = unique_uri(x, names, t, last, sub, i)) < 0)
+                return rc;
+        }
     }
     return 0;
 }
@@ -775,7 +819,7 @@ static cJSON *array_member(cJSON *doc, const char *key)
 }
 
 /* Capacity for the names set: one entry per tenant, key (id and hash), app, webhook, robot,
- * server and tool. */
+ * server, tool and resource uri. */
 static size_t names_needed(const cJSON *doc)
 {
     size_t n = 0;
@@ -786,7 +830,8 @@ static size_t names_needed(const cJSON *doc)
         n += (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(t, "robots"));
     }
     n += (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "servers"));
-    return n + (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "tools"));
+    /* a tool's name, and a resource's published uri */
+    return n + 2 * (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "tools"));
 }
 
 static int normalize(cfg_ctx_t *x, cJSON *doc)

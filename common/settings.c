@@ -101,7 +101,15 @@ static const set_def_t defs[] = {
      "request body bytes one ingress holds in memory at once, all requests together; a request "
      "whose body would pass it gets 503 with Retry-After"},
     {"MCPQ_PAGE_SIZE", "page-size", T_INT, "100", 1, 1000, ING, S(page_size),
-     "tools/list page size"},
+     "page size of tools/list, resources/list, resources/templates/list and prompts/list"},
+    {"MCPQ_LIST_TTL_MS", "list-ttl-ms", T_INT, "0", 0, 86400000, ING, S(list_ttl_ms),
+     "ttlMs of list results and server/discover (the stateless protocol version): how long a "
+     "client may consider "
+     "them fresh (0: immediately stale; clients rely on list_changed notifications)"},
+    {"MCPQ_RESOURCE_MAX_BYTES", "resource-max-bytes", T_INT, "1048576", 1, 64LL << 20, ING,
+     S(resource_max_bytes),
+     "largest static resource content (text, or blob decoded) the config file and the admin "
+     "API accept; larger content belongs to an executor"},
     {"MCPQ_ALLOWED_ORIGINS", "allowed-origins", T_STR, "", 0, 0, ING, S(allowed_origins),
      "comma list of scheme://host[:port] (port may be *); a present Origin outside it gets 403 "
      "(empty: localhost and 127.0.0.1 on any port)"},

@@ -42,6 +42,8 @@ typedef struct mcpq_settings {
     long long preauth_body_bytes;    /* body limit before the headers prove a credential */
     long long max_body_memory_bytes; /* request bodies held at once, per ingress */
     long long page_size;
+    long long list_ttl_ms;        /* ttlMs of 2026-07-28 lists and server/discover */
+    long long resource_max_bytes; /* static resource content, decoded */
     const char *allowed_origins;
     const char *allowed_hosts;
     long long idempotency_ttl_s;

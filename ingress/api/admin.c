@@ -200,7 +200,8 @@ static int transact(adm_t *a, redisContext *c)
         }
         int what = dispatch(a);
         if (what == COMMIT && a->check_tenant &&
-            ing_regstore_check_tenant(&a->st, a->check_tenant, err, sizeof(err)) < 0) {
+            ing_regstore_check_tenant(&a->st, a->check_tenant, a->req->ctx->set, err, sizeof(err)) <
+                0) {
             ing_adm_fail(a, 400, "%s", err);
             what = DONE;
         }

@@ -126,7 +126,7 @@ int ing_access_check(const ing_registry_t *reg, const ing_principal_t *who, cons
         return ING_ACCESS_HIDDEN;
     const ing_server_t *srv =
         reg && tenant && server ? ing_registry_server(reg, tenant, server) : NULL;
-    const ing_tool_t *t = srv && tool ? ing_registry_tool(srv, tool) : NULL;
+    const ing_tool_t *t = srv && tool ? ing_registry_object(srv, -1, tool) : NULL;
     const cJSON *tool_rule = t                       ? t->access
                              : reg && tenant && tool ? doc_rule(reg, tenant, tool)
                                                      : NULL;

@@ -52,7 +52,8 @@ enum {
 };
 
 /*
- * The verdict for who on tool of server (names in who's tenant). The built-in "system"
+ * The verdict for who on tool of server, an object of any kind (names in who's tenant: one name
+ * space across tools, resources, templates and prompts). The built-in "system"
  * server has no rules; a tool the snapshot does not serve (not published) is judged by its
  * document's rule when the snapshot has one. On ING_ACCESS_SCOPE, writes to scope_out (n
  * bytes, may be NULL) the token scopes to ask for, space-separated: the token's current

@@ -1,6 +1,7 @@
 #include "registry.h"
 #include "names.h"
 
+#include "cfgkinds.h"
 #include "err.h"
 #include "log.h"
 #include "util.h"
@@ -161,24 +162,44 @@ static const cJSON *published_version(const cJSON *tool)
     return NULL;
 }
 
-/* The tools/list entry: name, title, description, inputSchema, outputSchema, annotations. */
-static char *render_list_entry(const char *name, const cJSON *ver)
+/* Copies the members copy (NULL-terminated) of ver that it has into o. */
+static void copy_members(cJSON *o, const cJSON *ver, const char *const *copy)
 {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "name", name);
-    static const char *const copy[] = {"title", "description", "inputSchema", "outputSchema",
-                                       "annotations"};
-    for (size_t i = 0; i < sizeof(copy) / sizeof(copy[0]); i++) {
+    for (size_t i = 0; copy[i]; i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(ver, copy[i]);
         if (v)
             cJSON_AddItemToObject(o, copy[i], cJSON_Duplicate(v, 1));
     }
-    if (!cJSON_HasObjectItem(o, "inputSchema")) {
+}
+
+/* The entry of an object of kind in its list (MCP Tool, Resource, ResourceTemplate, Prompt):
+ * tools/list: name, title, description, inputSchema, outputSchema, annotations, execution;
+ * resources/list: uri, name, title, description, mimeType, annotations, size (of static
+ * content when not given); resources/templates/list: uriTemplate, name, title, description,
+ * mimeType, annotations; prompts/list: name, title, description, arguments. */
+static char *render_list_entry(int kind, const char *name, const cJSON *ver)
+{
+    static const char *const tool[] = {"title",        "description", "inputSchema",
+                                       "outputSchema", "annotations", NULL};
+    static const char *const resource[] = {"uri",         "title", "description", "mimeType",
+                                           "annotations", "size",  NULL};
+    static const char *const templ[] = {"uriTemplate", "title",       "description",
+                                        "mimeType",    "annotations", NULL};
+    static const char *const prompt[] = {"title", "description", "arguments", NULL};
+    static const char *const *const copy[] = {tool, resource, templ, prompt};
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", name);
+    copy_members(o, ver, copy[kind]);
+    if (kind == ING_KIND_RESOURCE && !cJSON_HasObjectItem(o, "size") &&
+        !cJSON_HasObjectItem(ver, "executor"))
+        cJSON_AddNumberToObject(o, "size", (double)cfg_kinds_static_bytes(ver));
+    if (kind == ING_KIND_TOOL && !cJSON_HasObjectItem(o, "inputSchema")) {
         cJSON *s = cJSON_AddObjectToObject(o, "inputSchema");
         cJSON_AddStringToObject(s, "type", "object");
     }
     /* Any tool may run as an MCP task (docs/protocol.md, "MCP Tasks"). */
-    cJSON_AddStringToObject(cJSON_AddObjectToObject(o, "execution"), "taskSupport", "optional");
+    if (kind == ING_KIND_TOOL)
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(o, "execution"), "taskSupport", "optional");
     char *out = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     return out;
@@ -256,25 +277,37 @@ static int digest_grants(EVP_MD_CTX *md, const ing_tenant_t *t)
     return ok && (!t || !t->oauth || digest_access(md, t->oauth->scopes));
 }
 
-/* The tools/list fingerprint of a server whose tools are attached and sorted: SHA-256 over
- * every list_json, each followed by a NUL (no entry holds one), and, when the server or a
- * tool has access rules, those rules and what tenant t grants against them (a rule or a
- * key's scopes changed changes what some callers list). 0 or MCPQ_ENOMEM. */
-static int server_fingerprint(ing_server_t *s, const ing_tenant_t *t)
+/* A list fingerprint of server s whose objects are attached and sorted, into out: SHA-256
+ * over the list_json of the n1 objects of l1 and then the n2 of l2, each followed by a NUL
+ * (no entry holds one), and, when the server or an object has access rules, those rules and
+ * what tenant t grants against them (a rule or a key's scopes changed changes what some
+ * callers list). 0 or MCPQ_ENOMEM. */
+static int list_fingerprint(const ing_server_t *s, const ing_tenant_t *t, ing_tool_t *const *l1,
+                            size_t n1, ing_tool_t *const *l2, size_t n2, unsigned char *out)
 {
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     int ok = md && EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1, rules = s->access != NULL;
-    for (size_t i = 0; ok && i < s->ntools; i++) {
-        ok =
-            EVP_DigestUpdate(md, s->tools[i]->list_json, strlen(s->tools[i]->list_json) + 1) == 1 &&
-            (!s->tools[i]->access || digest_access(md, s->tools[i]->access));
-        rules |= s->tools[i]->access != NULL;
+    for (size_t i = 0; ok && i < n1 + n2; i++) {
+        const ing_tool_t *o = i < n1 ? l1[i] : l2[i - n1];
+        ok = EVP_DigestUpdate(md, o->list_json, strlen(o->list_json) + 1) == 1 &&
+             (!o->access || digest_access(md, o->access));
+        rules |= o->access != NULL;
     }
     ok = ok && (!s->access || digest_access(md, s->access));
     ok = ok && (!rules || digest_grants(md, t));
-    ok = ok && EVP_DigestFinal_ex(md, s->tools_fp, NULL) == 1;
+    ok = ok && EVP_DigestFinal_ex(md, out, NULL) == 1;
     EVP_MD_CTX_free(md);
     return ok ? 0 : MCPQ_ENOMEM;
+}
+
+static int server_fingerprints(ing_server_t *s, const ing_tenant_t *t)
+{
+    if (list_fingerprint(s, t, s->tools, s->ntools, NULL, 0, s->tools_fp) < 0 ||
+        list_fingerprint(s, t, s->resources, s->nresources, s->templates, s->ntemplates,
+                         s->resources_fp) < 0 ||
+        list_fingerprint(s, t, s->prompts, s->nprompts, NULL, 0, s->prompts_fp) < 0)
+        return MCPQ_ENOMEM;
+    return 0;
 }
 
 /* Parses the documents into reg->docs, each with its field as "_field", and sizes the tenant,
@@ -452,10 +485,19 @@ static int index_tools(ing_registry_t *reg)
         const char *name = str_of(doc, "name");
         if (!ver || !tenant || !server || !name || !find_tenant(reg, tenant))
             continue; /* offline (no published version) or dangling: not served */
+        int kind = kinds_of(doc);
+        if (kind < 0)
+            continue; /* a kind this build does not know: not served */
         ing_tool_t *t = &reg->tools[reg->ntools];
         t->tenant = tenant;
         t->server = server;
         t->name = name;
+        t->kind = kind;
+        t->uri = kind == ING_KIND_RESOURCE ? str_of(ver, "uri") : NULL;
+        t->uri_template = kind == ING_KIND_TEMPLATE ? str_of(ver, "uriTemplate") : NULL;
+        if ((kind == ING_KIND_RESOURCE && !t->uri) ||
+            (kind == ING_KIND_TEMPLATE && !t->uri_template))
+            continue;
         t->version = ver;
         t->version_id = str_of(ver, "version");
         const cJSON *tmo = cJSON_GetObjectItemCaseSensitive(ver, "timeout_ms");
@@ -466,7 +508,7 @@ static int index_tools(ing_registry_t *reg)
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(fake, "enabled")))
             t->fake_result = cJSON_GetObjectItemCaseSensitive(fake, "result");
         t->access = cJSON_GetObjectItemCaseSensitive(doc, "access");
-        t->list_json = render_list_entry(name, ver);
+        t->list_json = render_list_entry(kind, name, ver);
         if (!t->list_json)
             return MCPQ_ENOMEM;
         reg->ntools++;
@@ -474,24 +516,46 @@ static int index_tools(ing_registry_t *reg)
     return 0;
 }
 
-/* Attach tools to their servers, sorted, and fingerprint each server's list. 0 or
+static int uri_ptr_cmp(const void *a, const void *b)
+{
+    const ing_tool_t *const *x = a, *const *y = b;
+    return strcmp((*x)->uri, (*y)->uri);
+}
+
+/* The objects of kind of server s into a new array *out (sorted by name) with *n. 0 or
  * MCPQ_ENOMEM. */
+static int attach_kind(ing_registry_t *reg, const ing_server_t *s, int kind, ing_tool_t ***out,
+                       size_t *n)
+{
+    size_t cnt = 0;
+    for (size_t j = 0; j < reg->ntools; j++)
+        cnt += reg->tools[j].kind == kind && !strcmp(reg->tools[j].tenant, s->tenant) &&
+               !strcmp(reg->tools[j].server, s->name);
+    if (!(*out = calloc(cnt + 1, sizeof(**out))))
+        return MCPQ_ENOMEM;
+    for (size_t j = 0; j < reg->ntools; j++)
+        if (reg->tools[j].kind == kind && !strcmp(reg->tools[j].tenant, s->tenant) &&
+            !strcmp(reg->tools[j].server, s->name))
+            (*out)[(*n)++] = &reg->tools[j];
+    qsort(*out, *n, sizeof(**out), tool_ptr_cmp);
+    return 0;
+}
+
+/* Attach the objects of each kind to their servers, sorted, and fingerprint each server's
+ * lists. 0 or MCPQ_ENOMEM. */
 static int attach_tools(ing_registry_t *reg)
 {
     for (size_t i = 0; i < reg->nservers; i++) {
         ing_server_t *s = &reg->servers[i];
-        size_t cnt = 0;
-        for (size_t j = 0; j < reg->ntools; j++)
-            if (!strcmp(reg->tools[j].tenant, s->tenant) && !strcmp(reg->tools[j].server, s->name))
-                cnt++;
-        s->tools = calloc(cnt + 1, sizeof(*s->tools));
-        if (!s->tools)
+        if (attach_kind(reg, s, ING_KIND_TOOL, &s->tools, &s->ntools) < 0 ||
+            attach_kind(reg, s, ING_KIND_RESOURCE, &s->resources, &s->nresources) < 0 ||
+            attach_kind(reg, s, ING_KIND_TEMPLATE, &s->templates, &s->ntemplates) < 0 ||
+            attach_kind(reg, s, ING_KIND_PROMPT, &s->prompts, &s->nprompts) < 0 ||
+            !(s->by_uri = calloc(s->nresources + 1, sizeof(*s->by_uri))))
             return MCPQ_ENOMEM;
-        for (size_t j = 0; j < reg->ntools; j++)
-            if (!strcmp(reg->tools[j].tenant, s->tenant) && !strcmp(reg->tools[j].server, s->name))
-                s->tools[s->ntools++] = &reg->tools[j];
-        qsort(s->tools, s->ntools, sizeof(*s->tools), tool_ptr_cmp);
-        if (server_fingerprint(s, find_tenant(reg, s->tenant)) < 0)
+        memcpy(s->by_uri, s->resources, s->nresources * sizeof(*s->by_uri));
+        qsort(s->by_uri, s->nresources, sizeof(*s->by_uri), uri_ptr_cmp);
+        if (server_fingerprints(s, find_tenant(reg, s->tenant)) < 0)
             return MCPQ_ENOMEM;
     }
     return 0;
@@ -607,8 +671,13 @@ void ing_registry_unref(ing_registry_t *reg)
 {
     if (!reg || atomic_fetch_sub(&reg->refs, 1) != 1)
         return;
-    for (size_t i = 0; i < reg->nservers; i++)
+    for (size_t i = 0; i < reg->nservers; i++) {
         free(reg->servers[i].tools);
+        free(reg->servers[i].resources);
+        free(reg->servers[i].templates);
+        free(reg->servers[i].prompts);
+        free(reg->servers[i].by_uri);
+    }
     for (size_t i = 0; i < reg->ntools; i++)
         cJSON_free(reg->tools[i].list_json);
     free(reg->servers);
@@ -691,10 +760,51 @@ const ing_server_t *ing_registry_server(const ing_registry_t *reg, const char *t
 
 const ing_tool_t *ing_registry_tool(const ing_server_t *srv, const char *name)
 {
+    return ing_registry_object(srv, ING_KIND_TOOL, name);
+}
+
+const ing_tool_t *ing_registry_object(const ing_server_t *srv, int kind, const char *name)
+{
+    if (!srv || !name)
+        return NULL;
+    ing_tool_t *const *lists[] = {srv->tools, srv->resources, srv->templates, srv->prompts};
+    const size_t ns[] = {srv->ntools, srv->nresources, srv->ntemplates, srv->nprompts};
     ing_tool_t key = {.name = name};
     const ing_tool_t *kp = &key;
-    ing_tool_t **hit = bsearch(&kp, srv->tools, srv->ntools, sizeof(*srv->tools), tool_ptr_cmp);
+    for (int k = 0; k < KINDS_COUNT; k++) {
+        if (kind >= 0 && k != kind)
+            continue;
+        ing_tool_t **hit =
+            ns[k] ? bsearch(&kp, lists[k], ns[k], sizeof(*lists[k]), tool_ptr_cmp) : NULL;
+        if (hit)
+            return *hit;
+    }
+    return NULL;
+}
+
+const ing_tool_t *ing_registry_resource(const ing_server_t *srv, const char *uri)
+{
+    if (!srv || !uri || !srv->nresources)
+        return NULL;
+    ing_tool_t key = {.uri = uri};
+    const ing_tool_t *kp = &key;
+    ing_tool_t **hit =
+        bsearch(&kp, srv->by_uri, srv->nresources, sizeof(*srv->by_uri), uri_ptr_cmp);
     return hit ? *hit : NULL;
+}
+
+const ing_tool_t *ing_registry_template_match(const ing_server_t *srv, const char *uri,
+                                              cJSON **vars)
+{
+    *vars = NULL;
+    for (size_t i = 0; srv && uri && i < srv->ntemplates; i++) {
+        int rc = kinds_template_match(srv->templates[i]->uri_template, uri, vars);
+        if (rc < 0)
+            return NULL;
+        if (rc == 1)
+            return srv->templates[i];
+    }
+    return NULL;
 }
 
 size_t ing_registry_secrets(const cJSON *o, int64_t now_ms, const char *out[2])

@@ -5,27 +5,44 @@
  * docs/internals.md) so every replica serves the same catalog. regstore.h writes it;
  * ing_registry_fetch() reads it back into an immutable,
  * reference-counted snapshot with everything a request needs precomputed: API key hashes,
- * servers sorted by (tenant, name), each server's published tools sorted by name with their
- * tools/list JSON rendered once, and the robots tenants declare sorted by id.
+ * servers sorted by (tenant, name), each server's published objects of every kind (tools,
+ * resources, resource templates, prompts: kinds.h, docs/config-file.md "Kinds") sorted by
+ * name with their list entry (tools/list, resources/list, resources/templates/list,
+ * prompts/list) rendered once, and the robots tenants declare sorted by id.
  *
  * Snapshots are immutable: any thread may read one it holds a reference to.
  */
 #ifndef MCPQ_ING_REGISTRY_H
 #define MCPQ_ING_REGISTRY_H
 
+#include "kinds.h"
 #include "kv.h"
 
 #include <cjson/cJSON.h>
 #include <stddef.h>
 #include <stdint.h>
 
+/* The kinds of registry object (kinds.h). */
+enum {
+    ING_KIND_TOOL = KINDS_TOOL,
+    ING_KIND_RESOURCE = KINDS_RESOURCE,
+    ING_KIND_TEMPLATE = KINDS_TEMPLATE,
+    ING_KIND_PROMPT = KINDS_PROMPT,
+};
+
+/* A published registry object of any kind (the name ing_tool_t is older than the kinds). */
 typedef struct ing_tool {
     const char *tenant;
     const char *server;
     const char *name;
-    const cJSON *version; /* the published version (description, inputSchema, executor, ...) */
+    int kind;                 /* ING_KIND_* */
+    const char *uri;          /* a resource's uri, else NULL */
+    const char *uri_template; /* a resource template's uriTemplate, else NULL */
+    const cJSON *version;     /* the published version (description, inputSchema, executor, ...) */
     const char *version_id;
-    char *list_json;      /* this tool as a tools/list entry, compact JSON */
+    /* this object as an entry of its kind's list (tools/list, resources/list,
+     * resources/templates/list, prompts/list), compact JSON */
+    char *list_json;
     long long timeout_ms; /* 0: the process default */
     int task_mode;
     const cJSON *fake_result; /* non-NULL when fake.enabled */
@@ -36,11 +53,22 @@ typedef struct ing_server {
     const char *tenant;
     const char *name;
     const char *description;
-    ing_tool_t **tools; /* sorted by name */
+    ing_tool_t **tools; /* tools only, sorted by name */
     size_t ntools;
+    ing_tool_t **resources; /* sorted by name */
+    size_t nresources;
+    ing_tool_t **templates; /* sorted by name (the order resources/read tries them in) */
+    size_t ntemplates;
+    ing_tool_t **prompts; /* sorted by name */
+    size_t nprompts;
+    ing_tool_t **by_uri; /* the resources again, sorted by uri (ing_registry_resource) */
     /* SHA-256 over its tools' list_json in order: two snapshots whose server has the same
-     * fingerprint answer tools/list alike (listen.h tells clients when it changes). */
+     * fingerprint answer tools/list alike (listen.h tells clients when it changes).
+     * resources_fp covers resources/list and resources/templates/list, prompts_fp
+     * prompts/list, the same way. */
     unsigned char tools_fp[32];
+    unsigned char resources_fp[32];
+    unsigned char prompts_fp[32];
     const cJSON *access; /* the server's "access" rule (access.h), or NULL */
 } ing_server_t;
 
@@ -179,6 +207,20 @@ const cJSON *ing_registry_docs(const ing_registry_t *reg);
 
 const ing_server_t *ing_registry_server(const ing_registry_t *reg, const char *tenant,
                                         const char *name);
+/* The published tool name of srv (tools only: a resource or prompt is no tool), or NULL. */
 const ing_tool_t *ing_registry_tool(const ing_server_t *srv, const char *name);
+
+/* The published object of srv of kind (ING_KIND_*; -1: any kind, names being unique per
+ * tenant across kinds) named name, or NULL. */
+const ing_tool_t *ing_registry_object(const ing_server_t *srv, int kind, const char *name);
+
+/* The published resource of srv whose uri is uri (unique per server, cfg.c), or NULL. */
+const ing_tool_t *ing_registry_resource(const ing_server_t *srv, const char *uri);
+
+/* The first published template of srv (by name) whose uriTemplate matches uri (kinds.h:
+ * kinds_template_match), with *vars a new object of the matched variables (the caller frees
+ * it), or NULL (*vars NULL) when none matches or memory ran out. */
+const ing_tool_t *ing_registry_template_match(const ing_server_t *srv, const char *uri,
+                                              cJSON **vars);
 
 #endif

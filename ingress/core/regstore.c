@@ -3,6 +3,7 @@
 #include "names.h"
 
 #include "cfg.h"
+#include "cfgkinds.h"
 #include "err.h"
 #include "util.h"
 #include "webhook.h"
@@ -385,11 +386,13 @@ int ing_regstore_config_check(const cJSON *cfg, const mcpq_settings_t *set, char
 {
     if (!set->webhook_allow_private && ing_whrules_config_check(cfg, err, err_size) < 0)
         return MCPQ_EINVAL;
+    if (cfg_kinds_sizes(cfg, (size_t)set->resource_max_bytes, err, err_size) < 0)
+        return MCPQ_EINVAL;
     return cfg_check_app_secrets(cfg, (size_t)set->app_secret_min_bytes, err, err_size);
 }
 
-int ing_regstore_check_tenant(ing_regstore_state_t *st, const char *tenant, char *err,
-                              size_t err_size)
+int ing_regstore_check_tenant(ing_regstore_state_t *st, const char *tenant,
+                              const mcpq_settings_t *set, char *err, size_t err_size)
 {
     cJSON *doc = build_config(st, tenant);
     if (!doc) {
@@ -406,6 +409,8 @@ int ing_regstore_check_tenant(ing_regstore_state_t *st, const char *tenant, char
         if (!text)
             snprintf(err, err_size, "out of memory");
         rc = ok ? 0 : text ? MCPQ_EINVAL : MCPQ_ENOMEM;
+        if (ok && set && cfg_kinds_sizes(ok, (size_t)set->resource_max_bytes, err, err_size) < 0)
+            rc = MCPQ_EINVAL;
         cJSON_Delete(ok);
         cJSON_free(text);
     }

@@ -79,11 +79,12 @@ void ing_regstore_strip_meta_one(cJSON *o);
 /*
  * Checks the state of one tenant as the config loader would (schemas/config.schema.json,
  * references between tenant, servers and tools, tool schemas): builds the tenant's config
- * document from st and runs cfg_load_string on it. 0, or MCPQ_EINVAL with err naming the
+ * document from st and runs cfg_load_string on it, and, when set is not NULL, the checks that
+ * need settings (static resource sizes, cfgkinds.h). 0, or MCPQ_EINVAL with err naming the
  * problem.
  */
-int ing_regstore_check_tenant(ing_regstore_state_t *st, const char *tenant, char *err,
-                              size_t err_size);
+int ing_regstore_check_tenant(ing_regstore_state_t *st, const char *tenant,
+                              const mcpq_settings_t *set, char *err, size_t err_size);
 
 /* The id of a tenant of st other than except (may be NULL) whose "robots" hold robot, or NULL.
  * A robot belongs to one tenant: the config loader checks one file, ing_regstore_apply and the
@@ -102,8 +103,8 @@ int ing_regstore_issuers_check(ing_regstore_state_t *st, const cJSON *t, const c
  * What a loaded config (cfg_load_*) must also pass under this process's settings before it
  * is stored: no webhook url naming a private address literally (unless
  * MCPQ_WEBHOOK_ALLOW_PRIVATE=1; ing_whrules_config_check) and no app secret shorter than
- * MCPQ_APP_SECRET_MIN_BYTES (cfg_check_app_secrets). 0, or MCPQ_EINVAL with err naming the
- * JSON path.
+ * MCPQ_APP_SECRET_MIN_BYTES (cfg_check_app_secrets), no static resource content larger than
+ * MCPQ_RESOURCE_MAX_BYTES (cfg_kinds_sizes). 0, or MCPQ_EINVAL with err naming the JSON path.
  */
 int ing_regstore_config_check(const cJSON *cfg, const mcpq_settings_t *set, char *err,
                               size_t err_size);

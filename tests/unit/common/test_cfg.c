@@ -2,6 +2,7 @@
  * error paths, JSON syntax errors, files, and the configs the project ships and tests with. */
 #include "check.h"
 #include "cfg.h"
+#include "cfgkinds.h"
 #include "err.h"
 #include "util.h"
 
@@ -871,8 +872,169 @@ static void test_access(void)
               "refused with their JSON path");
 }
 
+#define KOBJ(KIND, NAME, VERSIONS)                                                                 \
+    "{'kind':'" KIND "','tenant':'acme','server':'default','name':'" NAME                          \
+    "','versions':[" VERSIONS "]}"
+#define RES(NAME, URI, EXTRA) KOBJ("resource", NAME, "{'version':'1','uri':'" URI "'" EXTRA "}")
+
+/* Resources, templates and prompts: each kind's version members, and the rules a schema
+ * cannot state. */
+static void test_kinds(void)
+{
+    cJSON *
+        doc = LOAD(CFG("", "",
+                       TOOL(
+                           "echo",
+                           VERSION("1", ""), "") "," RES("readme", "file:///README.md",
+                                                         ",'mimeType':'text/markdown','text':'# "
+                                                         "hi'") "," KOBJ("resource_template",
+                                                                         "logs",
+                                                                         "{'version':'1','"
+                                                                         "uriTemplate':'file:///"
+                                                                         "logs/"
+                                                                         "{day}.txt','text':'log "
+                                                                         "of {day}',"
+                                                                         "'completions':{'day':['"
+                                                                         "2026-11-27','2026-11-28']"
+                                                                         "}}") "," KOBJ("prompt",
+                                                                                        "greet",
+                                                                                        "{'version'"
+                                                                                        ":'1','"
+                                                                                        "arguments'"
+                                                                                        ":[{'name':"
+                                                                                        "'who','"
+                                                                                        "required':"
+                                                                                        "true}],'"
+                                                                                        "messages':"
+                                                                                        "[{'role':"
+                                                                                        "'user','"
+                                                                                        "content':{"
+                                                                                        "'type':'"
+                                                                                        "text','"
+                                                                                        "text':'"
+                                                                                        "Hello "
+                                                                                        "{{who}}'}}"
+                                                                                        "],'"
+                                                                                        "completion"
+                                                                                        "s':{'who':"
+                                                                                        "['world']}"
+                                                                                        "}") "," RES("logo",
+                                                                                                     "file:///logo.png",
+                                                                                                     ",'blob':'iVBORw0KGgo='")));
+    CHECK_STR_EQ(str_at(at(doc, "tools", 1, NULL), "kind"), "resource");
+    CHECK_STR_EQ(str_at(at(doc, "tools", 1, NULL), "published"), "1");
+    /* a tool's version gets mode "sync"; the other kinds have no mode */
+    CHECK(!cJSON_HasObjectItem(cJSON_GetArrayItem(at(doc, "tools", 1, "versions"), 0), "mode"));
+    CHECK(cJSON_HasObjectItem(cJSON_GetArrayItem(at(doc, "tools", 0, "versions"), 0), "mode"));
+    CHECK_INT_EQ(cfg_kinds_sizes(doc, 12, err, sizeof(err)), 0);
+    CHECK_INT_EQ(cfg_kinds_sizes(doc, 11, err, sizeof(err)), MCPQ_EINVAL);
+    CHECK_STR_EQ(err, "$.tools[2].versions[0]: static content of 12 bytes; at most 11 "
+                      "(MCPQ_RESOURCE_MAX_BYTES); larger content belongs to an executor");
+    CHECK_INT_EQ(cfg_kinds_sizes(doc, 3, err, sizeof(err)), MCPQ_EINVAL);
+    CHECK_CONTAINS(err, "$.tools[1].versions[0]: static content of 4 bytes");
+    CHECK_INT_EQ(cfg_kinds_static_bytes(cJSON_GetArrayItem(at(doc, "tools", 4, "versions"), 0)), 8);
+    cJSON_Delete(doc);
+
+    /* one name space per tenant across kinds */
+    FAILS(
+        CFG("", "", TOOL("echo", VERSION("1", ""), "") "," RES("echo", "file:///e", ",'text':''")),
+        "$.tools[1].name: duplicate tool name \"echo\" in tenant \"acme\" (also $.tools[0])");
+    /* the kind selects the version members */
+    FAILS_C(CFG("", "", KOBJ("resource", "r", "{'version':'1','text':'x'}")),
+            "$.tools[0].versions[0]: missing required property \"uri\"");
+    FAILS_C(CFG("", "", KOBJ("prompt", "p", "{'version':'1','uri':'a:b','messages':[]}")),
+            "$.tools[0].versions[0]");
+    FAILS_C(CFG("", "", KOBJ("widget", "w", "{'version':'1'}")), "$.tools[0].kind");
+    FAILS_C(CFG("", "", RES("r", "not a uri", ",'text':'x'")), "$.tools[0].versions[0].uri");
+    /* content: exactly one of text, blob, executor */
+    FAILS(CFG("", "", RES("r", "file:///r", "")),
+          "$.tools[0].versions[0]: missing its content: one of \"text\", \"blob\" or \"executor\"");
+    FAILS(CFG("", "", RES("r", "file:///r", ",'text':'a','blob':'YQ=='")),
+          "$.tools[0].versions[0]: has both \"text\" and \"blob\"; its content is one of them "
+          "(static content, or an executor that produces it)");
+    FAILS_C(CFG("", "",
+                RES("r", "file:///r", ",'text':'a','executor':{'type':'builtin','name':'echo'}")),
+            "has both \"text\" and \"executor\"");
+    FAILS(CFG("", "", KOBJ("prompt", "p", "{'version':'1'}")),
+          "$.tools[0].versions[0]: missing its content: one of \"messages\" or \"executor\"");
+    /* blob: strict base64 */
+    FAILS(CFG("", "", RES("r", "file:///r", ",'blob':'YQ'")),
+          "$.tools[0].versions[0].blob: not standard base64 (RFC 4648 alphabet A-Z a-z 0-9 + /, "
+          "padded with '=', no whitespace)");
+    FAILS_C(CFG("", "", RES("r", "file:///r", ",'blob':'Y Q=='")), ".blob: not standard base64");
+    /* uri unique among a server's published resources, not among versions or servers */
+    FAILS(CFG("", "",
+              RES("a", "file:///same", ",'text':'1'") "," RES("b", "file:///same", ",'text':'2'")),
+          "$.tools[1].versions[0].uri: \"file:///same\" is the uri of a published resource of "
+          "server \"default\" already ($.tools[0]); a server's published resources have "
+          "distinct uris");
+    doc = LOAD(CFG(
+        "", ",{'tenant':'acme','name':'ops'}",
+        RES("a", "file:///same", ",'text':'1'") ","
+                                                "{'kind':'resource','tenant':'acme','server':'ops',"
+                                                "'name':'b','versions':[{'version':'1',"
+                                                "'uri':'file:///same','text':'2'}]}," KOBJ(
+                                                    "resource", "c",
+                                                    "{'version':'1','uri':'file:///same','text':"
+                                                    "'3'},{'version':'2','uri':'file:///c','text':"
+                                                    "'3'}")));
+    cJSON_Delete(doc); /* c publishes version 2, another uri; b is on another server */
+    FAILS_C(
+        CFG("", "",
+            RES("a", "file:///same", ",'text':'1'") ","
+                                                    "{'kind':'resource','tenant':'acme','server':'"
+                                                    "default','name':'c','published':'1',"
+                                                    "'versions':[{'version':'1','uri':'file:///"
+                                                    "same','text':'3'},{'version':'2',"
+                                                    "'uri':'file:///c','text':'3'}]}"),
+        "$.tools[1].versions[0].uri: \"file:///same\" is the uri of a published resource");
+    /* uriTemplate: level 1 */
+    FAILS(CFG("", "",
+              KOBJ("resource_template", "t",
+                   "{'version':'1','uriTemplate':'x://{+p}',"
+                   "'text':'x'}")),
+          "$.tools[0].versions[0].uriTemplate: the expression at byte 4 is not {name} with a "
+          "name of 1-64 of [A-Za-z0-9_] (mcpq serves RFC 6570 level 1 templates only)");
+    FAILS_C(
+        CFG("", "",
+            KOBJ("resource_template", "t", "{'version':'1','uriTemplate':'x://fixed','text':'x'}")),
+        ".uriTemplate: has no {variable}");
+    /* prompts: argument names unique, messages shaped as PromptMessage */
+    FAILS(CFG("", "",
+              KOBJ("prompt", "p",
+                   "{'version':'1','arguments':[{'name':'a'},{'name':'b'},{'name':'a'}],"
+                   "'messages':[{'role':'user','content':{'type':'text','text':'x'}}]}")),
+          "$.tools[0].versions[0].arguments[2].name: duplicate argument \"a\" (also "
+          "arguments[0])");
+    FAILS_C(CFG("", "",
+                KOBJ("prompt", "p",
+                     "{'version':'1','messages':[{'role':'system','content':{'type':'text'}}]}")),
+            "$.tools[0].versions[0].messages[0].role");
+    FAILS_C(CFG("", "", KOBJ("prompt", "p", "{'version':'1','messages':[{'role':'user'}]}")),
+            "$.tools[0].versions[0].messages[0]: missing required property \"content\"");
+    /* completions name arguments or variables */
+    FAILS(CFG("", "",
+              KOBJ("prompt", "p",
+                   "{'version':'1','arguments':[{'name':'a'}],'completions':{'b':['x']},"
+                   "'messages':[{'role':'user','content':{'type':'text','text':'x'}}]}")),
+          "$.tools[0].versions[0].completions.b: the prompt has no argument \"b\"");
+    FAILS(CFG("", "",
+              KOBJ("resource_template", "t",
+                   "{'version':'1','uriTemplate':'x://{a}','text':'x','completions':{"
+                   "'b':['x']}}")),
+          "$.tools[0].versions[0].completions.b: the resource_template has no variable \"b\"");
+    FAILS_C(CFG("", "",
+                KOBJ("resource_template", "t",
+                     "{'version':'1','uriTemplate':'x://{a}','text':'x','completions':{"
+                     "'a':[1]}}")),
+            "$.tools[0].versions[0].completions.a[0]: expected string");
+    TEST_PASS("kinds: resources, templates and prompts checked; names shared across kinds; "
+              "uri unique among published resources");
+}
+
 int main(void)
 {
+    test_kinds();
     test_oauth();
     test_access();
     test_normalization();

@@ -111,9 +111,135 @@ static void test_introspector(void)
     TEST_PASS("who introspects where: one tenant per resource, ambiguous ones listed");
 }
 
+/* Builds a snapshot of f (n fields and documents). */
+static ing_registry_t *build(const char *const *f, size_t n)
+{
+    size_t lens[64];
+    char err[256];
+    CHECK(n <= 64);
+    for (size_t i = 0; i < n; i++)
+        lens[i] = strlen(f[i]);
+    ing_registry_t *reg = ing_registry_build(f, lens, n, 1, err, sizeof(err));
+    CHECK(reg != NULL);
+    return reg;
+}
+
+#define KDOC(KIND, NAME, VER)                                                                      \
+    "{\"kind\":\"" KIND "\",\"tenant\":\"k\",\"server\":\"default\",\"name\":\"" NAME "\","        \
+    "\"published\":\"1\",\"versions\":[{\"version\":\"1\"," VER "}]}"
+
+/* Every kind in its own list of its server, sorted, with its list entry; tools see tools
+ * only; lookups by kind, by uri and by template. */
+static void test_kinds(void)
+{
+    const char *f[] = {
+        "tenant:k",
+        "{\"id\":\"k\"}",
+        "server:k:default",
+        "{\"tenant\":\"k\",\"name\":\"default\"}",
+        "tool:k:echo",
+        "{\"tenant\":\"k\",\"server\":\"default\",\"name\":\"echo\",\"published\":\"1\","
+        "\"versions\":[{\"version\":\"1\"}]}",
+        "tool:k:zreadme",
+        KDOC("resource", "zreadme",
+             "\"uri\":\"file:///a\",\"mimeType\":\"text/plain\","
+             "\"text\":\"hello\",\"ttl_ms\":5"),
+        "tool:k:blobby",
+        KDOC("resource", "blobby", "\"uri\":\"file:///b\",\"blob\":\"aGk=\",\"size\":99"),
+        "tool:k:dyn",
+        KDOC("resource", "dyn",
+             "\"uri\":\"file:///c\",\"executor\":{\"type\":\"builtin\","
+             "\"name\":\"echo\"}"),
+        "tool:k:logs",
+        KDOC("resource_template", "logs", "\"uriTemplate\":\"file:///logs/{day}\",\"text\":\"x\""),
+        "tool:k:alogs",
+        KDOC("resource_template", "alogs",
+             "\"uriTemplate\":\"file:///logs/{d}.txt\",\"text\":\"x\""),
+        "tool:k:greet",
+        KDOC("prompt", "greet",
+             "\"description\":\"Greets\",\"arguments\":[{\"name\":\"who\"}],"
+             "\"messages\":[]"),
+        "tool:k:widget",
+        KDOC("widget", "widget", "\"x\":1"),
+    };
+    ing_registry_t *reg = build(f, sizeof(f) / sizeof(f[0]));
+    const ing_server_t *s = ing_registry_server(reg, "k", "default");
+    CHECK_INT_EQ(s->ntools, 1);
+    CHECK_STR_EQ(s->tools[0]->name, "echo");
+    CHECK_INT_EQ(s->tools[0]->kind, ING_KIND_TOOL);
+    CHECK_INT_EQ(s->nresources, 3);
+    CHECK_STR_EQ(s->resources[0]->name, "blobby");
+    CHECK_STR_EQ(s->resources[2]->name, "zreadme");
+    CHECK_INT_EQ(s->ntemplates, 2);
+    CHECK_STR_EQ(s->templates[0]->name, "alogs");
+    CHECK_INT_EQ(s->nprompts, 1); /* an unknown kind is not served */
+    /* list entries of each kind: the size of static content when not given */
+    CHECK_STR_EQ(s->resources[2]->list_json,
+                 "{\"name\":\"zreadme\",\"uri\":\"file:///a\",\"mimeType\":\"text/plain\","
+                 "\"size\":5}");
+    CHECK_STR_EQ(s->resources[0]->list_json,
+                 "{\"name\":\"blobby\",\"uri\":\"file:///b\",\"size\":99}");
+    CHECK_STR_EQ(s->resources[1]->list_json, "{\"name\":\"dyn\",\"uri\":\"file:///c\"}");
+    CHECK_STR_EQ(s->templates[1]->list_json,
+                 "{\"name\":\"logs\",\"uriTemplate\":\"file:///logs/{day}\"}");
+    CHECK_STR_EQ(s->prompts[0]->list_json,
+                 "{\"name\":\"greet\",\"description\":\"Greets\",\"arguments\":[{\"name\":"
+                 "\"who\"}]}");
+    /* a prompt or resource is no tool */
+    CHECK(ing_registry_tool(s, "greet") == NULL);
+    CHECK(ing_registry_tool(s, "zreadme") == NULL);
+    CHECK(ing_registry_object(s, ING_KIND_PROMPT, "greet") == s->prompts[0]);
+    CHECK(ing_registry_object(s, ING_KIND_RESOURCE, "greet") == NULL);
+    CHECK(ing_registry_object(s, -1, "greet") == s->prompts[0]);
+    CHECK(ing_registry_object(s, -1, "echo") == s->tools[0]);
+    CHECK(ing_registry_object(s, -1, "nope") == NULL);
+    CHECK_STR_EQ(ing_registry_resource(s, "file:///a")->name, "zreadme");
+    CHECK_STR_EQ(ing_registry_resource(s, "file:///c")->name, "dyn");
+    CHECK(ing_registry_resource(s, "file:///d") == NULL);
+    /* templates by name order: alogs matches first where both do */
+    cJSON *vars = NULL;
+    const ing_tool_t *t = ing_registry_template_match(s, "file:///logs/mon.txt", &vars);
+    CHECK_STR_EQ(t->name, "alogs");
+    CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(vars, "d")), "mon");
+    cJSON_Delete(vars);
+    t = ing_registry_template_match(s, "file:///logs/mon", &vars);
+    CHECK_STR_EQ(t->name, "logs");
+    CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(vars, "day")), "mon");
+    cJSON_Delete(vars);
+    CHECK(ing_registry_template_match(s, "file:///other/mon", &vars) == NULL && vars == NULL);
+
+    /* fingerprints: a resource change moves resources_fp only, a prompt change prompts_fp */
+    unsigned char tfp[32], rfp[32], pfp[32];
+    memcpy(tfp, s->tools_fp, 32);
+    memcpy(rfp, s->resources_fp, 32);
+    memcpy(pfp, s->prompts_fp, 32);
+    f[7] = KDOC("resource", "zreadme", "\"uri\":\"file:///a\",\"text\":\"hello\"");
+    ing_registry_t *r2 = build(f, sizeof(f) / sizeof(f[0]));
+    const ing_server_t *s2 = ing_registry_server(r2, "k", "default");
+    CHECK(memcmp(s2->tools_fp, tfp, 32) == 0);
+    CHECK(memcmp(s2->resources_fp, rfp, 32) != 0);
+    CHECK(memcmp(s2->prompts_fp, pfp, 32) == 0);
+    ing_registry_unref(r2);
+    f[13] =
+        KDOC("resource_template", "logs", "\"uriTemplate\":\"file:///logs/{dy}\",\"text\":\"x\"");
+    r2 = build(f, sizeof(f) / sizeof(f[0]));
+    CHECK(memcmp(ing_registry_server(r2, "k", "default")->resources_fp, rfp, 32) != 0);
+    ing_registry_unref(r2);
+    f[17] = KDOC("prompt", "greet", "\"arguments\":[{\"name\":\"who\"}],\"messages\":[]");
+    r2 = build(f, sizeof(f) / sizeof(f[0]));
+    s2 = ing_registry_server(r2, "k", "default");
+    CHECK(memcmp(s2->prompts_fp, pfp, 32) != 0);
+    CHECK(memcmp(s2->tools_fp, tfp, 32) == 0);
+    ing_registry_unref(r2);
+    ing_registry_unref(reg);
+    TEST_PASS("kinds: lists per kind, tools only in tools, lookups by kind, uri and template, "
+              "fingerprints per list");
+}
+
 int main(void)
 {
     test_introspector();
+    test_kinds();
     enum { N = sizeof(docs) / sizeof(docs[0]) };
     char buf[N][1024];
     const char *fields[N];
