@@ -943,3 +943,44 @@ fail:
     fprintf(stderr, "fixture: cannot sign a test token\n");
     exit(1);
 }
+
+pid_t fx_sdk_upstream(const fx_stack_t *fx, int port, const char *token, char *deps, size_t size)
+{
+    const char *env = getenv("MCPQ_CLIENTS_DEPS");
+    char probe[600], ready[400], portstr[16], depenv[700];
+    snprintf(deps, size, "%s", env && *env ? env : "build/clients");
+    snprintf(probe, sizeof(probe), "%s/node_modules/@modelcontextprotocol/sdk/package.json", deps);
+    if (access(probe, R_OK) != 0 || system("node --version >/dev/null 2>&1") != 0)
+        return 0;
+    if (deps[0] != '/') {
+        char *abs = realpath(deps, NULL);
+        if (!abs) {
+            fprintf(stderr, "fixture: %s: %s\n", deps, strerror(errno));
+            return -1;
+        }
+        snprintf(deps, size, "%s", abs);
+        free(abs);
+    }
+    snprintf(ready, sizeof(ready), "%s/sdk-upstream.ready", fx->dir);
+    snprintf(portstr, sizeof(portstr), "%d", port);
+    snprintf(depenv, sizeof(depenv), "MCPQ_CLIENTS_DEPS=%s", deps);
+    snprintf(probe, sizeof(probe), "%s/sdk-upstream.log", fx->dir);
+    const char *argv[] = {"node",
+                          "--import",
+                          "./tests/clients/lib/register.mjs",
+                          "tests/clients/sdk-upstream.mjs",
+                          portstr,
+                          ready,
+                          token,
+                          NULL};
+    const char *extra[] = {depenv, NULL};
+    pid_t pid = fx_spawn(argv, extra, probe);
+    if (pid <= 0)
+        return -1;
+    if (fx_wait_file(ready, 30000) < 0) {
+        fprintf(stderr, "fixture: the SDK upstream did not start (see %s)\n", probe);
+        fx_stop_pid(pid, 5000);
+        return -1;
+    }
+    return pid;
+}

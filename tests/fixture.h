@@ -136,6 +136,14 @@ int fx_ingress_exit(const fx_stack_t *fx, const char *name, const char *config,
                     const char *const extra_env[], char *text, size_t size, char *log_out,
                     size_t log_size);
 
+/* The official TypeScript SDK 1.x upstream MCP server (tests/clients/sdk-upstream.mjs) on
+ * 127.0.0.1:port, answering only "Authorization: Bearer <token>", logging to
+ * <dir>/sdk-upstream.log, when node and the npm packages of tests/clients/install.sh are there
+ * ($MCPQ_CLIENTS_DEPS, else build/clients; the absolute dir goes to deps, size bytes): its
+ * pid once ready (30 s); 0 when node or the packages are missing (the caller skips); -1 with
+ * a message on stderr when it did not start. */
+pid_t fx_sdk_upstream(const fx_stack_t *fx, int port, const char *token, char *deps, size_t size);
+
 /* Starts an mcpq-worker with MCPQ_WORKER_ID=name against fx's Redis and broker with fx's job
  * signing key, plus extra_env (later entries win), logging to <dir>/<name>.log, and waits
  * (60 s) until it joined the consumer group. The pid, or -1 with a message on stderr. */

@@ -541,6 +541,15 @@ int ing_pending_healthy_wait(ing_pending_t *p)
     return atomic_load(&p->healthy);
 }
 
+/* 2026-07-28 CacheableResult members of a resources/read result (docs/protocol.md). */
+static void cache_hints(cJSON *result, long long ttl_ms, int cache_public)
+{
+    cJSON_DeleteItemFromObjectCaseSensitive(result, "ttlMs");
+    cJSON_DeleteItemFromObjectCaseSensitive(result, "cacheScope");
+    cJSON_AddNumberToObject(result, "ttlMs", (double)(ttl_ms > 0 ? ttl_ms : 0));
+    cJSON_AddStringToObject(result, "cacheScope", cache_public ? "public" : "private");
+}
+
 char *ing_pending_record_response(const ing_call_t *call, const char *record, size_t len,
                                   ing_call_outcome_t *outcome)
 {
@@ -556,7 +565,10 @@ char *ing_pending_record_response(const ing_call_t *call, const char *record, si
             cJSON_AddStringToObject(result, "resultType", "complete");
         if (call->task_result)
             ing_tasks_related_meta(result, call->job_id);
-        *outcome = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result, "isError"))
+        if (call->cacheable) /* the version's, whatever an upstream said */
+            cache_hints(result, call->ttl_ms, call->cache_public);
+        *outcome = !call->method_result &&
+                           cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result, "isError"))
                        ? ING_CALL_TOOL_ERROR
                        : ING_CALL_OK;
         char *rs = cJSON_PrintUnformatted(result);

@@ -78,6 +78,11 @@ typedef struct ing_call {
     char tool[128];           /* logger name of forwarded log entries */
     trace_ctx_t trace;        /* the call's trace, the ingress's span; trace_id "" if none */
     int task_result;          /* tasks/result: the result carries the related-task _meta */
+    int method_result;        /* not a tools/call (jobargs.h): the record's result is the
+                               * method's own, passed through; never a tool error */
+    int cacheable;            /* 2026-07-28 resources/read: the result gets ttlMs, cacheScope */
+    long long ttl_ms;         /* cacheable: ttlMs */
+    int cache_public;         /* cacheable: cacheScope "public" (else "private") */
     int listener;             /* a notification stream (listen.h): see above */
     int keepalive_ms;         /* > 0: its keep-alive interval instead of the table's */
     /* streaming state, under the table lock */
@@ -177,8 +182,10 @@ int ing_pending_healthy_wait(ing_pending_t *p);
 void ing_pending_fail_all(ing_pending_t *p, const char *message);
 
 /* The JSON-RPC response for a result record (docs/internals.md) answering call (its id_json,
- * modern and task_result are used): the record's result, -32003 for a timeout, or its error.
- * Under 2026-07-28 the result carries resultType. Malloc'd; NULL on ENOMEM. */
+ * modern, task_result, method_result and cache hints are used): the record's result, -32003
+ * for a timeout, or its error (code and message as the worker wrote them). Under 2026-07-28
+ * the result carries resultType, and a cacheable one ttlMs and cacheScope. The outcome is a
+ * tool error only for a tools/call result with isError. Malloc'd; NULL on ENOMEM. */
 char *ing_pending_record_response(const ing_call_t *call, const char *record, size_t len,
                                   ing_call_outcome_t *outcome);
 

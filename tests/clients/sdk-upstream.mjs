@@ -1,13 +1,16 @@
 // An upstream MCP server built with the official TypeScript SDK 1.x (what users run behind
 // the gateway's mcp executor), for tests/integration/test_mcp_exec.c: Streamable HTTP with
 // sessions (one McpServer per session), Bearer auth, tools `echo` (structuredContent) and
-// `fail` (isError).
+// `fail` (isError); resource `sdk://readme` (text/markdown), template `sdk://notes/{topic}`
+// (topic completions), prompt `greet` (arguments name, required, and style, optional, with
+// completions), for tests/integration/test_mcp_methods.c.
 //
 //   node --import tests/clients/lib/register.mjs tests/clients/sdk-upstream.mjs PORT READY_FILE TOKEN
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { completable } from '@modelcontextprotocol/sdk/server/completable.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
@@ -29,6 +32,29 @@ function newServer() {
         description: 'Always fails',
         inputSchema: {},
     }, async () => ({ content: [{ type: 'text', text: 'sdk tool failed' }], isError: true }));
+    server.registerResource('readme', 'sdk://readme', {
+        title: 'SDK readme',
+        mimeType: 'text/markdown',
+    }, async (uri) => ({ contents: [{ uri: uri.href, mimeType: 'text/markdown', text: '# SDK readme' }] }));
+    const topics = ['kafka', 'kubernetes', 'redis'];
+    server.registerResource('notes', new ResourceTemplate('sdk://notes/{topic}', {
+        list: undefined,
+        complete: { topic: (value) => topics.filter((t) => t.startsWith(value)) },
+    }), { mimeType: 'text/plain' }, async (uri, { topic }) => ({
+        contents: [{ uri: uri.href, mimeType: 'text/plain', text: `notes on ${topic}` }],
+    }));
+    const styles = ['formal', 'friendly', 'funny'];
+    server.registerPrompt('greet', {
+        description: 'Greet someone',
+        argsSchema: {
+            name: z.string(),
+            style: completable(z.string().optional(),
+                (value) => styles.filter((s) => s.startsWith(value ?? ''))),
+        },
+    }, async ({ name, style }) => ({
+        description: 'A greeting',
+        messages: [{ role: 'user', content: { type: 'text', text: `Greet ${name}${style ? ` in a ${style} way` : ''}` } }],
+    }));
     return server;
 }
 

@@ -508,34 +508,8 @@ static void test_federation(void)
  * node and the npm packages of tests/clients/install.sh are there; else 0 (skipped). */
 static pid_t sdk_start(char *deps, size_t size)
 {
-    const char *env = getenv("MCPQ_CLIENTS_DEPS");
-    char probe[600], ready[400], portstr[16], depenv[700];
-    snprintf(deps, size, "%s", env && *env ? env : "build/clients");
-    snprintf(probe, sizeof(probe), "%s/node_modules/@modelcontextprotocol/sdk/package.json", deps);
-    if (access(probe, R_OK) != 0 || system("node --version >/dev/null 2>&1") != 0)
-        return 0;
-    if (deps[0] != '/') {
-        char *abs = realpath(deps, NULL);
-        CHECK(abs != NULL);
-        snprintf(deps, size, "%s", abs);
-        free(abs);
-    }
-    snprintf(ready, sizeof(ready), "%s/sdk-upstream.ready", fx.dir);
-    snprintf(portstr, sizeof(portstr), "%d", sdk_port);
-    snprintf(depenv, sizeof(depenv), "MCPQ_CLIENTS_DEPS=%s", deps);
-    snprintf(probe, sizeof(probe), "%s/sdk-upstream.log", fx.dir);
-    const char *argv[] = {"node",
-                          "--import",
-                          "./tests/clients/lib/register.mjs",
-                          "tests/clients/sdk-upstream.mjs",
-                          portstr,
-                          ready,
-                          TOKEN,
-                          NULL};
-    const char *extra[] = {depenv, NULL};
-    pid_t pid = fx_spawn(argv, extra, probe);
-    CHECK(pid > 0);
-    CHECK_INT_EQ(fx_wait_file(ready, 20000), 0);
+    pid_t pid = fx_sdk_upstream(&fx, sdk_port, TOKEN, deps, size);
+    CHECK(pid >= 0);
     return pid;
 }
 

@@ -9,6 +9,13 @@
  * created_ms, timeout_ms and traceparent. When it fails, job_id and reply_to are still
  * set if they were valid, so the caller can answer the waiting ingress with an error.
  *
+ * "method" (absent: "tools/call") says which MCP request the job answers (docs/executors.md,
+ * "Methods"); an unknown one fails the parse, and so do arguments missing what the method
+ * needs: a string "uri" for resources/read, resources/subscribe and resources/unsubscribe, a
+ * string "name" for prompts/get, objects "ref" and "argument" for completion/complete.
+ * "mime_type" (optional) is the registry object's mimeType, used when a read's result is
+ * mapped (mresult.h).
+ *
  * The envelope owns its cJSON tree; every pointer in it points into that tree. The tree is
  * read-only after parsing. Pure functions (no I/O), thread-safe on distinct envelopes.
  */
@@ -26,6 +33,17 @@
 #define WRK_REPLY_MAX 256
 #define WRK_NAME_MAX 255
 
+/* The MCP request a job answers (the envelope's "method"). */
+typedef enum {
+    WRK_METHOD_CALL = 0, /* tools/call */
+    WRK_METHOD_READ,     /* resources/read */
+    WRK_METHOD_PROMPT,   /* prompts/get */
+    WRK_METHOD_COMPLETE, /* completion/complete */
+    WRK_METHOD_SUBSCRIBE,
+    WRK_METHOD_UNSUBSCRIBE,
+    WRK_METHOD_CATALOG, /* mcpq/catalog: list an upstream (mcpexec.h) */
+} wrk_method_t;
+
 typedef struct wrk_envelope {
     cJSON *root;
     const char *job_id;   /* NULL when missing or invalid */
@@ -40,11 +58,14 @@ typedef struct wrk_envelope {
     const cJSON *arguments;   /* an object; NULL when absent */
     const cJSON *executor;    /* an object with a string "type" */
     const char *exec_type;
-    int64_t deadline_ms;  /* epoch ms; 0 when absent */
-    int64_t created_ms;   /* 0 when absent */
-    int64_t timeout_ms;   /* 0 when absent */
-    int64_t result_ttl_s; /* how long the result record must be kept at least (an idempotent
-                           * call, ingress/core/idem.h); 0 when absent */
+    wrk_method_t method_id;
+    const char *method;    /* the method's name; "tools/call" when absent (a static string) */
+    const char *mime_type; /* NULL when absent */
+    int64_t deadline_ms;   /* epoch ms; 0 when absent */
+    int64_t created_ms;    /* 0 when absent */
+    int64_t timeout_ms;    /* 0 when absent */
+    int64_t result_ttl_s;  /* how long the result record must be kept at least (an idempotent
+                            * call, ingress/core/idem.h); 0 when absent */
 } wrk_envelope_t;
 
 /* Parses buf[0..len) into env (which the caller then cleans up either way).
@@ -53,6 +74,11 @@ int wrk_envelope_parse(wrk_envelope_t *env, const char *buf, size_t len, char *e
                        size_t errstr_size);
 /* Frees env's tree and zeroes env (every pointer into the tree is gone). NULL is a no-op. */
 void wrk_envelope_cleanup(wrk_envelope_t *env);
+
+/* The method named s (NULL: tools/call) in *out: 0, or MCPQ_EINVAL when unknown. */
+int wrk_envelope_method(const char *s, wrk_method_t *out);
+/* The name of a method (a static string). */
+const char *wrk_envelope_method_name(wrk_method_t m);
 
 /* 1 when s is a valid job id (used for keys and logs). */
 int wrk_envelope_id_valid(const char *s);

@@ -2,6 +2,7 @@
 
 #include "err.h"
 #include "log.h"
+#include "mresult.h"
 #include "output.h"
 #include "util.h"
 
@@ -182,11 +183,24 @@ static void job_on_deadline(wrk_loop_timer_t *t, void *arg)
     wrk_job_cancel(job, WRK_CANCEL_TIMEOUT);
 }
 
-static void job_answer(wrk_job_t *job, cJSON *result)
+/* Ends the job with result (owned): a CallToolResult, mapped into the result of the job's
+ * method (mresult.h), or, when native, already the method's result. */
+static void job_answer(wrk_job_t *job, cJSON *result, int native)
 {
     if (!result) {
         job_complete(job, WRK_STATUS_ERROR, NULL, WRK_ERR_INTERNAL, "out of memory");
         return;
+    }
+    if (!native && job->env.method_id != WRK_METHOD_CALL) {
+        char msg[WRK_MRESULT_MESSAGE_MAX];
+        int code = 0;
+        cJSON *mapped = wrk_mresult_from_call(&job->env, result, &code, msg, sizeof(msg));
+        cJSON_Delete(result);
+        if (!mapped) {
+            job_complete(job, WRK_STATUS_ERROR, NULL, code, msg);
+            return;
+        }
+        result = mapped;
     }
     job_complete(job, WRK_STATUS_OK, result, 0, NULL);
     cJSON_Delete(result);
@@ -230,9 +244,10 @@ static void job_run(wrk_job_t *job)
     }
     job->ex = job->rt->find_executor(env->exec_type);
     if (!job->ex) {
-        job_answer(job, wrk_output_errorf("executor type \"%s\" is not available on this "
-                                          "worker",
-                                          env->exec_type));
+        job_answer(job,
+                   wrk_output_errorf("executor type \"%s\" is not available on this worker",
+                                     env->exec_type),
+                   0);
         return;
     }
     job->body = wrk_envelope_for_executor(env, &job->body_len);
@@ -254,8 +269,8 @@ static void job_run(wrk_job_t *job)
         job->tool_started = 0;
         job->rt->executing--;
         wrk_loop_timer_stop(job->rt->loop, &job->deadline_timer);
-        job_answer(job,
-                   wrk_output_errorf("the %s executor could not start the tool", env->exec_type));
+        job_answer(
+            job, wrk_output_errorf("the %s executor could not start the tool", env->exec_type), 0);
     }
 }
 
@@ -293,7 +308,7 @@ void wrk_job_cancel(wrk_job_t *job, wrk_cancel_t how)
     job->ex->cancel(job, how);
 }
 
-void wrk_job_finish(wrk_job_t *job, cJSON *result)
+static void job_finish(wrk_job_t *job, cJSON *result, int native)
 {
     if (!job->executing) {
         cJSON_Delete(result);
@@ -324,11 +339,32 @@ void wrk_job_finish(wrk_job_t *job, cJSON *result)
     default:
         break;
     }
+    if (native && job->env.method_id != WRK_METHOD_CALL) {
+        if (!cJSON_IsObject(result)) {
+            cJSON_Delete(result);
+            job_complete(job, WRK_STATUS_ERROR, NULL, WRK_ERR_INTERNAL,
+                         "the executor returned no "
+                         "result");
+            return;
+        }
+        job_answer(job, result, 1);
+        return;
+    }
     if (!wrk_output_is_result(result)) {
         cJSON_Delete(result);
         result = wrk_output_errorf("the %s executor returned no result", job->env.exec_type);
     }
-    job_answer(job, result);
+    job_answer(job, result, 0);
+}
+
+void wrk_job_finish(wrk_job_t *job, cJSON *result)
+{
+    job_finish(job, result, 0);
+}
+
+void wrk_job_finish_result(wrk_job_t *job, cJSON *result)
+{
+    job_finish(job, result, 1);
 }
 
 void wrk_job_finish_error(wrk_job_t *job, int code, const char *message)

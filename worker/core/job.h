@@ -1,6 +1,7 @@
 /*
- * job.h - one tools/call job on a worker: its envelope, its executor run bounded by the
- * deadline, its live progress/log entries, and the result record it ends with.
+ * job.h - one job on a worker (a tools/call, or another method, envelope.h): its envelope, its
+ * executor run bounded by the deadline, its live progress/log entries, and the result record it
+ * ends with.
  *
  * Life of a job (the worker drives it; docs/internals.md "Worker delivery semantics"):
  *   the worker parses the record into job->env and asks the store whether a result exists;
@@ -149,8 +150,17 @@ void wrk_job_cancel(wrk_job_t *job, wrk_cancel_t how);
 void wrk_job_fail(wrk_job_t *job, int code, const char *message);
 
 /* For executors: the job's CallToolResult (ownership passes to the job; NULL when the
- * executor was cancelled or could not build one). Exactly once per started executor. */
+ * executor was cancelled or could not build one). Exactly once per started executor. A job
+ * whose method is not tools/call gets it mapped into the method's result (mresult.h; an
+ * isError result ends the job with an error record). */
 void wrk_job_finish(wrk_job_t *job, cJSON *result);
+
+/* For executors that speak the job's method themselves (mcp), instead of wrk_job_finish:
+ * result (owned; NULL as for wrk_job_finish) is already the result of job->env's method
+ * (ReadResourceResult, GetPromptResult, ...), passed on as it is. For tools/call it is the
+ * same as wrk_job_finish. wrk_job_finish, by contrast, maps a CallToolResult into the
+ * method's result (mresult.h). */
+void wrk_job_finish_result(wrk_job_t *job, cJSON *result);
 
 /* For executors, instead of wrk_job_finish: the call ends with a JSON-RPC error (record
  * status "error", code and message passed to the client as they are), e.g. an upstream MCP

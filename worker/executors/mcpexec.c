@@ -3,6 +3,7 @@
 #include "err.h"
 #include "job.h"
 #include "log.h"
+#include "mcpmethod.h"
 #include "mcpw.h"
 #include "output.h"
 #include "util.h"
@@ -37,6 +38,7 @@ typedef struct mcp_up {
     long neg_id;
     wrk_httpexec_req_t *req; /* the handshake request in flight */
     mcp_call_t *waiters;     /* calls waiting for the handshake */
+    cJSON *info;             /* what the handshake told (wrk_mcpm_info), for mcpq/catalog */
     struct mcp_up *next;
 } mcp_up_t;
 
@@ -54,7 +56,9 @@ struct mcp_call {
     long id;
     int retried;                        /* re-initialized once after a 404 */
     char session[WRK_HTTP_SESSION_MAX]; /* the session the call was sent in */
-    mcp_call_t *next;                   /* in up->waiters */
+    int cat_started;                    /* mcpq/catalog: cat holds the lists read so far */
+    wrk_mcpm_catalog_t cat;
+    mcp_call_t *next; /* in up->waiters */
 };
 
 wrk_mcpexec_t *wrk_mcpexec_new(wrk_httpexec_t *h)
@@ -76,6 +80,7 @@ void wrk_mcpexec_free(wrk_mcpexec_t *m)
         free(up->key);
         free(up->url);
         cJSON_Delete(up->headers);
+        cJSON_Delete(up->info);
         free(up);
         up = next;
     }
@@ -207,17 +212,32 @@ static cJSON *modern_meta(cJSON *params)
 static void call_send(mcp_call_t *c);
 static void up_negotiate(wrk_mcpexec_t *m, mcp_up_t *up);
 
+static void call_free(mcp_call_t *c)
+{
+    wrk_mcpm_catalog_cleanup(&c->cat);
+    free(c);
+}
+
+/* Ends c with a CallToolResult (owned; mapped for other methods, job.h). */
 static void call_end(mcp_call_t *c, cJSON *result)
 {
     wrk_job_t *job = c->job;
-    free(c);
+    call_free(c);
     wrk_job_finish(job, result);
+}
+
+/* Ends c with the result of its job's method (owned), passed on as it is. */
+static void call_end_result(mcp_call_t *c, cJSON *result)
+{
+    wrk_job_t *job = c->job;
+    call_free(c);
+    wrk_job_finish_result(job, result);
 }
 
 static void call_end_error(mcp_call_t *c, int code, const char *message)
 {
     wrk_job_t *job = c->job;
-    free(c);
+    call_free(c);
     wrk_job_finish_error(job, code, message);
 }
 
@@ -253,13 +273,55 @@ static void call_note(const cJSON *note, void *arg)
     cJSON_Delete(data);
 }
 
+/* An mcpq/catalog call's page (result borrowed): the next request, or the end. */
+static void call_catalog_page(mcp_call_t *c, const cJSON *result)
+{
+    int rc = wrk_mcpm_catalog_page(&c->cat, result);
+    if (rc == 1) {
+        call_send(c);
+        return;
+    }
+    if (rc == 0) {
+        call_end_result(c, wrk_mcpm_catalog_take(&c->cat));
+        return;
+    }
+    if (rc == MCPQ_ENOMEM)
+        call_end_error(c, -32603, "out of memory");
+    else
+        call_end(c, wrk_job_error_hidden(c->job, c->up->host,
+                                         "the upstream MCP server answered a list request with "
+                                         "something that is not a list result"));
+}
+
+/* Ends call c, whose method is not tools/call, with the upstream's result (borrowed): passed
+ * on when it has the method's shape (mcpmethod.h). */
+static void call_method_result(mcp_call_t *c, const cJSON *result)
+{
+    wrk_method_t method = c->job->env.method_id;
+    if (method == WRK_METHOD_CATALOG) {
+        call_catalog_page(c, result);
+        return;
+    }
+    cJSON *out = wrk_mcpm_result(method, result);
+    if (out) {
+        call_end_result(c, out);
+        return;
+    }
+    call_end(c, wrk_job_error_hidden(c->job, c->up->host,
+                                     "the upstream MCP server answered %s with something that is "
+                                     "not its result",
+                                     c->job->env.method));
+}
+
 /* Ends call c with the upstream's JSON-RPC response r (owned, freed here): its result when
- * it is a complete CallToolResult, else an error. */
+ * it is a complete CallToolResult (or, for another method, that method's result), else an
+ * error. */
 static void call_answer(mcp_call_t *c, cJSON *r)
 {
     mcp_up_t *up = c->up;
     const cJSON *err = cJSON_GetObjectItemCaseSensitive(r, "error");
     cJSON *result = cJSON_GetObjectItemCaseSensitive(r, "result");
+    int other = c->job->env.method_id != WRK_METHOD_CALL;
     if (err) {
         const cJSON *code = cJSON_GetObjectItemCaseSensitive(err, "code");
         const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "message"));
@@ -267,6 +329,12 @@ static void call_answer(mcp_call_t *c, cJSON *r)
         snprintf(text, sizeof(text), "%s", msg ? msg : "error");
         int icode = cJSON_IsNumber(code) ? (int)code->valuedouble : 0;
         cJSON_Delete(r);
+        if (other) {
+            /* No isError result outside tools/call: the client gets the upstream's error, as
+             * it would from the upstream itself (e.g. -32002 resource not found). */
+            call_end_error(c, icode ? icode : -32603, text);
+            return;
+        }
         if (icode == -32602) {
             call_end_error(c, -32602, text);
             return;
@@ -284,6 +352,11 @@ static void call_answer(mcp_call_t *c, cJSON *r)
                         "the upstream MCP server answered a \"%.64s\" result, which the mcp "
                         "executor does not follow",
                         rt));
+        return;
+    }
+    if (other) {
+        call_method_result(c, result);
+        cJSON_Delete(r);
         return;
     }
     if (!wrk_output_is_result(result)) {
@@ -352,29 +425,54 @@ static void call_done(const wrk_httpexec_resp_t *resp, void *arg)
     wrk_job_log_leave(&saved);
 }
 
+/* The next request of c: its job's method, or the catalog's next list page. 0 or
+ * MCPQ_ENOMEM. */
+static int call_request(mcp_call_t *c, wrk_mcpm_req_t *req)
+{
+    const wrk_envelope_t *env = &c->job->env;
+    if (env->method_id != WRK_METHOD_CATALOG)
+        return wrk_mcpm_request(env, req);
+    if (!c->cat_started) {
+        int rc = wrk_mcpm_catalog_start(&c->cat, c->up->info);
+        if (rc < 0)
+            return rc;
+        c->cat_started = 1;
+        if (rc == 0) {
+            req->method = NULL; /* nothing announced: the catalog is complete */
+            return 0;
+        }
+    }
+    return wrk_mcpm_catalog_request(&c->cat, req);
+}
+
 static void call_send(mcp_call_t *c)
 {
     mcp_up_t *up = c->up;
     wrk_job_t *job = c->job;
-    const char *tool =
-        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(job->env.executor, "tool"));
-    cJSON *params = cJSON_CreateObject();
-    cJSON_AddStringToObject(params, "name", tool);
-    cJSON_AddItemToObject(params, "arguments",
-                          job->env.arguments ? cJSON_Duplicate(job->env.arguments, 1)
-                                             : cJSON_CreateObject());
+    wrk_mcpm_req_t rq;
+    if (call_request(c, &rq) < 0) {
+        call_end_error(c, -32603, "out of memory");
+        return;
+    }
+    if (!rq.method) {
+        call_end_result(c, wrk_mcpm_catalog_take(&c->cat));
+        return;
+    }
+    cJSON *params = rq.params;
     c->id = ++c->m->next_id;
     snprintf(c->session, sizeof(c->session), "%s", up->modern ? "" : up->session);
     if (up->modern)
         modern_meta(params);
-    cJSON *meta = cJSON_GetObjectItemCaseSensitive(params, "_meta");
-    cJSON_AddStringToObject(meta ? meta : cJSON_AddObjectToObject(params, "_meta"), "progressToken",
-                            job->env.job_id);
+    if (job->env.method_id != WRK_METHOD_CATALOG) {
+        cJSON *meta = cJSON_GetObjectItemCaseSensitive(params, "_meta");
+        cJSON_AddStringToObject(meta ? meta : cJSON_AddObjectToObject(params, "_meta"),
+                                "progressToken", job->env.job_id);
+    }
     size_t len = 0;
-    char *body = rpc_body(c->id, "tools/call", params, &len);
+    char *body = rpc_body(c->id, rq.method, params, &len);
     struct curl_slist *h =
-        up_headers(up, up->modern, up->modern ? MCPW_MODERN_VERSION : up->version, "tools/call",
-                   tool, c->session, job->env.traceparent);
+        up_headers(up, up->modern, up->modern ? MCPW_MODERN_VERSION : up->version, rq.method,
+                   rq.name, c->session, job->env.traceparent);
     if (!body || !h) {
         cJSON_free(body);
         curl_slist_free_all(h);
@@ -430,6 +528,16 @@ static void up_ready(wrk_mcpexec_t *m, mcp_up_t *up, const char *failure)
 
 static void up_send(wrk_mcpexec_t *m, mcp_up_t *up, const char *method, cJSON *params, int notify);
 
+/* Keeps what the handshake's response r (borrowed) told about the upstream. */
+static void up_keep_info(mcp_up_t *up, const cJSON *r, const char *version)
+{
+    cJSON *info = wrk_mcpm_info(cJSON_GetObjectItemCaseSensitive(r, "result"), version);
+    if (!info)
+        return; /* out of memory: a catalog then lists nothing */
+    cJSON_Delete(up->info);
+    up->info = info;
+}
+
 /* Each handshake step's answer; the handshake goes on even when every waiting call has
  * gone, which warms the cache for the next ones. */
 static void up_done(const wrk_httpexec_resp_t *resp, void *arg)
@@ -448,6 +556,8 @@ static void up_done(const wrk_httpexec_resp_t *resp, void *arg)
                                                            resp->len, up->neg_id, NULL, NULL);
     if (up->state == UP_DISCOVER) {
         int modern = mcpw_discover_modern(resp->status, r);
+        if (modern)
+            up_keep_info(up, r, MCPW_MODERN_VERSION);
         cJSON_Delete(r);
         if (modern) {
             up->modern = 1;
@@ -481,6 +591,7 @@ static void up_done(const wrk_httpexec_resp_t *resp, void *arg)
             up_ready(m, up, why);
             return;
         }
+        up_keep_info(up, r, v);
         cJSON_Delete(r);
         up->version = v;
         snprintf(up->session, sizeof(up->session), "%s", resp->session_id);
@@ -529,7 +640,7 @@ static int mcp_start(wrk_job_t *job)
     wrk_mcpexec_t *m = job->rt->mcp;
     const cJSON *ex = job->env.executor;
     const cJSON *url = cJSON_GetObjectItemCaseSensitive(ex, "url");
-    const cJSON *tool = cJSON_GetObjectItemCaseSensitive(ex, "tool");
+    const char *config_error = wrk_mcpm_config_error(&job->env);
     int bad = 0;
     const cJSON *headers = config_headers(ex, &bad);
     if (!cJSON_IsString(url) || !url_valid(url->valuestring)) {
@@ -537,8 +648,8 @@ static int mcp_start(wrk_job_t *job)
                                               "URL"));
         return 0;
     }
-    if (!cJSON_IsString(tool) || !tool->valuestring[0]) {
-        wrk_job_finish(job, wrk_output_errorf("executor.tool must name the upstream tool"));
+    if (config_error) {
+        wrk_job_finish(job, wrk_output_errorf("%s", config_error));
         return 0;
     }
     if (bad) {

@@ -1,7 +1,7 @@
 /*
- * mcpexec.h - the mcp executor (docs/executors.md): call a tool on an upstream MCP server over
- * Streamable HTTP, on the worker's curl multi handle (worker/executors/httpexec.h), never blocking
- * the loop.
+ * mcpexec.h - the mcp executor (docs/executors.md): call a tool (or send another method) on an
+ * upstream MCP server over Streamable HTTP, on the worker's curl multi handle
+ * (worker/executors/httpexec.h), never blocking the loop.
  *
  * The executor config is {"type": "mcp", "url": "http(s)://...", "tool": <upstream tool
  * name>, "headers": {name: value}}. Per worker and per upstream (url + headers) the executor
@@ -26,6 +26,13 @@
  * host[:port] and curl's message go only to the log (wrk_job_error_hidden; never the URL's
  * path or query, nor header values). Timeout or cancel aborts the transfer and, in a legacy
  * session, sends notifications/cancelled best-effort.
+ *
+ * Methods (mcpmethod.h): a job whose method is not tools/call sends that method upstream
+ * with the job's params (a prompt's name from executor.prompt, which only tools/call's
+ * executor.tool replaces) and passes the upstream's result on as the record's result
+ * (wrk_job_finish_result); an upstream JSON-RPC error becomes the job's error with the
+ * upstream's code and message. mcpq/catalog reads the upstream's lists page by page, with
+ * the protocol version, server info and capabilities the handshake told.
  *
  * Thread safety: loop thread only.
  */

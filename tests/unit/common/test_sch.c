@@ -584,6 +584,18 @@ static void test_result_and_webhook(void)
             "{'v':1,'job_id':'j_1','tenant':'acme','tool':'echo','status':'ok',"
             "'result':{'content':[{'type':'text'}]}}",
             "$.result.content[0]: missing required property \"text\"");
+    DOC_OK(res, "{'v':1,'job_id':'j_1','tenant':'acme','tool':'readme','status':'ok',"
+                "'result':{'contents':[{'uri':'docs://readme','mimeType':'text/markdown',"
+                "'text':'# Hi'}]}}");
+    DOC_OK(res, "{'v':1,'job_id':'j_1','tenant':'acme','tool':'greet','status':'ok',"
+                "'result':{'messages':[{'role':'user','content':{'type':'text','text':'hi'}}]}}");
+    DOC_OK(res, "{'v':1,'job_id':'j_1','tenant':'acme','tool':'greet','status':'ok',"
+                "'result':{'completion':{'values':['a'],'total':1,'hasMore':false}}}");
+    DOC_OK(res, "{'v':1,'job_id':'j_1','tenant':'acme','tool':'r','status':'ok','result':{}}");
+    DOC_BAD(res,
+            "{'v':1,'job_id':'j_1','tenant':'acme','tool':'r','status':'ok',"
+            "'result':{'contents':[{'text':'no uri'}]}}",
+            "$.result.contents[0]: missing required property \"uri\"");
     DOC_BAD(res, "{'v':1,'job_id':'j_1','tenant':'acme','tool':'echo','status':'done'}",
             "$.status: must be one of \"ok\", \"timeout\", \"error\"");
 

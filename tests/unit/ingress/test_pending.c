@@ -176,8 +176,76 @@ static void test_group_early(void)
     TEST_PASS("batch group: an early element does not end it; shutdown ends every element");
 }
 
+/* The response to a record for call c, as text (malloc'd), and its outcome. */
+static char *answer(const ing_call_t *c, const char *rec, ing_call_outcome_t *outcome)
+{
+    char *out = ing_pending_record_response(c, rec, strlen(rec), outcome);
+    CHECK(out != NULL);
+    return out;
+}
+
+/* A job that answered another method than tools/call (jobargs.h): its result passes through,
+ * an "isError" member in it is no tool error, a cacheable 2026-07-28 read gets the version's
+ * ttlMs and cacheScope in place of any upstream ones, and an error record is the JSON-RPC
+ * error the worker wrote. */
+static void test_method_results(void)
+{
+    ing_call_t c;
+    ing_call_outcome_t outcome;
+    element(&c, NULL, "j1", 5, 1000);
+    c.method_result = 1;
+    char *out = answer(&c,
+                       "{\"v\":1,\"job_id\":\"j1\",\"status\":\"ok\",\"result\":{\"messages\":[],"
+                       "\"isError\":true}}",
+                       &outcome);
+    CHECK_STR_EQ(out,
+                 "{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{\"messages\":[],\"isError\":true}}");
+    CHECK_INT_EQ(outcome, ING_CALL_OK);
+    free(out);
+
+    c.modern = 1;
+    c.cacheable = 1;
+    c.ttl_ms = 60000;
+    c.cache_public = 1;
+    out = answer(&c,
+                 "{\"v\":1,\"job_id\":\"j1\",\"status\":\"ok\",\"result\":{\"contents\":[{\"uri\":"
+                 "\"a:b\",\"text\":\"t\"}],\"ttlMs\":5,\"cacheScope\":\"private\"}}",
+                 &outcome);
+    CHECK_STR_EQ(out, "{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{\"contents\":[{\"uri\":\"a:b\","
+                      "\"text\":\"t\"}],\"resultType\":\"complete\",\"ttlMs\":60000,"
+                      "\"cacheScope\":\"public\"}}");
+    free(out);
+    c.cache_public = 0;
+    c.ttl_ms = 0;
+    out = answer(&c, "{\"v\":1,\"job_id\":\"j1\",\"status\":\"ok\",\"result\":{\"contents\":[]}}",
+                 &outcome);
+    CHECK_CONTAINS(out, "\"ttlMs\":0,\"cacheScope\":\"private\"");
+    free(out);
+
+    out = answer(&c,
+                 "{\"v\":1,\"job_id\":\"j1\",\"status\":\"error\",\"error\":{\"code\":-32603,"
+                 "\"message\":\"no such file\"}}",
+                 &outcome);
+    CHECK_STR_EQ(out, "{\"jsonrpc\":\"2.0\",\"id\":5,\"error\":{\"code\":-32603,\"message\":"
+                      "\"no such file\"}}");
+    CHECK_INT_EQ(outcome, ING_CALL_FAILED);
+    free(out);
+
+    /* a tools/call result with isError stays a tool error */
+    element(&c, NULL, "j2", 6, 1000);
+    out = answer(&c,
+                 "{\"v\":1,\"job_id\":\"j2\",\"status\":\"ok\",\"result\":{\"content\":[],"
+                 "\"isError\":true}}",
+                 &outcome);
+    CHECK_INT_EQ(outcome, ING_CALL_TOOL_ERROR);
+    CHECK(strstr(out, "ttlMs") == NULL);
+    free(out);
+    TEST_PASS("a method's result passes through with its cache hints; errors stay errors");
+}
+
 int main(void)
 {
+    test_method_results();
     test_added_twice();
     test_group_json();
     test_group_sse();

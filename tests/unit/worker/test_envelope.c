@@ -188,8 +188,76 @@ static void test_ids(void)
     TEST_PASS("job id charset and length");
 }
 
+/* An envelope for method (NULL: no member) with arguments args (JSON text). */
+static int parse_method(wrk_envelope_t *env, const char *method, const char *args, char *err)
+{
+    char rec[1024];
+    snprintf(rec, sizeof(rec),
+             "{\"v\":1,\"job_id\":\"j1\",\"tenant\":\"t\",\"tool\":\"x\",%s%s%s"
+             "\"arguments\":%s,\"mime_type\":\"text/markdown\","
+             "\"executor\":{\"type\":\"exec\",\"command\":\"/bin/true\"}}",
+             method ? "\"method\":\"" : "", method ? method : "", method ? "\"," : "", args);
+    return parse(env, rec, err);
+}
+
+static void test_methods(void)
+{
+    static const struct {
+        const char *method, *args;
+        wrk_method_t want;
+    } ok[] = {
+        {NULL, "{}", WRK_METHOD_CALL},
+        {"tools/call", "{}", WRK_METHOD_CALL},
+        {"resources/read", "{\"uri\":\"file:///a\",\"variables\":{}}", WRK_METHOD_READ},
+        {"prompts/get", "{\"name\":\"p\",\"arguments\":{\"a\":\"1\"}}", WRK_METHOD_PROMPT},
+        {"completion/complete",
+         "{\"ref\":{\"type\":\"ref/prompt\",\"name\":\"p\"},\"argument\":{\"name\":\"a\","
+         "\"value\":\"x\"}}",
+         WRK_METHOD_COMPLETE},
+        {"resources/subscribe", "{\"uri\":\"u:1\"}", WRK_METHOD_SUBSCRIBE},
+        {"resources/unsubscribe", "{\"uri\":\"u:1\"}", WRK_METHOD_UNSUBSCRIBE},
+        {"mcpq/catalog", "{}", WRK_METHOD_CATALOG},
+    };
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        wrk_envelope_t env;
+        char err[256] = "";
+        CHECK_INT_EQ(parse_method(&env, ok[i].method, ok[i].args, err), 0);
+        CHECK_INT_EQ(env.method_id, ok[i].want);
+        CHECK_STR_EQ(env.method, ok[i].method ? ok[i].method : "tools/call");
+        CHECK_STR_EQ(wrk_envelope_method_name(env.method_id), env.method);
+        CHECK_STR_EQ(env.mime_type, "text/markdown");
+        wrk_envelope_cleanup(&env);
+    }
+    static const struct {
+        const char *method, *args, *why;
+    } bad[] = {
+        {"tools/list", "{}", "unknown method \"tools/list\""},
+        {"resources/read", "{}", "resources/read needs a string arguments.uri"},
+        {"resources/subscribe", "{\"uri\":7}", "resources/subscribe needs a string"},
+        {"prompts/get", "{\"arguments\":{}}", "prompts/get needs a string arguments.name"},
+        {"completion/complete", "{\"ref\":{}}", "completion/complete needs objects"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        wrk_envelope_t env;
+        char err[256] = "";
+        CHECK_INT_EQ(parse_method(&env, bad[i].method, bad[i].args, err), MCPQ_EINVAL);
+        CHECK_CONTAINS(err, bad[i].why);
+        CHECK_STR_EQ(env.job_id, "j1"); /* the worker can still answer with an error record */
+        wrk_envelope_cleanup(&env);
+    }
+    wrk_envelope_t env;
+    char err[256] = "";
+    const char *s = "{\"v\":1,\"job_id\":\"j1\",\"tenant\":\"t\",\"tool\":\"x\",\"method\":7,"
+                    "\"executor\":{\"type\":\"exec\"}}";
+    CHECK_INT_EQ(parse(&env, s, err), MCPQ_EINVAL);
+    CHECK_CONTAINS(err, "method is not a string");
+    wrk_envelope_cleanup(&env);
+    TEST_PASS("method: each known one parses with what it needs; unknown ones fail clearly");
+}
+
 int main(void)
 {
+    test_methods();
     test_good();
     test_minimal();
     test_bad();
