@@ -1,7 +1,7 @@
 /*
- * mcpw.h - the client side of MCP over Streamable HTTP, shared by the mcp executor
- * (worker/executors/mcpexec.c) and federation (ingress/core/federate.c): reading an upstream MCP
- * server's answers and deciding which protocol era to speak.
+ * mcpw.h - the client side of MCP over Streamable HTTP, used by the mcp executor
+ * (worker/executors/mcpexec.c, which also lists upstreams for federation: the `mcpq/catalog`
+ * job): reading an upstream MCP server's answers and deciding which protocol era to speak.
  *
  * An upstream answers a Streamable HTTP POST with either one JSON-RPC message
  * (application/json) or an SSE stream (text/event-stream) of `event: message` frames whose

@@ -130,6 +130,11 @@ static const set_def_t defs[] = {
     {"MCPQ_WEBHOOK_MAX_INFLIGHT", "webhook-max-inflight", T_INT, "32", 1, 10000, ING,
      S(webhook_max_inflight),
      "webhook deliveries one ingress sends at once (the rest wait their turn in Redis)"},
+    {"MCPQ_FEDERATE_REFRESH_MS", "federate-refresh-ms", T_INT, "600000", 1000, 86400000LL, ING,
+     S(federate_refresh_ms),
+     "how often a federated server's upstream is listed again (a mcpq/catalog job through a "
+     "worker; docs/executors.md, \"Federation\"): what it added is imported, what it changed "
+     "gets a new version, what it dropped is deleted"},
     {"MCPQ_ROBOT_ID", "robot-id", T_STR, NULL, 0, 0, WRK, S(robot_id),
      "worker: the robot this worker is"},
     {"MCPQ_TOPIC_JOBS", "topic-jobs", T_STR, "mcpq.jobs", 0, 0, ALL | SET_BROKER, S(topic_jobs),

@@ -107,6 +107,7 @@ typedef struct mcpq_settings {
     long long oauth_introspection_cache;
     long long oauth_introspection_ttl_s;
     const char *trusted_proxies;
+    long long federate_refresh_ms; /* ingress/core/federate.h */
     long long task_slots;
     long long task_lease_ms;
     long long task_max_attempts;

@@ -272,7 +272,7 @@ static int serve(const mcpq_settings_t *set, kv_target_t *kvt, ing_refresh_t *rf
     /* Federated servers (federate.h): imported in the background; before the refresh thread
      * starts, which frees rf->config once stored. */
     if (rf->config)
-        fed = ing_federate_start(set, ctx.kvt, rf->config);
+        fed = ing_federate_start(&ctx, rf->config);
     if (threads_start(&ctx, rf, wh) < 0)
         goto out;
     announce(&ctx);

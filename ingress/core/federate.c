@@ -1,28 +1,26 @@
 #include "federate.h"
 
 #include "err.h"
-#include "log.h"
-#include "mcpw.h"
 #include "kv.h"
-#include "registry.h"
+#include "log.h"
+#include "mq.h"
+#include "names.h"
 #include "regstore.h"
 #include "sch.h"
 #include "util.h"
 
-#include <curl/curl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
-#define FED_BODY_MAX (8u << 20)
 #define FED_BACKOFF_MIN_MS 1000
 #define FED_BACKOFF_MAX_MS 60000
 #define FED_TICK_MS 100
 #define FED_NAME_MAX 50
+#define FED_APPLY_TRIES 5
 
 typedef struct fed_entry {
     const cJSON *server; /* in f->config */
@@ -32,16 +30,26 @@ typedef struct fed_entry {
 } fed_entry_t;
 
 struct ing_federate {
-    const mcpq_settings_t *set;
-    kv_target_t *kvt;
-    cJSON *config; /* a copy: servers and tools */
+    ing_ctx_t *ctx;
+    cJSON *config; /* a copy: servers */
     fed_entry_t *entries;
     size_t n;
     pthread_t thread;
     volatile sig_atomic_t stop;
 };
 
-/* ---- the tool documents ---- */
+/* ---- the registry documents (pure) ---- */
+
+static const char *str_of(const cJSON *o, const char *k)
+{
+    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k));
+}
+
+static int name_char(char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '.' || c == '-';
+}
 
 static int name_valid(const char *s)
 {
@@ -51,377 +59,552 @@ static int name_valid(const char *s)
     if (!((s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z')))
         return 0;
     for (; *s; s++)
-        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
-              *s == '_' || *s == '.' || *s == '-'))
+        if (!name_char(*s))
             return 0;
     return 1;
 }
 
-static int config_has_tool(const cJSON *tools, const char *tenant, const char *name)
+/* RFC 6570 level 1: every expression is {name} with name 1+ of [A-Za-z0-9_.]. */
+static int template_level1(const char *s)
 {
-    const cJSON *t;
-    cJSON_ArrayForEach(t, tools)
+    int vars = 0;
+    for (; *s; s++) {
+        if (*s == '}')
+            return 0;
+        if (*s != '{')
+            continue;
+        const char *v = ++s;
+        while ((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
+               *s == '_' || *s == '.')
+            s++;
+        if (*s != '}' || s == v)
+            return 0;
+        vars++;
+    }
+    return vars > 0;
+}
+
+/* One import's state: the server, its upstream, and what it decided so far. */
+typedef struct fed_plan {
+    const cJSON *server;
+    const char *tenant, *sname, *now;
+    const cJSON *fed;
+    const cJSON *docs;
+    char prefix[64];
+    cJSON *out;   /* field -> document or null */
+    cJSON *names; /* name -> true: imported in this round */
+    cJSON *uris;  /* resource uri -> true */
+    ing_federate_counts_t c;
+} fed_plan_t;
+
+static void skip(fed_plan_t *p, const char *kind, const char *upstream_name, const char *why)
+{
+    p->c.skipped++;
+    log_event(LOG_WARN, "federation: upstream object skipped", "tenant", p->tenant, "server",
+              p->sname, "kind", kind, "name", upstream_name, "reason", why, (char *)NULL);
+}
+
+/* 1 when d is an object this server imported ("federated": true, same tenant and server). */
+static int mine(const fed_plan_t *p, const cJSON *d)
+{
+    const char *t = str_of(d, "tenant"), *s = str_of(d, "server");
+    return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(d, "federated")) && t && s &&
+           strcmp(t, p->tenant) == 0 && strcmp(s, p->sname) == 0;
+}
+
+/* The executor of every imported object: {"type": "mcp"} with the upstream's members. */
+static cJSON *upstream_executor(const cJSON *fed)
+{
+    static const char *const copy[] = {"url", "headers", "command", "args", "env", "cwd", "limits"};
+    cJSON *ex = cJSON_CreateObject();
+    cJSON_AddStringToObject(ex, "type", "mcp");
+    for (size_t i = 0; i < sizeof(copy) / sizeof(copy[0]); i++) {
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(fed, copy[i]);
+        if (x)
+            cJSON_AddItemToObject(ex, copy[i], cJSON_Duplicate(x, 1));
+    }
+    return ex;
+}
+
+static void copy_members(cJSON *v, const cJSON *up, const char *const *names)
+{
+    for (; *names; names++) {
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(up, *names);
+        if (x)
+            cJSON_AddItemToObject(v, *names, cJSON_Duplicate(x, 1));
+    }
+}
+
+/* A version body (no "version" yet) with the upstream object's members and the executor;
+ * call_key/call_name ("tool"/"prompt" and the upstream name) may be NULL. */
+static cJSON *version_body(const fed_plan_t *p, const cJSON *up, const char *const *members,
+                           const char *call_key, const char *call_name)
+{
+    cJSON *v = cJSON_CreateObject();
+    copy_members(v, up, members);
+    const cJSON *timeout = cJSON_GetObjectItemCaseSensitive(p->fed, "timeout_ms");
+    if (cJSON_IsNumber(timeout))
+        cJSON_AddNumberToObject(v, "timeout_ms", timeout->valuedouble);
+    cJSON *ex = upstream_executor(p->fed);
+    if (call_key)
+        cJSON_AddStringToObject(ex, call_key, call_name);
+    cJSON_AddItemToObject(v, "executor", ex);
+    return v;
+}
+
+/* The definition of a stored version: the version without its id and timestamps. */
+static cJSON *definition_of(const cJSON *version)
+{
+    cJSON *d = cJSON_Duplicate(version, 1);
+    cJSON_DeleteItemFromObjectCaseSensitive(d, "version");
+    ing_regstore_strip_meta_one(d);
+    return d;
+}
+
+static const cJSON *published_version(const cJSON *doc)
+{
+    const char *pub = str_of(doc, "published");
+    const cJSON *v;
+    cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(doc, "versions"))
     {
-        const char *tt = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "tenant"));
-        const char *tn = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "name"));
-        if (tt && tn && strcmp(tt, tenant) == 0 && strcmp(tn, name) == 0)
-            return 1;
+        const char *id = str_of(v, "version");
+        if (pub && id && strcmp(pub, id) == 0)
+            return v;
+    }
+    return NULL;
+}
+
+/*
+ * Where a refreshed definition is written: old is this server's earlier import of the object,
+ * v the definition the upstream lists now (consumed), which differs from old's published one.
+ * Returns the new document: old with v as a new version (the highest numeric id + 1), published,
+ * the oldest versions beyond FED_VERSIONS_KEPT dropped. A pinned upstream's tool
+ * (federate.pin, docs/security.md) is checked here before its new definition is published.
+ */
+static cJSON *fed_definition_changed(const fed_plan_t *p, const cJSON *old, const char *kind,
+                                     cJSON *v)
+{
+    cJSON *doc = cJSON_Duplicate(old, 1);
+    cJSON_DeleteItemFromObjectCaseSensitive(doc, "kind");
+    if (strcmp(kind, "tool") != 0)
+        cJSON_AddStringToObject(doc, "kind", kind);
+    cJSON *versions = cJSON_GetObjectItemCaseSensitive(doc, "versions");
+    if (!cJSON_IsArray(versions)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(doc, "versions");
+        versions = cJSON_AddArrayToObject(doc, "versions");
+    }
+    long next = 1;
+    const cJSON *x;
+    cJSON_ArrayForEach(x, versions)
+    {
+        const char *id = str_of(x, "version");
+        char *end = NULL;
+        long n = id ? strtol(id, &end, 10) : 0;
+        if (id && *id && end && !*end && n >= next)
+            next = n + 1;
+    }
+    char id[24];
+    snprintf(id, sizeof(id), "%ld", next);
+    cJSON_AddStringToObject(v, "version", id);
+    ing_regstore_touch(v, p->now);
+    cJSON_AddItemToArray(versions, v);
+    while (cJSON_GetArraySize(versions) > FED_VERSIONS_KEPT)
+        cJSON_DeleteItemFromArray(versions, 0);
+    cJSON_DeleteItemFromObjectCaseSensitive(doc, "published");
+    cJSON_AddStringToObject(doc, "published", id);
+    ing_regstore_touch(doc, p->now);
+    return doc;
+}
+
+/* Records the object name of kind with definition v (consumed): created, updated or left. */
+static void put_object(fed_plan_t *p, const char *kind, const char *name, cJSON *v)
+{
+    char field[300];
+    ing_regstore_field_tool(field, sizeof(field), p->tenant, name);
+    const cJSON *old = cJSON_GetObjectItemCaseSensitive(p->docs, field);
+    cJSON_AddItemToObject(p->names, name, cJSON_CreateTrue());
+    if (old) {
+        const char *ok = str_of(old, "kind");
+        const cJSON *pv = published_version(old);
+        cJSON *def = pv ? definition_of(pv) : NULL;
+        int same = def && cJSON_Compare(def, v, 1) && strcmp(ok ? ok : "tool", kind) == 0;
+        cJSON_Delete(def);
+        if (same) {
+            cJSON_Delete(v);
+            return;
+        }
+        cJSON_AddItemToObject(p->out, field, fed_definition_changed(p, old, kind, v));
+        p->c.updated++;
+        return;
+    }
+    cJSON *doc = cJSON_CreateObject();
+    cJSON_AddStringToObject(doc, "tenant", p->tenant);
+    cJSON_AddStringToObject(doc, "server", p->sname);
+    cJSON_AddStringToObject(doc, "name", name);
+    if (strcmp(kind, "tool") != 0)
+        cJSON_AddStringToObject(doc, "kind", kind);
+    cJSON_AddTrueToObject(doc, "federated");
+    cJSON_AddStringToObject(doc, "published", "1");
+    cJSON_AddStringToObject(v, "version", "1");
+    ing_regstore_touch(v, p->now);
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(doc, "versions"), v);
+    ing_regstore_touch(doc, p->now);
+    cJSON_AddItemToObject(p->out, field, doc);
+    p->c.created++;
+}
+
+/* The registry name of upstream name un (sanitize: characters outside [A-Za-z0-9_.-] become
+ * '_') into out; 0, or -1 when it cannot be made valid or is taken (skipped, logged). */
+static int object_name(fed_plan_t *p, const char *kind, const char *un, int sanitize, char *out,
+                       size_t size)
+{
+    if (!un || !un[0]) {
+        skip(p, kind, "", "no name");
+        return -1;
+    }
+    int n = snprintf(out, size, "%s%s", p->prefix, un);
+    if (sanitize)
+        for (char *c = out + strlen(p->prefix); *c; c++)
+            if (!name_char(*c))
+                *c = '_';
+    if (n < 0 || (size_t)n >= size || !name_valid(out)) {
+        skip(p, kind, un,
+             "not a valid name with the prefix (1-50 of [A-Za-z0-9_.-], a letter "
+             "first)");
+        return -1;
+    }
+    char field[300];
+    ing_regstore_field_tool(field, sizeof(field), p->tenant, out);
+    const cJSON *old = cJSON_GetObjectItemCaseSensitive(p->docs, field);
+    if (cJSON_HasObjectItem(p->names, out)) {
+        skip(p, kind, un, "another object of this upstream has the same name");
+        return -1;
+    }
+    if (old && !mine(p, old)) {
+        skip(p, kind, un, "the tenant already has an object of that name");
+        return -1;
     }
     return 0;
 }
 
-static void skip(const char *tenant, const char *server, const char *tool, const char *why)
+static void plan_tools(fed_plan_t *p, const cJSON *list)
 {
-    log_event(LOG_WARN, "federation: upstream tool skipped", "tenant", tenant, "server", server,
-              "tool", tool, "reason", why, (char *)NULL);
-}
-
-/* The tool document of upstream tool ut (upstream name un) served as name on server: one
- * published version "1" whose executor calls the upstream (executor type mcp). */
-static cJSON *federated_tool(const cJSON *server, const cJSON *ut, const char *name, const char *un)
-{
-    const char *tenant = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(server, "tenant"));
-    const char *sname = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(server, "name"));
-    const cJSON *fed = cJSON_GetObjectItemCaseSensitive(server, "federate");
-    const char *url = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(fed, "url"));
-    const cJSON *headers = cJSON_GetObjectItemCaseSensitive(fed, "headers");
-    const cJSON *timeout = cJSON_GetObjectItemCaseSensitive(fed, "timeout_ms");
-    cJSON *t = cJSON_CreateObject();
-    cJSON_AddStringToObject(t, "tenant", tenant);
-    cJSON_AddStringToObject(t, "server", sname);
-    cJSON_AddStringToObject(t, "name", name);
-    cJSON_AddStringToObject(t, "published", "1");
-    cJSON *v = cJSON_CreateObject();
-    cJSON_AddItemToArray(cJSON_AddArrayToObject(t, "versions"), v);
-    cJSON_AddStringToObject(v, "version", "1");
-    static const char *const copy[] = {"title", "description", "inputSchema", "outputSchema",
-                                       "annotations"};
-    for (size_t i = 0; i < sizeof(copy) / sizeof(copy[0]); i++) {
-        const cJSON *x = cJSON_GetObjectItemCaseSensitive(ut, copy[i]);
-        if (x)
-            cJSON_AddItemToObject(v, copy[i], cJSON_Duplicate(x, 1));
-    }
-    if (cJSON_IsNumber(timeout))
-        cJSON_AddNumberToObject(v, "timeout_ms", timeout->valuedouble);
-    cJSON_AddStringToObject(v, "mode", "sync");
-    cJSON *ex = cJSON_AddObjectToObject(v, "executor");
-    cJSON_AddStringToObject(ex, "type", "mcp");
-    cJSON_AddStringToObject(ex, "url", url);
-    cJSON_AddStringToObject(ex, "tool", un);
-    if (headers)
-        cJSON_AddItemToObject(ex, "headers", cJSON_Duplicate(headers, 1));
-    return t;
-}
-
-cJSON *ing_federate_tools(const cJSON *server, const cJSON *upstream_tools,
-                          const cJSON *config_tools)
-{
-    const char *tenant = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(server, "tenant"));
-    const char *sname = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(server, "name"));
-    const cJSON *fed = cJSON_GetObjectItemCaseSensitive(server, "federate");
-    const char *url = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(fed, "url"));
-    const char *prefix = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(fed, "prefix"));
-    char defprefix[80], name[160], msg[512];
-    if (!tenant || !sname || !url)
-        return NULL;
-    if (!prefix) {
-        snprintf(defprefix, sizeof(defprefix), "%s_", sname);
-        prefix = defprefix;
-    }
-    cJSON *out = cJSON_CreateArray();
-    if (!out)
-        return NULL;
+    static const char *const members[] = {"title",        "description", "inputSchema",
+                                          "outputSchema", "annotations", NULL};
+    char name[160], msg[512];
     const cJSON *ut;
-    cJSON_ArrayForEach(ut, upstream_tools)
+    cJSON_ArrayForEach(ut, list)
     {
-        const char *un = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ut, "name"));
-        if (!un) {
-            skip(tenant, sname, "", "no name");
+        const char *un = str_of(ut, "name");
+        if (object_name(p, "tool", un, 0, name, sizeof(name)) < 0)
             continue;
-        }
-        int n = snprintf(name, sizeof(name), "%s%s", prefix, un);
-        if (n < 0 || (size_t)n >= sizeof(name) || !name_valid(name)) {
-            skip(tenant, sname, un,
-                 "not a valid tool name with the prefix (1-50 of "
-                 "[A-Za-z0-9_.-], a letter first)");
-            continue;
-        }
-        if (config_has_tool(config_tools, tenant, name) || config_has_tool(out, tenant, name)) {
-            skip(tenant, sname, un, "the tenant already has a tool of that name");
-            continue;
-        }
         const cJSON *in = cJSON_GetObjectItemCaseSensitive(ut, "inputSchema");
         const cJSON *os = cJSON_GetObjectItemCaseSensitive(ut, "outputSchema");
         if (!cJSON_IsObject(in) || sch_schema_check(in, "inputSchema", msg, sizeof(msg)) != 0 ||
             (os && sch_schema_check(os, "outputSchema", msg, sizeof(msg)) != 0)) {
-            skip(tenant, sname, un, "a schema the gateway cannot use");
+            skip(p, "tool", un, "a schema the gateway cannot use");
             continue;
         }
-        cJSON_AddItemToArray(out, federated_tool(server, ut, name, un));
+        cJSON *v = version_body(p, ut, members, "tool", un);
+        cJSON_AddStringToObject(v, "mode", "sync");
+        put_object(p, "tool", name, v);
+        p->c.tools++;
     }
-    return out;
 }
 
-/* ---- the blocking MCP client ---- */
-
-typedef struct fed_conn {
-    const char *url;
-    const cJSON *headers;
-    int modern;
-    const char *version; /* legacy */
-    char session[256];
-    long id;
-    char host[300];
-} fed_conn_t;
-
-typedef struct fed_resp {
-    long status;
-    char ctype[128];
-    util_buf_t body;
-    char session[256];
-} fed_resp_t;
-
-static size_t write_cb(char *p, size_t size, size_t n, void *arg)
+static void plan_prompts(fed_plan_t *p, const cJSON *list)
 {
-    fed_resp_t *r = arg;
-    return util_buf_append(&r->body, p, size * n) < 0 ? 0 : size * n;
-}
-
-static size_t header_cb(char *buf, size_t size, size_t n, void *arg)
-{
-    fed_resp_t *r = arg;
-    mcpw_session_header(buf, size * n, r->session, sizeof(r->session));
-    return size * n;
-}
-
-static int add_header(struct curl_slist **l, const char *name, const char *value)
-{
-    char line[8192];
-    int n = snprintf(line, sizeof(line), "%s: %s", name, value);
-    if (n < 0 || (size_t)n >= sizeof(line))
-        return MCPQ_ETOOBIG;
-    struct curl_slist *x = curl_slist_append(*l, line);
-    if (!x)
-        return MCPQ_ENOMEM;
-    *l = x;
-    return 0;
-}
-
-/* The JSON-RPC message (params taken over; id < 0: a notification), as text to free with
- * cJSON_free, or NULL. A 2026-07-28 request (modern_step) names its version in params._meta. */
-static char *fed_message(long id, int modern_step, const char *method, cJSON *params)
-{
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "jsonrpc", "2.0");
-    if (id >= 0)
-        cJSON_AddNumberToObject(o, "id", (double)id);
-    cJSON_AddStringToObject(o, "method", method);
-    if (modern_step) {
-        if (!params)
-            params = cJSON_CreateObject();
-        cJSON_AddStringToObject(cJSON_AddObjectToObject(params, "_meta"), MCPW_META_VERSION,
-                                MCPW_MODERN_VERSION);
+    static const char *const members[] = {"title", "description", "arguments", NULL};
+    char name[160];
+    const cJSON *up;
+    cJSON_ArrayForEach(up, list)
+    {
+        const char *un = str_of(up, "name");
+        if (object_name(p, "prompt", un, 0, name, sizeof(name)) < 0)
+            continue;
+        const cJSON *args = cJSON_GetObjectItemCaseSensitive(up, "arguments");
+        if (args && !cJSON_IsArray(args)) {
+            skip(p, "prompt", un, "arguments is not an array");
+            continue;
+        }
+        put_object(p, "prompt", name, version_body(p, up, members, "prompt", un));
+        p->c.prompts++;
     }
-    if (params)
-        cJSON_AddItemToObject(o, "params", params);
-    char *body = cJSON_PrintUnformatted(o);
-    cJSON_Delete(o);
-    return body;
 }
 
-/* The request headers on *h: content negotiation, the protocol version, the session or the
- * method (2026-07-28), and the server's configured headers but the reserved ones. 0 or
- * MCPQ_ENOMEM. */
-static int fed_headers(const fed_conn_t *c, int modern_step, const char *method,
-                       struct curl_slist **h)
+static void plan_resources(fed_plan_t *p, const cJSON *list, int templates)
 {
-    int rc = add_header(h, "Content-Type", "application/json");
-    if (!rc)
-        rc = add_header(h, "Accept", "application/json, text/event-stream");
-    const char *version = modern_step ? MCPW_MODERN_VERSION : c->version;
-    if (!rc && version)
-        rc = add_header(h, "MCP-Protocol-Version", version);
-    if (!rc && modern_step)
-        rc = add_header(h, "Mcp-Method", method);
-    if (!rc && !modern_step && c->session[0])
-        rc = add_header(h, "Mcp-Session-Id", c->session);
-    if (cJSON_IsObject(c->headers))
-        for (const cJSON *it = c->headers->child; it && !rc; it = it->next)
-            if (cJSON_IsString(it) && !mcpw_header_reserved(it->string))
-                rc = add_header(h, it->string, it->valuestring);
-    return rc;
-}
-
-/* POSTs one JSON-RPC message (params taken over; id < 0: a notification). modern_step: the
- * request is sent as 2026-07-28. The response with the id lands in *out (may be NULL). 0 or
- * a negative code with why filled. */
-static int fed_post(fed_conn_t *c, int modern_step, const char *method, cJSON *params, cJSON **out,
-                    long *status, char *why, size_t why_size)
-{
-    long id = out ? ++c->id : -1;
-    char *body = fed_message(id, modern_step, method, params);
-    struct curl_slist *h = curl_slist_append(NULL, "Expect:");
-    int rc = body && h ? 0 : MCPQ_ENOMEM;
-    if (!rc)
-        rc = fed_headers(c, modern_step, method, &h);
-    fed_resp_t r = {0};
-    util_buf_init(&r.body, FED_BODY_MAX);
-    CURL *e = rc ? NULL : curl_easy_init();
-    if (!rc && !e)
-        rc = MCPQ_ENOMEM;
-    if (rc) {
-        snprintf(why, why_size, "cannot build the request");
-        goto out;
+    static const char *const res_members[] = {"uri",         "title", "description", "mimeType",
+                                              "annotations", "size",  NULL};
+    static const char *const tpl_members[] = {"uriTemplate", "title",       "description",
+                                              "mimeType",    "annotations", NULL};
+    const char *kind = templates ? "resource_template" : "resource";
+    const char *key = templates ? "uriTemplate" : "uri";
+    char name[160];
+    const cJSON *up;
+    cJSON_ArrayForEach(up, list)
+    {
+        const char *un = str_of(up, "name");
+        const char *uri = str_of(up, key);
+        if (!uri || !uri[0] || strlen(uri) > FED_URI_MAX) {
+            skip(p, kind, un ? un : "",
+                 templates ? "no uriTemplate, or longer than 2048 bytes"
+                           : "no uri, or longer than 2048 bytes");
+            continue;
+        }
+        if (templates && !template_level1(uri)) {
+            skip(p, kind, un ? un : "", "not an RFC 6570 level 1 template ({var} only)");
+            continue;
+        }
+        if (!templates && cJSON_HasObjectItem(p->uris, uri)) {
+            skip(p, kind, un ? un : "", "another resource of this upstream has the same uri");
+            continue;
+        }
+        if (object_name(p, kind, un, 1, name, sizeof(name)) < 0)
+            continue;
+        if (!templates)
+            cJSON_AddItemToObject(p->uris, uri, cJSON_CreateTrue());
+        put_object(p, kind, name,
+                   version_body(p, up, templates ? tpl_members : res_members, NULL, NULL));
+        if (templates)
+            p->c.templates++;
+        else
+            p->c.resources++;
     }
-    char errbuf[CURL_ERROR_SIZE] = "";
-    curl_easy_setopt(e, CURLOPT_URL, c->url);
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(e, CURLOPT_USERAGENT, "mcpq-ingress");
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)FED_REQUEST_TIMEOUT_MS);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, write_cb);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, &r);
-    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, header_cb);
-    curl_easy_setopt(e, CURLOPT_HEADERDATA, &r);
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
-    CURLcode cc = curl_easy_perform(e);
-    if (cc != CURLE_OK) {
-        snprintf(why, why_size, "%s: %s", method, errbuf[0] ? errbuf : curl_easy_strerror(cc));
-        rc = MCPQ_EUNAVAIL;
-        goto out;
-    }
-    char *ct = NULL;
-    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, status);
-    curl_easy_getinfo(e, CURLINFO_CONTENT_TYPE, &ct);
-    if (r.session[0])
-        snprintf(c->session, sizeof(c->session), "%s", r.session);
-    if (out)
-        *out = mcpw_response(ct, r.body.data, r.body.len, id, NULL, NULL);
-out:
-    curl_easy_cleanup(e);
-    curl_slist_free_all(h);
-    cJSON_free(body);
-    util_buf_cleanup(&r.body);
-    return rc;
 }
 
-/* The upstream's tools (every page) as one new array, or NULL with why filled. */
-static cJSON *fed_list(fed_conn_t *c, char *why, size_t why_size)
+/* This server's earlier imports that this round did not import are deleted. */
+static void plan_prune(fed_plan_t *p)
 {
-    cJSON *resp = NULL, *all = NULL;
-    long status = 0;
-    if (fed_post(c, 1, "server/discover", NULL, &resp, &status, why, why_size) < 0)
+    for (const cJSON *d = p->docs ? p->docs->child : NULL; d; d = d->next) {
+        const char *name = str_of(d, "name");
+        if (strncmp(d->string, "tool:", 5) != 0 || !mine(p, d) || !name ||
+            cJSON_HasObjectItem(p->names, name))
+            continue;
+        cJSON_AddItemToObject(p->out, d->string, cJSON_CreateNull());
+        p->c.deleted++;
+        log_event(LOG_INFO, "federation: object the upstream no longer lists deleted", "tenant",
+                  p->tenant, "server", p->sname, "name", name, (char *)NULL);
+    }
+}
+
+cJSON *ing_federate_plan(const cJSON *server, const cJSON *catalog, const cJSON *docs,
+                         const char *now, ing_federate_counts_t *counts)
+{
+    fed_plan_t p = {
+        .server = server,
+        .tenant = str_of(server, "tenant"),
+        .sname = str_of(server, "name"),
+        .now = now,
+        .fed = cJSON_GetObjectItemCaseSensitive(server, "federate"),
+        .docs = docs,
+    };
+    if (!p.tenant || !p.sname || !cJSON_IsObject(p.fed))
         return NULL;
-    c->modern = mcpw_discover_modern(status, resp);
-    cJSON_Delete(resp);
-    resp = NULL;
-    if (!c->modern) {
-        cJSON *p = cJSON_CreateObject();
-        cJSON_AddStringToObject(p, "protocolVersion", MCPW_LEGACY_VERSION);
-        cJSON_AddObjectToObject(p, "capabilities");
-        cJSON *ci = cJSON_AddObjectToObject(p, "clientInfo");
-        cJSON_AddStringToObject(ci, "name", "mcpq-ingress");
-        cJSON_AddStringToObject(ci, "version", "1.0.0");
-        c->session[0] = '\0';
-        if (fed_post(c, 0, "initialize", p, &resp, &status, why, why_size) < 0)
-            return NULL;
-        c->version = mcpw_legacy_version(resp);
-        cJSON_Delete(resp);
-        resp = NULL;
-        if (!c->version) {
-            snprintf(why, why_size, "initialize failed (HTTP %ld)", status);
-            return NULL;
-        }
-        if (fed_post(c, 0, "notifications/initialized", NULL, NULL, &status, why, why_size) < 0)
-            return NULL;
+    const char *prefix = str_of(p.fed, "prefix");
+    if (prefix)
+        snprintf(p.prefix, sizeof(p.prefix), "%s", prefix);
+    else
+        snprintf(p.prefix, sizeof(p.prefix), "%s_", p.sname);
+    p.out = cJSON_CreateObject();
+    p.names = cJSON_CreateObject();
+    p.uris = cJSON_CreateObject();
+    if (p.out && p.names && p.uris) {
+        /* Tools first: they keep today's names when a resource or prompt would take one. */
+        plan_tools(&p, cJSON_GetObjectItemCaseSensitive(catalog, "tools"));
+        plan_prompts(&p, cJSON_GetObjectItemCaseSensitive(catalog, "prompts"));
+        plan_resources(&p, cJSON_GetObjectItemCaseSensitive(catalog, "resources"), 0);
+        plan_resources(&p, cJSON_GetObjectItemCaseSensitive(catalog, "resourceTemplates"), 1);
+        plan_prune(&p);
+    } else {
+        cJSON_Delete(p.out);
+        p.out = NULL;
     }
-    all = cJSON_CreateArray();
-    char cursor[1024] = "";
-    for (int page = 0; page < FED_MAX_PAGES; page++) {
-        cJSON *p = cJSON_CreateObject();
-        if (cursor[0])
-            cJSON_AddStringToObject(p, "cursor", cursor);
-        if (fed_post(c, c->modern, "tools/list", p, &resp, &status, why, why_size) < 0)
-            goto fail;
-        const cJSON *res = cJSON_GetObjectItemCaseSensitive(resp, "result");
-        const cJSON *tools = cJSON_GetObjectItemCaseSensitive(res, "tools");
-        if (!cJSON_IsArray(tools)) {
-            const char *em = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
-                cJSON_GetObjectItemCaseSensitive(resp, "error"), "message"));
-            snprintf(why, why_size, "tools/list failed (HTTP %ld%s%.200s)", status, em ? ": " : "",
-                     em ? em : "");
-            goto fail;
+    cJSON_Delete(p.names);
+    cJSON_Delete(p.uris);
+    if (counts)
+        *counts = p.c;
+    return p.out;
+}
+
+/* ---- the catalog job ---- */
+
+/* The mcpq/catalog envelope (schemas/job.schema.json) for e's upstream; text to cJSON_free. */
+static char *catalog_envelope(const fed_entry_t *e, const char *job_id, long long timeout_ms)
+{
+    const cJSON *fed = cJSON_GetObjectItemCaseSensitive(e->server, "federate");
+    int64_t now = util_now_ms();
+    cJSON *env = cJSON_CreateObject();
+    cJSON_AddNumberToObject(env, "v", 1);
+    cJSON_AddStringToObject(env, "job_id", job_id);
+    cJSON_AddStringToObject(env, "method", "mcpq/catalog");
+    cJSON_AddStringToObject(env, "tenant", str_of(e->server, "tenant"));
+    cJSON_AddStringToObject(env, "server", str_of(e->server, "name"));
+    cJSON_AddStringToObject(env, "tool", str_of(e->server, "name"));
+    cJSON_AddStringToObject(env, "tool_version", "catalog");
+    cJSON_AddObjectToObject(env, "arguments");
+    cJSON_AddArrayToObject(env, "attachments");
+    cJSON_AddNullToObject(env, "task_id");
+    cJSON_AddItemToObject(env, "executor", upstream_executor(fed));
+    cJSON_AddStringToObject(env, "mode", "sync");
+    cJSON_AddNumberToObject(env, "timeout_ms", (double)timeout_ms);
+    cJSON_AddNumberToObject(env, "created_ms", (double)now);
+    cJSON_AddNumberToObject(env, "deadline_ms", (double)(now + timeout_ms));
+    char *s = cJSON_PrintUnformatted(env);
+    cJSON_Delete(env);
+    return s;
+}
+
+/* Waits for job_id's result record; the catalog (new) or NULL with why filled. */
+static cJSON *catalog_wait(ing_federate_t *f, redisContext **rc, const char *job_id,
+                           long long until_mono, char *why, size_t why_size)
+{
+    char key[300], err[256];
+    snprintf(key, sizeof(key), "%s%s", NAMES_KEY_RESULT, job_id);
+    while (!f->stop && util_mono_ms() < until_mono) {
+        if (!*rc)
+            *rc = kv_connect(f->ctx->kvt, (int)f->ctx->set->redis_timeout_ms, err, sizeof(err));
+        redisReply *r = *rc ? redisCommand(*rc, "GET %s", key) : NULL;
+        if (!r || r->type == REDIS_REPLY_ERROR) {
+            if (r)
+                freeReplyObject(r);
+            redisFree(*rc);
+            *rc = NULL;
+        } else if (r->type == REDIS_REPLY_STRING) {
+            cJSON *rec = cJSON_ParseWithLength(r->str, r->len);
+            freeReplyObject(r);
+            const char *status = str_of(rec, "status");
+            cJSON *res = cJSON_DetachItemFromObjectCaseSensitive(rec, "result");
+            if (status && strcmp(status, "ok") == 0 && cJSON_IsObject(res)) {
+                cJSON_Delete(rec);
+                return res;
+            }
+            const char *msg = str_of(cJSON_GetObjectItemCaseSensitive(rec, "error"), "message");
+            snprintf(why, why_size, "the catalog job failed (%s): %.300s",
+                     status ? status : "no status", msg ? msg : "no error message");
+            cJSON_Delete(res);
+            cJSON_Delete(rec);
+            return NULL;
+        } else {
+            freeReplyObject(r);
         }
-        const cJSON *t;
-        cJSON_ArrayForEach(t, tools) cJSON_AddItemToArray(all, cJSON_Duplicate(t, 1));
-        const char *next =
-            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(res, "nextCursor"));
-        if (!next || !next[0] || strlen(next) >= sizeof(cursor)) {
-            cJSON_Delete(resp);
-            return all;
-        }
-        snprintf(cursor, sizeof(cursor), "%s", next);
-        cJSON_Delete(resp);
-        resp = NULL;
+        usleep(FED_POLL_MS * 1000);
     }
-    snprintf(why, why_size, "tools/list has more than %d pages", FED_MAX_PAGES);
-fail:
-    cJSON_Delete(resp);
-    cJSON_Delete(all);
+    snprintf(why, why_size, "no worker answered the catalog job %s in time", job_id);
     return NULL;
+}
+
+/* Publishes the catalog job of e and waits for its result: the catalog or NULL (why filled). */
+static cJSON *fed_catalog(ing_federate_t *f, fed_entry_t *e, redisContext **rc, char *why,
+                          size_t why_size)
+{
+    const cJSON *timeout = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(e->server, "federate"), "timeout_ms");
+    long long timeout_ms =
+        cJSON_IsNumber(timeout) ? (long long)timeout->valuedouble : FED_CATALOG_TIMEOUT_MS;
+    char hex[33], job_id[40];
+    util_random_hex(hex, 16);
+    snprintf(job_id, sizeof(job_id), "j_%s", hex);
+    char *payload = catalog_envelope(e, job_id, timeout_ms);
+    char *opaque = strdup(job_id); /* freed by the delivery callback (toolcall.h) */
+    if (!payload || !opaque) {
+        cJSON_free(payload);
+        free(opaque);
+        snprintf(why, why_size, "out of memory");
+        return NULL;
+    }
+    int rc0 = mq_producer_send(f->ctx->producer, f->ctx->set->topic_jobs, job_id, payload,
+                               strlen(payload), NULL, NULL, opaque);
+    cJSON_free(payload);
+    if (rc0 < 0) {
+        free(opaque);
+        snprintf(why, why_size, "cannot publish the catalog job: %s",
+                 rc0 == MCPQ_EUNAVAIL  ? "the job queue (Kafka) is unavailable"
+                 : rc0 == MCPQ_ETOOBIG ? "the envelope is too large"
+                                       : "the producer's queue refused it");
+        return NULL;
+    }
+    return catalog_wait(f, rc, job_id, util_mono_ms() + timeout_ms + FED_RESULT_SLACK_MS, why,
+                        why_size);
+}
+
+/* Writes the plan of catalog for e (compare-and-set, retried). 0 or a negative code, err set. */
+static int fed_store(ing_federate_t *f, fed_entry_t *e, redisContext *c, const cJSON *catalog,
+                     ing_federate_counts_t *counts, char *err, size_t err_size)
+{
+    char field[300], now[32];
+    for (int attempt = 0; attempt < FED_APPLY_TRIES; attempt++) {
+        ing_regstore_state_t st;
+        int rc = ing_regstore_load(c, &st, err, err_size);
+        if (rc < 0) {
+            ing_regstore_free(&st);
+            return rc;
+        }
+        ing_regstore_field_server(field, sizeof(field), str_of(e->server, "tenant"),
+                                  str_of(e->server, "name"));
+        if (!ing_regstore_get(&st, field)) {
+            ing_regstore_free(&st);
+            snprintf(err, err_size, "the server is not in the registry");
+            return MCPQ_EINVAL;
+        }
+        ing_regstore_now(now, sizeof(now));
+        cJSON *plan = ing_federate_plan(e->server, catalog, st.docs, now, counts);
+        rc = plan ? 0 : MCPQ_ENOMEM;
+        for (cJSON *x = plan ? plan->child : NULL; x && rc == 0; x = x->next)
+            rc = ing_regstore_put(&st, x->string, cJSON_IsNull(x) ? NULL : cJSON_Duplicate(x, 1));
+        cJSON_Delete(plan);
+        long long rev;
+        if (rc == 0)
+            rc = ing_regstore_commit(c, &st, &rev, err, err_size);
+        else
+            snprintf(err, err_size, "out of memory");
+        ing_regstore_free(&st);
+        if (rc != RS_CONFLICT)
+            return rc;
+    }
+    snprintf(err, err_size, "the registry kept changing under %d attempts", FED_APPLY_TRIES);
+    return MCPQ_EUNAVAIL;
+}
+
+static void fed_failed(fed_entry_t *e, const char *what, const char *why)
+{
+    if (!e->failures++)
+        log_event(LOG_WARN, what, "tenant", str_of(e->server, "tenant"), "server",
+                  str_of(e->server, "name"), "error", why, (char *)NULL);
 }
 
 /* One import of e; 0 or a negative code (logged). */
 static int fed_import(ing_federate_t *f, fed_entry_t *e, redisContext **rc)
 {
-    const cJSON *fed = cJSON_GetObjectItemCaseSensitive(e->server, "federate");
-    const char *tenant =
-        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e->server, "tenant"));
-    const char *sname = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e->server, "name"));
-    fed_conn_t c = {
-        .url = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(fed, "url")),
-        .headers = cJSON_GetObjectItemCaseSensitive(fed, "headers"),
-    };
-    util_url_host(c.url, c.host, sizeof(c.host));
-    char why[512] = "", err[256];
-    cJSON *up = fed_list(&c, why, sizeof(why));
-    if (!up) {
-        if (!e->failures++)
-            log_event(LOG_WARN, "federation: cannot list the upstream's tools (will retry)",
-                      "tenant", tenant, "server", sname, "upstream", c.host, "error", why,
-                      (char *)NULL);
+    char why[512] = "";
+    cJSON *catalog = fed_catalog(f, e, rc, why, sizeof(why));
+    if (!catalog) {
+        if (!f->stop)
+            fed_failed(e, "federation: cannot list the upstream (will retry)", why);
         return MCPQ_EUNAVAIL;
     }
-    cJSON *tools =
-        ing_federate_tools(e->server, up, cJSON_GetObjectItemCaseSensitive(f->config, "tools"));
-    cJSON_Delete(up);
-    cJSON *doc = cJSON_CreateObject();
-    cJSON_AddItemToArray(cJSON_AddArrayToObject(doc, "servers"), cJSON_Duplicate(e->server, 1));
-    if (tools)
-        cJSON_AddItemToObject(doc, "tools", tools);
-    int rcode = 0;
-    if (!*rc)
-        *rc = kv_connect(f->kvt, (int)f->set->redis_timeout_ms, err, sizeof(err));
-    ing_regstore_summary_t sum;
-    if (!*rc || ing_regstore_apply(*rc, doc, 0, &sum, err, sizeof(err)) < 0) {
-        if (!e->failures++)
-            log_event(LOG_WARN, "federation: cannot store the imported tools (will retry)",
-                      "tenant", tenant, "server", sname, "error", err, (char *)NULL);
+    ing_federate_counts_t n = {0};
+    int code = *rc ? fed_store(f, e, *rc, catalog, &n, why, sizeof(why)) : MCPQ_EUNAVAIL;
+    if (code < 0) {
+        fed_failed(e, "federation: cannot store the imported objects (will retry)",
+                   why[0] ? why : "Redis unavailable");
         redisFree(*rc);
         *rc = NULL;
-        rcode = MCPQ_EUNAVAIL;
     } else {
-        char n[24];
-        snprintf(n, sizeof(n), "%d", cJSON_GetArraySize(tools));
-        log_event(LOG_INFO, "federation: upstream tools imported", "tenant", tenant, "server",
-                  sname, "upstream", c.host, "version", c.modern ? MCPW_MODERN_VERSION : c.version,
-                  "tools", n, (char *)NULL);
+        char num[8][16];
+        const int vals[8] = {n.tools,   n.resources, n.templates, n.prompts,
+                             n.created, n.updated,   n.deleted,   n.skipped};
+        for (int i = 0; i < 8; i++)
+            snprintf(num[i], sizeof(num[i]), "%d", vals[i]);
+        const char *version = str_of(catalog, "protocolVersion");
+        log_event(LOG_INFO, "federation: upstream imported", "tenant", str_of(e->server, "tenant"),
+                  "server", str_of(e->server, "name"), "version", version ? version : "", "tools",
+                  num[0], "resources", num[1], "templates", num[2], "prompts", num[3], "created",
+                  num[4], "updated", num[5], "deleted", num[6], "skipped", num[7], (char *)NULL);
         e->failures = 0;
     }
-    cJSON_Delete(doc);
-    return rcode;
+    cJSON_Delete(catalog);
+    return code;
 }
 
 static void *fed_thread(void *arg)
@@ -436,7 +619,7 @@ static void *fed_thread(void *arg)
                 continue;
             if (fed_import(f, e, &rc) == 0) {
                 e->backoff_ms = 0;
-                e->due_ms = (long long)util_mono_ms() + FED_REFRESH_MS;
+                e->due_ms = (long long)util_mono_ms() + f->ctx->set->federate_refresh_ms;
             } else {
                 e->backoff_ms = e->backoff_ms ? e->backoff_ms * 2 : FED_BACKOFF_MIN_MS;
                 if (e->backoff_ms > FED_BACKOFF_MAX_MS)
@@ -450,8 +633,7 @@ static void *fed_thread(void *arg)
     return NULL;
 }
 
-ing_federate_t *ing_federate_start(const mcpq_settings_t *set, kv_target_t *kvt,
-                                   const cJSON *config)
+ing_federate_t *ing_federate_start(ing_ctx_t *ctx, const cJSON *config)
 {
     size_t n = 0;
     const cJSON *s;
@@ -464,17 +646,12 @@ ing_federate_t *ing_federate_start(const mcpq_settings_t *set, kv_target_t *kvt,
     ing_federate_t *f = calloc(1, sizeof(*f));
     if (!f)
         return NULL;
-    f->set = set;
-    f->kvt = kvt;
-    f->config = cJSON_CreateObject();
+    f->ctx = ctx;
+    f->config = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(config, "servers"), 1);
     f->entries = calloc(n, sizeof(*f->entries));
     if (!f->config || !f->entries)
         goto fail;
-    cJSON_AddItemToObject(f->config, "servers",
-                          cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(config, "servers"), 1));
-    cJSON_AddItemToObject(f->config, "tools",
-                          cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(config, "tools"), 1));
-    cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(f->config, "servers"))
+    cJSON_ArrayForEach(s, f->config)
     {
         if (cJSON_GetObjectItemCaseSensitive(s, "federate"))
             f->entries[f->n++].server = s;

@@ -872,6 +872,36 @@ static void test_access(void)
               "refused with their JSON path");
 }
 
+/* servers[].federate: an HTTP upstream (url, headers) or a stdio one (command, args, env as
+ * references, cwd, limits), never both; pin; "federated" on tools. */
+static void test_federate_entry(void)
+{
+#define FED(F)                                                                                     \
+    CFG("", ",{'tenant':'acme','name':'up','federate':" F "}", TOOL("echo", VERSION("1", ""), ""))
+    cJSON *doc = LOAD(FED("{'url':'https://up.example/mcp','headers':{'A':'b'},'pin':true}"));
+    cJSON_Delete(doc);
+    doc = LOAD(FED("{'command':'npx','args':['-y','pkg'],'env':{'TOKEN':{'env':'UP_TOKEN'},"
+                   "'KEY':{'file':'/run/key'}},'cwd':'/srv','limits':{'processes':2},"
+                   "'prefix':'fs_','timeout_ms':5000,'pin':false}"));
+    cJSON_Delete(doc);
+    FAILS_C(FED("{'url':'https://up.example/mcp','command':'npx'}"), "$.servers[1].federate");
+    FAILS_C(FED("{'prefix':'x_'}"), "$.servers[1].federate");
+    FAILS_C(FED("{'command':'npx','headers':{'A':'b'}}"), "$.servers[1].federate");
+    FAILS_C(FED("{'command':'npx','env':{'TOKEN':'literal-secret'}}"),
+            "$.servers[1].federate.env.TOKEN: expected object, got string");
+    FAILS_C(FED("{'command':'npx','env':{'TOKEN':{'env':'A','file':'/b'}}}"),
+            "$.servers[1].federate.env.TOKEN");
+    FAILS_C(FED("{'url':'https://up.example/mcp','pin':'yes'}"),
+            "$.servers[1].federate.pin: expected boolean, got string");
+#undef FED
+    doc = LOAD(CFG("", "", TOOL("echo", VERSION("1", ""), ",'federated':true")));
+    cJSON_Delete(doc);
+    FAILS(CFG("", "", TOOL("echo", VERSION("1", ""), ",'federated':1")),
+          "$.tools[0].federated: expected boolean, got integer");
+    TEST_PASS("federate: an HTTP or a stdio upstream, never both; env references only; pin; "
+              "federated on tools");
+}
+
 #define KOBJ(KIND, NAME, VERSIONS)                                                                 \
     "{'kind':'" KIND "','tenant':'acme','server':'default','name':'" NAME                          \
     "','versions':[" VERSIONS "]}"
@@ -881,46 +911,42 @@ static void test_access(void)
  * cannot state. */
 static void test_kinds(void)
 {
-    cJSON *
-        doc = LOAD(CFG("", "",
-                       TOOL(
-                           "echo",
-                           VERSION("1", ""), "") "," RES("readme", "file:///README.md",
-                                                         ",'mimeType':'text/markdown','text':'# "
-                                                         "hi'") "," KOBJ("resource_template",
-                                                                         "logs",
-                                                                         "{'version':'1','"
-                                                                         "uriTemplate':'file:///"
-                                                                         "logs/"
-                                                                         "{day}.txt','text':'log "
-                                                                         "of {day}',"
-                                                                         "'completions':{'day':['"
-                                                                         "2026-11-27','2026-11-28']"
-                                                                         "}}") "," KOBJ("prompt",
-                                                                                        "greet",
-                                                                                        "{'version'"
-                                                                                        ":'1','"
-                                                                                        "arguments'"
-                                                                                        ":[{'name':"
-                                                                                        "'who','"
-                                                                                        "required':"
-                                                                                        "true}],'"
-                                                                                        "messages':"
-                                                                                        "[{'role':"
-                                                                                        "'user','"
-                                                                                        "content':{"
-                                                                                        "'type':'"
-                                                                                        "text','"
-                                                                                        "text':'"
-                                                                                        "Hello "
-                                                                                        "{{who}}'}}"
-                                                                                        "],'"
-                                                                                        "completion"
-                                                                                        "s':{'who':"
-                                                                                        "['world']}"
-                                                                                        "}") "," RES("logo",
-                                                                                                     "file:///logo.png",
-                                                                                                     ",'blob':'iVBORw0KGgo='")));
+    cJSON *doc =
+        LOAD(CFG("", "",
+                 TOOL("echo", VERSION("1", ""), "") "," RES(
+                     "readme", "file:///README.md",
+                     ",'mimeType':'text/markdown','text':'# "
+                     "hi'") "," KOBJ("resource_template", "logs",
+                                     "{'version':'1','"
+                                     "uriTemplate':'file:///"
+                                     "logs/"
+                                     "{day}.txt','text':'log "
+                                     "of {day}',"
+                                     "'completions':{'day':['"
+                                     "2026-11-27','2026-11-28']"
+                                     "}}") "," KOBJ("prompt", "greet",
+                                                    "{'version'"
+                                                    ":'1','"
+                                                    "arguments'"
+                                                    ":[{'name':"
+                                                    "'who','"
+                                                    "required':"
+                                                    "true}],'"
+                                                    "messages':"
+                                                    "[{'role':"
+                                                    "'user','"
+                                                    "content':{"
+                                                    "'type':'"
+                                                    "text','"
+                                                    "text':'"
+                                                    "Hello "
+                                                    "{{who}}'}}"
+                                                    "],'"
+                                                    "completion"
+                                                    "s':{'who':"
+                                                    "['world']}"
+                                                    "}") "," RES("logo", "file:///logo.png",
+                                                                 ",'blob':'iVBORw0KGgo='")));
     CHECK_STR_EQ(str_at(at(doc, "tools", 1, NULL), "kind"), "resource");
     CHECK_STR_EQ(str_at(at(doc, "tools", 1, NULL), "published"), "1");
     /* a tool's version gets mode "sync"; the other kinds have no mode */
@@ -1032,8 +1058,26 @@ static void test_kinds(void)
               "uri unique among published resources");
 }
 
+/* The mcp executor names the upstream tool only for a tool: a resource or a prompt it serves
+ * needs none (a prompt names the upstream prompt). */
+#define MCP_EXEC "'executor':{'type':'mcp','url':'https://up.example/mcp'"
+static void test_kinds_mcp(void)
+{
+    cJSON *doc =
+        LOAD(CFG("", "",
+                 RES("remote", "up://readme", "," MCP_EXEC "}") "," KOBJ(
+                     "prompt", "rgreet", "{'version':'1'," MCP_EXEC ",'prompt':'greet'}}")));
+    CHECK_STR_EQ(str_at(at(doc, "tools", 1, NULL), "kind"), "prompt");
+    cJSON_Delete(doc);
+    FAILS(
+        CFG("", "", TOOL("t", "{'version':'1','inputSchema':{'type':'object'}," MCP_EXEC "}}", "")),
+        "$.tools[0].versions[0].executor: missing required property \"tool\"");
+    TEST_PASS("mcp executor: a resource or prompt needs no upstream tool, a tool does");
+}
+
 int main(void)
 {
+    test_kinds_mcp();
     test_kinds();
     test_oauth();
     test_access();
@@ -1044,6 +1088,7 @@ int main(void)
     test_secret_formats();
     test_semantic_errors();
     test_schema_errors();
+    test_federate_entry();
     test_rate_limits();
     test_robots_and_quotas();
     test_syntax_errors();
