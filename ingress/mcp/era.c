@@ -79,13 +79,18 @@ int ing_era_modern_headers_check(const ing_req_t *req, const rpc_msg_t *msg,
                  m ? m : "(absent)", msg->method);
         return MCPQ_EINVAL;
     }
-    /* The body field Mcp-Name mirrors: the tool's name, or the task's id (tasks extension). */
-    int is_call = strcmp(msg->method, "tools/call") == 0;
+    /* The body field Mcp-Name mirrors: the tool's or prompt's name, the resource's uri, or the
+     * task's id (tasks extension). */
+    int is_read = strcmp(msg->method, "resources/read") == 0;
+    int is_call = strcmp(msg->method, "tools/call") == 0 ||
+                  strcmp(msg->method, "prompts/get") == 0 || is_read;
     int is_task = strcmp(msg->method, "tasks/get") == 0 ||
                   strcmp(msg->method, "tasks/update") == 0 ||
                   strcmp(msg->method, "tasks/cancel") == 0;
-    const char *name = cJSON_GetStringValue(
-        cJSON_GetObjectItemCaseSensitive(msg->params, is_call ? "name" : "taskId"));
+    const char *name =
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg->params, is_read   ? "uri"
+                                                                           : is_call ? "name"
+                                                                                     : "taskId"));
     if (is_call || (is_task && name)) {
         const char *raw = ing_req_header(req, "Mcp-Name");
         char dec[MAX_HDR_VALUE + 1];

@@ -38,9 +38,9 @@ int ing_era_hdr_decode(const char *raw, char *out, size_t out_size);
 
 /* Checks a 2026-07-28 request against its headers: MCP-Protocol-Version against
  * _meta's protocolVersion, Mcp-Method against method, Mcp-Name against params.name
- * (tools/call) or params.taskId (tasks/get, tasks/update, tasks/cancel of the tasks
- * extension, when taskId is a string; otherwise the method answers -32602). 0, or MCPQ_EINVAL with
- * why filled (the -32020 message). */
+ * (tools/call, prompts/get), params.uri (resources/read) or params.taskId (tasks/get, tasks/update,
+ * tasks/cancel of the tasks extension, when taskId is a string; otherwise the method answers
+ * -32602). 0, or MCPQ_EINVAL with why filled (the -32020 message). */
 int ing_era_modern_headers_check(const ing_req_t *req, const rpc_msg_t *msg,
                                  const char *header_version, char *why, size_t why_size);
 

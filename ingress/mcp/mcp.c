@@ -10,7 +10,9 @@
 #include "listen.h"
 #include "log.h"
 #include "mcpreq.h"
+#include "mcplist.h"
 #include "mcptasks.h"
+#include "mcpobj.h"
 #include "notify.h"
 #include "peer.h"
 #include "system.h"
@@ -22,9 +24,6 @@
 #include <string.h>
 #include <strings.h>
 
-/* How long a 2026-07-28 client may cache tools/list (ttlMs). Registry changes reach every
- * replica within a second; clients see them after at most this long. */
-#define LIST_TTL_MS 30000
 #define INSTRUCTIONS "Tools of this server run on the mcpq worker fleet."
 
 static const char *const supported_versions[] = {ING_SUPPORTED_VERSIONS};
@@ -39,6 +38,22 @@ static int version_supported(const char *v)
 }
 
 /* ---- methods ---- */
+
+/* The server features every server announces, in initialize and server/discover alike
+ * (docs/protocol.md "Capabilities"): tools, resources (subscribe and list_changed), prompts
+ * (list_changed) and completions, whether or not the server has objects of the kind yet: a
+ * legacy session keeps the capabilities of its initialize while the registry changes under
+ * it, and an empty list is a valid answer. logging too. */
+static void add_server_caps(cJSON *caps)
+{
+    cJSON_AddBoolToObject(cJSON_AddObjectToObject(caps, "tools"), "listChanged", 1);
+    cJSON *res = cJSON_AddObjectToObject(caps, "resources");
+    cJSON_AddBoolToObject(res, "subscribe", 1);
+    cJSON_AddBoolToObject(res, "listChanged", 1);
+    cJSON_AddBoolToObject(cJSON_AddObjectToObject(caps, "prompts"), "listChanged", 1);
+    cJSON_AddObjectToObject(caps, "completions");
+    cJSON_AddObjectToObject(caps, "logging");
+}
 
 static void do_initialize(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
 {
@@ -68,9 +83,8 @@ static void do_initialize(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     cJSON *r = cJSON_CreateObject();
     cJSON_AddStringToObject(r, "protocolVersion", v);
     cJSON *caps = cJSON_AddObjectToObject(r, "capabilities");
-    /* notifications/tools/list_changed: the GET stream (listen.h) */
-    cJSON_AddBoolToObject(cJSON_AddObjectToObject(caps, "tools"), "listChanged", 1);
-    cJSON_AddObjectToObject(caps, "logging");
+    /* list_changed notifications: the GET stream (listen.h) */
+    add_server_caps(caps);
     /* MCP Tasks (2025-11-25): tools/call may be task-augmented; tasks/list and cancel. */
     cJSON *tasks = cJSON_AddObjectToObject(caps, "tasks");
     cJSON_AddObjectToObject(tasks, "list");
@@ -91,15 +105,17 @@ static void do_discover(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     for (size_t i = 0; i < NVERSIONS; i++)
         cJSON_AddItemToArray(sup, cJSON_CreateString(supported_versions[i]));
     cJSON *caps = cJSON_AddObjectToObject(r, "capabilities");
-    /* notifications/tools/list_changed: subscriptions/listen, or the GET stream of an older
+    /* list_changed notifications: subscriptions/listen, or the GET stream of an older
      * version (listen.h) */
-    cJSON_AddBoolToObject(cJSON_AddObjectToObject(caps, "tools"), "listChanged", 1);
-    cJSON_AddObjectToObject(caps, "logging");
+    add_server_caps(caps);
     /* The tasks extension (docs/protocol.md, "MCP Tasks"): task-mode tools answer with a task to
      * clients that declare it on the request. */
     cJSON_AddObjectToObject(cJSON_AddObjectToObject(caps, "extensions"), ING_EXT_TASKS);
     cJSON_AddItemToObject(r, "serverInfo", ing_mcpreq_server_info());
     cJSON_AddStringToObject(r, "instructions", INSTRUCTIONS);
+    /* a cacheable result (2026-07-28 server/utilities/caching.mdx) */
+    cJSON_AddNumberToObject(r, "ttlMs", (double)m->req->ctx->set->list_ttl_ms);
+    cJSON_AddStringToObject(r, "cacheScope", ING_LIST_CACHE_SCOPE);
     int modern = m->modern;
     m->modern = 1; /* resultType and _meta serverInfo whatever the era of the request */
     ing_mcpreq_resp_result_obj(m, resp, msg->id, r);
@@ -127,82 +143,6 @@ static void do_set_level(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
         }
     }
     ing_mcpreq_resp_json(resp, 200, rpc_result_str(msg->id, "{}"));
-}
-
-/* Cursors are "c<offset>"; anything else is -32602. */
-static int parse_cursor(const cJSON *params, size_t ntools, size_t *offset)
-{
-    const cJSON *c = cJSON_GetObjectItemCaseSensitive(params, "cursor");
-    *offset = 0;
-    if (!c || cJSON_IsNull(c))
-        return 0;
-    if (!cJSON_IsString(c) || c->valuestring[0] != 'c')
-        return MCPQ_EINVAL;
-    long long v;
-    if (util_parse_ll(c->valuestring + 1, 1, (long long)ntools - 1, &v) < 0)
-        return MCPQ_EINVAL;
-    *offset = (size_t)v;
-    return 0;
-}
-
-/* tools/list: the server's tools the caller may see (access.h), a page at a time. The list
- * is filtered for this caller on every request, so one caller's view never reaches another. */
-static void do_tools_list(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
-{
-    const ing_server_t *srv = m->server;
-    const ing_tool_t **shown = malloc((srv->ntools + 1) * sizeof(*shown));
-    size_t nshown = 0, off;
-    if (!shown) {
-        ing_mcpreq_resp_error(resp, 500, msg->id, RPC_INTERNAL_ERROR, "out of memory", NULL);
-        return;
-    }
-    for (size_t i = 0; i < srv->ntools; i++)
-        if (ing_access_check(m->reg, m->who, srv->name, srv->tools[i]->name, NULL, 0) ==
-            ING_ACCESS_OK)
-            shown[nshown++] = srv->tools[i];
-    if (parse_cursor(msg->params, nshown, &off) < 0) {
-        free(shown);
-        ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS, "invalid cursor", NULL);
-        return;
-    }
-    size_t page = (size_t)m->req->ctx->set->page_size;
-    size_t end = off + page < nshown ? off + page : nshown;
-    util_buf_t b;
-    util_buf_init(&b, (size_t)64 << 20);
-    char idbuf[320];
-    rpc_id_str(msg->id, idbuf, sizeof(idbuf));
-    int rc = util_buf_append(&b, "{\"jsonrpc\":\"2.0\",\"id\":", 22);
-    rc |= util_buf_append(&b, idbuf, strlen(idbuf));
-    rc |= util_buf_append(&b, ",\"result\":{\"tools\":[", 20);
-    for (size_t i = off; i < end && rc == 0; i++) {
-        if (i > off)
-            rc |= util_buf_append(&b, ",", 1);
-        rc |= util_buf_append(&b, shown[i]->list_json, strlen(shown[i]->list_json));
-    }
-    rc |= util_buf_append(&b, "]", 1);
-    if (end < nshown) {
-        char cur[48];
-        int n = snprintf(cur, sizeof(cur), ",\"nextCursor\":\"c%zu\"", end);
-        rc |= util_buf_append(&b, cur, (size_t)n);
-    }
-    free(shown);
-    if (m->modern) {
-        char tail[200];
-        int n = snprintf(tail, sizeof(tail),
-                         ",\"resultType\":\"complete\",\"ttlMs\":%d,\"cacheScope\":\"private\","
-                         "\"_meta\":{\"" ING_META_SERVER_INFO "\":{\"name\":\"mcpq\","
-                         "\"version\":\"%s\"}}",
-                         LIST_TTL_MS, version_get());
-        rc |= util_buf_append(&b, tail, (size_t)n);
-    }
-    rc |= util_buf_append(&b, "}}", 2);
-    if (rc) {
-        util_buf_cleanup(&b);
-        ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR, "tools/list page too large",
-                              NULL);
-        return;
-    }
-    ing_mcpreq_resp_json(resp, 200, b.data); /* ownership of b.data moves to resp */
 }
 
 static const char *header(ing_req_t *req, const char *name)
@@ -318,8 +258,20 @@ static int dispatch(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
         do_discover(m, msg, resp);
         return 0;
     } else if (strcmp(meth, "tools/list") == 0) {
-        do_tools_list(m, msg, resp);
+        ing_mcplist_answer(m, msg, resp, ING_KIND_TOOL);
         return 0;
+    } else if (strcmp(meth, "resources/list") == 0) {
+        ing_mcplist_answer(m, msg, resp, ING_KIND_RESOURCE);
+        return 0;
+    } else if (strcmp(meth, "resources/templates/list") == 0) {
+        ing_mcplist_answer(m, msg, resp, ING_KIND_TEMPLATE);
+        return 0;
+    } else if (strcmp(meth, "prompts/list") == 0) {
+        ing_mcplist_answer(m, msg, resp, ING_KIND_PROMPT);
+        return 0;
+    } else if (strcmp(meth, "resources/read") == 0 || strcmp(meth, "prompts/get") == 0 ||
+               strcmp(meth, "completion/complete") == 0) {
+        return ing_mcpobj_call(m, msg, resp);
     } else if (strcmp(meth, "tools/call") == 0) {
         return ing_toolcall_run(m, msg, resp);
     } else if (m->modern && strcmp(meth, "subscriptions/listen") == 0) {

@@ -213,6 +213,64 @@ void hx_mcp(hx_t *h, hx_ex_t *e, const char *server, const char *body, const cha
         hx_ex_parse(e);
 }
 
+const char *const hx_eras[HX_NERAS] = {"2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"};
+
+void hx_session(hx_t *h, const char *server, const char *v, const char *const hdrs[], char sid[80])
+{
+    char body[400];
+    const char *all[16] = {"MCP-Protocol-Version", v};
+    size_t n = 2;
+    for (size_t i = 0; hdrs && hdrs[i] && n + 3 < 16; i++)
+        all[n++] = hdrs[i];
+    all[n] = NULL;
+    snprintf(body, sizeof(body),
+             "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{"
+             "\"protocolVersion\":\"%s\",\"capabilities\":{},\"clientInfo\":{\"name\":\"hx\","
+             "\"version\":\"1\"}}}",
+             v);
+    hx_ex_t e;
+    hx_mcp(h, &e, server, body, all);
+    CHECK_INT_EQ(e.resp.status, 200);
+    CHECK(e.resp.session_id[0] != '\0');
+    snprintf(sid, 80, "%s", e.resp.session_id);
+    hx_ex_free(&e);
+}
+
+void hx_era_rpc(hx_t *h, hx_ex_t *e, const char *server, const char *v, const char *sid,
+                const char *method, const char *name, const char *params, const char *const hdrs[])
+{
+    int modern = strcmp(v, hx_eras[HX_NERAS - 1]) == 0;
+    size_t plen = strlen(params), blen = plen + strlen(method) + 200;
+    char *body = malloc(blen);
+    CHECK(body != NULL && params[0] == '{');
+    if (modern)
+        snprintf(body, blen,
+                 "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"%s\",\"params\":{\"_meta\":{"
+                 "\"io.modelcontextprotocol/protocolVersion\":\"%s\"}%s%s}",
+                 method, v, plen > 2 ? "," : "", params + 1);
+    else
+        snprintf(body, blen, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"%s\",\"params\":%s}",
+                 method, params);
+    const char *all[24] = {"MCP-Protocol-Version", v};
+    size_t n = 2;
+    if (modern) {
+        all[n++] = "Mcp-Method";
+        all[n++] = method;
+        if (name) {
+            all[n++] = "Mcp-Name";
+            all[n++] = name;
+        }
+    } else if (sid) {
+        all[n++] = "Mcp-Session-Id";
+        all[n++] = sid;
+    }
+    for (size_t i = 0; hdrs && hdrs[i] && n + 3 < 24; i++)
+        all[n++] = hdrs[i];
+    all[n] = NULL;
+    hx_mcp(h, e, server, body, all);
+    free(body);
+}
+
 int hx_mcp_wait(hx_t *h, hx_ex_t *e, int timeout_ms)
 {
     ing_call_t *call = &e->req.call;

@@ -66,6 +66,19 @@ void hx_ex_free(hx_ex_t *e);
  * Accept of JSON and SSE unless headers name MCP-Protocol-Version or Accept); e is ready to
  * read (parked: see hx_mcp_wait). */
 void hx_mcp(hx_t *h, hx_ex_t *e, const char *server, const char *body, const char *const headers[]);
+/* The protocol versions mcpq speaks, oldest first: HX_NERAS of them (the last is the
+ * stateless 2026-07-28). */
+#define HX_NERAS 4
+extern const char *const hx_eras[HX_NERAS];
+/* Opens a session of legacy version v on server (NULL: the default) with initialize as the
+ * caller of hdrs (may be NULL: the test key): its Mcp-Session-Id into sid. */
+void hx_session(hx_t *h, const char *server, const char *v, const char *const hdrs[], char sid[80]);
+/* A request (id 1) of method with params (a JSON object's text) in version v: up to
+ * 2025-11-25 in the session sid (NULL: none); in 2026-07-28 with params._meta's
+ * protocolVersion and the Mcp-Method header, and Mcp-Name when name is not NULL. hdrs (may be
+ * NULL) are added (an Authorization of another key). e is ready to read. */
+void hx_era_rpc(hx_t *h, hx_ex_t *e, const char *server, const char *v, const char *sid,
+                const char *method, const char *name, const char *params, const char *const hdrs[]);
 /* For a parked exchange: waits up to timeout_ms for its answer and fills e->resp/e->json as
  * the HTTP layer would (the call's response, or a batch's array). 0, or -1 on timeout. */
 int hx_mcp_wait(hx_t *h, hx_ex_t *e, int timeout_ms);
