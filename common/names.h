@@ -21,6 +21,8 @@
 #define NAMES_KEY_CONFIG_EVENTS "{mcpq}:config:events" /* list: config file applied/refused */
 #define NAMES_KEY_SESSION "{mcpq}:session:"            /* + session id */
 #define NAMES_KEY_SESSIONS "{mcpq}:sessions:"          /* + tenant: its session ids */
+#define NAMES_KEY_RSUBS "{mcpq}:rsubs:"                /* + session id: resources it watches */
+#define NAMES_KEY_RESSTATE "{mcpq}:resstate:"          /* + tenant:server: static uris' state */
 #define NAMES_KEY_RESULT "{mcpq}:result:"              /* + job id: the result record */
 #define NAMES_KEY_REPLY "{mcpq}:reply:"                /* + ingress instance: its reply stream */
 #define NAMES_KEY_CANCEL "{mcpq}:cancel:"              /* + job id */
@@ -51,6 +53,7 @@
 #define NAMES_CHAN_REGISTRY_CHANGED "mcpq:registry:changed"
 #define NAMES_CHAN_SESSION_ENDED "mcpq:session:ended"
 #define NAMES_CHAN_AGENTREPLY "mcpq:agentreply"
+#define NAMES_CHAN_RESOURCE_UPDATED "mcpq:resource:updated" /* {"tenant","server","uri"} */
 
 /* Kafka record headers of a job (docs/internals.md "Kafka"). */
 #define NAMES_HDR_JOB_ID "job_id"

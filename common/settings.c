@@ -189,6 +189,10 @@ static const set_def_t defs[] = {
     {"MCPQ_MAX_LISTENERS", "max-listeners", T_INT, "10000", 0, 1000000, ING, S(max_listeners),
      "notification streams (GET /mcp, subscriptions/listen) one ingress holds open at once; "
      "more get 503"},
+    {"MCPQ_MAX_RESOURCE_SUBSCRIPTIONS", "max-resource-subscriptions", T_INT, "100", 1, 10000, ING,
+     S(max_resource_subscriptions),
+     "resource uris one session (resources/subscribe) or one subscriptions/listen stream "
+     "(resourceSubscriptions) may watch; one more is -32602"},
     {"MCPQ_DEFAULT_TIMEOUT_MS", "default-timeout-ms", T_INT, "60000", 100, 86400000LL, ALL,
      S(default_timeout_ms), "tool timeout when a version sets none"},
     {"MCPQ_KAFKA_MESSAGE_TIMEOUT_MS", "kafka-message-timeout-ms", T_INT, "5000", 100, 300000, ING,

@@ -70,6 +70,7 @@ typedef struct mcpq_settings {
     long long sse_keepalive_ms;
     long long listen_keepalive_ms;
     long long max_listeners;
+    long long max_resource_subscriptions;
     long long default_timeout_ms;
     long long kafka_message_timeout_ms;
     long long kafka_fetch_wait_ms;

@@ -13,6 +13,7 @@
 #include "oauth.h"
 #include "registry.h"
 #include "regstore.h"
+#include "resupd.h"
 #include "util.h"
 
 #include <stdatomic.h>
@@ -219,7 +220,8 @@ static void refresh_once(ing_refresh_t *rf, redisContext **c, int *logged)
     ing_registry_t *old = ctx->reg;
     ctx->reg = reg;
     pthread_mutex_unlock(&ctx->reg_lock);
-    ing_listen_registry_changed(ctx->listen, old, reg); /* notifications/tools/list_changed */
+    ing_listen_registry_changed(ctx->listen, old, reg); /* notifications/.../list_changed */
+    ing_resupd_publish(*c, old, reg); /* static resources changed: once for the fleet */
     ing_registry_unref(old);
     char revs[32];
     snprintf(revs, sizeof(revs), "%lld", rev);

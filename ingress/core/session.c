@@ -1,5 +1,6 @@
 #include "session.h"
 #include "rscript.h"
+#include "rsub.h"
 #include "names.h"
 
 #include "err.h"
@@ -77,11 +78,15 @@ int ing_session_create(kv_pool_t *kv, ing_session_t *s, long long ttl_s, long lo
 int ing_session_get(kv_pool_t *kv, const char *id, const char *tenant, long long ttl_s,
                     ing_session_t *s)
 {
-    char err[256];
+    char err[256], key[128], subs[128], ttl[24];
     if (!ing_session_id_valid(id))
         return MCPQ_ENOTFOUND;
-    redisReply *r = kv_pool_command(kv, err, sizeof(err),
-                                    "GETEX " ING_SESSION_KEY_PREFIX "%s EX %lld", id, ttl_s);
+    snprintf(key, sizeof(key), ING_SESSION_KEY_PREFIX "%s", id);
+    snprintf(subs, sizeof(subs), ING_RSUB_KEY_PREFIX "%s", id);
+    snprintf(ttl, sizeof(ttl), "%lld", ttl_s);
+    const char *argv[] = {key, subs, ttl};
+    redisReply *r =
+        rscript_pool_run(kv, rscript_get("session_touch"), 2, 3, argv, NULL, err, sizeof(err));
     if (!r)
         return MCPQ_EUNAVAIL;
     int rc = MCPQ_ENOTFOUND;
@@ -111,7 +116,8 @@ int ing_session_delete(kv_pool_t *kv, const char *id, const char *tenant)
     if (rc < 0)
         return rc;
     char err[256];
-    redisReply *r = kv_pool_command(kv, err, sizeof(err), "DEL " ING_SESSION_KEY_PREFIX "%s", id);
+    redisReply *r = kv_pool_command(
+        kv, err, sizeof(err), "DEL " ING_SESSION_KEY_PREFIX "%s " ING_RSUB_KEY_PREFIX "%s", id, id);
     if (!r)
         return MCPQ_EUNAVAIL;
     freeReplyObject(r);

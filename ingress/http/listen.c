@@ -3,9 +3,11 @@
 #include "err.h"
 #include "log.h"
 #include "kv.h"
+#include "rsub.h"
 #include "session.h"
 #include "util.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -24,24 +26,41 @@
 #define LISTEN_SWEEP_MS 30000  /* GET streams' sessions: refreshed, or their streams end */
 #define LISTEN_SWEEP_BATCH 256 /* EXPIREs per pipeline */
 
-/* Frames (see listen.h for where each shape comes from). */
-#define FRAME_LEGACY "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}"
+#define LISTEN_URI_MAX 2048 /* the longest resource uri a message may name (config schema) */
+
+/* Frames (see listen.h for where each shape comes from): the three list_changed kinds, a
+ * 2026-07-28 one with the subscriptionId in _meta. */
+#define FRAME_LEGACY "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/%s/list_changed\"}"
 #define FRAME_MODERN                                                                               \
-    "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\",\"params\":{\"_meta\":{" \
+    "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/%s/list_changed\",\"params\":{\"_meta\":{"    \
     "\"" ING_META_SUBSCRIPTION_ID "\":%s}}}"
 #define FRAME_ACK                                                                                  \
     "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/subscriptions/acknowledged\",\"params\":{"    \
-    "\"_meta\":{\"" ING_META_SUBSCRIPTION_ID "\":%s},\"notifications\":{%s}}}"
+    "\"_meta\":{\"" ING_META_SUBSCRIPTION_ID "\":%s},\"notifications\":%s}}"
+#define FRAME_UPDATED_LEGACY                                                                       \
+    "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/updated\",\"params\":{\"uri\":%s}}"
+#define FRAME_UPDATED_MODERN                                                                       \
+    "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/updated\",\"params\":{\"_meta\":{"  \
+    "\"" ING_META_SUBSCRIPTION_ID "\":%s},\"uri\":%s}}"
+
+/* The lists whose changes a stream may hear of, in the order of the frames' kinds. */
+enum { LIST_TOOLS, LIST_RESOURCES, LIST_PROMPTS, NLISTS };
+static const char *const list_names[NLISTS] = {"tools", "resources", "prompts"};
+static const char *const list_filters[NLISTS] = {"toolsListChanged", "resourcesListChanged",
+                                                 "promptsListChanged"};
 
 struct ing_listener {
     ing_listener_t *prev, *next;
     char key[ING_JOB_ID_LEN]; /* its call's key in the pending table: "l_<hex>" */
     char tenant[128];
     char server[128];
-    char session[80]; /* legacy GET stream: its session; "" for 2026-07-28 */
-    char *notify;     /* the frame a change sends; NULL: it honours nothing */
-    char *end;        /* the frame that ends it gracefully (2026-07-28); NULL: none */
-    int ended;        /* ended by the server (ing_pending_finish) */
+    char session[80];     /* legacy GET stream: its session; "" for 2026-07-28 */
+    char *notify[NLISTS]; /* the frame a change of each list sends; NULL: not honoured */
+    char *sub_id;         /* 2026-07-28: the subscriptionId, rendered; NULL on a GET stream */
+    char **uris;          /* 2026-07-28 resourceSubscriptions honoured (GET: rsub.h) */
+    size_t nuris;
+    char *end; /* the frame that ends it gracefully (2026-07-28); NULL: none */
+    int ended; /* ended by the server (ing_pending_finish) */
 };
 
 struct ing_listen {
@@ -59,7 +78,12 @@ static void listener_free(ing_listener_t *lr)
 {
     if (!lr)
         return;
-    free(lr->notify);
+    for (int k = 0; k < NLISTS; k++)
+        free(lr->notify[k]);
+    for (size_t i = 0; i < lr->nuris; i++)
+        free(lr->uris[i]);
+    free(lr->uris);
+    free(lr->sub_id);
     free(lr->end);
     free(lr);
 }
@@ -89,27 +113,68 @@ static size_t end_session_local(ing_listen_t *l, const char *session_id)
     return n;
 }
 
-/* The frames of a new stream: the acknowledgement (*ack, the caller frees it) and the
- * notification and end frames of a subscriptions/listen stream, or the notification of a GET
- * stream. 0 or MCPQ_ENOMEM. */
+/* 1 when the stream honours something: it stays open. */
+static int honours(const ing_listener_t *lr)
+{
+    for (int k = 0; k < NLISTS; k++)
+        if (lr->notify[k])
+            return 1;
+    return lr->nuris > 0;
+}
+
+/* The acknowledgement of a subscriptions/listen stream: the filter's honoured subset
+ * (malloc'd, or NULL). */
+static char *ack_frame(const ing_listener_t *lr)
+{
+    cJSON *n = cJSON_CreateObject();
+    for (int k = 0; k < NLISTS; k++)
+        if (lr->notify[k])
+            cJSON_AddBoolToObject(n, list_filters[k], 1);
+    if (lr->nuris) {
+        cJSON *a = cJSON_AddArrayToObject(n, "resourceSubscriptions");
+        for (size_t i = 0; i < lr->nuris; i++)
+            cJSON_AddItemToArray(a, cJSON_CreateString(lr->uris[i]));
+    }
+    char *filter = cJSON_PrintUnformatted(n), *json = NULL;
+    cJSON_Delete(n);
+    if (filter && asprintf(&json, FRAME_ACK, lr->sub_id, filter) < 0)
+        json = NULL;
+    cJSON_free(filter);
+    return json;
+}
+
+/* The frames of a new stream: the acknowledgement (*ack, the caller frees it), the
+ * notification frames, the uris and the end frame of a subscriptions/listen stream, or the
+ * notification frames of a GET stream. 0 or MCPQ_ENOMEM. */
 static int listener_frames(ing_listener_t *lr, const ing_listen_spec_t *spec, int modern,
                            char **ack)
 {
+    const int want[NLISTS] = {spec->tools, spec->resources, spec->prompts};
     int rc = 0;
     if (modern) {
-        if (asprintf(ack, FRAME_ACK, spec->sub_id_json,
-                     spec->tools ? "\"toolsListChanged\":true" : "") < 0)
-            *ack = NULL;
-        if (spec->tools && asprintf(&lr->notify, FRAME_MODERN, spec->sub_id_json) < 0)
-            lr->notify = NULL;
+        lr->sub_id = strdup(spec->sub_id_json);
         lr->end = spec->end_json ? strdup(spec->end_json) : NULL;
-        if (!*ack || (spec->tools && !lr->notify) || !lr->end)
+        lr->uris = spec->nuris ? calloc(spec->nuris, sizeof(*lr->uris)) : NULL;
+        if (!lr->sub_id || !lr->end || (spec->nuris && !lr->uris))
+            return MCPQ_ENOMEM;
+        for (size_t i = 0; i < spec->nuris; i++)
+            if (!(lr->uris[lr->nuris++] = strdup(spec->uris[i])))
+                return MCPQ_ENOMEM;
+        for (int k = 0; k < NLISTS && rc == 0; k++)
+            if (want[k] && asprintf(&lr->notify[k], FRAME_MODERN, list_names[k], lr->sub_id) < 0) {
+                lr->notify[k] = NULL;
+                rc = MCPQ_ENOMEM;
+            }
+        if (rc == 0 && !(*ack = ack_frame(lr)))
             rc = MCPQ_ENOMEM;
     } else {
+        /* A GET stream hears of every list's changes (the capabilities announce them all). */
         snprintf(lr->session, sizeof(lr->session), "%s", spec->session_id);
-        lr->notify = strdup(FRAME_LEGACY);
-        if (!lr->notify)
-            rc = MCPQ_ENOMEM;
+        for (int k = 0; k < NLISTS && rc == 0; k++)
+            if (asprintf(&lr->notify[k], FRAME_LEGACY, list_names[k]) < 0) {
+                lr->notify[k] = NULL;
+                rc = MCPQ_ENOMEM;
+            }
     }
     return rc;
 }
@@ -187,7 +252,7 @@ static void link_locked(ing_listen_t *l, ing_listener_t *lr)
         l->head->prev = lr;
     l->head = lr;
     l->n++;
-    if (!lr->notify) /* honours nothing: the result at once (listen.h) */
+    if (!honours(lr)) /* honours nothing: the result at once (listen.h) */
         end_locked(l, lr);
 }
 
@@ -247,12 +312,33 @@ void ing_listen_remove(ing_listen_t *l, ing_listener_t *lr)
     listener_free(lr);
 }
 
-/* 1 when tools/list of a server differs between two snapshots (NULL: no such server). */
-static int tools_changed(const ing_server_t *a, const ing_server_t *b)
+/* 1 when list k of a server differs between two snapshots (NULL: no such server). */
+static int list_changed(const ing_server_t *a, const ing_server_t *b, int k)
 {
     if (!a || !b)
         return a != b;
-    return memcmp(a->tools_fp, b->tools_fp, sizeof(a->tools_fp)) != 0;
+    const unsigned char *fa = k == LIST_TOOLS       ? a->tools_fp
+                              : k == LIST_RESOURCES ? a->resources_fp
+                                                    : a->prompts_fp;
+    const unsigned char *fb = k == LIST_TOOLS       ? b->tools_fp
+                              : k == LIST_RESOURCES ? b->resources_fp
+                                                    : b->prompts_fp;
+    return memcmp(fa, fb, sizeof(a->tools_fp)) != 0;
+}
+
+/* Under l->lock: posts frame on lr's stream. 1 sent; 0 not (its call is gone); -1 its client
+ * has not read 8 MiB: the stream is ended rather than a notification dropped silently (the
+ * client reconnects and lists again). */
+static int post_locked(ing_listen_t *l, ing_listener_t *lr, const char *frame)
+{
+    int rc = ing_pending_post(l->ctx->pending, lr->key, frame);
+    if (rc == 0)
+        return 1;
+    if (rc == MCPQ_ENOMEM) {
+        end_locked(l, lr);
+        return -1;
+    }
+    return 0;
 }
 
 void ing_listen_registry_changed(ing_listen_t *l, const ing_registry_t *old,
@@ -260,33 +346,168 @@ void ing_listen_registry_changed(ing_listen_t *l, const ing_registry_t *old,
 {
     if (!l || !old || !reg)
         return;
-    size_t notified = 0, ended = 0;
+    size_t notified[NLISTS] = {0}, ended = 0;
     pthread_mutex_lock(&l->lock);
     for (ing_listener_t *lr = l->head; lr; lr = lr->next) {
-        if (lr->ended || !lr->notify)
-            continue;
-        if (!tools_changed(ing_registry_server(old, lr->tenant, lr->server),
-                           ing_registry_server(reg, lr->tenant, lr->server)))
-            continue;
-        int rc = ing_pending_post(l->ctx->pending, lr->key, lr->notify);
-        if (rc == 0) {
-            notified++;
-        } else if (rc == MCPQ_ENOMEM) {
-            /* Its client has not read 8 MiB: end the stream rather than drop a change
-             * silently; the client reconnects and lists again. */
-            end_locked(l, lr);
-            ended++;
+        const ing_server_t *a = ing_registry_server(old, lr->tenant, lr->server);
+        const ing_server_t *b = ing_registry_server(reg, lr->tenant, lr->server);
+        for (int k = 0; k < NLISTS && !lr->ended; k++) {
+            if (!lr->notify[k] || !list_changed(a, b, k))
+                continue;
+            int rc = post_locked(l, lr, lr->notify[k]);
+            notified[k] += rc > 0;
+            ended += rc < 0;
         }
     }
     pthread_mutex_unlock(&l->lock);
-    if (notified || ended) {
-        char ns[24], es[24], revs[24];
-        snprintf(ns, sizeof(ns), "%zu", notified);
+    for (int k = 0; k < NLISTS; k++) {
+        if (!notified[k] && !(k == 0 && ended))
+            continue;
+        char ns[24], es[24], revs[24], msg[80];
+        snprintf(ns, sizeof(ns), "%zu", notified[k]);
         snprintf(es, sizeof(es), "%zu", ended);
         snprintf(revs, sizeof(revs), "%lld", ing_registry_rev(reg));
-        log_event(LOG_INFO, "tools/list changed: listeners notified", "revision", revs, "notified",
-                  ns, "ended_slow", es, (char *)NULL);
+        snprintf(msg, sizeof(msg), "%s/list changed: listeners notified", list_names[k]);
+        log_event(LOG_INFO, msg, "revision", revs, "notified", ns, "ended_slow", es, (char *)NULL);
     }
+}
+
+/* notifications/resources/updated for uri, on a stream with sub_id (rendered JSON; NULL: a
+ * GET stream). malloc'd, or NULL. */
+static char *updated_frame(const char *uri, const char *sub_id)
+{
+    cJSON *u = cJSON_CreateString(uri);
+    char *quoted = cJSON_PrintUnformatted(u), *json = NULL;
+    cJSON_Delete(u);
+    if (quoted && (sub_id ? asprintf(&json, FRAME_UPDATED_MODERN, sub_id, quoted)
+                          : asprintf(&json, FRAME_UPDATED_LEGACY, quoted)) < 0)
+        json = NULL;
+    cJSON_free(quoted);
+    return json;
+}
+
+/* 1 when the 2026-07-28 stream lr listens to uri. */
+static int listens_to(const ing_listener_t *lr, const char *uri)
+{
+    for (size_t i = 0; i < lr->nuris; i++)
+        if (strcmp(lr->uris[i], uri) == 0)
+            return 1;
+    return 0;
+}
+
+/* The GET streams of (tenant, server) whose sessions may have subscribed: their keys and
+ * sessions (malloc'd arrays of n; the caller frees both), under the lock. 0 or MCPQ_ENOMEM. */
+static int legacy_streams(ing_listen_t *l, const char *tenant, const char *server,
+                          char (**keys)[ING_JOB_ID_LEN], char (**sessions)[80], size_t *n)
+{
+    *keys = NULL;
+    *sessions = NULL;
+    *n = 0;
+    pthread_mutex_lock(&l->lock);
+    size_t cap = l->n;
+    if (cap) {
+        *keys = calloc(cap, sizeof(**keys));
+        *sessions = calloc(cap, sizeof(**sessions));
+    }
+    for (ing_listener_t *lr = l->head; *keys && *sessions && lr; lr = lr->next) {
+        if (lr->ended || !lr->session[0] || strcmp(lr->tenant, tenant) != 0 ||
+            strcmp(lr->server, server) != 0)
+            continue;
+        memcpy((*keys)[*n], lr->key, sizeof(lr->key));
+        memcpy((*sessions)[*n], lr->session, sizeof(lr->session));
+        (*n)++;
+    }
+    pthread_mutex_unlock(&l->lock);
+    return cap && (!*keys || !*sessions) ? MCPQ_ENOMEM : 0;
+}
+
+/* Under l->lock: the stream whose call is key, or NULL once it is gone or ended. */
+static ing_listener_t *find_locked(ing_listen_t *l, const char *key)
+{
+    for (ing_listener_t *lr = l->head; lr; lr = lr->next)
+        if (!lr->ended && strcmp(lr->key, key) == 0)
+            return lr;
+    return NULL;
+}
+
+/* The GET streams of (tenant, server) whose sessions subscribed to uri (rsub.h, asked of
+ * Redis outside the lock). How many were sent the update. */
+static size_t updated_legacy(ing_listen_t *l, const char *tenant, const char *server,
+                             const char *uri)
+{
+    char(*keys)[ING_JOB_ID_LEN] = NULL, (*sessions)[80] = NULL;
+    size_t n = 0, sent = 0;
+    const char **ids = NULL;
+    int *hit = NULL;
+    char *frame = NULL;
+    if (legacy_streams(l, tenant, server, &keys, &sessions, &n) < 0 || n == 0)
+        goto out;
+    ids = calloc(n, sizeof(*ids));
+    hit = calloc(n, sizeof(*hit));
+    frame = updated_frame(uri, NULL);
+    if (!ids || !hit || !frame)
+        goto out;
+    for (size_t i = 0; i < n; i++)
+        ids[i] = sessions[i];
+    if (ing_rsub_match(l->ctx->kv, ids, n, server, uri, hit) < 0)
+        log_event(LOG_WARN, "resource update: cannot read the sessions' subscriptions (redis)",
+                  "uri", uri, (char *)NULL);
+    pthread_mutex_lock(&l->lock);
+    for (size_t i = 0; i < n; i++) {
+        ing_listener_t *lr = hit[i] ? find_locked(l, keys[i]) : NULL;
+        sent += lr && post_locked(l, lr, frame) > 0;
+    }
+    pthread_mutex_unlock(&l->lock);
+out:
+    free(frame);
+    free(hit);
+    free(ids);
+    free(keys);
+    free(sessions);
+    return sent;
+}
+
+void ing_listen_resource_updated(ing_listen_t *l, const char *tenant, const char *server,
+                                 const char *uri)
+{
+    if (!l)
+        return;
+    size_t sent = 0;
+    pthread_mutex_lock(&l->lock);
+    for (ing_listener_t *lr = l->head; lr; lr = lr->next) {
+        if (lr->ended || lr->session[0] || strcmp(lr->tenant, tenant) != 0 ||
+            strcmp(lr->server, server) != 0 || !listens_to(lr, uri))
+            continue;
+        char *frame = updated_frame(uri, lr->sub_id);
+        sent += frame && post_locked(l, lr, frame) > 0;
+        free(frame);
+    }
+    pthread_mutex_unlock(&l->lock);
+    sent += updated_legacy(l, tenant, server, uri);
+    if (sent) {
+        char ns[24];
+        snprintf(ns, sizeof(ns), "%zu", sent);
+        log_event(LOG_INFO, "resource updated: listeners notified", "tenant", tenant, "server",
+                  server, "uri", uri, "notified", ns, (char *)NULL);
+    }
+}
+
+/* A message of ING_CHANNEL_RESOURCE_UPDATED: {"tenant","server","uri"}, each a string of
+ * bounded length; anything else is ignored (logged once per message). */
+static void on_resource_updated(ing_listen_t *l, const char *payload, size_t len)
+{
+    cJSON *o = cJSON_ParseWithLength(payload, len);
+    const char *tenant = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "tenant"));
+    const char *server = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "server"));
+    const char *uri = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "uri"));
+    if (tenant && server && uri && *tenant && *server && *uri && strlen(tenant) < 128 &&
+        strlen(server) < 128 && strlen(uri) <= LISTEN_URI_MAX)
+        ing_listen_resource_updated(l, tenant, server, uri);
+    else
+        log_event(LOG_WARN,
+                  "resource update ignored: the message is not {\"tenant\",\"server\",\"uri\"}",
+                  "channel", ING_CHANNEL_RESOURCE_UPDATED, (char *)NULL);
+    cJSON_Delete(o);
 }
 
 void ing_listen_session_ended(ing_listen_t *l, const char *session_id)
@@ -356,23 +577,30 @@ static void sweep(ing_listen_t *l)
         redisContext *c = kv_pool_get(l->ctx->kv, err, sizeof(err));
         if (!c)
             break; /* Redis is down: next sweep */
-        /* The key is session.h's (docs/internals.md). */
-        for (size_t i = from; i < to; i++)
+        /* The keys are session.h's and rsub.h's (docs/internals.md): the subscriptions live
+         * as long as their session. */
+        for (size_t i = from; i < to; i++) {
             redisAppendCommand(c, "EXPIRE " ING_SESSION_KEY_PREFIX "%s %lld", ids[i],
                                l->ctx->set->session_ttl_s);
+            redisAppendCommand(c, "EXPIRE " ING_RSUB_KEY_PREFIX "%s %lld", ids[i],
+                               l->ctx->set->session_ttl_s);
+        }
         int broken = 0;
         for (size_t i = from; i < to && !broken; i++) {
-            redisReply *r = NULL;
-            if (redisGetReply(c, (void **)&r) != REDIS_OK || !r) {
-                broken = 1;
-                break;
+            redisReply *r[2] = {NULL, NULL};
+            for (int j = 0; j < 2 && !broken; j++) {
+                if (redisGetReply(c, (void **)&r[j]) != REDIS_OK || !r[j])
+                    broken = 1;
+                else
+                    broken = kv_ctx_failover(NULL, c, r[j]); /* a demoted master: it goes */
             }
-            broken = kv_ctx_failover(NULL, c, r); /* a demoted master: the context goes */
-            if (r->type == REDIS_REPLY_INTEGER && r->integer == 0 &&
+            if (!broken && r[0]->type == REDIS_REPLY_INTEGER && r[0]->integer == 0 &&
                 end_session_local(l, ids[i]) > 0)
                 log_event(LOG_INFO, "notification stream ended: its session is gone", "session",
                           ids[i], (char *)NULL);
-            freeReplyObject(r);
+            for (int j = 0; j < 2; j++)
+                if (r[j])
+                    freeReplyObject(r[j]);
         }
         kv_pool_put(l->ctx->kv, c, broken);
         if (broken)
@@ -399,9 +627,9 @@ static redisContext *subscribe(ing_listen_t *l, char *err, size_t err_size)
     redisContext *c = kv_connect(l->ctx->kvt, (int)set->redis_timeout_ms, err, err_size);
     if (!c)
         return NULL;
-    /* One confirmation per channel: the first here, the second read by the loop. */
-    redisReply *r =
-        redisCommand(c, "SUBSCRIBE %s %s", ING_CHANNEL_REGISTRY, ING_CHANNEL_SESSION_ENDED);
+    /* One confirmation per channel: the first here, the others read by the loop. */
+    redisReply *r = redisCommand(c, "SUBSCRIBE %s %s %s", ING_CHANNEL_REGISTRY,
+                                 ING_CHANNEL_SESSION_ENDED, ING_CHANNEL_RESOURCE_UPDATED);
     if (!r || r->type != REDIS_REPLY_ARRAY) {
         snprintf(err, err_size, "SUBSCRIBE failed: %s",
                  c->err                              ? c->errstr
@@ -437,6 +665,8 @@ static void on_reply(ing_listen_t *l, const redisReply *r, int64_t *ping_sent)
     } else if (strcmp(channel, ING_CHANNEL_SESSION_ENDED) == 0 &&
                strlen(payload) == r->element[2]->len && ing_session_id_valid(payload)) {
         end_session_local(l, payload);
+    } else if (strcmp(channel, ING_CHANNEL_RESOURCE_UPDATED) == 0) {
+        on_resource_updated(l, payload, r->element[2]->len);
     }
 }
 

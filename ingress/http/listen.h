@@ -1,6 +1,7 @@
 /*
- * listen.h - clients listening for notifications/tools/list_changed (docs/protocol.md):
- * the long-lived notification streams of both MCP eras, and what feeds them.
+ * listen.h - clients listening for notifications/{tools,resources,prompts}/list_changed and
+ * notifications/resources/updated (docs/protocol.md): the long-lived notification streams of
+ * both MCP eras, and what feeds them.
  *
  * Both kinds are calls of the pending table with `listener` set (pending.h "Listeners"): the
  * same SSE writer as a streamed tools/call, no thread per stream, a keep-alive comment after
@@ -11,7 +12,10 @@
  * Messages from the Server"): GET /mcp[/{server}] with Accept: text/event-stream, the same
  * credentials as a POST, and the Mcp-Session-Id of a live session of the caller's tenant
  * (mcp.h checks them). The stream carries `{"jsonrpc":"2.0","method":
- * "notifications/tools/list_changed"}` frames and never a response. One per session per
+ * "notifications/tools/list_changed"}` frames (and resources/, prompts/ ones: every GET stream
+ * hears of the three lists, as the capabilities announce), `notifications/resources/updated`
+ * `{"uri"}` for the uris its session subscribed to (resources/subscribe, rsub.h, on any
+ * replica), and never a response. One per session per
  * replica (another gets 409, as the TypeScript SDK answers). DELETE of the session ends it on
  * every replica; an open stream keeps its session alive (its TTL is refreshed every 30 s,
  * and a stream whose session is gone ends then). Either kind follows the server it was
@@ -27,8 +31,9 @@
  *  - the response is an SSE stream that stays open; its first message MUST be
  *    notifications/subscriptions/acknowledged, params {"_meta":
  *    {"io.modelcontextprotocol/subscriptionId": <request id>}, "notifications": <the subset
- *    the server honours>} (here at most {"toolsListChanged":true}: the gateway has no prompts
- *    or resources);
+ *    the server honours>} (the three list_changed flags asked for, and the
+ *    resourceSubscriptions the caller (mcp.c) kept: uris of resources the server serves, at
+ *    most MCPQ_MAX_RESOURCE_SUBSCRIPTIONS);
  *  - every notification on it carries the same subscriptionId in params._meta;
  *    progress and log notifications never travel on it;
  *  - the client ends it by closing the stream; the server ends it gracefully with the
@@ -38,11 +43,19 @@
  *
  * Changes: the refresh thread (mcpq_ingress.c) calls ing_listen_registry_changed() with the
  * snapshot it replaces and the new one; every stream whose (tenant, server) tools/list fingerprint
- * (ing_server_t.tools_fp) differs gets one notification; a server added or removed counts as
- * a change. The revision poll (every 250 ms) bounds how late a change is seen; Pub/Sub only
- * makes it sooner: one thread per process subscribes to `mcpq:registry:changed` (published
- * after a revision bump) and wakes the refresh thread, and to `mcpq:session:ended` (a session
- * id, published by DELETE). Pub/Sub is at-most-once, so neither is relied on alone.
+ * (ing_server_t.tools_fp) differs gets one tools notification, resources_fp (resources and
+ * templates) one resources notification, prompts_fp one prompts notification, each only when
+ * the stream listens for it; a server added or removed counts as a change of all three.
+ * Resource updates arrive on ING_CHANNEL_RESOURCE_UPDATED (`{"tenant","server","uri"}`,
+ * published once for the fleet by the replica that saw a static resource change (resupd.h)
+ * or by a worker): ing_listen_resource_updated() hands each to the streams of that tenant and
+ * server that listen to the uri. The revision poll (every 250 ms) bounds how late a change is seen;
+ * Pub/Sub only makes it sooner: one thread per process subscribes to `mcpq:registry:changed`
+ * (published after a revision bump) and wakes the refresh thread, to `mcpq:session:ended` (a
+ * session id, published by DELETE), and to `mcpq:resource:updated`. Pub/Sub is at-most-once: the
+ * first two are backed by the poll and the sweep; a resource update published while a
+ * replica is reconnecting to Redis is lost for its streams (a client re-reads the resource
+ * when it reconnects).
  *
  * Thread safety: every function is thread-safe.
  */
@@ -57,6 +70,7 @@
 
 #define ING_CHANNEL_REGISTRY RS_CHANNEL /* regstore.h: every registry write publishes here */
 #define ING_CHANNEL_SESSION_ENDED NAMES_CHAN_SESSION_ENDED
+#define ING_CHANNEL_RESOURCE_UPDATED NAMES_CHAN_RESOURCE_UPDATED
 #define ING_META_SUBSCRIPTION_ID "io.modelcontextprotocol/subscriptionId"
 
 typedef struct ing_listen ing_listen_t;
@@ -77,8 +91,12 @@ typedef struct ing_listen_spec {
     const char *session_id;  /* legacy GET stream: its Mcp-Session-Id; NULL: 2026-07-28 */
     const char *sub_id_json; /* 2026-07-28: the subscriptions/listen request's id, rendered */
     int tools;               /* 2026-07-28: the filter asks for toolsListChanged */
-    const char *end_json;    /* 2026-07-28: the response that ends the stream gracefully */
-    long long tenant_max;    /* streams the tenant may hold open here (quota.h); 0: no limit */
+    int resources;           /* 2026-07-28: resourcesListChanged */
+    int prompts;             /* 2026-07-28: promptsListChanged */
+    const char *const *uris; /* 2026-07-28: the resourceSubscriptions honoured (copied) */
+    size_t nuris;
+    const char *end_json; /* 2026-07-28: the response that ends the stream gracefully */
+    long long tenant_max; /* streams the tenant may hold open here (quota.h); 0: no limit */
 } ing_listen_spec_t;
 
 /* Opens a stream on req: req->call joins the pending table as a listener with its first
@@ -94,6 +112,12 @@ void ing_listen_remove(ing_listen_t *l, ing_listener_t *lr);
 /* The refresh thread replaced old (NULL on the first load: nothing is sent) with reg. */
 void ing_listen_registry_changed(ing_listen_t *l, const ing_registry_t *old,
                                  const ing_registry_t *reg);
+/* Sends notifications/resources/updated {uri} to the streams of (tenant, server) listening to
+ * it: 2026-07-28 ones naming it in resourceSubscriptions, GET streams whose session subscribed
+ * to it (asked of Redis, rsub.h). Called by the Pub/Sub thread for each message of
+ * ING_CHANNEL_RESOURCE_UPDATED. */
+void ing_listen_resource_updated(ing_listen_t *l, const char *tenant, const char *server,
+                                 const char *uri);
 /* DELETE ended session_id: its GET streams end here, and on the other replicas through
  * ING_CHANNEL_SESSION_ENDED (best effort; the sweep catches a lost message). */
 void ing_listen_session_ended(ing_listen_t *l, const char *session_id);

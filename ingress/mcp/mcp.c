@@ -11,6 +11,7 @@
 #include "log.h"
 #include "mcpreq.h"
 #include "mcplist.h"
+#include "mcpsubs.h"
 #include "mcptasks.h"
 #include "mcpobj.h"
 #include "notify.h"
@@ -169,9 +170,10 @@ static void listen_refused(ing_resp_t *resp, const cJSON *id, int rc, const ing_
 }
 
 /* subscriptions/listen (2026-07-28; listen.h says what of the specification this follows):
- * an SSE stream that stays open, acknowledged first, carrying
- * notifications/tools/list_changed when the filter asks for toolsListChanged, ended by the
- * client closing it or by this server with the listen request's response. */
+ * an SSE stream that stays open, acknowledged first, carrying the list_changed notifications
+ * the filter asks for and notifications/resources/updated for its resourceSubscriptions that
+ * the server serves (mcpsubs.h), ended by the client closing it or by this server with the
+ * listen request's response. */
 static void do_listen(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
 {
     const cJSON *filter = cJSON_GetObjectItemCaseSensitive(msg->params, "notifications");
@@ -200,16 +202,28 @@ static void do_listen(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     cJSON_Delete(end);
     char *end_json = end_result ? rpc_result_str(msg->id, end_result) : NULL;
     cJSON_free(end_result);
-    char idbuf[320];
+    char idbuf[320], why[200];
+    const char **uris = NULL;
+    size_t nuris = 0;
+    if (ing_mcpsubs_listen_uris(m, filter, &uris, &nuris, why, sizeof(why)) < 0) {
+        free(end_json);
+        ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS, why, NULL);
+        return;
+    }
     ing_listen_spec_t spec = {
         .tenant = m->tenant->id,
         .server = m->server->name,
         .sub_id_json = rpc_id_str(msg->id, idbuf, sizeof(idbuf)),
         .tools = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(filter, "toolsListChanged")),
+        .resources = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(filter, "resourcesListChanged")),
+        .prompts = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(filter, "promptsListChanged")),
+        .uris = uris,
+        .nuris = nuris,
         .end_json = end_json,
         .tenant_max = ing_quota_limit(m->tenant, ING_QUOTA_STREAMS, m->req->ctx->set)};
     int rc = end_json ? ing_listen_open(m->req->ctx->listen, m->req, &spec) : MCPQ_ENOMEM;
     free(end_json);
+    free(uris);
     if (rc < 0)
         listen_refused(resp, msg->id, rc, &spec);
 }
@@ -276,6 +290,11 @@ static int dispatch(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
         return ing_toolcall_run(m, msg, resp);
     } else if (m->modern && strcmp(meth, "subscriptions/listen") == 0) {
         do_listen(m, msg, resp);
+        return 0;
+    } else if (!m->modern && (strcmp(meth, "resources/subscribe") == 0 ||
+                              strcmp(meth, "resources/unsubscribe") == 0)) {
+        /* 2026-07-28 replaced them by subscriptions/listen's resourceSubscriptions. */
+        ing_mcpsubs_subscribe(m, msg, resp, strcmp(meth, "resources/subscribe") == 0);
         return 0;
     } else if (!m->modern && strncmp(meth, "tasks/", 6) == 0) {
         return ing_mcptasks_call(m, msg, resp);

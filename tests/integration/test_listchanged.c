@@ -16,6 +16,15 @@
  *     (the 2026-07-28 one with its subscriptionId);
  *   - a call started before its tool's new version is published finishes on the old version
  *     (the executor travels in the job envelope); the next call runs the new one;
+ *   - resources (docs/protocol.md "Resource subscriptions"): the legacy session subscribes to
+ *     a static resource through replica B (resources/subscribe) while its GET stream is on A;
+ *     the subscriptions/listen stream on B names it in resourceSubscriptions (an unknown uri
+ *     is left out of the acknowledgement); a new version of the resource published through
+ *     B's admin API sends each stream notifications/resources/updated exactly once (both
+ *     replicas swap snapshots, one announces); a PUBLISH on mcpq:resource:updated, as a worker
+ *     does, reaches both, another tenant's or a malformed one neither; after resources/
+ *     unsubscribe the GET stream hears no more; a new resource and a new prompt send
+ *     notifications/resources/list_changed and notifications/prompts/list_changed;
  *   - keep-alive comments; a client closing its stream, DELETE of the session on the other replica
  * (its GET stream ends), and SIGTERM of B (its subscriptions/listen stream gets the listen result).
  */
@@ -44,6 +53,16 @@
 #define LEGACY_FRAME                                                                               \
     "event: message\ndata: "                                                                       \
     "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n"
+
+#define ADMIN_TOKEN "listchanged-admin-token-0123456789"
+#define NOTES "file:///notes.txt"
+#define UPDATED "\"method\":\"notifications/resources/updated\""
+#define UPDATED_LEGACY                                                                             \
+    "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/updated\",\"params\":{"       \
+    "\"uri\":\"" NOTES "\"}}\n\n"
+#define UPDATED_MODERN                                                                             \
+    "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/updated\",\"params\":{"       \
+    "\"_meta\":{\"io.modelcontextprotocol/subscriptionId\":\"sub-1\"},\"uri\":\"" NOTES "\"}}\n\n"
 
 static fx_stack_t fx;
 static redisContext *redis;
@@ -293,27 +312,185 @@ static void *slow_call(void *arg)
     return NULL;
 }
 
-static const char config[] =
-    "{\"tenants\": [{\"id\": \"t\", \"api_keys\": [{\"id\": \"k\", \"key\": \"t-key\"}]},"
-    "  {\"id\": \"o\", \"api_keys\": [{\"id\": \"k\", \"key\": \"o-key\"}]}],"
-    " \"servers\": [{\"tenant\": \"t\", \"name\": \"default\"},"
-    "  {\"tenant\": \"o\", \"name\": \"default\"}],"
-    " \"tools\": [{\"tenant\": \"t\", \"server\": \"default\", \"name\": \"echo\","
-    "  \"published\": \"1\", \"versions\": [{\"version\": \"1\", \"inputSchema\": {\"type\": "
-    "  \"object\"}, \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]},"
-    " {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"slow\", \"published\": \"1\","
-    "  \"versions\": [{\"version\": \"1\", \"description\": \"sleeps (v1)\", \"inputSchema\":"
-    "  {\"type\": \"object\"}, \"executor\": {\"type\": \"builtin\", \"name\": \"sleep\"}}]},"
-    " {\"tenant\": \"o\", \"server\": \"default\", \"name\": \"oecho\", \"published\": \"1\","
-    "  \"versions\": [{\"version\": \"1\", \"inputSchema\": {\"type\": \"object\"},"
-    "  \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]}]}";
+/* The notes resource's versions, the first published in the config file; CONFIG(notes) is the
+ * config with the notes resource notes. */
+#define NOTES_V1                                                                                   \
+    "{\"version\": \"1\", \"uri\": \"" NOTES                                                       \
+    "\", \"mimeType\": \"text/plain\", \"text\": \"first\"}"
+#define NOTES_V2                                                                                   \
+    "{\"version\": \"2\", \"uri\": \"" NOTES                                                       \
+    "\", \"mimeType\": \"text/plain\", \"text\": \"second\"}"
+#define NOTES_DOC(published, versions)                                                             \
+    " {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"notes\", \"kind\": \"resource\","   \
+    "  \"published\": \"" published "\", \"versions\": [" versions "]}"
+#define CONFIG(notes)                                                                              \
+    "{\"tenants\": [{\"id\": \"t\", \"api_keys\": [{\"id\": \"k\", \"key\": \"t-key\"}]},"         \
+    "  {\"id\": \"o\", \"api_keys\": [{\"id\": \"k\", \"key\": \"o-key\"}]}],"                     \
+    " \"servers\": [{\"tenant\": \"t\", \"name\": \"default\"},"                                   \
+    "  {\"tenant\": \"o\", \"name\": \"default\"}],"                                               \
+    " \"tools\": [{\"tenant\": \"t\", \"server\": \"default\", \"name\": \"echo\","                \
+    "  \"published\": \"1\", \"versions\": [{\"version\": \"1\", \"inputSchema\": {\"type\": "     \
+    "  \"object\"}, \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]},"                 \
+    " {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"slow\", \"published\": \"1\","      \
+    "  \"versions\": [{\"version\": \"1\", \"description\": \"sleeps (v1)\", \"inputSchema\":"     \
+    "  {\"type\": \"object\"}, \"executor\": {\"type\": \"builtin\", \"name\": \"sleep\"}}]},"     \
+    " {\"tenant\": \"o\", \"server\": \"default\", \"name\": \"oecho\", \"published\": \"1\","     \
+    "  \"versions\": [{\"version\": \"1\", \"inputSchema\": {\"type\": \"object\"},"               \
+    "  \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]}," notes "]}"
+
+static const char config[] = CONFIG(NOTES_DOC("1", NOTES_V1));
+
+/* PUT /admin/v1/config of body on port (the admin API): its status. */
+static long admin_put_config(int port, const char *body)
+{
+    char url[200];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/admin/v1/config", port);
+    CURL *c = curl_easy_init();
+    struct curl_slist *hl = curl_slist_append(NULL, "Authorization: Bearer " ADMIN_TOKEN);
+    hl = curl_slist_append(hl, "Content-Type: application/json");
+    stream_t sink; /* the answer's body, for the log */
+    memset(&sink, 0, sizeof(sink));
+    pthread_mutex_init(&sink.lock, NULL);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "PUT");
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
+    CHECK_INT_EQ(curl_easy_perform(c), CURLE_OK);
+    long st = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st);
+    if (st != 200)
+        fprintf(stderr, "PUT /admin/v1/config: %ld %s\n", st, sink.buf);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(hl);
+    pthread_mutex_destroy(&sink.lock);
+    return st;
+}
+
+/* PUBLISH of payload on mcpq:resource:updated, as a worker does: how many replicas heard. */
+static long long publish_updated(const char *payload)
+{
+    redisReply *r = redisCommand(redis, "PUBLISH " NAMES_CHAN_RESOURCE_UPDATED " %s", payload);
+    CHECK(r != NULL && r->type == REDIS_REPLY_INTEGER);
+    long long n = r->integer;
+    freeReplyObject(r);
+    return n;
+}
+
+/* Waits until the ingress logs at log_a and log_b both say they loaded the registry's current
+ * revision. */
+static void until_loaded(const char *log_a, const char *log_b)
+{
+    redisReply *r = redisCommand(redis, "GET " NAMES_KEY_REGISTRY_REV);
+    CHECK(r != NULL && r->type == REDIS_REPLY_STRING);
+    char rev[64];
+    snprintf(rev, sizeof(rev), "\"revision\":\"%s\"", r->str);
+    freeReplyObject(r);
+    for (long long until = fx_now_ms() + LIST_WAIT_MS;
+         !log_has(log_a, "\"msg\":\"registry loaded\"", rev) ||
+         !log_has(log_b, "\"msg\":\"registry loaded\"", rev);
+         fx_sleep_ms(50))
+        CHECK(fx_now_ms() < until);
+}
+
+#define NOTES_MSG(tenant, uri)                                                                     \
+    "{\"tenant\":\"" tenant "\",\"server\":\"default\",\"uri\":\"" uri "\"}"
+
+/* The resource steps (see the top of the file): the session sess has its GET stream legacy on
+ * replica pa; modern, on pb, listens to NOTES; log_a and log_b are the replicas' logs. */
+static void resources(int pa, int pb, const char *sess, stream_t *legacy, stream_t *modern,
+                      const char *log_a, const char *log_b)
+{
+    const char *h_sess[] = {T_KEY, LEGACY_V, sess, NULL};
+    fx_reply_t r;
+    post(pb, h_sess,
+         "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"resources/subscribe\",\"params\":{\"uri\":"
+         "\"" NOTES "\"}}",
+         &r);
+    CHECK_INT_EQ(r.status, 200);
+    CHECK_CONTAINS(r.body, "\"result\":{}");
+
+    /* A new published version of the resource, through B's admin API (the config, applied). */
+    long long t0 = fx_now_ms();
+    CHECK_INT_EQ(admin_put_config(pb, CONFIG(NOTES_DOC("2", NOTES_V1 "," NOTES_V2))), 200);
+    if (!stream_wait(legacy, UPDATED_LEGACY, 1, LIST_WAIT_MS))
+        stream_dump(legacy, "GET stream");
+    CHECK(stream_wait(legacy, UPDATED_LEGACY, 1, 1));
+    CHECK(stream_wait(modern, UPDATED_MODERN, 1, LIST_WAIT_MS));
+    printf("# notifications/resources/updated on both streams %lld ms after the publish\n",
+           fx_now_ms() - t0);
+    /* Both replicas swap to the new snapshot, each compares it with its old one: still one
+     * announcement (the second replica's would follow its swap at once). */
+    until_loaded(log_a, log_b);
+    fx_sleep_ms(1000);
+    CHECK_INT_EQ(stream_count(legacy, UPDATED), 1);
+    CHECK_INT_EQ(stream_count(modern, UPDATED), 1);
+    TEST_PASS("a static resource changed through replica B's admin API: the session subscribed "
+              "through B gets notifications/resources/updated on its GET stream on A, the "
+              "subscriptions/listen stream on B with its subscriptionId, each exactly once");
+
+    /* As a worker announces an upstream's update; the others are not for these streams. */
+    CHECK(publish_updated(NOTES_MSG("o", NOTES)) >= 2);
+    CHECK(publish_updated(NOTES_MSG("t", "file:///other")) >= 2);
+    CHECK(publish_updated("not json") >= 2);
+    CHECK(publish_updated(NOTES_MSG("t", NOTES)) >= 2);
+    CHECK(stream_wait(legacy, UPDATED, 2, LIST_WAIT_MS));
+    CHECK(stream_wait(modern, UPDATED, 2, LIST_WAIT_MS));
+    fx_sleep_ms(500);
+    CHECK_INT_EQ(stream_count(legacy, UPDATED), 2);
+    CHECK_INT_EQ(stream_count(modern, UPDATED), 2);
+    TEST_PASS("a PUBLISH on mcpq:resource:updated (a worker's) reaches both streams; another "
+              "tenant's, another uri and a malformed message reach neither");
+
+    /* Unsubscribed (through A this time): the GET stream hears no more. */
+    post(pa, h_sess,
+         "{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"resources/unsubscribe\",\"params\":{"
+         "\"uri\":\"" NOTES "\"}}",
+         &r);
+    CHECK_CONTAINS(r.body, "\"result\":{}");
+    CHECK(publish_updated(NOTES_MSG("t", NOTES)) >= 2);
+    CHECK(stream_wait(modern, UPDATED, 3, LIST_WAIT_MS));
+    fx_sleep_ms(500);
+    CHECK_INT_EQ(stream_count(legacy, UPDATED), 2);
+    TEST_PASS("after resources/unsubscribe the GET stream gets no more updates of the uri");
+
+    /* A new resource and a new prompt: the lists changed. (The new content above changed the
+     * list too: resources/list shows its size.) */
+    const char *res_changed = "notifications/resources/list_changed";
+    int n_legacy = stream_count(legacy, res_changed), n_modern = stream_count(modern, res_changed);
+    CHECK(n_legacy >= 1 && n_modern >= 1);
+    registry_put("tool:t:more",
+                 "{\"tenant\":\"t\",\"server\":\"default\",\"name\":\"more\",\"kind\":"
+                 "\"resource\",\"published\":\"1\",\"versions\":[{\"version\":\"1\",\"uri\":"
+                 "\"file:///more.txt\",\"text\":\"more\"}]}");
+    CHECK(stream_wait(legacy, res_changed, n_legacy + 1, LIST_WAIT_MS));
+    CHECK(stream_wait(modern, res_changed, n_modern + 1, LIST_WAIT_MS));
+    CHECK_CONTAINS(legacy->buf, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/"
+                                "resources/list_changed\"}");
+    CHECK_CONTAINS(modern->buf, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/"
+                                "list_changed\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/"
+                                "subscriptionId\":\"sub-1\"}}}");
+    CHECK_INT_EQ(stream_count(modern, "notifications/prompts/list_changed"), 0);
+    registry_put("tool:t:greet",
+                 "{\"tenant\":\"t\",\"server\":\"default\",\"name\":\"greet\",\"kind\":"
+                 "\"prompt\",\"published\":\"1\",\"versions\":[{\"version\":\"1\",\"messages\":"
+                 "[{\"role\":\"user\",\"content\":{\"type\":\"text\",\"text\":\"hi\"}}]}]}");
+    CHECK(stream_wait(legacy, "notifications/prompts/list_changed", 1, LIST_WAIT_MS));
+    CHECK(stream_wait(modern, "notifications/prompts/list_changed", 1, LIST_WAIT_MS));
+    CHECK_INT_EQ(stream_count(modern, res_changed), n_modern + 1);
+    CHECK_INT_EQ(stream_count(legacy, LIST_CHANGED), 2); /* the tools list did not change */
+    TEST_PASS("a new resource sends notifications/resources/list_changed, a new prompt "
+              "notifications/prompts/list_changed, on both streams");
+}
 
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
     if (fx_start(&fx, 2) < 0)
         return 1;
-    char cfg[300], log_a[300];
+    char cfg[300], log_a[300], log_b[300];
     snprintf(cfg, sizeof(cfg), "%s/listchanged.json", fx.dir);
     fx_write_file(cfg, config, 0600);
     int pa = fx_free_port(), pb = fx_free_port();
@@ -322,7 +499,8 @@ int main(void)
     /* A sends keep-alives every second, so a closed stream is noticed within one. */
     const char *env_a[] = {"MCPQ_LISTEN_KEEPALIVE_MS=1000", NULL};
     pid_t ia = fx_spawn_ingress(&fx, "ingress-a", pa, cfg, env_a, log_a, sizeof(log_a));
-    pid_t ib = fx_spawn_ingress(&fx, "ingress-b", pb, cfg, NULL, NULL, 0);
+    const char *env_b[] = {"MCPQ_ADMIN_TOKEN=" ADMIN_TOKEN, NULL};
+    pid_t ib = fx_spawn_ingress(&fx, "ingress-b", pb, cfg, env_b, log_b, sizeof(log_b));
     pid_t w = fx_spawn_worker(&fx, "worker", NULL);
     CHECK(ia > 0 && ib > 0 && w > 0);
     struct timeval tv = {5, 0};
@@ -395,7 +573,7 @@ int main(void)
     stream_open(
         &none, pb, "/mcp",
         "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"subscriptions/listen\",\"params\":{" META
-        ",\"notifications\":{\"promptsListChanged\":true}}}",
+        ",\"notifications\":{\"resourceSubscriptions\":[\"file:///nothing-here\"]}}}",
         h_listen);
     CHECK(stream_wait_done(&none, 5000));
     CHECK_CONTAINS(none.buf, "\"notifications\":{}");
@@ -403,26 +581,32 @@ int main(void)
                              "subscriptionId\":4");
     stream_close(&none);
     stream_t modern;
-    stream_open(&modern, pb, "/mcp",
-                "{\"jsonrpc\":\"2.0\",\"id\":\"sub-1\",\"method\":\"subscriptions/listen\","
-                "\"params\":{" META ",\"notifications\":{\"toolsListChanged\":true,"
-                "\"resourcesListChanged\":true}}}",
-                h_listen);
+    stream_open(
+        &modern, pb, "/mcp",
+        "{\"jsonrpc\":\"2.0\",\"id\":\"sub-1\",\"method\":\"subscriptions/listen\","
+        "\"params\":{" META ",\"notifications\":{\"toolsListChanged\":true,"
+        "\"resourcesListChanged\":true,\"promptsListChanged\":true,\"resourceSubscriptions\":"
+        "[\"file:///nothing-here\",\"" NOTES "\",\"" NOTES "\"]}}}",
+        h_listen);
     if (!stream_wait(&modern, "notifications/subscriptions/acknowledged", 1, 5000))
         stream_dump(&modern, "subscriptions/listen");
     CHECK_INT_EQ(modern.status, 200);
     CHECK_CONTAINS(modern.ctype, "text/event-stream");
-    CHECK_CONTAINS(modern.buf, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":"
-                               "\"notifications/subscriptions/acknowledged\",\"params\":{\"_meta\":"
-                               "{\"io.modelcontextprotocol/subscriptionId\":\"sub-1\"},"
-                               "\"notifications\":{\"toolsListChanged\":true}}}\n\n");
+    CHECK_CONTAINS(modern.buf,
+                   "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":"
+                   "\"notifications/subscriptions/acknowledged\",\"params\":{\"_meta\":"
+                   "{\"io.modelcontextprotocol/subscriptionId\":\"sub-1\"},"
+                   "\"notifications\":{\"toolsListChanged\":true,\"resourcesListChanged\":"
+                   "true,\"promptsListChanged\":true,\"resourceSubscriptions\":[\"" NOTES
+                   "\"]}}}\n\n");
     const char *h_disc[] = {T_KEY, MODERN_V, "Mcp-Method: server/discover", NULL};
     post(pb, h_disc,
          "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"server/discover\",\"params\":{" META "}}", &r);
     CHECK_CONTAINS(r.body, "\"tools\":{\"listChanged\":true}");
     TEST_PASS(
-        "subscriptions/listen on replica B: acknowledged first with the honoured subset; a "
-        "filter honouring nothing ends at once with the listen result; no filter is -32602, no "
+        "subscriptions/listen on replica B: acknowledged first with the honoured subset (the "
+        "three list_changed kinds, the resource it serves once, not an unknown uri); a filter "
+        "honouring nothing ends at once with the listen result; no filter is -32602, no "
         "Accept: text/event-stream 406");
 
     /* 5. Another tenant's change notifies neither. */
@@ -472,6 +656,8 @@ int main(void)
     CHECK(stream_wait(&legacy, LIST_CHANGED, 2, LIST_WAIT_MS));
     CHECK(stream_wait(&modern, LIST_CHANGED, 2, LIST_WAIT_MS));
     TEST_PASS("without PUBLISH the revision poll finds the change, and notifies");
+
+    resources(pa, pb, sess, &legacy, &modern, log_a, log_b);
 
     /* 7. A call in flight keeps the version it started on. */
     call_t slow = {.port = pa};

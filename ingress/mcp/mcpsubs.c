@@ -1,0 +1,120 @@
+#include "mcpsubs.h"
+
+#include "access.h"
+#include "err.h"
+#include "log.h"
+#include "rsub.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define URI_MAX 2048 /* a resource uri's longest (the config schema's bound) */
+
+/* 1 when the caller may watch uri on the request's server: a published resource, or a
+ * template's match, that its access rules let it see. */
+static int watchable(const ing_mcp_t *m, const char *uri)
+{
+    const ing_tool_t *obj = ing_registry_resource(m->server, uri);
+    cJSON *vars = NULL;
+    if (!obj)
+        obj = ing_registry_template_match(m->server, uri, &vars);
+    cJSON_Delete(vars);
+    return obj &&
+           ing_access_check(m->reg, m->who, m->server->name, obj->name, NULL, 0) == ING_ACCESS_OK;
+}
+
+/* -32002 "Resource not found" with data.uri (server/resources.mdx "Error Handling" of the
+ * legacy versions). */
+static void not_found(ing_resp_t *resp, const cJSON *id, const char *uri)
+{
+    cJSON *data = cJSON_CreateObject();
+    cJSON_AddStringToObject(data, "uri", uri);
+    ing_mcpreq_resp_error(resp, 200, id, RPC_RESOURCE_NOT_FOUND, "Resource not found", data);
+    cJSON_Delete(data);
+}
+
+void ing_mcpsubs_subscribe(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp, int on)
+{
+    const ing_ctx_t *ctx = m->req->ctx;
+    const char *uri = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg->params, "uri"));
+    if (!uri || !*uri || strlen(uri) > URI_MAX) {
+        ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS,
+                              "params.uri must be a resource uri (a string of 1 to 2048 bytes)",
+                              NULL);
+        return;
+    }
+    if (!m->has_session) {
+        ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INVALID_REQUEST,
+                              "resources/subscribe needs a session (the Mcp-Session-Id of "
+                              "initialize): updates are sent on the session's GET stream",
+                              NULL);
+        return;
+    }
+    if (on && !watchable(m, uri)) {
+        not_found(resp, msg->id, uri);
+        return;
+    }
+    long long max = ctx->set->max_resource_subscriptions;
+    int rc = on ? ing_rsub_add(ctx->kv, m->session.id, m->server->name, uri,
+                               ctx->set->session_ttl_s, max)
+                : ing_rsub_remove(ctx->kv, m->session.id, m->server->name, uri);
+    if (rc == MCPQ_ETOOBIG) {
+        char buf[200];
+        snprintf(buf, sizeof(buf),
+                 "a session may subscribe to at most %lld resources (MCPQ_MAX_RESOURCE_"
+                 "SUBSCRIPTIONS); unsubscribe from one first",
+                 max);
+        ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS, buf, NULL);
+        return;
+    }
+    if (rc < 0) {
+        ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR,
+                              "subscription store (Redis) unavailable; try again", NULL);
+        return;
+    }
+    ing_mcpreq_resp_json(resp, 200, rpc_result_str(msg->id, "{}"));
+}
+
+int ing_mcpsubs_listen_uris(ing_mcp_t *m, const cJSON *filter, const char ***uris, size_t *n,
+                            char *why, size_t why_size)
+{
+    const cJSON *subs = cJSON_GetObjectItemCaseSensitive(filter, "resourceSubscriptions");
+    long long max = m->req->ctx->set->max_resource_subscriptions;
+    *uris = NULL;
+    *n = 0;
+    if (!subs)
+        return 0;
+    int count = cJSON_GetArraySize(subs);
+    if (!cJSON_IsArray(subs) || count > max) {
+        snprintf(why, why_size,
+                 "params.notifications.resourceSubscriptions must be an array of at most %lld "
+                 "resource uris",
+                 max);
+        return -1;
+    }
+    const cJSON *u;
+    cJSON_ArrayForEach(u, subs)
+    {
+        if (!cJSON_IsString(u) || !*u->valuestring || strlen(u->valuestring) > URI_MAX) {
+            snprintf(why, why_size,
+                     "params.notifications.resourceSubscriptions must hold uris (strings of 1 "
+                     "to 2048 bytes)");
+            return -1;
+        }
+    }
+    *uris = count ? calloc((size_t)count, sizeof(**uris)) : NULL;
+    if (count && !*uris) {
+        snprintf(why, why_size, "out of memory");
+        return -1;
+    }
+    cJSON_ArrayForEach(u, subs)
+    {
+        int dup = 0;
+        for (size_t i = 0; i < *n && !dup; i++)
+            dup = strcmp((*uris)[i], u->valuestring) == 0;
+        if (!dup && watchable(m, u->valuestring))
+            (*uris)[(*n)++] = u->valuestring;
+    }
+    return 0;
+}

@@ -1,0 +1,36 @@
+/*
+ * mcpsubs.h - resource subscriptions (docs/protocol.md "Resource subscriptions"): the legacy
+ * resources/subscribe and resources/unsubscribe of a session (2025-03-26 to 2025-11-25,
+ * server/resources.mdx "Subscriptions"), and the resourceSubscriptions filter of a 2026-07-28
+ * subscriptions/listen (basic/patterns/subscriptions.mdx). Updates reach the streams through
+ * listen.h, on whatever replica holds them.
+ *
+ * What may be watched: a uri that is a published resource of the server (registry.h,
+ * ing_registry_resource) or matches one of its resource templates, the caller's access rules
+ * (access.h) allowing that registry object; anything else is "Resource not found" (legacy:
+ * -32002 with data.uri, what those versions answer resources/read with) or, in a
+ * subscriptions/listen filter, left out of the acknowledgement (the subset honoured). A
+ * session, or one stream, watches at most MCPQ_MAX_RESOURCE_SUBSCRIPTIONS uris (then -32602).
+ */
+#ifndef MCPQ_ING_MCPSUBS_H
+#define MCPQ_ING_MCPSUBS_H
+
+#include "mcpreq.h"
+#include "rpc.h"
+
+#include <stddef.h>
+
+/* resources/subscribe (on = 1) or resources/unsubscribe (on = 0) of the legacy session:
+ * `{}`, or a JSON-RPC error (no session: -32600; params.uri missing, too long, or one
+ * subscription too many: -32602; an unknown uri: -32002; Redis down: -32603). Unsubscribing
+ * a uri never subscribed answers `{}` too. */
+void ing_mcpsubs_subscribe(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp, int on);
+
+/* The uris of a subscriptions/listen filter's resourceSubscriptions the stream will honour
+ * (those that may be watched, each once, in order): *uris (malloc'd array of pointers into
+ * filter; the caller frees the array) and *n. 0 (absent: none), or -1 with why filled
+ * (not an array of strings, or more than MCPQ_MAX_RESOURCE_SUBSCRIPTIONS): answer -32602. */
+int ing_mcpsubs_listen_uris(ing_mcp_t *m, const cJSON *filter, const char ***uris, size_t *n,
+                            char *why, size_t why_size);
+
+#endif

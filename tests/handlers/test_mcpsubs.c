@@ -1,0 +1,211 @@
+/*
+ * Tests ingress/mcp/mcpsubs.c: the legacy resources/subscribe and resources/unsubscribe of a
+ * session, driven through ing_mcp_post with synthetic requests (tests/handlers/harness.h)
+ * against a real Redis. What a client sees: `{}` for a published resource and for a uri a
+ * resource template matches, and again for one subscribed already; -32002 with data.uri for
+ * an unknown uri and for a resource the caller's access rules hide; -32602 without a uri and
+ * for one subscription past MCPQ_MAX_RESOURCE_SUBSCRIPTIONS, naming the limit; -32600
+ * without a session; -32601 under 2026-07-28 (subscriptions/listen replaced it);
+ * unsubscribing answers `{}` (a uri never subscribed too). What the next replica relies on:
+ * the subscriptions in {mcpq}:rsubs:<session> with the session's TTL, gone with the session.
+ */
+#include "check.h"
+#include "harness.h"
+
+#include "mcp.h"
+#include "names.h"
+#include "rpc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NONE_KEY "none-key-0123456789"
+
+static const char config[] =
+    "{\"tenants\": [{\"id\": \"t\", \"api_keys\": ["
+    "   {\"id\": \"k\", \"key\": \"" HX_API_KEY "\", \"scopes\": [\"docs\"]},"
+    "   {\"id\": \"k-none\", \"key\": \"" NONE_KEY "\"}]}],"
+    " \"servers\": [{\"tenant\": \"t\", \"name\": \"default\"}],"
+    " \"tools\": ["
+    "  {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"readme\", \"kind\": \"resource\","
+    "   \"published\": \"1\", \"versions\": [{\"version\": \"1\", \"uri\": \"file:///readme.md\","
+    "    \"mimeType\": \"text/markdown\", \"text\": \"hello\"}]},"
+    "  {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"secret\", \"kind\": \"resource\","
+    "   \"access\": {\"scopes\": [\"docs\"]}, \"published\": \"1\", \"versions\": [{\"version\": "
+    "    \"1\", \"uri\": \"file:///secret.md\", \"text\": \"hush\"}]},"
+    "  {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"item\","
+    "   \"kind\": \"resource_template\", \"published\": \"1\", \"versions\": [{\"version\": \"1\","
+    "    \"uriTemplate\": \"test://items/{id}\", \"text\": \"item {id}\"}]}]}";
+
+static hx_t h;
+
+/* A request of method with params (JSON text) under version, with the session sid (may be
+ * NULL) and the API key key (NULL: the test key). */
+static void rpc(hx_ex_t *e, const char *version, const char *sid, const char *key,
+                const char *method, const char *params)
+{
+    char body[4096], authz[128];
+    snprintf(body, sizeof(body), "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"%s\",\"params\":%s}",
+             method, params);
+    snprintf(authz, sizeof(authz), "Bearer %s", key ? key : HX_API_KEY);
+    const char *hdrs[] = {"MCP-Protocol-Version",
+                          version,
+                          "Authorization",
+                          authz,
+                          strcmp(version, "2026-07-28") == 0 ? "Mcp-Method" : "Mcp-Session-Id",
+                          strcmp(version, "2026-07-28") == 0 ? method : sid,
+                          NULL};
+    if (!sid && strcmp(version, "2026-07-28") != 0)
+        hdrs[4] = NULL;
+    hx_mcp(&h, e, NULL, body, hdrs);
+}
+
+/* A 2025-06-18 session of key: its id into sid. */
+static void session(const char *key, char *sid, size_t n)
+{
+    hx_ex_t e;
+    rpc(&e, NAMES_PROTO_2025_06_18, NULL, key, "initialize",
+        "{\"protocolVersion\":\"" NAMES_PROTO_2025_06_18 "\",\"capabilities\":{},"
+        "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}");
+    CHECK_INT_EQ(hx_rpc_code(&e), 0);
+    CHECK(e.resp.session_id[0] != '\0');
+    snprintf(sid, n, "%s", e.resp.session_id);
+    hx_ex_free(&e);
+}
+
+/* resources/subscribe (on) or unsubscribe of uri in session sid: the JSON-RPC error code (0:
+ * a result, which must be {}). */
+static int sub(const char *sid, const char *key, int on, const char *uri)
+{
+    hx_ex_t e;
+    char params[2400];
+    snprintf(params, sizeof(params), "{\"uri\":\"%s\"}", uri);
+    rpc(&e, NAMES_PROTO_2025_06_18, sid, key, on ? "resources/subscribe" : "resources/unsubscribe",
+        params);
+    int code = hx_rpc_code(&e);
+    if (code == 0) {
+        char *r = cJSON_PrintUnformatted(hx_rpc_result(&e));
+        CHECK_STR_EQ(r, "{}");
+        cJSON_free(r);
+    }
+    hx_ex_free(&e);
+    return code;
+}
+
+/* 1 when the session's subscription set holds "default <uri>". */
+static int stored(const char *sid, const char *uri)
+{
+    char member[2100];
+    snprintf(member, sizeof(member), "default %s", uri);
+    redisReply *r = hx_redis(&h, "SISMEMBER " NAMES_KEY_RSUBS "%s %b", sid, member, strlen(member));
+    CHECK(r && r->type == REDIS_REPLY_INTEGER);
+    int hit = (int)r->integer;
+    freeReplyObject(r);
+    return hit;
+}
+
+static void test_subscribe(void)
+{
+    char sid[80];
+    session(NULL, sid, sizeof(sid));
+    CHECK_INT_EQ(sub(sid, NULL, 1, "file:///readme.md"), 0);
+    CHECK(stored(sid, "file:///readme.md"));
+    CHECK_INT_EQ(sub(sid, NULL, 1, "file:///readme.md"), 0); /* again: still {} */
+    CHECK_INT_EQ(sub(sid, NULL, 1, "test://items/42"), 0);   /* a template's match */
+    CHECK(stored(sid, "test://items/42"));
+    redisReply *r = hx_redis(&h, "TTL " NAMES_KEY_RSUBS "%s", sid);
+    CHECK(r && r->type == REDIS_REPLY_INTEGER && r->integer > 0 &&
+          r->integer <= h.set.session_ttl_s);
+    freeReplyObject(r);
+    TEST_PASS("resources/subscribe: {} for a resource and a template's uri (again: {}); kept in "
+              "Redis with the session's TTL");
+
+    CHECK_INT_EQ(sub(sid, NULL, 0, "file:///readme.md"), 0);
+    CHECK(!stored(sid, "file:///readme.md"));
+    CHECK(stored(sid, "test://items/42"));
+    CHECK_INT_EQ(sub(sid, NULL, 0, "file:///never.md"), 0);
+    TEST_PASS("resources/unsubscribe: {}, the subscription gone; a uri never subscribed: {}");
+
+    /* The session's end takes its subscriptions with it. */
+    hx_ex_t e;
+    const char *hdrs[] = {"Authorization", "Bearer " HX_API_KEY, "Mcp-Session-Id", sid, NULL};
+    hx_ex_init(&h, &e, "DELETE", "/mcp", NULL, 0, hdrs);
+    ing_mcp_delete(&e.req, NULL, &e.resp);
+    CHECK_INT_EQ(e.resp.status, 200);
+    hx_ex_free(&e);
+    r = hx_redis(&h, "EXISTS " NAMES_KEY_RSUBS "%s", sid);
+    CHECK_INT_EQ(r->integer, 0);
+    freeReplyObject(r);
+    TEST_PASS("DELETE of the session deletes its subscriptions");
+}
+
+static void test_errors(void)
+{
+    char sid[80], sid_none[80];
+    session(NULL, sid, sizeof(sid));
+    hx_ex_t e;
+    rpc(&e, NAMES_PROTO_2025_06_18, sid, NULL, "resources/subscribe", "{\"uri\":\"file:///x\"}");
+    CHECK_INT_EQ(hx_rpc_code(&e), -32002);
+    CHECK_STR_EQ(hx_rpc_message(&e), "Resource not found");
+    CHECK_STR_EQ(hx_str(&e, "error.data.uri"), "file:///x");
+    hx_ex_free(&e);
+    CHECK_INT_EQ(sub(sid, NULL, 1, "test://items/a/b"), -32002); /* {id} matches no '/' */
+    rpc(&e, NAMES_PROTO_2025_06_18, sid, NULL, "resources/subscribe", "{}");
+    CHECK_INT_EQ(hx_rpc_code(&e), RPC_INVALID_PARAMS);
+    CHECK_CONTAINS(hx_rpc_message(&e), "params.uri");
+    hx_ex_free(&e);
+    rpc(&e, NAMES_PROTO_2025_06_18, sid, NULL, "resources/subscribe", "{\"uri\":42}");
+    CHECK_INT_EQ(hx_rpc_code(&e), RPC_INVALID_PARAMS);
+    hx_ex_free(&e);
+    TEST_PASS("resources/subscribe: an unknown uri is -32002 with data.uri; no uri -32602");
+
+    session(NONE_KEY, sid_none, sizeof(sid_none));
+    CHECK_INT_EQ(sub(sid_none, NONE_KEY, 1, "file:///secret.md"), -32002);
+    CHECK_INT_EQ(sub(sid, NULL, 1, "file:///secret.md"), 0);
+    TEST_PASS("a resource the caller's access rules hide is not found for it");
+
+    rpc(&e, NAMES_PROTO_2025_06_18, NULL, NULL, "resources/subscribe",
+        "{\"uri\":\"file:///readme.md\"}");
+    CHECK_INT_EQ(hx_rpc_code(&e), RPC_INVALID_REQUEST);
+    CHECK_CONTAINS(hx_rpc_message(&e), "needs a session");
+    hx_ex_free(&e);
+    rpc(&e, "2026-07-28", NULL, NULL, "resources/subscribe",
+        "{\"uri\":\"file:///readme.md\",\"_meta\":{\"" NAMES_META_PROTOCOL_VERSION
+        "\":\"2026-07-28\"}}");
+    CHECK_INT_EQ(hx_rpc_code(&e), RPC_METHOD_NOT_FOUND);
+    hx_ex_free(&e);
+    TEST_PASS("without a session -32600; under 2026-07-28 resources/subscribe is -32601");
+}
+
+static void test_limit(void)
+{
+    char sid[80];
+    session(NULL, sid, sizeof(sid));
+    CHECK_INT_EQ(sub(sid, NULL, 1, "test://items/1"), 0);
+    CHECK_INT_EQ(sub(sid, NULL, 1, "test://items/2"), 0);
+    CHECK_INT_EQ(sub(sid, NULL, 1, "test://items/3"), 0);
+    hx_ex_t e;
+    rpc(&e, NAMES_PROTO_2025_06_18, sid, NULL, "resources/subscribe",
+        "{\"uri\":\"test://items/4\"}");
+    CHECK_INT_EQ(hx_rpc_code(&e), RPC_INVALID_PARAMS);
+    CHECK_CONTAINS(hx_rpc_message(&e), "at most 3 resources");
+    hx_ex_free(&e);
+    CHECK(!stored(sid, "test://items/4"));
+    CHECK_INT_EQ(sub(sid, NULL, 1, "test://items/2"), 0); /* one held already: fine */
+    CHECK_INT_EQ(sub(sid, NULL, 0, "test://items/1"), 0);
+    CHECK_INT_EQ(sub(sid, NULL, 1, "test://items/4"), 0); /* room again */
+    TEST_PASS("MCPQ_MAX_RESOURCE_SUBSCRIPTIONS: one more is -32602 naming the limit; after an "
+              "unsubscribe there is room");
+}
+
+int main(void)
+{
+    const char *args[] = {"--max-resource-subscriptions", "3", NULL};
+    hx_start(&h, config, args);
+    test_subscribe();
+    test_errors();
+    test_limit();
+    hx_stop(&h);
+    return TEST_EXIT();
+}
