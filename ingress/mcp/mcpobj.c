@@ -1,4 +1,5 @@
 #include "mcpobj.h"
+#include "toolcall.h"
 
 #include "access.h"
 #include "err.h"
@@ -45,25 +46,20 @@ static const ing_tool_t *visible(const ing_mcp_t *m, const ing_tool_t *obj)
 }
 
 /*
- * THE JOB PATH (part h-jobs replaces this): a resources/read, prompts/get or
- * completion/complete of an object whose version has an "executor" is a job, published and
- * answered through the tools/call pipeline (toolcall.c) with the envelope's "method" set to
- * msg->method, "tool" to obj->name and "arguments" to args (the method's params without
- * _meta, as schemas/job.schema.json describes; consumed here). Until that pipeline takes
- * other methods, the call is answered -32603 naming the gap. 1 when parked, else 0.
+ * The job path: a resources/read, prompts/get or completion/complete of an object whose
+ * version has an "executor" is a job, published and answered through the tools/call pipeline
+ * (ing_toolcall_object, toolcall.h), which builds the envelope's arguments itself (jobargs.h);
+ * args (consumed) only lends a template read's matched "variables". 1 when parked, else 0.
  */
 static int job_path(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp, const ing_tool_t *obj,
                     cJSON *args)
 {
-    char buf[300];
-    (void)m;
+    const cJSON *vars = obj->kind == ING_KIND_TEMPLATE && strcmp(msg->method, "resources/read") == 0
+                            ? cJSON_GetObjectItemCaseSensitive(args, "variables")
+                            : NULL;
+    int rc = ing_toolcall_object(m, msg, resp, obj, vars);
     cJSON_Delete(args);
-    snprintf(buf, sizeof(buf),
-             "%s of %s \"%.80s\": its content comes from an executor, and this build does not "
-             "run %s as a job yet",
-             msg->method, kinds_name(obj->kind), obj->name, msg->method);
-    ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR, buf, NULL);
-    return 0;
+    return rc;
 }
 
 /* s with every open+NAME+close whose NAME is a key of values replaced by its (string) value;
