@@ -38,7 +38,7 @@ typedef struct mcp_up {
     long neg_id;
     wrk_httpexec_req_t *req; /* the handshake request in flight */
     mcp_call_t *waiters;     /* calls waiting for the handshake */
-    cJSON *info;             /* what the handshake told (wrk_mcpm_info), for mcpq/catalog */
+    cJSON *info;             /* what the handshake told (wrk_mcpmethod_info), for mcpq/catalog */
     struct mcp_up *next;
 } mcp_up_t;
 
@@ -57,7 +57,7 @@ struct mcp_call {
     int retried;                        /* re-initialized once after a 404 */
     char session[WRK_HTTP_SESSION_MAX]; /* the session the call was sent in */
     int cat_started;                    /* mcpq/catalog: cat holds the lists read so far */
-    wrk_mcpm_catalog_t cat;
+    wrk_mcpmethod_catalog_t cat;
     mcp_call_t *next; /* in up->waiters */
 };
 
@@ -214,7 +214,7 @@ static void up_negotiate(wrk_mcpexec_t *m, mcp_up_t *up);
 
 static void call_free(mcp_call_t *c)
 {
-    wrk_mcpm_catalog_cleanup(&c->cat);
+    wrk_mcpmethod_catalog_cleanup(&c->cat);
     free(c);
 }
 
@@ -276,13 +276,13 @@ static void call_note(const cJSON *note, void *arg)
 /* An mcpq/catalog call's page (result borrowed): the next request, or the end. */
 static void call_catalog_page(mcp_call_t *c, const cJSON *result)
 {
-    int rc = wrk_mcpm_catalog_page(&c->cat, result);
+    int rc = wrk_mcpmethod_catalog_page(&c->cat, result);
     if (rc == 1) {
         call_send(c);
         return;
     }
     if (rc == 0) {
-        call_end_result(c, wrk_mcpm_catalog_take(&c->cat));
+        call_end_result(c, wrk_mcpmethod_catalog_take(&c->cat));
         return;
     }
     if (rc == MCPQ_ENOMEM)
@@ -302,7 +302,7 @@ static void call_method_result(mcp_call_t *c, const cJSON *result)
         call_catalog_page(c, result);
         return;
     }
-    cJSON *out = wrk_mcpm_result(method, result);
+    cJSON *out = wrk_mcpmethod_result(method, result);
     if (out) {
         call_end_result(c, out);
         return;
@@ -427,13 +427,13 @@ static void call_done(const wrk_httpexec_resp_t *resp, void *arg)
 
 /* The next request of c: its job's method, or the catalog's next list page. 0 or
  * MCPQ_ENOMEM. */
-static int call_request(mcp_call_t *c, wrk_mcpm_req_t *req)
+static int call_request(mcp_call_t *c, wrk_mcpmethod_req_t *req)
 {
     const wrk_envelope_t *env = &c->job->env;
     if (env->method_id != WRK_METHOD_CATALOG)
-        return wrk_mcpm_request(env, req);
+        return wrk_mcpmethod_request(env, req);
     if (!c->cat_started) {
-        int rc = wrk_mcpm_catalog_start(&c->cat, c->up->info);
+        int rc = wrk_mcpmethod_catalog_start(&c->cat, c->up->info);
         if (rc < 0)
             return rc;
         c->cat_started = 1;
@@ -442,20 +442,20 @@ static int call_request(mcp_call_t *c, wrk_mcpm_req_t *req)
             return 0;
         }
     }
-    return wrk_mcpm_catalog_request(&c->cat, req);
+    return wrk_mcpmethod_catalog_request(&c->cat, req);
 }
 
 static void call_send(mcp_call_t *c)
 {
     mcp_up_t *up = c->up;
     wrk_job_t *job = c->job;
-    wrk_mcpm_req_t rq;
+    wrk_mcpmethod_req_t rq;
     if (call_request(c, &rq) < 0) {
         call_end_error(c, -32603, "out of memory");
         return;
     }
     if (!rq.method) {
-        call_end_result(c, wrk_mcpm_catalog_take(&c->cat));
+        call_end_result(c, wrk_mcpmethod_catalog_take(&c->cat));
         return;
     }
     cJSON *params = rq.params;
@@ -531,7 +531,7 @@ static void up_send(wrk_mcpexec_t *m, mcp_up_t *up, const char *method, cJSON *p
 /* Keeps what the handshake's response r (borrowed) told about the upstream. */
 static void up_keep_info(mcp_up_t *up, const cJSON *r, const char *version)
 {
-    cJSON *info = wrk_mcpm_info(cJSON_GetObjectItemCaseSensitive(r, "result"), version);
+    cJSON *info = wrk_mcpmethod_info(cJSON_GetObjectItemCaseSensitive(r, "result"), version);
     if (!info)
         return; /* out of memory: a catalog then lists nothing */
     cJSON_Delete(up->info);
@@ -640,7 +640,7 @@ static int mcp_start(wrk_job_t *job)
     wrk_mcpexec_t *m = job->rt->mcp;
     const cJSON *ex = job->env.executor;
     const cJSON *url = cJSON_GetObjectItemCaseSensitive(ex, "url");
-    const char *config_error = wrk_mcpm_config_error(&job->env);
+    const char *config_error = wrk_mcpmethod_config_error(&job->env);
     int bad = 0;
     const cJSON *headers = config_headers(ex, &bad);
     if (!cJSON_IsString(url) || !url_valid(url->valuestring)) {

@@ -37,7 +37,7 @@ static int ref_is_prompt(const wrk_envelope_t *env)
     return type && strcmp(type, "ref/prompt") == 0;
 }
 
-const char *wrk_mcpm_config_error(const wrk_envelope_t *env)
+const char *wrk_mcpmethod_config_error(const wrk_envelope_t *env)
 {
     switch (env->method_id) {
     case WRK_METHOD_CALL:
@@ -66,7 +66,7 @@ static int copy_arg(cJSON *params, const wrk_envelope_t *env, const char *name)
     return MCPQ_ENOMEM;
 }
 
-int wrk_mcpm_request(const wrk_envelope_t *env, wrk_mcpm_req_t *req)
+int wrk_mcpmethod_request(const wrk_envelope_t *env, wrk_mcpmethod_req_t *req)
 {
     cJSON *p = cJSON_CreateObject();
     int rc = p ? 0 : MCPQ_ENOMEM;
@@ -117,7 +117,7 @@ int wrk_mcpm_request(const wrk_envelope_t *env, wrk_mcpm_req_t *req)
             rc = copy_arg(p, env, "context");
         break;
     case WRK_METHOD_CATALOG:
-        break; /* wrk_mcpm_catalog_request */
+        break; /* wrk_mcpmethod_catalog_request */
     }
     if (rc < 0) {
         cJSON_Delete(p);
@@ -136,7 +136,7 @@ static int add_copy_or_empty(cJSON *o, const char *name, const cJSON *v)
     return MCPQ_ENOMEM;
 }
 
-cJSON *wrk_mcpm_info(const cJSON *result, const char *version)
+cJSON *wrk_mcpmethod_info(const cJSON *result, const char *version)
 {
     const cJSON *si = cJSON_GetObjectItemCaseSensitive(result, "serverInfo");
     if (!si)
@@ -153,7 +153,7 @@ cJSON *wrk_mcpm_info(const cJSON *result, const char *version)
     return o;
 }
 
-cJSON *wrk_mcpm_result(wrk_method_t method, const cJSON *result)
+cJSON *wrk_mcpmethod_result(wrk_method_t method, const cJSON *result)
 {
     if (!cJSON_IsObject(result))
         return NULL;
@@ -192,7 +192,7 @@ static int announced(const cJSON *info, int i)
 }
 
 /* Moves to the next list announced after cat->list: 1, or 0 when none is left. */
-static int next_list(wrk_mcpm_catalog_t *cat)
+static int next_list(wrk_mcpmethod_catalog_t *cat)
 {
     free(cat->cursor);
     cat->cursor = NULL;
@@ -203,17 +203,17 @@ static int next_list(wrk_mcpm_catalog_t *cat)
     return 0;
 }
 
-int wrk_mcpm_catalog_start(wrk_mcpm_catalog_t *cat, const cJSON *info)
+int wrk_mcpmethod_catalog_start(wrk_mcpmethod_catalog_t *cat, const cJSON *info)
 {
     memset(cat, 0, sizeof(*cat));
-    cat->result = info ? cJSON_Duplicate(info, 1) : wrk_mcpm_info(NULL, NULL);
+    cat->result = info ? cJSON_Duplicate(info, 1) : wrk_mcpmethod_info(NULL, NULL);
     if (!cat->result)
         return MCPQ_ENOMEM;
     cat->list = -1;
     return next_list(cat);
 }
 
-int wrk_mcpm_catalog_request(const wrk_mcpm_catalog_t *cat, wrk_mcpm_req_t *req)
+int wrk_mcpmethod_catalog_request(const wrk_mcpmethod_catalog_t *cat, wrk_mcpmethod_req_t *req)
 {
     req->method = lists[cat->list].method;
     req->name = NULL;
@@ -227,7 +227,7 @@ int wrk_mcpm_catalog_request(const wrk_mcpm_catalog_t *cat, wrk_mcpm_req_t *req)
     return 0;
 }
 
-int wrk_mcpm_catalog_page(wrk_mcpm_catalog_t *cat, const cJSON *result)
+int wrk_mcpmethod_catalog_page(wrk_mcpmethod_catalog_t *cat, const cJSON *result)
 {
     const char *member = lists[cat->list].member;
     const cJSON *items = cJSON_GetObjectItemCaseSensitive(result, member);
@@ -246,7 +246,7 @@ int wrk_mcpm_catalog_page(wrk_mcpm_catalog_t *cat, const cJSON *result)
     }
     cat->pages++;
     const char *next = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(result, "nextCursor"));
-    if (next && next[0] && cat->pages < WRK_MCPM_MAX_PAGES) {
+    if (next && next[0] && cat->pages < WRK_MCPMETHOD_MAX_PAGES) {
         char *c = strdup(next);
         if (!c)
             return MCPQ_ENOMEM;
@@ -257,14 +257,14 @@ int wrk_mcpm_catalog_page(wrk_mcpm_catalog_t *cat, const cJSON *result)
     return next_list(cat);
 }
 
-cJSON *wrk_mcpm_catalog_take(wrk_mcpm_catalog_t *cat)
+cJSON *wrk_mcpmethod_catalog_take(wrk_mcpmethod_catalog_t *cat)
 {
     cJSON *r = cat->result;
     cat->result = NULL;
     return r;
 }
 
-void wrk_mcpm_catalog_cleanup(wrk_mcpm_catalog_t *cat)
+void wrk_mcpmethod_catalog_cleanup(wrk_mcpmethod_catalog_t *cat)
 {
     cJSON_Delete(cat->result);
     free(cat->cursor);

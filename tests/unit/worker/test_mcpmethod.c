@@ -24,8 +24,8 @@ static void envelope(wrk_envelope_t *env, const char *method, const char *args, 
 
 static char *request(const wrk_envelope_t *env, const char **method, const char **name)
 {
-    wrk_mcpm_req_t req;
-    CHECK_INT_EQ(wrk_mcpm_request(env, &req), 0);
+    wrk_mcpmethod_req_t req;
+    CHECK_INT_EQ(wrk_mcpmethod_request(env, &req), 0);
     *method = req.method;
     *name = req.name;
     char *s = cJSON_PrintUnformatted(req.params);
@@ -66,7 +66,7 @@ static void test_requests(void)
         wrk_envelope_t env;
         const char *method = NULL, *name = NULL;
         envelope(&env, cases[i].method, cases[i].args, cases[i].ex);
-        CHECK(wrk_mcpm_config_error(&env) == NULL);
+        CHECK(wrk_mcpmethod_config_error(&env) == NULL);
         char *s = request(&env, &method, &name);
         CHECK_STR_EQ(s, cases[i].params);
         CHECK_STR_EQ(method, cases[i].method);
@@ -84,18 +84,18 @@ static void test_config(void)
 {
     wrk_envelope_t env;
     envelope(&env, "tools/call", "{}", "{\"type\":\"mcp\"}");
-    CHECK_STR_EQ(wrk_mcpm_config_error(&env), "executor.tool must name the upstream tool");
+    CHECK_STR_EQ(wrk_mcpmethod_config_error(&env), "executor.tool must name the upstream tool");
     wrk_envelope_cleanup(&env);
     envelope(&env, "prompts/get", "{\"name\":\"p\"}", "{\"type\":\"mcp\",\"tool\":\"t\"}");
-    CHECK_STR_EQ(wrk_mcpm_config_error(&env), "executor.prompt must name the upstream prompt");
+    CHECK_STR_EQ(wrk_mcpmethod_config_error(&env), "executor.prompt must name the upstream prompt");
     wrk_envelope_cleanup(&env);
     envelope(&env, "completion/complete",
              "{\"ref\":{\"type\":\"ref/prompt\",\"name\":\"p\"},\"argument\":{}}",
              "{\"type\":\"mcp\"}");
-    CHECK(wrk_mcpm_config_error(&env) != NULL);
+    CHECK(wrk_mcpmethod_config_error(&env) != NULL);
     wrk_envelope_cleanup(&env);
     envelope(&env, "resources/read", "{\"uri\":\"u:1\"}", "{\"type\":\"mcp\"}");
-    CHECK(wrk_mcpm_config_error(&env) == NULL);
+    CHECK(wrk_mcpmethod_config_error(&env) == NULL);
     wrk_envelope_cleanup(&env);
     TEST_PASS("a method whose executor config lacks its upstream name is refused clearly");
 }
@@ -104,25 +104,25 @@ static void test_results(void)
 {
     cJSON *ok = cJSON_Parse("{\"contents\":[{\"uri\":\"u\",\"text\":\"t\"}],"
                             "\"resultType\":\"complete\"}");
-    cJSON *r = wrk_mcpm_result(WRK_METHOD_READ, ok);
+    cJSON *r = wrk_mcpmethod_result(WRK_METHOD_READ, ok);
     char *s = cJSON_PrintUnformatted(r);
     CHECK_STR_EQ(s, "{\"contents\":[{\"uri\":\"u\",\"text\":\"t\"}]}");
     free(s);
     cJSON_Delete(r);
-    CHECK(wrk_mcpm_result(WRK_METHOD_PROMPT, ok) == NULL);
-    CHECK(wrk_mcpm_result(WRK_METHOD_COMPLETE, ok) == NULL);
-    r = wrk_mcpm_result(WRK_METHOD_SUBSCRIBE, ok);
+    CHECK(wrk_mcpmethod_result(WRK_METHOD_PROMPT, ok) == NULL);
+    CHECK(wrk_mcpmethod_result(WRK_METHOD_COMPLETE, ok) == NULL);
+    r = wrk_mcpmethod_result(WRK_METHOD_SUBSCRIBE, ok);
     s = cJSON_PrintUnformatted(r);
     CHECK_STR_EQ(s, "{}");
     free(s);
     cJSON_Delete(r);
     cJSON_Delete(ok);
     cJSON *c = cJSON_Parse("{\"completion\":{\"values\":[\"a\"]}}");
-    r = wrk_mcpm_result(WRK_METHOD_COMPLETE, c);
+    r = wrk_mcpmethod_result(WRK_METHOD_COMPLETE, c);
     CHECK(r != NULL);
     cJSON_Delete(r);
     cJSON_Delete(c);
-    CHECK(wrk_mcpm_result(WRK_METHOD_READ, NULL) == NULL);
+    CHECK(wrk_mcpmethod_result(WRK_METHOD_READ, NULL) == NULL);
     TEST_PASS("an upstream's result passes on only with its method's shape");
 }
 
@@ -132,12 +132,12 @@ static void test_catalog(void)
     cJSON *init = cJSON_Parse("{\"protocolVersion\":\"2025-06-18\",\"serverInfo\":{\"name\":"
                               "\"up\",\"version\":\"1\"},\"capabilities\":{\"tools\":{},"
                               "\"prompts\":{\"listChanged\":true}}}");
-    cJSON *info = wrk_mcpm_info(init, "2025-06-18");
+    cJSON *info = wrk_mcpmethod_info(init, "2025-06-18");
     cJSON_Delete(init);
-    wrk_mcpm_catalog_t cat;
-    wrk_mcpm_req_t req;
-    CHECK_INT_EQ(wrk_mcpm_catalog_start(&cat, info), 1);
-    CHECK_INT_EQ(wrk_mcpm_catalog_request(&cat, &req), 0);
+    wrk_mcpmethod_catalog_t cat;
+    wrk_mcpmethod_req_t req;
+    CHECK_INT_EQ(wrk_mcpmethod_catalog_start(&cat, info), 1);
+    CHECK_INT_EQ(wrk_mcpmethod_catalog_request(&cat, &req), 0);
     CHECK_STR_EQ(req.method, "tools/list");
     char *s = cJSON_PrintUnformatted(req.params);
     CHECK_STR_EQ(s, "{}");
@@ -145,23 +145,23 @@ static void test_catalog(void)
     cJSON_Delete(req.params);
 
     cJSON *p1 = cJSON_Parse("{\"tools\":[{\"name\":\"a\"}],\"nextCursor\":\"c2\"}");
-    CHECK_INT_EQ(wrk_mcpm_catalog_page(&cat, p1), 1);
-    CHECK_INT_EQ(wrk_mcpm_catalog_request(&cat, &req), 0);
+    CHECK_INT_EQ(wrk_mcpmethod_catalog_page(&cat, p1), 1);
+    CHECK_INT_EQ(wrk_mcpmethod_catalog_request(&cat, &req), 0);
     CHECK_STR_EQ(req.method, "tools/list");
     s = cJSON_PrintUnformatted(req.params);
     CHECK_STR_EQ(s, "{\"cursor\":\"c2\"}");
     free(s);
     cJSON_Delete(req.params);
     cJSON *p2 = cJSON_Parse("{\"tools\":[{\"name\":\"b\"}]}");
-    CHECK_INT_EQ(wrk_mcpm_catalog_page(&cat, p2), 1); /* resources skipped: prompts next */
-    CHECK_INT_EQ(wrk_mcpm_catalog_request(&cat, &req), 0);
+    CHECK_INT_EQ(wrk_mcpmethod_catalog_page(&cat, p2), 1); /* resources skipped: prompts next */
+    CHECK_INT_EQ(wrk_mcpmethod_catalog_request(&cat, &req), 0);
     CHECK_STR_EQ(req.method, "prompts/list");
     cJSON_Delete(req.params);
     cJSON *bad = cJSON_Parse("{\"tools\":[]}");
-    CHECK_INT_EQ(wrk_mcpm_catalog_page(&cat, bad), MCPQ_EINVAL);
+    CHECK_INT_EQ(wrk_mcpmethod_catalog_page(&cat, bad), MCPQ_EINVAL);
     cJSON *p3 = cJSON_Parse("{\"prompts\":[{\"name\":\"p\"}],\"nextCursor\":\"\"}");
-    CHECK_INT_EQ(wrk_mcpm_catalog_page(&cat, p3), 0);
-    cJSON *r = wrk_mcpm_catalog_take(&cat);
+    CHECK_INT_EQ(wrk_mcpmethod_catalog_page(&cat, p3), 0);
+    cJSON *r = wrk_mcpmethod_catalog_take(&cat);
     s = cJSON_PrintUnformatted(r);
     CHECK_STR_EQ(s, "{\"protocolVersion\":\"2025-06-18\",\"serverInfo\":{\"name\":\"up\","
                     "\"version\":\"1\"},\"capabilities\":{\"tools\":{},\"prompts\":{"
@@ -169,32 +169,32 @@ static void test_catalog(void)
                     "\"prompts\":[{\"name\":\"p\"}]}");
     free(s);
     cJSON_Delete(r);
-    wrk_mcpm_catalog_cleanup(&cat);
+    wrk_mcpmethod_catalog_cleanup(&cat);
 
-    /* An upstream whose cursor never ends: at most WRK_MCPM_MAX_PAGES pages of a list. */
+    /* An upstream whose cursor never ends: at most WRK_MCPMETHOD_MAX_PAGES pages of a list. */
     cJSON *tools_only = cJSON_Parse("{\"capabilities\":{\"tools\":{}}}");
-    cJSON *info2 = wrk_mcpm_info(tools_only, "2026-07-28");
-    CHECK_INT_EQ(wrk_mcpm_catalog_start(&cat, info2), 1);
+    cJSON *info2 = wrk_mcpmethod_info(tools_only, "2026-07-28");
+    CHECK_INT_EQ(wrk_mcpmethod_catalog_start(&cat, info2), 1);
     int pages = 0, rc;
-    while ((rc = wrk_mcpm_catalog_page(&cat, p1)) == 1)
+    while ((rc = wrk_mcpmethod_catalog_page(&cat, p1)) == 1)
         pages++;
     CHECK_INT_EQ(rc, 0);
-    CHECK_INT_EQ(pages + 1, WRK_MCPM_MAX_PAGES);
-    wrk_mcpm_catalog_cleanup(&cat);
+    CHECK_INT_EQ(pages + 1, WRK_MCPMETHOD_MAX_PAGES);
+    wrk_mcpmethod_catalog_cleanup(&cat);
 
     /* A 2026-07-28 discover result: serverInfo from _meta; nothing announced, nothing read. */
     cJSON *disc = cJSON_Parse("{\"supportedVersions\":[\"2026-07-28\"],\"capabilities\":{},"
                               "\"_meta\":{\"io.modelcontextprotocol/serverInfo\":{\"name\":"
                               "\"m\",\"version\":\"2\"}}}");
-    cJSON *info3 = wrk_mcpm_info(disc, "2026-07-28");
-    CHECK_INT_EQ(wrk_mcpm_catalog_start(&cat, info3), 0);
-    r = wrk_mcpm_catalog_take(&cat);
+    cJSON *info3 = wrk_mcpmethod_info(disc, "2026-07-28");
+    CHECK_INT_EQ(wrk_mcpmethod_catalog_start(&cat, info3), 0);
+    r = wrk_mcpmethod_catalog_take(&cat);
     s = cJSON_PrintUnformatted(r);
     CHECK_STR_EQ(s, "{\"protocolVersion\":\"2026-07-28\",\"serverInfo\":{\"name\":\"m\","
                     "\"version\":\"2\"},\"capabilities\":{}}");
     free(s);
     cJSON_Delete(r);
-    wrk_mcpm_catalog_cleanup(&cat);
+    wrk_mcpmethod_catalog_cleanup(&cat);
     cJSON_Delete(disc);
     cJSON_Delete(info3);
     cJSON_Delete(tools_only);
