@@ -946,6 +946,12 @@ fail:
 
 pid_t fx_sdk_upstream(const fx_stack_t *fx, int port, const char *token, char *deps, size_t size)
 {
+    return fx_sdk_upstream_mode(fx, port, token, NULL, deps, size);
+}
+
+pid_t fx_sdk_upstream_mode(const fx_stack_t *fx, int port, const char *token, const char *mode,
+                           char *deps, size_t size)
+{
     const char *env = getenv("MCPQ_CLIENTS_DEPS");
     char probe[600], ready[400], portstr[16], depenv[700];
     snprintf(deps, size, "%s", env && *env ? env : "build/clients");
@@ -962,6 +968,7 @@ pid_t fx_sdk_upstream(const fx_stack_t *fx, int port, const char *token, char *d
         free(abs);
     }
     snprintf(ready, sizeof(ready), "%s/sdk-upstream.ready", fx->dir);
+    unlink(ready); /* a restart waits for its own */
     snprintf(portstr, sizeof(portstr), "%d", port);
     snprintf(depenv, sizeof(depenv), "MCPQ_CLIENTS_DEPS=%s", deps);
     snprintf(probe, sizeof(probe), "%s/sdk-upstream.log", fx->dir);
@@ -972,6 +979,7 @@ pid_t fx_sdk_upstream(const fx_stack_t *fx, int port, const char *token, char *d
                           portstr,
                           ready,
                           token,
+                          mode,
                           NULL};
     const char *extra[] = {depenv, NULL};
     pid_t pid = fx_spawn(argv, extra, probe);

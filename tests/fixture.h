@@ -143,6 +143,10 @@ int fx_ingress_exit(const fx_stack_t *fx, const char *name, const char *config,
  * pid once ready (30 s); 0 when node or the packages are missing (the caller skips); -1 with
  * a message on stderr when it did not start. */
 pid_t fx_sdk_upstream(const fx_stack_t *fx, int port, const char *token, char *deps, size_t size);
+/* The same with a mode (NULL: everything; "fewer": only the tool echo and the resource readme,
+ * what an upstream restarted with fewer objects lists). */
+pid_t fx_sdk_upstream_mode(const fx_stack_t *fx, int port, const char *token, const char *mode,
+                           char *deps, size_t size);
 
 /* Starts an mcpq-worker with MCPQ_WORKER_ID=name against fx's Redis and broker with fx's job
  * signing key, plus extra_env (later entries win), logging to <dir>/<name>.log, and waits

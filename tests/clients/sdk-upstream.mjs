@@ -3,9 +3,10 @@
 // sessions (one McpServer per session), Bearer auth, tools `echo` (structuredContent) and
 // `fail` (isError); resource `sdk://readme` (text/markdown), template `sdk://notes/{topic}`
 // (topic completions), prompt `greet` (arguments name, required, and style, optional, with
-// completions), for tests/integration/test_mcp_methods.c.
+// completions), for tests/integration/test_mcp_methods.c. With the mode `fewer` it lists only
+// `echo` and `sdk://readme` (an upstream restarted with fewer objects: federation prunes).
 //
-//   node --import tests/clients/lib/register.mjs tests/clients/sdk-upstream.mjs PORT READY_FILE TOKEN
+//   node --import tests/clients/lib/register.mjs tests/clients/sdk-upstream.mjs PORT READY_FILE TOKEN [fewer]
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
@@ -15,7 +16,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 
-const [port, readyFile, token] = process.argv.slice(2);
+const [port, readyFile, token, mode] = process.argv.slice(2);
 const transports = new Map();
 
 function newServer() {
@@ -28,14 +29,15 @@ function newServer() {
         content: [{ type: 'text', text: `sdk echo: ${text}` }],
         structuredContent: { text },
     }));
-    server.registerTool('fail', {
-        description: 'Always fails',
-        inputSchema: {},
-    }, async () => ({ content: [{ type: 'text', text: 'sdk tool failed' }], isError: true }));
     server.registerResource('readme', 'sdk://readme', {
         title: 'SDK readme',
         mimeType: 'text/markdown',
     }, async (uri) => ({ contents: [{ uri: uri.href, mimeType: 'text/markdown', text: '# SDK readme' }] }));
+    if (mode === 'fewer') return server;
+    server.registerTool('fail', {
+        description: 'Always fails',
+        inputSchema: {},
+    }, async () => ({ content: [{ type: 'text', text: 'sdk tool failed' }], isError: true }));
     const topics = ['kafka', 'kubernetes', 'redis'];
     server.registerResource('notes', new ResourceTemplate('sdk://notes/{topic}', {
         list: undefined,

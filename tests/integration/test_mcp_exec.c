@@ -12,8 +12,10 @@
  * upstream's host only in the worker's log), session 404 → re-initialize and the call
  * succeeds, upstream down → isError quickly, timeout → -32003,
  * configured headers reach the upstream and never the result or the worker's log, and
- * federation: the upstream's tools listed with the prefix (an invalid name skipped) and
- * callable.
+ * federation (through a worker's mcpq/catalog job): the upstream's tools listed with the prefix
+ * (an invalid name skipped) and callable; and, once the official SDK upstream restarts with
+ * fewer objects, a second ingress refreshing every second (MCPQ_FEDERATE_REFRESH_MS) prunes
+ * what it dropped, seen on the first ingress.
  */
 #include "check.h"
 #include "names.h"
@@ -506,9 +508,9 @@ static void test_federation(void)
 
 /* The official TypeScript SDK 1.x as the upstream (tests/clients/sdk-upstream.mjs), when
  * node and the npm packages of tests/clients/install.sh are there; else 0 (skipped). */
-static pid_t sdk_start(char *deps, size_t size)
+static pid_t sdk_start(char *deps, size_t size, const char *mode)
 {
-    pid_t pid = fx_sdk_upstream(&fx, sdk_port, TOKEN, deps, size);
+    pid_t pid = fx_sdk_upstream_mode(&fx, sdk_port, TOKEN, mode, deps, size);
     CHECK(pid >= 0);
     return pid;
 }
@@ -546,6 +548,65 @@ static void test_sdk_upstream(void)
               "federation");
 }
 
+/* The names in list (a list result's array) joined by ",", into out. */
+static const char *names_of(const cJSON *list, char *out, size_t size)
+{
+    size_t n = 0;
+    out[0] = '\0';
+    const cJSON *x;
+    cJSON_ArrayForEach(x, list)
+    {
+        const char *name = str_at(x, "name", NULL, NULL);
+        int w = snprintf(out + n, size - n, "%s%s", n ? "," : "", name ? name : "?");
+        if (w < 0 || (size_t)w >= size - n)
+            break;
+        n += (size_t)w;
+    }
+    return out;
+}
+
+/* Polls a list method of server sdkfed (bound: about 30 s) until its names equal want. */
+static void wait_names(const char *method, const char *member, const char *want)
+{
+    char body[200], got[1024] = "";
+    snprintf(body, sizeof(body), "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"%s\"}", method);
+    for (int i = 0; i < 300; i++) {
+        cJSON *j = post_to("sdkfed", body, 200);
+        names_of(cJSON_GetObjectItemCaseSensitive(result_of(j), member), got, sizeof(got));
+        cJSON_Delete(j);
+        if (strcmp(got, want) == 0)
+            break;
+        fx_sleep_ms(100);
+    }
+    CHECK_STR_EQ(got, want);
+}
+
+/* The upstream restarts with fewer objects; a second ingress that refreshes every second
+ * prunes what it dropped, and the first ingress serves the pruned registry. */
+static pid_t test_federation_prune(pid_t *sdk, char *deps, size_t deps_size, const char *cfg)
+{
+    CHECK_INT_EQ(fx_stop_pid(*sdk, 5000), 0);
+    *sdk = sdk_start(deps, deps_size, "fewer");
+    CHECK(*sdk > 0);
+    const char *env[] = {"MCPQ_FEDERATE_REFRESH_MS=1000", NULL};
+    pid_t ing2 = fx_spawn_ingress(&fx, "ingress2", fx_free_port(), cfg, env, NULL, 0);
+    CHECK(ing2 > 0);
+    wait_names("tools/list", "tools", "sdkup_echo");
+    cJSON *j = call("sdkfed", "sdkup_echo", "{\"text\":\"after the restart\"}");
+    CHECK_STR_EQ(str_at(j, "result", "structuredContent", "text"), "after the restart");
+    cJSON_Delete(j);
+    j = call("sdkfed", "sdkup_fail", "{}");
+    CHECK(error_code(j) != 0); /* no such tool any more */
+    cJSON_Delete(j);
+    /* the tenant's tools the config made are untouched */
+    j = call(NULL, "sdk_echo", "{\"text\":\"still here\"}");
+    CHECK_STR_EQ(str_at(j, "result", "structuredContent", "text"), "still here");
+    cJSON_Delete(j);
+    TEST_PASS("federation refresh: what the restarted upstream dropped is pruned (tool, "
+              "prompt, template), what it kept still works, the config's tools are kept");
+    return ing2;
+}
+
 int main(void)
 {
     char cfg[300], wlog[400], ilog[400];
@@ -557,7 +618,7 @@ int main(void)
     int down_port = fx_free_port();
     struct MHD_Daemon *up = upstream_start(up_port);
     char deps[500];
-    pid_t sdk = sdk_start(deps, sizeof(deps));
+    pid_t sdk = sdk_start(deps, sizeof(deps), NULL);
     snprintf(cfg, sizeof(cfg), "%s/mcp.json", fx.dir);
     write_config(cfg, down_port);
     port = fx_free_port();
@@ -580,9 +641,11 @@ int main(void)
                 deps);
         CHECK(sdk > 0);
     }
-    if (sdk > 0)
+    pid_t ing2 = 0;
+    if (sdk > 0) {
         test_sdk_upstream();
-    else
+        ing2 = test_federation_prune(&sdk, deps, sizeof(deps), cfg);
+    } else
         TEST_SKIP("official SDK upstream: no node or no npm packages in %s "
                   "(tests/clients/install.sh)",
                   deps);
@@ -592,6 +655,8 @@ int main(void)
     CHECK(!file_contains(ilog, TOKEN));
     TEST_PASS("the upstream token never reaches a log");
 
+    if (ing2 > 0)
+        CHECK_INT_EQ(fx_stop_pid(ing2, 10000), 0);
     CHECK_INT_EQ(fx_stop_pid(w, 10000), 0);
     CHECK_INT_EQ(fx_stop_pid(ing, 10000), 0);
     MHD_stop_daemon(up);
