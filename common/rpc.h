@@ -21,7 +21,7 @@
 #define RPC_INVALID_PARAMS -32602
 #define RPC_INTERNAL_ERROR -32603
 #define RPC_SESSION_NOT_FOUND -32001
-#define RPC_RESOURCE_NOT_FOUND -32002 /* legacy versions: resources/read (-32602 since 2026-07-28), resources/subscribe */
+#define RPC_RESOURCE_NOT_FOUND -32002 /* resources/read up to 2025-11-25 (-32602 since) */
 #define RPC_REPLY_TIMEOUT -32003
 #define RPC_REQUEST_CANCELLED -32800
 #define RPC_HEADER_MISMATCH -32020

@@ -27,7 +27,8 @@ typedef struct ing_session {
 /* Creates a session of s->tenant; fills s->id. max: live sessions the tenant may hold (0: no
  * limit). 0, MCPQ_EQUOTA (it holds max: nothing created) or MCPQ_EUNAVAIL. */
 int ing_session_create(kv_pool_t *kv, ing_session_t *s, long long ttl_s, long long max);
-/* 0 (found, TTL refreshed, with its resource subscriptions': rsub.h), MCPQ_ENOTFOUND (absent or another tenant's), MCPQ_EUNAVAIL. */
+/* 0 (found; its TTL refreshed, and its resource subscriptions' (rsub.h)), MCPQ_ENOTFOUND
+ * (absent or another tenant's), MCPQ_EUNAVAIL. */
 int ing_session_get(kv_pool_t *kv, const char *id, const char *tenant, long long ttl_s,
                     ing_session_t *s);
 /* 0 (deleted, with its resource subscriptions), MCPQ_ENOTFOUND, MCPQ_EUNAVAIL. */

@@ -8,6 +8,8 @@ static const char *const names[] = {
     [ING_JOB_READ] = "resources/read",
     [ING_JOB_PROMPT] = "prompts/get",
     [ING_JOB_COMPLETE] = "completion/complete",
+    [ING_JOB_SUBSCRIBE] = "resources/subscribe",
+    [ING_JOB_UNSUBSCRIBE] = "resources/unsubscribe",
 };
 
 int ing_jobargs_method(const char *name)
@@ -59,6 +61,8 @@ int ing_jobargs_check(ing_job_method_t method, const cJSON *params, char *why, s
 {
     switch (method) {
     case ING_JOB_READ:
+    case ING_JOB_SUBSCRIBE:
+    case ING_JOB_UNSUBSCRIBE:
         if (!cJSON_IsString(get(params, "uri"))) {
             snprintf(why, why_size, "params.uri must be a string");
             return -1;
@@ -141,6 +145,10 @@ cJSON *ing_jobargs_build(ing_job_method_t method, const cJSON *params, const cJS
     case ING_JOB_READ:
         ok = ok && cJSON_AddStringToObject(o, "uri", cJSON_GetStringValue(get(params, "uri"))) &&
              add_object(o, "variables", vars) == 0;
+        break;
+    case ING_JOB_SUBSCRIBE:
+    case ING_JOB_UNSUBSCRIBE:
+        ok = ok && cJSON_AddStringToObject(o, "uri", cJSON_GetStringValue(get(params, "uri")));
         break;
     case ING_JOB_PROMPT:
         ok = ok && cJSON_AddStringToObject(o, "name", cJSON_GetStringValue(get(params, "name"))) &&

@@ -8,6 +8,8 @@
  *   resources/read        {"uri", "variables": {<a template's matches>}} ({} for a resource)
  *   prompts/get           {"name", "arguments": {...}} ({} when the client sent none)
  *   completion/complete   {"ref", "argument", "context"} (context only when sent)
+ *   resources/subscribe, resources/unsubscribe   {"uri"} (mcpsubs.h: a legacy session's
+ *                         subscription to a resource served by a worker, told to the worker)
  * A prompt's "arguments" declaration ([{"name", "description", "required"}]) is checked like
  * a tool's inputSchema: every argument a string, the required ones present, no others.
  *
@@ -20,10 +22,12 @@
 #include <stddef.h>
 
 typedef enum {
-    ING_JOB_CALL = 0, /* tools/call */
-    ING_JOB_READ,     /* resources/read */
-    ING_JOB_PROMPT,   /* prompts/get */
-    ING_JOB_COMPLETE, /* completion/complete */
+    ING_JOB_CALL = 0,    /* tools/call */
+    ING_JOB_READ,        /* resources/read */
+    ING_JOB_PROMPT,      /* prompts/get */
+    ING_JOB_COMPLETE,    /* completion/complete */
+    ING_JOB_SUBSCRIBE,   /* resources/subscribe */
+    ING_JOB_UNSUBSCRIBE, /* resources/unsubscribe */
 } ing_job_method_t;
 
 /* The method of a JSON-RPC method name, or -1 when no job answers it. */

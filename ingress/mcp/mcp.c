@@ -294,8 +294,7 @@ static int dispatch(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     } else if (!m->modern && (strcmp(meth, "resources/subscribe") == 0 ||
                               strcmp(meth, "resources/unsubscribe") == 0)) {
         /* 2026-07-28 replaced them by subscriptions/listen's resourceSubscriptions. */
-        ing_mcpsubs_subscribe(m, msg, resp, strcmp(meth, "resources/subscribe") == 0);
-        return 0;
+        return ing_mcpsubs_subscribe(m, msg, resp, strcmp(meth, "resources/subscribe") == 0);
     } else if (!m->modern && strncmp(meth, "tasks/", 6) == 0) {
         return ing_mcptasks_call(m, msg, resp);
     } else if (strncmp(meth, "tasks/", 6) == 0) {

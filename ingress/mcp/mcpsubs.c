@@ -4,6 +4,7 @@
 #include "err.h"
 #include "log.h"
 #include "rsub.h"
+#include "toolcall.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,17 +12,31 @@
 
 #define URI_MAX 2048 /* a resource uri's longest (the config schema's bound) */
 
-/* 1 when the caller may watch uri on the request's server: a published resource, or a
- * template's match, that its access rules let it see. */
-static int watchable(const ing_mcp_t *m, const char *uri)
+/* The object serving uri on the request's server that the caller may watch: a published
+ * resource, or a template matching it (*vars its variables, the caller frees them), that its
+ * access rules let it see; NULL when none. */
+static const ing_tool_t *watched(const ing_mcp_t *m, const char *uri, cJSON **vars)
 {
     const ing_tool_t *obj = ing_registry_resource(m->server, uri);
-    cJSON *vars = NULL;
+    *vars = NULL;
     if (!obj)
-        obj = ing_registry_template_match(m->server, uri, &vars);
+        obj = ing_registry_template_match(m->server, uri, vars);
+    if (obj &&
+        ing_access_check(m->reg, m->who, m->server->name, obj->name, NULL, 0) != ING_ACCESS_OK)
+        obj = NULL;
+    if (!obj) {
+        cJSON_Delete(*vars);
+        *vars = NULL;
+    }
+    return obj;
+}
+
+static int watchable(const ing_mcp_t *m, const char *uri)
+{
+    cJSON *vars = NULL;
+    const ing_tool_t *obj = watched(m, uri, &vars);
     cJSON_Delete(vars);
-    return obj &&
-           ing_access_check(m->reg, m->who, m->server->name, obj->name, NULL, 0) == ING_ACCESS_OK;
+    return obj != NULL;
 }
 
 /* -32002 "Resource not found" with data.uri (server/resources.mdx "Error Handling" of the
@@ -34,7 +49,7 @@ static void not_found(ing_resp_t *resp, const cJSON *id, const char *uri)
     cJSON_Delete(data);
 }
 
-void ing_mcpsubs_subscribe(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp, int on)
+int ing_mcpsubs_subscribe(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp, int on)
 {
     const ing_ctx_t *ctx = m->req->ctx;
     const char *uri = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg->params, "uri"));
@@ -42,18 +57,20 @@ void ing_mcpsubs_subscribe(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp,
         ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS,
                               "params.uri must be a resource uri (a string of 1 to 2048 bytes)",
                               NULL);
-        return;
+        return 0;
     }
     if (!m->has_session) {
         ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INVALID_REQUEST,
                               "resources/subscribe needs a session (the Mcp-Session-Id of "
                               "initialize): updates are sent on the session's GET stream",
                               NULL);
-        return;
+        return 0;
     }
-    if (on && !watchable(m, uri)) {
+    cJSON *vars = NULL;
+    const ing_tool_t *obj = watched(m, uri, &vars);
+    if (on && !obj) {
         not_found(resp, msg->id, uri);
-        return;
+        return 0;
     }
     long long max = ctx->set->max_resource_subscriptions;
     int rc = on ? ing_rsub_add(ctx->kv, m->session.id, m->server->name, uri,
@@ -66,14 +83,20 @@ void ing_mcpsubs_subscribe(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp,
                  "SUBSCRIPTIONS); unsubscribe from one first",
                  max);
         ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS, buf, NULL);
-        return;
-    }
-    if (rc < 0) {
+    } else if (rc < 0) {
         ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR,
                               "subscription store (Redis) unavailable; try again", NULL);
-        return;
+    } else if (obj && cJSON_GetObjectItemCaseSensitive(obj->version, "executor")) {
+        /* A worker serves it: the job tells the worker (which subscribes upstream and
+         * publishes the upstream's updates); its answer is the client's. */
+        int parked = ing_toolcall_object(m, msg, resp, obj, vars);
+        cJSON_Delete(vars);
+        return parked;
+    } else {
+        ing_mcpreq_resp_json(resp, 200, rpc_result_str(msg->id, "{}"));
     }
-    ing_mcpreq_resp_json(resp, 200, rpc_result_str(msg->id, "{}"));
+    cJSON_Delete(vars);
+    return 0;
 }
 
 int ing_mcpsubs_listen_uris(ing_mcp_t *m, const cJSON *filter, const char ***uris, size_t *n,

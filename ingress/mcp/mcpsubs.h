@@ -11,6 +11,14 @@
  * -32002 with data.uri, what those versions answer resources/read with) or, in a
  * subscriptions/listen filter, left out of the acknowledgement (the subset honoured). A
  * session, or one stream, watches at most MCPQ_MAX_RESOURCE_SUBSCRIPTIONS uris (then -32602).
+ *
+ * A resource (or template) with an executor is served by a worker: resources/subscribe and
+ * resources/unsubscribe of it, once recorded, also run as a job (toolcall.h,
+ * ing_toolcall_object; method resources/subscribe or resources/unsubscribe, jobargs.h), so
+ * the worker subscribes upstream and publishes the upstream's updates; the worker's answer
+ * (`{}`, or its error) is the client's. A 2026-07-28 stream's resourceSubscriptions of such a
+ * resource are honoured (updates a worker publishes reach it) but send no job: nothing tells
+ * a worker to subscribe upstream for a stream (docs/protocol.md says so).
  */
 #ifndef MCPQ_ING_MCPSUBS_H
 #define MCPQ_ING_MCPSUBS_H
@@ -23,8 +31,9 @@
 /* resources/subscribe (on = 1) or resources/unsubscribe (on = 0) of the legacy session:
  * `{}`, or a JSON-RPC error (no session: -32600; params.uri missing, too long, or one
  * subscription too many: -32602; an unknown uri: -32002; Redis down: -32603). Unsubscribing
- * a uri never subscribed answers `{}` too. */
-void ing_mcpsubs_subscribe(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp, int on);
+ * a uri never subscribed answers `{}` too. 1 when the request waits for a worker's answer
+ * (a resource served by a worker, see above; mcpreq.h), else 0 with resp filled. */
+int ing_mcpsubs_subscribe(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp, int on);
 
 /* The uris of a subscriptions/listen filter's resourceSubscriptions the stream will honour
  * (those that may be watched, each once, in order): *uris (malloc'd array of pointers into

@@ -337,6 +337,8 @@ static tc_status_t tc_unknown(tc_t *tc, const char *name)
     tc->tool = NULL;
     switch (tc->method) {
     case ING_JOB_READ: /* -32002 before 2026-07-28, -32602 since */
+    case ING_JOB_SUBSCRIBE:
+    case ING_JOB_UNSUBSCRIBE:
         snprintf(buf, sizeof(buf), "Resource not found: %.120s",
                  cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(tc->msg->params, "uri")));
         return tc_error(tc, 200, tc->m->modern ? RPC_INVALID_PARAMS : -32002, buf);

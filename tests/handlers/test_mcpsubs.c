@@ -36,7 +36,13 @@ static const char config[] =
     "    \"1\", \"uri\": \"file:///secret.md\", \"text\": \"hush\"}]},"
     "  {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"item\","
     "   \"kind\": \"resource_template\", \"published\": \"1\", \"versions\": [{\"version\": \"1\","
-    "    \"uriTemplate\": \"test://items/{id}\", \"text\": \"item {id}\"}]}]}";
+    "    \"uriTemplate\": \"test://items/{id}\", \"text\": \"item {id}\"}]},"
+    "  {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"live\", \"kind\": \"resource\","
+    "   \"published\": \"1\", \"versions\": [{\"version\": \"1\", \"uri\": \"worker://live\","
+    "    \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]},"
+    "  {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"broken\", \"kind\": \"resource\","
+    "   \"published\": \"1\", \"versions\": [{\"version\": \"1\", \"uri\": \"worker://broken\","
+    "    \"executor\": {\"type\": \"builtin\", \"name\": \"fail\"}}]}]}";
 
 static hx_t h;
 
@@ -70,6 +76,9 @@ static void session(const char *key, char *sid, size_t n)
         "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}");
     CHECK_INT_EQ(hx_rpc_code(&e), 0);
     CHECK(e.resp.session_id[0] != '\0');
+    const cJSON *res = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(hx_rpc_result(&e), "capabilities"), "resources");
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "subscribe")));
     snprintf(sid, n, "%s", e.resp.session_id);
     hx_ex_free(&e);
 }
@@ -118,8 +127,17 @@ static void test_subscribe(void)
     CHECK(r && r->type == REDIS_REPLY_INTEGER && r->integer > 0 &&
           r->integer <= h.set.session_ttl_s);
     freeReplyObject(r);
+    /* Any request of the session refreshes their TTL with the session's. */
+    freeReplyObject(hx_redis(&h, "EXPIRE " NAMES_KEY_RSUBS "%s 100", sid));
+    hx_ex_t ping;
+    rpc(&ping, NAMES_PROTO_2025_06_18, sid, NULL, "ping", "{}");
+    CHECK_INT_EQ(hx_rpc_code(&ping), 0);
+    hx_ex_free(&ping);
+    r = hx_redis(&h, "TTL " NAMES_KEY_RSUBS "%s", sid);
+    CHECK(r && r->type == REDIS_REPLY_INTEGER && r->integer > 100);
+    freeReplyObject(r);
     TEST_PASS("resources/subscribe: {} for a resource and a template's uri (again: {}); kept in "
-              "Redis with the session's TTL");
+              "Redis with the session's TTL, refreshed by the session's requests");
 
     CHECK_INT_EQ(sub(sid, NULL, 0, "file:///readme.md"), 0);
     CHECK(!stored(sid, "file:///readme.md"));
@@ -199,6 +217,72 @@ static void test_limit(void)
               "unsubscribe there is room");
 }
 
+/* A resource a worker serves: the subscription is recorded and the worker told (a job); its
+ * answer is the client's. */
+static void test_worker(void)
+{
+    pid_t w = fx_spawn_worker(&h.fx, "w1", NULL);
+    CHECK(w > 0);
+    char sid[80];
+    session(NULL, sid, sizeof(sid));
+    hx_ex_t e;
+    rpc(&e, NAMES_PROTO_2025_06_18, sid, NULL, "resources/subscribe",
+        "{\"uri\":\"worker://live\"}");
+    CHECK(e.parked);
+    CHECK_INT_EQ(hx_mcp_wait(&h, &e, 30000), 0);
+    CHECK_INT_EQ(hx_rpc_code(&e), 0);
+    char *r = cJSON_PrintUnformatted(hx_rpc_result(&e));
+    CHECK_STR_EQ(r, "{}");
+    cJSON_free(r);
+    hx_ex_free(&e);
+    CHECK(stored(sid, "worker://live"));
+    rpc(&e, NAMES_PROTO_2025_06_18, sid, NULL, "resources/unsubscribe",
+        "{\"uri\":\"worker://live\"}");
+    CHECK(e.parked);
+    CHECK_INT_EQ(hx_mcp_wait(&h, &e, 30000), 0);
+    CHECK_INT_EQ(hx_rpc_code(&e), 0);
+    hx_ex_free(&e);
+    CHECK(!stored(sid, "worker://live"));
+    rpc(&e, NAMES_PROTO_2025_06_18, sid, NULL, "resources/subscribe",
+        "{\"uri\":\"worker://broken\"}");
+    CHECK(e.parked);
+    CHECK_INT_EQ(hx_mcp_wait(&h, &e, 30000), 0);
+    CHECK(hx_rpc_code(&e) != 0);
+    printf("# a failing worker's subscribe: %d %s\n", hx_rpc_code(&e), hx_rpc_message(&e));
+    hx_ex_free(&e);
+    CHECK_INT_EQ(fx_stop_pid(w, 10000), 0);
+    TEST_PASS("a resource a worker serves: resources/subscribe and unsubscribe run as jobs "
+              "(answered {} by the worker, its error when it fails)");
+}
+
+/* subscriptions/listen's resourceSubscriptions that cannot be honoured are refused before a
+ * stream opens. */
+static void test_listen_filter(void)
+{
+    static const char *const bad[] = {
+        "\"resourceSubscriptions\":\"file:///readme.md\"",
+        "\"resourceSubscriptions\":[1]",
+        "\"resourceSubscriptions\":[\"\"]",
+        "\"resourceSubscriptions\":[\"test://items/1\",\"test://items/2\",\"test://items/3\","
+        "\"test://items/4\"]",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char params[600];
+        snprintf(params, sizeof(params),
+                 "{\"notifications\":{%s},\"_meta\":{\"" NAMES_META_PROTOCOL_VERSION
+                 "\":\"2026-07-28\"}}",
+                 bad[i]);
+        hx_ex_t e;
+        rpc(&e, "2026-07-28", NULL, NULL, "subscriptions/listen", params);
+        CHECK(!e.parked);
+        CHECK_INT_EQ(hx_rpc_code(&e), RPC_INVALID_PARAMS);
+        CHECK_CONTAINS(hx_rpc_message(&e), "resourceSubscriptions");
+        hx_ex_free(&e);
+    }
+    TEST_PASS("subscriptions/listen: resourceSubscriptions not an array of uris, or more than "
+              "MCPQ_MAX_RESOURCE_SUBSCRIPTIONS of them, is -32602");
+}
+
 int main(void)
 {
     const char *args[] = {"--max-resource-subscriptions", "3", NULL};
@@ -206,6 +290,8 @@ int main(void)
     test_subscribe();
     test_errors();
     test_limit();
+    test_listen_filter();
+    test_worker();
     hx_stop(&h);
     return TEST_EXIT();
 }

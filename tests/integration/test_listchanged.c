@@ -238,7 +238,7 @@ static int listed(int port, const char *key, const char *tool, const char *text)
 
 /* How long a registry change may take to reach both replicas' tools/list and their streams:
  * generous, because on a loaded machine slow is not wrong. The design's "within a second"
- * (docs/protocol.md, "Tool list changes") is printed as measured, not asserted. */
+ * (docs/protocol.md, "List changes") is printed as measured, not asserted. */
 #define LIST_WAIT_MS 20000
 
 /* Polls tools/list on both replicas every 50 ms until both show it: the ms it took from
@@ -441,7 +441,7 @@ static void resources(int pa, int pb, const char *sess, stream_t *legacy, stream
     fx_sleep_ms(500);
     CHECK_INT_EQ(stream_count(legacy, UPDATED), 2);
     CHECK_INT_EQ(stream_count(modern, UPDATED), 2);
-    TEST_PASS("a PUBLISH on mcpq:resource:updated (a worker's) reaches both streams; another "
+    TEST_PASS("a PUBLISH on the resource channel (a worker's) reaches both streams; another "
               "tenant's, another uri and a malformed message reach neither");
 
     /* Unsubscribed (through A this time): the GET stream hears no more. */

@@ -45,6 +45,10 @@ static void test_check(void)
     char why[256];
     CHECK_INT_EQ(check(ING_JOB_READ, "{\"uri\":\"a:b\"}", why), 0);
     CHECK_INT_EQ(check(ING_JOB_READ, "{\"uri\":3}", why), -1);
+    CHECK_INT_EQ(check(ING_JOB_SUBSCRIBE, "{\"uri\":\"a:b\"}", why), 0);
+    CHECK_INT_EQ(check(ING_JOB_UNSUBSCRIBE, "{}", why), -1);
+    CHECK_INT_EQ(ing_jobargs_method("resources/subscribe"), ING_JOB_SUBSCRIBE);
+    CHECK_INT_EQ(ing_jobargs_method("resources/unsubscribe"), ING_JOB_UNSUBSCRIBE);
     CHECK_STR_EQ(why, "params.uri must be a string");
     CHECK_INT_EQ(check(ING_JOB_PROMPT, "{\"name\":\"p\",\"arguments\":null}", why), 0);
     CHECK_INT_EQ(check(ING_JOB_PROMPT, "{\"name\":\"p\",\"arguments\":[]}", why), -1);
@@ -120,10 +124,17 @@ static void test_build(void)
     CHECK_STR_EQ(s, "{\"ref\":{\"type\":\"r\"},\"argument\":{},\"context\":{\"arguments\":{\"b\":"
                     "\"1\"}}}");
     free(s);
+    s = build(ING_JOB_SUBSCRIBE, "{\"uri\":\"n://a\",\"_meta\":{\"x\":1}}", "{\"id\":\"a\"}");
+    CHECK_STR_EQ(s, "{\"uri\":\"n://a\"}");
+    free(s);
+    s = build(ING_JOB_UNSUBSCRIBE, "{\"uri\":\"n://a\"}", NULL);
+    CHECK_STR_EQ(s, "{\"uri\":\"n://a\"}");
+    free(s);
     s = build(ING_JOB_CALL, "{\"name\":\"t\",\"arguments\":{\"a\":1}}", NULL);
     CHECK_STR_EQ(s, "{\"a\":1}");
     free(s);
-    TEST_PASS("the job's arguments: params without _meta, a template's variables");
+    TEST_PASS("the job's arguments: params without _meta, a template's variables; a "
+              "subscription's uri");
 }
 
 int main(void)
