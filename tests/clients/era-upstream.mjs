@@ -47,8 +47,12 @@ function echoResult(text) {
     return r;
 }
 
-/* Registers the tool, the resource and the prompt on an McpServer of either SDK. */
-function populate(server, completable) {
+/* Registers the tool, the resource and the prompt on an McpServer of either SDK (the v1
+ * SDK takes a prompt's arguments as a raw shape, the v2 SDK as a z.object). */
+function populate(server, completable, rawShape = false) {
+    const args = {
+        name: completable(z.string(), (value) => NAMES.filter((n) => n.startsWith(value ?? ''))),
+    };
     server.registerTool('echo', {
         description: `Echo the text (a ${era} upstream)`,
         inputSchema: z.object({ text: z.string() }),
@@ -59,9 +63,7 @@ function populate(server, completable) {
     }, async (uri) => ({ contents: [{ uri: uri.href, mimeType: 'text/plain', text: `upstream era ${era}` }] }));
     server.registerPrompt('greet', {
         description: `A greeting from a ${era} upstream`,
-        argsSchema: z.object({
-            name: completable(z.string(), (value) => NAMES.filter((n) => n.startsWith(value ?? ''))),
-        }),
+        argsSchema: rawShape ? args : z.object(args),
     }, async ({ name }) => ({
         messages: [{ role: 'user', content: { type: 'text', text: `Hello ${name} from a ${era} upstream` } }],
     }));
@@ -127,7 +129,7 @@ if (era === '2026-07-28') {
             });
             transport.onclose = () => transport.sessionId && transports.delete(transport.sessionId);
             const server = new McpServer({ name: `era-upstream-${era}`, version: '1.0.0' });
-            populate(server, completable);
+            populate(server, completable, true);
             await server.connect(transport);
         }
         await transport.handleRequest(req, res, body);
