@@ -160,7 +160,7 @@ const cases = () => [
   ['a progressToken of 200 control characters (1,200 bytes as JSON)', request({ body: call('echo', { text: 'a' }, { params: { name: 'echo', arguments: { text: 'a' }, _meta: { progressToken: '\u0001'.repeat(200) } } }) }), 200, -32602],
   ['a progressToken that is an object', request({ body: call('echo', { text: 'a' }, { params: { name: 'echo', arguments: { text: 'a' }, _meta: { progressToken: { a: 1 } } } }) }), 200, -32602],
   ['a progressToken of 1e400', request({ body: '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"a"},"_meta":{"progressToken":1e400}}}' }), 200, -32602],
-  ['unknown method', request({ body: rpc({ jsonrpc: '2.0', id: 1, method: 'resources/list' }) }), 200, -32601],
+  ['unknown method', request({ body: rpc({ jsonrpc: '2.0', id: 1, method: 'elicitation/create' }) }), 200, -32601],
   ['unsupported protocol version', request({ body: PING, headers: { 'MCP-Protocol-Version': '1999-01-01' } }), 400, -32022],
   ['Mcp-Name header does not match the body', request({ body: call('echo', { text: 'a' }), headers: { 'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': 'tools/call', 'Mcp-Name': 'other_tool' } }), 400, -32020],
   ['Mcp-Method header does not match the body', request({ body: call('echo', { text: 'a' }), headers: { 'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': 'tools/list', 'Mcp-Name': 'echo' } }), 400, -32020],
