@@ -178,8 +178,9 @@ int ing_adm_subs_route(adm_t *a, cJSON *t);
 int ing_adm_servers_collection(adm_t *a, const char *tenant);
 int ing_adm_servers_one(adm_t *a, const cJSON *t, const char *name);
 
-/* adm_tools.c: /tenants/{t}/tools (GET, POST) and .../tools/{name}[:rename]; ing_adm_tools_list
- * is ing_admin_list_tools (admin.h). */
+/* adm_tools.c: /tenants/{t}/tools (GET, POST) and .../tools/{name}[:rename]: registry objects
+ * of every kind (a "kind" member when creating one, kinds.h; listings filter on kind);
+ * ing_adm_tools_list is ing_admin_list_tools (admin.h). */
 cJSON *ing_adm_tools_list(const char *tenant, const cJSON *tool_docs, const char *page_size,
                           const char *page_token, const char *filter, const char *order_by,
                           char *err, size_t err_size);
@@ -187,11 +188,12 @@ int ing_adm_tools_collection(adm_t *a, const cJSON *t);
 int ing_adm_tools_one(adm_t *a, const cJSON *t, const char *name);
 
 /* adm_versions.c: .../tools/{name}/versions (GET, POST) and .../versions/{v}[:publish|:offline];
- * a version from a body (NULL when answered 400) and the body's "publish" flag (0 when
- * answered 400), which creating a tool uses too. */
+ * a version of an object of kind (the object tool's kind when tool is not NULL) from a body,
+ * checked against that kind's version schema (NULL when answered 400), and the body's
+ * "publish" flag (0 when answered 400), which creating an object uses too. */
 int ing_adm_versions_collection(adm_t *a, const cJSON *t, const char *name);
 int ing_adm_versions_one(adm_t *a, const cJSON *t, const char *name, const char *ver);
-cJSON *ing_adm_versions_from_body(adm_t *a, const cJSON *tool, const cJSON *body);
+cJSON *ing_adm_versions_from_body(adm_t *a, const cJSON *tool, int kind, const cJSON *body);
 int ing_adm_versions_publish_flag(adm_t *a, const cJSON *body, int *publish);
 
 /* adm_config.c: /config, GET (export without secrets) and PUT (apply; ?prune=true), on c. */

@@ -5,6 +5,8 @@
  */
 #include "adm.h"
 
+#include "kinds.h"
+
 #include "cfgsecret.h"
 
 #include <stdio.h>
@@ -109,6 +111,7 @@ cJSON *ing_adm_show_tool(const cJSON *t)
     } else {
         cJSON_AddNullToObject(o, "publishedVersion");
     }
+    cJSON_AddStringToObject(o, "kind", kinds_name(kinds_of(t)));
     cJSON *vs = cJSON_AddArrayToObject(o, "versions");
     const cJSON *e;
     cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(t, "versions"))
@@ -123,9 +126,12 @@ cJSON *ing_adm_show_tool(const cJSON *t)
 
 cJSON *ing_adm_show_version(const cJSON *tool, const cJSON *v)
 {
-    static const char *const keys[] = {"version",     "title",        "description",
-                                       "inputSchema", "outputSchema", "annotations",
-                                       "timeout_ms",  "mode",         "fake"};
+    /* every kind's members (config.schema.json); a version has those of its kind */
+    static const char *const keys[] = {"version",      "title",       "description", "inputSchema",
+                                       "outputSchema", "annotations", "uri",         "uriTemplate",
+                                       "mimeType",     "size",        "text",        "blob",
+                                       "arguments",    "messages",    "completions", "ttl_ms",
+                                       "cache_scope",  "timeout_ms",  "mode",        "fake"};
     cJSON *o = cJSON_CreateObject();
     copy_member(o, tool, "name");
     cJSON_AddItemToObject(o, "tool", cJSON_DetachItemFromObject(o, "name"));

@@ -7,6 +7,7 @@
 #include "adm.h"
 
 #include "api.h"
+#include "kinds.h"
 #include "log.h"
 #include "sch.h"
 
@@ -36,6 +37,7 @@ cJSON *ing_adm_tools_list(const char *tenant, const cJSON *tool_docs, const char
                           char *err, size_t err_size)
 {
     static const ing_listing_field_t fields[] = {{"name", "name"},
+                                                 {"kind", "kind"},
                                                  {"server", "server"},
                                                  {"published", "published"},
                                                  {"create_time", "createTime"},
@@ -71,13 +73,19 @@ int ing_adm_tools_collection(adm_t *a, const cJSON *t)
         ing_api_body(a->resp, 200, o);
         return DONE;
     }
-    static const char *const allowed[] = {"name", "server", "version", "publish", "access", NULL};
+    static const char *const allowed[] = {"name",    "kind",   "server", "version",
+                                          "publish", "access", NULL};
     int publish = 0;
     if (!ing_adm_only_members(a, a->body, allowed) ||
         !ing_adm_versions_publish_flag(a, a->body, &publish))
         return DONE;
     const char *name = str_of(a->body, "name");
     const char *server = str_of(a->body, "server");
+    const cJSON *kj = cJSON_GetObjectItemCaseSensitive(a->body, "kind");
+    int kind = kj && !cJSON_IsString(kj) ? -1 : kinds_parse(kj ? kj->valuestring : NULL);
+    if (kind < 0)
+        return ing_adm_fail(a, 400,
+                            "$.kind: must be one of tool, resource, resource_template, prompt");
     const cJSON *vb = cJSON_GetObjectItemCaseSensitive(a->body, "version");
     if (!server)
         server = str_of(t, "default_server");
@@ -100,11 +108,13 @@ int ing_adm_tools_collection(adm_t *a, const cJSON *t)
     if (!server || !ing_regstore_get(&a->st, sfield))
         return ing_adm_fail(a, 400, "$.server: tenant \"%s\" has no server \"%s\"", tenant,
                             server ? server : "");
-    cJSON *v = ing_adm_versions_from_body(a, NULL, vb);
+    cJSON *v = ing_adm_versions_from_body(a, NULL, kind, vb);
     if (!v)
         return DONE;
     ing_regstore_touch(v, a->now);
     cJSON *tool = cJSON_CreateObject();
+    if (kind != KINDS_TOOL)
+        cJSON_AddStringToObject(tool, "kind", kinds_name(kind));
     cJSON_AddStringToObject(tool, "tenant", tenant);
     cJSON_AddStringToObject(tool, "server", server);
     cJSON_AddStringToObject(tool, "name", name);

@@ -7,6 +7,7 @@
  */
 #include "adm.h"
 
+#include "kinds.h"
 #include "log.h"
 #include "sch.h"
 
@@ -38,13 +39,18 @@ static int param_names_ok(adm_t *a, const cJSON *schema)
     return 1;
 }
 
-/* A version body (already merged with its from_version) checked for adding or editing. */
-static int version_ok(adm_t *a, const cJSON *v)
+/* A version body of an object of kind (already merged with its from_version) checked for
+ * adding or editing: the kind's version schema (config.schema.json), and a tool's schemas. */
+static int version_ok(adm_t *a, int kind, const cJSON *v)
 {
+    static const char *const defs[KINDS_COUNT] = {"version", "resourceVersion", "templateVersion",
+                                                  "promptVersion"};
     char msg[768];
     if (!ing_adm_no_env_refs(a, cJSON_GetObjectItemCaseSensitive(v, "executor"), "$.executor") ||
-        !ing_adm_body_valid(a, v, "version"))
+        !ing_adm_body_valid(a, v, defs[kind]))
         return 0;
+    if (kind != KINDS_TOOL)
+        return 1; /* the rest of its checks: cfg.c, when the tenant is checked (cfgkinds.h) */
     static const char *const schemas[] = {"inputSchema", "outputSchema"};
     for (int k = 0; k < 2; k++) {
         const cJSON *s = cJSON_GetObjectItemCaseSensitive(v, schemas[k]);
@@ -60,8 +66,14 @@ static int version_ok(adm_t *a, const cJSON *v)
 
 /* A version from a body: {version, from_version?, <version members>}; from_version's members
  * are the starting point (a new version starts from another version's information). */
-cJSON *ing_adm_versions_from_body(adm_t *a, const cJSON *tool, const cJSON *body)
+cJSON *ing_adm_versions_from_body(adm_t *a, const cJSON *tool, int kind, const cJSON *body)
 {
+    if (tool)
+        kind = kinds_of(tool);
+    if (kind < 0 || kind >= KINDS_COUNT) {
+        ing_adm_fail(a, 400, "$.kind: must be one of tool, resource, resource_template, prompt");
+        return NULL;
+    }
     const char *from = str_of(body, "from_version");
     cJSON *v;
     if (from) {
@@ -83,9 +95,9 @@ cJSON *ing_adm_versions_from_body(adm_t *a, const cJSON *tool, const cJSON *body
         if (!cJSON_IsNull(m))
             cJSON_AddItemToObject(v, m->string, cJSON_Duplicate(m, 1));
     }
-    if (!str_of(v, "mode"))
+    if (kind == KINDS_TOOL && !str_of(v, "mode"))
         cJSON_AddStringToObject(v, "mode", "sync");
-    if (!version_ok(a, v)) {
+    if (!version_ok(a, kind, v)) {
         cJSON_Delete(v);
         return NULL;
     }
@@ -124,7 +136,7 @@ int ing_adm_versions_collection(adm_t *a, const cJSON *t, const char *name)
     int publish = 0;
     if (!ing_adm_versions_publish_flag(a, a->body, &publish))
         return DONE;
-    cJSON *v = ing_adm_versions_from_body(a, tool, a->body);
+    cJSON *v = ing_adm_versions_from_body(a, tool, KINDS_TOOL, a->body);
     if (!v)
         return DONE;
     if (ing_adm_find_version(tool, str_of(v, "version"))) {
@@ -173,8 +185,10 @@ static int version_delete(adm_t *a, const char *tenant, const char *field, cJSON
     return ing_adm_no_content(a);
 }
 
-/* PATCH of version cv (in the tool document's copy): 1 when edited, 0 when answered. */
-static int version_edit(adm_t *a, cJSON *cv, const char *name, const char *ver, int published)
+/* PATCH of version cv (in the document's copy, of an object of kind): 1 when edited, 0 when
+ * answered. */
+static int version_edit(adm_t *a, int kind, cJSON *cv, const char *name, const char *ver,
+                        int published)
 {
     if (published) {
         ing_adm_fail(a, 409,
@@ -192,7 +206,7 @@ static int version_edit(adm_t *a, cJSON *cv, const char *name, const char *ver, 
     cJSON *check = cJSON_Duplicate(cv, 1);
     cJSON_DeleteItemFromObjectCaseSensitive(check, "createTime");
     cJSON_DeleteItemFromObjectCaseSensitive(check, "updateTime");
-    int ok = version_ok(a, check);
+    int ok = version_ok(a, kind, check);
     cJSON_Delete(check);
     if (!ok)
         return 0;
@@ -219,7 +233,8 @@ static const char *version_change(adm_t *a, cJSON *copy, const char *name, const
     }
     if (strcmp(a->method, "PATCH") == 0) {
         cJSON *cv = (cJSON *)ing_adm_find_version(copy, ver);
-        return version_edit(a, cv, name, ver, published) ? "admin: version edited" : NULL;
+        return version_edit(a, kinds_of(copy), cv, name, ver, published) ? "admin: version edited"
+                                                                         : NULL;
     }
     a->resp->allow = "GET, PATCH, DELETE";
     ing_adm_fail(a, 405, "use GET, PATCH, DELETE, or POST with :publish or :offline");

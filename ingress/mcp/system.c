@@ -207,7 +207,7 @@ static cJSON *list_tools(ing_mcp_t *m, const cJSON *args, char *err, size_t err_
     }
     if (ps)
         snprintf(size, sizeof(size), "%lld", (long long)ps->valuedouble);
-    /* Only the tools the caller may see (access.h), published or not. */
+    /* Only the tools (no other kind) the caller may see (access.h), published or not. */
     cJSON *docs = cJSON_CreateArray();
     const cJSON *d;
     cJSON_ArrayForEach(d, ing_registry_docs(m->reg))
@@ -215,7 +215,8 @@ static cJSON *list_tools(ing_mcp_t *m, const cJSON *args, char *err, size_t err_
         const char *f = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d, "_field"));
         const char *t = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d, "tenant"));
         const char *srv = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d, "server"));
-        if (!f || strncmp(f, "tool:", 5) != 0 || !t || strcmp(t, m->tenant->id) != 0 || !srv)
+        if (!f || strncmp(f, "tool:", 5) != 0 || !t || strcmp(t, m->tenant->id) != 0 || !srv ||
+            kinds_of(d) != ING_KIND_TOOL)
             continue;
         const ing_server_t *s = ing_registry_server(m->reg, t, srv);
         if (ing_access_rules(m->who, s ? s->access : NULL,

@@ -29,6 +29,8 @@ static const char config[] =
     "   \"versions\": [{\"version\": \"1\", \"mode\": \"task\","
     "    \"inputSchema\": {\"type\": \"object\"},"
     "    \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]},"
+    "  {\"kind\": \"resource\", \"tenant\": \"t\", \"server\": \"default\", \"name\": \"zdoc\","
+    "   \"versions\": [{\"version\": \"1\", \"uri\": \"file:///doc\", \"text\": \"d\"}]},"
     "  {\"tenant\": \"other\", \"server\": \"default\", \"name\": \"report\", \"published\": \"1\","
     "   \"versions\": [{\"version\": \"1\", \"mode\": \"task\","
     "    \"inputSchema\": {\"type\": \"object\"},"
@@ -243,7 +245,7 @@ static void test_list_tools(void)
     CHECK_INT_EQ(hx_rpc_code(&e), 0);
     const cJSON *sc = cJSON_GetObjectItemCaseSensitive(hx_rpc_result(&e), "structuredContent");
     const cJSON *tools = cJSON_GetObjectItemCaseSensitive(sc, "tools");
-    CHECK_INT_EQ(cJSON_GetArraySize(tools), 2); /* this tenant's only */
+    CHECK_INT_EQ(cJSON_GetArraySize(tools), 2); /* this tenant's only, tools only (no zdoc) */
     CHECK_STR_EQ(cJSON_GetStringValue(
                      cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(tools, 0), "name")),
                  "report");
