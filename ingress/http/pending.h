@@ -78,7 +78,7 @@ typedef struct ing_call {
     char tool[128];           /* logger name of forwarded log entries */
     trace_ctx_t trace;        /* the call's trace, the ingress's span; trace_id "" if none */
     int task_result;          /* tasks/result: the result carries the related-task _meta */
-    int method_result;        /* not a tools/call (jobargs.h): the record's result is the
+    int method_result;        /* not a tools/call (toolcall.h): the record's result is the
                                * method's own, passed through; never a tool error */
     int cacheable;            /* 2026-07-28 resources/read: the result gets ttlMs, cacheScope */
     long long ttl_ms;         /* cacheable: ttlMs */

@@ -1,10 +1,10 @@
 #include "mcpobj.h"
-#include "toolcall.h"
 
 #include "access.h"
 #include "err.h"
 #include "kinds.h"
 #include "log.h"
+#include "toolcall.h"
 #include "util.h"
 
 #include <stdarg.h>
@@ -45,21 +45,16 @@ static const ing_tool_t *visible(const ing_mcp_t *m, const ing_tool_t *obj)
                : NULL;
 }
 
-/*
- * The job path: a resources/read, prompts/get or completion/complete of an object whose
- * version has an "executor" is a job, published and answered through the tools/call pipeline
- * (ing_toolcall_object, toolcall.h), which builds the envelope's arguments itself (jobargs.h);
- * args (consumed) only lends a template read's matched "variables". 1 when parked, else 0.
- */
+/* A resources/read, prompts/get or completion/complete of an object whose version has an
+ * "executor" is a job (docs/protocol.md "Resources, prompts and completion from a worker"):
+ * published and answered through the tools/call pipeline (toolcall.h, ing_toolcall_object)
+ * with the envelope's "method" set to msg->method, "tool" to obj->name and "arguments" to
+ * args (the method's params without _meta, schemas/job.schema.json; consumed). 1 when
+ * parked, else 0. */
 static int job_path(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp, const ing_tool_t *obj,
                     cJSON *args)
 {
-    const cJSON *vars = obj->kind == ING_KIND_TEMPLATE && strcmp(msg->method, "resources/read") == 0
-                            ? cJSON_GetObjectItemCaseSensitive(args, "variables")
-                            : NULL;
-    int rc = ing_toolcall_object(m, msg, resp, obj, vars);
-    cJSON_Delete(args);
-    return rc;
+    return ing_toolcall_object(m, msg, resp, obj, args);
 }
 
 /* s with every open+NAME+close whose NAME is a key of values replaced by its (string) value;

@@ -3,7 +3,7 @@
  * of static prompts and completion/complete over static completions, in every protocol
  * version (sessions up to 2025-11-25, stateless 2026-07-28 with its headers); unknown uris,
  * prompts and refs, missing and wrong arguments and bad params get the spec's errors; an
- * object with an executor reaches the job path (tests/handlers/harness.h).
+ * object with an executor is answered by a job on a worker (tests/handlers/harness.h).
  */
 #include "check.h"
 #include "harness.h"
@@ -165,10 +165,16 @@ static void test_read(void)
             CHECK_INT_EQ(hx_rpc_code(&e), RPC_HEADER_MISMATCH);
             hx_ex_free(&e);
         }
-        /* the executor-backed resource reaches the job path */
-        req(&e, era, "resources/read", "file:///live", "{\"uri\":\"file:///live\"}", NULL);
-        CHECK_INT_EQ(hx_rpc_code(&e), RPC_INTERNAL_ERROR);
-        CHECK_CONTAINS(hx_rpc_message(&e), "resources/read of resource \"live\"");
+        /* the executor-backed resource is a job: the worker's builtin echo answers the job's
+         * arguments as text, which becomes the resource's contents (worker/core/mresult.h) */
+        hx_era_rpc(&h, &e, NULL, hx_eras[era], modern ? NULL : sid[era], "resources/read",
+                   "file:///live", "{\"uri\":\"file:///live\"}", NULL);
+        CHECK(e.parked);
+        CHECK_INT_EQ(hx_mcp_wait(&h, &e, 20000), 0);
+        expect_member(&e, "contents",
+                      "[{\"uri\":\"file:///live\",\"text\":\"{\\\"uri\\\":\\\"file:///live\\\","
+                      "\\\"variables\\\":{}}\"}]");
+        CHECK_INT_EQ(cJSON_HasObjectItem(hx_rpc_result(&e), "cacheScope"), modern);
         hx_ex_free(&e);
     }
     /* an oversize uri */
@@ -187,7 +193,7 @@ static void test_read(void)
     CHECK_INT_EQ(hx_rpc_code(&e), RPC_PARSE_ERROR);
     hx_ex_free(&e);
     TEST_PASS("resources/read: static text and blob, templates, unknown and hidden uris, bad "
-              "params, 2026-07-28 ttlMs and cacheScope, executor objects to the job path");
+              "params, 2026-07-28 ttlMs and cacheScope, executor objects answered by a worker");
 }
 
 static void test_get(void)
@@ -222,9 +228,14 @@ static void test_get(void)
         if (!modern)
             expect_error(era, "prompts/get", NULL, "{}", RPC_INVALID_PARAMS,
                          "params.name must be a string, the prompt's name");
-        req(&e, era, "prompts/get", "dyn", "{\"name\":\"dyn\",\"arguments\":{\"q\":\"x\"}}", NULL);
-        CHECK_INT_EQ(hx_rpc_code(&e), RPC_INTERNAL_ERROR);
-        CHECK_CONTAINS(hx_rpc_message(&e), "prompts/get of prompt \"dyn\"");
+        /* an executor-backed prompt: the worker's echo of the job's arguments, as a message */
+        hx_era_rpc(&h, &e, NULL, hx_eras[era], modern ? NULL : sid[era], "prompts/get", "dyn",
+                   "{\"name\":\"dyn\",\"arguments\":{\"q\":\"x\"}}", NULL);
+        CHECK(e.parked);
+        CHECK_INT_EQ(hx_mcp_wait(&h, &e, 20000), 0);
+        expect_member(&e, "messages",
+                      "[{\"role\":\"user\",\"content\":{\"type\":\"text\",\"text\":"
+                      "\"{\\\"name\\\":\\\"dyn\\\",\\\"arguments\\\":{\\\"q\\\":\\\"x\\\"}}\"}}]");
         hx_ex_free(&e);
     }
     TEST_PASS("prompts/get: {{arg}} replaced in every string, missing, undeclared and non-string "
@@ -273,8 +284,17 @@ static void test_complete(void)
                      "\"name\":\"greet\"},\"argument\":{\"name\":\"who\"}}",
                      RPC_INVALID_PARAMS,
                      "params.argument must be {\"name\": string, \"value\": string}");
-        complete(&e, era, "{\"type\":\"ref/prompt\",\"name\":\"dyn\"}", "q", "");
-        CHECK_INT_EQ(hx_rpc_code(&e), RPC_INTERNAL_ERROR);
+        /* an executor-backed prompt's completion: one value per line of the worker's echo */
+        const char *cparams = "{\"ref\":{\"type\":\"ref/prompt\",\"name\":\"dyn\"},\"argument\":{"
+                              "\"name\":\"q\",\"value\":\"\"}}";
+        hx_era_rpc(&h, &e, NULL, hx_eras[era], era < HX_NERAS - 1 ? sid[era] : NULL,
+                   "completion/complete", NULL, cparams, NULL);
+        CHECK(e.parked);
+        CHECK_INT_EQ(hx_mcp_wait(&h, &e, 20000), 0);
+        expect_member(&e, "completion",
+                      "{\"values\":[\"{\\\"ref\\\":{\\\"type\\\":\\\"ref/prompt\\\",\\\"name\\\":"
+                      "\\\"dyn\\\"},\\\"argument\\\":{\\\"name\\\":\\\"q\\\",\\\"value\\\":"
+                      "\\\"\\\"}}\"],\"total\":1,\"hasMore\":false}");
         hx_ex_free(&e);
     }
     TEST_PASS("completion/complete: prefix matches of static completions for prompts and "
@@ -321,9 +341,14 @@ int main(void)
     hx_start(&h, config, NULL);
     for (int era = 0; era < HX_NERAS - 1; era++)
         hx_session(&h, NULL, hx_eras[era], NULL, sid[era]);
+    /* a worker answers the executor-backed objects' jobs */
+    const char *const wenv[] = {NULL};
+    pid_t w = fx_spawn_worker(&h.fx, "w1", wenv);
+    CHECK(w > 0);
     test_read();
     test_get();
     test_complete();
+    CHECK_INT_EQ(fx_stop_pid(w, 10000), 0);
     test_complete_many(); /* stops h */
     return 0;
 }
