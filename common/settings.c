@@ -35,6 +35,11 @@ static const set_def_t defs[] = {
      "included), in ms; a changed file is checked and applied to the registry once for the "
      "fleet, a bad one refused (docs/config-file.md, \"Watching the file\"); 0: read at "
      "start-up only"},
+    {"MCPQ_FEDERATE_REFRESH_MS", "federate-refresh-ms", T_INT, "600000", 200, 86400000, ING,
+     S(federate_refresh_ms),
+     "how often the ingress imports a federated server's upstream again after a successful "
+     "import, in ms (docs/tools.md, \"Upstream MCP servers\"); with federate.pin a changed tool "
+     "definition is quarantined at the first import that sees it (docs/security.md)"},
     {"MCPQ_CONFIG_PRUNE", "config-prune", T_INT, "0", 0, 1, ING, S(config_prune),
      "1: applying a changed MCPQ_CONFIG also deletes the servers and tools of its tenants that "
      "it does not name, as mcpq-ingress --apply --prune"},
@@ -130,11 +135,6 @@ static const set_def_t defs[] = {
     {"MCPQ_WEBHOOK_MAX_INFLIGHT", "webhook-max-inflight", T_INT, "32", 1, 10000, ING,
      S(webhook_max_inflight),
      "webhook deliveries one ingress sends at once (the rest wait their turn in Redis)"},
-    {"MCPQ_FEDERATE_REFRESH_MS", "federate-refresh-ms", T_INT, "600000", 1000, 86400000LL, ING,
-     S(federate_refresh_ms),
-     "how often a federated server's upstream is listed again (a mcpq/catalog job through a "
-     "worker; docs/executors.md, \"Federation\"): what it added is imported, what it changed "
-     "gets a new version, what it dropped is deleted"},
     {"MCPQ_ROBOT_ID", "robot-id", T_STR, NULL, 0, 0, WRK, S(robot_id),
      "worker: the robot this worker is"},
     {"MCPQ_TOPIC_JOBS", "topic-jobs", T_STR, "mcpq.jobs", 0, 0, ALL | SET_BROKER, S(topic_jobs),

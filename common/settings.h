@@ -20,8 +20,9 @@
 typedef struct mcpq_settings {
     /* names deployments and tests rely on (docs/configuration.md "Configuration") */
     const char *config;
-    long long config_watch_ms; /* read MCPQ_CONFIG again this often (0: at start-up only) */
-    long long config_prune;    /* a changed MCPQ_CONFIG is applied with --prune */
+    long long config_watch_ms;     /* read MCPQ_CONFIG again this often (0: at start-up only) */
+    long long config_prune;        /* a changed MCPQ_CONFIG is applied with --prune */
+    long long federate_refresh_ms; /* a federated upstream is imported again this often */
     const char *listen;
     const char *ops_listen; /* ingress: /metrics, /healthz, /readyz, /admin (empty: on listen) */
     const char *kafka_brokers;
@@ -108,7 +109,6 @@ typedef struct mcpq_settings {
     long long oauth_introspection_cache;
     long long oauth_introspection_ttl_s;
     const char *trusted_proxies;
-    long long federate_refresh_ms; /* ingress/core/federate.h */
     long long task_slots;
     long long task_lease_ms;
     long long task_max_attempts;

@@ -178,8 +178,8 @@ static const cJSON *published_version(const cJSON *doc)
  * Where a refreshed definition is written: old is this server's earlier import of the object,
  * v the definition the upstream lists now (consumed), which differs from old's published one.
  * Returns the new document: old with v as a new version (the highest numeric id + 1), published,
- * the oldest versions beyond FED_VERSIONS_KEPT dropped. A pinned upstream's tool
- * (federate.pin, docs/security.md) is checked here before its new definition is published.
+ * the oldest versions beyond FED_VERSIONS_KEPT dropped (a tool then also passes
+ * fed_tool_check).
  */
 static cJSON *fed_definition_changed(const fed_plan_t *p, const cJSON *old, const char *kind,
                                      cJSON *v)
@@ -216,27 +216,9 @@ static cJSON *fed_definition_changed(const fed_plan_t *p, const cJSON *old, cons
     return doc;
 }
 
-/* Records the object name of kind with definition v (consumed): created, updated or left. */
-static void put_object(fed_plan_t *p, const char *kind, const char *name, cJSON *v)
+/* A new imported object: name of kind with definition v (consumed) as its version "1". */
+static cJSON *object_new(const fed_plan_t *p, const char *kind, const char *name, cJSON *v)
 {
-    char field[300];
-    ing_regstore_field_tool(field, sizeof(field), p->tenant, name);
-    const cJSON *old = cJSON_GetObjectItemCaseSensitive(p->docs, field);
-    cJSON_AddItemToObject(p->names, name, cJSON_CreateTrue());
-    if (old) {
-        const char *ok = str_of(old, "kind");
-        const cJSON *pv = published_version(old);
-        cJSON *def = pv ? definition_of(pv) : NULL;
-        int same = def && cJSON_Compare(def, v, 1) && strcmp(ok ? ok : "tool", kind) == 0;
-        cJSON_Delete(def);
-        if (same) {
-            cJSON_Delete(v);
-            return;
-        }
-        cJSON_AddItemToObject(p->out, field, fed_definition_changed(p, old, kind, v));
-        p->c.updated++;
-        return;
-    }
     cJSON *doc = cJSON_CreateObject();
     cJSON_AddStringToObject(doc, "tenant", p->tenant);
     cJSON_AddStringToObject(doc, "server", p->sname);
@@ -249,8 +231,57 @@ static void put_object(fed_plan_t *p, const char *kind, const char *name, cJSON 
     ing_regstore_touch(v, p->now);
     cJSON_AddItemToArray(cJSON_AddArrayToObject(doc, "versions"), v);
     ing_regstore_touch(doc, p->now);
+    return doc;
+}
+
+/*
+ * Where every imported tool's document passes before it is written, changed or not: stored is
+ * its registry document (NULL when new), doc the one this import would write (consumed; stored
+ * itself, copied, when the definition did not change). Returns the document to write. This is
+ * the place for a pinned upstream's check (federate.pin, docs/security.md: a definition that
+ * is not the approved one is quarantined); without pinning the document passes as it is.
+ */
+static cJSON *fed_tool_check(const fed_plan_t *p, const cJSON *stored, cJSON *doc)
+{
+    (void)p;
+    (void)stored;
+    return doc;
+}
+
+/* Records the object name of kind with definition v (consumed): created, updated or left. */
+static void put_object(fed_plan_t *p, const char *kind, const char *name, cJSON *v)
+{
+    char field[300];
+    ing_regstore_field_tool(field, sizeof(field), p->tenant, name);
+    const cJSON *old = cJSON_GetObjectItemCaseSensitive(p->docs, field);
+    cJSON_AddItemToObject(p->names, name, cJSON_CreateTrue());
+    cJSON *doc;
+    if (!old) {
+        doc = object_new(p, kind, name, v);
+    } else {
+        const char *ok = str_of(old, "kind");
+        const cJSON *pv = published_version(old);
+        cJSON *def = pv ? definition_of(pv) : NULL;
+        int same = def && cJSON_Compare(def, v, 1) && strcmp(ok ? ok : "tool", kind) == 0;
+        cJSON_Delete(def);
+        if (same) {
+            cJSON_Delete(v);
+            doc = cJSON_Duplicate(old, 1);
+        } else {
+            doc = fed_definition_changed(p, old, kind, v);
+        }
+    }
+    if (strcmp(kind, "tool") == 0)
+        doc = fed_tool_check(p, old, doc);
+    if (!doc || (old && cJSON_Compare(doc, old, 1))) {
+        cJSON_Delete(doc);
+        return;
+    }
     cJSON_AddItemToObject(p->out, field, doc);
-    p->c.created++;
+    if (old)
+        p->c.updated++;
+    else
+        p->c.created++;
 }
 
 /* The registry name of upstream name un (sanitize: characters outside [A-Za-z0-9_.-] become
@@ -287,90 +318,97 @@ static int object_name(fed_plan_t *p, const char *kind, const char *un, int sani
     return 0;
 }
 
-static void plan_tools(fed_plan_t *p, const cJSON *list)
+/* Why upstream tool up cannot be imported, or NULL. */
+static const char *tool_unusable(fed_plan_t *p, const cJSON *up)
 {
-    static const char *const members[] = {"title",        "description", "inputSchema",
-                                          "outputSchema", "annotations", NULL};
-    char name[160], msg[512];
-    const cJSON *ut;
-    cJSON_ArrayForEach(ut, list)
-    {
-        const char *un = str_of(ut, "name");
-        if (object_name(p, "tool", un, 0, name, sizeof(name)) < 0)
-            continue;
-        const cJSON *in = cJSON_GetObjectItemCaseSensitive(ut, "inputSchema");
-        const cJSON *os = cJSON_GetObjectItemCaseSensitive(ut, "outputSchema");
-        if (!cJSON_IsObject(in) || sch_schema_check(in, "inputSchema", msg, sizeof(msg)) != 0 ||
-            (os && sch_schema_check(os, "outputSchema", msg, sizeof(msg)) != 0)) {
-            skip(p, "tool", un, "a schema the gateway cannot use");
-            continue;
-        }
-        cJSON *v = version_body(p, ut, members, "tool", un);
-        cJSON_AddStringToObject(v, "mode", "sync");
-        put_object(p, "tool", name, v);
-        p->c.tools++;
-    }
+    char msg[512];
+    const cJSON *in = cJSON_GetObjectItemCaseSensitive(up, "inputSchema");
+    const cJSON *os = cJSON_GetObjectItemCaseSensitive(up, "outputSchema");
+    (void)p;
+    if (!cJSON_IsObject(in) || sch_schema_check(in, "inputSchema", msg, sizeof(msg)) != 0 ||
+        (os && sch_schema_check(os, "outputSchema", msg, sizeof(msg)) != 0))
+        return "a schema the gateway cannot use";
+    return NULL;
 }
 
-static void plan_prompts(fed_plan_t *p, const cJSON *list)
+static const char *prompt_unusable(fed_plan_t *p, const cJSON *up)
 {
-    static const char *const members[] = {"title", "description", "arguments", NULL};
-    char name[160];
-    const cJSON *up;
-    cJSON_ArrayForEach(up, list)
-    {
-        const char *un = str_of(up, "name");
-        if (object_name(p, "prompt", un, 0, name, sizeof(name)) < 0)
-            continue;
-        const cJSON *args = cJSON_GetObjectItemCaseSensitive(up, "arguments");
-        if (args && !cJSON_IsArray(args)) {
-            skip(p, "prompt", un, "arguments is not an array");
-            continue;
-        }
-        put_object(p, "prompt", name, version_body(p, up, members, "prompt", un));
-        p->c.prompts++;
-    }
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(up, "arguments");
+    (void)p;
+    return args && !cJSON_IsArray(args) ? "arguments is not an array" : NULL;
 }
 
-static void plan_resources(fed_plan_t *p, const cJSON *list, int templates)
+/* A resource's uri is kept unique among this import's (recorded once it is taken). */
+static const char *resource_unusable(fed_plan_t *p, const cJSON *up)
 {
-    static const char *const res_members[] = {"uri",         "title", "description", "mimeType",
-                                              "annotations", "size",  NULL};
-    static const char *const tpl_members[] = {"uriTemplate", "title",       "description",
-                                              "mimeType",    "annotations", NULL};
-    const char *kind = templates ? "resource_template" : "resource";
-    const char *key = templates ? "uriTemplate" : "uri";
+    const char *uri = str_of(up, "uri");
+    if (!uri || !uri[0] || strlen(uri) > FED_URI_MAX)
+        return "no uri, or longer than 2048 bytes";
+    if (cJSON_HasObjectItem(p->uris, uri))
+        return "another resource of this upstream has the same uri";
+    cJSON_AddItemToObject(p->uris, uri, cJSON_CreateTrue());
+    return NULL;
+}
+
+static const char *template_unusable(fed_plan_t *p, const cJSON *up)
+{
+    const char *t = str_of(up, "uriTemplate");
+    (void)p;
+    if (!t || !t[0] || strlen(t) > FED_URI_MAX)
+        return "no uriTemplate, or longer than 2048 bytes";
+    return template_level1(t) ? NULL : "not an RFC 6570 level 1 template ({var} only)";
+}
+
+/* How one kind of the catalog becomes registry objects. */
+typedef struct fed_kind {
+    const char *kind;           /* the registry kind */
+    const char *list;           /* the catalog's member */
+    const char *const *members; /* copied into the version */
+    const char *call_key;       /* the executor member naming the upstream object, or NULL */
+    const char *mode;           /* the version's "mode", or NULL */
+    int sanitize;               /* names made valid (object_name) */
+    const char *(*unusable)(fed_plan_t *p, const cJSON *up);
+} fed_kind_t;
+
+static const char *const tool_members[] = {"title",        "description", "inputSchema",
+                                           "outputSchema", "annotations", NULL};
+static const char *const prompt_members[] = {"title", "description", "arguments", NULL};
+static const char *const resource_members[] = {"uri",         "title", "description", "mimeType",
+                                               "annotations", "size",  NULL};
+static const char *const template_members[] = {"uriTemplate", "title",       "description",
+                                               "mimeType",    "annotations", NULL};
+
+/* In import order: tools first keep today's names when a resource or prompt would take one. */
+static const fed_kind_t fed_kinds[] = {
+    {"tool", "tools", tool_members, "tool", "sync", 0, tool_unusable},
+    {"prompt", "prompts", prompt_members, "prompt", NULL, 0, prompt_unusable},
+    {"resource", "resources", resource_members, NULL, NULL, 1, resource_unusable},
+    {"resource_template", "resourceTemplates", template_members, NULL, NULL, 1, template_unusable},
+};
+
+/* The objects of kind k that the catalog lists; the number imported. */
+static int plan_kind(fed_plan_t *p, const fed_kind_t *k, const cJSON *catalog)
+{
     char name[160];
+    int n = 0;
     const cJSON *up;
-    cJSON_ArrayForEach(up, list)
+    cJSON_ArrayForEach(up, cJSON_GetObjectItemCaseSensitive(catalog, k->list))
     {
         const char *un = str_of(up, "name");
-        const char *uri = str_of(up, key);
-        if (!uri || !uri[0] || strlen(uri) > FED_URI_MAX) {
-            skip(p, kind, un ? un : "",
-                 templates ? "no uriTemplate, or longer than 2048 bytes"
-                           : "no uri, or longer than 2048 bytes");
+        if (object_name(p, k->kind, un, k->sanitize, name, sizeof(name)) < 0)
+            continue;
+        const char *why = k->unusable(p, up);
+        if (why) {
+            skip(p, k->kind, un, why);
             continue;
         }
-        if (templates && !template_level1(uri)) {
-            skip(p, kind, un ? un : "", "not an RFC 6570 level 1 template ({var} only)");
-            continue;
-        }
-        if (!templates && cJSON_HasObjectItem(p->uris, uri)) {
-            skip(p, kind, un ? un : "", "another resource of this upstream has the same uri");
-            continue;
-        }
-        if (object_name(p, kind, un, 1, name, sizeof(name)) < 0)
-            continue;
-        if (!templates)
-            cJSON_AddItemToObject(p->uris, uri, cJSON_CreateTrue());
-        put_object(p, kind, name,
-                   version_body(p, up, templates ? tpl_members : res_members, NULL, NULL));
-        if (templates)
-            p->c.templates++;
-        else
-            p->c.resources++;
+        cJSON *v = version_body(p, up, k->members, k->call_key, un);
+        if (k->mode)
+            cJSON_AddStringToObject(v, "mode", k->mode);
+        put_object(p, k->kind, name, v);
+        n++;
     }
+    return n;
 }
 
 /* This server's earlier imports that this round did not import are deleted. */
@@ -410,11 +448,10 @@ cJSON *ing_federate_plan(const cJSON *server, const cJSON *catalog, const cJSON 
     p.names = cJSON_CreateObject();
     p.uris = cJSON_CreateObject();
     if (p.out && p.names && p.uris) {
-        /* Tools first: they keep today's names when a resource or prompt would take one. */
-        plan_tools(&p, cJSON_GetObjectItemCaseSensitive(catalog, "tools"));
-        plan_prompts(&p, cJSON_GetObjectItemCaseSensitive(catalog, "prompts"));
-        plan_resources(&p, cJSON_GetObjectItemCaseSensitive(catalog, "resources"), 0);
-        plan_resources(&p, cJSON_GetObjectItemCaseSensitive(catalog, "resourceTemplates"), 1);
+        p.c.tools = plan_kind(&p, &fed_kinds[0], catalog);
+        p.c.prompts = plan_kind(&p, &fed_kinds[1], catalog);
+        p.c.resources = plan_kind(&p, &fed_kinds[2], catalog);
+        p.c.templates = plan_kind(&p, &fed_kinds[3], catalog);
         plan_prune(&p);
     } else {
         cJSON_Delete(p.out);

@@ -33,7 +33,8 @@
  *
  * Each import is one read-modify-write of the registry (regstore.h, compare-and-set, retried):
  * new objects are created, an object whose definition changed gets a new published version
- * (fed_definition_changed in federate.c, where a pinned tool's check belongs), and this
+ * (fed_definition_changed in federate.c; every imported tool's document then passes
+ * fed_tool_check, where a pinned upstream's check belongs), and this
  * server's earlier imports that the upstream no longer lists are deleted (pruning; objects
  * without "federated": true are never touched). A failed import (no worker answered, the
  * upstream failed) changes nothing, is logged and retried with backoff (1 s doubling to 60 s);

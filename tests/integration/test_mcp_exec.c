@@ -13,9 +13,10 @@
  * succeeds, upstream down → isError quickly, timeout → -32003,
  * configured headers reach the upstream and never the result or the worker's log, and
  * federation (through a worker's mcpq/catalog job): the upstream's tools listed with the prefix
- * (an invalid name skipped) and callable; and, once the official SDK upstream restarts with
- * fewer objects, a second ingress refreshing every second (MCPQ_FEDERATE_REFRESH_MS) prunes
- * what it dropped, seen on the first ingress.
+ * (an invalid name skipped) and callable; from the official SDK upstream also its resource,
+ * template and prompt, read, got and completed through mcpq; and, once the upstream restarts
+ * with fewer objects, a second ingress refreshing every second (MCPQ_FEDERATE_REFRESH_MS)
+ * prunes what it dropped (tool, template, prompt), seen on the first ingress.
  */
 #include "check.h"
 #include "names.h"
@@ -565,13 +566,21 @@ static const char *names_of(const cJSON *list, char *out, size_t size)
     return out;
 }
 
+/* A request of method with params (JSON text) to server sdkfed: the response. */
+static cJSON *sdkfed(const char *method, const char *params)
+{
+    char body[1024];
+    snprintf(body, sizeof(body), "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"%s\",\"params\":%s}",
+             method, params);
+    return post_to("sdkfed", body, 200);
+}
+
 /* Polls a list method of server sdkfed (bound: about 30 s) until its names equal want. */
 static void wait_names(const char *method, const char *member, const char *want)
 {
-    char body[200], got[1024] = "";
-    snprintf(body, sizeof(body), "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"%s\"}", method);
+    char got[1024] = "";
     for (int i = 0; i < 300; i++) {
-        cJSON *j = post_to("sdkfed", body, 200);
+        cJSON *j = sdkfed(method, "{}");
         names_of(cJSON_GetObjectItemCaseSensitive(result_of(j), member), got, sizeof(got));
         cJSON_Delete(j);
         if (strcmp(got, want) == 0)
@@ -579,6 +588,47 @@ static void wait_names(const char *method, const char *member, const char *want)
         fx_sleep_ms(100);
     }
     CHECK_STR_EQ(got, want);
+}
+
+/* The first item of the array member of j's result. */
+static const cJSON *first_of(const cJSON *j, const char *member)
+{
+    return cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(result_of(j), member), 0);
+}
+
+/* The SDK upstream's resource, template and prompt, imported through the worker: listed with
+ * the prefix, read, got and completed through mcpq (each a job the worker sends upstream). */
+static void test_federation_kinds(void)
+{
+    wait_names("resources/list", "resources", "sdkup_readme");
+    cJSON *j = sdkfed("resources/list", "{}");
+    CHECK_STR_EQ(str_at(first_of(j, "resources"), "uri", NULL, NULL), "sdk://readme");
+    CHECK_STR_EQ(str_at(first_of(j, "resources"), "mimeType", NULL, NULL), "text/markdown");
+    cJSON_Delete(j);
+    j = sdkfed("resources/read", "{\"uri\":\"sdk://readme\"}");
+    CHECK_STR_EQ(str_at(first_of(j, "contents"), "text", NULL, NULL), "# SDK readme");
+    CHECK_STR_EQ(str_at(first_of(j, "contents"), "uri", NULL, NULL), "sdk://readme");
+    cJSON_Delete(j);
+
+    wait_names("resources/templates/list", "resourceTemplates", "sdkup_notes");
+    j = sdkfed("resources/read", "{\"uri\":\"sdk://notes/kafka\"}");
+    CHECK_STR_EQ(str_at(first_of(j, "contents"), "text", NULL, NULL), "notes on kafka");
+    cJSON_Delete(j);
+
+    wait_names("prompts/list", "prompts", "sdkup_greet");
+    j = sdkfed("prompts/get", "{\"name\":\"sdkup_greet\",\"arguments\":{\"name\":\"mcpq\"}}");
+    CHECK_STR_EQ(str_at(first_of(j, "messages"), "role", NULL, NULL), "user");
+    CHECK_STR_EQ(str_at(first_of(j, "messages"), "content", "text", NULL), "Greet mcpq");
+    cJSON_Delete(j);
+    j = sdkfed("completion/complete", "{\"ref\":{\"type\":\"ref/prompt\",\"name\":\"sdkup_greet\"},"
+                                      "\"argument\":{\"name\":\"style\",\"value\":\"f\"}}");
+    const cJSON *values = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(result_of(j), "completion"), "values");
+    CHECK_INT_EQ(cJSON_GetArraySize(values), 3);
+    CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetArrayItem(values, 1)), "friendly");
+    cJSON_Delete(j);
+    TEST_PASS("federation of the SDK upstream's resource, template and prompt: listed with "
+              "the prefix, read, got and completed through a worker");
 }
 
 /* The upstream restarts with fewer objects; a second ingress that refreshes every second
@@ -592,6 +642,9 @@ static pid_t test_federation_prune(pid_t *sdk, char *deps, size_t deps_size, con
     pid_t ing2 = fx_spawn_ingress(&fx, "ingress2", fx_free_port(), cfg, env, NULL, 0);
     CHECK(ing2 > 0);
     wait_names("tools/list", "tools", "sdkup_echo");
+    wait_names("prompts/list", "prompts", "");
+    wait_names("resources/templates/list", "resourceTemplates", "");
+    wait_names("resources/list", "resources", "sdkup_readme");
     cJSON *j = call("sdkfed", "sdkup_echo", "{\"text\":\"after the restart\"}");
     CHECK_STR_EQ(str_at(j, "result", "structuredContent", "text"), "after the restart");
     cJSON_Delete(j);
@@ -644,6 +697,7 @@ int main(void)
     pid_t ing2 = 0;
     if (sdk > 0) {
         test_sdk_upstream();
+        test_federation_kinds();
         ing2 = test_federation_prune(&sdk, deps, sizeof(deps), cfg);
     } else
         TEST_SKIP("official SDK upstream: no node or no npm packages in %s "

@@ -7,8 +7,10 @@
  * becomes a new published version, and pruning of what the upstream dropped (never of objects
  * it did not import).
  */
+#include "cfg.h"
 #include "check.h"
 #include "federate.h"
+#include "regstore.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +38,28 @@ static void apply(cJSON *docs, const cJSON *plan)
         if (!cJSON_IsNull(x))
             cJSON_AddItemToObject(docs, x->string, cJSON_Duplicate(x, 1));
     }
+}
+
+/* The config loader takes the planned documents (what the registry will hold) as they are. */
+static void check_loadable(const cJSON *server, const cJSON *plan)
+{
+    cJSON *cfg = cJSON_CreateObject();
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddStringToObject(t, "id", "t");
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(cfg, "tenants"), t);
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(cfg, "servers"), cJSON_Duplicate(server, 1));
+    cJSON *tools = cJSON_AddArrayToObject(cfg, "tools");
+    for (const cJSON *x = plan->child; x; x = x->next)
+        if (!cJSON_IsNull(x))
+            cJSON_AddItemToArray(tools, cJSON_Duplicate(x, 1));
+    ing_regstore_strip_meta(cfg);
+    char *text = cJSON_PrintUnformatted(cfg), err[1024] = "";
+    cJSON *doc = cfg_load_string(text, strlen(text), err, sizeof(err));
+    CHECK_STR_EQ(err, "");
+    CHECK(doc != NULL);
+    cJSON_Delete(doc);
+    cJSON_free(text);
+    cJSON_Delete(cfg);
 }
 
 static const char *const CATALOG =
@@ -136,6 +160,8 @@ static void test_kinds(const cJSON *server, cJSON *docs)
     CHECK(at(plan, "tool:t:up_query") == NULL);
     TEST_PASS("federated resources and templates: sanitized names, uri and uriTemplate kept; "
               "duplicate uri, no uri, no name, level-2 template skipped");
+    check_loadable(server, plan);
+    TEST_PASS("federation: every planned document is a valid registry object of its kind");
 
     apply(docs, plan);
     cJSON_Delete(plan);
