@@ -855,6 +855,46 @@ static int normalize(cfg_ctx_t *x, cJSON *doc)
     return rc;
 }
 
+int cfg_check_mcp_env(const cJSON *executor, const char *path, char *errstr, size_t errstr_size)
+{
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(executor, "type");
+    const cJSON *env = cJSON_GetObjectItemCaseSensitive(executor, "env");
+    if (!cJSON_IsString(type) || strcmp(type->valuestring, "mcp") != 0 || !cJSON_IsObject(env))
+        return 0;
+    for (const cJSON *it = env->child; it; it = it->next)
+        if (cJSON_IsString(it)) {
+            snprintf(errstr, errstr_size,
+                     "%s.env.%.64s: an mcp executor's env values are references read on the "
+                     "worker, {\"env\": \"WORKER_VAR\"} or {\"file\": \"/path\"}, never literal "
+                     "values, which the registry would store",
+                     path, it->string);
+            return MCPQ_EINVAL;
+        }
+    return 0;
+}
+
+/* cfg_check_mcp_env for every tool version of doc (before the schema, whose message would
+ * not say why). */
+static int check_mcp_envs(cfg_ctx_t *x, const cJSON *doc)
+{
+    char path[96], msg[512];
+    int ti = 0;
+    const cJSON *t, *v;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(doc, "tools"))
+    {
+        int vi = 0;
+        cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(t, "versions"))
+        {
+            snprintf(path, sizeof(path), "$.tools[%d].versions[%d].executor", ti, vi++);
+            if (cfg_check_mcp_env(cJSON_GetObjectItemCaseSensitive(v, "executor"), path, msg,
+                                  sizeof(msg)) < 0)
+                return cfg_fail(x, "%s", msg);
+        }
+        ti++;
+    }
+    return 0;
+}
+
 static cJSON *load(cfg_ctx_t *x, const char *text, size_t len)
 {
     const cJSON *schema = sch_builtin("config.schema.json");
@@ -866,6 +906,8 @@ static cJSON *load(cfg_ctx_t *x, const char *text, size_t len)
         cfg_fail(x, "the embedded config.schema.json is missing");
     else if (cfg_secret_refuse(doc, msg, sizeof(msg)) != 0) /* never stored as a secret */
         cfg_fail(x, "%s", msg);
+    else if (check_mcp_envs(x, doc) != 0)
+        ;
     else if (sch_validate(schema, doc, "$", msg, sizeof(msg)) != 0)
         cfg_fail(x, "%s", msg);
     else if (normalize(x, doc) == 0)

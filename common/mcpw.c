@@ -210,3 +210,30 @@ int mcpw_session_header(const char *line, size_t len, char *out, size_t out_size
     }
     return 1;
 }
+
+cJSON *mcpw_request(long id, const char *method, cJSON *params)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o) {
+        cJSON_Delete(params);
+        return NULL;
+    }
+    cJSON_AddStringToObject(o, "jsonrpc", "2.0");
+    if (id >= 0)
+        cJSON_AddNumberToObject(o, "id", (double)id);
+    cJSON_AddStringToObject(o, "method", method);
+    if (params)
+        cJSON_AddItemToObject(o, "params", params);
+    return o;
+}
+
+cJSON *mcpw_initialize_params(void)
+{
+    cJSON *p = cJSON_CreateObject();
+    cJSON_AddStringToObject(p, "protocolVersion", MCPW_LEGACY_VERSION);
+    cJSON_AddObjectToObject(p, "capabilities");
+    cJSON *ci = cJSON_AddObjectToObject(p, "clientInfo");
+    cJSON_AddStringToObject(ci, "name", "mcpq-worker");
+    cJSON_AddStringToObject(ci, "version", "1.0.0");
+    return p;
+}

@@ -50,6 +50,14 @@ typedef void (*mcpw_note_fn)(const cJSON *note, void *arg);
 cJSON *mcpw_response(const char *content_type, const char *body, size_t len, long id,
                      mcpw_note_fn note, void *arg);
 
+/* A JSON-RPC request {"jsonrpc", "id", "method", "params"} as a new object; params is taken
+ * over (NULL: none); id < 0 makes it a notification (no id). NULL on ENOMEM. */
+cJSON *mcpw_request(long id, const char *method, cJSON *params);
+
+/* The params of the legacy initialize mcpq sends upstream: protocolVersion
+ * MCPW_LEGACY_VERSION, no capabilities, clientInfo mcpq-worker. A new object; NULL on ENOMEM. */
+cJSON *mcpw_initialize_params(void);
+
 /* 1 when a server/discover exchange (HTTP status, the response found, may be NULL) shows the
  * upstream speaks 2026-07-28. */
 int mcpw_discover_modern(long status, const cJSON *response);

@@ -956,8 +956,16 @@ pid_t fx_sdk_upstream_mode(const fx_stack_t *fx, int port, const char *token, co
     char probe[600], ready[400], portstr[16], depenv[700];
     snprintf(deps, size, "%s", env && *env ? env : "build/clients");
     snprintf(probe, sizeof(probe), "%s/node_modules/@modelcontextprotocol/sdk/package.json", deps);
-    if (access(probe, R_OK) != 0 || system("node --version >/dev/null 2>&1") != 0)
-        return 0;
+    if (access(probe, R_OK) != 0 || system("node --version >/dev/null 2>&1") != 0) {
+        const char *ci = getenv("CI");
+        if (!ci || strcmp(ci, "true") != 0)
+            return 0;
+        fprintf(stderr,
+                "fixture: the official SDK upstream cannot run in CI: no node or no npm packages "
+                "in %s (scripts/test.sh installs them)\n",
+                deps);
+        return -1;
+    }
     if (deps[0] != '/') {
         char *abs = realpath(deps, NULL);
         if (!abs) {

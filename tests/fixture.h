@@ -140,8 +140,8 @@ int fx_ingress_exit(const fx_stack_t *fx, const char *name, const char *config,
  * 127.0.0.1:port, answering only "Authorization: Bearer <token>", logging to
  * <dir>/sdk-upstream.log, when node and the npm packages of tests/clients/install.sh are there
  * ($MCPQ_CLIENTS_DEPS, else build/clients; the absolute dir goes to deps, size bytes): its
- * pid once ready (30 s); 0 when node or the packages are missing (the caller skips); -1 with
- * a message on stderr when it did not start. */
+ * pid once ready (30 s); 0 when node or the packages are missing (the caller skips), except
+ * in CI (CI=true), where that is -1 too; -1 with a message on stderr when it did not start. */
 pid_t fx_sdk_upstream(const fx_stack_t *fx, int port, const char *token, char *deps, size_t size);
 /* The same with a mode (NULL: everything; "fewer": only the tool echo and the resource readme,
  * what an upstream restarted with fewer objects lists). */

@@ -6,6 +6,7 @@
  * last version.
  */
 #include "adm.h"
+#include "cfg.h"
 
 #include "kinds.h"
 #include "log.h"
@@ -46,6 +47,11 @@ static int version_ok(adm_t *a, int kind, const cJSON *v)
     static const char *const defs[KINDS_COUNT] = {"version", "resourceVersion", "templateVersion",
                                                   "promptVersion"};
     char msg[768];
+    if (cfg_check_mcp_env(cJSON_GetObjectItemCaseSensitive(v, "executor"), "$.executor", msg,
+                          sizeof(msg)) < 0) {
+        ing_adm_fail(a, 400, "%s", msg);
+        return 0;
+    }
     if (!ing_adm_no_env_refs(a, cJSON_GetObjectItemCaseSensitive(v, "executor"), "$.executor") ||
         !ing_adm_body_valid(a, v, defs[kind]))
         return 0;

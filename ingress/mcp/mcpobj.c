@@ -47,14 +47,15 @@ static const ing_tool_t *visible(const ing_mcp_t *m, const ing_tool_t *obj)
 
 /* A resources/read, prompts/get or completion/complete of an object whose version has an
  * "executor" is a job (docs/protocol.md "Resources, prompts and completion from a worker"):
- * published and answered through the tools/call pipeline (toolcall.h, ing_toolcall_object)
- * with the envelope's "method" set to msg->method, "tool" to obj->name and "arguments" to
- * args (the method's params without _meta, schemas/job.schema.json; consumed). 1 when
- * parked, else 0. */
+ * published and answered through the tools/call pipeline (toolcall.h, ing_toolcall_object),
+ * which builds the job's arguments from the request's params and vars (a template's matched
+ * variables, consumed here; NULL otherwise). 1 when parked, else 0. */
 static int job_path(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp, const ing_tool_t *obj,
-                    cJSON *args)
+                    cJSON *vars)
 {
-    return ing_toolcall_object(m, msg, resp, obj, args);
+    int parked = ing_toolcall_object(m, msg, resp, obj, vars);
+    cJSON_Delete(vars);
+    return parked;
 }
 
 /* s with every open+NAME+close whose NAME is a key of values replaced by its (string) value;
@@ -149,12 +150,8 @@ static int do_read(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
         return 0;
     }
     const cJSON *ver = obj->version;
-    if (cJSON_HasObjectItem(ver, "executor")) {
-        cJSON *args = cJSON_CreateObject();
-        cJSON_AddStringToObject(args, "uri", uri);
-        cJSON_AddItemToObject(args, "variables", vars ? vars : cJSON_CreateObject());
-        return job_path(m, msg, resp, obj, args);
-    }
+    if (cJSON_HasObjectItem(ver, "executor"))
+        return job_path(m, msg, resp, obj, vars);
     cJSON *r = cJSON_CreateObject(), *c = cJSON_CreateObject();
     cJSON_AddItemToArray(cJSON_AddArrayToObject(r, "contents"), c);
     cJSON_AddStringToObject(c, "uri", uri);
@@ -248,13 +245,8 @@ static int do_get(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     if (!values)
         return 0;
     if (cJSON_HasObjectItem(obj->version, "executor")) {
-        cJSON *args = cJSON_CreateObject();
-        cJSON_AddStringToObject(args, "name", name);
-        cJSON_AddItemToObject(args, "arguments",
-                              cJSON_IsObject(given) ? cJSON_Duplicate(given, 1)
-                                                    : cJSON_CreateObject());
         cJSON_Delete(values);
-        return job_path(m, msg, resp, obj, args);
+        return job_path(m, msg, resp, obj, NULL);
     }
     cJSON *r = cJSON_CreateObject();
     const char *desc = str_of(obj->version, "description");
@@ -318,15 +310,8 @@ static int do_complete(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     const ing_tool_t *obj = complete_ref(m, msg, resp, ref);
     if (!obj)
         return 0;
-    if (cJSON_HasObjectItem(obj->version, "executor")) {
-        cJSON *args = cJSON_CreateObject();
-        cJSON_AddItemToObject(args, "ref", cJSON_Duplicate(ref, 1));
-        cJSON_AddItemToObject(args, "argument", cJSON_Duplicate(arg, 1));
-        const cJSON *ctx = cJSON_GetObjectItemCaseSensitive(msg->params, "context");
-        if (ctx)
-            cJSON_AddItemToObject(args, "context", cJSON_Duplicate(ctx, 1));
-        return job_path(m, msg, resp, obj, args);
-    }
+    if (cJSON_HasObjectItem(obj->version, "executor"))
+        return job_path(m, msg, resp, obj, NULL);
     const cJSON *all = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(obj->version, "completions"), aname);
     cJSON *r = cJSON_CreateObject(), *c = cJSON_AddObjectToObject(r, "completion");

@@ -6,6 +6,7 @@
 #include "era.h"
 #include "err.h"
 #include "idem.h"
+#include "jobargs.h"
 #include "owner.h"
 #include "files.h"
 #include "log.h"
@@ -106,7 +107,8 @@ static cJSON *build_envelope(ing_mcp_t *m, const ing_tool_t *tool, const rpc_msg
     cJSON_AddStringToObject(e, "server", tool->server);
     cJSON_AddStringToObject(e, "tool", tool->name);
     cJSON_AddStringToObject(e, "tool_version", tool->version_id ? tool->version_id : "");
-    if (strcmp(msg->method, "tools/call") != 0) { /* absent: tools/call, as older workers know */
+    int method = ing_jobargs_method(msg->method);
+    if (method > ING_JOB_CALL) { /* absent means tools/call, as for every older worker */
         const char *mime =
             cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(tool->version, "mimeType"));
         cJSON_AddStringToObject(e, "method", msg->method);
@@ -238,12 +240,12 @@ typedef struct tc {
     const rpc_msg_t *msg;
     ing_resp_t *resp;
     ing_ctx_t *ctx;
-    /* Not a tools/call (ing_toolcall_object): msg->method of the object the caller found,
-     * whose job arguments the caller built (in own). */
-    const ing_tool_t *given;
-    const cJSON *args; /* params.arguments of a tools/call; NULL when absent or null, and for
-                        * another method (no reserved arguments there) */
-    const cJSON *tok;  /* params._meta.progressToken; NULL when absent */
+    ing_job_method_t method; /* what the job answers (jobargs.h) */
+    const ing_tool_t *given; /* not tools/call: the object the caller found */
+    const cJSON *vars;       /* a template's matched variables (borrowed), or NULL */
+    const cJSON *args;       /* params.arguments of a tools/call; NULL when absent or null, and for
+                              * every other method (no reserved arguments there) */
+    const cJSON *tok;        /* params._meta.progressToken; NULL when absent */
     const ing_tool_t *tool;
     ing_call_t *call;       /* the request's (or the batch element's) waiting call */
     const char *tracestate; /* borrowed from the request */
@@ -281,14 +283,16 @@ static tc_status_t tc_result(tc_t *tc, ing_call_outcome_t outcome, cJSON *result
     return TC_ANSWERED;
 }
 
-/* params: name a string, arguments an object (or null), progressToken an id (another
- * method's params were checked by its caller, mcpobj.c). */
+/* params: name a string, arguments an object (or null), progressToken an id; for another
+ * method, its own params (jobargs.h). */
 static tc_status_t tc_params(tc_t *tc)
 {
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(tc->msg->params, "name");
     const cJSON *args = cJSON_GetObjectItemCaseSensitive(tc->msg->params, "arguments");
-    if (tc->given) {
-        /* checked by the caller */
+    char why[256];
+    if (tc->method != ING_JOB_CALL) {
+        if (ing_jobargs_check(tc->method, tc->msg->params, why, sizeof(why)) < 0)
+            return tc_error(tc, 200, RPC_INVALID_PARAMS, why);
     } else if (!cJSON_IsString(name)) {
         return tc_error(tc, 200, RPC_INVALID_PARAMS, "params.name must be a string");
     } else if (args && !cJSON_IsObject(args) && !cJSON_IsNull(args)) {
@@ -324,8 +328,34 @@ static tc_status_t tc_insufficient_scope(tc_t *tc, const char *scope)
     return TC_ANSWERED;
 }
 
-/* The tool of the server by name (or the object the caller found and checked the access to),
- * the call that will wait for it, and the call's trace. */
+/* The answer to a request for an object the caller may not see (or that does not exist): as
+ * the method answers an unknown one (docs/protocol.md). */
+static tc_status_t tc_unknown(tc_t *tc, const char *name)
+{
+    char buf[200];
+    tc->tool = NULL;
+    switch (tc->method) {
+    case ING_JOB_READ: /* -32002 before 2026-07-28, -32602 since */
+    case ING_JOB_SUBSCRIBE:
+    case ING_JOB_UNSUBSCRIBE:
+        snprintf(buf, sizeof(buf), "Resource not found: %.120s",
+                 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(tc->msg->params, "uri")));
+        return tc_error(tc, 200, tc->m->modern ? RPC_INVALID_PARAMS : -32002, buf);
+    case ING_JOB_PROMPT:
+        snprintf(buf, sizeof(buf), "Unknown prompt: %.120s", name);
+        break;
+    case ING_JOB_COMPLETE:
+        snprintf(buf, sizeof(buf), "Unknown reference: %.120s", name);
+        break;
+    default:
+        snprintf(buf, sizeof(buf), "Unknown tool: %.120s", name);
+        break;
+    }
+    return tc_error(tc, 200, RPC_INVALID_PARAMS, buf);
+}
+
+/* The tool of the server by name (or the object the caller found), the call that will wait
+ * for it, and the call's trace. */
 static tc_status_t tc_tool(tc_t *tc)
 {
     const char *name =
@@ -333,19 +363,14 @@ static tc_status_t tc_tool(tc_t *tc)
                   : cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(tc->msg->params, "name"));
     char scope[1024];
     tc->tool = tc->given ? tc->given : ing_registry_tool(tc->m->server, name);
-    int acc = tc->given  ? ING_ACCESS_OK
-              : tc->tool ? ing_access_check(tc->m->reg, tc->m->who, tc->m->server->name, name,
-                                            scope, sizeof(scope))
-                         : ING_ACCESS_HIDDEN;
+    int acc = tc->tool ? ing_access_check(tc->m->reg, tc->m->who, tc->m->server->name, name, scope,
+                                          sizeof(scope))
+                       : ING_ACCESS_HIDDEN;
     /* A tool the caller may not see is answered as one that does not exist (access.h); so is
      * one an OAuth token lacks scopes for inside a batch, which has no HTTP status of its
      * own. */
-    if (acc == ING_ACCESS_HIDDEN || (acc == ING_ACCESS_SCOPE && tc->m->batch)) {
-        char buf[200];
-        tc->tool = NULL;
-        snprintf(buf, sizeof(buf), "Unknown tool: %.120s", name);
-        return tc_error(tc, 200, RPC_INVALID_PARAMS, buf);
-    }
+    if (acc == ING_ACCESS_HIDDEN || (acc == ING_ACCESS_SCOPE && tc->m->batch))
+        return tc_unknown(tc, name);
     if (acc == ING_ACCESS_SCOPE) /* 403 with the scopes to ask for (docs/authorization.md) */
         return tc_insufficient_scope(tc, scope);
     tc->call = ing_mcpreq_call(tc->m);
@@ -358,8 +383,9 @@ static tc_status_t tc_tool(tc_t *tc)
         trace_format(&tc->call->trace, tc->traceparent);
         log_ctx_set(tc->call->trace.trace_id, tc->call->trace.span_id);
     }
-    if (!tc->given)
+    if (tc->method == ING_JOB_CALL) {
         tc->schema = cJSON_GetObjectItemCaseSensitive(tc->tool->version, "inputSchema");
+    }
     tc->timeout_ms =
         tc->tool->timeout_ms > 0 ? tc->tool->timeout_ms : tc->ctx->set->default_timeout_ms;
     return TC_NEXT;
@@ -369,7 +395,7 @@ static tc_status_t tc_tool(tc_t *tc)
 static tc_status_t tc_headers(tc_t *tc)
 {
     char why[512];
-    if (tc->m->modern && !tc->given &&
+    if (tc->m->modern && tc->method == ING_JOB_CALL &&
         ing_era_param_headers_check(tc->m->req, tc->schema, tc->args, why, sizeof(why)) < 0)
         return tc_error(tc, 400, RPC_HEADER_MISMATCH, why);
     if (ing_idem_key(tc->args, &tc->ikey) < 0)
@@ -402,11 +428,21 @@ static tc_status_t tc_channel(tc_t *tc)
     return TC_NEXT;
 }
 
+/* Another method's job arguments: the request's params without _meta (jobargs.h); the
+ * caller checked them (a prompt's arguments against its declaration: mcpobj.c). */
+static tc_status_t tc_method_arguments(tc_t *tc)
+{
+    tc->own = ing_jobargs_build(tc->method, tc->msg->params, tc->vars);
+    if (!tc->own)
+        return tc_error(tc, 200, RPC_INTERNAL_ERROR, "out of memory");
+    return TC_NEXT;
+}
+
 /* The tool's own arguments, checked against its inputSchema (a tool error when not). */
 static tc_status_t tc_arguments(tc_t *tc)
 {
-    if (tc->given)
-        return TC_NEXT; /* the caller built the job's arguments (own) */
+    if (tc->method != ING_JOB_CALL)
+        return tc_method_arguments(tc);
     tc->own = tool_arguments(tc->args);
     if (!tc->own)
         return tc_error(tc, 200, RPC_INTERNAL_ERROR, "out of memory");
@@ -454,9 +490,9 @@ static tc_status_t tc_ready(tc_t *tc)
     tc->call->task_result = 0;
     /* Task mode is for tools only (docs/protocol.md): a read, a prompt or a completion is
      * always answered on its request. */
-    tc->as_task = tc->given ? -1 : task_answer(tc->m, tc->msg, tc->tool);
-    tc->call->method_result = tc->given != NULL;
-    tc->call->cacheable = tc->m->modern && strcmp(tc->msg->method, "resources/read") == 0;
+    tc->as_task = tc->method == ING_JOB_CALL ? task_answer(tc->m, tc->msg, tc->tool) : -1;
+    tc->call->method_result = tc->method != ING_JOB_CALL;
+    tc->call->cacheable = tc->m->modern && tc->method == ING_JOB_READ;
     if (tc->call->cacheable) {
         const cJSON *ttl = cJSON_GetObjectItemCaseSensitive(tc->tool->version, "ttl_ms");
         const char *scope = cJSON_GetStringValue(
@@ -784,7 +820,7 @@ static tc_status_t tc_publish(tc_t *tc)
                                                 : "job queue (Kafka) unavailable; try again");
     }
     log_event(LOG_INFO, "tool call published", "tenant", tc->tool->tenant, "tool", tc->tool->name,
-              "method", tc->msg->method, "job_id", call->job_id, (char *)NULL);
+              "method", ing_jobargs_method_name(tc->method), "job_id", call->job_id, (char *)NULL);
     return ing_mcpreq_park(tc->m, call) ? TC_PARKED : TC_ANSWERED;
 }
 
@@ -817,13 +853,13 @@ int ing_toolcall_run(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
 }
 
 int ing_toolcall_object(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp, const ing_tool_t *obj,
-                        cJSON *args)
+                        const cJSON *vars)
 {
-    if (!obj || !args || strcmp(msg->method, "tools/call") == 0 ||
+    int method = ing_jobargs_method(msg->method);
+    if (method <= ING_JOB_CALL || !obj ||
         !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(obj->version, "executor"))) {
-        cJSON_Delete(args);
-        ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR,
-                              args ? "no job answers this request" : "out of memory", NULL);
+        ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR, "no job answers this request",
+                              NULL);
         return 0;
     }
     tc_t tc = {.m = m,
@@ -831,8 +867,9 @@ int ing_toolcall_object(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp, co
                .resp = resp,
                .ctx = m->req->ctx,
                .as_task = -1,
+               .method = (ing_job_method_t)method,
                .given = obj,
-               .own = args};
+               .vars = vars};
     return run(&tc);
 }
 

@@ -12,16 +12,18 @@
 /* tools/call (toolcall.c). 1 when the request waits for a worker (mcpreq.h), else 0 with
  * resp filled. */
 int ing_toolcall_run(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp);
-/* resources/read, prompts/get or completion/complete (msg->method) answered by a job
- * (mcpobj.c): obj is the object of m's server the caller found, checked the caller's access
- * to and whose version has an executor; args (consumed) are the job's arguments, the
- * request's params without _meta as schemas/job.schema.json says, checked by the caller (a
- * prompt's arguments against its declaration). The tools/call pipeline without the tool's
- * lookup, inputSchema, reserved arguments or task mode: envelope with "method" and the
- * object's mimeType ("mime_type"), publish, park; the worker's result passes through
- * (pending.h). Same return as ing_toolcall_run. */
+/* resources/read, prompts/get, completion/complete, resources/subscribe or
+ * resources/unsubscribe (msg->method) answered by a job: obj is the registry object of m's
+ * server the caller found for it (a resource, a template whose uriTemplate matched with vars
+ * its variables (borrowed; NULL otherwise), a prompt, or the prompt or template a
+ * completion's ref names), whose version has an executor; the caller (mcpobj.c, mcpsubs.c)
+ * checked what the request asks beyond its shape (a prompt's arguments against its
+ * declaration). The same pipeline as tools/call (params' shape, access, job arguments
+ * (jobargs.h), envelope with "method" and the object's mimeType ("mime_type"), publish,
+ * park, answer) without the tool's inputSchema, reserved arguments or task mode; the worker's
+ * result passes through (pending.h). Same return as ing_toolcall_run. */
 int ing_toolcall_object(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp, const ing_tool_t *obj,
-                        cJSON *args);
+                        const cJSON *vars);
 /* notifications/cancelled of a legacy client: cancels the job its requestId names. */
 void ing_toolcall_cancelled(ing_mcp_t *m, const rpc_msg_t *msg);
 /* Kafka delivery report for a published job (opaque: the malloc'd job id). */

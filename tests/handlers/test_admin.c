@@ -420,6 +420,33 @@ static void test_versions(void)
     expect("POST", base, "{\"version\":\"3\",\"from_version\":\"9\"}", NULL, 400,
            "$.from_version: the tool has no version \"9\"");
     expect("PUT", base, "{}", NULL, 405, NULL);
+    /* a stdio mcp executor's env holds references read on the worker, never values */
+    expect("POST", base,
+           "{\"version\":\"3\",\"from_version\":\"1\",\"executor\":{\"type\":\"mcp\","
+           "\"command\":\"npx\",\"tool\":\"echo\",\"env\":{\"TOKEN\":\"plain\"}}}",
+           NULL, 400,
+           "$.executor.env.TOKEN: an mcp executor's env values are references read on the worker");
+    expect("POST", base,
+           "{\"version\":\"3\",\"from_version\":\"1\",\"executor\":{\"type\":\"mcp\","
+           "\"command\":\"npx\",\"url\":\"http://up.example/mcp\",\"tool\":\"echo\"}}",
+           NULL, 400, "must match exactly one alternative");
+    CHECK_INT_EQ(hx_admin(&h, &e, "POST", base,
+                          "{\"version\":\"3\",\"from_version\":\"1\",\"executor\":{\"type\":"
+                          "\"mcp\",\"command\":\"npx\",\"args\":[\"-y\",\"srv\"],\"tool\":"
+                          "\"echo\",\"env\":{\"TOKEN\":{\"env\":\"W_TOKEN\"}},\"limits\":{"
+                          "\"processes\":2}}}",
+                          NULL),
+                 201);
+    CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+                     cJSON_GetObjectItemCaseSensitive(
+                         cJSON_GetObjectItemCaseSensitive(
+                             cJSON_GetObjectItemCaseSensitive(e.json, "executor"), "env"),
+                         "TOKEN"),
+                     "env")),
+                 "W_TOKEN");
+    hx_ex_free(&e);
+    snprintf(url, sizeof(url), "%s/3", base);
+    expect("DELETE", url, NULL, NULL, 204, NULL);
     expect("GET", "/admin/v1/tenants/acme/tools/nope/versions", NULL, NULL, 404, NULL);
     snprintf(url, sizeof(url), "%s/9", base);
     expect("GET", url, NULL, NULL, 404, "tool \"calc2\" has no version \"9\"");

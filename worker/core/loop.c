@@ -107,6 +107,15 @@ void wrk_loop_io_free(wrk_loop_t *loop, wrk_loop_io_t *io)
     loop->dead = io;
 }
 
+void wrk_loop_io_close(wrk_loop_t *loop, wrk_loop_io_t **io, int *fd)
+{
+    wrk_loop_io_free(loop, *io);
+    *io = NULL;
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
 /* Min-heap on (due_ms, seq). */
 static int timer_less(const wrk_loop_timer_t *a, const wrk_loop_timer_t *b)
 {

@@ -54,6 +54,8 @@ wrk_loop_io_t *wrk_loop_io_new(wrk_loop_t *loop, int fd, uint32_t events, wrk_lo
 int wrk_loop_io_set(wrk_loop_t *loop, wrk_loop_io_t *io, uint32_t events);
 /* Unregisters io (the fd stays open) and frees it after the current round. NULL is a no-op. */
 void wrk_loop_io_free(wrk_loop_t *loop, wrk_loop_io_t *io);
+/* wrk_loop_io_free(*io), then closes *fd when it is open; sets *io = NULL and *fd = -1. */
+void wrk_loop_io_close(wrk_loop_t *loop, wrk_loop_io_t **io, int *fd);
 
 /* An idle timer in caller-owned memory that calls cb(timer, arg) when it fires. */
 void wrk_loop_timer_init(wrk_loop_timer_t *timer, wrk_loop_timer_fn cb, void *arg);

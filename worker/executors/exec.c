@@ -38,15 +38,6 @@ typedef struct exec_proc {
     int exit_status, signo;
 } exec_proc_t;
 
-static void close_io(wrk_loop_t *loop, wrk_loop_io_t **io, int *fd)
-{
-    wrk_loop_io_free(loop, *io);
-    *io = NULL;
-    if (*fd >= 0)
-        close(*fd);
-    *fd = -1;
-}
-
 static void proc_signal(exec_proc_t *p, int sig)
 {
     /* The group id is the child's pid; it stays reserved until the child is reaped. */
@@ -122,7 +113,7 @@ static void on_stdout(wrk_loop_io_t *io, int fd, uint32_t events, void *arg)
     (void)io;
     (void)events;
     if (read_some(p, fd, 0, EXEC_READS_PER_EVENT))
-        close_io(p->job->rt->loop, &p->out_io, &p->out_fd);
+        wrk_loop_io_close(p->job->rt->loop, &p->out_io, &p->out_fd);
 }
 
 static void on_stderr(wrk_loop_io_t *io, int fd, uint32_t events, void *arg)
@@ -132,7 +123,7 @@ static void on_stderr(wrk_loop_io_t *io, int fd, uint32_t events, void *arg)
     (void)events;
     if (read_some(p, fd, 1, EXEC_READS_PER_EVENT)) {
         wrk_stderrline_buf_finish(&p->lines, on_stderr_line, p);
-        close_io(p->job->rt->loop, &p->err_io, &p->err_fd);
+        wrk_loop_io_close(p->job->rt->loop, &p->err_io, &p->err_fd);
     }
 }
 
@@ -152,17 +143,17 @@ static void on_stdin(wrk_loop_io_t *io, int fd, uint32_t events, void *arg)
             break; /* EPIPE: the tool does not read its stdin */
         p->in_off += (size_t)n;
     }
-    close_io(job->rt->loop, &p->in_io, &p->in_fd);
+    wrk_loop_io_close(job->rt->loop, &p->in_io, &p->in_fd);
 }
 
 static void proc_free(exec_proc_t *p)
 {
     wrk_loop_t *loop = p->job->rt->loop;
     wrk_loop_timer_stop(loop, &p->kill_timer);
-    close_io(loop, &p->in_io, &p->in_fd);
-    close_io(loop, &p->out_io, &p->out_fd);
-    close_io(loop, &p->err_io, &p->err_fd);
-    close_io(loop, &p->pid_io, &p->pidfd);
+    wrk_loop_io_close(loop, &p->in_io, &p->in_fd);
+    wrk_loop_io_close(loop, &p->out_io, &p->out_fd);
+    wrk_loop_io_close(loop, &p->err_io, &p->err_fd);
+    wrk_loop_io_close(loop, &p->pid_io, &p->pidfd);
     util_buf_cleanup(&p->out);
     free(p);
 }
@@ -223,7 +214,7 @@ static void on_kill_timer(wrk_loop_timer_t *t, void *arg)
     proc_signal(p, SIGKILL);
 }
 
-static void free_strv(char **v)
+void wrk_exec_strv_free(char **v)
 {
     if (!v)
         return;
@@ -269,8 +260,7 @@ static int env_put(exec_env_t *e, const char *name, const char *value)
     return 0;
 }
 
-/* A POSIX-style variable name: [A-Za-z_][A-Za-z0-9_]*. */
-static int env_name_valid(const char *s)
+int wrk_exec_env_name_valid(const char *s)
 {
     if (!s || !((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_'))
         return 0;
@@ -315,7 +305,7 @@ static char **build_env(const wrk_job_t *job, const char **why)
         }
     }
     for (const cJSON *it = pass ? pass->child : NULL; it; it = it->next, n++) {
-        if (!cJSON_IsString(it) || !env_name_valid(it->valuestring) ||
+        if (!cJSON_IsString(it) || !wrk_exec_env_name_valid(it->valuestring) ||
             strncmp(it->valuestring, "MCPQ_", 5) == 0) {
             *why = "executor.env_pass must hold variable names ([A-Za-z_][A-Za-z0-9_]*), "
                    "none of them MCPQ_*";
@@ -352,7 +342,7 @@ static char **build_env(const wrk_job_t *job, const char **why)
         goto oom;
     return e.v;
 oom:
-    free_strv(e.v);
+    wrk_exec_strv_free(e.v);
     return NULL;
 }
 
@@ -387,8 +377,8 @@ static int set_nonblock(int fd)
     return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
-/* Spawns the child with its pipes; 0 or an errno value. */
-static int spawn_child(exec_proc_t *p, const char **argv, char **envp, const char *cwd)
+int wrk_exec_spawn(const char *const *argv, char *const *envp, const char *cwd,
+                   wrk_exec_child_t *child)
 {
     int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
     int rc = 0;
@@ -420,12 +410,12 @@ static int spawn_child(exec_proc_t *p, const char **argv, char **envp, const cha
     posix_spawnattr_setpgroup(&at, 0);
     posix_spawnattr_setsigmask(&at, &none);
     posix_spawnattr_setsigdefault(&at, &defaults);
-    rc = posix_spawnp(&p->pid, argv[0], &fa, &at, (char *const *)argv, envp);
+    rc = posix_spawnp(&child->pid, argv[0], &fa, &at, (char *const *)argv, envp);
     if (rc != 0)
         goto out;
-    p->in_fd = in[1];
-    p->out_fd = out[0];
-    p->err_fd = err[0];
+    child->in_fd = in[1];
+    child->out_fd = out[0];
+    child->err_fd = err[0];
     in[1] = out[0] = err[0] = -1;
 out:
     posix_spawn_file_actions_destroy(&fa);
@@ -434,6 +424,20 @@ out:
     for (size_t i = 0; i < 6; i++)
         if (fds[i] >= 0)
             close(fds[i]);
+    return rc;
+}
+
+/* Spawns the child of p with its pipes; 0 or an errno value. */
+static int spawn_child(exec_proc_t *p, const char **argv, char **envp, const char *cwd)
+{
+    wrk_exec_child_t child = {.pid = -1, .in_fd = -1, .out_fd = -1, .err_fd = -1};
+    int rc = wrk_exec_spawn(argv, envp, cwd, &child);
+    if (rc == 0) {
+        p->pid = child.pid;
+        p->in_fd = child.in_fd;
+        p->out_fd = child.out_fd;
+        p->err_fd = child.err_fd;
+    }
     return rc;
 }
 
@@ -456,7 +460,7 @@ static int watch_child(wrk_job_t *job, exec_proc_t *p)
     if (p->in_off < job->body_len && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
         p->in_io = wrk_loop_io_new(loop, p->in_fd, EPOLLOUT, on_stdin, p);
     else
-        close_io(loop, &p->in_io, &p->in_fd);
+        wrk_loop_io_close(loop, &p->in_io, &p->in_fd);
     if (!p->pid_io || !p->out_io || !p->err_io || (p->in_fd >= 0 && !p->in_io)) {
         /* Without its watchers the child cannot be served: kill and reap it now. */
         proc_signal(p, SIGKILL);
@@ -491,7 +495,7 @@ static int exec_start(wrk_job_t *job)
     exec_proc_t *p = calloc(1, sizeof(*p));
     if (!p) {
         free(argv);
-        free_strv(envp);
+        wrk_exec_strv_free(envp);
         return -1;
     }
     p->job = job;
@@ -500,7 +504,7 @@ static int exec_start(wrk_job_t *job)
     wrk_stderrline_buf_init(&p->lines);
     wrk_loop_timer_init(&p->kill_timer, on_kill_timer, p);
     int err = spawn_child(p, argv, envp, cwd);
-    free_strv(envp);
+    wrk_exec_strv_free(envp);
     if (err) {
         char detail[600];
         snprintf(detail, sizeof(detail), "cannot start \"%.200s\"%s%.200s: %s", argv[0],
@@ -531,7 +535,7 @@ static void exec_cancel(wrk_job_t *job, wrk_cancel_t how)
     exec_proc_t *p = job->ex_state;
     if (!p)
         return;
-    close_io(job->rt->loop, &p->in_io, &p->in_fd);
+    wrk_loop_io_close(job->rt->loop, &p->in_io, &p->in_fd);
     long long grace = job->rt->settings->kill_grace_ms;
     if (how == WRK_CANCEL_ABORT || grace <= 0) {
         proc_signal(p, SIGKILL);

@@ -35,4 +35,27 @@
 /* A tool's PATH unless executor.env sets one or executor.env_pass names it. */
 #define WRK_EXEC_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
 
+#include <sys/types.h>
+
+/* A child started by wrk_exec_spawn: its pid (also its process group id) and the worker's
+ * ends of its stdin, stdout and stderr pipes (non-blocking, close-on-exec). */
+typedef struct wrk_exec_child {
+    pid_t pid;
+    int in_fd, out_fd, err_fd;
+} wrk_exec_child_t;
+
+/* Starts argv (argv[0] absolute or found on the worker's PATH) with envp, in cwd (NULL: the
+ * worker's), in a process group of its own, with every signal at its default and unblocked,
+ * no fd but its three pipes. The exec executor's children and the mcp executor's stdio
+ * servers (stdiopool.h) start here. 0 with *child filled, or an errno value (nothing left
+ * open). The caller reaps the child. */
+int wrk_exec_spawn(const char *const *argv, char *const *envp, const char *cwd,
+                   wrk_exec_child_t *child);
+
+/* Frees a NULL-terminated vector of malloc'd strings and the vector; NULL is a no-op. */
+void wrk_exec_strv_free(char **v);
+
+/* 1 when s is a POSIX-style variable name, [A-Za-z_][A-Za-z0-9_]*, else 0 (NULL too). */
+int wrk_exec_env_name_valid(const char *s);
+
 #endif

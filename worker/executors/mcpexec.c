@@ -6,6 +6,7 @@
 #include "mcpmethod.h"
 #include "mcpw.h"
 #include "output.h"
+#include "stdiopool.h"
 #include "util.h"
 
 #include <curl/curl.h>
@@ -46,6 +47,7 @@ struct wrk_mcpexec {
     wrk_httpexec_t *http;
     mcp_up_t *ups;
     long next_id;
+    wrk_stdiopool_t *stdio; /* stdio upstreams, made on the first stdio call */
 };
 
 struct mcp_call {
@@ -53,10 +55,13 @@ struct mcp_call {
     wrk_mcpexec_t *m;
     mcp_up_t *up;
     wrk_httpexec_req_t *req;
+    wrk_stdiopool_call_t *scall; /* a stdio upstream's call in flight (up is NULL) */
+    const char *where;           /* for the log: the upstream's host, or the stdio command */
     long id;
     int retried;                        /* re-initialized once after a 404 */
     char session[WRK_HTTP_SESSION_MAX]; /* the session the call was sent in */
     int cat_started;                    /* mcpq/catalog: cat holds the lists read so far */
+    int cat_barrier;                    /* mcpq/catalog of a stdio upstream: ping sent first */
     wrk_mcpmethod_catalog_t cat;
     mcp_call_t *next; /* in up->waiters */
 };
@@ -84,6 +89,7 @@ void wrk_mcpexec_free(wrk_mcpexec_t *m)
         free(up);
         up = next;
     }
+    wrk_stdiopool_free(m->stdio);
     free(m);
 }
 
@@ -180,14 +186,8 @@ static struct curl_slist *up_headers(const mcp_up_t *up, int modern, const char 
 /* A JSON-RPC request body; params is taken over. NULL on ENOMEM. */
 static char *rpc_body(long id, const char *method, cJSON *params, size_t *len)
 {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "jsonrpc", "2.0");
-    if (id >= 0)
-        cJSON_AddNumberToObject(o, "id", (double)id);
-    cJSON_AddStringToObject(o, "method", method);
-    if (params)
-        cJSON_AddItemToObject(o, "params", params);
-    char *s = cJSON_PrintUnformatted(o);
+    cJSON *o = mcpw_request(id, method, params);
+    char *s = o ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
     if (s)
         *len = strlen(s);
@@ -210,6 +210,7 @@ static cJSON *modern_meta(cJSON *params)
 /* ---- calls ---- */
 
 static void call_send(mcp_call_t *c);
+static void stdio_send(mcp_call_t *c, wrk_mcpmethod_req_t *rq);
 static void up_negotiate(wrk_mcpexec_t *m, mcp_up_t *up);
 
 static void call_free(mcp_call_t *c)
@@ -288,7 +289,7 @@ static void call_catalog_page(mcp_call_t *c, const cJSON *result)
     if (rc == MCPQ_ENOMEM)
         call_end_error(c, -32603, "out of memory");
     else
-        call_end(c, wrk_job_error_hidden(c->job, c->up->host,
+        call_end(c, wrk_job_error_hidden(c->job, c->where,
                                          "the upstream MCP server answered a list request with "
                                          "something that is not a list result"));
 }
@@ -307,7 +308,7 @@ static void call_method_result(mcp_call_t *c, const cJSON *result)
         call_end_result(c, out);
         return;
     }
-    call_end(c, wrk_job_error_hidden(c->job, c->up->host,
+    call_end(c, wrk_job_error_hidden(c->job, c->where,
                                      "the upstream MCP server answered %s with something that is "
                                      "not its result",
                                      c->job->env.method));
@@ -318,10 +319,15 @@ static void call_method_result(mcp_call_t *c, const cJSON *result)
  * error. */
 static void call_answer(mcp_call_t *c, cJSON *r)
 {
-    mcp_up_t *up = c->up;
     const cJSON *err = cJSON_GetObjectItemCaseSensitive(r, "error");
     cJSON *result = cJSON_GetObjectItemCaseSensitive(r, "result");
     int other = c->job->env.method_id != WRK_METHOD_CALL;
+    if (c->job->env.method_id == WRK_METHOD_CATALOG && !c->cat_started) {
+        /* the answer to a stdio catalog's ping, whatever it says: the handshake is done */
+        cJSON_Delete(r);
+        call_send(c);
+        return;
+    }
     if (err) {
         const cJSON *code = cJSON_GetObjectItemCaseSensitive(err, "code");
         const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "message"));
@@ -339,7 +345,7 @@ static void call_answer(mcp_call_t *c, cJSON *r)
             call_end_error(c, -32602, text);
             return;
         }
-        call_end(c, wrk_job_error_hidden(c->job, up->host,
+        call_end(c, wrk_job_error_hidden(c->job, c->where,
                                          "the upstream MCP server answered error %d: %s", icode,
                                          text));
         return;
@@ -348,7 +354,7 @@ static void call_answer(mcp_call_t *c, cJSON *r)
     if (rt && strcmp(rt, "complete") != 0) {
         cJSON_Delete(r);
         call_end(c, wrk_job_error_hidden(
-                        c->job, up->host,
+                        c->job, c->where,
                         "the upstream MCP server answered a \"%.64s\" result, which the mcp "
                         "executor does not follow",
                         rt));
@@ -361,7 +367,7 @@ static void call_answer(mcp_call_t *c, cJSON *r)
     }
     if (!wrk_output_is_result(result)) {
         cJSON_Delete(r);
-        call_end(c, wrk_job_error_hidden(c->job, up->host,
+        call_end(c, wrk_job_error_hidden(c->job, c->where,
                                          "the upstream MCP server answered something that is not a "
                                          "CallToolResult"));
         return;
@@ -433,7 +439,26 @@ static int call_request(mcp_call_t *c, wrk_mcpmethod_req_t *req)
     if (env->method_id != WRK_METHOD_CATALOG)
         return wrk_mcpmethod_request(env, req);
     if (!c->cat_started) {
-        int rc = wrk_mcpmethod_catalog_start(&c->cat, c->up->info);
+        cJSON *stdio_info = NULL;
+        const cJSON *info = c->up ? c->up->info : NULL;
+        if (!c->up) {
+            const char *version = NULL;
+            const cJSON *hs = wrk_stdiopool_handshake(c->m->stdio, env->executor, &version);
+            if (!hs && !c->cat_barrier) {
+                /* No process of this stdio upstream has opened yet: a ping waits for one,
+                 * after which its handshake is known (call_answer). */
+                c->cat_barrier = 1;
+                req->method = "ping";
+                req->params = NULL;
+                req->name = NULL;
+                return 0;
+            }
+            info = stdio_info = hs ? wrk_mcpmethod_info(hs, version) : NULL;
+            if (hs && !stdio_info)
+                return MCPQ_ENOMEM;
+        }
+        int rc = wrk_mcpmethod_catalog_start(&c->cat, info);
+        cJSON_Delete(stdio_info);
         if (rc < 0)
             return rc;
         c->cat_started = 1;
@@ -456,6 +481,10 @@ static void call_send(mcp_call_t *c)
     }
     if (!rq.method) {
         call_end_result(c, wrk_mcpmethod_catalog_take(&c->cat));
+        return;
+    }
+    if (!up) {
+        stdio_send(c, &rq);
         return;
     }
     cJSON *params = rq.params;
@@ -566,13 +595,7 @@ static void up_done(const wrk_httpexec_resp_t *resp, void *arg)
         }
         up->modern = 0;
         up->state = UP_INITIALIZE;
-        cJSON *p = cJSON_CreateObject();
-        cJSON_AddStringToObject(p, "protocolVersion", MCPW_LEGACY_VERSION);
-        cJSON_AddObjectToObject(p, "capabilities");
-        cJSON *ci = cJSON_AddObjectToObject(p, "clientInfo");
-        cJSON_AddStringToObject(ci, "name", "mcpq-worker");
-        cJSON_AddStringToObject(ci, "version", "1.0.0");
-        up_send(m, up, "initialize", p, 0);
+        up_send(m, up, "initialize", mcpw_initialize_params(), 0);
         return;
     }
     if (up->state == UP_INITIALIZE) {
@@ -633,23 +656,94 @@ static void up_negotiate(wrk_mcpexec_t *m, mcp_up_t *up)
     up_send(m, up, "server/discover", modern_meta(cJSON_CreateObject()), 0);
 }
 
+/* ---- the stdio transport (worker/executors/stdiopool.h) ---- */
+
+static void stdio_note(const cJSON *note, void *arg);
+static void stdio_done(cJSON *response, const char *failure, const char *detail, void *arg);
+
+/* Sends rq (its params taken over) to a process of c's stdio upstream; ends c when the pool
+ * refuses it (a malformed executor, a full queue). */
+static void stdio_send(mcp_call_t *c, wrk_mcpmethod_req_t *rq)
+{
+    char why[300];
+    c->scall = wrk_stdiopool_call(c->m->stdio, c->job->env.executor, rq->method, rq->params,
+                                  c->job->env.job_id, stdio_note, stdio_done, c, why, sizeof(why));
+    if (!c->scall)
+        call_end(c, wrk_output_errorf("%s", why));
+}
+
+/* A notification of a stdio call: progress as for HTTP, log messages as log entries. */
+static void stdio_note(const cJSON *note, void *arg)
+{
+    mcp_call_t *c = arg;
+    const char *method = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(note, "method"));
+    if (!method || strcmp(method, "notifications/message") != 0) {
+        call_note(note, c);
+        return;
+    }
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(note, "params");
+    const char *level = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "level"));
+    const cJSON *data = cJSON_GetObjectItemCaseSensitive(p, "data");
+    if (!level || !data)
+        return;
+    cJSON *entry = cJSON_CreateObject();
+    cJSON_AddStringToObject(entry, "level", level);
+    cJSON_AddItemToObject(entry, "data", cJSON_Duplicate(data, 1));
+    wrk_job_notify(c->job, "log", entry);
+    cJSON_Delete(entry);
+}
+
+static void stdio_done(cJSON *response, const char *failure, const char *detail, void *arg)
+{
+    mcp_call_t *c = arg;
+    log_ctx_t saved;
+    wrk_job_log_enter(c->job, &saved);
+    c->scall = NULL;
+    if (response)
+        call_answer(c, response);
+    else
+        call_end(c, wrk_job_error_hidden(c->job, detail, "%s", failure));
+    wrk_job_log_leave(&saved);
+}
+
+static int stdio_start(wrk_job_t *job)
+{
+    wrk_mcpexec_t *m = job->rt->mcp;
+    const cJSON *ex = job->env.executor;
+    if (!m)
+        return -1;
+    if (!m->stdio && !(m->stdio = wrk_stdiopool_new(job->rt->loop, job->rt->settings)))
+        return -1;
+    mcp_call_t *c = calloc(1, sizeof(*c));
+    if (!c)
+        return -1;
+    c->job = job;
+    c->m = m;
+    c->where = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ex, "command"));
+    job->ex_state = c;
+    call_send(c); /* up NULL: stdio_send */
+    return 0;
+}
+
 /* ---- the executor ---- */
 
 static int mcp_start(wrk_job_t *job)
 {
     wrk_mcpexec_t *m = job->rt->mcp;
     const cJSON *ex = job->env.executor;
-    const cJSON *url = cJSON_GetObjectItemCaseSensitive(ex, "url");
     const char *config_error = wrk_mcpmethod_config_error(&job->env);
+    if (config_error) {
+        wrk_job_finish(job, wrk_output_errorf("%s", config_error));
+        return 0;
+    }
+    if (wrk_stdiopool_is_stdio(ex))
+        return stdio_start(job);
+    const cJSON *url = cJSON_GetObjectItemCaseSensitive(ex, "url");
     int bad = 0;
     const cJSON *headers = config_headers(ex, &bad);
     if (!cJSON_IsString(url) || !url_valid(url->valuestring)) {
         wrk_job_finish(job, wrk_output_errorf("executor.url must be an http:// or https:// "
                                               "URL"));
-        return 0;
-    }
-    if (config_error) {
-        wrk_job_finish(job, wrk_output_errorf("%s", config_error));
         return 0;
     }
     if (bad) {
@@ -666,6 +760,7 @@ static int mcp_start(wrk_job_t *job)
     c->job = job;
     c->m = m;
     c->up = up;
+    c->where = up->host;
     job->ex_state = c;
     if (up->state == UP_READY)
         call_send(c);
@@ -700,12 +795,16 @@ static void mcp_cancel(wrk_job_t *job, wrk_cancel_t how)
     if (!c)
         return;
     job->ex_state = NULL;
-    if (c->req) {
+    if (c->scall) {
+        wrk_stdiopool_cancel(c->m->stdio, c->scall,
+                             c->job->cancelled ? "cancelled by the caller" : "timeout");
+        c->scall = NULL;
+    } else if (c->req) {
         wrk_httpexec_req_cancel(c->m->http, c->req);
         c->req = NULL;
         if (!c->up->modern && how != WRK_CANCEL_ABORT)
             send_cancelled(c);
-    } else {
+    } else if (c->up) {
         for (mcp_call_t **pp = &c->up->waiters; *pp; pp = &(*pp)->next)
             if (*pp == c) {
                 *pp = c->next;

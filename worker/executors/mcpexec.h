@@ -34,6 +34,12 @@
  * upstream's code and message. mcpq/catalog reads the upstream's lists page by page, with
  * the protocol version, server info and capabilities the handshake told.
  *
+ * stdio upstreams: an executor with "command" (and "args", "env" references, "cwd",
+ * "limits") instead of "url" runs the upstream as a pool of processes on this worker
+ * (stdiopool.h, made on the first such call); every method is sent as over HTTP, its answer
+ * read by the same code as an HTTP upstream's, and a failure of the process an isError
+ * result with an error id (the command and exit status only in the log).
+ *
  * Thread safety: loop thread only.
  */
 #ifndef MCPQ_WORKER_MCP_H

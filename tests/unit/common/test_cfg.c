@@ -529,6 +529,24 @@ static void test_schema_errors(void)
          "$.tools[0].versions[0].executor.headers.X-A: expected string, got integer"},
         {"{'type':'mcp','url':'http://x'}",
          "$.tools[0].versions[0].executor: missing required property \"tool\""},
+        {"{'type':'mcp','tool':'x'}",
+         "$.tools[0].versions[0].executor: does not match any alternative: (1) missing required "
+         "property \"url\"; (2) missing required property \"command\""},
+        {"{'type':'mcp','tool':'x','url':'http://x','command':'npx'}",
+         "$.tools[0].versions[0].executor: must match exactly one alternative, but matches 1 (an "
+         "HTTP upstream: url) and 2 (a stdio upstream: command)"},
+        {"{'type':'mcp','tool':'x','command':'npx','env':{'TOKEN':'literal'}}",
+         "$.tools[0].versions[0].executor.env.TOKEN: an mcp executor's env values are "
+         "references read on the worker, {\"env\": \"WORKER_VAR\"} or {\"file\": \"/path\"}, "
+         "never literal values, which the registry would store"},
+        {"{'type':'mcp','tool':'x','command':'npx','env':{'TOKEN':{'env':'A','file':'/f'}}}",
+         "$.tools[0].versions[0].executor.env.TOKEN: must have at most 1 property"},
+        {"{'type':'mcp','tool':'x','command':'npx','env':{'TOKEN':{'file':'relative'}}}",
+         "$.tools[0].versions[0].executor.env.TOKEN.file: does not match the pattern \"^/\""},
+        {"{'type':'mcp','tool':'x','command':'npx','limits':{'processes':17}}",
+         "$.tools[0].versions[0].executor.limits.processes: must be <= 16"},
+        {"{'type':'mcp','tool':'x','command':'npx','limits':{'threads':2}}",
+         "$.tools[0].versions[0].executor.limits: unknown property \"threads\""},
         {"{'type':'agent','url':'http://x','secret':'plain'}",
          "$.tools[0].versions[0].executor.secret: does not match the pattern "
          "\"^whsec_[A-Za-z0-9+/]+={0,2}$\""},
@@ -541,15 +559,23 @@ static void test_schema_errors(void)
         snprintf(cfg, sizeof(cfg), CFG("", "", TOOL("t", "%s%s}", "")), head, cases[i][0]);
         FAILS(cfg, cases[i][1]);
     }
-    doc = LOAD(CFG("", "",
-                   TOOL("t",
-                        "{'version':'1','inputSchema':{'type':'object'},'executor':{'type':"
-                        "'exec','argv':['/bin/sh','-c','true'],'env':{'A':'1'},'cwd':'/tmp'}}",
-                        "") "," TOOL("m",
-                                     "{'version':'1','inputSchema':{'type':'object'},'executor':"
-                                     "{'type':'mcp','url':'https://up.example/mcp','tool':'x',"
-                                     "'headers':{'Authorization':'Bearer t'}}}",
-                                     "")));
+    doc = LOAD(CFG(
+        "", "",
+        TOOL("t",
+             "{'version':'1','inputSchema':{'type':'object'},'executor':{'type':"
+             "'exec','argv':['/bin/sh','-c','true'],'env':{'A':'1'},'cwd':'/tmp'}}",
+             "") "," TOOL("m",
+                          "{'version':'1','inputSchema':{'type':'object'},'executor':"
+                          "{'type':'mcp','url':'https://up.example/mcp','tool':'x',"
+                          "'headers':{'Authorization':'Bearer t'}}}",
+                          "") "," TOOL("s",
+                                       "{'version':'1','inputSchema':{'type':'object'},'executor':"
+                                       "{'type':'mcp','command':'npx','args':['-y','srv'],'tool':"
+                                       "'x','env':{'TOKEN':{'env':'W_TOKEN'},'KEY':{'file':'/k'}},"
+                                       "'cwd':'/srv','limits':{'processes':2,'concurrency':4,"
+                                       "'idle_ms':1000,'start_timeout_ms':5000,"
+                                       "'restart_backoff_ms':0}}}",
+                                       "")));
     cJSON_Delete(doc);
     TEST_PASS("schema errors");
 }

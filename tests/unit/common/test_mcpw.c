@@ -153,8 +153,27 @@ static void test_headers(void)
     TEST_PASS("reserved MCP header names; Mcp-Session-Id read from a raw header line");
 }
 
+static void test_request(void)
+{
+    cJSON *p = cJSON_CreateObject();
+    cJSON_AddStringToObject(p, "name", "echo");
+    cJSON *r = mcpw_request(3, "tools/call", p);
+    char *s = cJSON_PrintUnformatted(r);
+    CHECK_STR_EQ(s, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{"
+                    "\"name\":\"echo\"}}");
+    cJSON_free(s);
+    cJSON_Delete(r);
+    r = mcpw_request(-1, "notifications/initialized", NULL);
+    s = cJSON_PrintUnformatted(r);
+    CHECK_STR_EQ(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+    cJSON_free(s);
+    cJSON_Delete(r);
+    TEST_PASS("requests and notifications built");
+}
+
 int main(void)
 {
+    test_request();
     test_headers();
     test_sse();
     test_response();

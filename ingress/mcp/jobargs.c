@@ -1,0 +1,136 @@
+#include "jobargs.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *const names[] = {
+    [ING_JOB_CALL] = "tools/call",
+    [ING_JOB_READ] = "resources/read",
+    [ING_JOB_PROMPT] = "prompts/get",
+    [ING_JOB_COMPLETE] = "completion/complete",
+    [ING_JOB_SUBSCRIBE] = "resources/subscribe",
+    [ING_JOB_UNSUBSCRIBE] = "resources/unsubscribe",
+};
+
+int ing_jobargs_method(const char *name)
+{
+    for (size_t i = 0; name && i < sizeof(names) / sizeof(names[0]); i++)
+        if (strcmp(name, names[i]) == 0)
+            return (int)i;
+    return -1;
+}
+
+const char *ing_jobargs_method_name(ing_job_method_t method)
+{
+    return (size_t)method < sizeof(names) / sizeof(names[0]) ? names[method] : names[0];
+}
+
+static const cJSON *get(const cJSON *o, const char *name)
+{
+    return cJSON_GetObjectItemCaseSensitive(o, name);
+}
+
+/* An optional member that must be an object when present (null counts as absent). */
+static int object_or_absent(const cJSON *v)
+{
+    return !v || cJSON_IsNull(v) || cJSON_IsObject(v);
+}
+
+static int check_complete(const cJSON *params, char *why, size_t why_size)
+{
+    const cJSON *ref = get(params, "ref"), *arg = get(params, "argument");
+    const char *type = cJSON_GetStringValue(get(ref, "type"));
+    if (!cJSON_IsObject(ref) || !type) {
+        snprintf(why, why_size, "params.ref must be an object with a string type");
+        return -1;
+    }
+    if (!cJSON_IsObject(arg) || !cJSON_IsString(get(arg, "name")) ||
+        !cJSON_IsString(get(arg, "value"))) {
+        snprintf(why, why_size, "params.argument must be an object with string name and value");
+        return -1;
+    }
+    const cJSON *ctx = get(params, "context");
+    if (!object_or_absent(ctx) || !object_or_absent(get(ctx, "arguments"))) {
+        snprintf(why, why_size, "params.context.arguments must be an object");
+        return -1;
+    }
+    return 0;
+}
+
+int ing_jobargs_check(ing_job_method_t method, const cJSON *params, char *why, size_t why_size)
+{
+    switch (method) {
+    case ING_JOB_READ:
+    case ING_JOB_SUBSCRIBE:
+    case ING_JOB_UNSUBSCRIBE:
+        if (!cJSON_IsString(get(params, "uri"))) {
+            snprintf(why, why_size, "params.uri must be a string");
+            return -1;
+        }
+        return 0;
+    case ING_JOB_PROMPT:
+        if (!cJSON_IsString(get(params, "name"))) {
+            snprintf(why, why_size, "params.name must be a string");
+            return -1;
+        }
+        if (!object_or_absent(get(params, "arguments"))) {
+            snprintf(why, why_size, "params.arguments must be an object");
+            return -1;
+        }
+        return 0;
+    case ING_JOB_COMPLETE:
+        return check_complete(params, why, why_size);
+    default:
+        return 0;
+    }
+}
+
+/* Adds a copy of v (or an empty object when v is absent or null) to o as name. */
+static int add_object(cJSON *o, const char *name, const cJSON *v)
+{
+    cJSON *c = v && !cJSON_IsNull(v) ? cJSON_Duplicate(v, 1) : cJSON_CreateObject();
+    if (c && cJSON_AddItemToObject(o, name, c))
+        return 0;
+    cJSON_Delete(c);
+    return -1;
+}
+
+static cJSON *copy_or_empty(const cJSON *v)
+{
+    return v && !cJSON_IsNull(v) ? cJSON_Duplicate(v, 1) : cJSON_CreateObject();
+}
+
+cJSON *ing_jobargs_build(ing_job_method_t method, const cJSON *params, const cJSON *vars)
+{
+    cJSON *o = cJSON_CreateObject();
+    int ok = o != NULL;
+    switch (method) {
+    case ING_JOB_READ:
+        ok = ok && cJSON_AddStringToObject(o, "uri", cJSON_GetStringValue(get(params, "uri"))) &&
+             add_object(o, "variables", vars) == 0;
+        break;
+    case ING_JOB_SUBSCRIBE:
+    case ING_JOB_UNSUBSCRIBE:
+        ok = ok && cJSON_AddStringToObject(o, "uri", cJSON_GetStringValue(get(params, "uri")));
+        break;
+    case ING_JOB_PROMPT:
+        ok = ok && cJSON_AddStringToObject(o, "name", cJSON_GetStringValue(get(params, "name"))) &&
+             add_object(o, "arguments", get(params, "arguments")) == 0;
+        break;
+    case ING_JOB_COMPLETE:
+        ok = ok && add_object(o, "ref", get(params, "ref")) == 0 &&
+             add_object(o, "argument", get(params, "argument")) == 0;
+        if (ok && object_or_absent(get(params, "context")) && get(params, "context") &&
+            !cJSON_IsNull(get(params, "context")))
+            ok = add_object(o, "context", get(params, "context")) == 0;
+        break;
+    default: /* tools/call: its arguments as they are */
+        cJSON_Delete(o);
+        return copy_or_empty(get(params, "arguments"));
+    }
+    if (!ok) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}

@@ -1,0 +1,48 @@
+/*
+ * jobargs.h - what a job carries for each MCP method the tools/call pipeline runs
+ * (toolcall.c; docs/protocol.md "Resources, prompts and completion from a worker").
+ *
+ * A resources/read, prompts/get or completion/complete whose registry object has an executor
+ * becomes a job like a tools/call. The envelope's "method" names the request and its
+ * "arguments" hold the request's params without _meta (schemas/job.schema.json):
+ *   resources/read        {"uri", "variables": {<a template's matches>}} ({} for a resource)
+ *   prompts/get           {"name", "arguments": {...}} ({} when the client sent none)
+ *   completion/complete   {"ref", "argument", "context"} (context only when sent)
+ *   resources/subscribe, resources/unsubscribe   {"uri"} (mcpsubs.h: a legacy session's
+ *                         subscription to a resource served by a worker, told to the worker)
+ * What a request may carry beyond its shape (a prompt's arguments against its declaration,
+ * the object and the caller's access to it) is checked by its handler (mcpobj.c, mcpsubs.c).
+ *
+ * Pure functions, thread-safe.
+ */
+#ifndef MCPQ_ING_JOBARGS_H
+#define MCPQ_ING_JOBARGS_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+typedef enum {
+    ING_JOB_CALL = 0,    /* tools/call */
+    ING_JOB_READ,        /* resources/read */
+    ING_JOB_PROMPT,      /* prompts/get */
+    ING_JOB_COMPLETE,    /* completion/complete */
+    ING_JOB_SUBSCRIBE,   /* resources/subscribe */
+    ING_JOB_UNSUBSCRIBE, /* resources/unsubscribe */
+} ing_job_method_t;
+
+/* The method of a JSON-RPC method name, or -1 when no job answers it. */
+int ing_jobargs_method(const char *name);
+/* The JSON-RPC name of method (a static string). */
+const char *ing_jobargs_method_name(ing_job_method_t method);
+
+/* Checks the params of a request of method (not ING_JOB_CALL, whose pipeline checks its
+ * own): 0, or -1 with why (for a -32602 answer) filled. */
+int ing_jobargs_check(ing_job_method_t method, const cJSON *params, char *why, size_t why_size);
+
+/* The job's "arguments" for a checked request of method: params (borrowed) without _meta,
+ * shaped as above (tools/call: a copy of params.arguments); vars (borrowed, may be NULL) are
+ * a template's matched variables. A new
+ * object the caller owns, NULL on ENOMEM. */
+cJSON *ing_jobargs_build(ing_job_method_t method, const cJSON *params, const cJSON *vars);
+
+#endif
