@@ -8,10 +8,10 @@
  *   resources/read        {"uri", "variables": {<a template's matches>}} ({} for a resource)
  *   prompts/get           {"name", "arguments": {...}} ({} when the client sent none)
  *   completion/complete   {"ref", "argument", "context"} (context only when sent)
- *   resources/subscribe, resources/unsubscribe   {"uri"} (mcpsubs.h: a legacy session's
+ *   resources/subscribe, resources/unsubscribe   {"uri"} (subscribe.h: a legacy session's
  *                         subscription to a resource served by a worker, told to the worker)
  * What a request may carry beyond its shape (a prompt's arguments against its declaration,
- * the object and the caller's access to it) is checked by its handler (mcpobj.c, mcpsubs.c).
+ * the object and the caller's access to it) is checked by its handler (mcpobj.c, subscribe.c).
  *
  * Pure functions, thread-safe.
  */

@@ -11,7 +11,7 @@
 #include "log.h"
 #include "mcpreq.h"
 #include "mcplist.h"
-#include "mcpsubs.h"
+#include "subscribe.h"
 #include "mcptasks.h"
 #include "mcpobj.h"
 #include "notify.h"
@@ -172,7 +172,7 @@ static void listen_refused(ing_resp_t *resp, const cJSON *id, int rc, const ing_
 /* subscriptions/listen (2026-07-28; listen.h says what of the specification this follows):
  * an SSE stream that stays open, acknowledged first, carrying the list_changed notifications
  * the filter asks for and notifications/resources/updated for its resourceSubscriptions that
- * the server serves (mcpsubs.h), ended by the client closing it or by this server with the
+ * the server serves (subscribe.h), ended by the client closing it or by this server with the
  * listen request's response. */
 static void do_listen(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
 {
@@ -205,7 +205,7 @@ static void do_listen(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     char idbuf[320], why[200];
     const char **uris = NULL;
     size_t nuris = 0;
-    if (ing_mcpsubs_listen_uris(m, filter, &uris, &nuris, why, sizeof(why)) < 0) {
+    if (ing_subscribe_listen_uris(m, filter, &uris, &nuris, why, sizeof(why)) < 0) {
         free(end_json);
         ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INVALID_PARAMS, why, NULL);
         return;
@@ -294,7 +294,7 @@ static int dispatch(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     } else if (!m->modern && (strcmp(meth, "resources/subscribe") == 0 ||
                               strcmp(meth, "resources/unsubscribe") == 0)) {
         /* 2026-07-28 replaced them by subscriptions/listen's resourceSubscriptions. */
-        return ing_mcpsubs_subscribe(m, msg, resp, strcmp(meth, "resources/subscribe") == 0);
+        return ing_subscribe_call(m, msg, resp, strcmp(meth, "resources/subscribe") == 0);
     } else if (!m->modern && strncmp(meth, "tasks/", 6) == 0) {
         return ing_mcptasks_call(m, msg, resp);
     } else if (strncmp(meth, "tasks/", 6) == 0) {

@@ -16,7 +16,7 @@ int ing_toolcall_run(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp);
  * resources/unsubscribe (msg->method) answered by a job: obj is the registry object of m's
  * server the caller found for it (a resource, a template whose uriTemplate matched with vars
  * its variables (borrowed; NULL otherwise), a prompt, or the prompt or template a
- * completion's ref names), whose version has an executor; the caller (mcpobj.c, mcpsubs.c)
+ * completion's ref names), whose version has an executor; the caller (mcpobj.c, subscribe.c)
  * checked what the request asks beyond its shape (a prompt's arguments against its
  * declaration). The same pipeline as tools/call (params' shape, access, job arguments
  * (jobargs.h), envelope with "method" and the object's mimeType ("mime_type"), publish,

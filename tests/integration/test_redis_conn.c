@@ -131,7 +131,8 @@ static int call_hello(int port)
     return ok ? 0 : -1;
 }
 
-/* initialize (2025-11-25, a session), then tools/list in it; 0 when hello is listed. */
+/* initialize (2025-11-25, a session), then tools/list in it, and a resource subscription
+ * made and dropped (rsub.h's commands); 0 when hello is listed and both answer {}. */
 static int session_list(int port)
 {
     char url[96];
@@ -156,6 +157,19 @@ static int session_list(int port)
     if (r.status != 200 || !strstr(r.body, "\"hello\"")) {
         fprintf(stderr, "tools/list: %ld %s\n", r.status, r.body);
         return -1;
+    }
+    static const char *const subs[] = {"resources/subscribe", "resources/unsubscribe"};
+    for (int i = 0; i < 2; i++) {
+        char body[200];
+        snprintf(body, sizeof(body),
+                 "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"%s\",\"params\":{\"uri\":"
+                 "\"file:///readme\"}}",
+                 subs[i]);
+        fx_http_post(url, h2, body, &r);
+        if (r.status != 200 || !strstr(r.body, "\"result\":{}")) {
+            fprintf(stderr, "%s: %ld %s\n", subs[i], r.status, r.body);
+            return -1;
+        }
     }
     return 0;
 }
@@ -675,7 +689,9 @@ int main(void)
         "{\"tenant\":\"t\",\"server\":\"default\",\"name\":\"task_job\",\"versions\":[{"
         "\"version\":\"1\",\"mode\":\"task\",\"inputSchema\":{\"type\":\"object\"},"
         "\"timeout_ms\":10000,\"executor\":{\"type\":\"exec\",\"argv\":[\"/bin/sh\","
-        "\"-c\",\"sleep 0.2; echo done\"]}}]}]}",
+        "\"-c\",\"sleep 0.2; echo done\"]}}]},"
+        "{\"tenant\":\"t\",\"server\":\"default\",\"name\":\"readme\",\"kind\":\"resource\","
+        "\"versions\":[{\"version\":\"1\",\"uri\":\"file:///readme\",\"text\":\"hi\"}]}]}",
         0600);
     test_bad_settings();
     test_tls();

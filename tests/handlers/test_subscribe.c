@@ -1,5 +1,5 @@
 /*
- * Tests ingress/mcp/mcpsubs.c: the legacy resources/subscribe and resources/unsubscribe of a
+ * Tests ingress/mcp/subscribe.c: the legacy resources/subscribe and resources/unsubscribe of a
  * session, driven through ing_mcp_post with synthetic requests (tests/handlers/harness.h)
  * against a real Redis. What a client sees: `{}` for a published resource and for a uri a
  * resource template matches, and again for one subscribed already; -32002 with data.uri for

@@ -1,4 +1,4 @@
-#include "mcpsubs.h"
+#include "subscribe.h"
 
 #include "access.h"
 #include "err.h"
@@ -49,7 +49,7 @@ static void not_found(ing_resp_t *resp, const cJSON *id, const char *uri)
     cJSON_Delete(data);
 }
 
-int ing_mcpsubs_subscribe(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp, int on)
+int ing_subscribe_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp, int on)
 {
     const ing_ctx_t *ctx = m->req->ctx;
     const char *uri = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg->params, "uri"));
@@ -99,8 +99,8 @@ int ing_mcpsubs_subscribe(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp, 
     return 0;
 }
 
-int ing_mcpsubs_listen_uris(ing_mcp_t *m, const cJSON *filter, const char ***uris, size_t *n,
-                            char *why, size_t why_size)
+int ing_subscribe_listen_uris(ing_mcp_t *m, const cJSON *filter, const char ***uris, size_t *n,
+                              char *why, size_t why_size)
 {
     const cJSON *subs = cJSON_GetObjectItemCaseSensitive(filter, "resourceSubscriptions");
     long long max = m->req->ctx->set->max_resource_subscriptions;

@@ -1,5 +1,5 @@
 /*
- * mcpsubs.h - resource subscriptions (docs/protocol.md "Resource subscriptions"): the legacy
+ * subscribe.h - resource subscriptions (docs/protocol.md "Resource subscriptions"): the legacy
  * resources/subscribe and resources/unsubscribe of a session (2025-03-26 to 2025-11-25,
  * server/resources.mdx "Subscriptions"), and the resourceSubscriptions filter of a 2026-07-28
  * subscriptions/listen (basic/patterns/subscriptions.mdx). Updates reach the streams through
@@ -20,8 +20,8 @@
  * resource are honoured (updates a worker publishes reach it) but send no job: nothing tells
  * a worker to subscribe upstream for a stream (docs/protocol.md says so).
  */
-#ifndef MCPQ_ING_MCPSUBS_H
-#define MCPQ_ING_MCPSUBS_H
+#ifndef MCPQ_ING_SUBSCRIBE_H
+#define MCPQ_ING_SUBSCRIBE_H
 
 #include "mcpreq.h"
 #include "rpc.h"
@@ -33,13 +33,13 @@
  * subscription too many: -32602; an unknown uri: -32002; Redis down: -32603). Unsubscribing
  * a uri never subscribed answers `{}` too. 1 when the request waits for a worker's answer
  * (a resource served by a worker, see above; mcpreq.h), else 0 with resp filled. */
-int ing_mcpsubs_subscribe(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp, int on);
+int ing_subscribe_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp, int on);
 
 /* The uris of a subscriptions/listen filter's resourceSubscriptions the stream will honour
  * (those that may be watched, each once, in order): *uris (malloc'd array of pointers into
  * filter; the caller frees the array) and *n. 0 (absent: none), or -1 with why filled
  * (not an array of strings, or more than MCPQ_MAX_RESOURCE_SUBSCRIPTIONS): answer -32602. */
-int ing_mcpsubs_listen_uris(ing_mcp_t *m, const cJSON *filter, const char ***uris, size_t *n,
-                            char *why, size_t why_size);
+int ing_subscribe_listen_uris(ing_mcp_t *m, const cJSON *filter, const char ***uris, size_t *n,
+                              char *why, size_t why_size);
 
 #endif
