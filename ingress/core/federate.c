@@ -1,6 +1,7 @@
 #include "federate.h"
 
 #include "err.h"
+#include "kinds.h"
 #include "kv.h"
 #include "log.h"
 #include "mq.h"
@@ -45,43 +46,19 @@ static const char *str_of(const cJSON *o, const char *k)
     return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k));
 }
 
+/* A character of a registry name: [A-Za-z0-9_.-]. */
 static int name_char(char c)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '.' || c == '-';
+    return util_id_ok(&c, 1, 1, ".");
 }
 
+/* The registry's rule for a name: 1-50 of [A-Za-z0-9_.-], a letter first. */
 static int name_valid(const char *s)
 {
     size_t n = strlen(s);
-    if (n < 1 || n > FED_NAME_MAX)
-        return 0;
-    if (!((s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z')))
-        return 0;
-    for (; *s; s++)
-        if (!name_char(*s))
-            return 0;
-    return 1;
-}
-
-/* RFC 6570 level 1: every expression is {name} with name 1+ of [A-Za-z0-9_.]. */
-static int template_level1(const char *s)
-{
-    int vars = 0;
-    for (; *s; s++) {
-        if (*s == '}')
-            return 0;
-        if (*s != '{')
-            continue;
-        const char *v = ++s;
-        while ((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
-               *s == '_' || *s == '.')
-            s++;
-        if (*s != '}' || s == v)
-            return 0;
-        vars++;
-    }
-    return vars > 0;
+    return n >= 1 && n <= FED_NAME_MAX &&
+           ((s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z')) &&
+           util_id_ok(s, n, FED_NAME_MAX, ".");
 }
 
 /* One import's state: the server, its upstream, and what it decided so far. */
@@ -161,30 +138,27 @@ static cJSON *definition_of(const cJSON *version)
     return d;
 }
 
-static const cJSON *published_version(const cJSON *doc)
+/* The version an import wrote last (the newest), or NULL. */
+static const cJSON *newest_version(const cJSON *doc)
 {
-    const char *pub = str_of(doc, "published");
-    const cJSON *v;
-    cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(doc, "versions"))
-    {
-        const char *id = str_of(v, "version");
-        if (pub && id && strcmp(pub, id) == 0)
-            return v;
-    }
-    return NULL;
+    const cJSON *versions = cJSON_GetObjectItemCaseSensitive(doc, "versions");
+    return cJSON_GetArrayItem(versions, cJSON_GetArraySize(versions) - 1);
 }
 
 /*
  * Where a refreshed definition is written: old is this server's earlier import of the object,
- * v the definition the upstream lists now (consumed), which differs from old's published one.
- * Returns the new document: old with v as a new version (the highest numeric id + 1), published,
- * the oldest versions beyond FED_VERSIONS_KEPT dropped (a tool then also passes
- * fed_tool_check).
+ * v the definition the upstream lists now (consumed), which differs from old's newest version.
+ * Returns the new document: old with v as a new version (the highest numeric id + 1), the
+ * oldest versions beyond FED_VERSIONS_KEPT dropped, and published unless an operator took the
+ * object offline (no published version: it stays offline). A tool then also passes
+ * fed_tool_check.
  */
 static cJSON *fed_definition_changed(const fed_plan_t *p, const cJSON *old, const char *kind,
                                      cJSON *v)
 {
     cJSON *doc = cJSON_Duplicate(old, 1);
+    const char *old_kind = str_of(old, "kind");
+    int same_kind = strcmp(old_kind ? old_kind : "tool", kind) == 0;
     cJSON_DeleteItemFromObjectCaseSensitive(doc, "kind");
     if (strcmp(kind, "tool") != 0)
         cJSON_AddStringToObject(doc, "kind", kind);
@@ -203,6 +177,9 @@ static cJSON *fed_definition_changed(const fed_plan_t *p, const cJSON *old, cons
         if (id && *id && end && !*end && n >= next)
             next = n + 1;
     }
+    if (!same_kind) /* every version of an object is of its kind: the others go */
+        while (cJSON_GetArraySize(versions) > 0)
+            cJSON_DeleteItemFromArray(versions, 0);
     char id[24];
     snprintf(id, sizeof(id), "%ld", next);
     cJSON_AddStringToObject(v, "version", id);
@@ -210,8 +187,8 @@ static cJSON *fed_definition_changed(const fed_plan_t *p, const cJSON *old, cons
     cJSON_AddItemToArray(versions, v);
     while (cJSON_GetArraySize(versions) > FED_VERSIONS_KEPT)
         cJSON_DeleteItemFromArray(versions, 0);
-    cJSON_DeleteItemFromObjectCaseSensitive(doc, "published");
-    cJSON_AddStringToObject(doc, "published", id);
+    if (str_of(old, "published"))
+        cJSON_ReplaceItemInObjectCaseSensitive(doc, "published", cJSON_CreateString(id));
     ing_regstore_touch(doc, p->now);
     return doc;
 }
@@ -260,7 +237,7 @@ static void put_object(fed_plan_t *p, const char *kind, const char *name, cJSON 
         doc = object_new(p, kind, name, v);
     } else {
         const char *ok = str_of(old, "kind");
-        const cJSON *pv = published_version(old);
+        const cJSON *pv = newest_version(old);
         cJSON *def = pv ? definition_of(pv) : NULL;
         int same = def && cJSON_Compare(def, v, 1) && strcmp(ok ? ok : "tool", kind) == 0;
         cJSON_Delete(def);
@@ -307,7 +284,7 @@ static int object_name(fed_plan_t *p, const char *kind, const char *un, int sani
     char field[300];
     ing_regstore_field_tool(field, sizeof(field), p->tenant, out);
     const cJSON *old = cJSON_GetObjectItemCaseSensitive(p->docs, field);
-    if (cJSON_HasObjectItem(p->names, out)) {
+    if (cJSON_GetObjectItemCaseSensitive(p->names, out)) {
         skip(p, kind, un, "another object of this upstream has the same name");
         return -1;
     }
@@ -342,9 +319,9 @@ static const char *prompt_unusable(fed_plan_t *p, const cJSON *up)
 static const char *resource_unusable(fed_plan_t *p, const cJSON *up)
 {
     const char *uri = str_of(up, "uri");
-    if (!uri || !uri[0] || strlen(uri) > FED_URI_MAX)
+    if (!uri || !uri[0] || strlen(uri) > KINDS_URI_MAX)
         return "no uri, or longer than 2048 bytes";
-    if (cJSON_HasObjectItem(p->uris, uri))
+    if (cJSON_GetObjectItemCaseSensitive(p->uris, uri))
         return "another resource of this upstream has the same uri";
     cJSON_AddItemToObject(p->uris, uri, cJSON_CreateTrue());
     return NULL;
@@ -353,10 +330,13 @@ static const char *resource_unusable(fed_plan_t *p, const cJSON *up)
 static const char *template_unusable(fed_plan_t *p, const cJSON *up)
 {
     const char *t = str_of(up, "uriTemplate");
+    char err[200];
     (void)p;
-    if (!t || !t[0] || strlen(t) > FED_URI_MAX)
+    if (!t || !t[0] || strlen(t) > KINDS_URI_MAX)
         return "no uriTemplate, or longer than 2048 bytes";
-    return template_level1(t) ? NULL : "not an RFC 6570 level 1 template ({var} only)";
+    if (kinds_template_check(t, err, sizeof(err)) < 0)
+        return "not a template mcpq serves (RFC 6570 level 1, {var} only: common/kinds.h)";
+    return NULL;
 }
 
 /* How one kind of the catalog becomes registry objects. */
@@ -417,7 +397,7 @@ static void plan_prune(fed_plan_t *p)
     for (const cJSON *d = p->docs ? p->docs->child : NULL; d; d = d->next) {
         const char *name = str_of(d, "name");
         if (strncmp(d->string, "tool:", 5) != 0 || !mine(p, d) || !name ||
-            cJSON_HasObjectItem(p->names, name))
+            cJSON_GetObjectItemCaseSensitive(p->names, name))
             continue;
         cJSON_AddItemToObject(p->out, d->string, cJSON_CreateNull());
         p->c.deleted++;

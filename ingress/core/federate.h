@@ -19,8 +19,8 @@
  * cannot be made valid (1-50 of [A-Za-z0-9_.-], a letter first), that collides with an object
  * of the tenant that is not this server's import (made by the config or the admin API, or by
  * another federated server) or with one imported before it, a tool whose schemas the gateway
- * cannot use, a resource uri that is empty, longer than 2048 bytes or listed twice, and a
- * template that is not RFC 6570 level 1 are skipped with a log line.
+ * cannot use, a resource uri that is empty, longer than KINDS_URI_MAX or listed twice, and a
+ * template kinds_template_check refuses (kinds.h) are skipped with a log line.
  *
  * One background thread does the imports. For each federated server it publishes a
  * `mcpq/catalog` job (docs/internals.md, "Kafka": the envelope's "method") with the upstream
@@ -53,7 +53,6 @@
 #define FED_POLL_MS 100
 #define FED_RESULT_SLACK_MS 5000
 #define FED_VERSIONS_KEPT 5 /* versions an imported object keeps (the newest) */
-#define FED_URI_MAX 2048
 
 typedef struct ing_federate ing_federate_t;
 

@@ -13,7 +13,7 @@
  * succeeds, upstream down → isError quickly, timeout → -32003,
  * configured headers reach the upstream and never the result or the worker's log, and
  * federation (through a worker's mcpq/catalog job): the upstream's tools listed with the prefix
- * (an invalid name skipped) and callable; from the official SDK upstream also its resource,
+ * (an invalid name skipped) and callable, from the legacy and the 2026-07-28 upstream; from the official SDK upstream also its resource,
  * template and prompt, read, got and completed through mcpq; and, once the upstream restarts
  * with fewer objects, a second ingress refreshing every second (MCPQ_FEDERATE_REFRESH_MS)
  * prunes what it dropped (tool, template, prompt), seen on the first ingress.
@@ -227,6 +227,12 @@ static enum MHD_Result modern(struct MHD_Connection *conn, cJSON *msg)
         cJSON_AddStringToObject(r, "resultType", "complete");
         return reply(conn, 200, "application/json", rpc_result(id, r), NULL);
     }
+    if (strcmp(method, "tools/list") == 0) { /* one page: echo */
+        cJSON *r = cJSON_CreateObject();
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(r, "tools"), tool_def("echo"));
+        cJSON_AddStringToObject(r, "resultType", "complete");
+        return reply(conn, 200, "application/json", rpc_result(id, r), NULL);
+    }
     if (strcmp(method, "tools/call") == 0) {
         const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params, "name"));
         if (!name || strcmp(hdr(conn, "Mcp-Name"), name) != 0)
@@ -372,11 +378,15 @@ static void write_config(const char *path, int down_port)
              "{\"tenant\":\"m\",\"name\":\"fed\",\"federate\":{\"url\":"
              "\"http://127.0.0.1:%d/legacy\",\"prefix\":\"up_\",\"headers\":{"
              "\"Authorization\":\"Bearer " TOKEN "\"}}},"
+             "{\"tenant\":\"m\",\"name\":\"modfed\",\"federate\":{\"url\":"
+             "\"http://127.0.0.1:%d/modern\",\"prefix\":\"mod_\",\"headers\":{"
+             "\"Authorization\":\"Bearer " TOKEN "\"}}},"
              "{\"tenant\":\"m\",\"name\":\"sdkfed\",\"federate\":{\"url\":"
              "\"http://127.0.0.1:%d/mcp\",\"prefix\":\"sdkup_\",\"headers\":{"
              "\"Authorization\":\"Bearer " TOKEN "\"}}}],"
              "\"tools\":[%s,%s,%s,%s,%s,%s,%s,%s,%s,%s]}",
-             up_port, sdk_port, t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9]);
+             up_port, up_port, sdk_port, t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8],
+             t[9]);
     fx_write_file(path, cfg, 0600);
 }
 
@@ -505,6 +515,28 @@ static void test_federation(void)
     CHECK(is_error(j));
     cJSON_Delete(j);
     TEST_PASS("federation: upstream tools listed with the prefix (bad name skipped), callable");
+
+    /* a 2026-07-28 upstream: listed by the worker without a session, called the same way */
+    j = NULL;
+    for (int i = 0; i < 100; i++) {
+        cJSON_Delete(j);
+        j = post_to("modfed", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", 200);
+        tools = cJSON_GetObjectItemCaseSensitive(result_of(j), "tools");
+        if (cJSON_GetArraySize(tools) >= 1)
+            break;
+        fx_sleep_ms(100);
+    }
+    CHECK_INT_EQ(cJSON_GetArraySize(tools), 1);
+    CHECK_STR_EQ(str_at(cJSON_GetArrayItem(tools, 0), "name", NULL, NULL), "mod_echo");
+    cJSON_Delete(j);
+    j = call("modfed", "mod_echo", "{\"n\":5}");
+    CHECK(!is_error(j));
+    CHECK_INT_EQ((int)cJSON_GetObjectItemCaseSensitive(
+                     cJSON_GetObjectItemCaseSensitive(result_of(j), "structuredContent"), "n")
+                     ->valuedouble,
+                 5);
+    cJSON_Delete(j);
+    TEST_PASS("federation of a 2026-07-28 upstream: listed through a worker, callable");
 }
 
 /* The official TypeScript SDK 1.x as the upstream (tests/clients/sdk-upstream.mjs), when

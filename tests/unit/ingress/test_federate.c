@@ -228,6 +228,25 @@ static void test_refresh(const cJSON *server, cJSON *docs)
     CHECK_INT_EQ(cJSON_GetArraySize(at(t, "versions")), FED_VERSIONS_KEPT);
     CHECK_STR_EQ(s(t, "published"), "9");
     CHECK_STR_EQ(s(version0(t), "version"), "5");
+    /* an operator took it offline: a changed definition is a new version, still offline */
+    cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(docs, "tool:t:up_echo"),
+                                           "published", cJSON_CreateNull());
+    catalog = cJSON_Parse("{\"tools\":[{\"name\":\"echo\",\"description\":\"round 6\","
+                          "\"inputSchema\":{\"type\":\"object\"}}]}");
+    plan = ing_federate_plan(server, catalog, docs, "2026-11-28T21:00:00.000Z", &n);
+    CHECK_INT_EQ(cJSON_GetArraySize(plan), 0); /* the newest version is unchanged */
+    cJSON_Delete(plan);
+    cJSON_Delete(catalog);
+    catalog = cJSON_Parse("{\"tools\":[{\"name\":\"echo\",\"description\":\"round 7\","
+                          "\"inputSchema\":{\"type\":\"object\"}}]}");
+    plan = ing_federate_plan(server, catalog, docs, "2026-11-28T21:00:00.000Z", &n);
+    CHECK_INT_EQ(n.updated, 1);
+    t = at(plan, "tool:t:up_echo");
+    CHECK(cJSON_IsNull(at(t, "published")));
+    CHECK_STR_EQ(s(cJSON_GetArrayItem(at(t, "versions"), FED_VERSIONS_KEPT - 1), "version"), "10");
+    apply(docs, plan);
+    cJSON_Delete(plan);
+    cJSON_Delete(catalog);
     /* an empty catalog (the upstream lists nothing now) prunes everything it imported */
     catalog = cJSON_Parse("{}");
     plan = ing_federate_plan(server, catalog, docs, "2026-11-28T21:00:00.000Z", &n);
@@ -238,7 +257,8 @@ static void test_refresh(const cJSON *server, cJSON *docs)
     CHECK(at(docs, "tool:t:up_echo") == NULL);
     cJSON_Delete(plan);
     cJSON_Delete(catalog);
-    TEST_PASS("federation refresh: versions kept bounded; an empty catalog prunes every import");
+    TEST_PASS("federation refresh: versions kept bounded; an object taken offline stays offline; "
+              "an empty catalog prunes every import");
 }
 
 static void test_stdio_and_prefix(void)
@@ -273,6 +293,43 @@ static void test_stdio_and_prefix(void)
     TEST_PASS("federation: a stdio upstream's executor, the default and the empty prefix");
 }
 
+/* A name that changes kind upstream keeps only versions of its new kind; names and uris are
+ * case-sensitive. */
+static void test_kind_change_and_case(void)
+{
+    cJSON *server = cJSON_Parse("{\"tenant\":\"t\",\"name\":\"fed\",\"federate\":{\"url\":"
+                                "\"http://u/mcp\",\"prefix\":\"up_\"}}");
+    cJSON *docs = cJSON_Parse("{\"server:t:fed\":{\"tenant\":\"t\",\"name\":\"fed\"}}");
+    cJSON *catalog = cJSON_Parse(
+        "{\"tools\":[{\"name\":\"echo\",\"inputSchema\":{\"type\":\"object\"}},"
+        "{\"name\":\"Echo\",\"inputSchema\":{\"type\":\"object\"}}],"
+        "\"resources\":[{\"name\":\"a\",\"uri\":\"x:/A\"},{\"name\":\"b\",\"uri\":\"x:/a\"}]}");
+    cJSON *plan = ing_federate_plan(server, catalog, docs, "2026-11-28T20:00:00.000Z", NULL);
+    CHECK(at(plan, "tool:t:up_echo") != NULL);
+    CHECK(at(plan, "tool:t:up_Echo") != NULL);
+    CHECK(at(plan, "tool:t:up_a") != NULL);
+    CHECK(at(plan, "tool:t:up_b") != NULL);
+    apply(docs, plan);
+    cJSON_Delete(plan);
+    cJSON_Delete(catalog);
+    catalog = cJSON_Parse("{\"prompts\":[{\"name\":\"echo\",\"description\":\"now a prompt\"}]}");
+    plan = ing_federate_plan(server, catalog, docs, "2026-11-28T20:01:00.000Z", NULL);
+    const cJSON *d = at(plan, "tool:t:up_echo");
+    CHECK_STR_EQ(s(d, "kind"), "prompt");
+    CHECK_INT_EQ(cJSON_GetArraySize(at(d, "versions")), 1);
+    CHECK_STR_EQ(s(version0(d), "version"), "2");
+    CHECK_STR_EQ(s(d, "published"), "2");
+    CHECK(at(version0(d), "inputSchema") == NULL);
+    CHECK(cJSON_IsNull(at(plan, "tool:t:up_Echo")));
+    check_loadable(server, plan);
+    cJSON_Delete(plan);
+    cJSON_Delete(catalog);
+    cJSON_Delete(docs);
+    cJSON_Delete(server);
+    TEST_PASS("federation: a name that changes kind keeps only versions of its new kind; names "
+              "and uris are case-sensitive");
+}
+
 int main(void)
 {
     cJSON *server = cJSON_Parse(
@@ -284,5 +341,6 @@ int main(void)
     cJSON_Delete(docs);
     cJSON_Delete(server);
     test_stdio_and_prefix();
+    test_kind_change_and_case();
     return TEST_EXIT();
 }
