@@ -213,6 +213,19 @@ void hx_mcp(hx_t *h, hx_ex_t *e, const char *server, const char *body, const cha
         hx_ex_parse(e);
 }
 
+void hx_admin_expect(hx_t *h, const char *method, const char *url, const char *body,
+                     const char *if_match, int status, const char *text)
+{
+    hx_ex_t e;
+    int got = hx_admin(h, &e, method, url, body, if_match);
+    if (got != status)
+        fprintf(stderr, "%s %s: %s\n", method, url, e.resp.body ? e.resp.body : "(no body)");
+    CHECK_INT_EQ(got, status);
+    if (text)
+        CHECK_CONTAINS(hx_str(&e, "error"), text);
+    hx_ex_free(&e);
+}
+
 const char *const hx_eras[HX_NERAS] = {"2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"};
 
 void hx_session(hx_t *h, const char *server, const char *v, const char *const hdrs[], char sid[80])

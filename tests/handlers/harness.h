@@ -88,6 +88,21 @@ int hx_mcp_wait(hx_t *h, hx_ex_t *e, int timeout_ms);
  * arguments. Returns the answer's status; e is ready to read. */
 int hx_admin(hx_t *h, hx_ex_t *e, const char *method, const char *url, const char *body,
              const char *if_match);
+/* hx_admin that expects status and, when text is not NULL, an "error" containing it; prints
+ * the answer when the status differs. */
+void hx_admin_expect(hx_t *h, const char *method, const char *url, const char *body,
+                     const char *if_match, int status, const char *text);
+/* Headers (for hx_mcp, hx_era_rpc) that authenticate with API key KEY instead of the test's. */
+#define HX_BEARER(KEY)                                                                             \
+    (const char *const[])                                                                          \
+    {                                                                                              \
+        "Authorization", "Bearer " KEY, NULL                                                       \
+    }
+/* A registry object of kind KIND of tenant "t", server "default", with one version "1" whose
+ * members are VER (JSON text) and EXTRA object members (",\"access\":{...}" or ""). */
+#define HX_KIND_OBJ(KIND, NAME, EXTRA, VER)                                                        \
+    "{\"kind\":\"" KIND "\",\"tenant\":\"t\",\"server\":\"default\",\"name\":\"" NAME "\"" EXTRA   \
+    ",\"versions\":[{\"version\":\"1\"," VER "}]}"
 /* The string value at a dotted path of e's JSON answer ("error", "tools.0.name"), or NULL. */
 const char *hx_str(const hx_ex_t *e, const char *path);
 

@@ -27,14 +27,7 @@ static hx_t h;
 static void expect(const char *method, const char *url, const char *body, int status,
                    const char *text)
 {
-    hx_ex_t e;
-    int got = hx_admin(&h, &e, method, url, body, NULL);
-    if (got != status)
-        fprintf(stderr, "%s %s: %s\n", method, url, e.resp.body ? e.resp.body : "(no body)");
-    CHECK_INT_EQ(got, status);
-    if (text)
-        CHECK_CONTAINS(hx_str(&e, "error"), text);
-    hx_ex_free(&e);
+    hx_admin_expect(&h, method, url, body, NULL, status, text);
 }
 
 /* An MCP request (2025-06-18, no session) of method with params: e is ready to read. */

@@ -42,14 +42,7 @@ static hx_t h;
 static void expect(const char *method, const char *url, const char *body, const char *if_match,
                    int status, const char *text)
 {
-    hx_ex_t e;
-    int got = hx_admin(&h, &e, method, url, body, if_match);
-    if (got != status)
-        fprintf(stderr, "%s %s: %s\n", method, url, e.resp.body ? e.resp.body : "(no body)");
-    CHECK_INT_EQ(got, status);
-    if (text)
-        CHECK_CONTAINS(hx_str(&e, "error"), text);
-    hx_ex_free(&e);
+    hx_admin_expect(&h, method, url, body, if_match, status, text);
 }
 
 /* The names of tools/list of the tenant whose API key is key, comma-joined into out. */

@@ -16,63 +16,32 @@
 #include <string.h>
 
 #define KEY2 "key2-0123456789abc"
-#define AS_KEY2                                                                                    \
-    (const char *const[])                                                                          \
-    {                                                                                              \
-        "Authorization", "Bearer " KEY2, NULL                                                      \
-    }
+#define AS_KEY2 HX_BEARER(KEY2)
+#define OBJ HX_KIND_OBJ
 
-#define OBJ(KIND, NAME, EXTRA, VER)                                                                \
-    "{\"kind\":\"" KIND "\",\"tenant\":\"t\",\"server\":\"default\",\"name\":\"" NAME "\"" EXTRA   \
-    ",\"versions\":[{\"version\":\"1\"," VER "}]}"
-
-static const char config[] = "{\"tenants\": [{\"id\": \"t\", \"api_keys\": [{\"id\": \"k\", "
-                             "\"key\": \"" HX_API_KEY "\"},"
-                             "   {\"id\": \"k2\", \"key\": \"" KEY2 "\"}]}],"
-                             " \"servers\": [{\"tenant\": \"t\", \"name\": \"default\"}, "
-                             "{\"tenant\": \"t\", \"name\": "
-                             "\"empty\"}],"
-                             " \"tools\": ["
-                             "  {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"echo\","
-                             "   \"versions\": [{\"version\": \"1\", \"inputSchema\": {\"type\": "
-                             "\"object\"},"
-                             "    \"executor\": {\"type\": \"builtin\", \"name\": "
-                             "\"echo\"}}]}," OBJ("resource", "readme", "", "\"uri\":\"file:///README\",\"text\":\"hi\"") "," OBJ(
-                                 "resource", "config", "",
-                                 "\"uri\":\"file:///config\",\"mimeType\":\"application/json\","
-                                 "\"text\":\"{}\"") "," OBJ("resource", "secret",
-                                                            ",\"access\":{\"keys\":[\"k2\"]}",
-                                                            "\"uri\":\"file:///"
-                                                            "secret\",\"text\":\"s\"") "," OBJ("res"
-                                                                                               "our"
-                                                                                               "ce",
-                                                                                               "zz",
-                                                                                               "",
-                                                                                               "\"u"
-                                                                                               "ri"
-                                                                                               "\":"
-                                                                                               "\"f"
-                                                                                               "ile"
-                                                                                               "://"
-                                                                                               "/zz"
-                                                                                               "\","
-                                                                                               "\"b"
-                                                                                               "lob"
-                                                                                               "\":"
-                                                                                               "\"A"
-                                                                                               "AAA"
-                                                                                               "\"") "," OBJ("resource",
-                                                                                                             "offline",
-                                                                                                             ",\"published\":null",
-                                                                                                             "\"uri\":\"file:///off\",\"text\":\"o\"") "," OBJ("resource_template",
-                                                                                                                                                               "logs",
-                                                                                                                                                               "",
-                                                                                                                                                               "\"uriTemplate\":\"file:///logs/{day}\",\"text\":\"x\"") "," OBJ("prompt",
-                                                                                                                                                                                                                                "greet",
-                                                                                                                                                                                                                                "",
-                                                                                                                                                                                                                                "\"description\":\"Say hi\",\"arguments\":[{\"name\":\"who\","
-                                                                                                                                                                                                                                "\"required\":true}],\"messages\":[{\"role\":\"user\",\"content\":{\"type\":\"text\","
-                                                                                                                                                                                                                                "\"text\":\"hi {{who}}\"}}]") "]}";
+/* clang-format off */
+static const char config[] =
+    "{\"tenants\": [{\"id\": \"t\", \"api_keys\": [{\"id\": \"k\", \"key\": \"" HX_API_KEY "\"},"
+    "   {\"id\": \"k2\", \"key\": \"" KEY2 "\"}]}],"
+    " \"servers\": [{\"tenant\": \"t\", \"name\": \"default\"},"
+    "  {\"tenant\": \"t\", \"name\": \"empty\"}],"
+    " \"tools\": ["
+    "  {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"echo\","
+    "   \"versions\": [{\"version\": \"1\", \"inputSchema\": {\"type\": \"object\"},"
+    "    \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]},"
+    OBJ("resource", "readme", "", "\"uri\":\"file:///README\",\"text\":\"hi\"") ","
+    OBJ("resource", "config", "",
+        "\"uri\":\"file:///config\",\"mimeType\":\"application/json\",\"text\":\"{}\"") ","
+    OBJ("resource", "secret", ",\"access\":{\"keys\":[\"k2\"]}",
+        "\"uri\":\"file:///secret\",\"text\":\"s\"") ","
+    OBJ("resource", "zz", "", "\"uri\":\"file:///zz\",\"blob\":\"AAAA\"") ","
+    OBJ("resource", "offline", ",\"published\":null", "\"uri\":\"file:///off\",\"text\":\"o\"") ","
+    OBJ("resource_template", "logs", "", "\"uriTemplate\":\"file:///logs/{day}\",\"text\":\"x\"") ","
+    OBJ("prompt", "greet", "",
+        "\"description\":\"Say hi\",\"arguments\":[{\"name\":\"who\",\"required\":true}],"
+        "\"messages\":[{\"role\":\"user\",\"content\":{\"type\":\"text\",\"text\":\"hi {{who}}\"}}]")
+    "]}";
+/* clang-format on */
 
 static hx_t h;
 static char sid[HX_NERAS][80]; /* a session per legacy version */
@@ -127,6 +96,19 @@ static int list_all(int era, const char *method, const char *key, const char *co
     return pages;
 }
 
+/* The first entry of method's list in version era, printed, is json. */
+static void expect_result(int era, const char *method, const char *json)
+{
+    hx_ex_t e;
+    hx_era_rpc(&h, &e, NULL, hx_eras[era], sid[era], method, NULL, "{}", NULL);
+    const cJSON *r = hx_rpc_result(&e);
+    CHECK(r && r->child);
+    char *s = cJSON_PrintUnformatted(cJSON_GetArrayItem(r->child, 0));
+    CHECK_STR_EQ(s, json);
+    free(s);
+    hx_ex_free(&e);
+}
+
 static void test_lists(void)
 {
     char got[1024];
@@ -147,27 +129,15 @@ static void test_lists(void)
         CHECK_STR_EQ(got, "echo");
     }
     /* the entries: each kind's MCP shape */
+    expect_result(1, "resources/list",
+                  "{\"name\":\"config\",\"uri\":\"file:///config\","
+                  "\"mimeType\":\"application/json\",\"size\":2}");
+    expect_result(1, "resources/templates/list",
+                  "{\"name\":\"logs\",\"uriTemplate\":\"file:///logs/{day}\"}");
+    expect_result(2, "prompts/list",
+                  "{\"name\":\"greet\",\"description\":\"Say hi\","
+                  "\"arguments\":[{\"name\":\"who\",\"required\":true}]}");
     hx_ex_t e;
-    hx_era_rpc(&h, &e, NULL, hx_eras[1], sid[1], "resources/list", NULL, "{}", NULL);
-    const cJSON *r0 =
-        cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(hx_rpc_result(&e), "resources"), 0);
-    char *s = cJSON_PrintUnformatted(r0);
-    CHECK_STR_EQ(s, "{\"name\":\"config\",\"uri\":\"file:///config\",\"mimeType\":"
-                    "\"application/json\",\"size\":2}");
-    free(s);
-    hx_ex_free(&e);
-    hx_era_rpc(&h, &e, NULL, hx_eras[1], sid[1], "resources/templates/list", NULL, "{}", NULL);
-    s = cJSON_PrintUnformatted(hx_rpc_result(&e));
-    CHECK_STR_EQ(s, "{\"resourceTemplates\":[{\"name\":\"logs\",\"uriTemplate\":"
-                    "\"file:///logs/{day}\"}]}");
-    free(s);
-    hx_ex_free(&e);
-    hx_era_rpc(&h, &e, NULL, hx_eras[2], sid[2], "prompts/list", NULL, "{}", NULL);
-    s = cJSON_PrintUnformatted(hx_rpc_result(&e));
-    CHECK_STR_EQ(s, "{\"prompts\":[{\"name\":\"greet\",\"description\":\"Say hi\",\"arguments\":"
-                    "[{\"name\":\"who\",\"required\":true}]}]}");
-    free(s);
-    hx_ex_free(&e);
     /* a server without objects lists nothing */
     hx_era_rpc(&h, &e, "empty", hx_eras[3], NULL, "prompts/list", NULL, "{}", NULL);
     CHECK_INT_EQ(hx_rpc_code(&e), 0);

@@ -15,53 +15,37 @@
 #include <string.h>
 
 #define KEY2 "key2-0123456789abc"
-#define AS_KEY2                                                                                    \
-    (const char *const[])                                                                          \
-    {                                                                                              \
-        "Authorization", "Bearer " KEY2, NULL                                                      \
-    }
-
-#define OBJ(KIND, NAME, EXTRA, VER)                                                                \
-    "{\"kind\":\"" KIND "\",\"tenant\":\"t\",\"server\":\"default\",\"name\":\"" NAME "\"" EXTRA   \
-    ",\"versions\":[{\"version\":\"1\"," VER "}]}"
+#define AS_KEY2 HX_BEARER(KEY2)
+#define OBJ HX_KIND_OBJ
 #define ECHO "\"executor\":{\"type\":\"builtin\",\"name\":\"echo\"}"
 
-static const char
-    config[] =
-        "{\"tenants\": [{\"id\": \"t\", \"api_keys\": [{\"id\": \"k\", \"key\": \"" HX_API_KEY
-        "\"},"
-        "   {\"id\": \"k2\", \"key\": \"" KEY2 "\"}]}],"
-        " \"servers\": [{\"tenant\": \"t\", \"name\": \"default\"}],"
-        " \"tools\": [" OBJ(
-            "resource", "readme", "",
-            "\"uri\":\"file:///README\",\"mimeType\":\"text/plain\","
-            "\"text\":\"hello\",\"ttl_ms\":60000,\"cache_scope\":\"public\"") "," OBJ("resource",
-                                                                                      "logo", "",
-                                                                                      "\"uri\":"
-                                                                                      "\"file:///"
-                                                                                      "logo.png\","
-                                                                                      "\"mimeType\""
-                                                                                      ":\"image/"
-                                                                                      "png\","
-                                                                                      "\"blob\":"
-                                                                                      "\"iVBORw0KGg"
-                                                                                      "o=\"") "," OBJ("resource",
-                                                                                                      "secret",
-                                                                                                      ",\"access\":{\"keys\":[\"k2\"]}",
-                                                                                                      "\"uri\":\"file:///secret\",\"text\":\"s3cret\"") "," OBJ("resource",
-                                                                                                                                                                "live",
-                                                                                                                                                                "", "\"uri\":\"file:///live\"," ECHO) "," OBJ("resource_template",
-                                                                                                                                                                                                              "logs",
-                                                                                                                                                                                                              "",
-                                                                                                                                                                                                              "\"uriTemplate\":\"file:///logs/{day}.txt\","
-                                                                                                                                                                                                              "\"text\":\"log of {day} ({other})\",\"completions\":{\"day\":[\"2026-11-27\","
-                                                                                                                                                                                                              "\"2026-11-28\",\"2025-01-01\"]}") "," OBJ("prompt",
-                                                                                                                                                                                                                                                         "greet", "",
-                                                                                                                                                                                                                                                         "\"description\":\"Say hi\",\"arguments\":[{\"name\":\"who\","
-                                                                                                                                                                                                                                                         "\"required\":true},{\"name\":\"mood\"}],\"messages\":[{\"role\":\"user\",\"content\":{"
-                                                                                                                                                                                                                                                         "\"type\":\"text\",\"text\":\"Hello {{who}}{{mood}}! {{unknown}}\"}},{\"role\":"
-                                                                                                                                                                                                                                                         "\"assistant\",\"content\":{\"type\":\"resource\",\"resource\":{\"uri\":\"file:///{{who}}\","
-                                                                                                                                                                                                                                                         "\"text\":\"{{who}}\"}}}],\"completions\":{\"who\":[\"world\",\"wanda\",\"bob\"]}") "," OBJ("prompt", "dyn", "", "\"arguments\":[{\"name\":\"q\"}]," ECHO) "]}";
+/* clang-format off */
+static const char config[] =
+    "{\"tenants\": [{\"id\": \"t\", \"api_keys\": [{\"id\": \"k\", \"key\": \"" HX_API_KEY "\"},"
+    "   {\"id\": \"k2\", \"key\": \"" KEY2 "\"}]}],"
+    " \"servers\": [{\"tenant\": \"t\", \"name\": \"default\"}],"
+    " \"tools\": ["
+    OBJ("resource", "readme", "",
+        "\"uri\":\"file:///README\",\"mimeType\":\"text/plain\","
+        "\"text\":\"hello\",\"ttl_ms\":60000,\"cache_scope\":\"public\"") ","
+    OBJ("resource", "logo", "",
+        "\"uri\":\"file:///logo.png\",\"mimeType\":\"image/png\",\"blob\":\"iVBORw0KGgo=\"") ","
+    OBJ("resource", "secret", ",\"access\":{\"keys\":[\"k2\"]}",
+        "\"uri\":\"file:///secret\",\"text\":\"s3cret\"") ","
+    OBJ("resource", "live", "", "\"uri\":\"file:///live\"," ECHO) ","
+    OBJ("resource_template", "logs", "",
+        "\"uriTemplate\":\"file:///logs/{day}.txt\",\"text\":\"log of {day} ({other})\","
+        "\"completions\":{\"day\":[\"2026-11-27\",\"2026-11-28\",\"2025-01-01\"]}") ","
+    OBJ("prompt", "greet", "",
+        "\"description\":\"Say hi\",\"arguments\":[{\"name\":\"who\",\"required\":true},"
+        "{\"name\":\"mood\"}],\"messages\":[{\"role\":\"user\",\"content\":{\"type\":\"text\","
+        "\"text\":\"Hello {{who}}{{mood}}! {{unknown}}\"}},{\"role\":\"assistant\",\"content\":{"
+        "\"type\":\"resource\",\"resource\":{\"uri\":\"file:///{{who}}\",\"text\":\"{{who}}\"}}}],"
+        "\"completions\":{\"who\":[\"world\",\"wanda\",\"bob\"]}") ","
+    OBJ("prompt", "dyn", "", "\"arguments\":[{\"name\":\"q\"}]," ECHO) ","
+    OBJ("prompt", "big", "", "\"arguments\":[{\"name\":\"a\"}],\"messages\":[{\"role\":\"user\","
+        "\"content\":{\"type\":\"text\",\"text\":\"{{a}}{{a}}{{a}}{{a}}{{a}}\"}}]") "]}";
+/* clang-format on */
 
 static hx_t h;
 static char sid[HX_NERAS][80];
@@ -238,6 +222,16 @@ static void test_get(void)
                       "\"{\\\"name\\\":\\\"dyn\\\",\\\"arguments\\\":{\\\"q\\\":\\\"x\\\"}}\"}}]");
         hx_ex_free(&e);
     }
+    /* a value that would make a message larger than 4 MiB: refused, not built */
+    size_t n = 900 * 1024;
+    char *params = malloc(n + 64);
+    CHECK(params != NULL);
+    int k = snprintf(params, n + 64, "{\"name\":\"big\",\"arguments\":{\"a\":\"");
+    memset(params + k, 'x', n);
+    snprintf(params + k + n, 64, "\"}}");
+    expect_error(1, "prompts/get", NULL, params, RPC_INVALID_PARAMS,
+                 "a message of prompt \"big\" with these arguments is larger than 4194304 bytes");
+    free(params);
     TEST_PASS("prompts/get: {{arg}} replaced in every string, missing, undeclared and non-string "
               "arguments refused, unknown prompts");
 }
