@@ -215,11 +215,10 @@ for (const kind of ['v1', 'v2']) {
       test('progress arrives while the long-running tool runs', T, async () => {
         const seen = [];
         const started = Date.now();
-        const r = await c.client.callTool(
-          { name: `${prefix}trigger-long-running-operation`, arguments: { duration: 5, steps: 5 } },
-          undefined,
-          { onprogress: (p) => seen.push({ at: Date.now(), progress: p.progress, total: p.total }), timeout: 60_000 },
-        );
+        const params = { name: `${prefix}trigger-long-running-operation`, arguments: { duration: 5, steps: 5 } };
+        const options = { onprogress: (p) => seen.push({ at: Date.now(), progress: p.progress, total: p.total }), timeout: 60_000 };
+        // v1: callTool(params, resultSchema, options); v2: callTool(params, options)
+        const r = kind === 'v1' ? await c.client.callTool(params, undefined, options) : await c.client.callTool(params, options);
         const ended = Date.now();
         assert.equal(r.isError ?? false, false, JSON.stringify(r));
         assert.ok(seen.length >= 3, `progress notifications: ${JSON.stringify(seen)}`);
