@@ -8,102 +8,179 @@
 #include <string.h>
 #include <strings.h>
 
-/* Grows with the event's data; bounded by the body it comes from. */
-typedef struct sse_ev {
-    char event[64];
-    char *data;
-    size_t len, cap;
-    int has_data;
-} sse_ev_t;
-
-static int ev_append(sse_ev_t *ev, const char *p, size_t n)
+/* The event being read; its data grows up to p->max bytes. */
+static int ev_append(mcpw_sse_t *p, const char *s, size_t n)
 {
-    if (ev->len + n + 2 > ev->cap) {
-        size_t cap = ev->cap ? ev->cap * 2 : 256;
-        while (cap < ev->len + n + 2)
+    if (p->len + n > p->max)
+        return MCPQ_ETOOBIG;
+    if (p->len + n + 1 > p->cap) {
+        size_t cap = p->cap ? p->cap * 2 : 256;
+        while (cap < p->len + n + 1)
             cap *= 2;
-        char *d = realloc(ev->data, cap);
+        char *d = realloc(p->data, cap);
         if (!d)
             return MCPQ_ENOMEM;
-        ev->data = d;
-        ev->cap = cap;
+        p->data = d;
+        p->cap = cap;
     }
-    memcpy(ev->data + ev->len, p, n);
-    ev->len += n;
-    ev->data[ev->len] = '\0';
+    memcpy(p->data + p->len, s, n);
+    p->len += n;
+    p->data[p->len] = '\0';
     return 0;
 }
 
-static void ev_reset(sse_ev_t *ev)
+void mcpw_sse_init(mcpw_sse_t *p, size_t max)
 {
-    ev->event[0] = '\0';
-    ev->len = 0;
-    ev->has_data = 0;
-    if (ev->data)
-        ev->data[0] = '\0';
+    memset(p, 0, sizeof(*p));
+    p->max = max;
+}
+
+void mcpw_sse_cleanup(mcpw_sse_t *p)
+{
+    free(p->data);
+    free(p->line);
+    memset(p, 0, sizeof(*p));
+}
+
+/* Dispatches the event read so far (if it has data) and starts the next one. */
+static int ev_dispatch(mcpw_sse_t *p, mcpw_sse_fn fn, void *arg)
+{
+    int stop = 0;
+    if (p->has_data) {
+        p->events++;
+        stop = fn(p->event[0] ? p->event : "message", p->data, p->len, arg);
+    }
+    p->event[0] = '\0';
+    p->len = 0;
+    p->has_data = 0;
+    if (p->data)
+        p->data[0] = '\0';
+    return stop;
+}
+
+/* One complete line (without its end): a field, a comment, or the blank line that ends an
+ * event. 1 when fn asked to stop, 0, or a negative error. */
+static int sse_line(mcpw_sse_t *p, const char *s, size_t ll, mcpw_sse_fn fn, void *arg)
+{
+    if (ll == 0)
+        return ev_dispatch(p, fn, arg) ? 1 : 0;
+    if (*s == ':')
+        return 0;
+    const char *eol = s + ll;
+    const char *colon = memchr(s, ':', ll);
+    size_t fl = colon ? (size_t)(colon - s) : ll;
+    const char *v = colon ? colon + 1 : eol;
+    if (v < eol && *v == ' ')
+        v++;
+    size_t vl = (size_t)(eol - v);
+    if (fl == 5 && memcmp(s, "event", 5) == 0) {
+        size_t k = vl < sizeof(p->event) - 1 ? vl : sizeof(p->event) - 1;
+        memcpy(p->event, v, k);
+        p->event[k] = '\0';
+    } else if (fl == 4 && memcmp(s, "data", 4) == 0) {
+        int rc = p->has_data ? ev_append(p, "\n", 1) : 0;
+        if (rc == 0)
+            rc = ev_append(p, v, vl);
+        if (rc < 0)
+            return rc;
+        p->has_data = 1;
+    }
+    return 0;
+}
+
+/* Keeps the start of a line that the next chunk completes; bounded like the data. */
+static int line_keep(mcpw_sse_t *p, const char *s, size_t n)
+{
+    if (p->line_len + n > p->max + 16)
+        return MCPQ_ETOOBIG;
+    if (p->line_len + n > p->line_cap) {
+        size_t cap = p->line_cap ? p->line_cap * 2 : 256;
+        while (cap < p->line_len + n)
+            cap *= 2;
+        char *d = realloc(p->line, cap);
+        if (!d)
+            return MCPQ_ENOMEM;
+        p->line = d;
+        p->line_cap = cap;
+    }
+    memcpy(p->line + p->line_len, s, n);
+    p->line_len += n;
+    return 0;
+}
+
+int mcpw_sse_feed(mcpw_sse_t *p, const char *buf, size_t len, mcpw_sse_fn fn, void *arg)
+{
+    if (p->stopped)
+        return 1;
+    if (len == 0)
+        return 0;
+    const char *s = buf, *end = buf + len;
+    /* \r\n split across two chunks: the \n ends nothing new */
+    if (p->after_cr && s < end && *s == '\n')
+        s++;
+    p->after_cr = 0;
+    while (s < end) {
+        const char *eol = s;
+        while (eol < end && *eol != '\n' && *eol != '\r')
+            eol++;
+        if (eol == end)
+            return line_keep(p, s, (size_t)(end - s));
+        int rc;
+        if (p->line_len > 0) {
+            rc = line_keep(p, s, (size_t)(eol - s));
+            if (rc == 0)
+                rc = sse_line(p, p->line, p->line_len, fn, arg);
+            p->line_len = 0;
+        } else {
+            rc = sse_line(p, s, (size_t)(eol - s), fn, arg);
+        }
+        if (*eol == '\r') {
+            if (eol + 1 < end && eol[1] == '\n')
+                eol++;
+            else if (eol + 1 == end)
+                p->after_cr = 1;
+        }
+        s = eol + 1;
+        if (rc != 0) {
+            p->stopped = rc > 0;
+            return rc;
+        }
+    }
+    return 0;
+}
+
+int mcpw_sse_finish(mcpw_sse_t *p, mcpw_sse_fn fn, void *arg)
+{
+    if (p->stopped)
+        return 1;
+    int rc = 0;
+    if (p->line_len > 0)
+        rc = sse_line(p, p->line, p->line_len, fn, arg);
+    p->line_len = 0;
+    if (rc == 0 && ev_dispatch(p, fn, arg))
+        rc = 1;
+    p->stopped = rc > 0;
+    return rc;
 }
 
 int mcpw_sse_each(const char *body, size_t len, mcpw_sse_fn fn, void *arg)
 {
-    sse_ev_t ev = {0};
-    const char *p = body, *end = body + len;
-    int n = 0, stop = 0;
-    while (p < end && !stop) {
-        const char *eol = p;
-        while (eol < end && *eol != '\n' && *eol != '\r')
-            eol++;
-        size_t ll = (size_t)(eol - p);
-        if (ll == 0) {
-            if (ev.has_data) {
-                n++;
-                stop = fn(ev.event[0] ? ev.event : "message", ev.data, ev.len, arg);
-            }
-            ev_reset(&ev);
-        } else if (*p != ':') {
-            const char *colon = memchr(p, ':', ll);
-            size_t fl = colon ? (size_t)(colon - p) : ll;
-            const char *v = colon ? colon + 1 : eol;
-            if (v < eol && *v == ' ')
-                v++;
-            size_t vl = (size_t)(eol - v);
-            if (fl == 5 && memcmp(p, "event", 5) == 0) {
-                size_t k = vl < sizeof(ev.event) - 1 ? vl : sizeof(ev.event) - 1;
-                memcpy(ev.event, v, k);
-                ev.event[k] = '\0';
-            } else if (fl == 4 && memcmp(p, "data", 4) == 0) {
-                if ((ev.has_data && ev_append(&ev, "\n", 1) < 0) || ev_append(&ev, v, vl) < 0) {
-                    free(ev.data);
-                    return MCPQ_ENOMEM;
-                }
-                ev.has_data = 1;
-            }
-        }
-        /* \r\n is one line end */
-        if (eol < end && *eol == '\r' && eol + 1 < end && eol[1] == '\n')
-            eol++;
-        p = eol < end ? eol + 1 : end;
-    }
-    if (!stop && ev.has_data) {
-        n++;
-        fn(ev.event[0] ? ev.event : "message", ev.data, ev.len, arg);
-    }
-    free(ev.data);
+    mcpw_sse_t p;
+    mcpw_sse_init(&p, len);
+    int rc = mcpw_sse_feed(&p, body, len, fn, arg);
+    if (rc == 0)
+        rc = mcpw_sse_finish(&p, fn, arg);
+    int n = rc < 0 ? rc : (int)p.events;
+    mcpw_sse_cleanup(&p);
     return n;
 }
 
-typedef struct find {
-    long id;
-    cJSON *found;
-    mcpw_note_fn note;
-    void *arg;
-} find_t;
-
-/* Looks at one JSON-RPC message (or batch); takes the response with the id. */
-static void find_in(find_t *f, cJSON *msg)
+/* Looks at one JSON-RPC message (or batch); takes the response with the reader's id. */
+static void find_in(mcpw_reader_t *rd, cJSON *msg)
 {
     if (cJSON_IsArray(msg)) {
-        for (cJSON *it = msg->child; it && !f->found; it = it->next)
-            find_in(f, it);
+        for (cJSON *it = msg->child; it && !rd->found; it = it->next)
+            find_in(rd, it);
         return;
     }
     if (!cJSON_IsObject(msg))
@@ -111,41 +188,82 @@ static void find_in(find_t *f, cJSON *msg)
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "id");
     const cJSON *method = cJSON_GetObjectItemCaseSensitive(msg, "method");
     if (cJSON_IsString(method)) {
-        if (!id && f->note)
-            f->note(msg, f->arg);
+        if (!id && rd->note)
+            rd->note(msg, rd->arg);
         return; /* a notification, or a request from the server: not ours to answer */
     }
-    if (cJSON_IsNumber(id) && id->valuedouble == (double)f->id &&
+    if (cJSON_IsNumber(id) && id->valuedouble == (double)rd->id &&
         (cJSON_GetObjectItemCaseSensitive(msg, "result") ||
          cJSON_GetObjectItemCaseSensitive(msg, "error")))
-        f->found = cJSON_Duplicate(msg, 1);
+        rd->found = cJSON_Duplicate(msg, 1);
 }
 
 static int find_sse(const char *event, const char *data, size_t len, void *arg)
 {
-    find_t *f = arg;
+    mcpw_reader_t *rd = arg;
     if (strcmp(event, "message") != 0)
         return 0;
     cJSON *msg = cJSON_ParseWithLength(data, len);
-    find_in(f, msg);
+    find_in(rd, msg);
     cJSON_Delete(msg);
-    return f->found != NULL;
+    return rd->found != NULL;
+}
+
+void mcpw_reader_init(mcpw_reader_t *rd, long id, size_t max, mcpw_note_fn note, void *arg)
+{
+    memset(rd, 0, sizeof(*rd));
+    mcpw_sse_init(&rd->sse, max);
+    rd->id = id;
+    rd->note = note;
+    rd->arg = arg;
+}
+
+int mcpw_reader_feed(mcpw_reader_t *rd, const char *buf, size_t len)
+{
+    int rc = mcpw_sse_feed(&rd->sse, buf, len, find_sse, rd);
+    return rc < 0 ? rc : rd->found != NULL;
+}
+
+cJSON *mcpw_reader_take(mcpw_reader_t *rd)
+{
+    if (!rd->found)
+        mcpw_sse_finish(&rd->sse, find_sse, rd);
+    cJSON *r = rd->found;
+    rd->found = NULL;
+    return r;
+}
+
+void mcpw_reader_cleanup(mcpw_reader_t *rd)
+{
+    mcpw_sse_cleanup(&rd->sse);
+    cJSON_Delete(rd->found);
+    rd->found = NULL;
 }
 
 cJSON *mcpw_response(const char *content_type, const char *body, size_t len, long id,
                      mcpw_note_fn note, void *arg)
 {
-    find_t f = {.id = id, .note = note, .arg = arg};
+    mcpw_reader_t rd;
     if (!body || len == 0)
         return NULL;
-    if (content_type && strncasecmp(content_type, "text/event-stream", 17) == 0) {
-        mcpw_sse_each(body, len, find_sse, &f);
-        return f.found;
+    mcpw_reader_init(&rd, id, len, note, arg);
+    cJSON *found = NULL;
+    if (mcpw_is_sse(content_type)) {
+        if (mcpw_reader_feed(&rd, body, len) >= 0)
+            found = mcpw_reader_take(&rd);
+    } else {
+        cJSON *msg = cJSON_ParseWithLength(body, len);
+        find_in(&rd, msg);
+        cJSON_Delete(msg);
+        found = mcpw_reader_take(&rd);
     }
-    cJSON *msg = cJSON_ParseWithLength(body, len);
-    find_in(&f, msg);
-    cJSON_Delete(msg);
-    return f.found;
+    mcpw_reader_cleanup(&rd);
+    return found;
+}
+
+int mcpw_is_sse(const char *content_type)
+{
+    return content_type && strncasecmp(content_type, "text/event-stream", 17) == 0;
 }
 
 int mcpw_discover_modern(long status, const cJSON *response)

@@ -41,14 +41,60 @@ typedef int (*mcpw_sse_fn)(const char *event, const char *data, size_t len, void
  * dispatched, or MCPQ_ENOMEM. */
 int mcpw_sse_each(const char *body, size_t len, mcpw_sse_fn fn, void *arg);
 
+/* An SSE stream read as it arrives (the mcp executor's live upstream streams,
+ * docs/executors.md "Streaming"): the same rules as mcpw_sse_each, fed chunk by chunk, a line
+ * or an event split anywhere. Memory is bounded: one event's data and one line hold at most
+ * max bytes (MCPQ_ETOOBIG past that). The caller owns the struct (_init/_cleanup). */
+typedef struct mcpw_sse {
+    size_t max;
+    char event[64];
+    char *data; /* the open event's data lines, joined by "\n" */
+    size_t len, cap;
+    int has_data;
+    char *line; /* the start of a line the next chunk completes */
+    size_t line_len, line_cap;
+    int after_cr; /* the last chunk ended in \r: a \n starting the next one belongs to it */
+    int stopped;  /* fn asked to stop: later feeds do nothing */
+    size_t events;
+} mcpw_sse_t;
+
+void mcpw_sse_init(mcpw_sse_t *p, size_t max);
+void mcpw_sse_cleanup(mcpw_sse_t *p);
+/* Feeds len bytes, calling fn for each event they complete. 0 (go on), 1 (fn asked to stop;
+ * so does every later feed), MCPQ_ETOOBIG or MCPQ_ENOMEM. */
+int mcpw_sse_feed(mcpw_sse_t *p, const char *buf, size_t len, mcpw_sse_fn fn, void *arg);
+/* The end of the stream: dispatches an event still open. 0, 1 (stopped) or an error. */
+int mcpw_sse_finish(mcpw_sse_t *p, mcpw_sse_fn fn, void *arg);
+
 /* Called for each JSON-RPC notification met on the way (borrowed). */
 typedef void (*mcpw_note_fn)(const cJSON *note, void *arg);
+
+/* The reader of one request's SSE answer, fed as it arrives: each notification goes to note
+ * (may be NULL) at once, and the JSON-RPC response whose id is the number id is kept. */
+typedef struct mcpw_reader {
+    mcpw_sse_t sse;
+    long id;
+    mcpw_note_fn note;
+    void *arg;
+    cJSON *found;
+} mcpw_reader_t;
+
+/* max bounds one event as in mcpw_sse_init. */
+void mcpw_reader_init(mcpw_reader_t *rd, long id, size_t max, mcpw_note_fn note, void *arg);
+/* 1 when the response has come (stop reading), 0 (go on), or an error of mcpw_sse_feed. */
+int mcpw_reader_feed(mcpw_reader_t *rd, const char *buf, size_t len);
+/* At the end of the stream: the response (the caller owns it), or NULL when none came. */
+cJSON *mcpw_reader_take(mcpw_reader_t *rd);
+void mcpw_reader_cleanup(mcpw_reader_t *rd);
 
 /* The JSON-RPC response whose id is the number id in an upstream body, as a new object the
  * caller owns, or NULL when there is none. content_type NULL or naming JSON: the body is one
  * message (or a batch array); text/event-stream: SSE message events. note may be NULL. */
 cJSON *mcpw_response(const char *content_type, const char *body, size_t len, long id,
                      mcpw_note_fn note, void *arg);
+
+/* 1 when a Content-Type (may be NULL) is text/event-stream. */
+int mcpw_is_sse(const char *content_type);
 
 /* A JSON-RPC request {"jsonrpc", "id", "method", "params"} as a new object; params is taken
  * over (NULL: none); id < 0 makes it a notification (no id). NULL on ENOMEM. */

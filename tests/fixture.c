@@ -944,16 +944,12 @@ fail:
     exit(1);
 }
 
-pid_t fx_sdk_upstream(const fx_stack_t *fx, int port, const char *token, char *deps, size_t size)
-{
-    return fx_sdk_upstream_mode(fx, port, token, NULL, deps, size);
-}
-
-pid_t fx_sdk_upstream_mode(const fx_stack_t *fx, int port, const char *token, const char *mode,
-                           char *deps, size_t size)
+/* tests/clients/<name>.mjs PORT READY_FILE TOKEN [mode] (fixture.h). */
+static pid_t node_upstream(const fx_stack_t *fx, const char *name, int port, const char *token,
+                           const char *mode, const char *env_extra, char *deps, size_t size)
 {
     const char *env = getenv("MCPQ_CLIENTS_DEPS");
-    char probe[600], ready[400], portstr[16], depenv[700];
+    char probe[600], ready[400], portstr[16], depenv[700], script[200];
     snprintf(deps, size, "%s", env && *env ? env : "build/clients");
     snprintf(probe, sizeof(probe), "%s/node_modules/@modelcontextprotocol/sdk/package.json", deps);
     if (access(probe, R_OK) != 0 || system("node --version >/dev/null 2>&1") != 0) {
@@ -975,28 +971,40 @@ pid_t fx_sdk_upstream_mode(const fx_stack_t *fx, int port, const char *token, co
         snprintf(deps, size, "%s", abs);
         free(abs);
     }
-    snprintf(ready, sizeof(ready), "%s/sdk-upstream.ready", fx->dir);
-    unlink(ready); /* a restart waits for its own */
+    snprintf(ready, sizeof(ready), "%s/%s.ready", fx->dir, name);
+    snprintf(script, sizeof(script), "tests/clients/%s.mjs", name);
     snprintf(portstr, sizeof(portstr), "%d", port);
     snprintf(depenv, sizeof(depenv), "MCPQ_CLIENTS_DEPS=%s", deps);
-    snprintf(probe, sizeof(probe), "%s/sdk-upstream.log", fx->dir);
-    const char *argv[] = {"node",
-                          "--import",
-                          "./tests/clients/lib/register.mjs",
-                          "tests/clients/sdk-upstream.mjs",
-                          portstr,
-                          ready,
-                          token,
-                          mode,
-                          NULL};
-    const char *extra[] = {depenv, NULL};
+    snprintf(probe, sizeof(probe), "%s/%s.log", fx->dir, name);
+    const char *argv[] = {"node", "--import", "./tests/clients/lib/register.mjs",
+                          script, portstr,    ready,
+                          token,  mode,       NULL};
+    const char *extra[] = {depenv, env_extra, NULL};
+    unlink(ready); /* a restart waits for its own */
     pid_t pid = fx_spawn(argv, extra, probe);
     if (pid <= 0)
         return -1;
     if (fx_wait_file(ready, 30000) < 0) {
-        fprintf(stderr, "fixture: the SDK upstream did not start (see %s)\n", probe);
+        fprintf(stderr, "fixture: %s did not start (see %s)\n", script, probe);
         fx_stop_pid(pid, 5000);
         return -1;
     }
     return pid;
+}
+
+pid_t fx_node_upstream(const fx_stack_t *fx, const char *name, int port, const char *token,
+                       const char *env_extra, char *deps, size_t size)
+{
+    return node_upstream(fx, name, port, token, NULL, env_extra, deps, size);
+}
+
+pid_t fx_sdk_upstream_mode(const fx_stack_t *fx, int port, const char *token, const char *mode,
+                           char *deps, size_t size)
+{
+    return node_upstream(fx, "sdk-upstream", port, token, mode, NULL, deps, size);
+}
+
+pid_t fx_sdk_upstream(const fx_stack_t *fx, int port, const char *token, char *deps, size_t size)
+{
+    return node_upstream(fx, "sdk-upstream", port, token, NULL, NULL, deps, size);
 }

@@ -147,6 +147,12 @@ pid_t fx_sdk_upstream(const fx_stack_t *fx, int port, const char *token, char *d
  * what an upstream restarted with fewer objects lists). */
 pid_t fx_sdk_upstream_mode(const fx_stack_t *fx, int port, const char *token, const char *mode,
                            char *deps, size_t size);
+/* fx_sdk_upstream() for an upstream script of tests/clients, <name>.mjs (same arguments
+ * PORT READY_FILE TOKEN; log <dir>/<name>.log), e.g. sdk2-upstream (the SDK 2.x, 2026-07-28),
+ * with one more "K=V" in its environment (env_extra, may be NULL). Started again on the same
+ * port (after fx_stop_pid), it waits for its own ready file. */
+pid_t fx_node_upstream(const fx_stack_t *fx, const char *name, int port, const char *token,
+                       const char *env_extra, char *deps, size_t size);
 
 /* Starts an mcpq-worker with MCPQ_WORKER_ID=name against fx's Redis and broker with fx's job
  * signing key, plus extra_env (later entries win), logging to <dir>/<name>.log, and waits

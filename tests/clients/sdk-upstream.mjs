@@ -5,6 +5,13 @@
 // (topic completions), prompt `greet` (arguments name, required, and style, optional, with
 // completions), for tests/integration/test_mcp_methods.c. With the mode `fewer` it lists only
 // `echo` and `sdk://readme` (an upstream restarted with fewer objects: federation prunes).
+// With SDK_UPSTREAM_EXTRAS=stream in
+// its environment, for tests/integration/test_mcp_stream.c, also: logging, tools `slow`
+// (progress every 200 ms for 3 s and a log message, live on the call's SSE stream), `long` (a
+// 2025-11-25 task, taskSupport "required": status messages, then its result after `ms`) and
+// `touch` {uri} (notifications/resources/updated for a subscribed uri, on the session's GET
+// stream), resources/subscribe and /unsubscribe, and each JSON-RPC method received printed
+// as `method <name>` on stdout.
 //
 //   node --import tests/clients/lib/register.mjs tests/clients/sdk-upstream.mjs PORT READY_FILE TOKEN [fewer]
 import http from 'node:http';
@@ -13,14 +20,82 @@ import { writeFileSync } from 'node:fs';
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { completable } from '@modelcontextprotocol/sdk/server/completable.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import {
+    isInitializeRequest, SubscribeRequestSchema, UnsubscribeRequestSchema,
+} from '@modelcontextprotocol/sdk/types.js';
+import { InMemoryTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js';
 import { z } from 'zod';
 
 const [port, readyFile, token, mode] = process.argv.slice(2);
 const transports = new Map();
+const extras = process.env.SDK_UPSTREAM_EXTRAS === 'stream';
+const taskStore = new InMemoryTaskStore();
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/* test_mcp_stream's tools and subscriptions (SDK_UPSTREAM_EXTRAS=stream). */
+function addStreamExtras(server) {
+    server.registerTool('slow', {
+        description: 'Progress every 200 ms for 3 s, then done',
+        inputSchema: {},
+    }, async (_args, extra) => {
+        const progressToken = extra._meta?.progressToken;
+        await extra.sendNotification({ method: 'notifications/message',
+            params: { level: 'info', data: 'slow started' } });
+        for (let i = 1; i <= 15; i++) {
+            if (progressToken !== undefined)
+                await extra.sendNotification({ method: 'notifications/progress',
+                    params: { progressToken, progress: i, total: 15, message: `step ${i}` } });
+            await sleep(200);
+        }
+        return { content: [{ type: 'text', text: 'slow done' }] };
+    });
+    const subscribed = new Set();
+    server.server.setRequestHandler(SubscribeRequestSchema, async (req) => {
+        subscribed.add(req.params.uri);
+        return {};
+    });
+    server.server.setRequestHandler(UnsubscribeRequestSchema, async (req) => {
+        subscribed.delete(req.params.uri);
+        return {};
+    });
+    server.registerTool('touch', {
+        description: 'Says that a resource changed (to its subscribers)',
+        inputSchema: { uri: z.string() },
+    }, async ({ uri }) => {
+        const known = subscribed.has(uri);
+        if (known) await server.server.sendResourceUpdated({ uri });
+        return { content: [{ type: 'text', text: `touched ${uri}${known ? '' : ' (no subscriber)'}` }] };
+    });
+    server.experimental.tasks.registerToolTask('long', {
+        description: 'A task: status messages, then its result after ms',
+        inputSchema: { ms: z.number() },
+        execution: { taskSupport: 'required' },
+    }, {
+        createTask: async ({ ms }, extra) => {
+            const task = await extra.taskStore.createTask({ ttl: 600000, pollInterval: 100 });
+            (async () => {
+                await sleep(ms / 2);
+                await extra.taskStore.updateTaskStatus(task.taskId, 'working', 'half way');
+                await sleep(ms / 2);
+                await extra.taskStore.storeTaskResult(task.taskId, 'completed',
+                    { content: [{ type: 'text', text: `long done after ${ms} ms` }] });
+            })().catch(() => {}); /* a cancelled task stays cancelled */
+            return { task };
+        },
+        getTask: async (_args, extra) => extra.taskStore.getTask(extra.taskId),
+        getTaskResult: async (_args, extra) => extra.taskStore.getTaskResult(extra.taskId),
+    });
+}
 
 function newServer() {
-    const server = new McpServer({ name: 'sdk-upstream', version: '1.0.0' });
+    const server = new McpServer({ name: 'sdk-upstream', version: '1.0.0' }, extras ? {
+        capabilities: {
+            logging: {},
+            resources: { subscribe: true },
+            tasks: { cancel: {}, requests: { tools: { call: {} } } },
+        },
+        taskStore,
+    } : undefined);
     server.registerTool('echo', {
         description: 'Echo the text (official SDK upstream)',
         inputSchema: { text: z.string() },
@@ -57,6 +132,7 @@ function newServer() {
         description: 'A greeting',
         messages: [{ role: 'user', content: { type: 'text', text: `Greet ${name}${style ? ` in a ${style} way` : ''}` } }],
     }));
+    if (extras) addStreamExtras(server);
     return server;
 }
 
@@ -75,6 +151,9 @@ const httpServer = http.createServer(async (req, res) => {
     } catch {
         return rpcError(res, 400, 'Parse error');
     }
+    if (extras)
+        for (const m of [body].flat())
+            if (m && typeof m.method === 'string') console.log(`method ${m.method}`);
     const sid = req.headers['mcp-session-id'];
     let transport = sid ? transports.get(sid) : undefined;
     if (sid && !transport) return rpcError(res, 404, 'Session not found');

@@ -168,10 +168,10 @@ void wrk_store_notify(wrk_store_t *st, const char *stream, const char *job_id, c
     if (!n)
         return;
     n->stream = strdup(stream);
-    n->job_id = strdup(job_id);
-    n->kind = strdup(kind);
+    n->job_id = job_id ? strdup(job_id) : NULL;
+    n->kind = kind ? strdup(kind) : NULL;
     n->data = malloc(len + 1);
-    if (!n->stream || !n->job_id || !n->kind || !n->data) {
+    if (!n->stream || (job_id && !n->job_id) || (kind && !n->kind) || !n->data) {
         note_free(n);
         return;
     }
@@ -184,6 +184,11 @@ void wrk_store_notify(wrk_store_t *st, const char *stream, const char *job_id, c
         st->notes = n;
     st->notes_tail = n;
     st->nnotes++;
+}
+
+void wrk_store_publish(wrk_store_t *st, const char *channel, const char *msg, size_t len)
+{
+    wrk_store_notify(st, channel, NULL, NULL, msg, len);
 }
 
 static void store_down(wrk_store_t *st, const char *reason)
@@ -389,10 +394,19 @@ static int append_notes(wrk_store_t *st, store_note_t **notes)
 {
     size_t nn = 0;
     store_note_t *n = st->notes;
-    for (; n && nn < STORE_NOTE_BATCH; n = n->next, nn++)
-        if (append_xadd(st, CMD_NOTE, NULL, n->stream, n->job_id, n->kind, n->data, n->data_len) <
-            0)
+    for (; n && nn < STORE_NOTE_BATCH; n = n->next, nn++) {
+        int rc;
+        if (n->kind) {
+            rc = append_xadd(st, CMD_NOTE, NULL, n->stream, n->job_id, n->kind, n->data,
+                             n->data_len);
+        } else { /* wrk_store_publish */
+            const char *argv[] = {"PUBLISH", n->stream, n->data};
+            size_t lens[] = {7, strlen(n->stream), n->data_len};
+            rc = append_argv(st, CMD_NOTE, NULL, 3, argv, lens);
+        }
+        if (rc < 0)
             return MCPQ_ENOMEM;
+    }
     /* The notes are sent now, success or not (they are best effort). */
     *notes = st->notes;
     st->notes = n;

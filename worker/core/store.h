@@ -113,6 +113,10 @@ int wrk_store_queued(const wrk_store_req_t *req);
 void wrk_store_notify(wrk_store_t *st, const char *stream, const char *job_id, const char *kind,
                       const char *data, size_t len);
 
+/* Queues a best-effort PUBLISH of msg[0..len) on a Pub/Sub channel (copies everything), in
+ * order with the progress and log entries (and dropped with them when the backlog is full). */
+void wrk_store_publish(wrk_store_t *st, const char *channel, const char *msg, size_t len);
+
 /* Sends what is queued (see above). Returns 1 when requests remain that can be sent at once
  * (the caller should not sleep), else 0. */
 int wrk_store_flush(wrk_store_t *st);

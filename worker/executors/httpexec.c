@@ -31,6 +31,9 @@ struct wrk_httpexec_req {
     int too_big;
     char errbuf[CURL_ERROR_SIZE];
     char session_id[WRK_HTTP_SESSION_MAX];
+    wrk_httpexec_chunk_fn chunk; /* a text/event-stream body goes here as it arrives */
+    int streaming; /* a 2xx text/event-stream body (decided at the end of the headers) */
+    int stopped;   /* chunk asked to stop: the exchange is over for the caller */
     wrk_httpexec_done_fn done;
     void *arg;
     wrk_httpexec_req_t *prev, *next;
@@ -62,8 +65,9 @@ static void http_check_done(wrk_httpexec_t *h)
             continue;
         wrk_httpexec_req_t *r = NULL;
         curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&r);
-        wrk_httpexec_resp_t resp = {.code = msg->data.result,
+        wrk_httpexec_resp_t resp = {.code = r->stopped ? CURLE_OK : msg->data.result,
                                     .too_big = r->too_big,
+                                    .streamed = r->streaming,
                                     .body = "",
                                     .session_id = r->session_id};
         if (resp.code == CURLE_OK) {
@@ -181,6 +185,16 @@ static size_t http_write_cb(char *ptr, size_t size, size_t nmemb, void *userdata
 {
     wrk_httpexec_req_t *r = userdata;
     size_t n = size * nmemb;
+    if (r->streaming) { /* decided at the end of the headers (http_header_cb) */
+        int rc = r->chunk(ptr, n, r->arg);
+        if (rc == 0)
+            return n;
+        if (rc > 0)
+            r->stopped = 1;
+        else
+            r->too_big = 1;
+        return 0; /* ends the transfer: CURLE_WRITE_ERROR, shown as CURLE_OK when stopped */
+    }
     if (util_buf_append(&r->body, ptr, n) < 0) {
         r->too_big = 1;
         return 0; /* aborts the transfer: CURLE_WRITE_ERROR */
@@ -188,17 +202,40 @@ static size_t http_write_cb(char *ptr, size_t size, size_t nmemb, void *userdata
     return n;
 }
 
-/* Keeps the response's Mcp-Session-Id (the only response header an executor needs). */
+/* Keeps the response's Mcp-Session-Id (the only response header an executor needs); at the
+ * end of the headers of a 2xx text/event-stream answer, tells the chunk callback the stream
+ * is open (chunk(NULL, 0)). */
 static size_t http_header_cb(char *buf, size_t size, size_t nitems, void *userdata)
 {
     wrk_httpexec_req_t *r = userdata;
-    mcpw_session_header(buf, size * nitems, r->session_id, sizeof(r->session_id));
-    return size * nitems;
+    size_t n = size * nitems;
+    mcpw_session_header(buf, n, r->session_id, sizeof(r->session_id));
+    if (r->chunk && (n == 2 || n == 1) && (buf[0] == '\r' || buf[0] == '\n')) {
+        long status = 0;
+        char *ctype = NULL;
+        curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
+        curl_easy_getinfo(r->easy, CURLINFO_CONTENT_TYPE, &ctype);
+        r->streaming = status >= 200 && status <= 299 && mcpw_is_sse(ctype);
+        if (r->streaming && r->chunk(NULL, 0, r->arg) != 0) {
+            r->stopped = 1;
+            return 0;
+        }
+    }
+    return n;
 }
 
 wrk_httpexec_req_t *wrk_httpexec_post(wrk_httpexec_t *h, const char *url,
                                       struct curl_slist *headers, const char *body, size_t len,
                                       int64_t timeout_ms, wrk_httpexec_done_fn done, void *arg)
+{
+    return wrk_httpexec_stream(h, url, headers, body, len, timeout_ms > 0 ? timeout_ms : 1, NULL,
+                               done, arg);
+}
+
+wrk_httpexec_req_t *wrk_httpexec_stream(wrk_httpexec_t *h, const char *url,
+                                        struct curl_slist *headers, const char *body, size_t len,
+                                        int64_t timeout_ms, wrk_httpexec_chunk_fn chunk,
+                                        wrk_httpexec_done_fn done, void *arg)
 {
     wrk_httpexec_req_t *r = calloc(1, sizeof(*r));
     if (!r) {
@@ -206,6 +243,7 @@ wrk_httpexec_req_t *wrk_httpexec_post(wrk_httpexec_t *h, const char *url,
         return NULL;
     }
     r->headers = headers;
+    r->chunk = chunk;
     r->done = done;
     r->arg = arg;
     util_buf_init(&r->body, h->max_output);
@@ -218,12 +256,14 @@ wrk_httpexec_req_t *wrk_httpexec_post(wrk_httpexec_t *h, const char *url,
     curl_easy_setopt(e, CURLOPT_URL, url);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_POST, 1L);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-    curl_easy_setopt(e, CURLOPT_COPYPOSTFIELDS, body);
+    if (body) {
+        curl_easy_setopt(e, CURLOPT_POST, 1L);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+        curl_easy_setopt(e, CURLOPT_COPYPOSTFIELDS, body);
+    }
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
     curl_easy_setopt(e, CURLOPT_USERAGENT, "mcpq-worker");
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(timeout_ms > 0 ? timeout_ms : 1));
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(timeout_ms > 0 ? timeout_ms : 0));
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, http_write_cb);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, http_header_cb);

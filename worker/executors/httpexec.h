@@ -34,10 +34,11 @@ typedef struct wrk_httpexec_req wrk_httpexec_req_t;
 
 /* The outcome of a POST, valid only during the done callback. */
 typedef struct wrk_httpexec_resp {
-    CURLcode code;            /* CURLE_OK: an HTTP exchange completed (any status) */
-    const char *error;        /* code != CURLE_OK: curl's message (no header values in it) */
-    int too_big;              /* the body passed the output limit (code is then an error) */
-    long status;              /* HTTP status */
+    CURLcode code;     /* CURLE_OK: an HTTP exchange completed (any status) */
+    const char *error; /* code != CURLE_OK: curl's message (no header values in it) */
+    int too_big;       /* the body passed the output limit (code is then an error) */
+    int streamed;      /* the body was text/event-stream and went to the chunk callback (body "") */
+    long status;       /* HTTP status */
     const char *content_type; /* may be NULL */
     const char *body;         /* NUL-terminated; len bytes */
     size_t len;
@@ -66,6 +67,27 @@ size_t wrk_httpexec_max_output(const wrk_httpexec_t *h);
 wrk_httpexec_req_t *wrk_httpexec_post(wrk_httpexec_t *h, const char *url,
                                       struct curl_slist *headers, const char *body, size_t len,
                                       int64_t timeout_ms, wrk_httpexec_done_fn done, void *arg);
+
+/* A piece of a text/event-stream response body, as it arrives (wrk_httpexec_stream); first,
+ * once the headers of a 2xx text/event-stream answer are in, data NULL and len 0 (the stream
+ * is open). Return 0 to go on, > 0 when the caller has what it wanted (the transfer ends and
+ * done sees CURLE_OK), < 0 when the stream breaks a bound (the transfer ends, done sees
+ * too_big). */
+typedef int (*wrk_httpexec_chunk_fn)(const char *data, size_t len, void *arg);
+
+/*
+ * Like wrk_httpexec_post, for an answer that may be a live stream: a response whose
+ * Content-Type is text/event-stream is not buffered but handed to chunk (may be NULL) piece by
+ * piece as it arrives, on the loop thread; any other body is buffered as by
+ * wrk_httpexec_post. body NULL makes the request a GET (len ignored). timeout_ms <= 0: no
+ * overall timeout (a long-lived stream; the caller cancels it). done runs once at the end, as
+ * for wrk_httpexec_post (resp->streamed says where the body went). The same arg goes to chunk
+ * and done. Neither callback may cancel the request itself: chunk returns > 0 instead.
+ */
+wrk_httpexec_req_t *wrk_httpexec_stream(wrk_httpexec_t *h, const char *url,
+                                        struct curl_slist *headers, const char *body, size_t len,
+                                        int64_t timeout_ms, wrk_httpexec_chunk_fn chunk,
+                                        wrk_httpexec_done_fn done, void *arg);
 
 typedef struct wrk_job wrk_job_t;
 

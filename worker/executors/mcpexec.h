@@ -14,8 +14,26 @@
  *     Mcp-Session-Id (when the upstream gave one) and MCP-Protocol-Version. A 404 on a call
  *     with a session means the session expired: the executor initializes again once and
  *     retries the call.
- * Calls made while an upstream is being negotiated wait for it. Answers may be JSON or SSE
- * (mcpw.h); progress notifications of the call are forwarded as progress entries.
+ * Calls made while an upstream is being negotiated wait for it. Answers may be JSON or SSE;
+ * an SSE answer is read as it arrives (wrk_httpexec_stream, mcpw_reader_t): the call's
+ * notifications/progress go out as progress entries and notifications/message as log entries
+ * at once, and the response ends the transfer when it comes.
+ *
+ * Upstream tasks (docs/executors.md "Streams, upstream tasks and resource subscriptions"): a
+ * CreateTaskResult (2025-11-25 {"task"}, asked for with params.task for the tools whose
+ * taskSupport the upstream's tools/list gives as required/optional; 2026-07-28 resultType
+ * "task", when the upstream's capabilities name the tasks extension) is followed with
+ * tasks/get at the upstream's poll interval within the deadline, status changes forwarded as
+ * progress, then tasks/result (2025-11-25) or the terminal task's result/error; timeout and
+ * cancel send tasks/cancel.
+ *
+ * Resource subscriptions (mcpsubs.h): a resources/subscribe job the upstream accepts keeps
+ * the session's GET stream open (2026-07-28: the worker answers the job and keeps one
+ * subscriptions/listen stream naming every subscribed uri), re-opened with backoff when it
+ * drops; each notifications/resources/updated is published for the (tenant, server)s that
+ * subscribed through this worker. An unsubscribe goes upstream only for the uri's last
+ * subscriber. A stdio upstream's subscriptions are kept under its group's key and its updates
+ * come from the pool (wrk_stdiopool_on_updated).
  *
  * Results: the upstream CallToolResult passes through (content, structuredContent, isError;
  * a 2026-07-28 resultType "complete" is dropped, the ingress adds its own). An upstream
@@ -53,5 +71,12 @@ typedef struct wrk_mcpexec wrk_mcpexec_t;
 wrk_mcpexec_t *wrk_mcpexec_new(wrk_httpexec_t *h);
 /* Every job must have finished. Drops negotiations in flight. NULL is a no-op. */
 void wrk_mcpexec_free(wrk_mcpexec_t *m);
+
+/* An upstream said uri changed (notifications/resources/updated): one message
+ * {"tenant","server","uri"} per (tenant, server) subscribed to uri at that upstream through
+ * this worker goes out on mcpq:resource:updated (mcpsubs.h). upstream is the key the
+ * subscriptions were made under: an HTTP upstream's is its url + "\n" + compact headers (this
+ * file's streams call it themselves); a stdio transport passes its own upstream's key. */
+void wrk_mcpexec_resource_updated(wrk_mcpexec_t *m, const char *upstream, const char *uri);
 
 #endif

@@ -1226,6 +1226,12 @@ void wrk_stdiopool_cancel(wrk_stdiopool_t *pool, wrk_stdiopool_call_t *c, const 
     }
 }
 
+char *wrk_stdiopool_key(const cJSON *executor)
+{
+    char why[128];
+    return spec_key(executor, why, sizeof(why));
+}
+
 const cJSON *wrk_stdiopool_handshake(const wrk_stdiopool_t *pool, const cJSON *executor,
                                      const char **version)
 {

@@ -111,6 +111,10 @@ void wrk_stdiopool_cancel(wrk_stdiopool_t *pool, wrk_stdiopool_call_t *call, con
 const cJSON *wrk_stdiopool_handshake(const wrk_stdiopool_t *pool, const cJSON *executor,
                                      const char **version);
 
+/* The group key of executor (what the updated callback names), as a new string the caller
+ * frees; NULL when executor is no valid stdio upstream (or ENOMEM). */
+char *wrk_stdiopool_key(const cJSON *executor);
+
 /* Processes alive (started and not yet reaped) in the pool. */
 size_t wrk_stdiopool_processes(const wrk_stdiopool_t *pool);
 

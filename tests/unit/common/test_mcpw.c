@@ -4,6 +4,7 @@
  * the legacy initialize answer).
  */
 #include "check.h"
+#include "err.h"
 #include "names.h"
 #include "mcpw.h"
 
@@ -55,6 +56,89 @@ static void test_sse(void)
     e = sse("");
     CHECK_INT_EQ(e.n, 0);
     TEST_PASS("SSE framing: line ends, comments, fields, multi-line data, open last event");
+}
+
+/* The same bodies fed in pieces of every size: a line, a \r\n or an event split anywhere
+ * gives the same events as the whole body. */
+static void test_sse_incremental(void)
+{
+    static const char *const bodies[] = {
+        "event: message\ndata: {\"a\":1}\n\n",
+        ": keepalive\r\n\r\ndata:x\r\ndata: y\r\n\r\nevent: ping\rdata: z\r\r",
+        "id: 7\nretry: 10\n\nevent: message\ndata: last",
+    };
+    for (size_t b = 0; b < sizeof(bodies) / sizeof(bodies[0]); b++) {
+        const char *body = bodies[b];
+        size_t len = strlen(body);
+        events_t whole = sse(body);
+        for (size_t step = 1; step <= len; step++) {
+            events_t e = {0};
+            mcpw_sse_t p;
+            mcpw_sse_init(&p, 64);
+            for (size_t off = 0; off < len; off += step)
+                CHECK_INT_EQ(mcpw_sse_feed(&p, body + off, off + step <= len ? step : len - off,
+                                           collect, &e),
+                             0);
+            CHECK_INT_EQ(mcpw_sse_finish(&p, collect, &e), 0);
+            mcpw_sse_cleanup(&p);
+            CHECK_INT_EQ(e.n, whole.n);
+            for (int i = 0; i < e.n; i++) {
+                CHECK_STR_EQ(e.ev[i], whole.ev[i]);
+                CHECK_STR_EQ(e.data[i], whole.data[i]);
+            }
+        }
+    }
+    /* bounded: an event's data or a line past max is refused, not buffered */
+    events_t e = {0};
+    mcpw_sse_t p;
+    mcpw_sse_init(&p, 8);
+    CHECK_INT_EQ(mcpw_sse_feed(&p, "data: 12345678\n\n", 16, collect, &e), 0);
+    CHECK_INT_EQ(e.n, 1);
+    CHECK_INT_EQ(mcpw_sse_feed(&p, "data: 123456789\n", 16, collect, &e), MCPQ_ETOOBIG);
+    mcpw_sse_cleanup(&p);
+    mcpw_sse_init(&p, 8);
+    char big[64];
+    memset(big, 'x', sizeof(big));
+    CHECK_INT_EQ(mcpw_sse_feed(&p, ": ", 2, collect, &e), 0);
+    CHECK_INT_EQ(mcpw_sse_feed(&p, big, sizeof(big), collect, &e), MCPQ_ETOOBIG);
+    mcpw_sse_cleanup(&p);
+    TEST_PASS("SSE read as it arrives: any split gives the same events; bounded lines and data");
+}
+
+static int seen_note;
+static void count_note(const cJSON *note, void *arg)
+{
+    (void)note;
+    (void)arg;
+    seen_note++;
+}
+
+/* The reader hands each notification over at once and stops at the response. */
+static void test_reader(void)
+{
+    const char *a = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":"
+                    "\"notifications/progress\",\"params\":{\"progress\":1}}\n\n";
+    const char *b = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{}}\n\n"
+                    "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n\n";
+    mcpw_reader_t rd;
+    mcpw_reader_init(&rd, 4, 1024, count_note, NULL);
+    seen_note = 0;
+    CHECK_INT_EQ(mcpw_reader_feed(&rd, a, 20), 0);
+    CHECK_INT_EQ(seen_note, 0);
+    CHECK_INT_EQ(mcpw_reader_feed(&rd, a + 20, strlen(a) - 20), 0);
+    CHECK_INT_EQ(seen_note, 1); /* before the response */
+    CHECK_INT_EQ(mcpw_reader_feed(&rd, b, strlen(b)), 1);
+    CHECK_INT_EQ(seen_note, 1); /* nothing after the response is read */
+    cJSON *r = mcpw_reader_take(&rd);
+    CHECK(cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(r, "result")));
+    cJSON_Delete(r);
+    mcpw_reader_cleanup(&rd);
+    /* a stream that ends without the response */
+    mcpw_reader_init(&rd, 9, 1024, NULL, NULL);
+    CHECK_INT_EQ(mcpw_reader_feed(&rd, a, strlen(a)), 0);
+    CHECK(mcpw_reader_take(&rd) == NULL);
+    mcpw_reader_cleanup(&rd);
+    TEST_PASS("response reader: notifications as they arrive, stops at the response by id");
 }
 
 static int notes;
@@ -176,6 +260,8 @@ int main(void)
     test_request();
     test_headers();
     test_sse();
+    test_sse_incremental();
+    test_reader();
     test_response();
     test_eras();
     return 0;

@@ -1,0 +1,609 @@
+/*
+ * test_mcp_stream.c - live upstream streams of the mcp executor (docs/executors.md, "mcp":
+ * "Streaming" and "Upstream tasks") end to end: redis-server, mcpq-devbroker, one
+ * mcpq-ingress, one mcpq-worker (tests/fixture.c) and an upstream built with the official
+ * TypeScript SDK 1.x (tests/clients/sdk-upstream.mjs). The client here reads the gateway's SSE
+ * answer as it arrives and notes when each frame came.
+ * Checked: the upstream's progress (every 200 ms for 3 s) reaches the client as it is sent
+ * (the first within 500 ms of the call, spread out, all before the result) and its log
+ * message too; an upstream that answers with a 2025-11-25 task (taskSupport "required") is
+ * followed to its result with its status messages as progress; a call whose deadline passes
+ * while its upstream task runs cancels that task (tasks/cancel); a resources/subscribe job
+ * (published to Kafka here, signed as the ingress signs) keeps the upstream session's GET
+ * stream open, and a resource the SDK upstream says changed reaches a Redis SUBSCRIBE on
+ * mcpq:resource:updated as {"tenant","server","uri"} for each subscribed (tenant, server);
+ * resources/unsubscribe drops it (the upstream unsubscribed once the last one left).
+ */
+#include "check.h"
+#include "fixture.h"
+#include "jobsig.h"
+#include "mcpw.h"
+#include "names.h"
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <hiredis/hiredis.h>
+#include <librdkafka/rdkafka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#define TOKEN "stream-upstream-token-7"
+#define SDK_EXTRAS "SDK_UPSTREAM_EXTRAS=stream" /* sdk-upstream.mjs's slow, long, touch, ... */
+#define MAX_FRAMES 64
+
+static fx_stack_t fx;
+static int port, sdk_port, sdk2_port;
+static rd_kafka_t *producer;
+static redisContext *redis;
+
+/* One SSE frame of the gateway's answer and when it came (ms after the request was sent). */
+typedef struct frame {
+    long long at;
+    cJSON *msg;
+} frame_t;
+
+typedef struct stream {
+    mcpw_sse_t sse;
+    long long t0;
+    frame_t frames[MAX_FRAMES];
+    int n;
+    int json;       /* the answer is one JSON body (nothing was streamed before the result) */
+    char raw[8192]; /* such a body */
+    size_t raw_len;
+} stream_t;
+
+static int on_event(const char *event, const char *data, size_t len, void *arg)
+{
+    stream_t *s = arg;
+    (void)event;
+    if (s->n < MAX_FRAMES) {
+        s->frames[s->n].at = fx_now_ms() - s->t0;
+        s->frames[s->n].msg = cJSON_ParseWithLength(data, len);
+        CHECK(s->frames[s->n].msg != NULL);
+        s->n++;
+    }
+    return 0;
+}
+
+static size_t on_body(char *ptr, size_t size, size_t nmemb, void *arg)
+{
+    stream_t *s = arg;
+    size_t n = size * nmemb;
+    if (s->json) {
+        CHECK(s->raw_len + n < sizeof(s->raw));
+        memcpy(s->raw + s->raw_len, ptr, n);
+        s->raw_len += n;
+        return n;
+    }
+    CHECK_INT_EQ(mcpw_sse_feed(&s->sse, ptr, n, on_event, s), 0);
+    return n;
+}
+
+static size_t on_header(char *buf, size_t size, size_t nitems, void *arg)
+{
+    stream_t *s = arg;
+    static const char name[] = "content-type: application/json";
+    if (size * nitems >= sizeof(name) - 1 && strncasecmp(buf, name, sizeof(name) - 1) == 0)
+        s->json = 1;
+    return size * nitems;
+}
+
+/* POSTs a tools/call of tool with args and progress token ptok, reading the SSE answer as it
+ * arrives into s (frames in order, with their arrival times). */
+static void call_stream(stream_t *s, const char *tool, const char *args, const char *ptok)
+{
+    char url[128], body[512];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/mcp", port);
+    snprintf(body, sizeof(body),
+             "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"%s\","
+             "\"arguments\":%s,\"_meta\":{\"progressToken\":\"%s\"}}}",
+             tool, args, ptok);
+    memset(s, 0, sizeof(*s));
+    mcpw_sse_init(&s->sse, 1 << 20);
+    CURL *e = curl_easy_init();
+    struct curl_slist *h = curl_slist_append(NULL, "Authorization: Bearer stream-key");
+    h = curl_slist_append(h, "Content-Type: application/json");
+    h = curl_slist_append(h, "Accept: application/json, text/event-stream");
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, s);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, s);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 60000L);
+    s->t0 = fx_now_ms();
+    CHECK_INT_EQ(curl_easy_perform(e), CURLE_OK);
+    long status = 0;
+    char *ctype = NULL;
+    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_getinfo(e, CURLINFO_CONTENT_TYPE, &ctype);
+    CHECK_INT_EQ(status, 200);
+    if (s->json) /* one frame, at the end */
+        on_event("message", s->raw, s->raw_len, s);
+    else
+        CHECK(mcpw_is_sse(ctype));
+    CHECK(mcpw_sse_finish(&s->sse, on_event, s) >= 0);
+    mcpw_sse_cleanup(&s->sse);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(e);
+}
+
+static void stream_free(stream_t *s)
+{
+    for (int i = 0; i < s->n; i++)
+        cJSON_Delete(s->frames[i].msg);
+}
+
+static const char *method_of(const frame_t *f)
+{
+    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f->msg, "method"));
+}
+
+static const cJSON *param(const frame_t *f, const char *name)
+{
+    return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(f->msg, "params"),
+                                            name);
+}
+
+/* The index of the response (the last frame, id 7). */
+static int response_at(const stream_t *s)
+{
+    CHECK(s->n > 0);
+    const frame_t *last = &s->frames[s->n - 1];
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(last->msg, "id");
+    CHECK(cJSON_IsNumber(id) && id->valueint == 7);
+    return s->n - 1;
+}
+
+static const char *result_text(const frame_t *f)
+{
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(f->msg, "result");
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(r, "content");
+    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(c, 0), "text"));
+}
+
+static void tool_json_at(char *out, size_t size, const char *name, const char *tool, int timeout_ms,
+                         int up_port)
+{
+    snprintf(out, size,
+             "{\"tenant\":\"s\",\"server\":\"default\",\"name\":\"%s\",\"published\":\"1\","
+             "\"versions\":[{\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},"
+             "\"timeout_ms\":%d,\"executor\":{\"type\":\"mcp\",\"url\":\"http://127.0.0.1:%d/mcp\","
+             "\"tool\":\"%s\",\"headers\":{\"Authorization\":\"Bearer " TOKEN "\"}}}]}",
+             name, timeout_ms, up_port, tool);
+}
+
+/* The stdio upstream tests/clients/sdk-stdio-upstream.mjs as the worker runs it (the npm
+ * packages' dir from the worker's MCPQ_CLIENTS_DEPS, an env reference). */
+static char stdio_ex[1024];
+
+static void stdio_executor(void)
+{
+    char *reg = realpath("tests/clients/lib/register.mjs", NULL);
+    char *script = realpath("tests/clients/sdk-stdio-upstream.mjs", NULL);
+    CHECK(reg && script);
+    snprintf(stdio_ex, sizeof(stdio_ex),
+             "{\"type\":\"mcp\",\"command\":\"node\",\"args\":[\"--import\",\"%s\",\"%s\"],"
+             "\"env\":{\"MCPQ_CLIENTS_DEPS\":{\"env\":\"MCPQ_CLIENTS_DEPS\"}}",
+             reg, script);
+    free(reg);
+    free(script);
+}
+
+static void tool_json(char *out, size_t size, const char *name, const char *tool, int timeout_ms)
+{
+    tool_json_at(out, size, name, tool, timeout_ms, sdk_port);
+}
+
+static void write_config(const char *path)
+{
+    char t[8][1280], cfg[12288];
+    tool_json(t[0], sizeof(t[0]), "sdk_echo", "echo", 20000);
+    tool_json(t[1], sizeof(t[1]), "sdk_slow", "slow", 20000);
+    tool_json(t[2], sizeof(t[2]), "sdk_long", "long", 20000);
+    tool_json(t[3], sizeof(t[3]), "sdk_long_short", "long", 2000);
+    tool_json(t[4], sizeof(t[4]), "sdk_touch", "touch", 20000);
+    tool_json_at(t[5], sizeof(t[5]), "m_slow", "slow", 20000, sdk2_port);
+    tool_json_at(t[6], sizeof(t[6]), "m_touch", "touch", 20000, sdk2_port);
+    snprintf(t[7], sizeof(t[7]),
+             "{\"tenant\":\"s\",\"server\":\"default\",\"name\":\"stdio_touch\",\"published\":"
+             "\"1\",\"versions\":[{\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},"
+             "\"timeout_ms\":20000,\"executor\":%s,\"tool\":\"touch\"}}]}",
+             stdio_ex);
+    snprintf(cfg, sizeof(cfg),
+             "{\"tenants\":[{\"id\":\"s\",\"api_keys\":[{\"id\":\"k\",\"key\":\"stream-key\"}]}],"
+             "\"servers\":[{\"tenant\":\"s\",\"name\":\"default\"}],"
+             "\"tools\":[%s,%s,%s,%s,%s,%s,%s,%s]}",
+             t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]);
+    fx_write_file(path, cfg, 0600);
+}
+
+/* Lines "method <name>" the upstream printed for each JSON-RPC message it received. */
+static int upstream_got(const char *method)
+{
+    char path[400], line[512], want[128];
+    snprintf(path, sizeof(path), "%s/sdk-upstream.log", fx.dir);
+    snprintf(want, sizeof(want), "method %s\n", method);
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    int n = 0;
+    while (fgets(line, sizeof(line), f))
+        n += strcmp(line, want) == 0;
+    fclose(f);
+    return n;
+}
+
+static void test_live_progress(void)
+{
+    stream_t s;
+    /* the upstream session is negotiated by a first call, so the timing below is the call's */
+    call_stream(&s, "sdk_echo", "{\"text\":\"warm\"}", "p0");
+    CHECK_STR_EQ(result_text(&s.frames[response_at(&s)]), "sdk echo: warm");
+    stream_free(&s);
+
+    call_stream(&s, "sdk_slow", "{}", "p1");
+    int resp = response_at(&s);
+    CHECK_STR_EQ(result_text(&s.frames[resp]), "slow done");
+    int first = -1, last = -1, nprog = 0, log_at = -1;
+    double prev = 0;
+    for (int i = 0; i < resp; i++) {
+        const char *m = method_of(&s.frames[i]);
+        CHECK(m != NULL);
+        if (strcmp(m, "notifications/message") == 0) {
+            CHECK_STR_EQ(cJSON_GetStringValue(param(&s.frames[i], "data")), "slow started");
+            log_at = i;
+            continue;
+        }
+        CHECK_STR_EQ(m, "notifications/progress");
+        CHECK_STR_EQ(cJSON_GetStringValue(param(&s.frames[i], "progressToken")), "p1");
+        double p = param(&s.frames[i], "progress")->valuedouble;
+        CHECK(p > prev);
+        prev = p;
+        if (first < 0)
+            first = i;
+        last = i;
+        nprog++;
+    }
+    CHECK_INT_EQ(nprog, 15);
+    long long t_first = s.frames[first].at, t_last = s.frames[last].at, t_resp = s.frames[resp].at;
+    fprintf(stderr, "# progress: first after %lld ms, last after %lld ms, result after %lld ms\n",
+            t_first, t_last, t_resp);
+    /* the first progress as the upstream sends it, not at the end */
+    CHECK(t_first < 500);
+    /* spread out over the 3 s the tool runs (buffered, they would come together) */
+    CHECK(t_last - t_first >= 1500);
+    CHECK(t_resp - t_first >= 2000);
+    CHECK(log_at >= 0);
+    stream_free(&s);
+    TEST_PASS("upstream progress and log arrive live: first within 500 ms, spread, before "
+              "the result");
+}
+
+static void test_task(void)
+{
+    int gets_before = upstream_got("tasks/get");
+    stream_t s;
+    call_stream(&s, "sdk_long", "{\"ms\":1200}", "p2");
+    int resp = response_at(&s);
+    CHECK_STR_EQ(result_text(&s.frames[resp]), "long done after 1200 ms");
+    int half = -1;
+    for (int i = 0; i < resp; i++) {
+        CHECK_STR_EQ(method_of(&s.frames[i]), "notifications/progress");
+        const char *msg = cJSON_GetStringValue(param(&s.frames[i], "message"));
+        fprintf(stderr, "# task progress after %lld ms: %s\n", s.frames[i].at, msg ? msg : "");
+        if (msg && strstr(msg, "half way") && half < 0)
+            half = i;
+    }
+    CHECK(half >= 0);
+    CHECK(s.frames[resp].at - s.frames[half].at >= 300); /* live, not at the end */
+    CHECK(upstream_got("tasks/get") > gets_before + 2);
+    CHECK(upstream_got("tasks/result") >= 1);
+    stream_free(&s);
+    TEST_PASS("an upstream task (2025-11-25, taskSupport required) is followed to its result, "
+              "its status messages as progress");
+
+    CHECK_INT_EQ(upstream_got("tasks/cancel"), 0);
+    call_stream(&s, "sdk_long_short", "{\"ms\":60000}", "p3");
+    resp = response_at(&s);
+    const cJSON *err = cJSON_GetObjectItemCaseSensitive(s.frames[resp].msg, "error");
+    CHECK_INT_EQ(cJSON_GetObjectItemCaseSensitive(err, "code")->valueint, -32003);
+    stream_free(&s);
+    for (int i = 0; i < 200 && upstream_got("tasks/cancel") == 0; i++)
+        fx_sleep_ms(50);
+    CHECK_INT_EQ(upstream_got("tasks/cancel"), 1);
+    TEST_PASS("a call whose deadline passes cancels its upstream task (tasks/cancel)");
+}
+
+/* A job of method for (tenant s, server) with arguments (JSON) on the SDK upstream's mcp
+ * executor, signed with the stack's key as the ingress signs; its result record's status. */
+static char *run_job_ex(const char *executor, const char *job_id, const char *method,
+                        const char *server, const char *args)
+{
+    char buf[4096];
+    long long now = fx_now_ms();
+    int n = snprintf(buf, sizeof(buf),
+                     "{\"v\":1,\"job_id\":\"%s\",\"method\":\"%s\",\"tenant\":\"s\","
+                     "\"server\":\"%s\",\"tool\":\"readme\",\"tool_version\":\"1\","
+                     "\"arguments\":%s,\"executor\":%s,\"mode\":\"sync\",\"timeout_ms\":20000,"
+                     "\"created_ms\":%lld,\"deadline_ms\":%lld}",
+                     job_id, method, server, args, executor, now, now + 20000);
+    CHECK(n > 0 && (size_t)n < sizeof(buf));
+    jobsig_key_t key = {.len = strlen(fx.job_key)};
+    memcpy(key.bytes, fx.job_key, key.len);
+    char sig[JOBSIG_VALUE_LEN + 1];
+    jobsig_sign(&key, buf, (size_t)n, sig);
+    CHECK_INT_EQ(rd_kafka_producev(producer, RD_KAFKA_V_TOPIC("mcpq.jobs"),
+                                   RD_KAFKA_V_KEY(job_id, strlen(job_id)),
+                                   RD_KAFKA_V_VALUE(buf, (size_t)n),
+                                   RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                   RD_KAFKA_V_HEADER(NAMES_HDR_JOB_ID, job_id, -1),
+                                   RD_KAFKA_V_HEADER(JOBSIG_HEADER, sig, -1), RD_KAFKA_V_END),
+                 0);
+    CHECK_INT_EQ(rd_kafka_flush(producer, 10000), 0);
+    for (int i = 0; i < 300; i++) {
+        redisReply *r = redisCommand(redis, "GET " NAMES_KEY_RESULT "%s", job_id);
+        CHECK(r != NULL);
+        if (r->type == REDIS_REPLY_STRING) {
+            cJSON *rec = cJSON_Parse(r->str);
+            freeReplyObject(r);
+            char *status =
+                strdup(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "status")));
+            cJSON_Delete(rec);
+            return status;
+        }
+        freeReplyObject(r);
+        fx_sleep_ms(50);
+    }
+    CHECK(!"no result record for the job");
+    return NULL;
+}
+
+static char *run_job_at(int up_port, const char *job_id, const char *method, const char *server,
+                        const char *args)
+{
+    char ex[256];
+    snprintf(ex, sizeof(ex),
+             "{\"type\":\"mcp\",\"url\":\"http://127.0.0.1:%d/mcp\",\"headers\":{"
+             "\"Authorization\":\"Bearer " TOKEN "\"}}",
+             up_port);
+    return run_job_ex(ex, job_id, method, server, args);
+}
+
+static char *run_job(const char *job_id, const char *method, const char *server, const char *args)
+{
+    return run_job_at(sdk_port, job_id, method, server, args);
+}
+
+/* The next message on mcpq:resource:updated (the subscriber waits at most 20 s). */
+static cJSON *next_update(redisContext *sub)
+{
+    redisReply *r = NULL;
+    CHECK_INT_EQ(redisGetReply(sub, (void **)&r), REDIS_OK);
+    CHECK(r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+    CHECK_STR_EQ(r->element[0]->str, "message");
+    CHECK_STR_EQ(r->element[1]->str, NAMES_CHAN_RESOURCE_UPDATED);
+    cJSON *m = cJSON_Parse(r->element[2]->str);
+    CHECK(m != NULL);
+    freeReplyObject(r);
+    return m;
+}
+
+static void check_update(redisContext *sub, const char *server, const char *uri)
+{
+    cJSON *m = next_update(sub);
+    CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "tenant")), "s");
+    CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "server")), server);
+    CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "uri")), uri);
+    cJSON_Delete(m);
+}
+
+static void touch_with(const char *tool, const char *uri)
+{
+    char args[256];
+    stream_t s;
+    snprintf(args, sizeof(args), "{\"uri\":\"%s\"}", uri);
+    call_stream(&s, tool, args, "p9");
+    const char *text = result_text(&s.frames[response_at(&s)]);
+    CHECK(text && strncmp(text, "touched ", 8) == 0);
+    stream_free(&s);
+}
+
+static void touch(const char *uri)
+{
+    touch_with("sdk_touch", uri);
+}
+
+static redisContext *subscriber(int timeout_s)
+{
+    struct timeval tv = {timeout_s, 0};
+    redisContext *sub = redisConnectWithTimeout("127.0.0.1", fx.redis_port, tv);
+    CHECK(sub && !sub->err);
+    redisReply *r = redisCommand(sub, "SUBSCRIBE " NAMES_CHAN_RESOURCE_UPDATED);
+    CHECK(r != NULL);
+    freeReplyObject(r);
+    CHECK_INT_EQ(redisSetTimeout(sub, tv), REDIS_OK);
+    return sub;
+}
+
+static void test_subscriptions(void)
+{
+    redisContext *sub = subscriber(20);
+    char *st = run_job("j_sub_1", "resources/subscribe", "default", "{\"uri\":\"sdk://readme\"}");
+    CHECK_STR_EQ(st, "ok");
+    free(st);
+    st = run_job("j_sub_2", "resources/subscribe", "other", "{\"uri\":\"sdk://readme\"}");
+    CHECK_STR_EQ(st, "ok");
+    free(st);
+    CHECK_INT_EQ(upstream_got("resources/subscribe"), 2);
+    touch("sdk://readme");
+    /* one message per subscribed (tenant, server), newest subscriber first */
+    check_update(sub, "other", "sdk://readme");
+    check_update(sub, "default", "sdk://readme");
+    TEST_PASS("an upstream resource update reaches the Redis channel for each subscriber");
+
+    /* the first unsubscribe is the worker's own (another server still wants the uri) */
+    st = run_job("j_unsub_1", "resources/unsubscribe", "other", "{\"uri\":\"sdk://readme\"}");
+    CHECK_STR_EQ(st, "ok");
+    free(st);
+    CHECK_INT_EQ(upstream_got("resources/unsubscribe"), 0);
+    touch("sdk://readme");
+    check_update(sub, "default", "sdk://readme");
+    st = run_job("j_unsub_2", "resources/unsubscribe", "default", "{\"uri\":\"sdk://readme\"}");
+    CHECK_STR_EQ(st, "ok");
+    free(st);
+    CHECK_INT_EQ(upstream_got("resources/unsubscribe"), 1);
+    /* nothing more for readme: the next message is the later subscription's */
+    st = run_job("j_sub_3", "resources/subscribe", "default", "{\"uri\":\"sdk://other\"}");
+    CHECK_STR_EQ(st, "ok");
+    free(st);
+    touch("sdk://readme");
+    touch("sdk://other");
+    check_update(sub, "default", "sdk://other");
+    redisFree(sub);
+    TEST_PASS("resources/unsubscribe drops the subscriber; the upstream is unsubscribed with the "
+              "last one");
+}
+
+/* The upstream restarts (every session gone): the worker's stream drops, is opened again in
+ * a new session with its subscriptions made again, and updates flow as before. Each attempt
+ * subscribes to the channel anew and touches the resource, up to a bound. */
+static void test_reconnect(pid_t *sdk)
+{
+    char deps[500];
+    CHECK_INT_EQ(fx_stop_pid(*sdk, 5000), 0);
+    *sdk = fx_node_upstream(&fx, "sdk-upstream", sdk_port, TOKEN, SDK_EXTRAS, deps, sizeof(deps));
+    CHECK(*sdk > 0);
+    int got = 0;
+    for (int i = 0; i < 30 && !got; i++) {
+        redisContext *sub = subscriber(1);
+        touch("sdk://other");
+        redisReply *r = NULL;
+        if (redisGetReply(sub, (void **)&r) == REDIS_OK) {
+            CHECK(r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+            CHECK(strstr(r->element[2]->str, "\"uri\":\"sdk://other\"") != NULL);
+            freeReplyObject(r);
+            got = 1;
+        }
+        redisFree(sub);
+    }
+    CHECK(got);
+    TEST_PASS("the upstream restarted: the stream is opened again, subscriptions renewed");
+}
+
+/* A 2026-07-28 upstream (the SDK 2.x, stateless): its progress streams live too, and a
+ * subscription is its subscriptions/listen stream naming the uri (the worker answers
+ * resources/subscribe itself once the upstream acknowledged). */
+static void test_modern(void)
+{
+    stream_t s;
+    call_stream(&s, "m_slow", "{}", "p5");
+    int resp = response_at(&s);
+    CHECK_STR_EQ(result_text(&s.frames[resp]), "slow done");
+    CHECK(resp >= 3);
+    for (int i = 0; i < resp; i++)
+        CHECK_STR_EQ(method_of(&s.frames[i]), "notifications/progress");
+    CHECK(s.frames[resp - 1].at - s.frames[0].at >= 400); /* spread, not at the end */
+    stream_free(&s);
+    TEST_PASS("2026-07-28 upstream: progress arrives live");
+
+    redisContext *sub = subscriber(20);
+    char *st = run_job_at(sdk2_port, "j_msub_1", "resources/subscribe", "default",
+                          "{\"uri\":\"m://doc\"}");
+    CHECK_STR_EQ(st, "ok");
+    free(st);
+    touch_with("m_touch", "m://doc");
+    check_update(sub, "default", "m://doc");
+    st = run_job_at(sdk2_port, "j_msub_2", "resources/subscribe", "default",
+                    "{\"uri\":\"m://two\"}");
+    CHECK_STR_EQ(st, "ok");
+    free(st);
+    st = run_job_at(sdk2_port, "j_munsub_1", "resources/unsubscribe", "default",
+                    "{\"uri\":\"m://doc\"}");
+    CHECK_STR_EQ(st, "ok");
+    free(st);
+    touch_with("m_touch", "m://doc");
+    touch_with("m_touch", "m://two");
+    check_update(sub, "default", "m://two"); /* m://doc is no longer listened to */
+    redisFree(sub);
+    TEST_PASS("2026-07-28 upstream: subscriptions/listen carries the subscribed uris' updates");
+}
+
+/* A stdio upstream: its subscriptions go to the server, and its updates (on stdout) reach
+ * the channel as an HTTP upstream's do. */
+static void test_stdio(void)
+{
+    char ex[1100];
+    snprintf(ex, sizeof(ex), "%s}", stdio_ex);
+    redisContext *sub = subscriber(20);
+    char *st =
+        run_job_ex(ex, "j_ssub_1", "resources/subscribe", "default", "{\"uri\":\"stdio://doc\"}");
+    CHECK_STR_EQ(st, "ok");
+    free(st);
+    touch_with("stdio_touch", "stdio://doc");
+    check_update(sub, "default", "stdio://doc");
+    redisFree(sub);
+    TEST_PASS("stdio upstream: a subscribed resource's update reaches the channel");
+}
+
+int main(void)
+{
+    char cfg[300], deps[500];
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (fx_start(&fx, 2) < 0)
+        return 1;
+    sdk_port = fx_free_port();
+    sdk2_port = fx_free_port();
+    pid_t sdk =
+        fx_node_upstream(&fx, "sdk-upstream", sdk_port, TOKEN, SDK_EXTRAS, deps, sizeof(deps));
+    CHECK(sdk >= 0);
+    const char *ci = getenv("CI");
+    if (sdk == 0) {
+        if (ci && strcmp(ci, "true") == 0) {
+            fprintf(stderr, "no node or no npm packages in %s (scripts/test.sh installs them)\n",
+                    deps);
+            CHECK(sdk > 0);
+        }
+        TEST_SKIP("live upstream streams: no node or no npm packages in %s "
+                  "(tests/clients/install.sh)",
+                  deps);
+        fx_stop(&fx);
+        return TEST_EXIT();
+    }
+    pid_t sdk2 = fx_node_upstream(&fx, "sdk2-upstream", sdk2_port, TOKEN, NULL, deps, sizeof(deps));
+    CHECK(sdk2 > 0);
+    stdio_executor();
+    snprintf(cfg, sizeof(cfg), "%s/stream.json", fx.dir);
+    write_config(cfg);
+    port = fx_free_port();
+    pid_t ing = fx_spawn_ingress(&fx, "ingress", port, cfg, NULL, NULL, 0);
+    CHECK(ing > 0);
+    char depenv[600];
+    snprintf(depenv, sizeof(depenv), "MCPQ_CLIENTS_DEPS=%s", deps);
+    const char *wenv[] = {depenv, NULL};
+    pid_t w = fx_spawn_worker(&fx, "w1", wenv);
+    CHECK(w > 0);
+    producer = fx_kafka_new(&fx, NULL, NULL);
+    redis = redisConnect("127.0.0.1", fx.redis_port);
+    CHECK(redis && !redis->err);
+
+    test_live_progress();
+    test_task();
+    test_subscriptions();
+    test_reconnect(&sdk);
+    test_modern();
+    test_stdio();
+
+    CHECK_INT_EQ(fx_stop_pid(w, 10000), 0);
+    CHECK_INT_EQ(fx_stop_pid(ing, 10000), 0);
+    fx_stop_pid(sdk, 5000);
+    fx_stop_pid(sdk2, 5000);
+    rd_kafka_destroy(producer);
+    redisFree(redis);
+    fx_stop(&fx);
+    curl_global_cleanup();
+    return TEST_EXIT();
+}
