@@ -29,6 +29,7 @@ import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client';
+import { listAll } from './lib/fixtures.mjs';
 import { freePort, startStack } from './lib/stack.mjs';
 import { startNode } from './lib/upstream.mjs';
 import { waitFor } from './lib/util.mjs';
@@ -105,25 +106,13 @@ async function connect(kind, server) {
   return { client, updates };
 }
 
-/** Every page of a list method of the client. */
-async function all(client, method, key) {
-  const items = [];
-  let cursor;
-  do {
-    const page = await client[method](cursor ? { cursor } : {});
-    items.push(...page[key]);
-    cursor = page.nextCursor;
-  } while (cursor);
-  return items;
-}
-
 /** Waits (bounded) until federation has imported the server's prefixed tool. */
 async function imported(kind, server, tool) {
   let names = [];
   const ok = await waitFor(async () => {
     const { client } = await connect(kind, server);
     try {
-      names = (await all(client, 'listTools', 'tools')).map((t) => t.name);
+      names = (await listAll(client, 'listTools', 'tools')).map((t) => t.name);
     } finally {
       await client.close();
     }
@@ -143,7 +132,7 @@ for (const kind of ['v1', 'v2']) {
       after(async () => { await c?.client.close(); });
 
       test('tools/list and a call', T, async () => {
-        const tools = await all(c.client, 'listTools', 'tools');
+        const tools = await listAll(c.client, 'listTools', 'tools');
         const names = tools.map((t) => t.name);
         for (const t of ['echo', 'get-sum', 'trigger-long-running-operation']) assert.ok(names.includes(`${prefix}${t}`), names.join(', '));
         const r = await c.client.callTool({ name: `${prefix}echo`, arguments: { message: `hi from ${kind}` } });
@@ -154,7 +143,7 @@ for (const kind of ['v1', 'v2']) {
       });
 
       test('resources/list and a read', T, async () => {
-        const resources = await all(c.client, 'listResources', 'resources');
+        const resources = await listAll(c.client, 'listResources', 'resources');
         assert.ok(resources.length > 0, 'server-everything lists its static documents');
         const doc = resources.find((r) => r.uri.startsWith('demo://resource/static/document/'));
         assert.ok(doc, JSON.stringify(resources.map((r) => r.uri)));
@@ -164,7 +153,7 @@ for (const kind of ['v1', 'v2']) {
       });
 
       test('a resource template read', T, async () => {
-        const templates = await all(c.client, 'listResourceTemplates', 'resourceTemplates');
+        const templates = await listAll(c.client, 'listResourceTemplates', 'resourceTemplates');
         assert.ok(templates.some((t) => t.uriTemplate === TEXT_TEMPLATE), JSON.stringify(templates));
         const uri = 'demo://resource/dynamic/text/7';
         const read = await c.client.readResource({ uri });
@@ -173,7 +162,7 @@ for (const kind of ['v1', 'v2']) {
       });
 
       test('prompts/list and a get', T, async () => {
-        const prompts = await all(c.client, 'listPrompts', 'prompts');
+        const prompts = await listAll(c.client, 'listPrompts', 'prompts');
         const names = prompts.map((p) => p.name);
         for (const p of ['simple-prompt', 'args-prompt', 'completable-prompt']) assert.ok(names.includes(`${prefix}${p}`), names.join(', '));
         const got = await c.client.getPrompt({ name: `${prefix}args-prompt`, arguments: { city: 'Lisbon' } });
