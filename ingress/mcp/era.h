@@ -51,8 +51,8 @@ int ing_era_param_headers_check(const ing_req_t *req, const cJSON *input_schema,
                                 char *why, size_t why_size);
 
 /* How a result produced for any era (a worker's: an upstream of another version, an exec
- * script) is reshaped for a client speaking version (docs/protocol.md, "Versions"); NULL
- * for a NULL version:
+ * script) is reshaped for a client speaking version; NULL for a NULL version
+ * (docs/protocol.md, "Upstreams of another version"):
  *   - every era: an upstream's serverInfo in _meta goes (the client talks to mcpq);
  *   - 2026-07-28: resultType and mcpq's serverInfo as on every result of that era
  *     (ing_mcpreq_modern_result);

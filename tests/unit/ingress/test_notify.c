@@ -128,8 +128,8 @@ static char *shaped(const char *version, const char *json)
     return out;
 }
 
-/* What an upstream of a newer era sends, for a client of each era (docs/protocol.md,
- * "Versions"). */
+/* What an upstream of a newer era sends, for a client of each era
+ * (docs/protocol.md, "Upstreams of another version"). */
 static void test_result_shaper(void)
 {
     const char *call = "{\"content\":[{\"type\":\"text\",\"text\":\"hi\"},"
@@ -139,8 +139,9 @@ static void test_result_shaper(void)
                        "\"structuredContent\":{\"a\":1},\"resultType\":\"complete\"}";
     CHECK(ing_era_result_shaper(NULL) == NULL);
     /* an upstream's serverInfo never reaches the client; a 2026-07-28 one gets mcpq's */
-    char *out = shaped("2026-07-28", "{\"content\":[],\"_meta\":{\"io.modelcontextprotocol/serverInfo\":"
-                                     "{\"name\":\"up\",\"version\":\"1\"},\"k\":1}}");
+    char *out =
+        shaped("2026-07-28", "{\"content\":[],\"_meta\":{\"io.modelcontextprotocol/serverInfo\":"
+                             "{\"name\":\"up\",\"version\":\"1\"},\"k\":1}}");
     CHECK_CONTAINS(out, "\"resultType\":\"complete\"");
     CHECK_CONTAINS(out, "\"k\":1");
     CHECK_CONTAINS(out, "{\"name\":\"mcpq\"");
@@ -162,8 +163,9 @@ static void test_result_shaper(void)
                       "\"annotations\":{\"priority\":1}}],\"structuredContent\":{\"a\":1}}");
     cJSON_free(out);
     /* a read of 2026-07-28 (ttlMs, cacheScope) for a 2025-06-18 client */
-    out = shaped("2025-06-18", "{\"contents\":[{\"uri\":\"a://b\",\"text\":\"x\"}],"
-                               "\"ttlMs\":5,\"cacheScope\":\"public\",\"resultType\":\"complete\"}");
+    out =
+        shaped("2025-06-18", "{\"contents\":[{\"uri\":\"a://b\",\"text\":\"x\"}],"
+                             "\"ttlMs\":5,\"cacheScope\":\"public\",\"resultType\":\"complete\"}");
     CHECK_STR_EQ(out, "{\"contents\":[{\"uri\":\"a://b\",\"text\":\"x\"}]}");
     cJSON_free(out);
     /* a prompt message carrying a link, without name or description */
