@@ -8,37 +8,18 @@
 #include <string.h>
 #include <strings.h>
 
-/* The event being read; its data grows up to p->max bytes. */
-static int ev_append(mcpw_sse_t *p, const char *s, size_t n)
-{
-    if (p->len + n > p->max)
-        return MCPQ_ETOOBIG;
-    if (p->len + n + 1 > p->cap) {
-        size_t cap = p->cap ? p->cap * 2 : 256;
-        while (cap < p->len + n + 1)
-            cap *= 2;
-        char *d = realloc(p->data, cap);
-        if (!d)
-            return MCPQ_ENOMEM;
-        p->data = d;
-        p->cap = cap;
-    }
-    memcpy(p->data + p->len, s, n);
-    p->len += n;
-    p->data[p->len] = '\0';
-    return 0;
-}
-
 void mcpw_sse_init(mcpw_sse_t *p, size_t max)
 {
     memset(p, 0, sizeof(*p));
     p->max = max;
+    util_buf_init(&p->data, max);
+    util_buf_init(&p->line, max + 16); /* a data line: "data: " and the data */
 }
 
 void mcpw_sse_cleanup(mcpw_sse_t *p)
 {
-    free(p->data);
-    free(p->line);
+    util_buf_cleanup(&p->data);
+    util_buf_cleanup(&p->line);
     memset(p, 0, sizeof(*p));
 }
 
@@ -48,13 +29,11 @@ static int ev_dispatch(mcpw_sse_t *p, mcpw_sse_fn fn, void *arg)
     int stop = 0;
     if (p->has_data) {
         p->events++;
-        stop = fn(p->event[0] ? p->event : "message", p->data, p->len, arg);
+        stop = fn(p->event[0] ? p->event : "message", p->data.data, p->data.len, arg);
     }
     p->event[0] = '\0';
-    p->len = 0;
+    p->data.len = 0;
     p->has_data = 0;
-    if (p->data)
-        p->data[0] = '\0';
     return stop;
 }
 
@@ -78,33 +57,13 @@ static int sse_line(mcpw_sse_t *p, const char *s, size_t ll, mcpw_sse_fn fn, voi
         memcpy(p->event, v, k);
         p->event[k] = '\0';
     } else if (fl == 4 && memcmp(s, "data", 4) == 0) {
-        int rc = p->has_data ? ev_append(p, "\n", 1) : 0;
+        int rc = p->has_data ? util_buf_append(&p->data, "\n", 1) : 0;
         if (rc == 0)
-            rc = ev_append(p, v, vl);
+            rc = util_buf_append(&p->data, v, vl);
         if (rc < 0)
             return rc;
         p->has_data = 1;
     }
-    return 0;
-}
-
-/* Keeps the start of a line that the next chunk completes; bounded like the data. */
-static int line_keep(mcpw_sse_t *p, const char *s, size_t n)
-{
-    if (p->line_len + n > p->max + 16)
-        return MCPQ_ETOOBIG;
-    if (p->line_len + n > p->line_cap) {
-        size_t cap = p->line_cap ? p->line_cap * 2 : 256;
-        while (cap < p->line_len + n)
-            cap *= 2;
-        char *d = realloc(p->line, cap);
-        if (!d)
-            return MCPQ_ENOMEM;
-        p->line = d;
-        p->line_cap = cap;
-    }
-    memcpy(p->line + p->line_len, s, n);
-    p->line_len += n;
     return 0;
 }
 
@@ -123,14 +82,14 @@ int mcpw_sse_feed(mcpw_sse_t *p, const char *buf, size_t len, mcpw_sse_fn fn, vo
         const char *eol = s;
         while (eol < end && *eol != '\n' && *eol != '\r')
             eol++;
-        if (eol == end)
-            return line_keep(p, s, (size_t)(end - s));
+        if (eol == end) /* kept for the next chunk */
+            return util_buf_append(&p->line, s, (size_t)(end - s));
         int rc;
-        if (p->line_len > 0) {
-            rc = line_keep(p, s, (size_t)(eol - s));
+        if (p->line.len > 0) {
+            rc = util_buf_append(&p->line, s, (size_t)(eol - s));
             if (rc == 0)
-                rc = sse_line(p, p->line, p->line_len, fn, arg);
-            p->line_len = 0;
+                rc = sse_line(p, p->line.data, p->line.len, fn, arg);
+            p->line.len = 0;
         } else {
             rc = sse_line(p, s, (size_t)(eol - s), fn, arg);
         }
@@ -154,9 +113,9 @@ int mcpw_sse_finish(mcpw_sse_t *p, mcpw_sse_fn fn, void *arg)
     if (p->stopped)
         return 1;
     int rc = 0;
-    if (p->line_len > 0)
-        rc = sse_line(p, p->line, p->line_len, fn, arg);
-    p->line_len = 0;
+    if (p->line.len > 0)
+        rc = sse_line(p, p->line.data, p->line.len, fn, arg);
+    p->line.len = 0;
     if (rc == 0 && ev_dispatch(p, fn, arg))
         rc = 1;
     p->stopped = rc > 0;

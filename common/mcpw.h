@@ -20,6 +20,7 @@
 #define MCPQ_MCPWIRE_H
 
 #include "names.h"
+#include "util.h"
 
 #include <cjson/cJSON.h>
 #include <stddef.h>
@@ -48,13 +49,11 @@ int mcpw_sse_each(const char *body, size_t len, mcpw_sse_fn fn, void *arg);
 typedef struct mcpw_sse {
     size_t max;
     char event[64];
-    char *data; /* the open event's data lines, joined by "\n" */
-    size_t len, cap;
+    util_buf_t data; /* the open event's data lines, joined by "\n" */
     int has_data;
-    char *line; /* the start of a line the next chunk completes */
-    size_t line_len, line_cap;
-    int after_cr; /* the last chunk ended in \r: a \n starting the next one belongs to it */
-    int stopped;  /* fn asked to stop: later feeds do nothing */
+    util_buf_t line; /* the start of a line the next chunk completes */
+    int after_cr;    /* the last chunk ended in \r: a \n starting the next one belongs to it */
+    int stopped;     /* fn asked to stop: later feeds do nothing */
     size_t events;
 } mcpw_sse_t;
 

@@ -20,11 +20,10 @@ import { writeFileSync } from 'node:fs';
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { completable } from '@modelcontextprotocol/sdk/server/completable.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import {
-    isInitializeRequest, SubscribeRequestSchema, UnsubscribeRequestSchema,
-} from '@modelcontextprotocol/sdk/types.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { InMemoryTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js';
 import { z } from 'zod';
+import { addSubscriptions } from './lib/subscriptions.mjs';
 
 const [port, readyFile, token, mode] = process.argv.slice(2);
 const transports = new Map();
@@ -49,23 +48,7 @@ function addStreamExtras(server) {
         }
         return { content: [{ type: 'text', text: 'slow done' }] };
     });
-    const subscribed = new Set();
-    server.server.setRequestHandler(SubscribeRequestSchema, async (req) => {
-        subscribed.add(req.params.uri);
-        return {};
-    });
-    server.server.setRequestHandler(UnsubscribeRequestSchema, async (req) => {
-        subscribed.delete(req.params.uri);
-        return {};
-    });
-    server.registerTool('touch', {
-        description: 'Says that a resource changed (to its subscribers)',
-        inputSchema: { uri: z.string() },
-    }, async ({ uri }) => {
-        const known = subscribed.has(uri);
-        if (known) await server.server.sendResourceUpdated({ uri });
-        return { content: [{ type: 'text', text: `touched ${uri}${known ? '' : ' (no subscriber)'}` }] };
-    });
+    addSubscriptions(server);
     server.experimental.tasks.registerToolTask('long', {
         description: 'A task: status messages, then its result after ms',
         inputSchema: { ms: z.number() },

@@ -12,7 +12,9 @@
  * (published to Kafka here, signed as the ingress signs) keeps the upstream session's GET
  * stream open, and a resource the SDK upstream says changed reaches a Redis SUBSCRIBE on
  * mcpq:resource:updated as {"tenant","server","uri"} for each subscribed (tenant, server);
- * resources/unsubscribe drops it (the upstream unsubscribed once the last one left).
+ * resources/unsubscribe drops it (the upstream unsubscribed once the last one left); the same
+ * with a 2026-07-28 upstream (SDK 2.x: subscriptions/listen) and a stdio one; and a 2026-07-28
+ * upstream's task (an in-process upstream of the tasks extension) followed and cancelled.
  */
 #include "check.h"
 #include "fixture.h"
@@ -24,6 +26,8 @@
 #include <curl/curl.h>
 #include <hiredis/hiredis.h>
 #include <librdkafka/rdkafka.h>
+#include <microhttpd.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +39,7 @@
 #define MAX_FRAMES 64
 
 static fx_stack_t fx;
-static int port, sdk_port, sdk2_port;
+static int port, sdk_port, sdk2_port, task2_port;
 static rd_kafka_t *producer;
 static redisContext *redis;
 
@@ -201,7 +205,7 @@ static void tool_json(char *out, size_t size, const char *name, const char *tool
 
 static void write_config(const char *path)
 {
-    char t[8][1280], cfg[12288];
+    char t[10][1280], cfg[16384];
     tool_json(t[0], sizeof(t[0]), "sdk_echo", "echo", 20000);
     tool_json(t[1], sizeof(t[1]), "sdk_slow", "slow", 20000);
     tool_json(t[2], sizeof(t[2]), "sdk_long", "long", 20000);
@@ -209,6 +213,8 @@ static void write_config(const char *path)
     tool_json(t[4], sizeof(t[4]), "sdk_touch", "touch", 20000);
     tool_json_at(t[5], sizeof(t[5]), "m_slow", "slow", 20000, sdk2_port);
     tool_json_at(t[6], sizeof(t[6]), "m_touch", "touch", 20000, sdk2_port);
+    tool_json_at(t[8], sizeof(t[8]), "t2_job", "job", 20000, task2_port);
+    tool_json_at(t[9], sizeof(t[9]), "t2_stuck", "stuck", 1500, task2_port);
     snprintf(t[7], sizeof(t[7]),
              "{\"tenant\":\"s\",\"server\":\"default\",\"name\":\"stdio_touch\",\"published\":"
              "\"1\",\"versions\":[{\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},"
@@ -217,8 +223,8 @@ static void write_config(const char *path)
     snprintf(cfg, sizeof(cfg),
              "{\"tenants\":[{\"id\":\"s\",\"api_keys\":[{\"id\":\"k\",\"key\":\"stream-key\"}]}],"
              "\"servers\":[{\"tenant\":\"s\",\"name\":\"default\"}],"
-             "\"tools\":[%s,%s,%s,%s,%s,%s,%s,%s]}",
-             t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]);
+             "\"tools\":[%s,%s,%s,%s,%s,%s,%s,%s,%s,%s]}",
+             t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9]);
     fx_write_file(path, cfg, 0600);
 }
 
@@ -549,6 +555,139 @@ static void test_stdio(void)
     TEST_PASS("stdio upstream: a subscribed resource's update reaches the channel");
 }
 
+/* ---- a 2026-07-28 upstream that answers tools/call with a task (the tasks extension,
+ * docs/extensions/tasks and SEP-2663 of the specification), in process: JSON answers only.
+ * Tool "job" runs 3 polls (working, "step 1", "step 2") then completes; tool "stuck" never
+ * ends. ---- */
+
+static atomic_int t2_gets, t2_cancels, t2_ext_declared;
+
+static enum MHD_Result t2_reply(struct MHD_Connection *conn, const cJSON *id, cJSON *result)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "jsonrpc", "2.0");
+    cJSON_AddItemToObject(o, "id", cJSON_Duplicate(id, 1));
+    cJSON_AddItemToObject(o, "result", result);
+    char *body = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(r, "Content-Type", "application/json");
+    enum MHD_Result ret = MHD_queue_response(conn, 200, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static cJSON *t2_task(const char *id, const char *status, const char *msg)
+{
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddStringToObject(t, "taskId", id);
+    cJSON_AddStringToObject(t, "status", status);
+    if (msg)
+        cJSON_AddStringToObject(t, "statusMessage", msg);
+    cJSON_AddStringToObject(t, "createdAt", "2026-11-28T00:00:00Z");
+    cJSON_AddStringToObject(t, "lastUpdatedAt", "2026-11-28T00:00:00Z");
+    cJSON_AddNumberToObject(t, "ttlMs", 60000);
+    cJSON_AddNumberToObject(t, "pollIntervalMs", 100);
+    return t;
+}
+
+static enum MHD_Result t2_on_req(struct MHD_Connection *conn, const char *url, const char *method,
+                                 const util_buf_t *b)
+{
+    (void)url;
+    (void)method;
+    cJSON *msg = cJSON_ParseWithLength(b->data ? b->data : "", b->len);
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "id");
+    const char *m = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg, "method"));
+    const cJSON *params = cJSON_GetObjectItemCaseSensitive(msg, "params");
+    cJSON *res = NULL;
+    if (m && strcmp(m, "server/discover") == 0) {
+        res = cJSON_CreateObject();
+        cJSON *sv = cJSON_AddArrayToObject(res, "supportedVersions");
+        cJSON_AddItemToArray(sv, cJSON_CreateString(NAMES_PROTO_MODERN));
+        cJSON *caps = cJSON_AddObjectToObject(res, "capabilities");
+        cJSON_AddObjectToObject(caps, "tools");
+        cJSON_AddObjectToObject(cJSON_AddObjectToObject(caps, "extensions"),
+                                "io.modelcontextprotocol/tasks");
+    } else if (m && strcmp(m, "tools/call") == 0) {
+        const cJSON *meta = cJSON_GetObjectItemCaseSensitive(params, "_meta");
+        const cJSON *ext = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(meta,
+                                                 "io.modelcontextprotocol/clientCapabilities"),
+                "extensions"),
+            "io.modelcontextprotocol/tasks");
+        if (ext)
+            atomic_fetch_add(&t2_ext_declared, 1);
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params, "name"));
+        res = t2_task(name && strcmp(name, "stuck") == 0 ? "t-stuck" : "t-job", "working", NULL);
+        cJSON_AddStringToObject(res, "resultType", "task");
+    } else if (m && strcmp(m, "tasks/get") == 0) {
+        const char *tid = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params, "taskId"));
+        int n = atomic_fetch_add(&t2_gets, 1) + 1;
+        if (tid && strcmp(tid, "t-job") == 0 && n >= 3) {
+            res = t2_task(tid, "completed", "done");
+            cJSON *r = cJSON_AddObjectToObject(res, "result");
+            cJSON *c = cJSON_AddArrayToObject(r, "content");
+            cJSON *t = cJSON_CreateObject();
+            cJSON_AddStringToObject(t, "type", "text");
+            cJSON_AddStringToObject(t, "text", "task done");
+            cJSON_AddItemToArray(c, t);
+        } else {
+            char step[32];
+            snprintf(step, sizeof(step), "step %d", n);
+            res = t2_task(tid ? tid : "?", "working", step);
+        }
+        cJSON_AddStringToObject(res, "resultType", "complete");
+    } else if (m && strcmp(m, "tasks/cancel") == 0) {
+        atomic_fetch_add(&t2_cancels, 1);
+        res = cJSON_CreateObject();
+    }
+    enum MHD_Result ret;
+    if (res)
+        ret = t2_reply(conn, id, res);
+    else {
+        struct MHD_Response *r =
+            MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+        ret = MHD_queue_response(conn, 404, r);
+        MHD_destroy_response(r);
+    }
+    cJSON_Delete(msg);
+    return ret;
+}
+
+/* A 2026-07-28 upstream's task: the extension declared, tasks/get by its pollIntervalMs with
+ * the status messages as progress, the terminal task's result passed on; a deadline cancels
+ * it (tasks/cancel). */
+static void test_modern_task(void)
+{
+    stream_t s;
+    call_stream(&s, "t2_job", "{}", "p6");
+    int resp = response_at(&s);
+    CHECK_STR_EQ(result_text(&s.frames[resp]), "task done");
+    int steps = 0;
+    for (int i = 0; i < resp; i++) {
+        const char *msg = cJSON_GetStringValue(param(&s.frames[i], "message"));
+        steps += msg && strstr(msg, "working: step") != NULL;
+    }
+    CHECK(steps >= 2);
+    CHECK(atomic_load(&t2_ext_declared) >= 1);
+    CHECK(atomic_load(&t2_gets) >= 3);
+    stream_free(&s);
+    TEST_PASS("2026-07-28 upstream task (extension): followed to its result, status as progress");
+
+    call_stream(&s, "t2_stuck", "{}", "p7");
+    resp = response_at(&s);
+    const cJSON *err = cJSON_GetObjectItemCaseSensitive(s.frames[resp].msg, "error");
+    CHECK_INT_EQ(cJSON_GetObjectItemCaseSensitive(err, "code")->valueint, -32003);
+    stream_free(&s);
+    for (int i = 0; i < 200 && atomic_load(&t2_cancels) == 0; i++)
+        fx_sleep_ms(50);
+    CHECK_INT_EQ(atomic_load(&t2_cancels), 1);
+    TEST_PASS("2026-07-28 upstream task: a deadline sends tasks/cancel");
+}
+
 int main(void)
 {
     char cfg[300], deps[500];
@@ -576,6 +715,9 @@ int main(void)
     pid_t sdk2 = fx_node_upstream(&fx, "sdk2-upstream", sdk2_port, TOKEN, NULL, deps, sizeof(deps));
     CHECK(sdk2 > 0);
     stdio_executor();
+    task2_port = fx_free_port();
+    struct MHD_Daemon *t2 = fx_server_start(task2_port, t2_on_req);
+    CHECK(t2 != NULL);
     snprintf(cfg, sizeof(cfg), "%s/stream.json", fx.dir);
     write_config(cfg);
     port = fx_free_port();
@@ -596,11 +738,13 @@ int main(void)
     test_reconnect(&sdk);
     test_modern();
     test_stdio();
+    test_modern_task();
 
     CHECK_INT_EQ(fx_stop_pid(w, 10000), 0);
     CHECK_INT_EQ(fx_stop_pid(ing, 10000), 0);
     fx_stop_pid(sdk, 5000);
     fx_stop_pid(sdk2, 5000);
+    MHD_stop_daemon(t2);
     rd_kafka_destroy(producer);
     redisFree(redis);
     fx_stop(&fx);

@@ -266,6 +266,27 @@ static cJSON *modern_meta(cJSON *params)
     return params;
 }
 
+/* A message to up that nobody waits for (best effort): a request of method with params
+ * (taken over), or with id < 0 a notification; legacy ones in session (may be NULL), a
+ * 2026-07-28 one with the _meta envelope and name as Mcp-Name. */
+static void up_fire(mcp_up_t *up, long id, const char *method, const char *name, cJSON *params,
+                    const char *session, const char *traceparent, int64_t timeout_ms)
+{
+    if (up->modern)
+        modern_meta(params);
+    size_t len = 0;
+    char *body = rpc_body(id, method, params, &len);
+    struct curl_slist *h =
+        up_headers(up, up->modern, up->modern ? MCPW_MODERN_VERSION : up->version, method, name,
+                   up->modern ? NULL : session, traceparent);
+    if (body && h) {
+        wrk_httpexec_post(up->m->http, up->url, h, body, len, timeout_ms, NULL, NULL);
+        h = NULL;
+    }
+    cJSON_free(body);
+    curl_slist_free_all(h);
+}
+
 /* ---- calls ---- */
 
 static void call_send(mcp_call_t *c);
@@ -536,20 +557,8 @@ static void task_cancel(mcp_call_t *c)
     mcp_up_t *up = c->up;
     cJSON *p = cJSON_CreateObject();
     cJSON_AddStringToObject(p, "taskId", c->task_id);
-    if (up->modern)
-        modern_meta(p);
-    size_t len = 0;
-    char *body = rpc_body(++c->m->next_id, "tasks/cancel", p, &len);
-    struct curl_slist *h =
-        up_headers(up, up->modern, up->modern ? MCPW_MODERN_VERSION : up->version, "tasks/cancel",
-                   c->task_id, up->modern ? NULL : c->session, c->job->env.traceparent);
-    if (body && h) {
-        wrk_httpexec_post(c->m->http, up->url, h, body, len, MCP_CANCEL_NOTE_TIMEOUT_MS, NULL,
-                          NULL);
-        h = NULL;
-    }
-    cJSON_free(body);
-    curl_slist_free_all(h);
+    up_fire(up, ++c->m->next_id, "tasks/cancel", c->task_id, p, c->session, c->job->env.traceparent,
+            MCP_CANCEL_NOTE_TIMEOUT_MS);
     log_event(LOG_INFO, "cancelling the upstream MCP server's task", "job_id", c->job->env.job_id,
               "upstream", up->host, "task_id", c->task_id, (char *)NULL);
 }
@@ -1142,16 +1151,8 @@ static void ev_resubscribe(mcp_up_t *up, const cJSON *uris)
     {
         cJSON *p = cJSON_CreateObject();
         cJSON_AddStringToObject(p, "uri", u->valuestring);
-        size_t len = 0;
-        char *body = rpc_body(++up->m->next_id, "resources/subscribe", p, &len);
-        struct curl_slist *h = up_headers(up, 0, up->version, NULL, NULL, up->session, NULL);
-        if (body && h) {
-            wrk_httpexec_post(up->m->http, up->url, h, body, len, MCP_NEGOTIATE_TIMEOUT_MS, NULL,
-                              NULL);
-            h = NULL;
-        }
-        cJSON_free(body);
-        curl_slist_free_all(h);
+        up_fire(up, ++up->m->next_id, "resources/subscribe", NULL, p, up->session, NULL,
+                MCP_NEGOTIATE_TIMEOUT_MS);
     }
 }
 
@@ -1234,6 +1235,18 @@ static int subs_of(const mcp_call_t *c, const char **key, const char **server, c
     return *key && *server && *uri && env->tenant;
 }
 
+/* Keeps the job's (tenant, server) as a subscriber of uri at key: wrk_mcpsubs_add's 1 or 0,
+ * or < 0 with c ended (too many subscriptions, ENOMEM). */
+static int subs_add(mcp_call_t *c, const char *key, const char *server, const char *uri)
+{
+    int rc = wrk_mcpsubs_add(c->m->subs, key, c->job->env.tenant, server, uri);
+    if (rc < 0)
+        call_end_error(c, -32603,
+                       rc == MCPQ_ETOOBIG ? "too many resource subscriptions on this worker"
+                                          : "out of memory");
+    return rc;
+}
+
 /* A subscribe or unsubscribe job this worker answers without asking the upstream: every
  * subscription of a 2026-07-28 upstream (it has no resources/subscribe: its
  * subscriptions/listen filter changes), and an unsubscribe while other (tenant, server)s
@@ -1262,14 +1275,9 @@ static int subs_local(mcp_call_t *c)
     }
     if (!modern)
         return 0; /* resources/subscribe goes upstream (subs_answered) */
-    int rc = wrk_mcpsubs_add(m->subs, key, tenant, server, uri);
-    if (rc < 0) {
-        call_end_error(c, -32603,
-                       rc == MCPQ_ETOOBIG ? "too many resource subscriptions on "
-                                            "this worker"
-                                          : "out of memory");
+    int rc = subs_add(c, key, server, uri);
+    if (rc < 0)
         return 1;
-    }
     ev_wait(c, rc == 1);
     return 1;
 }
@@ -1294,14 +1302,8 @@ static void subs_answered(mcp_call_t *c)
         call_end_result(c, cJSON_CreateObject());
         return;
     }
-    int rc = wrk_mcpsubs_add(m->subs, key, tenant, server, uri);
-    if (rc < 0) {
-        call_end_error(c, -32603,
-                       rc == MCPQ_ETOOBIG ? "too many resource subscriptions on "
-                                            "this worker"
-                                          : "out of memory");
+    if (subs_add(c, key, server, uri) < 0)
         return;
-    }
     if (!up) { /* stdio: the server's stdout is the stream (stdio_updated) */
         call_end_result(c, cJSON_CreateObject());
         return;
@@ -1427,21 +1429,11 @@ static int mcp_start(wrk_job_t *job)
 /* notifications/cancelled for a call in a legacy session, fire-and-forget. */
 static void send_cancelled(mcp_call_t *c)
 {
-    mcp_up_t *up = c->up;
     cJSON *p = cJSON_CreateObject();
     cJSON_AddNumberToObject(p, "requestId", (double)c->id);
     cJSON_AddStringToObject(p, "reason", c->job->cancelled ? "cancelled by the caller" : "timeout");
-    size_t len = 0;
-    char *body = rpc_body(-1, "notifications/cancelled", p, &len);
-    struct curl_slist *h =
-        up_headers(up, 0, up->version, NULL, NULL, c->session, c->job->env.traceparent);
-    if (body && h) {
-        wrk_httpexec_post(c->m->http, up->url, h, body, len, MCP_CANCEL_NOTE_TIMEOUT_MS, NULL,
-                          NULL);
-        h = NULL;
-    }
-    cJSON_free(body);
-    curl_slist_free_all(h);
+    up_fire(c->up, -1, "notifications/cancelled", NULL, p, c->session, c->job->env.traceparent,
+            MCP_CANCEL_NOTE_TIMEOUT_MS);
 }
 
 static void mcp_cancel(wrk_job_t *job, wrk_cancel_t how)
