@@ -269,10 +269,8 @@ static int serve(const mcpq_settings_t *set, kv_target_t *kvt, ing_refresh_t *rf
         fprintf(stderr, "mcpq-ingress: webhooks: %s\n", err);
         goto out;
     }
-    /* Federated servers (federate.h): imported in the background; before the refresh thread
-     * starts, which frees rf->config once stored. */
-    if (rf->config)
-        fed = ing_federate_start(&ctx, rf->config);
+    /* Federated servers (federate.h): the registry's, imported in the background. */
+    fed = ing_federate_start(&ctx);
     if (threads_start(&ctx, rf, wh) < 0)
         goto out;
     announce(&ctx);

@@ -24,17 +24,18 @@
 #define FED_APPLY_TRIES 5
 
 typedef struct fed_entry {
-    const cJSON *server; /* in f->config */
-    long long due_ms;    /* monotonic */
+    cJSON *server;    /* the registry's server document (a copy) */
+    long long due_ms; /* monotonic */
     long long backoff_ms;
     int failures; /* in a row; logged at the first */
 } fed_entry_t;
 
 struct ing_federate {
     ing_ctx_t *ctx;
-    cJSON *config; /* a copy: servers */
-    fed_entry_t *entries;
+    fed_entry_t *entries; /* the registry's federated servers */
     size_t n;
+    long long rev;     /* the registry revision entries were read at (-1: never) */
+    long long scan_ms; /* monotonic: when the revision is looked at next */
     pthread_t thread;
     volatile sig_atomic_t stop;
 };
@@ -472,22 +473,32 @@ static char *catalog_envelope(const fed_entry_t *e, const char *job_id, long lon
     return s;
 }
 
+/* GET key on the thread's connection *rc (made when NULL): the reply (string or nil) to free,
+ * or NULL when Redis failed (the connection is dropped, made again next time). */
+static redisReply *fed_get(ing_federate_t *f, redisContext **rc, const char *key)
+{
+    char err[256];
+    if (!*rc)
+        *rc = kv_connect(f->ctx->kvt, (int)f->ctx->set->redis_timeout_ms, err, sizeof(err));
+    redisReply *r = *rc ? redisCommand(*rc, "GET %s", key) : NULL;
+    if (r && r->type != REDIS_REPLY_ERROR)
+        return r;
+    if (r)
+        freeReplyObject(r);
+    redisFree(*rc);
+    *rc = NULL;
+    return NULL;
+}
+
 /* Waits for job_id's result record; the catalog (new) or NULL with why filled. */
 static cJSON *catalog_wait(ing_federate_t *f, redisContext **rc, const char *job_id,
                            long long until_mono, char *why, size_t why_size)
 {
-    char key[300], err[256];
+    char key[300];
     snprintf(key, sizeof(key), "%s%s", NAMES_KEY_RESULT, job_id);
     while (!f->stop && util_mono_ms() < until_mono) {
-        if (!*rc)
-            *rc = kv_connect(f->ctx->kvt, (int)f->ctx->set->redis_timeout_ms, err, sizeof(err));
-        redisReply *r = *rc ? redisCommand(*rc, "GET %s", key) : NULL;
-        if (!r || r->type == REDIS_REPLY_ERROR) {
-            if (r)
-                freeReplyObject(r);
-            redisFree(*rc);
-            *rc = NULL;
-        } else if (r->type == REDIS_REPLY_STRING) {
+        redisReply *r = fed_get(f, rc, key); /* NULL (Redis failed) or nil: poll again */
+        if (r && r->type == REDIS_REPLY_STRING) {
             cJSON *rec = cJSON_ParseWithLength(r->str, r->len);
             freeReplyObject(r);
             const char *status = str_of(rec, "status");
@@ -502,9 +513,9 @@ static cJSON *catalog_wait(ing_federate_t *f, redisContext **rc, const char *job
             cJSON_Delete(res);
             cJSON_Delete(rec);
             return NULL;
-        } else {
-            freeReplyObject(r);
         }
+        if (r)
+            freeReplyObject(r);
         usleep(FED_POLL_MS * 1000);
     }
     snprintf(why, why_size, "no worker answered the catalog job %s in time", job_id);
@@ -624,11 +635,79 @@ static int fed_import(ing_federate_t *f, fed_entry_t *e, redisContext **rc)
     return code;
 }
 
+/* The entry of server's tenant and name among f's, or NULL. */
+static fed_entry_t *entry_find(ing_federate_t *f, const cJSON *server)
+{
+    for (size_t i = 0; i < f->n; i++)
+        if (f->entries[i].server &&
+            strcmp(str_of(f->entries[i].server, "tenant"), str_of(server, "tenant")) == 0 &&
+            strcmp(str_of(f->entries[i].server, "name"), str_of(server, "name")) == 0)
+            return &f->entries[i];
+    return NULL;
+}
+
+/* Follows the registry: when its revision moved, the federated servers are read again. A
+ * server kept with the same federate keeps its schedule; a new or changed one is due now; one
+ * gone (or without federate now) is dropped, its imports left as they are. */
+static void fed_scan(ing_federate_t *f, redisContext **rc)
+{
+    char err[256];
+    redisReply *r = fed_get(f, rc, NAMES_KEY_REGISTRY_REV);
+    if (!r)
+        return;
+    long long rev = r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : 0;
+    freeReplyObject(r);
+    if (rev == f->rev)
+        return;
+    ing_regstore_state_t st;
+    if (ing_regstore_load(*rc, &st, err, sizeof(err)) < 0) {
+        ing_regstore_free(&st);
+        return;
+    }
+    size_t n = 0;
+    for (const cJSON *d = st.docs->child; d; d = d->next)
+        n += strncmp(d->string, "server:", 7) == 0 &&
+             cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(d, "federate"));
+    fed_entry_t *entries = n ? calloc(n, sizeof(*entries)) : NULL;
+    if (n && !entries) {
+        ing_regstore_free(&st);
+        return;
+    }
+    size_t k = 0;
+    for (const cJSON *d = st.docs->child; d && k < n; d = d->next) {
+        if (strncmp(d->string, "server:", 7) != 0 ||
+            !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(d, "federate")) ||
+            !str_of(d, "tenant") || !str_of(d, "name"))
+            continue;
+        fed_entry_t *old = entry_find(f, d);
+        if (old && cJSON_Compare(cJSON_GetObjectItemCaseSensitive(old->server, "federate"),
+                                 cJSON_GetObjectItemCaseSensitive(d, "federate"), 1)) {
+            entries[k++] = *old; /* the same upstream: its schedule goes on */
+            old->server = NULL;
+            continue;
+        }
+        entries[k].server = cJSON_Duplicate(d, 1);
+        if (entries[k].server)
+            k++;
+    }
+    for (size_t i = 0; i < f->n; i++)
+        cJSON_Delete(f->entries[i].server);
+    free(f->entries);
+    f->entries = entries;
+    f->n = k;
+    f->rev = st.rev;
+    ing_regstore_free(&st);
+}
+
 static void *fed_thread(void *arg)
 {
     ing_federate_t *f = arg;
     redisContext *rc = NULL;
     while (!f->stop) {
+        if ((long long)util_mono_ms() >= f->scan_ms) {
+            fed_scan(f, &rc);
+            f->scan_ms = (long long)util_mono_ms() + FED_SCAN_MS;
+        }
         long long now = (long long)util_mono_ms();
         for (size_t i = 0; i < f->n && !f->stop; i++) {
             fed_entry_t *e = &f->entries[i];
@@ -650,39 +729,19 @@ static void *fed_thread(void *arg)
     return NULL;
 }
 
-ing_federate_t *ing_federate_start(ing_ctx_t *ctx, const cJSON *config)
+ing_federate_t *ing_federate_start(ing_ctx_t *ctx)
 {
-    size_t n = 0;
-    const cJSON *s;
-    cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(config, "servers"))
-    {
-        n += cJSON_GetObjectItemCaseSensitive(s, "federate") != NULL;
-    }
-    if (n == 0)
-        return NULL;
     ing_federate_t *f = calloc(1, sizeof(*f));
     if (!f)
         return NULL;
     f->ctx = ctx;
-    f->config = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(config, "servers"), 1);
-    f->entries = calloc(n, sizeof(*f->entries));
-    if (!f->config || !f->entries)
-        goto fail;
-    cJSON_ArrayForEach(s, f->config)
-    {
-        if (cJSON_GetObjectItemCaseSensitive(s, "federate"))
-            f->entries[f->n++].server = s;
-    }
+    f->rev = -1;
     if (pthread_create(&f->thread, NULL, fed_thread, f) != 0) {
         log_event(LOG_ERROR, "federation: cannot start its thread", (char *)NULL);
-        goto fail;
+        free(f);
+        return NULL;
     }
     return f;
-fail:
-    cJSON_Delete(f->config);
-    free(f->entries);
-    free(f);
-    return NULL;
 }
 
 void ing_federate_stop(ing_federate_t *f)
@@ -691,7 +750,8 @@ void ing_federate_stop(ing_federate_t *f)
         return;
     f->stop = 1;
     pthread_join(f->thread, NULL);
-    cJSON_Delete(f->config);
+    for (size_t i = 0; i < f->n; i++)
+        cJSON_Delete(f->entries[i].server);
     free(f->entries);
     free(f);
 }

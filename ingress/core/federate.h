@@ -22,20 +22,21 @@
  * cannot use, a resource uri that is empty, longer than KINDS_URI_MAX or listed twice, and a
  * template kinds_template_check refuses (kinds.h) are skipped with a log line.
  *
- * One background thread does the imports. For each federated server it publishes a
- * `mcpq/catalog` job (docs/internals.md, "Kafka": the envelope's "method") with the upstream
- * as the job's executor through the ingress's producer (signed like every job), and polls the
- * job's result record ({mcpq}:result:<job_id>, every FED_POLL_MS, bounded by the job's
- * deadline plus FED_RESULT_SLACK_MS). Polling the key is the simplest correct choice here: the
- * thread blocks anyway, no call waits on it, and the record is durable (the reply stream would need
- * the pending table's reader to hand over an entry nobody parked for). The worker holds the
+ * One background thread does the imports, for the federated servers of the registry (whatever
+ * wrote them; ing_federate_start). For each it publishes a `mcpq/catalog` job
+ * (docs/internals.md, "Kafka": the envelope's "method") with the upstream as the job's executor
+ * through the ingress's producer (signed like every job), and polls the job's result record
+ * ({mcpq}:result:<job_id>, every FED_POLL_MS, bounded by the job's deadline plus
+ * FED_RESULT_SLACK_MS). Polling the key is the simplest correct choice here: the thread blocks
+ * anyway, no call waits on it, and the record is durable (the reply stream would need the
+ * pending table's reader to hand over an entry nobody parked for). The worker holds the
  * upstream session (HTTP) or process (stdio), which then also serves the calls.
  *
  * Each import is one read-modify-write of the registry (regstore.h, compare-and-set, retried):
  * new objects are created, an object whose definition changed gets a new published version
  * (fed_definition_changed in federate.c; every imported tool's document then passes
- * fed_tool_check, where a pinned upstream's check belongs), and this
- * server's earlier imports that the upstream no longer lists are deleted (pruning; objects
+ * fed_tool_check, where a pinned upstream's check belongs), and this server's earlier imports
+ * that the upstream no longer lists are deleted (pruning; objects
  * without "federated": true are never touched). A failed import (no worker answered, the
  * upstream failed) changes nothing, is logged and retried with backoff (1 s doubling to 60 s);
  * a successful one is repeated every MCPQ_FEDERATE_REFRESH_MS.
@@ -51,15 +52,19 @@
 
 #define FED_CATALOG_TIMEOUT_MS 30000 /* the catalog job's timeout without federate.timeout_ms */
 #define FED_POLL_MS 100
+#define FED_SCAN_MS 1000 /* how often the registry's revision is looked at */
 #define FED_RESULT_SLACK_MS 5000
 #define FED_VERSIONS_KEPT 5 /* versions an imported object keeps (the newest) */
 
 typedef struct ing_federate ing_federate_t;
 
-/* Starts the import thread for the federated servers of a normalized config (copied); it
- * publishes through ctx->producer and reads Redis through ctx->kvt, both of which must outlive
- * it. NULL when there are none or on failure (logged). */
-ing_federate_t *ing_federate_start(ing_ctx_t *ctx, const cJSON *config);
+/* Starts the import thread. It follows the registry's federated servers (whatever wrote them:
+ * the config file, its watcher, the admin API): each FED_SCAN_MS it reads the registry's
+ * revision and, when it moved, the servers, so a new or changed `federate` is imported at once
+ * and a removed one is no longer refreshed (what it imported stays). It publishes through
+ * ctx->producer and reads Redis through ctx->kvt, both of which must outlive it. NULL on
+ * failure (logged). */
+ing_federate_t *ing_federate_start(ing_ctx_t *ctx);
 /* Stops and joins the thread (a catalog job in flight is abandoned at the next poll). NULL is
  * a no-op. */
 void ing_federate_stop(ing_federate_t *f);

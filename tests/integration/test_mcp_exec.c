@@ -13,10 +13,11 @@
  * succeeds, upstream down → isError quickly, timeout → -32003,
  * configured headers reach the upstream and never the result or the worker's log, and
  * federation (through a worker's mcpq/catalog job): the upstream's tools listed with the prefix
- * (an invalid name skipped) and callable, from the legacy and the 2026-07-28 upstream; from the official SDK upstream also its resource,
- * template and prompt, read, got and completed through mcpq; and, once the upstream restarts
- * with fewer objects, a second ingress refreshing every second (MCPQ_FEDERATE_REFRESH_MS)
- * prunes what it dropped (tool, template, prompt), seen on the first ingress.
+ * (an invalid name skipped) and callable, from the legacy and the 2026-07-28 upstream; from the
+ * official SDK upstream also its resource, template and prompt, read, got and completed through
+ * mcpq; and, once the upstream restarts with fewer objects, a second ingress refreshing every
+ * second (MCPQ_FEDERATE_REFRESH_MS) prunes what it dropped (tool, template, prompt), seen on the
+ * first ingress.
  */
 #include "check.h"
 #include "names.h"
@@ -36,6 +37,7 @@
 #include <unistd.h>
 
 #define TOKEN "sekrit-upstream-token-42"
+#define ADMIN_TOKEN "admin-token-for-the-federation-test-0123456789"
 
 static fx_stack_t fx;
 static int port, up_port, sdk_port;
@@ -288,6 +290,8 @@ static struct MHD_Daemon *upstream_start(int p)
 
 /* ---- the gateway side ---- */
 
+/* POSTs body to /mcp[/server] of the first ingress: the JSON answer, whose HTTP status must be
+ * want_status; with want_status -1, 200, or NULL for a 404 (a server not known yet). */
 static cJSON *post_to(const char *server, const char *body, long want_status)
 {
     char url[160];
@@ -296,7 +300,9 @@ static cJSON *post_to(const char *server, const char *body, long want_status)
              server ? server : "");
     const char *hdrs[] = {"Authorization: Bearer mcp-key", NULL};
     CHECK_INT_EQ(fx_http_post(url, hdrs, body, &r), 0);
-    CHECK_INT_EQ(r.status, want_status);
+    if (want_status < 0 && r.status == 404) /* a server this ingress does not know yet */
+        return NULL;
+    CHECK_INT_EQ(r.status, want_status < 0 ? 200 : want_status);
     CHECK(strstr(r.body, TOKEN) == NULL);
     cJSON *j = cJSON_Parse(r.body);
     CHECK(j != NULL);
@@ -487,22 +493,69 @@ static void test_down_and_timeout(void)
     TEST_PASS("upstream down → isError quickly; timeout → -32003 and notifications/cancelled");
 }
 
-static void test_federation(void)
+/* The names in list (a list result's array) joined by ",", into out. */
+static const char *names_of(const cJSON *list, char *out, size_t size)
 {
-    cJSON *j = NULL;
-    const cJSON *tools = NULL;
-    /* the import happens in the background after start-up */
-    for (int i = 0; i < 100; i++) {
+    size_t n = 0;
+    out[0] = '\0';
+    const cJSON *x;
+    cJSON_ArrayForEach(x, list)
+    {
+        const char *name = str_at(x, "name", NULL, NULL);
+        int w = snprintf(out + n, size - n, "%s%s", n ? "," : "", name ? name : "?");
+        if (w < 0 || (size_t)w >= size - n)
+            break;
+        n += (size_t)w;
+    }
+    return out;
+}
+
+/* A request of method with params (JSON text) to server: the response (NULL: a 404, a server
+ * the first ingress does not know yet). */
+static cJSON *rpc_to(const char *server, const char *method, const char *params)
+{
+    char body[1024];
+    snprintf(body, sizeof(body), "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"%s\",\"params\":%s}",
+             method, params);
+    return post_to(server, body, -1);
+}
+
+static cJSON *sdkfed(const char *method, const char *params)
+{
+    cJSON *j = rpc_to("sdkfed", method, params);
+    CHECK(j != NULL);
+    return j;
+}
+
+/* Polls a list method of server (bound: about 30 s) until its names equal want. */
+static void wait_names_on(const char *server, const char *method, const char *member,
+                          const char *want)
+{
+    char got[1024] = "";
+    for (int i = 0; i < 300; i++) {
+        cJSON *j = rpc_to(server, method, "{}");
+        if (j)
+            names_of(cJSON_GetObjectItemCaseSensitive(result_of(j), member), got, sizeof(got));
         cJSON_Delete(j);
-        j = post_to("fed", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", 200);
-        tools = cJSON_GetObjectItemCaseSensitive(result_of(j), "tools");
-        if (cJSON_GetArraySize(tools) >= 2)
+        if (strcmp(got, want) == 0)
             break;
         fx_sleep_ms(100);
     }
-    CHECK_INT_EQ(cJSON_GetArraySize(tools), 2);
-    CHECK_STR_EQ(str_at(cJSON_GetArrayItem(tools, 0), "name", NULL, NULL), "up_bad");
-    CHECK_STR_EQ(str_at(cJSON_GetArrayItem(tools, 1), "name", NULL, NULL), "up_echo");
+    CHECK_STR_EQ(got, want);
+}
+
+/* wait_names_on server sdkfed. */
+static void wait_names(const char *method, const char *member, const char *want)
+{
+    wait_names_on("sdkfed", method, member, want);
+}
+
+static void test_federation(void)
+{
+    /* the import happens in the background after start-up */
+    wait_names_on("fed", "tools/list", "tools", "up_bad,up_echo");
+    cJSON *j = post_to("fed", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", 200);
+    const cJSON *tools = cJSON_GetObjectItemCaseSensitive(result_of(j), "tools");
     CHECK_STR_EQ(str_at(cJSON_GetArrayItem(tools, 1), "description", NULL, NULL), "upstream tool");
     char *printed = cJSON_PrintUnformatted(j);
     CHECK(strstr(printed, TOKEN) == NULL);
@@ -517,18 +570,7 @@ static void test_federation(void)
     TEST_PASS("federation: upstream tools listed with the prefix (bad name skipped), callable");
 
     /* a 2026-07-28 upstream: listed by the worker without a session, called the same way */
-    j = NULL;
-    for (int i = 0; i < 100; i++) {
-        cJSON_Delete(j);
-        j = post_to("modfed", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", 200);
-        tools = cJSON_GetObjectItemCaseSensitive(result_of(j), "tools");
-        if (cJSON_GetArraySize(tools) >= 1)
-            break;
-        fx_sleep_ms(100);
-    }
-    CHECK_INT_EQ(cJSON_GetArraySize(tools), 1);
-    CHECK_STR_EQ(str_at(cJSON_GetArrayItem(tools, 0), "name", NULL, NULL), "mod_echo");
-    cJSON_Delete(j);
+    wait_names_on("modfed", "tools/list", "tools", "mod_echo");
     j = call("modfed", "mod_echo", "{\"n\":5}");
     CHECK(!is_error(j));
     CHECK_INT_EQ((int)cJSON_GetObjectItemCaseSensitive(
@@ -560,18 +602,9 @@ static void test_sdk_upstream(void)
     CHECK_STR_EQ(text0(j), "sdk tool failed");
     cJSON_Delete(j);
     /* federation from the SDK server too */
-    const cJSON *tools = NULL;
-    j = NULL;
-    for (int i = 0; i < 100; i++) {
-        cJSON_Delete(j);
-        j = post_to("sdkfed", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", 200);
-        tools = cJSON_GetObjectItemCaseSensitive(result_of(j), "tools");
-        if (cJSON_GetArraySize(tools) >= 2)
-            break;
-        fx_sleep_ms(100);
-    }
-    CHECK_INT_EQ(cJSON_GetArraySize(tools), 2);
-    CHECK_STR_EQ(str_at(cJSON_GetArrayItem(tools, 0), "name", NULL, NULL), "sdkup_echo");
+    wait_names("tools/list", "tools", "sdkup_echo,sdkup_fail");
+    j = sdkfed("tools/list", "{}");
+    const cJSON *tools = cJSON_GetObjectItemCaseSensitive(result_of(j), "tools");
     CHECK(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(tools, 0), "outputSchema"));
     cJSON_Delete(j);
     j = call("sdkfed", "sdkup_echo", "{\"text\":\"via federation\"}");
@@ -579,47 +612,6 @@ static void test_sdk_upstream(void)
     cJSON_Delete(j);
     TEST_PASS("official TypeScript SDK 1.x upstream (SSE answers, sessions): call, isError, "
               "federation");
-}
-
-/* The names in list (a list result's array) joined by ",", into out. */
-static const char *names_of(const cJSON *list, char *out, size_t size)
-{
-    size_t n = 0;
-    out[0] = '\0';
-    const cJSON *x;
-    cJSON_ArrayForEach(x, list)
-    {
-        const char *name = str_at(x, "name", NULL, NULL);
-        int w = snprintf(out + n, size - n, "%s%s", n ? "," : "", name ? name : "?");
-        if (w < 0 || (size_t)w >= size - n)
-            break;
-        n += (size_t)w;
-    }
-    return out;
-}
-
-/* A request of method with params (JSON text) to server sdkfed: the response. */
-static cJSON *sdkfed(const char *method, const char *params)
-{
-    char body[1024];
-    snprintf(body, sizeof(body), "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"%s\",\"params\":%s}",
-             method, params);
-    return post_to("sdkfed", body, 200);
-}
-
-/* Polls a list method of server sdkfed (bound: about 30 s) until its names equal want. */
-static void wait_names(const char *method, const char *member, const char *want)
-{
-    char got[1024] = "";
-    for (int i = 0; i < 300; i++) {
-        cJSON *j = sdkfed(method, "{}");
-        names_of(cJSON_GetObjectItemCaseSensitive(result_of(j), member), got, sizeof(got));
-        cJSON_Delete(j);
-        if (strcmp(got, want) == 0)
-            break;
-        fx_sleep_ms(100);
-    }
-    CHECK_STR_EQ(got, want);
 }
 
 /* The first item of the array member of j's result. */
@@ -670,8 +662,9 @@ static pid_t test_federation_prune(pid_t *sdk, char *deps, size_t deps_size, con
     CHECK_INT_EQ(fx_stop_pid(*sdk, 5000), 0);
     *sdk = sdk_start(deps, deps_size, "fewer");
     CHECK(*sdk > 0);
-    const char *env[] = {"MCPQ_FEDERATE_REFRESH_MS=1000", NULL};
-    pid_t ing2 = fx_spawn_ingress(&fx, "ingress2", fx_free_port(), cfg, env, NULL, 0);
+    const char *env[] = {"MCPQ_FEDERATE_REFRESH_MS=1000", "MCPQ_ADMIN_TOKEN=" ADMIN_TOKEN, NULL};
+    int port2 = fx_free_port();
+    pid_t ing2 = fx_spawn_ingress(&fx, "ingress2", port2, cfg, env, NULL, 0);
     CHECK(ing2 > 0);
     wait_names("tools/list", "tools", "sdkup_echo");
     wait_names("prompts/list", "prompts", "");
@@ -689,6 +682,25 @@ static pid_t test_federation_prune(pid_t *sdk, char *deps, size_t deps_size, con
     cJSON_Delete(j);
     TEST_PASS("federation refresh: what the restarted upstream dropped is pruned (tool, "
               "prompt, template), what it kept still works, the config's tools are kept");
+
+    /* a federated server the admin API creates is imported without a restart */
+    char url[120], body[600];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/admin/v1/tenants/m/servers", port2);
+    snprintf(body, sizeof(body),
+             "{\"name\":\"late\",\"federate\":{\"url\":\"http://127.0.0.1:%d/mcp\","
+             "\"prefix\":\"late_\",\"headers\":{\"Authorization\":\"Bearer " TOKEN "\"}}}",
+             sdk_port);
+    const char *hdrs[] = {"Authorization: Bearer " ADMIN_TOKEN, "Content-Type: application/json",
+                          NULL};
+    fx_reply_t r;
+    CHECK_INT_EQ(fx_http_post(url, hdrs, body, &r), 0);
+    CHECK_INT_EQ(r.status, 201);
+    wait_names_on("late", "tools/list", "tools", "late_echo");
+    j = call("late", "late_echo", "{\"text\":\"late\"}");
+    CHECK_STR_EQ(str_at(j, "result", "structuredContent", "text"), "late");
+    cJSON_Delete(j);
+    TEST_PASS("federation follows the registry: a federated server created through the admin "
+              "API is imported and served without a restart");
     return ing2;
 }
 
