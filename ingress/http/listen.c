@@ -1,6 +1,7 @@
 #include "listen.h"
 
 #include "err.h"
+#include "kinds.h"
 #include "log.h"
 #include "kv.h"
 #include "rsub.h"
@@ -26,7 +27,7 @@
 #define LISTEN_SWEEP_MS 30000  /* GET streams' sessions: refreshed, or their streams end */
 #define LISTEN_SWEEP_BATCH 256 /* EXPIREs per pipeline */
 
-#define LISTEN_URI_MAX 2048 /* the longest resource uri a message may name (config schema) */
+#define LISTEN_URI_MAX KINDS_URI_MAX /* the longest resource uri a message may name */
 
 /* Frames (see listen.h for where each shape comes from): the three list_changed kinds, a
  * 2026-07-28 one with the subscriptionId in _meta. */

@@ -121,16 +121,6 @@ static int expand_all(cJSON *o, const cJSON *values)
 
 /* ---- resources/read ---- */
 
-static void not_found(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp, const char *uri)
-{
-    cJSON *data = cJSON_CreateObject();
-    cJSON_AddStringToObject(data, "uri", uri);
-    ing_mcpreq_resp_error(resp, 200, msg->id,
-                          m->modern ? RPC_INVALID_PARAMS : RPC_RESOURCE_NOT_FOUND,
-                          "Resource not found", data);
-    cJSON_Delete(data);
-}
-
 static int do_read(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
 {
     const cJSON *u = cJSON_GetObjectItemCaseSensitive(msg->params, "uri");
@@ -146,7 +136,7 @@ static int do_read(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
         obj = visible(m, ing_registry_template_match(m->server, uri, &vars));
     if (!obj) {
         cJSON_Delete(vars);
-        not_found(m, msg, resp, uri);
+        ing_mcpreq_resp_not_found(m, resp, msg->id, uri);
         return 0;
     }
     const cJSON *ver = obj->version;

@@ -36,6 +36,16 @@ void ing_mcpreq_resp_quota(ing_resp_t *resp, const cJSON *id, ing_quota_t q, lon
     cJSON_Delete(data);
 }
 
+void ing_mcpreq_resp_not_found(const ing_mcp_t *m, ing_resp_t *resp, const cJSON *id,
+                               const char *uri)
+{
+    cJSON *data = cJSON_CreateObject();
+    cJSON_AddStringToObject(data, "uri", uri);
+    ing_mcpreq_resp_error(resp, 200, id, m->modern ? RPC_INVALID_PARAMS : RPC_RESOURCE_NOT_FOUND,
+                          "Resource not found", data);
+    cJSON_Delete(data);
+}
+
 /* Fills resp with a JSON-RPC result (takes result_json; NULL: -32603 out of memory). */
 static void resp_result_owned(ing_resp_t *resp, const cJSON *id, char *result_json)
 {

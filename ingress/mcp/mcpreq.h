@@ -57,6 +57,10 @@ void ing_mcpreq_resp_error(ing_resp_t *resp, int status, const cJSON *id, int co
                            const cJSON *data);
 /* Fills resp with HTTP 429 and -32029 naming the tenant's quota q and its limit (quota.h). */
 void ing_mcpreq_resp_quota(ing_resp_t *resp, const cJSON *id, ing_quota_t q, long long limit);
+/* Fills resp with "Resource not found" for uri, data {"uri"}: -32002 up to 2025-11-25, -32602
+ * in 2026-07-28 (m->modern), which changed the code (server/resources.mdx "Error Handling"). */
+void ing_mcpreq_resp_not_found(const ing_mcp_t *m, ing_resp_t *resp, const cJSON *id,
+                               const char *uri);
 /* Same with a cJSON result (consumed). Under 2026-07-28 adds resultType and serverInfo. */
 void ing_mcpreq_resp_result_obj(ing_mcp_t *m, ing_resp_t *resp, const cJSON *id, cJSON *result);
 

@@ -2,7 +2,7 @@
 
 #include "access.h"
 #include "err.h"
-#include "log.h"
+#include "kinds.h"
 #include "rsub.h"
 #include "toolcall.h"
 
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define URI_MAX 2048 /* a resource uri's longest (the config schema's bound) */
+#define URI_MAX KINDS_URI_MAX /* a resource uri's longest (the config schema's bound) */
 
 /* The object serving uri on the request's server that the caller may watch: a published
  * resource, or a template matching it (*vars its variables, the caller frees them), that its
@@ -39,16 +39,6 @@ static int watchable(const ing_mcp_t *m, const char *uri)
     return obj != NULL;
 }
 
-/* -32002 "Resource not found" with data.uri (server/resources.mdx "Error Handling" of the
- * legacy versions). */
-static void not_found(ing_resp_t *resp, const cJSON *id, const char *uri)
-{
-    cJSON *data = cJSON_CreateObject();
-    cJSON_AddStringToObject(data, "uri", uri);
-    ing_mcpreq_resp_error(resp, 200, id, RPC_RESOURCE_NOT_FOUND, "Resource not found", data);
-    cJSON_Delete(data);
-}
-
 int ing_subscribe_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp, int on)
 {
     const ing_ctx_t *ctx = m->req->ctx;
@@ -69,7 +59,7 @@ int ing_subscribe_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp, int
     cJSON *vars = NULL;
     const ing_tool_t *obj = watched(m, uri, &vars);
     if (on && !obj) {
-        not_found(resp, msg->id, uri);
+        ing_mcpreq_resp_not_found(m, resp, msg->id, uri); /* -32002: legacy only */
         return 0;
     }
     long long max = ctx->set->max_resource_subscriptions;
@@ -86,9 +76,10 @@ int ing_subscribe_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp, int
     } else if (rc < 0) {
         ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR,
                               "subscription store (Redis) unavailable; try again", NULL);
-    } else if (obj && cJSON_GetObjectItemCaseSensitive(obj->version, "executor")) {
+    } else if (on && obj && cJSON_GetObjectItemCaseSensitive(obj->version, "executor")) {
         /* A worker serves it: the job tells the worker (which subscribes upstream and
-         * publishes the upstream's updates); its answer is the client's. */
+         * publishes the upstream's updates); its answer is the client's. An unsubscribe sends
+         * no job (subscribe.h). */
         int parked = ing_toolcall_object(m, msg, resp, obj, vars);
         cJSON_Delete(vars);
         return parked;

@@ -12,13 +12,16 @@
  * subscriptions/listen filter, left out of the acknowledgement (the subset honoured). A
  * session, or one stream, watches at most MCPQ_MAX_RESOURCE_SUBSCRIPTIONS uris (then -32602).
  *
- * A resource (or template) with an executor is served by a worker: resources/subscribe and
- * resources/unsubscribe of it, once recorded, also run as a job (toolcall.h,
- * ing_toolcall_object; method resources/subscribe or resources/unsubscribe, jobargs.h), so
- * the worker subscribes upstream and publishes the upstream's updates; the worker's answer
- * (`{}`, or its error) is the client's. A 2026-07-28 stream's resourceSubscriptions of such a
- * resource are honoured (updates a worker publishes reach it) but send no job: nothing tells
- * a worker to subscribe upstream for a stream (docs/protocol.md says so).
+ * A resource (or template) with an executor is served by a worker: resources/subscribe of
+ * it, once recorded, also runs as a job (toolcall.h, ing_toolcall_object; method
+ * resources/subscribe, jobargs.h), so the worker subscribes upstream and publishes the
+ * upstream's updates for the (tenant, server); the worker's answer (`{}`, or its error) is the
+ * client's. resources/unsubscribe sends no job: the worker keeps one subscription per
+ * (tenant, server, uri) for every session of the tenant, so one session's unsubscribe must not
+ * end the others' updates; an update nobody listens to any more reaches no stream. A 2026-07-28
+ * stream's resourceSubscriptions of such a resource are honoured (updates a worker publishes reach
+ * it) but send no job: nothing tells a worker to subscribe upstream for a stream (docs/protocol.md
+ * says so).
  */
 #ifndef MCPQ_ING_SUBSCRIBE_H
 #define MCPQ_ING_SUBSCRIBE_H
@@ -32,7 +35,8 @@
  * `{}`, or a JSON-RPC error (no session: -32600; params.uri missing, too long, or one
  * subscription too many: -32602; an unknown uri: -32002; Redis down: -32603). Unsubscribing
  * a uri never subscribed answers `{}` too. 1 when the request waits for a worker's answer
- * (a resource served by a worker, see above; mcpreq.h), else 0 with resp filled. */
+ * (a subscription to a resource served by a worker, see above; mcpreq.h), else 0 with resp
+ * filled. */
 int ing_subscribe_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp, int on);
 
 /* The uris of a subscriptions/listen filter's resourceSubscriptions the stream will honour
