@@ -559,6 +559,8 @@ char *ing_pending_record_response(const ing_call_t *call, const char *record, si
     cJSON *result = cJSON_GetObjectItemCaseSensitive(rec, "result");
     char *out = NULL;
     if (status && strcmp(status, "ok") == 0 && cJSON_IsObject(result)) {
+        if (call->shape)
+            call->shape(result);
         if (call->modern && !cJSON_GetObjectItemCaseSensitive(result, "resultType"))
             cJSON_AddStringToObject(result, "resultType", "complete");
         if (call->task_result)

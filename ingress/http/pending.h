@@ -51,6 +51,7 @@
 #include "trace.h"
 #include "util.h"
 
+#include <cjson/cJSON.h>
 #include <microhttpd.h>
 #include <hiredis/hiredis.h>
 #include <stddef.h>
@@ -58,6 +59,10 @@
 #include <sys/types.h>
 
 #define ING_JOB_ID_LEN 40
+
+/* Reshapes a worker's result (the record's `result`, in place) for the client's protocol
+ * version before it is rendered: the MCP layer's era.h picks one per call. */
+typedef void (*ing_call_shape_fn)(cJSON *result);
 
 typedef struct ing_call {
     char job_id[ING_JOB_ID_LEN];
@@ -67,6 +72,7 @@ typedef struct ing_call {
     /* set before ing_pending_add, read-only after */
     int sse_ok;               /* the client accepts text/event-stream */
     int modern;               /* 2026-07-28: the result carries resultType */
+    ing_call_shape_fn shape;  /* the client's era's reshaping of a result; NULL: as is */
     int log_min;              /* forward log entries at or above this level; -1: none */
     char progress_token[300]; /* rendered JSON; "" when the call has none */
     char tool[128];           /* logger name of forwarded log entries */

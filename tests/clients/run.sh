@@ -8,6 +8,8 @@
 #   tests/clients/run.sh tasks         tasks.test.mjs    (MCP Tasks: 2026-07-28 extension, 2025-11-25)
 #   tests/clients/run.sh batch         batch.test.mjs    (2025-03-26 JSON-RPC batches as one aggregate)
 #   tests/clients/run.sh oauth         oauth.test.mjs    (OAuth tokens from oidc-provider: SDKs, mcp-remote)
+#   tests/clients/run.sh eras          eras.test.mjs     (every client era x every upstream era)
+#   tests/clients/run.sh upstreams     upstreams.test.mjs (server-everything, server-filesystem via SDK v1/v2)
 #   tests/clients/run.sh subs          subs.test.mjs     (resource subscriptions, list changes: SDK v1, v2)
 #
 # The binaries come from $MCPQ_BIN_DIR (default <repo>/build; ctest sets it to its build dir).
@@ -19,7 +21,7 @@ HERE=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 
 if [ $# -ne 1 ]; then
-    echo "usage: tests/clients/run.sh v1|v2|conformance|hostile|tasks|batch|oauth|subs" >&2
+    echo "usage: tests/clients/run.sh v1|v2|conformance|hostile|tasks|batch|oauth|eras|upstreams|subs" >&2
     exit 2
 fi
 
@@ -34,7 +36,7 @@ WORK=$("$HERE/install.sh")
 export MCPQ_CLIENTS_DEPS=$WORK
 
 case $1 in
-v1 | v2 | hostile | tasks | batch | oauth | subs)
+v1 | v2 | hostile | tasks | batch | oauth | eras | upstreams | subs)
     test_file=$HERE/sdk-$1.test.mjs
     [ "$1" = v1 ] || [ "$1" = v2 ] || test_file=$HERE/$1.test.mjs
     cd "$REPO"
@@ -45,7 +47,7 @@ conformance)
     exec bash "$HERE/conformance.sh"
     ;;
 *)
-    echo "clients: unknown group '$1' (v1, v2, conformance, hostile, tasks, batch, oauth or subs)" >&2
+    echo "clients: unknown group '$1' (v1, v2, conformance, hostile, tasks, batch, oauth, eras, upstreams or subs)" >&2
     exit 2
     ;;
 esac

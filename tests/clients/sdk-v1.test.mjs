@@ -10,6 +10,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import {
   CallToolResultSchema, LoggingMessageNotificationSchema, ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
+import { checkPrompts, checkResources } from './lib/fixtures.mjs';
 import { API_KEY, TOOL_NAMES, startStack } from './lib/stack.mjs';
 import {
   CONTENT_FIXTURES, LOG_LEVELS, isSubsequence, killPids, pidAlive, readPids, textOf, waitFor,
@@ -54,15 +55,14 @@ after(async () => {
   }
 }, { timeout: 60_000 });
 
-test('connect: initialize handshake gives an Mcp-Session-Id, 2025-11-25 and the server capabilities', T, () => {
+test('connect: initialize handshake gives an Mcp-Session-Id, 2025-11-25, tools, resources, prompts and completions', T, () => {
   assert.ok(transport.sessionId, 'the initialize response carries Mcp-Session-Id');
   assert.equal(transport.protocolVersion, '2025-11-25');
   const caps = client.getServerCapabilities();
   assert.equal(typeof caps?.tools, 'object', `capabilities.tools: ${JSON.stringify(caps)}`);
-  // every server announces resources, prompts and completions (docs/protocol.md, "What mcpq serves")
-  assert.equal(caps.resources?.listChanged, true, `capabilities.resources: ${JSON.stringify(caps)}`);
-  assert.equal(caps.prompts?.listChanged, true, `capabilities.prompts: ${JSON.stringify(caps)}`);
-  assert.equal(typeof caps.completions, 'object', `capabilities.completions: ${JSON.stringify(caps)}`);
+  assert.deepEqual(caps.resources, { subscribe: true, listChanged: true }, JSON.stringify(caps));
+  assert.deepEqual(caps.prompts, { listChanged: true }, JSON.stringify(caps));
+  assert.deepEqual(caps.completions, {}, JSON.stringify(caps));
   assert.ok(client.getServerVersion()?.name, 'initialize result carries serverInfo');
 });
 
@@ -131,6 +131,14 @@ test('progress: the conformance fixture reports 0, 50, 100 of 100', T, async () 
   });
   assert.ok(isSubsequence([0, 50, 100], progress.map((p) => p.progress)), JSON.stringify(progress));
   assert.ok(progress.every((p) => p.total === 100), JSON.stringify(progress));
+});
+
+test('resources: list, templates, static reads, a read by a worker, a template read by a worker, an unknown uri', T, async () => {
+  await checkResources(client);
+});
+
+test('prompts and completion: arguments substituted, a missing one refused, a prompt from a worker, completions of a prompt and a template', T, async () => {
+  await checkPrompts(client);
 });
 
 test('logging: logging capability; setLevel debug → every level arrives; setLevel warning → warning and above only', T, async () => {

@@ -11,6 +11,7 @@ import { after, before, test } from 'node:test';
 import {
   Client, LOG_LEVEL_META_KEY, PROTOCOL_VERSION_META_KEY, ProtocolError, StreamableHTTPClientTransport,
 } from '@modelcontextprotocol/client';
+import { checkPrompts, checkResources } from './lib/fixtures.mjs';
 import { API_KEY, TOOL_NAMES, startStack } from './lib/stack.mjs';
 import {
   CONTENT_FIXTURES, LOG_LEVELS, isSubsequence, killPids, pidAlive, readPids, sleep, textOf, waitFor,
@@ -111,10 +112,9 @@ test('connect: server/discover (no initialize, no session) negotiates 2026-07-28
   }
   const caps = client.getServerCapabilities();
   assert.equal(typeof caps?.tools, 'object', `capabilities.tools: ${JSON.stringify(caps)}`);
-  // every server announces resources, prompts and completions (docs/protocol.md, "What mcpq serves")
-  assert.equal(caps.resources?.listChanged, true, `capabilities.resources: ${JSON.stringify(caps)}`);
-  assert.equal(caps.prompts?.listChanged, true, `capabilities.prompts: ${JSON.stringify(caps)}`);
-  assert.equal(typeof caps.completions, 'object', `capabilities.completions: ${JSON.stringify(caps)}`);
+  assert.deepEqual(caps.resources, { subscribe: true, listChanged: true }, JSON.stringify(caps));
+  assert.deepEqual(caps.prompts, { listChanged: true }, JSON.stringify(caps));
+  assert.deepEqual(caps.completions, {}, JSON.stringify(caps));
 
   assert.equal(posts('initialize').length, 0, 'no initialize under 2026-07-28');
   assert.ok(wire.every((w) => w.method === 'POST'), 'no GET stream under 2026-07-28');
@@ -269,11 +269,34 @@ function addedTool(name) {
   };
 }
 
+test('resources: list, templates, static reads, reads by a worker; every read carries resultType, ttlMs, cacheScope and Mcp-Name', T, async () => {
+  await checkResources(client);
+  const reads = posts('resources/read').filter((w) => w.body.params.uri !== 'test://no-such-resource');
+  assert.ok(reads.length >= 5, `${reads.length} reads`);
+  for (const w of reads) {
+    assert.equal(w.headers['mcp-name'], w.body.params.uri);
+    const r = (await responseOf(w))?.result;
+    assert.equal(r?.resultType, 'complete', JSON.stringify(r));
+    assert.ok(Number.isInteger(r.ttlMs) && r.ttlMs >= 0, JSON.stringify(r));
+    assert.ok(['public', 'private'].includes(r.cacheScope), JSON.stringify(r));
+  }
+});
+
+test('prompts and completion: arguments substituted, a missing one refused, a prompt from a worker, completions', T, async () => {
+  await checkPrompts(client);
+  const gets = posts('prompts/get').filter((w) => w.status === 200);
+  assert.ok(gets.some((w) => w.headers['mcp-name'] === 'test_prompt_with_image'));
+  for (const w of gets) {
+    const m = await responseOf(w);
+    if (m?.result) assert.equal(m.result.resultType, 'complete', JSON.stringify(m));
+  }
+});
+
 test('subscriptions/listen: acknowledged with toolsListChanged, then notifications/tools/list_changed', T, async () => {
   let seen = 0;
   client.setNotificationHandler('notifications/tools/list_changed', () => { seen++; });
   const sub = await client.listen({ toolsListChanged: true, promptsListChanged: true });
-  assert.deepEqual(sub.honoredFilter, { toolsListChanged: true }, 'a tools-only server honours toolsListChanged only');
+  assert.deepEqual(sub.honoredFilter, { toolsListChanged: true, promptsListChanged: true });
   const listen = wire.find((w) => w.body?.method === 'subscriptions/listen');
   assert.equal(listen.headers['mcp-method'], 'subscriptions/listen');
   const name = 'e2e_list_changed_v2';

@@ -13,12 +13,16 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
-/** docs/protocol.md, "What mcpq serves": the scenarios the gateway must pass (each must also have run). */
+/** The scenarios the gateway must pass (each must also have run): tools, resources, prompts, completion. */
 const MUST_PASS = [
   'server-initialize', 'ping', 'logging-set-level', 'tools-list',
   'tools-call-simple-text', 'tools-call-image', 'tools-call-audio', 'tools-call-embedded-resource',
   'tools-call-mixed-content', 'tools-call-error', 'tools-call-with-progress', 'tools-call-with-logging',
   'dns-rebinding-protection',
+  'resources-list', 'resources-read-text', 'resources-read-binary', 'resources-templates-read',
+  'resources-subscribe', 'resources-unsubscribe',
+  'prompts-list', 'prompts-get-simple', 'prompts-get-with-args', 'prompts-get-embedded-resource',
+  'prompts-get-with-image', 'completion-complete',
 ];
 
 const [outputFile, baselineFile, resultsDir] = process.argv.slice(2);

@@ -15,8 +15,12 @@ export const REPO = path.resolve(CLIENTS_DIR, '..', '..');
 export const CONFIG_PATH = path.join(CLIENTS_DIR, 'mcpq-clients.json');
 export const CONFIG = JSON.parse(readFileSync(CONFIG_PATH, 'utf8'));
 export const API_KEY = CONFIG.tenants[0].api_keys[0].key;
-/** Every tool of the tenant's default server, in config order. */
-export const TOOL_NAMES = CONFIG.tools.map((t) => t.name);
+/** The config's registry objects of one kind ("tool" when `kind` is absent), in config order. */
+export function objectsOfKind(kind) {
+  return CONFIG.tools.filter((t) => (t.kind ?? 'tool') === kind);
+}
+/** Every tool of the tenant's default server, in config order (resources and prompts share the array). */
+export const TOOL_NAMES = objectsOfKind('tool').map((t) => t.name);
 
 const READY_TIMEOUT_MS = 120_000;
 const STOP_TIMEOUT_MS = 20_000;
@@ -30,6 +34,26 @@ export function freePort() {
       const { port } = srv.address();
       srv.close(() => resolve(port));
     });
+  });
+}
+
+/** The first of n consecutive ports that are free on 127.0.0.1 right now. */
+async function freePorts(n) {
+  if (n === 1) return freePort();
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const first = await freePort();
+    let ok = first + n - 1 <= 65535;
+    for (let p = first + 1; ok && p < first + n; p++) ok = await portFree(p);
+    if (ok) return first;
+  }
+  throw new Error(`found no ${n} consecutive free ports`);
+}
+
+function portFree(port) {
+  return new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen({ port, host: '127.0.0.1' }, () => srv.close(() => resolve(true)));
   });
 }
 
@@ -54,22 +78,23 @@ process.on('exit', () => {
 });
 
 /**
- * @param {{env?: Record<string,string>, workers?: number, label?: string, config?: string,
- *   port?: number}} [opts] config: the config file (default mcpq-clients.json); port: the
- *   ingress port (default: a free one)
+ * @param {{env?: Record<string,string>, workers?: number, ingresses?: number, label?: string,
+ *   config?: string, port?: number}} [opts] config: the config file (default
+ *   mcpq-clients.json); port: the first ingress's port (default: a free one; ingress i listens
+ *   on port+i, whose URLs are `urls`); ingresses: replicas (default 1)
  * @returns {Promise<{url: string, baseUrl: string, port: number, stateDir: string,
- *   stop(): Promise<void>, logs(): string, redis(...args: string[]): string,
+ *   urls: string[], stop(): Promise<void>, logs(): string, redis(...args: string[]): string,
  *   registrySet(field: string, doc: object|null): void}>}
  */
-export async function startStack({ env = {}, workers = 2, label = 'clients', config = CONFIG_PATH, port: wantPort } = {}) {
+export async function startStack({ env = {}, workers = 2, ingresses = 1, label = 'clients', config = CONFIG_PATH, port: wantPort } = {}) {
   const launcher = path.join(REPO, 'scripts', 'mcpq-local');
   const binDir = path.resolve(REPO, process.env.MCPQ_BIN_DIR || 'build');
   const stateDir = mkdtempSync(path.join(process.env.TMPDIR || os.tmpdir(), `mcpq-${label}-`));
-  const port = wantPort ?? await freePort();
+  const port = wantPort ?? await freePorts(ingresses);
   const args = [
     '--bin-dir', binDir,
     '--port', String(port),
-    '--ingresses', '1',
+    '--ingresses', String(ingresses),
     '--workers', String(workers),
     '--config', config,
     '--state-dir', stateDir,
@@ -198,5 +223,6 @@ export async function startStack({ env = {}, workers = 2, label = 'clients', con
     redis('PUBLISH', 'mcpq:registry:changed', redis('INCR', '{mcpq}:registry:rev'));
   }
 
-  return { url: `${baseUrl}/mcp`, baseUrl, port, stateDir, stop, logs, redis, registrySet };
+  const urls = Array.from({ length: ingresses }, (_, i) => `http://127.0.0.1:${port + i}/mcp`);
+  return { url: `${baseUrl}/mcp`, baseUrl, urls, port, stateDir, stop, logs, redis, registrySet };
 }

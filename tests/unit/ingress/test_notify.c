@@ -1,11 +1,12 @@
-/* Unit tests of ingress/mcp/era.c (mirrored header values) and ingress/core/notify.c (the
- * notifications built from reply-stream entries). */
+/* Unit tests of ingress/mcp/era.c (mirrored header values, results reshaped for the client's
+ * era) and ingress/core/notify.c (the notifications built from reply-stream entries). */
 #include "check.h"
 #include "era.h"
 #include "err.h"
 #include "notify.h"
 
 #include <cjson/cJSON.h>
+#include <string.h>
 
 static void test_hdr_decode(void)
 {
@@ -114,8 +115,75 @@ static void test_log(void)
     TEST_PASS("notifications/message with level filtering");
 }
 
+/* The reshaped result of json for a client of version, rendered. */
+static char *shaped(const char *version, const char *json)
+{
+    cJSON *r = cJSON_Parse(json);
+    CHECK(r != NULL);
+    ing_call_shape_fn fn = ing_era_result_shaper(version);
+    if (fn)
+        fn(r);
+    char *out = cJSON_PrintUnformatted(r);
+    cJSON_Delete(r);
+    return out;
+}
+
+/* What an upstream of a newer era sends, for a client of each era
+ * (docs/protocol.md, "Upstreams of another version"). */
+static void test_result_shaper(void)
+{
+    const char *call = "{\"content\":[{\"type\":\"text\",\"text\":\"hi\"},"
+                       "{\"type\":\"resource_link\",\"uri\":\"era://info\",\"name\":\"info\","
+                       "\"description\":\"what it speaks\",\"mimeType\":\"text/plain\","
+                       "\"annotations\":{\"priority\":1}}],"
+                       "\"structuredContent\":{\"a\":1},\"resultType\":\"complete\"}";
+    CHECK(ing_era_result_shaper(NULL) == NULL);
+    /* an upstream's serverInfo never reaches the client; a 2026-07-28 one gets mcpq's */
+    char *out =
+        shaped("2026-07-28", "{\"content\":[],\"_meta\":{\"io.modelcontextprotocol/serverInfo\":"
+                             "{\"name\":\"up\",\"version\":\"1\"},\"k\":1}}");
+    CHECK_CONTAINS(out, "\"resultType\":\"complete\"");
+    CHECK_CONTAINS(out, "\"k\":1");
+    CHECK_CONTAINS(out, "{\"name\":\"mcpq\"");
+    CHECK(strstr(out, "\"up\"") == NULL);
+    cJSON_free(out);
+    out = shaped("2025-11-25", "{\"content\":[],\"_meta\":{\"io.modelcontextprotocol/serverInfo\":"
+                               "{\"name\":\"up\",\"version\":\"1\"}}}");
+    CHECK_STR_EQ(out, "{\"content\":[]}");
+    cJSON_free(out);
+    out = shaped("2025-11-25", call);
+    CHECK_STR_EQ(out, "{\"content\":[{\"type\":\"text\",\"text\":\"hi\"},"
+                      "{\"type\":\"resource_link\",\"uri\":\"era://info\",\"name\":\"info\","
+                      "\"description\":\"what it speaks\",\"mimeType\":\"text/plain\","
+                      "\"annotations\":{\"priority\":1}}],\"structuredContent\":{\"a\":1}}");
+    cJSON_free(out);
+    out = shaped("2025-03-26", call);
+    CHECK_STR_EQ(out, "{\"content\":[{\"type\":\"text\",\"text\":\"hi\"},"
+                      "{\"type\":\"text\",\"text\":\"era://info (info: what it speaks)\","
+                      "\"annotations\":{\"priority\":1}}],\"structuredContent\":{\"a\":1}}");
+    cJSON_free(out);
+    /* a read of 2026-07-28 (ttlMs, cacheScope) for a 2025-06-18 client */
+    out =
+        shaped("2025-06-18", "{\"contents\":[{\"uri\":\"a://b\",\"text\":\"x\"}],"
+                             "\"ttlMs\":5,\"cacheScope\":\"public\",\"resultType\":\"complete\"}");
+    CHECK_STR_EQ(out, "{\"contents\":[{\"uri\":\"a://b\",\"text\":\"x\"}]}");
+    cJSON_free(out);
+    /* a prompt message carrying a link, without name or description */
+    out = shaped("2025-03-26", "{\"messages\":[{\"role\":\"user\",\"content\":"
+                               "{\"type\":\"resource_link\",\"uri\":\"file:///x\"}}]}");
+    CHECK_STR_EQ(out, "{\"messages\":[{\"role\":\"user\",\"content\":"
+                      "{\"type\":\"text\",\"text\":\"file:///x\"}}]}");
+    cJSON_free(out);
+    /* shapes that are not what an MCP result looks like pass untouched */
+    out = shaped("2025-03-26", "{\"content\":\"x\",\"messages\":[1,{\"content\":[]}]}");
+    CHECK_STR_EQ(out, "{\"content\":\"x\",\"messages\":[1,{\"content\":[]}]}");
+    cJSON_free(out);
+    TEST_PASS("results reshaped for the client's era");
+}
+
 int main(void)
 {
+    test_result_shaper();
     test_hdr_decode();
     test_hdr_decode_padding();
     test_levels();
