@@ -34,7 +34,6 @@
 #include <hiredis/hiredis.h>
 #include <librdkafka/rdkafka.h>
 #include <microhttpd.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -712,113 +711,6 @@ static void test_modern_task(void)
     "\"io.modelcontextprotocol/clientCapabilities\":{}}"
 #define CLIENTS 3 /* of each era: six subscriptions, all on one partition (1 in 32 by chance) */
 
-/* A long-lived HTTP exchange (a GET stream, a subscriptions/listen) read by its own thread. */
-typedef struct live {
-    char body[1024]; /* POST body; "" for a GET */
-    char session[160];
-    pthread_t th;
-    pthread_mutex_t lock;
-    char buf[32768];
-    size_t len;
-    atomic_int stop;
-} live_t;
-
-static size_t live_data(char *p, size_t size, size_t n, void *arg)
-{
-    live_t *l = arg;
-    size_t k = size * n;
-    pthread_mutex_lock(&l->lock);
-    size_t room = sizeof(l->buf) - 1 - l->len, c = k < room ? k : room;
-    memcpy(l->buf + l->len, p, c);
-    l->len += c;
-    l->buf[l->len] = '\0';
-    pthread_mutex_unlock(&l->lock);
-    return k;
-}
-
-static int live_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
-{
-    (void)a, (void)b, (void)c, (void)d;
-    return atomic_load(&((live_t *)arg)->stop); /* non-zero ends the transfer */
-}
-
-static void *live_thread(void *arg)
-{
-    live_t *l = arg;
-    char url[64];
-    snprintf(url, sizeof(url), "http://127.0.0.1:%d/mcp", port);
-    CURL *e = curl_easy_init();
-    struct curl_slist *h = curl_slist_append(NULL, "Authorization: Bearer stream-key");
-    h = curl_slist_append(h, "Accept: application/json, text/event-stream");
-    if (l->body[0]) {
-        h = curl_slist_append(h, "Content-Type: application/json");
-        h = curl_slist_append(h, "MCP-Protocol-Version: " NAMES_PROTO_MODERN);
-        h = curl_slist_append(h, "Mcp-Method: subscriptions/listen");
-        curl_easy_setopt(e, CURLOPT_POSTFIELDS, l->body);
-    } else {
-        h = curl_slist_append(h, "MCP-Protocol-Version: " NAMES_PROTO_2025_06_18);
-        h = curl_slist_append(h, l->session);
-    }
-    curl_easy_setopt(e, CURLOPT_URL, url);
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, live_data);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, l);
-    curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, live_progress);
-    curl_easy_setopt(e, CURLOPT_XFERINFODATA, l);
-    curl_easy_perform(e); /* until stopped */
-    curl_slist_free_all(h);
-    curl_easy_cleanup(e);
-    return NULL;
-}
-
-static void live_open(live_t *l)
-{
-    pthread_mutex_init(&l->lock, NULL);
-    atomic_init(&l->stop, 0);
-    CHECK_INT_EQ(pthread_create(&l->th, NULL, live_thread, l), 0);
-}
-
-static int live_count(live_t *l, const char *needle)
-{
-    int n = 0;
-    pthread_mutex_lock(&l->lock);
-    for (const char *p = l->buf; (p = strstr(p, needle)) != NULL; p += strlen(needle))
-        n++;
-    pthread_mutex_unlock(&l->lock);
-    return n;
-}
-
-/* Waits (up to ms) until l holds needle at least times times. */
-static int live_wait(live_t *l, const char *needle, int times, int ms)
-{
-    for (long long until = fx_now_ms() + ms; fx_now_ms() < until; fx_sleep_ms(20))
-        if (live_count(l, needle) >= times)
-            return 1;
-    return live_count(l, needle) >= times;
-}
-
-static void live_close(live_t *l)
-{
-    atomic_store(&l->stop, 1);
-    pthread_join(l->th, NULL);
-    pthread_mutex_destroy(&l->lock);
-}
-
-/* Lines of the file at path holding both a and b. */
-static int log_count(const char *path, const char *a, const char *b)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    char line[16384];
-    int n = 0;
-    while (fgets(line, sizeof(line), f))
-        n += strstr(line, a) && strstr(line, b);
-    fclose(f);
-    return n;
-}
-
 /* The partitions of the worker's last assignment ("" while it holds none). */
 static void assigned(const char *name, char *out, size_t size)
 {
@@ -838,13 +730,14 @@ static void assigned(const char *name, char *out, size_t size)
     fclose(f);
 }
 
-/* A 2025-06-18 session subscribed to SHARED_URI, its GET stream open: l. */
-static void legacy_client(live_t *l)
+/* A 2025-06-18 session subscribed to SHARED_URI, its GET stream open: l (session: its
+ * Mcp-Session-Id header, kept as long as l). */
+static void legacy_client(fx_stream_t *l, char session[160])
 {
     char url[64];
     fx_reply_t r;
     snprintf(url, sizeof(url), "http://127.0.0.1:%d/mcp", port);
-    const char *h[] = {"Authorization: Bearer stream-key", NULL, NULL, NULL};
+    const char *h[] = {"Authorization: Bearer stream-key", NULL, NULL, NULL, NULL};
     CHECK_INT_EQ(fx_http_post(url, h,
                               "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
                               "\"protocolVersion\":\"" NAMES_PROTO_2025_06_18
@@ -853,15 +746,20 @@ static void legacy_client(live_t *l)
                               &r),
                  0);
     CHECK(r.session_id[0] != '\0');
-    memset(l, 0, sizeof(*l));
-    snprintf(l->session, sizeof(l->session), "Mcp-Session-Id: %s", r.session_id);
-    h[1] = l->session;
+    snprintf(session, 160, "Mcp-Session-Id: %s", r.session_id);
+    h[1] = session;
     h[2] = "MCP-Protocol-Version: " NAMES_PROTO_2025_06_18;
     CHECK_INT_EQ(
         fx_http_post(url, h, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", &r),
         0);
-    live_open(l);
-    CHECK(live_wait(l, ": listening", 1, 10000));
+    static const char *const get[] = {"Authorization: Bearer stream-key",
+                                      "Accept: text/event-stream",
+                                      "MCP-Protocol-Version: " NAMES_PROTO_2025_06_18, NULL, NULL};
+    const char *hg[5];
+    memcpy(hg, get, sizeof(hg));
+    hg[3] = session;
+    fx_stream_open(l, port, "/mcp", NULL, hg);
+    CHECK(fx_stream_wait(l, ": listening", 1, 10000));
     CHECK_INT_EQ(fx_http_post(url, h,
                               "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"resources/subscribe\","
                               "\"params\":{\"uri\":\"" SHARED_URI "\"}}",
@@ -871,16 +769,19 @@ static void legacy_client(live_t *l)
 }
 
 /* A 2026-07-28 subscriptions/listen stream naming SHARED_URI, acknowledged: l. */
-static void modern_client(live_t *l, int i)
+static void modern_client(fx_stream_t *l, int i)
 {
-    memset(l, 0, sizeof(*l));
-    snprintf(l->body, sizeof(l->body),
+    static const char *const h[] = {
+        "Authorization: Bearer stream-key", "Accept: application/json, text/event-stream",
+        "MCP-Protocol-Version: " NAMES_PROTO_MODERN, "Mcp-Method: subscriptions/listen", NULL};
+    char body[1024];
+    snprintf(body, sizeof(body),
              "{\"jsonrpc\":\"2.0\",\"id\":\"sub-%d\",\"method\":\"subscriptions/listen\","
              "\"params\":{" MODERN_META
              ",\"notifications\":{\"resourceSubscriptions\":[\"" SHARED_URI "\"]}}}",
              i);
-    live_open(l);
-    CHECK(live_wait(l, "\"resourceSubscriptions\":[\"" SHARED_URI "\"]", 1, 10000));
+    fx_stream_open(l, port, "/mcp", body, h);
+    CHECK(fx_stream_wait(l, "\"resourceSubscriptions\":[\"" SHARED_URI "\"]", 1, 10000));
 }
 
 /* Subscribe jobs of SHARED_URI finished on a worker (its log). */
@@ -888,7 +789,7 @@ static int shared_jobs(const char *name)
 {
     char path[400];
     snprintf(path, sizeof(path), "%s/%s.log", fx.dir, name);
-    return log_count(path, "\"msg\":\"job finish\"", "\"tool\":\"sdk_shared\"");
+    return fx_log_count(path, "\"msg\":\"job finish\"", "\"tool\":\"sdk_shared\"");
 }
 
 static void test_one_worker(const char *const wenv[], pid_t *w2)
@@ -906,9 +807,10 @@ static void test_one_worker(const char *const wenv[], pid_t *w2)
     printf("# partitions: w1 %s, w2 %s\n", p1, p2);
     CHECK(strlen(p1) == 1 && strlen(p2) == 1 && strcmp(p1, p2) != 0);
 
-    live_t legacy[CLIENTS], modern[CLIENTS];
+    static fx_stream_t legacy[CLIENTS], modern[CLIENTS]; /* large: not on the stack */
+    char sessions[CLIENTS][160];
     for (int i = 0; i < CLIENTS; i++) {
-        legacy_client(&legacy[i]);
+        legacy_client(&legacy[i], sessions[i]);
         modern_client(&modern[i], i);
     }
     /* The streams' jobs nobody waits for: finished once both logs count all six. */
@@ -926,8 +828,8 @@ static void test_one_worker(const char *const wenv[], pid_t *w2)
     check_update(sub, "default", SHARED_URI);
     static const char updated[] = "\"method\":\"notifications/resources/updated\"";
     for (int i = 0; i < CLIENTS; i++) {
-        CHECK(live_wait(&legacy[i], updated, 1, 20000));
-        CHECK(live_wait(&modern[i], updated, 1, 20000));
+        CHECK(fx_stream_wait(&legacy[i], updated, 1, 20000));
+        CHECK(fx_stream_wait(&modern[i], updated, 1, 20000));
     }
     /* A second worker subscribed too would publish its copy at the same moment: a quiet
      * second on the channel and the streams says none came. */
@@ -939,12 +841,12 @@ static void test_one_worker(const char *const wenv[], pid_t *w2)
         fx_sleep_ms(500);
     redisFree(sub);
     for (int i = 0; i < CLIENTS; i++) {
-        CHECK_INT_EQ(live_count(&legacy[i], updated), 1);
-        CHECK_INT_EQ(live_count(&modern[i], updated), 1);
-        CHECK_INT_EQ(live_count(&modern[i], "\"io.modelcontextprotocol/subscriptionId\":\"sub-"),
-                     2);
-        live_close(&legacy[i]);
-        live_close(&modern[i]);
+        CHECK_INT_EQ(fx_stream_count(&legacy[i], updated), 1);
+        CHECK_INT_EQ(fx_stream_count(&modern[i], updated), 1);
+        CHECK_INT_EQ(
+            fx_stream_count(&modern[i], "\"io.modelcontextprotocol/subscriptionId\":\"sub-"), 2);
+        fx_stream_close(&legacy[i]);
+        fx_stream_close(&modern[i]);
     }
     CHECK(!second);
     if (r)
