@@ -151,13 +151,16 @@ void mq_producer_free(mq_producer_t *p, int timeout_ms)
     producer_release(p);
 }
 
-int mq_producer_send(mq_producer_t *p, const char *topic, const char *key, const void *value,
-                     size_t len, const char *traceparent, const char *tracestate, void *opaque)
+int mq_producer_send(mq_producer_t *p, const char *topic, const char *job_id, const char *key,
+                     const void *value, size_t len, const char *traceparent, const char *tracestate,
+                     void *opaque)
 {
     if (!atomic_load(&p->up))
         return MCPQ_EUNAVAIL;
+    if (!key)
+        key = job_id;
     rd_kafka_headers_t *hdrs = rd_kafka_headers_new(4);
-    rd_kafka_header_add(hdrs, NAMES_HDR_JOB_ID, -1, key, -1);
+    rd_kafka_header_add(hdrs, NAMES_HDR_JOB_ID, -1, job_id, -1);
     if (p->sign.n) {
         char sig[JOBSIG_VALUE_LEN + 1];
         jobsig_sign(&p->sign.key[0], value, len, sig);

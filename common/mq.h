@@ -40,12 +40,16 @@ void mq_producer_conf_print(FILE *out, const kconf_t *kc, const char *brokers,
 /* Flushes what is queued (up to timeout_ms), stops the thread, destroys the handle. */
 void mq_producer_free(mq_producer_t *p, int timeout_ms);
 
-/* Queues value (copied) for topic with key and the headers job_id, traceparent and tracestate
- * (W3C trace context; either may be NULL, then the header is left out), and mcpq-sig when the
- * producer has a signing key. 0, MCPQ_EUNAVAIL when no broker is up, MCPQ_ETOOBIG, or
- * MCPQ_EIO (local queue full or other error). */
-int mq_producer_send(mq_producer_t *p, const char *topic, const char *key, const void *value,
-                     size_t len, const char *traceparent, const char *tracestate, void *opaque);
+/* Queues value (copied) for topic with the headers job_id, traceparent and tracestate (W3C
+ * trace context; either may be NULL, then the header is left out), and mcpq-sig when the
+ * producer has a signing key. The record's key is key, or job_id when key is NULL: records of
+ * one key go to one partition (the default partitioner hashes the key), hence to one worker
+ * of the group while the assignment holds (docs/executors.md, "Resource subscriptions").
+ * 0, MCPQ_EUNAVAIL when no broker is up, MCPQ_ETOOBIG, or MCPQ_EIO (local queue full or
+ * other error). */
+int mq_producer_send(mq_producer_t *p, const char *topic, const char *job_id, const char *key,
+                     const void *value, size_t len, const char *traceparent, const char *tracestate,
+                     void *opaque);
 
 /* 1 while at least one broker is reachable. */
 int mq_producer_up(const mq_producer_t *p);

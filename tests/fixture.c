@@ -14,6 +14,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <arpa/inet.h>
 #include <stdint.h>
@@ -799,6 +800,19 @@ int fx_log_line(const char *path, const char *a, const char *b, char *out, size_
     return found;
 }
 
+int fx_log_count(const char *path, const char *a, const char *b)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    char line[16384];
+    int n = 0;
+    while (fgets(line, sizeof(line), f))
+        n += strstr(line, a) && (!b || strstr(line, b));
+    fclose(f);
+    return n;
+}
+
 /* ---- in-process HTTP servers ---- */
 
 #define FX_MAX_SERVERS 8
@@ -1059,4 +1073,129 @@ char *fx_job_record(const fx_stack_t *fx, const char *job_id, const char *tenant
     if (!rec)
         fprintf(stderr, "fixture: no result record for job %s in %d ms\n", job_id, timeout_ms);
     return rec;
+}
+
+/* ---- fx_stream_t: a long-lived HTTP exchange read by a thread of its own ---- */
+
+static size_t stream_data(char *p, size_t size, size_t n, void *arg)
+{
+    fx_stream_t *s = arg;
+    size_t k = size * n;
+    pthread_mutex_lock(&s->lock);
+    size_t room = sizeof(s->buf) - 1 - s->len, c = k < room ? k : room;
+    memcpy(s->buf + s->len, p, c);
+    s->len += c;
+    s->buf[s->len] = '\0';
+    pthread_mutex_unlock(&s->lock);
+    return k;
+}
+
+static size_t stream_header(char *p, size_t size, size_t n, void *arg)
+{
+    fx_stream_t *s = arg;
+    size_t k = size * n;
+    pthread_mutex_lock(&s->lock);
+    if (k > 9 && strncmp(p, "HTTP/1.1 ", 9) == 0)
+        s->status = strtol(p + 9, NULL, 10);
+    if (k > 13 && strncasecmp(p, "Content-Type:", 13) == 0)
+        snprintf(s->ctype, sizeof(s->ctype), "%.*s", (int)(k - 13), p + 13);
+    pthread_mutex_unlock(&s->lock);
+    return k;
+}
+
+static int stream_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+{
+    (void)a, (void)b, (void)c, (void)d;
+    return atomic_load(&((fx_stream_t *)arg)->stop); /* non-zero aborts the transfer */
+}
+
+static void *stream_thread(void *arg)
+{
+    fx_stream_t *s = arg;
+    CURL *c = curl_easy_init();
+    struct curl_slist *hl = NULL;
+    for (int i = 0; s->headers[i]; i++)
+        hl = curl_slist_append(hl, s->headers[i]);
+    if (s->body[0])
+        hl = curl_slist_append(hl, "Content-Type: application/json");
+    curl_easy_setopt(c, CURLOPT_URL, s->url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+    if (s->body[0])
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, s->body);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, stream_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, s);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, stream_header);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, s);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, stream_progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, s);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 120000L);
+    curl_easy_perform(c);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(hl);
+    atomic_store(&s->done, 1);
+    return NULL;
+}
+
+void fx_stream_open(fx_stream_t *s, int port, const char *path, const char *body,
+                    const char *const headers[])
+{
+    memset(s, 0, sizeof(*s));
+    pthread_mutex_init(&s->lock, NULL);
+    snprintf(s->url, sizeof(s->url), "http://127.0.0.1:%d%s", port, path);
+    snprintf(s->body, sizeof(s->body), "%s", body ? body : "");
+    for (int i = 0; headers[i] && i < 7; i++)
+        s->headers[i] = headers[i];
+    atomic_init(&s->stop, 0);
+    atomic_init(&s->done, 0);
+    if (pthread_create(&s->th, NULL, stream_thread, s) != 0) {
+        fprintf(stderr, "fx_stream_open: cannot start a thread\n");
+        exit(1);
+    }
+}
+
+void fx_stream_close(fx_stream_t *s)
+{
+    atomic_store(&s->stop, 1);
+    pthread_join(s->th, NULL);
+    pthread_mutex_destroy(&s->lock);
+}
+
+int fx_stream_count(fx_stream_t *s, const char *needle)
+{
+    int n = 0;
+    pthread_mutex_lock(&s->lock);
+    for (const char *p = s->buf; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+        n++;
+    pthread_mutex_unlock(&s->lock);
+    return n;
+}
+
+int fx_stream_wait(fx_stream_t *s, const char *needle, int times, int ms)
+{
+    long long until = fx_now_ms() + ms;
+    while (fx_stream_count(s, needle) < times) {
+        if (fx_now_ms() >= until)
+            return 0;
+        fx_sleep_ms(10);
+    }
+    return 1;
+}
+
+int fx_stream_wait_done(fx_stream_t *s, int ms)
+{
+    long long until = fx_now_ms() + ms;
+    while (!atomic_load(&s->done)) {
+        if (fx_now_ms() >= until)
+            return 0;
+        fx_sleep_ms(10);
+    }
+    return 1;
+}
+
+void fx_stream_dump(fx_stream_t *s, const char *what)
+{
+    pthread_mutex_lock(&s->lock);
+    fprintf(stderr, "--- %s (status %ld) ---\n%s\n--- end ---\n", what, s->status, s->buf);
+    pthread_mutex_unlock(&s->lock);
 }

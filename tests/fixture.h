@@ -25,6 +25,8 @@
 
 #include <librdkafka/rdkafka.h>
 #include <microhttpd.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <sys/types.h>
 
 typedef struct fx_stack {
@@ -156,10 +158,10 @@ pid_t fx_sdk_upstream_mode(const fx_stack_t *fx, int port, const char *token, co
 
 /*
  * Produces a job envelope (v1, server "default", tool "fed", sync, 20 s) of tenant, method,
- * arguments (JSON text; NULL: {}) and executor (JSON text) keyed job_id to the jobs topic "mcpq.jobs",
- * unsigned (a worker started with MCPQ_JOB_SIGNING_KEY= takes it), and waits up to 30 s for
- * its result record in Redis: for what no client request makes (a raw method,
- * mcpq/catalog). The record's JSON (malloc'd), or NULL with a message on stderr.
+ * arguments (JSON text; NULL: {}) and executor (JSON text) keyed job_id to the jobs topic
+ * "mcpq.jobs", unsigned (a worker started with MCPQ_JOB_SIGNING_KEY= takes it), and waits up to 30
+ * s for its result record in Redis: for what no client request makes (a raw method, mcpq/catalog).
+ * The record's JSON (malloc'd), or NULL with a message on stderr.
  */
 char *fx_job_record(const fx_stack_t *fx, const char *job_id, const char *tenant,
                     const char *method, const char *arguments, const char *executor);
@@ -195,6 +197,9 @@ long long fx_committed(rd_kafka_t *reader, const char *topic, int32_t partition)
 /* 1 when a line of the file at path holds a and b (b may be NULL), which is then copied to
  * out (size bytes; out may be NULL); 0 otherwise. Lines up to 16 KiB. */
 int fx_log_line(const char *path, const char *a, const char *b, char *out, size_t size);
+/* How many lines of the file at path hold a and b (b may be NULL); 0 when it cannot be read.
+ * Lines up to 16 KiB. */
+int fx_log_count(const char *path, const char *a, const char *b);
 
 /* An HTTP answer as fx_http_post() saw it (the body cut at 8 KiB). */
 typedef struct fx_reply {
@@ -210,6 +215,38 @@ typedef struct fx_reply {
  * NULL-terminated "Name: value" strings) to url with a 10 s timeout. 0, or -1 when no
  * HTTP answer came (r->status 0). */
 int fx_http_post(const char *url, const char *const headers[], const char *body, fx_reply_t *r);
+
+/* A long-lived HTTP exchange (a GET stream, a subscriptions/listen, or any request) read by a
+ * thread of its own: what arrived so far is in buf (cut at 64 KiB), its status and
+ * Content-Type once the headers came, done once the exchange ended. */
+typedef struct fx_stream {
+    char url[128];
+    char body[2048]; /* POST body; "" for a GET */
+    const char *headers[8];
+    pthread_t th;
+    pthread_mutex_t lock;
+    char buf[65536];
+    size_t len;
+    long status;
+    char ctype[64];
+    atomic_int stop, done;
+} fx_stream_t;
+
+/* Starts the exchange: GET (body NULL) or POST of body (Content-Type: application/json) to
+ * http://127.0.0.1:<port><path> with headers (NULL-terminated "Name: value", at most 7,
+ * borrowed until fx_stream_close), 120 s at most. Exits the test when no thread starts. */
+void fx_stream_open(fx_stream_t *s, int port, const char *path, const char *body,
+                    const char *const headers[]);
+/* Ends the exchange (if still going) and joins its thread. */
+void fx_stream_close(fx_stream_t *s);
+/* How many times needle occurs in what the stream received so far. */
+int fx_stream_count(fx_stream_t *s, const char *needle);
+/* Waits up to ms for needle to have occurred at least times times: 1, or 0 on timeout. */
+int fx_stream_wait(fx_stream_t *s, const char *needle, int times, int ms);
+/* Waits up to ms for the exchange to end: 1, or 0 on timeout. */
+int fx_stream_wait_done(fx_stream_t *s, int ms);
+/* Prints what the stream received, headed by what, on stderr. */
+void fx_stream_dump(fx_stream_t *s, const char *what);
 
 /* A request an in-process test server received in full: its body is in b. */
 typedef enum MHD_Result (*fx_server_fn)(struct MHD_Connection *conn, const char *url,

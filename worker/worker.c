@@ -578,14 +578,24 @@ static const char *record_traceparent(const rd_kafka_message_t *msg, char *buf, 
     return buf;
 }
 
-/* The record's key when it is a valid job id, for the log line of a refused record. */
+/* The record's job id when it is a valid one, for the log line of a refused record: its
+ * job_id header, else its key (a subscription's job is keyed by its resource, not its id:
+ * docs/executors.md, "Resource subscriptions"). */
 static const char *record_key(const rd_kafka_message_t *msg, char *buf, size_t size)
 {
-    if (!msg->key || msg->key_len == 0 || msg->key_len >= size ||
-        memchr(msg->key, '\0', msg->key_len))
+    rd_kafka_headers_t *hdrs = NULL;
+    const void *v = NULL;
+    size_t n = 0;
+    if (rd_kafka_message_headers(msg, &hdrs) != RD_KAFKA_RESP_ERR_NO_ERROR ||
+        rd_kafka_header_get_last(hdrs, NAMES_HDR_JOB_ID, &v, &n) != RD_KAFKA_RESP_ERR_NO_ERROR ||
+        !v) {
+        v = msg->key;
+        n = msg->key_len;
+    }
+    if (!v || n == 0 || n >= size || memchr(v, '\0', n))
         return "(none)";
-    memcpy(buf, msg->key, msg->key_len);
-    buf[msg->key_len] = '\0';
+    memcpy(buf, v, n);
+    buf[n] = '\0';
     return wrk_envelope_id_valid(buf) ? buf : "(invalid)";
 }
 

@@ -549,7 +549,7 @@ static cJSON *fed_catalog(ing_federate_t *f, fed_entry_t *e, redisContext **rc, 
         snprintf(why, why_size, "out of memory");
         return NULL;
     }
-    int rc0 = mq_producer_send(f->ctx->producer, f->ctx->set->topic_jobs, job_id, payload,
+    int rc0 = mq_producer_send(f->ctx->producer, f->ctx->set->topic_jobs, job_id, NULL, payload,
                                strlen(payload), NULL, NULL, opaque);
     cJSON_free(payload);
     if (rc0 < 0) {

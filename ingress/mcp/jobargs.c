@@ -134,3 +134,23 @@ cJSON *ing_jobargs_build(ing_job_method_t method, const cJSON *params, const cJS
     }
     return o;
 }
+
+char *ing_jobargs_route_key(ing_job_method_t method, const char *tenant, const char *server,
+                            const cJSON *args)
+{
+    const char *uri = cJSON_GetStringValue(get(args, "uri"));
+    if ((method != ING_JOB_SUBSCRIBE && method != ING_JOB_UNSUBSCRIBE) || !uri)
+        return NULL;
+    /* A JSON array: unambiguous whatever the three strings hold. */
+    cJSON *a = cJSON_CreateArray();
+    char *key = NULL;
+    if (a && cJSON_AddItemToArray(a, cJSON_CreateString(tenant)) &&
+        cJSON_AddItemToArray(a, cJSON_CreateString(server)) &&
+        cJSON_AddItemToArray(a, cJSON_CreateString(uri))) {
+        char *s = cJSON_PrintUnformatted(a);
+        key = s ? strdup(s) : NULL;
+        cJSON_free(s);
+    }
+    cJSON_Delete(a);
+    return key;
+}

@@ -45,4 +45,14 @@ int ing_jobargs_check(ing_job_method_t method, const cJSON *params, char *why, s
  * object the caller owns, NULL on ENOMEM. */
 cJSON *ing_jobargs_build(ing_job_method_t method, const cJSON *params, const cJSON *vars);
 
+/* The Kafka record key of a job of method on (tenant, server) whose arguments (as
+ * ing_jobargs_build made them) are args: resources/subscribe and resources/unsubscribe are
+ * keyed by (tenant, server, uri), as the JSON array ["<tenant>","<server>","<uri>"], so every
+ * subscription to one resource reaches one partition, hence one worker, which alone
+ * subscribes upstream and publishes the updates (docs/executors.md, "Resource
+ * subscriptions"); NULL for every other method (keyed by the job id) and on ENOMEM (the
+ * caller then keys by the job id). malloc'd; the caller frees it. */
+char *ing_jobargs_route_key(ing_job_method_t method, const char *tenant, const char *server,
+                            const cJSON *args);
+
 #endif

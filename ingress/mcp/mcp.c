@@ -223,9 +223,11 @@ static void do_listen(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
         .tenant_max = ing_quota_limit(m->tenant, ING_QUOTA_STREAMS, m->req->ctx->set)};
     int rc = end_json ? ing_listen_open(m->req->ctx->listen, m->req, &spec) : MCPQ_ENOMEM;
     free(end_json);
-    free(uris);
     if (rc < 0)
         listen_refused(resp, msg->id, rc, &spec);
+    else /* the stream is there to hear the updates the workers will publish */
+        ing_subscribe_listen_jobs(m, msg, uris, nuris);
+    free(uris);
 }
 
 /* ---- dispatch ---- */

@@ -3,6 +3,7 @@
 #include "access.h"
 #include "err.h"
 #include "kinds.h"
+#include "log.h"
 #include "rsub.h"
 #include "toolcall.h"
 
@@ -131,4 +132,41 @@ int ing_subscribe_listen_uris(ing_mcp_t *m, const cJSON *filter, const char ***u
             (*uris)[(*n)++] = u->valuestring;
     }
     return 0;
+}
+
+size_t ing_subscribe_listen_jobs(ing_mcp_t *m, const rpc_msg_t *msg, const char *const *uris,
+                                 size_t n)
+{
+    size_t sent = 0;
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(msg->params, "_meta");
+    for (size_t i = 0; i < n; i++) {
+        cJSON *vars = NULL;
+        const ing_tool_t *obj = watched(m, uris[i], &vars);
+        cJSON *params = obj && cJSON_GetObjectItemCaseSensitive(obj->version, "executor")
+                            ? cJSON_CreateObject()
+                            : NULL;
+        if (params) {
+            /* The job a legacy resources/subscribe of the uri sends, with the stream's
+             * _meta (its trace). */
+            char why[256];
+            rpc_msg_t sub = {.kind = RPC_REQUEST,
+                             .id = msg->id,
+                             .method = "resources/subscribe",
+                             .params = params};
+            cJSON_AddStringToObject(params, "uri", uris[i]);
+            if (meta)
+                cJSON_AddItemReferenceToObject(params, "_meta", (cJSON *)meta);
+            if (ing_toolcall_detached(m, &sub, obj, vars, why, sizeof(why)) == 0)
+                sent++;
+            else
+                log_event(LOG_WARN,
+                          "subscriptions/listen: the worker serving a resource was not told to "
+                          "subscribe (its updates will not come)",
+                          "tenant", obj->tenant, "server", obj->server, "uri", uris[i], "error",
+                          why, (char *)NULL);
+        }
+        cJSON_Delete(params);
+        cJSON_Delete(vars);
+    }
+    return sent;
 }

@@ -19,9 +19,11 @@
  * client's. resources/unsubscribe sends no job: the worker keeps one subscription per
  * (tenant, server, uri) for every session of the tenant, so one session's unsubscribe must not
  * end the others' updates; an update nobody listens to any more reaches no stream. A 2026-07-28
- * stream's resourceSubscriptions of such a resource are honoured (updates a worker publishes reach
- * it) but send no job: nothing tells a worker to subscribe upstream for a stream (docs/protocol.md
- * says so).
+ * stream's resourceSubscriptions of such a resource send the same resources/subscribe job once
+ * the stream is acknowledged, with nobody waiting for its answer (toolcall.h,
+ * ing_toolcall_detached; docs/protocol.md "Resource subscriptions" says why); closing the
+ * stream sends none, as an unsubscribe does not. Every subscribe job of one (tenant, server,
+ * uri) reaches one worker (jobargs.h, ing_jobargs_route_key).
  */
 #ifndef MCPQ_ING_SUBSCRIBE_H
 #define MCPQ_ING_SUBSCRIBE_H
@@ -45,5 +47,12 @@ int ing_subscribe_call(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp, int
  * (not an array of strings, or more than MCPQ_MAX_RESOURCE_SUBSCRIPTIONS): answer -32602. */
 int ing_subscribe_listen_uris(ing_mcp_t *m, const cJSON *filter, const char ***uris, size_t *n,
                               char *why, size_t why_size);
+
+/* After an acknowledged subscriptions/listen stream (msg its request) honouring uris (from
+ * ing_subscribe_listen_uris): a resources/subscribe job for each uri a worker serves, published
+ * with nobody waiting (see above); one that cannot be published is logged. How many were
+ * published. */
+size_t ing_subscribe_listen_jobs(ing_mcp_t *m, const rpc_msg_t *msg, const char *const *uris,
+                                 size_t n);
 
 #endif

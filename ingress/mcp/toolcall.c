@@ -255,10 +255,13 @@ typedef struct tc {
     char idem_id[ING_JOB_ID_LEN];
     char owner[ING_OWNER_MAX]; /* the caller's principal (owner.h): its tasks and keys */
     long long timeout_ms;
-    int as_task;   /* task_answer_t, or -1: synchronous */
-    cJSON *own;    /* the tool's own arguments; NULL once handed to an envelope */
-    cJSON *atts;   /* resolved attachments; NULL once handed to an envelope */
-    char *payload; /* the job's envelope as JSON, while being published */
+    int as_task;         /* task_answer_t, or -1: synchronous */
+    cJSON *own;          /* the tool's own arguments; NULL once handed to an envelope */
+    cJSON *atts;         /* resolved attachments; NULL once handed to an envelope */
+    char *payload;       /* the job's envelope as JSON, while being published */
+    char *key;           /* the job's Kafka record key (jobargs.h); NULL: its job id */
+    int detached;        /* nobody waits for the job (ing_toolcall_detached): no reply stream */
+    ing_call_t own_call; /* detached: the call that carries its job id and trace */
 } tc_t;
 
 /* Answers the call with a JSON-RPC error (HTTP 200 unless status says otherwise). */
@@ -385,7 +388,7 @@ static tc_status_t tc_tool(tc_t *tc)
         return tc_unknown(tc, name);
     if (acc == ING_ACCESS_SCOPE) /* 403 with the scopes to ask for (docs/authorization.md) */
         return tc_insufficient_scope(tc, scope);
-    tc->call = ing_mcpreq_call(tc->m);
+    tc->call = tc->detached ? &tc->own_call : ing_mcpreq_call(tc->m);
     if (!tc->call)
         return tc_error(tc, 200, RPC_INTERNAL_ERROR, "out of memory");
     /* From here on every line this thread logs for the call carries its trace (log.h); the
@@ -620,7 +623,7 @@ static int task_send(tc_t *tc, const char *id, const char *payload)
     char *opaque = malloc(strlen(id) + 3);
     if (opaque)
         snprintf(opaque, strlen(id) + 3, "t:%s", id);
-    int rc = opaque ? mq_producer_send(ctx->producer, ctx->set->topic_jobs, id, payload,
+    int rc = opaque ? mq_producer_send(ctx->producer, ctx->set->topic_jobs, id, NULL, payload,
                                        strlen(payload), tc->traceparent[0] ? tc->traceparent : NULL,
                                        tc->tracestate, opaque)
                     : MCPQ_ENOMEM;
@@ -781,10 +784,13 @@ static tc_status_t tc_envelope(tc_t *tc)
     call->progress_token[0] = '\0';
     if (rpc_id_valid(tc->tok))
         rpc_id_str(tc->tok, call->progress_token, sizeof(call->progress_token));
+    tc->key = ing_jobargs_route_key(tc->method, tc->tool->tenant, tc->tool->server, tc->own);
     cJSON *env = build_envelope(tc->m, tc->tool, tc->msg, tc->own, tc->atts, call->job_id,
                                 tc->timeout_ms, tc->traceparent);
     tc->own = tc->atts = NULL; /* now owned by env */
-    if (tc->ikey)              /* the worker keeps the record as long as a repeat may replay */
+    if (tc->detached) /* the worker answers nobody; its record expires (docs/protocol.md) */
+        cJSON_DeleteItemFromObjectCaseSensitive(env, "reply_to");
+    if (tc->ikey) /* the worker keeps the record as long as a repeat may replay */
         cJSON_AddNumberToObject(env, "result_ttl_s", (double)tc->ctx->set->idempotency_ttl_s);
     tc->payload = cJSON_PrintUnformatted(env);
     cJSON_Delete(env);
@@ -808,9 +814,38 @@ static void remember_request(tc_t *tc)
         freeReplyObject(r);
 }
 
+/* A detached job goes to Kafka and nobody waits for it; its delivery report knows it by
+ * "d:<job id>". */
+static tc_status_t tc_publish_detached(tc_t *tc)
+{
+    ing_ctx_t *ctx = tc->ctx;
+    const char *job_id = tc->call->job_id;
+    size_t size = strlen(job_id) + 3;
+    char *opaque = malloc(size);
+    if (opaque)
+        snprintf(opaque, size, "d:%s", job_id);
+    int rc =
+        opaque ? mq_producer_send(ctx->producer, ctx->set->topic_jobs, job_id, tc->key, tc->payload,
+                                  strlen(tc->payload), tc->traceparent[0] ? tc->traceparent : NULL,
+                                  tc->tracestate, opaque)
+               : MCPQ_ENOMEM;
+    if (rc < 0) {
+        free(opaque);
+        ing_metrics_published(ctx->metrics, 0);
+        return tc_failed(tc, rc == MCPQ_ENOMEM ? "out of memory"
+                                               : "job queue (Kafka) unavailable; try again");
+    }
+    log_event(LOG_INFO, "tool call published", "tenant", tc->tool->tenant, "tool", tc->tool->name,
+              "method", ing_jobargs_method_name(tc->method), "job_id", job_id, "reply", "none",
+              (char *)NULL);
+    return TC_ANSWERED;
+}
+
 /* The job goes to Kafka and the call waits for its result (pending.h). */
 static tc_status_t tc_publish(tc_t *tc)
 {
+    if (tc->detached)
+        return tc_publish_detached(tc);
     ing_ctx_t *ctx = tc->ctx;
     ing_call_t *call = tc->call;
     char *opaque = strdup(call->job_id);
@@ -821,9 +856,9 @@ static tc_status_t tc_publish(tc_t *tc)
         free(opaque);
         return tc_error(tc, 200, RPC_INTERNAL_ERROR, "internal error; try again");
     }
-    int rc = mq_producer_send(ctx->producer, ctx->set->topic_jobs, call->job_id, tc->payload,
-                              strlen(tc->payload), tc->traceparent[0] ? tc->traceparent : NULL,
-                              tc->tracestate, opaque);
+    int rc = mq_producer_send(ctx->producer, ctx->set->topic_jobs, call->job_id, tc->key,
+                              tc->payload, strlen(tc->payload),
+                              tc->traceparent[0] ? tc->traceparent : NULL, tc->tracestate, opaque);
     if (rc < 0) {
         free(opaque);
         ing_mcpreq_dequeue(tc->m, call);
@@ -851,6 +886,7 @@ static int run(tc_t *tc)
     cJSON_Delete(tc->own);
     cJSON_Delete(tc->atts);
     cJSON_free(tc->payload);
+    free(tc->key);
     return st == TC_PARKED;
 }
 
@@ -864,8 +900,10 @@ int ing_toolcall_run(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     return run(&tc);
 }
 
-int ing_toolcall_object(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp, const ing_tool_t *obj,
-                        const cJSON *vars)
+/* The state of a job that answers msg for obj (with vars), or 0 when no job answers it
+ * (resp filled). */
+static int object_tc(tc_t *tc, ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp,
+                     const ing_tool_t *obj, const cJSON *vars)
 {
     int method = ing_jobargs_method(msg->method);
     if (method <= ING_JOB_CALL || !obj ||
@@ -874,15 +912,46 @@ int ing_toolcall_object(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp, co
                               NULL);
         return 0;
     }
-    tc_t tc = {.m = m,
-               .msg = msg,
-               .resp = resp,
-               .ctx = m->req->ctx,
-               .as_task = -1,
-               .method = (ing_job_method_t)method,
-               .given = obj,
-               .vars = vars};
-    return run(&tc);
+    *tc = (tc_t){.m = m,
+                 .msg = msg,
+                 .resp = resp,
+                 .ctx = m->req->ctx,
+                 .as_task = -1,
+                 .method = (ing_job_method_t)method,
+                 .given = obj,
+                 .vars = vars};
+    return 1;
+}
+
+int ing_toolcall_object(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp, const ing_tool_t *obj,
+                        const cJSON *vars)
+{
+    tc_t tc;
+    return object_tc(&tc, m, msg, resp, obj, vars) ? run(&tc) : 0;
+}
+
+int ing_toolcall_detached(ing_mcp_t *m, const rpc_msg_t *msg, const ing_tool_t *obj,
+                          const cJSON *vars, char *why, size_t why_size)
+{
+    ing_resp_t resp = {0};
+    tc_t *tc = calloc(1, sizeof(*tc)); /* an ing_call_t is large for a stack */
+    int ok = tc && object_tc(tc, m, msg, &resp, obj, vars);
+    if (ok) {
+        tc->detached = 1;
+        (void)run(tc);
+    }
+    /* Published, or answered without a job (fake mode): no error; refused: its message. */
+    cJSON *e = resp.body ? cJSON_Parse(resp.body) : NULL;
+    const cJSON *err = cJSON_GetObjectItemCaseSensitive(e, "error");
+    if (!ok || err) {
+        const char *text = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "message"));
+        snprintf(why, why_size, "%s", text ? text : "out of memory");
+        ok = 0;
+    }
+    cJSON_Delete(e);
+    ing_resp_release(&resp);
+    free(tc);
+    return ok ? 0 : -1;
 }
 
 void ing_toolcall_delivered(void *opaque, int err, void *arg)
@@ -890,6 +959,14 @@ void ing_toolcall_delivered(void *opaque, int err, void *arg)
     ing_ctx_t *ctx = arg;
     char *job_id = opaque;
     ing_metrics_published(ctx->metrics, err == 0);
+    if (strncmp(job_id, "d:", 2) == 0) {
+        /* A detached job (ing_toolcall_detached): nobody waits; a loss is only logged. */
+        if (err < 0)
+            log_event(LOG_WARN, "a job nobody waits for was not delivered", "job_id", job_id + 2,
+                      (char *)NULL);
+        free(job_id);
+        return;
+    }
     if (strncmp(job_id, "t:", 2) == 0) {
         /* A task's job: nobody waits on the connection; the task itself records it. */
         if (err == MCPQ_EUNAVAIL)

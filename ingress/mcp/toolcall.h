@@ -24,6 +24,14 @@ int ing_toolcall_run(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp);
  * result passes through (pending.h). Same return as ing_toolcall_run. */
 int ing_toolcall_object(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp, const ing_tool_t *obj,
                         const cJSON *vars);
+/* The same job as ing_toolcall_object's, published with nobody waiting for it: the envelope
+ * has no reply_to (the worker answers no stream; its result record expires), the request's
+ * own call is left alone (a subscriptions/listen stream keeps it), and the delivery report
+ * only logs a loss. For the resources/subscribe jobs of a 2026-07-28 subscriptions/listen
+ * (subscribe.h). 0 when published (or answered without a job: a fake object), or -1 with why
+ * filled (the error the request would have been answered with). */
+int ing_toolcall_detached(ing_mcp_t *m, const rpc_msg_t *msg, const ing_tool_t *obj,
+                          const cJSON *vars, char *why, size_t why_size);
 /* notifications/cancelled of a legacy client: cancels the job its requestId names. */
 void ing_toolcall_cancelled(ing_mcp_t *m, const rpc_msg_t *msg);
 /* Kafka delivery report for a published job (opaque: the malloc'd job id). */

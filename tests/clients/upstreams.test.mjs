@@ -12,7 +12,7 @@
 // and a read, a template read, prompts/list and a get, completion/complete, a resource
 // subscription whose update arrives (server-everything sends them every 5 s once its
 // toggle-subscriber-updates tool was called; legacy: resources/subscribe and the session's GET
-// stream; 2026-07-28: subscriptions/listen with resourceSubscriptions, a TODO: see the test),
+// stream; 2026-07-28: subscriptions/listen with resourceSubscriptions),
 // and progress that
 // arrives while the long-running tool still runs. server-filesystem: its allowed directory,
 // a file written and read back.
@@ -184,16 +184,13 @@ for (const kind of ['v1', 'v2']) {
         assert.deepEqual(named.completion.values, ['David', 'Eve', 'Frank'], JSON.stringify(named));
       });
 
-      // A 2026-07-28 stream's resourceSubscriptions send no resources/subscribe job to the worker
-      // (docs/protocol.md, "Resource subscriptions": only a legacy session's resources/subscribe
-      // makes the worker subscribe upstream), so a v2 client alone never gets an upstream's
-      // updates: reported as a TODO (it runs, and says so when it passes) until the listen path
-      // subscribes upstream.
-      const todo = kind === 'v2'
-        ? 'subscriptions/listen does not subscribe a worker-served resource upstream (docs/protocol.md, "Resource subscriptions")'
-        : undefined;
-      test("a resource subscription's update arrives", { ...T, todo }, async () => {
-        const uri = 'demo://resource/dynamic/text/3';
+      // v1: resources/subscribe; v2: a subscriptions/listen stream naming the uri, which sends the
+      // worker the same resources/subscribe job (docs/protocol.md, "Resource subscriptions").
+      // Each client its own uri: a legacy unsubscribe leaves the worker subscribed upstream
+      // (other sessions may still watch it), so a uri the v1 client watched would reach the v2
+      // client's stream without the stream's own job.
+      test("a resource subscription's update arrives", T, async () => {
+        const uri = `demo://resource/dynamic/text/${kind === 'v1' ? 3 : 4}`;
         let sub;
         if (kind === 'v1') await c.client.subscribeResource({ uri });
         else sub = await c.client.listen({ resourceSubscriptions: [uri] });

@@ -68,10 +68,11 @@ int mq_producer_up(const mq_producer_t *p)
 
 /* Answers a sync job at once through its reply stream (a progress entry, then the result),
  * as a worker would; task jobs never get here (the stand-in refuses the task scripts). */
-int mq_producer_send(mq_producer_t *p, const char *topic, const char *key, const void *value,
-                     size_t len, const char *traceparent, const char *tracestate, void *opaque)
+int mq_producer_send(mq_producer_t *p, const char *topic, const char *job_id, const char *key,
+                     const void *value, size_t len, const char *traceparent, const char *tracestate,
+                     void *opaque)
 {
-    (void)p, (void)topic, (void)key, (void)traceparent, (void)tracestate;
+    (void)p, (void)topic, (void)job_id, (void)key, (void)traceparent, (void)tracestate;
     cJSON *env = cJSON_ParseWithLength(value, len);
     const char *reply = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(env, "reply_to"));
     const char *job = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(env, "job_id"));

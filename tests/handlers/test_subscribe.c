@@ -7,16 +7,21 @@
  * for one subscription past MCPQ_MAX_RESOURCE_SUBSCRIPTIONS, naming the limit; -32600
  * without a session; -32601 under 2026-07-28 (subscriptions/listen replaced it);
  * unsubscribing answers `{}` (a uri never subscribed too); a subscription to a resource a worker
- * serves is a job the worker answers. What the next replica relies on:
+ * serves is a job the worker answers, and a 2026-07-28 subscriptions/listen naming it sends the
+ * same job once its stream is acknowledged (no reply stream: nobody waits), none for a static
+ * resource; every subscribe job of one uri carries the Kafka key ["t","default","<uri>"] (one
+ * partition, one worker) with its own job id in the header. What the next replica relies on:
  * the subscriptions in {mcpq}:rsubs:<session> with the session's TTL, gone with the session.
  */
 #include "check.h"
 #include "harness.h"
 
+#include "listen.h"
 #include "mcp.h"
 #include "names.h"
 #include "rpc.h"
 
+#include <librdkafka/rdkafka.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -283,6 +288,86 @@ static void test_listen_filter(void)
               "MCPQ_MAX_RESOURCE_SUBSCRIPTIONS of them, is -32602");
 }
 
+/* A subscribe job as the job topic holds it. */
+typedef struct rec {
+    char key[256], job_id[64];
+    int32_t partition;
+    int reply; /* the envelope has a reply_to */
+} rec_t;
+
+/* The resources/subscribe jobs of uri on the job topic (read from its start by a group of its
+ * own, so a worker's consumption hides nothing), into out (at most max): how many, once
+ * `want` were read or after ms. */
+static int subscribe_jobs(const char *uri, int want, rec_t *out, int max, int ms)
+{
+    rd_kafka_t *rk = fx_kafka_new(&h.fx, "test-subscribe-reader", NULL);
+    rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(2);
+    for (int32_t p = 0; p < 2; p++)
+        rd_kafka_topic_partition_list_add(parts, h.set.topic_jobs, p)->offset =
+            RD_KAFKA_OFFSET_BEGINNING;
+    CHECK_INT_EQ(rd_kafka_assign(rk, parts), RD_KAFKA_RESP_ERR_NO_ERROR);
+    rd_kafka_topic_partition_list_destroy(parts);
+    int n = 0;
+    for (long long until = fx_now_ms() + ms; n < want && fx_now_ms() < until;) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
+        if (!m)
+            continue;
+        cJSON *env = m->err ? NULL : cJSON_ParseWithLength(m->payload, m->len);
+        const char *method = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(env, "method"));
+        const char *u = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(env, "arguments"), "uri"));
+        rd_kafka_headers_t *hdrs = NULL;
+        const void *v = NULL;
+        size_t vlen = 0;
+        if (method && strcmp(method, "resources/subscribe") == 0 && u && strcmp(u, uri) == 0 &&
+            n < max) {
+            rec_t *r = &out[n++];
+            snprintf(r->key, sizeof(r->key), "%.*s", (int)m->key_len, (const char *)m->key);
+            if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+                rd_kafka_header_get_last(hdrs, NAMES_HDR_JOB_ID, &v, &vlen) ==
+                    RD_KAFKA_RESP_ERR_NO_ERROR)
+                snprintf(r->job_id, sizeof(r->job_id), "%.*s", (int)vlen, (const char *)v);
+            r->partition = m->partition;
+            r->reply = cJSON_GetObjectItemCaseSensitive(env, "reply_to") != NULL;
+        }
+        cJSON_Delete(env);
+        rd_kafka_message_destroy(m);
+    }
+    rd_kafka_consumer_close(rk);
+    rd_kafka_destroy(rk);
+    return n;
+}
+
+/* A 2026-07-28 stream naming resources a worker serves tells the worker (a job nobody waits
+ * for); every subscribe job of one uri has the same Kafka key, hence one partition. */
+static void test_listen_jobs(void)
+{
+    hx_ex_t e;
+    rpc(&e, "2026-07-28", NULL, NULL, "subscriptions/listen",
+        "{\"notifications\":{\"resourceSubscriptions\":[\"worker://live\",\"file:///readme.md\"]},"
+        "\"_meta\":{\"" NAMES_META_PROTOCOL_VERSION "\":\"2026-07-28\"}}");
+    CHECK(e.req.has_call && e.req.listener); /* the stream is open */
+    rec_t recs[4];
+    /* test_worker's resources/subscribe, then the stream's */
+    CHECK_INT_EQ(subscribe_jobs("worker://live", 2, recs, 4, 20000), 2);
+    for (int i = 0; i < 2; i++) {
+        CHECK_STR_EQ(recs[i].key, "[\"t\",\"default\",\"worker://live\"]");
+        CHECK(strncmp(recs[i].job_id, "j_", 2) == 0);
+    }
+    CHECK(strcmp(recs[0].job_id, recs[1].job_id) != 0);
+    CHECK_INT_EQ(recs[0].partition, recs[1].partition);
+    CHECK_INT_EQ(recs[0].reply + recs[1].reply,
+                 1); /* the legacy call's has one, not the stream's */
+    /* static: no job (the stream's live one was published in the same call, before) */
+    CHECK_INT_EQ(subscribe_jobs("file:///readme.md", 1, recs, 4, 3000), 0);
+    void *lr = e.req.listener;
+    hx_ex_free(&e); /* the call leaves the table, then the stream goes, as server.c does */
+    ing_listen_remove(h.ctx.listen, lr);
+    TEST_PASS("subscriptions/listen naming a resource a worker serves sends it a resources/"
+              "subscribe job (no reply stream), none for a static one; every subscribe job of "
+              "the uri has the Kafka key [tenant, server, uri] and its own job id");
+}
+
 int main(void)
 {
     const char *args[] = {"--max-resource-subscriptions", "3", NULL};
@@ -292,6 +377,7 @@ int main(void)
     test_limit();
     test_listen_filter();
     test_worker();
+    test_listen_jobs();
     hx_stop(&h);
     return TEST_EXIT();
 }

@@ -165,21 +165,6 @@ static void check_result(const exchange_t *x, const char *text)
 
 /* ---- logs ---- */
 
-/* Lines of the log at path holding both a and b. */
-static int log_count(const char *path, const char *a, const char *b)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    char line[8192];
-    int n = 0;
-    while (fgets(line, sizeof(line), f))
-        if (strstr(line, a) && (!b || strstr(line, b)))
-            n++;
-    fclose(f);
-    return n;
-}
-
 static void worker_log(const char *name, char *path, size_t size)
 {
     snprintf(path, size, "%s/%s.log", fx.dir, name);
@@ -195,7 +180,7 @@ static int job_started(const char *const names[], int n, const char *tool, int t
     do {
         for (int i = 0; i < n; i++) {
             worker_log(names[i], path, sizeof(path));
-            if (log_count(path, "\"job start\"", needle) >= times)
+            if (fx_log_count(path, "\"job start\"", needle) >= times)
                 return i;
         }
         fx_sleep_ms(20);
@@ -374,9 +359,9 @@ static void scenario_a(const char *const workers[])
     check_result(&slow, "slept 2500 ms");
     TEST_PASS("a: the call in flight at SIGTERM gets its result within the grace");
     CHECK_INT_EQ(fx_wait_exit(pid, 20000), 0);
-    CHECK(log_count(log, "draining: /readyz fails", "\"in_flight\":\"1\"") == 1);
-    CHECK(log_count(log, "no longer accepting", NULL) == 1);
-    CHECK(log_count(log, "every call in flight answered", NULL) == 1);
+    CHECK(fx_log_count(log, "draining: /readyz fails", "\"in_flight\":\"1\"") == 1);
+    CHECK(fx_log_count(log, "no longer accepting", NULL) == 1);
+    CHECK(fx_log_count(log, "every call in flight answered", NULL) == 1);
     TEST_PASS("a: the ingress exits 0 after logging each drain phase");
 }
 
@@ -392,21 +377,22 @@ static int scenario_c1(pid_t pids[2], const char *const names[2], int port)
     char rlog[300], olog[300];
     worker_log(names[runner], rlog, sizeof(rlog));
     worker_log(names[other], olog, sizeof(olog));
-    int revoked = log_count(olog, "\"partitions revoked\"", NULL);
+    int revoked = fx_log_count(olog, "\"partitions revoked\"", NULL);
 
     CHECK_INT_EQ(fx_stop_pid(pids[runner], 20000), 0); /* grace 500 ms < the job's 3 s */
     pids[runner] = 0;
-    CHECK(log_count(rlog, "abandoning unfinished jobs", "\"jobs\":\"1\"") == 1);
-    CHECK(log_count(rlog, "worker stopped", NULL) == 1);
+    CHECK(fx_log_count(rlog, "abandoning unfinished jobs", "\"jobs\":\"1\"") == 1);
+    CHECK(fx_log_count(rlog, "worker stopped", NULL) == 1);
     TEST_PASS("c1: a worker whose job outlasts its grace releases it and exits 0");
 
     /* The stopped worker left the group: the other one is asked to rebalance at its next
      * heartbeat (1 s), not after the 10 s session timeout a member that just vanished gets. */
     long long t0 = fx_now_ms();
-    while (log_count(olog, "\"partitions revoked\"", NULL) == revoked && fx_now_ms() - t0 < 20000)
+    while (fx_log_count(olog, "\"partitions revoked\"", NULL) == revoked &&
+           fx_now_ms() - t0 < 20000)
         fx_sleep_ms(20);
     long long rebalance_ms = fx_now_ms() - t0;
-    CHECK(log_count(olog, "\"partitions revoked\"", NULL) > revoked);
+    CHECK(fx_log_count(olog, "\"partitions revoked\"", NULL) > revoked);
     CHECK(job_started(&names[other], 1, "napc1", 1, 30000) == 0);
     printf("# c1: rebalance began %lld ms after the worker exited; redelivered after %lld ms\n",
            rebalance_ms, fx_now_ms() - t0);
@@ -433,7 +419,7 @@ static void scenario_c2(pid_t *pid, const char *name, int port)
 
     CHECK_INT_EQ(fx_stop_pid(*pid, 30000), 0); /* grace 8000 ms > the job's 2 s */
     *pid = 0;
-    CHECK(log_count(rlog, "abandoning unfinished jobs", NULL) == 0);
+    CHECK(fx_log_count(rlog, "abandoning unfinished jobs", NULL) == 0);
     call_join(&x);
     check_result(&x, "slept 2000 ms");
     TEST_PASS("c2: a worker whose job fits its grace finishes it, the client gets the result, "
@@ -494,8 +480,8 @@ static void scenario_b(const char *const workers[], int nworkers)
     TEST_PASS("b: an SSE call still running after the grace gets -32603 as its last event");
 
     CHECK_INT_EQ(fx_wait_exit(pid, 20000), 0);
-    CHECK(log_count(log, "drain delay cut short by a second signal", NULL) == 1);
-    CHECK(log_count(log, "shutdown grace over", "\"in_flight\":\"2\"") == 1);
+    CHECK(fx_log_count(log, "drain delay cut short by a second signal", NULL) == 1);
+    CHECK(fx_log_count(log, "shutdown grace over", "\"in_flight\":\"2\"") == 1);
     TEST_PASS("b: a second SIGTERM cuts the drain delay short; the ingress exits 0");
 }
 
@@ -530,8 +516,8 @@ int main(void)
     char log4[300];
     worker_log(names[3], log4, sizeof(log4));
     fx_sleep_ms(2000);
-    CHECK_INT_EQ(log_count(log4, "\"tool\":\"napc2\"", NULL), 0);
-    CHECK_INT_EQ(log_count(log4, "\"job start\"", NULL), 0);
+    CHECK_INT_EQ(fx_log_count(log4, "\"tool\":\"napc2\"", NULL), 0);
+    CHECK_INT_EQ(fx_log_count(log4, "\"job start\"", NULL), 0);
     TEST_PASS("c2: a worker started afterwards does not run the finished job again");
 
     /* b: that worker runs the 10 s jobs; -32603 reaches their clients. */

@@ -67,154 +67,16 @@
 static fx_stack_t fx;
 static redisContext *redis;
 
-/* ---- a streamed HTTP exchange read by a thread of its own ---- */
-
-typedef struct stream {
-    char url[128];
-    char body[2048]; /* POST body; "" for a GET */
-    const char *headers[8];
-    pthread_t th;
-    pthread_mutex_t lock;
-    char buf[65536];
-    size_t len;
-    long status;
-    char ctype[64];
-    atomic_int stop, done;
-} stream_t;
-
-static size_t on_data(char *p, size_t size, size_t n, void *arg)
-{
-    stream_t *s = arg;
-    size_t k = size * n;
-    pthread_mutex_lock(&s->lock);
-    size_t room = sizeof(s->buf) - 1 - s->len, c = k < room ? k : room;
-    memcpy(s->buf + s->len, p, c);
-    s->len += c;
-    s->buf[s->len] = '\0';
-    pthread_mutex_unlock(&s->lock);
-    return k;
-}
-
-static size_t on_header(char *p, size_t size, size_t n, void *arg)
-{
-    stream_t *s = arg;
-    size_t k = size * n;
-    pthread_mutex_lock(&s->lock);
-    if (k > 9 && strncmp(p, "HTTP/1.1 ", 9) == 0)
-        s->status = strtol(p + 9, NULL, 10);
-    if (k > 13 && strncasecmp(p, "Content-Type:", 13) == 0)
-        snprintf(s->ctype, sizeof(s->ctype), "%.*s", (int)(k - 13), p + 13);
-    pthread_mutex_unlock(&s->lock);
-    return k;
-}
-
-static int on_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
-{
-    (void)a, (void)b, (void)c, (void)d;
-    return atomic_load(&((stream_t *)arg)->stop); /* non-zero aborts the transfer */
-}
-
-static void *stream_thread(void *arg)
-{
-    stream_t *s = arg;
-    CURL *c = curl_easy_init();
-    struct curl_slist *hl = NULL;
-    for (int i = 0; s->headers[i]; i++)
-        hl = curl_slist_append(hl, s->headers[i]);
-    if (s->body[0])
-        hl = curl_slist_append(hl, "Content-Type: application/json");
-    curl_easy_setopt(c, CURLOPT_URL, s->url);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
-    if (s->body[0])
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, s->body);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, s);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, s);
-    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(c, CURLOPT_XFERINFODATA, s);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 120000L);
-    curl_easy_perform(c);
-    curl_easy_cleanup(c);
-    curl_slist_free_all(hl);
-    atomic_store(&s->done, 1);
-    return NULL;
-}
-
-static void stream_open(stream_t *s, int port, const char *path, const char *body,
-                        const char *const headers[])
-{
-    memset(s, 0, sizeof(*s));
-    pthread_mutex_init(&s->lock, NULL);
-    snprintf(s->url, sizeof(s->url), "http://127.0.0.1:%d%s", port, path);
-    snprintf(s->body, sizeof(s->body), "%s", body ? body : "");
-    for (int i = 0; headers[i] && i < 7; i++)
-        s->headers[i] = headers[i];
-    atomic_init(&s->stop, 0);
-    atomic_init(&s->done, 0);
-    CHECK_INT_EQ(pthread_create(&s->th, NULL, stream_thread, s), 0);
-}
-
-static void stream_close(stream_t *s)
-{
-    atomic_store(&s->stop, 1);
-    pthread_join(s->th, NULL);
-    pthread_mutex_destroy(&s->lock);
-}
-
-/* How many times needle occurs in what the stream received so far. */
-static int stream_count(stream_t *s, const char *needle)
-{
-    int n = 0;
-    pthread_mutex_lock(&s->lock);
-    for (const char *p = s->buf; (p = strstr(p, needle)) != NULL; p += strlen(needle))
-        n++;
-    pthread_mutex_unlock(&s->lock);
-    return n;
-}
-
-/* Waits up to ms for needle to have occurred at least times times: 1, or 0 on timeout. */
-static int stream_wait(stream_t *s, const char *needle, int times, int ms)
-{
-    long long until = fx_now_ms() + ms;
-    while (stream_count(s, needle) < times) {
-        if (fx_now_ms() >= until)
-            return 0;
-        fx_sleep_ms(10);
-    }
-    return 1;
-}
-
-static int stream_wait_done(stream_t *s, int ms)
-{
-    long long until = fx_now_ms() + ms;
-    while (!atomic_load(&s->done)) {
-        if (fx_now_ms() >= until)
-            return 0;
-        fx_sleep_ms(10);
-    }
-    return 1;
-}
-
-static void stream_dump(stream_t *s, const char *what)
-{
-    pthread_mutex_lock(&s->lock);
-    fprintf(stderr, "--- %s (status %ld) ---\n%s\n--- end ---\n", what, s->status, s->buf);
-    pthread_mutex_unlock(&s->lock);
-}
-
 /* ---- plain exchanges ---- */
 
 /* A GET answered at once: its status and body. */
 static long http_get(int port, const char *const headers[], char *body, size_t size)
 {
-    stream_t s;
-    stream_open(&s, port, "/mcp", NULL, headers);
-    CHECK(stream_wait_done(&s, 5000));
-    pthread_join(s.th, NULL);
+    fx_stream_t s;
+    fx_stream_open(&s, port, "/mcp", NULL, headers);
+    CHECK(fx_stream_wait_done(&s, 5000));
+    fx_stream_close(&s);
     snprintf(body, size, "%.*s", (int)(size - 1), s.buf);
-    pthread_mutex_destroy(&s.lock);
     return s.status;
 }
 
@@ -340,6 +202,22 @@ static void *slow_call(void *arg)
 
 static const char config[] = CONFIG(NOTES_DOC("1", NOTES_V1));
 
+/* The start of an answer's body, for the log. */
+typedef struct sink {
+    char buf[4096];
+    size_t len;
+} sink_t;
+
+static size_t sink_data(char *p, size_t size, size_t n, void *arg)
+{
+    sink_t *s = arg;
+    size_t k = size * n, room = sizeof(s->buf) - 1 - s->len, c = k < room ? k : room;
+    memcpy(s->buf + s->len, p, c);
+    s->len += c;
+    s->buf[s->len] = '\0';
+    return k;
+}
+
 /* PUT /admin/v1/config of body on port (the admin API): its status. */
 static long admin_put_config(int port, const char *body)
 {
@@ -348,14 +226,12 @@ static long admin_put_config(int port, const char *body)
     CURL *c = curl_easy_init();
     struct curl_slist *hl = curl_slist_append(NULL, "Authorization: Bearer " ADMIN_TOKEN);
     hl = curl_slist_append(hl, "Content-Type: application/json");
-    stream_t sink; /* the answer's body, for the log */
-    memset(&sink, 0, sizeof(sink));
-    pthread_mutex_init(&sink.lock, NULL);
+    sink_t sink = {.len = 0};
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "PUT");
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink_data);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
     CHECK_INT_EQ(curl_easy_perform(c), CURLE_OK);
@@ -365,7 +241,6 @@ static long admin_put_config(int port, const char *body)
         fprintf(stderr, "PUT /admin/v1/config: %ld %s\n", st, sink.buf);
     curl_easy_cleanup(c);
     curl_slist_free_all(hl);
-    pthread_mutex_destroy(&sink.lock);
     return st;
 }
 
@@ -400,7 +275,7 @@ static void until_loaded(const char *log_a, const char *log_b)
 
 /* The resource steps (see the top of the file): the session sess has its GET stream legacy on
  * replica pa; modern, on pb, listens to NOTES; log_a and log_b are the replicas' logs. */
-static void resources(int pa, int pb, const char *sess, stream_t *legacy, stream_t *modern,
+static void resources(int pa, int pb, const char *sess, fx_stream_t *legacy, fx_stream_t *modern,
                       const char *log_a, const char *log_b)
 {
     const char *h_sess[] = {T_KEY, LEGACY_V, sess, NULL};
@@ -415,18 +290,18 @@ static void resources(int pa, int pb, const char *sess, stream_t *legacy, stream
     /* A new published version of the resource, through B's admin API (the config, applied). */
     long long t0 = fx_now_ms();
     CHECK_INT_EQ(admin_put_config(pb, CONFIG(NOTES_DOC("2", NOTES_V1 "," NOTES_V2))), 200);
-    if (!stream_wait(legacy, UPDATED_LEGACY, 1, LIST_WAIT_MS))
-        stream_dump(legacy, "GET stream");
-    CHECK(stream_wait(legacy, UPDATED_LEGACY, 1, 1));
-    CHECK(stream_wait(modern, UPDATED_MODERN, 1, LIST_WAIT_MS));
+    if (!fx_stream_wait(legacy, UPDATED_LEGACY, 1, LIST_WAIT_MS))
+        fx_stream_dump(legacy, "GET stream");
+    CHECK(fx_stream_wait(legacy, UPDATED_LEGACY, 1, 1));
+    CHECK(fx_stream_wait(modern, UPDATED_MODERN, 1, LIST_WAIT_MS));
     printf("# notifications/resources/updated on both streams %lld ms after the publish\n",
            fx_now_ms() - t0);
     /* Both replicas swap to the new snapshot, each compares it with its old one: still one
      * announcement (the second replica's would follow its swap at once). */
     until_loaded(log_a, log_b);
     fx_sleep_ms(1000);
-    CHECK_INT_EQ(stream_count(legacy, UPDATED), 1);
-    CHECK_INT_EQ(stream_count(modern, UPDATED), 1);
+    CHECK_INT_EQ(fx_stream_count(legacy, UPDATED), 1);
+    CHECK_INT_EQ(fx_stream_count(modern, UPDATED), 1);
     TEST_PASS("a static resource changed through replica B's admin API: the session subscribed "
               "through B gets notifications/resources/updated on its GET stream on A, the "
               "subscriptions/listen stream on B with its subscriptionId, each exactly once");
@@ -436,11 +311,11 @@ static void resources(int pa, int pb, const char *sess, stream_t *legacy, stream
     CHECK(publish_updated(NOTES_MSG("t", "file:///other")) >= 2);
     CHECK(publish_updated("not json") >= 2);
     CHECK(publish_updated(NOTES_MSG("t", NOTES)) >= 2);
-    CHECK(stream_wait(legacy, UPDATED, 2, LIST_WAIT_MS));
-    CHECK(stream_wait(modern, UPDATED, 2, LIST_WAIT_MS));
+    CHECK(fx_stream_wait(legacy, UPDATED, 2, LIST_WAIT_MS));
+    CHECK(fx_stream_wait(modern, UPDATED, 2, LIST_WAIT_MS));
     fx_sleep_ms(500);
-    CHECK_INT_EQ(stream_count(legacy, UPDATED), 2);
-    CHECK_INT_EQ(stream_count(modern, UPDATED), 2);
+    CHECK_INT_EQ(fx_stream_count(legacy, UPDATED), 2);
+    CHECK_INT_EQ(fx_stream_count(modern, UPDATED), 2);
     TEST_PASS("a PUBLISH on the resource channel (a worker's) reaches both streams; another "
               "tenant's, another uri and a malformed message reach neither");
 
@@ -451,36 +326,37 @@ static void resources(int pa, int pb, const char *sess, stream_t *legacy, stream
          &r);
     CHECK_CONTAINS(r.body, "\"result\":{}");
     CHECK(publish_updated(NOTES_MSG("t", NOTES)) >= 2);
-    CHECK(stream_wait(modern, UPDATED, 3, LIST_WAIT_MS));
+    CHECK(fx_stream_wait(modern, UPDATED, 3, LIST_WAIT_MS));
     fx_sleep_ms(500);
-    CHECK_INT_EQ(stream_count(legacy, UPDATED), 2);
+    CHECK_INT_EQ(fx_stream_count(legacy, UPDATED), 2);
     TEST_PASS("after resources/unsubscribe the GET stream gets no more updates of the uri");
 
     /* A new resource and a new prompt: the lists changed. (The new content above changed the
      * list too: resources/list shows its size.) */
     const char *res_changed = "notifications/resources/list_changed";
-    int n_legacy = stream_count(legacy, res_changed), n_modern = stream_count(modern, res_changed);
+    int n_legacy = fx_stream_count(legacy, res_changed),
+        n_modern = fx_stream_count(modern, res_changed);
     CHECK(n_legacy >= 1 && n_modern >= 1);
     registry_put("tool:t:more",
                  "{\"tenant\":\"t\",\"server\":\"default\",\"name\":\"more\",\"kind\":"
                  "\"resource\",\"published\":\"1\",\"versions\":[{\"version\":\"1\",\"uri\":"
                  "\"file:///more.txt\",\"text\":\"more\"}]}");
-    CHECK(stream_wait(legacy, res_changed, n_legacy + 1, LIST_WAIT_MS));
-    CHECK(stream_wait(modern, res_changed, n_modern + 1, LIST_WAIT_MS));
+    CHECK(fx_stream_wait(legacy, res_changed, n_legacy + 1, LIST_WAIT_MS));
+    CHECK(fx_stream_wait(modern, res_changed, n_modern + 1, LIST_WAIT_MS));
     CHECK_CONTAINS(legacy->buf, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/"
                                 "resources/list_changed\"}");
     CHECK_CONTAINS(modern->buf, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/"
                                 "list_changed\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/"
                                 "subscriptionId\":\"sub-1\"}}}");
-    CHECK_INT_EQ(stream_count(modern, "notifications/prompts/list_changed"), 0);
+    CHECK_INT_EQ(fx_stream_count(modern, "notifications/prompts/list_changed"), 0);
     registry_put("tool:t:greet",
                  "{\"tenant\":\"t\",\"server\":\"default\",\"name\":\"greet\",\"kind\":"
                  "\"prompt\",\"published\":\"1\",\"versions\":[{\"version\":\"1\",\"messages\":"
                  "[{\"role\":\"user\",\"content\":{\"type\":\"text\",\"text\":\"hi\"}}]}]}");
-    CHECK(stream_wait(legacy, "notifications/prompts/list_changed", 1, LIST_WAIT_MS));
-    CHECK(stream_wait(modern, "notifications/prompts/list_changed", 1, LIST_WAIT_MS));
-    CHECK_INT_EQ(stream_count(modern, res_changed), n_modern + 1);
-    CHECK_INT_EQ(stream_count(legacy, LIST_CHANGED), 2); /* the tools list did not change */
+    CHECK(fx_stream_wait(legacy, "notifications/prompts/list_changed", 1, LIST_WAIT_MS));
+    CHECK(fx_stream_wait(modern, "notifications/prompts/list_changed", 1, LIST_WAIT_MS));
+    CHECK_INT_EQ(fx_stream_count(modern, res_changed), n_modern + 1);
+    CHECK_INT_EQ(fx_stream_count(legacy, LIST_CHANGED), 2); /* the tools list did not change */
     TEST_PASS("a new resource sends notifications/resources/list_changed, a new prompt "
               "notifications/prompts/list_changed, on both streams");
 }
@@ -545,10 +421,10 @@ int main(void)
     CHECK_INT_EQ(http_get(pa, h_noauth, body, sizeof(body)), 401);
 
     /* 3. The legacy GET stream on A. */
-    stream_t legacy;
+    fx_stream_t legacy;
     const char *h_get[] = {T_KEY, "Accept: text/event-stream", LEGACY_V, sess, NULL};
-    stream_open(&legacy, pa, "/mcp", NULL, h_get);
-    CHECK(stream_wait(&legacy, ": listening", 1, 5000));
+    fx_stream_open(&legacy, pa, "/mcp", NULL, h_get);
+    CHECK(fx_stream_wait(&legacy, ": listening", 1, 5000));
     CHECK_INT_EQ(legacy.status, 200);
     CHECK_CONTAINS(legacy.ctype, "text/event-stream");
     CHECK_INT_EQ(http_get(pa, h_get, body, sizeof(body)), 409);
@@ -569,27 +445,27 @@ int main(void)
          ",\"notifications\":{\"toolsListChanged\":true}}}",
          &r);
     CHECK_INT_EQ(r.status, 406);
-    stream_t none;
-    stream_open(
+    fx_stream_t none;
+    fx_stream_open(
         &none, pb, "/mcp",
         "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"subscriptions/listen\",\"params\":{" META
         ",\"notifications\":{\"resourceSubscriptions\":[\"file:///nothing-here\"]}}}",
         h_listen);
-    CHECK(stream_wait_done(&none, 5000));
+    CHECK(fx_stream_wait_done(&none, 5000));
     CHECK_CONTAINS(none.buf, "\"notifications\":{}");
     CHECK_CONTAINS(none.buf, "\"id\":4,\"result\":{\"_meta\":{\"io.modelcontextprotocol/"
                              "subscriptionId\":4");
-    stream_close(&none);
-    stream_t modern;
-    stream_open(
+    fx_stream_close(&none);
+    fx_stream_t modern;
+    fx_stream_open(
         &modern, pb, "/mcp",
         "{\"jsonrpc\":\"2.0\",\"id\":\"sub-1\",\"method\":\"subscriptions/listen\","
         "\"params\":{" META ",\"notifications\":{\"toolsListChanged\":true,"
         "\"resourcesListChanged\":true,\"promptsListChanged\":true,\"resourceSubscriptions\":"
         "[\"file:///nothing-here\",\"" NOTES "\",\"" NOTES "\"]}}}",
         h_listen);
-    if (!stream_wait(&modern, "notifications/subscriptions/acknowledged", 1, 5000))
-        stream_dump(&modern, "subscriptions/listen");
+    if (!fx_stream_wait(&modern, "notifications/subscriptions/acknowledged", 1, 5000))
+        fx_stream_dump(&modern, "subscriptions/listen");
     CHECK_INT_EQ(modern.status, 200);
     CHECK_CONTAINS(modern.ctype, "text/event-stream");
     CHECK_CONTAINS(modern.buf,
@@ -617,8 +493,8 @@ int main(void)
     long long at[2];
     CHECK(until_listed(ports, O_KEY, "onew", NULL, fx_now_ms(), at) >= 0);
     fx_sleep_ms(500);
-    CHECK_INT_EQ(stream_count(&legacy, LIST_CHANGED), 0);
-    CHECK_INT_EQ(stream_count(&modern, LIST_CHANGED), 0);
+    CHECK_INT_EQ(fx_stream_count(&legacy, LIST_CHANGED), 0);
+    CHECK_INT_EQ(fx_stream_count(&modern, LIST_CHANGED), 0);
     CHECK(!listed(pa, T_KEY, "onew", NULL));
     TEST_PASS("a change to another tenant's tools notifies neither stream");
 
@@ -631,15 +507,15 @@ int main(void)
     long long ms = until_listed(ports, T_KEY, "fresh", NULL, t0, at);
     printf("# new tool in tools/list: replica A %lld ms, replica B %lld ms\n", at[0], at[1]);
     CHECK(ms >= 0);
-    CHECK(stream_wait(&legacy, LEGACY_FRAME, 1, LIST_WAIT_MS));
-    CHECK(stream_wait(&modern, LIST_CHANGED, 1, LIST_WAIT_MS));
+    CHECK(fx_stream_wait(&legacy, LEGACY_FRAME, 1, LIST_WAIT_MS));
+    CHECK(fx_stream_wait(&modern, LIST_CHANGED, 1, LIST_WAIT_MS));
     printf("# notifications/tools/list_changed on both streams %lld ms after the change\n",
            fx_now_ms() - t0);
     CHECK_CONTAINS(modern.buf, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":"
                                "\"notifications/tools/list_changed\",\"params\":{\"_meta\":{"
                                "\"io.modelcontextprotocol/subscriptionId\":\"sub-1\"}}}\n\n");
-    CHECK_INT_EQ(stream_count(&legacy, LIST_CHANGED), 1);
-    CHECK_INT_EQ(stream_count(&modern, LIST_CHANGED), 1);
+    CHECK_INT_EQ(fx_stream_count(&legacy, LIST_CHANGED), 1);
+    CHECK_INT_EQ(fx_stream_count(&modern, LIST_CHANGED), 1);
     TEST_PASS("a new tool is in tools/list on both replicas and both streams get "
               "notifications/tools/list_changed");
 
@@ -653,8 +529,8 @@ int main(void)
     ms = until_listed(ports, T_KEY, "quiet", NULL, t0, at);
     printf("# without PUBLISH: replica A %lld ms, replica B %lld ms\n", at[0], at[1]);
     CHECK(ms >= 0);
-    CHECK(stream_wait(&legacy, LIST_CHANGED, 2, LIST_WAIT_MS));
-    CHECK(stream_wait(&modern, LIST_CHANGED, 2, LIST_WAIT_MS));
+    CHECK(fx_stream_wait(&legacy, LIST_CHANGED, 2, LIST_WAIT_MS));
+    CHECK(fx_stream_wait(&modern, LIST_CHANGED, 2, LIST_WAIT_MS));
     TEST_PASS("without PUBLISH the revision poll finds the change, and notifies");
 
     resources(pa, pb, sess, &legacy, &modern, log_a, log_b);
@@ -685,20 +561,21 @@ int main(void)
     pthread_join(th, NULL);
     CHECK_INT_EQ(slow.r.status, 200);
     CHECK_CONTAINS(slow.r.body, "slept 2500 ms"); /* v1, which it was published as */
-    CHECK(stream_wait(&legacy, LIST_CHANGED, 3, LIST_WAIT_MS));
-    CHECK(stream_wait(&modern, LIST_CHANGED, 3, LIST_WAIT_MS));
-    CHECK(stream_wait(&legacy, ": keep-alive\n\n", 2, LIST_WAIT_MS)); /* A: 1 s without a frame */
+    CHECK(fx_stream_wait(&legacy, LIST_CHANGED, 3, LIST_WAIT_MS));
+    CHECK(fx_stream_wait(&modern, LIST_CHANGED, 3, LIST_WAIT_MS));
+    CHECK(
+        fx_stream_wait(&legacy, ": keep-alive\n\n", 2, LIST_WAIT_MS)); /* A: 1 s without a frame */
     TEST_PASS("a call in flight finishes on the version it started on; the next runs the new one");
 
     /* 8. A client closing its stream. */
-    stream_t gone;
-    stream_open(
+    fx_stream_t gone;
+    fx_stream_open(
         &gone, pa, "/mcp",
         "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"subscriptions/listen\",\"params\":{" META
         ",\"notifications\":{\"toolsListChanged\":true}}}",
         h_listen);
-    CHECK(stream_wait(&gone, "acknowledged", 1, 5000));
-    stream_close(&gone);
+    CHECK(fx_stream_wait(&gone, "acknowledged", 1, 5000));
+    fx_stream_close(&gone);
     int closed = 0;
     for (long long until = fx_now_ms() + 5000; !closed && fx_now_ms() < until; fx_sleep_ms(50))
         closed = log_has(log_a, "\"msg\":\"notification stream closed\"", "\"by\":\"client\"");
@@ -725,18 +602,18 @@ int main(void)
     CHECK_INT_EQ(st, 200);
     curl_easy_cleanup(c);
     curl_slist_free_all(hl);
-    CHECK(stream_wait_done(&legacy, 3000));
+    CHECK(fx_stream_wait_done(&legacy, 3000));
     printf("# GET stream on A ended %lld ms after DELETE on B\n", fx_now_ms() - t0);
-    stream_close(&legacy);
+    fx_stream_close(&legacy);
     TEST_PASS("DELETE of the session on replica B ends its GET stream on replica A");
 
     /* 10. SIGTERM of B ends its subscriptions/listen stream with the listen result. */
     CHECK_INT_EQ(fx_stop_pid(ib, 15000), 0);
-    CHECK(stream_wait_done(&modern, 3000));
+    CHECK(fx_stream_wait_done(&modern, 3000));
     CHECK_CONTAINS(modern.buf, "data: {\"jsonrpc\":\"2.0\",\"id\":\"sub-1\",\"result\":{\"_meta\":"
                                "{\"io.modelcontextprotocol/subscriptionId\":\"sub-1\",");
     CHECK_CONTAINS(modern.buf, "\"resultType\":\"complete\"");
-    stream_close(&modern);
+    fx_stream_close(&modern);
     TEST_PASS("SIGTERM: the subscriptions/listen stream ends with the listen result");
 
     CHECK_INT_EQ(fx_stop_pid(w, 10000), 0);

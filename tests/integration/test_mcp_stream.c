@@ -15,6 +15,13 @@
  * resources/unsubscribe drops it (the upstream unsubscribed once the last one left); the same
  * with a 2026-07-28 upstream (SDK 2.x: subscriptions/listen) and a stdio one; and a 2026-07-28
  * upstream's task (an in-process upstream of the tasks extension) followed and cancelled.
+ * Last, one worker per subscription (docs/executors.md, "Resource subscriptions"): with a
+ * second worker in the group, each holding one of the two partitions, three legacy sessions
+ * (resources/subscribe, GET streams) and three 2026-07-28 subscriptions/listen streams watch
+ * the same upstream resource; their six subscribe jobs all run on one worker, one touch
+ * upstream is one message on mcpq:resource:updated, and every client gets the update exactly
+ * once (the SDK upstream tells every session subscribed to the uri, so a second worker
+ * subscribed too would publish it twice).
  */
 #include "check.h"
 #include "fixture.h"
@@ -37,6 +44,7 @@
 #define TOKEN "stream-upstream-token-7"
 #define SDK_EXTRAS "SDK_UPSTREAM_EXTRAS=stream" /* sdk-upstream.mjs's slow, long, touch, ... */
 #define MAX_FRAMES 64
+#define SHARED_URI "sdk://shared"
 
 static fx_stack_t fx;
 static int port, sdk_port, sdk2_port, task2_port;
@@ -220,11 +228,18 @@ static void write_config(const char *path)
              "\"1\",\"versions\":[{\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},"
              "\"timeout_ms\":20000,\"executor\":%s,\"tool\":\"touch\"}}]}",
              stdio_ex);
+    char shared[1280]; /* a resource the SDK upstream serves (test_one_worker) */
+    snprintf(shared, sizeof(shared),
+             "{\"tenant\":\"s\",\"server\":\"default\",\"name\":\"sdk_shared\",\"kind\":"
+             "\"resource\",\"published\":\"1\",\"versions\":[{\"version\":\"1\",\"uri\":"
+             "\"" SHARED_URI "\",\"timeout_ms\":20000,\"executor\":{\"type\":\"mcp\",\"url\":"
+             "\"http://127.0.0.1:%d/mcp\",\"headers\":{\"Authorization\":\"Bearer " TOKEN "\"}}}]}",
+             sdk_port);
     snprintf(cfg, sizeof(cfg),
              "{\"tenants\":[{\"id\":\"s\",\"api_keys\":[{\"id\":\"k\",\"key\":\"stream-key\"}]}],"
              "\"servers\":[{\"tenant\":\"s\",\"name\":\"default\"}],"
-             "\"tools\":[%s,%s,%s,%s,%s,%s,%s,%s,%s,%s]}",
-             t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9]);
+             "\"tools\":[%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s]}",
+             t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9], shared);
     fx_write_file(path, cfg, 0600);
 }
 
@@ -688,6 +703,158 @@ static void test_modern_task(void)
     TEST_PASS("2026-07-28 upstream task: a deadline sends tasks/cancel");
 }
 
+/* ---- one worker per subscription: clients on streams of their own (a thread each) ---- */
+
+#define MODERN_META                                                                                \
+    "\"_meta\":{\"" NAMES_META_PROTOCOL_VERSION "\":\"" NAMES_PROTO_MODERN "\","                   \
+    "\"io.modelcontextprotocol/clientInfo\":{\"name\":\"itest\",\"version\":\"1\"},"               \
+    "\"io.modelcontextprotocol/clientCapabilities\":{}}"
+#define CLIENTS 3 /* of each era: six subscriptions, all on one partition (1 in 32 by chance) */
+
+/* The partitions of the worker's last assignment ("" while it holds none). */
+static void assigned(const char *name, char *out, size_t size)
+{
+    char path[400], line[16384];
+    snprintf(path, sizeof(path), "%s/%s.log", fx.dir, name);
+    out[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    while (fgets(line, sizeof(line), f)) {
+        const char *p = strstr(line, "\"partitions\":\"");
+        if (strstr(line, "\"msg\":\"partitions revoked\""))
+            out[0] = '\0';
+        else if (p && strstr(line, "\"msg\":\"partitions assigned\""))
+            snprintf(out, size, "%.*s", (int)strcspn(p + 14, "\""), p + 14);
+    }
+    fclose(f);
+}
+
+/* A 2025-06-18 session subscribed to SHARED_URI, its GET stream open: l (session: its
+ * Mcp-Session-Id header, kept as long as l). */
+static void legacy_client(fx_stream_t *l, char session[160])
+{
+    char url[64];
+    fx_reply_t r;
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/mcp", port);
+    const char *h[] = {"Authorization: Bearer stream-key", NULL, NULL, NULL, NULL};
+    CHECK_INT_EQ(fx_http_post(url, h,
+                              "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
+                              "\"protocolVersion\":\"" NAMES_PROTO_2025_06_18
+                              "\",\"capabilities\":{},\"clientInfo\":{\"name\":\"itest\","
+                              "\"version\":\"1\"}}}",
+                              &r),
+                 0);
+    CHECK(r.session_id[0] != '\0');
+    snprintf(session, 160, "Mcp-Session-Id: %s", r.session_id);
+    h[1] = session;
+    h[2] = "MCP-Protocol-Version: " NAMES_PROTO_2025_06_18;
+    CHECK_INT_EQ(
+        fx_http_post(url, h, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", &r),
+        0);
+    static const char *const get[] = {"Authorization: Bearer stream-key",
+                                      "Accept: text/event-stream",
+                                      "MCP-Protocol-Version: " NAMES_PROTO_2025_06_18, NULL, NULL};
+    const char *hg[5];
+    memcpy(hg, get, sizeof(hg));
+    hg[3] = session;
+    fx_stream_open(l, port, "/mcp", NULL, hg);
+    CHECK(fx_stream_wait(l, ": listening", 1, 10000));
+    CHECK_INT_EQ(fx_http_post(url, h,
+                              "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"resources/subscribe\","
+                              "\"params\":{\"uri\":\"" SHARED_URI "\"}}",
+                              &r),
+                 0);
+    CHECK_CONTAINS(r.body, "\"result\":{}"); /* the worker's answer */
+}
+
+/* A 2026-07-28 subscriptions/listen stream naming SHARED_URI, acknowledged: l. */
+static void modern_client(fx_stream_t *l, int i)
+{
+    static const char *const h[] = {
+        "Authorization: Bearer stream-key", "Accept: application/json, text/event-stream",
+        "MCP-Protocol-Version: " NAMES_PROTO_MODERN, "Mcp-Method: subscriptions/listen", NULL};
+    char body[1024];
+    snprintf(body, sizeof(body),
+             "{\"jsonrpc\":\"2.0\",\"id\":\"sub-%d\",\"method\":\"subscriptions/listen\","
+             "\"params\":{" MODERN_META
+             ",\"notifications\":{\"resourceSubscriptions\":[\"" SHARED_URI "\"]}}}",
+             i);
+    fx_stream_open(l, port, "/mcp", body, h);
+    CHECK(fx_stream_wait(l, "\"resourceSubscriptions\":[\"" SHARED_URI "\"]", 1, 10000));
+}
+
+/* Subscribe jobs of SHARED_URI finished on a worker (its log). */
+static int shared_jobs(const char *name)
+{
+    char path[400];
+    snprintf(path, sizeof(path), "%s/%s.log", fx.dir, name);
+    return fx_log_count(path, "\"msg\":\"job finish\"", "\"tool\":\"sdk_shared\"");
+}
+
+static void test_one_worker(const char *const wenv[], pid_t *w2)
+{
+    *w2 = fx_spawn_worker(&fx, "w2", wenv);
+    CHECK(*w2 > 0);
+    /* The group settles with one partition each (w1 gave one up when w2 joined). */
+    char p1[64] = "", p2[64] = "";
+    for (long long until = fx_now_ms() + 60000; fx_now_ms() < until; fx_sleep_ms(100)) {
+        assigned("w1", p1, sizeof(p1));
+        assigned("w2", p2, sizeof(p2));
+        if (strlen(p1) == 1 && strlen(p2) == 1 && strcmp(p1, p2) != 0)
+            break;
+    }
+    printf("# partitions: w1 %s, w2 %s\n", p1, p2);
+    CHECK(strlen(p1) == 1 && strlen(p2) == 1 && strcmp(p1, p2) != 0);
+
+    static fx_stream_t legacy[CLIENTS], modern[CLIENTS]; /* large: not on the stack */
+    char sessions[CLIENTS][160];
+    for (int i = 0; i < CLIENTS; i++) {
+        legacy_client(&legacy[i], sessions[i]);
+        modern_client(&modern[i], i);
+    }
+    /* The streams' jobs nobody waits for: finished once both logs count all six. */
+    int on1 = 0, on2 = 0;
+    for (long long until = fx_now_ms() + 30000;
+         (on1 = shared_jobs("w1")) + (on2 = shared_jobs("w2")) < 2 * CLIENTS && fx_now_ms() < until;
+         fx_sleep_ms(50))
+        ;
+    printf("# subscribe jobs of %s: w1 %d, w2 %d\n", SHARED_URI, on1, on2);
+    CHECK_INT_EQ(on1 + on2, 2 * CLIENTS);
+    CHECK(on1 == 0 || on2 == 0);
+
+    redisContext *sub = subscriber(20);
+    touch(SHARED_URI);
+    check_update(sub, "default", SHARED_URI);
+    static const char updated[] = "\"method\":\"notifications/resources/updated\"";
+    for (int i = 0; i < CLIENTS; i++) {
+        CHECK(fx_stream_wait(&legacy[i], updated, 1, 20000));
+        CHECK(fx_stream_wait(&modern[i], updated, 1, 20000));
+    }
+    /* A second worker subscribed too would publish its copy at the same moment: a quiet
+     * second on the channel and the streams says none came. */
+    struct timeval quiet = {1, 0};
+    CHECK_INT_EQ(redisSetTimeout(sub, quiet), REDIS_OK);
+    redisReply *r = NULL;
+    int second = redisGetReply(sub, (void **)&r) == REDIS_OK;
+    if (second) /* the streams get it too: let it arrive, then count */
+        fx_sleep_ms(500);
+    redisFree(sub);
+    for (int i = 0; i < CLIENTS; i++) {
+        CHECK_INT_EQ(fx_stream_count(&legacy[i], updated), 1);
+        CHECK_INT_EQ(fx_stream_count(&modern[i], updated), 1);
+        CHECK_INT_EQ(
+            fx_stream_count(&modern[i], "\"io.modelcontextprotocol/subscriptionId\":\"sub-"), 2);
+        fx_stream_close(&legacy[i]);
+        fx_stream_close(&modern[i]);
+    }
+    CHECK(!second);
+    if (r)
+        freeReplyObject(r);
+    TEST_PASS("two workers: every subscription to one upstream resource (legacy sessions and "
+              "2026-07-28 streams) runs on one worker, and each client gets an update once");
+}
+
 int main(void)
 {
     char cfg[300], deps[500];
@@ -739,7 +906,10 @@ int main(void)
     test_modern();
     test_stdio();
     test_modern_task();
+    pid_t w2 = 0;
+    test_one_worker(wenv, &w2);
 
+    CHECK_INT_EQ(fx_stop_pid(w2, 10000), 0);
     CHECK_INT_EQ(fx_stop_pid(w, 10000), 0);
     CHECK_INT_EQ(fx_stop_pid(ing, 10000), 0);
     fx_stop_pid(sdk, 5000);
