@@ -40,19 +40,25 @@ static int version_supported(const char *v)
 
 /* ---- methods ---- */
 
-/* The server features every server announces, in initialize and server/discover alike
- * (docs/protocol.md "Capabilities"): tools, resources (subscribe and list_changed), prompts
- * (list_changed) and completions, whether or not the server has objects of the kind yet: a
- * legacy session keeps the capabilities of its initialize while the registry changes under
- * it, and an empty list is a valid answer. logging too. */
-static void add_server_caps(cJSON *caps)
+/* The server features srv announces, in initialize and server/discover alike
+ * (docs/protocol.md "Capabilities"): tools and logging always; resources (subscribe and
+ * list_changed) when it publishes resources or templates, prompts (list_changed) when it
+ * publishes prompts, completions when it has either prompts or templates. A server of tools
+ * only announces tools only, as before resources existed; the methods of the other kinds are
+ * answered whatever was announced (empty lists), and a legacy session keeps what its
+ * initialize announced while the registry changes under it. */
+static void add_server_caps(cJSON *caps, const ing_server_t *srv)
 {
     cJSON_AddBoolToObject(cJSON_AddObjectToObject(caps, "tools"), "listChanged", 1);
-    cJSON *res = cJSON_AddObjectToObject(caps, "resources");
-    cJSON_AddBoolToObject(res, "subscribe", 1);
-    cJSON_AddBoolToObject(res, "listChanged", 1);
-    cJSON_AddBoolToObject(cJSON_AddObjectToObject(caps, "prompts"), "listChanged", 1);
-    cJSON_AddObjectToObject(caps, "completions");
+    if (srv && srv->nresources + srv->ntemplates > 0) {
+        cJSON *res = cJSON_AddObjectToObject(caps, "resources");
+        cJSON_AddBoolToObject(res, "subscribe", 1);
+        cJSON_AddBoolToObject(res, "listChanged", 1);
+    }
+    if (srv && srv->nprompts > 0)
+        cJSON_AddBoolToObject(cJSON_AddObjectToObject(caps, "prompts"), "listChanged", 1);
+    if (srv && srv->nprompts + srv->ntemplates > 0)
+        cJSON_AddObjectToObject(caps, "completions");
     cJSON_AddObjectToObject(caps, "logging");
 }
 
@@ -85,7 +91,7 @@ static void do_initialize(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     cJSON_AddStringToObject(r, "protocolVersion", v);
     cJSON *caps = cJSON_AddObjectToObject(r, "capabilities");
     /* list_changed notifications: the GET stream (listen.h) */
-    add_server_caps(caps);
+    add_server_caps(caps, m->server);
     /* MCP Tasks (2025-11-25): tools/call may be task-augmented; tasks/list and cancel. */
     cJSON *tasks = cJSON_AddObjectToObject(caps, "tasks");
     cJSON_AddObjectToObject(tasks, "list");
@@ -108,7 +114,7 @@ static void do_discover(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     cJSON *caps = cJSON_AddObjectToObject(r, "capabilities");
     /* list_changed notifications: subscriptions/listen, or the GET stream of an older
      * version (listen.h) */
-    add_server_caps(caps);
+    add_server_caps(caps, m->server);
     /* The tasks extension (docs/protocol.md, "MCP Tasks"): task-mode tools answer with a task to
      * clients that declare it on the request. */
     cJSON_AddObjectToObject(cJSON_AddObjectToObject(caps, "extensions"), ING_EXT_TASKS);

@@ -164,17 +164,25 @@ static void test_bad_cursor(void)
     TEST_PASS("a cursor mcpq did not make is -32602");
 }
 
-/* The capabilities of initialize (legacy) and server/discover. */
-static void check_caps(const cJSON *caps)
+/* The capabilities of initialize (legacy) and server/discover: all kinds when full, else
+ * (a server of tools only) tools and logging only. */
+static void check_caps(const cJSON *caps, int full)
 {
     const cJSON *res = cJSON_GetObjectItemCaseSensitive(caps, "resources");
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(caps, "tools"), "listChanged")));
+    CHECK(cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(caps, "logging")));
+    if (!full) {
+        CHECK(res == NULL);
+        CHECK(cJSON_GetObjectItemCaseSensitive(caps, "prompts") == NULL);
+        CHECK(cJSON_GetObjectItemCaseSensitive(caps, "completions") == NULL);
+        return;
+    }
     CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "subscribe")));
     CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "listChanged")));
     CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(caps, "prompts"), "listChanged")));
     CHECK(cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(caps, "completions")));
-    CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(caps, "tools"), "listChanged")));
 }
 
 static void test_capabilities(void)
@@ -183,18 +191,25 @@ static void test_capabilities(void)
     const char *init = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{"
                        "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{"
                        "\"name\":\"x\",\"version\":\"1\"}}}";
+    hx_mcp(&h, &e, NULL, init, NULL);
+    check_caps(cJSON_GetObjectItemCaseSensitive(hx_rpc_result(&e), "capabilities"), 1);
+    hx_ex_free(&e);
     hx_mcp(&h, &e, "empty", init, NULL);
-    check_caps(cJSON_GetObjectItemCaseSensitive(hx_rpc_result(&e), "capabilities"));
+    check_caps(cJSON_GetObjectItemCaseSensitive(hx_rpc_result(&e), "capabilities"), 0);
+    hx_ex_free(&e);
+    hx_era_rpc(&h, &e, "empty", hx_eras[3], NULL, "server/discover", NULL, "{}", NULL);
+    check_caps(cJSON_GetObjectItemCaseSensitive(hx_rpc_result(&e), "capabilities"), 0);
     hx_ex_free(&e);
     hx_era_rpc(&h, &e, NULL, hx_eras[3], NULL, "server/discover", NULL, "{}", NULL);
-    check_caps(cJSON_GetObjectItemCaseSensitive(hx_rpc_result(&e), "capabilities"));
+    check_caps(cJSON_GetObjectItemCaseSensitive(hx_rpc_result(&e), "capabilities"), 1);
     CHECK_INT_EQ(cJSON_GetObjectItemCaseSensitive(hx_rpc_result(&e), "ttlMs")->valuedouble, 1500);
     CHECK_STR_EQ(
         cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(hx_rpc_result(&e), "cacheScope")),
         "private");
     hx_ex_free(&e);
-    TEST_PASS("initialize and server/discover announce resources, prompts and completions; "
-              "discover is cacheable");
+    TEST_PASS("initialize and server/discover announce resources, prompts and completions on a "
+              "server that has them, tools only on a server of tools only; discover is "
+              "cacheable");
 }
 
 /* A prompt or resource is not callable: tools/call answers it as an unknown tool. */
