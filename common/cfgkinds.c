@@ -42,9 +42,9 @@ static int one_of(const cJSON *v, const char *const *names, const char *path, ch
             continue;
         if (first)
             return util_errf(err, err_size,
-                        "%s: has both \"%s\" and \"%s\"; its content is one of them "
-                        "(static content, or an executor that produces it)",
-                        path, first, names[i]);
+                             "%s: has both \"%s\" and \"%s\"; its content is one of them "
+                             "(static content, or an executor that produces it)",
+                             path, first, names[i]);
         first = names[i];
     }
     if (first)
@@ -86,8 +86,8 @@ static int completions_ok(int kind, const cJSON *v, const char *path, char *err,
             kind == KINDS_PROMPT ? named_in(args, e->string) : tpl && strstr(tpl, brace) != NULL;
         if (!known)
             return util_errf(err, err_size, "%s.completions.%s: the %s has no %s \"%s\"", path,
-                        e->string, kinds_name(kind), kind == KINDS_PROMPT ? "argument" : "variable",
-                        e->string);
+                             e->string, kinds_name(kind),
+                             kind == KINDS_PROMPT ? "argument" : "variable", e->string);
     }
     return 0;
 }
@@ -105,9 +105,9 @@ int cfg_kinds_version(int kind, const cJSON *v, const char *path, char *err, siz
     const char *blob = str_of(v, "blob");
     if (blob && blob_ok(blob) < 0)
         return util_errf(err, err_size,
-                    "%s.blob: not standard base64 (RFC 4648 alphabet A-Z a-z 0-9 + /, padded "
-                    "with '=', no whitespace)",
-                    path);
+                         "%s.blob: not standard base64 (RFC 4648 alphabet A-Z a-z 0-9 + /, padded "
+                         "with '=', no whitespace)",
+                         path);
     const char *tpl = str_of(v, "uriTemplate");
     if (kind == KINDS_TEMPLATE && kinds_template_check(tpl, why, sizeof(why)) < 0)
         return util_errf(err, err_size, "%s.uriTemplate: %s", path, why);
@@ -119,9 +119,9 @@ int cfg_kinds_version(int kind, const cJSON *v, const char *path, char *err, siz
         for (int j = 0; j < i; j++, b = b->next)
             if (strcmp(str_of(a, "name"), str_of(b, "name")) == 0)
                 return util_errf(err, err_size,
-                            "%s.arguments[%d].name: duplicate argument \"%s\" (also "
-                            "arguments[%d])",
-                            path, i, str_of(a, "name"), j);
+                                 "%s.arguments[%d].name: duplicate argument \"%s\" (also "
+                                 "arguments[%d])",
+                                 path, i, str_of(a, "name"), j);
         i++;
     }
     return completions_ok(kind, v, path, err, err_size);
@@ -144,10 +144,11 @@ int cfg_kinds_sizes(const cJSON *config, size_t max_bytes, char *err, size_t err
         {
             size_t n = cfg_kinds_static_bytes(v);
             if ((k == KINDS_RESOURCE || k == KINDS_TEMPLATE) && n > max_bytes)
-                return util_errf(err, err_size,
-                            "$.tools[%d].versions[%d]: static content of %zu bytes; at most %zu "
-                            "(MCPQ_RESOURCE_MAX_BYTES); larger content belongs to an executor",
-                            i, j, n, max_bytes);
+                return util_errf(
+                    err, err_size,
+                    "$.tools[%d].versions[%d]: static content of %zu bytes; at most %zu "
+                    "(MCPQ_RESOURCE_MAX_BYTES); larger content belongs to an executor",
+                    i, j, n, max_bytes);
             j++;
         }
         i++;

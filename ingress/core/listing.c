@@ -69,16 +69,18 @@ static int parse_value(const char **pp, char *out, const char *field, char *err,
             if (*p == '\\') {
                 p++;
                 if (*p && *p != '"' && *p != '\\')
-                    return util_errf(err, err_size,
-                                "filter: bad escape '\\%c' in the value of '%s' (only \\\" and "
-                                "\\\\)",
-                                *p, field);
+                    return util_errf(
+                        err, err_size,
+                        "filter: bad escape '\\%c' in the value of '%s' (only \\\" and "
+                        "\\\\)",
+                        *p, field);
             }
             if (!*p)
-                return util_errf(err, err_size, "filter: unterminated quoted string for '%s'", field);
+                return util_errf(err, err_size, "filter: unterminated quoted string for '%s'",
+                                 field);
             if (o + 1 >= LST_VALUE_MAX)
                 return util_errf(err, err_size, "filter: the value of '%s' is longer than %d bytes",
-                            field, LST_VALUE_MAX - 1);
+                                 field, LST_VALUE_MAX - 1);
             out[o++] = *p;
         }
         p++;
@@ -87,8 +89,8 @@ static int parse_value(const char **pp, char *out, const char *field, char *err,
         if (end == p || word_is(p, end, "AND"))
             return util_errf(err, err_size, "filter: missing value for '%s'", field);
         if (end - p >= LST_VALUE_MAX)
-            return util_errf(err, err_size, "filter: the value of '%s' is longer than %d bytes", field,
-                        LST_VALUE_MAX - 1);
+            return util_errf(err, err_size, "filter: the value of '%s' is longer than %d bytes",
+                             field, LST_VALUE_MAX - 1);
         o = (size_t)(end - p);
         memcpy(out, p, o);
         p = end;
@@ -130,8 +132,9 @@ static int parse_filter(ing_listing_query_t *q, const char *p, const ing_listing
             return 0;
         end = word_end(p);
         if (!word_is(p, end, "AND"))
-            return util_errf(err, err_size, "filter: expected AND after the value of '%s', found '%.*s'",
-                        f->name, ECHO_MAX, p);
+            return util_errf(err, err_size,
+                             "filter: expected AND after the value of '%s', found '%.*s'", f->name,
+                             ECHO_MAX, p);
         p = skip_ws(end);
     }
 }
@@ -145,7 +148,8 @@ static int parse_order(ing_listing_query_t *q, const char *p, const ing_listing_
         if (end == w && !*w)
             return util_errf(err, err_size, "orderBy: expected a field name after ','");
         if (end == w)
-            return util_errf(err, err_size, "orderBy: expected a field name at '%.*s'", ECHO_MAX, w);
+            return util_errf(err, err_size, "orderBy: expected a field name at '%.*s'", ECHO_MAX,
+                             w);
         const ing_listing_field_t *f = field_find(w, end, fields, nfields);
         if (!f)
             return unknown_field(err, err_size, "orderBy", w, end, fields, nfields);
@@ -158,16 +162,17 @@ static int parse_order(ing_listing_query_t *q, const char *p, const ing_listing_
             if (end - p == 4 && strncasecmp(p, "desc", 4) == 0)
                 q->order[q->norder].desc = 1;
             else if (!(end - p == 3 && strncasecmp(p, "asc", 3) == 0))
-                return util_errf(err, err_size, "orderBy: expected asc or desc after '%s', found '%.*s'",
-                            f->name, ECHO_MAX, p);
+                return util_errf(err, err_size,
+                                 "orderBy: expected asc or desc after '%s', found '%.*s'", f->name,
+                                 ECHO_MAX, p);
             p = skip_ws(end);
         }
         q->norder++;
         if (!*p)
             return 0;
         if (*p != ',')
-            return util_errf(err, err_size, "orderBy: expected ',' after '%s', found '%.*s'", f->name,
-                        ECHO_MAX, p);
+            return util_errf(err, err_size, "orderBy: expected ',' after '%s', found '%.*s'",
+                             f->name, ECHO_MAX, p);
         p++;
     }
 }
@@ -229,8 +234,8 @@ int ing_listing_parse(ing_listing_query_t *q, const char *page_size, const char 
     err[0] = '\0';
     long long size = 0;
     if (page_size && *page_size && util_parse_ll(page_size, 0, LLONG_MAX, &size) < 0)
-        return util_errf(err, err_size, "pageSize: must be a non-negative integer, got '%.*s'", ECHO_MAX,
-                    page_size);
+        return util_errf(err, err_size, "pageSize: must be a non-negative integer, got '%.*s'",
+                         ECHO_MAX, page_size);
     if (size == 0)
         size = def_size;
     q->page_size = size > max_size ? max_size : (int)size;
