@@ -50,7 +50,7 @@ cJSON *wrk_mcpup_meta(cJSON *params)
     if (!meta)
         meta = cJSON_AddObjectToObject(params, "_meta");
     cJSON_AddStringToObject(meta, MCPW_META_VERSION, MCPW_MODERN_VERSION);
-    if (!cJSON_GetObjectItemCaseSensitive(meta, MCPW_META_CLIENT_CAPS)) /* call_task_opt_in's */
+    if (!cJSON_GetObjectItemCaseSensitive(meta, MCPW_META_CLIENT_CAPS)) /* wrk_uptask_opt_in's */
         cJSON_AddObjectToObject(meta, MCPW_META_CLIENT_CAPS);
     cJSON *ci = cJSON_AddObjectToObject(meta, MCPW_META_CLIENT_INFO);
     cJSON_AddStringToObject(ci, "name", "mcpq-worker");

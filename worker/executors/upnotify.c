@@ -230,7 +230,7 @@ int wrk_upnotify_local(wrk_mcpup_call_t *c)
     int modern = up && up->modern;
     if (c->job->env.method_id == WRK_METHOD_UNSUBSCRIBE) {
         if (!modern && wrk_mcpsubs_others(m->subs, key, tenant, server, uri) == 0)
-            return 0; /* the last one: the upstream unsubscribes too (subs_answered) */
+            return 0; /* the last one: the upstream unsubscribes too (wrk_upnotify_answered) */
         size_t left = wrk_mcpsubs_remove(m->subs, key, tenant, server, uri);
         if (modern && left == 0) {
             if (wrk_mcpsubs_count(m->subs, key) == 0)
@@ -242,7 +242,7 @@ int wrk_upnotify_local(wrk_mcpup_call_t *c)
         return 1;
     }
     if (!modern)
-        return 0; /* resources/subscribe goes upstream (subs_answered) */
+        return 0; /* resources/subscribe goes upstream (wrk_upnotify_answered) */
     int rc = subs_add(c, key, server, uri);
     if (rc < 0)
         return 1;
@@ -272,7 +272,7 @@ void wrk_upnotify_answered(wrk_mcpup_call_t *c)
     }
     if (subs_add(c, key, server, uri) < 0)
         return;
-    if (!up) { /* stdio: the server's stdout is the stream (stdio_updated) */
+    if (!up) { /* stdio: the server's stdout is the stream (mcpexec.c's stdio_updated) */
         c->m->ops->end_result(c, cJSON_CreateObject());
         return;
     }
