@@ -4,21 +4,9 @@
 #include "kinds.h"
 #include "util.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int fail(char *err, size_t err_size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t err_size, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, err_size, fmt, ap);
-    va_end(ap);
-    return MCPQ_EINVAL;
-}
 
 static const char *str_of(const cJSON *o, const char *k)
 {
@@ -53,10 +41,10 @@ static int one_of(const cJSON *v, const char *const *names, const char *path, ch
         if (!cJSON_HasObjectItem(v, names[i]))
             continue;
         if (first)
-            return fail(err, err_size,
-                        "%s: has both \"%s\" and \"%s\"; its content is one of them "
-                        "(static content, or an executor that produces it)",
-                        path, first, names[i]);
+            return util_errf(err, err_size,
+                             "%s: has both \"%s\" and \"%s\"; its content is one of them "
+                             "(static content, or an executor that produces it)",
+                             path, first, names[i]);
         first = names[i];
     }
     if (first)
@@ -68,7 +56,7 @@ static int one_of(const cJSON *v, const char *const *names, const char *path, ch
                  : names[i + 1] ? ", "
                                 : " or ",
                  names[i]);
-    return fail(err, err_size, "%s: missing its content: one of %s", path, list);
+    return util_errf(err, err_size, "%s: missing its content: one of %s", path, list);
 }
 
 /* 1 when name is in the array of objects arr by their "name" member. */
@@ -97,9 +85,9 @@ static int completions_ok(int kind, const cJSON *v, const char *path, char *err,
         int known =
             kind == KINDS_PROMPT ? named_in(args, e->string) : tpl && strstr(tpl, brace) != NULL;
         if (!known)
-            return fail(err, err_size, "%s.completions.%s: the %s has no %s \"%s\"", path,
-                        e->string, kinds_name(kind), kind == KINDS_PROMPT ? "argument" : "variable",
-                        e->string);
+            return util_errf(err, err_size, "%s.completions.%s: the %s has no %s \"%s\"", path,
+                             e->string, kinds_name(kind),
+                             kind == KINDS_PROMPT ? "argument" : "variable", e->string);
     }
     return 0;
 }
@@ -116,13 +104,13 @@ int cfg_kinds_version(int kind, const cJSON *v, const char *path, char *err, siz
         return MCPQ_EINVAL;
     const char *blob = str_of(v, "blob");
     if (blob && blob_ok(blob) < 0)
-        return fail(err, err_size,
-                    "%s.blob: not standard base64 (RFC 4648 alphabet A-Z a-z 0-9 + /, padded "
-                    "with '=', no whitespace)",
-                    path);
+        return util_errf(err, err_size,
+                         "%s.blob: not standard base64 (RFC 4648 alphabet A-Z a-z 0-9 + /, padded "
+                         "with '=', no whitespace)",
+                         path);
     const char *tpl = str_of(v, "uriTemplate");
     if (kind == KINDS_TEMPLATE && kinds_template_check(tpl, why, sizeof(why)) < 0)
-        return fail(err, err_size, "%s.uriTemplate: %s", path, why);
+        return util_errf(err, err_size, "%s.uriTemplate: %s", path, why);
     const cJSON *args = cJSON_GetObjectItemCaseSensitive(v, "arguments"), *a;
     int i = 0;
     cJSON_ArrayForEach(a, args)
@@ -130,10 +118,10 @@ int cfg_kinds_version(int kind, const cJSON *v, const char *path, char *err, siz
         const cJSON *b = args->child;
         for (int j = 0; j < i; j++, b = b->next)
             if (strcmp(str_of(a, "name"), str_of(b, "name")) == 0)
-                return fail(err, err_size,
-                            "%s.arguments[%d].name: duplicate argument \"%s\" (also "
-                            "arguments[%d])",
-                            path, i, str_of(a, "name"), j);
+                return util_errf(err, err_size,
+                                 "%s.arguments[%d].name: duplicate argument \"%s\" (also "
+                                 "arguments[%d])",
+                                 path, i, str_of(a, "name"), j);
         i++;
     }
     return completions_ok(kind, v, path, err, err_size);
@@ -156,10 +144,11 @@ int cfg_kinds_sizes(const cJSON *config, size_t max_bytes, char *err, size_t err
         {
             size_t n = cfg_kinds_static_bytes(v);
             if ((k == KINDS_RESOURCE || k == KINDS_TEMPLATE) && n > max_bytes)
-                return fail(err, err_size,
-                            "$.tools[%d].versions[%d]: static content of %zu bytes; at most %zu "
-                            "(MCPQ_RESOURCE_MAX_BYTES); larger content belongs to an executor",
-                            i, j, n, max_bytes);
+                return util_errf(
+                    err, err_size,
+                    "$.tools[%d].versions[%d]: static content of %zu bytes; at most %zu "
+                    "(MCPQ_RESOURCE_MAX_BYTES); larger content belongs to an executor",
+                    i, j, n, max_bytes);
             j++;
         }
         i++;

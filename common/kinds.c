@@ -200,3 +200,14 @@ int kinds_template_match(const char *tpl, const char *uri, cJSON **vars)
     *vars = o;
     return 1;
 }
+
+char *kinds_updated_message(const char *tenant, const char *server, const char *uri)
+{
+    cJSON *msg = cJSON_CreateObject();
+    char *text = NULL;
+    if (msg && cJSON_AddStringToObject(msg, "tenant", tenant) &&
+        cJSON_AddStringToObject(msg, "server", server) && cJSON_AddStringToObject(msg, "uri", uri))
+        text = cJSON_PrintUnformatted(msg);
+    cJSON_Delete(msg);
+    return text;
+}

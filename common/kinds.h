@@ -44,4 +44,10 @@ int kinds_template_check(const char *tpl, char *err, size_t err_size);
  * squared; uris longer than KINDS_URI_MAX never match. vars may be NULL (only the answer). */
 int kinds_template_match(const char *tpl, const char *uri, cJSON **vars);
 
+/* The message of the Redis channel mcpq:resource:updated (names.h NAMES_CHAN_RESOURCE_UPDATED,
+ * docs/internals.md): compact JSON {"tenant","server","uri"}, as the ingress's change detection
+ * and the workers' upstream subscriptions publish it and ingress/http/listen.c reads it. A new
+ * string (cJSON_free), NULL on ENOMEM. */
+char *kinds_updated_message(const char *tenant, const char *server, const char *uri);
+
 #endif

@@ -13,6 +13,7 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -418,4 +419,15 @@ int util_word_add(char *out, size_t n, const char *word, size_t len)
     memcpy(out + used, word, len);
     out[used + len] = '\0';
     return 0;
+}
+
+int util_errf(char *err, size_t err_size, const char *fmt, ...)
+{
+    if (err && err_size) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, err_size, fmt, ap);
+        va_end(ap);
+    }
+    return MCPQ_EINVAL;
 }

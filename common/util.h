@@ -65,6 +65,12 @@ void util_hmac_sha256_hex(const void *key, size_t keylen, const void *data, size
 /* 1 when a and b (both len bytes) are equal; time depends only on len. */
 int util_ct_equal(const void *a, const void *b, size_t len);
 
+/* Writes the printf-formatted message into err (err_size bytes, truncated; nothing when
+ * err_size is 0) and returns MCPQ_EINVAL: the one line of a validator that refuses input with
+ * a message the caller passes on. */
+int util_errf(char *err, size_t err_size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* 1 when s[0..len) is an id: 1..max bytes of [A-Za-z0-9_-] and the characters of extra ("" for
  * none; ".:" for channel and job ids). Task, delivery, channel and job ids, request nonces. */
 int util_id_ok(const char *s, size_t len, size_t max, const char *extra);

@@ -6,7 +6,6 @@
 #include <assert.h>
 #include <ctype.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,19 +14,6 @@
 /* A page token is base64url of: version byte, offset (8 bytes big-endian), query hash. */
 enum { TOKEN_VERSION = 1, TOKEN_BYTES = 1 + 8 + 8 };
 #define ECHO_MAX 40 /* characters of the client's input quoted back in a message */
-
-static int fail(char *err, size_t err_size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* Writes the client's message into err; always MCPQ_EINVAL. */
-static int fail(char *err, size_t err_size, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, err_size, fmt, ap);
-    va_end(ap);
-    return MCPQ_EINVAL;
-}
 
 static int is_word(char c)
 {
@@ -83,26 +69,28 @@ static int parse_value(const char **pp, char *out, const char *field, char *err,
             if (*p == '\\') {
                 p++;
                 if (*p && *p != '"' && *p != '\\')
-                    return fail(err, err_size,
-                                "filter: bad escape '\\%c' in the value of '%s' (only \\\" and "
-                                "\\\\)",
-                                *p, field);
+                    return util_errf(
+                        err, err_size,
+                        "filter: bad escape '\\%c' in the value of '%s' (only \\\" and "
+                        "\\\\)",
+                        *p, field);
             }
             if (!*p)
-                return fail(err, err_size, "filter: unterminated quoted string for '%s'", field);
+                return util_errf(err, err_size, "filter: unterminated quoted string for '%s'",
+                                 field);
             if (o + 1 >= LST_VALUE_MAX)
-                return fail(err, err_size, "filter: the value of '%s' is longer than %d bytes",
-                            field, LST_VALUE_MAX - 1);
+                return util_errf(err, err_size, "filter: the value of '%s' is longer than %d bytes",
+                                 field, LST_VALUE_MAX - 1);
             out[o++] = *p;
         }
         p++;
     } else {
         const char *end = word_end(p);
         if (end == p || word_is(p, end, "AND"))
-            return fail(err, err_size, "filter: missing value for '%s'", field);
+            return util_errf(err, err_size, "filter: missing value for '%s'", field);
         if (end - p >= LST_VALUE_MAX)
-            return fail(err, err_size, "filter: the value of '%s' is longer than %d bytes", field,
-                        LST_VALUE_MAX - 1);
+            return util_errf(err, err_size, "filter: the value of '%s' is longer than %d bytes",
+                             field, LST_VALUE_MAX - 1);
         o = (size_t)(end - p);
         memcpy(out, p, o);
         p = end;
@@ -121,18 +109,18 @@ static int parse_filter(ing_listing_query_t *q, const char *p, const ing_listing
     for (;;) {
         const char *w = p, *end = word_end(p);
         if (end == w && !*w)
-            return fail(err, err_size, "filter: expected a field name after AND");
+            return util_errf(err, err_size, "filter: expected a field name after AND");
         if (end == w || word_is(w, end, "AND"))
-            return fail(err, err_size, "filter: expected a field name at '%.*s'", ECHO_MAX, w);
+            return util_errf(err, err_size, "filter: expected a field name at '%.*s'", ECHO_MAX, w);
         const ing_listing_field_t *f = field_find(w, end, fields, nfields);
         if (!f)
             return unknown_field(err, err_size, "filter", w, end, fields, nfields);
         if (q->nclauses == LST_MAX_CLAUSES)
-            return fail(err, err_size, "filter: more than %d clauses", LST_MAX_CLAUSES);
+            return util_errf(err, err_size, "filter: more than %d clauses", LST_MAX_CLAUSES);
         p = skip_ws(end);
         int negate = p[0] == '!' && p[1] == '=';
         if (p[0] != '=' && !negate)
-            return fail(err, err_size, "filter: expected = or != after '%s'", f->name);
+            return util_errf(err, err_size, "filter: expected = or != after '%s'", f->name);
         p = skip_ws(p + 1 + negate);
         int rc = parse_value(&p, q->clause[q->nclauses].value, f->name, err, err_size);
         if (rc < 0)
@@ -144,8 +132,9 @@ static int parse_filter(ing_listing_query_t *q, const char *p, const ing_listing
             return 0;
         end = word_end(p);
         if (!word_is(p, end, "AND"))
-            return fail(err, err_size, "filter: expected AND after the value of '%s', found '%.*s'",
-                        f->name, ECHO_MAX, p);
+            return util_errf(err, err_size,
+                             "filter: expected AND after the value of '%s', found '%.*s'", f->name,
+                             ECHO_MAX, p);
         p = skip_ws(end);
     }
 }
@@ -157,14 +146,15 @@ static int parse_order(ing_listing_query_t *q, const char *p, const ing_listing_
         p = skip_ws(p);
         const char *w = p, *end = word_end(p);
         if (end == w && !*w)
-            return fail(err, err_size, "orderBy: expected a field name after ','");
+            return util_errf(err, err_size, "orderBy: expected a field name after ','");
         if (end == w)
-            return fail(err, err_size, "orderBy: expected a field name at '%.*s'", ECHO_MAX, w);
+            return util_errf(err, err_size, "orderBy: expected a field name at '%.*s'", ECHO_MAX,
+                             w);
         const ing_listing_field_t *f = field_find(w, end, fields, nfields);
         if (!f)
             return unknown_field(err, err_size, "orderBy", w, end, fields, nfields);
         if (q->norder == LST_MAX_ORDER)
-            return fail(err, err_size, "orderBy: more than %d fields", LST_MAX_ORDER);
+            return util_errf(err, err_size, "orderBy: more than %d fields", LST_MAX_ORDER);
         q->order[q->norder].json_key = f->json_key;
         p = skip_ws(end);
         end = word_end(p);
@@ -172,16 +162,17 @@ static int parse_order(ing_listing_query_t *q, const char *p, const ing_listing_
             if (end - p == 4 && strncasecmp(p, "desc", 4) == 0)
                 q->order[q->norder].desc = 1;
             else if (!(end - p == 3 && strncasecmp(p, "asc", 3) == 0))
-                return fail(err, err_size, "orderBy: expected asc or desc after '%s', found '%.*s'",
-                            f->name, ECHO_MAX, p);
+                return util_errf(err, err_size,
+                                 "orderBy: expected asc or desc after '%s', found '%.*s'", f->name,
+                                 ECHO_MAX, p);
             p = skip_ws(end);
         }
         q->norder++;
         if (!*p)
             return 0;
         if (*p != ',')
-            return fail(err, err_size, "orderBy: expected ',' after '%s', found '%.*s'", f->name,
-                        ECHO_MAX, p);
+            return util_errf(err, err_size, "orderBy: expected ',' after '%s', found '%.*s'",
+                             f->name, ECHO_MAX, p);
         p++;
     }
 }
@@ -243,8 +234,8 @@ int ing_listing_parse(ing_listing_query_t *q, const char *page_size, const char 
     err[0] = '\0';
     long long size = 0;
     if (page_size && *page_size && util_parse_ll(page_size, 0, LLONG_MAX, &size) < 0)
-        return fail(err, err_size, "pageSize: must be a non-negative integer, got '%.*s'", ECHO_MAX,
-                    page_size);
+        return util_errf(err, err_size, "pageSize: must be a non-negative integer, got '%.*s'",
+                         ECHO_MAX, page_size);
     if (size == 0)
         size = def_size;
     q->page_size = size > max_size ? max_size : (int)size;
@@ -260,7 +251,7 @@ int ing_listing_parse(ing_listing_query_t *q, const char *page_size, const char 
         return rc;
     query_hash(q);
     if (page_token && *page_token && parse_token(q, page_token) < 0)
-        return fail(err, err_size, "invalid pageToken");
+        return util_errf(err, err_size, "invalid pageToken");
     return 0;
 }
 

@@ -1,6 +1,7 @@
 #include "resupd.h"
 
 #include "err.h"
+#include "kinds.h"
 #include "log.h"
 #include "names.h"
 #include "rscript.h"
@@ -43,12 +44,7 @@ static int claim(redisContext *c, const ing_server_t *srv, const ing_tool_t *r, 
     char key[320], revs[24], err[256];
     snprintf(key, sizeof(key), NAMES_KEY_RESSTATE "%s:%s", srv->tenant, srv->name);
     snprintf(revs, sizeof(revs), "%lld", rev);
-    cJSON *msg = cJSON_CreateObject();
-    cJSON_AddStringToObject(msg, "tenant", srv->tenant);
-    cJSON_AddStringToObject(msg, "server", srv->name);
-    cJSON_AddStringToObject(msg, "uri", r->uri);
-    char *payload = cJSON_PrintUnformatted(msg);
-    cJSON_Delete(msg);
+    char *payload = kinds_updated_message(srv->tenant, srv->name, r->uri);
     if (!payload)
         return MCPQ_ENOMEM;
     const char *argv[] = {key, r->uri, revs, hash, payload};

@@ -300,10 +300,12 @@ static int do_complete(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     const ing_tool_t *obj = complete_ref(m, msg, resp, ref);
     if (!obj)
         return 0;
-    if (cJSON_HasObjectItem(obj->version, "executor"))
-        return job_path(m, msg, resp, obj, NULL);
+    /* an argument named in the static completions is answered from them, any other of an
+     * executor-backed object by a job (docs/config-file.md "Kinds") */
     const cJSON *all = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(obj->version, "completions"), aname);
+    if (!all && cJSON_HasObjectItem(obj->version, "executor"))
+        return job_path(m, msg, resp, obj, NULL);
     cJSON *r = cJSON_CreateObject(), *c = cJSON_AddObjectToObject(r, "completion");
     cJSON *values = cJSON_AddArrayToObject(c, "values");
     size_t total = 0, lp = strlen(prefix);

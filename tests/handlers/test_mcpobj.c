@@ -42,7 +42,8 @@ static const char config[] =
         "\"text\":\"Hello {{who}}{{mood}}! {{unknown}}\"}},{\"role\":\"assistant\",\"content\":{"
         "\"type\":\"resource\",\"resource\":{\"uri\":\"file:///{{who}}\",\"text\":\"{{who}}\"}}}],"
         "\"completions\":{\"who\":[\"world\",\"wanda\",\"bob\"]}") ","
-    OBJ("prompt", "dyn", "", "\"arguments\":[{\"name\":\"q\"}]," ECHO) ","
+    OBJ("prompt", "dyn", "", "\"arguments\":[{\"name\":\"q\"},{\"name\":\"tone\"}],"
+        "\"completions\":{\"tone\":[\"calm\",\"curt\",\"warm\"]}," ECHO) ","
     OBJ("prompt", "big", "", "\"arguments\":[{\"name\":\"a\"}],\"messages\":[{\"role\":\"user\","
         "\"content\":{\"type\":\"text\",\"text\":\"{{a}}{{a}}{{a}}{{a}}{{a}}\"}}]") "]}";
 /* clang-format on */
@@ -290,9 +291,15 @@ static void test_complete(void)
                       "\\\"dyn\\\"},\\\"argument\\\":{\\\"name\\\":\\\"q\\\",\\\"value\\\":"
                       "\\\"\\\"}}\"],\"total\":1,\"hasMore\":false}");
         hx_ex_free(&e);
+        /* the same prompt's argument named in its static completions: answered from them,
+         * no job */
+        complete(&e, era, "{\"type\":\"ref/prompt\",\"name\":\"dyn\"}", "tone", "c");
+        expect_member(&e, "completion",
+                      "{\"values\":[\"calm\",\"curt\"],\"total\":2,\"hasMore\":false}");
+        hx_ex_free(&e);
     }
     TEST_PASS("completion/complete: prefix matches of static completions for prompts and "
-              "templates, unknown refs");
+              "templates (also of an executor-backed prompt), unknown refs");
 }
 
 /* More than 100 matches: the first 100, total and hasMore. */

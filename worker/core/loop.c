@@ -122,6 +122,17 @@ static int timer_less(const wrk_loop_timer_t *a, const wrk_loop_timer_t *b)
     return a->due_ms < b->due_ms || (a->due_ms == b->due_ms && a->seq < b->seq);
 }
 
+ssize_t wrk_loop_read(int fd, void *buf, size_t size)
+{
+    ssize_t n;
+    do
+        n = read(fd, buf, size);
+    while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return 0;
+    return n > 0 ? n : WRK_LOOP_READ_END;
+}
+
 static void heap_set(wrk_loop_t *loop, size_t i, wrk_loop_timer_t *t)
 {
     loop->heap[i] = t;

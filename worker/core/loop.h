@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/epoll.h>
+#include <sys/types.h>
 
 typedef struct wrk_loop wrk_loop_t;
 typedef struct wrk_loop_io wrk_loop_io_t;
@@ -56,6 +57,11 @@ int wrk_loop_io_set(wrk_loop_t *loop, wrk_loop_io_t *io, uint32_t events);
 void wrk_loop_io_free(wrk_loop_t *loop, wrk_loop_io_t *io);
 /* wrk_loop_io_free(*io), then closes *fd when it is open; sets *io = NULL and *fd = -1. */
 void wrk_loop_io_close(wrk_loop_t *loop, wrk_loop_io_t **io, int *fd);
+/* One read(2) of a non-blocking fd into buf, retried on EINTR: the bytes read (> 0), 0 when
+ * nothing is there now (EAGAIN), WRK_LOOP_READ_END at end of file or on a read error. What
+ * an io callback's loop of reads asks each time (the exec executor, the stdio pools). */
+#define WRK_LOOP_READ_END (-1)
+ssize_t wrk_loop_read(int fd, void *buf, size_t size);
 
 /* An idle timer in caller-owned memory that calls cb(timer, arg) when it fires. */
 void wrk_loop_timer_init(wrk_loop_timer_t *timer, wrk_loop_timer_fn cb, void *arg);

@@ -87,14 +87,10 @@ static int read_some(exec_proc_t *p, int fd, int is_err, int max_reads)
 {
     char buf[EXEC_READ_CHUNK];
     for (int i = 0; i < max_reads; i++) {
-        ssize_t n = read(fd, buf, sizeof(buf));
-        if (n < 0 && errno == EINTR) {
-            i--;
-            continue;
-        }
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        ssize_t n = wrk_loop_read(fd, buf, sizeof(buf));
+        if (n == 0)
             return 0;
-        if (n <= 0)
+        if (n < 0)
             return 1;
         if (is_err) {
             wrk_stderrline_buf_feed(&p->lines, buf, (size_t)n, on_stderr_line, p);

@@ -19,21 +19,21 @@
  * notifications/progress go out as progress entries and notifications/message as log entries
  * at once, and the response ends the transfer when it comes.
  *
- * Upstream tasks (docs/executors.md "Streams, upstream tasks and resource subscriptions"): a
- * CreateTaskResult (2025-11-25 {"task"}, asked for with params.task for the tools whose
- * taskSupport the upstream's tools/list gives as required/optional; 2026-07-28 resultType
- * "task", when the upstream's capabilities name the tasks extension) is followed with
- * tasks/get at the upstream's poll interval within the deadline, status changes forwarded as
- * progress, then tasks/result (2025-11-25) or the terminal task's result/error; timeout and
- * cancel send tasks/cancel.
+ * Upstream tasks (uptask.h; docs/executors.md "Streams, upstream tasks and resource
+ * subscriptions"): a CreateTaskResult (2025-11-25 {"task"}, asked for with params.task for
+ * the tools whose taskSupport the upstream's tools/list gives as required/optional;
+ * 2026-07-28 resultType "task", when the upstream's capabilities name the tasks extension)
+ * is followed with tasks/get at the upstream's poll interval within the deadline, status
+ * changes forwarded as progress, then tasks/result (2025-11-25) or the terminal task's
+ * result/error; timeout and cancel send tasks/cancel.
  *
- * Resource subscriptions (mcpsubs.h): a resources/subscribe job the upstream accepts keeps
- * the session's GET stream open (2026-07-28: the worker answers the job and keeps one
- * subscriptions/listen stream naming every subscribed uri), re-opened with backoff when it
- * drops; each notifications/resources/updated is published for the (tenant, server)s that
- * subscribed through this worker. An unsubscribe goes upstream only for the uri's last
- * subscriber. A stdio upstream's subscriptions are kept under its group's key and its updates
- * come from the pool (wrk_stdiopool_on_updated).
+ * Resource subscriptions (upnotify.h; the subscribers in mcpsubs.h): a resources/subscribe
+ * job the upstream accepts keeps the session's GET stream open (2026-07-28: the worker
+ * answers the job and keeps one subscriptions/listen stream naming every subscribed uri),
+ * re-opened with backoff when it drops; each notifications/resources/updated is published
+ * for the (tenant, server)s that subscribed through this worker. An unsubscribe goes upstream
+ * only for the uri's last subscriber. A stdio upstream's subscriptions are kept under its
+ * group's key and its updates come from the pool (wrk_stdiopool_on_updated).
  *
  * Results: the upstream CallToolResult passes through (content, structuredContent, isError;
  * a 2026-07-28 resultType "complete" is dropped, the ingress adds its own). An upstream
@@ -59,6 +59,9 @@
  * (wrk_job_finish_result); an upstream JSON-RPC error becomes the job's error with the
  * upstream's code and message. mcpq/catalog reads the upstream's lists page by page, with
  * the protocol version, server info and capabilities the handshake told.
+ *
+ * The executor's files: this one (the handshake, a call and its answer, the stdio transport's
+ * glue), uptask.c and upnotify.c, which reach a call only through the ops of mcpup.h.
  *
  * Thread safety: loop thread only.
  */

@@ -1,6 +1,7 @@
 #include "mcpsubs.h"
 
 #include "err.h"
+#include "kinds.h"
 #include "log.h"
 #include "names.h"
 
@@ -135,12 +136,7 @@ size_t wrk_mcpsubs_updated(const wrk_mcpsubs_t *s, wrk_store_t *st, const char *
     for (const sub_t *e = s->head; e; e = e->next) {
         if (!same(e, upstream, NULL, NULL, uri))
             continue;
-        cJSON *m = cJSON_CreateObject();
-        cJSON_AddStringToObject(m, "tenant", e->tenant);
-        cJSON_AddStringToObject(m, "server", e->server);
-        cJSON_AddStringToObject(m, "uri", e->uri);
-        char *text = cJSON_PrintUnformatted(m);
-        cJSON_Delete(m);
+        char *text = kinds_updated_message(e->tenant, e->server, e->uri);
         if (!text)
             continue;
         wrk_store_publish(st, NAMES_CHAN_RESOURCE_UPDATED, text, strlen(text));

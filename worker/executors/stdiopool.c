@@ -586,14 +586,10 @@ static int proc_read_out(sp_proc_t *p, int max_reads)
 {
     char buf[SP_READ_CHUNK];
     for (int i = 0; i < max_reads && p->out_fd >= 0; i++) {
-        ssize_t n = read(p->out_fd, buf, sizeof(buf));
-        if (n < 0 && errno == EINTR) {
-            i--;
-            continue;
-        }
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        ssize_t n = wrk_loop_read(p->out_fd, buf, sizeof(buf));
+        if (n == 0)
             return 0;
-        if (n <= 0)
+        if (n < 0)
             return 1;
         const char *s = buf, *end = buf + n;
         while (s < end) {
@@ -653,14 +649,10 @@ static void proc_read_err(sp_proc_t *p, int max_reads)
 {
     char buf[SP_READ_CHUNK];
     for (int i = 0; i < max_reads && p->err_fd >= 0; i++) {
-        ssize_t n = read(p->err_fd, buf, sizeof(buf));
-        if (n < 0 && errno == EINTR) {
-            i--;
-            continue;
-        }
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        ssize_t n = wrk_loop_read(p->err_fd, buf, sizeof(buf));
+        if (n == 0)
             return;
-        if (n <= 0) {
+        if (n < 0) {
             wrk_stderrline_buf_finish(&p->lines, on_stderr_line, p);
             wrk_loop_io_close(p->g->pool->loop, &p->err_io, &p->err_fd);
             return;

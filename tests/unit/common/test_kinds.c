@@ -90,10 +90,20 @@ static void test_match(void)
     TEST_PASS("template match");
 }
 
+/* The mcpq:resource:updated message: the three members, JSON-escaped. */
+static void test_updated_message(void)
+{
+    char *m = kinds_updated_message("t", "srv", "file:///a \"b\"");
+    CHECK_STR_EQ(m, "{\"tenant\":\"t\",\"server\":\"srv\",\"uri\":\"file:///a \\\"b\\\"\"}");
+    cJSON_free(m);
+    TEST_PASS("resource-updated message");
+}
+
 int main(void)
 {
     test_names();
     test_check();
     test_match();
+    test_updated_message();
     return 0;
 }

@@ -71,9 +71,21 @@ static void test_words(void)
     TEST_PASS("util_word_in and util_word_add: whole words, once, never cut");
 }
 
+/* util_errf: the message in err (truncated to its size), always MCPQ_EINVAL. */
+static void test_errf(void)
+{
+    char err[8] = "x";
+    CHECK_INT_EQ(util_errf(err, sizeof(err), "bad %s %d", "value", 42), MCPQ_EINVAL);
+    CHECK_STR_EQ(err, "bad val");
+    CHECK_INT_EQ(util_errf(err, 0, "ignored"), MCPQ_EINVAL);
+    CHECK_STR_EQ(err, "bad val");
+    TEST_PASS("util_errf");
+}
+
 int main(void)
 {
     test_deadline();
+    test_errf();
     test_id_ok();
     test_words();
     /* RFC 4648 section 10 vectors, unpadded. */

@@ -152,9 +152,29 @@ static void test_io(void)
     TEST_PASS("fd watchers, including one freed while its event is pending");
 }
 
+/* wrk_loop_read on a non-blocking pipe: the bytes there, 0 when none are, the end once the
+ * writer closed. */
+static void test_read(void)
+{
+    int fds[2];
+    char buf[16];
+    CHECK_INT_EQ(pipe(fds), 0);
+    CHECK_INT_EQ(fcntl(fds[0], F_SETFL, O_NONBLOCK), 0);
+    CHECK_INT_EQ((int)wrk_loop_read(fds[0], buf, sizeof(buf)), 0);
+    CHECK_INT_EQ((int)write(fds[1], "abc", 3), 3);
+    CHECK_INT_EQ((int)wrk_loop_read(fds[0], buf, sizeof(buf)), 3);
+    CHECK(memcmp(buf, "abc", 3) == 0);
+    close(fds[1]);
+    CHECK_INT_EQ((int)wrk_loop_read(fds[0], buf, sizeof(buf)), WRK_LOOP_READ_END);
+    close(fds[0]);
+    CHECK_INT_EQ((int)wrk_loop_read(fds[0], buf, sizeof(buf)), WRK_LOOP_READ_END); /* EBADF */
+    TEST_PASS("wrk_loop_read: bytes, nothing yet, end of file, a read error");
+}
+
 int main(void)
 {
     test_timers();
+    test_read();
     test_rearm_zero();
     test_io();
     return 0;
