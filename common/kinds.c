@@ -211,3 +211,26 @@ char *kinds_updated_message(const char *tenant, const char *server, const char *
     cJSON_Delete(msg);
     return text;
 }
+
+static const char *const method_names[KINDS_METHOD_COUNT] = {
+    [KINDS_METHOD_CALL] = "tools/call",
+    [KINDS_METHOD_READ] = "resources/read",
+    [KINDS_METHOD_PROMPT] = "prompts/get",
+    [KINDS_METHOD_COMPLETE] = "completion/complete",
+    [KINDS_METHOD_SUBSCRIBE] = "resources/subscribe",
+    [KINDS_METHOD_UNSUBSCRIBE] = "resources/unsubscribe",
+    [KINDS_METHOD_CATALOG] = "mcpq/catalog",
+};
+
+int kinds_method(const char *name)
+{
+    for (int i = 0; name && i < KINDS_METHOD_COUNT; i++)
+        if (strcmp(name, method_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+const char *kinds_method_name(kinds_method_t method)
+{
+    return (unsigned)method < KINDS_METHOD_COUNT ? method_names[method] : method_names[0];
+}

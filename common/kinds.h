@@ -22,6 +22,24 @@
 
 enum { KINDS_TOOL = 0, KINDS_RESOURCE, KINDS_TEMPLATE, KINDS_PROMPT, KINDS_COUNT };
 
+/* The MCP request a job answers: the job envelope's "method" (schemas/job.schema.json), one
+ * table for the ingress that writes it and the worker that reads it. */
+typedef enum {
+    KINDS_METHOD_CALL = 0,    /* tools/call (the default when the envelope names none) */
+    KINDS_METHOD_READ,        /* resources/read */
+    KINDS_METHOD_PROMPT,      /* prompts/get */
+    KINDS_METHOD_COMPLETE,    /* completion/complete */
+    KINDS_METHOD_SUBSCRIBE,   /* resources/subscribe */
+    KINDS_METHOD_UNSUBSCRIBE, /* resources/unsubscribe */
+    KINDS_METHOD_CATALOG,     /* mcpq/catalog: list an upstream (federation) */
+} kinds_method_t;
+#define KINDS_METHOD_COUNT (KINDS_METHOD_CATALOG + 1)
+
+/* The job method named name ("resources/read", ...), or -1 (name NULL or unknown). */
+int kinds_method(const char *name);
+/* The name of method (a static string; "tools/call" for an unknown one). */
+const char *kinds_method_name(kinds_method_t method);
+
 /* The longest URI or URI template mcpq stores or matches, in bytes. */
 #define KINDS_URI_MAX 2048
 

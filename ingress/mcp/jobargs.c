@@ -3,28 +3,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const names[] = {
-    [ING_JOB_CALL] = "tools/call",
-    [ING_JOB_READ] = "resources/read",
-    [ING_JOB_PROMPT] = "prompts/get",
-    [ING_JOB_COMPLETE] = "completion/complete",
-    [ING_JOB_SUBSCRIBE] = "resources/subscribe",
-    [ING_JOB_UNSUBSCRIBE] = "resources/unsubscribe",
-};
-
-int ing_jobargs_method(const char *name)
-{
-    for (size_t i = 0; name && i < sizeof(names) / sizeof(names[0]); i++)
-        if (strcmp(name, names[i]) == 0)
-            return (int)i;
-    return -1;
-}
-
-const char *ing_jobargs_method_name(ing_job_method_t method)
-{
-    return (size_t)method < sizeof(names) / sizeof(names[0]) ? names[method] : names[0];
-}
-
 static const cJSON *get(const cJSON *o, const char *name)
 {
     return cJSON_GetObjectItemCaseSensitive(o, name);
@@ -57,18 +35,18 @@ static int check_complete(const cJSON *params, char *why, size_t why_size)
     return 0;
 }
 
-int ing_jobargs_check(ing_job_method_t method, const cJSON *params, char *why, size_t why_size)
+int ing_jobargs_check(kinds_method_t method, const cJSON *params, char *why, size_t why_size)
 {
     switch (method) {
-    case ING_JOB_READ:
-    case ING_JOB_SUBSCRIBE:
-    case ING_JOB_UNSUBSCRIBE:
+    case KINDS_METHOD_READ:
+    case KINDS_METHOD_SUBSCRIBE:
+    case KINDS_METHOD_UNSUBSCRIBE:
         if (!cJSON_IsString(get(params, "uri"))) {
             snprintf(why, why_size, "params.uri must be a string");
             return -1;
         }
         return 0;
-    case ING_JOB_PROMPT:
+    case KINDS_METHOD_PROMPT:
         if (!cJSON_IsString(get(params, "name"))) {
             snprintf(why, why_size, "params.name must be a string");
             return -1;
@@ -78,7 +56,7 @@ int ing_jobargs_check(ing_job_method_t method, const cJSON *params, char *why, s
             return -1;
         }
         return 0;
-    case ING_JOB_COMPLETE:
+    case KINDS_METHOD_COMPLETE:
         return check_complete(params, why, why_size);
     default:
         return 0;
@@ -100,24 +78,24 @@ static cJSON *copy_or_empty(const cJSON *v)
     return v && !cJSON_IsNull(v) ? cJSON_Duplicate(v, 1) : cJSON_CreateObject();
 }
 
-cJSON *ing_jobargs_build(ing_job_method_t method, const cJSON *params, const cJSON *vars)
+cJSON *ing_jobargs_build(kinds_method_t method, const cJSON *params, const cJSON *vars)
 {
     cJSON *o = cJSON_CreateObject();
     int ok = o != NULL;
     switch (method) {
-    case ING_JOB_READ:
+    case KINDS_METHOD_READ:
         ok = ok && cJSON_AddStringToObject(o, "uri", cJSON_GetStringValue(get(params, "uri"))) &&
              add_object(o, "variables", vars) == 0;
         break;
-    case ING_JOB_SUBSCRIBE:
-    case ING_JOB_UNSUBSCRIBE:
+    case KINDS_METHOD_SUBSCRIBE:
+    case KINDS_METHOD_UNSUBSCRIBE:
         ok = ok && cJSON_AddStringToObject(o, "uri", cJSON_GetStringValue(get(params, "uri")));
         break;
-    case ING_JOB_PROMPT:
+    case KINDS_METHOD_PROMPT:
         ok = ok && cJSON_AddStringToObject(o, "name", cJSON_GetStringValue(get(params, "name"))) &&
              add_object(o, "arguments", get(params, "arguments")) == 0;
         break;
-    case ING_JOB_COMPLETE:
+    case KINDS_METHOD_COMPLETE:
         ok = ok && add_object(o, "ref", get(params, "ref")) == 0 &&
              add_object(o, "argument", get(params, "argument")) == 0;
         if (ok && object_or_absent(get(params, "context")) && get(params, "context") &&
@@ -135,11 +113,11 @@ cJSON *ing_jobargs_build(ing_job_method_t method, const cJSON *params, const cJS
     return o;
 }
 
-char *ing_jobargs_route_key(ing_job_method_t method, const char *tenant, const char *server,
+char *ing_jobargs_route_key(kinds_method_t method, const char *tenant, const char *server,
                             const cJSON *args)
 {
     const char *uri = cJSON_GetStringValue(get(args, "uri"));
-    if ((method != ING_JOB_SUBSCRIBE && method != ING_JOB_UNSUBSCRIBE) || !uri)
+    if ((method != KINDS_METHOD_SUBSCRIBE && method != KINDS_METHOD_UNSUBSCRIBE) || !uri)
         return NULL;
     /* A JSON array: unambiguous whatever the three strings hold. */
     cJSON *a = cJSON_CreateArray();

@@ -18,32 +18,20 @@
 #ifndef MCPQ_ING_JOBARGS_H
 #define MCPQ_ING_JOBARGS_H
 
+#include "kinds.h"
+
 #include <cjson/cJSON.h>
 #include <stddef.h>
 
-typedef enum {
-    ING_JOB_CALL = 0,    /* tools/call */
-    ING_JOB_READ,        /* resources/read */
-    ING_JOB_PROMPT,      /* prompts/get */
-    ING_JOB_COMPLETE,    /* completion/complete */
-    ING_JOB_SUBSCRIBE,   /* resources/subscribe */
-    ING_JOB_UNSUBSCRIBE, /* resources/unsubscribe */
-} ing_job_method_t;
-
-/* The method of a JSON-RPC method name, or -1 when no job answers it. */
-int ing_jobargs_method(const char *name);
-/* The JSON-RPC name of method (a static string). */
-const char *ing_jobargs_method_name(ing_job_method_t method);
-
-/* Checks the params of a request of method (not ING_JOB_CALL, whose pipeline checks its
+/* Checks the params of a request of method (not KINDS_METHOD_CALL, whose pipeline checks its
  * own): 0, or -1 with why (for a -32602 answer) filled. */
-int ing_jobargs_check(ing_job_method_t method, const cJSON *params, char *why, size_t why_size);
+int ing_jobargs_check(kinds_method_t method, const cJSON *params, char *why, size_t why_size);
 
 /* The job's "arguments" for a checked request of method: params (borrowed) without _meta,
  * shaped as above (tools/call: a copy of params.arguments); vars (borrowed, may be NULL) are
  * a template's matched variables. A new
  * object the caller owns, NULL on ENOMEM. */
-cJSON *ing_jobargs_build(ing_job_method_t method, const cJSON *params, const cJSON *vars);
+cJSON *ing_jobargs_build(kinds_method_t method, const cJSON *params, const cJSON *vars);
 
 /* The Kafka record key of a job of method on (tenant, server) whose arguments (as
  * ing_jobargs_build made them) are args: resources/subscribe and resources/unsubscribe are
@@ -52,7 +40,7 @@ cJSON *ing_jobargs_build(ing_job_method_t method, const cJSON *params, const cJS
  * subscribes upstream and publishes the updates (docs/executors.md, "Resource
  * subscriptions"); NULL for every other method (keyed by the job id) and on ENOMEM (the
  * caller then keys by the job id). malloc'd; the caller frees it. */
-char *ing_jobargs_route_key(ing_job_method_t method, const char *tenant, const char *server,
+char *ing_jobargs_route_key(kinds_method_t method, const char *tenant, const char *server,
                             const cJSON *args);
 
 #endif

@@ -107,8 +107,8 @@ static cJSON *build_envelope(ing_mcp_t *m, const ing_tool_t *tool, const rpc_msg
     cJSON_AddStringToObject(e, "server", tool->server);
     cJSON_AddStringToObject(e, "tool", tool->name);
     cJSON_AddStringToObject(e, "tool_version", tool->version_id ? tool->version_id : "");
-    int method = ing_jobargs_method(msg->method);
-    if (method > ING_JOB_CALL) { /* absent means tools/call, as for every older worker */
+    int method = kinds_method(msg->method);
+    if (method > KINDS_METHOD_CALL) { /* absent means tools/call, as for every older worker */
         const char *mime =
             cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(tool->version, "mimeType"));
         cJSON_AddStringToObject(e, "method", msg->method);
@@ -240,7 +240,7 @@ typedef struct tc {
     const rpc_msg_t *msg;
     ing_resp_t *resp;
     ing_ctx_t *ctx;
-    ing_job_method_t method; /* what the job answers (jobargs.h) */
+    kinds_method_t method;   /* what the job answers (jobargs.h) */
     const ing_tool_t *given; /* not tools/call: the object the caller found */
     const cJSON *vars;       /* a template's matched variables (borrowed), or NULL */
     const cJSON *args;       /* params.arguments of a tools/call; NULL when absent or null, and for
@@ -293,7 +293,7 @@ static tc_status_t tc_params(tc_t *tc)
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(tc->msg->params, "name");
     const cJSON *args = cJSON_GetObjectItemCaseSensitive(tc->msg->params, "arguments");
     char why[256];
-    if (tc->method != ING_JOB_CALL) {
+    if (tc->method != KINDS_METHOD_CALL) {
         if (ing_jobargs_check(tc->method, tc->msg->params, why, sizeof(why)) < 0)
             return tc_error(tc, 200, RPC_INVALID_PARAMS, why);
     } else if (!cJSON_IsString(name)) {
@@ -338,16 +338,16 @@ static tc_status_t tc_unknown(tc_t *tc, const char *name)
     char buf[200];
     tc->tool = NULL;
     switch (tc->method) {
-    case ING_JOB_READ: /* -32002 before 2026-07-28, -32602 since */
-    case ING_JOB_SUBSCRIBE:
-    case ING_JOB_UNSUBSCRIBE:
+    case KINDS_METHOD_READ: /* -32002 before 2026-07-28, -32602 since */
+    case KINDS_METHOD_SUBSCRIBE:
+    case KINDS_METHOD_UNSUBSCRIBE:
         snprintf(buf, sizeof(buf), "Resource not found: %.120s",
                  cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(tc->msg->params, "uri")));
         return tc_error(tc, 200, tc->m->modern ? RPC_INVALID_PARAMS : -32002, buf);
-    case ING_JOB_PROMPT:
+    case KINDS_METHOD_PROMPT:
         snprintf(buf, sizeof(buf), "Unknown prompt: %.120s", name);
         break;
-    case ING_JOB_COMPLETE:
+    case KINDS_METHOD_COMPLETE:
         snprintf(buf, sizeof(buf), "Unknown reference: %.120s", name);
         break;
     default:
@@ -398,7 +398,7 @@ static tc_status_t tc_tool(tc_t *tc)
         trace_format(&tc->call->trace, tc->traceparent);
         log_ctx_set(tc->call->trace.trace_id, tc->call->trace.span_id);
     }
-    if (tc->method == ING_JOB_CALL) {
+    if (tc->method == KINDS_METHOD_CALL) {
         tc->schema = cJSON_GetObjectItemCaseSensitive(tc->tool->version, "inputSchema");
     }
     tc->timeout_ms =
@@ -410,7 +410,7 @@ static tc_status_t tc_tool(tc_t *tc)
 static tc_status_t tc_headers(tc_t *tc)
 {
     char why[512];
-    if (tc->m->modern && tc->method == ING_JOB_CALL &&
+    if (tc->m->modern && tc->method == KINDS_METHOD_CALL &&
         ing_era_param_headers_check(tc->m->req, tc->schema, tc->args, why, sizeof(why)) < 0)
         return tc_error(tc, 400, RPC_HEADER_MISMATCH, why);
     if (ing_idem_key(tc->args, &tc->ikey) < 0)
@@ -456,7 +456,7 @@ static tc_status_t tc_method_arguments(tc_t *tc)
 /* The tool's own arguments, checked against its inputSchema (a tool error when not). */
 static tc_status_t tc_arguments(tc_t *tc)
 {
-    if (tc->method != ING_JOB_CALL)
+    if (tc->method != KINDS_METHOD_CALL)
         return tc_method_arguments(tc);
     tc->own = tool_arguments(tc->args);
     if (!tc->own)
@@ -505,9 +505,9 @@ static tc_status_t tc_ready(tc_t *tc)
     tc->call->task_result = 0;
     /* Task mode is for tools only (docs/protocol.md): a read, a prompt or a completion is
      * always answered on its request. */
-    tc->as_task = tc->method == ING_JOB_CALL ? task_answer(tc->m, tc->msg, tc->tool) : -1;
-    tc->call->method_result = tc->method != ING_JOB_CALL;
-    tc->call->cacheable = tc->m->modern && tc->method == ING_JOB_READ;
+    tc->as_task = tc->method == KINDS_METHOD_CALL ? task_answer(tc->m, tc->msg, tc->tool) : -1;
+    tc->call->method_result = tc->method != KINDS_METHOD_CALL;
+    tc->call->cacheable = tc->m->modern && tc->method == KINDS_METHOD_READ;
     if (tc->call->cacheable) {
         const cJSON *ttl = cJSON_GetObjectItemCaseSensitive(tc->tool->version, "ttl_ms");
         const char *scope = cJSON_GetStringValue(
@@ -836,7 +836,7 @@ static tc_status_t tc_publish_detached(tc_t *tc)
                                                : "job queue (Kafka) unavailable; try again");
     }
     log_event(LOG_INFO, "tool call published", "tenant", tc->tool->tenant, "tool", tc->tool->name,
-              "method", ing_jobargs_method_name(tc->method), "job_id", job_id, "reply", "none",
+              "method", kinds_method_name(tc->method), "job_id", job_id, "reply", "none",
               (char *)NULL);
     return TC_ANSWERED;
 }
@@ -867,7 +867,7 @@ static tc_status_t tc_publish(tc_t *tc)
                                                 : "job queue (Kafka) unavailable; try again");
     }
     log_event(LOG_INFO, "tool call published", "tenant", tc->tool->tenant, "tool", tc->tool->name,
-              "method", ing_jobargs_method_name(tc->method), "job_id", call->job_id, (char *)NULL);
+              "method", kinds_method_name(tc->method), "job_id", call->job_id, (char *)NULL);
     return ing_mcpreq_park(tc->m, call) ? TC_PARKED : TC_ANSWERED;
 }
 
@@ -905,8 +905,8 @@ int ing_toolcall_run(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
 static int object_tc(tc_t *tc, ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp,
                      const ing_tool_t *obj, const cJSON *vars)
 {
-    int method = ing_jobargs_method(msg->method);
-    if (method <= ING_JOB_CALL || !obj ||
+    int method = kinds_method(msg->method);
+    if (method <= KINDS_METHOD_CALL || !obj ||
         !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(obj->version, "executor"))) {
         ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR, "no job answers this request",
                               NULL);
@@ -917,7 +917,7 @@ static int object_tc(tc_t *tc, ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *r
                  .resp = resp,
                  .ctx = m->req->ctx,
                  .as_task = -1,
-                 .method = (ing_job_method_t)method,
+                 .method = (kinds_method_t)method,
                  .given = obj,
                  .vars = vars};
     return 1;

@@ -8,16 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const method_names[] = {
-    [WRK_METHOD_CALL] = "tools/call",
-    [WRK_METHOD_READ] = "resources/read",
-    [WRK_METHOD_PROMPT] = "prompts/get",
-    [WRK_METHOD_COMPLETE] = "completion/complete",
-    [WRK_METHOD_SUBSCRIBE] = "resources/subscribe",
-    [WRK_METHOD_UNSUBSCRIBE] = "resources/unsubscribe",
-    [WRK_METHOD_CATALOG] = "mcpq/catalog",
-};
-
 #define MAX_SAFE_INT 9007199254740991.0 /* 2^53 - 1: JSON numbers above lose precision */
 
 /* 1..max of [A-Za-z0-9_.:-]. */
@@ -26,24 +16,13 @@ static int id_chars_valid(const char *s, size_t max)
     return util_id_ok(s, strnlen(s, max + 1), max, ".:");
 }
 
-int wrk_envelope_method(const char *s, wrk_method_t *out)
+int wrk_envelope_method(const char *s, kinds_method_t *out)
 {
-    if (!s) {
-        *out = WRK_METHOD_CALL;
-        return 0;
-    }
-    for (size_t i = 0; i < sizeof(method_names) / sizeof(method_names[0]); i++)
-        if (strcmp(s, method_names[i]) == 0) {
-            *out = (wrk_method_t)i;
-            return 0;
-        }
-    return MCPQ_EINVAL;
-}
-
-const char *wrk_envelope_method_name(wrk_method_t m)
-{
-    return (size_t)m < sizeof(method_names) / sizeof(method_names[0]) ? method_names[m]
-                                                                      : "tools/call";
+    int m = s ? kinds_method(s) : KINDS_METHOD_CALL;
+    if (m < 0)
+        return MCPQ_EINVAL;
+    *out = (kinds_method_t)m;
+    return 0;
 }
 
 int wrk_envelope_id_valid(const char *s)
@@ -234,23 +213,23 @@ static int parse_method(wrk_envelope_t *env, char *errstr, size_t errstr_size)
              "prompts/get, completion/complete, resources/subscribe, resources/unsubscribe "
              "and mcpq/catalog)",
              m);
-    env->method = method_names[env->method_id];
+    env->method = kinds_method_name(env->method_id);
     env->mime_type = get_string(env->root, "mime_type", &bad);
     if (bad)
         FAIL("mime_type is not a string");
     const cJSON *a = env->arguments;
     switch (env->method_id) {
-    case WRK_METHOD_READ:
-    case WRK_METHOD_SUBSCRIBE:
-    case WRK_METHOD_UNSUBSCRIBE:
+    case KINDS_METHOD_READ:
+    case KINDS_METHOD_SUBSCRIBE:
+    case KINDS_METHOD_UNSUBSCRIBE:
         if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(a, "uri")))
             FAIL("%s needs a string arguments.uri", env->method);
         break;
-    case WRK_METHOD_PROMPT:
+    case KINDS_METHOD_PROMPT:
         if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(a, "name")))
             FAIL("prompts/get needs a string arguments.name");
         break;
-    case WRK_METHOD_COMPLETE:
+    case KINDS_METHOD_COMPLETE:
         if (!cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(a, "ref")) ||
             !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(a, "argument")))
             FAIL("completion/complete needs objects arguments.ref and arguments.argument");

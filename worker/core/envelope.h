@@ -22,6 +22,7 @@
 #ifndef MCPQ_WORKER_ENVELOPE_H
 #define MCPQ_WORKER_ENVELOPE_H
 
+#include "kinds.h"
 #include "names.h"
 
 #include <cjson/cJSON.h>
@@ -32,17 +33,6 @@
 #define WRK_REPLY_PREFIX NAMES_KEY_REPLY
 #define WRK_REPLY_MAX 256
 #define WRK_NAME_MAX 255
-
-/* The MCP request a job answers (the envelope's "method"). */
-typedef enum {
-    WRK_METHOD_CALL = 0, /* tools/call */
-    WRK_METHOD_READ,     /* resources/read */
-    WRK_METHOD_PROMPT,   /* prompts/get */
-    WRK_METHOD_COMPLETE, /* completion/complete */
-    WRK_METHOD_SUBSCRIBE,
-    WRK_METHOD_UNSUBSCRIBE,
-    WRK_METHOD_CATALOG, /* mcpq/catalog: list an upstream (mcpexec.h) */
-} wrk_method_t;
 
 typedef struct wrk_envelope {
     cJSON *root;
@@ -58,7 +48,7 @@ typedef struct wrk_envelope {
     const cJSON *arguments;   /* an object; NULL when absent */
     const cJSON *executor;    /* an object with a string "type" */
     const char *exec_type;
-    wrk_method_t method_id;
+    kinds_method_t method_id;
     const char *method;    /* the method's name; "tools/call" when absent (a static string) */
     const char *mime_type; /* NULL when absent */
     int64_t deadline_ms;   /* epoch ms; 0 when absent */
@@ -76,9 +66,7 @@ int wrk_envelope_parse(wrk_envelope_t *env, const char *buf, size_t len, char *e
 void wrk_envelope_cleanup(wrk_envelope_t *env);
 
 /* The method named s (NULL: tools/call) in *out: 0, or MCPQ_EINVAL when unknown. */
-int wrk_envelope_method(const char *s, wrk_method_t *out);
-/* The name of a method (a static string). */
-const char *wrk_envelope_method_name(wrk_method_t m);
+int wrk_envelope_method(const char *s, kinds_method_t *out);
 
 /* 1 when s is a valid job id (used for keys and logs). */
 int wrk_envelope_id_valid(const char *s);

@@ -191,7 +191,7 @@ static void job_answer(wrk_job_t *job, cJSON *result, int native)
         job_complete(job, WRK_STATUS_ERROR, NULL, WRK_ERR_INTERNAL, "out of memory");
         return;
     }
-    if (!native && job->env.method_id != WRK_METHOD_CALL) {
+    if (!native && job->env.method_id != KINDS_METHOD_CALL) {
         char msg[WRK_MRESULT_MESSAGE_MAX];
         int code = 0;
         cJSON *mapped = wrk_mresult_from_call(&job->env, result, &code, msg, sizeof(msg));
@@ -339,7 +339,7 @@ static void job_finish(wrk_job_t *job, cJSON *result, int native)
     default:
         break;
     }
-    if (native && job->env.method_id != WRK_METHOD_CALL) {
+    if (native && job->env.method_id != KINDS_METHOD_CALL) {
         if (!cJSON_IsObject(result)) {
             cJSON_Delete(result);
             job_complete(job, WRK_STATUS_ERROR, NULL, WRK_ERR_INTERNAL,

@@ -178,7 +178,7 @@ cJSON *wrk_mresult_from_call(const wrk_envelope_t *env, const cJSON *call, int *
     const cJSON *content = cJSON_GetObjectItemCaseSensitive(call, "content");
     cJSON *res = NULL;
     *code = WRK_MRESULT_ERR_CODE;
-    if (env->method_id == WRK_METHOD_CALL) {
+    if (env->method_id == KINDS_METHOD_CALL) {
         res = cJSON_Duplicate(call, 1); /* an isError result is a tool's answer */
         if (!res)
             snprintf(msg, msg_size, "out of memory");
@@ -189,21 +189,21 @@ cJSON *wrk_mresult_from_call(const wrk_envelope_t *env, const cJSON *call, int *
         return NULL;
     }
     switch (env->method_id) {
-    case WRK_METHOD_CALL: /* answered above */
-    case WRK_METHOD_READ:
+    case KINDS_METHOD_CALL: /* answered above */
+    case KINDS_METHOD_READ:
         res = map_read(env, content);
         break;
-    case WRK_METHOD_PROMPT:
+    case KINDS_METHOD_PROMPT:
         res = map_prompt(content);
         break;
-    case WRK_METHOD_COMPLETE:
+    case KINDS_METHOD_COMPLETE:
         res = map_complete(content);
         break;
-    case WRK_METHOD_SUBSCRIBE:
-    case WRK_METHOD_UNSUBSCRIBE:
+    case KINDS_METHOD_SUBSCRIBE:
+    case KINDS_METHOD_UNSUBSCRIBE:
         res = cJSON_CreateObject();
         break;
-    case WRK_METHOD_CATALOG:
+    case KINDS_METHOD_CATALOG:
         snprintf(msg, msg_size,
                  "mcpq/catalog needs the mcp executor; this object's executor is "
                  "\"%.32s\"",

@@ -284,12 +284,12 @@ static void call_catalog_page(wrk_mcpup_call_t *c, const cJSON *result)
  * on when it has the method's shape (mcpmethod.h). */
 static void call_method_result(wrk_mcpup_call_t *c, const cJSON *result)
 {
-    wrk_method_t method = c->job->env.method_id;
-    if (method == WRK_METHOD_CATALOG) {
+    kinds_method_t method = c->job->env.method_id;
+    if (method == KINDS_METHOD_CATALOG) {
         call_catalog_page(c, result);
         return;
     }
-    if (method == WRK_METHOD_SUBSCRIBE || method == WRK_METHOD_UNSUBSCRIBE) {
+    if (method == KINDS_METHOD_SUBSCRIBE || method == KINDS_METHOD_UNSUBSCRIBE) {
         wrk_upnotify_answered(c);
         return;
     }
@@ -311,7 +311,7 @@ static void call_answer(wrk_mcpup_call_t *c, cJSON *r)
 {
     const cJSON *err = cJSON_GetObjectItemCaseSensitive(r, "error");
     cJSON *result = cJSON_GetObjectItemCaseSensitive(r, "result");
-    int other = c->job->env.method_id != WRK_METHOD_CALL;
+    int other = c->job->env.method_id != KINDS_METHOD_CALL;
     if (err) {
         const cJSON *code = cJSON_GetObjectItemCaseSensitive(err, "code");
         const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "message"));
@@ -438,7 +438,7 @@ static void call_done(const wrk_httpexec_resp_t *resp, void *arg)
 static int call_request(wrk_mcpup_call_t *c, wrk_mcpmethod_req_t *req)
 {
     const wrk_envelope_t *env = &c->job->env;
-    if (env->method_id != WRK_METHOD_CATALOG)
+    if (env->method_id != KINDS_METHOD_CATALOG)
         return wrk_mcpmethod_request(env, req);
     if (!c->cat_started) {
         int rc = wrk_mcpmethod_catalog_start(&c->cat, c->up ? c->up->info : c->stdio_info);
@@ -460,7 +460,7 @@ static void call_send(wrk_mcpup_call_t *c)
     wrk_mcpmethod_req_t rq;
     if (wrk_upnotify_local(c))
         return;
-    if (!c->up && job->env.method_id == WRK_METHOD_CATALOG && !c->stdio_info) {
+    if (!c->up && job->env.method_id == KINDS_METHOD_CATALOG && !c->stdio_info) {
         rq = (wrk_mcpmethod_req_t){0}; /* a stdio catalog waits for the handshake first */
         stdio_send(c, &rq);
         return;
@@ -478,12 +478,12 @@ static void call_send(wrk_mcpup_call_t *c)
         return;
     }
     cJSON *params = rq.params;
-    if (job->env.method_id != WRK_METHOD_CATALOG) {
+    if (job->env.method_id != KINDS_METHOD_CATALOG) {
         cJSON *meta = cJSON_GetObjectItemCaseSensitive(params, "_meta");
         if (!meta)
             meta = cJSON_AddObjectToObject(params, "_meta");
         cJSON_AddStringToObject(meta, "progressToken", job->env.job_id);
-        if (job->env.method_id == WRK_METHOD_CALL)
+        if (job->env.method_id == KINDS_METHOD_CALL)
             wrk_uptask_opt_in(c, params, meta, rq.name);
     }
     c->step = WRK_MCPUP_STEP_JOB;
@@ -742,7 +742,8 @@ static int stdio_start(wrk_job_t *job)
     m->rt = job->rt;
     wrk_uptask_init(c);
     c->where = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ex, "command"));
-    if (job->env.method_id == WRK_METHOD_SUBSCRIBE || job->env.method_id == WRK_METHOD_UNSUBSCRIBE)
+    if (job->env.method_id == KINDS_METHOD_SUBSCRIBE ||
+        job->env.method_id == KINDS_METHOD_UNSUBSCRIBE)
         c->skey = wrk_stdiopool_key(ex); /* NULL: not kept, the server answers as it is */
     job->ex_state = c;
     call_send(c); /* up NULL: stdio_send */

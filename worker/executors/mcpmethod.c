@@ -40,11 +40,11 @@ static int ref_is_prompt(const wrk_envelope_t *env)
 const char *wrk_mcpmethod_config_error(const wrk_envelope_t *env)
 {
     switch (env->method_id) {
-    case WRK_METHOD_CALL:
+    case KINDS_METHOD_CALL:
         return exec_string(env, "tool") ? NULL : "executor.tool must name the upstream tool";
-    case WRK_METHOD_PROMPT:
+    case KINDS_METHOD_PROMPT:
         return exec_string(env, "prompt") ? NULL : "executor.prompt must name the upstream prompt";
-    case WRK_METHOD_COMPLETE:
+    case KINDS_METHOD_COMPLETE:
         return !ref_is_prompt(env) || exec_string(env, "prompt")
                    ? NULL
                    : "executor.prompt must name the upstream prompt";
@@ -73,7 +73,7 @@ int wrk_mcpmethod_request(const wrk_envelope_t *env, wrk_mcpmethod_req_t *req)
     req->method = env->method;
     req->name = NULL;
     switch (env->method_id) {
-    case WRK_METHOD_CALL:
+    case KINDS_METHOD_CALL:
         req->name = exec_string(env, "tool");
         if (rc == 0 && !cJSON_AddStringToObject(p, "name", req->name ? req->name : ""))
             rc = MCPQ_ENOMEM;
@@ -87,22 +87,22 @@ int wrk_mcpmethod_request(const wrk_envelope_t *env, wrk_mcpmethod_req_t *req)
             }
         }
         break;
-    case WRK_METHOD_READ:
-    case WRK_METHOD_SUBSCRIBE:
-    case WRK_METHOD_UNSUBSCRIBE:
+    case KINDS_METHOD_READ:
+    case KINDS_METHOD_SUBSCRIBE:
+    case KINDS_METHOD_UNSUBSCRIBE:
         if (rc == 0)
             rc = copy_arg(p, env, "uri");
-        if (env->method_id == WRK_METHOD_READ)
+        if (env->method_id == KINDS_METHOD_READ)
             req->name = cJSON_GetStringValue(arg(env, "uri"));
         break;
-    case WRK_METHOD_PROMPT:
+    case KINDS_METHOD_PROMPT:
         req->name = exec_string(env, "prompt");
         if (rc == 0 && !cJSON_AddStringToObject(p, "name", req->name ? req->name : ""))
             rc = MCPQ_ENOMEM;
         if (rc == 0)
             rc = copy_arg(p, env, "arguments");
         break;
-    case WRK_METHOD_COMPLETE:
+    case KINDS_METHOD_COMPLETE:
         if (rc == 0)
             rc = copy_arg(p, env, "ref");
         if (rc == 0 && ref_is_prompt(env)) {
@@ -116,7 +116,7 @@ int wrk_mcpmethod_request(const wrk_envelope_t *env, wrk_mcpmethod_req_t *req)
         if (rc == 0)
             rc = copy_arg(p, env, "context");
         break;
-    case WRK_METHOD_CATALOG:
+    case KINDS_METHOD_CATALOG:
         break; /* wrk_mcpmethod_catalog_request */
     }
     if (rc < 0) {
@@ -153,27 +153,27 @@ cJSON *wrk_mcpmethod_info(const cJSON *result, const char *version)
     return o;
 }
 
-cJSON *wrk_mcpmethod_result(wrk_method_t method, const cJSON *result)
+cJSON *wrk_mcpmethod_result(kinds_method_t method, const cJSON *result)
 {
     if (!cJSON_IsObject(result))
         return NULL;
     const cJSON *c;
     switch (method) {
-    case WRK_METHOD_READ:
+    case KINDS_METHOD_READ:
         if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(result, "contents")))
             return NULL;
         break;
-    case WRK_METHOD_PROMPT:
+    case KINDS_METHOD_PROMPT:
         if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(result, "messages")))
             return NULL;
         break;
-    case WRK_METHOD_COMPLETE:
+    case KINDS_METHOD_COMPLETE:
         c = cJSON_GetObjectItemCaseSensitive(result, "completion");
         if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(c, "values")))
             return NULL;
         break;
-    case WRK_METHOD_SUBSCRIBE:
-    case WRK_METHOD_UNSUBSCRIBE:
+    case KINDS_METHOD_SUBSCRIBE:
+    case KINDS_METHOD_UNSUBSCRIBE:
         return cJSON_CreateObject();
     default:
         return NULL;

@@ -60,7 +60,7 @@ cJSON *wrk_mcpmethod_info(const cJSON *result, const char *version);
 /* The result of the upstream's answer (result: the JSON-RPC "result" member, borrowed) for a
  * method other than tools/call and mcpq/catalog: a new object the caller owns, or NULL when
  * it does not have the method's shape (or ENOMEM). */
-cJSON *wrk_mcpmethod_result(wrk_method_t method, const cJSON *result);
+cJSON *wrk_mcpmethod_result(kinds_method_t method, const cJSON *result);
 
 /* An mcpq/catalog being read: one list at a time, page by page. */
 typedef struct wrk_mcpmethod_catalog {

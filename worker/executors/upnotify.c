@@ -196,7 +196,7 @@ static int subs_of(const wrk_mcpup_call_t *c, const char **key, const char **ser
 {
     const wrk_envelope_t *env = &c->job->env;
     *key = c->up ? c->up->key : c->skey;
-    if (env->method_id != WRK_METHOD_SUBSCRIBE && env->method_id != WRK_METHOD_UNSUBSCRIBE)
+    if (env->method_id != KINDS_METHOD_SUBSCRIBE && env->method_id != KINDS_METHOD_UNSUBSCRIBE)
         return 0;
     *server = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(env->root, "server"));
     *uri = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(env->arguments, "uri"));
@@ -228,7 +228,7 @@ int wrk_upnotify_local(wrk_mcpup_call_t *c)
     wrk_mcpexec_t *m = c->m;
     const char *tenant = c->job->env.tenant;
     int modern = up && up->modern;
-    if (c->job->env.method_id == WRK_METHOD_UNSUBSCRIBE) {
+    if (c->job->env.method_id == KINDS_METHOD_UNSUBSCRIBE) {
         if (!modern && wrk_mcpsubs_others(m->subs, key, tenant, server, uri) == 0)
             return 0; /* the last one: the upstream unsubscribes too (wrk_upnotify_answered) */
         size_t left = wrk_mcpsubs_remove(m->subs, key, tenant, server, uri);
@@ -263,7 +263,7 @@ void wrk_upnotify_answered(wrk_mcpup_call_t *c)
     wrk_mcpup_t *up = c->up;
     wrk_mcpexec_t *m = c->m;
     const char *tenant = c->job->env.tenant;
-    if (c->job->env.method_id == WRK_METHOD_UNSUBSCRIBE) {
+    if (c->job->env.method_id == KINDS_METHOD_UNSUBSCRIBE) {
         wrk_mcpsubs_remove(m->subs, key, tenant, server, uri);
         if (up && wrk_mcpsubs_count(m->subs, key) == 0)
             ev_stop(up);

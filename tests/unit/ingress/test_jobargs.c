@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *build(ing_job_method_t m, const char *params, const char *vars)
+static char *build(kinds_method_t m, const char *params, const char *vars)
 {
     cJSON *p = cJSON_Parse(params), *v = vars ? cJSON_Parse(vars) : NULL;
     CHECK(p != NULL);
@@ -18,7 +18,7 @@ static char *build(ing_job_method_t m, const char *params, const char *vars)
     return s;
 }
 
-static int check(ing_job_method_t m, const char *params, char *why)
+static int check(kinds_method_t m, const char *params, char *why)
 {
     cJSON *p = cJSON_Parse(params);
     CHECK(p != NULL);
@@ -29,42 +29,43 @@ static int check(ing_job_method_t m, const char *params, char *why)
 
 static void test_methods(void)
 {
-    CHECK_INT_EQ(ing_jobargs_method("tools/call"), ING_JOB_CALL);
-    CHECK_INT_EQ(ing_jobargs_method("resources/read"), ING_JOB_READ);
-    CHECK_INT_EQ(ing_jobargs_method("prompts/get"), ING_JOB_PROMPT);
-    CHECK_INT_EQ(ing_jobargs_method("completion/complete"), ING_JOB_COMPLETE);
-    CHECK_INT_EQ(ing_jobargs_method("resources/list"), -1);
-    CHECK_INT_EQ(ing_jobargs_method(NULL), -1);
-    CHECK_STR_EQ(ing_jobargs_method_name(ING_JOB_PROMPT), "prompts/get");
+    CHECK_INT_EQ(kinds_method("tools/call"), KINDS_METHOD_CALL);
+    CHECK_INT_EQ(kinds_method("resources/read"), KINDS_METHOD_READ);
+    CHECK_INT_EQ(kinds_method("prompts/get"), KINDS_METHOD_PROMPT);
+    CHECK_INT_EQ(kinds_method("completion/complete"), KINDS_METHOD_COMPLETE);
+    CHECK_INT_EQ(kinds_method("resources/list"), -1);
+    CHECK_INT_EQ(kinds_method(NULL), -1);
+    CHECK_STR_EQ(kinds_method_name(KINDS_METHOD_PROMPT), "prompts/get");
     TEST_PASS("the methods a job answers, by name");
 }
 
 static void test_check(void)
 {
     char why[256];
-    CHECK_INT_EQ(check(ING_JOB_READ, "{\"uri\":\"a:b\"}", why), 0);
-    CHECK_INT_EQ(check(ING_JOB_READ, "{\"uri\":3}", why), -1);
-    CHECK_INT_EQ(check(ING_JOB_SUBSCRIBE, "{\"uri\":\"a:b\"}", why), 0);
-    CHECK_INT_EQ(check(ING_JOB_UNSUBSCRIBE, "{}", why), -1);
-    CHECK_INT_EQ(ing_jobargs_method("resources/subscribe"), ING_JOB_SUBSCRIBE);
-    CHECK_INT_EQ(ing_jobargs_method("resources/unsubscribe"), ING_JOB_UNSUBSCRIBE);
+    CHECK_INT_EQ(check(KINDS_METHOD_READ, "{\"uri\":\"a:b\"}", why), 0);
+    CHECK_INT_EQ(check(KINDS_METHOD_READ, "{\"uri\":3}", why), -1);
+    CHECK_INT_EQ(check(KINDS_METHOD_SUBSCRIBE, "{\"uri\":\"a:b\"}", why), 0);
+    CHECK_INT_EQ(check(KINDS_METHOD_UNSUBSCRIBE, "{}", why), -1);
+    CHECK_INT_EQ(kinds_method("resources/subscribe"), KINDS_METHOD_SUBSCRIBE);
+    CHECK_INT_EQ(kinds_method("resources/unsubscribe"), KINDS_METHOD_UNSUBSCRIBE);
     CHECK_STR_EQ(why, "params.uri must be a string");
-    CHECK_INT_EQ(check(ING_JOB_PROMPT, "{\"name\":\"p\",\"arguments\":null}", why), 0);
-    CHECK_INT_EQ(check(ING_JOB_PROMPT, "{\"name\":\"p\",\"arguments\":[]}", why), -1);
+    CHECK_INT_EQ(check(KINDS_METHOD_PROMPT, "{\"name\":\"p\",\"arguments\":null}", why), 0);
+    CHECK_INT_EQ(check(KINDS_METHOD_PROMPT, "{\"name\":\"p\",\"arguments\":[]}", why), -1);
     CHECK_STR_EQ(why, "params.arguments must be an object");
-    CHECK_INT_EQ(check(ING_JOB_PROMPT, "{}", why), -1);
+    CHECK_INT_EQ(check(KINDS_METHOD_PROMPT, "{}", why), -1);
     CHECK_STR_EQ(why, "params.name must be a string");
-    CHECK_INT_EQ(check(ING_JOB_COMPLETE,
+    CHECK_INT_EQ(check(KINDS_METHOD_COMPLETE,
                        "{\"ref\":{\"type\":\"ref/prompt\",\"name\":\"p\"},\"argument\":{\"name\":"
                        "\"a\",\"value\":\"\"},\"context\":{\"arguments\":{\"b\":\"1\"}}}",
                        why),
                  0);
-    CHECK_INT_EQ(check(ING_JOB_COMPLETE, "{\"ref\":{},\"argument\":{}}", why), -1);
+    CHECK_INT_EQ(check(KINDS_METHOD_COMPLETE, "{\"ref\":{},\"argument\":{}}", why), -1);
     CHECK_STR_EQ(why, "params.ref must be an object with a string type");
     CHECK_INT_EQ(
-        check(ING_JOB_COMPLETE, "{\"ref\":{\"type\":\"x\"},\"argument\":{\"name\":1}}", why), -1);
+        check(KINDS_METHOD_COMPLETE, "{\"ref\":{\"type\":\"x\"},\"argument\":{\"name\":1}}", why),
+        -1);
     CHECK_STR_EQ(why, "params.argument must be an object with string name and value");
-    CHECK_INT_EQ(check(ING_JOB_COMPLETE,
+    CHECK_INT_EQ(check(KINDS_METHOD_COMPLETE,
                        "{\"ref\":{\"type\":\"x\"},\"argument\":{\"name\":\"a\",\"value\":\"\"},"
                        "\"context\":{\"arguments\":7}}",
                        why),
@@ -75,16 +76,17 @@ static void test_check(void)
 
 static void test_build(void)
 {
-    char *s = build(ING_JOB_READ, "{\"uri\":\"n://a/b\",\"_meta\":{\"x\":1}}", "{\"id\":\"b\"}");
+    char *s =
+        build(KINDS_METHOD_READ, "{\"uri\":\"n://a/b\",\"_meta\":{\"x\":1}}", "{\"id\":\"b\"}");
     CHECK_STR_EQ(s, "{\"uri\":\"n://a/b\",\"variables\":{\"id\":\"b\"}}");
     free(s);
-    s = build(ING_JOB_READ, "{\"uri\":\"n://a\"}", NULL);
+    s = build(KINDS_METHOD_READ, "{\"uri\":\"n://a\"}", NULL);
     CHECK_STR_EQ(s, "{\"uri\":\"n://a\",\"variables\":{}}");
     free(s);
-    s = build(ING_JOB_PROMPT, "{\"name\":\"p\",\"_meta\":{}}", NULL);
+    s = build(KINDS_METHOD_PROMPT, "{\"name\":\"p\",\"_meta\":{}}", NULL);
     CHECK_STR_EQ(s, "{\"name\":\"p\",\"arguments\":{}}");
     free(s);
-    s = build(ING_JOB_COMPLETE,
+    s = build(KINDS_METHOD_COMPLETE,
               "{\"ref\":{\"type\":\"ref/prompt\",\"name\":\"p\"},\"argument\":{\"name\":\"a\","
               "\"value\":\"x\"}}",
               NULL);
@@ -92,19 +94,19 @@ static void test_build(void)
                     "\"a\",\"value\":\"x\"}}");
     free(s);
     s = build(
-        ING_JOB_COMPLETE,
+        KINDS_METHOD_COMPLETE,
         "{\"ref\":{\"type\":\"r\"},\"argument\":{},\"context\":{\"arguments\":{\"b\":\"1\"}}}",
         NULL);
     CHECK_STR_EQ(s, "{\"ref\":{\"type\":\"r\"},\"argument\":{},\"context\":{\"arguments\":{\"b\":"
                     "\"1\"}}}");
     free(s);
-    s = build(ING_JOB_SUBSCRIBE, "{\"uri\":\"n://a\",\"_meta\":{\"x\":1}}", "{\"id\":\"a\"}");
+    s = build(KINDS_METHOD_SUBSCRIBE, "{\"uri\":\"n://a\",\"_meta\":{\"x\":1}}", "{\"id\":\"a\"}");
     CHECK_STR_EQ(s, "{\"uri\":\"n://a\"}");
     free(s);
-    s = build(ING_JOB_UNSUBSCRIBE, "{\"uri\":\"n://a\"}", NULL);
+    s = build(KINDS_METHOD_UNSUBSCRIBE, "{\"uri\":\"n://a\"}", NULL);
     CHECK_STR_EQ(s, "{\"uri\":\"n://a\"}");
     free(s);
-    s = build(ING_JOB_CALL, "{\"name\":\"t\",\"arguments\":{\"a\":1}}", NULL);
+    s = build(KINDS_METHOD_CALL, "{\"name\":\"t\",\"arguments\":{\"a\":1}}", NULL);
     CHECK_STR_EQ(s, "{\"a\":1}");
     free(s);
     TEST_PASS("the job's arguments: params without _meta, a template's variables; a "

@@ -204,19 +204,19 @@ static void test_methods(void)
 {
     static const struct {
         const char *method, *args;
-        wrk_method_t want;
+        kinds_method_t want;
     } ok[] = {
-        {NULL, "{}", WRK_METHOD_CALL},
-        {"tools/call", "{}", WRK_METHOD_CALL},
-        {"resources/read", "{\"uri\":\"file:///a\",\"variables\":{}}", WRK_METHOD_READ},
-        {"prompts/get", "{\"name\":\"p\",\"arguments\":{\"a\":\"1\"}}", WRK_METHOD_PROMPT},
+        {NULL, "{}", KINDS_METHOD_CALL},
+        {"tools/call", "{}", KINDS_METHOD_CALL},
+        {"resources/read", "{\"uri\":\"file:///a\",\"variables\":{}}", KINDS_METHOD_READ},
+        {"prompts/get", "{\"name\":\"p\",\"arguments\":{\"a\":\"1\"}}", KINDS_METHOD_PROMPT},
         {"completion/complete",
          "{\"ref\":{\"type\":\"ref/prompt\",\"name\":\"p\"},\"argument\":{\"name\":\"a\","
          "\"value\":\"x\"}}",
-         WRK_METHOD_COMPLETE},
-        {"resources/subscribe", "{\"uri\":\"u:1\"}", WRK_METHOD_SUBSCRIBE},
-        {"resources/unsubscribe", "{\"uri\":\"u:1\"}", WRK_METHOD_UNSUBSCRIBE},
-        {"mcpq/catalog", "{}", WRK_METHOD_CATALOG},
+         KINDS_METHOD_COMPLETE},
+        {"resources/subscribe", "{\"uri\":\"u:1\"}", KINDS_METHOD_SUBSCRIBE},
+        {"resources/unsubscribe", "{\"uri\":\"u:1\"}", KINDS_METHOD_UNSUBSCRIBE},
+        {"mcpq/catalog", "{}", KINDS_METHOD_CATALOG},
     };
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
         wrk_envelope_t env;
@@ -224,7 +224,7 @@ static void test_methods(void)
         CHECK_INT_EQ(parse_method(&env, ok[i].method, ok[i].args, err), 0);
         CHECK_INT_EQ(env.method_id, ok[i].want);
         CHECK_STR_EQ(env.method, ok[i].method ? ok[i].method : "tools/call");
-        CHECK_STR_EQ(wrk_envelope_method_name(env.method_id), env.method);
+        CHECK_STR_EQ(kinds_method_name(env.method_id), env.method);
         CHECK_STR_EQ(env.mime_type, "text/markdown");
         wrk_envelope_cleanup(&env);
     }

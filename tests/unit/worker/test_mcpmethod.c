@@ -104,25 +104,25 @@ static void test_results(void)
 {
     cJSON *ok = cJSON_Parse("{\"contents\":[{\"uri\":\"u\",\"text\":\"t\"}],"
                             "\"resultType\":\"complete\"}");
-    cJSON *r = wrk_mcpmethod_result(WRK_METHOD_READ, ok);
+    cJSON *r = wrk_mcpmethod_result(KINDS_METHOD_READ, ok);
     char *s = cJSON_PrintUnformatted(r);
     CHECK_STR_EQ(s, "{\"contents\":[{\"uri\":\"u\",\"text\":\"t\"}]}");
     free(s);
     cJSON_Delete(r);
-    CHECK(wrk_mcpmethod_result(WRK_METHOD_PROMPT, ok) == NULL);
-    CHECK(wrk_mcpmethod_result(WRK_METHOD_COMPLETE, ok) == NULL);
-    r = wrk_mcpmethod_result(WRK_METHOD_SUBSCRIBE, ok);
+    CHECK(wrk_mcpmethod_result(KINDS_METHOD_PROMPT, ok) == NULL);
+    CHECK(wrk_mcpmethod_result(KINDS_METHOD_COMPLETE, ok) == NULL);
+    r = wrk_mcpmethod_result(KINDS_METHOD_SUBSCRIBE, ok);
     s = cJSON_PrintUnformatted(r);
     CHECK_STR_EQ(s, "{}");
     free(s);
     cJSON_Delete(r);
     cJSON_Delete(ok);
     cJSON *c = cJSON_Parse("{\"completion\":{\"values\":[\"a\"]}}");
-    r = wrk_mcpmethod_result(WRK_METHOD_COMPLETE, c);
+    r = wrk_mcpmethod_result(KINDS_METHOD_COMPLETE, c);
     CHECK(r != NULL);
     cJSON_Delete(r);
     cJSON_Delete(c);
-    CHECK(wrk_mcpmethod_result(WRK_METHOD_READ, NULL) == NULL);
+    CHECK(wrk_mcpmethod_result(KINDS_METHOD_READ, NULL) == NULL);
     TEST_PASS("an upstream's result passes on only with its method's shape");
 }
 
