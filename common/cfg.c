@@ -855,14 +855,16 @@ static int normalize(cfg_ctx_t *x, cJSON *doc)
     return rc;
 }
 
-int cfg_check_mcp_env(const cJSON *executor, const char *path, char *errstr, size_t errstr_size)
+/* The env of an mcp executor or a federate entry at path: never a reference to a setting of
+ * mcpq's own (MCPQ_*: job-signing keys, Redis and Kafka passwords), which would hand the
+ * worker's secrets to an upstream; with literal, no literal value either (a federate entry's
+ * schema refuses those itself). */
+static int check_env_refs(const cJSON *env, const char *path, int literal, char *errstr,
+                          size_t errstr_size)
 {
-    const cJSON *type = cJSON_GetObjectItemCaseSensitive(executor, "type");
-    const cJSON *env = cJSON_GetObjectItemCaseSensitive(executor, "env");
-    if (!cJSON_IsString(type) || strcmp(type->valuestring, "mcp") != 0 || !cJSON_IsObject(env))
-        return 0;
-    for (const cJSON *it = env->child; it; it = it->next)
-        if (cJSON_IsString(it)) {
+    for (const cJSON *it = cJSON_IsObject(env) ? env->child : NULL; it; it = it->next) {
+        const char *var = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "env"));
+        if (literal && cJSON_IsString(it)) {
             snprintf(errstr, errstr_size,
                      "%s.env.%.64s: an mcp executor's env values are references read on the "
                      "worker, {\"env\": \"WORKER_VAR\"} or {\"file\": \"/path\"}, never literal "
@@ -870,11 +872,28 @@ int cfg_check_mcp_env(const cJSON *executor, const char *path, char *errstr, siz
                      path, it->string);
             return MCPQ_EINVAL;
         }
+        if (var && strncmp(var, CFG_ENV_RESERVED_PREFIX, strlen(CFG_ENV_RESERVED_PREFIX)) == 0) {
+            snprintf(errstr, errstr_size,
+                     "%s.env.%.64s: %.64s is a setting of mcpq itself; its keys and passwords are "
+                     "never passed to an upstream (name another variable of the worker)",
+                     path, it->string, var);
+            return MCPQ_EINVAL;
+        }
+    }
     return 0;
 }
 
-/* cfg_check_mcp_env for every tool version of doc (before the schema, whose message would
- * not say why). */
+int cfg_check_mcp_env(const cJSON *executor, const char *path, char *errstr, size_t errstr_size)
+{
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(executor, "type");
+    if (!cJSON_IsString(type) || strcmp(type->valuestring, "mcp") != 0)
+        return 0;
+    return check_env_refs(cJSON_GetObjectItemCaseSensitive(executor, "env"), path, 1, errstr,
+                          errstr_size);
+}
+
+/* cfg_check_mcp_env for every tool version of doc, and the same rule for every server's
+ * federate entry (before the schema, whose message would not say why). */
 static int check_mcp_envs(cfg_ctx_t *x, const cJSON *doc)
 {
     char path[96], msg[512];
@@ -891,6 +910,15 @@ static int check_mcp_envs(cfg_ctx_t *x, const cJSON *doc)
                 return cfg_fail(x, "%s", msg);
         }
         ti++;
+    }
+    int si = 0;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(doc, "servers"))
+    {
+        const cJSON *fed = cJSON_GetObjectItemCaseSensitive(t, "federate");
+        snprintf(path, sizeof(path), "$.servers[%d].federate", si++);
+        if (check_env_refs(cJSON_GetObjectItemCaseSensitive(fed, "env"), path, 0, msg,
+                           sizeof(msg)) < 0)
+            return cfg_fail(x, "%s", msg);
     }
     return 0;
 }

@@ -1,5 +1,6 @@
 #include "stdiopool.h"
 
+#include "cfg.h"
 #include "err.h"
 #include "exec.h"
 #include "log.h"
@@ -777,6 +778,14 @@ static char **group_env(const sp_group_t *g, const char **why, char *detail, siz
         const char *var = member_str(it, "env"), *file = member_str(it, "file");
         char *val = NULL;
         if (var) {
+            /* The config refuses these too (cfg.h): a job that names one anyway gets none. */
+            if (strncmp(var, CFG_ENV_RESERVED_PREFIX, strlen(CFG_ENV_RESERVED_PREFIX)) == 0) {
+                snprintf(detail, size,
+                         "executor.env.%s: %s is a setting of mcpq itself, never "
+                         "passed to an upstream",
+                         it->string, var);
+                goto bad;
+            }
             const char *s = getenv(var);
             if (!s) {
                 snprintf(detail, size, "executor.env.%s: the worker has no variable %s", it->string,

@@ -539,6 +539,10 @@ static void test_schema_errors(void)
          "$.tools[0].versions[0].executor.env.TOKEN: an mcp executor's env values are "
          "references read on the worker, {\"env\": \"WORKER_VAR\"} or {\"file\": \"/path\"}, "
          "never literal values, which the registry would store"},
+        {"{'type':'mcp','tool':'x','command':'npx','env':{'PW':{'env':'MCPQ_REDIS_PASSWORD'}}}",
+         "$.tools[0].versions[0].executor.env.PW: MCPQ_REDIS_PASSWORD is a setting of mcpq itself; "
+         "its keys and passwords are never passed to an upstream (name another variable of the "
+         "worker)"},
         {"{'type':'mcp','tool':'x','command':'npx','env':{'TOKEN':{'env':'A','file':'/f'}}}",
          "$.tools[0].versions[0].executor.env.TOKEN: must have at most 1 property"},
         {"{'type':'mcp','tool':'x','command':'npx','env':{'TOKEN':{'file':'relative'}}}",
@@ -917,6 +921,8 @@ static void test_federate_entry(void)
             "$.servers[1].federate.env.TOKEN: expected object, got string");
     FAILS_C(FED("{'command':'npx','env':{'TOKEN':{'env':'A','file':'/b'}}}"),
             "$.servers[1].federate.env.TOKEN");
+    FAILS_C(FED("{'command':'npx','env':{'K':{'env':'MCPQ_JOB_SIGNING_KEY'}}}"),
+            "$.servers[1].federate.env.K: MCPQ_JOB_SIGNING_KEY is a setting of mcpq itself");
     FAILS_C(FED("{'url':'https://up.example/mcp','pin':'yes'}"),
             "$.servers[1].federate.pin: expected boolean, got string");
 #undef FED

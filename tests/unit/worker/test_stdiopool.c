@@ -376,8 +376,16 @@ static void test_env(wrk_loop_t *loop, wrk_stdiopool_t *pool)
     CHECK(strstr(r.failure, "an environment reference of its executor could not be resolved"));
     CHECK(strstr(r.detail, "cannot read") != NULL);
     cJSON_Delete(ex);
+    /* a setting of the worker itself is never handed over, even when the process has it */
+    setenv("MCPQ_STDIOPOOL_TEST_SECRET", "worker-secret", 1);
+    ex = executor("ok", ",\"env\":{\"S\":{\"env\":\"MCPQ_STDIOPOOL_TEST_SECRET\"}}");
+    start(pool, ex, "env", &r);
+    run_until(loop, &r.done, 1);
+    CHECK(r.failure != NULL);
+    CHECK(strstr(r.detail, "MCPQ_STDIOPOOL_TEST_SECRET is a setting of mcpq itself") != NULL);
+    cJSON_Delete(ex);
     TEST_PASS("env references resolve on the worker (variable, file without its newline); an "
-              "unreadable file fails the call");
+              "unreadable file or a reference to an MCPQ_ setting fails the call");
 }
 
 static void test_idle_and_free(wrk_loop_t *loop, const mcpq_settings_t *s)
