@@ -5,6 +5,7 @@
 #include "err.h"
 #include "kinds.h"
 #include "sch.h"
+#include "settings.h"
 #include "task.h"
 #include "util.h"
 
@@ -856,9 +857,9 @@ static int normalize(cfg_ctx_t *x, cJSON *doc)
 }
 
 /* The env of an mcp executor or a federate entry at path: never a reference to a setting of
- * mcpq's own (MCPQ_*: job-signing keys, Redis and Kafka passwords), which would hand the
- * worker's secrets to an upstream; with literal, no literal value either (a federate entry's
- * schema refuses those itself). */
+ * mcpq's own (settings.h: the job-signing key, the Redis and Kafka passwords, ...), which would
+ * hand the worker's secrets to an upstream; with literal, no literal value either (a federate
+ * entry's schema refuses those itself). */
 static int check_env_refs(const cJSON *env, const char *path, int literal, char *errstr,
                           size_t errstr_size)
 {
@@ -872,7 +873,7 @@ static int check_env_refs(const cJSON *env, const char *path, int literal, char 
                      path, it->string);
             return MCPQ_EINVAL;
         }
-        if (var && strncmp(var, CFG_ENV_RESERVED_PREFIX, strlen(CFG_ENV_RESERVED_PREFIX)) == 0) {
+        if (var && settings_is_name(var)) {
             snprintf(errstr, errstr_size,
                      "%s.env.%.64s: %.64s is a setting of mcpq itself; its keys and passwords are "
                      "never passed to an upstream (name another variable of the worker)",

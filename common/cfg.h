@@ -50,13 +50,11 @@ int cfg_file_sha256(const char *path, char sha256[65], char *errstr, size_t errs
  * JSON path. */
 cJSON *cfg_load_string(const char *text, size_t len, char *errstr, size_t errstr_size);
 
-/* Variables an mcp executor's env may never name: mcpq's own settings (keys, passwords). */
-#define CFG_ENV_RESERVED_PREFIX "MCPQ_"
-
 /* An mcp executor's env (docs/executors.md, "stdio upstreams") holds references only, none to
- * a CFG_ENV_RESERVED_PREFIX variable: 0, or MCPQ_EINVAL with errstr saying why the value at
- * <path>.env.<NAME> is refused. Any other executor: 0. Checked before the schema by the config
- * loader (which applies the same rule to servers' federate entries) and the admin API. */
+ * the variable of one of mcpq's own settings (settings_is_name: keys, passwords): 0, or MCPQ_EINVAL
+ * with errstr saying why the value at <path>.env.<NAME> is refused. Any other executor: 0. Checked
+ * before the schema by the config loader (which applies the same rule to servers' federate entries)
+ * and the admin API. */
 int cfg_check_mcp_env(const cJSON *executor, const char *path, char *errstr, size_t errstr_size);
 
 /* The default of MCPQ_APP_SECRET_MIN_BYTES: app secrets shorter than this are refused. */

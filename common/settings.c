@@ -390,6 +390,14 @@ static const set_def_t defs[] = {
 
 #define NDEFS (sizeof(defs) / sizeof(defs[0]))
 
+int settings_is_name(const char *name)
+{
+    for (size_t i = 0; name && i < NDEFS; i++)
+        if (strcmp(defs[i].env, name) == 0)
+            return 1;
+    return 0;
+}
+
 static void set_value(mcpq_settings_t *s, const set_def_t *d, const char *v, long long n)
 {
     char *base = (char *)s;

@@ -146,6 +146,10 @@ typedef struct mcpq_settings {
 int settings_load(mcpq_settings_t *s, unsigned who, const char *prog, const char *about, int argc,
                   char **argv, char *errstr, size_t errstr_size);
 
+/* 1 when name is the environment variable of a setting of any binary (the table of
+ * docs/configuration.md, "Settings"), else 0. */
+int settings_is_name(const char *name);
+
 /* Prints every setting of `who` as MCPQ_X=value lines, secrets (the table's secret flag)
  * redacted and the password of MCPQ_REDIS_URL too. */
 void settings_print(FILE *out, const mcpq_settings_t *s, unsigned who);

@@ -1,10 +1,10 @@
 #include "stdiopool.h"
 
-#include "cfg.h"
 #include "err.h"
 #include "exec.h"
 #include "log.h"
 #include "mcpw.h"
+#include "settings.h"
 #include "stderrline.h"
 #include "util.h"
 
@@ -752,6 +752,60 @@ static void on_exit_fd(wrk_loop_io_t *io, int fd, uint32_t events, void *arg)
     group_pump_soon(g);
 }
 
+/* The value of the env reference it ({"env": VAR} or {"file": path}), malloc'd; NULL with
+ * *bad set and detail filled when it cannot be resolved, NULL with *bad 0 on ENOMEM. */
+static char *env_value(const cJSON *it, int *bad, char *detail, size_t size)
+{
+    const char *var = member_str(it, "env"), *file = member_str(it, "file");
+    *bad = 1;
+    if (var) {
+        /* The config refuses these too (cfg.h): a job that names one anyway gets none. */
+        if (settings_is_name(var)) {
+            snprintf(detail, size,
+                     "executor.env.%s: %s is a setting of mcpq itself, never passed to an "
+                     "upstream",
+                     it->string, var);
+            return NULL;
+        }
+        const char *s = getenv(var);
+        if (!s) {
+            snprintf(detail, size, "executor.env.%s: the worker has no variable %s", it->string,
+                     var);
+            return NULL;
+        }
+        *bad = 0;
+        return strdup(s);
+    }
+    util_buf_t b;
+    char chunk[4096];
+    int fd = open(file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(detail, size, "executor.env.%s: cannot read %s: %s", it->string, file,
+                 strerror(errno));
+        return NULL;
+    }
+    util_buf_init(&b, WRK_STDIOPOOL_FILE_MAX);
+    ssize_t r;
+    int rc = 0;
+    while ((r = read(fd, chunk, sizeof(chunk))) > 0 || (r < 0 && errno == EINTR))
+        if (r > 0 && (rc = util_buf_append(&b, chunk, (size_t)r)) < 0)
+            break;
+    close(fd);
+    char *val = NULL;
+    if (r < 0 || rc < 0 || memchr(b.data ? b.data : "", '\0', b.len)) {
+        snprintf(detail, size,
+                 "executor.env.%s: cannot read %s (an error, more than %d bytes, or a NUL byte)",
+                 it->string, file, WRK_STDIOPOOL_FILE_MAX);
+    } else {
+        if (b.len && b.data[b.len - 1] == '\n')
+            b.data[--b.len] = '\0';
+        *bad = 0;
+        val = strdup(b.data ? b.data : "");
+    }
+    util_buf_cleanup(&b);
+    return val;
+}
+
 /* The process's environment: PATH, HOME, LANG and the resolved references. NULL with *why
  * (public) and detail (operator) set, or NULL with *why NULL on ENOMEM. */
 static char **group_env(const sp_group_t *g, const char **why, char *detail, size_t size)
@@ -775,53 +829,10 @@ static char **group_env(const sp_group_t *g, const char **why, char *detail, siz
             snprintf(v[k++], l, "%s=%s", base[i][0], base[i][1]);
         }
     for (const cJSON *it = g->env ? g->env->child : NULL; it; it = it->next) {
-        const char *var = member_str(it, "env"), *file = member_str(it, "file");
-        char *val = NULL;
-        if (var) {
-            /* The config refuses these too (cfg.h): a job that names one anyway gets none. */
-            if (strncmp(var, CFG_ENV_RESERVED_PREFIX, strlen(CFG_ENV_RESERVED_PREFIX)) == 0) {
-                snprintf(detail, size,
-                         "executor.env.%s: %s is a setting of mcpq itself, never "
-                         "passed to an upstream",
-                         it->string, var);
-                goto bad;
-            }
-            const char *s = getenv(var);
-            if (!s) {
-                snprintf(detail, size, "executor.env.%s: the worker has no variable %s", it->string,
-                         var);
-                goto bad;
-            }
-            val = strdup(s);
-        } else {
-            util_buf_t b;
-            char chunk[4096];
-            int fd = open(file, O_RDONLY | O_CLOEXEC);
-            if (fd < 0) {
-                snprintf(detail, size, "executor.env.%s: cannot read %s: %s", it->string, file,
-                         strerror(errno));
-                goto bad;
-            }
-            util_buf_init(&b, WRK_STDIOPOOL_FILE_MAX);
-            ssize_t r;
-            int rc = 0;
-            while ((r = read(fd, chunk, sizeof(chunk))) > 0 || (r < 0 && errno == EINTR))
-                if (r > 0 && (rc = util_buf_append(&b, chunk, (size_t)r)) < 0)
-                    break;
-            close(fd);
-            if (r < 0 || rc < 0 || memchr(b.data ? b.data : "", '\0', b.len)) {
-                snprintf(detail, size,
-                         "executor.env.%s: cannot read %s (an error, more than %d bytes, or a "
-                         "NUL byte)",
-                         it->string, file, WRK_STDIOPOOL_FILE_MAX);
-                util_buf_cleanup(&b);
-                goto bad;
-            }
-            if (b.len && b.data[b.len - 1] == '\n')
-                b.data[--b.len] = '\0';
-            val = strdup(b.data ? b.data : "");
-            util_buf_cleanup(&b);
-        }
+        int bad;
+        char *val = env_value(it, &bad, detail, size);
+        if (bad)
+            goto bad;
         size_t l = val ? strlen(it->string) + strlen(val) + 2 : 0;
         if (!val || !(v[k] = malloc(l))) {
             free(val);

@@ -377,15 +377,16 @@ static void test_env(wrk_loop_t *loop, wrk_stdiopool_t *pool)
     CHECK(strstr(r.detail, "cannot read") != NULL);
     cJSON_Delete(ex);
     /* a setting of the worker itself is never handed over, even when the process has it */
-    setenv("MCPQ_STDIOPOOL_TEST_SECRET", "worker-secret", 1);
-    ex = executor("ok", ",\"env\":{\"S\":{\"env\":\"MCPQ_STDIOPOOL_TEST_SECRET\"}}");
+    setenv("MCPQ_JOB_SIGNING_KEY", "worker-secret", 1);
+    ex = executor("ok", ",\"env\":{\"S\":{\"env\":\"MCPQ_JOB_SIGNING_KEY\"}}");
     start(pool, ex, "env", &r);
     run_until(loop, &r.done, 1);
     CHECK(r.failure != NULL);
-    CHECK(strstr(r.detail, "MCPQ_STDIOPOOL_TEST_SECRET is a setting of mcpq itself") != NULL);
+    CHECK(strstr(r.detail, "MCPQ_JOB_SIGNING_KEY is a setting of mcpq itself") != NULL);
     cJSON_Delete(ex);
+    unsetenv("MCPQ_JOB_SIGNING_KEY");
     TEST_PASS("env references resolve on the worker (variable, file without its newline); an "
-              "unreadable file or a reference to an MCPQ_ setting fails the call");
+              "unreadable file or a reference to a setting of mcpq fails the call");
 }
 
 static void test_idle_and_free(wrk_loop_t *loop, const mcpq_settings_t *s)
