@@ -47,12 +47,16 @@
 #define NAMES_SUFFIX_TURNS ":turns"                    /* {mcpq}:chan:<id>:turns */
 #define NAMES_KEY_AGENTWAIT "{mcpq}:agentwait:"        /* + message id */
 #define NAMES_KEY_AGENTREPLY "{mcpq}:agentreply:"      /* + message id */
+#define NAMES_KEY_ASK "{mcpq}:ask:"                    /* + job id: its open question to the client */
+#define NAMES_KEY_ASKED "{mcpq}:asked:"                /* + job id: it asked in an attempt */
+#define NAMES_KEY_RSTATE_KEY "{mcpq}:rstate:key"       /* the fleet's requestState key */
 
 /* Redis Pub/Sub channels. */
 #define NAMES_CHAN_CANCEL "mcpq:cancel"
 #define NAMES_CHAN_REGISTRY_CHANGED "mcpq:registry:changed"
 #define NAMES_CHAN_SESSION_ENDED "mcpq:session:ended"
 #define NAMES_CHAN_AGENTREPLY "mcpq:agentreply"
+#define NAMES_CHAN_ANSWER "mcpq:answer" /* a job id: its question was answered */
 #define NAMES_CHAN_RESOURCE_UPDATED "mcpq:resource:updated" /* {"tenant","server","uri"} */
 
 /* Kafka record headers of a job (docs/internals.md "Kafka"). */

@@ -88,6 +88,9 @@ typedef struct mcpq_settings {
     long long max_output_bytes;
     long long max_inflight_jobs;
     long long kill_grace_ms;
+    long long input_timeout_ms;    /* how long a tool waits for the client's answers (ask) */
+    long long input_max_bytes;     /* bound on one question's and one answer's JSON */
+    const char *request_state_key; /* 2026-07-28 requestState HMAC key (rstate.h) */
     long long partitions;
     long long brokers;
     long long shutdown_grace_ms;
