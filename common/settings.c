@@ -238,16 +238,16 @@ static const set_def_t defs[] = {
     {"MCPQ_INPUT_TIMEOUT_MS", "input-timeout-ms", T_INT, "300000", 1000, 86400000, ALL,
      S(input_timeout_ms),
      "how long a tool's question to the client (elicitation, sampling, roots) waits for the "
-     "answer, bounded by the call's deadline; also the lifetime of a 2026-07-28 requestState "
+     "answer, bounded by the call's deadline; also the lifetime of a multi round-trip requestState "
      "(docs/tools.md, \"Asking the user\")"},
     {"MCPQ_INPUT_MAX_BYTES", "input-max-bytes", T_INT, "1048576", 1024, 64LL << 20, ALL,
      S(input_max_bytes),
      "largest question a tool may ask and largest answer a client may give, in bytes of JSON"},
     {"MCPQ_REQUEST_STATE_KEY", "request-state-key", T_SECRET, NULL, 0, 0, ING,
      S(request_state_key),
-     "key (32 to 1024 bytes) of the HMAC-SHA256 over the requestState of 2026-07-28 "
-     "input-required results; the same on every ingress (unset: the fleet shares a random key "
-     "kept in Redis, {mcpq}:rstate:key)"},
+     "key (32 to 1024 bytes) of the HMAC-SHA256 over the requestState of input-required "
+     "results (multi round-trip requests); the same on every ingress (unset: the fleet shares "
+     "a random key kept in Redis, docs/internals.md)"},
     {"MCPQ_KILL_GRACE_MS", "kill-grace-ms", T_INT, "2000", 0, 600000, WRK, S(kill_grace_ms),
      "exec: time between SIGTERM and SIGKILL of the process group"},
     {"MCPQ_SHUTDOWN_GRACE_MS", "shutdown-grace-ms", T_INT, "10000", 0, 600000, ALL,
