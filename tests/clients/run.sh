@@ -11,6 +11,7 @@
 #   tests/clients/run.sh eras          eras.test.mjs     (every client era x every upstream era)
 #   tests/clients/run.sh upstreams     upstreams.test.mjs (server-everything, server-filesystem via SDK v1/v2)
 #   tests/clients/run.sh subs          subs.test.mjs     (resource subscriptions, list changes: SDK v1, v2)
+#   tests/clients/run.sh elicit        elicit.test.mjs   (tools asking the client mid-call: SDK v1, v2; faults)
 #
 # The binaries come from $MCPQ_BIN_DIR (default <repo>/build; ctest sets it to its build dir).
 # npm packages are installed (once per package-lock.json) by install.sh into
@@ -21,7 +22,7 @@ HERE=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 
 if [ $# -ne 1 ]; then
-    echo "usage: tests/clients/run.sh v1|v2|conformance|hostile|tasks|batch|oauth|eras|upstreams|subs" >&2
+    echo "usage: tests/clients/run.sh v1|v2|conformance|hostile|tasks|batch|oauth|eras|upstreams|subs|elicit" >&2
     exit 2
 fi
 
@@ -36,7 +37,7 @@ WORK=$("$HERE/install.sh")
 export MCPQ_CLIENTS_DEPS=$WORK
 
 case $1 in
-v1 | v2 | hostile | tasks | batch | oauth | eras | upstreams | subs)
+v1 | v2 | hostile | tasks | batch | oauth | eras | upstreams | subs | elicit)
     test_file=$HERE/sdk-$1.test.mjs
     [ "$1" = v1 ] || [ "$1" = v2 ] || test_file=$HERE/$1.test.mjs
     cd "$REPO"
@@ -47,7 +48,7 @@ conformance)
     exec bash "$HERE/conformance.sh"
     ;;
 *)
-    echo "clients: unknown group '$1' (v1, v2, conformance, hostile, tasks, batch, oauth, eras, upstreams or subs)" >&2
+    echo "clients: unknown group '$1' (v1, v2, conformance, hostile, tasks, batch, oauth, eras, upstreams, subs or elicit)" >&2
     exit 2
     ;;
 esac
