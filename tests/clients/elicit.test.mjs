@@ -115,6 +115,9 @@ function writeConfig(name) {
     type: 'mcp', command: process.execPath,
     args: ['--import', path.join(CLIENTS_DIR, 'lib', 'register.mjs'), path.join(CLIENTS_DIR, 'elicit-upstream.mjs')],
     env: { MCPQ_CLIENTS_DEPS: { env: 'MCPQ_CLIENTS_DEPS' } }, // the worker's variable (stack env)
+    // A server's request reaches the call only when it is the one call in flight on its
+    // process (docs/executors.md, "stdio upstreams").
+    limits: { processes: 1, concurrency: 1 },
     tool,
   });
   const config = {
