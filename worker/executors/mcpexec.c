@@ -137,7 +137,7 @@ static void stdio_send(wrk_mcpup_call_t *c, wrk_mcpmethod_req_t *rq);
 
 static void call_free(wrk_mcpup_call_t *c)
 {
-    wrk_mcpask_free(c->ask); /* an open question is abandoned */
+    wrk_mcprelay_free(c->ask); /* an open question is abandoned */
     cJSON_Delete(c->input_responses);
     free(c->request_state);
     wrk_loop_timer_stop(c->job->rt->loop, &c->poll);
@@ -233,11 +233,11 @@ static int call_chunk(const char *data, size_t len, void *arg)
     return rc;
 }
 
-/* ---- the upstream's questions to the client (mcpask.h; docs/executors.md, "Questions from
+/* ---- the upstream's questions to the client (mcprelay.h; docs/executors.md, "Questions from
  * upstreams") ---- */
 
 /* The worker's ask API (worker/core/ask.h), as the relay takes it. */
-static const wrk_mcpask_api_t ask_api = {wrk_ask_open, wrk_ask_abandon};
+static const wrk_mcprelay_api_t ask_api = {wrk_ask_open, wrk_ask_abandon};
 
 /* The answer to an upstream's request (owned): POSTed in the call's session (HTTP), or
  * written to the stdin of the process that serves the call (stdio). */
@@ -258,10 +258,10 @@ static void call_reply(cJSON *response, void *arg)
 static void call_inputs(cJSON *responses, const char *failure, void *arg);
 
 /* c's relay, made on its first question. NULL on ENOMEM. */
-static wrk_mcpask_t *call_ask(wrk_mcpup_call_t *c)
+static wrk_mcprelay_t *call_ask(wrk_mcpup_call_t *c)
 {
     if (!c->ask)
-        c->ask = wrk_mcpask_new(c->job, &ask_api, call_reply, call_inputs, c);
+        c->ask = wrk_mcprelay_new(c->job, &ask_api, call_reply, call_inputs, c);
     return c->ask;
 }
 
@@ -270,9 +270,9 @@ static wrk_mcpask_t *call_ask(wrk_mcpup_call_t *c)
 static void call_upstream_request(const cJSON *request, void *arg)
 {
     wrk_mcpup_call_t *c = arg;
-    wrk_mcpask_t *a = call_ask(c);
+    wrk_mcprelay_t *a = call_ask(c);
     if (a) {
-        wrk_mcpask_request(a, request);
+        wrk_mcprelay_request(a, request);
         return;
     }
     cJSON *o = cJSON_CreateObject();
@@ -329,8 +329,8 @@ static void call_input_required(wrk_mcpup_call_t *c, cJSON *r, const cJSON *resu
         call_send(c);
         return;
     }
-    wrk_mcpask_t *a = call_ask(c);
-    int rc = a ? wrk_mcpask_inputs(a, ir, why, sizeof(why)) : MCPQ_ENOMEM;
+    wrk_mcprelay_t *a = call_ask(c);
+    int rc = a ? wrk_mcprelay_inputs(a, ir, why, sizeof(why)) : MCPQ_ENOMEM;
     cJSON_Delete(r);
     if (rc == MCPQ_ENOMEM)
         call_end_error(c, -32603, "out of memory");

@@ -53,7 +53,7 @@
  * goes over either transport; over stdio, mcpq/catalog takes the handshake's answer from the
  * process the pool opened.
  *
- * Questions from upstreams (mcpask.h; docs/executors.md "Questions from upstreams"): upstream
+ * Questions from upstreams (mcprelay.h; docs/executors.md "Questions from upstreams"): upstream
  * sessions declare elicitation (form, url), sampling and roots (mcpw_client_capabilities), a
  * 2026-07-28 request the calling client's own (the envelope's "client"). An upstream's
  * elicitation/create, sampling/createMessage or roots/list on a call's SSE stream (or a stdio

@@ -18,7 +18,7 @@
 #include "httpexec.h"
 #include "job.h"
 #include "loop.h"
-#include "mcpask.h"
+#include "mcprelay.h"
 #include "mcpexec.h"
 #include "mcpmethod.h"
 #include "mcpsubs.h"
@@ -120,9 +120,9 @@ struct wrk_mcpup_call {
     int cat_started;   /* mcpq/catalog: cat holds the lists read so far */
     cJSON *stdio_info; /* stdio: the handshake's info (wrk_mcpmethod_info), for mcpq/catalog */
     wrk_mcpmethod_catalog_t cat;
-    /* Questions of the upstream to the calling client (mcpask.h): the relay, made on the
+    /* Questions of the upstream to the calling client (mcprelay.h): the relay, made on the
      * first; for a 2026-07-28 retry, the answers and the upstream's requestState it carries. */
-    wrk_mcpask_t *ask;
+    wrk_mcprelay_t *ask;
     cJSON *input_responses;
     char *request_state;
     int input_rounds; /* input_required answers followed so far */
