@@ -1,4 +1,4 @@
-#include "mcpask.h"
+#include "mcprelay.h"
 
 #include "err.h"
 #include "log.h"
@@ -7,18 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MCPASK_KEY_MAX 64
+#define MCPRELAY_KEY_MAX 64
 
-struct wrk_mcpask {
+struct wrk_mcprelay {
     wrk_job_t *job;
-    const wrk_mcpask_api_t *api;
-    wrk_mcpask_reply_fn reply;
-    wrk_mcpask_inputs_fn inputs;
+    const wrk_mcprelay_api_t *api;
+    wrk_mcprelay_reply_fn reply;
+    wrk_mcprelay_inputs_fn inputs;
     void *arg;
     int open;          /* a question of ours is open */
     int mrtr;          /* the open question is an InputRequiredResult's */
     cJSON *cur;        /* legacy: the upstream request being asked (its id and method) */
-    char key[MCPASK_KEY_MAX + 1];
+    char key[MCPRELAY_KEY_MAX + 1];
     cJSON *keys;       /* mrtr: our key -> the upstream's key */
     cJSON *methods;    /* mrtr: our key -> the request's method */
     cJSON *queue;      /* legacy: requests waiting for their turn (copies) */
@@ -33,7 +33,7 @@ struct wrk_mcpask {
 static int key_valid(const char *s)
 {
     size_t n = strlen(s);
-    if (n < 1 || n > MCPASK_KEY_MAX)
+    if (n < 1 || n > MCPRELAY_KEY_MAX)
         return 0;
     for (const char *p = s; *p; p++)
         if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
@@ -50,10 +50,10 @@ static int method_relayed(const char *m)
 
 static void on_timer(wrk_loop_timer_t *t, void *arg);
 
-wrk_mcpask_t *wrk_mcpask_new(wrk_job_t *job, const wrk_mcpask_api_t *api,
-                             wrk_mcpask_reply_fn reply, wrk_mcpask_inputs_fn inputs, void *arg)
+wrk_mcprelay_t *wrk_mcprelay_new(wrk_job_t *job, const wrk_mcprelay_api_t *api,
+                             wrk_mcprelay_reply_fn reply, wrk_mcprelay_inputs_fn inputs, void *arg)
 {
-    wrk_mcpask_t *a = calloc(1, sizeof(*a));
+    wrk_mcprelay_t *a = calloc(1, sizeof(*a));
     if (!a)
         return NULL;
     a->job = job;
@@ -70,7 +70,7 @@ wrk_mcpask_t *wrk_mcpask_new(wrk_job_t *job, const wrk_mcpask_api_t *api,
     return a;
 }
 
-void wrk_mcpask_free(wrk_mcpask_t *a)
+void wrk_mcprelay_free(wrk_mcprelay_t *a)
 {
     if (!a)
         return;
@@ -86,12 +86,12 @@ void wrk_mcpask_free(wrk_mcpask_t *a)
     free(a);
 }
 
-int wrk_mcpask_open(const wrk_mcpask_t *a)
+int wrk_mcprelay_open(const wrk_mcprelay_t *a)
 {
     return a && a->open;
 }
 
-static void soon(wrk_mcpask_t *a)
+static void soon(wrk_mcprelay_t *a)
 {
     if (wrk_loop_timer_start(a->job->rt->loop, &a->timer, 0) < 0)
         log_event(LOG_WARN, "cannot arm the timer of an upstream question's answer", "job_id",
@@ -99,7 +99,7 @@ static void soon(wrk_mcpask_t *a)
 }
 
 /* Queues the response to the upstream request req (its id): result (owned) or an error. */
-static void respond(wrk_mcpask_t *a, const cJSON *req, cJSON *result, int code, const char *msg)
+static void respond(wrk_mcprelay_t *a, const cJSON *req, cJSON *result, int code, const char *msg)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "jsonrpc", "2.0");
@@ -116,7 +116,7 @@ static void respond(wrk_mcpask_t *a, const cJSON *req, cJSON *result, int code, 
 }
 
 /* The key of a legacy request's question, from its id. */
-static void key_of(wrk_mcpask_t *a, const cJSON *id)
+static void key_of(wrk_mcprelay_t *a, const cJSON *id)
 {
     if (cJSON_IsString(id) && key_valid(id->valuestring))
         snprintf(a->key, sizeof(a->key), "%s", id->valuestring);
@@ -129,7 +129,7 @@ static void key_of(wrk_mcpask_t *a, const cJSON *id)
 static void on_answer(wrk_job_t *job, const cJSON *answers, void *arg);
 
 /* Asks the next queued legacy request, if no question is open. */
-static void ask_next(wrk_mcpask_t *a)
+static void ask_next(wrk_mcprelay_t *a)
 {
     char why[300];
     while (!a->open && cJSON_GetArraySize(a->queue) > 0) {
@@ -163,7 +163,7 @@ static void ask_next(wrk_mcpask_t *a)
     }
 }
 
-void wrk_mcpask_request(wrk_mcpask_t *a, const cJSON *request)
+void wrk_mcprelay_request(wrk_mcprelay_t *a, const cJSON *request)
 {
     const char *method = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(request, "method"));
     char msg[200];
@@ -177,7 +177,7 @@ void wrk_mcpask_request(wrk_mcpask_t *a, const cJSON *request)
         respond(a, request, NULL, -32601, msg);
         return;
     }
-    if (cJSON_GetArraySize(a->queue) >= WRK_MCPASK_QUEUE_MAX) {
+    if (cJSON_GetArraySize(a->queue) >= WRK_MCPRELAY_QUEUE_MAX) {
         respond(a, request, NULL, -32603, "too many requests wait for the client in this call");
         return;
     }
@@ -185,7 +185,7 @@ void wrk_mcpask_request(wrk_mcpask_t *a, const cJSON *request)
     ask_next(a);
 }
 
-int wrk_mcpask_inputs(wrk_mcpask_t *a, const cJSON *input_requests, char *errstr,
+int wrk_mcprelay_inputs(wrk_mcprelay_t *a, const cJSON *input_requests, char *errstr,
                       size_t errstr_size)
 {
     if (a->open) {
@@ -205,7 +205,7 @@ int wrk_mcpask_inputs(wrk_mcpask_t *a, const cJSON *input_requests, char *errstr
                      "relay", it->string, method ? method : "nothing");
             goto bad;
         }
-        char key[MCPASK_KEY_MAX + 1];
+        char key[MCPRELAY_KEY_MAX + 1];
         if (key_valid(it->string) && !cJSON_GetObjectItemCaseSensitive(q, it->string))
             snprintf(key, sizeof(key), "%s", it->string);
         else
@@ -242,7 +242,7 @@ static void error_text(const cJSON *ans, char *out, size_t size)
     snprintf(out, size, "%.300s", m ? m : "no answer");
 }
 
-static void answer_mrtr(wrk_mcpask_t *a, const cJSON *answers)
+static void answer_mrtr(wrk_mcprelay_t *a, const cJSON *answers)
 {
     cJSON *out = cJSON_CreateObject();
     a->failure[0] = '\0';
@@ -270,7 +270,7 @@ static void answer_mrtr(wrk_mcpask_t *a, const cJSON *answers)
 
 static void on_answer(wrk_job_t *job, const cJSON *answers, void *arg)
 {
-    wrk_mcpask_t *a = arg;
+    wrk_mcprelay_t *a = arg;
     (void)job;
     a->open = 0;
     if (a->mrtr) {
@@ -298,7 +298,7 @@ static void on_answer(wrk_job_t *job, const cJSON *answers, void *arg)
  * freed by inputs (the call ends); nothing is touched after it. */
 static void on_timer(wrk_loop_timer_t *t, void *arg)
 {
-    wrk_mcpask_t *a = arg;
+    wrk_mcprelay_t *a = arg;
     (void)t;
     log_ctx_t saved;
     wrk_job_log_enter(a->job, &saved);

@@ -1,5 +1,5 @@
 /*
- * Tests worker/executors/mcpask.c, the mcp executor's relay of an upstream's questions, on a
+ * Tests worker/executors/mcprelay.c, the mcp executor's relay of an upstream's questions, on a
  * real loop with a stand-in for the worker's ask API (worker/core/ask.h; the real one is run
  * by tests/integration/test_mcp_relay.c): a legacy request becomes one question whose key
  * comes from the request's id, its answer (result or error) the JSON-RPC response to the
@@ -15,7 +15,7 @@
 #include "err.h"
 #include "job.h"
 #include "loop.h"
-#include "mcpask.h"
+#include "mcprelay.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -26,10 +26,10 @@
 
 static cJSON *asked;      /* the last question opened */
 static int opens, abandons, refuse;
-static wrk_mcpask_answer_fn open_cb;
+static wrk_mcprelay_answer_fn open_cb;
 static void *open_arg;
 
-static int fake_open(wrk_job_t *job, const cJSON *requests, wrk_mcpask_answer_fn cb, void *arg,
+static int fake_open(wrk_job_t *job, const cJSON *requests, wrk_mcprelay_answer_fn cb, void *arg,
                      char *errstr, size_t errstr_size)
 {
     (void)job;
@@ -51,14 +51,14 @@ static void fake_abandon(wrk_job_t *job)
     abandons++;
 }
 
-static const wrk_mcpask_api_t api = {fake_open, fake_abandon};
+static const wrk_mcprelay_api_t api = {fake_open, fake_abandon};
 
 /* Answers the open question with answers (JSON text). */
 static void answer(wrk_job_t *job, const char *answers)
 {
     cJSON *a = cJSON_Parse(answers);
     CHECK(a != NULL);
-    wrk_mcpask_answer_fn cb = open_cb;
+    wrk_mcprelay_answer_fn cb = open_cb;
     open_cb = NULL;
     CHECK(cb != NULL);
     cb(job, a, open_arg);
@@ -102,18 +102,18 @@ static char *compact(const cJSON *j)
     return buf;
 }
 
-static void request(wrk_mcpask_t *a, const char *json)
+static void request(wrk_mcprelay_t *a, const char *json)
 {
     cJSON *r = cJSON_Parse(json);
     CHECK(r != NULL);
-    wrk_mcpask_request(a, r);
+    wrk_mcprelay_request(a, r);
     cJSON_Delete(r);
 }
 
 static void test_legacy(wrk_job_t *job, wrk_loop_t *loop)
 {
     replies = cJSON_CreateArray();
-    wrk_mcpask_t *a = wrk_mcpask_new(job, &api, on_reply, NULL, NULL);
+    wrk_mcprelay_t *a = wrk_mcprelay_new(job, &api, on_reply, NULL, NULL);
     CHECK(a != NULL);
     opens = abandons = 0;
     request(a, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"elicitation/create\",\"params\":"
@@ -122,7 +122,7 @@ static void test_legacy(wrk_job_t *job, wrk_loop_t *loop)
     CHECK_STR_EQ(compact(asked), "{\"7\":{\"method\":\"elicitation/create\",\"params\":{"
                                  "\"message\":\"Your name?\",\"requestedSchema\":{\"type\":"
                                  "\"object\"}}}}");
-    CHECK_INT_EQ(wrk_mcpask_open(a), 1);
+    CHECK_INT_EQ(wrk_mcprelay_open(a), 1);
     /* two more while the first is open: queued; a ping and an unknown method answered now */
     request(a, "{\"jsonrpc\":\"2.0\",\"id\":\"s/1\",\"method\":\"sampling/createMessage\","
                "\"params\":{\"messages\":[],\"maxTokens\":5}}");
@@ -160,23 +160,23 @@ static void test_legacy(wrk_job_t *job, wrk_loop_t *loop)
     cJSON_Delete(replies);
     replies = cJSON_CreateArray();
     /* free while r-2 is open: abandoned, no reply */
-    wrk_mcpask_free(a);
+    wrk_mcprelay_free(a);
     CHECK_INT_EQ(abandons, 1);
     spin(loop);
     CHECK_INT_EQ(cJSON_GetArraySize(replies), 0);
     /* a question the ask API refuses: the upstream gets -32602 with why, the next is asked */
-    a = wrk_mcpask_new(job, &api, on_reply, NULL, NULL);
+    a = wrk_mcprelay_new(job, &api, on_reply, NULL, NULL);
     refuse = MCPQ_EINVAL;
     request(a, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"elicitation/create\",\"params\":3}");
     refuse = 0;
-    CHECK_INT_EQ(wrk_mcpask_open(a), 0);
+    CHECK_INT_EQ(wrk_mcprelay_open(a), 0);
     request(a, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"roots/list\"}");
-    CHECK_INT_EQ(wrk_mcpask_open(a), 1);
+    CHECK_INT_EQ(wrk_mcprelay_open(a), 1);
     spin(loop);
     CHECK_STR_EQ(compact(replies), "[{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32602,"
                                    "\"message\":\"requests.x.params must be an object\"}}]");
     abandons = 0;
-    wrk_mcpask_free(a);
+    wrk_mcprelay_free(a);
     CHECK_INT_EQ(abandons, 1);
     cJSON_Delete(replies);
     replies = NULL;
@@ -187,17 +187,17 @@ static void test_legacy(wrk_job_t *job, wrk_loop_t *loop)
 static void test_mrtr(wrk_job_t *job, wrk_loop_t *loop)
 {
     char why[300];
-    wrk_mcpask_t *a = wrk_mcpask_new(job, &api, NULL, on_inputs, NULL);
+    wrk_mcprelay_t *a = wrk_mcprelay_new(job, &api, NULL, on_inputs, NULL);
     cJSON *ir = cJSON_Parse(
         "{\"github_login\":{\"method\":\"elicitation/create\",\"params\":{\"message\":\"login?\"}},"
         "\"what is 2+2?\":{\"method\":\"sampling/createMessage\",\"params\":{\"maxTokens\":3}}}");
     opens = 0;
-    CHECK_INT_EQ(wrk_mcpask_inputs(a, ir, why, sizeof(why)), 0);
+    CHECK_INT_EQ(wrk_mcprelay_inputs(a, ir, why, sizeof(why)), 0);
     CHECK_INT_EQ(opens, 1);
     CHECK_STR_EQ(compact(asked), "{\"github_login\":{\"method\":\"elicitation/create\",\"params\":"
                                  "{\"message\":\"login?\"}},\"k1\":{\"method\":\"sampling/"
                                  "createMessage\",\"params\":{\"maxTokens\":3}}}");
-    CHECK_INT_EQ(wrk_mcpask_inputs(a, ir, why, sizeof(why)), MCPQ_EEXIST);
+    CHECK_INT_EQ(wrk_mcprelay_inputs(a, ir, why, sizeof(why)), MCPQ_EEXIST);
     answer(job, "{\"github_login\":{\"result\":{\"action\":\"accept\",\"content\":{\"l\":\"o\"}}},"
                 "\"k1\":{\"result\":{\"role\":\"assistant\",\"content\":{\"type\":\"text\","
                 "\"text\":\"4\"}}}}");
@@ -208,7 +208,7 @@ static void test_mrtr(wrk_job_t *job, wrk_loop_t *loop)
                  "{\"github_login\":{\"action\":\"accept\",\"content\":{\"l\":\"o\"}},\"what is "
                  "2+2?\":{\"role\":\"assistant\",\"content\":{\"type\":\"text\",\"text\":\"4\"}}}");
     /* an error answer: a failure naming the method and the reason */
-    CHECK_INT_EQ(wrk_mcpask_inputs(a, ir, why, sizeof(why)), 0);
+    CHECK_INT_EQ(wrk_mcprelay_inputs(a, ir, why, sizeof(why)), 0);
     answer(job, "{\"github_login\":{\"result\":{\"action\":\"decline\"}},\"k1\":{\"error\":{"
                 "\"code\":-32001,\"message\":\"the client did not answer within 300 ms\"}}}");
     spin(loop);
@@ -221,11 +221,11 @@ static void test_mrtr(wrk_job_t *job, wrk_loop_t *loop)
     /* a method mcpq does not relay: refused, nothing asked */
     ir = cJSON_Parse("{\"a\":{\"method\":\"tools/call\",\"params\":{}}}");
     opens = 0;
-    CHECK_INT_EQ(wrk_mcpask_inputs(a, ir, why, sizeof(why)), MCPQ_EINVAL);
+    CHECK_INT_EQ(wrk_mcprelay_inputs(a, ir, why, sizeof(why)), MCPQ_EINVAL);
     CHECK_STR_EQ(why, "inputRequests.a asks tools/call, which mcpq does not relay");
     CHECK_INT_EQ(opens, 0);
     cJSON_Delete(ir);
-    wrk_mcpask_free(a);
+    wrk_mcprelay_free(a);
     TEST_PASS("2026-07-28 inputRequests: keys kept or mapped, answered under the upstream's keys, "
               "an error answer fails the round");
 }
