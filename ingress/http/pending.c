@@ -676,9 +676,14 @@ char *ing_pending_record_response(const ing_call_t *call, const char *record, si
         const cJSON *err = cJSON_GetObjectItemCaseSensitive(rec, "error");
         const cJSON *code = cJSON_GetObjectItemCaseSensitive(err, "code");
         const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "message"));
-        out = error_response(call->id_json,
-                             cJSON_IsNumber(code) ? (int)code->valuedouble : RPC_INTERNAL_ERROR,
-                             msg ? msg : "the worker could not run the tool");
+        /* The worker's error.data ({"reason": "input_lost"}, docs/internals.md, "Asking the
+         * client") reaches the client as it is. */
+        const cJSON *data = cJSON_GetObjectItemCaseSensitive(err, "data");
+        cJSON *id = cJSON_Parse(call->id_json);
+        out = rpc_error_str(id, cJSON_IsNumber(code) ? (int)code->valuedouble : RPC_INTERNAL_ERROR,
+                            msg ? msg : "the worker could not run the tool",
+                            cJSON_IsObject(data) ? data : NULL);
+        cJSON_Delete(id);
     }
     cJSON_Delete(rec);
     return out;
