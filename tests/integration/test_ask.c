@@ -22,11 +22,14 @@
 #include "check.h"
 #include "fixture.h"
 #include "names.h"
+#include "util.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <hiredis/hiredis.h>
 #include <librdkafka/rdkafka.h>
+#include <microhttpd.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -603,6 +606,120 @@ static void test_builtins(void)
     TEST_PASS("a builtin cancelled while it asks: cancelled entry, question deleted");
 }
 
+/* ---- an HTTP tool that asks (input-required rounds) ---- */
+
+static pthread_mutex_t http_mu = PTHREAD_MUTEX_INITIALIZER;
+static char http_last[8192]; /* the last body with inputResponses */
+static int http_posts;
+
+/* /ask: without inputResponses, input_required (a name, state "s1"); with them, the greeting
+ * (and the inputResponses it got). /loop: requestState only, forever. /bad: an invalid
+ * question. */
+static enum MHD_Result on_http(struct MHD_Connection *conn, const char *url, const char *method,
+                               const util_buf_t *b)
+{
+    (void)method;
+    cJSON *env = cJSON_ParseWithLength(b->data ? b->data : "", b->len);
+    const cJSON *resp = cJSON_GetObjectItem(env, "inputResponses");
+    const char *rs = cJSON_GetStringValue(cJSON_GetObjectItem(env, "requestState"));
+    char out[4096];
+    pthread_mutex_lock(&http_mu);
+    http_posts++;
+    if (resp)
+        snprintf(http_last, sizeof(http_last), "%.*s", (int)b->len, b->data);
+    pthread_mutex_unlock(&http_mu);
+    if (strcmp(url, "/loop") == 0) {
+        snprintf(out, sizeof(out), "{\"resultType\":\"input_required\",\"requestState\":\"r\"}");
+    } else if (strcmp(url, "/bad") == 0) {
+        snprintf(out, sizeof(out),
+                 "{\"resultType\":\"input_required\",\"inputRequests\":"
+                 "{\"x\":{\"method\":\"tools/list\"}}}");
+    } else if (!resp) {
+        snprintf(out, sizeof(out),
+                 "{\"resultType\":\"input_required\",\"requestState\":\"s1\",\"inputRequests\":"
+                 "{\"name\":{\"method\":\"elicitation/create\",\"params\":{\"message\":\"Name?\","
+                 "\"requestedSchema\":{\"type\":\"object\",\"properties\":{\"n\":{\"type\":"
+                 "\"string\"}}}}}}}");
+    } else {
+        char *r = cJSON_PrintUnformatted(resp);
+        snprintf(out, sizeof(out),
+                 "{\"content\":[{\"type\":\"text\",\"text\":\"state=%s responses=%s\"}]}",
+                 rs ? rs : "", r ? "see body" : "");
+        free(r);
+    }
+    cJSON_Delete(env);
+    struct MHD_Response *mr =
+        MHD_create_response_from_buffer(strlen(out), out, MHD_RESPMEM_MUST_COPY);
+    MHD_add_response_header(mr, "Content-Type", "application/json");
+    enum MHD_Result ret = MHD_queue_response(conn, 200, mr);
+    MHD_destroy_response(mr);
+    return ret;
+}
+
+static void test_http_tool(void)
+{
+    int port = fx_free_port();
+    struct MHD_Daemon *d = fx_server_start(port, on_http);
+    CHECK(d != NULL);
+    char ex[256];
+    snprintf(ex, sizeof(ex), "{\"type\":\"http\",\"url\":\"http://127.0.0.1:%d/ask\"}", port);
+    produce("h-ask", ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
+    cJSON *e = wait_entry(REPLY, "h-ask", "input", 0, 30000);
+    CHECK(e != NULL);
+    const cJSON *q = cJSON_GetObjectItem(cJSON_GetObjectItem(e, "requests"), "name");
+    CHECK_STR_EQ(params_str(q, "message"), "Name?");
+    cJSON_Delete(e);
+    answer("h-ask", "name", "{\"result\":{\"action\":\"accept\",\"content\":{\"n\":\"Ada\"}}}", 1);
+    cJSON *rec = need_result("h-ask");
+    CHECK_STR_EQ(result_text(rec), "state=s1 responses=see body");
+    cJSON_Delete(rec);
+    pthread_mutex_lock(&http_mu);
+    cJSON *last = cJSON_Parse(http_last);
+    pthread_mutex_unlock(&http_mu);
+    char *r = cJSON_PrintUnformatted(cJSON_GetObjectItem(last, "inputResponses"));
+    CHECK_STR_EQ(r, "{\"name\":{\"action\":\"accept\",\"content\":{\"n\":\"Ada\"}}}");
+    free(r);
+    CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(last, "job_id")), "h-ask");
+    cJSON_Delete(last);
+    TEST_PASS("an HTTP tool answering input_required is called again with inputResponses and "
+              "its requestState");
+
+    /* A client that cannot be asked: the service gets the error answer as the response. */
+    produce("h-noelicit", ex, CAPS_NONE, REPLY, fx_now_ms() + 60000);
+    rec = need_result("h-noelicit");
+    cJSON_Delete(rec);
+    pthread_mutex_lock(&http_mu);
+    last = cJSON_Parse(http_last);
+    pthread_mutex_unlock(&http_mu);
+    r = cJSON_PrintUnformatted(cJSON_GetObjectItem(last, "inputResponses"));
+    CHECK_STR_EQ(r, "{\"name\":{\"error\":{\"code\":-32601,\"message\":\"the client did not "
+                    "declare the elicitation capability\"}}}");
+    free(r);
+    cJSON_Delete(last);
+    TEST_PASS("an HTTP tool gets an error answer as {\"error\": ...} in inputResponses");
+
+    snprintf(ex, sizeof(ex), "{\"type\":\"http\",\"url\":\"http://127.0.0.1:%d/loop\"}", port);
+    pthread_mutex_lock(&http_mu);
+    http_posts = 0;
+    pthread_mutex_unlock(&http_mu);
+    produce("h-loop", ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
+    rec = need_result("h-loop");
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(rec, "result"), "isError")));
+    CHECK_CONTAINS(result_text(rec), "asked for input more than 16 times");
+    cJSON_Delete(rec);
+    pthread_mutex_lock(&http_mu);
+    CHECK_INT_EQ(http_posts, 17);
+    pthread_mutex_unlock(&http_mu);
+    snprintf(ex, sizeof(ex), "{\"type\":\"http\",\"url\":\"http://127.0.0.1:%d/bad\"}", port);
+    produce("h-bad", ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
+    rec = need_result("h-bad");
+    CHECK_CONTAINS(result_text(rec), "the tool's HTTP service asked an invalid question: request "
+                                     "\"x\": method must be");
+    cJSON_Delete(rec);
+    TEST_PASS("an HTTP tool: at most 16 input rounds; an invalid question is an isError result");
+    MHD_stop_daemon(d);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -624,6 +741,7 @@ int main(void)
     test_not_interactive();
     test_redelivery();
     test_builtins();
+    test_http_tool();
     CHECK_INT_EQ(fx_stop_pid(w, 15000), 0);
     rd_kafka_destroy(producer);
     redisFree(redis);
