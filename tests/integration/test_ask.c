@@ -628,7 +628,26 @@ static enum MHD_Result on_http(struct MHD_Connection *conn, const char *url, con
     if (resp)
         snprintf(http_last, sizeof(http_last), "%.*s", (int)b->len, b->data);
     pthread_mutex_unlock(&http_mu);
-    if (strcmp(url, "/loop") == 0) {
+    const char *mid = cJSON_GetStringValue(cJSON_GetObjectItem(env, "message_id"));
+    const cJSON *ir = cJSON_GetObjectItem(env, "input_responses");
+    if (strcmp(url, "/agent") == 0 && !ir) {
+        snprintf(out, sizeof(out),
+                 "{\"type\":\"agent_reply\",\"in_reply_to\":\"%s\",\"input_requests\":"
+                 "{\"ok\":{\"method\":\"elicitation/create\",\"params\":{\"message\":\"Go?\","
+                 "\"requestedSchema\":{\"type\":\"object\",\"properties\":{}}}}}}",
+                 mid ? mid : "");
+    } else if (strcmp(url, "/agent") == 0) {
+        char *r = cJSON_PrintUnformatted(ir);
+        cJSON *reply = cJSON_CreateObject();
+        cJSON_AddStringToObject(reply, "type", "agent_reply");
+        cJSON_AddStringToObject(reply, "in_reply_to", mid ? mid : "");
+        cJSON_AddStringToObject(reply, "text", r ? r : "");
+        char *t = cJSON_PrintUnformatted(reply);
+        snprintf(out, sizeof(out), "%s", t ? t : "");
+        free(t);
+        free(r);
+        cJSON_Delete(reply);
+    } else if (strcmp(url, "/loop") == 0) {
         snprintf(out, sizeof(out), "{\"resultType\":\"input_required\",\"requestState\":\"r\"}");
     } else if (strcmp(url, "/bad") == 0) {
         snprintf(out, sizeof(out),
@@ -717,6 +736,21 @@ static void test_http_tool(void)
                                      "\"x\": method must be");
     cJSON_Delete(rec);
     TEST_PASS("an HTTP tool: at most 16 input rounds; an invalid question is an isError result");
+
+    snprintf(ex, sizeof(ex), "{\"type\":\"agent\",\"url\":\"http://127.0.0.1:%d/agent\"}", port);
+    produce("a-ask", ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
+    cJSON *e2 = wait_entry(REPLY, "a-ask", "input", 0, 30000);
+    CHECK(e2 != NULL);
+    CHECK_STR_EQ(
+        params_str(cJSON_GetObjectItem(cJSON_GetObjectItem(e2, "requests"), "ok"), "message"),
+        "Go?");
+    cJSON_Delete(e2);
+    answer("a-ask", "ok", "{\"result\":{\"action\":\"accept\",\"content\":{}}}", 1);
+    rec = need_result("a-ask");
+    CHECK_STR_EQ(result_text(rec), "{\"ok\":{\"action\":\"accept\",\"content\":{}}}");
+    cJSON_Delete(rec);
+    TEST_PASS("an agent replying input_requests: the caller is asked, the agent gets "
+              "input_responses in the chat_message again");
     MHD_stop_daemon(d);
 }
 

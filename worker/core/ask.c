@@ -163,6 +163,16 @@ cJSON *wrk_ask_error_answer(int code, const char *message)
     return a;
 }
 
+cJSON *wrk_ask_responses(const cJSON *answers)
+{
+    cJSON *out = cJSON_CreateObject();
+    for (const cJSON *a = answers ? answers->child : NULL; out && a; a = a->next) {
+        const cJSON *r = cJSON_GetObjectItemCaseSensitive(a, "result");
+        cJSON_AddItemToObject(out, a->string, cJSON_Duplicate(r ? r : a, 1));
+    }
+    return out;
+}
+
 /* ---- Redis ---- */
 
 static redisContext *ask_redis(wrk_ask_t *a)

@@ -16,7 +16,6 @@
 #include <strings.h>
 
 #define HTTP_TIMEOUT_SLACK_MS 500    /* the job's deadline timer fires first */
-#define WRK_HTTP_INPUT_ROUNDS_MAX 16 /* input-required answers of one call before it fails */
 
 struct wrk_httpexec {
     wrk_loop_t *loop;
@@ -484,13 +483,8 @@ static int call_next_body(http_call_t *c, const cJSON *answers)
         return MCPQ_ENOMEM;
     cJSON_DeleteItemFromObjectCaseSensitive(c->envelope, "inputResponses");
     cJSON_DeleteItemFromObjectCaseSensitive(c->envelope, "requestState");
-    if (answers) {
-        cJSON *resp = cJSON_AddObjectToObject(c->envelope, "inputResponses");
-        for (const cJSON *a = answers->child; resp && a; a = a->next) {
-            const cJSON *r = cJSON_GetObjectItemCaseSensitive(a, "result");
-            cJSON_AddItemToObject(resp, a->string, cJSON_Duplicate(r ? r : a, 1));
-        }
-    }
+    if (answers)
+        cJSON_AddItemToObject(c->envelope, "inputResponses", wrk_ask_responses(answers));
     if (c->rstate)
         cJSON_AddStringToObject(c->envelope, "requestState", c->rstate);
     free(c->body);
@@ -527,10 +521,10 @@ static int call_input_required(http_call_t *c, const wrk_httpexec_resp_t *resp)
     const cJSON *reqs = cJSON_GetObjectItemCaseSensitive(doc, "inputRequests");
     const cJSON *rs = cJSON_GetObjectItemCaseSensitive(doc, "requestState");
     char why[400] = "";
-    if (++c->rounds > WRK_HTTP_INPUT_ROUNDS_MAX) {
+    if (++c->rounds > WRK_ASK_ROUNDS_MAX) {
         snprintf(why, sizeof(why),
                  "the tool's HTTP service asked for input more than %d times in one call",
-                 WRK_HTTP_INPUT_ROUNDS_MAX);
+                 WRK_ASK_ROUNDS_MAX);
     } else if ((rs && !cJSON_IsString(rs)) || (!reqs && !rs)) {
         snprintf(why, sizeof(why),
                  "the tool's HTTP service answered input_required without "
