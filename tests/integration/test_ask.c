@@ -22,11 +22,14 @@
 #include "check.h"
 #include "fixture.h"
 #include "names.h"
+#include "util.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <hiredis/hiredis.h>
 #include <librdkafka/rdkafka.h>
+#include <microhttpd.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,17 +59,19 @@ static const char *const ASKER = "import json, os, sys\n"
                                  "    got.append(sys.stdin.readline().strip())\n"
                                  "print('tool ' + env['tool'] + ' answers: ' + '|'.join(got))\n";
 
-static void produce(const char *job_id, const char *executor, const char *client,
-                    const char *reply_to, long long deadline_ms)
+/* Produces a job envelope of tool "asker" with arguments (JSON text) and executor (JSON
+ * text), from key:k1 in session s-1, whose client declared client (JSON text; NULL: none). */
+static void produce_args(const char *job_id, const char *executor, const char *arguments,
+                         const char *client, const char *reply_to, long long deadline_ms)
 {
     char buf[16384];
     int n = snprintf(buf, sizeof(buf),
                      "{\"v\":1,\"job_id\":\"%s\",\"tenant\":\"acme\",\"server\":\"default\","
-                     "\"tool\":\"asker\",\"arguments\":{},\"executor\":%s,\"mode\":\"sync\","
+                     "\"tool\":\"asker\",\"arguments\":%s,\"executor\":%s,\"mode\":\"sync\","
                      "\"timeout_ms\":60000,\"created_ms\":%lld,\"deadline_ms\":%lld,"
                      "\"reply_to\":\"%s\",\"owner\":\"key:k1\",\"session_id\":\"s-1\""
                      "%s%s}",
-                     job_id, executor, fx_now_ms(), deadline_ms, reply_to,
+                     job_id, arguments, executor, fx_now_ms(), deadline_ms, reply_to,
                      client ? ",\"client\":" : "", client ? client : "");
     CHECK(n > 0 && (size_t)n < sizeof(buf));
     CHECK_INT_EQ(rd_kafka_producev(
@@ -75,6 +80,12 @@ static void produce(const char *job_id, const char *executor, const char *client
                      RD_KAFKA_V_HEADER("job_id", job_id, -1), RD_KAFKA_V_END),
                  0);
     CHECK_INT_EQ(rd_kafka_flush(producer, 10000), 0);
+}
+
+static void produce(const char *job_id, const char *executor, const char *client,
+                    const char *reply_to, long long deadline_ms)
+{
+    produce_args(job_id, executor, "{}", client, reply_to, deadline_ms);
 }
 
 /* The exec executor JSON for ASKER with questions (JSON strings, NULL-terminated), and
@@ -441,6 +452,308 @@ static void test_redelivery(void)
     TEST_PASS("redelivered while another worker waits for the answer: not run, nothing written");
 }
 
+/* The request "q" of the k-th input entry of job_id (a new object). */
+static cJSON *entry_request(const char *job_id, int k)
+{
+    cJSON *e = wait_entry(REPLY, job_id, "input", k, 30000);
+    CHECK(e != NULL);
+    cJSON *q = cJSON_DetachItemFromObjectCaseSensitive(cJSON_GetObjectItem(e, "requests"), "q");
+    cJSON_Delete(e);
+    CHECK(q != NULL);
+    return q;
+}
+
+static const char *params_str(const cJSON *req, const char *name)
+{
+    return cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(req, "params"), name));
+}
+
+#define CAPS_BOTH "{\"capabilities\":{\"elicitation\":{},\"sampling\":{}}}"
+#define BUILTIN(name) "{\"type\":\"builtin\",\"name\":\"" name "\"}"
+
+/* Runs builtin tool name with arguments: checks its question's method, answers result
+ * (JSON text of the client's result) and returns the result text (malloc'd). The request is
+ * handed to check (may be NULL) first. */
+static char *builtin_round(const char *job_id, const char *name, const char *arguments,
+                           const char *method, void (*check)(const cJSON *req), const char *result)
+{
+    char ex[256];
+    snprintf(ex, sizeof(ex), "{\"type\":\"builtin\",\"name\":\"%s\"}", name);
+    produce_args(job_id, ex, arguments, CAPS_BOTH, REPLY, fx_now_ms() + 60000);
+    cJSON *q = entry_request(job_id, 0);
+    CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(q, "method")), method);
+    if (check)
+        check(q);
+    cJSON_Delete(q);
+    char a[4096];
+    snprintf(a, sizeof(a), "{\"result\":%s}", result);
+    answer(job_id, "q", a, 1);
+    cJSON *rec = need_result(job_id);
+    CHECK(!cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(rec, "result"), "isError")));
+    char *text = strdup(result_text(rec));
+    cJSON_Delete(rec);
+    return text;
+}
+
+static void check_elicitation(const cJSON *req)
+{
+    CHECK_STR_EQ(params_str(req, "message"), "Please provide your information");
+    const cJSON *schema =
+        cJSON_GetObjectItem(cJSON_GetObjectItem(req, "params"), "requestedSchema");
+    char *s = cJSON_PrintUnformatted(cJSON_GetObjectItem(schema, "required"));
+    CHECK_STR_EQ(s, "[\"username\",\"email\"]");
+    free(s);
+}
+
+static void check_sampling(const cJSON *req)
+{
+    const cJSON *p = cJSON_GetObjectItem(req, "params");
+    CHECK_INT_EQ((int)cJSON_GetObjectItem(p, "maxTokens")->valuedouble, 100);
+    char *s = cJSON_PrintUnformatted(cJSON_GetObjectItem(p, "messages"));
+    CHECK_STR_EQ(s, "[{\"role\":\"user\",\"content\":{\"type\":\"text\",\"text\":\"Test prompt for "
+                    "sampling\"}}]");
+    free(s);
+}
+
+static const cJSON *prop(const cJSON *req, const char *name)
+{
+    return cJSON_GetObjectItem(
+        cJSON_GetObjectItem(
+            cJSON_GetObjectItem(cJSON_GetObjectItem(req, "params"), "requestedSchema"),
+            "properties"),
+        name);
+}
+
+static void check_sep1034(const cJSON *req)
+{
+    CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(prop(req, "name"), "default")),
+                 "John Doe");
+    CHECK(cJSON_GetObjectItem(prop(req, "age"), "default")->valuedouble == 30);
+    CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(prop(req, "age"), "type")), "integer");
+    CHECK(cJSON_GetObjectItem(prop(req, "score"), "default")->valuedouble == 95.5);
+    CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(prop(req, "status"), "default")),
+                 "active");
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItem(prop(req, "verified"), "default")));
+}
+
+static void check_sep1330(const cJSON *req)
+{
+    CHECK_INT_EQ(cJSON_GetArraySize(cJSON_GetObjectItem(prop(req, "untitledSingle"), "enum")), 3);
+    CHECK_INT_EQ(cJSON_GetArraySize(cJSON_GetObjectItem(prop(req, "titledSingle"), "oneOf")), 3);
+    CHECK_INT_EQ(cJSON_GetArraySize(cJSON_GetObjectItem(prop(req, "legacyEnum"), "enumNames")), 3);
+    CHECK(cJSON_GetObjectItem(cJSON_GetObjectItem(prop(req, "untitledMulti"), "items"), "enum") !=
+          NULL);
+    CHECK(cJSON_GetObjectItem(cJSON_GetObjectItem(prop(req, "titledMulti"), "items"), "anyOf") !=
+          NULL);
+}
+
+static void test_builtins(void)
+{
+    char *t = builtin_round("b-elicit", "test_elicitation",
+                            "{\"message\":\"Please provide your information\"}",
+                            "elicitation/create", check_elicitation,
+                            "{\"action\":\"accept\",\"content\":{\"username\":\"testuser\"}}");
+    CHECK_STR_EQ(t, "User response: <action: accept, content: {\"username\":\"testuser\"}>");
+    free(t);
+    t = builtin_round("b-sample", "test_sampling", "{\"prompt\":\"Test prompt for sampling\"}",
+                      "sampling/createMessage", check_sampling,
+                      "{\"role\":\"assistant\",\"content\":{\"type\":\"text\",\"text\":\"hi "
+                      "there\"},\"model\":\"m\"}");
+    CHECK_STR_EQ(t, "LLM response: hi there");
+    free(t);
+    t = builtin_round("b-1034", "test_elicitation_sep1034_defaults", "{}", "elicitation/create",
+                      check_sep1034, "{\"action\":\"decline\"}");
+    CHECK_STR_EQ(t, "Elicitation completed: action=decline, content={}");
+    free(t);
+    t = builtin_round("b-1330", "test_elicitation_sep1330_enums", "{}", "elicitation/create",
+                      check_sep1330,
+                      "{\"action\":\"accept\",\"content\":{\"untitledMulti\":[\"option1\"]}}");
+    CHECK_STR_EQ(t,
+                 "Elicitation completed: action=accept, content={\"untitledMulti\":[\"option1\"]}");
+    free(t);
+    t = builtin_round("b-confirm", "confirm", "{\"question\":\"Deploy?\"}", "elicitation/create",
+                      NULL, "{\"action\":\"accept\",\"content\":{\"confirmed\":true}}");
+    CHECK_STR_EQ(t, "You said yes.");
+    free(t);
+    TEST_PASS("builtin asking tools: the conformance fixtures' questions and texts, confirm");
+
+    produce_args("b-nosample", BUILTIN("test_sampling"), "{\"prompt\":\"p\"}", CAPS_ELICIT, REPLY,
+                 fx_now_ms() + 60000);
+    cJSON *rec = need_result("b-nosample");
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(rec, "result"), "isError")));
+    CHECK_CONTAINS(result_text(rec), "the client did not declare the sampling capability");
+    cJSON_Delete(rec);
+    produce_args("b-noarg", BUILTIN("test_elicitation"), "{}", CAPS_BOTH, REPLY,
+                 fx_now_ms() + 60000);
+    rec = need_result("b-noarg");
+    CHECK_CONTAINS(result_text(rec), "arguments.message must be a string");
+    cJSON_Delete(rec);
+    TEST_PASS(
+        "builtin asking tools: an undeclared capability or bad arguments is an isError result");
+
+    produce_args("b-cancel", BUILTIN("confirm"), "{}", CAPS_BOTH, REPLY, fx_now_ms() + 60000);
+    cJSON *q = entry_request("b-cancel", 0);
+    CHECK_STR_EQ(params_str(q, "message"), "Proceed?");
+    cJSON_Delete(q);
+    redisReply *r = redisCommand(redis, "SET " NAMES_KEY_CANCEL "b-cancel {}");
+    freeReplyObject(r);
+    r = redisCommand(redis, "PUBLISH " NAMES_CHAN_CANCEL " b-cancel");
+    freeReplyObject(r);
+    cJSON *c = wait_entry(REPLY, "b-cancel", "cancelled", 0, 30000);
+    CHECK(c != NULL);
+    cJSON_Delete(c);
+    CHECK_INT_EQ(exists(NAMES_KEY_ASK, "b-cancel"), 0);
+    TEST_PASS("a builtin cancelled while it asks: cancelled entry, question deleted");
+}
+
+/* ---- an HTTP tool that asks (input-required rounds) ---- */
+
+static pthread_mutex_t http_mu = PTHREAD_MUTEX_INITIALIZER;
+static char http_last[8192]; /* the last body with inputResponses */
+static int http_posts;
+
+/* /ask: without inputResponses, input_required (a name, state "s1"); with them, the greeting
+ * (and the inputResponses it got). /loop: requestState only, forever. /bad: an invalid
+ * question. */
+static enum MHD_Result on_http(struct MHD_Connection *conn, const char *url, const char *method,
+                               const util_buf_t *b)
+{
+    (void)method;
+    cJSON *env = cJSON_ParseWithLength(b->data ? b->data : "", b->len);
+    const cJSON *resp = cJSON_GetObjectItem(env, "inputResponses");
+    const char *rs = cJSON_GetStringValue(cJSON_GetObjectItem(env, "requestState"));
+    char out[4096];
+    pthread_mutex_lock(&http_mu);
+    http_posts++;
+    if (resp)
+        snprintf(http_last, sizeof(http_last), "%.*s", (int)b->len, b->data);
+    pthread_mutex_unlock(&http_mu);
+    const char *mid = cJSON_GetStringValue(cJSON_GetObjectItem(env, "message_id"));
+    const cJSON *ir = cJSON_GetObjectItem(env, "input_responses");
+    if (strcmp(url, "/agent") == 0 && !ir) {
+        snprintf(out, sizeof(out),
+                 "{\"type\":\"agent_reply\",\"in_reply_to\":\"%s\",\"input_requests\":"
+                 "{\"ok\":{\"method\":\"elicitation/create\",\"params\":{\"message\":\"Go?\","
+                 "\"requestedSchema\":{\"type\":\"object\",\"properties\":{}}}}}}",
+                 mid ? mid : "");
+    } else if (strcmp(url, "/agent") == 0) {
+        char *r = cJSON_PrintUnformatted(ir);
+        cJSON *reply = cJSON_CreateObject();
+        cJSON_AddStringToObject(reply, "type", "agent_reply");
+        cJSON_AddStringToObject(reply, "in_reply_to", mid ? mid : "");
+        cJSON_AddStringToObject(reply, "text", r ? r : "");
+        char *t = cJSON_PrintUnformatted(reply);
+        snprintf(out, sizeof(out), "%s", t ? t : "");
+        free(t);
+        free(r);
+        cJSON_Delete(reply);
+    } else if (strcmp(url, "/loop") == 0) {
+        snprintf(out, sizeof(out), "{\"resultType\":\"input_required\",\"requestState\":\"r\"}");
+    } else if (strcmp(url, "/bad") == 0) {
+        snprintf(out, sizeof(out),
+                 "{\"resultType\":\"input_required\",\"inputRequests\":"
+                 "{\"x\":{\"method\":\"tools/list\"}}}");
+    } else if (!resp) {
+        snprintf(out, sizeof(out),
+                 "{\"resultType\":\"input_required\",\"requestState\":\"s1\",\"inputRequests\":"
+                 "{\"name\":{\"method\":\"elicitation/create\",\"params\":{\"message\":\"Name?\","
+                 "\"requestedSchema\":{\"type\":\"object\",\"properties\":{\"n\":{\"type\":"
+                 "\"string\"}}}}}}}");
+    } else {
+        char *r = cJSON_PrintUnformatted(resp);
+        snprintf(out, sizeof(out),
+                 "{\"content\":[{\"type\":\"text\",\"text\":\"state=%s responses=%s\"}]}",
+                 rs ? rs : "", r ? "see body" : "");
+        free(r);
+    }
+    cJSON_Delete(env);
+    struct MHD_Response *mr =
+        MHD_create_response_from_buffer(strlen(out), out, MHD_RESPMEM_MUST_COPY);
+    MHD_add_response_header(mr, "Content-Type", "application/json");
+    enum MHD_Result ret = MHD_queue_response(conn, 200, mr);
+    MHD_destroy_response(mr);
+    return ret;
+}
+
+static void test_http_tool(void)
+{
+    int port = fx_free_port();
+    struct MHD_Daemon *d = fx_server_start(port, on_http);
+    CHECK(d != NULL);
+    char ex[256];
+    snprintf(ex, sizeof(ex), "{\"type\":\"http\",\"url\":\"http://127.0.0.1:%d/ask\"}", port);
+    produce("h-ask", ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
+    cJSON *e = wait_entry(REPLY, "h-ask", "input", 0, 30000);
+    CHECK(e != NULL);
+    const cJSON *q = cJSON_GetObjectItem(cJSON_GetObjectItem(e, "requests"), "name");
+    CHECK_STR_EQ(params_str(q, "message"), "Name?");
+    cJSON_Delete(e);
+    answer("h-ask", "name", "{\"result\":{\"action\":\"accept\",\"content\":{\"n\":\"Ada\"}}}", 1);
+    cJSON *rec = need_result("h-ask");
+    CHECK_STR_EQ(result_text(rec), "state=s1 responses=see body");
+    cJSON_Delete(rec);
+    pthread_mutex_lock(&http_mu);
+    cJSON *last = cJSON_Parse(http_last);
+    pthread_mutex_unlock(&http_mu);
+    char *r = cJSON_PrintUnformatted(cJSON_GetObjectItem(last, "inputResponses"));
+    CHECK_STR_EQ(r, "{\"name\":{\"action\":\"accept\",\"content\":{\"n\":\"Ada\"}}}");
+    free(r);
+    CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(last, "job_id")), "h-ask");
+    cJSON_Delete(last);
+    TEST_PASS("an HTTP tool answering input_required is called again with inputResponses and "
+              "its requestState");
+
+    /* A client that cannot be asked: the service gets the error answer as the response. */
+    produce("h-noelicit", ex, CAPS_NONE, REPLY, fx_now_ms() + 60000);
+    rec = need_result("h-noelicit");
+    cJSON_Delete(rec);
+    pthread_mutex_lock(&http_mu);
+    last = cJSON_Parse(http_last);
+    pthread_mutex_unlock(&http_mu);
+    r = cJSON_PrintUnformatted(cJSON_GetObjectItem(last, "inputResponses"));
+    CHECK_STR_EQ(r, "{\"name\":{\"error\":{\"code\":-32601,\"message\":\"the client did not "
+                    "declare the elicitation capability\"}}}");
+    free(r);
+    cJSON_Delete(last);
+    TEST_PASS("an HTTP tool gets an error answer as {\"error\": ...} in inputResponses");
+
+    snprintf(ex, sizeof(ex), "{\"type\":\"http\",\"url\":\"http://127.0.0.1:%d/loop\"}", port);
+    pthread_mutex_lock(&http_mu);
+    http_posts = 0;
+    pthread_mutex_unlock(&http_mu);
+    produce("h-loop", ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
+    rec = need_result("h-loop");
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(rec, "result"), "isError")));
+    CHECK_CONTAINS(result_text(rec), "asked for input more than 16 times");
+    cJSON_Delete(rec);
+    pthread_mutex_lock(&http_mu);
+    CHECK_INT_EQ(http_posts, 17);
+    pthread_mutex_unlock(&http_mu);
+    snprintf(ex, sizeof(ex), "{\"type\":\"http\",\"url\":\"http://127.0.0.1:%d/bad\"}", port);
+    produce("h-bad", ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
+    rec = need_result("h-bad");
+    CHECK_CONTAINS(result_text(rec), "the tool's HTTP service asked an invalid question: request "
+                                     "\"x\": method must be");
+    cJSON_Delete(rec);
+    TEST_PASS("an HTTP tool: at most 16 input rounds; an invalid question is an isError result");
+
+    snprintf(ex, sizeof(ex), "{\"type\":\"agent\",\"url\":\"http://127.0.0.1:%d/agent\"}", port);
+    produce("a-ask", ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
+    cJSON *e2 = wait_entry(REPLY, "a-ask", "input", 0, 30000);
+    CHECK(e2 != NULL);
+    CHECK_STR_EQ(
+        params_str(cJSON_GetObjectItem(cJSON_GetObjectItem(e2, "requests"), "ok"), "message"),
+        "Go?");
+    cJSON_Delete(e2);
+    answer("a-ask", "ok", "{\"result\":{\"action\":\"accept\",\"content\":{}}}", 1);
+    rec = need_result("a-ask");
+    CHECK_STR_EQ(result_text(rec), "{\"ok\":{\"action\":\"accept\",\"content\":{}}}");
+    cJSON_Delete(rec);
+    TEST_PASS("an agent replying input_requests: the caller is asked, the agent gets "
+              "input_responses in the chat_message again");
+    MHD_stop_daemon(d);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -461,6 +774,8 @@ int main(void)
     test_bad_lines();
     test_not_interactive();
     test_redelivery();
+    test_builtins();
+    test_http_tool();
     CHECK_INT_EQ(fx_stop_pid(w, 15000), 0);
     rd_kafka_destroy(producer);
     redisFree(redis);
