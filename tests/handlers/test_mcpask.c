@@ -302,6 +302,27 @@ static void test_input_unreachable(void)
     ing_pending_remove(h.ctx.pending, &c);
     ing_pending_release(&c);
     TEST_PASS("a call without an input hook cannot be asked: its question is answered with errors");
+
+    /* a tasks/result call only watches its task: the question stays open for the task's
+     * other ways to answer */
+    question("hx-ask-u3", 1, "{\"q1\":" ELICIT "}", "");
+    start(&c, "hx-ask-u3", 0);
+    c.task_result = 1;
+    entry("hx-ask-u3", "input", INPUT("{\"q1\":" ELICIT "}"));
+    ing_call_t later; /* the stream is read in order: once its entry is handled, u3's was */
+    question("hx-ask-u4", 1, "{\"q1\":" ELICIT "}", "");
+    start(&later, "hx-ask-u4", 0);
+    entry("hx-ask-u4", "input", INPUT("{\"q1\":" ELICIT "}"));
+    a1 = stored_wait("hx-ask-u4", "q1", 5000);
+    CHECK(a1 != NULL);
+    cJSON_Delete(a1);
+    CHECK(c.input_n == 1);
+    CHECK(stored("hx-ask-u3", "q1") == NULL);
+    ing_pending_remove(h.ctx.pending, &c);
+    ing_pending_release(&c);
+    ing_pending_remove(h.ctx.pending, &later);
+    ing_pending_release(&later);
+    TEST_PASS("a tasks/result call's question is not answered with errors");
 }
 
 /* A 2025-03-26 batch element: its requests are frames of the batch's stream. */
@@ -475,7 +496,7 @@ static void test_submit(void)
     cJSON *ans = cJSON_Parse("{\"q2\":{\"result\":{\"model\":\"m\"}}}");
     cJSON *open = NULL;
     char err[256];
-    CHECK_INT_EQ(ing_answer_submit(h.ctx.kv, "hx-ask-b1", 0, &who, ans, "{mcpq}:reply:elsewhere",
+    CHECK_INT_EQ(ing_answer_submit(h.ctx.kv, "hx-ask-b1", 0, &who, ans, NAMES_KEY_REPLY "elsewhere",
                                    &open, err, sizeof(err)),
                  ING_ANSWER_OK);
     CHECK(cJSON_GetObjectItemCaseSensitive(open, "q1") &&
@@ -484,7 +505,7 @@ static void test_submit(void)
     cJSON_Delete(ans);
     redisReply *r = hx_redis(&h, "HGET " NAMES_KEY_ASK "hx-ask-b1 reply_to");
     CHECK(r && r->type == REDIS_REPLY_STRING);
-    CHECK_STR_EQ(r->str, "{mcpq}:reply:elsewhere");
+    CHECK_STR_EQ(r->str, NAMES_KEY_REPLY "elsewhere");
     freeReplyObject(r);
     ans = cJSON_Parse("{\"q1\":{\"result\":{\"action\":\"accept\",\"content\":{}}}}");
     CHECK_INT_EQ(
