@@ -173,13 +173,7 @@ static void test_session_caps(char sid[80])
  * caller frees), or NULL after ms. */
 static cJSON *envelope_of(const char *job_id, int ms)
 {
-    rd_kafka_t *rk = fx_kafka_new(&h.fx, "test-mcpask-reader", NULL);
-    rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(2);
-    for (int32_t p = 0; p < 2; p++)
-        rd_kafka_topic_partition_list_add(parts, h.set.topic_jobs, p)->offset =
-            RD_KAFKA_OFFSET_BEGINNING;
-    CHECK_INT_EQ(rd_kafka_assign(rk, parts), RD_KAFKA_RESP_ERR_NO_ERROR);
-    rd_kafka_topic_partition_list_destroy(parts);
+    rd_kafka_t *rk = hx_jobs_reader(&h, "test-mcpask-reader");
     cJSON *found = NULL;
     for (long long until = fx_now_ms() + ms; !found && fx_now_ms() < until;) {
         rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
