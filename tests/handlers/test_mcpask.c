@@ -167,6 +167,24 @@ static void test_session_caps(char sid[80])
     CHECK_CONTAINS(r->str, "\"elicitation\":{}");
     freeReplyObject(r);
     TEST_PASS("the session's capabilities survive a logging/setLevel");
+
+    /* declared with more than 1 KiB of details: each kept as {} */
+    char body[4096], pad[2000];
+    memset(pad, 'x', sizeof(pad) - 1);
+    pad[sizeof(pad) - 1] = '\0';
+    snprintf(body, sizeof(body),
+             "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{"
+             "\"protocolVersion\":\"2025-06-18\",\"capabilities\":{\"elicitation\":{\"pad\":"
+             "\"%s\"},\"roots\":{}},\"clientInfo\":{\"name\":\"hx\",\"version\":\"1\"}}}",
+             pad);
+    hx_mcp(&h, &e, NULL, body, hdrs);
+    CHECK_INT_EQ(e.resp.status, 200);
+    r = hx_redis(&h, "GET " NAMES_KEY_SESSION "%s", e.resp.session_id);
+    CHECK(r && r->type == REDIS_REPLY_STRING);
+    CHECK_CONTAINS(r->str, "\"caps\":{\"elicitation\":{},\"roots\":{}}");
+    freeReplyObject(r);
+    hx_ex_free(&e);
+    TEST_PASS("capabilities with more than 1 KiB of details are kept declared, without them");
 }
 
 /* The envelope of job_id on the job topic (read from the start by a group of its own;
@@ -480,6 +498,37 @@ static void test_answers(void)
     cJSON_Delete(a1);
     cJSON_Delete(a2);
     TEST_PASS("a batch of responses answers every key it names (202)");
+
+    /* a batch of a request and an answer: the request is answered, the answer taken */
+    question("hx-ask-a4", 1, "{\"q1\":" ELICIT "}", "");
+    hx_mcp(&h, &e, NULL,
+           "[{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\"},"
+           "{\"jsonrpc\":\"2.0\",\"id\":\"mcpq-in/1/q1/hx-ask-a4\",\"result\":{"
+           "\"action\":\"decline\"}}]",
+           (const char *const[]){"MCP-Protocol-Version", "2025-03-26", "Accept", "application/json",
+                                 NULL});
+    CHECK_INT_EQ(e.resp.status, 200);
+    CHECK_INT_EQ(cJSON_GetArraySize(e.json), 1);
+    hx_ex_free(&e);
+    a1 = stored("hx-ask-a4", "q1");
+    CHECK(a1 != NULL);
+    cJSON_Delete(a1);
+    TEST_PASS("an answer inside a batch with requests is taken; the requests are answered");
+
+    /* larger than MCPQ_INPUT_MAX_BYTES: 413, nothing stored */
+    question("hx-ask-a5", 1, "{\"q1\":" ELICIT "}", "");
+    long long max = h.set.input_max_bytes;
+    h.set.input_max_bytes = 64;
+    CHECK_INT_EQ(post(&e,
+                      "{\"jsonrpc\":\"2.0\",\"id\":\"mcpq-in/1/q1/hx-ask-a5\",\"result\":{"
+                      "\"action\":\"accept\",\"content\":{\"name\":\"a long enough name\"}}}",
+                      NULL),
+                 413);
+    CHECK_CONTAINS(hx_rpc_message(&e), "MCPQ_INPUT_MAX_BYTES");
+    hx_ex_free(&e);
+    h.set.input_max_bytes = max;
+    CHECK(stored("hx-ask-a5", "q1") == NULL);
+    TEST_PASS("an answer larger than MCPQ_INPUT_MAX_BYTES is refused 413");
 }
 
 /* ing_answer_submit's own contract: open_out, reply_to, and the gateway's answers. */
