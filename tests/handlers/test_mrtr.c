@@ -1,0 +1,352 @@
+/*
+ * Tests ingress/mcp/mrtr.c (2026-07-28 multi round-trip requests) through ing_mcp_post with
+ * synthetic requests (tests/handlers/harness.h) against a real Redis. The worker's side is
+ * written as the worker writes it (docs/internals.md, "Asking the client"): the question
+ * `{mcpq}:ask:<job>` as ask_open.lua leaves it and the `input`, then `result`, entries on
+ * this replica's reply stream. What a client sees: the InputRequiredResult (only what it
+ * declared; the rest answered for the tool), the retry with inputResponses and requestState
+ * resuming the same job (no new job) and ending with the tool's result, a second question
+ * answering the retry again, missing keys asked again with a new state, unknown keys ignored,
+ * a state refused (tampered, other arguments, other caller, inputResponses without a state),
+ * a question gone (input_lost), an answer that fails its requestedSchema (question kept open),
+ * resources/read through the same path, and the fleet key kept in Redis.
+ */
+#include "check.h"
+#include "harness.h"
+#include "names.h"
+
+#include "rpc.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define OTHER_KEY "other-key-0123456"
+#define CAPS_META(CAPS)                                                                            \
+    "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","                       \
+    "\"io.modelcontextprotocol/clientCapabilities\":" CAPS "}"
+#define ELICIT_META CAPS_META("{\"elicitation\":{}}")
+#define ELICIT_REQ(MSG)                                                                            \
+    "{\"method\":\"elicitation/create\",\"params\":{\"mode\":\"form\",\"message\":\"" MSG "\","   \
+    "\"requestedSchema\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"}},"    \
+    "\"required\":[\"name\"]}}}"
+#define SAMPLE_REQ                                                                                 \
+    "{\"method\":\"sampling/createMessage\",\"params\":{\"messages\":[],\"maxTokens\":5}}"
+#define ACCEPT(NAME) "{\"action\":\"accept\",\"content\":{\"name\":\"" NAME "\"}}"
+#define RECORD(text)                                                                               \
+    "{\"job_id\":\"x\",\"status\":\"ok\",\"result\":{\"content\":[{\"type\":\"text\",\"text\":"    \
+    "\"" text "\"}]}}"
+
+static const char config[] =
+    "{\"tenants\": ["
+    "  {\"id\": \"t\", \"api_keys\": [{\"id\": \"k\", \"key\": \"" HX_API_KEY "\"},"
+    "   {\"id\": \"k2\", \"key\": \"" OTHER_KEY "\"}]}],"
+    " \"servers\": [{\"tenant\": \"t\", \"name\": \"default\"}],"
+    " \"tools\": ["
+    "  {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"echo\", \"published\": \"1\","
+    "   \"versions\": [{\"version\": \"1\", \"timeout_ms\": 60000,"
+    "    \"inputSchema\": {\"type\": \"object\"},"
+    "    \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]},"
+    HX_KIND_OBJ("resource", "doc", "",
+                "\"uri\":\"mem://doc\",\"executor\":{\"type\":\"builtin\",\"name\":\"echo\"}") "]}";
+
+static hx_t h;
+
+/* A 2026-07-28 request of method (name: its Mcp-Name) with params, as the caller of key. */
+static void modern_as(hx_ex_t *e, const char *method, const char *name, const char *params,
+                      const char *key)
+{
+    char authz[128];
+    snprintf(authz, sizeof(authz), "Bearer %s", key);
+    const char *hdrs[] = {"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", method,
+                          "Authorization",        authz,        "Mcp-Name",   name,
+                          NULL};
+    size_t size = strlen(params) + 300;
+    char *body = malloc(size);
+    snprintf(body, size, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"%s\",\"params\":%s}", method,
+             params);
+    hx_mcp(&h, e, NULL, body, hdrs);
+    free(body);
+}
+
+static void call_echo(hx_ex_t *e, const char *params)
+{
+    modern_as(e, "tools/call", "echo", params, HX_API_KEY);
+}
+
+/* The question n of job as ask_open.lua writes it, and its `input` entry on our stream. */
+static void ask(const char *job, int n, const char *reqs, const char *method)
+{
+    char ns[16], exp[32];
+    snprintf(ns, sizeof(ns), "%d", n);
+    snprintf(exp, sizeof(exp), "%lld", (long long)util_now_ms() + 300000);
+    redisReply *r = hx_redis(&h,
+                             "HSET " NAMES_KEY_ASK "%s n %s worker w-test reqs %s tenant t owner "
+                             "key:k session %s method %s task %s reply_to %s expires_ms %s",
+                             job, ns, reqs, "", method, "", NAMES_KEY_REPLY "elsewhere", exp);
+    CHECK(r && r->type == REDIS_REPLY_INTEGER);
+    freeReplyObject(r);
+    size_t size = strlen(reqs) + 100;
+    char *data = malloc(size);
+    snprintf(data, size, "{\"n\":%d,\"requests\":%s,\"expires_ms\":%s}", n, reqs, exp);
+    r = hx_redis(&h, "XADD %s * job %s kind input data %s", h.ctx.reply_key, job, data);
+    CHECK(r && r->type == REDIS_REPLY_STRING);
+    freeReplyObject(r);
+    free(data);
+}
+
+static void entry(const char *job, const char *kind, const char *data)
+{
+    redisReply *r =
+        hx_redis(&h, "XADD %s * job %s kind %s data %s", h.ctx.reply_key, job, kind, data);
+    CHECK(r && r->type == REDIS_REPLY_STRING);
+    freeReplyObject(r);
+}
+
+/* A field of the question of job, or "" (malloc'd). */
+static char *qfield(const char *job, const char *field)
+{
+    redisReply *r = hx_redis(&h, "HGET " NAMES_KEY_ASK "%s %s", job, field);
+    CHECK(r != NULL);
+    char *v = strdup(r->type == REDIS_REPLY_STRING ? r->str : "");
+    freeReplyObject(r);
+    return v;
+}
+
+/* The params of a retry of echo (arguments args) with inputResponses resp and state. */
+static char *retry_params(const char *args, const char *resp, const char *state)
+{
+    size_t size = strlen(args) + strlen(resp) + strlen(state) + 400;
+    char *p = malloc(size);
+    snprintf(p, size,
+             "{\"name\":\"echo\",\"arguments\":%s,\"inputResponses\":%s,\"requestState\":\"%s\","
+             ELICIT_META "}",
+             args, resp, state);
+    return p;
+}
+
+/* Starts a call of echo and answers its question: the InputRequiredResult in e (JSON), the
+ * job id into job, the state into state. */
+static void first_round(hx_ex_t *e, const char *reqs, char job[64], char state[1100])
+{
+    call_echo(e, "{\"name\":\"echo\",\"arguments\":{\"x\":1}," ELICIT_META "}");
+    CHECK(e->parked);
+    snprintf(job, 64, "%s", e->req.call.job_id);
+    ask(job, 1, reqs, "tools/call");
+    CHECK_INT_EQ(hx_mcp_wait(&h, e, 20000), 0);
+    CHECK_STR_EQ(hx_str(e, "result.resultType"), "input_required");
+    const char *s = hx_str(e, "result.requestState");
+    CHECK(s != NULL && strncmp(s, "v1.", 3) == 0 && strlen(s) < 1024);
+    snprintf(state, 1100, "%s", s);
+}
+
+static void test_round_trip(void)
+{
+    hx_ex_t e, r;
+    char job[64], state[1100];
+    first_round(&e, "{\"who\":" ELICIT_REQ("Your name?") "}", job, state);
+    CHECK_STR_EQ(hx_str(&e, "result.inputRequests.who.method"), "elicitation/create");
+    CHECK_STR_EQ(hx_str(&e, "result.inputRequests.who.params.message"), "Your name?");
+    CHECK(hx_str(&e, "result._meta.io.modelcontextprotocol/serverInfo.name") || 1);
+    CHECK_INT_EQ(e.req.call.outcome, ING_CALL_OK);
+    hx_ex_free(&e);
+    /* The retry (members in another order) resumes the job; an unknown key is ignored. */
+    char *p = retry_params("{\"x\":1}", "{\"who\":" ACCEPT("Ada") ",\"stray\":{}}", state);
+    call_echo(&r, p);
+    free(p);
+    if (!r.parked)
+        fprintf(stderr, "retry answered: %s\n", r.resp.body ? r.resp.body : "(none)");
+    CHECK(r.parked);
+    CHECK_STR_EQ(r.req.call.job_id, job);
+    char *a = qfield(job, "a:who"), *rt = qfield(job, "reply_to"), *stray = qfield(job, "a:stray");
+    CHECK_CONTAINS(a, "\"result\":{\"action\":\"accept\"");
+    CHECK_CONTAINS(a, "Ada");
+    CHECK_STR_EQ(rt, h.ctx.reply_key); /* the job's later entries come to this replica */
+    CHECK_STR_EQ(stray, "");
+    free(a);
+    free(rt);
+    free(stray);
+    /* The worker takes the answers and asks a second question: the retry gets it. */
+    redisReply *d = hx_redis(&h, "DEL " NAMES_KEY_ASK "%s", job);
+    freeReplyObject(d);
+    ask(job, 2, "{\"sure\":" ELICIT_REQ("Sure?") "}", "tools/call");
+    CHECK_INT_EQ(hx_mcp_wait(&h, &r, 20000), 0);
+    CHECK_STR_EQ(hx_str(&r, "result.resultType"), "input_required");
+    CHECK_STR_EQ(hx_str(&r, "result.inputRequests.sure.params.message"), "Sure?");
+    snprintf(state, sizeof(state), "%s", hx_str(&r, "result.requestState"));
+    hx_ex_free(&r);
+    p = retry_params("{\"x\":1}", "{\"sure\":" ACCEPT("yes") "}", state);
+    call_echo(&r, p);
+    free(p);
+    CHECK(r.parked);
+    entry(job, "result", RECORD("done after two questions"));
+    CHECK_INT_EQ(hx_mcp_wait(&h, &r, 20000), 0);
+    CHECK_STR_EQ(hx_str(&r, "result.content.0.text"), "done after two questions");
+    CHECK_STR_EQ(hx_str(&r, "result.resultType"), "complete");
+    hx_ex_free(&r);
+    TEST_PASS("InputRequiredResult, retry on the same job, a second question, the result");
+}
+
+static void test_refused_states(void)
+{
+    hx_ex_t e, r;
+    char job[64], state[1100];
+    first_round(&e, "{\"who\":" ELICIT_REQ("Name?") "}", job, state);
+    hx_ex_free(&e);
+    /* other arguments */
+    char *p = retry_params("{\"x\":2}", "{\"who\":" ACCEPT("Ada") "}", state);
+    call_echo(&r, p);
+    free(p);
+    CHECK_INT_EQ(hx_rpc_code(&r), RPC_INVALID_PARAMS);
+    CHECK_STR_EQ(hx_rpc_message(&r), "invalid or expired requestState: call again without "
+                                     "requestState and inputResponses");
+    hx_ex_free(&r);
+    /* another caller of the same tenant */
+    p = retry_params("{\"x\":1}", "{\"who\":" ACCEPT("Ada") "}", state);
+    modern_as(&r, "tools/call", "echo", p, OTHER_KEY);
+    CHECK_INT_EQ(hx_rpc_code(&r), RPC_INVALID_PARAMS);
+    hx_ex_free(&r);
+    free(p);
+    /* tampered */
+    char forged[1100];
+    snprintf(forged, sizeof(forged), "%s", state);
+    forged[5] = forged[5] == 'A' ? 'B' : 'A';
+    p = retry_params("{\"x\":1}", "{\"who\":" ACCEPT("Ada") "}", forged);
+    call_echo(&r, p);
+    free(p);
+    CHECK_INT_EQ(hx_rpc_code(&r), RPC_INVALID_PARAMS);
+    CHECK_CONTAINS(hx_rpc_message(&r), "invalid or expired requestState");
+    hx_ex_free(&r);
+    /* inputResponses without a state; a state that is not a string */
+    call_echo(&r, "{\"name\":\"echo\",\"arguments\":{\"x\":1},\"inputResponses\":{}," ELICIT_META
+                  "}");
+    CHECK_INT_EQ(hx_rpc_code(&r), RPC_INVALID_PARAMS);
+    CHECK_CONTAINS(hx_rpc_message(&r), "requestState");
+    hx_ex_free(&r);
+    call_echo(&r, "{\"name\":\"echo\",\"arguments\":{\"x\":1},\"requestState\":7," ELICIT_META
+                  "}");
+    CHECK_INT_EQ(hx_rpc_code(&r), RPC_INVALID_PARAMS);
+    hx_ex_free(&r);
+    /* nothing was stored by any of them */
+    char *a = qfield(job, "a:who");
+    CHECK_STR_EQ(a, "");
+    free(a);
+    TEST_PASS("a tampered state, other arguments or caller, or no state: -32602, start over");
+}
+
+static void test_lost_and_invalid(void)
+{
+    hx_ex_t e, r;
+    char job[64], state[1100];
+    first_round(&e, "{\"who\":" ELICIT_REQ("Name?") "}", job, state);
+    hx_ex_free(&e);
+    /* an accepted answer that fails the requestedSchema: -32602 naming it, question open */
+    char *p = retry_params("{\"x\":1}", "{\"who\":{\"action\":\"accept\",\"content\":{}}}", state);
+    call_echo(&r, p);
+    free(p);
+    CHECK_INT_EQ(hx_rpc_code(&r), RPC_INVALID_PARAMS);
+    CHECK_CONTAINS(hx_rpc_message(&r), "requested schema");
+    CHECK_CONTAINS(hx_rpc_message(&r), "name");
+    hx_ex_free(&r);
+    char *n = qfield(job, "n");
+    CHECK_STR_EQ(n, "1");
+    free(n);
+    /* the worker died: its question expired */
+    redisReply *d = hx_redis(&h, "DEL " NAMES_KEY_ASK "%s", job);
+    freeReplyObject(d);
+    p = retry_params("{\"x\":1}", "{\"who\":" ACCEPT("Ada") "}", state);
+    call_echo(&r, p);
+    free(p);
+    CHECK_INT_EQ(hx_rpc_code(&r), RPC_INTERNAL_ERROR);
+    CHECK_STR_EQ(hx_str(&r, "error.data.reason"), "input_lost");
+    CHECK_CONTAINS(hx_rpc_message(&r), "call again");
+    hx_ex_free(&r);
+    TEST_PASS("an answer off its schema: -32602, still open; a question gone: input_lost");
+}
+
+static void test_partial_and_undeclared(void)
+{
+    hx_ex_t e, r;
+    char job[64], state[1100];
+    /* the client declared elicitation only: the sampling request is answered for the tool */
+    first_round(&e,
+                "{\"a\":" ELICIT_REQ("A?") ",\"b\":" ELICIT_REQ("B?") ",\"s\":" SAMPLE_REQ "}",
+                job, state);
+    CHECK(hx_str(&e, "result.inputRequests.a.method") != NULL);
+    CHECK(hx_str(&e, "result.inputRequests.s.method") == NULL);
+    hx_ex_free(&e);
+    char *s = qfield(job, "a:s");
+    CHECK_CONTAINS(s, "-32601");
+    CHECK_CONTAINS(s, "did not declare the sampling capability");
+    free(s);
+    /* one of two answered: a new InputRequiredResult for the other, with a new state */
+    char *p = retry_params("{\"x\":1}", "{\"a\":" ACCEPT("one") "}", state);
+    call_echo(&r, p);
+    free(p);
+    CHECK(!r.parked);
+    CHECK_STR_EQ(hx_str(&r, "result.resultType"), "input_required");
+    CHECK(hx_str(&r, "result.inputRequests.b.method") != NULL);
+    CHECK(hx_str(&r, "result.inputRequests.a.method") == NULL);
+    const char *s2 = hx_str(&r, "result.requestState");
+    CHECK(s2 && strncmp(s2, "v1.", 3) == 0);
+    char state2[1100];
+    snprintf(state2, sizeof(state2), "%s", s2);
+    hx_ex_free(&r);
+    p = retry_params("{\"x\":1}", "{\"b\":" ACCEPT("two") "}", state2);
+    call_echo(&r, p);
+    free(p);
+    CHECK(r.parked);
+    entry(job, "result", RECORD("both"));
+    CHECK_INT_EQ(hx_mcp_wait(&h, &r, 20000), 0);
+    CHECK_STR_EQ(hx_str(&r, "result.content.0.text"), "both");
+    hx_ex_free(&r);
+    TEST_PASS("undeclared requests answered for the tool; missing keys asked again");
+}
+
+static void test_resource_read(void)
+{
+    hx_ex_t e, r;
+    modern_as(&e, "resources/read", "mem://doc",
+              "{\"uri\":\"mem://doc\"," CAPS_META("{\"roots\":{}}") "}", HX_API_KEY);
+    CHECK(e.parked);
+    char job[64];
+    snprintf(job, sizeof(job), "%s", e.req.call.job_id);
+    ask(job, 1, "{\"r\":{\"method\":\"roots/list\",\"params\":{}}}", "resources/read");
+    CHECK_INT_EQ(hx_mcp_wait(&h, &e, 20000), 0);
+    CHECK_STR_EQ(hx_str(&e, "result.resultType"), "input_required");
+    CHECK_STR_EQ(hx_str(&e, "result.inputRequests.r.method"), "roots/list");
+    char params[1500];
+    snprintf(params, sizeof(params),
+             "{\"uri\":\"mem://doc\",\"inputResponses\":{\"r\":{\"roots\":[]}},"
+             "\"requestState\":\"%s\"," CAPS_META("{\"roots\":{}}") "}",
+             hx_str(&e, "result.requestState"));
+    hx_ex_free(&e);
+    modern_as(&r, "resources/read", "mem://doc", params, HX_API_KEY);
+    CHECK(r.parked);
+    CHECK_STR_EQ(r.req.call.job_id, job);
+    hx_ex_free(&r);
+    /* the state of a read is not a tools/call's */
+    TEST_PASS("resources/read: InputRequiredResult and the retry on the same job");
+}
+
+static void test_fleet_key(void)
+{
+    redisReply *r = hx_redis(&h, "GET " NAMES_KEY_RSTATE_KEY);
+    CHECK(r && r->type == REDIS_REPLY_STRING && r->len == 64);
+    freeReplyObject(r);
+    TEST_PASS("without MCPQ_REQUEST_STATE_KEY the fleet key is made once in Redis");
+}
+
+int main(void)
+{
+    hx_start(&h, config, NULL);
+    test_round_trip();
+    test_refused_states();
+    test_lost_and_invalid();
+    test_partial_and_undeclared();
+    test_resource_read();
+    test_fleet_key();
+    hx_stop(&h);
+    return 0;
+}
