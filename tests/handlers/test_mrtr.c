@@ -15,12 +15,15 @@
 #include "harness.h"
 #include "names.h"
 
+#include "pending.h"
+#include "tasksapi.h"
 #include "rpc.h"
 #include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define OTHER_KEY "other-key-0123456"
 #define CAPS_META(CAPS)                                                                            \
@@ -46,6 +49,10 @@ static const char config[] =
     " \"tools\": ["
     "  {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"echo\", \"published\": \"1\","
     "   \"versions\": [{\"version\": \"1\", \"timeout_ms\": 60000,"
+    "    \"inputSchema\": {\"type\": \"object\"},"
+    "    \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]},"
+    "  {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"report\", \"published\": \"1\","
+    "   \"versions\": [{\"version\": \"1\", \"mode\": \"task\", \"timeout_ms\": 60000,"
     "    \"inputSchema\": {\"type\": \"object\"},"
     "    \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]},"
     HX_KIND_OBJ("resource", "doc", "",
@@ -330,6 +337,186 @@ static void test_resource_read(void)
     TEST_PASS("resources/read: InputRequiredResult and the retry on the same job");
 }
 
+#define EXT_META                                                                                   \
+    CAPS_META("{\"elicitation\":{},\"extensions\":{\"io.modelcontextprotocol/tasks\":{}}}")
+
+/* A task of report made through the tasks extension; its id into id. */
+static void make_task(char id[64])
+{
+    hx_ex_t e;
+    modern_as(&e, "tools/call", "report", "{\"name\":\"report\",\"arguments\":{}," EXT_META "}",
+              HX_API_KEY);
+    CHECK_STR_EQ(hx_str(&e, "result.resultType"), "task");
+    snprintf(id, 64, "%s", hx_str(&e, "result.taskId"));
+    hx_ex_free(&e);
+}
+
+/* The worker asks the task's client: the task hash and the question, as ask_open.lua. */
+static void task_asks(const char *id, const char *reqs)
+{
+    redisReply *r = hx_redis(&h, "HSET " NAMES_KEY_TASK "%s state running input %s input_n 1",
+                             id, reqs);
+    CHECK(r && r->type == REDIS_REPLY_INTEGER);
+    freeReplyObject(r);
+    char exp[32];
+    snprintf(exp, sizeof(exp), "%lld", (long long)util_now_ms() + 300000);
+    r = hx_redis(&h,
+                 "HSET " NAMES_KEY_ASK "%s n 1 worker w-test reqs %s tenant t owner key:k "
+                 "session %s method tools/call task %s reply_to %s expires_ms %s",
+                 id, reqs, "", id, "", exp);
+    CHECK(r && r->type == REDIS_REPLY_INTEGER);
+    freeReplyObject(r);
+}
+
+static void ext_task(hx_ex_t *e, const char *method, const char *id, const char *more)
+{
+    char params[1200];
+    snprintf(params, sizeof(params), "{\"taskId\":\"%s\"%s," EXT_META "}", id, more);
+    modern_as(e, method, id, params, HX_API_KEY);
+}
+
+static void test_task_ext(void)
+{
+    char id[64];
+    make_task(id);
+    hx_ex_t e;
+    ext_task(&e, "tasks/get", id, "");
+    CHECK_STR_EQ(hx_str(&e, "result.status"), "working");
+    hx_ex_free(&e);
+    task_asks(id, "{\"who\":" ELICIT_REQ("Name?") "}");
+    ext_task(&e, "tasks/get", id, "");
+    CHECK_STR_EQ(hx_str(&e, "result.status"), "input_required");
+    CHECK_STR_EQ(hx_str(&e, "result.inputRequests.who.params.message"), "Name?");
+    hx_ex_free(&e);
+    /* REST shows it too, and filters by it */
+    hx_ex_t g;
+    char url[200];
+    snprintf(url, sizeof(url), "/v1/tasks/%s", id);
+    hx_ex_init(&h, &g, "GET", url, NULL, 1, NULL);
+    ing_tasksapi_route(&g.req, url, "GET", &g.resp);
+    hx_ex_parse(&g);
+    CHECK_STR_EQ(hx_str(&g, "status"), "input_required");
+    CHECK_STR_EQ(hx_str(&g, "inputRequests.who.method"), "elicitation/create");
+    hx_ex_free(&g);
+    hx_ex_init(&h, &g, "GET", "/v1/tasks", NULL, 1, NULL);
+    hx_ex_arg(&g, "status", "input_required");
+    ing_tasksapi_route(&g.req, "/v1/tasks", "GET", &g.resp);
+    hx_ex_parse(&g);
+    CHECK_STR_EQ(hx_str(&g, "tasks.0.taskId"), id);
+    hx_ex_free(&g);
+    /* an answer off its schema is refused, and nothing is stored */
+    ext_task(&e, "tasks/update", id,
+             ",\"inputResponses\":{\"who\":{\"action\":\"accept\",\"content\":{\"name\":3}}}");
+    CHECK_INT_EQ(hx_rpc_code(&e), RPC_INVALID_PARAMS);
+    CHECK_CONTAINS(hx_rpc_message(&e), "requested schema");
+    hx_ex_free(&e);
+    char *a = qfield(id, "a:who");
+    CHECK_STR_EQ(a, "");
+    free(a);
+    /* tasks/update answers it; a key not outstanding is ignored */
+    ext_task(&e, "tasks/update", id, ",\"inputResponses\":{\"who\":" ACCEPT("Ada") ",\"x\":{}}");
+    CHECK_INT_EQ(hx_rpc_code(&e), 0);
+    CHECK(hx_rpc_result(&e) != NULL);
+    hx_ex_free(&e);
+    a = qfield(id, "a:who");
+    CHECK_CONTAINS(a, "Ada");
+    free(a);
+    /* the worker took the answers: working again */
+    redisReply *r = hx_redis(&h, "HDEL " NAMES_KEY_TASK "%s input input_n", id);
+    freeReplyObject(r);
+    ext_task(&e, "tasks/get", id, "");
+    CHECK_STR_EQ(hx_str(&e, "result.status"), "working");
+    CHECK(hx_str(&e, "result.inputRequests.who.method") == NULL);
+    hx_ex_free(&e);
+    TEST_PASS("tasks extension: input_required with inputRequests, tasks/update answers");
+}
+
+/* Everything the streamed call c has to send now (malloc'd); 1 when its stream ended. */
+static int drain(ing_call_t *c, char **out)
+{
+    util_buf_t b;
+    util_buf_init(&b, 1 << 20);
+    char buf[4096];
+    int ended = 0;
+    for (;;) {
+        ssize_t n = ing_pending_read(h.ctx.pending, c, buf, sizeof(buf));
+        if (n == MHD_CONTENT_READER_END_OF_STREAM) {
+            ended = 1;
+            break;
+        }
+        if (n == 0)
+            break;
+        CHECK(util_buf_append(&b, buf, (size_t)n) == 0);
+    }
+    CHECK(util_buf_append(&b, "", 1) == 0);
+    *out = strdup((char *)b.data);
+    util_buf_cleanup(&b);
+    return ended;
+}
+
+static void test_task_result_2025(void)
+{
+    char id[64];
+    make_task(id);
+    task_asks(id, "{\"who\":" ELICIT_REQ("Name?") "}");
+    /* a 2025-11-25 session that declared elicitation */
+    const char *const v1125[] = {"MCP-Protocol-Version", "2025-11-25", NULL};
+    hx_ex_t e;
+    hx_mcp(&h, &e, NULL,
+           "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{"
+           "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{\"elicitation\":{}},"
+           "\"clientInfo\":{\"name\":\"hx\",\"version\":\"1\"}}}",
+           v1125);
+    char sid[80];
+    snprintf(sid, sizeof(sid), "%s", e.resp.session_id);
+    CHECK(sid[0]);
+    hx_ex_free(&e);
+    const char *const hdrs[] = {"MCP-Protocol-Version", "2025-11-25", "Mcp-Session-Id", sid, NULL};
+    char body[400];
+    snprintf(body, sizeof(body),
+             "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tasks/get\",\"params\":{\"taskId\":\"%s\"}}",
+             id);
+    hx_mcp(&h, &e, NULL, body, hdrs);
+    CHECK_STR_EQ(hx_str(&e, "result.status"), "input_required");
+    CHECK(hx_str(&e, "result.inputRequests") == NULL); /* the extension's field only */
+    hx_ex_free(&e);
+    /* tasks/result while the question is open: it streams the question at once */
+    snprintf(body, sizeof(body),
+             "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"tasks/result\",\"params\":{\"taskId\":"
+             "\"%s\"}}",
+             id);
+    hx_mcp(&h, &e, NULL, body, hdrs);
+    CHECK(e.parked);
+    ing_call_t *c = &e.req.call;
+    CHECK_INT_EQ(ing_pending_wait(h.ctx.pending, c, 20000), 1);
+    CHECK_INT_EQ(ing_pending_take(h.ctx.pending, c), ING_TAKE_STREAM);
+    char *out;
+    CHECK_INT_EQ(drain(c, &out), 0);
+    char want[200];
+    snprintf(want, sizeof(want), "\"id\":\"mcpq-in/1/who/%s\"", id);
+    CHECK_CONTAINS(out, want);
+    CHECK_CONTAINS(out, "\"method\":\"elicitation/create\"");
+    CHECK_CONTAINS(out, "io.modelcontextprotocol/related-task");
+    free(out);
+    /* the task ends: its result is the stream's last frame */
+    entry(id, "result", RECORD("task done"));
+    util_buf_t all;
+    util_buf_init(&all, 1 << 20);
+    int ended = 0;
+    for (int i = 0; i < 200 && !ended; i++) { /* polled, at most 20 s */
+        (void)ing_pending_wait(h.ctx.pending, c, 100);
+        ended = drain(c, &out);
+        CHECK(util_buf_append(&all, out, strlen(out)) == 0);
+        free(out);
+    }
+    CHECK(ended);
+    CHECK(util_buf_append(&all, "", 1) == 0);
+    CHECK_CONTAINS((char *)all.data, "task done");
+    util_buf_cleanup(&all);
+    hx_ex_free(&e);
+    TEST_PASS("2025-11-25: tasks/get input_required; tasks/result streams the open question");
+}
+
 static void test_fleet_key(void)
 {
     redisReply *r = hx_redis(&h, "GET " NAMES_KEY_RSTATE_KEY);
@@ -346,6 +533,8 @@ int main(void)
     test_lost_and_invalid();
     test_partial_and_undeclared();
     test_resource_read();
+    test_task_ext();
+    test_task_result_2025();
     test_fleet_key();
     hx_stop(&h);
     return 0;
