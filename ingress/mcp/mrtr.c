@@ -190,6 +190,23 @@ static void bad_params(ing_resp_t *resp, const cJSON *id, const char *msg)
     ing_mcpreq_resp_error(resp, 200, id, RPC_INVALID_PARAMS, msg, NULL);
 }
 
+/* -32603 "<what> (Redis) unavailable; try again". */
+static void unavailable(ing_resp_t *resp, const cJSON *id, const char *what)
+{
+    char msg[160];
+    snprintf(msg, sizeof(msg), "%s (Redis) unavailable; try again", what);
+    ing_mcpreq_resp_error(resp, 200, id, RPC_INTERNAL_ERROR, msg, NULL);
+}
+
+/* The caller of m as answer.h sees it; owner (ING_OWNER_MAX bytes) receives its owner string
+ * ("" for none), which the result points to. */
+static ing_answer_who_t caller(const ing_mcp_t *m, char *owner)
+{
+    owner[0] = '\0';
+    (void)ing_owner_of(m->who, owner, ING_OWNER_MAX);
+    return (ing_answer_who_t){m->tenant->id, owner, m->has_session ? m->session.id : NULL};
+}
+
 /* The answer for a valid state whose question is gone: -32603, data.reason input_lost. */
 static void input_lost(ing_resp_t *resp, const cJSON *id)
 {
@@ -241,11 +258,11 @@ int ing_mrtr_retry_check(ing_mcp_t *m, const rpc_msg_t *msg, ing_mrtr_retry_t *r
     memset(r, 0, sizeof(*r));
     r->responses = ir;
     ing_rstate_claims_t *c = &r->claims;
-    char owner[ING_OWNER_MAX] = "", why[128] = "";
-    (void)ing_owner_of(m->who, owner, sizeof(owner));
-    c->tenant = m->tenant->id;
-    c->owner = owner;
-    c->session = m->has_session ? m->session.id : NULL;
+    char owner[ING_OWNER_MAX], why[128] = "";
+    ing_answer_who_t who = caller(m, owner);
+    c->tenant = who.tenant;
+    c->owner = who.owner;
+    c->session = who.session;
     c->method = msg->method;
     int rc = ing_rstate_digest(msg->method, msg->params, c->digest);
     if (rc == 0)
@@ -258,8 +275,7 @@ int ing_mrtr_retry_check(ing_mcp_t *m, const rpc_msg_t *msg, ing_mrtr_retry_t *r
         return 1;
     }
     if (rc < 0) {
-        ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR,
-                              "requestState key (Redis) unavailable; try again", NULL);
+        unavailable(resp, msg->id, "requestState key");
         return 1;
     }
     return 2;
@@ -288,9 +304,8 @@ static int submit(ing_mcp_t *m, const ing_mrtr_retry_t *r, cJSON **open_out, cha
                   size_t err_size)
 {
     ing_ctx_t *ctx = m->req->ctx;
-    char owner[ING_OWNER_MAX] = "";
-    (void)ing_owner_of(m->who, owner, sizeof(owner));
-    ing_answer_who_t who = {m->tenant->id, owner, m->has_session ? m->session.id : NULL};
+    char owner[ING_OWNER_MAX];
+    ing_answer_who_t who = caller(m, owner);
     /* First the question's open requests (nothing stored), so responses to other keys can be
      * left out; then the answers, with this replica's stream as reply_to. */
     cJSON *none = cJSON_CreateObject(), *open = NULL;
@@ -313,15 +328,13 @@ static int submit(ing_mcp_t *m, const ing_mrtr_retry_t *r, cJSON **open_out, cha
 static void ask_again(ing_mcp_t *m, const rpc_msg_t *msg, const ing_mrtr_retry_t *r, cJSON *open,
                       ing_resp_t *resp)
 {
-    char owner[ING_OWNER_MAX] = "", state[ING_RSTATE_MAX];
-    (void)ing_owner_of(m->who, owner, sizeof(owner));
+    char owner[ING_OWNER_MAX], state[ING_RSTATE_MAX];
     ing_rstate_claims_t c = r->claims;
-    c.owner = owner;
+    c.owner = caller(m, owner).owner;
     c.job_id = r->job;
     if (ing_rstate_make(m->req->ctx->rstate, &c, state, sizeof(state)) < 0) {
         cJSON_Delete(open);
-        ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR,
-                              "requestState key (Redis) unavailable; try again", NULL);
+        unavailable(resp, msg->id, "requestState key");
         return;
     }
     ing_mcpreq_resp_result_obj(m, resp, msg->id, input_required(open, state));
@@ -358,8 +371,7 @@ int ing_mrtr_retry_run(ing_mcp_t *m, const rpc_msg_t *msg, ing_call_t *call,
     else if (rc == ING_ANSWER_INVALID) /* the question stays open: the client may retry */
         bad_params(resp, msg->id, err);
     else
-        ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR,
-                              "answer store (Redis) unavailable; try again", NULL);
+        unavailable(resp, msg->id, "answer store");
     return 0;
 }
 
@@ -381,9 +393,8 @@ int ing_mrtr_task_update(ing_mcp_t *m, const rpc_msg_t *msg, const ing_tasks_t *
         cJSON_Delete(answers);
         return 0;
     }
-    char owner[ING_OWNER_MAX] = "", err[512] = "";
-    (void)ing_owner_of(m->who, owner, sizeof(owner));
-    ing_answer_who_t who = {m->tenant->id, owner, m->has_session ? m->session.id : NULL};
+    char owner[ING_OWNER_MAX], err[512] = "";
+    ing_answer_who_t who = caller(m, owner);
     long long n = strtoll(ing_tasks_field(t, "input_n"), NULL, 10);
     int rc = ing_answer_submit(ctx->kv, ing_tasks_field(t, "id"), n > 0 ? n : 0, &who, answers,
                                NULL, NULL, err, sizeof(err));
@@ -393,8 +404,7 @@ int ing_mrtr_task_update(ing_mcp_t *m, const rpc_msg_t *msg, const ing_tasks_t *
         return 1;
     }
     if (rc < 0) {
-        ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR,
-                              "answer store (Redis) unavailable; try again", NULL);
+        unavailable(resp, msg->id, "answer store");
         return 1;
     }
     return 0; /* stored, or the question ended meanwhile: nothing outstanding */

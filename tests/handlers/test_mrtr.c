@@ -200,36 +200,38 @@ static void test_round_trip(void)
     TEST_PASS("InputRequiredResult, retry on the same job, a second question, the result");
 }
 
+/* A retry of echo (arguments args, as the caller of key) answered with error code, whose
+ * message contains text. */
+static void retry_refused(const char *args, const char *responses, const char *state,
+                          const char *key, int code, const char *text)
+{
+    hx_ex_t r;
+    char *p = retry_params(args, responses, state);
+    modern_as(&r, "tools/call", "echo", p, key);
+    free(p);
+    CHECK_INT_EQ(hx_rpc_code(&r), code);
+    CHECK_CONTAINS(hx_rpc_message(&r), text);
+    hx_ex_free(&r);
+}
+
 static void test_refused_states(void)
 {
     hx_ex_t e, r;
     char job[64], state[1100];
     first_round(&e, "{\"who\":" ELICIT_REQ("Name?") "}", job, state);
     hx_ex_free(&e);
-    /* other arguments */
-    char *p = retry_params("{\"x\":2}", "{\"who\":" ACCEPT("Ada") "}", state);
-    call_echo(&r, p);
-    free(p);
-    CHECK_INT_EQ(hx_rpc_code(&r), RPC_INVALID_PARAMS);
-    CHECK_STR_EQ(hx_rpc_message(&r), "invalid or expired requestState: call again without "
-                                     "requestState and inputResponses");
-    hx_ex_free(&r);
-    /* another caller of the same tenant */
-    p = retry_params("{\"x\":1}", "{\"who\":" ACCEPT("Ada") "}", state);
-    modern_as(&r, "tools/call", "echo", p, OTHER_KEY);
-    CHECK_INT_EQ(hx_rpc_code(&r), RPC_INVALID_PARAMS);
-    hx_ex_free(&r);
-    free(p);
-    /* tampered */
+    const char *answer = "{\"who\":" ACCEPT("Ada") "}";
+    /* other arguments; another caller of the same tenant; a tampered state */
+    retry_refused("{\"x\":2}", answer, state, HX_API_KEY, RPC_INVALID_PARAMS,
+                  "invalid or expired requestState: call again without requestState and "
+                  "inputResponses");
+    retry_refused("{\"x\":1}", answer, state, OTHER_KEY, RPC_INVALID_PARAMS,
+                  "invalid or expired requestState");
     char forged[1100];
     snprintf(forged, sizeof(forged), "%s", state);
     forged[5] = forged[5] == 'A' ? 'B' : 'A';
-    p = retry_params("{\"x\":1}", "{\"who\":" ACCEPT("Ada") "}", forged);
-    call_echo(&r, p);
-    free(p);
-    CHECK_INT_EQ(hx_rpc_code(&r), RPC_INVALID_PARAMS);
-    CHECK_CONTAINS(hx_rpc_message(&r), "invalid or expired requestState");
-    hx_ex_free(&r);
+    retry_refused("{\"x\":1}", answer, forged, HX_API_KEY, RPC_INVALID_PARAMS,
+                  "invalid or expired requestState");
     /* inputResponses without a state; a state that is not a string */
     call_echo(&r, "{\"name\":\"echo\",\"arguments\":{\"x\":1},\"inputResponses\":{}," ELICIT_META
                   "}");
@@ -254,20 +256,15 @@ static void test_lost_and_invalid(void)
     first_round(&e, "{\"who\":" ELICIT_REQ("Name?") "}", job, state);
     hx_ex_free(&e);
     /* an accepted answer that fails the requestedSchema: -32602 naming it, question open */
-    char *p = retry_params("{\"x\":1}", "{\"who\":{\"action\":\"accept\",\"content\":{}}}", state);
-    call_echo(&r, p);
-    free(p);
-    CHECK_INT_EQ(hx_rpc_code(&r), RPC_INVALID_PARAMS);
-    CHECK_CONTAINS(hx_rpc_message(&r), "requested schema");
-    CHECK_CONTAINS(hx_rpc_message(&r), "name");
-    hx_ex_free(&r);
+    retry_refused("{\"x\":1}", "{\"who\":{\"action\":\"accept\",\"content\":{}}}", state,
+                  HX_API_KEY, RPC_INVALID_PARAMS, "requested schema: content");
     char *n = qfield(job, "n");
     CHECK_STR_EQ(n, "1");
     free(n);
     /* the worker died: its question expired */
     redisReply *d = hx_redis(&h, "DEL " NAMES_KEY_ASK "%s", job);
     freeReplyObject(d);
-    p = retry_params("{\"x\":1}", "{\"who\":" ACCEPT("Ada") "}", state);
+    char *p = retry_params("{\"x\":1}", "{\"who\":" ACCEPT("Ada") "}", state);
     call_echo(&r, p);
     free(p);
     CHECK_INT_EQ(hx_rpc_code(&r), RPC_INTERNAL_ERROR);
@@ -328,17 +325,20 @@ static void test_resource_read(void)
     CHECK_INT_EQ(hx_mcp_wait(&h, &e, 20000), 0);
     CHECK_STR_EQ(hx_str(&e, "result.resultType"), "input_required");
     CHECK_STR_EQ(hx_str(&e, "result.inputRequests.r.method"), "roots/list");
-    char params[1500];
+    char params[1500], state[1100];
+    snprintf(state, sizeof(state), "%s", hx_str(&e, "result.requestState"));
+    hx_ex_free(&e);
+    /* the state of a read is no tools/call's */
+    retry_refused("{}", "{}", state, HX_API_KEY, RPC_INVALID_PARAMS,
+                  "invalid or expired requestState");
     snprintf(params, sizeof(params),
              "{\"uri\":\"mem://doc\",\"inputResponses\":{\"r\":{\"roots\":[]}},"
              "\"requestState\":\"%s\"," CAPS_META("{\"roots\":{}}") "}",
-             hx_str(&e, "result.requestState"));
-    hx_ex_free(&e);
+             state);
     modern_as(&r, "resources/read", "mem://doc", params, HX_API_KEY);
     CHECK(r.parked);
     CHECK_STR_EQ(r.req.call.job_id, job);
     hx_ex_free(&r);
-    /* the state of a read is not a tools/call's */
     TEST_PASS("resources/read: InputRequiredResult and the retry on the same job");
 }
 
