@@ -723,7 +723,8 @@ static void answer_unreachable(ing_pending_t *p, const char *job_id, long long n
 /* An `input` entry (a question of the job, docs/internals.md "Asking the client") for every
  * call of this replica waiting on it: each call's hook says how its client is asked; when
  * none can be, the gateway answers the question with errors. A job without a call here (its
- * client went away) is left to the worker's timeout. */
+ * client went away), or only with tasks/result calls that cannot carry it, is left as it is:
+ * the worker's timeout ends it, or an answer from elsewhere. */
 static void deliver_input(ing_pending_t *p, const char *job_id, const char *data, size_t len)
 {
     cJSON *d = cJSON_ParseWithLength(data, len);
@@ -745,7 +746,9 @@ static void deliver_input(ing_pending_t *p, const char *job_id, const char *data
             pthread_mutex_unlock(&p->lock);
             break;
         }
-        found = 1;
+        /* A tasks/result call only watches the task: the question stays open for its other
+         * ways (tasks/update, tasks/get), never answered with errors for it. */
+        found |= !c->task_result;
         c->input_n = n;
         if (p->stop_asking) {
             reached = 1; /* its job is cancelled below: nobody waits for an answer */

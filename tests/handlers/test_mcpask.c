@@ -167,19 +167,31 @@ static void test_session_caps(char sid[80])
     CHECK_CONTAINS(r->str, "\"elicitation\":{}");
     freeReplyObject(r);
     TEST_PASS("the session's capabilities survive a logging/setLevel");
+
+    /* declared with more than 1 KiB of details: each kept as {} */
+    char body[4096], pad[2000];
+    memset(pad, 'x', sizeof(pad) - 1);
+    pad[sizeof(pad) - 1] = '\0';
+    snprintf(body, sizeof(body),
+             "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{"
+             "\"protocolVersion\":\"2025-06-18\",\"capabilities\":{\"elicitation\":{\"pad\":"
+             "\"%s\"},\"roots\":{}},\"clientInfo\":{\"name\":\"hx\",\"version\":\"1\"}}}",
+             pad);
+    hx_mcp(&h, &e, NULL, body, hdrs);
+    CHECK_INT_EQ(e.resp.status, 200);
+    r = hx_redis(&h, "GET " NAMES_KEY_SESSION "%s", e.resp.session_id);
+    CHECK(r && r->type == REDIS_REPLY_STRING);
+    CHECK_CONTAINS(r->str, "\"caps\":{\"elicitation\":{},\"roots\":{}}");
+    freeReplyObject(r);
+    hx_ex_free(&e);
+    TEST_PASS("capabilities with more than 1 KiB of details are kept declared, without them");
 }
 
 /* The envelope of job_id on the job topic (read from the start by a group of its own;
  * caller frees), or NULL after ms. */
 static cJSON *envelope_of(const char *job_id, int ms)
 {
-    rd_kafka_t *rk = fx_kafka_new(&h.fx, "test-mcpask-reader", NULL);
-    rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(2);
-    for (int32_t p = 0; p < 2; p++)
-        rd_kafka_topic_partition_list_add(parts, h.set.topic_jobs, p)->offset =
-            RD_KAFKA_OFFSET_BEGINNING;
-    CHECK_INT_EQ(rd_kafka_assign(rk, parts), RD_KAFKA_RESP_ERR_NO_ERROR);
-    rd_kafka_topic_partition_list_destroy(parts);
+    rd_kafka_t *rk = hx_jobs_reader(&h, "test-mcpask-reader");
     cJSON *found = NULL;
     for (long long until = fx_now_ms() + ms; !found && fx_now_ms() < until;) {
         rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
@@ -302,6 +314,27 @@ static void test_input_unreachable(void)
     ing_pending_remove(h.ctx.pending, &c);
     ing_pending_release(&c);
     TEST_PASS("a call without an input hook cannot be asked: its question is answered with errors");
+
+    /* a tasks/result call only watches its task: the question stays open for the task's
+     * other ways to answer */
+    question("hx-ask-u3", 1, "{\"q1\":" ELICIT "}", "");
+    start(&c, "hx-ask-u3", 0);
+    c.task_result = 1;
+    entry("hx-ask-u3", "input", INPUT("{\"q1\":" ELICIT "}"));
+    ing_call_t later; /* the stream is read in order: once its entry is handled, u3's was */
+    question("hx-ask-u4", 1, "{\"q1\":" ELICIT "}", "");
+    start(&later, "hx-ask-u4", 0);
+    entry("hx-ask-u4", "input", INPUT("{\"q1\":" ELICIT "}"));
+    a1 = stored_wait("hx-ask-u4", "q1", 5000);
+    CHECK(a1 != NULL);
+    cJSON_Delete(a1);
+    CHECK(c.input_n == 1);
+    CHECK(stored("hx-ask-u3", "q1") == NULL);
+    ing_pending_remove(h.ctx.pending, &c);
+    ing_pending_release(&c);
+    ing_pending_remove(h.ctx.pending, &later);
+    ing_pending_release(&later);
+    TEST_PASS("a tasks/result call's question is not answered with errors");
 }
 
 /* A 2025-03-26 batch element: its requests are frames of the batch's stream. */
@@ -465,6 +498,37 @@ static void test_answers(void)
     cJSON_Delete(a1);
     cJSON_Delete(a2);
     TEST_PASS("a batch of responses answers every key it names (202)");
+
+    /* a batch of a request and an answer: the request is answered, the answer taken */
+    question("hx-ask-a4", 1, "{\"q1\":" ELICIT "}", "");
+    hx_mcp(&h, &e, NULL,
+           "[{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\"},"
+           "{\"jsonrpc\":\"2.0\",\"id\":\"mcpq-in/1/q1/hx-ask-a4\",\"result\":{"
+           "\"action\":\"decline\"}}]",
+           (const char *const[]){"MCP-Protocol-Version", "2025-03-26", "Accept", "application/json",
+                                 NULL});
+    CHECK_INT_EQ(e.resp.status, 200);
+    CHECK_INT_EQ(cJSON_GetArraySize(e.json), 1);
+    hx_ex_free(&e);
+    a1 = stored("hx-ask-a4", "q1");
+    CHECK(a1 != NULL);
+    cJSON_Delete(a1);
+    TEST_PASS("an answer inside a batch with requests is taken; the requests are answered");
+
+    /* larger than MCPQ_INPUT_MAX_BYTES: 413, nothing stored */
+    question("hx-ask-a5", 1, "{\"q1\":" ELICIT "}", "");
+    long long max = h.set.input_max_bytes;
+    h.set.input_max_bytes = 64;
+    CHECK_INT_EQ(post(&e,
+                      "{\"jsonrpc\":\"2.0\",\"id\":\"mcpq-in/1/q1/hx-ask-a5\",\"result\":{"
+                      "\"action\":\"accept\",\"content\":{\"name\":\"a long enough name\"}}}",
+                      NULL),
+                 413);
+    CHECK_CONTAINS(hx_rpc_message(&e), "MCPQ_INPUT_MAX_BYTES");
+    hx_ex_free(&e);
+    h.set.input_max_bytes = max;
+    CHECK(stored("hx-ask-a5", "q1") == NULL);
+    TEST_PASS("an answer larger than MCPQ_INPUT_MAX_BYTES is refused 413");
 }
 
 /* ing_answer_submit's own contract: open_out, reply_to, and the gateway's answers. */
@@ -475,7 +539,7 @@ static void test_submit(void)
     cJSON *ans = cJSON_Parse("{\"q2\":{\"result\":{\"model\":\"m\"}}}");
     cJSON *open = NULL;
     char err[256];
-    CHECK_INT_EQ(ing_answer_submit(h.ctx.kv, "hx-ask-b1", 0, &who, ans, "{mcpq}:reply:elsewhere",
+    CHECK_INT_EQ(ing_answer_submit(h.ctx.kv, "hx-ask-b1", 0, &who, ans, NAMES_KEY_REPLY "elsewhere",
                                    &open, err, sizeof(err)),
                  ING_ANSWER_OK);
     CHECK(cJSON_GetObjectItemCaseSensitive(open, "q1") &&
@@ -484,7 +548,7 @@ static void test_submit(void)
     cJSON_Delete(ans);
     redisReply *r = hx_redis(&h, "HGET " NAMES_KEY_ASK "hx-ask-b1 reply_to");
     CHECK(r && r->type == REDIS_REPLY_STRING);
-    CHECK_STR_EQ(r->str, "{mcpq}:reply:elsewhere");
+    CHECK_STR_EQ(r->str, NAMES_KEY_REPLY "elsewhere");
     freeReplyObject(r);
     ans = cJSON_Parse("{\"q1\":{\"result\":{\"action\":\"accept\",\"content\":{}}}}");
     CHECK_INT_EQ(

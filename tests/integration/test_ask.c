@@ -56,17 +56,19 @@ static const char *const ASKER = "import json, os, sys\n"
                                  "    got.append(sys.stdin.readline().strip())\n"
                                  "print('tool ' + env['tool'] + ' answers: ' + '|'.join(got))\n";
 
-static void produce(const char *job_id, const char *executor, const char *client,
-                    const char *reply_to, long long deadline_ms)
+/* Produces a job envelope of tool "asker" with arguments (JSON text) and executor (JSON
+ * text), from key:k1 in session s-1, whose client declared client (JSON text; NULL: none). */
+static void produce_args(const char *job_id, const char *executor, const char *arguments,
+                         const char *client, const char *reply_to, long long deadline_ms)
 {
     char buf[16384];
     int n = snprintf(buf, sizeof(buf),
                      "{\"v\":1,\"job_id\":\"%s\",\"tenant\":\"acme\",\"server\":\"default\","
-                     "\"tool\":\"asker\",\"arguments\":{},\"executor\":%s,\"mode\":\"sync\","
+                     "\"tool\":\"asker\",\"arguments\":%s,\"executor\":%s,\"mode\":\"sync\","
                      "\"timeout_ms\":60000,\"created_ms\":%lld,\"deadline_ms\":%lld,"
                      "\"reply_to\":\"%s\",\"owner\":\"key:k1\",\"session_id\":\"s-1\""
                      "%s%s}",
-                     job_id, executor, fx_now_ms(), deadline_ms, reply_to,
+                     job_id, arguments, executor, fx_now_ms(), deadline_ms, reply_to,
                      client ? ",\"client\":" : "", client ? client : "");
     CHECK(n > 0 && (size_t)n < sizeof(buf));
     CHECK_INT_EQ(rd_kafka_producev(
@@ -75,6 +77,12 @@ static void produce(const char *job_id, const char *executor, const char *client
                      RD_KAFKA_V_HEADER("job_id", job_id, -1), RD_KAFKA_V_END),
                  0);
     CHECK_INT_EQ(rd_kafka_flush(producer, 10000), 0);
+}
+
+static void produce(const char *job_id, const char *executor, const char *client,
+                    const char *reply_to, long long deadline_ms)
+{
+    produce_args(job_id, executor, "{}", client, reply_to, deadline_ms);
 }
 
 /* The exec executor JSON for ASKER with questions (JSON strings, NULL-terminated), and
@@ -441,6 +449,160 @@ static void test_redelivery(void)
     TEST_PASS("redelivered while another worker waits for the answer: not run, nothing written");
 }
 
+/* The request "q" of the k-th input entry of job_id (a new object). */
+static cJSON *entry_request(const char *job_id, int k)
+{
+    cJSON *e = wait_entry(REPLY, job_id, "input", k, 30000);
+    CHECK(e != NULL);
+    cJSON *q = cJSON_DetachItemFromObjectCaseSensitive(cJSON_GetObjectItem(e, "requests"), "q");
+    cJSON_Delete(e);
+    CHECK(q != NULL);
+    return q;
+}
+
+static const char *params_str(const cJSON *req, const char *name)
+{
+    return cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(req, "params"), name));
+}
+
+#define CAPS_BOTH "{\"capabilities\":{\"elicitation\":{},\"sampling\":{}}}"
+#define BUILTIN(name) "{\"type\":\"builtin\",\"name\":\"" name "\"}"
+
+/* Runs builtin tool name with arguments: checks its question's method, answers result
+ * (JSON text of the client's result) and returns the result text (malloc'd). The request is
+ * handed to check (may be NULL) first. */
+static char *builtin_round(const char *job_id, const char *name, const char *arguments,
+                           const char *method, void (*check)(const cJSON *req), const char *result)
+{
+    char ex[256];
+    snprintf(ex, sizeof(ex), "{\"type\":\"builtin\",\"name\":\"%s\"}", name);
+    produce_args(job_id, ex, arguments, CAPS_BOTH, REPLY, fx_now_ms() + 60000);
+    cJSON *q = entry_request(job_id, 0);
+    CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(q, "method")), method);
+    if (check)
+        check(q);
+    cJSON_Delete(q);
+    char a[4096];
+    snprintf(a, sizeof(a), "{\"result\":%s}", result);
+    answer(job_id, "q", a, 1);
+    cJSON *rec = need_result(job_id);
+    CHECK(!cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(rec, "result"), "isError")));
+    char *text = strdup(result_text(rec));
+    cJSON_Delete(rec);
+    return text;
+}
+
+static void check_elicitation(const cJSON *req)
+{
+    CHECK_STR_EQ(params_str(req, "message"), "Please provide your information");
+    const cJSON *schema =
+        cJSON_GetObjectItem(cJSON_GetObjectItem(req, "params"), "requestedSchema");
+    char *s = cJSON_PrintUnformatted(cJSON_GetObjectItem(schema, "required"));
+    CHECK_STR_EQ(s, "[\"username\",\"email\"]");
+    free(s);
+}
+
+static void check_sampling(const cJSON *req)
+{
+    const cJSON *p = cJSON_GetObjectItem(req, "params");
+    CHECK_INT_EQ((int)cJSON_GetObjectItem(p, "maxTokens")->valuedouble, 100);
+    char *s = cJSON_PrintUnformatted(cJSON_GetObjectItem(p, "messages"));
+    CHECK_STR_EQ(s, "[{\"role\":\"user\",\"content\":{\"type\":\"text\",\"text\":\"Test prompt for "
+                    "sampling\"}}]");
+    free(s);
+}
+
+static const cJSON *prop(const cJSON *req, const char *name)
+{
+    return cJSON_GetObjectItem(
+        cJSON_GetObjectItem(
+            cJSON_GetObjectItem(cJSON_GetObjectItem(req, "params"), "requestedSchema"),
+            "properties"),
+        name);
+}
+
+static void check_sep1034(const cJSON *req)
+{
+    CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(prop(req, "name"), "default")),
+                 "John Doe");
+    CHECK(cJSON_GetObjectItem(prop(req, "age"), "default")->valuedouble == 30);
+    CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(prop(req, "age"), "type")), "integer");
+    CHECK(cJSON_GetObjectItem(prop(req, "score"), "default")->valuedouble == 95.5);
+    CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(prop(req, "status"), "default")),
+                 "active");
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItem(prop(req, "verified"), "default")));
+}
+
+static void check_sep1330(const cJSON *req)
+{
+    CHECK_INT_EQ(cJSON_GetArraySize(cJSON_GetObjectItem(prop(req, "untitledSingle"), "enum")), 3);
+    CHECK_INT_EQ(cJSON_GetArraySize(cJSON_GetObjectItem(prop(req, "titledSingle"), "oneOf")), 3);
+    CHECK_INT_EQ(cJSON_GetArraySize(cJSON_GetObjectItem(prop(req, "legacyEnum"), "enumNames")), 3);
+    CHECK(cJSON_GetObjectItem(cJSON_GetObjectItem(prop(req, "untitledMulti"), "items"), "enum") !=
+          NULL);
+    CHECK(cJSON_GetObjectItem(cJSON_GetObjectItem(prop(req, "titledMulti"), "items"), "anyOf") !=
+          NULL);
+}
+
+static void test_builtins(void)
+{
+    char *t = builtin_round("b-elicit", "test_elicitation",
+                            "{\"message\":\"Please provide your information\"}",
+                            "elicitation/create", check_elicitation,
+                            "{\"action\":\"accept\",\"content\":{\"username\":\"testuser\"}}");
+    CHECK_STR_EQ(t, "User response: <action: accept, content: {\"username\":\"testuser\"}>");
+    free(t);
+    t = builtin_round("b-sample", "test_sampling", "{\"prompt\":\"Test prompt for sampling\"}",
+                      "sampling/createMessage", check_sampling,
+                      "{\"role\":\"assistant\",\"content\":{\"type\":\"text\",\"text\":\"hi "
+                      "there\"},\"model\":\"m\"}");
+    CHECK_STR_EQ(t, "LLM response: hi there");
+    free(t);
+    t = builtin_round("b-1034", "test_elicitation_sep1034_defaults", "{}", "elicitation/create",
+                      check_sep1034, "{\"action\":\"decline\"}");
+    CHECK_STR_EQ(t, "Elicitation completed: action=decline, content={}");
+    free(t);
+    t = builtin_round("b-1330", "test_elicitation_sep1330_enums", "{}", "elicitation/create",
+                      check_sep1330,
+                      "{\"action\":\"accept\",\"content\":{\"untitledMulti\":[\"option1\"]}}");
+    CHECK_STR_EQ(t,
+                 "Elicitation completed: action=accept, content={\"untitledMulti\":[\"option1\"]}");
+    free(t);
+    t = builtin_round("b-confirm", "confirm", "{\"question\":\"Deploy?\"}", "elicitation/create",
+                      NULL, "{\"action\":\"accept\",\"content\":{\"confirmed\":true}}");
+    CHECK_STR_EQ(t, "You said yes.");
+    free(t);
+    TEST_PASS("builtin asking tools: the conformance fixtures' questions and texts, confirm");
+
+    produce_args("b-nosample", BUILTIN("test_sampling"), "{\"prompt\":\"p\"}", CAPS_ELICIT, REPLY,
+                 fx_now_ms() + 60000);
+    cJSON *rec = need_result("b-nosample");
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(rec, "result"), "isError")));
+    CHECK_CONTAINS(result_text(rec), "the client did not declare the sampling capability");
+    cJSON_Delete(rec);
+    produce_args("b-noarg", BUILTIN("test_elicitation"), "{}", CAPS_BOTH, REPLY,
+                 fx_now_ms() + 60000);
+    rec = need_result("b-noarg");
+    CHECK_CONTAINS(result_text(rec), "arguments.message must be a string");
+    cJSON_Delete(rec);
+    TEST_PASS(
+        "builtin asking tools: an undeclared capability or bad arguments is an isError result");
+
+    produce_args("b-cancel", BUILTIN("confirm"), "{}", CAPS_BOTH, REPLY, fx_now_ms() + 60000);
+    cJSON *q = entry_request("b-cancel", 0);
+    CHECK_STR_EQ(params_str(q, "message"), "Proceed?");
+    cJSON_Delete(q);
+    redisReply *r = redisCommand(redis, "SET " NAMES_KEY_CANCEL "b-cancel {}");
+    freeReplyObject(r);
+    r = redisCommand(redis, "PUBLISH " NAMES_CHAN_CANCEL " b-cancel");
+    freeReplyObject(r);
+    cJSON *c = wait_entry(REPLY, "b-cancel", "cancelled", 0, 30000);
+    CHECK(c != NULL);
+    cJSON_Delete(c);
+    CHECK_INT_EQ(exists(NAMES_KEY_ASK, "b-cancel"), 0);
+    TEST_PASS("a builtin cancelled while it asks: cancelled entry, question deleted");
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -461,6 +623,7 @@ int main(void)
     test_bad_lines();
     test_not_interactive();
     test_redelivery();
+    test_builtins();
     CHECK_INT_EQ(fx_stop_pid(w, 15000), 0);
     rd_kafka_destroy(producer);
     redisFree(redis);

@@ -432,6 +432,55 @@ out:
     return rc;
 }
 
+/* A new question n of job, linked as open, its expiry set: now + MCPQ_INPUT_TIMEOUT_MS, at
+ * most the deadline. NULL on ENOMEM. */
+static wrk_ask_q_t *q_new(wrk_ask_t *a, wrk_job_t *job, wrk_ask_fn cb, void *arg, int64_t now)
+{
+    wrk_ask_q_t *q = calloc(1, sizeof(*q));
+    if (!q || !(q->answers = cJSON_CreateObject())) {
+        free(q);
+        return NULL;
+    }
+    q->a = a;
+    q->job = job;
+    q->cb = cb;
+    q->arg = arg;
+    q->n = ++job->ask_n;
+    wrk_loop_timer_init(&q->timer, q_on_timer, q);
+    q->wait_ms = a->s->input_timeout_ms;
+    q->expires_ms = now + q->wait_ms;
+    if (q->expires_ms > job->deadline_ms) {
+        q->expires_ms = job->deadline_ms;
+        q->wait_ms = job->deadline_ms > now ? job->deadline_ms - now : 0;
+    }
+    q->next = a->open;
+    if (a->open)
+        a->open->prev = q;
+    a->open = q;
+    a->nopen++;
+    job->ask_q = q;
+    return q;
+}
+
+/* The requests of the question the client declared (a new object, NULL on ENOMEM); the
+ * others are answered in q->answers with -32601 and never sent. */
+static cJSON *q_declared(wrk_ask_q_t *q, const cJSON *requests)
+{
+    cJSON *send = cJSON_CreateObject();
+    for (const cJSON *r = requests->child; send && r; r = r->next) {
+        const char *cap = wrk_ask_undeclared(q->job->env.client, r);
+        if (!cap) {
+            cJSON_AddItemToObject(send, r->string, cJSON_Duplicate(r, 1));
+            continue;
+        }
+        char msg[ASK_MSG_MAX];
+        snprintf(msg, sizeof(msg), "the client did not declare the %s capability", cap);
+        cJSON_AddItemToObject(q->answers, r->string,
+                              wrk_ask_error_answer(WRK_ASK_ERR_UNDECLARED, msg));
+    }
+    return send;
+}
+
 int wrk_ask_open(wrk_job_t *job, const cJSON *requests, wrk_ask_fn cb, void *arg, char *errstr,
                  size_t errstr_size)
 {
@@ -447,77 +496,36 @@ int wrk_ask_open(wrk_job_t *job, const cJSON *requests, wrk_ask_fn cb, void *arg
     int rc = wrk_ask_check(requests, a->s->input_max_bytes, errstr, errstr_size);
     if (rc < 0)
         return rc;
-    wrk_ask_q_t *q = calloc(1, sizeof(*q));
-    cJSON *send = cJSON_CreateObject();
-    if (!q || !send) {
-        free(q);
-        cJSON_Delete(send);
-        return MCPQ_ENOMEM;
-    }
-    q->a = a;
-    q->job = job;
-    q->cb = cb;
-    q->arg = arg;
-    q->n = ++job->ask_n;
-    q->answers = cJSON_CreateObject();
-    if (!q->answers) {
-        free(q);
-        cJSON_Delete(send);
-        job->ask_n--;
-        return MCPQ_ENOMEM;
-    }
-    wrk_loop_timer_init(&q->timer, q_on_timer, q);
-    int64_t now = util_now_ms();
-    q->wait_ms = a->s->input_timeout_ms;
-    q->expires_ms = now + q->wait_ms;
-    if (q->expires_ms > job->deadline_ms) {
-        q->expires_ms = job->deadline_ms;
-        q->wait_ms = job->deadline_ms > now ? job->deadline_ms - now : 0;
-    }
-    /* Requests the client did not declare are answered here and never sent. */
-    for (const cJSON *r = requests->child; r; r = r->next) {
-        const char *cap = wrk_ask_undeclared(job->env.client, r);
-        if (!cap) {
-            cJSON_AddItemToObject(send, r->string, cJSON_Duplicate(r, 1));
-            continue;
-        }
-        char msg[ASK_MSG_MAX];
-        snprintf(msg, sizeof(msg), "the client did not declare the %s capability", cap);
-        cJSON_AddItemToObject(q->answers, r->string,
-                              wrk_ask_error_answer(WRK_ASK_ERR_UNDECLARED, msg));
-    }
-    q->next = a->open;
-    if (a->open)
-        a->open->prev = q;
-    a->open = q;
-    a->nopen++;
-    job->ask_q = q;
-    int64_t delay = 0;
-    if (send->child) {
-        if (q_store(q, send) == 0) {
-            q->stored = 1;
-            q->reqs = send;
-            send = NULL;
-            delay = q->expires_ms - now;
-            log_event(LOG_INFO, "ask: the tool asks its client", "job_id", job->env.job_id,
-                      (char *)NULL);
-        } else {
-            q_fill(q, send, WRK_ASK_ERR_LOST,
-                   "the question could not be stored (Redis unavailable); try again");
-        }
+    int64_t now = util_now_ms(), delay = 0;
+    wrk_ask_q_t *q = q_new(a, job, cb, arg, now);
+    cJSON *send = q ? q_declared(q, requests) : NULL;
+    if (!send)
+        goto oom;
+    if (send->child && q_store(q, send) == 0) {
+        q->stored = 1;
+        q->reqs = send;
+        send = NULL;
+        delay = q->expires_ms - now;
+        log_event(LOG_INFO, "ask: the tool asks its client", "job_id", job->env.job_id,
+                  (char *)NULL);
+    } else if (send->child) {
+        q_fill(q, send, WRK_ASK_ERR_LOST,
+               "the question could not be stored (Redis unavailable); try again");
     }
     cJSON_Delete(send);
     q->done = !q->stored;
-    if (wrk_loop_timer_start(a->loop, &q->timer, delay) < 0) {
-        /* Without its timer nobody would end it: undo. */
-        if (q->stored)
-            q_take(q, "close", q->reqs);
+    if (wrk_loop_timer_start(a->loop, &q->timer, delay) == 0)
+        return 0;
+    /* Without its timer nobody would end it: undo. */
+    if (q->stored)
+        q_take(q, "close", q->reqs);
+oom:
+    if (q) {
         q_drop_reqs(q);
         q_free(q);
         job->ask_n--;
-        return MCPQ_ENOMEM;
     }
-    return 0;
+    return MCPQ_ENOMEM;
 }
 
 void wrk_ask_abandon(wrk_job_t *job)
