@@ -279,7 +279,7 @@ int ing_pending_add(ing_pending_t *p, ing_call_t *call)
     call->parked = 0;
     call->response = NULL;
     call->want_stream = call->streaming = call->stream_end = call->cancelled = 0;
-    call->input_n = 0;
+    /* input_n is the caller's (pending.h): a retry skips the question it answers */
     call->asking = call->in_hook = 0;
     util_buf_init(&call->out, SIZE_MAX);
     call->out_off = 0;
@@ -455,6 +455,8 @@ void ing_pending_release(ing_call_t *call)
     util_buf_cleanup(&call->out);
     free(call->response);
     call->response = NULL;
+    free(call->input_arg);
+    call->input_arg = NULL;
 }
 
 /* SET {mcpq}:cancel:<job_id> + PUBLISH mcpq:cancel on ctx. 0 or MCPQ_EUNAVAIL. */
