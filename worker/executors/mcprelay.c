@@ -291,11 +291,12 @@ static void on_answer(wrk_job_t *job, const cJSON *answers, void *arg)
         respond(a, req, NULL, cJSON_IsNumber(code) ? (int)code->valuedouble : -32603, why);
     }
     cJSON_Delete(req);
-    ask_next(a);
+    /* the next queued request is asked from the timer, once this question is closed */
 }
 
-/* Hands over what the answers made, outside any callback of the transport. The relay may be
- * freed by inputs (the call ends); nothing is touched after it. */
+/* Hands over what the answers made, outside any callback of the transport or of the ask API,
+ * and asks the next queued request. The relay may be freed by inputs (the call ends): nothing
+ * is touched after it. */
 static void on_timer(wrk_loop_timer_t *t, void *arg)
 {
     wrk_mcprelay_t *a = arg;
@@ -309,6 +310,7 @@ static void on_timer(wrk_loop_timer_t *t, void *arg)
         else
             cJSON_Delete(r);
     }
+    ask_next(a);
     if (a->has_done) {
         cJSON *done = a->done;
         char failure[sizeof(a->failure)];
