@@ -320,7 +320,7 @@ static void test_legacy_http(const char *sdk_log)
 
 static void test_legacy_stdio(void)
 {
-    char ex[1024];
+    char ex[2048];
     stdio_executor(ex, sizeof(ex), "sdk-stdio-upstream.mjs", "ask_name");
     ask_once("j_stdio_name", ex, "elicitation/create", "Your name?", NAME_ACCEPT, "hello Ada");
     stdio_executor(ex, sizeof(ex), "sdk-stdio-upstream.mjs", "ask_roots");
@@ -333,7 +333,7 @@ static void test_legacy_stdio(void)
 
 static void test_modern(const char *label, int stdio)
 {
-    char ex[1024], id[64];
+    char ex[2048], id[64];
     int err;
     if (stdio)
         stdio_executor(ex, sizeof(ex), "stdio-upstream-v2.mjs", "ask_name");
