@@ -175,7 +175,8 @@ static int input_entry(const char *job_id)
         redisReply *f = r->element[i]->element[1];
         int job = 0, input = 0;
         for (size_t k = 0; k + 1 < f->elements; k += 2) {
-            job |= strcmp(f->element[k]->str, "job") == 0 && strcmp(f->element[k + 1]->str, job_id) == 0;
+            job |= strcmp(f->element[k]->str, "job") == 0 &&
+                   strcmp(f->element[k + 1]->str, job_id) == 0;
             input |= strcmp(f->element[k]->str, "kind") == 0 &&
                      strcmp(f->element[k + 1]->str, "input") == 0;
         }
@@ -195,11 +196,12 @@ static void http_executor(char *out, size_t size, int port, const char *tool)
 
 static void stdio_executor(char *out, size_t size, const char *script, const char *tool)
 {
-    snprintf(out, size,
-             "{\"type\":\"mcp\",\"command\":\"node\",\"args\":[\"--import\",\"%s/tests/clients/"
-             "lib/register.mjs\",\"%s/tests/clients/%s\"],\"tool\":\"%s\",\"env\":{"
-             "\"MCPQ_CLIENTS_DEPS\":{\"env\":\"MCPQ_CLIENTS_DEPS\"}},\"limits\":{\"concurrency\":1}}",
-             repo, repo, script, tool);
+    snprintf(
+        out, size,
+        "{\"type\":\"mcp\",\"command\":\"node\",\"args\":[\"--import\",\"%s/tests/clients/"
+        "lib/register.mjs\",\"%s/tests/clients/%s\"],\"tool\":\"%s\",\"env\":{"
+        "\"MCPQ_CLIENTS_DEPS\":{\"env\":\"MCPQ_CLIENTS_DEPS\"}},\"limits\":{\"concurrency\":1}}",
+        repo, repo, script, tool);
 }
 
 /* One call of a tool that asks once: the question's method and message, the answer given,
@@ -249,7 +251,7 @@ static void ask_twice(const char *job_id, const char *executor)
 
 #define NAME_ACCEPT "{\"result\":{\"action\":\"accept\",\"content\":{\"name\":\"Ada\"}}}"
 #define SAMPLE_ANSWER                                                                              \
-    "{\"result\":{\"role\":\"assistant\",\"content\":{\"type\":\"text\",\"text\":\"4\"},"        \
+    "{\"result\":{\"role\":\"assistant\",\"content\":{\"type\":\"text\",\"text\":\"4\"},"          \
     "\"model\":\"test-model\",\"stopReason\":\"endTurn\"}}"
 #define ROOTS_ANSWER "{\"result\":{\"roots\":[{\"uri\":\"file:///work\",\"name\":\"work\"}]}}"
 

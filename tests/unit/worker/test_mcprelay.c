@@ -24,7 +24,7 @@
 
 /* ---- the stand-in ask API ---- */
 
-static cJSON *asked;      /* the last question opened */
+static cJSON *asked; /* the last question opened */
 static int opens, abandons, refuse;
 static wrk_mcprelay_answer_fn open_cb;
 static void *open_arg;
