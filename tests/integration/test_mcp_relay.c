@@ -20,7 +20,13 @@
  *     sent again with inputResponses (two rounds, the first answer carried in requestState),
  *     sampling, the calling client's capabilities in each request (undeclared sampling: the
  *     upstream asks nothing), and a silent client ending the call with an isError result
- *     that names the timeout.
+ *     that names the timeout;
+ *   - a stdio server of our own (tests/unit/worker/stdio_server.py) for what the SDKs do not
+ *     do on demand: a 2026-07-28 request carries the caller's elicitation/sampling/roots in its
+ *     _meta clientCapabilities (a legacy one none: its session declared everything at
+ *     initialize); a requestState-only input_required is retried at once with the state; the
+ *     17th input_required of a call ends it; an inputRequests mcpq cannot relay ends it with
+ *     an isError naming it.
  */
 #include "check.h"
 #include "fixture.h"
@@ -379,6 +385,58 @@ static void test_modern(const char *label, int stdio)
     cJSON_Delete(rec);
 }
 
+/* A job for tests/unit/worker/stdio_server.py (mode) calling tool: its result record. */
+static cJSON *own_server(const char *job_id, const char *mode, const char *tool, const char *caps)
+{
+    char ex[1024];
+    snprintf(ex, sizeof(ex),
+             "{\"type\":\"mcp\",\"command\":\"python3\",\"args\":[\"%s/tests/unit/worker/"
+             "stdio_server.py\",\"%s\"],\"tool\":\"%s\"}",
+             repo, mode, tool);
+    produce(job_id, ex, caps);
+    return wait_result(job_id);
+}
+
+static void test_own_server(void)
+{
+    int err;
+    cJSON *rec = own_server("j_own_meta", "modern", "meta", "{\"elicitation\":{\"form\":{}}}");
+    cJSON *meta = cJSON_Parse(result_text(rec, &err));
+    CHECK(meta != NULL);
+    char *caps = cJSON_PrintUnformatted(
+        cJSON_GetObjectItemCaseSensitive(meta, "io.modelcontextprotocol/clientCapabilities"));
+    CHECK_STR_EQ(caps, "{\"elicitation\":{\"form\":{}}}");
+    free(caps);
+    cJSON_Delete(meta);
+    cJSON_Delete(rec);
+    rec = own_server("j_own_meta_legacy", "ok", "meta", ALL_CAPS);
+    meta = cJSON_Parse(result_text(rec, &err));
+    CHECK(meta != NULL);
+    CHECK(cJSON_GetObjectItemCaseSensitive(meta, "io.modelcontextprotocol/clientCapabilities") ==
+          NULL);
+    cJSON_Delete(meta);
+    cJSON_Delete(rec);
+    TEST_PASS("a 2026-07-28 request carries the caller's capabilities, a legacy one none");
+    rec = own_server("j_own_state", "modern", "state_once", ALL_CAPS);
+    CHECK_STR_EQ(result_text(rec, &err), "state abc came back");
+    CHECK_INT_EQ(err, 0);
+    cJSON_Delete(rec);
+    rec = own_server("j_own_loop", "modern", "state_loop", ALL_CAPS);
+    CHECK_STR_EQ(result_text(rec, &err),
+                 "the tool's upstream MCP server asked for input more than 16 times in one call");
+    CHECK_INT_EQ(err, 1);
+    cJSON_Delete(rec);
+    rec = own_server("j_own_bad", "modern", "bad_input", ALL_CAPS);
+    CHECK_STR_EQ(result_text(rec, &err), "the tool's upstream MCP server asked the client "
+                                         "something mcpq cannot relay: inputRequests.x asks "
+                                         "tools/call, which mcpq does not relay");
+    CHECK_INT_EQ(err, 1);
+    CHECK(!input_entry("j_own_bad"));
+    cJSON_Delete(rec);
+    TEST_PASS("input_required: a requestState alone is echoed at once, the 17th round ends the "
+              "call, a request mcpq cannot relay ends it naming the request");
+}
+
 int main(void)
 {
     char deps[500], deps_env[600], sdk_log[400];
@@ -405,6 +463,7 @@ int main(void)
     rc = redisConnect("127.0.0.1", fx.redis_port);
     CHECK(rc != NULL && !rc->err);
 
+    test_own_server();
     test_legacy_http(sdk_log);
     test_legacy_stdio();
     test_modern("mrtr_http", 0);
