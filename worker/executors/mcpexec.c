@@ -266,22 +266,16 @@ static wrk_mcprelay_t *call_ask(wrk_mcpup_call_t *c)
 }
 
 /* A request of the upstream (borrowed) during c: on the call's SSE stream or from the
- * process serving it. */
+ * process serving it. Out of memory, it goes unanswered (the upstream's own timeout ends it). */
 static void call_upstream_request(const cJSON *request, void *arg)
 {
     wrk_mcpup_call_t *c = arg;
     wrk_mcprelay_t *a = call_ask(c);
-    if (a) {
+    if (a)
         wrk_mcprelay_request(a, request);
-        return;
-    }
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "jsonrpc", "2.0");
-    cJSON_AddItemToObject(o, "id", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(request, "id"), 1));
-    cJSON *e = cJSON_AddObjectToObject(o, "error");
-    cJSON_AddNumberToObject(e, "code", -32603);
-    cJSON_AddStringToObject(e, "message", "out of memory");
-    call_reply(o, c);
+    else
+        log_event(LOG_ERROR, "out of memory: an upstream's request goes unanswered", "job_id",
+                  c->job->env.job_id, (char *)NULL);
 }
 
 /* A 2026-07-28 question's answers (owned; NULL with failure): the call goes upstream again

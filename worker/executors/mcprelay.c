@@ -15,9 +15,9 @@ struct wrk_mcprelay {
     wrk_mcprelay_reply_fn reply;
     wrk_mcprelay_inputs_fn inputs;
     void *arg;
-    int open;          /* a question of ours is open */
-    int mrtr;          /* the open question is an InputRequiredResult's */
-    cJSON *cur;        /* legacy: the upstream request being asked (its id and method) */
+    int open;   /* a question of ours is open */
+    int mrtr;   /* the open question is an InputRequiredResult's */
+    cJSON *cur; /* legacy: the upstream request being asked (its id and method) */
     char key[MCPRELAY_KEY_MAX + 1];
     cJSON *keys;       /* mrtr: our key -> the upstream's key */
     cJSON *methods;    /* mrtr: our key -> the request's method */
@@ -51,7 +51,8 @@ static int method_relayed(const char *m)
 static void on_timer(wrk_loop_timer_t *t, void *arg);
 
 wrk_mcprelay_t *wrk_mcprelay_new(wrk_job_t *job, const wrk_mcprelay_api_t *api,
-                             wrk_mcprelay_reply_fn reply, wrk_mcprelay_inputs_fn inputs, void *arg)
+                                 wrk_mcprelay_reply_fn reply, wrk_mcprelay_inputs_fn inputs,
+                                 void *arg)
 {
     wrk_mcprelay_t *a = calloc(1, sizeof(*a));
     if (!a)
@@ -149,8 +150,8 @@ static void ask_next(wrk_mcprelay_t *a)
             a->open = 1;
             a->mrtr = 0;
             a->cur = req;
-            log_event(LOG_INFO, "relaying the upstream MCP server's request to the client", "job_id",
-                      a->job->env.job_id, "method", method, "key", a->key, (char *)NULL);
+            log_event(LOG_INFO, "relaying the upstream MCP server's request to the client",
+                      "job_id", a->job->env.job_id, "method", method, "key", a->key, (char *)NULL);
             return;
         }
         if (rc == MCPQ_ETOOBIG)
@@ -186,7 +187,7 @@ void wrk_mcprelay_request(wrk_mcprelay_t *a, const cJSON *request)
 }
 
 int wrk_mcprelay_inputs(wrk_mcprelay_t *a, const cJSON *input_requests, char *errstr,
-                      size_t errstr_size)
+                        size_t errstr_size)
 {
     if (a->open) {
         snprintf(errstr, errstr_size, "a question is already open");
@@ -201,8 +202,10 @@ int wrk_mcprelay_inputs(wrk_mcprelay_t *a, const cJSON *input_requests, char *er
     for (const cJSON *it = input_requests->child; it; it = it->next) {
         const char *method = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "method"));
         if (!method_relayed(method)) {
-            snprintf(errstr, errstr_size, "inputRequests.%.64s asks %.64s, which mcpq does not "
-                     "relay", it->string, method ? method : "nothing");
+            snprintf(errstr, errstr_size,
+                     "inputRequests.%.64s asks %.64s, which mcpq does not "
+                     "relay",
+                     it->string, method ? method : "nothing");
             goto bad;
         }
         char key[MCPRELAY_KEY_MAX + 1];
@@ -291,11 +294,12 @@ static void on_answer(wrk_job_t *job, const cJSON *answers, void *arg)
         respond(a, req, NULL, cJSON_IsNumber(code) ? (int)code->valuedouble : -32603, why);
     }
     cJSON_Delete(req);
-    ask_next(a);
+    /* the next queued request is asked from the timer, once this question is closed */
 }
 
-/* Hands over what the answers made, outside any callback of the transport. The relay may be
- * freed by inputs (the call ends); nothing is touched after it. */
+/* Hands over what the answers made, outside any callback of the transport or of the ask API,
+ * and asks the next queued request. The relay may be freed by inputs (the call ends): nothing
+ * is touched after it. */
 static void on_timer(wrk_loop_timer_t *t, void *arg)
 {
     wrk_mcprelay_t *a = arg;
@@ -309,6 +313,7 @@ static void on_timer(wrk_loop_timer_t *t, void *arg)
         else
             cJSON_Delete(r);
     }
+    ask_next(a);
     if (a->has_done) {
         cJSON *done = a->done;
         char failure[sizeof(a->failure)];

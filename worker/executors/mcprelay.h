@@ -53,7 +53,8 @@ typedef void (*wrk_mcprelay_inputs_fn)(cJSON *responses, const char *failure, vo
 /* A relay for job's call (api, borrowed, lives longer). reply and inputs (either may be NULL
  * when the call cannot get that shape) get arg. NULL on ENOMEM. */
 wrk_mcprelay_t *wrk_mcprelay_new(wrk_job_t *job, const wrk_mcprelay_api_t *api,
-                             wrk_mcprelay_reply_fn reply, wrk_mcprelay_inputs_fn inputs, void *arg);
+                                 wrk_mcprelay_reply_fn reply, wrk_mcprelay_inputs_fn inputs,
+                                 void *arg);
 /* Stops waiting (an open question is abandoned: no callback) and drops what is queued and
  * not yet sent. NULL is a no-op. */
 void wrk_mcprelay_free(wrk_mcprelay_t *a);
@@ -65,7 +66,7 @@ void wrk_mcprelay_request(wrk_mcprelay_t *a, const cJSON *request);
  * inputs runs once later (never inside this call). 0, or MCPQ_EBUSY (a question is open) or
  * MCPQ_EINVAL with errstr saying why (a request mcpq cannot relay) and nothing asked. */
 int wrk_mcprelay_inputs(wrk_mcprelay_t *a, const cJSON *input_requests, char *errstr,
-                      size_t errstr_size);
+                        size_t errstr_size);
 
 /* 1 while a question of this relay is open, else 0. */
 int wrk_mcprelay_open(const wrk_mcprelay_t *a);

@@ -35,7 +35,7 @@
 #define WRK_MCPUP_MESSAGE_MAX 1024 /* bytes of an upstream error message passed on */
 #define WRK_MCPUP_HOST_MAX 300
 #define WRK_MCPUP_TASK_ID_MAX 256
-#define WRK_MCPUP_INPUT_ROUNDS_MAX 16 /* 2026-07-28 input_required answers followed per call */
+#define WRK_MCPUP_INPUT_ROUNDS_MAX 16     /* 2026-07-28 input_required answers followed per call */
 #define WRK_MCPUP_ANSWER_TIMEOUT_MS 10000 /* the POST of an answer to an upstream's request */
 
 typedef enum {
@@ -125,7 +125,7 @@ struct wrk_mcpup_call {
     wrk_mcprelay_t *ask;
     cJSON *input_responses;
     char *request_state;
-    int input_rounds; /* input_required answers followed so far */
+    int input_rounds;       /* input_required answers followed so far */
     wrk_mcpup_call_t *next; /* in up->waiters */
 };
 

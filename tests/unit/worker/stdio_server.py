@@ -15,7 +15,10 @@ environment), crash (exits 5), closeout (closes stdout, then waits), big (one li
 200000 bytes), hang (a progress notification, then no answer), cancelled (the requestIds of
 the notifications/cancelled received), ask (sends elicitation/create for the call and
 answers the call with the client's response to it, once it comes), caps (the capabilities
-the client declared at initialize).
+the client declared at initialize); and for a 2026-07-28 client (tests/integration/
+test_mcp_relay.c) state_once (input_required with only a requestState, then its echo back),
+state_loop (input_required with a new requestState at every call, forever) and bad_input
+(input_required asking tools/call, which no client answers).
 """
 import json
 import os
@@ -80,6 +83,16 @@ def call(mid, params):
                   "type": "object", "properties": {"name": {"type": "string"}}}}})
     elif name == "caps":
         text(mid, json.dumps(declared))
+    elif name == "state_once":
+        if params.get("requestState") == "abc":
+            text(mid, "state abc came back")
+        else:
+            result(mid, {"resultType": "input_required", "requestState": "abc"})
+    elif name == "state_loop":
+        result(mid, {"resultType": "input_required", "requestState": "s" + str(mid)})
+    elif name == "bad_input":
+        result(mid, {"resultType": "input_required",
+                     "inputRequests": {"x": {"method": "tools/call", "params": {}}}})
     else:
         send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32602, "message": "no such tool"}})
 

@@ -24,7 +24,7 @@
 
 /* ---- the stand-in ask API ---- */
 
-static cJSON *asked;      /* the last question opened */
+static cJSON *asked; /* the last question opened */
 static int opens, abandons, refuse;
 static wrk_mcprelay_answer_fn open_cb;
 static void *open_arg;
@@ -140,10 +140,11 @@ static void test_legacy(wrk_job_t *job, wrk_loop_t *loop)
     replies = cJSON_CreateArray();
     /* the client accepts: the upstream gets its result; the next request is asked */
     answer(job, "{\"7\":{\"result\":{\"action\":\"accept\",\"content\":{\"name\":\"Ada\"}}}}");
+    CHECK_INT_EQ(opens, 1); /* never inside the ask API's callback */
+    spin(loop);
     CHECK_INT_EQ(opens, 2);
     CHECK_STR_EQ(compact(asked), "{\"q1\":{\"method\":\"sampling/createMessage\",\"params\":{"
                                  "\"messages\":[],\"maxTokens\":5}}}");
-    spin(loop);
     CHECK_STR_EQ(compact(replies), "[{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"action\":"
                                    "\"accept\",\"content\":{\"name\":\"Ada\"}}}]");
     cJSON_Delete(replies);
@@ -151,9 +152,9 @@ static void test_legacy(wrk_job_t *job, wrk_loop_t *loop)
     /* an error answer (the client did not declare sampling) goes back as the JSON-RPC error */
     answer(job, "{\"q1\":{\"error\":{\"code\":-32601,\"message\":\"the client did not declare "
                 "the sampling capability\"}}}");
+    spin(loop);
     CHECK_INT_EQ(opens, 3);
     CHECK_STR_EQ(compact(asked), "{\"r-2\":{\"method\":\"roots/list\",\"params\":{}}}");
-    spin(loop);
     CHECK_STR_EQ(compact(replies),
                  "[{\"jsonrpc\":\"2.0\",\"id\":\"s/1\",\"error\":{\"code\":-32601,\"message\":"
                  "\"the client did not declare the sampling capability\"}}]");

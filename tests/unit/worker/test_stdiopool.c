@@ -278,7 +278,8 @@ static void on_request(const cJSON *req, void *arg)
              cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "method")));
     cJSON *resp = cJSON_Parse("{\"jsonrpc\":\"2.0\",\"result\":{\"action\":\"accept\","
                               "\"content\":{\"name\":\"Ada\"}}}");
-    cJSON_AddItemToObject(resp, "id", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(req, "id"), 1));
+    cJSON_AddItemToObject(resp, "id",
+                          cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(req, "id"), 1));
     CHECK_INT_EQ(wrk_stdiopool_respond(a->pool, a->call, resp), 0);
 }
 
