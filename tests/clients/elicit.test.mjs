@@ -236,9 +236,14 @@ async function connect(stack, kind, { home = 0, answerTo, caps = ['elicitation',
     target.port = String(stack.port + replica);
     const entry = { method: init.method ?? 'GET', body, replica, headers: Object.fromEntries(new Headers(init.headers)) };
     wire.push(entry);
-    const res = await fetch(target, init);
-    entry.status = res.status;
-    entry.contentType = res.headers.get('content-type') ?? '';
+    const pending = fetch(target, init);
+    // A client may not wait for its POSTed answer's status before the call ends: doneP does.
+    entry.doneP = pending.then((res) => {
+      entry.status = res.status;
+      entry.contentType = res.headers.get('content-type') ?? '';
+    }, (err) => { entry.error = err; });
+    const res = await pending;
+    await entry.doneP;
     if (body?.method === 'tools/call') entry.textP = res.clone().text().then((t) => { entry.text = t; }, () => {});
     return res;
   }
@@ -314,6 +319,7 @@ async function connect(stack, kind, { home = 0, answerTo, caps = ['elicitation',
 /** The tools/call exchanges of the wire from index `from` on, their response bodies read. */
 async function callsOnWire(c, from) {
   const calls = c.wire.slice(from).filter((w) => w.method === 'POST' && w.body?.method === 'tools/call');
+  await Promise.all(calls.map((w) => w.doneP));
   await Promise.all(calls.map((w) => w.textP));
   return calls;
 }
@@ -349,6 +355,7 @@ async function assertAnsweredElsewhere(c, from, { home, to, method, key }) {
     const m = String(q?.id ?? '').match(IN_ID);
     if (c.kind.startsWith('v1')) assert.ok(m, `the request id on the call's stream: ${q?.id}`);
     const responses = c.wire.slice(from).filter((w) => w.method === 'POST' && isResponse(w.body));
+    await Promise.all(responses.map((w) => w.doneP));
     assert.equal(responses.length, 1, `one JSON-RPC response POSTed: ${JSON.stringify(responses.map((r) => r.body))}`);
     assert.equal(responses[0].replica, to, 'the answer went to the other replica');
     assert.notEqual(responses[0].replica, home);
@@ -533,7 +540,12 @@ describe('stack B (faults): two replicas, one worker running one job at a time',
   before(async () => {
     stack = await startStack({
       label: 'elicit-faults', config: writeConfig('stack-b'), ingresses: 2, workers: 1,
-      env: { ...DEPS_ENV, MCPQ_MAX_INFLIGHT_JOBS: '1', MCPQ_INPUT_TIMEOUT_MS: '6000', MCPQ_SHUTDOWN_GRACE_MS: '2000' },
+      env: {
+        ...DEPS_ENV, MCPQ_MAX_INFLIGHT_JOBS: '1', MCPQ_INPUT_TIMEOUT_MS: '6000', MCPQ_SHUTDOWN_GRACE_MS: '2000',
+        // A killed worker's group membership ends sooner, so its job is delivered again
+        // sooner (docs/kafka.md; docs/reliability.md on the devbroker's group).
+        MCPQ_KAFKA_PROP_SESSION_TIMEOUT_MS: '6000',
+      },
     });
   }, { timeout: 180_000 });
   after(async () => { await stack?.stop(); }, { timeout: 60_000 });
@@ -612,7 +624,10 @@ describe('stack B (faults): two replicas, one worker running one job at a time',
     try {
       const outcome = await c.callTool('ask_exec', {}, 60_000).then((r) => ({ r }), (e) => ({ e }));
       assert.ok(stopped, 'the handler ran');
-      assert.ok(outcome.e || outcome.r?.isError, `the held call ends with an error: ${JSON.stringify(outcome.r)}`);
+      assert.ok(outcome.e, `the held call ends with an error: ${JSON.stringify(outcome.r)}`);
+      // The stopping replica's own answer (docs/protocol.md, "Asking the user"), not the
+      // client's timeout.
+      assert.equal(outcome.e.code, -32603, JSON.stringify({ code: outcome.e.code, message: outcome.e.message }));
       const job = lastAsked(before0);
       assert.ok(job, 'the tool asked');
       const cancelled = await waitFor(() => logLines(stack, 'worker-0', 'job cancelled', job.jobId).length > 0, { timeoutMs: 30_000 });
@@ -636,7 +651,7 @@ describe('stack B (faults): two replicas, one worker running one job at a time',
         'elicitation/create': async () => {
           killed = pidOf(stack, 'worker-0');
           process.kill(killed, 'SIGKILL');
-          await Promise.race([ended, new Promise((r) => setTimeout(r, 120_000))]);
+          await Promise.race([ended, new Promise((r) => setTimeout(r, 120_000).unref())]);
           return { action: 'decline' };
         },
       },
@@ -679,7 +694,7 @@ describe('stack B (faults): two replicas, one worker running one job at a time',
       const seen = JSON.stringify({ code: err.code, message: err.message, data: err.data });
       assert.equal(err.code, -32603, seen);
       assert.equal(err.data?.reason, 'input_lost', seen);
-      assert.match(err.message, /call the tool again/, seen);
+      assert.match(err.message, /call (the tool )?again/, seen);
       await restarted(stack, 'worker-0', killed);
     } finally {
       await c.close();
