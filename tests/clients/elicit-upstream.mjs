@@ -1,6 +1,7 @@
 // A stdio MCP server built with the official TypeScript SDK 1.x that asks its client mid-call,
 // for tests/clients/elicit.test.mjs: the mcp executor (a worker's stdio pool) runs it and
-// relays its server-to-client requests to the caller (docs/executors.md, "Asking the user").
+// relays its server-to-client requests to the caller (docs/executors.md, "Questions from
+// upstreams").
 //
 //   deploy {build?}  elicitation/create (form: confirm, approver), answers with the result
 //   colour {}        sampling/createMessage, answers with the result
