@@ -232,6 +232,19 @@ static const char *const Q_SURE =
     "{\"key\":\"sure\",\"method\":\"elicitation/create\",\"params\":{\"message\":\"Sure?\","
     "\"requestedSchema\":{\"type\":\"object\",\"properties\":{}}}}";
 
+/* Starts the asker with one question (Q_NAME) as job_id for a client that declared
+ * elicitation, and waits until the question is on the reply stream. */
+static void asker_asks(const char *job_id, const char *pidfile)
+{
+    const char *qs[] = {Q_NAME, NULL};
+    char *ex = asker_executor(qs, pidfile, 1);
+    produce(job_id, ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
+    free(ex);
+    cJSON *e = wait_entry(REPLY, job_id, "input", 0, 30000);
+    CHECK(e != NULL);
+    cJSON_Delete(e);
+}
+
 static void test_two_questions(void)
 {
     const char *qs[] = {Q_NAME, Q_SURE, NULL};
@@ -304,14 +317,8 @@ static void test_undeclared(void)
 
 static void test_silent_client(void)
 {
-    const char *qs[] = {Q_NAME, NULL};
-    char *ex = asker_executor(qs, NULL, 1);
     long long t0 = fx_now_ms();
-    produce("ask-silent", ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
-    free(ex);
-    cJSON *e = wait_entry(REPLY, "ask-silent", "input", 0, 30000);
-    CHECK(e != NULL);
-    cJSON_Delete(e);
+    asker_asks("ask-silent", NULL);
     cJSON *rec = need_result("ask-silent");
     CHECK_CONTAINS(result_text(rec), "answers: {\"error\":{\"code\":-32001,\"message\":\"the "
                                      "client did not answer within 3000 ms\"}}");
@@ -323,13 +330,7 @@ static void test_silent_client(void)
 
 static void test_probe_and_follow(void)
 {
-    const char *qs[] = {Q_NAME, NULL};
-    char *ex = asker_executor(qs, NULL, 1);
-    produce("ask-probe", ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
-    free(ex);
-    cJSON *e = wait_entry(REPLY, "ask-probe", "input", 0, 30000);
-    CHECK(e != NULL);
-    cJSON_Delete(e);
+    asker_asks("ask-probe", NULL);
     /* A retry on another replica moved the call: reply_to changes with the answer, and no
      * Pub/Sub message (lost): the once-a-second probe finds both. */
     redisReply *r = redisCommand(redis, "HSET " NAMES_KEY_ASK "ask-probe reply_to %s", REPLY2);
@@ -350,13 +351,7 @@ static void test_cancel_while_asking(void)
 {
     char pidfile[512];
     snprintf(pidfile, sizeof(pidfile), "%s/asker.pid", fx.dir);
-    const char *qs[] = {Q_NAME, NULL};
-    char *ex = asker_executor(qs, pidfile, 1);
-    produce("ask-cancel", ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
-    free(ex);
-    cJSON *e = wait_entry(REPLY, "ask-cancel", "input", 0, 30000);
-    CHECK(e != NULL);
-    cJSON_Delete(e);
+    asker_asks("ask-cancel", pidfile);
     CHECK_INT_EQ(fx_wait_file(pidfile, 10000), 0);
     char pidtext[32];
     fx_read_file(pidfile, pidtext, sizeof(pidtext));
