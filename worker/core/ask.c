@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ASK_KEY_CHARS "_.-"
 #define ASK_MSG_MAX 256
 
 struct wrk_ask_q {
@@ -105,6 +104,11 @@ int wrk_ask_check(const cJSON *requests, long long max_bytes, char *errstr, size
             snprintf(errstr, errstr_size, "request \"%s\": params must be an object", key);
             return MCPQ_EINVAL;
         }
+        for (const cJSON *o = requests->child; o != r; o = o->next)
+            if (strcmp(o->string, key) == 0) {
+                snprintf(errstr, errstr_size, "request key \"%s\" appears twice", key);
+                return MCPQ_EINVAL;
+            }
         for (const cJSON *f = r->child; f; f = f->next)
             if (strcmp(f->string, "method") != 0 && strcmp(f->string, "params") != 0) {
                 snprintf(errstr, errstr_size, "request \"%s\": unknown member \"%.32s\"", key,
@@ -313,6 +317,8 @@ static int q_take(wrk_ask_q_t *q, const char *mode, const cJSON *reqs)
         q_follow(q, r->element[1]->str);
         if (strcmp(r->element[0]->str, "done") == 0) {
             q_merge(q, r->element[2]->str, r->element[2]->len);
+            if (strcmp(mode, "poll") == 0) /* complete: a key without one was unreadable */
+                q_fill(q, reqs, WRK_ASK_ERR_LOST, "the client's answer could not be read");
             q->done = 1;
             rc = 1;
         }
