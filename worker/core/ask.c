@@ -34,7 +34,6 @@ struct wrk_ask {
     const char *worker_id;
     kv_lazy_t redis;
     wrk_ask_q_t *open;
-    size_t nopen;
 };
 
 wrk_ask_t *wrk_ask_new(const mcpq_settings_t *s, kv_target_t *kvt, wrk_loop_t *loop,
@@ -58,16 +57,6 @@ void wrk_ask_free(wrk_ask_t *a)
         return;
     kv_lazy_close(&a->redis);
     free(a);
-}
-
-size_t wrk_ask_count(const wrk_ask_t *a)
-{
-    return a ? a->nopen : 0;
-}
-
-int wrk_ask_pending(const wrk_job_t *job)
-{
-    return job->ask_q != NULL;
 }
 
 /* ---- pure helpers ---- */
@@ -214,7 +203,6 @@ static void q_unlink(wrk_ask_q_t *q)
     if (q->next)
         q->next->prev = q->prev;
     q->prev = q->next = NULL;
-    a->nopen--;
 }
 
 static void q_free(wrk_ask_q_t *q)
@@ -442,7 +430,6 @@ static wrk_ask_q_t *q_new(wrk_ask_t *a, wrk_job_t *job, wrk_ask_fn cb, void *arg
     if (a->open)
         a->open->prev = q;
     a->open = q;
-    a->nopen++;
     job->ask_q = q;
     return q;
 }
