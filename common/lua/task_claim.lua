@@ -16,6 +16,8 @@ for i = 1, 50 do
     local att = redis.call('HINCRBY', k, 'attempts', 1)
     redis.call('HSET', k, 'state', 'running', 'begin_ms', now, 'updated_ms', now,
       'worker', ARGV[2], 'queued', '0')
+    -- a question of an attempt that died is nobody's now (worker/core/ask.h)
+    redis.call('HDEL', k, 'input', 'input_n')
     redis.call('ZADD', '@NAMES_KEY_TASK_LEASES@', now + tonumber(ARGV[3]), id)
     task_event(id, 'running', nil, ARGV[4], now)
     return {id, redis.call('HGET', k, 'env'), tostring(now), tostring(att)}

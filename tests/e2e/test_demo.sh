@@ -11,6 +11,10 @@
 #     (deploy/local/webhook-receiver.mjs, standardwebhooks) as verified=yes; the deliveries API
 #     shows it delivered; /metrics counts the calls and the delivered attempt;
 #   - a delivery with a wrong signature is printed verified=no and answered 401;
+#   - the demo tools that ask the user (docs/tools.md, "Asking the user"), called as a
+#     2026-07-28 client that declares elicitation: hello (the HTTP service answers
+#     input_required) and confirm (builtin) are answered input_required, and called again with
+#     the answer and the requestState they greet and say "You said yes.";
 #   - SIGTERM stops the stack and its helpers with exit status 0.
 # KEEP=1 keeps the state dir.
 set -euo pipefail
@@ -93,6 +97,29 @@ code=$(curl -sS -o /dev/null -w '%{http_code}' --max-time 10 -H 'Content-Type: a
 wait_for 5 grep -q '^webhook msg_forged task.completed task=x status=complete verified=no' "$TMP/up.out" ||
     fail "the receiver did not print the forged delivery as verified=no"
 echo "ok - the receiver answers a wrong signature 401 and prints it verified=no"
+
+# ------------------------------------------------------------------ tools that ask
+STEP="demo tools that ask"
+M=(-sS --max-time 30 -H 'Authorization: Bearer demo-key' -H 'Content-Type: application/json'
+    -H 'Accept: application/json' -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call')
+META='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",'
+META+='"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}'
+ask_round() { # tool key answer-content expected-text
+    local r state
+    r=$(curl "${M[@]}" -H "Mcp-Name: $1" "$URL" \
+        -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"'"$1"'","arguments":{},'"$META"'}}')
+    grep -q '"resultType":"input_required","inputRequests":{"'"$2"'":{"method":"elicitation/create"' \
+        <<<"$r" || fail "$1 did not ask: $r"
+    state=$(sed -n 's/.*"requestState":"\([^"]*\)".*/\1/p' <<<"$r")
+    [ -n "$state" ] || fail "$1: no requestState in $r"
+    r=$(curl "${M[@]}" -H "Mcp-Name: $1" "$URL" -d '{"jsonrpc":"2.0","id":2,"method":"tools/call",
+        "params":{"name":"'"$1"'","arguments":{},'"$META"',"requestState":"'"$state"'",
+        "inputResponses":{"'"$2"'":{"action":"accept","content":'"$3"'}}}}')
+    grep -qF '"text":"'"$4"'"' <<<"$r" || fail "$1 answered: $r"
+}
+ask_round hello name '{"name":"Ada"}' 'Hello, Ada!'
+ask_round confirm q '{"confirmed":true}' 'You said yes.'
+echo "ok - hello (HTTP input_required) and confirm (builtin) ask, and answer with the user's answer"
 
 # ------------------------------------------------------------------ stop
 STEP="stop"

@@ -22,6 +22,7 @@
 #include "check.h"
 #include "fixture.h"
 #include "names.h"
+#include "task.h"
 #include "util.h"
 
 #include <cjson/cJSON.h>
@@ -231,6 +232,19 @@ static const char *const Q_SURE =
     "{\"key\":\"sure\",\"method\":\"elicitation/create\",\"params\":{\"message\":\"Sure?\","
     "\"requestedSchema\":{\"type\":\"object\",\"properties\":{}}}}";
 
+/* Starts the asker with one question (Q_NAME) as job_id for a client that declared
+ * elicitation, and waits until the question is on the reply stream. */
+static void asker_asks(const char *job_id, const char *pidfile)
+{
+    const char *qs[] = {Q_NAME, NULL};
+    char *ex = asker_executor(qs, pidfile, 1);
+    produce(job_id, ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
+    free(ex);
+    cJSON *e = wait_entry(REPLY, job_id, "input", 0, 30000);
+    CHECK(e != NULL);
+    cJSON_Delete(e);
+}
+
 static void test_two_questions(void)
 {
     const char *qs[] = {Q_NAME, Q_SURE, NULL};
@@ -303,14 +317,8 @@ static void test_undeclared(void)
 
 static void test_silent_client(void)
 {
-    const char *qs[] = {Q_NAME, NULL};
-    char *ex = asker_executor(qs, NULL, 1);
     long long t0 = fx_now_ms();
-    produce("ask-silent", ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
-    free(ex);
-    cJSON *e = wait_entry(REPLY, "ask-silent", "input", 0, 30000);
-    CHECK(e != NULL);
-    cJSON_Delete(e);
+    asker_asks("ask-silent", NULL);
     cJSON *rec = need_result("ask-silent");
     CHECK_CONTAINS(result_text(rec), "answers: {\"error\":{\"code\":-32001,\"message\":\"the "
                                      "client did not answer within 3000 ms\"}}");
@@ -322,13 +330,7 @@ static void test_silent_client(void)
 
 static void test_probe_and_follow(void)
 {
-    const char *qs[] = {Q_NAME, NULL};
-    char *ex = asker_executor(qs, NULL, 1);
-    produce("ask-probe", ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
-    free(ex);
-    cJSON *e = wait_entry(REPLY, "ask-probe", "input", 0, 30000);
-    CHECK(e != NULL);
-    cJSON_Delete(e);
+    asker_asks("ask-probe", NULL);
     /* A retry on another replica moved the call: reply_to changes with the answer, and no
      * Pub/Sub message (lost): the once-a-second probe finds both. */
     redisReply *r = redisCommand(redis, "HSET " NAMES_KEY_ASK "ask-probe reply_to %s", REPLY2);
@@ -349,13 +351,7 @@ static void test_cancel_while_asking(void)
 {
     char pidfile[512];
     snprintf(pidfile, sizeof(pidfile), "%s/asker.pid", fx.dir);
-    const char *qs[] = {Q_NAME, NULL};
-    char *ex = asker_executor(qs, pidfile, 1);
-    produce("ask-cancel", ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
-    free(ex);
-    cJSON *e = wait_entry(REPLY, "ask-cancel", "input", 0, 30000);
-    CHECK(e != NULL);
-    cJSON_Delete(e);
+    asker_asks("ask-cancel", pidfile);
     CHECK_INT_EQ(fx_wait_file(pidfile, 10000), 0);
     char pidtext[32];
     fx_read_file(pidfile, pidtext, sizeof(pidtext));
@@ -754,6 +750,104 @@ static void test_http_tool(void)
     MHD_stop_daemon(d);
 }
 
+/* The events of acme's webhook deliveries, in order, joined by spaces, into out. */
+static const char *wh_events(char *out, size_t size)
+{
+    out[0] = '\0';
+    redisReply *r = redisCommand(redis, "ZRANGE " NAMES_KEY_WH_INDEX "acme 0 -1");
+    CHECK(r != NULL);
+    for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
+        redisReply *e =
+            redisCommand(redis, "HGET " NAMES_KEY_WH_DELIVERY "%s event", r->element[i]->str);
+        if (e && e->type == REDIS_REPLY_STRING) {
+            size_t n = strlen(out);
+            snprintf(out + n, size - n, "%s%s", n ? " " : "", e->str);
+        }
+        freeReplyObject(e);
+    }
+    freeReplyObject(r);
+    return out;
+}
+
+/* How many space-separated words of list are word. */
+static int count_words(const char *list, const char *word)
+{
+    int n = 0;
+    size_t wl = strlen(word);
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, " ");
+        n += len == wl && strncmp(p, word, wl) == 0;
+        p += len;
+        p += *p == ' ';
+    }
+    return n;
+}
+
+static const char *task_field(const char *id, const char *field, char *out, size_t size)
+{
+    redisReply *r = redisCommand(redis, "HGET " NAMES_KEY_TASK "%s %s", id, field);
+    CHECK(r != NULL);
+    snprintf(out, size, "%s", r->type == REDIS_REPLY_STRING ? r->str : "");
+    freeReplyObject(r);
+    return out;
+}
+
+static void test_task(void)
+{
+    const char *id = "0b7f6c1e-aaaa-4bbb-8ccc-0123456789ab";
+    redisReply *r = redisCommand(
+        redis, "HSET " NAMES_KEY_REGISTRY " tenant:acme %s",
+        "{\"id\":\"acme\",\"webhooks\":[{\"id\":\"w1\",\"url\":\"http://127.0.0.1:9/h\","
+        "\"events\":[\"task.running\",\"task.input_required\",\"task.completed\"]}]}");
+    freeReplyObject(r);
+    char env[4096];
+    snprintf(env, sizeof(env),
+             "{\"v\":1,\"job_id\":\"%s\",\"task_id\":\"%s\",\"mode\":\"task\",\"tenant\":\"acme\","
+             "\"server\":\"default\",\"tool\":\"confirm\",\"arguments\":{},"
+             "\"executor\":{\"type\":\"builtin\",\"name\":\"confirm\"},\"timeout_ms\":60000,"
+             "\"created_ms\":%lld,\"deadline_ms\":%lld,\"owner\":\"key:k1\",\"client\":%s}",
+             id, id, fx_now_ms(), fx_now_ms() + 60000, CAPS_ELICIT);
+    const char *argv[] = {id,  "acme", "default", "confirm", "1", "{}", "",      "50",
+                          env, "600",  "60000",   "ext",     "",  "0",  "key:k1"};
+    char err[256];
+    r = task_script_run(redis, TASK_SCRIPT_CREATE, 15, argv, err, sizeof(err));
+    CHECK(r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer > 0);
+    freeReplyObject(r);
+    r = redisCommand(redis, "SADD " NAMES_KEY_TASK "%s" NAMES_SUFFIX_WAITERS " %s", id, REPLY2);
+    freeReplyObject(r);
+    CHECK_INT_EQ(rd_kafka_producev(
+                     producer, RD_KAFKA_V_TOPIC(TOPIC), RD_KAFKA_V_KEY(id, strlen(id)),
+                     RD_KAFKA_V_VALUE(env, strlen(env)), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                     RD_KAFKA_V_HEADER("job_id", id, -1), RD_KAFKA_V_END),
+                 0);
+    CHECK_INT_EQ(rd_kafka_flush(producer, 10000), 0);
+
+    cJSON *e = wait_entry(REPLY2, id, "input", 0, 30000);
+    CHECK(e != NULL);
+    cJSON_Delete(e);
+    char v[1024], ev[512];
+    CHECK_STR_EQ(task_field(id, "state", v, sizeof(v)), "running");
+    CHECK_STR_EQ(task_field(id, "input_n", v, sizeof(v)), "1");
+    CHECK_CONTAINS(task_field(id, "input", v, sizeof(v)), "\"method\":\"elicitation/create\"");
+    /* (deliveries made in the same millisecond are in no set order) */
+    CHECK_INT_EQ(count_words(wh_events(ev, sizeof(ev)), "task.input_required"), 1);
+    CHECK_INT_EQ(count_words(ev, "task.running"), 1);
+    CHECK_STR_EQ(ask_field(id, "task", v, sizeof(v)), id);
+    answer(id, "q", "{\"result\":{\"action\":\"accept\",\"content\":{\"confirmed\":false}}}", 1);
+    long long end = fx_now_ms() + 30000;
+    while (fx_now_ms() < end && strcmp(task_field(id, "state", v, sizeof(v)), "complete") != 0)
+        fx_sleep_ms(50);
+    CHECK_STR_EQ(task_field(id, "state", v, sizeof(v)), "complete");
+    CHECK_CONTAINS(task_field(id, "result", v, sizeof(v)), "You said no.");
+    CHECK_STR_EQ(task_field(id, "input", v, sizeof(v)), "");
+    CHECK_STR_EQ(task_field(id, "input_n", v, sizeof(v)), "");
+    CHECK_INT_EQ(count_words(wh_events(ev, sizeof(ev)), "task.input_required"), 1);
+    CHECK_INT_EQ(count_words(ev, "task.running"), 2);
+    CHECK_INT_EQ(count_words(ev, "task.completed"), 1);
+    TEST_PASS("a task that asks: input fields and task.input_required while it waits, the input "
+              "entry to its waiters, task.running again once answered");
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -776,6 +870,7 @@ int main(void)
     test_redelivery();
     test_builtins();
     test_http_tool();
+    test_task();
     CHECK_INT_EQ(fx_stop_pid(w, 15000), 0);
     rd_kafka_destroy(producer);
     redisFree(redis);

@@ -10,8 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ASK_REDIS_RETRY_MS 1000
-#define ASK_KEY_CHARS "_.-"
 #define ASK_MSG_MAX 256
 
 struct wrk_ask_q {
@@ -32,13 +30,10 @@ struct wrk_ask_q {
 
 struct wrk_ask {
     const mcpq_settings_t *s;
-    kv_target_t *kvt;
     wrk_loop_t *loop;
     const char *worker_id;
-    redisContext *ctx;
-    int64_t retry_at; /* monotonic ms: no reconnect before */
+    kv_lazy_t redis;
     wrk_ask_q_t *open;
-    size_t nopen;
 };
 
 wrk_ask_t *wrk_ask_new(const mcpq_settings_t *s, kv_target_t *kvt, wrk_loop_t *loop,
@@ -48,9 +43,11 @@ wrk_ask_t *wrk_ask_new(const mcpq_settings_t *s, kv_target_t *kvt, wrk_loop_t *l
     if (!a)
         return NULL;
     a->s = s;
-    a->kvt = kvt;
     a->loop = loop;
     a->worker_id = worker_id;
+    a->redis.kvt = kvt;
+    a->redis.timeout_ms = (int)s->redis_timeout_ms;
+    a->redis.what = "ask";
     return a;
 }
 
@@ -58,19 +55,8 @@ void wrk_ask_free(wrk_ask_t *a)
 {
     if (!a)
         return;
-    if (a->ctx)
-        redisFree(a->ctx);
+    kv_lazy_close(&a->redis);
     free(a);
-}
-
-size_t wrk_ask_count(const wrk_ask_t *a)
-{
-    return a ? a->nopen : 0;
-}
-
-int wrk_ask_pending(const wrk_job_t *job)
-{
-    return job->ask_q != NULL;
 }
 
 /* ---- pure helpers ---- */
@@ -107,6 +93,11 @@ int wrk_ask_check(const cJSON *requests, long long max_bytes, char *errstr, size
             snprintf(errstr, errstr_size, "request \"%s\": params must be an object", key);
             return MCPQ_EINVAL;
         }
+        for (const cJSON *o = requests->child; o != r; o = o->next)
+            if (strcmp(o->string, key) == 0) {
+                snprintf(errstr, errstr_size, "request key \"%s\" appears twice", key);
+                return MCPQ_EINVAL;
+            }
         for (const cJSON *f = r->child; f; f = f->next)
             if (strcmp(f->string, "method") != 0 && strcmp(f->string, "params") != 0) {
                 snprintf(errstr, errstr_size, "request \"%s\": unknown member \"%.32s\"", key,
@@ -175,45 +166,16 @@ cJSON *wrk_ask_responses(const cJSON *answers)
 
 /* ---- Redis ---- */
 
-static redisContext *ask_redis(wrk_ask_t *a)
-{
-    if (a->ctx)
-        return a->ctx;
-    if (util_mono_ms() < a->retry_at)
-        return NULL;
-    char errstr[256];
-    a->ctx = kv_connect(a->kvt, (int)a->s->redis_timeout_ms, errstr, sizeof(errstr));
-    if (!a->ctx) {
-        log_event(LOG_WARN, "ask: redis unreachable", "error", errstr, (char *)NULL);
-        a->retry_at = util_mono_ms() + ASK_REDIS_RETRY_MS;
-    }
-    return a->ctx;
-}
-
-/* Drops a context whose command failed (hiredis marks it broken, or a demoted master). */
-static void ask_redis_broken(wrk_ask_t *a, const char *why)
-{
-    if (!a->ctx)
-        return;
-    if (a->ctx->err || why) {
-        log_event(LOG_WARN, "ask: redis command failed", "error", why ? why : a->ctx->errstr,
-                  (char *)NULL);
-        redisFree(a->ctx);
-        a->ctx = NULL;
-        a->retry_at = util_mono_ms() + ASK_REDIS_RETRY_MS;
-    }
-}
-
 /* Runs a script; the reply, or NULL (logged, context dropped when broken). */
 static redisReply *ask_run(wrk_ask_t *a, const char *script, int argc, const char *const *argv)
 {
-    redisContext *ctx = ask_redis(a);
+    redisContext *ctx = kv_lazy_get(&a->redis);
     if (!ctx)
         return NULL;
     char err[256] = "";
     redisReply *r = rscript_run(ctx, rscript_get(script), 0, argc, argv, NULL, err, sizeof(err));
     if (!r)
-        ask_redis_broken(a, ctx->err ? NULL : err);
+        kv_lazy_broken(&a->redis, ctx->err ? NULL : err);
     return r;
 }
 
@@ -241,7 +203,6 @@ static void q_unlink(wrk_ask_q_t *q)
     if (q->next)
         q->next->prev = q->prev;
     q->prev = q->next = NULL;
-    a->nopen--;
 }
 
 static void q_free(wrk_ask_q_t *q)
@@ -344,6 +305,8 @@ static int q_take(wrk_ask_q_t *q, const char *mode, const cJSON *reqs)
         q_follow(q, r->element[1]->str);
         if (strcmp(r->element[0]->str, "done") == 0) {
             q_merge(q, r->element[2]->str, r->element[2]->len);
+            if (strcmp(mode, "poll") == 0) /* complete: a key without one was unreadable */
+                q_fill(q, reqs, WRK_ASK_ERR_LOST, "the client's answer could not be read");
             q->done = 1;
             rc = 1;
         }
@@ -467,7 +430,6 @@ static wrk_ask_q_t *q_new(wrk_ask_t *a, wrk_job_t *job, wrk_ask_fn cb, void *arg
     if (a->open)
         a->open->prev = q;
     a->open = q;
-    a->nopen++;
     job->ask_q = q;
     return q;
 }

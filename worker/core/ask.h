@@ -74,16 +74,12 @@ int wrk_ask_open(wrk_job_t *job, const cJSON *requests, wrk_ask_fn cb, void *arg
 /* The executor stops waiting (its cancel, its own end): no callback; the question is
  * deleted from Redis. No-op when none is open. Also run by job.c when a job ends. */
 void wrk_ask_abandon(wrk_job_t *job);
-/* 1 while job has an open question. */
-int wrk_ask_pending(const wrk_job_t *job);
 
 /* A message on mcpq:answer named job_id: its question here (if any) takes its answers. */
 void wrk_ask_answered(wrk_ask_t *a, const char *job_id);
 /* Once a second: refreshes every open question's expiry and takes the answers of those the
  * client answered (a lost Pub/Sub message). */
 void wrk_ask_tick(wrk_ask_t *a);
-/* Questions open now (metrics, tests). */
-size_t wrk_ask_count(const wrk_ask_t *a);
 
 /* Pure helpers (tests/unit/worker/test_ask.c). */
 

@@ -19,7 +19,6 @@
 #define AGENT_WAIT_SLACK_MS 5000 /* the wait key outlives the deadline by this much */
 #define AGENT_KEY_MAX (sizeof(WRK_AGENTREPLY_PREFIX) + WRK_ID_MAX + 16)
 #define AGENT_NAME_MAX 300
-#define AGENT_REDIS_RETRY_MS 1000
 
 typedef struct agent_call {
     wrk_agent_t *a;
@@ -37,9 +36,7 @@ typedef struct agent_call {
 
 struct wrk_agent {
     const mcpq_settings_t *s;
-    kv_target_t *kvt;
-    redisContext *ctx;
-    int64_t retry_at; /* monotonic ms: no reconnect before */
+    kv_lazy_t redis;
     agent_call_t *waiting;
 };
 
@@ -48,7 +45,9 @@ wrk_agent_t *wrk_agent_new(const mcpq_settings_t *s, kv_target_t *kvt)
     wrk_agent_t *a = calloc(1, sizeof(*a));
     if (a) {
         a->s = s;
-        a->kvt = kvt;
+        a->redis.kvt = kvt;
+        a->redis.timeout_ms = (int)s->redis_timeout_ms;
+        a->redis.what = "agent";
     }
     return a;
 }
@@ -57,8 +56,7 @@ void wrk_agent_free(wrk_agent_t *a)
 {
     if (!a)
         return;
-    if (a->ctx)
-        redisFree(a->ctx);
+    kv_lazy_close(&a->redis);
     free(a);
 }
 
@@ -169,39 +167,25 @@ cJSON *wrk_agent_turn(const wrk_envelope_t *env, const char *message_id, int64_t
 
 static redisContext *agent_redis(wrk_agent_t *a)
 {
-    if (a->ctx)
-        return a->ctx;
-    if (util_mono_ms() < a->retry_at)
-        return NULL;
-    char errstr[256];
-    a->ctx = kv_connect(a->kvt, (int)a->s->redis_timeout_ms, errstr, sizeof(errstr));
-    if (!a->ctx) {
-        log_event(LOG_WARN, "agent: redis unreachable", "error", errstr, (char *)NULL);
-        a->retry_at = util_mono_ms() + AGENT_REDIS_RETRY_MS;
-    }
-    return a->ctx;
+    return kv_lazy_get(&a->redis);
 }
 
 /* Drops a context whose command failed (hiredis marks it broken). */
 static void agent_redis_broken(wrk_agent_t *a)
 {
-    if (a->ctx && a->ctx->err) {
-        log_event(LOG_WARN, "agent: redis command failed", "error", a->ctx->errstr, (char *)NULL);
-        redisFree(a->ctx);
-        a->ctx = NULL;
-    }
+    kv_lazy_broken(&a->redis, NULL);
 }
 
 /* Reads the next pipelined reply; NULL (context dropped) when the connection failed. */
 static redisReply *agent_reply_get(wrk_agent_t *a)
 {
     void *r = NULL;
-    if (redisGetReply(a->ctx, &r) != REDIS_OK || !r) {
+    if (redisGetReply(a->redis.ctx, &r) != REDIS_OK || !r) {
         agent_redis_broken(a);
         return NULL;
     }
     /* A demoted master (-READONLY): dropped like a lost connection (docs/redis.md). */
-    if (kv_ctx_failover(a->kvt, a->ctx, r)) {
+    if (kv_ctx_failover(a->redis.kvt, a->redis.ctx, r)) {
         freeReplyObject(r);
         agent_redis_broken(a);
         return NULL;

@@ -48,6 +48,10 @@ static void test_check(void)
         check("{\"q\":{\"method\":\"roots/list\",\"extra\":1}}", 1 << 20, err, sizeof(err)),
         MCPQ_EINVAL);
     CHECK_CONTAINS(err, "unknown member \"extra\"");
+    CHECK_INT_EQ(check("{\"q\":{\"method\":\"roots/list\"},\"q\":{\"method\":\"roots/list\"}}",
+                       1 << 20, err, sizeof(err)),
+                 MCPQ_EINVAL);
+    CHECK_CONTAINS(err, "request key \"q\" appears twice");
     CHECK_INT_EQ(check("{\"q\":{\"method\":\"roots/list\"}}", 20, err, sizeof(err)), MCPQ_ETOOBIG);
     CHECK_CONTAINS(err, "over the 20 allowed");
     TEST_PASS("wrk_ask_check: keys, methods, params, size");

@@ -255,8 +255,54 @@ static void test_methods(void)
     TEST_PASS("method: each known one parses with what it needs; unknown ones fail clearly");
 }
 
+/* "owner", "session_id" and "client": who called and what it can be asked (ask.h). */
+static void test_caller(void)
+{
+    static const char base[] = "{\"v\":1,\"job_id\":\"j1\",\"tenant\":\"t\",\"tool\":\"x\","
+                               "\"executor\":{\"type\":\"builtin\"}";
+    char buf[2048], err[256];
+    wrk_envelope_t env;
+    snprintf(buf, sizeof(buf),
+             "%s,\"owner\":\"key:k1\",\"session_id\":\"s-9\",\"client\":{\"protocol_version\":"
+             "\"2025-11-25\",\"capabilities\":{\"elicitation\":{\"form\":{}},\"sampling\":{}}}}",
+             base);
+    memset(&env, 0, sizeof(env));
+    CHECK_INT_EQ(parse(&env, buf, err), 0);
+    CHECK_STR_EQ(env.owner, "key:k1");
+    CHECK_STR_EQ(env.session_id, "s-9");
+    CHECK(cJSON_GetObjectItem(cJSON_GetObjectItem(env.client, "capabilities"), "sampling") != NULL);
+    wrk_envelope_cleanup(&env);
+
+    snprintf(buf, sizeof(buf), "%s}", base);
+    memset(&env, 0, sizeof(env));
+    CHECK_INT_EQ(parse(&env, buf, err), 0);
+    CHECK(env.owner == NULL && env.session_id == NULL && env.client == NULL);
+    wrk_envelope_cleanup(&env);
+
+    static const struct {
+        const char *member, *why;
+    } bad[] = {
+        {"\"owner\":7", "owner"},
+        {"\"session_id\":[]", "session_id"},
+        {"\"client\":\"x\"", "client is not an object"},
+        {"\"client\":{\"protocol_version\":1}", "client.protocol_version"},
+        {"\"client\":{\"capabilities\":[]}", "client.capabilities is not an object"},
+        {"\"client\":{\"capabilities\":{\"elicitation\":true}}",
+         "client.capabilities.elicitation is not an object"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(buf, sizeof(buf), "%s,%s}", base, bad[i].member);
+        memset(&env, 0, sizeof(env));
+        CHECK_INT_EQ(parse(&env, buf, err), MCPQ_EINVAL);
+        CHECK_CONTAINS(err, bad[i].why);
+        wrk_envelope_cleanup(&env);
+    }
+    TEST_PASS("owner, session_id and client parse; a malformed client is refused");
+}
+
 int main(void)
 {
+    test_caller();
     test_methods();
     test_good();
     test_minimal();
