@@ -150,6 +150,8 @@ static void test_garbage_and_size(ing_rstate_t *rs)
     c.session = NULL;
     c.job_id = "bad id!";
     CHECK_INT_EQ(ing_rstate_make(rs, &c, state, sizeof(state)), MCPQ_EINVAL);
+    c.job_id = "j_0123456789abcdef0123456789abcdef012345"; /* 40: longer than a job id */
+    CHECK_INT_EQ(ing_rstate_make(rs, &c, state, sizeof(state)), MCPQ_EINVAL);
     TEST_PASS("garbage and oversized states are refused; none over 1 KiB is made");
 }
 
