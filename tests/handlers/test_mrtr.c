@@ -31,7 +31,7 @@
     "\"io.modelcontextprotocol/clientCapabilities\":" CAPS "}"
 #define ELICIT_META CAPS_META("{\"elicitation\":{}}")
 #define ELICIT_REQ(MSG)                                                                            \
-    "{\"method\":\"elicitation/create\",\"params\":{\"mode\":\"form\",\"message\":\"" MSG "\","   \
+    "{\"method\":\"elicitation/create\",\"params\":{\"mode\":\"form\",\"message\":\"" MSG "\","    \
     "\"requestedSchema\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"}},"    \
     "\"required\":[\"name\"]}}}"
 #define SAMPLE_REQ                                                                                 \
@@ -54,9 +54,9 @@ static const char config[] =
     "  {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"report\", \"published\": \"1\","
     "   \"versions\": [{\"version\": \"1\", \"mode\": \"task\", \"timeout_ms\": 60000,"
     "    \"inputSchema\": {\"type\": \"object\"},"
-    "    \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]},"
-    HX_KIND_OBJ("resource", "doc", "",
-                "\"uri\":\"mem://doc\",\"executor\":{\"type\":\"builtin\",\"name\":\"echo\"}") "]}";
+    "    \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]}," HX_KIND_OBJ(
+        "resource", "doc", "",
+        "\"uri\":\"mem://doc\",\"executor\":{\"type\":\"builtin\",\"name\":\"echo\"}") "]}";
 
 static hx_t h;
 
@@ -66,8 +66,14 @@ static void modern_as(hx_ex_t *e, const char *method, const char *name, const ch
 {
     char authz[128];
     snprintf(authz, sizeof(authz), "Bearer %s", key);
-    const char *hdrs[] = {"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", method,
-                          "Authorization",        authz,        "Mcp-Name",   name,
+    const char *hdrs[] = {"MCP-Protocol-Version",
+                          "2026-07-28",
+                          "Mcp-Method",
+                          method,
+                          "Authorization",
+                          authz,
+                          "Mcp-Name",
+                          name,
                           NULL};
     size_t size = strlen(params) + 300;
     char *body = malloc(size);
@@ -127,8 +133,8 @@ static char *retry_params(const char *args, const char *resp, const char *state)
     size_t size = strlen(args) + strlen(resp) + strlen(state) + 400;
     char *p = malloc(size);
     snprintf(p, size,
-             "{\"name\":\"echo\",\"arguments\":%s,\"inputResponses\":%s,\"requestState\":\"%s\","
-             ELICIT_META "}",
+             "{\"name\":\"echo\",\"arguments\":%s,\"inputResponses\":%s,\"requestState\":\"%"
+             "s\"," ELICIT_META "}",
              args, resp, state);
     return p;
 }
@@ -233,13 +239,12 @@ static void test_refused_states(void)
     retry_refused("{\"x\":1}", answer, forged, HX_API_KEY, RPC_INVALID_PARAMS,
                   "invalid or expired requestState");
     /* inputResponses without a state; a state that is not a string */
-    call_echo(&r, "{\"name\":\"echo\",\"arguments\":{\"x\":1},\"inputResponses\":{}," ELICIT_META
-                  "}");
+    call_echo(&r,
+              "{\"name\":\"echo\",\"arguments\":{\"x\":1},\"inputResponses\":{}," ELICIT_META "}");
     CHECK_INT_EQ(hx_rpc_code(&r), RPC_INVALID_PARAMS);
     CHECK_CONTAINS(hx_rpc_message(&r), "requestState");
     hx_ex_free(&r);
-    call_echo(&r, "{\"name\":\"echo\",\"arguments\":{\"x\":1},\"requestState\":7," ELICIT_META
-                  "}");
+    call_echo(&r, "{\"name\":\"echo\",\"arguments\":{\"x\":1},\"requestState\":7," ELICIT_META "}");
     CHECK_INT_EQ(hx_rpc_code(&r), RPC_INVALID_PARAMS);
     hx_ex_free(&r);
     /* nothing was stored by any of them */
@@ -279,8 +284,7 @@ static void test_partial_and_undeclared(void)
     hx_ex_t e, r;
     char job[64], state[1100];
     /* the client declared elicitation only: the sampling request is answered for the tool */
-    first_round(&e,
-                "{\"a\":" ELICIT_REQ("A?") ",\"b\":" ELICIT_REQ("B?") ",\"s\":" SAMPLE_REQ "}",
+    first_round(&e, "{\"a\":" ELICIT_REQ("A?") ",\"b\":" ELICIT_REQ("B?") ",\"s\":" SAMPLE_REQ "}",
                 job, state);
     CHECK(hx_str(&e, "result.inputRequests.a.method") != NULL);
     CHECK(hx_str(&e, "result.inputRequests.s.method") == NULL);
@@ -359,8 +363,8 @@ static void make_task(char id[64])
 /* The worker asks the task's client: the task hash and the question, as ask_open.lua. */
 static void task_asks(const char *id, const char *reqs)
 {
-    redisReply *r = hx_redis(&h, "HSET " NAMES_KEY_TASK "%s state running input %s input_n 1",
-                             id, reqs);
+    redisReply *r =
+        hx_redis(&h, "HSET " NAMES_KEY_TASK "%s state running input %s input_n 1", id, reqs);
     CHECK(r && r->type == REDIS_REPLY_INTEGER);
     freeReplyObject(r);
     char exp[32];
@@ -478,9 +482,10 @@ static void test_task_result_2025(void)
     hx_ex_free(&e);
     const char *const hdrs[] = {"MCP-Protocol-Version", "2025-11-25", "Mcp-Session-Id", sid, NULL};
     char body[400];
-    snprintf(body, sizeof(body),
-             "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tasks/get\",\"params\":{\"taskId\":\"%s\"}}",
-             id);
+    snprintf(
+        body, sizeof(body),
+        "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tasks/get\",\"params\":{\"taskId\":\"%s\"}}",
+        id);
     hx_mcp(&h, &e, NULL, body, hdrs);
     CHECK_STR_EQ(hx_str(&e, "result.status"), "input_required");
     CHECK(hx_str(&e, "result.inputRequests") == NULL); /* the extension's field only */
