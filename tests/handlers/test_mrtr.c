@@ -238,6 +238,11 @@ static void test_refused_states(void)
     forged[5] = forged[5] == 'A' ? 'B' : 'A';
     retry_refused("{\"x\":1}", answer, forged, HX_API_KEY, RPC_INVALID_PARAMS,
                   "invalid or expired requestState");
+    /* responses that are no InputResponses */
+    retry_refused("{\"x\":1}", "[1]", state, HX_API_KEY, RPC_INVALID_PARAMS,
+                  "params.inputResponses must be an object");
+    retry_refused("{\"x\":1}", "{\"who\":\"yes\"}", state, HX_API_KEY, RPC_INVALID_PARAMS,
+                  "must be the client's result");
     /* inputResponses without a state; a state that is not a string */
     call_echo(&r,
               "{\"name\":\"echo\",\"arguments\":{\"x\":1},\"inputResponses\":{}," ELICIT_META "}");
