@@ -445,29 +445,6 @@ static void test_task_ext(void)
     TEST_PASS("tasks extension: input_required with inputRequests, tasks/update answers");
 }
 
-/* Everything the streamed call c has to send now (malloc'd); 1 when its stream ended. */
-static int drain(ing_call_t *c, char **out)
-{
-    util_buf_t b;
-    util_buf_init(&b, 1 << 20);
-    char buf[4096];
-    int ended = 0;
-    for (;;) {
-        ssize_t n = ing_pending_read(h.ctx.pending, c, buf, sizeof(buf));
-        if (n == MHD_CONTENT_READER_END_OF_STREAM) {
-            ended = 1;
-            break;
-        }
-        if (n == 0)
-            break;
-        CHECK(util_buf_append(&b, buf, (size_t)n) == 0);
-    }
-    CHECK(util_buf_append(&b, "", 1) == 0);
-    *out = strdup((char *)b.data);
-    util_buf_cleanup(&b);
-    return ended;
-}
-
 static void test_task_result_2025(void)
 {
     char id[64];
@@ -506,7 +483,7 @@ static void test_task_result_2025(void)
     CHECK_INT_EQ(ing_pending_wait(h.ctx.pending, c, 20000), 1);
     CHECK_INT_EQ(ing_pending_take(h.ctx.pending, c), ING_TAKE_STREAM);
     char *out;
-    CHECK_INT_EQ(drain(c, &out), 0);
+    CHECK_INT_EQ(hx_drain(&h, c, &out), 0);
     char want[200];
     snprintf(want, sizeof(want), "\"id\":\"mcpq-in/1/who/%s\"", id);
     CHECK_CONTAINS(out, want);
@@ -520,7 +497,7 @@ static void test_task_result_2025(void)
     int ended = 0;
     for (int i = 0; i < 200 && !ended; i++) { /* polled, at most 20 s */
         (void)ing_pending_wait(h.ctx.pending, c, 100);
-        ended = drain(c, &out);
+        ended = hx_drain(&h, c, &out);
         CHECK(util_buf_append(&all, out, strlen(out)) == 0);
         free(out);
     }
