@@ -154,6 +154,28 @@ static void first_round(hx_ex_t *e, const char *reqs, char job[64], char state[1
     snprintf(state, 1100, "%s", s);
 }
 
+/* The retry that answers job's last question (responses, state): it waits on job, whose
+ * result (a text) then answers it. */
+static void last_round(const char *job, const char *responses, const char *state, const char *text)
+{
+    hx_ex_t r;
+    char *p = retry_params("{\"x\":1}", responses, state);
+    call_echo(&r, p);
+    free(p);
+    CHECK(r.parked);
+    CHECK_STR_EQ(r.req.call.job_id, job);
+    char rec[300];
+    snprintf(rec, sizeof(rec),
+             "{\"job_id\":\"x\",\"status\":\"ok\",\"result\":{\"content\":[{\"type\":"
+             "\"text\",\"text\":\"%s\"}]}}",
+             text);
+    entry(job, "result", rec);
+    CHECK_INT_EQ(hx_mcp_wait(&h, &r, 20000), 0);
+    CHECK_STR_EQ(hx_str(&r, "result.content.0.text"), text);
+    CHECK_STR_EQ(hx_str(&r, "result.resultType"), "complete");
+    hx_ex_free(&r);
+}
+
 static void test_round_trip(void)
 {
     hx_ex_t e, r;
@@ -194,15 +216,7 @@ static void test_round_trip(void)
     CHECK_STR_EQ(hx_str(&r, "result.inputRequests.sure.params.message"), "Sure?");
     snprintf(state, sizeof(state), "%s", hx_str(&r, "result.requestState"));
     hx_ex_free(&r);
-    p = retry_params("{\"x\":1}", "{\"sure\":" ACCEPT("yes") "}", state);
-    call_echo(&r, p);
-    free(p);
-    CHECK(r.parked);
-    entry(job, "result", RECORD("done after two questions"));
-    CHECK_INT_EQ(hx_mcp_wait(&h, &r, 20000), 0);
-    CHECK_STR_EQ(hx_str(&r, "result.content.0.text"), "done after two questions");
-    CHECK_STR_EQ(hx_str(&r, "result.resultType"), "complete");
-    hx_ex_free(&r);
+    last_round(job, "{\"sure\":" ACCEPT("yes") "}", state, "done after two questions");
     TEST_PASS("InputRequiredResult, retry on the same job, a second question, the result");
 }
 
@@ -311,14 +325,7 @@ static void test_partial_and_undeclared(void)
     char state2[1100];
     snprintf(state2, sizeof(state2), "%s", s2);
     hx_ex_free(&r);
-    p = retry_params("{\"x\":1}", "{\"b\":" ACCEPT("two") "}", state2);
-    call_echo(&r, p);
-    free(p);
-    CHECK(r.parked);
-    entry(job, "result", RECORD("both"));
-    CHECK_INT_EQ(hx_mcp_wait(&h, &r, 20000), 0);
-    CHECK_STR_EQ(hx_str(&r, "result.content.0.text"), "both");
-    hx_ex_free(&r);
+    last_round(job, "{\"b\":" ACCEPT("two") "}", state2, "both");
     TEST_PASS("undeclared requests answered for the tool; missing keys asked again");
 }
 
