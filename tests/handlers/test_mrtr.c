@@ -41,6 +41,9 @@
     "{\"job_id\":\"x\",\"status\":\"ok\",\"result\":{\"content\":[{\"type\":\"text\",\"text\":"    \
     "\"" text "\"}]}}"
 
+#define ECHO "\"executor\":{\"type\":\"builtin\",\"name\":\"echo\"}"
+
+/* clang-format off */
 static const char config[] =
     "{\"tenants\": ["
     "  {\"id\": \"t\", \"api_keys\": [{\"id\": \"k\", \"key\": \"" HX_API_KEY "\"},"
@@ -54,9 +57,10 @@ static const char config[] =
     "  {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"report\", \"published\": \"1\","
     "   \"versions\": [{\"version\": \"1\", \"mode\": \"task\", \"timeout_ms\": 60000,"
     "    \"inputSchema\": {\"type\": \"object\"},"
-    "    \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]}," HX_KIND_OBJ(
-        "resource", "doc", "",
-        "\"uri\":\"mem://doc\",\"executor\":{\"type\":\"builtin\",\"name\":\"echo\"}") "]}";
+    "    \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]},"
+    HX_KIND_OBJ("prompt", "plan", "", "\"arguments\":[{\"name\":\"q\"}]," ECHO) ","
+    HX_KIND_OBJ("resource", "doc", "", "\"uri\":\"mem://doc\"," ECHO) "]}";
+/* clang-format on */
 
 static hx_t h;
 
@@ -355,7 +359,32 @@ static void test_resource_read(void)
     CHECK(r.parked);
     CHECK_STR_EQ(r.req.call.job_id, job);
     hx_ex_free(&r);
-    TEST_PASS("resources/read: InputRequiredResult and the retry on the same job");
+    /* prompts/get: the same, its arguments bound to the state */
+    modern_as(&e, "prompts/get", "plan",
+              "{\"name\":\"plan\",\"arguments\":{\"q\":\"x\"}," ELICIT_META "}", HX_API_KEY);
+    CHECK(e.parked);
+    snprintf(job, sizeof(job), "%s", e.req.call.job_id);
+    ask(job, 1, "{\"who\":" ELICIT_REQ("Name?") "}", "prompts/get");
+    CHECK_INT_EQ(hx_mcp_wait(&h, &e, 20000), 0);
+    CHECK_STR_EQ(hx_str(&e, "result.resultType"), "input_required");
+    snprintf(state, sizeof(state), "%s", hx_str(&e, "result.requestState"));
+    hx_ex_free(&e);
+    snprintf(params, sizeof(params),
+             "{\"name\":\"plan\",\"arguments\":{\"q\":\"y\"},\"inputResponses\":{\"who\":" ACCEPT(
+                 "Ada") "},\"requestState\":\"%s\"," ELICIT_META "}",
+             state);
+    modern_as(&r, "prompts/get", "plan", params, HX_API_KEY); /* other arguments */
+    CHECK_INT_EQ(hx_rpc_code(&r), RPC_INVALID_PARAMS);
+    hx_ex_free(&r);
+    snprintf(params, sizeof(params),
+             "{\"name\":\"plan\",\"arguments\":{\"q\":\"x\"},\"inputResponses\":{\"who\":" ACCEPT(
+                 "Ada") "},\"requestState\":\"%s\"," ELICIT_META "}",
+             state);
+    modern_as(&r, "prompts/get", "plan", params, HX_API_KEY);
+    CHECK(r.parked);
+    CHECK_STR_EQ(r.req.call.job_id, job);
+    hx_ex_free(&r);
+    TEST_PASS("resources/read and prompts/get: InputRequiredResult, the retry on the same job");
 }
 
 #define EXT_META                                                                                   \
