@@ -789,8 +789,8 @@ static void call_prepare(tc_t *tc, const char *job_id)
     call->on_input = tc->m->modern ? NULL : ing_mcpask_hook_legacy;
     call->input_n = 0; /* a retry sets the question it answers (mrtr.h) */
     if (tc->m->modern && !tc->detached && ing_mrtr_arm(tc->m, tc->msg, call) < 0)
-        log_event(LOG_WARN, "out of memory: the call's questions cannot reach its client",
-                  "job_id", job_id, (char *)NULL);
+        log_event(LOG_WARN, "out of memory: the call's questions cannot reach its client", "job_id",
+                  job_id, (char *)NULL);
     snprintf(call->tool, sizeof(call->tool), "%s", tc->tool->name);
     call->progress_token[0] = '\0';
     if (rpc_id_valid(tc->tok))
