@@ -15,7 +15,10 @@
  *     (never asked); a silent client's timeout reaches the upstream as -32001; a job
  *     cancelled while the upstream waits sends notifications/cancelled upstream and drops the
  *     question;
- *   - an SDK 1.x stdio upstream: the same over stdin/stdout (limits.concurrency 1);
+ *   - an SDK 1.x stdio upstream: the same over stdin/stdout (limits.concurrency 1); and
+ *     @modelcontextprotocol/server-everything over stdio: its trigger-elicitation-request
+ *     (registered because the session declared elicitation) asks, and its result names what
+ *     the user answered;
  *   - SDK 2.x upstreams in 2026-07-28 (HTTP and stdio): input_required asked, the request
  *     sent again with inputResponses (two rounds, the first answer carried in requestState),
  *     sampling, the calling client's capabilities in each request (undeclared sampling: the
@@ -339,6 +342,39 @@ static void test_legacy_stdio(void)
               "its stdin and its result");
 }
 
+/* server-everything (stdio): trigger-elicitation-request, its own tool that elicits. */
+static void test_everything(const char *deps)
+{
+    char ex[2048], index_js[700];
+    snprintf(index_js, sizeof(index_js),
+             "%s/node_modules/@modelcontextprotocol/server-everything/dist/index.js", deps);
+    if (access(index_js, R_OK) != 0) {
+        TEST_SKIP("server-everything: no %s (tests/clients/install.sh)", index_js);
+        return;
+    }
+    snprintf(ex, sizeof(ex),
+             "{\"type\":\"mcp\",\"command\":\"node\",\"args\":[\"%s\",\"stdio\"],\"tool\":"
+             "\"trigger-elicitation-request\",\"limits\":{\"concurrency\":1}}",
+             index_js);
+    last_n = 0;
+    produce("j_everything", ex, ALL_CAPS);
+    cJSON *q = wait_question("j_everything");
+    CHECK_STR_EQ(str(q->child, "method"), "elicitation/create");
+    CHECK_STR_EQ(str(q->child, "params.message"),
+                 "Please provide inputs for the following fields:");
+    CHECK_STR_EQ(str(q->child, "params.requestedSchema.required.0"), "name");
+    char key[80];
+    snprintf(key, sizeof(key), "%s", q->child->string);
+    cJSON_Delete(q);
+    answer("j_everything", key, NAME_ACCEPT);
+    cJSON *rec = wait_result("j_everything");
+    CHECK_CONTAINS(str(rec, "result.content.1.text"), "- Name: Ada");
+    CHECK(!cJSON_IsTrue(at(rec, "result.isError")));
+    cJSON_Delete(rec);
+    TEST_PASS("server-everything (stdio): trigger-elicitation-request asks through the worker and "
+              "its result names the answer");
+}
+
 static void test_modern(const char *label, int stdio)
 {
     char ex[2048], id[64];
@@ -466,6 +502,7 @@ int main(void)
     test_own_server();
     test_legacy_http(sdk_log);
     test_legacy_stdio();
+    test_everything(deps);
     test_modern("mrtr_http", 0);
     TEST_PASS("SDK 2.x HTTP upstream (2026-07-28): input_required asked, the request sent "
               "again with inputResponses and requestState; the caller's capabilities per "
