@@ -4,8 +4,10 @@
 #include "jv.h"
 #include "log.h"
 #include "rx.h"
+#include "schdoc.h"
 #include "util.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <regex.h>
 #include <stdarg.h>
@@ -32,7 +34,23 @@ typedef struct pattern_entry {
     regex_t rx;
 } pattern_entry_t;
 
-/* One validation (or schema check): the current path, the first error, compiled patterns. */
+/* A schema checked once, with its patterns compiled and its identifiers indexed. */
+struct sch_compiled {
+    cJSON *schema;          /* a copy, owned */
+    sch_doc_index_t *idx;   /* $id and $anchor of the copy */
+    pattern_entry_t *rx;    /* every pattern of the copy, sorted by node */
+    size_t nrx;
+};
+
+/* Which members (an object instance) or items (an array instance) some keyword evaluated
+ * successfully: the annotations unevaluatedProperties and unevaluatedItems read. */
+typedef struct eval {
+    unsigned char *seen; /* one per member or item */
+    int n;
+} eval_t;
+
+/* One validation (or schema check): the current path, the first error, compiled patterns,
+ * the document and the schema resource being read. */
 typedef struct vctx {
     char path[PATH_CAP];
     size_t path_len;
@@ -41,6 +59,16 @@ typedef struct vctx {
     int oom;
     int nrx;
     pattern_entry_t rx[PATTERN_CACHE];
+    /* sch_compile: every pattern compiled is kept here (grown as needed) */
+    int collect;
+    pattern_entry_t *all;
+    size_t nall, capall;
+    const sch_compiled_t *comp; /* validating a compiled schema, else NULL */
+    const cJSON *doc;           /* the root document */
+    sch_doc_index_t *idx;       /* its identifiers: comp's, or built on first need */
+    int own_idx;
+    sch_doc_loc_t cur; /* the schema resource being read (its base URI for $ref) */
+    long refs;         /* $refs followed so far (SCH_MAX_REFS) */
 } vctx_t;
 
 /* ---- paths and errors ---- */
@@ -244,25 +272,68 @@ static int get_kind(vctx_t *c, const cJSON *s, const char *kw, int kind, const c
     return 1;
 }
 
-/* ---- patterns: translated by rx.c, compiled once per validation ---- */
+/* ---- patterns: translated by rx.c, compiled once per schema (sch_compile) or validation ---- */
 
-/* Compiles pattern text (the value of node, cached per node). NULL on a bad pattern. */
-static const regex_t *pattern_get(vctx_t *c, const cJSON *node, const char *pattern, regex_t *tmp)
+static int pattern_cmp(const void *a, const void *b)
 {
-    for (int i = 0; i < c->nrx; i++)
-        if (c->rx[i].node == node)
-            return &c->rx[i].rx;
+    const pattern_entry_t *x = a, *y = b;
+    return x->node < y->node ? -1 : x->node > y->node;
+}
+
+/* Compiles pattern text into rx. 0, or -1 when the pattern is unusable. */
+static int pattern_compile(const char *pattern, regex_t *rx)
+{
     if (strlen(pattern) > PATTERN_MAX)
-        return NULL;
+        return -1;
     util_buf_t ere;
     util_buf_init(&ere, 16 * PATTERN_MAX);
     int rc = rx_translate(pattern, &ere);
-    regex_t *rx = c->nrx < PATTERN_CACHE ? &c->rx[c->nrx].rx : tmp;
     if (rc == 0)
         rc = regcomp(rx, ere.data ? ere.data : "", REG_EXTENDED | REG_NOSUB) == 0 ? 0 : -1;
     util_buf_cleanup(&ere);
-    if (rc < 0)
+    return rc;
+}
+
+/* sch_compile: keeps the compiled pattern of node. NULL when memory ran out (rx freed). */
+static const regex_t *pattern_keep(vctx_t *c, const cJSON *node, regex_t *rx)
+{
+    if (c->nall == c->capall) {
+        size_t cap = c->capall ? c->capall * 2 : 16;
+        pattern_entry_t *all = realloc(c->all, cap * sizeof(*all));
+        if (!all) {
+            regfree(rx);
+            return NULL;
+        }
+        c->all = all;
+        c->capall = cap;
+    }
+    c->all[c->nall] = (pattern_entry_t){node, *rx};
+    return &c->all[c->nall++].rx;
+}
+
+/* The compiled pattern of node (text pattern): the compiled schema's, else compiled now and
+ * cached per validation (tmp when the cache is full). NULL on a bad pattern. */
+static const regex_t *pattern_get(vctx_t *c, const cJSON *node, const char *pattern, regex_t *tmp)
+{
+    if (c->comp) {
+        pattern_entry_t key = {.node = node};
+        const pattern_entry_t *e =
+            bsearch(&key, c->comp->rx, c->comp->nrx, sizeof(key), pattern_cmp);
+        if (e)
+            return &e->rx;
+    }
+    for (int i = 0; i < c->nrx; i++)
+        if (c->rx[i].node == node)
+            return &c->rx[i].rx;
+    regex_t *rx = c->collect || c->nrx >= PATTERN_CACHE ? tmp : &c->rx[c->nrx].rx;
+    if (pattern_compile(pattern, rx) < 0)
         return NULL;
+    if (c->collect) {
+        if (pattern_keep(c, node, rx))
+            return &c->all[c->nall - 1].rx;
+        out_of_memory(c);
+        return NULL;
+    }
     if (rx != tmp)
         c->rx[c->nrx++].node = node;
     return rx;
@@ -273,6 +344,8 @@ static int pattern_match(vctx_t *c, const cJSON *node, const char *pattern, cons
 {
     regex_t tmp;
     const regex_t *rx = pattern_get(c, node, pattern, &tmp);
+    if (!rx && c->oom)
+        return -V_HARD;
     if (!rx)
         return -bad_schema(c, "pattern \"%.100s\" is not supported (POSIX ERE subset)", pattern);
     int m = regexec(rx, s, 0, NULL, 0) == 0;
@@ -281,65 +354,87 @@ static int pattern_match(vctx_t *c, const cJSON *node, const char *pattern, cons
     return m;
 }
 
-/* ---- $ref ---- */
+/* The embedded schema called name (its stable name in *stable), or NULL. */
+static const cJSON *builtin_named(const char *name, const char **stable);
 
-/* Resolves ref against root; *doc becomes the document it lands in. NULL if unresolvable. */
-static const cJSON *ref_resolve(const cJSON *root, const char *ref, const cJSON **doc)
+/* ---- $id, $anchor and $ref (schdoc.h) ---- */
+
+/* The identifiers of the document, indexed on first need for a one-off validation. NULL
+ * when memory ran out (c->oom set). */
+static const sch_doc_index_t *doc_index(vctx_t *c)
 {
-    const char *hash = strchr(ref, '#');
-    const cJSON *at = root;
-    if (hash != ref && *ref) {
-        char name[128];
-        size_t n = hash ? (size_t)(hash - ref) : strlen(ref);
-        if (n >= sizeof(name))
-            return NULL;
-        memcpy(name, ref, n);
-        name[n] = '\0';
-        at = sch_builtin(name);
-        if (!at)
-            return NULL;
+    if (!c->idx) {
+        c->idx = sch_doc_index_new(c->doc, SCH_MAX_DEPTH);
+        c->own_idx = 1;
+        if (!c->idx)
+            out_of_memory(c);
     }
-    *doc = at;
-    const char *p = hash ? hash + 1 : "";
-    if (*p && *p != '/')
-        return NULL; /* anchors ("#foo") are not supported */
-    while (*p == '/' && at) {
-        char tok[256];
-        size_t n = 0;
-        for (p++; *p && *p != '/'; p++) {
-            char ch = *p;
-            if (ch == '~' && (p[1] == '0' || p[1] == '1'))
-                ch = *++p == '0' ? '~' : '/';
-            else if (ch == '%' && p[1] && p[2]) {
-                char hex[3] = {p[1], p[2], 0};
-                ch = (char)strtol(hex, NULL, 16);
-                p += 2;
-            }
-            if (n + 1 >= sizeof(tok))
-                return NULL;
-            tok[n++] = ch;
-        }
-        tok[n] = '\0';
-        if (cJSON_IsArray(at)) {
-            long long i;
-            at = util_parse_ll(tok, 0, 1 << 20, &i) == 0 ? cJSON_GetArrayItem(at, (int)i) : NULL;
-        } else {
-            at = cJSON_IsObject(at) ? cJSON_GetObjectItemCaseSensitive(at, tok) : NULL;
-        }
-    }
-    return at;
+    return c->idx;
+}
+
+/* Entering schema object s: a "$id" makes it the current resource (*saved keeps the one
+ * before). 0, or V_HARD when memory ran out. */
+static int resource_enter(vctx_t *c, const cJSON *s, sch_doc_loc_t *saved)
+{
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(s, "$id");
+    *saved = c->cur;
+    if (!cJSON_IsString(id) || id->valuestring[0] == '#')
+        return V_OK;
+    if (!doc_index(c))
+        return V_HARD;
+    const sch_doc_entry_t *e = sch_doc_index_resource(c->idx, s);
+    if (e)
+        c->cur = (sch_doc_loc_t){s, s, e->uri};
+    return V_OK;
+}
+
+/* An embedded schema by the last path segment of absolute URI abs (the part before '#'):
+ * "job.schema.json#/$defs/x" from a mcpq schema. The location of its fragment, or -1. */
+static int ref_builtin(const char *abs, sch_doc_loc_t *out)
+{
+    size_t ulen = strcspn(abs, "#"), start = ulen;
+    char name[128];
+    while (start > 0 && abs[start - 1] != '/')
+        start--;
+    if (ulen == start || ulen - start >= sizeof(name))
+        return -1;
+    memcpy(name, abs + start, ulen - start);
+    name[ulen - start] = '\0';
+    const char *stable = NULL;
+    const cJSON *doc = builtin_named(name, &stable);
+    if (!doc)
+        return -1;
+    *out = (sch_doc_loc_t){doc, doc, stable};
+    return sch_doc_pointer(NULL, abs[ulen] ? abs + ulen + 1 : "", out);
+}
+
+/* Resolves "$ref" value ref from the current resource: within the document, else an
+ * embedded schema. 0 with *out set, -1 unresolved, -V_HARD when memory ran out. */
+static int ref_resolve(vctx_t *c, const char *ref, sch_doc_loc_t *out)
+{
+    char abs[SCH_DOC_URI_MAX] = "";
+    if (sch_doc_ref(c->idx, &c->cur, ref, out, abs) == 0)
+        return 0;
+    if (ref_builtin(abs, out) == 0)
+        return 0;
+    if (c->idx)
+        return -1;
+    if (!doc_index(c))
+        return -V_HARD;
+    return sch_doc_ref(c->idx, &c->cur, ref, out, abs);
 }
 
 /* ---- validation ---- */
 
-static int validate(vctx_t *c, const cJSON *root, const cJSON *s, const cJSON *inst, int depth);
+static int validate(vctx_t *c, const cJSON *s, const cJSON *inst, int depth, eval_t *ev);
 
-/* validate() for a member or item: pushes the path segment, pops it after. */
-static int validate_at(vctx_t *c, const cJSON *root, const cJSON *s, const cJSON *inst, int depth,
-                       const char *key, int index)
+/* validate() for a member or item (a new instance: no annotations flow back): pushes the
+ * path segment, pops it after. */
+static int validate_at(vctx_t *c, const cJSON *s, const cJSON *inst, int depth, const char *key,
+                       int index)
 {
     size_t saved = key ? path_push_key(c, key) : path_push_index(c, index);
-    int rc = validate(c, root, s, inst, depth + 1);
+    int rc = validate(c, s, inst, depth + 1, NULL);
     path_pop(c, saved);
     return rc;
 }
@@ -373,6 +468,74 @@ static int check_string(vctx_t *c, const cJSON *s, const cJSON *inst)
     return V_OK;
 }
 
+/* d as m * 10^e with m an integer of at most 17 digits: the shortest decimal that reads back
+ * as d (what JSON serializers print), so 0.1 is 1 * 10^-1 rather than its binary value. */
+static void decimal_of(double d, unsigned long long *m, int *e)
+{
+    char buf[40];
+    int prec = 1, exp10 = 0, ndig = 0;
+    for (; prec < 17; prec++) {
+        snprintf(buf, sizeof(buf), "%.*e", prec - 1, d);
+        if (strtod(buf, NULL) == d)
+            break;
+    }
+    snprintf(buf, sizeof(buf), "%.*e", prec - 1, d);
+    *m = 0;
+    const char *p = buf;
+    for (; *p && *p != 'e'; p++)
+        if (*p >= '0' && *p <= '9') {
+            *m = *m * 10 + (unsigned)(*p - '0');
+            ndig++;
+        }
+    exp10 = *p == 'e' ? (int)strtol(p + 1, NULL, 10) : 0;
+    *e = exp10 - (ndig - 1);
+    while (*m && *m % 10 == 0) {
+        *m /= 10;
+        (*e)++;
+    }
+}
+
+/* 1 when x is an integral multiple of m (> 0), compared as decimals (decimal_of) exactly. */
+static int is_multiple(double x, double m)
+{
+    unsigned long long mx, mm;
+    int ex, em;
+    if (x == 0)
+        return 1;
+    if (!isfinite(x))
+        return 0;
+    if (fabs(x) < 9007199254740992.0 && x == floor(x) && m == floor(m) && m < 9007199254740992.0)
+        return fmod(x, m) == 0; /* both integers, exact in a double */
+    decimal_of(fabs(x), &mx, &ex);
+    decimal_of(m, &mm, &em);
+    if (ex >= em) { /* mx * 10^(ex - em) mod mm, by repeated multiplication */
+        unsigned __int128 r = mx % mm;
+        for (int k = ex - em; k > 0 && r; k--)
+            r = r * 10 % mm;
+        return r == 0;
+    }
+    if (em - ex > 20) /* mm * 10^(em - ex) > 10^20 > mx */
+        return 0;
+    unsigned __int128 div = mm;
+    for (int k = em - ex; k > 0; k--)
+        div *= 10;
+    return mx % div == 0;
+}
+
+static int check_multiple(vctx_t *c, const cJSON *s, const cJSON *inst)
+{
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(s, "multipleOf");
+    char num[40];
+    if (!m)
+        return V_OK;
+    if (!cJSON_IsNumber(m) || !(m->valuedouble > 0) || !isfinite(m->valuedouble))
+        return bad_schema(c, "\"multipleOf\" must be a number greater than 0");
+    if (is_multiple(inst->valuedouble, m->valuedouble))
+        return V_OK;
+    jv_number_format(m->valuedouble, num, sizeof(num));
+    return fail(c, "must be a multiple of %s (multipleOf)", num);
+}
+
 static int check_number(vctx_t *c, const cJSON *s, const cJSON *inst)
 {
     static const char *const kws[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
@@ -395,15 +558,15 @@ static int check_number(vctx_t *c, const cJSON *s, const cJSON *inst)
                 return fail(c, "must be %s%s %s", i == 0 ? ">" : "<", excl ? "" : "=", num);
         }
     }
-    return V_OK;
+    return check_multiple(c, s, inst);
 }
 
 /* propertyNames: the member name, as a string, against schema names. */
-static int check_name(vctx_t *c, const cJSON *root, const cJSON *names, char *key, int depth)
+static int check_name(vctx_t *c, const cJSON *names, char *key, int depth)
 {
     cJSON name = {.type = cJSON_String, .valuestring = key};
     size_t saved = path_push_key(c, key);
-    int rc = validate(c, root, names, &name, depth + 1);
+    int rc = validate(c, names, &name, depth + 1, NULL);
     path_pop(c, saved);
     if (rc == V_FAIL) {
         char msg[MSG_CAP];
@@ -413,18 +576,90 @@ static int check_name(vctx_t *c, const cJSON *root, const cJSON *names, char *ke
     return rc;
 }
 
-static int check_object(vctx_t *c, const cJSON *root, const cJSON *s, const cJSON *inst, int depth)
+typedef struct objkw {
+    const cJSON *props, *pprops, *addl, *names;
+} objkw_t;
+
+/* Member m (the i-th) against properties, patternProperties and additionalProperties;
+ * the ones that apply mark it evaluated. */
+static int check_member(vctx_t *c, const objkw_t *k, const cJSON *m, int i, int depth,
+                        eval_t *ev)
 {
-    const cJSON *req, *props, *pprops,
-        *addl = cJSON_GetObjectItemCaseSensitive(s, "additionalProperties");
-    const cJSON *names = cJSON_GetObjectItemCaseSensitive(s, "propertyNames");
+    const cJSON *ps = k->props ? cJSON_GetObjectItemCaseSensitive(k->props, m->string) : NULL;
+    int rc, matched = ps != NULL;
+    if (k->names && (rc = check_name(c, k->names, m->string, depth)) != V_OK)
+        return rc;
+    if (ps && (rc = validate_at(c, ps, m, depth, m->string, 0)) != V_OK)
+        return rc;
+    for (const cJSON *pp = k->pprops ? k->pprops->child : NULL; pp; pp = pp->next) {
+        int hit = pattern_match(c, pp, pp->string, m->string);
+        if (hit < 0)
+            return V_HARD;
+        if (hit && (rc = validate_at(c, pp, m, depth, m->string, 0)) != V_OK)
+            return rc;
+        matched |= hit;
+    }
+    if (!matched && k->addl) {
+        if (cJSON_IsFalse(k->addl))
+            return fail(c, "unknown property \"%.200s\"", m->string);
+        if ((rc = validate_at(c, k->addl, m, depth, m->string, 0)) != V_OK)
+            return rc;
+    }
+    if (ev && (matched || k->addl))
+        ev->seen[i] = 1;
+    return V_OK;
+}
+
+/* One entry of dependentRequired, dependentSchemas or dependencies: when inst has member
+ * name, inst must have the members of list dep, or match schema dep (in place). */
+static int check_dependency(vctx_t *c, const char *kw, const cJSON *dep, const cJSON *inst,
+                            int depth, eval_t *ev)
+{
+    if (!cJSON_GetObjectItemCaseSensitive(inst, dep->string))
+        return V_OK;
+    if (!cJSON_IsArray(dep)) {
+        if (!strcmp(kw, "dependentRequired"))
+            return bad_schema(c, "\"dependentRequired\" must map names to arrays of names");
+        return validate(c, dep, inst, depth + 1, ev);
+    }
+    for (const cJSON *r = dep->child; r; r = r->next) {
+        if (!cJSON_IsString(r))
+            return bad_schema(c, "\"%s\" must map names to arrays of names", kw);
+        if (!cJSON_GetObjectItemCaseSensitive(inst, r->valuestring))
+            return fail(c, "missing property \"%.200s\" (%s: \"%.200s\" is present)",
+                        r->valuestring, kw, dep->string);
+    }
+    return V_OK;
+}
+
+static int check_dependencies(vctx_t *c, const cJSON *s, const cJSON *inst, int depth,
+                              eval_t *ev)
+{
+    static const char *const kws[] = {"dependentRequired", "dependentSchemas", "dependencies"};
+    const cJSON *map;
+    int rc;
+    for (int i = 0; i < 3; i++) {
+        if (get_kind(c, s, kws[i], cJSON_Object, &map) < 0)
+            return V_HARD;
+        for (const cJSON *d = map ? map->child : NULL; d; d = d->next)
+            if ((rc = check_dependency(c, kws[i], d, inst, depth, ev)) != V_OK)
+                return rc;
+    }
+    return V_OK;
+}
+
+static int check_object(vctx_t *c, const cJSON *s, const cJSON *inst, int depth, eval_t *ev)
+{
+    const cJSON *req;
+    objkw_t k = {NULL, NULL, cJSON_GetObjectItemCaseSensitive(s, "additionalProperties"),
+                 cJSON_GetObjectItemCaseSensitive(s, "propertyNames")};
     double min = 0, max = 0;
     int has_min = get_count(c, s, "minProperties", &min),
         has_max = get_count(c, s, "maxProperties", &max);
-    int rc;
+    int rc, i = 0;
     if (has_min < 0 || has_max < 0 || get_kind(c, s, "required", cJSON_Array, &req) < 0 ||
-        get_kind(c, s, "properties", cJSON_Object, &props) < 0 ||
-        get_kind(c, s, "patternProperties", cJSON_Object, &pprops) < 0)
+        get_kind(c, s, "properties", cJSON_Object, &k.props) < 0 ||
+        get_kind(c, s, "patternProperties", cJSON_Object, &k.pprops) < 0)
         return V_HARD;
     for (const cJSON *r = req ? req->child : NULL; r; r = r->next) {
         if (!cJSON_IsString(r))
@@ -432,34 +667,15 @@ static int check_object(vctx_t *c, const cJSON *root, const cJSON *s, const cJSO
         if (!cJSON_GetObjectItemCaseSensitive(inst, r->valuestring))
             return fail(c, "missing required property \"%.200s\"", r->valuestring);
     }
-    for (const cJSON *m = inst->child; m; m = m->next) {
-        const cJSON *ps = props ? cJSON_GetObjectItemCaseSensitive(props, m->string) : NULL;
-        if (names && (rc = check_name(c, root, names, m->string, depth)) != V_OK)
+    for (const cJSON *m = inst->child; m; m = m->next, i++)
+        if ((rc = check_member(c, &k, m, i, depth, ev)) != V_OK)
             return rc;
-        int matched = ps != NULL;
-        if (ps && (rc = validate_at(c, root, ps, m, depth, m->string, 0)) != V_OK)
-            return rc;
-        for (const cJSON *pp = pprops ? pprops->child : NULL; pp; pp = pp->next) {
-            int hit = pattern_match(c, pp, pp->string, m->string);
-            if (hit < 0)
-                return V_HARD;
-            if (hit && (rc = validate_at(c, root, pp, m, depth, m->string, 0)) != V_OK)
-                return rc;
-            matched |= hit;
-        }
-        if (matched || !addl)
-            continue;
-        if (cJSON_IsFalse(addl))
-            return fail(c, "unknown property \"%.200s\"", m->string);
-        if ((rc = validate_at(c, root, addl, m, depth, m->string, 0)) != V_OK)
-            return rc;
-    }
     int n = cJSON_GetArraySize(inst);
     if (has_min && n < min)
         return fail(c, "must have at least %.0f propert%s", min, min == 1 ? "y" : "ies");
     if (has_max && n > max)
         return fail(c, "must have at most %.0f propert%s", max, max == 1 ? "y" : "ies");
-    return V_OK;
+    return check_dependencies(c, s, inst, depth, ev);
 }
 
 typedef struct hashed {
@@ -498,29 +714,71 @@ static int check_unique(vctx_t *c, const cJSON *inst, int depth)
     return rc;
 }
 
-static int check_array(vctx_t *c, const cJSON *root, const cJSON *s, const cJSON *inst, int depth)
+/* contains, minContains, maxContains: the matching items are marked evaluated. */
+static int check_contains(vctx_t *c, const cJSON *s, const cJSON *inst, int depth, eval_t *ev)
 {
-    const cJSON *items = cJSON_GetObjectItemCaseSensitive(s, "items"), *uniq;
-    const cJSON *addl = cJSON_GetObjectItemCaseSensitive(s, "additionalItems");
+    const cJSON *con = cJSON_GetObjectItemCaseSensitive(s, "contains");
+    double min = 1, max = 0;
+    int has_min = get_count(c, s, "minContains", &min), has_max = get_count(c, s, "maxContains", &max);
+    int i = 0, count = 0;
+    if (has_min < 0 || has_max < 0)
+        return V_HARD;
+    if (!con)
+        return V_OK;
+    for (const cJSON *x = inst->child; x; x = x->next, i++) {
+        size_t saved = path_push_index(c, i);
+        int rc = validate(c, con, x, depth + 1, NULL);
+        path_pop(c, saved);
+        if (rc == V_HARD)
+            return rc;
+        if (rc == V_OK && ev)
+            ev->seen[i] = 1;
+        count += rc == V_OK;
+    }
+    if (count < min)
+        return fail(c, "must contain at least %.0f item%s matching \"contains\" (%d do%s)", min,
+                    min == 1 ? "" : "s", count, count == 1 ? "es" : "");
+    if (has_max && count > max)
+        return fail(c, "must contain at most %.0f item%s matching \"contains\" (maxContains), "
+                       "but %d do", max, max == 1 ? "" : "s", count);
+    return V_OK;
+}
+
+static int check_array(vctx_t *c, const cJSON *s, const cJSON *inst, int depth, eval_t *ev)
+{
+    const cJSON *items = cJSON_GetObjectItemCaseSensitive(s, "items"), *uniq, *prefix;
+    const cJSON *rest = items, *tuple = NULL;
     double min = 0, max = 0;
     int has_min = get_count(c, s, "minItems", &min), has_max = get_count(c, s, "maxItems", &max);
-    int n = cJSON_GetArraySize(inst), i = 0, rc;
-    if (has_min < 0 || has_max < 0 || get_kind(c, s, "uniqueItems", cJSON_True, &uniq) < 0)
+    int n = cJSON_GetArraySize(inst), i = 0, rc, has_tuple = 0;
+    if (has_min < 0 || has_max < 0 || get_kind(c, s, "uniqueItems", cJSON_True, &uniq) < 0 ||
+        get_kind(c, s, "prefixItems", cJSON_Array, &prefix) < 0)
         return V_HARD;
     if (has_min && n < min)
         return fail(c, "must have at least %.0f item%s", min, min == 1 ? "" : "s");
     if (has_max && n > max)
         return fail(c, "must have at most %.0f item%s", max, max == 1 ? "" : "s");
-    const cJSON *tuple = cJSON_IsArray(items) ? items->child : NULL;
+    if (prefix) { /* 2020-12: prefixItems, then items for the rest */
+        tuple = prefix->child;
+        has_tuple = 1;
+    } else if (cJSON_IsArray(items)) { /* the older form: items as a list, additionalItems */
+        tuple = items->child;
+        rest = cJSON_GetObjectItemCaseSensitive(s, "additionalItems");
+        has_tuple = 1;
+    }
     for (const cJSON *x = inst->child; x; x = x->next, i++) {
-        const cJSON *is = cJSON_IsArray(items) ? (tuple ? tuple : addl) : items;
+        const cJSON *is = tuple ? tuple : rest;
         if (tuple)
             tuple = tuple->next;
-        if (is && cJSON_IsFalse(is) && is == addl)
+        if (is && cJSON_IsFalse(is) && is == rest && has_tuple)
             return fail(c, "must have at most %d items", i);
-        if (is && (rc = validate_at(c, root, is, x, depth, NULL, i)) != V_OK)
+        if (is && (rc = validate_at(c, is, x, depth, NULL, i)) != V_OK)
             return rc;
+        if (is && ev)
+            ev->seen[i] = 1;
     }
+    if ((rc = check_contains(c, s, inst, depth, ev)) != V_OK)
+        return rc;
     return cJSON_IsTrue(uniq) && n > 1 ? check_unique(c, inst, depth) : V_OK;
 }
 
@@ -568,23 +826,25 @@ typedef struct branch_err {
 } branch_err_t;
 
 /* Follows $refs from branch b (a few hops) to the schema object they name, or NULL. */
-static const cJSON *deref(const cJSON *root, const cJSON *b)
+static const cJSON *deref(vctx_t *c, const cJSON *b)
 {
-    const cJSON *doc = root;
+    sch_doc_loc_t saved = c->cur, to;
     for (int hops = 0; hops < 8 && cJSON_IsObject(b); hops++) {
         const cJSON *ref = cJSON_GetObjectItemCaseSensitive(b, "$ref");
         if (!cJSON_IsString(ref))
-            return b;
-        b = ref_resolve(doc, ref->valuestring, &doc);
+            break;
+        b = ref_resolve(c, ref->valuestring, &to) == 0 ? to.node : NULL;
+        c->cur = (sch_doc_loc_t){to.res, to.res, to.base};
     }
+    c->cur = saved;
     return cJSON_IsObject(b) ? b : NULL;
 }
 
 /* How branch b relates to inst by its "properties": {"k": {"const": v}}: 1 when every such
  * k present in inst equals v (and one is), -1 when one differs (*key names it), else 0. */
-static int branch_disc(const cJSON *root, const cJSON *b, const cJSON *inst, const char **key)
+static int branch_disc(vctx_t *c, const cJSON *b, const cJSON *inst, const char **key)
 {
-    const cJSON *props = cJSON_GetObjectItemCaseSensitive(deref(root, b), "properties");
+    const cJSON *props = cJSON_GetObjectItemCaseSensitive(deref(c, b), "properties");
     int res = 0;
     if (!cJSON_IsObject(props) || !cJSON_IsObject(inst))
         return 0;
@@ -611,7 +871,7 @@ static int restore_err(vctx_t *c, const branch_err_t *e)
 
 /* No branch matched: report the branch the instance's discriminator selects, or the only
  * branch that got past the instance itself, or else every branch's complaint. */
-static int explain_none(vctx_t *c, const cJSON *root, const cJSON *list, const cJSON *inst,
+static int explain_none(vctx_t *c, const cJSON *list, const cJSON *inst,
                         const branch_err_t *errs, int n)
 {
     char msg[MSG_CAP] = "";
@@ -619,7 +879,7 @@ static int explain_none(vctx_t *c, const cJSON *root, const cJSON *list, const c
     int i = 0, sel = -1, nsel = 0, nexcl = 0, same = 1, deeper = -1, ndeeper = 0;
     for (const cJSON *b = list->child; b; b = b->next, i++) {
         const char *k = NULL;
-        int d = branch_disc(root, b, inst, &k);
+        int d = branch_disc(c, b, inst, &k);
         if (d > 0) {
             sel = i;
             nsel++;
@@ -637,7 +897,7 @@ static int explain_none(vctx_t *c, const cJSON *root, const cJSON *list, const c
         return restore_err(c, &errs[sel]);
     if (nexcl == n && same) {
         for (const cJSON *b = list->child; b && strlen(msg) < sizeof(msg) - 130; b = b->next) {
-            const cJSON *p = cJSON_GetObjectItemCaseSensitive(deref(root, b), "properties");
+            const cJSON *p = cJSON_GetObjectItemCaseSensitive(deref(c, b), "properties");
             if (b != list->child)
                 appendf(msg, sizeof(msg), ", ");
             jv_append_clipped(
@@ -659,20 +919,33 @@ static int explain_none(vctx_t *c, const cJSON *root, const cJSON *list, const c
     return fail(c, "does not match any alternative: %s", msg);
 }
 
-static void branch_name(const cJSON *root, const cJSON *b, int i, char *buf, size_t size)
+static void branch_name(vctx_t *c, const cJSON *b, int i, char *buf, size_t size)
 {
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(b, "title");
     if (!cJSON_IsString(t))
-        t = cJSON_GetObjectItemCaseSensitive(deref(root, b), "title");
+        t = cJSON_GetObjectItemCaseSensitive(deref(c, b), "title");
     if (cJSON_IsString(t))
         snprintf(buf, size, "%d (%.60s)", i + 1, t->valuestring);
     else
         snprintf(buf, size, "%d", i + 1);
 }
 
-/* anyOf (one == 0) or oneOf (one == 1). */
-static int check_choice(vctx_t *c, const cJSON *root, const cJSON *list, const cJSON *inst,
-                        int depth, int one)
+/* Branch b against inst; with ev, the branch's annotations join ev when it matches. */
+static int check_branch(vctx_t *c, const cJSON *b, const cJSON *inst, int depth, eval_t *ev)
+{
+    eval_t bev = {NULL, ev ? ev->n : 0};
+    if (ev && !(bev.seen = calloc((size_t)ev->n + 1, 1)))
+        return out_of_memory(c);
+    int rc = validate(c, b, inst, depth + 1, ev ? &bev : NULL);
+    for (int i = 0; rc == V_OK && ev && i < ev->n; i++)
+        ev->seen[i] |= bev.seen[i];
+    free(bev.seen);
+    return rc;
+}
+
+/* anyOf (one == 0) or oneOf (one == 1). With ev every branch is tried (annotations). */
+static int check_choice(vctx_t *c, const cJSON *list, const cJSON *inst, int depth, int one,
+                        eval_t *ev)
 {
     int n = cJSON_GetArraySize(list), i = 0, matched = 0, first = -1, rc = V_OK;
     const cJSON *fb = NULL;
@@ -680,24 +953,24 @@ static int check_choice(vctx_t *c, const cJSON *root, const cJSON *list, const c
     if (!errs)
         return out_of_memory(c);
     for (const cJSON *b = list->child; b; b = b->next, i++) {
-        rc = validate(c, root, b, inst, depth + 1);
-        if (rc == V_HARD || (rc == V_OK && !one))
+        rc = check_branch(c, b, inst, depth, ev);
+        if (rc == V_HARD || (rc == V_OK && !one && !ev))
             goto out;
         if (rc == V_OK && matched++ == 0) {
             first = i;
             fb = b;
-        } else if (rc == V_OK) {
+        } else if (rc == V_OK && one) {
             char n1[80], n2[80];
-            branch_name(root, fb, first, n1, sizeof(n1));
-            branch_name(root, b, i, n2, sizeof(n2));
+            branch_name(c, fb, first, n1, sizeof(n1));
+            branch_name(c, b, i, n2, sizeof(n2));
             rc = fail(c, "must match exactly one alternative, but matches %s and %s", n1, n2);
             goto out;
-        } else {
+        } else if (rc != V_OK) {
             memcpy(errs[i].path, c->err_path, sizeof(errs[i].path));
             memcpy(errs[i].msg, c->err_msg, sizeof(errs[i].msg));
         }
     }
-    rc = matched ? V_OK : explain_none(c, root, list, inst, errs, n);
+    rc = matched ? V_OK : explain_none(c, list, inst, errs, n);
 out:
     free(errs);
     return rc;
@@ -718,26 +991,79 @@ static int type_error(vctx_t *c, unsigned mask, const cJSON *inst)
     return fail(c, "expected %s, got %s", want, type_of(inst));
 }
 
-static int validate(vctx_t *c, const cJSON *root, const cJSON *s, const cJSON *inst, int depth)
+/* $ref: the target applies in place, in its own resource; bounded by SCH_MAX_REFS. */
+static int apply_ref(vctx_t *c, const cJSON *s, const cJSON *inst, int depth, eval_t *ev)
 {
-    const cJSON *ref, *list, *neg;
-    unsigned mask;
+    const cJSON *ref = cJSON_GetObjectItemCaseSensitive(s, "$ref");
+    sch_doc_loc_t to, saved = c->cur;
     int rc;
-    if (depth > SCH_MAX_DEPTH)
-        return too_deep(c);
-    if (cJSON_IsBool(s))
-        return cJSON_IsTrue(s) ? V_OK : fail(c, "is not allowed here");
-    if (!cJSON_IsObject(s))
-        return bad_schema(c, "a schema must be an object or a boolean");
-    if ((ref = cJSON_GetObjectItemCaseSensitive(s, "$ref"))) {
-        const cJSON *doc = root, *target;
-        if (!cJSON_IsString(ref))
-            return bad_schema(c, "\"$ref\" must be a string");
-        if (!(target = ref_resolve(root, ref->valuestring, &doc)))
-            return bad_schema(c, "cannot resolve \"$ref\": \"%.200s\"", ref->valuestring);
-        if ((rc = validate(c, doc, target, inst, depth + 1)) != V_OK)
+    if (cJSON_GetObjectItemCaseSensitive(s, "$dynamicRef"))
+        return bad_schema(c, "keyword \"$dynamicRef\" is not supported");
+    if (!ref)
+        return V_OK;
+    if (!cJSON_IsString(ref))
+        return bad_schema(c, "\"$ref\" must be a string");
+    if (++c->refs > SCH_MAX_REFS) {
+        memcpy(c->err_path, c->path, c->path_len + 1);
+        snprintf(c->err_msg, sizeof(c->err_msg), "more than %d \"$ref\" followed", SCH_MAX_REFS);
+        return V_HARD;
+    }
+    if ((rc = ref_resolve(c, ref->valuestring, &to)) < 0)
+        return rc == -V_HARD
+                   ? V_HARD
+                   : bad_schema(c, "cannot resolve \"$ref\": \"%.200s\"", ref->valuestring);
+    c->cur = (sch_doc_loc_t){to.res, to.res, to.base};
+    rc = validate(c, to.node, inst, depth + 1, ev);
+    c->cur = saved;
+    return rc;
+}
+
+/* if, then, else: the branch taken applies in place; "if"'s annotations count when it holds. */
+static int apply_cond(vctx_t *c, const cJSON *s, const cJSON *inst, int depth, eval_t *ev)
+{
+    const cJSON *cond = cJSON_GetObjectItemCaseSensitive(s, "if"), *next;
+    if (!cond)
+        return V_OK;
+    int rc = check_branch(c, cond, inst, depth, ev);
+    if (rc == V_HARD)
+        return rc;
+    next = cJSON_GetObjectItemCaseSensitive(s, rc == V_OK ? "then" : "else");
+    return next ? validate(c, next, inst, depth + 1, ev) : V_OK;
+}
+
+/* allOf, anyOf, oneOf, not, if/then/else. */
+static int apply_logic(vctx_t *c, const cJSON *s, const cJSON *inst, int depth, eval_t *ev)
+{
+    const cJSON *list, *neg;
+    int rc;
+    if (get_kind(c, s, "allOf", cJSON_Array, &list) < 0)
+        return V_HARD;
+    for (const cJSON *b = list ? list->child : NULL; b; b = b->next)
+        if ((rc = validate(c, b, inst, depth + 1, ev)) != V_OK)
+            return rc;
+    for (int one = 0; one < 2; one++) {
+        if (get_kind(c, s, one ? "oneOf" : "anyOf", cJSON_Array, &list) < 0)
+            return V_HARD;
+        if (list && (rc = check_choice(c, list, inst, depth, one, ev)) != V_OK)
             return rc;
     }
+    if ((neg = cJSON_GetObjectItemCaseSensitive(s, "not"))) {
+        rc = validate(c, neg, inst, depth + 1, NULL);
+        if (rc == V_HARD)
+            return rc;
+        if (rc == V_OK)
+            return fail(c, "must not match the schema in \"not\"");
+    }
+    return apply_cond(c, s, inst, depth, ev);
+}
+
+/* Every keyword of schema object s but unevaluatedProperties and unevaluatedItems. */
+static int apply(vctx_t *c, const cJSON *s, const cJSON *inst, int depth, eval_t *ev)
+{
+    unsigned mask;
+    int rc;
+    if ((rc = apply_ref(c, s, inst, depth, ev)) != V_OK)
+        return rc;
     if ((rc = get_types(c, s, &mask)) < 0)
         return V_HARD;
     if (rc && !(mask & type_bits(inst)))
@@ -749,69 +1075,195 @@ static int validate(vctx_t *c, const cJSON *root, const cJSON *s, const cJSON *i
     else if (cJSON_IsNumber(inst))
         rc = check_number(c, s, inst);
     else if (cJSON_IsObject(inst))
-        rc = check_object(c, root, s, inst, depth);
+        rc = check_object(c, s, inst, depth, ev);
     else if (cJSON_IsArray(inst))
-        rc = check_array(c, root, s, inst, depth);
+        rc = check_array(c, s, inst, depth, ev);
     if (rc != V_OK)
         return rc;
-    if (get_kind(c, s, "allOf", cJSON_Array, &list) < 0)
-        return V_HARD;
-    for (const cJSON *b = list ? list->child : NULL; b; b = b->next)
-        if ((rc = validate(c, root, b, inst, depth + 1)) != V_OK)
+    return apply_logic(c, s, inst, depth, ev);
+}
+
+/* unevaluatedProperties or unevaluatedItems (u) for the members or items ev has not seen. */
+static int check_unevaluated(vctx_t *c, const cJSON *u, const cJSON *inst, int depth, eval_t *ev)
+{
+    int obj = cJSON_IsObject(inst), i = 0, rc;
+    for (const cJSON *x = inst->child; x; x = x->next, i++) {
+        if (ev->seen[i])
+            continue;
+        if (cJSON_IsFalse(u) && obj)
+            return fail(c, "unknown property \"%.200s\" (unevaluatedProperties)", x->string);
+        if (cJSON_IsFalse(u))
+            return fail(c, "item %d is not allowed (unevaluatedItems)", i);
+        if ((rc = validate_at(c, u, x, depth, obj ? x->string : NULL, i)) != V_OK)
             return rc;
-    for (int one = 0; one < 2; one++) {
-        if (get_kind(c, s, one ? "oneOf" : "anyOf", cJSON_Array, &list) < 0)
-            return V_HARD;
-        if (list && (rc = check_choice(c, root, list, inst, depth, one)) != V_OK)
-            return rc;
-    }
-    if ((neg = cJSON_GetObjectItemCaseSensitive(s, "not"))) {
-        rc = validate(c, root, neg, inst, depth + 1);
-        if (rc == V_HARD)
-            return rc;
-        if (rc == V_OK)
-            return fail(c, "must not match the schema in \"not\"");
+        ev->seen[i] = 1;
     }
     return V_OK;
 }
 
+/* Schema s against inst. ev (NULL: not wanted) collects which members or items of inst the
+ * keywords of s and its in-place subschemas evaluated, for an enclosing unevaluated*. */
+static int validate(vctx_t *c, const cJSON *s, const cJSON *inst, int depth, eval_t *ev)
+{
+    sch_doc_loc_t saved;
+    eval_t local = {NULL, 0};
+    int rc, box = cJSON_IsObject(inst) || cJSON_IsArray(inst);
+    if (depth > SCH_MAX_DEPTH)
+        return too_deep(c);
+    if (cJSON_IsBool(s))
+        return cJSON_IsTrue(s) ? V_OK : fail(c, "is not allowed here");
+    if (!cJSON_IsObject(s))
+        return bad_schema(c, "a schema must be an object or a boolean");
+    if ((rc = resource_enter(c, s, &saved)) != V_OK)
+        return rc;
+    const cJSON *u = !box ? NULL
+                          : cJSON_GetObjectItemCaseSensitive(s, cJSON_IsObject(inst)
+                                                                    ? "unevaluatedProperties"
+                                                                    : "unevaluatedItems");
+    if (u) {
+        local.n = cJSON_GetArraySize(inst);
+        if (!(local.seen = calloc((size_t)local.n + 1, 1))) {
+            rc = out_of_memory(c);
+            goto out;
+        }
+    }
+    rc = apply(c, s, inst, depth, u ? &local : box ? ev : NULL);
+    if (rc == V_OK && u)
+        rc = check_unevaluated(c, u, inst, depth, &local);
+    for (int i = 0; rc == V_OK && u && ev && i < local.n; i++)
+        ev->seen[i] |= local.seen[i];
+out:
+    free(local.seen);
+    c->cur = saved;
+    return rc;
+}
+
 /* ---- checking a schema itself ---- */
 
-static int check_schema(vctx_t *c, const cJSON *root, const cJSON *s, int depth);
+/* Validation keywords of JSON Schema (2020-12 and older drafts) that mcpq does not
+ * implement: a schema using one is refused (sch.h). */
+static const char *const refused_keywords[] = {"$dynamicRef", "$recursiveRef", "$recursiveAnchor",
+                                               "extends",     "disallow",      "divisibleBy"};
 
-static int check_sub(vctx_t *c, const cJSON *root, const cJSON *s, int depth, const char *kw,
-                     const char *name, int index)
+static int check_schema(vctx_t *c, const cJSON *s, int depth);
+
+typedef struct check_arg {
+    vctx_t *c;
+    int depth;
+} check_arg_t;
+
+static int check_sub(void *arg, const cJSON *sub, const char *kw, const char *name, int index)
+{
+    check_arg_t *a = arg;
+    size_t saved = path_push_key(a->c, kw);
+    if (name)
+        path_push_key(a->c, name);
+    else if (index >= 0)
+        path_push_index(a->c, index);
+    int rc = check_schema(a->c, sub, a->depth + 1);
+    path_pop(a->c, saved);
+    return rc;
+}
+
+/* The error of keyword kw of the schema at the current path. */
+static int bad_keyword(vctx_t *c, const char *kw, const char *msg)
 {
     size_t saved = path_push_key(c, kw);
-    if (name)
-        path_push_key(c, name);
-    else if (index >= 0)
-        path_push_index(c, index);
-    int rc = check_schema(c, root, s, depth + 1);
+    int rc = bad_schema(c, "%s", msg);
     path_pop(c, saved);
     return rc;
 }
 
-static int check_schema(vctx_t *c, const cJSON *root, const cJSON *s, int depth)
+/* Keywords whose value must be a schema, a map of them, or a list of them (sch_doc_each_sub
+ * skips the values that are none). */
+static int check_shapes(vctx_t *c, const cJSON *s)
 {
-    static const char *const counts[] = {"minLength", "maxLength",     "minItems",
-                                         "maxItems",  "minProperties", "maxProperties"};
+    static const char *const one[] = {"additionalProperties", "additionalItems", "not",
+                                      "propertyNames",        "contains",        "if",
+                                      "then",                 "else",            "unevaluatedProperties",
+                                      "unevaluatedItems",     "items"};
+    static const char *const maps[] = {"properties", "patternProperties", "$defs", "definitions",
+                                       "dependentSchemas", "dependencies"};
+    static const char *const lists[] = {"anyOf", "oneOf", "allOf", "prefixItems"};
+    const cJSON *v;
+    for (size_t i = 0; i < sizeof(one) / sizeof(*one); i++)
+        if ((v = cJSON_GetObjectItemCaseSensitive(s, one[i])) && !cJSON_IsObject(v) &&
+            !cJSON_IsBool(v) && !(i == 10 && cJSON_IsArray(v)))
+            return bad_keyword(c, one[i], "a schema must be an object or a boolean");
+    for (size_t i = 0; i < sizeof(maps) / sizeof(*maps); i++) {
+        if (get_kind(c, s, maps[i], cJSON_Object, &v) < 0)
+            return V_HARD;
+        for (v = v ? v->child : NULL; v; v = v->next) {
+            if (i == 1 && pattern_match(c, v, v->string, "") < 0)
+                return V_HARD;
+            if (!cJSON_IsObject(v) && !cJSON_IsBool(v) && !(i == 5 && cJSON_IsArray(v)))
+                return bad_keyword(c, maps[i], "a schema must be an object or a boolean");
+        }
+    }
+    for (size_t i = 0; i < sizeof(lists) / sizeof(*lists); i++)
+        if (get_kind(c, s, lists[i], cJSON_Array, &v) < 0)
+            return V_HARD;
+    if (cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(s, "items")) &&
+        cJSON_GetObjectItemCaseSensitive(s, "prefixItems"))
+        return bad_schema(c, "\"items\" must not be an array next to \"prefixItems\"");
+    return V_OK;
+}
+
+/* The names in dependentRequired and the arrays of dependencies. */
+static int check_dep_names(vctx_t *c, const cJSON *s)
+{
+    const cJSON *map;
+    for (int i = 0; i < 2; i++) {
+        const char *kw = i ? "dependencies" : "dependentRequired";
+        if (get_kind(c, s, kw, cJSON_Object, &map) < 0)
+            return V_HARD;
+        for (const cJSON *d = map ? map->child : NULL; d; d = d->next) {
+            int ok = cJSON_IsArray(d) || (i == 1 && !cJSON_IsArray(d));
+            for (const cJSON *n = cJSON_IsArray(d) ? d->child : NULL; n; n = n->next)
+                ok = ok && cJSON_IsString(n);
+            if (!ok)
+                return bad_schema(c, "\"%s\" must map names to arrays of names", kw);
+        }
+    }
+    return V_OK;
+}
+
+/* Identifiers and references: "$id", "$anchor" strings, every "$ref" resolves, no keyword
+ * of refused_keywords. */
+static int check_refs(vctx_t *c, const cJSON *s)
+{
+    static const char *const strs[] = {"$id", "$anchor", "$dynamicAnchor", "$ref"};
+    const cJSON *v;
+    sch_doc_loc_t to;
+    for (size_t i = 0; i < sizeof(refused_keywords) / sizeof(*refused_keywords); i++)
+        if (cJSON_GetObjectItemCaseSensitive(s, refused_keywords[i]))
+            return bad_keyword(c, refused_keywords[i],
+                               "this keyword is not supported by mcpq (docs/tools.md, "
+                               "\"Input schemas\")");
+    for (size_t i = 0; i < sizeof(strs) / sizeof(*strs); i++)
+        if ((v = cJSON_GetObjectItemCaseSensitive(s, strs[i])) && !cJSON_IsString(v))
+            return bad_schema(c, "\"%s\" must be a string", strs[i]);
+    if ((v = cJSON_GetObjectItemCaseSensitive(s, "$ref"))) {
+        int rc = ref_resolve(c, v->valuestring, &to);
+        if (rc == -V_HARD)
+            return V_HARD;
+        if (rc < 0)
+            return bad_schema(c, "cannot resolve \"$ref\": \"%.200s\"", v->valuestring);
+    }
+    return check_dep_names(c, s);
+}
+
+/* Keywords with a scalar value: type, enum, required, counts, bounds, multipleOf, pattern. */
+static int check_values(vctx_t *c, const cJSON *s)
+{
+    static const char *const counts[] = {"minLength",     "maxLength",     "minItems",
+                                         "maxItems",      "minProperties", "maxProperties",
+                                         "minContains",   "maxContains"};
     static const char *const numbers[] = {"minimum", "maximum", "exclusiveMinimum",
                                           "exclusiveMaximum"};
-    static const char *const one[] = {"additionalProperties", "additionalItems", "not",
-                                      "propertyNames", "items"};
-    static const char *const maps[] = {"properties", "patternProperties", "$defs", "definitions"};
-    static const char *const lists[] = {"anyOf", "oneOf", "allOf", "items"};
-    const cJSON *v, *doc = root;
+    const cJSON *v;
     unsigned mask;
     double n;
-    int rc = V_OK;
-    if (depth > SCH_MAX_DEPTH)
-        return too_deep(c);
-    if (cJSON_IsBool(s))
-        return V_OK;
-    if (!cJSON_IsObject(s))
-        return bad_schema(c, "a schema must be an object or a boolean");
     if (get_types(c, s, &mask) < 0 || get_kind(c, s, "enum", cJSON_Array, &v) < 0 ||
         get_kind(c, s, "uniqueItems", cJSON_True, &v) < 0 ||
         get_kind(c, s, "required", cJSON_Array, &v) < 0)
@@ -825,48 +1277,46 @@ static int check_schema(vctx_t *c, const cJSON *root, const cJSON *s, int depth)
     for (size_t i = 0; i < sizeof(numbers) / sizeof(*numbers); i++)
         if (get_number(c, s, numbers[i], &v) < 0)
             return V_HARD;
+    if ((v = cJSON_GetObjectItemCaseSensitive(s, "multipleOf")) &&
+        (!cJSON_IsNumber(v) || !(v->valuedouble > 0) || !isfinite(v->valuedouble)))
+        return bad_schema(c, "\"multipleOf\" must be a number greater than 0");
     if ((v = cJSON_GetObjectItemCaseSensitive(s, "pattern")) &&
         (!cJSON_IsString(v) || pattern_match(c, v, v->valuestring, "") < 0))
         return cJSON_IsString(v) ? V_HARD : bad_schema(c, "\"pattern\" must be a string");
-    if ((v = cJSON_GetObjectItemCaseSensitive(s, "$ref")) &&
-        (!cJSON_IsString(v) || !ref_resolve(root, v->valuestring, &doc)))
-        return cJSON_IsString(v)
-                   ? bad_schema(c, "cannot resolve \"$ref\": \"%.200s\"", v->valuestring)
-                   : bad_schema(c, "\"$ref\" must be a string");
-    for (size_t i = 0; i < 5 && rc == V_OK; i++) {
-        v = cJSON_GetObjectItemCaseSensitive(s, one[i]);
-        if (v && !(i == 4 && cJSON_IsArray(v)))
-            rc = check_sub(c, root, v, depth, one[i], NULL, -1);
+    return V_OK;
+}
+
+static int check_schema(vctx_t *c, const cJSON *s, int depth)
+{
+    sch_doc_loc_t saved;
+    int rc;
+    if (depth > SCH_MAX_DEPTH)
+        return too_deep(c);
+    if (cJSON_IsBool(s))
+        return V_OK;
+    if (!cJSON_IsObject(s))
+        return bad_schema(c, "a schema must be an object or a boolean");
+    if ((rc = resource_enter(c, s, &saved)) != V_OK)
+        return rc;
+    if ((rc = check_values(c, s)) == V_OK && (rc = check_shapes(c, s)) == V_OK &&
+        (rc = check_refs(c, s)) == V_OK) {
+        check_arg_t a = {c, depth};
+        rc = sch_doc_each_sub(s, check_sub, &a);
     }
-    for (size_t i = 0; i < 4 && rc == V_OK; i++) {
-        if (get_kind(c, s, maps[i], cJSON_Object, &v) < 0)
-            return V_HARD;
-        for (v = v ? v->child : NULL; v && rc == V_OK; v = v->next) {
-            if (i == 1 && pattern_match(c, v, v->string, "") < 0)
-                return V_HARD;
-            rc = check_sub(c, root, v, depth, maps[i], v->string, -1);
-        }
-    }
-    for (size_t i = 0; i < 4 && rc == V_OK; i++) {
-        if (i == 3 && !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(s, "items")))
-            break;
-        if (get_kind(c, s, lists[i], cJSON_Array, &v) < 0)
-            return V_HARD;
-        int k = 0;
-        for (v = v ? v->child : NULL; v && rc == V_OK; v = v->next, k++)
-            rc = check_sub(c, root, v, depth, lists[i], NULL, k);
-    }
+    c->cur = saved;
     return rc;
 }
 
 /* ---- public API ---- */
 
-static vctx_t *ctx_new(const char *root)
+static vctx_t *ctx_new(const char *root, const cJSON *doc)
 {
     vctx_t *c = calloc(1, sizeof(*c));
     if (c) {
         snprintf(c->path, sizeof(c->path), "%s", root ? root : "$");
         c->path_len = strlen(c->path);
+        c->doc = doc;
+        c->cur = (sch_doc_loc_t){doc, doc, ""};
     }
     return c;
 }
@@ -879,34 +1329,111 @@ static int ctx_finish(vctx_t *c, int rc, char *errstr, size_t errstr_size)
         snprintf(errstr, errstr_size, "%s: %s", c->err_path, c->err_msg);
     for (int i = 0; i < c->nrx; i++)
         regfree(&c->rx[i].rx);
+    for (size_t i = 0; i < c->nall; i++)
+        regfree(&c->all[i].rx);
+    free(c->all);
+    if (c->own_idx)
+        sch_doc_index_free(c->idx);
     free(c);
     return ret;
+}
+
+static int no_memory(const char *root, char *errstr, size_t errstr_size)
+{
+    if (errstr && errstr_size)
+        snprintf(errstr, errstr_size, "%s: out of memory", root ? root : "$");
+    return MCPQ_ENOMEM;
 }
 
 int sch_validate(const cJSON *schema, const cJSON *instance, const char *root, char *errstr,
                  size_t errstr_size)
 {
-    vctx_t *c = ctx_new(root);
-    if (!c) {
-        if (errstr && errstr_size)
-            snprintf(errstr, errstr_size, "%s: out of memory", root ? root : "$");
-        return MCPQ_ENOMEM;
-    }
-    int rc = schema && instance ? validate(c, schema, schema, instance, 0)
+    vctx_t *c = ctx_new(root, schema);
+    if (!c)
+        return no_memory(root, errstr, errstr_size);
+    int rc = schema && instance ? validate(c, schema, instance, 0, NULL)
                                 : bad_schema(c, "no schema or no instance given");
     return ctx_finish(c, rc, errstr, errstr_size);
 }
 
+/* The whole check of schema in c: identifiers indexed, then every subschema. */
+static int check_document(vctx_t *c, const cJSON *schema)
+{
+    const char *dup;
+    if (!schema)
+        return bad_schema(c, "no schema given");
+    if (!doc_index(c))
+        return V_HARD;
+    if ((dup = sch_doc_index_duplicate(c->idx)))
+        return bad_schema(c, "two subschemas are identified as \"%.200s\"", dup);
+    return check_schema(c, schema, 0);
+}
+
 int sch_schema_check(const cJSON *schema, const char *root, char *errstr, size_t errstr_size)
 {
-    vctx_t *c = ctx_new(root);
-    if (!c) {
-        if (errstr && errstr_size)
-            snprintf(errstr, errstr_size, "%s: out of memory", root ? root : "$");
-        return MCPQ_ENOMEM;
+    vctx_t *c = ctx_new(root, schema);
+    if (!c)
+        return no_memory(root, errstr, errstr_size);
+    return ctx_finish(c, check_document(c, schema), errstr, errstr_size);
+}
+
+void sch_compiled_free(sch_compiled_t *comp)
+{
+    if (!comp)
+        return;
+    for (size_t i = 0; i < comp->nrx; i++)
+        regfree(&comp->rx[i].rx);
+    free(comp->rx);
+    sch_doc_index_free(comp->idx);
+    cJSON_Delete(comp->schema);
+    free(comp);
+}
+
+sch_compiled_t *sch_compile(const cJSON *schema, const char *root, char *errstr,
+                            size_t errstr_size)
+{
+    sch_compiled_t *comp = calloc(1, sizeof(*comp));
+    vctx_t *c = NULL;
+    if (!comp || (schema && !(comp->schema = cJSON_Duplicate(schema, 1))) ||
+        !(c = ctx_new(root, comp->schema))) {
+        sch_compiled_free(comp);
+        no_memory(root, errstr, errstr_size);
+        return NULL;
     }
-    int rc = schema ? check_schema(c, schema, schema, 0) : bad_schema(c, "no schema given");
+    c->collect = 1;
+    int rc = check_document(c, comp->schema);
+    if (rc == V_OK) {
+        comp->idx = c->idx;
+        c->own_idx = 0;
+        comp->rx = c->all;
+        comp->nrx = c->nall;
+        c->all = NULL;
+        c->nall = 0;
+        qsort(comp->rx, comp->nrx, sizeof(*comp->rx), pattern_cmp);
+    }
+    if (ctx_finish(c, rc, errstr, errstr_size) != 0) {
+        sch_compiled_free(comp);
+        return NULL;
+    }
+    return comp;
+}
+
+int sch_compiled_validate(const sch_compiled_t *comp, const cJSON *instance, const char *root,
+                          char *errstr, size_t errstr_size)
+{
+    vctx_t *c = ctx_new(root, comp ? comp->schema : NULL);
+    if (!c)
+        return no_memory(root, errstr, errstr_size);
+    c->comp = comp;
+    c->idx = comp ? comp->idx : NULL;
+    int rc = comp && instance ? validate(c, comp->schema, instance, 0, NULL)
+                              : bad_schema(c, "no schema or no instance given");
     return ctx_finish(c, rc, errstr, errstr_size);
+}
+
+const cJSON *sch_compiled_schema(const sch_compiled_t *comp)
+{
+    return comp ? comp->schema : NULL;
 }
 
 /* The table CMakeLists.txt generates from the schemas directory, ending with a NULL name. */
@@ -939,12 +1466,20 @@ static void builtin_parse(void)
     builtin_docs = docs;
 }
 
-const cJSON *sch_builtin(const char *name)
+static const cJSON *builtin_named(const char *name, const char **stable)
 {
     if (!name || pthread_once(&builtin_once, builtin_parse) != 0 || !builtin_docs)
         return NULL;
     for (size_t i = 0; sch_embedded_files[i].name; i++)
-        if (strcmp(sch_embedded_files[i].name, name) == 0)
+        if (strcmp(sch_embedded_files[i].name, name) == 0) {
+            *stable = sch_embedded_files[i].name;
             return builtin_docs[i];
+        }
     return NULL;
+}
+
+const cJSON *sch_builtin(const char *name)
+{
+    const char *stable;
+    return builtin_named(name, &stable);
 }
