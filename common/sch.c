@@ -36,9 +36,9 @@ typedef struct pattern_entry {
 
 /* A schema checked once, with its patterns compiled and its identifiers indexed. */
 struct sch_compiled {
-    cJSON *schema;          /* a copy, owned */
-    sch_doc_index_t *idx;   /* $id and $anchor of the copy */
-    pattern_entry_t *rx;    /* every pattern of the copy, sorted by node */
+    cJSON *schema;        /* a copy, owned */
+    sch_doc_index_t *idx; /* $id and $anchor of the copy */
+    pattern_entry_t *rx;  /* every pattern of the copy, sorted by node */
     size_t nrx;
 };
 
@@ -582,8 +582,7 @@ typedef struct objkw {
 
 /* Member m (the i-th) against properties, patternProperties and additionalProperties;
  * the ones that apply mark it evaluated. */
-static int check_member(vctx_t *c, const objkw_t *k, const cJSON *m, int i, int depth,
-                        eval_t *ev)
+static int check_member(vctx_t *c, const objkw_t *k, const cJSON *m, int i, int depth, eval_t *ev)
 {
     const cJSON *ps = k->props ? cJSON_GetObjectItemCaseSensitive(k->props, m->string) : NULL;
     int rc, matched = ps != NULL;
@@ -632,8 +631,7 @@ static int check_dependency(vctx_t *c, const char *kw, const cJSON *dep, const c
     return V_OK;
 }
 
-static int check_dependencies(vctx_t *c, const cJSON *s, const cJSON *inst, int depth,
-                              eval_t *ev)
+static int check_dependencies(vctx_t *c, const cJSON *s, const cJSON *inst, int depth, eval_t *ev)
 {
     static const char *const kws[] = {"dependentRequired", "dependentSchemas", "dependencies"};
     const cJSON *map;
@@ -719,7 +717,8 @@ static int check_contains(vctx_t *c, const cJSON *s, const cJSON *inst, int dept
 {
     const cJSON *con = cJSON_GetObjectItemCaseSensitive(s, "contains");
     double min = 1, max = 0;
-    int has_min = get_count(c, s, "minContains", &min), has_max = get_count(c, s, "maxContains", &max);
+    int has_min = get_count(c, s, "minContains", &min),
+        has_max = get_count(c, s, "maxContains", &max);
     int i = 0, count = 0;
     if (has_min < 0 || has_max < 0)
         return V_HARD;
@@ -739,8 +738,10 @@ static int check_contains(vctx_t *c, const cJSON *s, const cJSON *inst, int dept
         return fail(c, "must contain at least %.0f item%s matching \"contains\" (%d do%s)", min,
                     min == 1 ? "" : "s", count, count == 1 ? "es" : "");
     if (has_max && count > max)
-        return fail(c, "must contain at most %.0f item%s matching \"contains\" (maxContains), "
-                       "but %d do", max, max == 1 ? "" : "s", count);
+        return fail(c,
+                    "must contain at most %.0f item%s matching \"contains\" (maxContains), "
+                    "but %d do",
+                    max, max == 1 ? "" : "s", count);
     return V_OK;
 }
 
@@ -871,8 +872,8 @@ static int restore_err(vctx_t *c, const branch_err_t *e)
 
 /* No branch matched: report the branch the instance's discriminator selects, or the only
  * branch that got past the instance itself, or else every branch's complaint. */
-static int explain_none(vctx_t *c, const cJSON *list, const cJSON *inst,
-                        const branch_err_t *errs, int n)
+static int explain_none(vctx_t *c, const cJSON *list, const cJSON *inst, const branch_err_t *errs,
+                        int n)
 {
     char msg[MSG_CAP] = "";
     const char *k0 = NULL;
@@ -1116,10 +1117,10 @@ static int validate(vctx_t *c, const cJSON *s, const cJSON *inst, int depth, eva
         return bad_schema(c, "a schema must be an object or a boolean");
     if ((rc = resource_enter(c, s, &saved)) != V_OK)
         return rc;
-    const cJSON *u = !box ? NULL
-                          : cJSON_GetObjectItemCaseSensitive(s, cJSON_IsObject(inst)
-                                                                    ? "unevaluatedProperties"
-                                                                    : "unevaluatedItems");
+    const cJSON *u =
+        !box ? NULL
+             : cJSON_GetObjectItemCaseSensitive(s, cJSON_IsObject(inst) ? "unevaluatedProperties"
+                                                                        : "unevaluatedItems");
     if (u) {
         local.n = cJSON_GetArraySize(inst);
         if (!(local.seen = calloc((size_t)local.n + 1, 1))) {
@@ -1178,12 +1179,19 @@ static int bad_keyword(vctx_t *c, const char *kw, const char *msg)
  * skips the values that are none). */
 static int check_shapes(vctx_t *c, const cJSON *s)
 {
-    static const char *const one[] = {"additionalProperties", "additionalItems", "not",
-                                      "propertyNames",        "contains",        "if",
-                                      "then",                 "else",            "unevaluatedProperties",
-                                      "unevaluatedItems",     "items"};
-    static const char *const maps[] = {"properties", "patternProperties", "$defs", "definitions",
-                                       "dependentSchemas", "dependencies"};
+    static const char *const one[] = {"additionalProperties",
+                                      "additionalItems",
+                                      "not",
+                                      "propertyNames",
+                                      "contains",
+                                      "if",
+                                      "then",
+                                      "else",
+                                      "unevaluatedProperties",
+                                      "unevaluatedItems",
+                                      "items"};
+    static const char *const maps[] = {"properties",  "patternProperties", "$defs",
+                                       "definitions", "dependentSchemas",  "dependencies"};
     static const char *const lists[] = {"anyOf", "oneOf", "allOf", "prefixItems"};
     const cJSON *v;
     for (size_t i = 0; i < sizeof(one) / sizeof(*one); i++)
@@ -1256,9 +1264,9 @@ static int check_refs(vctx_t *c, const cJSON *s)
 /* Keywords with a scalar value: type, enum, required, counts, bounds, multipleOf, pattern. */
 static int check_values(vctx_t *c, const cJSON *s)
 {
-    static const char *const counts[] = {"minLength",     "maxLength",     "minItems",
-                                         "maxItems",      "minProperties", "maxProperties",
-                                         "minContains",   "maxContains"};
+    static const char *const counts[] = {"minLength",   "maxLength",     "minItems",
+                                         "maxItems",    "minProperties", "maxProperties",
+                                         "minContains", "maxContains"};
     static const char *const numbers[] = {"minimum", "maximum", "exclusiveMinimum",
                                           "exclusiveMaximum"};
     const cJSON *v;
@@ -1389,8 +1397,7 @@ void sch_compiled_free(sch_compiled_t *comp)
     free(comp);
 }
 
-sch_compiled_t *sch_compile(const cJSON *schema, const char *root, char *errstr,
-                            size_t errstr_size)
+sch_compiled_t *sch_compile(const cJSON *schema, const char *root, char *errstr, size_t errstr_size)
 {
     sch_compiled_t *comp = calloc(1, sizeof(*comp));
     vctx_t *c = NULL;

@@ -78,8 +78,9 @@ int sch_validate(const cJSON *schema, const cJSON *instance, const char *root, c
  * Checks that schema itself is usable by sch_validate: every supported keyword has a
  * value of the right type, every pattern compiles, every $ref resolves, no two subschemas
  * share an identifier, nesting is bounded, and no keyword mcpq does not implement is used
- * (the list above; unknown keywords are annotations and pass). Use it where a schema is accepted (config load, admin API) so a broken schema
- * is refused there rather than on every call. root names the schema in error paths
+ * (the list above; unknown keywords are annotations and pass). Use it where a schema is accepted
+ * (config load, admin API) so a broken schema is refused there rather than on every call. root
+ * names the schema in error paths
  * ("$.tools[0].versions[0].inputSchema"). Returns 0 or MCPQ_EINVAL with errstr filled.
  */
 int sch_schema_check(const cJSON *schema, const char *root, char *errstr, size_t errstr_size);

@@ -10,12 +10,19 @@
 /* ---- where subschemas are ---- */
 
 /* Keywords whose value is one schema, a map of names to schemas, a list of schemas. */
-static const char *const sub_one[] = {
-    "additionalProperties", "additionalItems", "not",  "propertyNames",         "items",
-    "contains",             "if",              "then", "else",                  "unevaluatedProperties",
-    "unevaluatedItems"};
-static const char *const sub_map[] = {"properties",        "patternProperties", "$defs",
-                                      "definitions",       "dependentSchemas",  "dependencies"};
+static const char *const sub_one[] = {"additionalProperties",
+                                      "additionalItems",
+                                      "not",
+                                      "propertyNames",
+                                      "items",
+                                      "contains",
+                                      "if",
+                                      "then",
+                                      "else",
+                                      "unevaluatedProperties",
+                                      "unevaluatedItems"};
+static const char *const sub_map[] = {"properties",  "patternProperties", "$defs",
+                                      "definitions", "dependentSchemas",  "dependencies"};
 static const char *const sub_list[] = {"anyOf", "oneOf", "allOf", "prefixItems", "items"};
 
 static int is_schema(const cJSON *v)

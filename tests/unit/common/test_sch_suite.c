@@ -1,5 +1,5 @@
-/* Runs the official JSON Schema Test Suite for draft 2020-12 (the tests/draft2020-12/ files (each .json)
- * files, not optional/) against common/sch.c: every group's schema through sch_schema_check
+/* Runs the official JSON Schema Test Suite for draft 2020-12 (the tests/draft2020-12/ files (each
+ * .json) files, not optional/) against common/sch.c: every group's schema through sch_schema_check
  * and sch_compile, every case through sch_validate and sch_compiled_validate (both must give
  * the suite's answer). A case that fails is an error unless its group (or the case) is in
  * tests/unit/common/sch-suite-exclusions.txt with a reason; an excluded group whose cases all
@@ -150,8 +150,9 @@ int main(int argc, char **argv)
     int nfiles = 0, stale = 0;
     DIR *d = opendir(dir);
     if (!d) {
-        fprintf(stderr, "needs the JSON Schema Test Suite in %s (Debian package "
-                        "libtest-json-schema-acceptance-perl, installed by scripts/deps.sh)\n",
+        fprintf(stderr,
+                "needs the JSON Schema Test Suite in %s (Debian package "
+                "libtest-json-schema-acceptance-perl, installed by scripts/deps.sh)\n",
                 dir);
         return 1;
     }
