@@ -315,7 +315,7 @@ static const regex_t *pattern_keep(vctx_t *c, const cJSON *node, regex_t *rx)
  * cached per validation (tmp when the cache is full). NULL on a bad pattern. */
 static const regex_t *pattern_get(vctx_t *c, const cJSON *node, const char *pattern, regex_t *tmp)
 {
-    if (c->comp) {
+    if (c->comp && c->comp->nrx) {
         pattern_entry_t key = {.node = node};
         const pattern_entry_t *e =
             bsearch(&key, c->comp->rx, c->comp->nrx, sizeof(key), pattern_cmp);
@@ -1416,7 +1416,8 @@ sch_compiled_t *sch_compile(const cJSON *schema, const char *root, char *errstr,
         comp->nrx = c->nall;
         c->all = NULL;
         c->nall = 0;
-        qsort(comp->rx, comp->nrx, sizeof(*comp->rx), pattern_cmp);
+        if (comp->nrx > 1)
+            qsort(comp->rx, comp->nrx, sizeof(*comp->rx), pattern_cmp);
     }
     if (ctx_finish(c, rc, errstr, errstr_size) != 0) {
         sch_compiled_free(comp);
