@@ -553,17 +553,22 @@ static void test_ids_and_anchors(void)
     TEST_PASS("$id, $anchor, $ref bounds");
 }
 
+/* sch_schema_check refuses schema (single-quoted JSON) with a message containing needle. */
+#define REFUSED(schema, needle)                                                                    \
+    do {                                                                                           \
+        CHECK_INT_EQ(check_q(schema), MCPQ_EINVAL);                                                \
+        CHECK_CONTAINS(err, needle);                                                               \
+    } while (0)
+
 /* The rule against skipping silently: unimplemented keywords are refused by name and path,
  * annotations and unknown keywords pass. */
 static void test_refused_keywords(void)
 {
-    CHECK_INT_EQ(check_q("{'properties':{'a':{'$dynamicRef':'#node'}}}"), MCPQ_EINVAL);
-    CHECK_STR_EQ(err, "$.inputSchema.properties.a.$dynamicRef: invalid schema: this keyword is "
-                      "not supported by mcpq (docs/tools.md, \"Input schemas\")");
-    CHECK_INT_EQ(check_q("{'items':{'$recursiveRef':'#'}}"), MCPQ_EINVAL);
-    CHECK_CONTAINS(err, "$.inputSchema.items.$recursiveRef: invalid schema");
-    CHECK_INT_EQ(check_q("{'divisibleBy':2}"), MCPQ_EINVAL);
-    CHECK_CONTAINS(err, "$.inputSchema.divisibleBy: invalid schema");
+    REFUSED("{'properties':{'a':{'$dynamicRef':'#node'}}}",
+            "$.inputSchema.properties.a.$dynamicRef: invalid schema: this keyword is "
+            "not supported by mcpq (docs/tools.md, \"Input schemas\")");
+    REFUSED("{'items':{'$recursiveRef':'#'}}", "$.inputSchema.items.$recursiveRef: invalid schema");
+    REFUSED("{'divisibleBy':2}", "$.inputSchema.divisibleBy: invalid schema");
     BADC("{'$dynamicRef':'#x'}", "1", "keyword \"$dynamicRef\" is not supported");
     CHECK_INT_EQ(check_q("{'$schema':'https://json-schema.org/draft/2020-12/schema',"
                          "'$id':'https://x.example/s','title':'t','description':'d',"
@@ -574,18 +579,16 @@ static void test_refused_keywords(void)
                          "'whatever':[1,2]}"),
                  0);
     OK("{'format':'email'}", "'not an email'"); /* format is an annotation */
-    CHECK_INT_EQ(check_q("{'prefixItems':[{}],'items':[{}]}"), MCPQ_EINVAL);
-    CHECK_CONTAINS(err, "\"items\" must not be an array next to \"prefixItems\"");
-    CHECK_INT_EQ(check_q("{'dependentRequired':{'a':[1]}}"), MCPQ_EINVAL);
-    CHECK_CONTAINS(err, "\"dependentRequired\" must map names to arrays of names");
-    CHECK_INT_EQ(check_q("{'$defs':{'a':{'$anchor':'x'},'b':{'$anchor':'x'}}}"), MCPQ_EINVAL);
-    CHECK_STR_EQ(err, "$.inputSchema: invalid schema: two subschemas are identified as \"#x\"");
-    CHECK_INT_EQ(check_q("{'properties':{'a':{'$ref':'#nope'}}}"), MCPQ_EINVAL);
-    CHECK_CONTAINS(err, "cannot resolve \"$ref\": \"#nope\"");
-    CHECK_INT_EQ(check_q("{'contains':5}"), MCPQ_EINVAL);
-    CHECK_STR_EQ(err, "$.inputSchema.contains: invalid schema: a schema must be an object or a "
-                      "boolean");
-    CHECK_INT_EQ(check_q("{'minContains':-1}"), MCPQ_EINVAL);
+    REFUSED("{'prefixItems':[{}],'items':[{}]}",
+            "\"items\" must not be an array next to \"prefixItems\"");
+    REFUSED("{'dependentRequired':{'a':[1]}}",
+            "\"dependentRequired\" must map names to arrays of names");
+    REFUSED("{'$defs':{'a':{'$anchor':'x'},'b':{'$anchor':'x'}}}",
+            "$.inputSchema: invalid schema: two subschemas are identified as \"#x\"");
+    REFUSED("{'properties':{'a':{'$ref':'#nope'}}}", "cannot resolve \"$ref\": \"#nope\"");
+    REFUSED("{'contains':5}",
+            "$.inputSchema.contains: invalid schema: a schema must be an object or a boolean");
+    REFUSED("{'minContains':-1}", "\"minContains\" must be a non-negative integer");
     TEST_PASS("refused keywords, annotations");
 }
 
