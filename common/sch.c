@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The embedded schema called name (its stable name in *stable), or NULL. */
 static const cJSON *builtin_named(const char *name, const char **stable);
 
 /* ---- $id, $anchor and $ref (schdoc.h) ---- */

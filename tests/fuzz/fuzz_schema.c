@@ -13,13 +13,12 @@
  *   - sch_schema_check and sch_compile agree: a schema the check accepts compiles, one it
  *     refuses does not, with the same message;
  *   - a compiled schema answers exactly as sch_validate does (result and message), and
- *     sch_compiled_schema is a copy equal to the schema;
+ *     sch_compiled_schema is a copy of the schema (it prints alike);
  *   - both terminate within the bounds (SCH_MAX_DEPTH, SCH_MAX_REFS), which the replay's
  *     timeout and libFuzzer's -timeout see.
  */
 #include "err.h"
 #include "fuzz.h"
-#include "jv.h"
 #include "sch.h"
 
 #include <cjson/cJSON.h>
@@ -54,7 +53,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_message(e2);
         goto out_comp;
     }
-    FUZZ_CHECK(jv_equal(sch_compiled_schema(comp), schema, 1000) == 1);
+    /* the copy prints alike (jv_equal would not do: a schema may repeat a member name) */
+    char *p1 = cJSON_PrintUnformatted(schema),
+         *p2 = cJSON_PrintUnformatted(sch_compiled_schema(comp));
+    FUZZ_CHECK(!p1 || !p2 || strcmp(p1, p2) == 0);
+    cJSON_free(p1);
+    cJSON_free(p2);
     int r2 = sch_compiled_validate(comp, inst, "$", e3, sizeof(e3));
     FUZZ_CHECK(r2 == r1);
     if (r1 != 0)
