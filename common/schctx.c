@@ -77,6 +77,10 @@ static int verr(vctx_t *c, int code, const char *prefix, const char *fmt, va_lis
     memcpy(c->err_path, c->path, c->path_len + 1);
     memcpy(c->err_msg, prefix, n + 1);
     vsnprintf(c->err_msg + n, sizeof(c->err_msg) - n, fmt, ap);
+    /* names and patterns come from users: the message stays one line */
+    for (char *p = c->err_msg; *p; p++)
+        if ((unsigned char)*p < 0x20)
+            *p = '?';
     return code;
 }
 

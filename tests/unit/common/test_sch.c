@@ -516,6 +516,9 @@ static void test_unevaluated(void)
     OK("{'dependentSchemas':{'a':{'properties':{'b':true}}},'properties':{'a':true},"
        "'unevaluatedProperties':false}",
        "{'a':1,'b':2}");
+    /* a name from the instance cannot break the message into two lines */
+    BAD("{'unevaluatedProperties':false}", "{'a\\nb':1}",
+        "arguments: unknown property \"a?b\" (unevaluatedProperties)");
     TEST_PASS("unevaluatedProperties, unevaluatedItems");
 }
 
