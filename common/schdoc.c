@@ -116,6 +116,8 @@ int sch_doc_uri_resolve(const char *base, const char *ref, char *out, size_t siz
         keep = 0;
     } else if (ref[0] == '#' || ref[0] == '\0') {
         keep = blen;
+    } else if (ref[0] == '?') {
+        keep = strcspn(base, "?#");
     } else if (ref[0] == '/' && ref[1] == '/') {
         keep = scheme_len(base);
     } else if (ref[0] == '/') {
