@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- validation ---- */
+/* ---- the keywords of one instance type (their subschemas applied through c->validate) ---- */
 
 /* validate() for a member or item (a new instance: no annotations flow back): pushes the
  * path segment, pops it after. */
