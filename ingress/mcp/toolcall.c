@@ -472,7 +472,11 @@ static tc_status_t tc_arguments(tc_t *tc)
     if (!tc->own)
         return tc_error(tc, 200, RPC_INTERNAL_ERROR, "out of memory");
     char why[512];
-    if (tc->schema && sch_validate(tc->schema, tc->own, "arguments", why, sizeof(why)) < 0) {
+    const sch_compiled_t *comp = tc->tool->input_schema;
+    int rc = comp         ? sch_compiled_validate(comp, tc->own, "arguments", why, sizeof(why))
+             : tc->schema ? sch_validate(tc->schema, tc->own, "arguments", why, sizeof(why))
+                          : 0;
+    if (rc < 0) {
         char text[640];
         snprintf(text, sizeof(text), "Invalid arguments for tool %s: %s", tc->tool->name, why);
         return tc_result(tc, ING_CALL_TOOL_ERROR, tool_error_result(text));
