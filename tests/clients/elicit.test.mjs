@@ -507,29 +507,32 @@ describe('stack A: two replicas, two workers', () => {
     }
   });
 
-  test('2026-07-28: the replica that answered input_required is restarted; the retry on it succeeds', T, async () => {
-    let stopped;
-    const c = await connect(stack, 'v2', {
-      home: 0, answerTo: 0,
-      answer: {
-        'elicitation/create': async () => {
-          stopped = pidOf(stack, 'ingress-0');
-          process.kill(stopped, 'SIGTERM');
-          await restarted(stack, 'ingress-0', stopped);
-          return { action: 'accept', content: { confirm: true, approver: 'after-restart' } };
+  test('2026-07-28: the replica that answered input_required is restarted; the retry on it, or on the other, succeeds', T, async () => {
+    for (const answerTo of [0, 1]) {
+      let stopped;
+      const c = await connect(stack, 'v2', {
+        home: 0, answerTo,
+        answer: {
+          'elicitation/create': async () => {
+            stopped = pidOf(stack, 'ingress-0');
+            process.kill(stopped, 'SIGTERM');
+            await restarted(stack, 'ingress-0', stopped);
+            return { action: 'accept', content: { confirm: true, approver: `after-restart-${answerTo}` } };
+          },
         },
-      },
-    });
-    try {
-      const from = c.wire.length;
-      const r = await c.callTool('ask_exec');
-      assert.ok(stopped, 'the handler ran');
-      assert.notEqual(pidOf(stack, 'ingress-0'), stopped, 'ingress-0 runs as a new process');
-      assert.deepEqual(r.structuredContent?.answer,
-        { result: { action: 'accept', content: { confirm: true, approver: 'after-restart' } } }, JSON.stringify(r));
-      await assertAnsweredElsewhere(c, from, { home: 0, to: 0, method: 'elicitation/create' });
-    } finally {
-      await c.close();
+      });
+      try {
+        const from = c.wire.length;
+        const r = await c.callTool('ask_exec');
+        assert.ok(stopped, 'the handler ran');
+        assert.notEqual(pidOf(stack, 'ingress-0'), stopped, 'ingress-0 runs as a new process');
+        assert.deepEqual(r.structuredContent?.answer,
+          { result: { action: 'accept', content: { confirm: true, approver: `after-restart-${answerTo}` } } },
+          `retry on ingress-${answerTo}: ${JSON.stringify(r)}`);
+        await assertAnsweredElsewhere(c, from, { home: 0, to: answerTo, method: 'elicitation/create' });
+      } finally {
+        await c.close();
+      }
     }
   });
 });
