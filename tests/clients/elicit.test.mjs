@@ -564,12 +564,38 @@ describe('stack B (faults): two replicas, one worker running one job at a time',
     }
   }
 
-  test('a silent client: the tool gets the timeout error after MCPQ_INPUT_TIMEOUT_MS, the call ends, the slot is free', T, async () => {
+  /**
+   * A legacy client's answers that never come (until release()): when asked, it first sends
+   * `signal` to the launcher's component `name` (when given), whose pid it keeps.
+   */
+  function neverAnswer(name, signal) {
     let release;
     const never = new Promise((r) => { release = r; });
-    const c = await connect(stack, 'v1', {
-      home: 0, answer: { 'elicitation/create': async () => { await never; return { action: 'cancel' }; } },
-    });
+    const state = { pid: undefined, release: () => release() };
+    state.answer = {
+      'elicitation/create': async () => {
+        if (name) {
+          state.pid = pidOf(stack, name);
+          process.kill(state.pid, signal);
+        }
+        await never;
+        return { action: 'cancel' };
+      },
+    };
+    return state;
+  }
+
+  /** The input_lost error (docs/internals.md, "Asking the client": -32603, data.reason). */
+  function assertInputLost(err, again) {
+    const seen = JSON.stringify({ code: err?.code, message: err?.message, data: err?.data });
+    assert.equal(err?.code, -32603, seen);
+    assert.equal(err.data?.reason, 'input_lost', seen);
+    assert.match(err.message, again, seen);
+  }
+
+  test('a silent client: the tool gets the timeout error after MCPQ_INPUT_TIMEOUT_MS, the call ends, the slot is free', T, async () => {
+    const silent = neverAnswer();
+    const c = await connect(stack, 'v1', { home: 0, answer: silent.answer });
     try {
       const r = await c.callTool('ask_exec');
       assert.equal(c.asked.length, 1, 'the client was asked');
@@ -578,7 +604,7 @@ describe('stack B (faults): two replicas, one worker running one job at a time',
       }, JSON.stringify(r));
       await nextCallRuns(1, 'a silent client');
     } finally {
-      release();
+      silent.release();
       await c.close();
     }
   });
@@ -610,23 +636,11 @@ describe('stack B (faults): two replicas, one worker running one job at a time',
 
   test('legacy: the replica holding the call is stopped (SIGTERM): the job is cancelled, the slot is free', T, async () => {
     const before0 = askedCount();
-    let release;
-    const never = new Promise((r) => { release = r; });
-    let stopped;
-    const c = await connect(stack, 'v1', {
-      home: 0,
-      answer: {
-        'elicitation/create': async () => {
-          stopped = pidOf(stack, 'ingress-0');
-          process.kill(stopped, 'SIGTERM');
-          await never; // the client never answers: only the drain can end the job now
-          return { action: 'decline' };
-        },
-      },
-    });
+    const held = neverAnswer('ingress-0', 'SIGTERM'); // only the drain can end the job now
+    const c = await connect(stack, 'v1', { home: 0, answer: held.answer });
     try {
       const outcome = await c.callTool('ask_exec', {}, 60_000).then((r) => ({ r }), (e) => ({ e }));
-      assert.ok(stopped, 'the handler ran');
+      assert.ok(held.pid, 'the handler ran');
       assert.ok(outcome.e, `the held call ends with an error: ${JSON.stringify(outcome.r)}`);
       // The stopping replica's own answer (docs/protocol.md, "Asking the user"), not the
       // client's timeout.
@@ -637,39 +651,24 @@ describe('stack B (faults): two replicas, one worker running one job at a time',
       assert.ok(cancelled, `the worker did not log "job cancelled" for ${job.jobId}\n${stack.logs()}`);
       assert.ok(await waitFor(() => !pidAlive(job.pid), { timeoutMs: 30_000 }), 'the tool process was stopped');
       await nextCallRuns(1, 'a stopped replica');
-      await restarted(stack, 'ingress-0', stopped);
+      await restarted(stack, 'ingress-0', held.pid);
     } finally {
-      release();
+      held.release();
       await c.close();
     }
   });
 
   test('legacy: the worker is killed while it waits: the call ends with the input_lost error', T, async () => {
-    let callDone;
-    const ended = new Promise((r) => { callDone = r; });
-    let killed;
-    const c = await connect(stack, 'v1', {
-      home: 1,
-      answer: {
-        'elicitation/create': async () => {
-          killed = pidOf(stack, 'worker-0');
-          process.kill(killed, 'SIGKILL');
-          await Promise.race([ended, new Promise((r) => setTimeout(r, 120_000).unref())]);
-          return { action: 'decline' };
-        },
-      },
-    });
+    const held = neverAnswer('worker-0', 'SIGKILL');
+    const c = await connect(stack, 'v1', { home: 1, answer: held.answer });
     try {
       const outcome = await c.callTool('ask_exec', {}, 110_000).then((r) => ({ r }), (e) => ({ e }));
-      callDone();
-      assert.ok(killed, 'the handler ran');
+      assert.ok(held.pid, 'the handler ran');
       assert.ok(outcome.e, `the call ends with an error, got ${JSON.stringify(outcome.r)}`);
-      const seen = JSON.stringify({ code: outcome.e.code, message: outcome.e.message, data: outcome.e.data });
-      assert.equal(outcome.e.code, -32603, seen);
-      assert.equal(outcome.e.data?.reason, 'input_lost', seen);
-      assert.match(outcome.e.message, /call the tool again/, seen);
-      await restarted(stack, 'worker-0', killed);
+      assertInputLost(outcome.e, /call the tool again/);
+      await restarted(stack, 'worker-0', held.pid);
     } finally {
+      held.release();
       await c.close();
     }
   }, { timeout: 180_000 });
@@ -694,10 +693,7 @@ describe('stack B (faults): two replicas, one worker running one job at a time',
     try {
       const err = await c.callTool('ask_exec').then((r) => assert.fail(`the retry got a result: ${JSON.stringify(r)}`), (e) => e);
       assert.ok(killed, 'the handler ran');
-      const seen = JSON.stringify({ code: err.code, message: err.message, data: err.data });
-      assert.equal(err.code, -32603, seen);
-      assert.equal(err.data?.reason, 'input_lost', seen);
-      assert.match(err.message, /call (the tool )?again/, seen);
+      assertInputLost(err, /call (the tool )?again/);
       await restarted(stack, 'worker-0', killed);
     } finally {
       await c.close();
