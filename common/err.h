@@ -19,6 +19,7 @@ enum mcpq_err {
     MCPQ_EPROTO = -9,    /* a peer answered something we cannot use */
     MCPQ_EQUOTA = -10,   /* a tenant's quota (config "quotas") is used up */
     MCPQ_EAUTH = -11,    /* a credential was refused (e.g. an invalid OAuth token: 401) */
+    MCPQ_EBUSY = -12,    /* the object is in use (a job asking while its question is open) */
 };
 
 #endif

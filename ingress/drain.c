@@ -33,7 +33,9 @@ static const char *in_flight(ing_ctx_t *ctx, char *buf, size_t size)
  *   1. drain delay (MCPQ_DRAIN_DELAY_MS): /readyz answers 503 but everything is served as
  *      usual, responses carrying Connection: close, while the load balancer takes the replica
  *      out of rotation; a second SIGTERM or SIGINT (from sigs) ends it early;
- *   2. the listen socket closes and notification streams end;
+ *   2. the listen socket closes and notification streams end; calls whose client was asked
+ *      a question still open end -32603 ING_DRAIN_ASK_REASON and their jobs are cancelled
+ *      (as is every call asked from now on);
  *   3. grace (MCPQ_SHUTDOWN_GRACE_MS): the calls in flight may finish;
  *   4. the rest are answered -32603 (a streamed call gets it as its last event), and their
  *      connections get up to FLUSH_MS to take the answer before the server stops.
@@ -60,6 +62,16 @@ void ing_drain_run(ing_ctx_t *ctx, ing_webhook_t *wh, const sigset_t *sigs, int 
     ing_server_quiesce(ctx);
     /* Notification streams never finish on their own: end them now (no new one opens). */
     ing_listen_close_all(ctx->listen);
+    /* A legacy call waiting for its client's answer could outlast any grace, and no other
+     * replica can deliver its result: its job is cancelled, so its worker is released, and
+     * its client told (docs/internals.md, "Asking the client"; so is a question asked from
+     * now on). */
+    size_t asked = ing_pending_stop_asking(ctx->pending, ING_DRAIN_ASK_REASON);
+    if (asked > 0) {
+        snprintf(n, sizeof(n), "%zu", asked);
+        log_event(LOG_WARN, "calls waiting for their client's answer ended, their jobs cancelled",
+                  "calls", n, (char *)NULL);
+    }
     /* Webhook attempts in flight may finish meanwhile; the rest go back to the queue. */
     ing_webhook_quiesce(wh, set->shutdown_grace_ms < ING_WH_TIMEOUT_MS ? set->shutdown_grace_ms
                                                                        : ING_WH_TIMEOUT_MS);

@@ -64,6 +64,8 @@ static void open_services(ing_ctx_t *ctx, const mcpq_settings_t *set)
     ctx->kv = kv_pool_new(ctx->kvt, (int)set->redis_timeout_ms, (int)set->redis_pool_size);
     ctx->pending = ing_pending_new(ctx->kvt, (int)set->redis_timeout_ms, ctx->reply_key,
                                    (int)set->sse_keepalive_ms);
+    if (ctx->pending && ctx->kv)
+        ing_pending_set_kv(ctx->pending, ctx->kv);
     ctx->rl = ctx->kv ? ing_ratelimit_new(ctx->kv, NULL, set->rate_limit_lease_ms, 0) : NULL;
     ctx->authfail = (ing_authfail_t){
         .rl = ctx->kv ? ing_ratelimit_new(ctx->kv, NAMES_KEY_AUTHFAIL, 1, ING_AUTHFAIL_MAX_BUCKETS)

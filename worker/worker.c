@@ -3,6 +3,7 @@
 #include "worker.h"
 
 #include "agent.h"
+#include "ask.h"
 #include "cancelsub.h"
 #include "consumer.h"
 #include "err.h"
@@ -45,6 +46,7 @@ struct wrk_worker {
     wrk_store_t *store;
     wrk_consumer_t *consumer;
     wrk_cancelsub_t *cancelsub;
+    wrk_ask_t *ask; /* the jobs' questions to their clients */
     wrk_handoff_t *tasks;
     wrk_stats_t *metrics; /* counters, and the /metrics server (stats.h) */
     size_t ntasks;        /* claimed tasks in the table */
@@ -468,12 +470,39 @@ static void on_job_finished(wrk_job_t *job, void *arg)
     write_request(job, WRK_STORE_WRITE, 0);
 }
 
+/* The job has no result but an attempt asked its client (docs/internals.md, "Asking the
+ * client"): the tool is not run again. A question another worker keeps alive means that worker
+ * runs the job still: this delivery is done (its offset stored) and writes nothing; should that
+ * worker die, its question expires and the ingress tells the client the input was lost. No
+ * live question: the attempt that asked died, and the job ends with the input_lost error. */
+static void checked_asked(wrk_worker_t *w, wrk_job_t *job, int live)
+{
+    if (live) {
+        log_event(LOG_INFO,
+                  "job delivered again while another worker waits for its client's "
+                  "answer: not running it",
+                  "job_id", job->env.job_id, (char *)NULL);
+        wrk_stats_redelivered(w->metrics, WRK_REDELIVERED_ATTACHED);
+        job_release(w, job, 1);
+        return;
+    }
+    log_event(LOG_WARN,
+              "job delivered again after its worker stopped while it asked its client: "
+              "not running it (input lost)",
+              "job_id", job->env.job_id, (char *)NULL);
+    wrk_job_fail_reason(job, WRK_ERR_INTERNAL, WRK_ASK_LOST_MESSAGE, WRK_ASK_LOST_REASON);
+}
+
 static void on_checked(wrk_store_req_t *req, const char *record, size_t len, void *arg)
 {
     wrk_job_t *job = arg;
     wrk_worker_t *w = job->rt->arg;
     if (w->stopping) {
         job_release(w, job, 0);
+        return;
+    }
+    if (!record && req->asked) {
+        checked_asked(w, job, req->ask_live);
         return;
     }
     if (!record) {
@@ -549,6 +578,7 @@ static void on_cancel_tick(wrk_loop_timer_t *t, void *arg)
     wrk_worker_t *w = arg;
     table_each(w, probe_job);
     wrk_agent_tick(w->agent); /* agent replies whose Pub/Sub message was lost */
+    wrk_ask_tick(w->ask);     /* keeps questions alive; answers whose message was lost */
     task_second(w);
     wrk_loop_timer_start(w->loop, t, CANCEL_CHECK_MS);
 }
@@ -558,6 +588,13 @@ static void on_agent_reply(const char *message_id, void *arg)
 {
     wrk_worker_t *w = arg;
     wrk_agent_reply_ready(w->agent, message_id);
+}
+
+/* A message on mcpq:answer: a question of a job here may be answered (ask.h). */
+static void on_answer(const char *job_id, void *arg)
+{
+    wrk_worker_t *w = arg;
+    wrk_ask_answered(w->ask, job_id);
 }
 
 /* ---- records ---- */
@@ -711,6 +748,7 @@ static void record_run(wrk_worker_t *w, wrk_job_t *job, wrk_offsets_node_t *node
     memset(&job->req, 0, sizeof(job->req));
     job->req.op = WRK_STORE_CHECK;
     job->req.job_id = job->env.job_id;
+    job->req.self = w->worker_id;
     job->req.done = on_checked;
     job->req.arg = job;
     wrk_store_submit(w->store, &job->req);
@@ -944,12 +982,13 @@ static int make_services(wrk_worker_t *w, char *errstr, size_t errstr_size)
         wrk_store_set_wait(w->store, (int)s->redis_wait_replicas, (int)s->redis_wait_timeout_ms);
     w->agent = wrk_agent_new(s, w->kvt);
     w->tasks = wrk_handoff_new(s, w->kvt, w->worker_id);
+    w->ask = w->loop ? wrk_ask_new(s, w->kvt, w->loop, w->worker_id) : NULL;
     w->metrics = wrk_stats_new();
     w->cancelsub =
         w->loop ? wrk_cancelsub_new(w->loop, w->kvt, (int)s->redis_timeout_ms, on_cancel_message, w)
                 : NULL;
     if (!w->buckets || !w->loop || !w->http || !w->mcp || !w->store || !w->cancelsub || !w->tasks ||
-        !w->agent || !w->metrics) {
+        !w->agent || !w->metrics || !w->ask) {
         snprintf(errstr, errstr_size, "cannot set up the event loop");
         return MCPQ_EIO;
     }
@@ -963,6 +1002,8 @@ static void make_runtime(wrk_worker_t *w)
     w->rt.http = w->http;
     w->rt.agent = w->agent;
     wrk_cancelsub_on_reply(w->cancelsub, on_agent_reply, w);
+    wrk_cancelsub_on_answer(w->cancelsub, on_answer, w);
+    w->rt.ask = w->ask;
     w->rt.mcp = w->mcp;
     w->rt.store = w->store;
     w->rt.settings = w->s;
@@ -1158,6 +1199,7 @@ void wrk_worker_free(wrk_worker_t *w)
     wrk_mcpexec_free(w->mcp);
     wrk_httpexec_free(w->http);
     wrk_agent_free(w->agent);
+    wrk_ask_free(w->ask); /* after the jobs: releasing one abandons its question */
     wrk_store_free(w->store);
     kv_target_free(w->kvt);
     if (w->loop && w->rt.executing == 0)

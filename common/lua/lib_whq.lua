@@ -9,7 +9,7 @@
 -- Returns: nothing itself; whq_enqueue returns how many deliveries it created.
 
 local function whq_enqueue(tenant, event, task_id, data_json, iso_ts, now_ms, id_base)
-  if event ~= 'task.running' and event ~= 'task.completed' and
+  if event ~= 'task.running' and event ~= 'task.completed' and event ~= 'task.input_required' and
      event ~= 'task.terminated' and event ~= 'task.cancelled' and
      event ~= 'tool.changed' then return 0 end
   local doc = redis.call('HGET', '@NAMES_KEY_REGISTRY@', 'tenant:' .. tenant)

@@ -23,13 +23,19 @@ int ing_session_id_valid(const char *id)
     return 1;
 }
 
-/* The session's value: {"tenant","version","log_level","created_ms"} (caller frees). */
+/* The session's value: {"tenant","version","log_level","created_ms"[,"caps"]} (caller
+ * frees). */
 static char *session_json(const ing_session_t *s)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "tenant", s->tenant);
     cJSON_AddStringToObject(o, "version", s->version);
     cJSON_AddStringToObject(o, "log_level", s->log_level);
+    cJSON *caps = s->caps[0] ? cJSON_Parse(s->caps) : NULL;
+    if (cJSON_IsObject(caps))
+        cJSON_AddItemToObject(o, "caps", caps);
+    else
+        cJSON_Delete(caps);
     cJSON_AddNumberToObject(o, "created_ms", (double)util_now_ms());
     char *json = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
@@ -101,6 +107,11 @@ int ing_session_get(kv_pool_t *kv, const char *id, const char *tenant, long long
             const char *l = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "log_level"));
             snprintf(s->version, sizeof(s->version), "%s", v ? v : "");
             snprintf(s->log_level, sizeof(s->log_level), "%s", l ? l : "");
+            const cJSON *caps = cJSON_GetObjectItemCaseSensitive(o, "caps");
+            char *cj = cJSON_IsObject(caps) ? cJSON_PrintUnformatted(caps) : NULL;
+            if (cj && strlen(cj) < sizeof(s->caps)) /* larger: not written by this gateway */
+                snprintf(s->caps, sizeof(s->caps), "%s", cj);
+            cJSON_free(cj);
             rc = 0;
         }
         cJSON_Delete(o);

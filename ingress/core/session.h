@@ -16,12 +16,16 @@
 #include <stddef.h>
 
 #define ING_SESSION_KEY_PREFIX NAMES_KEY_SESSION /* + id: the session's JSON */
+#define ING_SESSION_CAPS_MAX 1100                /* room for caps (mcpask.h keeps it to 1024) */
 
 typedef struct ing_session {
     char id[80];
     char tenant[128];
     char version[32];
     char log_level[16];
+    /* JSON of what the client declared at initialize that a tool may use (elicitation,
+     * sampling, roots: mcpask.h, bounded there); "" when nothing */
+    char caps[ING_SESSION_CAPS_MAX];
 } ing_session_t;
 
 /* Creates a session of s->tenant; fills s->id. max: live sessions the tenant may hold (0: no

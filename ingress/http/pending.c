@@ -1,4 +1,5 @@
 #include "pending.h"
+#include "answer.h"
 #include "names.h"
 
 #include "err.h"
@@ -34,7 +35,8 @@ typedef struct cancel_req {
 
 struct ing_pending {
     pthread_mutex_t lock;
-    pthread_cond_t woken; /* broadcast whenever a parked call wakes (ing_pending_wait) */
+    pthread_cond_t woken;  /* broadcast whenever a parked call wakes (ing_pending_wait) */
+    pthread_cond_t hooked; /* broadcast whenever the reader leaves a call's on_input */
     ing_call_t *buckets[NBUCKETS];
     ing_call_t **heap; /* min-heap on deadline_mono */
     size_t nheap, capheap;
@@ -46,6 +48,9 @@ struct ing_pending {
     int keepalive_ms;
     int64_t next_tick_mono;
     cancel_req_t *cancels; /* to publish, newest first */
+    kv_pool_t *kv;         /* answers for calls that cannot be asked (ing_pending_set_kv) */
+    int stop_asking;       /* ing_pending_stop_asking ran: a question ends its call */
+    char stop_reason[200];
     pthread_t thread;
     atomic_int stop;
     atomic_int healthy;
@@ -274,6 +279,8 @@ int ing_pending_add(ing_pending_t *p, ing_call_t *call)
     call->parked = 0;
     call->response = NULL;
     call->want_stream = call->streaming = call->stream_end = call->cancelled = 0;
+    call->input_n = 0;
+    call->asking = call->in_hook = 0;
     util_buf_init(&call->out, SIZE_MAX);
     call->out_off = 0;
     call->next_keepalive_mono = util_mono_ms() + keepalive_of(p, call);
@@ -354,6 +361,8 @@ int ing_pending_wait(ing_pending_t *p, ing_call_t *call, int timeout_ms)
 int ing_pending_remove(ing_pending_t *p, ing_call_t *call)
 {
     pthread_mutex_lock(&p->lock);
+    while (call->in_hook) /* the reader is asking the call's hook (deliver_input) */
+        pthread_cond_wait(&p->hooked, &p->lock);
     int was = call->in_table;
     if (was)
         unlink_locked(p, call);
@@ -499,6 +508,87 @@ static char *error_response(const char *id_json, int code, const char *message)
     return s;
 }
 
+/* Ends a call whose client was asked while the replica stops (lock held): -32603 reason. */
+static void stop_asking_locked(ing_pending_t *p, ing_call_t *call)
+{
+    complete_locked(p, call, error_response(call->id_json, RPC_INTERNAL_ERROR, p->stop_reason),
+                    ING_CALL_FAILED, 0);
+}
+
+void ing_pending_set_kv(ing_pending_t *p, kv_pool_t *kv)
+{
+    pthread_mutex_lock(&p->lock);
+    p->kv = kv;
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* 1 when job_id's question n is still open in Redis (or Redis cannot tell: the call is then
+ * ended rather than left to hold a worker). */
+static int question_open(ing_pending_t *p, const char *job_id, long long n)
+{
+    char err[128];
+    redisReply *r =
+        p->kv ? kv_pool_command(p->kv, err, sizeof(err), "HGET " NAMES_KEY_ASK "%s n", job_id)
+              : NULL;
+    int open = !r || r->type != REDIS_REPLY_NIL;
+    if (r && r->type == REDIS_REPLY_STRING)
+        open = strtoll(r->str, NULL, 10) == n;
+    if (r)
+        freeReplyObject(r);
+    return open;
+}
+
+size_t ing_pending_stop_asking(ing_pending_t *p, const char *reason)
+{
+    typedef struct {
+        char job_id[ING_JOB_ID_LEN];
+        long long n;
+    } asked_t;
+    asked_t *asked = NULL;
+    size_t nasked = 0, cap = 0, ended = 0;
+    pthread_mutex_lock(&p->lock);
+    p->stop_asking = 1;
+    snprintf(p->stop_reason, sizeof(p->stop_reason), "%s", reason);
+    for (size_t b = 0; b < NBUCKETS; b++)
+        for (ing_call_t *c = p->buckets[b]; c; c = c->next) {
+            if (!c->asking || c->listener)
+                continue;
+            if (nasked == cap) {
+                asked_t *a = realloc(asked, (cap = cap ? 2 * cap : 16) * sizeof(*a));
+                if (!a)
+                    break;
+                asked = a;
+            }
+            snprintf(asked[nasked].job_id, ING_JOB_ID_LEN, "%s", c->job_id);
+            asked[nasked++].n = c->input_n;
+        }
+    pthread_mutex_unlock(&p->lock);
+    for (size_t i = 0; i < nasked; i++) {
+        if (!question_open(p, asked[i].job_id, asked[i].n))
+            continue;
+        int cancelled = 0;
+        char err[128];
+        redisContext *ctx = p->kv ? kv_pool_get(p->kv, err, sizeof(err)) : NULL;
+        if (ctx) {
+            cancelled = cancel_job(ctx, asked[i].job_id, reason) == 0;
+            kv_pool_put(p->kv, ctx, ctx->err != 0);
+        }
+        if (!cancelled) /* the reader tries again until it stops */
+            ing_pending_cancel(p, asked[i].job_id, reason);
+        log_event(LOG_WARN, "stopping: the job waiting for its client's answer is cancelled",
+                  "job_id", asked[i].job_id, (char *)NULL);
+        pthread_mutex_lock(&p->lock);
+        ing_call_t *c;
+        while ((c = find_locked(p, asked[i].job_id)) != NULL) {
+            stop_asking_locked(p, c);
+            ended++;
+        }
+        pthread_mutex_unlock(&p->lock);
+    }
+    free(asked);
+    return ended;
+}
+
 void ing_pending_fail(ing_pending_t *p, const char *job_id, int code, const char *message)
 {
     pthread_mutex_lock(&p->lock);
@@ -609,11 +699,105 @@ static void cancel_locked(ing_pending_t *p, ing_call_t *call)
     }
 }
 
+/* Answers every request of a question the job's calls here cannot carry (reader thread):
+ * the tool gets an error for each key instead of waiting for its timeout. */
+static void answer_unreachable(ing_pending_t *p, const char *job_id, long long n,
+                               const cJSON *requests)
+{
+    cJSON *answers = cJSON_CreateObject();
+    const cJSON *r;
+    cJSON_ArrayForEach(r, requests) cJSON_AddItemToObject(
+        answers, r->string, ing_answer_error(RPC_METHOD_NOT_FOUND, ING_PENDING_UNREACHABLE_MSG));
+    char err[256] = "";
+    int rc = p->kv
+                 ? ing_answer_submit(p->kv, job_id, n, NULL, answers, NULL, NULL, err, sizeof(err))
+                 : MCPQ_EUNAVAIL;
+    cJSON_Delete(answers);
+    if (rc != ING_ANSWER_OK)
+        log_event(LOG_WARN, "could not answer a question its call cannot carry", "job_id", job_id,
+                  "error", err[0] ? err : "no Redis pool", (char *)NULL);
+}
+
+/* An `input` entry (a question of the job, docs/internals.md "Asking the client") for every
+ * call of this replica waiting on it: each call's hook says how its client is asked; when
+ * none can be, the gateway answers the question with errors. A job without a call here (its
+ * client went away), or only with tasks/result calls that cannot carry it, is left as it is:
+ * the worker's timeout ends it, or an answer from elsewhere. */
+static void deliver_input(ing_pending_t *p, const char *job_id, const char *data, size_t len)
+{
+    cJSON *d = cJSON_ParseWithLength(data, len);
+    const cJSON *reqs = cJSON_GetObjectItemCaseSensitive(d, "requests");
+    const cJSON *jn = cJSON_GetObjectItemCaseSensitive(d, "n");
+    long long n = cJSON_IsNumber(jn) ? (long long)jn->valuedouble : 0;
+    if (!cJSON_IsObject(reqs) || n < 1) {
+        log_event(LOG_WARN, "malformed input entry ignored", "job_id", job_id, (char *)NULL);
+        cJSON_Delete(d);
+        return;
+    }
+    int found = 0, reached = 0;
+    for (;;) {
+        pthread_mutex_lock(&p->lock);
+        ing_call_t *c = p->buckets[bucket_of(job_id)];
+        while (c && (strcmp(c->job_id, job_id) != 0 || c->listener || c->input_n >= n))
+            c = c->next;
+        if (!c) {
+            pthread_mutex_unlock(&p->lock);
+            break;
+        }
+        /* A tasks/result call only watches the task: the question stays open for its other
+         * ways (tasks/update, tasks/get), never answered with errors for it. */
+        found |= !c->task_result;
+        c->input_n = n;
+        if (p->stop_asking) {
+            reached = 1; /* its job is cancelled below: nobody waits for an answer */
+            stop_asking_locked(p, c);
+            pthread_mutex_unlock(&p->lock);
+            ing_pending_cancel(p, job_id, p->stop_reason);
+            continue;
+        }
+        c->in_hook = 1;
+        pthread_mutex_unlock(&p->lock);
+        cJSON *msgs = NULL;
+        ing_input_t what = c->on_input ? c->on_input(c, job_id, d, &msgs) : ING_INPUT_UNREACHABLE;
+        pthread_mutex_lock(&p->lock);
+        c->in_hook = 0;
+        pthread_cond_broadcast(&p->hooked);
+        if (c->in_table && what == ING_INPUT_POST) {
+            const cJSON *m;
+            cJSON_ArrayForEach(m, msgs)
+            {
+                char *js = cJSON_PrintUnformatted(m);
+                if (!js || append_frame_locked(p, c, js) < 0)
+                    log_event(LOG_WARN, "a request to the client was dropped", "job_id", job_id,
+                              (char *)NULL);
+                cJSON_free(js);
+            }
+            c->asking = 1;
+            reached = 1;
+        } else if (c->in_table && what == ING_INPUT_ANSWER) {
+            char *js = cJSON_PrintUnformatted(cJSON_GetArrayItem(msgs, 0));
+            char *resp = js ? strdup(js) : NULL;
+            cJSON_free(js);
+            complete_locked(p, c, resp, ING_CALL_OK, 0);
+            reached = 1;
+        }
+        pthread_mutex_unlock(&p->lock);
+        cJSON_Delete(msgs);
+    }
+    if (found && !reached)
+        answer_unreachable(p, job_id, n, reqs);
+    cJSON_Delete(d);
+}
+
 /* One reply-stream entry for the calls of this replica waiting on the job: usually one, more
  * when repeats of an idempotent call wait on the same job (idem.h). */
 static void deliver(ing_pending_t *p, const char *job_id, const char *kind, const char *data,
                     size_t len)
 {
+    if (strcmp(kind, "input") == 0) {
+        deliver_input(p, job_id, data, len);
+        return;
+    }
     pthread_mutex_lock(&p->lock);
     int result = strcmp(kind, "result") == 0, cancelled = strcmp(kind, "cancelled") == 0;
     if (result || cancelled) {
@@ -838,6 +1022,7 @@ ing_pending_t *ing_pending_new(kv_target_t *kvt, int redis_timeout_ms, const cha
         return NULL;
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->woken, NULL);
+    pthread_cond_init(&p->hooked, NULL);
     p->kvt = kvt;
     p->reply_key = strdup(reply_key);
     p->keepalive_ms = keepalive_ms > 0 ? keepalive_ms : 1000;
@@ -849,6 +1034,7 @@ ing_pending_t *ing_pending_new(kv_target_t *kvt, int redis_timeout_ms, const cha
     if (!p->reply_key || pthread_create(&p->thread, NULL, reader_thread, p)) {
         free(p->reply_key);
         pthread_cond_destroy(&p->woken);
+        pthread_cond_destroy(&p->hooked);
         pthread_mutex_destroy(&p->lock);
         free(p);
         return NULL;
@@ -873,6 +1059,7 @@ void ing_pending_free(ing_pending_t *p)
     free(p->heap);
     free(p->reply_key);
     pthread_cond_destroy(&p->woken);
+    pthread_cond_destroy(&p->hooked);
     pthread_mutex_destroy(&p->lock);
     free(p);
 }

@@ -39,6 +39,14 @@
  * sets `{mcpq}:cancel:<job>` and publishes it. A `cancelled` entry from the worker ends the
  * call: an open stream ends without a response, a JSON answer is -32800.
  *
+ * Questions (docs/internals.md, "Asking the client"): an `input` entry of a job is handed to
+ * the on_input hook of each of its calls here (set by the MCP layer for its era): the hook
+ * says whether the reader posts its messages as frames (the requests on a legacy SSE stream),
+ * answers the call with them (2026-07-28), or cannot reach the client, in which case the
+ * reader answers every request with an error (answer.h) so the tool need not wait. A call
+ * whose client was asked remembers it (asking): at a graceful stop its job is cancelled
+ * (ing_pending_stop_asking), since no other replica can deliver its result.
+ *
  * Thread safety: every function is thread-safe. A call's fields are written under the
  * table's lock until done is set (streamed calls: until the stream ends); after that the
  * HTTP thread owns them.
@@ -64,33 +72,61 @@
  * version before it is rendered: the MCP layer's era.h picks one per call. */
 typedef void (*ing_call_shape_fn)(cJSON *result);
 
+/* What the reader does with an `input` entry (a question the job asks its client:
+ * docs/internals.md, "Asking the client") for one of its calls, as the call's hook says. */
+typedef enum {
+    ING_INPUT_POST = 0,   /* post each message as an SSE frame of the call, which keeps waiting
+                           * (legacy: the requests on the call's stream) */
+    ING_INPUT_ANSWER,     /* msgs has one element, the call's response: the call ends now,
+                           * outcome ok (2026-07-28: an InputRequiredResult) */
+    ING_INPUT_UNREACHABLE /* the call cannot carry a request: the reader answers every key
+                           * with an error (answer.h) so the tool is not left waiting */
+} ing_input_t;
+
+/* The message of the error answer for a question its call cannot carry (docs/internals.md). */
+#define ING_PENDING_UNREACHABLE_MSG                                                                \
+    "the client cannot be asked on this call (it does not accept text/event-stream)"
+
+struct ing_call;
+/* For an `input` entry of call's job (data: {"n", "requests", "expires_ms"}): fills *msgs (a
+ * new cJSON array of JSON-RPC messages; the reader frees it) and says what the reader does.
+ * Runs on the reader thread under no lock of the table; the call stays valid meanwhile (its
+ * removal waits for the hook). */
+typedef ing_input_t (*ing_call_input_fn)(struct ing_call *call, const char *job_id,
+                                         const cJSON *data, cJSON **msgs);
+
 typedef struct ing_call {
     char job_id[ING_JOB_ID_LEN];
     char id_json[300];     /* the JSON-RPC id, rendered */
     int64_t deadline_mono; /* monotonic ms */
     struct MHD_Connection *conn;
     /* set before ing_pending_add, read-only after */
-    int sse_ok;               /* the client accepts text/event-stream */
-    int modern;               /* 2026-07-28: the result carries resultType */
-    ing_call_shape_fn shape;  /* the client's era's reshaping of a result; NULL: as is */
-    int log_min;              /* forward log entries at or above this level; -1: none */
-    char progress_token[300]; /* rendered JSON; "" when the call has none */
-    char tool[128];           /* logger name of forwarded log entries */
-    trace_ctx_t trace;        /* the call's trace, the ingress's span; trace_id "" if none */
-    int task_result;          /* tasks/result: the result carries the related-task _meta */
-    int method_result;        /* not a tools/call (toolcall.h): the record's result is the
-                               * method's own, passed through; never a tool error */
-    int cacheable;            /* 2026-07-28 resources/read: the result gets ttlMs, cacheScope */
-    long long ttl_ms;         /* cacheable: ttlMs */
-    int cache_public;         /* cacheable: cacheScope "public" (else "private") */
-    int listener;             /* a notification stream (listen.h): see above */
-    int keepalive_ms;         /* > 0: its keep-alive interval instead of the table's */
+    int sse_ok;                 /* the client accepts text/event-stream */
+    int modern;                 /* 2026-07-28: the result carries resultType */
+    ing_call_shape_fn shape;    /* the client's era's reshaping of a result; NULL: as is */
+    int log_min;                /* forward log entries at or above this level; -1: none */
+    char progress_token[300];   /* rendered JSON; "" when the call has none */
+    char tool[128];             /* logger name of forwarded log entries */
+    trace_ctx_t trace;          /* the call's trace, the ingress's span; trace_id "" if none */
+    int task_result;            /* tasks/result: the result carries the related-task _meta */
+    int method_result;          /* not a tools/call (toolcall.h): the record's result is the
+                                 * method's own, passed through; never a tool error */
+    int cacheable;              /* 2026-07-28 resources/read: the result gets ttlMs, cacheScope */
+    long long ttl_ms;           /* cacheable: ttlMs */
+    int cache_public;           /* cacheable: cacheScope "public" (else "private") */
+    int listener;               /* a notification stream (listen.h): see above */
+    int keepalive_ms;           /* > 0: its keep-alive interval instead of the table's */
+    ing_call_input_fn on_input; /* the `input` entry hook (above); NULL: UNREACHABLE */
+    void *input_arg;            /* the hook's, owned by the request (freed with it) */
     /* streaming state, under the table lock */
-    int want_stream; /* an SSE response should start */
-    int streaming;   /* the SSE response is queued; frames go to out */
-    int stream_end;  /* nothing more is appended to out */
-    int cancelled;   /* ended by a `cancelled` entry */
-    util_buf_t out;  /* SSE bytes not yet handed to libmicrohttpd */
+    int want_stream;   /* an SSE response should start */
+    int streaming;     /* the SSE response is queued; frames go to out */
+    int stream_end;    /* nothing more is appended to out */
+    int cancelled;     /* ended by a `cancelled` entry */
+    long long input_n; /* the last question (`input` entry n) handed to on_input; 0: none */
+    int asking;        /* on_input posted a question to the client (ING_INPUT_POST) */
+    int in_hook;       /* the reader runs on_input for it: ing_pending_remove waits */
+    util_buf_t out;    /* SSE bytes not yet handed to libmicrohttpd */
     size_t out_off;
     int64_t next_keepalive_mono;
     /* batches: see above */
@@ -169,6 +205,17 @@ void ing_pending_release(ing_call_t *call);
 
 /* Asks the workers to stop job_id (asynchronously, from the reader thread). */
 void ing_pending_cancel(ing_pending_t *p, const char *job_id, const char *reason);
+
+/* The Redis pool the reader answers questions with (answer.h: a call that cannot be asked).
+ * Set once, before calls wait; without it such a question is left to the worker's timeout. */
+void ing_pending_set_kv(ing_pending_t *p, kv_pool_t *kv);
+
+/* Graceful stop (drain.h): every call whose client was asked a question still open (its
+ * `{mcpq}:ask:<job_id>` holds the n it posted) has its job cancelled with reason and ends
+ * with -32603 reason (a streamed call: its last frame), since no other replica can deliver
+ * its result; from now on a question arriving for any call does the same. Returns the number
+ * of calls ended. */
+size_t ing_pending_stop_asking(ing_pending_t *p, const char *reason);
 
 size_t ing_pending_count(ing_pending_t *p);
 /* 1 while the reader is connected to Redis. */

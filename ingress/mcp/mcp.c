@@ -10,6 +10,7 @@
 #include "listen.h"
 #include "log.h"
 #include "mcpreq.h"
+#include "mcpask.h"
 #include "mcplist.h"
 #include "subscribe.h"
 #include "mcptasks.h"
@@ -75,6 +76,13 @@ static void do_initialize(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     memset(&s, 0, sizeof(s));
     snprintf(s.tenant, sizeof(s.tenant), "%s", m->tenant->id);
     snprintf(s.version, sizeof(s.version), "%s", v);
+    /* What a tool may ask this client (docs/protocol.md, "Asking the user"). */
+    cJSON *ccaps = ing_mcpask_caps(cJSON_GetObjectItemCaseSensitive(msg->params, "capabilities"));
+    char *cj = ccaps && ccaps->child ? cJSON_PrintUnformatted(ccaps) : NULL;
+    if (cj && strlen(cj) < sizeof(s.caps))
+        snprintf(s.caps, sizeof(s.caps), "%s", cj);
+    cJSON_free(cj);
+    cJSON_Delete(ccaps);
     const mcpq_settings_t *set = m->req->ctx->set;
     long long max = ing_quota_limit(m->tenant, ING_QUOTA_SESSIONS, set);
     int rc = ing_session_create(m->req->ctx->kv, &s, set->session_ttl_s, max);
@@ -328,9 +336,10 @@ static void batch_element(ing_mcp_t *m, const cJSON *item)
         ing_mcpreq_resp_error(&one, 400, msg.id, RPC_INVALID_REQUEST, msg.why, NULL);
     else if (msg.kind == RPC_NOTIFICATION)
         dispatch(m, &msg, &one); /* notifications/cancelled; nothing to answer */
-    else if (msg.kind != RPC_REQUEST)
-        return; /* a response: nothing to answer */
-    else if (strcmp(msg.method, "initialize") == 0)
+    else if (msg.kind != RPC_REQUEST) {
+        ing_mcpask_answer_one(m, item); /* a response: an answer to mcpq's request, or none */
+        return;                         /* nothing to answer */
+    } else if (strcmp(msg.method, "initialize") == 0)
         ing_mcpreq_resp_error(&one, 200, msg.id, RPC_INVALID_REQUEST,
                               "initialize cannot be sent inside a batch", NULL);
     else
@@ -603,12 +612,31 @@ static int post_message(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
         return 0;
     }
     if (msg->kind == RPC_RESPONSE) {
+        /* Not an answer to a request of mcpq's (those were taken before: answers_only):
+         * accepted and ignored. */
         resp->status = 202;
         return 0;
     }
     if ((m->modern ? post_modern(m, msg, resp) : post_legacy(m, msg, resp)) < 0)
         return 0;
     return dispatch(m, msg, resp);
+}
+
+/* 1 when root is a response to one of mcpq's requests, or a batch of responses holding one:
+ * POSTed answers (mcpask.h). */
+static int answers_only(const cJSON *root)
+{
+    int ours = 0;
+    const cJSON *item;
+    int one = !cJSON_IsArray(root);
+    for (item = one ? root : root->child; item; item = one ? NULL : item->next) {
+        rpc_msg_t msg;
+        rpc_classify(item, &msg);
+        if (msg.kind != RPC_RESPONSE)
+            return 0;
+        ours |= ing_mcpask_is_answer(msg.id);
+    }
+    return ours;
 }
 
 int ing_mcp_post(ing_req_t *req, const char *server, ing_resp_t *resp)
@@ -632,6 +660,10 @@ int ing_mcp_post(ing_req_t *req, const char *server, ing_resp_t *resp)
         rpc_classify(root, &msg);
     if (post_version(&m, &msg, resp) < 0)
         goto out;
+    if (answers_only(root)) { /* the client's answers to mcpq's requests (mcpask.h) */
+        ing_mcpask_post(&m, root, resp);
+        goto out;
+    }
     parked = cJSON_IsArray(root) ? post_batch(&m, root, resp) : post_message(&m, &msg, resp);
 out:
     cJSON_Delete(root);

@@ -14,6 +14,7 @@
  * exactly like a missing one, and tasks/list leaves it out.
  */
 #include "mcptasks.h"
+#include "mcpask.h"
 
 #include "era.h"
 #include "err.h"
@@ -104,6 +105,8 @@ static int do_result(ing_mcp_t *m, const rpc_msg_t *msg, const char *task_id, in
     call->modern = 0;
     call->log_min = -1;
     call->task_result = 1;
+    call->on_input = ing_mcpask_hook_legacy; /* UNREACHABLE: this answer is not streamed */
+    call->input_arg = NULL;
     snprintf(call->tool, sizeof(call->tool), "tasks/result");
     if (ing_mcpreq_enqueue(m, call) < 0) {
         ing_mcpreq_resp_error(resp, 200, msg->id, RPC_INTERNAL_ERROR, "internal error; try again",

@@ -7,6 +7,7 @@
 #include "err.h"
 #include "idem.h"
 #include "jobargs.h"
+#include "mcpask.h"
 #include "owner.h"
 #include "files.h"
 #include "log.h"
@@ -148,6 +149,14 @@ static cJSON *build_envelope(ing_mcp_t *m, const ing_tool_t *tool, const rpc_msg
         cJSON_AddItemToObject(e, "progress_token", cJSON_Duplicate(tok, 1));
     if (traceparent[0])
         cJSON_AddStringToObject(e, "traceparent", traceparent);
+    /* Who may answer the job's questions, and what the client may be asked (docs/internals.md,
+     * "Asking the client"). */
+    char owner[ING_OWNER_MAX] = "";
+    (void)ing_owner_of(m->who, owner, sizeof(owner));
+    cJSON_AddStringToObject(e, "owner", owner);
+    cJSON *client = ing_mcpask_envelope_client(m, msg);
+    if (client)
+        cJSON_AddItemToObject(e, "client", client);
     return e;
 }
 
@@ -784,6 +793,9 @@ static tc_status_t tc_envelope(tc_t *tc)
     const char *accept = ing_req_header(tc->m->req, "Accept");
     call->sse_ok = accept && strcasestr(accept, "text/event-stream") != NULL;
     call->log_min = tc->m->log_min;
+    /* how a question of the job reaches the client (pending.h; mcpask.h) */
+    call->on_input = tc->m->modern ? NULL : ing_mcpask_hook_legacy;
+    call->input_arg = NULL;
     snprintf(call->tool, sizeof(call->tool), "%s", tc->tool->name);
     call->progress_token[0] = '\0';
     if (rpc_id_valid(tc->tok))

@@ -292,6 +292,18 @@ int hx_mcp_wait(hx_t *h, hx_ex_t *e, int timeout_ms)
     return 0;
 }
 
+rd_kafka_t *hx_jobs_reader(hx_t *h, const char *group)
+{
+    rd_kafka_t *rk = fx_kafka_new(&h->fx, group, NULL);
+    rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(2);
+    for (int32_t p = 0; p < 2; p++) /* hx_start's stack has two partitions */
+        rd_kafka_topic_partition_list_add(parts, h->set.topic_jobs, p)->offset =
+            RD_KAFKA_OFFSET_BEGINNING;
+    CHECK_INT_EQ(rd_kafka_assign(rk, parts), RD_KAFKA_RESP_ERR_NO_ERROR);
+    rd_kafka_topic_partition_list_destroy(parts);
+    return rk;
+}
+
 void hx_ex_query(hx_ex_t *e, char *path)
 {
     char *q = strchr(path, '?');

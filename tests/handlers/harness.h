@@ -113,6 +113,11 @@ const char *hx_rpc_message(const hx_ex_t *e);
 /* e's result object, or NULL. */
 const cJSON *hx_rpc_result(const hx_ex_t *e);
 
+/* A consumer of group (a group of its own, so a worker's consumption hides nothing) assigned to
+ * every partition of the job topic from its start: for reading the envelopes the handlers
+ * published. rd_kafka_consumer_close() and rd_kafka_destroy() it. */
+rd_kafka_t *hx_jobs_reader(hx_t *h, const char *group);
+
 /* A Redis command on the stack's Redis (a test's own connection); reply freed by caller. */
 redisReply *hx_redis(hx_t *h, const char *fmt, ...);
 

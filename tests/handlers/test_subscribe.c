@@ -300,13 +300,7 @@ typedef struct rec {
  * `want` were read or after ms. */
 static int subscribe_jobs(const char *uri, int want, rec_t *out, int max, int ms)
 {
-    rd_kafka_t *rk = fx_kafka_new(&h.fx, "test-subscribe-reader", NULL);
-    rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(2);
-    for (int32_t p = 0; p < 2; p++)
-        rd_kafka_topic_partition_list_add(parts, h.set.topic_jobs, p)->offset =
-            RD_KAFKA_OFFSET_BEGINNING;
-    CHECK_INT_EQ(rd_kafka_assign(rk, parts), RD_KAFKA_RESP_ERR_NO_ERROR);
-    rd_kafka_topic_partition_list_destroy(parts);
+    rd_kafka_t *rk = hx_jobs_reader(&h, "test-subscribe-reader");
     int n = 0;
     for (long long until = fx_now_ms() + ms; n < want && fx_now_ms() < until;) {
         rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);

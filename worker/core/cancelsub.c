@@ -28,6 +28,8 @@ struct wrk_cancelsub {
     void *arg;
     wrk_cancelsub_fn on_reply; /* messages on WRK_AGENTREPLY_CHANNEL; may be NULL */
     void *reply_arg;
+    wrk_cancelsub_fn on_answer; /* messages on WRK_ANSWER_CHANNEL; may be NULL */
+    void *answer_arg;
     redisContext *ctx;
     wrk_loop_io_t *io;
     uint32_t events;
@@ -93,6 +95,11 @@ static void sub_message(wrk_cancelsub_t *sub, const redisReply *channel, const r
     if (channel->type == REDIS_REPLY_STRING && strcmp(channel->str, WRK_AGENTREPLY_CHANNEL) == 0) {
         if (sub->on_reply)
             sub->on_reply(payload->str, sub->reply_arg);
+        return;
+    }
+    if (channel->type == REDIS_REPLY_STRING && strcmp(channel->str, WRK_ANSWER_CHANNEL) == 0) {
+        if (sub->on_answer)
+            sub->on_answer(payload->str, sub->answer_arg);
         return;
     }
     sub->on_cancel(payload->str, sub->arg);
@@ -201,8 +208,8 @@ static void sub_connect(wrk_cancelsub_t *sub)
         return;
     }
     sub->ping_pending = 0;
-    if (redisAppendCommand(sub->ctx, "SUBSCRIBE %s %s", WRK_CANCEL_CHANNEL,
-                           WRK_AGENTREPLY_CHANNEL) != REDIS_OK) {
+    if (redisAppendCommand(sub->ctx, "SUBSCRIBE %s %s %s", WRK_CANCEL_CHANNEL,
+                           WRK_AGENTREPLY_CHANNEL, WRK_ANSWER_CHANNEL) != REDIS_OK) {
         sub_down(sub, "out of memory");
         return;
     }
@@ -256,4 +263,10 @@ void wrk_cancelsub_on_reply(wrk_cancelsub_t *sub, wrk_cancelsub_fn on_reply, voi
 {
     sub->on_reply = on_reply;
     sub->reply_arg = arg;
+}
+
+void wrk_cancelsub_on_answer(wrk_cancelsub_t *sub, wrk_cancelsub_fn on_answer, void *arg)
+{
+    sub->on_answer = on_answer;
+    sub->answer_arg = arg;
 }

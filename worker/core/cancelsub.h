@@ -31,6 +31,9 @@
  * (docs/internals.md "Conversation channels and the agent reply path"); handed to the on_reply
  * callback. */
 #define WRK_AGENTREPLY_CHANNEL NAMES_CHAN_AGENTREPLY
+/* Also subscribed: the ingress publishes the job id of a question of a job that was answered
+ * (or whose reply stream moved: docs/internals.md "Asking the client"); handed to on_answer. */
+#define WRK_ANSWER_CHANNEL NAMES_CHAN_ANSWER
 #define WRK_CANCELSUB_PING_MS 5000
 
 typedef struct wrk_cancelsub wrk_cancelsub_t;
@@ -46,6 +49,9 @@ void wrk_cancelsub_free(wrk_cancelsub_t *sub);
 
 /* Where messages on WRK_AGENTREPLY_CHANNEL go (message ids, checked like job ids). */
 void wrk_cancelsub_on_reply(wrk_cancelsub_t *sub, wrk_cancelsub_fn on_reply, void *arg);
+
+/* Where messages on WRK_ANSWER_CHANNEL go (job ids; worker/core/ask.h). */
+void wrk_cancelsub_on_answer(wrk_cancelsub_t *sub, wrk_cancelsub_fn on_answer, void *arg);
 
 /* 1 while subscribed. */
 int wrk_cancelsub_up(const wrk_cancelsub_t *sub);

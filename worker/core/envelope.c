@@ -140,7 +140,29 @@ static int parse_answer_to(wrk_envelope_t *env, char *errstr, size_t errstr_size
     return 0;
 }
 
-/* tenant, tool, tool_version, mode, task_id and traceparent. */
+/* "client": what the caller can be asked (an object whose capabilities, when present, are
+ * objects); absent leaves env->client NULL. */
+static int parse_client(wrk_envelope_t *env, char *errstr, size_t errstr_size)
+{
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(env->root, "client");
+    if (!c || cJSON_IsNull(c))
+        return 0;
+    if (!cJSON_IsObject(c))
+        FAIL("client is not an object");
+    const cJSON *pv = cJSON_GetObjectItemCaseSensitive(c, "protocol_version");
+    if (pv && !cJSON_IsString(pv))
+        FAIL("client.protocol_version is not a string");
+    const cJSON *caps = cJSON_GetObjectItemCaseSensitive(c, "capabilities");
+    if (caps && !cJSON_IsObject(caps))
+        FAIL("client.capabilities is not an object");
+    for (const cJSON *it = caps ? caps->child : NULL; it; it = it->next)
+        if (!cJSON_IsObject(it))
+            FAIL("client.capabilities.%.32s is not an object", it->string);
+    env->client = c;
+    return 0;
+}
+
+/* tenant, tool, tool_version, mode, task_id, traceparent, owner, session_id and client. */
 static int parse_strings(wrk_envelope_t *env, char *errstr, size_t errstr_size)
 {
     const cJSON *root = env->root;
@@ -167,7 +189,13 @@ static int parse_strings(wrk_envelope_t *env, char *errstr, size_t errstr_size)
         FAIL("traceparent is not a string");
     if (tp && traceparent_valid(tp))
         env->traceparent = tp;
-    return 0;
+    env->owner = get_string(root, "owner", &bad);
+    if (bad || (env->owner && strlen(env->owner) > WRK_OWNER_MAX))
+        FAIL("owner is not a string of at most %d bytes", WRK_OWNER_MAX);
+    env->session_id = get_string(root, "session_id", &bad);
+    if (bad || (env->session_id && strlen(env->session_id) > WRK_NAME_MAX))
+        FAIL("session_id is not a string of at most %d bytes", WRK_NAME_MAX);
+    return parse_client(env, errstr, errstr_size);
 }
 
 /* arguments, the executor object with its type, and the numbers. */

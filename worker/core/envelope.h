@@ -14,7 +14,9 @@
  * needs: a string "uri" for resources/read, resources/subscribe and resources/unsubscribe, a
  * string "name" for prompts/get, objects "ref" and "argument" for completion/complete.
  * "mime_type" (optional) is the registry object's mimeType, used when a read's result is
- * mapped (mresult.h).
+ * mapped (mresult.h). "owner", "session_id" and "client" (optional) say who called and what
+ * it can be asked mid-call (worker/core/ask.h); a "client" that is not an object, or whose
+ * capabilities are not objects, fails the parse.
  *
  * The envelope owns its cJSON tree; every pointer in it points into that tree. The tree is
  * read-only after parsing. Pure functions (no I/O), thread-safe on distinct envelopes.
@@ -33,6 +35,7 @@
 #define WRK_REPLY_PREFIX NAMES_KEY_REPLY
 #define WRK_REPLY_MAX 256
 #define WRK_NAME_MAX 255
+#define WRK_OWNER_MAX 600
 
 typedef struct wrk_envelope {
     cJSON *root;
@@ -49,13 +52,17 @@ typedef struct wrk_envelope {
     const cJSON *executor;    /* an object with a string "type" */
     const char *exec_type;
     kinds_method_t method_id;
-    const char *method;    /* the method's name; "tools/call" when absent (a static string) */
-    const char *mime_type; /* NULL when absent */
-    int64_t deadline_ms;   /* epoch ms; 0 when absent */
-    int64_t created_ms;    /* 0 when absent */
-    int64_t timeout_ms;    /* 0 when absent */
-    int64_t result_ttl_s;  /* how long the result record must be kept at least (an idempotent
-                            * call, ingress/core/idem.h); 0 when absent */
+    const char *method;     /* the method's name; "tools/call" when absent (a static string) */
+    const char *mime_type;  /* NULL when absent */
+    const char *owner;      /* the caller's owner string (ingress/core/owner.h); NULL: absent */
+    const char *session_id; /* the caller's legacy session; NULL: absent */
+    const cJSON *client;    /* {"protocol_version", "capabilities": {...}} of the caller, which
+                             * says what it can be asked (worker/core/ask.h); NULL: nothing */
+    int64_t deadline_ms;    /* epoch ms; 0 when absent */
+    int64_t created_ms;     /* 0 when absent */
+    int64_t timeout_ms;     /* 0 when absent */
+    int64_t result_ttl_s;   /* how long the result record must be kept at least (an idempotent
+                             * call, ingress/core/idem.h); 0 when absent */
 } wrk_envelope_t;
 
 /* Parses buf[0..len) into env (which the caller then cleans up either way).

@@ -1,5 +1,6 @@
 #include "job.h"
 
+#include "ask.h"
 #include "err.h"
 #include "log.h"
 #include "mresult.h"
@@ -27,6 +28,7 @@ void wrk_job_free(wrk_job_t *job)
 {
     if (!job)
         return;
+    wrk_ask_abandon(job);
     wrk_loop_timer_stop(job->rt->loop, &job->deadline_timer);
     for (size_t i = 0; i < WRK_JOB_MAX_STREAMS; i++)
         free(job->extra_streams[i]);
@@ -135,8 +137,8 @@ static void job_log_finish(const wrk_job_t *job)
 }
 
 /* Builds job->record from a status and result (borrowed), then hands the job back. */
-static void job_complete(wrk_job_t *job, wrk_status_t status, const cJSON *result, int code,
-                         const char *message)
+static void job_complete_data(wrk_job_t *job, wrk_status_t status, const cJSON *result, int code,
+                              const char *message, const char *reason)
 {
     wrk_record_t r = {
         .job_id = job->env.job_id,
@@ -146,6 +148,7 @@ static void job_complete(wrk_job_t *job, wrk_status_t status, const cJSON *resul
         .result = result,
         .err_code = code,
         .err_msg = message,
+        .err_reason = reason,
         .worker = job->rt->worker_id,
         .attempt = 1,
         .started_ms = job->started_ms ? job->started_ms : util_now_ms(),
@@ -167,11 +170,22 @@ static void job_complete(wrk_job_t *job, wrk_status_t status, const cJSON *resul
     job->rt->on_finished(job, job->rt->arg);
 }
 
+static void job_complete(wrk_job_t *job, wrk_status_t status, const cJSON *result, int code,
+                         const char *message)
+{
+    job_complete_data(job, status, result, code, message, NULL);
+}
+
 void wrk_job_fail(wrk_job_t *job, int code, const char *message)
+{
+    wrk_job_fail_reason(job, code, message, NULL);
+}
+
+void wrk_job_fail_reason(wrk_job_t *job, int code, const char *message, const char *reason)
 {
     if (!job->started_ms)
         job->started_ms = util_now_ms();
-    job_complete(job, WRK_STATUS_ERROR, NULL, code, message);
+    job_complete_data(job, WRK_STATUS_ERROR, NULL, code, message, reason);
 }
 
 static void job_on_deadline(wrk_loop_timer_t *t, void *arg)
@@ -304,6 +318,7 @@ void wrk_job_cancel(wrk_job_t *job, wrk_cancel_t how)
         return;
     job->cancel = how;
     wrk_loop_timer_stop(job->rt->loop, &job->deadline_timer);
+    wrk_ask_abandon(job); /* the tool stops: nobody waits for the answer */
     /* The executor may finish (and the worker free the job) inside this call. */
     job->ex->cancel(job, how);
 }
@@ -318,6 +333,7 @@ static void job_finish(wrk_job_t *job, cJSON *result, int native)
     job->rt->executing--;
     job->ex_state = NULL;
     wrk_loop_timer_stop(job->rt->loop, &job->deadline_timer);
+    wrk_ask_abandon(job); /* a tool that ended while it asked */
     if (job->cancelled) {
         /* Even when a shutdown escalated the stop to an abort: the caller's cancellation is
          * known, so the job is finished rather than left for another worker. */
@@ -379,6 +395,7 @@ void wrk_job_finish_error(wrk_job_t *job, int code, const char *message)
     job->rt->executing--;
     job->ex_state = NULL;
     wrk_loop_timer_stop(job->rt->loop, &job->deadline_timer);
+    wrk_ask_abandon(job);
     job_complete(job, WRK_STATUS_ERROR, NULL, code, message);
 }
 

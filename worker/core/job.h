@@ -41,6 +41,8 @@
 typedef struct wrk_httpexec wrk_httpexec_t;
 typedef struct wrk_agent wrk_agent_t;
 typedef struct wrk_mcpexec wrk_mcpexec_t;
+typedef struct wrk_ask wrk_ask_t;
+typedef struct wrk_ask_q wrk_ask_q_t;
 
 typedef struct wrk_rt {
     wrk_loop_t *loop;
@@ -48,6 +50,7 @@ typedef struct wrk_rt {
     wrk_agent_t *agent; /* agent calls waiting for replies (agent.h) */
     wrk_mcpexec_t *mcp; /* the mcp executor's upstream cache (worker/executors/mcpexec.h) */
     wrk_store_t *store;
+    wrk_ask_t *ask; /* questions to the clients (ask.h); NULL: jobs cannot ask */
     const mcpq_settings_t *settings;
     const char *worker_id;
     /* Called once per job when its record is built (job->record) or, for an aborted job,
@@ -94,6 +97,8 @@ struct wrk_job {
     int64_t deadline_ms; /* epoch ms */
     int64_t started_ms;
     wrk_loop_timer_t deadline_timer;
+    wrk_ask_q_t *ask_q; /* the open question to the client (ask.h), NULL when none */
+    long long ask_n;    /* questions asked so far (the open one's number) */
 
     char *record; /* the result record, once built */
     size_t record_len;
@@ -148,6 +153,8 @@ void wrk_job_cancel(wrk_job_t *job, wrk_cancel_t how);
 /* Builds a record with status error (a malformed envelope, an internal failure) and calls
  * rt->on_finished. */
 void wrk_job_fail(wrk_job_t *job, int code, const char *message);
+/* wrk_job_fail with error.data {"reason": reason} (NULL: none), e.g. "input_lost". */
+void wrk_job_fail_reason(wrk_job_t *job, int code, const char *message, const char *reason);
 
 /* For executors: the job's CallToolResult (ownership passes to the job; NULL when the
  * executor was cancelled or could not build one). Exactly once per started executor. A job

@@ -35,6 +35,10 @@ char *wrk_record_build(const wrk_record_t *r, size_t *len)
         cJSON *err = cJSON_AddObjectToObject(o, "error");
         ok = err && cJSON_AddNumberToObject(err, "code", r->err_code) &&
              cJSON_AddStringToObject(err, "message", r->err_msg ? r->err_msg : "");
+        if (ok && r->err_reason) {
+            cJSON *data = cJSON_AddObjectToObject(err, "data");
+            ok = data && cJSON_AddStringToObject(data, "reason", r->err_reason);
+        }
     }
     ok = ok && cJSON_AddStringToObject(o, "worker", r->worker ? r->worker : "") &&
          cJSON_AddNumberToObject(o, "attempt", r->attempt > 0 ? r->attempt : 1) &&

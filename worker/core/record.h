@@ -4,7 +4,8 @@
  * the data of the `cancelled` entry a cancelled job sends instead.
  *
  *   {"v":1,"job_id","tenant","tool","status":"ok"|"timeout"|"error",
- *    "result":<CallToolResult> (ok) | "error":{"code","message"} (timeout, error),
+ *    "result":<CallToolResult> (ok) | "error":{"code","message","data"?:{"reason"}}
+ *    (timeout, error),
  *    "worker","attempt","started_ms","finished_ms"}
  *
  * Pure functions, thread-safe.
@@ -27,6 +28,7 @@ typedef struct wrk_record {
     const cJSON *result; /* OK: the CallToolResult */
     int err_code;        /* TIMEOUT, ERROR */
     const char *err_msg;
+    const char *err_reason; /* ERROR: written as error.data.reason (NULL: no data) */
     const char *worker;
     int attempt;
     int64_t started_ms, finished_ms;

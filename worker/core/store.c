@@ -17,6 +17,8 @@
 #define STORE_BACKOFF_MAX_MS 5000
 #define STORE_EXPIRE_SLOTS 64 /* distinct streams given one EXPIRE per pipeline */
 #define STORE_KEY_MAX (sizeof(WRK_RESULT_PREFIX) + sizeof(WRK_CANCEL_PREFIX) + 256)
+#define STORE_ASKED_PREFIX NAMES_KEY_ASKED
+#define STORE_ASK_PREFIX NAMES_KEY_ASK
 
 typedef struct store_note {
     struct store_note *next;
@@ -33,7 +35,9 @@ typedef enum {
     CMD_XADD,
     CMD_EXISTS,
     CMD_CGET,
-    CMD_WAIT
+    CMD_WAIT,
+    CMD_ASKED, /* CHECK: GET {mcpq}:asked:<id> */
+    CMD_ASKW   /* CHECK: HGET {mcpq}:ask:<id> worker */
 } cmd_kind_t;
 
 typedef struct store_cmd {
@@ -351,6 +355,22 @@ static int append_cancel_key(wrk_store_t *st, cmd_kind_t kind, wrk_store_req_t *
     return append_argv(st, kind, r, 2, argv, lens);
 }
 
+/* CHECK: GET {mcpq}:asked:<id> and HGET {mcpq}:ask:<id> worker (the redelivery rule of
+ * docs/internals.md, "Asking the client"). */
+static int append_ask_keys(wrk_store_t *st, wrk_store_req_t *r)
+{
+    char k1[STORE_KEY_MAX], k2[STORE_KEY_MAX];
+    snprintf(k1, sizeof(k1), "%s%s", STORE_ASKED_PREFIX, r->job_id);
+    snprintf(k2, sizeof(k2), "%s%s", STORE_ASK_PREFIX, r->job_id);
+    const char *a1[] = {"GET", k1};
+    size_t l1[] = {3, strlen(k1)};
+    const char *a2[] = {"HGET", k2, "worker"};
+    size_t l2[] = {4, strlen(k2), 6};
+    if (append_argv(st, CMD_ASKED, r, 2, a1, l1) < 0 || append_argv(st, CMD_ASKW, r, 3, a2, l2) < 0)
+        return MCPQ_ENOMEM;
+    return 0;
+}
+
 /* Durable record bytes of a WRITE (another worker's when SET NX found one) or REPLY. */
 static const char *durable_of(const wrk_store_req_t *r, size_t *len)
 {
@@ -424,7 +444,7 @@ static int append_round_one(wrk_store_t *st, wrk_store_req_t *r)
         const char *argv[] = {"GET", key_of(r->job_id, key, sizeof(key))};
         size_t lens[] = {3, strlen(argv[1])};
         if (append_argv(st, CMD_GET, r, 2, argv, lens) < 0 ||
-            append_cancel_key(st, CMD_EXISTS, r) < 0)
+            append_cancel_key(st, CMD_EXISTS, r) < 0 || append_ask_keys(st, r) < 0)
             return MCPQ_ENOMEM;
     } else if (r->op == WRK_STORE_PROBE) {
         if (append_cancel_key(st, CMD_EXISTS, r) < 0)
@@ -481,6 +501,13 @@ static int round_one_reply(cmd_kind_t kind, wrk_store_req_t *r, const redisReply
         r->cancelled = rep->type == REDIS_REPLY_INTEGER && rep->integer > 0;
         if (r->op == WRK_STORE_PROBE)
             r->phase = 2;
+    } else if (kind == CMD_ASKED) {
+        r->asked = rep->type == REDIS_REPLY_STRING;
+    } else if (kind == CMD_ASKW) {
+        /* A question kept alive by a worker other than this one (r->self): it waits still. */
+        r->ask_live =
+            rep->type == REDIS_REPLY_STRING &&
+            !(r->self && strlen(r->self) == rep->len && memcmp(r->self, rep->str, rep->len) == 0);
     } else if (kind == CMD_CGET) {
         /* Whatever the key holds (or nothing, or an error): the entry is sent anyway. */
         int found = rep->type == REDIS_REPLY_STRING;
@@ -691,6 +718,7 @@ static wrk_store_req_t *split_batch(wrk_store_t *st, wrk_store_req_t *batch, int
             if (r->op == WRK_STORE_CHECK || r->op == WRK_STORE_PROBE) {
                 restart_req(r);
                 r->cancelled = 0;
+                r->asked = r->ask_live = 0;
             } else if (rc == MCPQ_EIO && r->phase == 1) {
                 /* The connection was lost after the SET: it may not have reached the master
                  * that answers next (a failover), so it is sent again. */

@@ -8,9 +8,9 @@
  * (kv_connect, MCPQ_REDIS_TIMEOUT_MS bounds every read and write), so a thousand finished
  * jobs cost a couple of round trips, not a thousand.
  *
- *   CHECK  GET {mcpq}:result:<id>, EXISTS {mcpq}:cancel:<id>
- *                                                    → done(req, record or NULL),
- *                                                      req->cancelled set
+ *   CHECK  GET {mcpq}:result:<id>, EXISTS {mcpq}:cancel:<id>, GET {mcpq}:asked:<id>,
+ *          HGET {mcpq}:ask:<id> worker                → done(req, record or NULL),
+ *                                                      req->cancelled, asked, ask_live set
  *   PROBE  EXISTS {mcpq}:cancel:<id>                   → done(req, NULL, 0), req->cancelled set
  *   WRITE  SET {mcpq}:result:<id> <record> NX GET EX <ttl>   (ttl: the store's, or the
  *          request's ttl_s when longer; the record that is durable:
@@ -78,7 +78,10 @@ struct wrk_store_req {
     int64_t ttl_s; /* WRITE: keep the record at least this long (0: the store's TTL) */
     wrk_store_fn done;
     void *arg;
-    int cancelled; /* CHECK, PROBE: 1 when {mcpq}:cancel:<id> exists (set before done runs) */
+    int cancelled;    /* CHECK, PROBE: 1 when {mcpq}:cancel:<id> exists (set before done runs) */
+    const char *self; /* CHECK: this worker's id (ask_live leaves its own questions out) */
+    int asked;        /* CHECK: 1 when {mcpq}:asked:<id> is set (an attempt asked its client) */
+    int ask_live;     /* CHECK: 1 when {mcpq}:ask:<id> is kept alive by another worker */
     /* private */
     int phase;         /* WRITE, CANCEL: 0 SET/GET pending, 1 XADD pending; 4 (all three):
                         * written, waiting for replicas (wrk_store_set_wait) */

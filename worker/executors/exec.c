@@ -1,5 +1,6 @@
 #include "exec.h"
 
+#include "ask.h"
 #include "err.h"
 #include "job.h"
 #include "log.h"
@@ -22,6 +23,7 @@
 #define EXEC_READ_CHUNK 65536
 #define EXEC_READS_PER_EVENT 4          /* then let other fds have a turn */
 #define EXEC_DRAIN_STDERR_MAX (1 << 20) /* after exit: stderr read before giving up */
+#define EXEC_INPUT_PREFIX "input "      /* an interactive tool's question line on stdout */
 
 typedef struct exec_proc {
     wrk_job_t *job;
@@ -29,6 +31,10 @@ typedef struct exec_proc {
     int pidfd, in_fd, out_fd, err_fd;
     wrk_loop_io_t *pid_io, *in_io, *out_io, *err_io;
     size_t in_off;
+    int interactive; /* executor.interactive: stdin stays open, stdout lines may ask */
+    util_buf_t in;   /* interactive: bytes still to write to stdin (envelope line, answers) */
+    util_buf_t line; /* interactive: the stdout line being read */
+    char ask_key[WRK_ASK_KEY_MAX + 1]; /* the key of the open question */
     util_buf_t out;
     wrk_stderrline_buf_t lines;
     char tail[WRK_EXEC_TAIL_MAX];
@@ -82,6 +88,145 @@ static void on_stderr_line(const char *line, size_t len, void *arg)
     cJSON_Delete(data);
 }
 
+/* ---- interactive tools: the line protocol (docs/tools.md, "Asking the user") ---- */
+
+/* Writes what p->in holds to the tool's stdin without blocking; watches EPOLLOUT while some
+ * is left. A tool that closed its stdin (EPIPE) gets nothing more. */
+static void in_flush(exec_proc_t *p)
+{
+    wrk_loop_t *loop = p->job->rt->loop;
+    if (p->in_fd < 0)
+        return;
+    while (p->in_off < p->in.len) {
+        ssize_t n = write(p->in_fd, p->in.data + p->in_off, p->in.len - p->in_off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            wrk_loop_io_set(loop, p->in_io, EPOLLOUT);
+            return;
+        }
+        if (n <= 0) {
+            wrk_loop_io_close(loop, &p->in_io, &p->in_fd);
+            return;
+        }
+        p->in_off += (size_t)n;
+    }
+    p->in.len = 0;
+    p->in_off = 0;
+    wrk_loop_io_set(loop, p->in_io, 0);
+}
+
+/* Queues one line of JSON (v, borrowed) for the tool's stdin. */
+static void in_line(exec_proc_t *p, const cJSON *v)
+{
+    char *s = v ? cJSON_PrintUnformatted(v) : NULL;
+    if (!s || util_buf_append(&p->in, s, strlen(s)) < 0 || util_buf_append(&p->in, "\n", 1) < 0)
+        log_event(LOG_WARN, "exec: cannot write the answer to the tool's stdin", "job_id",
+                  p->job->env.job_id, (char *)NULL);
+    free(s);
+    in_flush(p);
+}
+
+/* The answer of the tool's question (ask.h): its key's entry, as one line on stdin. */
+static void on_answer(wrk_job_t *job, const cJSON *answers, void *arg)
+{
+    exec_proc_t *p = arg;
+    (void)job;
+    in_line(p, cJSON_GetObjectItemCaseSensitive(answers, p->ask_key));
+}
+
+/* An answer line the worker gives itself: {"error": {code, message}}. */
+static void in_error(exec_proc_t *p, int code, const char *message)
+{
+    cJSON *e = wrk_ask_error_answer(code, message);
+    in_line(p, e);
+    cJSON_Delete(e);
+}
+
+/* A question line `input {"method", "params", "key"?}`: asked through ask.h, or answered
+ * at once with an error when it cannot be asked. */
+static void ask_line(exec_proc_t *p, const char *json, size_t len)
+{
+    wrk_job_t *job = p->job;
+    char err[256] = "", key[WRK_ASK_KEY_MAX + 1];
+    cJSON *q = cJSON_ParseWithLength(json, len);
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(q, "key");
+    int ok = cJSON_IsObject(q) && (!k || cJSON_IsString(k));
+    for (const cJSON *f = ok ? q->child : NULL; f; f = f->next)
+        if (strcmp(f->string, "method") != 0 && strcmp(f->string, "params") != 0 &&
+            strcmp(f->string, "key") != 0)
+            ok = 0;
+    if (!ok) {
+        cJSON_Delete(q);
+        in_error(p, -32602,
+                 "an input line is `input ` and one JSON object {\"method\", \"params\", "
+                 "\"key\"?}");
+        return;
+    }
+    int long_key = k && strlen(k->valuestring) > WRK_ASK_KEY_MAX;
+    if (k)
+        snprintf(key, sizeof(key), "%s", k->valuestring);
+    else
+        snprintf(key, sizeof(key), "q%lld", job->ask_n + 1);
+    cJSON_DeleteItemFromObjectCaseSensitive(q, "key");
+    k = NULL;
+    cJSON *reqs = cJSON_CreateObject();
+    int rc = MCPQ_ENOMEM;
+    if (reqs && long_key) {
+        snprintf(err, sizeof(err), "request key must be 1 to 64 characters of [A-Za-z0-9_.-]");
+        rc = MCPQ_EINVAL;
+    } else if (reqs) {
+        cJSON_AddItemToObject(reqs, key, q);
+        q = NULL;
+        rc = wrk_ask_open(job, reqs, on_answer, p, err, sizeof(err));
+    }
+    cJSON_Delete(q);
+    cJSON_Delete(reqs);
+    if (rc == 0) {
+        snprintf(p->ask_key, sizeof(p->ask_key), "%s", key);
+        return;
+    }
+    if (rc == MCPQ_EBUSY)
+        in_error(p, -32600, "a question of this call is open: read its answer before asking again");
+    else
+        in_error(p, rc == MCPQ_ENOMEM ? -32603 : -32602, err[0] ? err : "out of memory");
+}
+
+/* One complete stdout line of an interactive tool (without its newline). */
+static int stdout_line(exec_proc_t *p, const char *line, size_t len)
+{
+    size_t pl = sizeof(EXEC_INPUT_PREFIX) - 1;
+    if (len >= pl && memcmp(line, EXEC_INPUT_PREFIX, pl) == 0) {
+        if (p->pid_io) /* after the exit a question has nobody to answer */
+            ask_line(p, line + pl, len - pl);
+        return 0;
+    }
+    if (util_buf_append(&p->out, line, len) < 0 || util_buf_append(&p->out, "\n", 1) < 0)
+        return -1;
+    return 0;
+}
+
+/* Splits an interactive tool's stdout into lines: questions are taken out, the rest is its
+ * result. -1 when the result passes MCPQ_MAX_OUTPUT_BYTES. */
+static int stdout_lines(exec_proc_t *p, const char *buf, size_t n)
+{
+    while (n > 0) {
+        const char *nl = memchr(buf, '\n', n);
+        size_t take = nl ? (size_t)(nl - buf) : n;
+        if (util_buf_append(&p->line, buf, take) < 0)
+            return -1;
+        if (!nl)
+            return 0;
+        int rc = stdout_line(p, p->line.data ? p->line.data : "", p->line.len);
+        p->line.len = 0;
+        if (rc < 0)
+            return -1;
+        buf += take + 1;
+        n -= take + 1;
+    }
+    return 0;
+}
+
 /* Reads what fd has now, up to max_reads chunks. Returns 1 at EOF or on a read error. */
 static int read_some(exec_proc_t *p, int fd, int is_err, int max_reads)
 {
@@ -94,6 +239,12 @@ static int read_some(exec_proc_t *p, int fd, int is_err, int max_reads)
             return 1;
         if (is_err) {
             wrk_stderrline_buf_feed(&p->lines, buf, (size_t)n, on_stderr_line, p);
+        } else if (p->interactive) {
+            if (!p->too_big && stdout_lines(p, buf, (size_t)n) < 0) {
+                p->too_big = 1;
+                proc_signal(p, SIGKILL);
+                return 1;
+            }
         } else if (!p->too_big && util_buf_append(&p->out, buf, (size_t)n) < 0) {
             p->too_big = 1;
             proc_signal(p, SIGKILL);
@@ -129,6 +280,10 @@ static void on_stdin(wrk_loop_io_t *io, int fd, uint32_t events, void *arg)
     wrk_job_t *job = p->job;
     (void)io;
     (void)events;
+    if (p->interactive) {
+        in_flush(p);
+        return;
+    }
     while (p->in_off < job->body_len) {
         ssize_t n = write(fd, job->body + p->in_off, job->body_len - p->in_off);
         if (n < 0 && errno == EINTR)
@@ -145,6 +300,9 @@ static void on_stdin(wrk_loop_io_t *io, int fd, uint32_t events, void *arg)
 static void proc_free(exec_proc_t *p)
 {
     wrk_loop_t *loop = p->job->rt->loop;
+    wrk_ask_abandon(p->job); /* its answer would go to a tool that is gone */
+    util_buf_cleanup(&p->in);
+    util_buf_cleanup(&p->line);
     wrk_loop_timer_stop(loop, &p->kill_timer);
     wrk_loop_io_close(loop, &p->in_io, &p->in_fd);
     wrk_loop_io_close(loop, &p->out_io, &p->out_fd);
@@ -156,6 +314,9 @@ static void proc_free(exec_proc_t *p)
 
 static cJSON *proc_result(exec_proc_t *p)
 {
+    if (p->interactive && !p->too_big && p->line.len > 0 &&
+        util_buf_append(&p->out, p->line.data, p->line.len) < 0)
+        p->too_big = 1; /* the last line, without its newline */
     if (p->too_big)
         return wrk_output_errorf("output too large: the tool printed more than %zu bytes",
                                  p->out.max);
@@ -186,6 +347,7 @@ static void on_exit_fd(wrk_loop_io_t *io, int fd, uint32_t events, void *arg)
         p->exit_status = si.si_status;
     else
         p->signo = si.si_status;
+    wrk_loop_io_close(job->rt->loop, &p->pid_io, &p->pidfd); /* exited: it asks no more */
     /* Whatever the child wrote before it exited is in the pipes now. */
     if (p->out_fd >= 0)
         read_some(p, p->out_fd, 0, (int)(p->out.max / EXEC_READ_CHUNK) + 2);
@@ -446,6 +608,16 @@ static int watch_child(wrk_job_t *job, exec_proc_t *p)
     p->pid_io = wrk_loop_io_new(loop, p->pidfd, EPOLLIN, on_exit_fd, p);
     p->out_io = wrk_loop_io_new(loop, p->out_fd, EPOLLIN, on_stdout, p);
     p->err_io = wrk_loop_io_new(loop, p->err_fd, EPOLLIN, on_stderr, p);
+    if (p->interactive) {
+        /* The envelope as one line; stdin stays open for the answers (in_flush). */
+        p->in_io = wrk_loop_io_new(loop, p->in_fd, 0, on_stdin, p);
+        if (util_buf_append(&p->in, job->body, job->body_len) < 0 ||
+            util_buf_append(&p->in, "\n", 1) < 0)
+            wrk_loop_io_close(loop, &p->in_io, &p->in_fd);
+        else if (p->in_io)
+            in_flush(p);
+        goto watched;
+    }
     /* The envelope usually fits the pipe buffer: write it now and watch only for the rest. */
     while (p->in_off < job->body_len) {
         ssize_t n = write(p->in_fd, job->body + p->in_off, job->body_len - p->in_off);
@@ -457,6 +629,7 @@ static int watch_child(wrk_job_t *job, exec_proc_t *p)
         p->in_io = wrk_loop_io_new(loop, p->in_fd, EPOLLOUT, on_stdin, p);
     else
         wrk_loop_io_close(loop, &p->in_io, &p->in_fd);
+watched:
     if (!p->pid_io || !p->out_io || !p->err_io || (p->in_fd >= 0 && !p->in_io)) {
         /* Without its watchers the child cannot be served: kill and reap it now. */
         proc_signal(p, SIGKILL);
@@ -497,6 +670,11 @@ static int exec_start(wrk_job_t *job)
     p->job = job;
     p->pidfd = p->in_fd = p->out_fd = p->err_fd = -1;
     util_buf_init(&p->out, (size_t)job->rt->settings->max_output_bytes);
+    p->interactive =
+        cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(job->env.executor, "interactive"));
+    /* The envelope line, then one answer at a time (each at most MCPQ_INPUT_MAX_BYTES). */
+    util_buf_init(&p->in, job->body_len + 2 * (size_t)job->rt->settings->input_max_bytes + 4096);
+    util_buf_init(&p->line, (size_t)job->rt->settings->max_output_bytes);
     wrk_stderrline_buf_init(&p->lines);
     wrk_loop_timer_init(&p->kill_timer, on_kill_timer, p);
     int err = spawn_child(p, argv, envp, cwd);

@@ -539,7 +539,11 @@ static void test_schema_errors(void)
         {"{'type':'exec','argv':['x'],'url':'http://x'}",
          "$.tools[0].versions[0].executor: unknown property \"url\""},
         {"{'type':'builtin','name':'cat'}",
-         "$.tools[0].versions[0].executor.name: must be one of \"echo\", \"sleep\", \"fail\""},
+         "$.tools[0].versions[0].executor.name: must be one of \"echo\", \"sleep\", \"fail\", "
+         "\"confirm\", \"test_elicitation\", \"test_sampling\", "
+         "\"test_elicitation_sep1034_defaults\", \"test_elicitation_sep1330_enums\""},
+        {"{'type':'exec','argv':['x'],'interactive':'yes'}",
+         "$.tools[0].versions[0].executor.interactive: expected boolean, got string"},
         {"{'type':'http'}", "$.tools[0].versions[0].executor: missing required property \"url\""},
         {"{'type':'http','url':'http://x','headers':{'X-A':1}}",
          "$.tools[0].versions[0].executor.headers.X-A: expected string, got integer"},
