@@ -736,3 +736,36 @@ redisReply *kv_pool_commandargv(kv_pool_t *pool, char *errstr, size_t errstr_siz
     int len = redisFormatCommandArgv(&cmd, argc, argv, argvlen);
     return pool_run(pool, cmd, len, errstr, errstr_size);
 }
+
+redisContext *kv_lazy_get(kv_lazy_t *l)
+{
+    if (l->ctx)
+        return l->ctx;
+    if (util_mono_ms() < l->retry_at)
+        return NULL;
+    char errstr[256];
+    l->ctx = kv_connect(l->kvt, l->timeout_ms, errstr, sizeof(errstr));
+    if (!l->ctx) {
+        log_event(LOG_WARN, "redis unreachable", "component", l->what, "error", errstr,
+                  (char *)NULL);
+        l->retry_at = util_mono_ms() + KV_LAZY_RETRY_MS;
+    }
+    return l->ctx;
+}
+
+void kv_lazy_broken(kv_lazy_t *l, const char *why)
+{
+    if (!l->ctx || (!l->ctx->err && !why))
+        return;
+    log_event(LOG_WARN, "redis command failed", "component", l->what, "error",
+              why ? why : l->ctx->errstr, (char *)NULL);
+    redisFree(l->ctx);
+    l->ctx = NULL;
+}
+
+void kv_lazy_close(kv_lazy_t *l)
+{
+    if (l->ctx)
+        redisFree(l->ctx);
+    l->ctx = NULL;
+}

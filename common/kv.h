@@ -91,6 +91,28 @@ int kv_wait(redisContext *c, int replicas, int timeout_ms);
  * redisBufferRead/redisGetReply. 0 or MCPQ_EIO. */
 int kv_set_nonblock(redisContext *c);
 
+/*
+ * One blocking context made on first use and again after it broke, no sooner than
+ * KV_LAZY_RETRY_MS after a failed attempt: for a loop thread's few calls (the worker's agent
+ * calls and questions). Caller-owned; zero it, then set kvt, timeout_ms and what (the log
+ * lines' prefix). One thread.
+ */
+#define KV_LAZY_RETRY_MS 1000
+typedef struct kv_lazy {
+    kv_target_t *kvt;
+    int timeout_ms;
+    const char *what;
+    redisContext *ctx;
+    int64_t retry_at; /* monotonic ms */
+} kv_lazy_t;
+/* The context, connecting when there is none; NULL (logged) when Redis is unreachable. */
+redisContext *kv_lazy_get(kv_lazy_t *l);
+/* After a failed command: drops the context when hiredis marked it broken, or when why (a
+ * reason of the caller's, e.g. an error reply) is given; logged. */
+void kv_lazy_broken(kv_lazy_t *l, const char *why);
+/* Closes the context. */
+void kv_lazy_close(kv_lazy_t *l);
+
 typedef struct kv_pool kv_pool_t;
 
 /* A pool of blocking contexts to t (which must outlive it), each command bounded by

@@ -11,7 +11,8 @@
 
 int whq_event_known(const char *event)
 {
-    static const char *const known[] = {"task.running", "task.completed", "task.terminated",
+    static const char *const known[] = {"task.running",   "task.input_required",
+                                        "task.completed", "task.terminated",
                                         "task.cancelled", WHQ_EVENT_TOOL_CHANGED};
     for (size_t i = 0; event && i < sizeof(known) / sizeof(known[0]); i++)
         if (strcmp(event, known[i]) == 0)

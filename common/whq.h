@@ -62,8 +62,8 @@
  * event without a task (task id ""); its data names tenant, server and tool. */
 #define WHQ_EVENT_TOOL_CHANGED "tool.changed"
 
-/* 1 when event is one of task.running, task.completed, task.terminated, task.cancelled,
- * tool.changed. */
+/* 1 when event is one of task.running, task.input_required, task.completed, task.terminated,
+ * task.cancelled, tool.changed. */
 int whq_event_known(const char *event);
 
 /*

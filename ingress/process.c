@@ -4,6 +4,7 @@
 #include "process.h"
 
 #include "files.h"
+#include "rstate.h"
 #include "kconf.h"
 #include "ktopic.h"
 #include "listen.h"
@@ -67,6 +68,8 @@ static void open_services(ing_ctx_t *ctx, const mcpq_settings_t *set)
     if (ctx->pending && ctx->kv)
         ing_pending_set_kv(ctx->pending, ctx->kv);
     ctx->rl = ctx->kv ? ing_ratelimit_new(ctx->kv, NULL, set->rate_limit_lease_ms, 0) : NULL;
+    const char *rkey = set->request_state_key;
+    ctx->rstate = ing_rstate_new(rkey, rkey ? strlen(rkey) : 0, ctx->kv);
     ctx->authfail = (ing_authfail_t){
         .rl = ctx->kv ? ing_ratelimit_new(ctx->kv, NAMES_KEY_AUTHFAIL, 1, ING_AUTHFAIL_MAX_BUCKETS)
                       : NULL,
@@ -92,7 +95,7 @@ int ing_process_open(ing_ctx_t *ctx, const mcpq_settings_t *set, kv_target_t *kv
     *exit_code = 1;
     char why[512];
     if (open_kafka(ctx, set, opts->keys, why, sizeof(why)) < 0 || !ctx->metrics || !ctx->kv ||
-        !ctx->pending || !ctx->rl || !ctx->authfail.rl) {
+        !ctx->pending || !ctx->rl || !ctx->authfail.rl || !ctx->rstate) {
         snprintf(err, err_size, "start-up failed: %s", ctx->producer ? "out of memory" : why);
         return -1;
     }
@@ -123,6 +126,7 @@ void ing_process_close(ing_ctx_t *ctx)
     ing_pending_free(ctx->pending);
     mq_producer_free(ctx->producer, 2000);
     ing_ratelimit_free(ctx->rl);
+    ing_rstate_free(ctx->rstate);
     ing_ratelimit_free(ctx->authfail.rl);
     ing_peer_nets_free(ctx->trusted);
     kv_pool_free(ctx->kv);

@@ -46,7 +46,8 @@ static int visible(void *door, const ing_tasks_t *task)
 
 static void list(ing_req_t *req, ing_door_t *door, const char *tenant, ing_resp_t *resp)
 {
-    static const char *const statuses[] = {"working", "completed", "failed", "cancelled"};
+    static const char *const statuses[] = {"working", "input_required", "completed", "failed",
+                                           "cancelled"};
     const char *cursor = ing_req_arg(req, "cursor"), *status = ing_req_arg(req, "status");
     long long offset = 0;
     if (ing_tasks_cursor(cursor && *cursor ? cursor : NULL, &offset) < 0) {
@@ -59,7 +60,8 @@ static void list(ing_req_t *req, ing_door_t *door, const char *tenant, ing_resp_
     for (size_t i = 0; status && i < sizeof(statuses) / sizeof(statuses[0]); i++)
         known |= strcmp(status, statuses[i]) == 0;
     if (!known) {
-        ing_api_error(resp, 400, "status must be working, completed, failed or cancelled");
+        ing_api_error(resp, 400,
+                      "status must be working, input_required, completed, failed or cancelled");
         return;
     }
     cJSON *page = ing_tasks_page_kept(req->ctx->kv, tenant, offset, 1, status,

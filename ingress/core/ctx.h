@@ -47,6 +47,7 @@ typedef struct ing_ctx {
     struct ing_listen *listen;     /* notification streams (listen.h) */
     ing_oauth_t *oauth;            /* OAuth keys and introspection (oauth.h); its issuers are the
                                       registry's: ing_oauth_configure at each registry swap */
+    struct ing_rstate *rstate;     /* 2026-07-28 requestState signing (rstate.h) */
     pthread_mutex_t reg_lock;
     ing_registry_t *reg;
     char instance[128];

@@ -243,14 +243,56 @@ static cJSON *iso_time(long long ms)
     return cJSON_CreateString(buf);
 }
 
+int ing_tasks_input_open(const ing_tasks_t *task)
+{
+    return strcmp(ing_tasks_field(task, "state"), "running") == 0 &&
+           *ing_tasks_field(task, "input") && *ing_tasks_field(task, "input_n");
+}
+
+int ing_tasks_input_replay(kv_pool_t *kv, const ing_tasks_t *task, const char *reply_key)
+{
+    if (!ing_tasks_input_open(task))
+        return 0;
+    cJSON *reqs = json_field(task, "input");
+    long long n = strtoll(ing_tasks_field(task, "input_n"), NULL, 10);
+    if (!cJSON_IsObject(reqs) || n < 1) {
+        cJSON_Delete(reqs);
+        return 0;
+    }
+    cJSON *d = cJSON_CreateObject();
+    cJSON_AddNumberToObject(d, "n", (double)n);
+    cJSON_AddItemToObject(d, "requests", reqs);
+    cJSON_AddNumberToObject(d, "expires_ms", 0);
+    char *data = cJSON_PrintUnformatted(d);
+    cJSON_Delete(d);
+    if (!data)
+        return MCPQ_ENOMEM;
+    char err[128];
+    const char *argv[] = {"XADD",   reply_key, "MAXLEN", "~",
+                          "100000", "*",       "job",    ing_tasks_field(task, "id"),
+                          "kind",   "input",   "data",   data};
+    redisReply *r = kv_pool_commandargv(kv, err, sizeof(err), 12, argv, NULL);
+    cJSON_free(data);
+    int rc = r && r->type == REDIS_REPLY_STRING ? 0 : MCPQ_EUNAVAIL;
+    if (r)
+        freeReplyObject(r);
+    return rc;
+}
+
 cJSON *ing_tasks_mcp(const ing_tasks_t *task, int ext, long long retention_s)
 {
     cJSON *t = cJSON_CreateObject();
     const char *state = ing_tasks_field(task, "state");
     const char *fault = ing_tasks_field(task, "fault");
-    const char *status = task_mcp_status(state, fault, ext);
+    int asking = ing_tasks_input_open(task);
+    const char *status = asking ? "input_required" : task_mcp_status(state, fault, ext);
     cJSON_AddStringToObject(t, "taskId", ing_tasks_field(task, "id"));
     cJSON_AddStringToObject(t, "status", status);
+    if (asking && ext) { /* the extension: the question, answered with tasks/update */
+        cJSON *reqs = json_field(task, "input");
+        if (reqs)
+            cJSON_AddItemToObject(t, "inputRequests", reqs);
+    }
     const char *msg = *ing_tasks_field(task, "error") ? ing_tasks_field(task, "error")
                                                       : ing_tasks_field(task, "msg");
     if (*msg)

@@ -65,12 +65,23 @@ cJSON *ing_tasks_list(kv_pool_t *kv, const char *tenant, long long offset, long 
  * TaskBeginTime, TaskEndTime (epoch ms, null until known). */
 cJSON *ing_tasks_data(const ing_tasks_t *task);
 
-/* The MCP Tasks Task object: taskId, status, statusMessage, createdAt, lastUpdatedAt, the
- * retention as TTL, and a poll interval while it runs. ext = 0: the 2025-11-25 shape (ttl,
+/* The MCP Tasks Task object: taskId, status (input_required while a question to the client is
+ * open; with ext, the question as `inputRequests`), statusMessage, createdAt, lastUpdatedAt,
+ * the retention as TTL, and a poll interval while it runs. ext = 0: the 2025-11-25 shape (ttl,
  * pollInterval; a terminated task is failed). ext = 1: the 2026-07-28 extension's
  * DetailedTask (ttlMs, pollIntervalMs; once terminal, `result` for completed, which includes
  * a tool's isError result, or the JSON-RPC `error` for failed). */
 cJSON *ing_tasks_mcp(const ing_tasks_t *task, int ext, long long retention_s);
+
+/* 1 when the task runs with a question open to its client (the worker's `input` and
+ * `input_n` fields, docs/internals.md "Asking the client"): MCP status input_required. */
+int ing_tasks_input_open(const ing_tasks_t *task);
+
+/* Hands the task's open question to this replica's reader as the worker hands it to the
+ * replicas waiting on the task: an `input` entry {"n", "requests", "expires_ms": 0} on
+ * reply_key (a tasks/result that arrives while the question is open; the reader gives each
+ * call a question once). 0 (also when no question is open), or MCPQ_EUNAVAIL. */
+int ing_tasks_input_replay(kv_pool_t *kv, const ing_tasks_t *task, const char *reply_key);
 
 /* The REST API's task (docs/api.md, "Tasks"): ing_tasks_mcp(task, 1, retention_s) (the
  * DetailedTask: taskId, status, statusMessage, createdAt, lastUpdatedAt, ttlMs,

@@ -279,7 +279,7 @@ int ing_pending_add(ing_pending_t *p, ing_call_t *call)
     call->parked = 0;
     call->response = NULL;
     call->want_stream = call->streaming = call->stream_end = call->cancelled = 0;
-    call->input_n = 0;
+    /* input_n is the caller's (pending.h): a retry skips the question it answers */
     call->asking = call->in_hook = 0;
     util_buf_init(&call->out, SIZE_MAX);
     call->out_off = 0;
@@ -455,6 +455,8 @@ void ing_pending_release(ing_call_t *call)
     util_buf_cleanup(&call->out);
     free(call->response);
     call->response = NULL;
+    free(call->input_arg);
+    call->input_arg = NULL;
 }
 
 /* SET {mcpq}:cancel:<job_id> + PUBLISH mcpq:cancel on ctx. 0 or MCPQ_EUNAVAIL. */
@@ -500,12 +502,18 @@ void ing_pending_cancel(ing_pending_t *p, const char *job_id, const char *reason
     pthread_mutex_unlock(&p->lock);
 }
 
-static char *error_response(const char *id_json, int code, const char *message)
+static char *error_response_data(const char *id_json, int code, const char *message,
+                                 const cJSON *data)
 {
     cJSON *id = cJSON_Parse(id_json);
-    char *s = rpc_error_str(id, code, message, NULL);
+    char *s = rpc_error_str(id, code, message, data);
     cJSON_Delete(id);
     return s;
+}
+
+static char *error_response(const char *id_json, int code, const char *message)
+{
+    return error_response_data(id_json, code, message, NULL);
 }
 
 /* Ends a call whose client was asked while the replica stops (lock held): -32603 reason. */
@@ -676,9 +684,12 @@ char *ing_pending_record_response(const ing_call_t *call, const char *record, si
         const cJSON *err = cJSON_GetObjectItemCaseSensitive(rec, "error");
         const cJSON *code = cJSON_GetObjectItemCaseSensitive(err, "code");
         const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "message"));
-        out = error_response(call->id_json,
-                             cJSON_IsNumber(code) ? (int)code->valuedouble : RPC_INTERNAL_ERROR,
-                             msg ? msg : "the worker could not run the tool");
+        /* error.data passes on (e.g. {"reason": "input_lost"}: docs/internals.md, "Asking
+         * the client") */
+        out = error_response_data(
+            call->id_json, cJSON_IsNumber(code) ? (int)code->valuedouble : RPC_INTERNAL_ERROR,
+            msg ? msg : "the worker could not run the tool",
+            cJSON_GetObjectItemCaseSensitive(err, "data"));
     }
     cJSON_Delete(rec);
     return out;

@@ -123,7 +123,10 @@ typedef struct ing_call {
     int streaming;     /* the SSE response is queued; frames go to out */
     int stream_end;    /* nothing more is appended to out */
     int cancelled;     /* ended by a `cancelled` entry */
-    long long input_n; /* the last question (`input` entry n) handed to on_input; 0: none */
+    long long input_n; /* the last question (`input` entry n) handed to on_input; 0: none.
+                        * Set before ing_pending_add (0 for a new call; a 2026-07-28 retry:
+                        * the question it answers, which the reader may still be handing
+                        * out), then the reader's, under the lock */
     int asking;        /* on_input posted a question to the client (ING_INPUT_POST) */
     int in_hook;       /* the reader runs on_input for it: ing_pending_remove waits */
     util_buf_t out;    /* SSE bytes not yet handed to libmicrohttpd */
@@ -200,7 +203,7 @@ int ing_pending_comment(ing_pending_t *p, const char *job_id, const char *text);
 /* Ends the waiting call job_id: last (malloc'd JSON, consumed; may be NULL) is its last
  * frame, then its stream ends. Nothing when it has ended already. */
 void ing_pending_finish(ing_pending_t *p, const char *job_id, char *last);
-/* Frees a call's buffers once its request is over. */
+/* Frees a call's buffers (and its hook's input_arg) once its request is over. */
 void ing_pending_release(ing_call_t *call);
 
 /* Asks the workers to stop job_id (asynchronously, from the reader thread). */

@@ -5,19 +5,26 @@
  *   task's end wakes it through this replica's reply stream.
  * - 2026-07-28, the io.modelcontextprotocol/tasks extension: tasks/get (a DetailedTask, with
  *   `result` or `error` once terminal), tasks/update and tasks/cancel (empty acknowledgements),
- *   for clients that declare the extension on the request; others get -32021. Its tasks never
- *   ask the client for input (no input_required), so tasks/update has nothing outstanding to
- *   answer: it checks the task and acknowledges, as the extension says a server ignores
- *   responses to keys that are not outstanding.
+ *   for clients that declare the extension on the request; others get -32021.
+ *
+ * A task whose job asks its client something (docs/protocol.md, "Asking the user") shows
+ * status input_required while the question is open (tasks.h); the extension's tasks/get
+ * carries the question as inputRequests and tasks/update answers it (mrtr.h: responses to
+ * keys not outstanding are ignored). A 2025-11-25 tasks/result of such a task, from a client
+ * that declared a capability a tool may use and accepts text/event-stream, streams: the
+ * question's requests come on it (mcpask.h's legacy hook, with the related-task _meta), the
+ * client POSTs its responses, and the result ends the stream.
  *
  * A task of another tenant, or of a tool the caller may not see (access.h), is "not found"
  * exactly like a missing one, and tasks/list leaves it out.
  */
 #include "mcptasks.h"
 #include "mcpask.h"
+#include "mrtr.h"
 
 #include "era.h"
 #include "err.h"
+#include "log.h"
 #include "tasks.h"
 
 #include <stdio.h>
@@ -83,6 +90,33 @@ static int answer_if_done(ing_mcp_t *m, const rpc_msg_t *msg, const char *task_i
     return done || strlen(task_id) >= ING_JOB_ID_LEN;
 }
 
+/* A tasks/result streams (SSE) when its client accepts it and declared a capability a tool
+ * may use (elicitation, sampling, roots): the task's questions can then reach it. Others get
+ * one JSON answer, as before any tool could ask. */
+static int may_stream(const ing_mcp_t *m, const rpc_msg_t *msg)
+{
+    const char *accept = ing_req_header(m->req, "Accept");
+    if (!accept || !strcasestr(accept, "text/event-stream"))
+        return 0;
+    cJSON *client = ing_mcpask_envelope_client(m, msg);
+    int any = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(client, "capabilities")) > 0;
+    cJSON_Delete(client);
+    return any;
+}
+
+/* A question the task's job asked before this replica waited on it (the worker hands a
+ * question only to the replicas waiting then): handed to the reader now. Best effort. */
+static void replay_question(ing_mcp_t *m, const char *task_id)
+{
+    ing_tasks_t t;
+    if (ing_mcpreq_task_get(m, task_id, &t) < 0)
+        return;
+    if (ing_tasks_input_replay(m->req->ctx->kv, &t, m->req->ctx->reply_key) < 0)
+        log_event(LOG_WARN, "could not hand a task's open question to tasks/result", "task_id",
+                  task_id, (char *)NULL);
+    ing_tasks_cleanup(&t);
+}
+
 /* tasks/result: 1 when parked. The call is in the pending table before this replica is
  * registered as a waiter and before the second look, so the task's end is never missed: it
  * either shows in that look, or its reply-stream entry finds the call waiting. */
@@ -101,11 +135,11 @@ static int do_result(ing_mcp_t *m, const rpc_msg_t *msg, const char *task_id, in
     rpc_id_str(msg->id, call->id_json, sizeof(call->id_json));
     call->conn = req->conn;
     call->deadline_mono = util_mono_ms() + RESULT_WAIT_MAX_MS;
-    call->sse_ok = 0;
+    call->sse_ok = may_stream(m, msg);
     call->modern = 0;
     call->log_min = -1;
     call->task_result = 1;
-    call->on_input = ing_mcpask_hook_legacy; /* UNREACHABLE: this answer is not streamed */
+    call->on_input = ing_mcpask_hook_legacy; /* without SSE: UNREACHABLE */
     call->input_arg = NULL;
     snprintf(call->tool, sizeof(call->tool), "tasks/result");
     if (ing_mcpreq_enqueue(m, call) < 0) {
@@ -125,6 +159,7 @@ static int do_result(ing_mcp_t *m, const rpc_msg_t *msg, const char *task_id, in
          * streaming batch may have sent it already): one response per element. */
         return 1;
     }
+    replay_question(m, task_id);
     return ing_mcpreq_park(m, call);
 }
 
@@ -262,7 +297,10 @@ void ing_mcptasks_ext(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
         ing_tasks_t t;
         if (answered(ing_mcpreq_task_get(m, task_id, &t), resp, msg->id))
             return;
+        int refused = ing_mrtr_task_update(m, msg, &t, resp);
         ing_tasks_cleanup(&t);
+        if (refused)
+            return;
     } else if (cancel(m, msg, task_id, 1, resp)) {
         return;
     }

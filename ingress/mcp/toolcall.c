@@ -8,6 +8,7 @@
 #include "idem.h"
 #include "jobargs.h"
 #include "mcpask.h"
+#include "mrtr.h"
 #include "owner.h"
 #include "files.h"
 #include "log.h"
@@ -777,29 +778,59 @@ static tc_status_t tc_task(tc_t *tc)
     return answer_task(tc, id, NULL);
 }
 
-/* The waiting call's job id and what it streams, and its envelope into tc->payload. */
-static tc_status_t tc_envelope(tc_t *tc)
+/* The waiting call for job_id: what it streams, its deadline, and how a question of the job
+ * reaches its client (pending.h's on_input): up to 2025-11-25 as requests on the call's SSE
+ * stream (mcpask.h), in 2026-07-28 as the call's InputRequiredResult (mrtr.h). */
+static void call_prepare(tc_t *tc, const char *job_id)
 {
     ing_call_t *call = tc->call;
-    if (tc->ikey) {
-        snprintf(call->job_id, sizeof(call->job_id), "%s", tc->idem_id);
-    } else {
-        char hex[33];
-        util_random_hex(hex, 16);
-        snprintf(call->job_id, sizeof(call->job_id), "j_%s", hex);
-    }
+    snprintf(call->job_id, sizeof(call->job_id), "%s", job_id);
     call->conn = tc->m->req->conn;
     call->deadline_mono = util_mono_ms() + tc->timeout_ms;
     const char *accept = ing_req_header(tc->m->req, "Accept");
     call->sse_ok = accept && strcasestr(accept, "text/event-stream") != NULL;
     call->log_min = tc->m->log_min;
-    /* how a question of the job reaches the client (pending.h; mcpask.h) */
     call->on_input = tc->m->modern ? NULL : ing_mcpask_hook_legacy;
-    call->input_arg = NULL;
+    call->input_n = 0; /* a retry sets the question it answers (mrtr.h) */
+    if (tc->m->modern && !tc->detached && ing_mrtr_arm(tc->m, tc->msg, call) < 0)
+        log_event(LOG_WARN, "out of memory: the call's questions cannot reach its client", "job_id",
+                  job_id, (char *)NULL);
     snprintf(call->tool, sizeof(call->tool), "%s", tc->tool->name);
     call->progress_token[0] = '\0';
     if (rpc_id_valid(tc->tok))
         rpc_id_str(tc->tok, call->progress_token, sizeof(call->progress_token));
+}
+
+/* 2026-07-28 multi round-trip requests (mrtr.h): a retry carrying the requestState of an
+ * InputRequiredResult resumes the job it names, whichever replica it reaches: its
+ * inputResponses go to the waiting worker and the call waits for that job's next answer. No
+ * new job is published; this runs before the idempotency claim, which would otherwise find
+ * the first call's key and publish its job again. */
+static tc_status_t tc_resume(tc_t *tc)
+{
+    ing_mrtr_retry_t r;
+    int st = tc->detached ? 0 : ing_mrtr_retry_check(tc->m, tc->msg, &r, tc->resp);
+    if (st == 0)
+        return TC_NEXT;
+    if (st == 1)
+        return TC_ANSWERED;
+    call_prepare(tc, r.job);
+    return ing_mrtr_retry_run(tc->m, tc->msg, tc->call, &r, tc->resp) ? TC_PARKED : TC_ANSWERED;
+}
+
+/* The waiting call's job id and what it streams, and its envelope into tc->payload. */
+static tc_status_t tc_envelope(tc_t *tc)
+{
+    ing_call_t *call = tc->call;
+    char job_id[ING_JOB_ID_LEN];
+    if (tc->ikey) {
+        snprintf(job_id, sizeof(job_id), "%s", tc->idem_id);
+    } else {
+        char hex[33];
+        util_random_hex(hex, 16);
+        snprintf(job_id, sizeof(job_id), "j_%s", hex);
+    }
+    call_prepare(tc, job_id);
     tc->key = ing_jobargs_route_key(tc->method, tc->tool->tenant, tc->tool->server, tc->own);
     cJSON *env = build_envelope(tc->m, tc->tool, tc->msg, tc->own, tc->atts, call->job_id,
                                 tc->timeout_ms, tc->traceparent);
@@ -888,8 +919,8 @@ static tc_status_t tc_publish(tc_t *tc)
 }
 
 static tc_status_t (*const pipeline[])(tc_t *) = {
-    tc_params, tc_tool,        tc_headers, tc_channel,  tc_arguments, tc_attachments,
-    tc_ready,  tc_idempotency, tc_task,    tc_envelope, tc_publish,
+    tc_params, tc_tool,   tc_headers,     tc_channel, tc_arguments, tc_attachments,
+    tc_ready,  tc_resume, tc_idempotency, tc_task,    tc_envelope,  tc_publish,
 };
 
 /* Runs the pipeline over tc; frees what it holds. 1 when parked. */

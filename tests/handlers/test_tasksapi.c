@@ -188,7 +188,7 @@ static void test_list(void)
     expect("GET", "/v1/tasks?cursor=t0", NULL, 400, "cursor is not one this API returned");
     expect("GET", "/v1/tasks?cursor=50", NULL, 400, "cursor is not one this API returned");
     expect("GET", "/v1/tasks?status=done", NULL, 400,
-           "status must be working, completed, failed or cancelled");
+           "status must be working, input_required, completed, failed or cancelled");
 }
 
 /* Cancel answers the cancelled task; again, 409; another tenant's or a missing task, 404. */

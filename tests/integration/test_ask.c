@@ -22,11 +22,15 @@
 #include "check.h"
 #include "fixture.h"
 #include "names.h"
+#include "task.h"
+#include "util.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <hiredis/hiredis.h>
 #include <librdkafka/rdkafka.h>
+#include <microhttpd.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -228,6 +232,19 @@ static const char *const Q_SURE =
     "{\"key\":\"sure\",\"method\":\"elicitation/create\",\"params\":{\"message\":\"Sure?\","
     "\"requestedSchema\":{\"type\":\"object\",\"properties\":{}}}}";
 
+/* Starts the asker with one question (Q_NAME) as job_id for a client that declared
+ * elicitation, and waits until the question is on the reply stream. */
+static void asker_asks(const char *job_id, const char *pidfile)
+{
+    const char *qs[] = {Q_NAME, NULL};
+    char *ex = asker_executor(qs, pidfile, 1);
+    produce(job_id, ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
+    free(ex);
+    cJSON *e = wait_entry(REPLY, job_id, "input", 0, 30000);
+    CHECK(e != NULL);
+    cJSON_Delete(e);
+}
+
 static void test_two_questions(void)
 {
     const char *qs[] = {Q_NAME, Q_SURE, NULL};
@@ -300,14 +317,8 @@ static void test_undeclared(void)
 
 static void test_silent_client(void)
 {
-    const char *qs[] = {Q_NAME, NULL};
-    char *ex = asker_executor(qs, NULL, 1);
     long long t0 = fx_now_ms();
-    produce("ask-silent", ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
-    free(ex);
-    cJSON *e = wait_entry(REPLY, "ask-silent", "input", 0, 30000);
-    CHECK(e != NULL);
-    cJSON_Delete(e);
+    asker_asks("ask-silent", NULL);
     cJSON *rec = need_result("ask-silent");
     CHECK_CONTAINS(result_text(rec), "answers: {\"error\":{\"code\":-32001,\"message\":\"the "
                                      "client did not answer within 3000 ms\"}}");
@@ -319,13 +330,7 @@ static void test_silent_client(void)
 
 static void test_probe_and_follow(void)
 {
-    const char *qs[] = {Q_NAME, NULL};
-    char *ex = asker_executor(qs, NULL, 1);
-    produce("ask-probe", ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
-    free(ex);
-    cJSON *e = wait_entry(REPLY, "ask-probe", "input", 0, 30000);
-    CHECK(e != NULL);
-    cJSON_Delete(e);
+    asker_asks("ask-probe", NULL);
     /* A retry on another replica moved the call: reply_to changes with the answer, and no
      * Pub/Sub message (lost): the once-a-second probe finds both. */
     redisReply *r = redisCommand(redis, "HSET " NAMES_KEY_ASK "ask-probe reply_to %s", REPLY2);
@@ -346,13 +351,7 @@ static void test_cancel_while_asking(void)
 {
     char pidfile[512];
     snprintf(pidfile, sizeof(pidfile), "%s/asker.pid", fx.dir);
-    const char *qs[] = {Q_NAME, NULL};
-    char *ex = asker_executor(qs, pidfile, 1);
-    produce("ask-cancel", ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
-    free(ex);
-    cJSON *e = wait_entry(REPLY, "ask-cancel", "input", 0, 30000);
-    CHECK(e != NULL);
-    cJSON_Delete(e);
+    asker_asks("ask-cancel", pidfile);
     CHECK_INT_EQ(fx_wait_file(pidfile, 10000), 0);
     char pidtext[32];
     fx_read_file(pidfile, pidtext, sizeof(pidtext));
@@ -603,6 +602,252 @@ static void test_builtins(void)
     TEST_PASS("a builtin cancelled while it asks: cancelled entry, question deleted");
 }
 
+/* ---- an HTTP tool that asks (input-required rounds) ---- */
+
+static pthread_mutex_t http_mu = PTHREAD_MUTEX_INITIALIZER;
+static char http_last[8192]; /* the last body with inputResponses */
+static int http_posts;
+
+/* /ask: without inputResponses, input_required (a name, state "s1"); with them, the greeting
+ * (and the inputResponses it got). /loop: requestState only, forever. /bad: an invalid
+ * question. */
+static enum MHD_Result on_http(struct MHD_Connection *conn, const char *url, const char *method,
+                               const util_buf_t *b)
+{
+    (void)method;
+    cJSON *env = cJSON_ParseWithLength(b->data ? b->data : "", b->len);
+    const cJSON *resp = cJSON_GetObjectItem(env, "inputResponses");
+    const char *rs = cJSON_GetStringValue(cJSON_GetObjectItem(env, "requestState"));
+    char out[4096];
+    pthread_mutex_lock(&http_mu);
+    http_posts++;
+    if (resp)
+        snprintf(http_last, sizeof(http_last), "%.*s", (int)b->len, b->data);
+    pthread_mutex_unlock(&http_mu);
+    const char *mid = cJSON_GetStringValue(cJSON_GetObjectItem(env, "message_id"));
+    const cJSON *ir = cJSON_GetObjectItem(env, "input_responses");
+    if (strcmp(url, "/agent") == 0 && !ir) {
+        snprintf(out, sizeof(out),
+                 "{\"type\":\"agent_reply\",\"in_reply_to\":\"%s\",\"input_requests\":"
+                 "{\"ok\":{\"method\":\"elicitation/create\",\"params\":{\"message\":\"Go?\","
+                 "\"requestedSchema\":{\"type\":\"object\",\"properties\":{}}}}}}",
+                 mid ? mid : "");
+    } else if (strcmp(url, "/agent") == 0) {
+        char *r = cJSON_PrintUnformatted(ir);
+        cJSON *reply = cJSON_CreateObject();
+        cJSON_AddStringToObject(reply, "type", "agent_reply");
+        cJSON_AddStringToObject(reply, "in_reply_to", mid ? mid : "");
+        cJSON_AddStringToObject(reply, "text", r ? r : "");
+        char *t = cJSON_PrintUnformatted(reply);
+        snprintf(out, sizeof(out), "%s", t ? t : "");
+        free(t);
+        free(r);
+        cJSON_Delete(reply);
+    } else if (strcmp(url, "/loop") == 0) {
+        snprintf(out, sizeof(out), "{\"resultType\":\"input_required\",\"requestState\":\"r\"}");
+    } else if (strcmp(url, "/bad") == 0) {
+        snprintf(out, sizeof(out),
+                 "{\"resultType\":\"input_required\",\"inputRequests\":"
+                 "{\"x\":{\"method\":\"tools/list\"}}}");
+    } else if (!resp) {
+        snprintf(out, sizeof(out),
+                 "{\"resultType\":\"input_required\",\"requestState\":\"s1\",\"inputRequests\":"
+                 "{\"name\":{\"method\":\"elicitation/create\",\"params\":{\"message\":\"Name?\","
+                 "\"requestedSchema\":{\"type\":\"object\",\"properties\":{\"n\":{\"type\":"
+                 "\"string\"}}}}}}}");
+    } else {
+        char *r = cJSON_PrintUnformatted(resp);
+        snprintf(out, sizeof(out),
+                 "{\"content\":[{\"type\":\"text\",\"text\":\"state=%s responses=%s\"}]}",
+                 rs ? rs : "", r ? "see body" : "");
+        free(r);
+    }
+    cJSON_Delete(env);
+    struct MHD_Response *mr =
+        MHD_create_response_from_buffer(strlen(out), out, MHD_RESPMEM_MUST_COPY);
+    MHD_add_response_header(mr, "Content-Type", "application/json");
+    enum MHD_Result ret = MHD_queue_response(conn, 200, mr);
+    MHD_destroy_response(mr);
+    return ret;
+}
+
+static void test_http_tool(void)
+{
+    int port = fx_free_port();
+    struct MHD_Daemon *d = fx_server_start(port, on_http);
+    CHECK(d != NULL);
+    char ex[256];
+    snprintf(ex, sizeof(ex), "{\"type\":\"http\",\"url\":\"http://127.0.0.1:%d/ask\"}", port);
+    produce("h-ask", ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
+    cJSON *e = wait_entry(REPLY, "h-ask", "input", 0, 30000);
+    CHECK(e != NULL);
+    const cJSON *q = cJSON_GetObjectItem(cJSON_GetObjectItem(e, "requests"), "name");
+    CHECK_STR_EQ(params_str(q, "message"), "Name?");
+    cJSON_Delete(e);
+    answer("h-ask", "name", "{\"result\":{\"action\":\"accept\",\"content\":{\"n\":\"Ada\"}}}", 1);
+    cJSON *rec = need_result("h-ask");
+    CHECK_STR_EQ(result_text(rec), "state=s1 responses=see body");
+    cJSON_Delete(rec);
+    pthread_mutex_lock(&http_mu);
+    cJSON *last = cJSON_Parse(http_last);
+    pthread_mutex_unlock(&http_mu);
+    char *r = cJSON_PrintUnformatted(cJSON_GetObjectItem(last, "inputResponses"));
+    CHECK_STR_EQ(r, "{\"name\":{\"action\":\"accept\",\"content\":{\"n\":\"Ada\"}}}");
+    free(r);
+    CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(last, "job_id")), "h-ask");
+    cJSON_Delete(last);
+    TEST_PASS("an HTTP tool answering input_required is called again with inputResponses and "
+              "its requestState");
+
+    /* A client that cannot be asked: the service gets the error answer as the response. */
+    produce("h-noelicit", ex, CAPS_NONE, REPLY, fx_now_ms() + 60000);
+    rec = need_result("h-noelicit");
+    cJSON_Delete(rec);
+    pthread_mutex_lock(&http_mu);
+    last = cJSON_Parse(http_last);
+    pthread_mutex_unlock(&http_mu);
+    r = cJSON_PrintUnformatted(cJSON_GetObjectItem(last, "inputResponses"));
+    CHECK_STR_EQ(r, "{\"name\":{\"error\":{\"code\":-32601,\"message\":\"the client did not "
+                    "declare the elicitation capability\"}}}");
+    free(r);
+    cJSON_Delete(last);
+    TEST_PASS("an HTTP tool gets an error answer as {\"error\": ...} in inputResponses");
+
+    snprintf(ex, sizeof(ex), "{\"type\":\"http\",\"url\":\"http://127.0.0.1:%d/loop\"}", port);
+    pthread_mutex_lock(&http_mu);
+    http_posts = 0;
+    pthread_mutex_unlock(&http_mu);
+    produce("h-loop", ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
+    rec = need_result("h-loop");
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(rec, "result"), "isError")));
+    CHECK_CONTAINS(result_text(rec), "asked for input more than 16 times");
+    cJSON_Delete(rec);
+    pthread_mutex_lock(&http_mu);
+    CHECK_INT_EQ(http_posts, 17);
+    pthread_mutex_unlock(&http_mu);
+    snprintf(ex, sizeof(ex), "{\"type\":\"http\",\"url\":\"http://127.0.0.1:%d/bad\"}", port);
+    produce("h-bad", ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
+    rec = need_result("h-bad");
+    CHECK_CONTAINS(result_text(rec), "the tool's HTTP service asked an invalid question: request "
+                                     "\"x\": method must be");
+    cJSON_Delete(rec);
+    TEST_PASS("an HTTP tool: at most 16 input rounds; an invalid question is an isError result");
+
+    snprintf(ex, sizeof(ex), "{\"type\":\"agent\",\"url\":\"http://127.0.0.1:%d/agent\"}", port);
+    produce("a-ask", ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
+    cJSON *e2 = wait_entry(REPLY, "a-ask", "input", 0, 30000);
+    CHECK(e2 != NULL);
+    CHECK_STR_EQ(
+        params_str(cJSON_GetObjectItem(cJSON_GetObjectItem(e2, "requests"), "ok"), "message"),
+        "Go?");
+    cJSON_Delete(e2);
+    answer("a-ask", "ok", "{\"result\":{\"action\":\"accept\",\"content\":{}}}", 1);
+    rec = need_result("a-ask");
+    CHECK_STR_EQ(result_text(rec), "{\"ok\":{\"action\":\"accept\",\"content\":{}}}");
+    cJSON_Delete(rec);
+    TEST_PASS("an agent replying input_requests: the caller is asked, the agent gets "
+              "input_responses in the chat_message again");
+    MHD_stop_daemon(d);
+}
+
+/* The events of acme's webhook deliveries, in order, joined by spaces, into out. */
+static const char *wh_events(char *out, size_t size)
+{
+    out[0] = '\0';
+    redisReply *r = redisCommand(redis, "ZRANGE " NAMES_KEY_WH_INDEX "acme 0 -1");
+    CHECK(r != NULL);
+    for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
+        redisReply *e =
+            redisCommand(redis, "HGET " NAMES_KEY_WH_DELIVERY "%s event", r->element[i]->str);
+        if (e && e->type == REDIS_REPLY_STRING) {
+            size_t n = strlen(out);
+            snprintf(out + n, size - n, "%s%s", n ? " " : "", e->str);
+        }
+        freeReplyObject(e);
+    }
+    freeReplyObject(r);
+    return out;
+}
+
+/* How many space-separated words of list are word. */
+static int count_words(const char *list, const char *word)
+{
+    int n = 0;
+    size_t wl = strlen(word);
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, " ");
+        n += len == wl && strncmp(p, word, wl) == 0;
+        p += len;
+        p += *p == ' ';
+    }
+    return n;
+}
+
+static const char *task_field(const char *id, const char *field, char *out, size_t size)
+{
+    redisReply *r = redisCommand(redis, "HGET " NAMES_KEY_TASK "%s %s", id, field);
+    CHECK(r != NULL);
+    snprintf(out, size, "%s", r->type == REDIS_REPLY_STRING ? r->str : "");
+    freeReplyObject(r);
+    return out;
+}
+
+static void test_task(void)
+{
+    const char *id = "0b7f6c1e-aaaa-4bbb-8ccc-0123456789ab";
+    redisReply *r = redisCommand(
+        redis, "HSET " NAMES_KEY_REGISTRY " tenant:acme %s",
+        "{\"id\":\"acme\",\"webhooks\":[{\"id\":\"w1\",\"url\":\"http://127.0.0.1:9/h\","
+        "\"events\":[\"task.running\",\"task.input_required\",\"task.completed\"]}]}");
+    freeReplyObject(r);
+    char env[4096];
+    snprintf(env, sizeof(env),
+             "{\"v\":1,\"job_id\":\"%s\",\"task_id\":\"%s\",\"mode\":\"task\",\"tenant\":\"acme\","
+             "\"server\":\"default\",\"tool\":\"confirm\",\"arguments\":{},"
+             "\"executor\":{\"type\":\"builtin\",\"name\":\"confirm\"},\"timeout_ms\":60000,"
+             "\"created_ms\":%lld,\"deadline_ms\":%lld,\"owner\":\"key:k1\",\"client\":%s}",
+             id, id, fx_now_ms(), fx_now_ms() + 60000, CAPS_ELICIT);
+    const char *argv[] = {id,  "acme", "default", "confirm", "1", "{}", "",      "50",
+                          env, "600",  "60000",   "ext",     "",  "0",  "key:k1"};
+    char err[256];
+    r = task_script_run(redis, TASK_SCRIPT_CREATE, 15, argv, err, sizeof(err));
+    CHECK(r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer > 0);
+    freeReplyObject(r);
+    r = redisCommand(redis, "SADD " NAMES_KEY_TASK "%s" NAMES_SUFFIX_WAITERS " %s", id, REPLY2);
+    freeReplyObject(r);
+    CHECK_INT_EQ(rd_kafka_producev(
+                     producer, RD_KAFKA_V_TOPIC(TOPIC), RD_KAFKA_V_KEY(id, strlen(id)),
+                     RD_KAFKA_V_VALUE(env, strlen(env)), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                     RD_KAFKA_V_HEADER("job_id", id, -1), RD_KAFKA_V_END),
+                 0);
+    CHECK_INT_EQ(rd_kafka_flush(producer, 10000), 0);
+
+    cJSON *e = wait_entry(REPLY2, id, "input", 0, 30000);
+    CHECK(e != NULL);
+    cJSON_Delete(e);
+    char v[1024], ev[512];
+    CHECK_STR_EQ(task_field(id, "state", v, sizeof(v)), "running");
+    CHECK_STR_EQ(task_field(id, "input_n", v, sizeof(v)), "1");
+    CHECK_CONTAINS(task_field(id, "input", v, sizeof(v)), "\"method\":\"elicitation/create\"");
+    /* (deliveries made in the same millisecond are in no set order) */
+    CHECK_INT_EQ(count_words(wh_events(ev, sizeof(ev)), "task.input_required"), 1);
+    CHECK_INT_EQ(count_words(ev, "task.running"), 1);
+    CHECK_STR_EQ(ask_field(id, "task", v, sizeof(v)), id);
+    answer(id, "q", "{\"result\":{\"action\":\"accept\",\"content\":{\"confirmed\":false}}}", 1);
+    long long end = fx_now_ms() + 30000;
+    while (fx_now_ms() < end && strcmp(task_field(id, "state", v, sizeof(v)), "complete") != 0)
+        fx_sleep_ms(50);
+    CHECK_STR_EQ(task_field(id, "state", v, sizeof(v)), "complete");
+    CHECK_CONTAINS(task_field(id, "result", v, sizeof(v)), "You said no.");
+    CHECK_STR_EQ(task_field(id, "input", v, sizeof(v)), "");
+    CHECK_STR_EQ(task_field(id, "input_n", v, sizeof(v)), "");
+    CHECK_INT_EQ(count_words(wh_events(ev, sizeof(ev)), "task.input_required"), 1);
+    CHECK_INT_EQ(count_words(ev, "task.running"), 2);
+    CHECK_INT_EQ(count_words(ev, "task.completed"), 1);
+    TEST_PASS("a task that asks: input fields and task.input_required while it waits, the input "
+              "entry to its waiters, task.running again once answered");
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -624,6 +869,8 @@ int main(void)
     test_not_interactive();
     test_redelivery();
     test_builtins();
+    test_http_tool();
+    test_task();
     CHECK_INT_EQ(fx_stop_pid(w, 15000), 0);
     rd_kafka_destroy(producer);
     redisFree(redis);

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ASK_REDIS_RETRY_MS 1000
 #define ASK_KEY_CHARS "_.-"
 #define ASK_MSG_MAX 256
 
@@ -32,11 +31,9 @@ struct wrk_ask_q {
 
 struct wrk_ask {
     const mcpq_settings_t *s;
-    kv_target_t *kvt;
     wrk_loop_t *loop;
     const char *worker_id;
-    redisContext *ctx;
-    int64_t retry_at; /* monotonic ms: no reconnect before */
+    kv_lazy_t redis;
     wrk_ask_q_t *open;
     size_t nopen;
 };
@@ -48,9 +45,11 @@ wrk_ask_t *wrk_ask_new(const mcpq_settings_t *s, kv_target_t *kvt, wrk_loop_t *l
     if (!a)
         return NULL;
     a->s = s;
-    a->kvt = kvt;
     a->loop = loop;
     a->worker_id = worker_id;
+    a->redis.kvt = kvt;
+    a->redis.timeout_ms = (int)s->redis_timeout_ms;
+    a->redis.what = "ask";
     return a;
 }
 
@@ -58,8 +57,7 @@ void wrk_ask_free(wrk_ask_t *a)
 {
     if (!a)
         return;
-    if (a->ctx)
-        redisFree(a->ctx);
+    kv_lazy_close(&a->redis);
     free(a);
 }
 
@@ -163,47 +161,28 @@ cJSON *wrk_ask_error_answer(int code, const char *message)
     return a;
 }
 
+cJSON *wrk_ask_responses(const cJSON *answers)
+{
+    cJSON *out = cJSON_CreateObject();
+    for (const cJSON *a = answers ? answers->child : NULL; out && a; a = a->next) {
+        const cJSON *r = cJSON_GetObjectItemCaseSensitive(a, "result");
+        cJSON_AddItemToObject(out, a->string, cJSON_Duplicate(r ? r : a, 1));
+    }
+    return out;
+}
+
 /* ---- Redis ---- */
-
-static redisContext *ask_redis(wrk_ask_t *a)
-{
-    if (a->ctx)
-        return a->ctx;
-    if (util_mono_ms() < a->retry_at)
-        return NULL;
-    char errstr[256];
-    a->ctx = kv_connect(a->kvt, (int)a->s->redis_timeout_ms, errstr, sizeof(errstr));
-    if (!a->ctx) {
-        log_event(LOG_WARN, "ask: redis unreachable", "error", errstr, (char *)NULL);
-        a->retry_at = util_mono_ms() + ASK_REDIS_RETRY_MS;
-    }
-    return a->ctx;
-}
-
-/* Drops a context whose command failed (hiredis marks it broken, or a demoted master). */
-static void ask_redis_broken(wrk_ask_t *a, const char *why)
-{
-    if (!a->ctx)
-        return;
-    if (a->ctx->err || why) {
-        log_event(LOG_WARN, "ask: redis command failed", "error", why ? why : a->ctx->errstr,
-                  (char *)NULL);
-        redisFree(a->ctx);
-        a->ctx = NULL;
-        a->retry_at = util_mono_ms() + ASK_REDIS_RETRY_MS;
-    }
-}
 
 /* Runs a script; the reply, or NULL (logged, context dropped when broken). */
 static redisReply *ask_run(wrk_ask_t *a, const char *script, int argc, const char *const *argv)
 {
-    redisContext *ctx = ask_redis(a);
+    redisContext *ctx = kv_lazy_get(&a->redis);
     if (!ctx)
         return NULL;
     char err[256] = "";
     redisReply *r = rscript_run(ctx, rscript_get(script), 0, argc, argv, NULL, err, sizeof(err));
     if (!r)
-        ask_redis_broken(a, ctx->err ? NULL : err);
+        kv_lazy_broken(&a->redis, ctx->err ? NULL : err);
     return r;
 }
 

@@ -48,6 +48,7 @@
 #define WRK_ASK_ERR_UNDECLARED -32601
 #define WRK_ASK_ERR_TIMEOUT -32001
 #define WRK_ASK_ERR_LOST -32603
+#define WRK_ASK_ROUNDS_MAX 16 /* questions an http or agent tool may ask in one call */
 /* The result of a job delivered again after the worker that asked for it died. */
 #define WRK_ASK_LOST_MESSAGE                                                                       \
     "the call's worker stopped while it waited for the client's answer; call the tool again"
@@ -93,6 +94,9 @@ int wrk_ask_check(const cJSON *requests, long long max_bytes, char *errstr, size
  * the capability's name for the error ("elicitation", "elicitation url mode", "sampling",
  * "roots"). */
 const char *wrk_ask_undeclared(const cJSON *client, const cJSON *request);
+/* The answers as a 2026-07-28 InputResponses map, for a tool called again with them (http,
+ * agent): each key's "result", or its {"error": {...}} as it is. A new object; NULL on ENOMEM. */
+cJSON *wrk_ask_responses(const cJSON *answers);
 /* {"error": {"code": code, "message": message}}; NULL on ENOMEM. */
 cJSON *wrk_ask_error_answer(int code, const char *message);
 

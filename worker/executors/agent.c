@@ -1,4 +1,5 @@
 #include "agent.h"
+#include "ask.h"
 #include "rscript.h"
 #include "names.h"
 
@@ -18,7 +19,6 @@
 #define AGENT_WAIT_SLACK_MS 5000 /* the wait key outlives the deadline by this much */
 #define AGENT_KEY_MAX (sizeof(WRK_AGENTREPLY_PREFIX) + WRK_ID_MAX + 16)
 #define AGENT_NAME_MAX 300
-#define AGENT_REDIS_RETRY_MS 1000
 
 typedef struct agent_call {
     wrk_agent_t *a;
@@ -30,14 +30,13 @@ typedef struct agent_call {
     size_t body_len;
     wrk_httpexec_req_t *xfer;
     int waiting; /* on a->waiting: answered 202 */
+    int rounds;  /* questions the agent asked its caller (input_requests) */
     struct agent_call *prev, *next;
 } agent_call_t;
 
 struct wrk_agent {
     const mcpq_settings_t *s;
-    kv_target_t *kvt;
-    redisContext *ctx;
-    int64_t retry_at; /* monotonic ms: no reconnect before */
+    kv_lazy_t redis;
     agent_call_t *waiting;
 };
 
@@ -46,7 +45,9 @@ wrk_agent_t *wrk_agent_new(const mcpq_settings_t *s, kv_target_t *kvt)
     wrk_agent_t *a = calloc(1, sizeof(*a));
     if (a) {
         a->s = s;
-        a->kvt = kvt;
+        a->redis.kvt = kvt;
+        a->redis.timeout_ms = (int)s->redis_timeout_ms;
+        a->redis.what = "agent";
     }
     return a;
 }
@@ -55,8 +56,7 @@ void wrk_agent_free(wrk_agent_t *a)
 {
     if (!a)
         return;
-    if (a->ctx)
-        redisFree(a->ctx);
+    kv_lazy_close(&a->redis);
     free(a);
 }
 
@@ -167,39 +167,25 @@ cJSON *wrk_agent_turn(const wrk_envelope_t *env, const char *message_id, int64_t
 
 static redisContext *agent_redis(wrk_agent_t *a)
 {
-    if (a->ctx)
-        return a->ctx;
-    if (util_mono_ms() < a->retry_at)
-        return NULL;
-    char errstr[256];
-    a->ctx = kv_connect(a->kvt, (int)a->s->redis_timeout_ms, errstr, sizeof(errstr));
-    if (!a->ctx) {
-        log_event(LOG_WARN, "agent: redis unreachable", "error", errstr, (char *)NULL);
-        a->retry_at = util_mono_ms() + AGENT_REDIS_RETRY_MS;
-    }
-    return a->ctx;
+    return kv_lazy_get(&a->redis);
 }
 
 /* Drops a context whose command failed (hiredis marks it broken). */
 static void agent_redis_broken(wrk_agent_t *a)
 {
-    if (a->ctx && a->ctx->err) {
-        log_event(LOG_WARN, "agent: redis command failed", "error", a->ctx->errstr, (char *)NULL);
-        redisFree(a->ctx);
-        a->ctx = NULL;
-    }
+    kv_lazy_broken(&a->redis, NULL);
 }
 
 /* Reads the next pipelined reply; NULL (context dropped) when the connection failed. */
 static redisReply *agent_reply_get(wrk_agent_t *a)
 {
     void *r = NULL;
-    if (redisGetReply(a->ctx, &r) != REDIS_OK || !r) {
+    if (redisGetReply(a->redis.ctx, &r) != REDIS_OK || !r) {
         agent_redis_broken(a);
         return NULL;
     }
     /* A demoted master (-READONLY): dropped like a lost connection (docs/redis.md). */
-    if (kv_ctx_failover(a->kvt, a->ctx, r)) {
+    if (kv_ctx_failover(a->redis.kvt, a->redis.ctx, r)) {
         freeReplyObject(r);
         agent_redis_broken(a);
         return NULL;
@@ -378,6 +364,66 @@ static cJSON *reply_to_result(agent_call_t *c, const cJSON *reply)
     return wrk_job_error_hidden(c->job, c->agent, "the agent's reply was refused: %s", why);
 }
 
+static void agent_http_done(const wrk_httpexec_resp_t *resp, void *arg);
+
+/* The caller's answers to the agent's question: the chat_message again with
+ * "input_responses" (wrk_ask_responses), POSTed as the first was. */
+static void agent_answered(wrk_job_t *job, const cJSON *answers, void *arg)
+{
+    agent_call_t *c = arg;
+    cJSON *msg = cJSON_ParseWithLength(c->body, c->body_len);
+    cJSON_DeleteItemFromObjectCaseSensitive(msg, "input_responses");
+    if (msg)
+        cJSON_AddItemToObject(msg, "input_responses", wrk_ask_responses(answers));
+    char *body = msg ? cJSON_PrintUnformatted(msg) : NULL;
+    cJSON_Delete(msg);
+    if (!body) {
+        call_finish(c, NULL, 1);
+        return;
+    }
+    free(c->body);
+    c->body = body;
+    c->body_len = strlen(body);
+    const char *why = NULL;
+    c->xfer = wrk_httpexec_post_job(job, c->body, c->body_len, agent_http_done, c, &why);
+    if (!c->xfer)
+        call_finish(c, wrk_output_errorf("%s", why ? why : "the agent could not be called"), 1);
+}
+
+/* A reply the agent sent: a result, or a question for the caller ("input_requests": an
+ * InputRequests map; docs/executors.md "agent"), asked through ask.h. stored: it came through
+ * the ingress, whose copy is deleted so that the agent can reply again. */
+static void agent_on_reply(agent_call_t *c, const cJSON *reply, int stored)
+{
+    const cJSON *reqs = cJSON_GetObjectItemCaseSensitive(reply, "input_requests");
+    if (!reqs) {
+        call_finish(c, reply_to_result(c, reply), 1);
+        return;
+    }
+    if (stored) {
+        redisContext *ctx = agent_redis(c->a);
+        redisReply *r =
+            ctx ? redisCommand(ctx, "DEL " WRK_AGENTREPLY_PREFIX "%s", c->message_id) : NULL;
+        if (r)
+            freeReplyObject(r);
+        else
+            agent_redis_broken(c->a);
+    }
+    char why[300];
+    if (++c->rounds > WRK_ASK_ROUNDS_MAX) {
+        call_finish(c,
+                    wrk_output_errorf("the agent asked its caller more than %d times in one call",
+                                      WRK_ASK_ROUNDS_MAX),
+                    1);
+        return;
+    }
+    if (wrk_ask_open(c->job, reqs, agent_answered, c, why, sizeof(why)) < 0) {
+        call_finish(c, wrk_output_errorf("the agent asked an invalid question: %s", why), 1);
+        return;
+    }
+    call_unlink(c); /* no reply is awaited until the answers went back */
+}
+
 static void agent_http_done_in(const wrk_httpexec_resp_t *resp, void *arg)
 {
     agent_call_t *c = arg;
@@ -396,9 +442,8 @@ static void agent_http_done_in(const wrk_httpexec_resp_t *resp, void *arg)
         /* The reply may already be stored: the agent can post it before answering 202. */
         cJSON *reply = agent_stored_reply(c->a, c->message_id);
         if (reply) {
-            cJSON *res = reply_to_result(c, reply);
+            agent_on_reply(c, reply, 1);
             cJSON_Delete(reply);
-            call_finish(c, res, 1);
             return;
         }
         c->waiting = 1;
@@ -416,12 +461,15 @@ static void agent_http_done_in(const wrk_httpexec_resp_t *resp, void *arg)
         return;
     }
     cJSON *reply = resp->body ? cJSON_ParseWithLength(resp->body, resp->len) : NULL;
-    cJSON *res = reply ? reply_to_result(c, reply)
-                       : wrk_job_error_hidden(c->job, c->agent,
-                                              "the agent answered HTTP %ld without an agent_reply",
-                                              resp->status);
+    if (reply)
+        agent_on_reply(c, reply, 0);
+    else
+        call_finish(c,
+                    wrk_job_error_hidden(c->job, c->agent,
+                                         "the agent answered HTTP %ld without an agent_reply",
+                                         resp->status),
+                    1);
     cJSON_Delete(reply);
-    call_finish(c, res, 1);
 }
 
 /* The agent's answer, logged in the job's trace. */
@@ -501,9 +549,8 @@ static void agent_take(agent_call_t *c)
     cJSON *reply = agent_stored_reply(c->a, c->message_id);
     if (!reply)
         return;
-    cJSON *res = reply_to_result(c, reply);
+    agent_on_reply(c, reply, 1);
     cJSON_Delete(reply);
-    call_finish(c, res, 1);
 }
 
 void wrk_agent_reply_ready(wrk_agent_t *a, const char *message_id)

@@ -1,5 +1,6 @@
 #include "httpexec.h"
 
+#include "ask.h"
 #include "err.h"
 #include "mcpw.h"
 #include "job.h"
@@ -14,7 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
-#define HTTP_TIMEOUT_SLACK_MS 500 /* the job's deadline timer fires first */
+#define HTTP_TIMEOUT_SLACK_MS 500    /* the job's deadline timer fires first */
 
 struct wrk_httpexec {
     wrk_loop_t *loop;
@@ -407,31 +408,6 @@ cJSON *wrk_httpexec_failure(const wrk_job_t *job, const wrk_httpexec_resp_t *res
     return wrk_job_error_hidden(job, detail, "%s could not be reached", what);
 }
 
-static void http_done_in(const wrk_httpexec_resp_t *resp, void *arg)
-{
-    wrk_job_t *job = arg;
-    cJSON *res;
-    job->ex_state = NULL;
-    if (resp->code == CURLE_OK)
-        res = wrk_output_from_http(resp->status, resp->content_type, resp->body, resp->len);
-    else if (resp->too_big)
-        res = wrk_output_errorf("output too large: the tool answered more than %zu bytes",
-                                wrk_httpexec_max_output(job->rt->http));
-    else
-        res = wrk_httpexec_failure(job, resp, "the tool's HTTP service");
-    wrk_job_finish(job, res);
-}
-
-/* The answer of the job's request, logged in the job's trace. */
-static void http_done(const wrk_httpexec_resp_t *resp, void *arg)
-{
-    const wrk_job_t *job = arg;
-    log_ctx_t saved;
-    wrk_job_log_enter(job, &saved);
-    http_done_in(resp, arg);
-    wrk_job_log_leave(&saved);
-}
-
 wrk_httpexec_req_t *wrk_httpexec_post_job(wrk_job_t *job, const char *body, size_t len,
                                           wrk_httpexec_done_fn done, void *arg, const char **why)
 {
@@ -455,30 +431,184 @@ wrk_httpexec_req_t *wrk_httpexec_post_job(wrk_job_t *job, const char *body, size
     return r;
 }
 
-static int http_start(wrk_job_t *job)
+/* ---- the http executor: one POST, or rounds of input-required (docs/tools.md, "Asking the
+ * user") ---- */
+
+typedef struct http_call {
+    wrk_job_t *job;
+    wrk_httpexec_req_t *xfer; /* the POST in flight; NULL while the client is asked */
+    cJSON *envelope;          /* the envelope of the next rounds (parsed once) */
+    char *body;               /* this round's body (NULL: job->body) */
+    size_t body_len;
+    char *rstate; /* the service's requestState, sent back with the answers */
+    int rounds;   /* input-required answers so far */
+} http_call_t;
+
+static void call_free(http_call_t *c)
+{
+    cJSON_Delete(c->envelope);
+    free(c->body);
+    free(c->rstate);
+    free(c);
+}
+
+/* Ends the job with res (owned). */
+static void call_finish(http_call_t *c, cJSON *res)
+{
+    wrk_job_t *job = c->job;
+    call_free(c);
+    job->ex_state = NULL;
+    wrk_job_finish(job, res);
+}
+
+static void http_done(const wrk_httpexec_resp_t *resp, void *arg);
+
+/* POSTs this round's body. */
+static void call_post(http_call_t *c)
 {
     const char *why = NULL;
-    wrk_httpexec_req_t *r =
-        wrk_httpexec_post_job(job, job->body, job->body_len, http_done, job, &why);
-    if (!r) {
+    const char *body = c->body ? c->body : c->job->body;
+    size_t len = c->body ? c->body_len : c->job->body_len;
+    c->xfer = wrk_httpexec_post_job(c->job, body, len, http_done, c, &why);
+    if (!c->xfer)
+        call_finish(c, why ? wrk_output_errorf("%s", why)
+                           : wrk_output_errorf("the tool's HTTP service could not be called"));
+}
+
+/* The envelope again with "inputResponses" (the client's results by key; an error answer as
+ * {"error": ...}; answers NULL: none) and the service's "requestState". 0 or MCPQ_ENOMEM. */
+static int call_next_body(http_call_t *c, const cJSON *answers)
+{
+    if (!c->envelope && !(c->envelope = cJSON_ParseWithLength(c->job->body, c->job->body_len)))
+        return MCPQ_ENOMEM;
+    cJSON_DeleteItemFromObjectCaseSensitive(c->envelope, "inputResponses");
+    cJSON_DeleteItemFromObjectCaseSensitive(c->envelope, "requestState");
+    if (answers)
+        cJSON_AddItemToObject(c->envelope, "inputResponses", wrk_ask_responses(answers));
+    if (c->rstate)
+        cJSON_AddStringToObject(c->envelope, "requestState", c->rstate);
+    free(c->body);
+    c->body = cJSON_PrintUnformatted(c->envelope);
+    c->body_len = c->body ? strlen(c->body) : 0;
+    return c->body ? 0 : MCPQ_ENOMEM;
+}
+
+/* The client's answers to the service's question: the next round. */
+static void call_answered(wrk_job_t *job, const cJSON *answers, void *arg)
+{
+    http_call_t *c = arg;
+    (void)job;
+    if (call_next_body(c, answers) < 0) {
+        call_finish(c, NULL);
+        return;
+    }
+    call_post(c);
+}
+
+/* A 2xx answer {"resultType": "input_required", "inputRequests"?, "requestState"?}: ask the
+ * client (or, with requestState only, call again at once). 1 when it was one (the call goes
+ * on or ended), 0 when the answer is a result. */
+static int call_input_required(http_call_t *c, const wrk_httpexec_resp_t *resp)
+{
+    if (resp->status < 200 || resp->status > 299)
+        return 0;
+    cJSON *doc = cJSON_ParseWithLength(resp->body, resp->len);
+    const char *rt = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "resultType"));
+    if (!rt || strcmp(rt, "input_required") != 0) {
+        cJSON_Delete(doc);
+        return 0;
+    }
+    const cJSON *reqs = cJSON_GetObjectItemCaseSensitive(doc, "inputRequests");
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(doc, "requestState");
+    char why[400] = "";
+    if (++c->rounds > WRK_ASK_ROUNDS_MAX) {
+        snprintf(why, sizeof(why),
+                 "the tool's HTTP service asked for input more than %d times in one call",
+                 WRK_ASK_ROUNDS_MAX);
+    } else if ((rs && !cJSON_IsString(rs)) || (!reqs && !rs)) {
+        snprintf(why, sizeof(why),
+                 "the tool's HTTP service answered input_required without "
+                 "inputRequests or a string requestState");
+    } else {
+        free(c->rstate);
+        c->rstate = rs ? strdup(rs->valuestring) : NULL;
+        if (!reqs) { /* requestState only: call again with it */
+            if (call_next_body(c, NULL) == 0)
+                call_post(c);
+            else
+                call_finish(c, NULL);
+            cJSON_Delete(doc);
+            return 1;
+        }
+        char err[256];
+        if (wrk_ask_open(c->job, reqs, call_answered, c, err, sizeof(err)) == 0) {
+            cJSON_Delete(doc);
+            return 1;
+        }
+        snprintf(why, sizeof(why), "the tool's HTTP service asked an invalid question: %s", err);
+    }
+    cJSON_Delete(doc);
+    call_finish(c, wrk_output_errorf("%s", why));
+    return 1;
+}
+
+static void http_done_in(const wrk_httpexec_resp_t *resp, void *arg)
+{
+    http_call_t *c = arg;
+    wrk_job_t *job = c->job;
+    c->xfer = NULL; /* freed by the multi handle after this returns */
+    cJSON *res;
+    if (resp->code == CURLE_OK && call_input_required(c, resp))
+        return;
+    if (resp->code == CURLE_OK)
+        res = wrk_output_from_http(resp->status, resp->content_type, resp->body, resp->len);
+    else if (resp->too_big)
+        res = wrk_output_errorf("output too large: the tool answered more than %zu bytes",
+                                wrk_httpexec_max_output(job->rt->http));
+    else
+        res = wrk_httpexec_failure(job, resp, "the tool's HTTP service");
+    call_finish(c, res);
+}
+
+/* The answer of the job's request, logged in the job's trace. */
+static void http_done(const wrk_httpexec_resp_t *resp, void *arg)
+{
+    const http_call_t *c = arg;
+    log_ctx_t saved;
+    wrk_job_log_enter(c->job, &saved);
+    http_done_in(resp, arg);
+    wrk_job_log_leave(&saved);
+}
+
+static int http_start(wrk_job_t *job)
+{
+    http_call_t *c = calloc(1, sizeof(*c));
+    if (!c)
+        return -1;
+    c->job = job;
+    job->ex_state = c;
+    const char *why = NULL;
+    c->xfer = wrk_httpexec_post_job(job, job->body, job->body_len, http_done, c, &why);
+    if (!c->xfer) {
+        call_free(c);
+        job->ex_state = NULL;
         if (!why)
             return -1;
         wrk_job_finish(job, wrk_output_errorf("%s", why));
-        return 0;
     }
-    job->ex_state = r;
     return 0;
 }
 
 static void http_cancel(wrk_job_t *job, wrk_cancel_t how)
 {
     (void)how;
-    wrk_httpexec_req_t *r = job->ex_state;
-    if (!r)
+    http_call_t *c = job->ex_state;
+    if (!c)
         return;
-    wrk_httpexec_req_cancel(job->rt->http, r);
-    job->ex_state = NULL;
-    wrk_job_finish(job, NULL);
+    if (c->xfer)
+        wrk_httpexec_req_cancel(job->rt->http, c->xfer);
+    wrk_ask_abandon(job); /* job.c did already: no answer comes after this */
+    call_finish(c, NULL);
 }
 
 const wrk_executor_t wrk_httpexec_executor = {

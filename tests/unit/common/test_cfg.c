@@ -280,7 +280,8 @@ static void test_secret_formats(void)
     FAILS("{'tenants':[{'id':'a','webhooks':[{'id':'w','url':'http://h/x',"
           "'secret':'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw','events':['task.done']}]}]}",
           "$.tenants[0].webhooks[0].events[0]: must be one of \"task.running\", "
-          "\"task.completed\", \"task.terminated\", \"task.cancelled\", \"tool.changed\"");
+          "\"task.input_required\", \"task.completed\", \"task.terminated\", "
+          "\"task.cancelled\", \"tool.changed\"");
     FAILS("{'tenants':[{'id':'a','webhooks':[{'id':'w','url':'http://h/x',"
           "'secret':'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw','events':[]}]}]}",
           "$.tenants[0].webhooks[0].events: must have at least 1 item");

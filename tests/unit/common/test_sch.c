@@ -819,7 +819,8 @@ static void test_result_and_webhook(void)
     DOC_BAD(wh,
             "{'type':'task.done','timestamp':'2026-01-01T00:00:00Z',"
             "'data':{'TaskId':'t1','TaskStatus':'running','tool':'x'}}",
-            "$.type: must be one of \"task.running\", \"task.completed\", \"task.terminated\", "
+            "$.type: must be one of \"task.running\", \"task.input_required\", \"task.completed\", "
+            "\"task.terminated\", "
             "\"task.cancelled\", \"tool.changed\"");
     /* tool.changed (docs/security.md, "Pinned tool definitions"): no task, its own data */
     DOC_OK(wh, "{'type':'tool.changed','timestamp':'2026-01-01T00:00:00Z',"

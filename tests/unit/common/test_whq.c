@@ -15,6 +15,7 @@
 static void test_events(void)
 {
     CHECK(whq_event_known("task.running"));
+    CHECK(whq_event_known("task.input_required"));
     CHECK(whq_event_known("task.completed"));
     CHECK(whq_event_known("task.terminated"));
     CHECK(whq_event_known("task.cancelled"));

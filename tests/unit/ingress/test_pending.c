@@ -230,6 +230,14 @@ static void test_method_results(void)
                       "\"no such file\"}}");
     CHECK_INT_EQ(outcome, ING_CALL_FAILED);
     free(out);
+    /* error.data passes on: the input_lost reason of a job whose asking worker died */
+    out = answer(&c,
+                 "{\"v\":1,\"job_id\":\"j1\",\"status\":\"error\",\"error\":{\"code\":-32603,"
+                 "\"message\":\"lost\",\"data\":{\"reason\":\"input_lost\"}}}",
+                 &outcome);
+    CHECK_STR_EQ(out, "{\"jsonrpc\":\"2.0\",\"id\":5,\"error\":{\"code\":-32603,\"message\":"
+                      "\"lost\",\"data\":{\"reason\":\"input_lost\"}}}");
+    free(out);
 
     /* a tools/call result with isError stays a tool error */
     element(&c, NULL, "j2", 6, 1000);
