@@ -147,9 +147,11 @@ static void find_in(mcpw_reader_t *rd, cJSON *msg)
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "id");
     const cJSON *method = cJSON_GetObjectItemCaseSensitive(msg, "method");
     if (cJSON_IsString(method)) {
-        if (!id && rd->note)
+        if ((!id || cJSON_IsNull(id)) && rd->note)
             rd->note(msg, rd->arg);
-        return; /* a notification, or a request from the server: not ours to answer */
+        else if (id && !cJSON_IsNull(id) && rd->request)
+            rd->request(msg, rd->arg);
+        return; /* a notification, or a request from the server */
     }
     if (cJSON_IsNumber(id) && id->valuedouble == (double)rd->id &&
         (cJSON_GetObjectItemCaseSensitive(msg, "result") ||
@@ -175,6 +177,11 @@ void mcpw_reader_init(mcpw_reader_t *rd, long id, size_t max, mcpw_note_fn note,
     rd->id = id;
     rd->note = note;
     rd->arg = arg;
+}
+
+void mcpw_reader_on_request(mcpw_reader_t *rd, mcpw_request_fn request)
+{
+    rd->request = request;
 }
 
 int mcpw_reader_feed(mcpw_reader_t *rd, const char *buf, size_t len)
@@ -308,9 +315,20 @@ cJSON *mcpw_initialize_params(void)
 {
     cJSON *p = cJSON_CreateObject();
     cJSON_AddStringToObject(p, "protocolVersion", MCPW_LEGACY_VERSION);
-    cJSON_AddObjectToObject(p, "capabilities");
+    cJSON_AddItemToObject(p, "capabilities", mcpw_client_capabilities());
     cJSON *ci = cJSON_AddObjectToObject(p, "clientInfo");
     cJSON_AddStringToObject(ci, "name", "mcpq-worker");
     cJSON_AddStringToObject(ci, "version", "1.0.0");
     return p;
+}
+
+cJSON *mcpw_client_capabilities(void)
+{
+    cJSON *caps = cJSON_CreateObject();
+    cJSON *el = cJSON_AddObjectToObject(caps, "elicitation");
+    cJSON_AddObjectToObject(el, "form");
+    cJSON_AddObjectToObject(el, "url");
+    cJSON_AddObjectToObject(caps, "sampling");
+    cJSON_AddObjectToObject(caps, "roots");
+    return caps;
 }

@@ -67,19 +67,27 @@ int mcpw_sse_finish(mcpw_sse_t *p, mcpw_sse_fn fn, void *arg);
 
 /* Called for each JSON-RPC notification met on the way (borrowed). */
 typedef void (*mcpw_note_fn)(const cJSON *note, void *arg);
+/* Called for each JSON-RPC request of the server met on the way (borrowed): a message with a
+ * string "method" and a non-null "id" (elicitation/create, sampling/createMessage, roots/list,
+ * ping, ... sent before the response, basic/transports "Sending Messages to the Server"). */
+typedef void (*mcpw_request_fn)(const cJSON *request, void *arg);
 
 /* The reader of one request's SSE answer, fed as it arrives: each notification goes to note
- * (may be NULL) at once, and the JSON-RPC response whose id is the number id is kept. */
+ * (may be NULL) at once, each server request to request (NULL: ignored; set with
+ * mcpw_reader_on_request), and the JSON-RPC response whose id is the number id is kept. */
 typedef struct mcpw_reader {
     mcpw_sse_t sse;
     long id;
     mcpw_note_fn note;
+    mcpw_request_fn request;
     void *arg;
     cJSON *found;
 } mcpw_reader_t;
 
 /* max bounds one event as in mcpw_sse_init. */
 void mcpw_reader_init(mcpw_reader_t *rd, long id, size_t max, mcpw_note_fn note, void *arg);
+/* Server requests read by rd from now on go to request (arg: the reader's). */
+void mcpw_reader_on_request(mcpw_reader_t *rd, mcpw_request_fn request);
 /* 1 when the response has come (stop reading), 0 (go on), or an error of mcpw_sse_feed. */
 int mcpw_reader_feed(mcpw_reader_t *rd, const char *buf, size_t len);
 /* At the end of the stream: the response (the caller owns it), or NULL when none came. */
@@ -100,8 +108,15 @@ int mcpw_is_sse(const char *content_type);
 cJSON *mcpw_request(long id, const char *method, cJSON *params);
 
 /* The params of the legacy initialize mcpq sends upstream: protocolVersion
- * MCPW_LEGACY_VERSION, no capabilities, clientInfo mcpq-worker. A new object; NULL on ENOMEM. */
+ * MCPW_LEGACY_VERSION, the capabilities of mcpw_client_capabilities, clientInfo mcpq-worker.
+ * A new object; NULL on ENOMEM. */
 cJSON *mcpw_initialize_params(void);
+
+/* The client capabilities mcpq declares to an upstream session, which many callers share
+ * (docs/executors.md, "Questions from upstreams"): elicitation (form and url), sampling and
+ * roots, all of them; whether the calling client may be asked is decided per request by the
+ * worker (worker/core/ask.h). A new object; NULL on ENOMEM. */
+cJSON *mcpw_client_capabilities(void);
 
 /* 1 when a server/discover exchange (HTTP status, the response found, may be NULL) shows the
  * upstream speaks 2026-07-28. */

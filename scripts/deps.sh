@@ -11,6 +11,9 @@ set -euo pipefail
 PKGS=(
   librdkafka-dev libmicrohttpd-dev libcjson-dev libssl-dev libhiredis-dev libcurl4-openssl-dev
   ca-certificates
+  # test data, no program: the official JSON Schema Test Suite (tests/draft2020-12) that
+  # unit/common/test_sch_suite runs (docs/tools.md "Input schemas" says why not npm's copy)
+  libtest-json-schema-acceptance-perl
 )
 while read -r prog pkg opt; do
   case $prog in '' | '#'*) continue ;; esac

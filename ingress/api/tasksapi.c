@@ -60,7 +60,8 @@ static void list(ing_req_t *req, ing_door_t *door, const char *tenant, ing_resp_
     for (size_t i = 0; status && i < sizeof(statuses) / sizeof(statuses[0]); i++)
         known |= strcmp(status, statuses[i]) == 0;
     if (!known) {
-        ing_api_error(resp, 400, "status must be working, input_required, completed, failed or cancelled");
+        ing_api_error(resp, 400,
+                      "status must be working, input_required, completed, failed or cancelled");
         return;
     }
     cJSON *page = ing_tasks_page_kept(req->ctx->kv, tenant, offset, 1, status,

@@ -473,6 +473,20 @@ static void index_servers(ing_registry_t *reg)
     qsort(reg->servers, reg->nservers, sizeof(*reg->servers), server_cmp);
 }
 
+/* Compiles tool t's inputSchema (in ver) for tools/call. A schema that does not compile
+ * (stored before a rule of sch.h refused it) is left to tools/call, which reports why. */
+static void compile_input_schema(ing_tool_t *t, const cJSON *ver)
+{
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(ver, "inputSchema");
+    char err[512];
+    if (t->kind != ING_KIND_TOOL || !s)
+        return;
+    t->input_schema = sch_compile(s, "inputSchema", err, sizeof(err));
+    if (!t->input_schema)
+        log_msgf(LOG_WARN, "tool %s/%s/%s: inputSchema not compiled: %s", t->tenant, t->server,
+                 t->name, err);
+}
+
 /* The tools with a published version, of a tenant that exists. 0 or MCPQ_ENOMEM. */
 static int index_tools(ing_registry_t *reg)
 {
@@ -516,6 +530,7 @@ static int index_tools(ing_registry_t *reg)
         t->list_json = render_list_entry(kind, name, ver);
         if (!t->list_json)
             return MCPQ_ENOMEM;
+        compile_input_schema(t, ver);
         reg->ntools++;
     }
     return 0;
@@ -687,8 +702,10 @@ void ing_registry_unref(ing_registry_t *reg)
         free(reg->servers[i].prompts);
         free(reg->servers[i].by_uri);
     }
-    for (size_t i = 0; i < reg->ntools; i++)
+    for (size_t i = 0; i < reg->ntools; i++) {
         cJSON_free(reg->tools[i].list_json);
+        sch_compiled_free(reg->tools[i].input_schema);
+    }
     free(reg->servers);
     free(reg->tools);
     free(reg->tenants);

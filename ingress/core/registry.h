@@ -17,6 +17,7 @@
 
 #include "kinds.h"
 #include "kv.h"
+#include "sch.h"
 
 #include <cjson/cJSON.h>
 #include <stddef.h>
@@ -39,6 +40,9 @@ typedef struct ing_tool {
     const char *uri;          /* a resource's uri, else NULL */
     const char *uri_template; /* a resource template's uriTemplate, else NULL */
     const cJSON *version;     /* the published version (description, inputSchema, executor, ...) */
+    /* a tool's inputSchema compiled once with the snapshot (sch.h), for tools/call; NULL when
+     * it has none or it does not compile (tools/call then validates one-off, saying why) */
+    sch_compiled_t *input_schema;
     const char *version_id;
     /* this object as an entry of its kind's list (tools/list, resources/list,
      * resources/templates/list, prompts/list), compact JSON */

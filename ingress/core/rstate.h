@@ -33,7 +33,7 @@
 #include <stdint.h>
 
 #define ING_RSTATE_MAX 1024   /* bytes of a requestState, with its NUL: 1023 characters */
-#define ING_RSTATE_JOB_MAX 64 /* bytes of a job id, with its NUL */
+#define ING_RSTATE_JOB_MAX 40 /* bytes of a job id, with its NUL (ING_JOB_ID_LEN, pending.h) */
 
 typedef struct ing_rstate ing_rstate_t;
 

@@ -268,8 +268,9 @@ int ing_tasks_input_replay(kv_pool_t *kv, const ing_tasks_t *task, const char *r
     if (!data)
         return MCPQ_ENOMEM;
     char err[128];
-    const char *argv[] = {"XADD", reply_key, "MAXLEN", "~", "100000", "*", "job",
-                          ing_tasks_field(task, "id"), "kind", "input", "data", data};
+    const char *argv[] = {"XADD",   reply_key, "MAXLEN", "~",
+                          "100000", "*",       "job",    ing_tasks_field(task, "id"),
+                          "kind",   "input",   "data",   data};
     redisReply *r = kv_pool_commandargv(kv, err, sizeof(err), 12, argv, NULL);
     cJSON_free(data);
     int rc = r && r->type == REDIS_REPLY_STRING ? 0 : MCPQ_EUNAVAIL;

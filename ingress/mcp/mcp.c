@@ -612,7 +612,7 @@ static int post_message(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
         return 0;
     }
     if (msg->kind == RPC_RESPONSE) {
-        /* The client's answer to a request mcpq sent it (mcpask.h); another response is
+        /* Not an answer to a request of mcpq's (those were taken before: answers_only):
          * accepted and ignored. */
         resp->status = 202;
         return 0;

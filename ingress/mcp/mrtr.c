@@ -71,8 +71,7 @@ int ing_mrtr_arm(const ing_mcp_t *m, const rpc_msg_t *msg, ing_call_t *call)
     if (m->has_session)
         snprintf(a->session, sizeof(a->session), "%s", m->session.id);
     snprintf(a->method, sizeof(a->method), "%s", msg->method);
-    const cJSON *caps =
-        cJSON_GetObjectItemCaseSensitive(ing_era_meta(msg), ING_META_CLIENT_CAPS);
+    const cJSON *caps = cJSON_GetObjectItemCaseSensitive(ing_era_meta(msg), ING_META_CLIENT_CAPS);
     a->elicitation = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(caps, "elicitation"));
     a->sampling = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(caps, "sampling"));
     a->roots = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(caps, "roots"));
@@ -133,8 +132,8 @@ static cJSON *declared_requests(const hook_arg_t *a, const char *job_id, long lo
         char err[256] = "";
         if (ing_answer_submit(a->kv, job_id, n, &who, refused, NULL, NULL, err, sizeof(err)) !=
             ING_ANSWER_OK)
-            log_event(LOG_WARN, "could not refuse a request the client did not declare",
-                      "job_id", job_id, "error", err, (char *)NULL);
+            log_event(LOG_WARN, "could not refuse a request the client did not declare", "job_id",
+                      job_id, "error", err, (char *)NULL);
     }
     cJSON_Delete(refused);
     return keep;
@@ -176,8 +175,8 @@ ing_input_t ing_mrtr_hook(ing_call_t *call, const char *job_id, const cJSON *dat
     char state[ING_RSTATE_MAX];
     int rc = ing_rstate_make(a->rs, &c, state, sizeof(state));
     if (rc < 0) {
-        log_event(LOG_WARN, "cannot make the requestState of a question", "job_id", job_id,
-                  "error", rc == MCPQ_EUNAVAIL ? "Redis unavailable" : "state too large", (char *)NULL);
+        log_event(LOG_WARN, "cannot make the requestState of a question", "job_id", job_id, "error",
+                  rc == MCPQ_EUNAVAIL ? "Redis unavailable" : "state too large", (char *)NULL);
         cJSON_Delete(keep);
         return ING_INPUT_UNREACHABLE;
     }
@@ -237,8 +236,7 @@ static const char *responses_problem(const cJSON *ir, long long max_bytes)
                : NULL;
 }
 
-int ing_mrtr_retry_check(ing_mcp_t *m, const rpc_msg_t *msg, ing_mrtr_retry_t *r,
-                         ing_resp_t *resp)
+int ing_mrtr_retry_check(ing_mcp_t *m, const rpc_msg_t *msg, ing_mrtr_retry_t *r, ing_resp_t *resp)
 {
     ing_ctx_t *ctx = m->req->ctx;
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(msg->params, "requestState");
@@ -309,8 +307,8 @@ static int submit(ing_mcp_t *m, const ing_mrtr_retry_t *r, cJSON **open_out, cha
     /* First the question's open requests (nothing stored), so responses to other keys can be
      * left out; then the answers, with this replica's stream as reply_to. */
     cJSON *none = cJSON_CreateObject(), *open = NULL;
-    int rc = ing_answer_submit(ctx->kv, r->job, r->claims.n, &who, none, NULL, &open, err,
-                               err_size);
+    int rc =
+        ing_answer_submit(ctx->kv, r->job, r->claims.n, &who, none, NULL, &open, err, err_size);
     cJSON_Delete(none);
     if (rc != ING_ANSWER_OK) {
         cJSON_Delete(open);
@@ -375,8 +373,7 @@ int ing_mrtr_retry_run(ing_mcp_t *m, const rpc_msg_t *msg, ing_call_t *call,
     return 0;
 }
 
-int ing_mrtr_task_update(ing_mcp_t *m, const rpc_msg_t *msg, const ing_tasks_t *t,
-                         ing_resp_t *resp)
+int ing_mrtr_task_update(ing_mcp_t *m, const rpc_msg_t *msg, const ing_tasks_t *t, ing_resp_t *resp)
 {
     ing_ctx_t *ctx = m->req->ctx;
     const cJSON *ir = cJSON_GetObjectItemCaseSensitive(msg->params, "inputResponses");

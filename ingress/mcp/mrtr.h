@@ -29,7 +29,7 @@
     "invalid or expired requestState: call again without requestState and inputResponses"
 /* The message of a valid state whose question is gone (data.reason "input_lost"). */
 #define ING_MRTR_LOST                                                                              \
-    "the call's worker stopped while it waited for your answer, or the question has ended; call " \
+    "the call's worker stopped while it waited for your answer, or the question has ended; call "  \
     "again without requestState and inputResponses"
 
 /* A retry's verified state: the job and question it names. */
@@ -54,8 +54,7 @@ ing_input_t ing_mrtr_hook(ing_call_t *call, const char *job_id, const cJSON *dat
 /* A request of m whose params carry requestState or inputResponses (2026-07-28 only): 0 when
  * it is not a retry (nothing done); 1 when it was answered (resp filled: a malformed or
  * refused state); 2 when it is a retry with a verified state (r filled). */
-int ing_mrtr_retry_check(ing_mcp_t *m, const rpc_msg_t *msg, ing_mrtr_retry_t *r,
-                         ing_resp_t *resp);
+int ing_mrtr_retry_check(ing_mcp_t *m, const rpc_msg_t *msg, ing_mrtr_retry_t *r, ing_resp_t *resp);
 
 /* Runs the verified retry r on call (filled for the request: job id r->job, armed): adds it
  * to the table, submits the responses, and parks it (1) or answers it (0, resp filled: a new

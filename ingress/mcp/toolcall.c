@@ -472,7 +472,11 @@ static tc_status_t tc_arguments(tc_t *tc)
     if (!tc->own)
         return tc_error(tc, 200, RPC_INTERNAL_ERROR, "out of memory");
     char why[512];
-    if (tc->schema && sch_validate(tc->schema, tc->own, "arguments", why, sizeof(why)) < 0) {
+    const sch_compiled_t *comp = tc->tool->input_schema;
+    int rc = comp         ? sch_compiled_validate(comp, tc->own, "arguments", why, sizeof(why))
+             : tc->schema ? sch_validate(tc->schema, tc->own, "arguments", why, sizeof(why))
+                          : 0;
+    if (rc < 0) {
         char text[640];
         snprintf(text, sizeof(text), "Invalid arguments for tool %s: %s", tc->tool->name, why);
         return tc_result(tc, ING_CALL_TOOL_ERROR, tool_error_result(text));
@@ -789,8 +793,8 @@ static void call_prepare(tc_t *tc, const char *job_id)
     call->on_input = tc->m->modern ? NULL : ing_mcpask_hook_legacy;
     call->input_n = 0; /* a retry sets the question it answers (mrtr.h) */
     if (tc->m->modern && !tc->detached && ing_mrtr_arm(tc->m, tc->msg, call) < 0)
-        log_event(LOG_WARN, "out of memory: the call's questions cannot reach its client",
-                  "job_id", job_id, (char *)NULL);
+        log_event(LOG_WARN, "out of memory: the call's questions cannot reach its client", "job_id",
+                  job_id, (char *)NULL);
     snprintf(call->tool, sizeof(call->tool), "%s", tc->tool->name);
     call->progress_token[0] = '\0';
     if (rpc_id_valid(tc->tok))

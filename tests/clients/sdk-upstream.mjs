@@ -13,7 +13,9 @@
 // 2025-11-25 task, taskSupport "required": status messages, then its result after `ms`) and
 // `touch` {uri} (notifications/resources/updated for a subscribed uri, on the session's GET
 // stream), resources/subscribe and /unsubscribe, and each JSON-RPC method received printed
-// as `method <name>` on stdout.
+// as `method <name>` on stdout. With `ask` in SDK_UPSTREAM_EXTRAS (a comma list), the tools
+// that ask their client mid-call (lib/asking.mjs: ask_name, ask_sample, ask_roots, ask_twice)
+// for tests/integration/test_mcp_relay.c.
 //
 //   node --import tests/clients/lib/register.mjs tests/clients/sdk-upstream.mjs PORT READY_FILE TOKEN [fewer]
 import http from 'node:http';
@@ -26,10 +28,13 @@ import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { InMemoryTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js';
 import { z } from 'zod';
 import { addSubscriptions } from './lib/subscriptions.mjs';
+import { addAskingV1 } from './lib/asking.mjs';
 
 const [port, readyFile, token, mode] = process.argv.slice(2);
 const transports = new Map();
-const extras = process.env.SDK_UPSTREAM_EXTRAS === 'stream';
+const extraList = (process.env.SDK_UPSTREAM_EXTRAS ?? '').split(',');
+const extras = extraList.includes('stream');
+const asking = extraList.includes('ask');
 const taskStore = new InMemoryTaskStore();
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -125,6 +130,7 @@ function newServer() {
         messages: [{ role: 'user', content: { type: 'text', text: `Greet ${name}${style ? ` in a ${style} way` : ''}` } }],
     }));
     if (extras) addStreamExtras(server);
+    if (asking) addAskingV1(server);
     return server;
 }
 

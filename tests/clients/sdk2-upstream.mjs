@@ -2,14 +2,17 @@
 // that speaks 2026-07-28 only (createMcpHandler, legacy: 'reject': stateless, server/discover,
 // subscriptions/listen), for tests/integration/test_mcp_stream.c: Bearer auth, tools `slow`
 // (progress every 200 ms for 1 s) and `touch` {uri} (a resource update on the handler's event
-// bus, which reaches the subscriptions/listen streams that name the uri). Each JSON-RPC method
-// received is printed as `method <name>` on stdout.
+// bus, which reaches the subscriptions/listen streams that name the uri), and the tools that
+// ask their client in the multi round-trip pattern (lib/asking.mjs: ask_name, ask_sample,
+// ask_roots, ask_twice answer input_required first) for tests/integration/test_mcp_relay.c.
+// Each JSON-RPC method received is printed as `method <name>` on stdout.
 //
 //   node --import tests/clients/lib/register.mjs tests/clients/sdk2-upstream.mjs PORT READY_FILE TOKEN
 import http from 'node:http';
 import { writeFileSync } from 'node:fs';
 import { McpServer, createMcpHandler } from '@modelcontextprotocol/server';
 import { z } from 'zod';
+import { addAskingV2 } from './lib/asking.mjs';
 
 const [port, readyFile, token] = process.argv.slice(2);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -37,6 +40,7 @@ const handler = createMcpHandler(() => {
         handler.notify.resourceUpdated(uri);
         return { content: [{ type: 'text', text: `touched ${uri}` }] };
     });
+    addAskingV2(server);
     return server;
 }, { legacy: 'reject' });
 

@@ -271,6 +271,27 @@ void hx_era_rpc(hx_t *h, hx_ex_t *e, const char *server, const char *v, const ch
     free(body);
 }
 
+int hx_drain(hx_t *h, ing_call_t *c, char **out)
+{
+    util_buf_t b;
+    util_buf_init(&b, 1 << 20);
+    char buf[512];
+    int ended = 0;
+    for (;;) {
+        ssize_t n = ing_pending_read(h->ctx.pending, c, buf, sizeof(buf));
+        if (n == MHD_CONTENT_READER_END_OF_STREAM) {
+            ended = 1;
+            break;
+        }
+        if (n == 0) /* parked again: nothing more now */
+            break;
+        CHECK(util_buf_append(&b, buf, (size_t)n) == 0);
+    }
+    CHECK(util_buf_append(&b, "", 1) == 0);
+    *out = (char *)b.data;
+    return ended;
+}
+
 int hx_mcp_wait(hx_t *h, hx_ex_t *e, int timeout_ms)
 {
     ing_call_t *call = &e->req.call;

@@ -82,6 +82,10 @@ void hx_era_rpc(hx_t *h, hx_ex_t *e, const char *server, const char *v, const ch
 /* For a parked exchange: waits up to timeout_ms for its answer and fills e->resp/e->json as
  * the HTTP layer would (the call's response, or a batch's array). 0, or -1 on timeout. */
 int hx_mcp_wait(hx_t *h, hx_ex_t *e, int timeout_ms);
+/* Everything the streamed call c (after ing_pending_take said ING_TAKE_STREAM) has to send
+ * now, read as libmicrohttpd's content reader does: its bytes into *out (malloc'd, the caller
+ * frees); 1 when its stream ended, 0 when it waits for more. */
+int hx_drain(hx_t *h, ing_call_t *c, char **out);
 
 /* A request to the admin API through ing_admin_api with the operator token (and If-Match
  * when if_match is not NULL): url is the target, its query (not percent-encoded) becomes the

@@ -31,7 +31,7 @@
     "\"io.modelcontextprotocol/clientCapabilities\":" CAPS "}"
 #define ELICIT_META CAPS_META("{\"elicitation\":{}}")
 #define ELICIT_REQ(MSG)                                                                            \
-    "{\"method\":\"elicitation/create\",\"params\":{\"mode\":\"form\",\"message\":\"" MSG "\","   \
+    "{\"method\":\"elicitation/create\",\"params\":{\"mode\":\"form\",\"message\":\"" MSG "\","    \
     "\"requestedSchema\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"}},"    \
     "\"required\":[\"name\"]}}}"
 #define SAMPLE_REQ                                                                                 \
@@ -41,6 +41,9 @@
     "{\"job_id\":\"x\",\"status\":\"ok\",\"result\":{\"content\":[{\"type\":\"text\",\"text\":"    \
     "\"" text "\"}]}}"
 
+#define ECHO "\"executor\":{\"type\":\"builtin\",\"name\":\"echo\"}"
+
+/* clang-format off */
 static const char config[] =
     "{\"tenants\": ["
     "  {\"id\": \"t\", \"api_keys\": [{\"id\": \"k\", \"key\": \"" HX_API_KEY "\"},"
@@ -55,8 +58,9 @@ static const char config[] =
     "   \"versions\": [{\"version\": \"1\", \"mode\": \"task\", \"timeout_ms\": 60000,"
     "    \"inputSchema\": {\"type\": \"object\"},"
     "    \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]},"
-    HX_KIND_OBJ("resource", "doc", "",
-                "\"uri\":\"mem://doc\",\"executor\":{\"type\":\"builtin\",\"name\":\"echo\"}") "]}";
+    HX_KIND_OBJ("prompt", "plan", "", "\"arguments\":[{\"name\":\"q\"}]," ECHO) ","
+    HX_KIND_OBJ("resource", "doc", "", "\"uri\":\"mem://doc\"," ECHO) "]}";
+/* clang-format on */
 
 static hx_t h;
 
@@ -66,8 +70,14 @@ static void modern_as(hx_ex_t *e, const char *method, const char *name, const ch
 {
     char authz[128];
     snprintf(authz, sizeof(authz), "Bearer %s", key);
-    const char *hdrs[] = {"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", method,
-                          "Authorization",        authz,        "Mcp-Name",   name,
+    const char *hdrs[] = {"MCP-Protocol-Version",
+                          "2026-07-28",
+                          "Mcp-Method",
+                          method,
+                          "Authorization",
+                          authz,
+                          "Mcp-Name",
+                          name,
                           NULL};
     size_t size = strlen(params) + 300;
     char *body = malloc(size);
@@ -127,8 +137,8 @@ static char *retry_params(const char *args, const char *resp, const char *state)
     size_t size = strlen(args) + strlen(resp) + strlen(state) + 400;
     char *p = malloc(size);
     snprintf(p, size,
-             "{\"name\":\"echo\",\"arguments\":%s,\"inputResponses\":%s,\"requestState\":\"%s\","
-             ELICIT_META "}",
+             "{\"name\":\"echo\",\"arguments\":%s,\"inputResponses\":%s,\"requestState\":\"%"
+             "s\"," ELICIT_META "}",
              args, resp, state);
     return p;
 }
@@ -146,6 +156,28 @@ static void first_round(hx_ex_t *e, const char *reqs, char job[64], char state[1
     const char *s = hx_str(e, "result.requestState");
     CHECK(s != NULL && strncmp(s, "v1.", 3) == 0 && strlen(s) < 1024);
     snprintf(state, 1100, "%s", s);
+}
+
+/* The retry that answers job's last question (responses, state): it waits on job, whose
+ * result (a text) then answers it. */
+static void last_round(const char *job, const char *responses, const char *state, const char *text)
+{
+    hx_ex_t r;
+    char *p = retry_params("{\"x\":1}", responses, state);
+    call_echo(&r, p);
+    free(p);
+    CHECK(r.parked);
+    CHECK_STR_EQ(r.req.call.job_id, job);
+    char rec[300];
+    snprintf(rec, sizeof(rec),
+             "{\"job_id\":\"x\",\"status\":\"ok\",\"result\":{\"content\":[{\"type\":"
+             "\"text\",\"text\":\"%s\"}]}}",
+             text);
+    entry(job, "result", rec);
+    CHECK_INT_EQ(hx_mcp_wait(&h, &r, 20000), 0);
+    CHECK_STR_EQ(hx_str(&r, "result.content.0.text"), text);
+    CHECK_STR_EQ(hx_str(&r, "result.resultType"), "complete");
+    hx_ex_free(&r);
 }
 
 static void test_round_trip(void)
@@ -188,15 +220,7 @@ static void test_round_trip(void)
     CHECK_STR_EQ(hx_str(&r, "result.inputRequests.sure.params.message"), "Sure?");
     snprintf(state, sizeof(state), "%s", hx_str(&r, "result.requestState"));
     hx_ex_free(&r);
-    p = retry_params("{\"x\":1}", "{\"sure\":" ACCEPT("yes") "}", state);
-    call_echo(&r, p);
-    free(p);
-    CHECK(r.parked);
-    entry(job, "result", RECORD("done after two questions"));
-    CHECK_INT_EQ(hx_mcp_wait(&h, &r, 20000), 0);
-    CHECK_STR_EQ(hx_str(&r, "result.content.0.text"), "done after two questions");
-    CHECK_STR_EQ(hx_str(&r, "result.resultType"), "complete");
-    hx_ex_free(&r);
+    last_round(job, "{\"sure\":" ACCEPT("yes") "}", state, "done after two questions");
     TEST_PASS("InputRequiredResult, retry on the same job, a second question, the result");
 }
 
@@ -232,14 +256,18 @@ static void test_refused_states(void)
     forged[5] = forged[5] == 'A' ? 'B' : 'A';
     retry_refused("{\"x\":1}", answer, forged, HX_API_KEY, RPC_INVALID_PARAMS,
                   "invalid or expired requestState");
+    /* responses that are no InputResponses */
+    retry_refused("{\"x\":1}", "[1]", state, HX_API_KEY, RPC_INVALID_PARAMS,
+                  "params.inputResponses must be an object");
+    retry_refused("{\"x\":1}", "{\"who\":\"yes\"}", state, HX_API_KEY, RPC_INVALID_PARAMS,
+                  "must be the client's result");
     /* inputResponses without a state; a state that is not a string */
-    call_echo(&r, "{\"name\":\"echo\",\"arguments\":{\"x\":1},\"inputResponses\":{}," ELICIT_META
-                  "}");
+    call_echo(&r,
+              "{\"name\":\"echo\",\"arguments\":{\"x\":1},\"inputResponses\":{}," ELICIT_META "}");
     CHECK_INT_EQ(hx_rpc_code(&r), RPC_INVALID_PARAMS);
     CHECK_CONTAINS(hx_rpc_message(&r), "requestState");
     hx_ex_free(&r);
-    call_echo(&r, "{\"name\":\"echo\",\"arguments\":{\"x\":1},\"requestState\":7," ELICIT_META
-                  "}");
+    call_echo(&r, "{\"name\":\"echo\",\"arguments\":{\"x\":1},\"requestState\":7," ELICIT_META "}");
     CHECK_INT_EQ(hx_rpc_code(&r), RPC_INVALID_PARAMS);
     hx_ex_free(&r);
     /* nothing was stored by any of them */
@@ -279,8 +307,7 @@ static void test_partial_and_undeclared(void)
     hx_ex_t e, r;
     char job[64], state[1100];
     /* the client declared elicitation only: the sampling request is answered for the tool */
-    first_round(&e,
-                "{\"a\":" ELICIT_REQ("A?") ",\"b\":" ELICIT_REQ("B?") ",\"s\":" SAMPLE_REQ "}",
+    first_round(&e, "{\"a\":" ELICIT_REQ("A?") ",\"b\":" ELICIT_REQ("B?") ",\"s\":" SAMPLE_REQ "}",
                 job, state);
     CHECK(hx_str(&e, "result.inputRequests.a.method") != NULL);
     CHECK(hx_str(&e, "result.inputRequests.s.method") == NULL);
@@ -302,14 +329,7 @@ static void test_partial_and_undeclared(void)
     char state2[1100];
     snprintf(state2, sizeof(state2), "%s", s2);
     hx_ex_free(&r);
-    p = retry_params("{\"x\":1}", "{\"b\":" ACCEPT("two") "}", state2);
-    call_echo(&r, p);
-    free(p);
-    CHECK(r.parked);
-    entry(job, "result", RECORD("both"));
-    CHECK_INT_EQ(hx_mcp_wait(&h, &r, 20000), 0);
-    CHECK_STR_EQ(hx_str(&r, "result.content.0.text"), "both");
-    hx_ex_free(&r);
+    last_round(job, "{\"b\":" ACCEPT("two") "}", state2, "both");
     TEST_PASS("undeclared requests answered for the tool; missing keys asked again");
 }
 
@@ -339,7 +359,32 @@ static void test_resource_read(void)
     CHECK(r.parked);
     CHECK_STR_EQ(r.req.call.job_id, job);
     hx_ex_free(&r);
-    TEST_PASS("resources/read: InputRequiredResult and the retry on the same job");
+    /* prompts/get: the same, its arguments bound to the state */
+    modern_as(&e, "prompts/get", "plan",
+              "{\"name\":\"plan\",\"arguments\":{\"q\":\"x\"}," ELICIT_META "}", HX_API_KEY);
+    CHECK(e.parked);
+    snprintf(job, sizeof(job), "%s", e.req.call.job_id);
+    ask(job, 1, "{\"who\":" ELICIT_REQ("Name?") "}", "prompts/get");
+    CHECK_INT_EQ(hx_mcp_wait(&h, &e, 20000), 0);
+    CHECK_STR_EQ(hx_str(&e, "result.resultType"), "input_required");
+    snprintf(state, sizeof(state), "%s", hx_str(&e, "result.requestState"));
+    hx_ex_free(&e);
+    snprintf(params, sizeof(params),
+             "{\"name\":\"plan\",\"arguments\":{\"q\":\"y\"},\"inputResponses\":{\"who\":" ACCEPT(
+                 "Ada") "},\"requestState\":\"%s\"," ELICIT_META "}",
+             state);
+    modern_as(&r, "prompts/get", "plan", params, HX_API_KEY); /* other arguments */
+    CHECK_INT_EQ(hx_rpc_code(&r), RPC_INVALID_PARAMS);
+    hx_ex_free(&r);
+    snprintf(params, sizeof(params),
+             "{\"name\":\"plan\",\"arguments\":{\"q\":\"x\"},\"inputResponses\":{\"who\":" ACCEPT(
+                 "Ada") "},\"requestState\":\"%s\"," ELICIT_META "}",
+             state);
+    modern_as(&r, "prompts/get", "plan", params, HX_API_KEY);
+    CHECK(r.parked);
+    CHECK_STR_EQ(r.req.call.job_id, job);
+    hx_ex_free(&r);
+    TEST_PASS("resources/read and prompts/get: InputRequiredResult, the retry on the same job");
 }
 
 #define EXT_META                                                                                   \
@@ -359,8 +404,8 @@ static void make_task(char id[64])
 /* The worker asks the task's client: the task hash and the question, as ask_open.lua. */
 static void task_asks(const char *id, const char *reqs)
 {
-    redisReply *r = hx_redis(&h, "HSET " NAMES_KEY_TASK "%s state running input %s input_n 1",
-                             id, reqs);
+    redisReply *r =
+        hx_redis(&h, "HSET " NAMES_KEY_TASK "%s state running input %s input_n 1", id, reqs);
     CHECK(r && r->type == REDIS_REPLY_INTEGER);
     freeReplyObject(r);
     char exp[32];
@@ -436,29 +481,6 @@ static void test_task_ext(void)
     TEST_PASS("tasks extension: input_required with inputRequests, tasks/update answers");
 }
 
-/* Everything the streamed call c has to send now (malloc'd); 1 when its stream ended. */
-static int drain(ing_call_t *c, char **out)
-{
-    util_buf_t b;
-    util_buf_init(&b, 1 << 20);
-    char buf[4096];
-    int ended = 0;
-    for (;;) {
-        ssize_t n = ing_pending_read(h.ctx.pending, c, buf, sizeof(buf));
-        if (n == MHD_CONTENT_READER_END_OF_STREAM) {
-            ended = 1;
-            break;
-        }
-        if (n == 0)
-            break;
-        CHECK(util_buf_append(&b, buf, (size_t)n) == 0);
-    }
-    CHECK(util_buf_append(&b, "", 1) == 0);
-    *out = strdup((char *)b.data);
-    util_buf_cleanup(&b);
-    return ended;
-}
-
 static void test_task_result_2025(void)
 {
     char id[64];
@@ -478,9 +500,10 @@ static void test_task_result_2025(void)
     hx_ex_free(&e);
     const char *const hdrs[] = {"MCP-Protocol-Version", "2025-11-25", "Mcp-Session-Id", sid, NULL};
     char body[400];
-    snprintf(body, sizeof(body),
-             "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tasks/get\",\"params\":{\"taskId\":\"%s\"}}",
-             id);
+    snprintf(
+        body, sizeof(body),
+        "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tasks/get\",\"params\":{\"taskId\":\"%s\"}}",
+        id);
     hx_mcp(&h, &e, NULL, body, hdrs);
     CHECK_STR_EQ(hx_str(&e, "result.status"), "input_required");
     CHECK(hx_str(&e, "result.inputRequests") == NULL); /* the extension's field only */
@@ -496,7 +519,7 @@ static void test_task_result_2025(void)
     CHECK_INT_EQ(ing_pending_wait(h.ctx.pending, c, 20000), 1);
     CHECK_INT_EQ(ing_pending_take(h.ctx.pending, c), ING_TAKE_STREAM);
     char *out;
-    CHECK_INT_EQ(drain(c, &out), 0);
+    CHECK_INT_EQ(hx_drain(&h, c, &out), 0);
     char want[200];
     snprintf(want, sizeof(want), "\"id\":\"mcpq-in/1/who/%s\"", id);
     CHECK_CONTAINS(out, want);
@@ -510,7 +533,7 @@ static void test_task_result_2025(void)
     int ended = 0;
     for (int i = 0; i < 200 && !ended; i++) { /* polled, at most 20 s */
         (void)ing_pending_wait(h.ctx.pending, c, 100);
-        ended = drain(c, &out);
+        ended = hx_drain(&h, c, &out);
         CHECK(util_buf_append(&all, out, strlen(out)) == 0);
         free(out);
     }

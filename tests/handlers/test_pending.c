@@ -85,29 +85,6 @@ static const char *text_of(const cJSON *o)
         cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(content, 0), "text"));
 }
 
-/* Everything the streamed call c has to send now: its bytes into out (malloc'd, caller
- * frees), 1 when the stream ended. */
-static int drain(ing_call_t *c, char **out)
-{
-    util_buf_t b;
-    util_buf_init(&b, 1 << 20);
-    char buf[512];
-    int ended = 0;
-    for (;;) {
-        ssize_t n = ing_pending_read(h.ctx.pending, c, buf, sizeof(buf));
-        if (n == MHD_CONTENT_READER_END_OF_STREAM) {
-            ended = 1;
-            break;
-        }
-        if (n == 0) /* parked again: nothing more now */
-            break;
-        CHECK(util_buf_append(&b, buf, (size_t)n) == 0);
-    }
-    CHECK(util_buf_append(&b, "", 1) == 0);
-    *out = b.data;
-    return ended;
-}
-
 static void test_result_entry(void)
 {
     ing_call_t c;
@@ -186,7 +163,7 @@ static void test_cancelled(void)
     CHECK_INT_EQ(ing_pending_wait(h.ctx.pending, &c, 5000), 1);
     CHECK_INT_EQ(ing_pending_take(h.ctx.pending, &c), ING_TAKE_STREAM);
     char *out;
-    CHECK_INT_EQ(drain(&c, &out), 1);
+    CHECK_INT_EQ(hx_drain(&h, &c, &out), 1);
     CHECK_STR_EQ(out, ""); /* no response at all */
     CHECK(c.response == NULL);
     free(out);
@@ -203,7 +180,7 @@ static void test_stream(void)
     CHECK_INT_EQ(ing_pending_wait(h.ctx.pending, &c, 5000), 1);
     CHECK_INT_EQ(ing_pending_take(h.ctx.pending, &c), ING_TAKE_STREAM);
     char *out;
-    CHECK_INT_EQ(drain(&c, &out), 0);
+    CHECK_INT_EQ(hx_drain(&h, &c, &out), 0);
     CHECK_CONTAINS(out, "event: message\ndata: ");
     CHECK_CONTAINS(out, "notifications/progress");
     CHECK_CONTAINS(out, "\"progressToken\":\"tok-1\"");
@@ -211,7 +188,7 @@ static void test_stream(void)
     free(out);
     entry("hx-job-s1", "result", RECORD("streamed"));
     CHECK_INT_EQ(ing_pending_wait(h.ctx.pending, &c, 5000), 1);
-    CHECK_INT_EQ(drain(&c, &out), 1);
+    CHECK_INT_EQ(hx_drain(&h, &c, &out), 1);
     CHECK_CONTAINS(out, "{\"jsonrpc\":\"2.0\",\"id\":42,\"result\":");
     CHECK_CONTAINS(out, "streamed");
     free(out);

@@ -34,6 +34,13 @@ static const char config[] =
     "    \"inputSchema\": {\"type\": \"object\", \"required\": [\"text\"],"
     "     \"properties\": {\"text\": {\"type\": \"string\", \"x-mcp-header\": \"Text\"}}},"
     "    \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]},"
+    "  {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"shaped\", \"published\": \"1\","
+    "   \"versions\": [{\"version\": \"1\", \"inputSchema\": {\"type\": \"object\","
+    "     \"properties\": {\"kind\": {\"enum\": [\"a\", \"b\"]}},"
+    "     \"if\": {\"properties\": {\"kind\": {\"const\": \"a\"}}},"
+    "     \"then\": {\"required\": [\"x\"], \"properties\": {\"x\": {\"multipleOf\": 0.5}}},"
+    "     \"unevaluatedProperties\": false},"
+    "    \"executor\": {\"type\": \"builtin\", \"name\": \"echo\"}}]},"
     "  {\"tenant\": \"t\", \"server\": \"default\", \"name\": \"quick\", \"published\": \"1\","
     "   \"versions\": [{\"version\": \"1\", \"timeout_ms\": 1000,"
     "    \"inputSchema\": {\"type\": \"object\"},"
@@ -120,6 +127,34 @@ static void test_schema(void)
     CHECK_CONTAINS(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(block, "text")),
                    "Invalid arguments for tool echo");
     hx_ex_free(&e);
+}
+
+/* The tool error a call of tool name with arguments args gets: its text contains text. */
+static void expect_tool_error(const char *name, const char *args, const char *text)
+{
+    hx_ex_t e;
+    char params[512];
+    snprintf(params, sizeof(params), "{\"name\":\"%s\",\"arguments\":%s}", name, args);
+    call(&e, params, NULL);
+    CHECK(!e.parked);
+    const cJSON *r = hx_rpc_result(&e);
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "isError")));
+    const cJSON *block = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "content"), 0);
+    CHECK_CONTAINS(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(block, "text")), text);
+    hx_ex_free(&e);
+}
+
+/* A JSON Schema 2020-12 inputSchema (if/then, multipleOf, unevaluatedProperties), compiled
+ * with the registry snapshot, checks tools/call arguments. */
+static void test_schema_2020(void)
+{
+    expect_tool_error("shaped", "{\"kind\":\"a\",\"x\":0.75}",
+                      "Invalid arguments for tool shaped: arguments.x: must be a multiple of 0.5 "
+                      "(multipleOf)");
+    expect_tool_error("shaped", "{\"kind\":\"a\"}", "arguments: missing required property \"x\"");
+    /* kind b: "then" does not apply, so nothing evaluates x */
+    expect_tool_error("shaped", "{\"kind\":\"b\",\"x\":1}",
+                      "arguments: unknown property \"x\" (unevaluatedProperties)");
 }
 
 static void test_fake(void)
@@ -525,6 +560,7 @@ int main(void)
     hx_start(&h, config, NULL);
     test_params();
     test_schema();
+    test_schema_2020();
     test_fake();
     test_modern_headers();
     test_tasks();

@@ -1,5 +1,6 @@
 #include "mcpexec.h"
 
+#include "ask.h"
 #include "err.h"
 #include "log.h"
 #include "mcpup.h"
@@ -136,6 +137,9 @@ static void stdio_send(wrk_mcpup_call_t *c, wrk_mcpmethod_req_t *rq);
 
 static void call_free(wrk_mcpup_call_t *c)
 {
+    wrk_mcprelay_free(c->ask); /* an open question is abandoned */
+    cJSON_Delete(c->input_responses);
+    free(c->request_state);
     wrk_loop_timer_stop(c->job->rt->loop, &c->poll);
     mcpw_reader_cleanup(&c->rd);
     free(c->skey);
@@ -229,6 +233,142 @@ static int call_chunk(const char *data, size_t len, void *arg)
     return rc;
 }
 
+/* ---- the upstream's questions to the client (mcprelay.h; docs/executors.md, "Questions from
+ * upstreams") ---- */
+
+/* The worker's ask API (worker/core/ask.h), as the relay takes it. */
+static const wrk_mcprelay_api_t ask_api = {wrk_ask_open, wrk_ask_abandon};
+
+/* The answer to an upstream's request (owned): POSTed in the call's session (HTTP), or
+ * written to the stdin of the process that serves the call (stdio). */
+static void call_reply(cJSON *response, void *arg)
+{
+    wrk_mcpup_call_t *c = arg;
+    if (c->up) {
+        wrk_mcpup_send(c->up, response, NULL, NULL, c->session, c->job->env.traceparent,
+                       WRK_MCPUP_ANSWER_TIMEOUT_MS);
+        cJSON_Delete(response);
+    } else if (c->scall) {
+        wrk_stdiopool_respond(c->m->stdio, c->scall, response);
+    } else {
+        cJSON_Delete(response); /* the call is no longer in flight: nobody waits for it */
+    }
+}
+
+static void call_inputs(cJSON *responses, const char *failure, void *arg);
+
+/* c's relay, made on its first question. NULL on ENOMEM. */
+static wrk_mcprelay_t *call_ask(wrk_mcpup_call_t *c)
+{
+    if (!c->ask)
+        c->ask = wrk_mcprelay_new(c->job, &ask_api, call_reply, call_inputs, c);
+    return c->ask;
+}
+
+/* A request of the upstream (borrowed) during c: on the call's SSE stream or from the
+ * process serving it. Out of memory, it goes unanswered (the upstream's own timeout ends it). */
+static void call_upstream_request(const cJSON *request, void *arg)
+{
+    wrk_mcpup_call_t *c = arg;
+    wrk_mcprelay_t *a = call_ask(c);
+    if (a)
+        wrk_mcprelay_request(a, request);
+    else
+        log_event(LOG_ERROR, "out of memory: an upstream's request goes unanswered", "job_id",
+                  c->job->env.job_id, (char *)NULL);
+}
+
+/* A 2026-07-28 question's answers (owned; NULL with failure): the call goes upstream again
+ * with them, or ends with an isError result naming why (the MRTR retry has no error slot). */
+static void call_inputs(cJSON *responses, const char *failure, void *arg)
+{
+    wrk_mcpup_call_t *c = arg;
+    if (!responses) {
+        call_end(c, wrk_output_errorf("%s", failure));
+        return;
+    }
+    cJSON_Delete(c->input_responses);
+    c->input_responses = responses;
+    call_send(c);
+}
+
+/* An InputRequiredResult (result, part of r, owned) for c's request: its inputRequests are
+ * asked, then the request goes again with the answers and the upstream's requestState (at
+ * once when it asked nothing), at most WRK_MCPUP_INPUT_ROUNDS_MAX times per call. */
+static void call_input_required(wrk_mcpup_call_t *c, cJSON *r, const cJSON *result)
+{
+    const cJSON *ir = cJSON_GetObjectItemCaseSensitive(result, "inputRequests");
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(result, "requestState");
+    char why[400];
+    if (++c->input_rounds > WRK_MCPUP_INPUT_ROUNDS_MAX) {
+        cJSON_Delete(r);
+        call_end(c, wrk_output_errorf("the tool's upstream MCP server asked for input more than "
+                                      "%d times in one call",
+                                      WRK_MCPUP_INPUT_ROUNDS_MAX));
+        return;
+    }
+    if ((rs && !cJSON_IsString(rs)) || (ir && !cJSON_IsObject(ir)) || (!rs && !ir)) {
+        cJSON_Delete(r);
+        call_end(c, wrk_job_error_hidden(c->job, c->where,
+                                         "the upstream MCP server answered a malformed "
+                                         "input_required result"));
+        return;
+    }
+    free(c->request_state);
+    c->request_state = rs ? strdup(rs->valuestring) : NULL;
+    cJSON_Delete(c->input_responses);
+    c->input_responses = NULL;
+    if (!ir || !ir->child) { /* only requestState: retry at once (mrtr.mdx, client rule 1) */
+        cJSON_Delete(r);
+        call_send(c);
+        return;
+    }
+    wrk_mcprelay_t *a = call_ask(c);
+    int rc = a ? wrk_mcprelay_inputs(a, ir, why, sizeof(why)) : MCPQ_ENOMEM;
+    cJSON_Delete(r);
+    if (rc == MCPQ_ENOMEM)
+        call_end_error(c, -32603, "out of memory");
+    else if (rc < 0)
+        call_end(c, wrk_output_errorf("the tool's upstream MCP server asked the client something "
+                                      "mcpq cannot relay: %s",
+                                      why));
+}
+
+/* What c's request carries besides the job's params: the calling client's capabilities
+ * (elicitation, sampling, roots from the envelope's "client") in a 2026-07-28 request's _meta,
+ * where the upstream learns per request what it may ask (stdio: dropped for a legacy process,
+ * whose session declared them at initialize); and a retry's inputResponses and requestState. */
+static void call_params_extra(wrk_mcpup_call_t *c, cJSON *params)
+{
+    if (!c->up || c->up->modern) {
+        const cJSON *caps = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(c->job->env.root, "client"), "capabilities");
+        cJSON *meta = cJSON_GetObjectItemCaseSensitive(params, "_meta");
+        if (!cJSON_IsObject(meta)) {
+            cJSON_DeleteItemFromObjectCaseSensitive(params, "_meta");
+            meta = cJSON_AddObjectToObject(params, "_meta");
+        }
+        cJSON *mine = cJSON_GetObjectItemCaseSensitive(meta, MCPW_META_CLIENT_CAPS);
+        if (!mine)
+            mine = cJSON_AddObjectToObject(meta, MCPW_META_CLIENT_CAPS);
+        static const char *const relayed[] = {"elicitation", "sampling", "roots"};
+        for (size_t i = 0; i < sizeof(relayed) / sizeof(relayed[0]); i++) {
+            const cJSON *cap = cJSON_GetObjectItemCaseSensitive(caps, relayed[i]);
+            if (cJSON_IsObject(cap) && !cJSON_GetObjectItemCaseSensitive(mine, relayed[i]))
+                cJSON_AddItemToObject(mine, relayed[i], cJSON_Duplicate(cap, 1));
+        }
+    }
+    if (c->input_responses) {
+        cJSON_DeleteItemFromObjectCaseSensitive(params, "inputResponses");
+        cJSON_AddItemToObject(params, "inputResponses", c->input_responses);
+        c->input_responses = NULL;
+    }
+    if (c->request_state) {
+        cJSON_DeleteItemFromObjectCaseSensitive(params, "requestState");
+        cJSON_AddStringToObject(params, "requestState", c->request_state);
+    }
+}
+
 /* Sends method with params (taken over) upstream for call c, in its session; the answer
  * comes to call_done. name: the Mcp-Name of a 2026-07-28 request (may be NULL). */
 static void call_post(wrk_mcpup_call_t *c, const char *method, const char *name, cJSON *params)
@@ -252,6 +392,7 @@ static void call_post(wrk_mcpup_call_t *c, const char *method, const char *name,
     }
     mcpw_reader_cleanup(&c->rd);
     mcpw_reader_init(&c->rd, c->id, wrk_httpexec_max_output(c->m->http), call_note, c);
+    mcpw_reader_on_request(&c->rd, call_upstream_request);
     c->req = wrk_httpexec_stream(c->m->http, up->url, h, body, len,
                                  wrk_job_remaining_ms(job) + MCP_TIMEOUT_SLACK_MS, call_chunk,
                                  call_done, c);
@@ -349,6 +490,11 @@ static void call_answer(wrk_mcpup_call_t *c, cJSON *r)
     if (c->step == WRK_MCPUP_STEP_JOB && c->up && wrk_uptask_created(c, r, result))
         return;
     const char *rt = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(result, "resultType"));
+    if (rt && strcmp(rt, "input_required") == 0 && c->step == WRK_MCPUP_STEP_JOB &&
+        c->job->env.method_id != KINDS_METHOD_CATALOG) {
+        call_input_required(c, r, result);
+        return;
+    }
     if (rt && strcmp(rt, "complete") != 0) {
         cJSON_Delete(r);
         call_end(c, wrk_job_error_hidden(
@@ -473,6 +619,8 @@ static void call_send(wrk_mcpup_call_t *c)
         call_end_result(c, wrk_mcpmethod_catalog_take(&c->cat));
         return;
     }
+    if (job->env.method_id != KINDS_METHOD_CATALOG)
+        call_params_extra(c, rq.params);
     if (!c->up) {
         stdio_send(c, &rq);
         return;
@@ -673,7 +821,10 @@ static void up_negotiate(wrk_mcpexec_t *m, wrk_mcpup_t *up)
 {
     up->state = WRK_MCPUP_DISCOVER;
     up->session[0] = '\0';
-    up_send(m, up, "server/discover", wrk_mcpup_meta(cJSON_CreateObject()), 0);
+    cJSON *p = cJSON_CreateObject();
+    cJSON_AddItemToObject(cJSON_AddObjectToObject(p, "_meta"), MCPW_META_CLIENT_CAPS,
+                          mcpw_client_capabilities());
+    up_send(m, up, "server/discover", wrk_mcpup_meta(p), 0);
 }
 
 void wrk_mcpexec_resource_updated(wrk_mcpexec_t *m, const char *upstream, const char *uri)
@@ -697,6 +848,8 @@ static void stdio_send(wrk_mcpup_call_t *c, wrk_mcpmethod_req_t *rq)
                                   c->job->env.job_id, call_note, stdio_done, c, why, sizeof(why));
     if (!c->scall)
         call_end(c, wrk_output_errorf("%s", why));
+    else
+        wrk_stdiopool_on_request(c->scall, call_upstream_request);
 }
 
 static void stdio_done(cJSON *response, const char *failure, const char *detail,

@@ -53,6 +53,16 @@
  * goes over either transport; over stdio, mcpq/catalog takes the handshake's answer from the
  * process the pool opened.
  *
+ * Questions from upstreams (mcprelay.h; docs/executors.md "Questions from upstreams"): upstream
+ * sessions declare elicitation (form, url), sampling and roots (mcpw_client_capabilities), a
+ * 2026-07-28 request the calling client's own (the envelope's "client"). An upstream's
+ * elicitation/create, sampling/createMessage or roots/list on a call's SSE stream (or a stdio
+ * process's stdout while it serves only that call) is asked through the worker's ask API
+ * (worker/core/ask.h) and the answer POSTed (written) back as the JSON-RPC response; a
+ * 2026-07-28 input_required result is asked the same way and the request sent again with
+ * inputResponses and requestState, at most WRK_MCPUP_INPUT_ROUNDS_MAX rounds, an error answer
+ * ending the call with an isError result.
+ *
  * Methods (mcpmethod.h): a job whose method is not tools/call sends that method upstream
  * with the job's params (a prompt's name from executor.prompt, which only tools/call's
  * executor.tool replaces) and passes the upstream's result on as the record's result

@@ -58,20 +58,28 @@ cJSON *wrk_mcpup_meta(cJSON *params)
     return params;
 }
 
+void wrk_mcpup_send(wrk_mcpup_t *up, const cJSON *msg, const char *method, const char *name,
+                    const char *session, const char *traceparent, int64_t timeout_ms)
+{
+    char *body = cJSON_PrintUnformatted(msg);
+    struct curl_slist *h =
+        wrk_mcpup_headers(up, up->modern, up->modern ? MCPW_MODERN_VERSION : up->version, method,
+                          name, up->modern ? NULL : session, traceparent);
+    if (body && h) {
+        wrk_httpexec_post(up->m->http, up->url, h, body, strlen(body), timeout_ms, NULL, NULL);
+        h = NULL;
+    }
+    cJSON_free(body);
+    curl_slist_free_all(h);
+}
+
 void wrk_mcpup_fire(wrk_mcpup_t *up, long id, const char *method, const char *name, cJSON *params,
                     const char *session, const char *traceparent, int64_t timeout_ms)
 {
     if (up->modern)
         wrk_mcpup_meta(params);
-    size_t len = 0;
-    char *body = wrk_mcpup_body(id, method, params, &len);
-    struct curl_slist *h =
-        wrk_mcpup_headers(up, up->modern, up->modern ? MCPW_MODERN_VERSION : up->version, method,
-                          name, up->modern ? NULL : session, traceparent);
-    if (body && h) {
-        wrk_httpexec_post(up->m->http, up->url, h, body, len, timeout_ms, NULL, NULL);
-        h = NULL;
-    }
-    cJSON_free(body);
-    curl_slist_free_all(h);
+    cJSON *msg = mcpw_request(id, method, params);
+    if (msg)
+        wrk_mcpup_send(up, msg, method, name, session, traceparent, timeout_ms);
+    cJSON_Delete(msg);
 }

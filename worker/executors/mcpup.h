@@ -18,6 +18,7 @@
 #include "httpexec.h"
 #include "job.h"
 #include "loop.h"
+#include "mcprelay.h"
 #include "mcpexec.h"
 #include "mcpmethod.h"
 #include "mcpsubs.h"
@@ -34,6 +35,8 @@
 #define WRK_MCPUP_MESSAGE_MAX 1024 /* bytes of an upstream error message passed on */
 #define WRK_MCPUP_HOST_MAX 300
 #define WRK_MCPUP_TASK_ID_MAX 256
+#define WRK_MCPUP_INPUT_ROUNDS_MAX 16     /* 2026-07-28 input_required answers followed per call */
+#define WRK_MCPUP_ANSWER_TIMEOUT_MS 10000 /* the POST of an answer to an upstream's request */
 
 typedef enum {
     WRK_MCPUP_NEW = 0,
@@ -117,6 +120,12 @@ struct wrk_mcpup_call {
     int cat_started;   /* mcpq/catalog: cat holds the lists read so far */
     cJSON *stdio_info; /* stdio: the handshake's info (wrk_mcpmethod_info), for mcpq/catalog */
     wrk_mcpmethod_catalog_t cat;
+    /* Questions of the upstream to the calling client (mcprelay.h): the relay, made on the
+     * first; for a 2026-07-28 retry, the answers and the upstream's requestState it carries. */
+    wrk_mcprelay_t *ask;
+    cJSON *input_responses;
+    char *request_state;
+    int input_rounds;       /* input_required answers followed so far */
     wrk_mcpup_call_t *next; /* in up->waiters */
 };
 
@@ -147,6 +156,10 @@ char *wrk_mcpup_body(long id, const char *method, cJSON *params, size_t *len);
 /* params with the 2026-07-28 _meta envelope every request carries: the version, the
  * (empty) client capabilities and who the client is. Returns params. */
 cJSON *wrk_mcpup_meta(cJSON *params);
+/* A JSON-RPC message (borrowed) POSTed to up that nobody waits for (best effort): an answer to
+ * the upstream's request, a notification; legacy ones in session (may be NULL). */
+void wrk_mcpup_send(wrk_mcpup_t *up, const cJSON *msg, const char *method, const char *name,
+                    const char *session, const char *traceparent, int64_t timeout_ms);
 /* A message to up that nobody waits for (best effort): a request of method with params
  * (taken over), or with id < 0 a notification; legacy ones in session (may be NULL), a
  * 2026-07-28 one with the _meta envelope and name as Mcp-Name. */

@@ -44,6 +44,7 @@ struct wrk_stdiopool_call {
     cJSON *params;
     char tag[80];
     wrk_stdiopool_note_fn note;
+    wrk_stdiopool_request_fn request; /* NULL: the server's requests get -32601 */
     wrk_stdiopool_done_fn done;
     void *arg;
     wrk_stdiopool_call_t *next; /* in the group's queue or the process's calls */
@@ -274,6 +275,8 @@ static void call_send(sp_proc_t *p, wrk_stdiopool_call_t *c)
     cJSON_AddNumberToObject(meta, "progressToken", (double)c->id);
     if (p->modern)
         modern_meta(meta);
+    else /* a legacy session declared its capabilities at initialize */
+        cJSON_DeleteItemFromObjectCaseSensitive(meta, SP_META_CAPABILITIES);
     /* A failed send breaks the process, which fails c with the others. */
     proc_send(p, mcpw_request(c->id, c->method, params));
 }
@@ -483,7 +486,9 @@ static void proc_discover(sp_proc_t *p)
 {
     long long wait = p->g->start_timeout_ms / 2;
     cJSON *params = cJSON_CreateObject();
-    modern_meta(cJSON_AddObjectToObject(params, "_meta"));
+    cJSON *meta = cJSON_AddObjectToObject(params, "_meta");
+    cJSON_AddItemToObject(meta, SP_META_CAPABILITIES, mcpw_client_capabilities());
+    modern_meta(meta);
     p->discovering = 1;
     p->init_id = ++p->next_id;
     wrk_loop_timer_start(p->g->pool->loop, &p->discover_timer,
@@ -523,18 +528,43 @@ static void proc_note(sp_proc_t *p, const char *method, const cJSON *msg)
     /* Other notifications (list_changed, ...) are not a call's. */
 }
 
-/* A request from the server: ping answered {}, anything else -32601. */
-static void proc_request(sp_proc_t *p, const char *method, const cJSON *id)
+/* A request from the server: ping answered {}; any other goes to the call it belongs to, the
+ * only call in flight on p (a stdio message names no call: basic/transports); with none, or
+ * several (which one asks cannot be told), or a call that takes none, it is answered with an
+ * error rather than guessed. */
+static void proc_request(sp_proc_t *p, const char *method, const cJSON *msg)
 {
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "id");
+    char text[300];
+    if (strcmp(method, "ping") != 0 && p->ncalls == 1 && p->calls->request) {
+        p->calls->request(msg, p->calls->arg);
+        return;
+    }
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "jsonrpc", "2.0");
     cJSON_AddItemToObject(o, "id", cJSON_Duplicate(id, 1));
     if (strcmp(method, "ping") == 0) {
         cJSON_AddObjectToObject(o, "result");
     } else {
+        int code = -32601;
+        if (p->ncalls > 1) {
+            code = -32603;
+            snprintf(text, sizeof(text),
+                     "mcpq cannot tell which of the %zu calls in flight on this process sent "
+                     "%.64s (a stdio request names no call): give the server limits.concurrency "
+                     "1 to let it ask",
+                     p->ncalls, method);
+        } else if (p->ncalls == 1) {
+            snprintf(text, sizeof(text), "mcpq does not relay %.64s to its client", method);
+        } else {
+            snprintf(text, sizeof(text),
+                     "mcpq relays a request to its client only during a call of it (%.64s came "
+                     "with no call in flight)",
+                     method);
+        }
         cJSON *e = cJSON_AddObjectToObject(o, "error");
-        cJSON_AddNumberToObject(e, "code", -32601);
-        cJSON_AddStringToObject(e, "message", "mcpq does not answer this request over stdio");
+        cJSON_AddNumberToObject(e, "code", code);
+        cJSON_AddStringToObject(e, "message", text);
     }
     proc_send(p, o);
 }
@@ -558,7 +588,7 @@ static void proc_line(sp_proc_t *p, const char *line, size_t len)
     const char *method = member_str(msg, "method");
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "id");
     if (method && id && !cJSON_IsNull(id)) {
-        proc_request(p, method, id);
+        proc_request(p, method, msg);
     } else if (method) {
         proc_note(p, method, msg);
     } else if (cJSON_IsNumber(id) && p->state == SP_STARTING && id->valuedouble == p->init_id) {
@@ -1201,6 +1231,23 @@ wrk_stdiopool_call_t *wrk_stdiopool_call(wrk_stdiopool_t *pool, const cJSON *exe
 fail:
     cJSON_Delete(params);
     return NULL;
+}
+
+void wrk_stdiopool_on_request(wrk_stdiopool_call_t *call, wrk_stdiopool_request_fn fn)
+{
+    call->request = fn;
+}
+
+int wrk_stdiopool_respond(wrk_stdiopool_t *pool, wrk_stdiopool_call_t *call, cJSON *response)
+{
+    (void)pool;
+    sp_proc_t *p = call->proc;
+    if (!p || p->state != SP_READY) {
+        cJSON_Delete(response);
+        return MCPQ_EIO;
+    }
+    proc_send_later(p, response);
+    return 0;
 }
 
 void wrk_stdiopool_cancel(wrk_stdiopool_t *pool, wrk_stdiopool_call_t *c, const char *reason)

@@ -25,7 +25,15 @@
  *     callback; notifications/message (log) reaches the note callback of the call when one
  *     call is in flight on the process, else only the worker's log;
  *     notifications/resources/updated goes to the pool's updated callback; server-to-client
- *     requests are answered: ping with {}, anything else with -32601;
+ *     requests: ping is answered {}; any other goes to the request callback of the call it
+ *     belongs to, which is the only call in flight on the process (a stdio message names no
+ *     call; with several in flight mcpq does not guess: it answers -32603 naming
+ *     limits.concurrency 1 as the way to let the server ask; with none, or a call without a
+ *     request callback, -32601); the answer is written with wrk_stdiopool_respond;
+ *   - the handshake declares the client capabilities of mcpw_client_capabilities (initialize;
+ *     server/discover's _meta); a call's params._meta clientCapabilities (the calling
+ *     client's, set by the executor) reach a 2026-07-28 process and are dropped for a legacy
+ *     one;
  *   - a process that exits, closes its stdout, breaks its stdin pipe or sends a line longer
  *     than the worker's output limit fails its calls in flight (their done callback with a
  *     failure), and is started again on the next call, no sooner than the restart backoff
@@ -79,6 +87,9 @@ typedef void (*wrk_stdiopool_done_fn)(cJSON *response, const char *failure, cons
                                       const wrk_stdiopool_hello_t *hello, void *arg);
 /* A notification that belongs to the call (progress, log), borrowed. */
 typedef void (*wrk_stdiopool_note_fn)(const cJSON *note, void *arg);
+/* A request of the server that belongs to the call (elicitation/create, ...), borrowed;
+ * arg is the call's. */
+typedef void (*wrk_stdiopool_request_fn)(const cJSON *request, void *arg);
 /* notifications/resources/updated from a process of group key (the JSON of its command,
  * args, env, cwd and limits) for uri. */
 typedef void (*wrk_stdiopool_updated_fn)(const char *key, const char *uri, void *arg);
@@ -108,6 +119,13 @@ wrk_stdiopool_call_t *wrk_stdiopool_call(wrk_stdiopool_t *pool, const cJSON *exe
                                          const char *method, cJSON *params, const char *tag,
                                          wrk_stdiopool_note_fn note, wrk_stdiopool_done_fn done,
                                          void *arg, char *why, size_t why_size);
+
+/* The server's requests that belong to call go to fn (with the call's arg) from now on. */
+void wrk_stdiopool_on_request(wrk_stdiopool_call_t *call, wrk_stdiopool_request_fn fn);
+/* Writes response (a JSON-RPC response to a request handed to the call's request callback,
+ * taken over) to the process serving call, from the loop (never inside this call). 0, or
+ * MCPQ_EIO when the call is on no working process any more (response dropped). */
+int wrk_stdiopool_respond(wrk_stdiopool_t *pool, wrk_stdiopool_call_t *call, cJSON *response);
 
 /* Drops call without its done callback: a queued call leaves the queue; a sent one is
  * followed by notifications/cancelled {requestId, reason} to its process, whose later answer

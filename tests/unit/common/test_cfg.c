@@ -387,6 +387,22 @@ static void test_semantic_errors(void)
                    "")),
           "$.tools[0].versions[0].outputSchema.properties.s: invalid schema: pattern \"(?<=x)\" "
           "is not supported (POSIX ERE subset)");
+    /* JSON Schema 2020-12: an unimplemented keyword is refused by name, unknown ones pass */
+    FAILS(CFG("", "",
+              TOOL("t",
+                   "{'version':'1','inputSchema':{'type':'object','properties':{'a':{'items':"
+                   "{'$dynamicRef':'#n'}}}},'executor':{'type':'builtin','name':'echo'}}",
+                   "")),
+          "$.tools[0].versions[0].inputSchema.properties.a.items.$dynamicRef: invalid schema: "
+          "this keyword is not supported by mcpq (docs/tools.md, \"Input schemas\")");
+    doc = LOAD(CFG("", "",
+                   TOOL("t",
+                        "{'version':'1','inputSchema':{'type':'object','x-order':['a'],"
+                        "'prefixItems':[true],'dependentRequired':{'a':['b']},'properties':{'a':"
+                        "{'$ref':'#/$defs/a'}},'$defs':{'a':{'multipleOf':0.5}}},'executor':"
+                        "{'type':'builtin','name':'echo'}}",
+                        "")));
+    cJSON_Delete(doc);
     /* exec env_pass: worker variables by name, never MCPQ_* */
     doc = LOAD(CFG("", "",
                    TOOL("e",

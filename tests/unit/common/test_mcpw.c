@@ -141,6 +141,42 @@ static void test_reader(void)
     TEST_PASS("response reader: notifications as they arrive, stops at the response by id");
 }
 
+static char seen_req[256];
+static void keep_request(const cJSON *req, void *arg)
+{
+    (void)arg;
+    char *s = cJSON_PrintUnformatted(req);
+    snprintf(seen_req, sizeof(seen_req), "%s", s);
+    cJSON_free(s);
+}
+
+/* A request of the server on the call's stream (elicitation, ...) goes to the request
+ * callback, never to note; without one it is skipped as before. The capabilities mcpq
+ * declares at initialize name elicitation (form, url), sampling and roots. */
+static void test_reader_request(void)
+{
+    const char *a = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"e1\",\"method\":"
+                    "\"elicitation/create\",\"params\":{\"message\":\"name?\"}}\n\n"
+                    "data: {\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"n\"}\n\n";
+    mcpw_reader_t rd;
+    mcpw_reader_init(&rd, 4, 1024, count_note, NULL);
+    mcpw_reader_on_request(&rd, keep_request);
+    seen_note = 0;
+    seen_req[0] = '\0';
+    CHECK_INT_EQ(mcpw_reader_feed(&rd, a, strlen(a)), 0);
+    CHECK_STR_EQ(seen_req, "{\"jsonrpc\":\"2.0\",\"id\":\"e1\",\"method\":\"elicitation/"
+                           "create\",\"params\":{\"message\":\"name?\"}}");
+    CHECK_INT_EQ(seen_note, 1); /* the null id is a notification's */
+    mcpw_reader_cleanup(&rd);
+    cJSON *p = mcpw_initialize_params();
+    char *s = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(p, "capabilities"));
+    CHECK_STR_EQ(s, "{\"elicitation\":{\"form\":{},\"url\":{}},\"sampling\":{},\"roots\":{}}");
+    cJSON_free(s);
+    cJSON_Delete(p);
+    TEST_PASS("server requests on a call's stream reach the request callback; capabilities "
+              "declared at initialize");
+}
+
 static int notes;
 static void on_note(const cJSON *note, void *arg)
 {
@@ -262,6 +298,7 @@ int main(void)
     test_sse();
     test_sse_incremental();
     test_reader();
+    test_reader_request();
     test_response();
     test_eras();
     return 0;

@@ -30,6 +30,15 @@ static int val(const char *schema, const char *instance)
     cJSON *s = parse_q(schema), *i = parse_q(instance);
     err[0] = '\0';
     int rc = sch_validate(s, i, "arguments", err, sizeof(err));
+    /* the compiled schema, when it compiles, answers exactly the same */
+    char cerr[1024] = "";
+    sch_compiled_t *comp = sch_compile(s, "arguments", cerr, sizeof(cerr));
+    if (comp) {
+        CHECK_INT_EQ(sch_compiled_validate(comp, i, "arguments", cerr, sizeof(cerr)), rc);
+        if (rc)
+            CHECK_STR_EQ(cerr, err);
+        sch_compiled_free(comp);
+    }
     cJSON_Delete(s);
     cJSON_Delete(i);
     return rc;
@@ -412,6 +421,203 @@ static void test_schema_check(void)
     TEST_PASS("sch_schema_check");
 }
 
+/* JSON Schema 2020-12 keywords: conditionals, tuples, contains, dependencies. */
+static void test_2020_applicators(void)
+{
+    const char *cond = "{'if':{'properties':{'k':{'const':'n'}}},'then':{'properties':{'v':"
+                       "{'type':'number'}}},'else':{'properties':{'v':{'type':'string'}}}}";
+    OK(cond, "{'k':'n','v':1}");
+    OK(cond, "{'k':'s','v':'x'}");
+    BAD(cond, "{'k':'n','v':'x'}", "arguments.v: expected number, got string");
+    BAD(cond, "{'k':'s','v':1}", "arguments.v: expected string, got integer");
+    OK("{'then':{'type':'string'}}", "1"); /* then without if: ignored */
+    const char *tuple = "{'prefixItems':[{'type':'integer'},{'type':'string'}],'items':false}";
+    OK(tuple, "[1,'a']");
+    OK(tuple, "[1]");
+    BAD(tuple, "[1,2]", "arguments[1]: expected string, got integer");
+    BAD(tuple, "[1,'a',null]", "arguments: must have at most 2 items");
+    BAD("{'prefixItems':[true],'items':{'type':'null'}}", "[1,2]",
+        "arguments[1]: expected null, got integer");
+    const char *con = "{'contains':{'type':'integer'},'minContains':2,'maxContains':3}";
+    OK(con, "['a',1,2]");
+    BAD(con, "['a',1]", "arguments: must contain at least 2 items matching \"contains\" (1 does)");
+    BAD(con, "[1,2,3,4]",
+        "arguments: must contain at most 3 items matching \"contains\" "
+        "(maxContains), but 4 do");
+    BAD("{'contains':{'const':1}}", "[]",
+        "arguments: must contain at least 1 item matching \"contains\" (0 do)");
+    OK("{'contains':{'const':1},'minContains':0}", "[]");
+    OK("{'maxContains':0}", "[1]"); /* without contains: nothing to count */
+    const char *dep = "{'dependentRequired':{'card':['cvv']},"
+                      "'dependentSchemas':{'card':{'properties':{'cvv':{'maxLength':4}}}}}";
+    OK(dep, "{'cvv':'12345'}");
+    BAD(dep, "{'card':'x'}",
+        "arguments: missing property \"cvv\" (dependentRequired: \"card\" is present)");
+    BAD(dep, "{'card':'x','cvv':'12345'}", "arguments.cvv: must be at most 4 characters long");
+    BAD("{'dependencies':{'a':['b'],'c':{'required':['d']}}}", "{'a':1}",
+        "arguments: missing property \"b\" (dependencies: \"a\" is present)");
+    BAD("{'dependencies':{'a':['b'],'c':{'required':['d']}}}", "{'c':1}",
+        "arguments: missing required property \"d\"");
+    TEST_PASS("if/then/else, prefixItems, contains, dependentRequired, dependentSchemas");
+}
+
+/* multipleOf compares decimals exactly. */
+static void test_multiple_of(void)
+{
+    OK("{'multipleOf':2}", "10");
+    BAD("{'multipleOf':2}", "7", "arguments: must be a multiple of 2 (multipleOf)");
+    OK("{'multipleOf':0.0001}", "0.0075"); /* 0.0075 / 0.0001 is 74.99999999999999 */
+    BAD("{'multipleOf':0.0001}", "0.00751", "arguments: must be a multiple of 0.0001 (multipleOf)");
+    OK("{'multipleOf':0.01}", "19.99");
+    OK("{'multipleOf':0.1}", "0.3"); /* 0.1 * 3 != 0.3 in binary */
+    OK("{'multipleOf':1e-8}", "12391239123");
+    BAD("{'multipleOf':0.123456789}", "1e308",
+        "arguments: must be a multiple of "
+        "0.123456789 (multipleOf)");
+    OK("{'multipleOf':1.5}", "-4.5");
+    OK("{'multipleOf':3}", "'x'"); /* numbers only */
+    OK("{'multipleOf':1e300}", "0");
+    BAD("{'multipleOf':1e300}", "1e299", "arguments: must be a multiple of 1e+300 (multipleOf)");
+    BADC("{'multipleOf':0}", "1", "invalid schema: \"multipleOf\" must be a number greater than 0");
+    TEST_PASS("multipleOf");
+}
+
+/* unevaluatedProperties and unevaluatedItems see what the schema and its in-place
+ * subschemas evaluated. */
+static void test_unevaluated(void)
+{
+    const char *s = "{'properties':{'a':true},'allOf':[{'properties':{'b':true}}],"
+                    "'anyOf':[{'properties':{'c':{'type':'integer'}},'required':['c']},"
+                    "{'properties':{'d':true},'required':['d']}],"
+                    "'$defs':{'e':{'properties':{'e':true}}},'$ref':'#/$defs/e',"
+                    "'unevaluatedProperties':false}";
+    OK(s, "{'a':1,'b':2,'c':3,'e':4}");
+    OK(s, "{'c':1,'d':2}"); /* both anyOf branches match: both count */
+    BAD(s, "{'c':1,'z':2}", "arguments: unknown property \"z\" (unevaluatedProperties)");
+    /* a failed branch's annotations do not count */
+    BAD(s, "{'c':'x','d':2}", "arguments: unknown property \"c\" (unevaluatedProperties)");
+    BAD("{'unevaluatedProperties':{'type':'string'}}", "{'a':1}",
+        "arguments.a: expected string, got integer");
+    /* a subschema cannot see its parent's annotations */
+    BAD("{'properties':{'a':true},'allOf':[{'unevaluatedProperties':false}]}", "{'a':1}",
+        "arguments: unknown property \"a\" (unevaluatedProperties)");
+    const char *cond = "{'if':{'properties':{'t':{'const':1}},'required':['t']},"
+                       "'then':{'properties':{'x':true}},'else':{'properties':{'y':true}},"
+                       "'unevaluatedProperties':false}";
+    OK(cond, "{'t':1,'x':1}");
+    OK(cond, "{'y':1}");
+    BAD(cond, "{'t':2,'x':1}", "arguments: unknown property \"t\" (unevaluatedProperties)");
+    const char *items = "{'prefixItems':[true],'contains':{'type':'string'},"
+                        "'unevaluatedItems':false}";
+    OK(items, "[1,'a','b']");
+    BAD(items, "[1,'a',2]", "arguments: item 2 is not allowed (unevaluatedItems)");
+    BAD("{'unevaluatedItems':{'type':'null'}}", "[null,1]",
+        "arguments[1]: expected null, got integer");
+    OK("{'dependentSchemas':{'a':{'properties':{'b':true}}},'properties':{'a':true},"
+       "'unevaluatedProperties':false}",
+       "{'a':1,'b':2}");
+    /* a name from the instance cannot break the message into two lines */
+    BAD("{'unevaluatedProperties':false}", "{'a\\nb':1}",
+        "arguments: unknown property \"a?b\" (unevaluatedProperties)");
+    TEST_PASS("unevaluatedProperties, unevaluatedItems");
+}
+
+/* $ref through $id and $anchor, and the bounds on references. */
+static void test_ids_and_anchors(void)
+{
+    const char *s = "{'$id':'https://example.com/root.json','$defs':{"
+                    "'a':{'$anchor':'posint','type':'integer','minimum':1},"
+                    "'b':{'$id':'item.json','type':'string','$defs':{'c':{'const':'c'}}}},"
+                    "'properties':{'n':{'$ref':'#posint'},'s':{'$ref':'item.json'},"
+                    "'t':{'$ref':'https://example.com/item.json#/$defs/c'},"
+                    "'u':{'$ref':'root.json#/$defs/a'}}}";
+    OK(s, "{'n':2,'s':'x','t':'c','u':5}");
+    BAD(s, "{'n':0}", "arguments.n: must be >= 1");
+    BAD(s, "{'s':1}", "arguments.s: expected string, got integer");
+    BAD(s, "{'t':'d'}", "arguments.t: must be \"c\"");
+    OK("{'$id':'urn:uuid:deadbeef-1234-ffff-ffff-4321feebdaed','properties':{'a':{'$ref':"
+       "'urn:uuid:deadbeef-1234-ffff-ffff-4321feebdaed#/$defs/x'}},'$defs':{'x':{'type':'null'}}}",
+       "{'a':null}");
+    /* a cycle without progress ends at the depth bound, as an error */
+    BADC("{'$ref':'#'}", "1", "nested more than 64 levels deep");
+    BADC("{'$defs':{'a':{'$ref':'#/$defs/b'},'b':{'$ref':'#/$defs/a'}},'$ref':'#/$defs/a'}", "1",
+         "nested more than 64 levels deep");
+    /* references that fan out (2^30 paths) stop at SCH_MAX_REFS */
+    char fan[4096] = "{'$defs':{'d0':true";
+    for (int i = 1; i <= 30; i++) {
+        size_t n = strlen(fan);
+        snprintf(fan + n, sizeof(fan) - n,
+                 ",'d%d':{'allOf':[{'$ref':'#/$defs/d%d'},"
+                 "{'$ref':'#/$defs/d%d'}]}",
+                 i, i - 1, i - 1);
+    }
+    strcat(fan, "},'$ref':'#/$defs/d30'}");
+    BADC(fan, "1", "arguments: more than 100000 \"$ref\" followed");
+    TEST_PASS("$id, $anchor, $ref bounds");
+}
+
+/* sch_schema_check refuses schema (single-quoted JSON) with a message containing needle. */
+#define REFUSED(schema, needle)                                                                    \
+    do {                                                                                           \
+        CHECK_INT_EQ(check_q(schema), MCPQ_EINVAL);                                                \
+        CHECK_CONTAINS(err, needle);                                                               \
+    } while (0)
+
+/* The rule against skipping silently: unimplemented keywords are refused by name and path,
+ * annotations and unknown keywords pass. */
+static void test_refused_keywords(void)
+{
+    REFUSED("{'properties':{'a':{'$dynamicRef':'#node'}}}",
+            "$.inputSchema.properties.a.$dynamicRef: invalid schema: this keyword is "
+            "not supported by mcpq (docs/tools.md, \"Input schemas\")");
+    REFUSED("{'items':{'$recursiveRef':'#'}}", "$.inputSchema.items.$recursiveRef: invalid schema");
+    REFUSED("{'divisibleBy':2}", "$.inputSchema.divisibleBy: invalid schema");
+    BADC("{'$dynamicRef':'#x'}", "1", "keyword \"$dynamicRef\" is not supported");
+    CHECK_INT_EQ(check_q("{'$schema':'https://json-schema.org/draft/2020-12/schema',"
+                         "'$id':'https://x.example/s','title':'t','description':'d',"
+                         "'default':1,'examples':[1],'deprecated':true,'readOnly':true,"
+                         "'writeOnly':false,'$comment':'c','$vocabulary':{},'format':'email',"
+                         "'contentMediaType':'text/plain','contentEncoding':'base64',"
+                         "'contentSchema':{},'enumNames':['A'],'x-vendor':{'$dynamicRef':1},"
+                         "'whatever':[1,2]}"),
+                 0);
+    OK("{'format':'email'}", "'not an email'"); /* format is an annotation */
+    REFUSED("{'prefixItems':[{}],'items':[{}]}",
+            "\"items\" must not be an array next to \"prefixItems\"");
+    REFUSED("{'dependentRequired':{'a':[1]}}",
+            "\"dependentRequired\" must map names to arrays of names");
+    REFUSED("{'$defs':{'a':{'$anchor':'x'},'b':{'$anchor':'x'}}}",
+            "$.inputSchema: invalid schema: two subschemas are identified as \"#x\"");
+    REFUSED("{'properties':{'a':{'$ref':'#nope'}}}", "cannot resolve \"$ref\": \"#nope\"");
+    REFUSED("{'contains':5}",
+            "$.inputSchema.contains: invalid schema: a schema must be an object or a boolean");
+    REFUSED("{'minContains':-1}", "\"minContains\" must be a non-negative integer");
+    TEST_PASS("refused keywords, annotations");
+}
+
+/* A compiled schema is a copy, with its patterns compiled once. */
+static void test_compiled(void)
+{
+    cJSON *s = parse_q("{'patternProperties':{'^x_':{'pattern':'^[a-z]+$'}},"
+                       "'additionalProperties':false}");
+    sch_compiled_t *comp = sch_compile(s, "arguments", err, sizeof(err));
+    CHECK(comp != NULL);
+    cJSON_Delete(s); /* the compiled schema does not borrow it */
+    cJSON *i = parse_q("{'x_a':'abc','x_b':'ABC'}");
+    CHECK_INT_EQ(sch_compiled_validate(comp, i, "arguments", err, sizeof(err)), MCPQ_EINVAL);
+    CHECK_STR_EQ(err, "arguments.x_b: does not match the pattern \"^[a-z]+$\"");
+    CHECK(cJSON_IsObject(sch_compiled_schema(comp)));
+    cJSON_Delete(i);
+    sch_compiled_free(comp);
+    sch_compiled_free(NULL);
+    s = parse_q("{'$dynamicRef':'#a'}");
+    CHECK(sch_compile(s, "inputSchema", err, sizeof(err)) == NULL);
+    CHECK_CONTAINS(err, "inputSchema.$dynamicRef: invalid schema");
+    cJSON_Delete(s);
+    CHECK_INT_EQ(sch_compiled_validate(NULL, NULL, "x", err, sizeof(err)), MCPQ_EINVAL);
+    TEST_PASS("sch_compile");
+}
+
 static const char *const builtin_names[] = {
     "config.schema.json",       "job.schema.json",     "result.schema.json",
     "http-request.schema.json", "webhook.schema.json", "call-tool-result.schema.json",
@@ -648,6 +854,12 @@ int main(void)
     test_booleans_and_bad_schemas();
     test_depth();
     test_schema_check();
+    test_2020_applicators();
+    test_multiple_of();
+    test_unevaluated();
+    test_ids_and_anchors();
+    test_refused_keywords();
+    test_compiled();
     test_builtins();
     test_call_tool_result();
     test_job_and_request();

@@ -35,7 +35,7 @@ static const char *const docs[] = {
     "\"1\"}]}",
     "tool:acme:opsy",
     "{\"tenant\":\"acme\",\"server\":\"ops\",\"name\":\"opsy\",\"published\":\"1\",\"versions\":"
-    "[{\"version\":\"1\"}]}",
+    "[{\"version\":\"1\",\"inputSchema\":{\"$dynamicRef\":\"#node\"}}]}",
     "tool:globex:echo",
     "{\"tenant\":\"globex\",\"server\":\"default\",\"name\":\"echo\",\"published\":\"1\","
     "\"versions\":[{\"version\":\"1\"}]}",
@@ -323,6 +323,14 @@ int main(void)
     CHECK(ing_registry_tool(s, "offline") == NULL);
     CHECK(ing_registry_tool(s, "opsy") == NULL);
     CHECK(ing_registry_tool(ing_registry_server(reg, "acme", "ops"), "opsy") != NULL);
+    /* inputSchemas are compiled with the snapshot; one that does not compile (stored before
+     * sch.h refused $dynamicRef) is left NULL, for tools/call to validate one-off */
+    CHECK(z->input_schema != NULL && a->input_schema == NULL);
+    cJSON *num = cJSON_CreateNumber(1);
+    CHECK(sch_compiled_validate(z->input_schema, num, "arguments", err, sizeof(err)) != 0);
+    CHECK_STR_EQ(err, "arguments: expected object, got integer");
+    cJSON_Delete(num);
+    CHECK(ing_registry_tool(ing_registry_server(reg, "acme", "ops"), "opsy")->input_schema == NULL);
     /* tenant isolation: globex has no ops server and cannot see acme's tools */
     CHECK(ing_registry_server(reg, "globex", "ops") == NULL);
     CHECK(ing_registry_tool(ing_registry_server(reg, "globex", "default"), "zeta") == NULL);

@@ -38,7 +38,8 @@ static int check(ing_rstate_t *rs, const char *state, ing_rstate_claims_t *c, in
 
 static void test_roundtrip(ing_rstate_t *rs)
 {
-    ing_rstate_claims_t c = claims("{\"name\":\"t\",\"arguments\":{\"a\":1,\"b\":[1,{\"y\":2,\"x\":1}]}}");
+    ing_rstate_claims_t c =
+        claims("{\"name\":\"t\",\"arguments\":{\"a\":1,\"b\":[1,{\"y\":2,\"x\":1}]}}");
     char state[ING_RSTATE_MAX], job[ING_RSTATE_JOB_MAX], why[128];
     CHECK_INT_EQ(ing_rstate_make(rs, &c, state, sizeof(state)), 0);
     CHECK(strncmp(state, "v1.", 3) == 0);
@@ -127,8 +128,8 @@ static void test_tampered(ing_rstate_t *rs)
 
 static void test_garbage_and_size(ing_rstate_t *rs)
 {
-    const char *bad[] = {"", "v1", "v1.", "v1..", "v2.e30.AAAA", "v1.e30", "v1.!!!.AAAA",
-                         "v1.e30.AAAA", "hello"};
+    const char *bad[] = {"",       "v1",          "v1.",         "v1..", "v2.e30.AAAA",
+                         "v1.e30", "v1.!!!.AAAA", "v1.e30.AAAA", "hello"};
     ing_rstate_claims_t c = claims("{\"name\":\"t\"}");
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         ing_rstate_claims_t e = c;
@@ -149,6 +150,8 @@ static void test_garbage_and_size(ing_rstate_t *rs)
     CHECK_INT_EQ(ing_rstate_make(rs, &c, state, sizeof(state)), MCPQ_ETOOBIG);
     c.session = NULL;
     c.job_id = "bad id!";
+    CHECK_INT_EQ(ing_rstate_make(rs, &c, state, sizeof(state)), MCPQ_EINVAL);
+    c.job_id = "j_0123456789abcdef0123456789abcdef012345"; /* 40: longer than a job id */
     CHECK_INT_EQ(ing_rstate_make(rs, &c, state, sizeof(state)), MCPQ_EINVAL);
     TEST_PASS("garbage and oversized states are refused; none over 1 KiB is made");
 }

@@ -13,7 +13,12 @@ call's progressToken, a log message and a resources/updated notification), answe
 the client answered to the ping and roots/list this server sent at initialize), env (its
 environment), crash (exits 5), closeout (closes stdout, then waits), big (one line of
 200000 bytes), hang (a progress notification, then no answer), cancelled (the requestIds of
-the notifications/cancelled received).
+the notifications/cancelled received), ask (sends elicitation/create for the call and
+answers the call with the client's response to it, once it comes), caps (the capabilities
+the client declared at initialize); and for a 2026-07-28 client (tests/integration/
+test_mcp_relay.c) state_once (input_required with only a requestState, then its echo back),
+state_loop (input_required with a new requestState at every call, forever) and bad_input
+(input_required asking tools/call, which no client answers).
 """
 import json
 import os
@@ -23,6 +28,8 @@ import time
 MODE = sys.argv[1] if len(sys.argv) > 1 else "ok"
 answers = {}
 cancelled = []
+asking = {}  # the id of our elicitation/create -> the call waiting for its answer
+declared = {}
 
 
 def send(msg):
@@ -69,6 +76,23 @@ def call(mid, params):
         text(mid, json.dumps(params.get("_meta", {})))
     elif name == "cancelled":
         text(mid, json.dumps(cancelled))
+    elif name == "ask":
+        asking["e" + str(mid)] = mid
+        send({"jsonrpc": "2.0", "id": "e" + str(mid), "method": "elicitation/create",
+              "params": {"message": "Your name?", "requestedSchema": {
+                  "type": "object", "properties": {"name": {"type": "string"}}}}})
+    elif name == "caps":
+        text(mid, json.dumps(declared))
+    elif name == "state_once":
+        if params.get("requestState") == "abc":
+            text(mid, "state abc came back")
+        else:
+            result(mid, {"resultType": "input_required", "requestState": "abc"})
+    elif name == "state_loop":
+        result(mid, {"resultType": "input_required", "requestState": "s" + str(mid)})
+    elif name == "bad_input":
+        result(mid, {"resultType": "input_required",
+                     "inputRequests": {"x": {"method": "tools/call", "params": {}}}})
     else:
         send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32602, "message": "no such tool"}})
 
@@ -97,6 +121,7 @@ def main():
                 continue
             if MODE == "crash-init":
                 sys.exit(3)
+            declared.update(msg.get("params", {}).get("capabilities", {}))
             send({"jsonrpc": "2.0", "id": "s1", "method": "ping"})
             send({"jsonrpc": "2.0", "id": "s2", "method": "roots/list"})
             version = "1999-01-01" if MODE == "badversion" else "2025-06-18"
@@ -108,6 +133,8 @@ def main():
             cancelled.append(msg["params"]["requestId"])
         elif method is None and mid in ("s1", "s2"):
             answers[mid] = msg.get("result", msg.get("error"))
+        elif method is None and mid in asking:
+            text(asking.pop(mid), json.dumps(msg.get("result", msg.get("error"))))
 
 
 if __name__ == "__main__":

@@ -8,7 +8,10 @@
  * times out, crashes or settles on an unknown version; a crash, a closed stdout and an
  * overlong line mid-call, each followed by a working call; cancel of a sent call
  * (notifications/cancelled reaches the server) and of a queued one; env references and an
- * unreadable file; a command that cannot start; idle shutdown; free killing the processes.
+ * unreadable file; a command that cannot start; idle shutdown; free killing the processes;
+ * a server's elicitation/create during the only call in flight reaching that call's request
+ * callback and the answer written back, the same with two calls in flight answered -32603
+ * (never guessed), and the capabilities declared at initialize.
  */
 #include "check.h"
 #include "loop.h"
@@ -258,6 +261,83 @@ static void fails_then_works(wrk_loop_t *loop, wrk_stdiopool_t *pool, const char
     cJSON_Delete(ex);
 }
 
+typedef struct asked {
+    res_t r;
+    wrk_stdiopool_t *pool;
+    wrk_stdiopool_call_t *call;
+    int requests;
+    char method[64];
+} asked_t;
+
+/* The request callback of test_requests: answers the elicitation as a client would. */
+static void on_request(const cJSON *req, void *arg)
+{
+    asked_t *a = arg;
+    a->requests++;
+    snprintf(a->method, sizeof(a->method), "%s",
+             cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "method")));
+    cJSON *resp = cJSON_Parse("{\"jsonrpc\":\"2.0\",\"result\":{\"action\":\"accept\","
+                              "\"content\":{\"name\":\"Ada\"}}}");
+    cJSON_AddItemToObject(resp, "id",
+                          cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(req, "id"), 1));
+    CHECK_INT_EQ(wrk_stdiopool_respond(a->pool, a->call, resp), 0);
+}
+
+static void on_asked_done(cJSON *response, const char *failure, const char *detail,
+                          const wrk_stdiopool_hello_t *hello, void *arg)
+{
+    on_done(response, failure, detail, hello, &((asked_t *)arg)->r);
+}
+
+static wrk_stdiopool_call_t *start_asked(wrk_stdiopool_t *pool, const cJSON *ex, asked_t *a)
+{
+    char why[300];
+    memset(a, 0, sizeof(*a));
+    a->pool = pool;
+    a->call = wrk_stdiopool_call(pool, ex, "tools/call", tool_params("ask"), "job-ask", NULL,
+                                 on_asked_done, a, why, sizeof(why));
+    CHECK(a->call != NULL);
+    wrk_stdiopool_on_request(a->call, on_request);
+    return a->call;
+}
+
+static void test_requests(wrk_loop_t *loop, wrk_stdiopool_t *pool)
+{
+    cJSON *ex = executor("ok", ",\"limits\":{\"concurrency\":2}");
+    asked_t a, b;
+    start_asked(pool, ex, &a);
+    run_until(loop, &a.r.done, 1);
+    CHECK_INT_EQ(a.requests, 1);
+    CHECK_STR_EQ(a.method, "elicitation/create");
+    CHECK_STR_EQ(text_of(&a.r), "{\"action\": \"accept\", \"content\": {\"name\": \"Ada\"}}");
+    cJSON_Delete(a.r.response);
+    /* the session declared what a client may be asked */
+    res_t r;
+    call_ok(loop, pool, ex, "caps", &r);
+    CHECK_STR_EQ(text_of(&r), "{\"elicitation\": {\"form\": {}, \"url\": {}}, \"sampling\": {}, "
+                              "\"roots\": {}}");
+    cJSON_Delete(r.response);
+    /* two calls in flight on one process: which one asks cannot be told; no guess */
+    start_asked(pool, ex, &a);
+    start_asked(pool, ex, &b);
+    run_until(loop, &a.r.done, 1);
+    run_until(loop, &b.r.done, 1);
+    CHECK_INT_EQ(a.requests + b.requests, 0);
+    CHECK(strstr(text_of(&a.r), "-32603") != NULL);
+    CHECK(strstr(text_of(&b.r), "limits.concurrency 1") != NULL);
+    cJSON_Delete(a.r.response);
+    cJSON_Delete(b.r.response);
+    /* a call that takes no requests: -32601 */
+    memset(&r, 0, sizeof(r));
+    call_ok(loop, pool, ex, "ask", &r);
+    CHECK(strstr(text_of(&r), "-32601") != NULL);
+    cJSON_Delete(r.response);
+    cJSON_Delete(ex);
+    TEST_PASS("a server's request during the only call in flight reaches that call and its "
+              "answer the server; two calls in flight: -32603, never a guess; capabilities "
+              "declared at initialize");
+}
+
 static void test_failures(wrk_loop_t *loop, wrk_stdiopool_t *pool)
 {
     fails_then_works(loop, pool, "crash", "stopped during the call", "exited with status 5");
@@ -434,6 +514,7 @@ int main(void)
     wrk_stdiopool_on_updated(pool, on_updated, NULL);
     test_refused(pool);
     test_call(loop, pool);
+    test_requests(loop, pool);
     test_failures(loop, pool);
     test_eras(loop, pool);
     test_env(loop, pool);
