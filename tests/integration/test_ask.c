@@ -331,6 +331,10 @@ static void test_silent_client(void)
 static void test_probe_and_follow(void)
 {
     asker_asks("ask-probe", NULL);
+    /* and a Redis that forgot the scripts (a restart): the probe loads them again */
+    redisReply *f = redisCommand(redis, "SCRIPT FLUSH");
+    CHECK(f != NULL);
+    freeReplyObject(f);
     /* A retry on another replica moved the call: reply_to changes with the answer, and no
      * Pub/Sub message (lost): the once-a-second probe finds both. */
     redisReply *r = redisCommand(redis, "HSET " NAMES_KEY_ASK "ask-probe reply_to %s", REPLY2);
@@ -343,8 +347,8 @@ static void test_probe_and_follow(void)
     CHECK_CONTAINS(result_text(res), "\"name\":\"Bo\"");
     cJSON_Delete(res);
     CHECK_INT_EQ(count_entries(REPLY, "ask-probe", "result"), 0);
-    TEST_PASS("answers without their Pub/Sub message are taken at the probe; a moved reply_to "
-              "gets the result");
+    TEST_PASS("answers without their Pub/Sub message are taken at the probe (scripts flushed); a "
+              "moved reply_to gets the result");
 }
 
 static void test_cancel_while_asking(void)
