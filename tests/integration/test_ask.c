@@ -331,6 +331,10 @@ static void test_silent_client(void)
 static void test_probe_and_follow(void)
 {
     asker_asks("ask-probe", NULL);
+    /* and a Redis that forgot the scripts (a restart): the probe loads them again */
+    redisReply *f = redisCommand(redis, "SCRIPT FLUSH");
+    CHECK(f != NULL);
+    freeReplyObject(f);
     /* A retry on another replica moved the call: reply_to changes with the answer, and no
      * Pub/Sub message (lost): the once-a-second probe finds both. */
     redisReply *r = redisCommand(redis, "HSET " NAMES_KEY_ASK "ask-probe reply_to %s", REPLY2);
@@ -343,8 +347,8 @@ static void test_probe_and_follow(void)
     CHECK_CONTAINS(result_text(res), "\"name\":\"Bo\"");
     cJSON_Delete(res);
     CHECK_INT_EQ(count_entries(REPLY, "ask-probe", "result"), 0);
-    TEST_PASS("answers without their Pub/Sub message are taken at the probe; a moved reply_to "
-              "gets the result");
+    TEST_PASS("answers without their Pub/Sub message are taken at the probe (scripts flushed); a "
+              "moved reply_to gets the result");
 }
 
 static void test_cancel_while_asking(void)
@@ -621,11 +625,20 @@ static enum MHD_Result on_http(struct MHD_Connection *conn, const char *url, con
     char out[4096];
     pthread_mutex_lock(&http_mu);
     http_posts++;
-    if (resp)
+    if (resp || cJSON_GetObjectItem(env, "input_responses"))
         snprintf(http_last, sizeof(http_last), "%.*s", (int)b->len, b->data);
     pthread_mutex_unlock(&http_mu);
     const char *mid = cJSON_GetStringValue(cJSON_GetObjectItem(env, "message_id"));
     const cJSON *ir = cJSON_GetObjectItem(env, "input_responses");
+    if (strcmp(url, "/agent202") == 0) {
+        snprintf(out, sizeof(out), "{}");
+        cJSON_Delete(env);
+        struct MHD_Response *m2 =
+            MHD_create_response_from_buffer(strlen(out), out, MHD_RESPMEM_MUST_COPY);
+        enum MHD_Result ret2 = MHD_queue_response(conn, 202, m2);
+        MHD_destroy_response(m2);
+        return ret2;
+    }
     if (strcmp(url, "/agent") == 0 && !ir) {
         snprintf(out, sizeof(out),
                  "{\"type\":\"agent_reply\",\"in_reply_to\":\"%s\",\"input_requests\":"
@@ -669,6 +682,35 @@ static enum MHD_Result on_http(struct MHD_Connection *conn, const char *url, con
     enum MHD_Result ret = MHD_queue_response(conn, 200, mr);
     MHD_destroy_response(mr);
     return ret;
+}
+
+/* Waits (10 s) until the test service got n POSTs. */
+static int wait_posts(int n)
+{
+    for (int i = 0; i < 1000; i++) {
+        pthread_mutex_lock(&http_mu);
+        int got = http_posts;
+        pthread_mutex_unlock(&http_mu);
+        if (got >= n)
+            return 1;
+        fx_sleep_ms(10);
+    }
+    return 0;
+}
+
+/* What the ingress does with an agent's POSTed agent_reply (channels_reply.lua): stored under
+ * its message id, then announced. members: the reply's members after type and in_reply_to. */
+static void agent_reply_stored(const char *message_id, const char *members)
+{
+    char reply[1024];
+    snprintf(reply, sizeof(reply), "{\"type\":\"agent_reply\",\"in_reply_to\":\"%s\",%s}",
+             message_id, members);
+    redisReply *r =
+        redisCommand(redis, "SET " NAMES_KEY_AGENTREPLY "%s %s NX PX 60000", message_id, reply);
+    CHECK(r != NULL && r->type == REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    r = redisCommand(redis, "PUBLISH " NAMES_CHAN_AGENTREPLY " %s", message_id);
+    freeReplyObject(r);
 }
 
 static void test_http_tool(void)
@@ -747,6 +789,31 @@ static void test_http_tool(void)
     cJSON_Delete(rec);
     TEST_PASS("an agent replying input_requests: the caller is asked, the agent gets "
               "input_responses in the chat_message again");
+
+    /* The same through the ingress's reply path (202, then the reply stored and announced, as
+     * channels_reply.lua does): the question's reply is taken away, so the next one fits. */
+    snprintf(ex, sizeof(ex), "{\"type\":\"agent\",\"url\":\"http://127.0.0.1:%d/agent202\"}", port);
+    pthread_mutex_lock(&http_mu);
+    http_posts = 0;
+    pthread_mutex_unlock(&http_mu);
+    produce("a-202", ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
+    CHECK(wait_posts(1));
+    agent_reply_stored("a-202", "\"input_requests\":{\"ok\":{\"method\":\"elicitation/create\","
+                                "\"params\":{\"message\":\"Sure?\"}}}");
+    e2 = wait_entry(REPLY, "a-202", "input", 0, 30000);
+    CHECK(e2 != NULL);
+    cJSON_Delete(e2);
+    answer("a-202", "ok", "{\"result\":{\"action\":\"decline\"}}", 1);
+    CHECK(wait_posts(2));
+    CHECK_INT_EQ(exists(NAMES_KEY_AGENTREPLY, "a-202"), 0);
+    pthread_mutex_lock(&http_mu);
+    CHECK_CONTAINS(http_last, "\"input_responses\":{\"ok\":{\"action\":\"decline\"}}");
+    pthread_mutex_unlock(&http_mu);
+    agent_reply_stored("a-202", "\"text\":\"declined, fine\"");
+    rec = need_result("a-202");
+    CHECK_STR_EQ(result_text(rec), "declined, fine");
+    cJSON_Delete(rec);
+    TEST_PASS("an agent answering 202 asks through its stored reply; it can reply again after");
     MHD_stop_daemon(d);
 }
 

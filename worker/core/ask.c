@@ -277,44 +277,60 @@ static void q_follow(wrk_ask_q_t *q, const char *reply_to)
         job->nstreams = 1;
 }
 
-/* Runs ask_take.lua for q in mode; applies what it says. 1 when the answers are complete
- * (q->done set), 0 when the question waits on, -1 when Redis could not be asked. */
-static int q_take(wrk_ask_q_t *q, const char *mode, const cJSON *reqs)
-{
-    wrk_ask_t *a = q->a;
+/* ask_take.lua's ARGV for q in mode, into argv[6] (the strings in buf). */
+typedef struct {
     char n[24], ttl[24], base[24];
-    snprintf(n, sizeof(n), "%lld", q->n);
-    snprintf(ttl, sizeof(ttl), "%d", WRK_ASK_TTL_MS);
-    delivery_base(base);
-    const char *argv[] = {q->job->env.job_id, n, a->worker_id, mode, ttl, base};
-    redisReply *r = ask_run(a, "ask_take", 6, argv);
-    if (!r)
-        return -1;
-    int rc = 0;
+    const char *argv[6];
+} take_args_t;
+
+static void take_args(wrk_ask_q_t *q, const char *mode, take_args_t *t)
+{
+    snprintf(t->n, sizeof(t->n), "%lld", q->n);
+    snprintf(t->ttl, sizeof(t->ttl), "%d", WRK_ASK_TTL_MS);
+    delivery_base(t->base);
+    const char *argv[] = {q->job->env.job_id, t->n, q->a->worker_id, mode, t->ttl, t->base};
+    memcpy(t->argv, argv, sizeof(argv));
+}
+
+/* Applies ask_take.lua's reply r (mode as run) to q. 1 when the answers are complete (q->done
+ * set), 0 when the question waits on, -1 when r is no answer of the script. */
+static int q_taken(wrk_ask_q_t *q, const char *mode, const cJSON *reqs, const redisReply *r)
+{
     if (r->type == REDIS_REPLY_NIL) {
         /* Gone: it expired while this worker did not refresh it (a stall). */
         q_fill(q, reqs, WRK_ASK_ERR_LOST,
                "the question expired before the client answered (the worker did not keep it "
                "alive)");
         q->done = 1;
-        rc = 1;
-    } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
-               r->element[0]->type == REDIS_REPLY_STRING &&
-               r->element[1]->type == REDIS_REPLY_STRING &&
-               r->element[2]->type == REDIS_REPLY_STRING) {
-        q_follow(q, r->element[1]->str);
-        if (strcmp(r->element[0]->str, "done") == 0) {
-            q_merge(q, r->element[2]->str, r->element[2]->len);
-            if (strcmp(mode, "poll") == 0) /* complete: a key without one was unreadable */
-                q_fill(q, reqs, WRK_ASK_ERR_LOST, "the client's answer could not be read");
-            q->done = 1;
-            rc = 1;
-        }
-    } else {
-        log_event(LOG_WARN, "ask: unexpected answer from ask_take", "job_id", q->job->env.job_id,
-                  (char *)NULL);
-        rc = -1;
+        return 1;
     }
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+        r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING ||
+        r->element[2]->type != REDIS_REPLY_STRING) {
+        log_event(LOG_WARN, "ask: unexpected answer from ask_take", "job_id", q->job->env.job_id,
+                  "error", r->type == REDIS_REPLY_ERROR ? r->str : "", (char *)NULL);
+        return -1;
+    }
+    q_follow(q, r->element[1]->str);
+    if (strcmp(r->element[0]->str, "done") != 0)
+        return 0;
+    q_merge(q, r->element[2]->str, r->element[2]->len);
+    if (strcmp(mode, "poll") == 0) /* complete: a key without one was unreadable */
+        q_fill(q, reqs, WRK_ASK_ERR_LOST, "the client's answer could not be read");
+    q->done = 1;
+    return 1;
+}
+
+/* Runs ask_take.lua for q in mode and applies it (q_taken); -1 when Redis could not be
+ * asked. */
+static int q_take(wrk_ask_q_t *q, const char *mode, const cJSON *reqs)
+{
+    take_args_t t;
+    take_args(q, mode, &t);
+    redisReply *r = ask_run(q->a, "ask_take", 6, t.argv);
+    if (!r)
+        return -1;
+    int rc = q_taken(q, mode, reqs, r);
     freeReplyObject(r);
     return rc;
 }
@@ -529,8 +545,48 @@ void wrk_ask_answered(wrk_ask_t *a, const char *job_id)
         }
 }
 
+/* Whether q waits for answers in Redis (the tick polls it). */
+static int q_waiting(const wrk_ask_q_t *q)
+{
+    return q->stored && !q->done;
+}
+
 void wrk_ask_tick(wrk_ask_t *a)
 {
-    for (wrk_ask_q_t *q = a->open; q; q = q->next)
+    /* One pipeline for every waiting question: one round trip a second however many. */
+    redisContext *ctx = a->open ? kv_lazy_get(&a->redis) : NULL;
+    if (!ctx)
+        return;
+    const rscript_t *script = rscript_get("ask_take");
+    size_t sent = 0;
+    for (wrk_ask_q_t *q = a->open; q; q = q->next) {
+        take_args_t t;
+        if (!q_waiting(q))
+            continue;
+        take_args(q, "poll", &t);
+        if (rscript_append(ctx, script, 0, 6, t.argv) != REDIS_OK)
+            break;
+        sent++;
+    }
+    /* The replies come in the order sent; the list is unchanged until they are read (no
+     * callback runs here: a complete question's timer is set to 0 ms). */
+    wrk_ask_q_t *q = a->open;
+    int noscript = 0;
+    for (size_t i = 0; i < sent; i++, q = q->next) {
+        while (!q_waiting(q))
+            q = q->next;
+        void *r = NULL;
+        if (redisGetReply(ctx, &r) != REDIS_OK || !r) {
+            kv_lazy_broken(&a->redis, NULL);
+            return;
+        }
+        if (rscript_noscript(r))
+            noscript = 1; /* a Redis that does not know the script yet: below */
+        else if (q_taken(q, "poll", q->reqs, r) == 1)
+            wrk_loop_timer_start(a->loop, &q->timer, 0);
+        freeReplyObject(r);
+    }
+    /* Once every pipelined reply is read: one by one, which loads the script. */
+    for (q = a->open; noscript && q; q = q->next)
         q_poll(q);
 }

@@ -23,10 +23,10 @@
  * {"code": -32001, "message": "the client did not answer within <N> ms"}. A question whose
  * hash vanished (this worker stalled past its expiry) answers -32603.
  *
- * Redis calls run on one blocking context of the service (MCPQ_REDIS_TIMEOUT_MS bounds each),
- * as the agent executor's do: a question costs one script to open and one to take, plus one
- * per second while it waits (ask_take.lua in mode poll). When Redis cannot be
- * reached at open, every key is answered with an error (-32603) instead.
+ * Redis calls run on one blocking context of the service (kv_lazy; MCPQ_REDIS_TIMEOUT_MS
+ * bounds each), as the agent executor's do: a question costs one script to open and one to
+ * take, plus, once a second, one pipeline for all the open questions (ask_take.lua in mode
+ * poll). When Redis cannot be reached at open, every key is answered with an error (-32603).
  *
  * This module reads job fields but calls no job.c function (job.c calls wrk_ask_abandon).
  * Thread safety: loop thread only.
