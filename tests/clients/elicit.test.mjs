@@ -20,7 +20,7 @@
 //          (`@modelcontextprotocol/client`) pinned to 2026-07-28 (multi round-trip requests,
 //          the SDK fulfils `input_required` itself) and in its default legacy mode.
 //   Also sampling and roots, a client without the capability, and a 2026-07-28 call whose
-//   answering replica is restarted before the retry reaches it.
+//   answering replica is restarted before the retry (sent to it, then to the other).
 //
 // Stack B (faults): two ingress replicas, one worker that runs one job at a time
 // (MCPQ_MAX_INFLIGHT_JOBS=1), MCPQ_INPUT_TIMEOUT_MS=6000: a silent client (the tool gets the
