@@ -16,7 +16,7 @@
 //          `input_required`, called again with `inputResponses`: a service in this file), an
 //          upstream stdio server (elicit-upstream.mjs: SDK v1 server calling elicitInput,
 //          relayed by the mcp executor);
-//   clients: SDK v1 (`@modelcontextprotocol/sdk`) in 2025-11-25 and 2025-06-18, SDK v2
+//   clients: SDK v1 (`@modelcontextprotocol/sdk`) in 2025-11-25, 2025-06-18 and 2025-03-26, SDK v2
 //          (`@modelcontextprotocol/client`) pinned to 2026-07-28 (multi round-trip requests,
 //          the SDK fulfils `input_required` itself) and in its default legacy mode.
 //   Also sampling and roots, a client without the capability, and a 2026-07-28 call whose
@@ -200,13 +200,16 @@ async function restarted(stack, name, oldPid) {
 }
 
 // ---------------------------------------------------------------------------------------
-// Clients. kind: 'v1' (SDK v1, 2025-11-25), 'v1-0618' (SDK v1 with its initialize pinned to
-// 2025-06-18), 'v2' (SDK v2 pinned to 2026-07-28), 'v2-legacy' (SDK v2, default legacy mode).
+// Clients. kind: 'v1' (SDK v1, 2025-11-25), 'v1-0618' and 'v1-0326' (SDK v1 with its
+// initialize pinned to 2025-06-18 or 2025-03-26, which has no elicitation of its own: mcpq asks
+// what the client declared), 'v2' (SDK v2 pinned to 2026-07-28), 'v2-legacy' (SDK v2, default
+// legacy mode).
 // Requests go to replica `home`; a JSON-RPC response (legacy answer) and a retried call with
 // requestState (2026-07-28 answer) go to `answerTo` (default: the other replica).
 const KINDS = {
   v1: { label: 'SDK v1, 2025-11-25', era: '2025-11-25', mrtr: false },
-  'v1-0618': { label: 'SDK v1, 2025-06-18', era: '2025-06-18', mrtr: false },
+  'v1-0618': { label: 'SDK v1, 2025-06-18', era: '2025-06-18', mrtr: false, pin: true },
+  'v1-0326': { label: 'SDK v1, 2025-03-26', era: '2025-03-26', mrtr: false, pin: true },
   v2: { label: 'SDK v2, 2026-07-28 (multi round-trip)', era: '2026-07-28', mrtr: true },
   'v2-legacy': { label: 'SDK v2, legacy handshake (2025-11-25)', era: '2025-11-25', mrtr: false },
 };
@@ -225,7 +228,7 @@ async function connect(stack, kind, { home = 0, answerTo, caps = ['elicitation',
   async function routedFetch(url, init = {}) {
     let body;
     try { body = typeof init.body === 'string' ? JSON.parse(init.body) : undefined; } catch { /* not JSON */ }
-    if (kind === 'v1-0618' && body?.method === 'initialize') {
+    if (KINDS[kind].pin && body?.method === 'initialize') {
       body.params.protocolVersion = era;
       init = { ...init, body: JSON.stringify(body) };
     }
@@ -402,7 +405,7 @@ describe('stack A: two replicas, two workers', () => {
   }, { timeout: 180_000 });
   after(async () => { await stack?.stop(); }, { timeout: 60_000 });
 
-  const homes = { v1: 0, 'v1-0618': 1, v2: 0, 'v2-legacy': 1 };
+  const homes = { v1: 0, 'v1-0618': 1, 'v1-0326': 0, v2: 0, 'v2-legacy': 1 };
   for (const kind of Object.keys(KINDS)) {
     describe(KINDS[kind].label, () => {
       let c;
