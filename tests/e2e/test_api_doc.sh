@@ -46,7 +46,7 @@ listed() { # → 0 when replica 1's tools/list has the demo tools and not the of
         -H 'Accept: application/json, text/event-stream' \
         -d '{"jsonrpc":"2.0","id":1,"method":"tools/list"}')
     case $list in *'"name":"echo"'*) ;; *) return 1 ;; esac
-    case $list in *greet* | *say_hello*) return 1 ;; esac
+    case $list in *'"name":"greet"'* | *'"name":"say_hello"'*) return 1 ;; esac
 }
 # A change reaches every replica within 1 s (wait_for polls every 0.1 s).
 wait_for 1 listed || fail "replica 1 still lists the offline tool, or not the demo tools: $list"
