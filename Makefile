@@ -10,7 +10,7 @@ ACCEPT_FILES ?= 01 02 03 04 05 06 07 08 09
 FUZZ_SECONDS ?= 600
 FUZZ_NAMES ?=
 
-.PHONY: all deps build build-asan docs image install test test-unit test-asan acceptance up bench chaos soak fuzz fmt fmt-check clean
+.PHONY: all deps build build-asan docs image install test test-unit test-asan acceptance up bench chaos soak fuzz coverage fmt fmt-check clean
 
 all: build
 
@@ -84,6 +84,12 @@ soak: build
 	@MCPQ_BIN_DIR=$(abspath $(BUILD)) python3 tests/chaos/chaos.py --seconds $(SOAK_SECONDS) \
 	    --clients 6 --interval 55,65 --soak $(abspath $(SOAK_DIR))
 
+# The suite's line and branch coverage of common/, ingress/ and worker/ (gcovr over a --coverage
+# build in build-cov; COV_TESTS: a ctest regex to run a part only). Reports, never fails on
+# the figures (docs/architecture.md, "Tests").
+coverage: deps
+	@JOBS=$(JOBS) bash scripts/coverage.sh $(COV_TESTS)
+
 # Every libFuzzer driver (tests/fuzz/) for FUZZ_SECONDS each, one after the other, built with
 # clang in $(BUILD_FUZZ) on a copy of its seed corpus; see docs/fuzzing.md.
 fuzz: deps
@@ -96,4 +102,4 @@ fmt-check:
 	@clang-format --dry-run --Werror common/*.[ch] ingress/*.[ch] ingress/*/*.[ch] worker/*.[ch] worker/*/*.[ch] deploy/devbroker/*.c
 
 clean:
-	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_FUZZ)
+	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_FUZZ) build-cov
