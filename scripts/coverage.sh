@@ -24,5 +24,5 @@ args=(--test-dir "$BUILD_COV" -j "$JOBS")
 [ $# -gt 0 ] && args+=(-R "$1")
 ctest "${args[@]}" || echo "coverage: some tests failed; the figures count what ran" >&2
 gcovr -r . --object-directory "$BUILD_COV" --filter 'common/' --filter 'ingress/' \
-    --filter 'worker/' --exclude-unreachable-branches --exclude-throw-branches \
+    --filter 'worker/' --exclude-unreachable-branches --exclude-throw-branches --gcov-ignore-parse-errors \
     --txt "$BUILD_COV/coverage.txt" --print-summary
