@@ -19,6 +19,8 @@
 
 #include "answer.h"
 #include "batch.h"
+#include "err.h"
+#include "kv.h"
 #include "mcpask.h"
 #include "pending.h"
 #include "sch.h"
@@ -571,6 +573,120 @@ static void test_submit(void)
     TEST_PASS("ing_answer_submit: what is still open, reply_to moved, malformed answers refused");
 }
 
+/* A pool to a port where no Redis listens (caller frees both). */
+static kv_pool_t *dead_pool(kv_target_t **t)
+{
+    mcpq_settings_t s = h.set;
+    s.redis_url = "redis://127.0.0.1:1";
+    s.redis_sentinels = NULL;
+    char err[256];
+    *t = kv_target_new(&s, err, sizeof(err));
+    CHECK(*t != NULL);
+    kv_pool_t *p = kv_pool_new(*t, 500, 1);
+    CHECK(p != NULL);
+    return p;
+}
+
+/* Malformed answers, a question of the wrong shape, and Redis gone: what the client sees. */
+static void test_submit_errors(void)
+{
+    question("hx-ask-c1", 1,
+             "{\"q1\":" ELICIT ",\"u1\":{\"method\":\"elicitation/create\",\"params\":{"
+             "\"mode\":\"url\",\"message\":\"m\",\"url\":\"https://example.com/x\","
+             "\"elicitationId\":\"e1\"}}}",
+             "");
+    ing_answer_who_t who = {.tenant = "t", .owner = "key:k", .session = NULL};
+    char err[256];
+    struct {
+        const char *answers, *says;
+    } bad[] = {
+        {"[1]", "answers must be an object of at most 64 requests"},
+        {"{\"q1\":{\"result\":{},\"error\":{\"code\":1,\"message\":\"m\"}}}",
+         "answer q1: expected an object with either \"result\" or \"error\""},
+        {"{\"q1\":{}}", "answer q1: expected an object with either \"result\" or \"error\""},
+        {"{\"q1\":{\"error\":{\"code\":1.5,\"message\":\"m\"}}}",
+         "answer q1: error must hold an integer code and a string message"},
+        {"{\"q1\":{\"error\":{\"code\":1}}}",
+         "answer q1: error must hold an integer code and a string message"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        cJSON *ans = cJSON_Parse(bad[i].answers);
+        CHECK(ans != NULL);
+        CHECK_INT_EQ(
+            ing_answer_submit(h.ctx.kv, "hx-ask-c1", 1, &who, ans, NULL, NULL, err, sizeof(err)),
+            ING_ANSWER_INVALID);
+        CHECK_STR_EQ(err, bad[i].says);
+        cJSON_Delete(ans);
+    }
+    CHECK(stored("hx-ask-c1", "q1") == NULL);
+    /* a URL-mode elicitation has no requestedSchema: any accepted content is stored */
+    cJSON *ans = cJSON_Parse("{\"u1\":{\"result\":{\"action\":\"accept\"}}}");
+    CHECK_INT_EQ(
+        ing_answer_submit(h.ctx.kv, "hx-ask-c1", 1, &who, ans, NULL, NULL, err, sizeof(err)),
+        ING_ANSWER_OK);
+    cJSON_Delete(ans);
+    cJSON *a = stored("hx-ask-c1", "u1");
+    CHECK_STR_EQ(hx_str(&(hx_ex_t){.json = a}, "result.action"), "accept");
+    cJSON_Delete(a);
+    TEST_PASS("malformed answers are refused with what is wrong; a URL-mode accept is stored");
+
+    ans = cJSON_Parse("{\"q1\":{\"result\":{}}}");
+    /* Redis unreachable: unavailable */
+    kv_target_t *t;
+    kv_pool_t *dead = dead_pool(&t);
+    CHECK_INT_EQ(ing_answer_submit(dead, "hx-ask-c1", 1, &who, ans, NULL, NULL, err, sizeof(err)),
+                 MCPQ_EUNAVAIL);
+    cJSON_Delete(ans);
+    TEST_PASS("ing_answer_submit with Redis unreachable: unavailable");
+
+    /* ids that are not ours in shape; an error response's data; another response in a batch */
+    hx_ex_t e;
+    const char *notours[] = {
+        "mcpq-in/1/q!/hx-ask-c1", "mcpq-in/1//hx-ask-c1", "mcpq-in/0/q1/hx-ask-c1",
+        "mcpq-in/1/"
+        "k12345678901234567890123456789012345678901234567890123456789012345/hx-ask-c1"};
+    for (size_t i = 0; i < sizeof(notours) / sizeof(notours[0]); i++) {
+        char body[300];
+        snprintf(body, sizeof(body),
+                 "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"result\":{\"action\":\"cancel\"}}",
+                 notours[i]);
+        CHECK_INT_EQ(post(&e, body, NULL), 400);
+        CHECK_STR_EQ(reason_of(&e), "input_lost");
+        CHECK_CONTAINS(hx_rpc_message(&e), "no question of this gateway has the id mcpq-in/");
+        hx_ex_free(&e);
+    }
+    question("hx-ask-c3", 1, "{\"q1\":" ELICIT ",\"q2\":" SAMPLE "}", "");
+    const char *v0325[] = {"MCP-Protocol-Version", "2025-03-26", NULL};
+    CHECK_INT_EQ(post(&e,
+                      "[{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}},"
+                      "{\"jsonrpc\":\"2.0\",\"id\":\"mcpq-in/1/q2/hx-ask-c3\",\"error\":{"
+                      "\"code\":-2,\"message\":\"no model\",\"data\":{\"why\":\"quota\"}}}]",
+                      v0325),
+                 202);
+    hx_ex_free(&e);
+    a = stored("hx-ask-c3", "q2");
+    CHECK_STR_EQ(hx_str(&(hx_ex_t){.json = a}, "error.data.why"), "quota");
+    cJSON_Delete(a);
+    TEST_PASS("ids of another shape are input_lost; an error's data reaches the tool");
+
+    /* Redis unreachable while the client answers: 503 with Retry-After, try again */
+    kv_pool_t *live = h.ctx.kv;
+    h.ctx.kv = dead;
+    CHECK_INT_EQ(post(&e,
+                      "{\"jsonrpc\":\"2.0\",\"id\":\"mcpq-in/1/q1/hx-ask-c3\",\"result\":{"
+                      "\"action\":\"decline\"}}",
+                      NULL),
+                 503);
+    h.ctx.kv = live;
+    CHECK_INT_EQ(e.resp.retry_after_s, 1);
+    CHECK_CONTAINS(hx_rpc_message(&e), "answer store (Redis) unavailable");
+    hx_ex_free(&e);
+    CHECK(stored("hx-ask-c3", "q1") == NULL);
+    kv_pool_free(dead);
+    kv_target_free(t);
+    TEST_PASS("an answer while Redis is unreachable: 503, Retry-After 1, nothing stored");
+}
+
 /* A stopping replica cancels the job of each call whose question is still open. */
 static void test_stop_asking(void)
 {
@@ -635,6 +751,7 @@ int main(void)
     test_input_batch();
     test_answers();
     test_submit();
+    test_submit_errors();
     test_stop_asking(); /* last: the table stays stopping */
     hx_stop(&h);
     return TEST_EXIT();

@@ -15,7 +15,9 @@
 #include "harness.h"
 #include "names.h"
 
+#include "kv.h"
 #include "pending.h"
+#include "rstate.h"
 #include "tasksapi.h"
 #include "rpc.h"
 #include "util.h"
@@ -553,6 +555,106 @@ static void test_fleet_key(void)
     TEST_PASS("without MCPQ_REQUEST_STATE_KEY the fleet key is made once in Redis");
 }
 
+/* A pool to a port where no Redis listens (caller frees both). */
+static kv_pool_t *dead_pool(kv_target_t **t)
+{
+    mcpq_settings_t s = h.set;
+    s.redis_url = "redis://127.0.0.1:1";
+    s.redis_sentinels = NULL;
+    char err[256];
+    *t = kv_target_new(&s, err, sizeof(err));
+    CHECK(*t != NULL);
+    kv_pool_t *p = kv_pool_new(*t, 500, 1);
+    CHECK(p != NULL);
+    return p;
+}
+
+/* Redis unreachable: the requestState key (no fleet key read yet) and the answer store. */
+static void test_unavailable(void)
+{
+    hx_ex_t e, r;
+    char job[64], state[1100];
+    first_round(&e, "{\"who\":" ELICIT_REQ("Name?") "}", job, state);
+    hx_ex_free(&e);
+    kv_target_t *t;
+    kv_pool_t *dead = dead_pool(&t);
+    /* a replica that has not read the fleet key yet, and cannot */
+    struct ing_rstate *live_rs = h.ctx.rstate;
+    h.ctx.rstate = ing_rstate_new(NULL, 0, dead);
+    retry_refused("{\"x\":1}", "{\"who\":" ACCEPT("Ada") "}", state, HX_API_KEY,
+                  RPC_INTERNAL_ERROR, "requestState key (Redis) unavailable; try again");
+    ing_rstate_free(h.ctx.rstate);
+    h.ctx.rstate = live_rs;
+    char *a = qfield(job, "a:who");
+    CHECK_STR_EQ(a, "");
+    free(a);
+    /* the answer store unreachable: -32603, the question stays open for a retry */
+    kv_pool_t *live = h.ctx.kv;
+    h.ctx.kv = dead;
+    char *p = retry_params("{\"x\":1}", "{\"who\":" ACCEPT("Ada") "}", state);
+    call_echo(&r, p);
+    h.ctx.kv = live;
+    free(p);
+    CHECK(!r.parked);
+    CHECK_INT_EQ(hx_rpc_code(&r), RPC_INTERNAL_ERROR);
+    CHECK_STR_EQ(hx_rpc_message(&r), "answer store (Redis) unavailable; try again");
+    hx_ex_free(&r);
+    a = qfield(job, "a:who");
+    CHECK_STR_EQ(a, "");
+    free(a);
+    kv_pool_free(dead);
+    kv_target_free(t);
+    last_round(job, "{\"who\":" ACCEPT("Ada") "}", state, "after the outage");
+    TEST_PASS("Redis unreachable on a retry: -32603 try again, the question stays open");
+}
+
+/* A question of only undeclared requests: each answered for the tool, the call keeps waiting. */
+static void test_nothing_to_ask(void)
+{
+    hx_ex_t e;
+    call_echo(&e, "{\"name\":\"echo\",\"arguments\":{\"x\":1}," ELICIT_META "}");
+    CHECK(e.parked);
+    char job[64];
+    snprintf(job, sizeof(job), "%s", e.req.call.job_id);
+    ask(job, 1, "{\"s\":" SAMPLE_REQ "}", "tools/call");
+    char *s = NULL;
+    for (long long until = util_now_ms() + 20000; util_now_ms() < until; fx_sleep_ms(20)) {
+        free(s);
+        s = qfield(job, "a:s");
+        if (*s)
+            break;
+    }
+    CHECK_CONTAINS(s, "did not declare the sampling capability");
+    free(s);
+    CHECK(!e.req.call.done); /* no InputRequiredResult with nothing in it */
+    entry(job, "result", RECORD("no questions"));
+    CHECK_INT_EQ(hx_mcp_wait(&h, &e, 20000), 0);
+    CHECK_STR_EQ(hx_str(&e, "result.content.0.text"), "no questions");
+    hx_ex_free(&e);
+    TEST_PASS("a question of only undeclared requests: answered for the tool, the call waits");
+}
+
+/* tasks/update with inputResponses that are not a map of responses: -32602, nothing stored. */
+static void test_task_update_bad(void)
+{
+    char id[64];
+    make_task(id);
+    task_asks(id, "{\"who\":" ELICIT_REQ("Name?") "}");
+    hx_ex_t e;
+    const char *bad[] = {",\"inputResponses\":[1]", ",\"inputResponses\":\"who\"",
+                         ",\"inputResponses\":{\"who\":3}"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        ext_task(&e, "tasks/update", id, bad[i]);
+        CHECK_INT_EQ(hx_rpc_code(&e), RPC_INVALID_PARAMS);
+        CHECK_CONTAINS(hx_rpc_message(&e), "inputResponses");
+        hx_ex_free(&e);
+    }
+    char *a = qfield(id, "a:who");
+    CHECK_STR_EQ(a, "");
+    free(a);
+    TEST_PASS("tasks/update with malformed inputResponses: -32602 naming them, nothing stored");
+}
+
 int main(void)
 {
     hx_start(&h, config, NULL);
@@ -564,6 +666,9 @@ int main(void)
     test_task_ext();
     test_task_result_2025();
     test_fleet_key();
+    test_unavailable();
+    test_nothing_to_ask();
+    test_task_update_bad();
     hx_stop(&h);
     return 0;
 }

@@ -9,6 +9,7 @@
 #include "rstate.h"
 #include "util.h"
 
+#include <openssl/hmac.h>
 #include <string.h>
 
 #define KEY "0123456789abcdef0123456789abcdef"
@@ -182,6 +183,64 @@ static void test_digest(void)
     TEST_PASS("the digest covers the uri or name and arguments, not the retry's own fields");
 }
 
+/* A state of payload json signed with KEY, as only the fleet could make it. */
+static void forge(const char *json, char *out)
+{
+    unsigned char mac[32];
+    unsigned int maclen = 0;
+    strcpy(out, "v1.");
+    util_b64url_encode((const unsigned char *)json, strlen(json), out + 3);
+    CHECK(HMAC(EVP_sha256(), KEY, (int)strlen(KEY), (const unsigned char *)out, strlen(out), mac,
+               &maclen) != NULL);
+    size_t at = strlen(out);
+    out[at] = '.';
+    util_b64url_encode(mac, sizeof(mac), out + at + 1);
+}
+
+static void test_signed_but_wrong(ing_rstate_t *rs)
+{
+    ing_rstate_claims_t c = claims("{\"name\":\"t\"}");
+    char state[ING_RSTATE_MAX], job[ING_RSTATE_JOB_MAX], why[128];
+    forge("{\"j\":\"j_1\",\"n\":1,\"e\":1900000000000}", state);
+    ing_rstate_claims_t e = c;
+    CHECK_INT_EQ(ing_rstate_check(rs, state, NOW, &e, job, why, sizeof(why)), MCPQ_EINVAL);
+    CHECK_STR_EQ(why, "requestState of another caller"); /* the forge is accepted as signed */
+    const char *bad[] = {"[1,2]", "\"j\"", "not json"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        forge(bad[i], state);
+        e = c;
+        CHECK_INT_EQ(ing_rstate_check(rs, state, NOW, &e, job, why, sizeof(why)), MCPQ_EINVAL);
+        CHECK_STR_EQ(why, "requestState payload is not an object");
+    }
+    const char *lacking[] = {"{\"n\":1,\"e\":1900000000000}", "{\"j\":\"j_1\",\"e\":1900000000000}",
+                             "{\"j\":\"j_1\",\"n\":0,\"e\":1900000000000}",
+                             "{\"j\":\"bad id!\",\"n\":1,\"e\":1900000000000}",
+                             "{\"j\":\"j_1\",\"n\":1}", "{\"j\":\"j_1\",\"n\":1,\"e\":\"x\"}"};
+    for (size_t i = 0; i < sizeof(lacking) / sizeof(lacking[0]); i++) {
+        forge(lacking[i], state);
+        e = c;
+        CHECK_INT_EQ(ing_rstate_check(rs, state, NOW, &e, job, why, sizeof(why)), MCPQ_EINVAL);
+        CHECK_STR_EQ(why, "requestState payload lacks its job or question");
+    }
+    TEST_PASS("a signed payload that is not an object, or lacks its job or n or expiry: refused");
+}
+
+static void test_no_key(ing_rstate_t *rs)
+{
+    /* no configured key and no Redis to keep the fleet's: nothing is made or accepted */
+    ing_rstate_t *none = ing_rstate_new(NULL, 0, NULL);
+    CHECK(none != NULL);
+    ing_rstate_claims_t c = claims("{\"name\":\"t\"}");
+    char state[ING_RSTATE_MAX], job[ING_RSTATE_JOB_MAX], why[128];
+    CHECK_INT_EQ(ing_rstate_make(none, &c, state, sizeof(state)), MCPQ_EUNAVAIL);
+    CHECK_INT_EQ(ing_rstate_make(rs, &c, state, sizeof(state)), 0);
+    ing_rstate_claims_t e = c;
+    CHECK_INT_EQ(ing_rstate_check(none, state, NOW, &e, job, why, sizeof(why)), MCPQ_EUNAVAIL);
+    CHECK_STR_EQ(why, "the requestState key is unavailable");
+    ing_rstate_free(none);
+    TEST_PASS("without a key (none configured, no Redis): make and check say unavailable");
+}
+
 int main(void)
 {
     ing_rstate_t *rs = ing_rstate_new(KEY, strlen(KEY), NULL);
@@ -191,6 +250,8 @@ int main(void)
     test_tampered(rs);
     test_garbage_and_size(rs);
     test_digest();
+    test_signed_but_wrong(rs);
+    test_no_key(rs);
     ing_rstate_free(rs);
     ing_rstate_free(NULL);
     return 0;
