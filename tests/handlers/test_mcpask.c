@@ -687,6 +687,41 @@ static void test_submit_errors(void)
     TEST_PASS("an answer while Redis is unreachable: 503, Retry-After 1, nothing stored");
 }
 
+/* A question the gateway reads one way and the store's script another: never stored. */
+static void test_store_disagrees(void)
+{
+    ing_answer_who_t who = {.tenant = "t", .owner = "key:k", .session = NULL};
+    char err[256];
+    cJSON *ans = cJSON_Parse("{\"q1\":{\"result\":{\"action\":\"decline\"}}}");
+    /* n "01": 1 to the gateway, not "1" to the script: gone */
+    redisReply *r = hx_redis(&h,
+                             "HSET " NAMES_KEY_ASK "hx-ask-e1 n 01 reqs %s tenant t owner key:k "
+                             "session %s",
+                             "{\"q1\":" ELICIT "}", "");
+    freeReplyObject(r);
+    CHECK_INT_EQ(
+        ing_answer_submit(h.ctx.kv, "hx-ask-e1", 1, &who, ans, NULL, NULL, err, sizeof(err)),
+        ING_ANSWER_GONE);
+    CHECK(stored("hx-ask-e1", "q1") == NULL);
+    /* requests with trailing text: the script cannot decode them: unavailable, nothing stored */
+    question("hx-ask-e2", 1, "{\"q1\":" ELICIT "} trailing", "");
+    CHECK_INT_EQ(
+        ing_answer_submit(h.ctx.kv, "hx-ask-e2", 1, &who, ans, NULL, NULL, err, sizeof(err)),
+        MCPQ_EUNAVAIL);
+    CHECK(stored("hx-ask-e2", "q1") == NULL);
+    cJSON_Delete(ans);
+    /* a request key with a NUL: "q1" to the gateway, "q1\0x" to the script: no such request */
+    question("hx-ask-e3", 1, "{\"q1\\u0000x\":" ELICIT "}", "");
+    ans = cJSON_Parse("{\"q1\":{\"result\":{\"action\":\"decline\"}}}");
+    CHECK_INT_EQ(
+        ing_answer_submit(h.ctx.kv, "hx-ask-e3", 1, &who, ans, NULL, NULL, err, sizeof(err)),
+        ING_ANSWER_INVALID);
+    CHECK_STR_EQ(err, "no request q1 in the question");
+    CHECK(stored("hx-ask-e3", "q1") == NULL);
+    cJSON_Delete(ans);
+    TEST_PASS("a question the store reads otherwise (n 01, trailing text, a NUL key): not stored");
+}
+
 /* A stopping replica cancels the job of each call whose question is still open. */
 static void test_stop_asking(void)
 {
@@ -752,6 +787,7 @@ int main(void)
     test_answers();
     test_submit();
     test_submit_errors();
+    test_store_disagrees();
     test_stop_asking(); /* last: the table stays stopping */
     hx_stop(&h);
     return TEST_EXIT();

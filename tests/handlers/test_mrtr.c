@@ -581,8 +581,8 @@ static void test_unavailable(void)
     /* a replica that has not read the fleet key yet, and cannot */
     struct ing_rstate *live_rs = h.ctx.rstate;
     h.ctx.rstate = ing_rstate_new(NULL, 0, dead);
-    retry_refused("{\"x\":1}", "{\"who\":" ACCEPT("Ada") "}", state, HX_API_KEY,
-                  RPC_INTERNAL_ERROR, "requestState key (Redis) unavailable; try again");
+    retry_refused("{\"x\":1}", "{\"who\":" ACCEPT("Ada") "}", state, HX_API_KEY, RPC_INTERNAL_ERROR,
+                  "requestState key (Redis) unavailable; try again");
     ing_rstate_free(h.ctx.rstate);
     h.ctx.rstate = live_rs;
     char *a = qfield(job, "a:who");
@@ -655,6 +655,66 @@ static void test_task_update_bad(void)
     TEST_PASS("tasks/update with malformed inputResponses: -32602 naming them, nothing stored");
 }
 
+/* The state of a question cannot be made (no key, Redis unreachable), or the `input` entry is
+ * malformed: the gateway answers the question for the tool; the call keeps waiting. */
+static void test_cannot_ask(void)
+{
+    kv_target_t *t;
+    kv_pool_t *dead = dead_pool(&t);
+    struct ing_rstate *live_rs = h.ctx.rstate;
+    h.ctx.rstate = ing_rstate_new(NULL, 0, dead);
+    hx_ex_t e;
+    call_echo(&e, "{\"name\":\"echo\",\"arguments\":{\"x\":1}," ELICIT_META "}");
+    CHECK(e.parked);
+    char job[64];
+    snprintf(job, sizeof(job), "%s", e.req.call.job_id);
+    ask(job, 1, "{\"who\":" ELICIT_REQ("Name?") "}", "tools/call");
+    char *s = NULL;
+    for (long long until = util_now_ms() + 20000; util_now_ms() < until; fx_sleep_ms(20)) {
+        free(s);
+        s = qfield(job, "a:who");
+        if (*s)
+            break;
+    }
+    ing_rstate_free(h.ctx.rstate);
+    h.ctx.rstate = live_rs;
+    kv_pool_free(dead);
+    kv_target_free(t);
+    CHECK_CONTAINS(s, "-32601");
+    free(s);
+    CHECK(!e.req.call.done);
+    /* a malformed `input` entry for the same call is ignored: the call still gets its result */
+    redisReply *r = hx_redis(&h, "HSET " NAMES_KEY_ASK "%s n 2", job);
+    freeReplyObject(r);
+    entry(job, "input", "{\"n\":2,\"requests\":[1]}");
+    entry(job, "result", RECORD("answered for the tool"));
+    CHECK_INT_EQ(hx_mcp_wait(&h, &e, 20000), 0);
+    CHECK_STR_EQ(hx_str(&e, "result.content.0.text"), "answered for the tool");
+    hx_ex_free(&e);
+    TEST_PASS("no requestState can be made: the question is answered -32601 for the tool");
+}
+
+/* tasks/update when the answer store cannot take the answer (its script fails on a question
+ * the worker wrote with trailing text): -32603 try again, nothing stored. */
+static void test_task_update_unavailable(void)
+{
+    char id[64];
+    make_task(id);
+    task_asks(id, "{\"who\":" ELICIT_REQ("Name?") "}");
+    redisReply *r =
+        hx_redis(&h, "HSET " NAMES_KEY_ASK "%s reqs %s", id, "{\"who\":" ELICIT_REQ("Name?") "} x");
+    freeReplyObject(r);
+    hx_ex_t e;
+    ext_task(&e, "tasks/update", id, ",\"inputResponses\":{\"who\":" ACCEPT("Ada") "}");
+    CHECK_INT_EQ(hx_rpc_code(&e), RPC_INTERNAL_ERROR);
+    CHECK_STR_EQ(hx_rpc_message(&e), "answer store (Redis) unavailable; try again");
+    hx_ex_free(&e);
+    char *a = qfield(id, "a:who");
+    CHECK_STR_EQ(a, "");
+    free(a);
+    TEST_PASS("tasks/update when the answer store fails: -32603 try again, nothing stored");
+}
+
 int main(void)
 {
     hx_start(&h, config, NULL);
@@ -669,6 +729,8 @@ int main(void)
     test_unavailable();
     test_nothing_to_ask();
     test_task_update_bad();
+    test_cannot_ask();
+    test_task_update_unavailable();
     hx_stop(&h);
     return 0;
 }

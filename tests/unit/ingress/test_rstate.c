@@ -212,10 +212,12 @@ static void test_signed_but_wrong(ing_rstate_t *rs)
         CHECK_INT_EQ(ing_rstate_check(rs, state, NOW, &e, job, why, sizeof(why)), MCPQ_EINVAL);
         CHECK_STR_EQ(why, "requestState payload is not an object");
     }
-    const char *lacking[] = {"{\"n\":1,\"e\":1900000000000}", "{\"j\":\"j_1\",\"e\":1900000000000}",
+    const char *lacking[] = {"{\"n\":1,\"e\":1900000000000}",
+                             "{\"j\":\"j_1\",\"e\":1900000000000}",
                              "{\"j\":\"j_1\",\"n\":0,\"e\":1900000000000}",
                              "{\"j\":\"bad id!\",\"n\":1,\"e\":1900000000000}",
-                             "{\"j\":\"j_1\",\"n\":1}", "{\"j\":\"j_1\",\"n\":1,\"e\":\"x\"}"};
+                             "{\"j\":\"j_1\",\"n\":1}",
+                             "{\"j\":\"j_1\",\"n\":1,\"e\":\"x\"}"};
     for (size_t i = 0; i < sizeof(lacking) / sizeof(lacking[0]); i++) {
         forge(lacking[i], state);
         e = c;
