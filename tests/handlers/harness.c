@@ -406,6 +406,20 @@ const cJSON *hx_rpc_result(const hx_ex_t *e)
     return cJSON_GetObjectItemCaseSensitive(e->json, "result");
 }
 
+kv_pool_t *hx_dead_kv(hx_t *h, kv_target_t **t)
+{
+    mcpq_settings_t s = h->set;
+    s.redis_url = "redis://127.0.0.1:1";
+    s.redis_sentinels = NULL;
+    char err[256];
+    if (!(*t = kv_target_new(&s, err, sizeof(err))))
+        die("redis", err);
+    kv_pool_t *p = kv_pool_new(*t, 500, 1);
+    if (!p)
+        die("redis", "out of memory");
+    return p;
+}
+
 redisReply *hx_redis(hx_t *h, const char *fmt, ...)
 {
     char err[256];

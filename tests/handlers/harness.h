@@ -124,5 +124,8 @@ rd_kafka_t *hx_jobs_reader(hx_t *h, const char *group);
 
 /* A Redis command on the stack's Redis (a test's own connection); reply freed by caller. */
 redisReply *hx_redis(hx_t *h, const char *fmt, ...);
+/* A pool to a port where no Redis listens, for swapping into h->ctx.kv (or an rstate) to see
+ * what a client gets while Redis is unreachable; *t is its target. Free the pool, then *t. */
+kv_pool_t *hx_dead_kv(hx_t *h, kv_target_t **t);
 
 #endif

@@ -11,6 +11,8 @@
  *   - the client's responses POSTed: accepted (202, stored), another principal or session
  *     (400 input_lost, nothing stored), an answer not matching requestedSchema (400, the tool
  *     gets -32602), another id (202, ignored), a batch of responses;
+ *   - malformed answers refused with what is wrong, Redis unreachable (503, Retry-After), and
+ *     a question the store's script reads otherwise than the gateway (never stored);
  *   - a stopping replica cancels the job of a call whose question is open.
  */
 #include "check.h"
@@ -573,20 +575,6 @@ static void test_submit(void)
     TEST_PASS("ing_answer_submit: what is still open, reply_to moved, malformed answers refused");
 }
 
-/* A pool to a port where no Redis listens (caller frees both). */
-static kv_pool_t *dead_pool(kv_target_t **t)
-{
-    mcpq_settings_t s = h.set;
-    s.redis_url = "redis://127.0.0.1:1";
-    s.redis_sentinels = NULL;
-    char err[256];
-    *t = kv_target_new(&s, err, sizeof(err));
-    CHECK(*t != NULL);
-    kv_pool_t *p = kv_pool_new(*t, 500, 1);
-    CHECK(p != NULL);
-    return p;
-}
-
 /* Malformed answers, a question of the wrong shape, and Redis gone: what the client sees. */
 static void test_submit_errors(void)
 {
@@ -633,7 +621,7 @@ static void test_submit_errors(void)
     ans = cJSON_Parse("{\"q1\":{\"result\":{}}}");
     /* Redis unreachable: unavailable */
     kv_target_t *t;
-    kv_pool_t *dead = dead_pool(&t);
+    kv_pool_t *dead = hx_dead_kv(&h, &t);
     CHECK_INT_EQ(ing_answer_submit(dead, "hx-ask-c1", 1, &who, ans, NULL, NULL, err, sizeof(err)),
                  MCPQ_EUNAVAIL);
     cJSON_Delete(ans);

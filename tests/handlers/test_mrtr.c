@@ -9,7 +9,9 @@
  * answering the retry again, missing keys asked again with a new state, unknown keys ignored,
  * a state refused (tampered, other arguments, other caller, inputResponses without a state),
  * a question gone (input_lost), an answer that fails its requestedSchema (question kept open),
- * resources/read through the same path, and the fleet key kept in Redis.
+ * resources/read through the same path, and the fleet key kept in Redis; Redis unreachable
+ * (-32603 try again, the question kept open), a question of only undeclared requests or one no
+ * requestState can be made for (answered for the tool), tasks/update's bad inputResponses.
  */
 #include "check.h"
 #include "harness.h"
@@ -555,20 +557,6 @@ static void test_fleet_key(void)
     TEST_PASS("without MCPQ_REQUEST_STATE_KEY the fleet key is made once in Redis");
 }
 
-/* A pool to a port where no Redis listens (caller frees both). */
-static kv_pool_t *dead_pool(kv_target_t **t)
-{
-    mcpq_settings_t s = h.set;
-    s.redis_url = "redis://127.0.0.1:1";
-    s.redis_sentinels = NULL;
-    char err[256];
-    *t = kv_target_new(&s, err, sizeof(err));
-    CHECK(*t != NULL);
-    kv_pool_t *p = kv_pool_new(*t, 500, 1);
-    CHECK(p != NULL);
-    return p;
-}
-
 /* Redis unreachable: the requestState key (no fleet key read yet) and the answer store. */
 static void test_unavailable(void)
 {
@@ -577,7 +565,7 @@ static void test_unavailable(void)
     first_round(&e, "{\"who\":" ELICIT_REQ("Name?") "}", job, state);
     hx_ex_free(&e);
     kv_target_t *t;
-    kv_pool_t *dead = dead_pool(&t);
+    kv_pool_t *dead = hx_dead_kv(&h, &t);
     /* a replica that has not read the fleet key yet, and cannot */
     struct ing_rstate *live_rs = h.ctx.rstate;
     h.ctx.rstate = ing_rstate_new(NULL, 0, dead);
@@ -660,7 +648,7 @@ static void test_task_update_bad(void)
 static void test_cannot_ask(void)
 {
     kv_target_t *t;
-    kv_pool_t *dead = dead_pool(&t);
+    kv_pool_t *dead = hx_dead_kv(&h, &t);
     struct ing_rstate *live_rs = h.ctx.rstate;
     h.ctx.rstate = ing_rstate_new(NULL, 0, dead);
     hx_ex_t e;
