@@ -73,6 +73,14 @@ static cJSON *stored(const char *job, const char *key)
     return o;
 }
 
+/* The member at path of the answer stored for key of job's question is want. */
+static void stored_is(const char *job, const char *key, const char *path, const char *want)
+{
+    cJSON *a = stored(job, key);
+    CHECK_STR_EQ(hx_str(&(hx_ex_t){.json = a}, path), want);
+    cJSON_Delete(a);
+}
+
 /* Polls for the answer of key (up to ms). */
 static cJSON *stored_wait(const char *job, const char *key, int ms)
 {
@@ -440,9 +448,7 @@ static void test_answers(void)
                       NULL),
                  202);
     hx_ex_free(&e);
-    a = stored("hx-ask-a1", "q2");
-    CHECK_STR_EQ(hx_str(&(hx_ex_t){.json = a}, "error.message"), "User rejected sampling request");
-    cJSON_Delete(a);
+    stored_is("hx-ask-a1", "q2", "error.message", "User rejected sampling request");
     TEST_PASS(
         "the caller's responses are stored (202): a result, and an error as the tool's error");
 
@@ -613,9 +619,7 @@ static void test_submit_errors(void)
         ing_answer_submit(h.ctx.kv, "hx-ask-c1", 1, &who, ans, NULL, NULL, err, sizeof(err)),
         ING_ANSWER_OK);
     cJSON_Delete(ans);
-    cJSON *a = stored("hx-ask-c1", "u1");
-    CHECK_STR_EQ(hx_str(&(hx_ex_t){.json = a}, "result.action"), "accept");
-    cJSON_Delete(a);
+    stored_is("hx-ask-c1", "u1", "result.action", "accept");
     TEST_PASS("malformed answers are refused with what is wrong; a URL-mode accept is stored");
 
     ans = cJSON_Parse("{\"q1\":{\"result\":{}}}");
@@ -652,9 +656,7 @@ static void test_submit_errors(void)
                       v0325),
                  202);
     hx_ex_free(&e);
-    a = stored("hx-ask-c3", "q2");
-    CHECK_STR_EQ(hx_str(&(hx_ex_t){.json = a}, "error.data.why"), "quota");
-    cJSON_Delete(a);
+    stored_is("hx-ask-c3", "q2", "error.data.why", "quota");
     TEST_PASS("ids of another shape are input_lost; an error's data reaches the tool");
 
     /* Redis unreachable while the client answers: 503 with Retry-After, try again */
