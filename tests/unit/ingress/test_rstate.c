@@ -2,7 +2,9 @@
  * Tests ingress/core/rstate.c without Redis (a configured key): a state made for a question
  * checks for the same caller and request, and nothing else passes: a changed payload or
  * signature, another key, tenant, owner, session, method or arguments, an expired state, an
- * oversized one and garbage. tests/handlers/test_mrtr.c covers the fleet key kept in Redis.
+ * oversized one and garbage, a signed payload that is not an object or lacks its job, n or
+ * expiry, and no key at all (unavailable). tests/handlers/test_mrtr.c covers the fleet key kept
+ * in Redis.
  */
 #include "check.h"
 #include "err.h"
