@@ -89,16 +89,27 @@ static void produce(const char *job_id, const char *executor, const char *client
     produce_args(job_id, executor, "{}", client, reply_to, deadline_ms);
 }
 
-/* The exec executor JSON for ASKER with questions (JSON strings, NULL-terminated), and
- * $ASK_PIDFILE = pidfile (may be NULL). Malloc'd. */
-static char *asker_executor(const char *const *questions, const char *pidfile, int interactive)
+/* An interactive tool that writes its two questions (argv[1], argv[2]) in one write, before
+ * it reads anything, then reads two lines and prints "answers: <line>|<line>". */
+static const char *const EAGER = "import sys\n"
+                                 "sys.stdin.readline()\n"
+                                 "sys.stdout.write('input ' + sys.argv[1] + '\\ninput ' + "
+                                 "sys.argv[2] + '\\n')\n"
+                                 "sys.stdout.flush()\n"
+                                 "got = [sys.stdin.readline().strip() for _ in range(2)]\n"
+                                 "print('answers: ' + '|'.join(got))\n";
+
+/* The exec executor JSON for python3 script with arguments (JSON strings, NULL-terminated),
+ * and $ASK_PIDFILE = pidfile (may be NULL). Malloc'd. */
+static char *script_executor(const char *script, const char *const *questions, const char *pidfile,
+                             int interactive)
 {
     cJSON *ex = cJSON_CreateObject();
     cJSON_AddStringToObject(ex, "type", "exec");
     cJSON *argv = cJSON_AddArrayToObject(ex, "argv");
     cJSON_AddItemToArray(argv, cJSON_CreateString("python3"));
     cJSON_AddItemToArray(argv, cJSON_CreateString("-c"));
-    cJSON_AddItemToArray(argv, cJSON_CreateString(ASKER));
+    cJSON_AddItemToArray(argv, cJSON_CreateString(script));
     for (int i = 0; questions[i]; i++)
         cJSON_AddItemToArray(argv, cJSON_CreateString(questions[i]));
     if (pidfile) {
@@ -110,6 +121,12 @@ static char *asker_executor(const char *const *questions, const char *pidfile, i
     char *s = cJSON_PrintUnformatted(ex);
     cJSON_Delete(ex);
     return s;
+}
+
+/* The exec executor JSON for ASKER with questions (see script_executor). Malloc'd. */
+static char *asker_executor(const char *const *questions, const char *pidfile, int interactive)
+{
+    return script_executor(ASKER, questions, pidfile, interactive);
 }
 
 static cJSON *wait_result(const char *job_id, int timeout_ms)
@@ -376,8 +393,14 @@ static void test_cancel_while_asking(void)
 
 static void test_bad_lines(void)
 {
-    const char *qs[] = {"not json", "{\"method\":\"tools/call\"}",
-                        "{\"key\":\"a b\",\"method\":\"roots/list\"}", NULL};
+    const char *qs[] = {
+        "not json",
+        "{\"method\":\"tools/call\"}",
+        "{\"key\":\"a b\",\"method\":\"roots/list\"}",
+        "{\"method\":\"roots/list\",\"id\":7}",
+        "{\"key\":\"k2345678901234567890123456789012345678901234567890123456789012345\","
+        "\"method\":\"roots/list\"}",
+        NULL};
     char *ex = asker_executor(qs, NULL, 1);
     produce("ask-bad", ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
     free(ex);
@@ -387,9 +410,64 @@ static void test_bad_lines(void)
     CHECK_CONTAINS(text, "method must be elicitation/create, sampling/createMessage or "
                          "roots/list");
     CHECK_CONTAINS(text, "request key \\\"a b\\\" must be");
+    /* a field besides method, params and key: the same answer as a line that is no JSON */
+    const char *second = strstr(strstr(text, "an input line is") + 1, "an input line is");
+    CHECK(second != NULL);
+    CHECK(strstr(second + 1, "an input line is") == NULL);
+    CHECK_CONTAINS(text, "request key must be 1 to 64 characters of [A-Za-z0-9_.-]");
     cJSON_Delete(rec);
     CHECK_INT_EQ(count_entries(REPLY, "ask-bad", "input"), 0);
     TEST_PASS("malformed question lines get an error answer; the tool goes on");
+}
+
+/* A tool that asks again before it read the first answer: the second question gets -32600 at
+ * once, the first one is still asked and answered. */
+static void test_ask_before_answer(void)
+{
+    const char *qs[] = {Q_NAME, Q_SURE, NULL};
+    char *ex = script_executor(EAGER, qs, NULL, 1);
+    produce("ask-eager", ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
+    free(ex);
+    cJSON *e = wait_entry(REPLY, "ask-eager", "input", 0, 30000);
+    CHECK(e != NULL);
+    CHECK(cJSON_GetObjectItem(cJSON_GetObjectItem(e, "requests"), "q1") != NULL);
+    cJSON_Delete(e);
+    answer("ask-eager", "q1", "{\"result\":{\"action\":\"accept\",\"content\":{\"name\":\"Eve\"}}}",
+           1);
+    cJSON *rec = need_result("ask-eager");
+    const char *text = result_text(rec);
+    CHECK_CONTAINS(text, "answers: {\"error\":{\"code\":-32600,\"message\":\"a question of this "
+                         "call is open: read its answer before asking again\"");
+    CHECK_CONTAINS(text, "|{\"result\":{\"action\":\"accept\",\"content\":{\"name\":\"Eve\"}}}");
+    cJSON_Delete(rec);
+    CHECK_INT_EQ(count_entries(REPLY, "ask-eager", "input"), 1);
+    TEST_PASS("a second question before the first answer: -32600 at once, the first answered");
+}
+
+/* An answer that is neither {"result"} nor {"error"}: the tool gets -32001-style lost answer;
+ * a question deleted under the worker: the tool is told it expired. */
+static void test_lost_answers(void)
+{
+    asker_asks("ask-junk", NULL);
+    answer("ask-junk", "q1", "{\"foo\":1}", 1);
+    cJSON *rec = need_result("ask-junk");
+    CHECK_CONTAINS(result_text(rec), "the client's answer could not be read");
+    CHECK(strstr(result_text(rec), "foo") == NULL);
+    cJSON_Delete(rec);
+    CHECK_INT_EQ(exists(NAMES_KEY_ASK, "ask-junk"), 0);
+    TEST_PASS("an answer without result or error: the tool is told it could not be read");
+
+    asker_asks("ask-gone", NULL);
+    redisReply *r = redisCommand(redis, "DEL " NAMES_KEY_ASK "ask-gone");
+    CHECK(r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 1);
+    freeReplyObject(r);
+    r = redisCommand(redis, "PUBLISH " NAMES_CHAN_ANSWER " ask-gone");
+    CHECK(r != NULL);
+    freeReplyObject(r);
+    rec = need_result("ask-gone");
+    CHECK_CONTAINS(result_text(rec), "the question expired before the client answered");
+    cJSON_Delete(rec);
+    TEST_PASS("a question gone from Redis while the tool waits: the tool is told it expired");
 }
 
 static void test_not_interactive(void)
@@ -575,6 +653,10 @@ static void test_builtins(void)
                       NULL, "{\"action\":\"accept\",\"content\":{\"confirmed\":true}}");
     CHECK_STR_EQ(t, "You said yes.");
     free(t);
+    t = builtin_round("b-decline", "confirm", "{}", "elicitation/create", NULL,
+                      "{\"action\":\"decline\"}");
+    CHECK_STR_EQ(t, "You declined to answer.");
+    free(t);
     TEST_PASS("builtin asking tools: the conformance fixtures' questions and texts, confirm");
 
     produce_args("b-nosample", BUILTIN("test_sampling"), "{\"prompt\":\"p\"}", CAPS_ELICIT, REPLY,
@@ -588,6 +670,13 @@ static void test_builtins(void)
     rec = need_result("b-noarg");
     CHECK_CONTAINS(result_text(rec), "arguments.message must be a string");
     cJSON_Delete(rec);
+    produce_args("b-noprompt", BUILTIN("test_sampling"), "{\"prompt\":3}", CAPS_BOTH, REPLY,
+                 fx_now_ms() + 60000);
+    rec = need_result("b-noprompt");
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(rec, "result"), "isError")));
+    CHECK_CONTAINS(result_text(rec), "test_sampling: arguments.prompt must be a string");
+    cJSON_Delete(rec);
+    CHECK_INT_EQ(count_entries(REPLY, "b-noprompt", "input"), 0);
     TEST_PASS(
         "builtin asking tools: an undeclared capability or bad arguments is an isError result");
 
@@ -933,6 +1022,8 @@ int main(void)
     test_probe_and_follow();
     test_cancel_while_asking();
     test_bad_lines();
+    test_ask_before_answer();
+    test_lost_answers();
     test_not_interactive();
     test_redelivery();
     test_builtins();
