@@ -703,7 +703,8 @@ static int http_posts;
 
 /* /ask: without inputResponses, input_required (a name, state "s1"); with them, the greeting
  * (and the inputResponses it got). /loop: requestState only, forever. /bad: an invalid
- * question. */
+ * question. /nostate: input_required with a requestState that is no string. /big: 5 MiB, more
+ * than MCPQ_MAX_OUTPUT_BYTES (4 MiB). */
 static enum MHD_Result on_http(struct MHD_Connection *conn, const char *url, const char *method,
                                const util_buf_t *b)
 {
@@ -719,6 +720,19 @@ static enum MHD_Result on_http(struct MHD_Connection *conn, const char *url, con
     pthread_mutex_unlock(&http_mu);
     const char *mid = cJSON_GetStringValue(cJSON_GetObjectItem(env, "message_id"));
     const cJSON *ir = cJSON_GetObjectItem(env, "input_responses");
+    if (strcmp(url, "/big") == 0) {
+        cJSON_Delete(env);
+        size_t n = (size_t)5 << 20;
+        char *big = malloc(n);
+        CHECK(big != NULL);
+        memset(big, ' ', n);
+        memcpy(big, "{\"content\":[]}", 14);
+        struct MHD_Response *m3 = MHD_create_response_from_buffer(n, big, MHD_RESPMEM_MUST_FREE);
+        MHD_add_response_header(m3, "Content-Type", "application/json");
+        enum MHD_Result ret3 = MHD_queue_response(conn, 200, m3);
+        MHD_destroy_response(m3);
+        return ret3;
+    }
     if (strcmp(url, "/agent202") == 0) {
         snprintf(out, sizeof(out), "{}");
         cJSON_Delete(env);
@@ -747,6 +761,8 @@ static enum MHD_Result on_http(struct MHD_Connection *conn, const char *url, con
         cJSON_Delete(reply);
     } else if (strcmp(url, "/loop") == 0) {
         snprintf(out, sizeof(out), "{\"resultType\":\"input_required\",\"requestState\":\"r\"}");
+    } else if (strcmp(url, "/nostate") == 0) {
+        snprintf(out, sizeof(out), "{\"resultType\":\"input_required\",\"requestState\":5}");
     } else if (strcmp(url, "/bad") == 0) {
         snprintf(out, sizeof(out),
                  "{\"resultType\":\"input_required\",\"inputRequests\":"
@@ -862,7 +878,23 @@ static void test_http_tool(void)
     CHECK_CONTAINS(result_text(rec), "the tool's HTTP service asked an invalid question: request "
                                      "\"x\": method must be");
     cJSON_Delete(rec);
+    snprintf(ex, sizeof(ex), "{\"type\":\"http\",\"url\":\"http://127.0.0.1:%d/nostate\"}", port);
+    produce("h-nostate", ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
+    rec = need_result("h-nostate");
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(rec, "result"), "isError")));
+    CHECK_CONTAINS(result_text(rec), "answered input_required without inputRequests or a string "
+                                     "requestState");
+    cJSON_Delete(rec);
+    CHECK_INT_EQ(count_entries(REPLY, "h-nostate", "input"), 0);
     TEST_PASS("an HTTP tool: at most 16 input rounds; an invalid question is an isError result");
+
+    snprintf(ex, sizeof(ex), "{\"type\":\"http\",\"url\":\"http://127.0.0.1:%d/big\"}", port);
+    produce("h-big", ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
+    rec = need_result("h-big");
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(rec, "result"), "isError")));
+    CHECK_CONTAINS(result_text(rec), "output too large: the tool answered more than 4194304 bytes");
+    cJSON_Delete(rec);
+    TEST_PASS("an HTTP tool that answers more than MCPQ_MAX_OUTPUT_BYTES: an isError result");
 
     snprintf(ex, sizeof(ex), "{\"type\":\"agent\",\"url\":\"http://127.0.0.1:%d/agent\"}", port);
     produce("a-ask", ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
