@@ -470,6 +470,54 @@ static void test_lost_answers(void)
     TEST_PASS("a question gone from Redis while the tool waits: the tool is told it expired");
 }
 
+/* A python3 script as an interactive exec tool (no questions), as job_id; its result. */
+static cJSON *interactive_run(const char *job_id, const char *script)
+{
+    const char *none[] = {NULL};
+    char *ex = script_executor(script, none, NULL, 1);
+    produce(job_id, ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
+    free(ex);
+    return need_result(job_id);
+}
+
+/* The interactive line protocol at its edges: an answer larger than the pipe (written as the
+ * tool reads), a last line without its newline, more than MCPQ_MAX_OUTPUT_BYTES printed. */
+static void test_interactive_io(void)
+{
+    asker_asks("ask-huge", NULL);
+    size_t n = 300000;
+    char *a = malloc(n + 128);
+    CHECK(a != NULL);
+    int off = snprintf(a, 128, "{\"result\":{\"action\":\"accept\",\"content\":{\"name\":\"");
+    memset(a + off, 'x', n);
+    snprintf(a + off + n, 128 - (size_t)off, "\"}}}");
+    answer("ask-huge", "q1", a, 1);
+    cJSON *rec = need_result("ask-huge");
+    char *want = malloc(n + 256);
+    CHECK(want != NULL);
+    snprintf(want, n + 256, "tool asker answers: %s", a);
+    CHECK_STR_EQ(result_text(rec), want);
+    free(want);
+    free(a);
+    cJSON_Delete(rec);
+    TEST_PASS("an answer larger than the pipe reaches the tool whole");
+
+    rec = interactive_run("ask-nonl", "import sys\nsys.stdin.readline()\n"
+                                      "sys.stdout.write('first\\nlast')\n");
+    CHECK_STR_EQ(result_text(rec), "first\nlast");
+    cJSON_Delete(rec);
+    TEST_PASS("an interactive tool's last line without its newline is in the result");
+
+    rec = interactive_run("ask-flood", "import sys\nsys.stdin.readline()\n"
+                                       "line = 'x' * 999 + '\\n'\n"
+                                       "for _ in range(6000):\n"
+                                       "    sys.stdout.write(line)\n");
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(rec, "result"), "isError")));
+    CHECK_CONTAINS(result_text(rec), "output too large: the tool printed more than 4194304 bytes");
+    cJSON_Delete(rec);
+    TEST_PASS("an interactive tool that prints more than MCPQ_MAX_OUTPUT_BYTES: an isError result");
+}
+
 static void test_not_interactive(void)
 {
     const char *qs[] = {Q_NAME, NULL};
@@ -1056,6 +1104,7 @@ int main(void)
     test_bad_lines();
     test_ask_before_answer();
     test_lost_answers();
+    test_interactive_io();
     test_not_interactive();
     test_redelivery();
     test_builtins();
