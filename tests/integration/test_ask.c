@@ -470,6 +470,29 @@ static void test_lost_answers(void)
     TEST_PASS("a question gone from Redis while the tool waits: the tool is told it expired");
 }
 
+/* Three calls ask at once; answered middle first, each tool gets its own answer. */
+static void test_three_open(void)
+{
+    const char *ids[] = {"ask-m1", "ask-m2", "ask-m3"};
+    for (int i = 0; i < 3; i++)
+        asker_asks(ids[i], NULL);
+    const int order[] = {1, 0, 2};
+    for (int k = 0; k < 3; k++) {
+        const char *id = ids[order[k]];
+        char a[256], want[320];
+        snprintf(a, sizeof(a), "{\"result\":{\"action\":\"accept\",\"content\":{\"name\":\"%s\"}}}",
+                 id);
+        answer(id, "q1", a, 1);
+        cJSON *rec = need_result(id);
+        snprintf(want, sizeof(want), "tool asker answers: %s", a);
+        CHECK_STR_EQ(result_text(rec), want);
+        cJSON_Delete(rec);
+        for (int j = k + 1; j < 3; j++) /* the others still wait */
+            CHECK_INT_EQ(exists(NAMES_KEY_ASK, ids[order[j]]), 1);
+    }
+    TEST_PASS("three calls ask at once: each gets its own answer, in any order");
+}
+
 /* A python3 script as an interactive exec tool (no questions), as job_id; its result. */
 static cJSON *interactive_run(const char *job_id, const char *script)
 {
@@ -1105,6 +1128,7 @@ int main(void)
     test_ask_before_answer();
     test_lost_answers();
     test_interactive_io();
+    test_three_open();
     test_not_interactive();
     test_redelivery();
     test_builtins();
