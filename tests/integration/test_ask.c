@@ -493,6 +493,31 @@ static void test_three_open(void)
     TEST_PASS("three calls ask at once: each gets its own answer, in any order");
 }
 
+/* Redis refuses a question (ask_open.lua: another question n of the job is open there): the
+ * tool gets an error answer at once, the other question is left alone, nothing is sent. */
+static void test_refused(void)
+{
+    redisReply *r =
+        redisCommand(redis, "HSET " NAMES_KEY_ASK "ask-refused n 99 worker w-other reqs {}");
+    CHECK(r != NULL && r->type == REDIS_REPLY_INTEGER);
+    freeReplyObject(r);
+    const char *qs[] = {Q_NAME, NULL};
+    char *ex = asker_executor(qs, NULL, 1);
+    produce("ask-refused", ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
+    free(ex);
+    cJSON *rec = need_result("ask-refused");
+    CHECK_CONTAINS(result_text(rec), "the question could not be stored (Redis unavailable); try "
+                                     "again");
+    cJSON_Delete(rec);
+    char v[64];
+    CHECK_STR_EQ(ask_field("ask-refused", "n", v, sizeof(v)), "99");
+    CHECK_STR_EQ(ask_field("ask-refused", "worker", v, sizeof(v)), "w-other");
+    CHECK_INT_EQ(count_entries(REPLY, "ask-refused", "input"), 0);
+    r = redisCommand(redis, "DEL " NAMES_KEY_ASK "ask-refused");
+    freeReplyObject(r);
+    TEST_PASS("a question Redis refuses (another one of the job open): an error answer at once");
+}
+
 /* A python3 script as an interactive exec tool (no questions), as job_id; its result. */
 static cJSON *interactive_run(const char *job_id, const char *script)
 {
@@ -1129,6 +1154,7 @@ int main(void)
     test_lost_answers();
     test_interactive_io();
     test_three_open();
+    test_refused();
     test_not_interactive();
     test_redelivery();
     test_builtins();
