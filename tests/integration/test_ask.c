@@ -14,7 +14,14 @@
  *   - a changed reply_to (a 2026-07-28 retry on another replica): the result goes there;
  *   - the caller cancels while the tool asks: the process is killed, a cancelled entry, the
  *     question deleted;
- *   - a malformed question line: an error answer on stdin, the tool goes on;
+ *   - a malformed question line (no JSON, a field besides method/params/key, a bad or 65-char
+ *     key, an unknown method): an error answer on stdin, the tool goes on;
+ *   - a second question before the first answer: -32600 at once, the first still answered;
+ *   - an answer that is neither {"result"} nor {"error"}, a question deleted under the worker:
+ *     the tool is told its answer could not be read / the question expired;
+ *   - an answer larger than the pipe, a last line without newline, more than
+ *     MCPQ_MAX_OUTPUT_BYTES printed by an interactive tool;
+ *   - three calls asking at once, answered out of order; a question Redis refuses;
  *   - redelivery: {mcpq}:asked:<id> set and no live question → the tool does not run, the
  *     result is -32603 with data.reason "input_lost"; a live question of another worker →
  *     the tool does not run and nothing is written.
@@ -444,14 +451,15 @@ static void test_ask_before_answer(void)
     TEST_PASS("a second question before the first answer: -32600 at once, the first answered");
 }
 
-/* An answer that is neither {"result"} nor {"error"}: the tool gets -32001-style lost answer;
- * a question deleted under the worker: the tool is told it expired. */
+/* An answer that is neither {"result"} nor {"error"}: the tool gets a -32603 error answer
+ * (unreadable); a question deleted under the worker: a -32603 error answer (expired). */
 static void test_lost_answers(void)
 {
     asker_asks("ask-junk", NULL);
     answer("ask-junk", "q1", "{\"foo\":1}", 1);
     cJSON *rec = need_result("ask-junk");
-    CHECK_CONTAINS(result_text(rec), "the client's answer could not be read");
+    CHECK_CONTAINS(result_text(rec), "{\"error\":{\"code\":-32603,\"message\":\"the client's "
+                                     "answer could not be read");
     CHECK(strstr(result_text(rec), "foo") == NULL);
     cJSON_Delete(rec);
     CHECK_INT_EQ(exists(NAMES_KEY_ASK, "ask-junk"), 0);
@@ -465,7 +473,8 @@ static void test_lost_answers(void)
     CHECK(r != NULL);
     freeReplyObject(r);
     rec = need_result("ask-gone");
-    CHECK_CONTAINS(result_text(rec), "the question expired before the client answered");
+    CHECK_CONTAINS(result_text(rec), "{\"error\":{\"code\":-32603,\"message\":\"the question "
+                                     "expired before the client answered");
     cJSON_Delete(rec);
     TEST_PASS("a question gone from Redis while the tool waits: the tool is told it expired");
 }
