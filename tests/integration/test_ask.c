@@ -14,7 +14,14 @@
  *   - a changed reply_to (a 2026-07-28 retry on another replica): the result goes there;
  *   - the caller cancels while the tool asks: the process is killed, a cancelled entry, the
  *     question deleted;
- *   - a malformed question line: an error answer on stdin, the tool goes on;
+ *   - a malformed question line (no JSON, a field besides method/params/key, a bad or 65-char
+ *     key, an unknown method): an error answer on stdin, the tool goes on;
+ *   - a second question before the first answer: -32600 at once, the first still answered;
+ *   - an answer that is neither {"result"} nor {"error"}, a question deleted under the worker:
+ *     the tool is told its answer could not be read / the question expired;
+ *   - an answer larger than the pipe, a last line without newline, more than
+ *     MCPQ_MAX_OUTPUT_BYTES printed by an interactive tool;
+ *   - three calls asking at once, answered out of order; a question Redis refuses;
  *   - redelivery: {mcpq}:asked:<id> set and no live question → the tool does not run, the
  *     result is -32603 with data.reason "input_lost"; a live question of another worker →
  *     the tool does not run and nothing is written.
@@ -89,16 +96,27 @@ static void produce(const char *job_id, const char *executor, const char *client
     produce_args(job_id, executor, "{}", client, reply_to, deadline_ms);
 }
 
-/* The exec executor JSON for ASKER with questions (JSON strings, NULL-terminated), and
- * $ASK_PIDFILE = pidfile (may be NULL). Malloc'd. */
-static char *asker_executor(const char *const *questions, const char *pidfile, int interactive)
+/* An interactive tool that writes its two questions (argv[1], argv[2]) in one write, before
+ * it reads anything, then reads two lines and prints "answers: <line>|<line>". */
+static const char *const EAGER = "import sys\n"
+                                 "sys.stdin.readline()\n"
+                                 "sys.stdout.write('input ' + sys.argv[1] + '\\ninput ' + "
+                                 "sys.argv[2] + '\\n')\n"
+                                 "sys.stdout.flush()\n"
+                                 "got = [sys.stdin.readline().strip() for _ in range(2)]\n"
+                                 "print('answers: ' + '|'.join(got))\n";
+
+/* The exec executor JSON for python3 script with arguments (JSON strings, NULL-terminated),
+ * and $ASK_PIDFILE = pidfile (may be NULL). Malloc'd. */
+static char *script_executor(const char *script, const char *const *questions, const char *pidfile,
+                             int interactive)
 {
     cJSON *ex = cJSON_CreateObject();
     cJSON_AddStringToObject(ex, "type", "exec");
     cJSON *argv = cJSON_AddArrayToObject(ex, "argv");
     cJSON_AddItemToArray(argv, cJSON_CreateString("python3"));
     cJSON_AddItemToArray(argv, cJSON_CreateString("-c"));
-    cJSON_AddItemToArray(argv, cJSON_CreateString(ASKER));
+    cJSON_AddItemToArray(argv, cJSON_CreateString(script));
     for (int i = 0; questions[i]; i++)
         cJSON_AddItemToArray(argv, cJSON_CreateString(questions[i]));
     if (pidfile) {
@@ -110,6 +128,12 @@ static char *asker_executor(const char *const *questions, const char *pidfile, i
     char *s = cJSON_PrintUnformatted(ex);
     cJSON_Delete(ex);
     return s;
+}
+
+/* The exec executor JSON for ASKER with questions (see script_executor). Malloc'd. */
+static char *asker_executor(const char *const *questions, const char *pidfile, int interactive)
+{
+    return script_executor(ASKER, questions, pidfile, interactive);
 }
 
 static cJSON *wait_result(const char *job_id, int timeout_ms)
@@ -376,8 +400,14 @@ static void test_cancel_while_asking(void)
 
 static void test_bad_lines(void)
 {
-    const char *qs[] = {"not json", "{\"method\":\"tools/call\"}",
-                        "{\"key\":\"a b\",\"method\":\"roots/list\"}", NULL};
+    const char *qs[] = {
+        "not json",
+        "{\"method\":\"tools/call\"}",
+        "{\"key\":\"a b\",\"method\":\"roots/list\"}",
+        "{\"method\":\"roots/list\",\"id\":7}",
+        "{\"key\":\"k2345678901234567890123456789012345678901234567890123456789012345\","
+        "\"method\":\"roots/list\"}",
+        NULL};
     char *ex = asker_executor(qs, NULL, 1);
     produce("ask-bad", ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
     free(ex);
@@ -387,9 +417,162 @@ static void test_bad_lines(void)
     CHECK_CONTAINS(text, "method must be elicitation/create, sampling/createMessage or "
                          "roots/list");
     CHECK_CONTAINS(text, "request key \\\"a b\\\" must be");
+    /* a field besides method, params and key: the same answer as a line that is no JSON */
+    const char *second = strstr(strstr(text, "an input line is") + 1, "an input line is");
+    CHECK(second != NULL);
+    CHECK(strstr(second + 1, "an input line is") == NULL);
+    CHECK_CONTAINS(text, "request key must be 1 to 64 characters of [A-Za-z0-9_.-]");
     cJSON_Delete(rec);
     CHECK_INT_EQ(count_entries(REPLY, "ask-bad", "input"), 0);
     TEST_PASS("malformed question lines get an error answer; the tool goes on");
+}
+
+/* A tool that asks again before it read the first answer: the second question gets -32600 at
+ * once, the first one is still asked and answered. */
+static void test_ask_before_answer(void)
+{
+    const char *qs[] = {Q_NAME, Q_SURE, NULL};
+    char *ex = script_executor(EAGER, qs, NULL, 1);
+    produce("ask-eager", ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
+    free(ex);
+    cJSON *e = wait_entry(REPLY, "ask-eager", "input", 0, 30000);
+    CHECK(e != NULL);
+    CHECK(cJSON_GetObjectItem(cJSON_GetObjectItem(e, "requests"), "q1") != NULL);
+    cJSON_Delete(e);
+    answer("ask-eager", "q1", "{\"result\":{\"action\":\"accept\",\"content\":{\"name\":\"Eve\"}}}",
+           1);
+    cJSON *rec = need_result("ask-eager");
+    const char *text = result_text(rec);
+    CHECK_CONTAINS(text, "answers: {\"error\":{\"code\":-32600,\"message\":\"a question of this "
+                         "call is open: read its answer before asking again\"");
+    CHECK_CONTAINS(text, "|{\"result\":{\"action\":\"accept\",\"content\":{\"name\":\"Eve\"}}}");
+    cJSON_Delete(rec);
+    CHECK_INT_EQ(count_entries(REPLY, "ask-eager", "input"), 1);
+    TEST_PASS("a second question before the first answer: -32600 at once, the first answered");
+}
+
+/* An answer that is neither {"result"} nor {"error"}: the tool gets a -32603 error answer
+ * (unreadable); a question deleted under the worker: a -32603 error answer (expired). */
+static void test_lost_answers(void)
+{
+    asker_asks("ask-junk", NULL);
+    answer("ask-junk", "q1", "{\"foo\":1}", 1);
+    cJSON *rec = need_result("ask-junk");
+    CHECK_CONTAINS(result_text(rec), "{\"error\":{\"code\":-32603,\"message\":\"the client's "
+                                     "answer could not be read");
+    CHECK(strstr(result_text(rec), "foo") == NULL);
+    cJSON_Delete(rec);
+    CHECK_INT_EQ(exists(NAMES_KEY_ASK, "ask-junk"), 0);
+    TEST_PASS("an answer without result or error: the tool is told it could not be read");
+
+    asker_asks("ask-gone", NULL);
+    redisReply *r = redisCommand(redis, "DEL " NAMES_KEY_ASK "ask-gone");
+    CHECK(r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 1);
+    freeReplyObject(r);
+    r = redisCommand(redis, "PUBLISH " NAMES_CHAN_ANSWER " ask-gone");
+    CHECK(r != NULL);
+    freeReplyObject(r);
+    rec = need_result("ask-gone");
+    CHECK_CONTAINS(result_text(rec), "{\"error\":{\"code\":-32603,\"message\":\"the question "
+                                     "expired before the client answered");
+    cJSON_Delete(rec);
+    TEST_PASS("a question gone from Redis while the tool waits: the tool is told it expired");
+}
+
+/* Three calls ask at once; answered middle first, each tool gets its own answer. */
+static void test_three_open(void)
+{
+    const char *ids[] = {"ask-m1", "ask-m2", "ask-m3"};
+    for (int i = 0; i < 3; i++)
+        asker_asks(ids[i], NULL);
+    const int order[] = {1, 0, 2};
+    for (int k = 0; k < 3; k++) {
+        const char *id = ids[order[k]];
+        char a[256], want[320];
+        snprintf(a, sizeof(a), "{\"result\":{\"action\":\"accept\",\"content\":{\"name\":\"%s\"}}}",
+                 id);
+        answer(id, "q1", a, 1);
+        cJSON *rec = need_result(id);
+        snprintf(want, sizeof(want), "tool asker answers: %s", a);
+        CHECK_STR_EQ(result_text(rec), want);
+        cJSON_Delete(rec);
+        for (int j = k + 1; j < 3; j++) /* the others still wait */
+            CHECK_INT_EQ(exists(NAMES_KEY_ASK, ids[order[j]]), 1);
+    }
+    TEST_PASS("three calls ask at once: each gets its own answer, in any order");
+}
+
+/* Redis refuses a question (ask_open.lua: another question n of the job is open there): the
+ * tool gets an error answer at once, the other question is left alone, nothing is sent. */
+static void test_refused(void)
+{
+    redisReply *r =
+        redisCommand(redis, "HSET " NAMES_KEY_ASK "ask-refused n 99 worker w-other reqs {}");
+    CHECK(r != NULL && r->type == REDIS_REPLY_INTEGER);
+    freeReplyObject(r);
+    const char *qs[] = {Q_NAME, NULL};
+    char *ex = asker_executor(qs, NULL, 1);
+    produce("ask-refused", ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
+    free(ex);
+    cJSON *rec = need_result("ask-refused");
+    CHECK_CONTAINS(result_text(rec), "the question could not be stored (Redis unavailable); try "
+                                     "again");
+    cJSON_Delete(rec);
+    char v[64];
+    CHECK_STR_EQ(ask_field("ask-refused", "n", v, sizeof(v)), "99");
+    CHECK_STR_EQ(ask_field("ask-refused", "worker", v, sizeof(v)), "w-other");
+    CHECK_INT_EQ(count_entries(REPLY, "ask-refused", "input"), 0);
+    r = redisCommand(redis, "DEL " NAMES_KEY_ASK "ask-refused");
+    freeReplyObject(r);
+    TEST_PASS("a question Redis refuses (another one of the job open): an error answer at once");
+}
+
+/* A python3 script as an interactive exec tool (no questions), as job_id; its result. */
+static cJSON *interactive_run(const char *job_id, const char *script)
+{
+    const char *none[] = {NULL};
+    char *ex = script_executor(script, none, NULL, 1);
+    produce(job_id, ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
+    free(ex);
+    return need_result(job_id);
+}
+
+/* The interactive line protocol at its edges: an answer larger than the pipe (written as the
+ * tool reads), a last line without its newline, more than MCPQ_MAX_OUTPUT_BYTES printed. */
+static void test_interactive_io(void)
+{
+    asker_asks("ask-huge", NULL);
+    size_t n = 300000;
+    char *a = malloc(n + 128);
+    CHECK(a != NULL);
+    int off = snprintf(a, 128, "{\"result\":{\"action\":\"accept\",\"content\":{\"name\":\"");
+    memset(a + off, 'x', n);
+    snprintf(a + off + n, 128 - (size_t)off, "\"}}}");
+    answer("ask-huge", "q1", a, 1);
+    cJSON *rec = need_result("ask-huge");
+    char *want = malloc(n + 256);
+    CHECK(want != NULL);
+    snprintf(want, n + 256, "tool asker answers: %s", a);
+    CHECK_STR_EQ(result_text(rec), want);
+    free(want);
+    free(a);
+    cJSON_Delete(rec);
+    TEST_PASS("an answer larger than the pipe reaches the tool whole");
+
+    rec = interactive_run("ask-nonl", "import sys\nsys.stdin.readline()\n"
+                                      "sys.stdout.write('first\\nlast')\n");
+    CHECK_STR_EQ(result_text(rec), "first\nlast");
+    cJSON_Delete(rec);
+    TEST_PASS("an interactive tool's last line without its newline is in the result");
+
+    rec = interactive_run("ask-flood", "import sys\nsys.stdin.readline()\n"
+                                       "line = 'x' * 999 + '\\n'\n"
+                                       "for _ in range(6000):\n"
+                                       "    sys.stdout.write(line)\n");
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(rec, "result"), "isError")));
+    CHECK_CONTAINS(result_text(rec), "output too large: the tool printed more than 4194304 bytes");
+    cJSON_Delete(rec);
+    TEST_PASS("an interactive tool that prints more than MCPQ_MAX_OUTPUT_BYTES: an isError result");
 }
 
 static void test_not_interactive(void)
@@ -575,6 +758,10 @@ static void test_builtins(void)
                       NULL, "{\"action\":\"accept\",\"content\":{\"confirmed\":true}}");
     CHECK_STR_EQ(t, "You said yes.");
     free(t);
+    t = builtin_round("b-decline", "confirm", "{}", "elicitation/create", NULL,
+                      "{\"action\":\"decline\"}");
+    CHECK_STR_EQ(t, "You declined to answer.");
+    free(t);
     TEST_PASS("builtin asking tools: the conformance fixtures' questions and texts, confirm");
 
     produce_args("b-nosample", BUILTIN("test_sampling"), "{\"prompt\":\"p\"}", CAPS_ELICIT, REPLY,
@@ -588,6 +775,13 @@ static void test_builtins(void)
     rec = need_result("b-noarg");
     CHECK_CONTAINS(result_text(rec), "arguments.message must be a string");
     cJSON_Delete(rec);
+    produce_args("b-noprompt", BUILTIN("test_sampling"), "{\"prompt\":3}", CAPS_BOTH, REPLY,
+                 fx_now_ms() + 60000);
+    rec = need_result("b-noprompt");
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(rec, "result"), "isError")));
+    CHECK_CONTAINS(result_text(rec), "test_sampling: arguments.prompt must be a string");
+    cJSON_Delete(rec);
+    CHECK_INT_EQ(count_entries(REPLY, "b-noprompt", "input"), 0);
     TEST_PASS(
         "builtin asking tools: an undeclared capability or bad arguments is an isError result");
 
@@ -614,7 +808,8 @@ static int http_posts;
 
 /* /ask: without inputResponses, input_required (a name, state "s1"); with them, the greeting
  * (and the inputResponses it got). /loop: requestState only, forever. /bad: an invalid
- * question. */
+ * question. /nostate: input_required with a requestState that is no string. /big: 5 MiB, more
+ * than MCPQ_MAX_OUTPUT_BYTES (4 MiB). */
 static enum MHD_Result on_http(struct MHD_Connection *conn, const char *url, const char *method,
                                const util_buf_t *b)
 {
@@ -630,6 +825,19 @@ static enum MHD_Result on_http(struct MHD_Connection *conn, const char *url, con
     pthread_mutex_unlock(&http_mu);
     const char *mid = cJSON_GetStringValue(cJSON_GetObjectItem(env, "message_id"));
     const cJSON *ir = cJSON_GetObjectItem(env, "input_responses");
+    if (strcmp(url, "/big") == 0) {
+        cJSON_Delete(env);
+        size_t n = (size_t)5 << 20;
+        char *big = malloc(n);
+        CHECK(big != NULL);
+        memset(big, ' ', n);
+        memcpy(big, "{\"content\":[]}", 14);
+        struct MHD_Response *m3 = MHD_create_response_from_buffer(n, big, MHD_RESPMEM_MUST_FREE);
+        MHD_add_response_header(m3, "Content-Type", "application/json");
+        enum MHD_Result ret3 = MHD_queue_response(conn, 200, m3);
+        MHD_destroy_response(m3);
+        return ret3;
+    }
     if (strcmp(url, "/agent202") == 0) {
         snprintf(out, sizeof(out), "{}");
         cJSON_Delete(env);
@@ -658,6 +866,8 @@ static enum MHD_Result on_http(struct MHD_Connection *conn, const char *url, con
         cJSON_Delete(reply);
     } else if (strcmp(url, "/loop") == 0) {
         snprintf(out, sizeof(out), "{\"resultType\":\"input_required\",\"requestState\":\"r\"}");
+    } else if (strcmp(url, "/nostate") == 0) {
+        snprintf(out, sizeof(out), "{\"resultType\":\"input_required\",\"requestState\":5}");
     } else if (strcmp(url, "/bad") == 0) {
         snprintf(out, sizeof(out),
                  "{\"resultType\":\"input_required\",\"inputRequests\":"
@@ -773,7 +983,23 @@ static void test_http_tool(void)
     CHECK_CONTAINS(result_text(rec), "the tool's HTTP service asked an invalid question: request "
                                      "\"x\": method must be");
     cJSON_Delete(rec);
+    snprintf(ex, sizeof(ex), "{\"type\":\"http\",\"url\":\"http://127.0.0.1:%d/nostate\"}", port);
+    produce("h-nostate", ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
+    rec = need_result("h-nostate");
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(rec, "result"), "isError")));
+    CHECK_CONTAINS(result_text(rec), "answered input_required without inputRequests or a string "
+                                     "requestState");
+    cJSON_Delete(rec);
+    CHECK_INT_EQ(count_entries(REPLY, "h-nostate", "input"), 0);
     TEST_PASS("an HTTP tool: at most 16 input rounds; an invalid question is an isError result");
+
+    snprintf(ex, sizeof(ex), "{\"type\":\"http\",\"url\":\"http://127.0.0.1:%d/big\"}", port);
+    produce("h-big", ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
+    rec = need_result("h-big");
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(rec, "result"), "isError")));
+    CHECK_CONTAINS(result_text(rec), "output too large: the tool answered more than 4194304 bytes");
+    cJSON_Delete(rec);
+    TEST_PASS("an HTTP tool that answers more than MCPQ_MAX_OUTPUT_BYTES: an isError result");
 
     snprintf(ex, sizeof(ex), "{\"type\":\"agent\",\"url\":\"http://127.0.0.1:%d/agent\"}", port);
     produce("a-ask", ex, CAPS_ELICIT, REPLY, fx_now_ms() + 60000);
@@ -933,6 +1159,11 @@ int main(void)
     test_probe_and_follow();
     test_cancel_while_asking();
     test_bad_lines();
+    test_ask_before_answer();
+    test_lost_answers();
+    test_interactive_io();
+    test_three_open();
+    test_refused();
     test_not_interactive();
     test_redelivery();
     test_builtins();
