@@ -371,7 +371,8 @@ static char *entry_data(long long n, const cJSON *reqs, int64_t expires_ms)
     return s;
 }
 
-/* ask_open.lua for q's requests reqs. 0, or -1 (Redis). */
+/* ask_open.lua for q's requests reqs. 0, -1 (Redis), or -2 (another question of the job is open:
+ * another attempt of it runs, docs/internals.md "Asking the client"). */
 static int q_store(wrk_ask_q_t *q, const cJSON *reqs)
 {
     wrk_ask_t *a = q->a;
@@ -410,9 +411,11 @@ static int q_store(wrk_ask_q_t *q, const cJSON *reqs)
     redisReply *r = ask_run(a, "ask_open", argc, argv);
     if (r && r->type == REDIS_REPLY_INTEGER && r->integer == 1)
         rc = 0;
-    else if (r)
-        log_event(LOG_WARN, "ask: the question was refused by Redis", "job_id", job->env.job_id,
-                  (char *)NULL);
+    else if (r && r->type == REDIS_REPLY_INTEGER) {
+        rc = -2; /* another attempt of this job has a question open */
+        log_event(LOG_WARN, "ask: another question of this job is open; refused", "job_id",
+                  job->env.job_id, (char *)NULL);
+    }
     if (r)
         freeReplyObject(r);
 out:
@@ -489,7 +492,8 @@ int wrk_ask_open(wrk_job_t *job, const cJSON *requests, wrk_ask_fn cb, void *arg
     cJSON *send = q ? q_declared(q, requests) : NULL;
     if (!send)
         goto oom;
-    if (send->child && q_store(q, send) == 0) {
+    int stored = send->child ? q_store(q, send) : 0;
+    if (send->child && stored == 0) {
         q->stored = 1;
         q->reqs = send;
         send = NULL;
@@ -498,7 +502,9 @@ int wrk_ask_open(wrk_job_t *job, const cJSON *requests, wrk_ask_fn cb, void *arg
                   (char *)NULL);
     } else if (send->child) {
         q_fill(q, send, WRK_ASK_ERR_LOST,
-               "the question could not be stored (Redis unavailable); try again");
+               stored == -2 ? "another attempt of this call has a question open; this one "
+                              "cannot ask"
+                            : "the question could not be stored (Redis unavailable); try again");
     }
     cJSON_Delete(send);
     q->done = !q->stored;
