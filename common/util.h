@@ -14,6 +14,10 @@
 /* Wall clock in Unix milliseconds / a monotonic clock in milliseconds. */
 int64_t util_now_ms(void);
 int64_t util_mono_ms(void);
+/* The same in microseconds: durations inside one process use util_mono_us(); instants that
+ * cross processes (a job's sent_us, a record's finished_us) use util_now_us(). */
+int64_t util_now_us(void);
+int64_t util_mono_us(void);
 
 /* The CLOCK_REALTIME instant timeout_ms from now, as pthread_cond_timedwait takes it. */
 struct timespec util_deadline_realtime(int timeout_ms);

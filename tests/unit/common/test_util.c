@@ -37,6 +37,18 @@ static void test_deadline(void)
     TEST_PASS("util_deadline_realtime");
 }
 
+/* util_now_us / util_mono_us: the millisecond clocks times 1000, give or take the call. */
+static void test_clocks_us(void)
+{
+    int64_t ms = util_now_ms(), us = util_now_us(), ms2 = util_now_ms();
+    CHECK(us >= ms * 1000 && us < (ms2 + 1) * 1000);
+    int64_t mm = util_mono_ms(), mu = util_mono_us(), mm2 = util_mono_ms();
+    CHECK(mu >= mm * 1000 && mu < (mm2 + 1) * 1000);
+    int64_t a = util_mono_us(), b = util_mono_us();
+    CHECK(b >= a);
+    TEST_PASS("util_now_us, util_mono_us");
+}
+
 /* util_id_ok: 1..max of [A-Za-z0-9_-], by length (an id in a path is not NUL-terminated). */
 static void test_id_ok(void)
 {
@@ -85,6 +97,7 @@ static void test_errf(void)
 int main(void)
 {
     test_deadline();
+    test_clocks_us();
     test_errf();
     test_id_ok();
     test_words();
