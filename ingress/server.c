@@ -833,8 +833,8 @@ static enum MHD_Result on_request_ops(void *cls, struct MHD_Connection *conn, co
 }
 
 /* The access log line of a request that ended (docs/operations.md, "Access log"): the status
- * queued, or 0 with "aborted" when none was. */
-static void access_log(ing_req_t *req)
+ * queued (0 when none was), and "aborted" when the client did not get the whole answer. */
+static void access_log(ing_req_t *req, enum MHD_RequestTerminationCode toe)
 {
     if (!req->ctx->set->access_log)
         return;
@@ -858,7 +858,7 @@ static void access_log(ing_req_t *req)
     cJSON_AddStringToObject(f, "trace_id", ing_req_trace_id(req));
     cJSON_AddStringToObject(f, "listener", req->planes == ING_PLANE_OPS ? "ops" : "clients");
     cJSON_AddStringToObject(f, "client", client);
-    if (!req->status)
+    if (!req->status || toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
         cJSON_AddBoolToObject(f, "aborted", 1);
     log_event_json(LOG_INFO, "access", f);
 }
@@ -869,8 +869,7 @@ static void request_done(ing_req_t *req, enum MHD_RequestTerminationCode toe)
 {
     if (!req->started)
         return; /* no request line was ever routed */
-    (void)toe;  /* what libmicrohttpd says of the end; the status queued is what is logged */
-    access_log(req);
+    access_log(req, toe);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
