@@ -396,8 +396,8 @@ static const struct {
 
 /* The route the access log names for path (no query): the pattern of the row of routes that
  * takes it (the row's path, else its path and a star, or route_below's), "/mcp" for the MCP
- * endpoint and "/mcp/" and a star for a named server, else "-": never the path itself, which may hold
- * ids. */
+ * endpoint and "/mcp/" and a star for a named server, else "-": never the path itself, which
+ * may hold ids. */
 static const char *route_pattern(const char *path, char *out, size_t size)
 {
     for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
