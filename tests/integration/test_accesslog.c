@@ -266,8 +266,8 @@ static void check_generated(const char *ilog)
 static void check_stream(const char *ilog)
 {
     fx_stream_t st;
-    const char *hdrs[] = {KEY, "Accept: application/json, text/event-stream",
-                          "X-Request-Id: r-sse", NULL};
+    const char *hdrs[] = {KEY, "Accept: application/json, text/event-stream", "X-Request-Id: r-sse",
+                          NULL};
     fx_stream_open(&st, port, "/mcp",
                    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
                    "\"prog\",\"arguments\":{},\"_meta\":{\"progressToken\":\"p1\"}}}",
@@ -355,8 +355,9 @@ static void check_routes(const char *ilog)
     a = access_line(ilog, "g-413");
     CHECK_INT_EQ((long long)num(a, "status"), 413);
     cJSON_Delete(a);
-    TEST_PASS("a 404, a 405, a 413, another listener's route and the ops routes get the header and a "
-              "line naming the route's pattern");
+    TEST_PASS(
+        "a 404, a 405, a 413, another listener's route and the ops routes get the header and a "
+        "line naming the route's pattern");
 }
 
 /* A client that goes away: logged once its request ends; status 0 and "aborted" when nothing
