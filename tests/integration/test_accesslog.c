@@ -206,6 +206,9 @@ static void check_call(const char *ilog, const char *wlog)
     CHECK(num(a, "duration_us") > 0);
     CHECK_STR_EQ(str(a, "tenant"), "al");
     CHECK_STR_EQ(str(a, "trace_id"), T1);
+    CHECK_INT_EQ((long long)strlen(str(a, "span_id")),
+                 16); /* the ingress's span, not the client's */
+    CHECK(strcmp(str(a, "span_id"), P) != 0);
     CHECK_STR_EQ(str(a, "listener"), "clients");
     CHECK_STR_EQ(str(a, "client"), "127.0.0.1");
     CHECK(cJSON_GetObjectItemCaseSensitive(a, "aborted") == NULL);
