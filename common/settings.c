@@ -49,6 +49,10 @@ static const set_def_t defs[] = {
      "ingress operations listener (same forms as MCPQ_LISTEN): when set, /metrics, /healthz, "
      "/readyz and /admin are served only there and MCPQ_LISTEN serves only clients (empty: "
      "everything on MCPQ_LISTEN)"},
+    {"MCPQ_METRICS_TENANTS_MAX", "metrics-tenants-max", T_INT, "100", 0, 10000, ING,
+     S(metrics_tenants_max),
+     "distinct tenant label values of the ingress's per-tenant series per process; later "
+     "tenants are counted under tenant=\"_other\" (docs/operations.md \"Metrics\")"},
     {"MCPQ_KAFKA_BROKERS", "kafka-brokers", T_STR, NULL, 0, 0, ALL, S(kafka_brokers),
      "Kafka bootstrap servers (host:port,...); required"},
     {"MCPQ_REDIS_URL", "redis-url", T_URL, "redis://127.0.0.1:6379/0", 0, 0, ALL, S(redis_url),
@@ -243,8 +247,7 @@ static const set_def_t defs[] = {
     {"MCPQ_INPUT_MAX_BYTES", "input-max-bytes", T_INT, "1048576", 1024, 64LL << 20, ALL,
      S(input_max_bytes),
      "largest question a tool may ask and largest answer a client may give, in bytes of JSON"},
-    {"MCPQ_REQUEST_STATE_KEY", "request-state-key", T_SECRET, NULL, 0, 0, ING,
-     S(request_state_key),
+    {"MCPQ_REQUEST_STATE_KEY", "request-state-key", T_SECRET, NULL, 0, 0, ING, S(request_state_key),
      "key (32 to 1024 bytes) of the HMAC-SHA256 over the requestState of input-required "
      "results (multi round-trip requests); the same on every ingress (unset: the fleet shares "
      "a random key kept in Redis, docs/internals.md)"},

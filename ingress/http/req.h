@@ -46,7 +46,7 @@ typedef struct ing_req {
     int busy;             /* the body would pass MCPQ_MAX_BODY_MEMORY_BYTES: answered 503 */
     int handled;          /* the request was dispatched */
     int has_call;         /* call is in use (a job was published) */
-    int64_t t0;
+    int64_t t0_us;        /* util_mono_us() at the first callback */
     ing_method_t metric;
     unsigned planes; /* the routes the listener it came in on serves (server.c "listeners") */
     int cors;        /* on the clients' plane: answers carry CORS headers (cors.h) */

@@ -96,6 +96,8 @@ struct wrk_job {
     int executing;
     int64_t deadline_ms; /* epoch ms */
     int64_t started_ms;
+    int64_t started_mono_us; /* util_mono_us() when started_ms was set (the execution's start) */
+    int64_t picked_us;       /* Unix µs when this worker picked the job up (record, claim) */
     wrk_loop_timer_t deadline_timer;
     wrk_ask_q_t *ask_q; /* the open question to the client (ask.h), NULL when none */
     long long ask_n;    /* questions asked so far (the open one's number) */
