@@ -63,13 +63,19 @@ void prom_observe_us(prom_hist_t *h, int64_t us)
     atomic_fetch_add(&h->sum_us, (unsigned long long)us);
 }
 
+unsigned long long prom_hist_count(const prom_hist_t *h)
+{
+    unsigned long long total = 0;
+    for (size_t b = 0; b <= PROM_NBUCKET; b++)
+        total += atomic_load(&h->counts[b]);
+    return total;
+}
+
 int prom_histogram(util_buf_t *out, const char *name, const char *labels, const prom_hist_t *h)
 {
     unsigned long long counts[PROM_NBUCKET + 1], total = 0;
     for (size_t b = 0; b <= PROM_NBUCKET; b++) /* one snapshot: buckets, +Inf and count agree */
         total += counts[b] = atomic_load(&h->counts[b]);
-    if (!total)
-        return 0;
     const char *sep = labels && *labels ? "," : "";
     labels = labels ? labels : "";
     unsigned long long run = 0;

@@ -50,10 +50,14 @@ typedef struct prom_hist {
 /* Observes one duration in microseconds (a negative one counts as 0). */
 void prom_observe_us(prom_hist_t *h, int64_t us);
 
+/* Observations so far. */
+unsigned long long prom_hist_count(const prom_hist_t *h);
+
 /* Appends the _bucket (cumulative, le="+Inf" last), _sum (seconds) and _count lines of one
  * series of histogram name; labels are the series' label pairs without braces, already
- * escaped (`method="ping"`, `a="x",b="y"`, or "" for none). Nothing when it has no
- * observation. */
+ * escaped (`method="ping"`, `a="x",b="y"`, or "" for none). An empty histogram is written
+ * too (all zero), so a rate over it sees its first observation; a caller that leaves out
+ * empty series checks prom_hist_count() first. */
 int prom_histogram(util_buf_t *out, const char *name, const char *labels, const prom_hist_t *h);
 
 /* What /proc/self says about this process (Linux). */

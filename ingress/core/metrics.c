@@ -237,6 +237,8 @@ static void render_calls(ing_metrics_t *m, util_buf_t *out)
     prom_head(out, "mcpq_tool_call_duration_seconds", "histogram",
               "tools/call end to end at the ingress, request in to response queued, by tenant.");
     for (size_t i = 0; i < n; i++) {
+        if (i < 2 && !prom_hist_count(&m->tenants[i].hist)) /* _none, _other: once used */
+            continue;
         prom_label_escape(m->tenants[i].name, tenant, sizeof(tenant));
         snprintf(labels, sizeof(labels), "tenant=\"%s\"", tenant);
         prom_histogram(out, "mcpq_tool_call_duration_seconds", labels, &m->tenants[i].hist);
@@ -346,7 +348,8 @@ int ing_metrics_render(ing_metrics_t *m, util_buf_t *out, const ing_metrics_now_
     for (int mi = 0; mi < ING_M_COUNT; mi++) {
         char labels[64];
         snprintf(labels, sizeof(labels), "method=\"%s\"", method_names[mi]);
-        prom_histogram(out, "mcpq_request_duration_seconds", labels, &m->hist[mi]);
+        if (prom_hist_count(&m->hist[mi])) /* the methods this ingress answered */
+            prom_histogram(out, "mcpq_request_duration_seconds", labels, &m->hist[mi]);
     }
     render_calls(m, out);
     prom_line(out, "# HELP mcpq_jobs_published_total Jobs handed to Kafka.\n");

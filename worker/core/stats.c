@@ -229,7 +229,8 @@ int wrk_stats_render(wrk_stats_t *m, util_buf_t *out)
     for (size_t e = 0; e < NEXEC; e++) {
         char labels[64];
         snprintf(labels, sizeof(labels), "executor=\"%s\"", exec_names[e]);
-        prom_histogram(out, "mcpq_worker_job_duration_seconds", labels, &m->hist[e]);
+        if (prom_hist_count(&m->hist[e])) /* the executors that ran here */
+            prom_histogram(out, "mcpq_worker_job_duration_seconds", labels, &m->hist[e]);
     }
     render_latency(m, out);
     prom_head(out, "mcpq_worker_running_jobs", "gauge", "Executors running now.");
