@@ -33,7 +33,7 @@ static fx_stack_t fx;
 static char config_path[300];
 
 typedef struct reply {
-    long status; /* 0: no HTTP answer (refused) */
+    long status;        /* 0: no HTTP answer (refused) */
     char body[1 << 17]; /* a whole /metrics */
     size_t len;
 } reply_t;

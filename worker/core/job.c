@@ -46,6 +46,7 @@ static void job_trace(wrk_job_t *job, const char *header)
 {
     trace_ctx_t in;
     const char *from = header && trace_parse(header, &in) == 0 ? header : job->env.traceparent;
+    job->picked_us = util_now_us();
     job->env.traceparent = NULL;
     job->traceparent[0] = '\0';
     if (trace_start(from, &job->trace) < 0) {
