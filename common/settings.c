@@ -168,6 +168,9 @@ static const set_def_t defs[] = {
      "ingress replica name (default: host-pid-random)"},
     {"MCPQ_LOG_LEVEL", "log-level", T_STR, "info", 0, 0, ALL | SET_BROKER, S(log_level),
      "debug, info, warn or error"},
+    {"MCPQ_ACCESS_LOG", "access-log", T_INT, "1", 0, 1, ING, S(access_log),
+     "1: the ingress logs one JSON line per HTTP request when it ends, level info "
+     "(docs/operations.md, \"Access log\"); 0: none"},
     {"MCPQ_READY_FILE", "ready-file", T_STR, NULL, 0, 0, ALL | SET_BROKER, S(ready_file),
      "file written once the process is ready (the local launcher waits for it)"},
     {"MCPQ_METRICS_LISTEN", "metrics-listen", T_STR, "", 0, 0, WRK, S(metrics_listen),
