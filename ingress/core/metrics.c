@@ -258,13 +258,9 @@ static void render_webhooks(ing_metrics_t *m, util_buf_t *out)
     for (int i = 0; i < ING_WH_COUNT; i++)
         prom_line(out, "mcpq_webhook_attempts_total{outcome=\"%s\"} %llu\n", wh_names[i],
                   atomic_load(&m->wh[i]));
-    prom_head(out, "mcpq_webhook_delivery_seconds", "histogram",
-              "How long one webhook HTTP attempt took, by outcome.");
-    for (int i = 0; i < ING_WH_COUNT; i++) {
-        char labels[64];
-        snprintf(labels, sizeof(labels), "outcome=\"%s\"", wh_names[i]);
-        prom_histogram(out, "mcpq_webhook_delivery_seconds", labels, &m->wh_hist[i]);
-    }
+    prom_histograms(out, "mcpq_webhook_delivery_seconds",
+                    "How long one webhook HTTP attempt took, by outcome.", "outcome", wh_names,
+                    m->wh_hist, ING_WH_COUNT, 0);
     prom_line(out,
               "# HELP mcpq_webhook_attempt_seconds_total Time spent in webhook HTTP attempts.\n");
     prom_line(out, "# TYPE mcpq_webhook_attempt_seconds_total counter\n");
@@ -343,14 +339,10 @@ int ing_metrics_render(ing_metrics_t *m, util_buf_t *out, const ing_metrics_now_
             prom_line(out, "mcpq_http_requests_total{method=\"%s\",status=\"%s\"} %llu\n",
                       method_names[mi], st, v);
         }
-    prom_line(out, "# HELP mcpq_request_duration_seconds Time from request to response.\n");
-    prom_line(out, "# TYPE mcpq_request_duration_seconds histogram\n");
-    for (int mi = 0; mi < ING_M_COUNT; mi++) {
-        char labels[64];
-        snprintf(labels, sizeof(labels), "method=\"%s\"", method_names[mi]);
-        if (prom_hist_count(&m->hist[mi])) /* the methods this ingress answered */
-            prom_histogram(out, "mcpq_request_duration_seconds", labels, &m->hist[mi]);
-    }
+    prom_histograms(out, "mcpq_request_duration_seconds",
+                    "Time from request (its first callback) to response queued, by MCP method "
+                    "(the methods this ingress answered).",
+                    "method", method_names, m->hist, ING_M_COUNT, 1);
     render_calls(m, out);
     prom_line(out, "# HELP mcpq_jobs_published_total Jobs handed to Kafka.\n");
     prom_line(out, "# TYPE mcpq_jobs_published_total counter\n");
