@@ -43,7 +43,6 @@ struct ing_metrics {
     atomic_ullong published_ok, published_failed;
     atomic_ullong wh[ING_WH_COUNT];
     prom_hist_t wh_hist[ING_WH_COUNT];
-    atomic_ullong wh_us;                       /* time spent in webhook attempts */
     atomic_llong wh_queued, wh_due;            /* -1 until the dispatcher looked */
     atomic_llong tasks_running, tasks_waiting; /* -1 until the dispatcher looked */
     atomic_ullong oauth_fetch_ok, oauth_fetch_failed;
@@ -214,7 +213,6 @@ void ing_metrics_published(ing_metrics_t *m, int ok)
 void ing_metrics_webhook(ing_metrics_t *m, ing_metrics_wh_outcome_t outcome, int64_t duration_us)
 {
     atomic_fetch_add(&m->wh[outcome], 1);
-    atomic_fetch_add(&m->wh_us, (unsigned long long)(duration_us > 0 ? duration_us : 0));
     prom_observe_us(&m->wh_hist[outcome], duration_us);
 }
 
@@ -261,12 +259,6 @@ static void render_webhooks(ing_metrics_t *m, util_buf_t *out)
     prom_histograms(out, "mcpq_webhook_delivery_seconds",
                     "How long one webhook HTTP attempt took, by outcome.", "outcome", wh_names,
                     m->wh_hist, ING_WH_COUNT, 0);
-    prom_line(out,
-              "# HELP mcpq_webhook_attempt_seconds_total Time spent in webhook HTTP attempts.\n");
-    prom_line(out, "# TYPE mcpq_webhook_attempt_seconds_total counter\n");
-    unsigned long long us = atomic_load(&m->wh_us);
-    prom_line(out, "mcpq_webhook_attempt_seconds_total %llu.%06llu\n", us / 1000000ull,
-              us % 1000000ull);
     long long queued = atomic_load(&m->wh_queued), due = atomic_load(&m->wh_due);
     if (queued >= 0) { /* left out until the dispatcher has looked once */
         prom_head(out, "mcpq_webhook_queue_deliveries", "gauge",

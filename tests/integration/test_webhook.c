@@ -728,7 +728,7 @@ static void test_metrics(void)
         CHECK(v >= 1);
     }
     CHECK(sample(r.body, "mcpq_webhook_attempts_total{outcome=\"retry\"}") >= 2);
-    CHECK(sample(r.body, "mcpq_webhook_attempt_seconds_total") > 0);
+    CHECK(sample(r.body, "mcpq_webhook_delivery_seconds_sum{outcome=\"delivered\"}") > 0);
     CHECK(sample(r.body, "mcpq_webhook_delivery_seconds_count{outcome=\"retry\"}") >= 2);
     TEST_PASS("/metrics counts webhook attempts by outcome (delivered, retry, failed, disabled)");
 }
