@@ -86,7 +86,7 @@ struct wrk_job {
     trace_ctx_t trace;
     char traceparent[TRACE_PARENT_LEN + 1];
     int64_t picked_us; /* Unix µs when this worker parsed the record (the queue wait's end) */
-    char *body; /* the envelope as executors get it (wrk_envelope_for_executor) */
+    char *body;        /* the envelope as executors get it (wrk_envelope_for_executor) */
     size_t body_len;
     const wrk_executor_t *ex;
     void *ex_state;      /* the executor's */
