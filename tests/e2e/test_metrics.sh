@@ -20,7 +20,7 @@
 #     (`promtool check rules` on them as recording rules), and every metric named by the
 #     dashboard or by deploy/kubernetes/base/prometheusrule.yaml is in the scrapes.
 # promtool comes with Debian's prometheus package (scripts/deps.sh); without it the test fails
-# under CI=true and is skipped otherwise. KEEP=1 keeps the state dir.
+# under CI=true and is skipped (exit 77) otherwise. KEEP=1 keeps the state dir.
 set -euo pipefail
 STEP=start
 . "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/readme_lib.sh"
