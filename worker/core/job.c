@@ -46,6 +46,7 @@ static void job_trace(wrk_job_t *job, const char *header)
 {
     trace_ctx_t in;
     const char *from = header && trace_parse(header, &in) == 0 ? header : job->env.traceparent;
+    job->picked_us = util_now_us();
     job->env.traceparent = NULL;
     job->traceparent[0] = '\0';
     if (trace_start(from, &job->trace) < 0) {
@@ -154,6 +155,8 @@ static void job_complete_data(wrk_job_t *job, wrk_status_t status, const cJSON *
         .attempt = 1,
         .started_ms = job->started_ms ? job->started_ms : util_now_ms(),
         .finished_ms = util_now_ms(),
+        .picked_us = job->picked_us,
+        .finished_us = util_now_us(),
         .never_ran = !job->tool_started, /* an idempotent repeat runs it (idem_claim.lua) */
     };
     job->status = status;
@@ -184,8 +187,10 @@ void wrk_job_fail(wrk_job_t *job, int code, const char *message)
 
 void wrk_job_fail_reason(wrk_job_t *job, int code, const char *message, const char *reason)
 {
-    if (!job->started_ms)
+    if (!job->started_ms) {
         job->started_ms = util_now_ms();
+        job->started_mono_us = util_mono_us();
+    }
     job_complete_data(job, WRK_STATUS_ERROR, NULL, code, message, reason);
 }
 
@@ -252,6 +257,7 @@ static void job_run(wrk_job_t *job)
               (char *)NULL);
     job->state = WRK_JOB_RUNNING;
     job->started_ms = util_now_ms();
+    job->started_mono_us = util_mono_us();
     if (job->deadline_ms <= job->started_ms) {
         job_complete(job, WRK_STATUS_TIMEOUT, NULL, WRK_ERR_TIMEOUT,
                      "Agent reply timeout: the deadline passed before the job started");

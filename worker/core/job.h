@@ -85,7 +85,8 @@ struct wrk_job {
      * (wrk_job_log_enter). */
     trace_ctx_t trace;
     char traceparent[TRACE_PARENT_LEN + 1];
-    char *body; /* the envelope as executors get it (wrk_envelope_for_executor) */
+    int64_t picked_us; /* Unix µs when this worker parsed the record (the queue wait's end) */
+    char *body;        /* the envelope as executors get it (wrk_envelope_for_executor) */
     size_t body_len;
     const wrk_executor_t *ex;
     void *ex_state;      /* the executor's */
@@ -97,6 +98,7 @@ struct wrk_job {
     int executing;
     int64_t deadline_ms; /* epoch ms */
     int64_t started_ms;
+    int64_t started_mono_us; /* util_mono_us() when started_ms was set (the execution's start) */
     wrk_loop_timer_t deadline_timer;
     wrk_ask_q_t *ask_q; /* the open question to the client (ask.h), NULL when none */
     long long ask_n;    /* questions asked so far (the open one's number) */
