@@ -1,5 +1,7 @@
 #include "metrics.h"
 
+#include "otel.h"
+
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -236,6 +238,7 @@ int ing_metrics_render(ing_metrics_t *m, util_buf_t *out, const ing_metrics_now_
         prom_line(out, "mcpq_webhook_queue_due_deliveries %lld\n", due);
     }
     render_oauth(m, out);
+    otel_metrics_render(out); /* the span exporter's own series (otel.h) */
     prom_head(out, "mcpq_config_reload_total", "counter",
               "Changes of the config file (MCPQ_CONFIG_WATCH_MS) this replica saw, by what they "
               "came to: applied here, already applied (by another replica), or refused.");
