@@ -350,6 +350,31 @@ void otel_span_bool(otel_span_t *s, const char *key, int value)
     a->i = value != 0;
 }
 
+void otel_span_http(otel_span_t *s, const char *method, const char *url)
+{
+    if (!s)
+        return;
+    otel_span_str(s, "http.request.method", method);
+    CURLU *u = curl_url();
+    char *scheme = NULL, *host = NULL, *port = NULL, *path = NULL;
+    if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_PATH, &path, 0) == CURLUE_OK) {
+        char full[OTEL_VALUE_MAX];
+        snprintf(full, sizeof(full), "%s://%s:%s%s", scheme, host, port, path);
+        otel_span_str(s, "url.full", full);
+        otel_span_str(s, "server.address", host);
+        otel_span_int(s, "server.port", strtol(port, NULL, 10));
+    }
+    curl_free(scheme);
+    curl_free(host);
+    curl_free(port);
+    curl_free(path);
+    curl_url_cleanup(u);
+}
+
 void otel_span_error(otel_span_t *s, const char *type, const char *message)
 {
     if (!s)
@@ -582,7 +607,8 @@ static void *export_thread(void *arg)
         pthread_mutex_unlock(&ex.mu);
         if (late) /* the shutdown's bound passed: what is left is dropped, counted */
             e = (curl_easy_cleanup(e), NULL);
-        export_batch(e, hdrs, batch, n);
+        if (n) /* the schedule delay passed with nothing queued: nothing to send */
+            export_batch(e, hdrs, batch, n);
         pthread_mutex_lock(&ex.mu);
     }
     pthread_mutex_unlock(&ex.mu);

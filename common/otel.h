@@ -132,6 +132,11 @@ void otel_span_str(otel_span_t *s, const char *key, const char *value);
 void otel_span_int(otel_span_t *s, const char *key, long long value);
 void otel_span_bool(otel_span_t *s, const char *key, int value);
 
+/* The HTTP client attributes of a request to url (OpenTelemetry HTTP semantic conventions):
+ * http.request.method, url.full (scheme, host, port and path: never the user info nor the
+ * query, which may hold credentials), server.address and server.port. */
+void otel_span_http(otel_span_t *s, const char *method, const char *url);
+
 /* Error status with message (may be NULL) and the attribute error.type = type (NULL: none). */
 void otel_span_error(otel_span_t *s, const char *type, const char *message);
 

@@ -13,6 +13,7 @@
 #include "rpc.h"
 #include "listen.h"
 #include "log.h"
+#include "otel.h"
 #include "mcp.h"
 #include "oauth.h"
 #include "openapi.h"
@@ -139,6 +140,9 @@ static void call_outcome(ing_req_t *req, const ing_call_t *call, const char *res
               call->job_id, "outcome", names[outcome], "duration_ms", ms, "stream",
               call->streaming ? "sse" : "json", (char *)NULL);
     ing_metrics_call(req->ctx->metrics, outcome);
+    if (outcome != ING_CALL_OK && outcome != ING_CALL_FAKE) /* MCP semconv: error.type */
+        otel_span_error(req->span, outcome == ING_CALL_TOOL_ERROR ? "tool_error" : names[outcome],
+                        outcome == ING_CALL_TOOL_ERROR ? "the tool answered isError: true" : NULL);
 }
 
 /* call_outcome() of every element of a batch that waited. */
@@ -869,8 +873,16 @@ static void request_done(ing_req_t *req, enum MHD_RequestTerminationCode toe)
 {
     if (!req->started)
         return; /* no request line was ever routed */
-    (void)toe;  /* what libmicrohttpd says of the end; the status queued is what is logged */
     access_log(req);
+    if (req->span) { /* the request's SERVER span ends with its response (otel.h) */
+        otel_span_int(req->span, "http.response.status_code", req->status);
+        if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && req->span->status != OTEL_STATUS_ERROR)
+            otel_span_error(req->span, "aborted", "the response was not completed");
+        else if (req->status >= 500 && req->span->status != OTEL_STATUS_ERROR)
+            otel_span_error(req->span, "http_error", NULL);
+        otel_span_end(req->span, 0);
+        req->span = NULL;
+    }
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,

@@ -20,6 +20,7 @@
 #include "access.h"
 #include "prm.h"
 #include "tasks.h"
+#include "otel.h"
 #include "trace.h"
 
 #include <cjson/cJSON.h>
@@ -71,8 +72,10 @@ static cJSON *tool_arguments(const cJSON *args)
  * traceparent from the HTTP header, else from params._meta.traceparent, continued with the
  * ingress's own span as parent-id; a new trace when neither parses (an invalid one is ignored,
  * never an error). *state is the tracestate sent along with the traceparent used (the header, or
- * params._meta.tracestate) when it is sane, else NULL; borrowed from the request. */
-static void call_trace(ing_mcp_t *m, const rpc_msg_t *msg, trace_ctx_t *t, const char **state)
+ * params._meta.tracestate) when it is sane, else NULL; borrowed from the request. parent gets
+ * the client's parent-id ("" for a new trace). The sampled flag is the sampler's (otel.h). */
+static void call_trace(ing_mcp_t *m, const rpc_msg_t *msg, trace_ctx_t *t, const char **state,
+                       char parent[TRACE_SPAN_HEX + 1])
 {
     trace_ctx_t in;
     const cJSON *meta = ing_era_meta(msg);
@@ -89,8 +92,46 @@ static void call_trace(ing_mcp_t *m, const rpc_msg_t *msg, trace_ctx_t *t, const
         st = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "tracestate"));
     }
     *state = have && trace_state_ok(st) ? st : NULL;
-    if ((have ? trace_child(&in, t) : trace_new(t)) < 0)
+    snprintf(parent, TRACE_SPAN_HEX + 1, "%s", have ? in.span_id : "");
+    if ((have ? trace_child(&in, t) : trace_new(t)) < 0) {
         memset(t, 0, sizeof(*t)); /* no randomness: the call runs untraced */
+        return;
+    }
+    t->flags = (unsigned char)((t->flags & ~1u) | (otel_sample(have ? &in : NULL, t->trace_id) ? 1u : 0u));
+}
+
+/* The request's SERVER span (docs/operations.md, "Traces (OpenTelemetry)"), once per HTTP
+ * request (a batch's first element that reaches a job): named "<method> <target>", started
+ * when the request arrived, ended by server.c when the response is complete. NULL when not
+ * exported. */
+static otel_span_t *call_span(ing_mcp_t *m, const rpc_msg_t *msg, const trace_ctx_t *t,
+                              const char *parent, const char *target, int is_call)
+{
+    ing_req_t *req = m->req;
+    if (req->span || !otel_enabled())
+        return NULL;
+    char name[OTEL_NAME_MAX], id[64];
+    snprintf(name, sizeof(name), "%s %s", msg->method, target);
+    int64_t start = util_now_us() - (req->t0_us ? util_mono_us() - req->t0_us : 0);
+    otel_span_t *s = otel_span_start(t, parent, name, OTEL_KIND_SERVER, start);
+    otel_span_str(s, "mcp.method.name", msg->method);
+    if (is_call) {
+        otel_span_str(s, "gen_ai.tool.name", target);
+        otel_span_str(s, "gen_ai.operation.name", "execute_tool");
+    }
+    if (msg->id)
+        otel_span_str(s, "jsonrpc.request.id", cJSON_IsString(msg->id)
+                                                   ? msg->id->valuestring
+                                                   : rpc_id_str(msg->id, id, sizeof(id)));
+    otel_span_str(s, "mcp.protocol.version", m->version);
+    if (m->has_session)
+        otel_span_str(s, "mcp.session.id", m->session.id);
+    otel_span_str(s, "mcpq.tenant", m->tenant ? m->tenant->id : NULL);
+    otel_span_str(s, "mcpq.request_id", req->request_id[0] ? req->request_id : NULL);
+    otel_span_str(s, "network.transport", "tcp");
+    otel_span_str(s, "network.protocol.name", "http");
+    req->span = s;
+    return s;
 }
 
 /* The job envelope (schemas/job.schema.json); args and atts (resolved attachments, may be
@@ -261,7 +302,11 @@ typedef struct tc {
     const ing_tool_t *tool;
     ing_call_t *call;       /* the request's (or the batch element's) waiting call */
     const char *tracestate; /* borrowed from the request */
+    /* What the job carries (envelope and Kafka header): the PRODUCER span's context when the
+     * request's SERVER span is exported, else the call's trace (docs/operations.md). */
+    trace_ctx_t producer;
     char traceparent[TRACE_PARENT_LEN + 1];
+    char server_tp[TRACE_PARENT_LEN + 1]; /* the call's trace (the SERVER span): a task's */
     const cJSON *schema; /* the tool version's inputSchema */
     const char *ikey;    /* arguments.idempotency_key, or NULL */
     char idem_id[ING_JOB_ID_LEN];
@@ -279,6 +324,11 @@ typedef struct tc {
 /* Answers the call with a JSON-RPC error (HTTP 200 unless status says otherwise). */
 static tc_status_t tc_error(tc_t *tc, int status, int code, const char *message)
 {
+    if (tc->m->req->span) { /* error.type: the JSON-RPC error code (MCP semantic conventions) */
+        char type[16];
+        snprintf(type, sizeof(type), "%d", code);
+        otel_span_error(tc->m->req->span, type, message);
+    }
     ing_mcpreq_resp_error(tc->resp, status, tc->msg->id, code, message, NULL);
     return TC_ANSWERED;
 }
@@ -405,9 +455,17 @@ static tc_status_t tc_tool(tc_t *tc)
         return tc_error(tc, 200, RPC_INTERNAL_ERROR, "out of memory");
     /* From here on every line this thread logs for the call carries its trace (log.h); the
      * request handler clears the context when it returns. */
-    call_trace(tc->m, tc->msg, &tc->call->trace, &tc->tracestate);
+    char parent[TRACE_SPAN_HEX + 1];
+    call_trace(tc->m, tc->msg, &tc->call->trace, &tc->tracestate, parent);
     if (tc->call->trace.trace_id[0]) {
-        trace_format(&tc->call->trace, tc->traceparent);
+        trace_format(&tc->call->trace, tc->server_tp);
+        tc->producer = tc->call->trace;
+        if (!tc->detached &&
+            call_span(tc->m, tc->msg, &tc->call->trace, parent, tc->tool->name,
+                      tc->method == KINDS_METHOD_CALL) &&
+            trace_child(&tc->call->trace, &tc->producer) < 0)
+            tc->producer = tc->call->trace;
+        trace_format(&tc->producer, tc->traceparent);
         log_ctx_set(tc->call->trace.trace_id, tc->call->trace.span_id);
     }
     if (tc->method == KINDS_METHOD_CALL) {
@@ -631,6 +689,35 @@ static tc_status_t answer_task(tc_t *tc, const char *id, const ing_tasks_t *task
     return tc_result(tc, ING_CALL_OK, result);
 }
 
+/* Hands the job (payload) to Kafka under a PRODUCER span "send <topic>" (its context is what
+ * the record carries); mq_producer_send's result. */
+static int tc_send(tc_t *tc, const char *job_id, const char *key, const char *payload,
+                   void *opaque)
+{
+    ing_ctx_t *ctx = tc->ctx;
+    const char *topic = ctx->set->topic_jobs;
+    otel_span_t *s = NULL;
+    if (tc->m->req->span && memcmp(&tc->producer, &tc->call->trace, sizeof(tc->producer)) != 0) {
+        char name[OTEL_NAME_MAX];
+        snprintf(name, sizeof(name), "send %s", topic);
+        s = otel_span_start(&tc->producer, tc->call->trace.span_id, name, OTEL_KIND_PRODUCER, 0);
+        otel_span_str(s, "messaging.system", "kafka");
+        otel_span_str(s, "messaging.operation.type", "send");
+        otel_span_str(s, "messaging.operation.name", "send");
+        otel_span_str(s, "messaging.destination.name", topic);
+        otel_span_str(s, "messaging.kafka.message.key", key ? key : job_id);
+        otel_span_int(s, "messaging.message.body.size", (long long)strlen(payload));
+        otel_span_str(s, "mcpq.job_id", job_id);
+    }
+    int rc = mq_producer_send(ctx->producer, topic, job_id, key, payload, strlen(payload),
+                              tc->traceparent[0] ? tc->traceparent : NULL, tc->tracestate, opaque);
+    if (rc < 0)
+        otel_span_error(s, rc == MCPQ_ETOOBIG ? "too_big" : "unavailable",
+                        "the job queue (Kafka) refused the job");
+    otel_span_end(s, 0);
+    return rc;
+}
+
 /* Sends task id's job (payload, its envelope) to Kafka; the delivery report knows it by
  * "t:<id>". 0 or an MCPQ_E* code. */
 static int task_send(tc_t *tc, const char *id, const char *payload)
@@ -639,10 +726,7 @@ static int task_send(tc_t *tc, const char *id, const char *payload)
     char *opaque = malloc(strlen(id) + 3);
     if (opaque)
         snprintf(opaque, strlen(id) + 3, "t:%s", id);
-    int rc = opaque ? mq_producer_send(ctx->producer, ctx->set->topic_jobs, id, NULL, payload,
-                                       strlen(payload), tc->traceparent[0] ? tc->traceparent : NULL,
-                                       tc->tracestate, opaque)
-                    : MCPQ_ENOMEM;
+    int rc = opaque ? tc_send(tc, id, NULL, payload, opaque) : MCPQ_ENOMEM;
     if (rc < 0) {
         free(opaque);
         ing_metrics_published(ctx->metrics, 0);
@@ -711,7 +795,7 @@ static int task_create(tc_t *tc, const char *id, const char *robot, long long pr
         .args_json = args_json ? args_json : "{}",
         .robot = robot,
         .env_json = tc->payload ? tc->payload : "",
-        .traceparent = tc->traceparent,
+        .traceparent = tc->server_tp,
         .owner = tc->owner,
         .surface = tc->as_task == ANSWER_EXT       ? "ext"
                    : tc->as_task == ANSWER_MCP2025 ? "mcp"
@@ -873,11 +957,7 @@ static tc_status_t tc_publish_detached(tc_t *tc)
     char *opaque = malloc(size);
     if (opaque)
         snprintf(opaque, size, "d:%s", job_id);
-    int rc =
-        opaque ? mq_producer_send(ctx->producer, ctx->set->topic_jobs, job_id, tc->key, tc->payload,
-                                  strlen(tc->payload), tc->traceparent[0] ? tc->traceparent : NULL,
-                                  tc->tracestate, opaque)
-               : MCPQ_ENOMEM;
+    int rc = opaque ? tc_send(tc, job_id, tc->key, tc->payload, opaque) : MCPQ_ENOMEM;
     if (rc < 0) {
         free(opaque);
         ing_metrics_published(ctx->metrics, 0);
@@ -905,9 +985,7 @@ static tc_status_t tc_publish(tc_t *tc)
         free(opaque);
         return tc_error(tc, 200, RPC_INTERNAL_ERROR, "internal error; try again");
     }
-    int rc = mq_producer_send(ctx->producer, ctx->set->topic_jobs, call->job_id, tc->key,
-                              tc->payload, strlen(tc->payload),
-                              tc->traceparent[0] ? tc->traceparent : NULL, tc->tracestate, opaque);
+    int rc = tc_send(tc, call->job_id, tc->key, tc->payload, opaque);
     if (rc < 0) {
         free(opaque);
         ing_mcpreq_dequeue(tc->m, call);
