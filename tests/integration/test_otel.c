@@ -11,6 +11,7 @@
  *     reaches the upstream; attributes by name; children inside their parents in time; the
  *     queue wait starts when the ingress built the job;
  *   - a failed call's spans carry error status and error.type;
+ *   - a task's webhook delivery (/hook) is a CLIENT span of the task's trace;
  *   - every body decodes against the OTLP protobuf schema (tests/clients/otlp-check.mjs, when
  *     the client packages are installed);
  *   - collector down: calls still work and mcpq_otel_spans_dropped_total{reason="export_failed"}
@@ -36,7 +37,10 @@
 #define T1 "4bf92f3577b34da6a3ce929d0e0e4736"
 #define T2 "0af7651916cd43dd8448eb211c80319c"
 #define P "00f067aa0ba902b7"
+#define T3 "11112222333344445555666677778888"
 #define STATE "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE"
+#define PRIVATE "MCPQ_WEBHOOK_ALLOW_PRIVATE=1" /* the webhook receiver is on loopback */
+#define SECRET "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwTest0001"
 
 static fx_stack_t fx;
 static int srv_port;
@@ -48,6 +52,7 @@ static cJSON *spans; /* every span received, each with "service" (its resource's
 static int bodies;   /* OTLP bodies received */
 
 typedef struct seen {
+    char path[32];
     char text[64];
     char traceparent[128];
     char tracestate[256];
@@ -130,6 +135,7 @@ static enum MHD_Result on_req(struct MHD_Connection *conn, const char *url, cons
     pthread_mutex_lock(&mu);
     if (nseen < MAXSEEN) {
         seen_t *s = &seen[nseen++];
+        snprintf(s->path, sizeof(s->path), "%s", url);
         snprintf(s->text, sizeof(s->text), "%s", text ? text : "");
         snprintf(s->traceparent, sizeof(s->traceparent), "%s", tp ? tp : "");
         snprintf(s->tracestate, sizeof(s->tracestate), "%s", ts ? ts : "");
@@ -141,13 +147,13 @@ static enum MHD_Result on_req(struct MHD_Connection *conn, const char *url, cons
     return answer(conn, 200, "{\"content\":[{\"type\":\"text\",\"text\":\"ok\"}]}");
 }
 
-/* What the tool got for the request with text; waits up to 30 s. */
-static seen_t wait_seen(const char *text)
+/* What the server got on path (NULL: any) for the request with text; waits up to 30 s. */
+static seen_t wait_seen_at(const char *path, const char *text)
 {
     for (long long until = fx_now_ms() + 30000; fx_now_ms() < until; fx_sleep_ms(50)) {
         pthread_mutex_lock(&mu);
         for (int i = 0; i < nseen; i++) {
-            if (strcmp(seen[i].text, text) == 0) {
+            if (strcmp(seen[i].text, text) == 0 && (!path || strcmp(seen[i].path, path) == 0)) {
                 seen_t s = seen[i];
                 pthread_mutex_unlock(&mu);
                 return s;
@@ -159,7 +165,18 @@ static seen_t wait_seen(const char *text)
     exit(1);
 }
 
+static seen_t wait_seen(const char *text)
+{
+    return wait_seen_at(NULL, text);
+}
+
 /* ---- spans ---- */
+
+static const char *field(const cJSON *span, const char *key)
+{
+    const char *s = cJSON_GetStringValue(cJSON_GetObjectItem(span, key));
+    return s ? s : "";
+}
 
 static const char *attr(const cJSON *span, const char *key)
 {
@@ -179,15 +196,13 @@ static const char *attr(const cJSON *span, const char *key)
     return "(absent)";
 }
 
-static const char *field(const cJSON *span, const char *key)
-{
-    const char *s = cJSON_GetStringValue(cJSON_GetObjectItem(span, key));
-    return s ? s : "";
-}
 
-/* A copy of the span of trace_id named name (prefix match), waiting up to 30 s; the caller
- * frees it. */
-static cJSON *span_named(const char *trace_id, const char *name)
+static const char *attr(const cJSON *span, const char *key);
+
+/* A copy of the span of trace_id named name (prefix match) whose attribute key is value (key
+ * NULL: any), waiting up to 30 s; the caller frees it. */
+static cJSON *span_where(const char *trace_id, const char *name, const char *key,
+                         const char *value)
 {
     for (long long until = fx_now_ms() + 30000; fx_now_ms() < until; fx_sleep_ms(100)) {
         cJSON *found = NULL;
@@ -196,7 +211,8 @@ static cJSON *span_named(const char *trace_id, const char *name)
         cJSON_ArrayForEach(s, spans)
         {
             if (!found && strcmp(field(s, "traceId"), trace_id) == 0 &&
-                strncmp(field(s, "name"), name, strlen(name)) == 0)
+                strncmp(field(s, "name"), name, strlen(name)) == 0 &&
+                (!key || strcmp(attr(s, key), value) == 0))
                 found = cJSON_Duplicate(s, 1);
         }
         pthread_mutex_unlock(&mu);
@@ -205,6 +221,11 @@ static cJSON *span_named(const char *trace_id, const char *name)
     }
     fprintf(stderr, "no span %s in trace %s\n", name, trace_id);
     exit(1);
+}
+
+static cJSON *span_named(const char *trace_id, const char *name)
+{
+    return span_where(trace_id, name, NULL, NULL);
 }
 
 static long long nanos(const cJSON *span, const char *key)
@@ -238,17 +259,22 @@ static int status_code(const cJSON *span)
 
 static void write_config(const char *path)
 {
-    char cfg[2048];
+    char cfg[4096];
     snprintf(cfg, sizeof(cfg),
-             "{\"tenants\":[{\"id\":\"ot\",\"api_keys\":[{\"id\":\"k\",\"key\":\"otel-key\"}]}],"
+             "{\"tenants\":[{\"id\":\"ot\",\"api_keys\":[{\"id\":\"k\",\"key\":\"otel-key\"}],"
+             "\"webhooks\":[{\"id\":\"wh\",\"url\":\"http://127.0.0.1:%d/hook\",\"secret\":\"" SECRET
+             "\",\"events\":[\"task.completed\"]}]}],"
              "\"servers\":[{\"tenant\":\"ot\",\"name\":\"default\"}],\"tools\":["
              "{\"tenant\":\"ot\",\"server\":\"default\",\"name\":\"web\",\"published\":\"1\","
              "\"versions\":[{\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},"
              "\"executor\":{\"type\":\"http\",\"url\":\"http://127.0.0.1:%d/tool?k=secret\"}}]},"
              "{\"tenant\":\"ot\",\"server\":\"default\",\"name\":\"bad\",\"published\":\"1\","
              "\"versions\":[{\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},"
-             "\"executor\":{\"type\":\"http\",\"url\":\"http://127.0.0.1:%d/fail\"}}]}]}",
-             srv_port, srv_port);
+             "\"executor\":{\"type\":\"http\",\"url\":\"http://127.0.0.1:%d/fail\"}}]},"
+             "{\"tenant\":\"ot\",\"server\":\"default\",\"name\":\"job\",\"published\":\"1\","
+             "\"versions\":[{\"version\":\"1\",\"mode\":\"task\",\"inputSchema\":{\"type\":"
+             "\"object\"},\"executor\":{\"type\":\"http\",\"url\":\"http://127.0.0.1:%d/tool\"}}]}]}",
+             srv_port, srv_port, srv_port, srv_port);
     fx_write_file(path, cfg, 0600);
 }
 
@@ -401,6 +427,28 @@ static void check_failed(void)
     cJSON_Delete(client);
 }
 
+/* A task's webhook delivery: a CLIENT span in the task's trace, child of the creating call's
+ * SERVER span; the receiver's traceparent names it. */
+static void check_webhook(void)
+{
+    wait_seen("task");
+    seen_t hook = wait_seen_at("/hook", "");
+    cJSON *server = span_named(T3, "tools/call job");
+    cJSON *post = span_where(T3, "POST", "mcpq.event", "task.completed");
+    check_child(post, server, 0);
+    CHECK_INT_EQ(kind(post), 3);
+    CHECK_STR_EQ(attr(post, "http.response.status_code"), "200");
+    CHECK_STR_EQ(attr(post, "mcpq.webhook"), "wh");
+    CHECK_STR_EQ(attr(post, "mcpq.attempt"), "1");
+    trace_ctx_t t;
+    CHECK_INT_EQ(trace_parse(hook.traceparent, &t), 0);
+    CHECK_STR_EQ(t.trace_id, T3);
+    CHECK_STR_EQ(t.span_id, field(post, "spanId"));
+    TEST_PASS("a webhook delivery is a CLIENT span of the task's trace, its context sent along");
+    cJSON_Delete(server);
+    cJSON_Delete(post);
+}
+
 /* Every OTLP body received decodes against the OTLP protobuf schema (otlp-check.mjs). */
 static void check_proto(void)
 {
@@ -428,7 +476,7 @@ static void check_degraded(const char *cfg)
              fx_free_port());
     int p1 = fx_free_port();
     const char *e1[] = {down, "OTEL_BSP_SCHEDULE_DELAY=100", "OTEL_EXPORTER_OTLP_TIMEOUT=2000",
-                        NULL};
+                        PRIVATE, NULL};
     pid_t i1 = fx_spawn_ingress(&fx, "down", p1, cfg, e1, NULL, 0);
     CHECK(i1 > 0);
     long long before = metric(p1, "mcpq_otel_spans_dropped_total{reason=\"export_failed\"}");
@@ -440,7 +488,8 @@ static void check_degraded(const char *cfg)
     snprintf(slow, sizeof(slow), "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://127.0.0.1:%d/slow",
              srv_port);
     int p2 = fx_free_port();
-    const char *e2[] = {slow, "OTEL_BSP_MAX_QUEUE_SIZE=2", "OTEL_SERVICE_NAME=tiny-queue", NULL};
+    const char *e2[] = {slow, "OTEL_BSP_MAX_QUEUE_SIZE=2", "OTEL_SERVICE_NAME=tiny-queue", PRIVATE,
+                        NULL};
     pid_t i2 = fx_spawn_ingress(&fx, "tiny", p2, cfg, e2, NULL, 0);
     CHECK(i2 > 0);
     for (int i = 0; i < 6; i++) {
@@ -456,7 +505,7 @@ static void check_degraded(const char *cfg)
     int p3 = fx_free_port();
     char on[128];
     snprintf(on, sizeof(on), "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:%d", srv_port);
-    const char *e3[] = {on, "OTEL_SDK_DISABLED=true", "OTEL_SERVICE_NAME=disabled", NULL};
+    const char *e3[] = {on, "OTEL_SDK_DISABLED=true", "OTEL_SERVICE_NAME=disabled", PRIVATE, NULL};
     char log[400];
     pid_t i3 = fx_spawn_ingress(&fx, "off", p3, cfg, e3, log, sizeof(log));
     CHECK(i3 > 0);
@@ -489,8 +538,10 @@ int main(void)
     snprintf(endpoint, sizeof(endpoint), "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:%d/",
              srv_port);
     const char *env[] = {endpoint, "OTEL_BSP_SCHEDULE_DELAY=100", NULL};
+    const char *ienv[] = {endpoint, "OTEL_BSP_SCHEDULE_DELAY=100",
+                          "MCPQ_WEBHOOK_RETRY_SCHEDULE=0,1,1", PRIVATE, NULL};
     int port = fx_free_port();
-    pid_t ing = fx_spawn_ingress(&fx, "ingress", port, cfg, env, NULL, 0);
+    pid_t ing = fx_spawn_ingress(&fx, "ingress", port, cfg, ienv, NULL, 0);
     CHECK(ing > 0);
     pid_t w = fx_spawn_worker(&fx, "w1", env);
     CHECK(w > 0);
@@ -501,6 +552,8 @@ int main(void)
     check_tree();
     CHECK_INT_EQ(call(port, "bad", "boom", "traceparent: 00-" T2 "-" P "-01", NULL), 200);
     check_failed();
+    CHECK_INT_EQ(call(port, "job", "task", "traceparent: 00-" T3 "-" P "-01", NULL), 200);
+    check_webhook();
     check_degraded(cfg);
     metric_wait(port, "mcpq_otel_spans_exported_total", 2);
 
