@@ -101,24 +101,30 @@ static void call_trace(ing_mcp_t *m, const rpc_msg_t *msg, trace_ctx_t *t, const
 }
 
 /* The request's SERVER span (docs/operations.md, "Traces (OpenTelemetry)"), once per HTTP
- * request (a batch's first element that reaches a job): named "<method> <target>", started
- * when the request arrived, ended by server.c when the response is complete. NULL when not
- * exported. */
+ * request (a batch's first element that reaches a job), started when the request arrived and
+ * ended by server.c when the response is complete; NULL when not exported. Named as the MCP
+ * semantic conventions ask: "{mcp.method.name} {target}", the target being the tool or the
+ * prompt, never a resource's URI (high cardinality: an attribute). */
 static otel_span_t *call_span(ing_mcp_t *m, const rpc_msg_t *msg, const trace_ctx_t *t,
-                              const char *parent, const char *target, int is_call)
+                              const char *parent, const char *tool)
 {
     ing_req_t *req = m->req;
     if (req->span || !otel_enabled())
         return NULL;
+    int call = strcmp(msg->method, "tools/call") == 0;
+    int prompt = strcmp(msg->method, "prompts/get") == 0;
+    const char *uri = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg->params, "uri"));
     char name[OTEL_NAME_MAX], id[64];
-    snprintf(name, sizeof(name), "%s %s", msg->method, target);
+    snprintf(name, sizeof(name), "%s%s%s", msg->method, call || prompt ? " " : "",
+             call || prompt ? tool : "");
     int64_t start = util_now_us() - (req->t0_us ? util_mono_us() - req->t0_us : 0);
     otel_span_t *s = otel_span_start(t, parent, name, OTEL_KIND_SERVER, start);
     otel_span_str(s, "mcp.method.name", msg->method);
-    if (is_call) {
-        otel_span_str(s, "gen_ai.tool.name", target);
+    otel_span_str(s, call ? "gen_ai.tool.name" : prompt ? "gen_ai.prompt.name" : "mcpq.object",
+                  tool);
+    if (call)
         otel_span_str(s, "gen_ai.operation.name", "execute_tool");
-    }
+    otel_span_str(s, "mcp.resource.uri", uri);
     if (msg->id)
         otel_span_str(s, "jsonrpc.request.id", cJSON_IsString(msg->id)
                                                    ? msg->id->valuestring
@@ -461,8 +467,7 @@ static tc_status_t tc_tool(tc_t *tc)
         trace_format(&tc->call->trace, tc->server_tp);
         tc->producer = tc->call->trace;
         if (!tc->detached &&
-            call_span(tc->m, tc->msg, &tc->call->trace, parent, tc->tool->name,
-                      tc->method == KINDS_METHOD_CALL) &&
+            call_span(tc->m, tc->msg, &tc->call->trace, parent, tc->tool->name) &&
             trace_child(&tc->call->trace, &tc->producer) < 0)
             tc->producer = tc->call->trace;
         trace_format(&tc->producer, tc->traceparent);

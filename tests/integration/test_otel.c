@@ -11,6 +11,7 @@
  *     reaches the upstream; attributes by name; children inside their parents in time; the
  *     queue wait starts when the ingress built the job;
  *   - a failed call's spans carry error status and error.type;
+ *   - an mcp executor's request to its upstream (/mcp) is a CLIENT span, its context sent;
  *   - a task's webhook delivery (/hook) is a CLIENT span of the task's trace;
  *   - every body decodes against the OTLP protobuf schema (tests/clients/otlp-check.mjs, when
  *     the client packages are installed);
@@ -38,6 +39,7 @@
 #define T2 "0af7651916cd43dd8448eb211c80319c"
 #define P "00f067aa0ba902b7"
 #define T3 "11112222333344445555666677778888"
+#define T4 "99998888777766665555444433332222"
 #define STATE "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE"
 #define PRIVATE "MCPQ_WEBHOOK_ALLOW_PRIVATE=1" /* the webhook receiver is on loopback */
 #define SECRET "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwTest0001"
@@ -67,6 +69,36 @@ static enum MHD_Result answer(struct MHD_Connection *conn, int status, const cha
         MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
     MHD_add_response_header(r, "Content-Type", "application/json");
     enum MHD_Result ret = MHD_queue_response(conn, (unsigned)status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+/* A 2025-11-25 upstream MCP server: initialize, notifications, tools/call answered "up". */
+static enum MHD_Result mcp_answer(struct MHD_Connection *conn, const cJSON *j)
+{
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(j, "id");
+    const char *m = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "method"));
+    char body[600], idj[64] = "null";
+    if (!id)
+        return answer(conn, 202, "");
+    if (cJSON_IsNumber(id))
+        snprintf(idj, sizeof(idj), "%d", id->valueint);
+    if (m && strcmp(m, "initialize") == 0)
+        snprintf(body, sizeof(body),
+                 "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"protocolVersion\":\"2025-11-25\","
+                 "\"capabilities\":{\"tools\":{}},\"serverInfo\":{\"name\":\"up\",\"version\":"
+                 "\"1\"}}}",
+                 idj);
+    else
+        snprintf(body, sizeof(body),
+                 "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\","
+                 "\"text\":\"up\"}]}}",
+                 idj);
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
+    MHD_add_response_header(r, "Content-Type", "application/json");
+    MHD_add_response_header(r, "Mcp-Session-Id", "s-1");
+    enum MHD_Result ret = MHD_queue_response(conn, 200, r);
     MHD_destroy_response(r);
     return ret;
 }
@@ -130,6 +162,8 @@ static enum MHD_Result on_req(struct MHD_Connection *conn, const char *url, cons
     cJSON *j = cJSON_Parse(b->data ? b->data : "");
     const char *text = cJSON_GetStringValue(
         cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "arguments"), "text"));
+    if (strcmp(url, "/mcp") == 0) /* the upstream MCP server: its requests by method */
+        text = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "method"));
     const char *tp = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "traceparent");
     const char *ts = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "tracestate");
     pthread_mutex_lock(&mu);
@@ -141,6 +175,11 @@ static enum MHD_Result on_req(struct MHD_Connection *conn, const char *url, cons
         snprintf(s->tracestate, sizeof(s->tracestate), "%s", ts ? ts : "");
     }
     pthread_mutex_unlock(&mu);
+    if (strcmp(url, "/mcp") == 0) {
+        enum MHD_Result ret = mcp_answer(conn, j);
+        cJSON_Delete(j);
+        return ret;
+    }
     cJSON_Delete(j);
     if (strcmp(url, "/fail") == 0)
         return answer(conn, 500, "{\"error\":\"down\"}");
@@ -271,10 +310,14 @@ static void write_config(const char *path)
              "{\"tenant\":\"ot\",\"server\":\"default\",\"name\":\"bad\",\"published\":\"1\","
              "\"versions\":[{\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},"
              "\"executor\":{\"type\":\"http\",\"url\":\"http://127.0.0.1:%d/fail\"}}]},"
+             "{\"tenant\":\"ot\",\"server\":\"default\",\"name\":\"up\",\"published\":\"1\","
+             "\"versions\":[{\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},"
+             "\"executor\":{\"type\":\"mcp\",\"url\":\"http://127.0.0.1:%d/mcp\",\"tool\":"
+             "\"echo\"}}]},"
              "{\"tenant\":\"ot\",\"server\":\"default\",\"name\":\"job\",\"published\":\"1\","
              "\"versions\":[{\"version\":\"1\",\"mode\":\"task\",\"inputSchema\":{\"type\":"
              "\"object\"},\"executor\":{\"type\":\"http\",\"url\":\"http://127.0.0.1:%d/tool\"}}]}]}",
-             srv_port, srv_port, srv_port, srv_port);
+             srv_port, srv_port, srv_port, srv_port, srv_port);
     fx_write_file(path, cfg, 0600);
 }
 
@@ -427,6 +470,27 @@ static void check_failed(void)
     cJSON_Delete(client);
 }
 
+/* An mcp executor's call to its upstream: a CLIENT span "tools/call echo" of the job's span;
+ * the upstream's tools/call names it as parent-id and gets the tracestate. */
+static void check_mcp(void)
+{
+    seen_t s = wait_seen_at("/mcp", "tools/call");
+    cJSON *exec = span_named(T4, "execute_tool up");
+    cJSON *up = span_named(T4, "tools/call echo");
+    check_child(up, exec, 1);
+    CHECK_INT_EQ(kind(up), 3);
+    CHECK_STR_EQ(attr(up, "mcp.method.name"), "tools/call");
+    CHECK_STR_EQ(attr(up, "http.response.status_code"), "200");
+    trace_ctx_t t;
+    CHECK_INT_EQ(trace_parse(s.traceparent, &t), 0);
+    CHECK_STR_EQ(t.trace_id, T4);
+    CHECK_STR_EQ(t.span_id, field(up, "spanId"));
+    CHECK_STR_EQ(s.tracestate, STATE);
+    TEST_PASS("an mcp upstream's tools/call is a CLIENT span whose context the upstream gets");
+    cJSON_Delete(exec);
+    cJSON_Delete(up);
+}
+
 /* A task's webhook delivery: a CLIENT span in the task's trace, child of the creating call's
  * SERVER span; the receiver's traceparent names it. */
 static void check_webhook(void)
@@ -552,6 +616,9 @@ int main(void)
     check_tree();
     CHECK_INT_EQ(call(port, "bad", "boom", "traceparent: 00-" T2 "-" P "-01", NULL), 200);
     check_failed();
+    CHECK_INT_EQ(call(port, "up", "mcp", "traceparent: 00-" T4 "-" P "-01", "tracestate: " STATE),
+                 200);
+    check_mcp();
     CHECK_INT_EQ(call(port, "job", "task", "traceparent: 00-" T3 "-" P "-01", NULL), 200);
     check_webhook();
     check_degraded(cfg);

@@ -80,8 +80,10 @@ static void job_spans(wrk_job_t *job)
     otel_span_end(w, job->picked_us);
     char name[OTEL_NAME_MAX];
     int call = env->method_id == KINDS_METHOD_CALL;
-    snprintf(name, sizeof(name), "%s %s", call ? "execute_tool" : env->method,
-             env->tool ? env->tool : "");
+    if (call) /* GenAI conventions: "execute_tool {gen_ai.tool.name}"; another method: its name */
+        snprintf(name, sizeof(name), "execute_tool %s", env->tool ? env->tool : "");
+    else
+        snprintf(name, sizeof(name), "%s", env->method);
     otel_span_t *s =
         otel_span_start(&job->trace, job->parent_span, name, OTEL_KIND_CONSUMER, job->picked_us);
     otel_span_str(s, "mcp.method.name", env->method);

@@ -379,12 +379,15 @@ static void call_post(wrk_mcpup_call_t *c, const char *method, const char *name,
     snprintf(c->session, sizeof(c->session), "%s", up->modern ? "" : up->session);
     if (up->modern)
         wrk_mcpup_meta(params);
+    /* The request's CLIENT span "<method> <tool or prompt>" (MCP semantic conventions); the
+     * upstream receives its context (otel.h). */
+    char tp[TRACE_PARENT_LEN + 1], span_name[OTEL_NAME_MAX];
+    const char *target =
+        name ? name : cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params, "name"));
+    snprintf(span_name, sizeof(span_name), "%s%s%s", method, target ? " " : "",
+             target ? target : "");
     size_t len = 0;
     char *body = wrk_mcpup_body(c->id, method, params, &len);
-    /* The request's CLIENT span "<method> <name>" (MCP semantic conventions); the upstream
-     * receives its context (otel.h). */
-    char tp[TRACE_PARENT_LEN + 1], span_name[OTEL_NAME_MAX];
-    snprintf(span_name, sizeof(span_name), "%s%s%s", method, name ? " " : "", name ? name : "");
     otel_span_t *span = otel_span_child(job->env.traceparent, span_name, OTEL_KIND_CLIENT, tp);
     otel_span_str(span, "mcp.method.name", method);
     otel_span_http(span, "POST", up->url);
