@@ -400,8 +400,8 @@ static const struct {
 
 /* The route the access log names for path (no query): the pattern of the row of routes that
  * takes it (the row's path, else its path and a star, or route_below's), "/mcp" for the MCP
- * endpoint and "/mcp/" and a star for a named server, else "-": never the path itself, which may hold
- * ids. */
+ * endpoint and "/mcp/" and a star for a named server, else "-": never the path itself, which
+ * may hold ids. */
 static const char *route_pattern(const char *path, char *out, size_t size)
 {
     for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
@@ -837,8 +837,8 @@ static enum MHD_Result on_request_ops(void *cls, struct MHD_Connection *conn, co
 }
 
 /* The access log line of a request that ended (docs/operations.md, "Access log"): the status
- * queued, or 0 with "aborted" when none was. */
-static void access_log(ing_req_t *req)
+ * queued (0 when none was), and "aborted" when the client did not get the whole answer. */
+static void access_log(ing_req_t *req, enum MHD_RequestTerminationCode toe)
 {
     if (!req->ctx->set->access_log)
         return;
@@ -862,7 +862,7 @@ static void access_log(ing_req_t *req)
     cJSON_AddStringToObject(f, "trace_id", ing_req_trace_id(req));
     cJSON_AddStringToObject(f, "listener", req->planes == ING_PLANE_OPS ? "ops" : "clients");
     cJSON_AddStringToObject(f, "client", client);
-    if (!req->status)
+    if (!req->status || toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
         cJSON_AddBoolToObject(f, "aborted", 1);
     log_event_json(LOG_INFO, "access", f);
 }
@@ -873,7 +873,7 @@ static void request_done(ing_req_t *req, enum MHD_RequestTerminationCode toe)
 {
     if (!req->started)
         return; /* no request line was ever routed */
-    access_log(req);
+    access_log(req, toe);
     if (req->span) { /* the request's SERVER span ends with its response (otel.h) */
         otel_span_int(req->span, "http.response.status_code", req->status);
         if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && req->span->status != OTEL_STATUS_ERROR)
