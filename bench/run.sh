@@ -524,10 +524,11 @@ done
 L200_1=$(metric 'mcpq_http_requests_total{method="tools/list",status="200"}')
 WRK_PIDS=$TS_PID run_wrk "TS SDK tools/list" "$TS_URL" "$ACCEPT_BOTH" "$LIST_BODY" "$CONNS" "$RES/list-ts.txt"
 
-call_counts() {
+call_counts() { # summed over the tenant label
     local o
     for o in ok tool_error timeout failed; do
-        printf '%s ' "$(metric "mcpq_tool_calls_total{outcome=\"$o\"}")"
+        curl -s -m 5 "http://127.0.0.1:$PORT/metrics" | awk -v o="outcome=\"$o\"}" \
+            'index($1, "mcpq_tool_calls_total{") == 1 && index($1, o) { v += $2 } END { printf "%d ", v }'
     done
 }
 STACK_NAMES=()

@@ -49,6 +49,10 @@ static const set_def_t defs[] = {
      "ingress operations listener (same forms as MCPQ_LISTEN): when set, /metrics, /healthz, "
      "/readyz and /admin are served only there and MCPQ_LISTEN serves only clients (empty: "
      "everything on MCPQ_LISTEN)"},
+    {"MCPQ_METRICS_TENANTS_MAX", "metrics-tenants-max", T_INT, "100", 0, 10000, ING,
+     S(metrics_tenants_max),
+     "distinct tenant label values of the ingress's per-tenant series per process; later "
+     "tenants are counted under tenant=\"_other\" (docs/operations.md \"Metrics\")"},
     {"MCPQ_KAFKA_BROKERS", "kafka-brokers", T_STR, NULL, 0, 0, ALL, S(kafka_brokers),
      "Kafka bootstrap servers (host:port,...); required"},
     {"MCPQ_REDIS_URL", "redis-url", T_URL, "redis://127.0.0.1:6379/0", 0, 0, ALL, S(redis_url),

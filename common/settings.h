@@ -25,6 +25,7 @@ typedef struct mcpq_settings {
     long long federate_refresh_ms; /* a federated upstream is imported again this often */
     const char *listen;
     const char *ops_listen; /* ingress: /metrics, /healthz, /readyz, /admin (empty: on listen) */
+    long long metrics_tenants_max; /* ingress: tenant label values kept (metrics.h) */
     const char *kafka_brokers;
     const char *redis_url;
     const char *redis_password; /* kv.h: all of these are read by kv_target_new() */

@@ -27,4 +27,9 @@ const char *version_get(void);
  */
 void version_print(FILE *out, const char *prog, const char *const *extra);
 
+/* The version a library of common/ runs with, by the name version_print() shows ("librdkafka",
+ * "hiredis", "OpenSSL", "libcurl", "cJSON"): static text, NULL for another name. hiredis's is
+ * the version compiled against. Also the labels of mcpq_build_info (prom.h). */
+const char *version_library(const char *name);
+
 #endif

@@ -61,7 +61,7 @@ static int open_kafka(ing_ctx_t *ctx, const mcpq_settings_t *set, const jobsig_k
 /* The services that only need Redis and the settings. */
 static void open_services(ing_ctx_t *ctx, const mcpq_settings_t *set)
 {
-    ctx->metrics = ing_metrics_new();
+    ctx->metrics = ing_metrics_new((size_t)set->metrics_tenants_max);
     ctx->kv = kv_pool_new(ctx->kvt, (int)set->redis_timeout_ms, (int)set->redis_pool_size);
     ctx->pending = ing_pending_new(ctx->kvt, (int)set->redis_timeout_ms, ctx->reply_key,
                                    (int)set->sse_keepalive_ms);

@@ -104,8 +104,7 @@ static enum MHD_Result send_resp(ing_req_t *req, ing_resp_t *resp)
         req->status = resp->status;
         req->bytes = len;
     }
-    int64_t ms = util_mono_ms() - req->t0;
-    ing_metrics_request(req->ctx->metrics, req->metric, resp->status, ms);
+    ing_metrics_request(req->ctx->metrics, req->metric, resp->status, util_mono_us() - req->t0_us);
     return ret;
 }
 
@@ -133,13 +132,16 @@ static void call_outcome(ing_req_t *req, const ing_call_t *call, const char *res
         outcome = call->timed_out ? ING_CALL_TIMEOUT : ING_CALL_FAILED;
     static const char *const names[] = {"ok",     "tool_error", "timeout",
                                         "failed", "fake",       "cancelled"};
+    int64_t us = util_mono_us() - req->t0_us;
     char ms[32];
-    snprintf(ms, sizeof(ms), "%lld", (long long)(util_mono_ms() - req->t0));
+    snprintf(ms, sizeof(ms), "%lld", (long long)(us / 1000));
     log_event(outcome == ING_CALL_OK || outcome == ING_CALL_TOOL_ERROR ? LOG_INFO : LOG_WARN,
               "tool call answered", "tenant", req->tenant, "tool", call->tool, "job_id",
               call->job_id, "outcome", names[outcome], "duration_ms", ms, "stream",
               call->streaming ? "sse" : "json", (char *)NULL);
-    ing_metrics_call(req->ctx->metrics, outcome);
+    ing_metrics_call(req->ctx->metrics, req->tenant, outcome, us);
+    if (call->finished_us > 0 && response) /* a worker's result is being handed over */
+        ing_metrics_result_delivery(req->ctx->metrics, util_now_us() - call->finished_us);
     if (outcome != ING_CALL_OK && outcome != ING_CALL_FAKE) /* MCP semconv: error.type */
         otel_span_error(req->span, outcome == ING_CALL_TOOL_ERROR ? "tool_error" : names[outcome],
                         outcome == ING_CALL_TOOL_ERROR ? "the tool answered isError: true" : NULL);
@@ -218,7 +220,7 @@ static enum MHD_Result start_stream(ing_req_t *req)
     MHD_destroy_response(r);
     if (ret == MHD_YES)
         req->status = MHD_HTTP_OK;
-    ing_metrics_request(req->ctx->metrics, req->metric, 200, util_mono_ms() - req->t0);
+    ing_metrics_request(req->ctx->metrics, req->metric, 200, util_mono_us() - req->t0_us);
     return ret;
 }
 

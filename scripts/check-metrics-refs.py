@@ -11,7 +11,7 @@
   `promtool check rules FILE` parses each one as PromQL.
 --refs: other files (alert rules) whose metric names are checked too.
 
-Every metric name used (mcpq_* and process_start_time_seconds) must be in the scrapes, so
+Every metric name used (mcpq_* and process_*) must be in the scrapes, so
 neither the dashboard nor an alert can refer to a series that does not exist. Exit 1 with
 one line per problem.
 """
@@ -20,7 +20,7 @@ import json
 import re
 import sys
 
-NAME = re.compile(r"\b(mcpq_[a-z0-9_]+|process_start_time_seconds)\b")
+NAME = re.compile(r"\b((?:mcpq|process)_[a-z0-9_]+)\b")
 GRAFANA_VARS = {"$__rate_interval": "5m", "$__interval": "1m", "$__range": "1h"}
 
 

@@ -227,6 +227,8 @@ static void on_written(wrk_store_req_t *req, const char *record, size_t len, voi
 {
     wrk_job_t *job = arg;
     wrk_worker_t *w = job->rt->arg;
+    if (req->op == WRK_STORE_WRITE)
+        wrk_stats_result_write(w->metrics, util_mono_us() - req->submitted_us);
     int theirs = len != job->record_len || memcmp(record, job->record, len) != 0;
     otel_span_bool(job->result_span, "mcpq.result.theirs", theirs);
     otel_span_end(job->result_span, 0);
@@ -303,6 +305,8 @@ static int task_end(wrk_worker_t *w, wrk_job_t *job)
     int rc = wrk_handoff_finish(w->tasks, job->env.job_id, failed ? "terminated" : "complete",
                                 result_json, reason, fault);
     cJSON_free(result_json);
+    if (rc >= 0)
+        wrk_stats_task_finished(w->metrics, failed ? WRK_TASK_TERMINATED : WRK_TASK_COMPLETE);
     return rc >= 0;
 }
 
@@ -311,6 +315,8 @@ static int task_end(wrk_worker_t *w, wrk_job_t *job)
  * shutdown goes back to waiting at once (or, with Redis down, when its lease runs out). */
 static void task_finished(wrk_worker_t *w, wrk_job_t *job)
 {
+    if (job->cancelled)
+        wrk_stats_task_finished(w->metrics, WRK_TASK_CANCELLED);
     if (!job->cancelled && !job->record) {
         wrk_handoff_handback(w->tasks, job->env.job_id);
         wrk_stats_released(w->metrics);
@@ -358,6 +364,7 @@ static void task_claim(wrk_worker_t *w)
         }
         free(env);
         job->task = 1;
+        job->picked_us = util_now_us();
         /* A task's timeout counts from its start, not its time in the queue (docs/protocol.md). */
         int64_t timeout = job->env.timeout_ms > 0 ? job->env.timeout_ms : w->s->default_timeout_ms;
         job->deadline_ms = (begin > 0 ? begin : util_now_ms()) + timeout;
@@ -455,11 +462,8 @@ static void job_count(wrk_worker_t *w, const wrk_job_t *job)
     else
         out = job->is_error ? WRK_OUT_TOOL_ERROR : WRK_OUT_OK;
     int64_t ran = -1; /* never started: not in the histogram */
-    if (job->started_ms) {
-        ran = util_now_ms() - job->started_ms;
-        if (ran < 0)
-            ran = 0;
-    }
+    if (job->started_ms)
+        ran = util_mono_us() - job->started_mono_us;
     wrk_stats_job(w->metrics, job->env.exec_type, out, ran);
 }
 
@@ -725,9 +729,12 @@ static void on_record(const rd_kafka_message_t *msg, wrk_offsets_node_t *node, v
     }
     job->partition = msg->partition;
     job->offset = msg->offset;
+    job->picked_us = util_now_us();
     int rc = wrk_job_parse(job, msg->payload, msg->len, record_traceparent(msg, tp, sizeof(tp)),
                            errstr, sizeof(errstr));
     record_tracestate(msg, job);
+    if (rc == 0) /* every record picked up, redeliveries too: they waited as long */
+        wrk_stats_queue_wait(w->metrics, job->env.sent_us, job->picked_us);
     log_ctx_t saved;
     wrk_job_log_enter(job, &saved); /* the job may be freed in record_run: saved is a copy */
     record_run(w, job, node, rc, errstr, part, off);

@@ -2,6 +2,8 @@
 
 #include "otel.h"
 
+#include <microhttpd.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,10 +12,6 @@
 static const int statuses[] = {200, 202, 400, 401, 403, 404, 405,
                                406, 413, 415, 429, 431, 500, 503};
 #define NSTATUS (sizeof(statuses) / sizeof(statuses[0]) + 1) /* + "other" */
-
-static const double buckets_s[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
-                                   0.5,   1,      2.5,   5,    10,    30,   60};
-#define NBUCKET (sizeof(buckets_s) / sizeof(buckets_s[0]))
 
 static const char *const method_names[ING_M_COUNT] = {
     "initialize",   "ping",           "tools/list", "tools/call",
@@ -25,15 +23,31 @@ static const char *const wh_names[ING_WH_COUNT] = {"delivered", "retry", "failed
 static const char *const oi_names[ING_OI_COUNT] = {"hit", "miss", "active", "inactive", "error"};
 static const char *const cfg_names[ING_CFG_COUNT] = {"applied", "unchanged", "refused"};
 
+/* One tenant label value and its tools/call series. */
+typedef struct tenant_slot {
+    char name[128]; /* as written by the exposition (escaped when rendered) */
+    atomic_ullong calls[ING_CALL_COUNT];
+    prom_hist_t hist;
+} tenant_slot_t;
+
+/* Slots 0 and 1 are "_none" and "_other"; tenants take 2.. in the order they are first seen. */
+#define SLOT_NONE 0
+#define SLOT_OTHER 1
+
 struct ing_metrics {
     atomic_ullong requests[ING_M_COUNT][NSTATUS];
-    atomic_ullong hist[ING_M_COUNT][NBUCKET + 1];
-    atomic_ullong hist_sum_us[ING_M_COUNT];
-    atomic_ullong calls[ING_CALL_COUNT];
+    prom_hist_t hist[ING_M_COUNT];
+    tenant_slot_t *tenants; /* tenants_max + 2 slots */
+    size_t tenants_max;     /* slots for tenant ids */
+    atomic_size_t ntenants; /* slots published (>= 2): written under tenant_lock, release */
+    pthread_mutex_t tenant_lock;
+    prom_hist_t delivery; /* result delivery */
     atomic_ullong published_ok, published_failed;
     atomic_ullong wh[ING_WH_COUNT];
-    atomic_ullong wh_us;            /* time spent in webhook attempts */
-    atomic_llong wh_queued, wh_due; /* -1 until the dispatcher looked */
+    prom_hist_t wh_hist[ING_WH_COUNT];
+    atomic_ullong wh_us;                       /* time spent in webhook attempts */
+    atomic_llong wh_queued, wh_due;            /* -1 until the dispatcher looked */
+    atomic_llong tasks_running, tasks_waiting; /* -1 until the dispatcher looked */
     atomic_ullong oauth_fetch_ok, oauth_fetch_failed;
     atomic_llong oauth_keys; /* -1 until the OAuth service counted them */
     atomic_ullong oauth_oi[ING_OI_COUNT];
@@ -43,11 +57,23 @@ struct ing_metrics {
     int64_t start_ms;
 };
 
-ing_metrics_t *ing_metrics_new(void)
+ing_metrics_t *ing_metrics_new(size_t tenants_max)
 {
     ing_metrics_t *m = calloc(1, sizeof(ing_metrics_t)); /* all-zero atomics are valid */
     if (!m)
         return NULL;
+    m->tenants = calloc(tenants_max + 2, sizeof(tenant_slot_t));
+    if (!m->tenants) {
+        free(m);
+        return NULL;
+    }
+    m->tenants_max = tenants_max;
+    snprintf(m->tenants[SLOT_NONE].name, sizeof(m->tenants[0].name), "_none");
+    snprintf(m->tenants[SLOT_OTHER].name, sizeof(m->tenants[0].name), "_other");
+    atomic_store(&m->ntenants, 2);
+    pthread_mutex_init(&m->tenant_lock, NULL);
+    atomic_store(&m->tasks_running, -1);
+    atomic_store(&m->tasks_waiting, -1);
     atomic_store(&m->wh_queued, -1);
     atomic_store(&m->wh_due, -1);
     atomic_store(&m->oauth_keys, -1);
@@ -93,9 +119,51 @@ void ing_metrics_tool_quarantined(ing_metrics_t *m)
         atomic_fetch_add(&m->quarantined, 1);
 }
 
+void ing_metrics_tasks(ing_metrics_t *m, long long running, long long waiting)
+{
+    atomic_store(&m->tasks_running, running);
+    atomic_store(&m->tasks_waiting, waiting);
+}
+
 void ing_metrics_free(ing_metrics_t *m)
 {
+    if (!m)
+        return;
+    pthread_mutex_destroy(&m->tenant_lock);
+    free(m->tenants);
     free(m);
+}
+
+/* The slot of tenant among the published ones, or 0. */
+static size_t tenant_find(ing_metrics_t *m, const char *tenant, size_t n)
+{
+    for (size_t i = 2; i < n; i++)
+        if (strcmp(m->tenants[i].name, tenant) == 0)
+            return i;
+    return 0;
+}
+
+/* The slot of tenant's series (see the header): lock-free once the tenant was seen. */
+static tenant_slot_t *tenant_slot(ing_metrics_t *m, const char *tenant)
+{
+    if (!tenant || !*tenant)
+        return &m->tenants[SLOT_NONE];
+    size_t n = atomic_load_explicit(&m->ntenants, memory_order_acquire);
+    size_t i = tenant_find(m, tenant, n);
+    if (i)
+        return &m->tenants[i];
+    if (n >= m->tenants_max + 2 || strlen(tenant) >= sizeof(m->tenants[0].name))
+        return &m->tenants[SLOT_OTHER];
+    pthread_mutex_lock(&m->tenant_lock);
+    n = atomic_load_explicit(&m->ntenants, memory_order_relaxed);
+    i = tenant_find(m, tenant, n); /* another thread may have added it meanwhile */
+    if (!i && n < m->tenants_max + 2) {
+        i = n;
+        snprintf(m->tenants[i].name, sizeof(m->tenants[i].name), "%s", tenant);
+        atomic_store_explicit(&m->ntenants, n + 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&m->tenant_lock);
+    return &m->tenants[i ? i : SLOT_OTHER];
 }
 
 ing_method_t ing_metrics_method(const char *rpc_method)
@@ -116,19 +184,28 @@ ing_method_t ing_metrics_method(const char *rpc_method)
 }
 
 void ing_metrics_request(ing_metrics_t *m, ing_method_t method, int http_status,
-                         int64_t duration_ms)
+                         int64_t duration_us)
 {
     size_t si = NSTATUS - 1;
     for (size_t i = 0; i < NSTATUS - 1; i++)
         if (statuses[i] == http_status)
             si = i;
     atomic_fetch_add(&m->requests[method][si], 1);
-    prom_observe(buckets_s, NBUCKET, m->hist[method], &m->hist_sum_us[method], duration_ms);
+    prom_observe_us(&m->hist[method], duration_us);
 }
 
-void ing_metrics_call(ing_metrics_t *m, ing_call_outcome_t outcome)
+void ing_metrics_call(ing_metrics_t *m, const char *tenant, ing_call_outcome_t outcome,
+                      int64_t duration_us)
 {
-    atomic_fetch_add(&m->calls[outcome], 1);
+    tenant_slot_t *t = tenant_slot(m, tenant);
+    atomic_fetch_add(&t->calls[outcome], 1);
+    if (duration_us >= 0)
+        prom_observe_us(&t->hist, duration_us);
+}
+
+void ing_metrics_result_delivery(ing_metrics_t *m, int64_t delivery_us)
+{
+    prom_observe_us(&m->delivery, delivery_us);
 }
 
 void ing_metrics_published(ing_metrics_t *m, int ok)
@@ -136,10 +213,84 @@ void ing_metrics_published(ing_metrics_t *m, int ok)
     atomic_fetch_add(ok ? &m->published_ok : &m->published_failed, 1);
 }
 
-void ing_metrics_webhook(ing_metrics_t *m, ing_metrics_wh_outcome_t outcome, int64_t duration_ms)
+void ing_metrics_webhook(ing_metrics_t *m, ing_metrics_wh_outcome_t outcome, int64_t duration_us)
 {
     atomic_fetch_add(&m->wh[outcome], 1);
-    atomic_fetch_add(&m->wh_us, (unsigned long long)(duration_ms > 0 ? duration_ms : 0) * 1000ull);
+    atomic_fetch_add(&m->wh_us, (unsigned long long)(duration_us > 0 ? duration_us : 0));
+    prom_observe_us(&m->wh_hist[outcome], duration_us);
+}
+
+/* The tools/call series of every tenant slot in use. */
+static void render_calls(ing_metrics_t *m, util_buf_t *out)
+{
+    size_t n = atomic_load_explicit(&m->ntenants, memory_order_acquire);
+    char tenant[2 * sizeof(m->tenants[0].name)], labels[sizeof(tenant) + 16];
+    prom_head(out, "mcpq_tool_calls_total", "counter", "tools/call outcomes, by tenant.");
+    for (size_t i = 0; i < n; i++) {
+        tenant_slot_t *t = &m->tenants[i];
+        prom_label_escape(t->name, tenant, sizeof(tenant));
+        for (int o = 0; o < ING_CALL_COUNT; o++) {
+            unsigned long long v = atomic_load(&t->calls[o]);
+            if (v || i >= 2) /* a tenant's every outcome once it called; _none/_other when used */
+                prom_line(out, "mcpq_tool_calls_total{tenant=\"%s\",outcome=\"%s\"} %llu\n", tenant,
+                          outcome_names[o], v);
+        }
+    }
+    prom_head(out, "mcpq_tool_call_duration_seconds", "histogram",
+              "tools/call end to end at the ingress, request in to response queued, by tenant.");
+    for (size_t i = 0; i < n; i++) {
+        if (i < 2 && !prom_hist_count(&m->tenants[i].hist)) /* _none, _other: once used */
+            continue;
+        prom_label_escape(m->tenants[i].name, tenant, sizeof(tenant));
+        snprintf(labels, sizeof(labels), "tenant=\"%s\"", tenant);
+        prom_histogram(out, "mcpq_tool_call_duration_seconds", labels, &m->tenants[i].hist);
+    }
+    prom_head(out, "mcpq_result_delivery_seconds", "histogram",
+              "From a worker's end of a job (its finished_us) to the response queued at this "
+              "ingress (assumes NTP-synced clocks).");
+    prom_histogram(out, "mcpq_result_delivery_seconds", "", &m->delivery);
+}
+
+/* The webhook series: attempts by outcome, their latency, the queue. */
+static void render_webhooks(ing_metrics_t *m, util_buf_t *out)
+{
+    prom_line(out, "# HELP mcpq_webhook_attempts_total Webhook HTTP attempts by outcome (retry: "
+                   "failed, another attempt scheduled).\n");
+    prom_line(out, "# TYPE mcpq_webhook_attempts_total counter\n");
+    for (int i = 0; i < ING_WH_COUNT; i++)
+        prom_line(out, "mcpq_webhook_attempts_total{outcome=\"%s\"} %llu\n", wh_names[i],
+                  atomic_load(&m->wh[i]));
+    prom_head(out, "mcpq_webhook_delivery_seconds", "histogram",
+              "How long one webhook HTTP attempt took, by outcome.");
+    for (int i = 0; i < ING_WH_COUNT; i++) {
+        char labels[64];
+        snprintf(labels, sizeof(labels), "outcome=\"%s\"", wh_names[i]);
+        prom_histogram(out, "mcpq_webhook_delivery_seconds", labels, &m->wh_hist[i]);
+    }
+    prom_line(out,
+              "# HELP mcpq_webhook_attempt_seconds_total Time spent in webhook HTTP attempts.\n");
+    prom_line(out, "# TYPE mcpq_webhook_attempt_seconds_total counter\n");
+    unsigned long long us = atomic_load(&m->wh_us);
+    prom_line(out, "mcpq_webhook_attempt_seconds_total %llu.%06llu\n", us / 1000000ull,
+              us % 1000000ull);
+    long long queued = atomic_load(&m->wh_queued), due = atomic_load(&m->wh_due);
+    if (queued >= 0) { /* left out until the dispatcher has looked once */
+        prom_head(out, "mcpq_webhook_queue_deliveries", "gauge",
+                  "Webhook deliveries waiting for an attempt (first or retry), fleet-wide, as "
+                  "this ingress's dispatcher last saw them.");
+        prom_line(out, "mcpq_webhook_queue_deliveries %lld\n", queued);
+        prom_head(out, "mcpq_webhook_queue_due_deliveries", "gauge",
+                  "Of those, deliveries whose attempt is due now (the dispatchers' backlog).");
+        prom_line(out, "mcpq_webhook_queue_due_deliveries %lld\n", due);
+    }
+    long long running = atomic_load(&m->tasks_running), waiting = atomic_load(&m->tasks_waiting);
+    if (running >= 0) {
+        prom_head(out, "mcpq_tasks", "gauge",
+                  "Tasks fleet-wide by state as this ingress last counted them: running (leased "
+                  "to a worker) and waiting (queued for one).");
+        prom_line(out, "mcpq_tasks{state=\"running\"} %lld\n", running);
+        prom_line(out, "mcpq_tasks{state=\"waiting\"} %lld\n", waiting);
+    }
 }
 
 /* The OAuth series, left out while no tenant uses OAuth (the service never counted keys). */
@@ -196,47 +347,26 @@ int ing_metrics_render(ing_metrics_t *m, util_buf_t *out, const ing_metrics_now_
         }
     prom_line(out, "# HELP mcpq_request_duration_seconds Time from request to response.\n");
     prom_line(out, "# TYPE mcpq_request_duration_seconds histogram\n");
-    for (int mi = 0; mi < ING_M_COUNT; mi++)
-        prom_histogram(out, "mcpq_request_duration_seconds", "method", method_names[mi], buckets_s,
-                       NBUCKET, m->hist[mi], &m->hist_sum_us[mi]);
-    prom_line(out, "# HELP mcpq_tool_calls_total tools/call outcomes.\n");
-    prom_line(out, "# TYPE mcpq_tool_calls_total counter\n");
-    for (int i = 0; i < ING_CALL_COUNT; i++)
-        prom_line(out, "mcpq_tool_calls_total{outcome=\"%s\"} %llu\n", outcome_names[i],
-                  atomic_load(&m->calls[i]));
+    for (int mi = 0; mi < ING_M_COUNT; mi++) {
+        char labels[64];
+        snprintf(labels, sizeof(labels), "method=\"%s\"", method_names[mi]);
+        if (prom_hist_count(&m->hist[mi])) /* the methods this ingress answered */
+            prom_histogram(out, "mcpq_request_duration_seconds", labels, &m->hist[mi]);
+    }
+    render_calls(m, out);
     prom_line(out, "# HELP mcpq_jobs_published_total Jobs handed to Kafka.\n");
     prom_line(out, "# TYPE mcpq_jobs_published_total counter\n");
     prom_line(out, "mcpq_jobs_published_total{result=\"ok\"} %llu\n",
               atomic_load(&m->published_ok));
     prom_line(out, "mcpq_jobs_published_total{result=\"failed\"} %llu\n",
               atomic_load(&m->published_failed));
-    prom_line(out, "# HELP mcpq_webhook_attempts_total Webhook HTTP attempts by outcome (retry: "
-                   "failed, another attempt scheduled).\n");
-    prom_line(out, "# TYPE mcpq_webhook_attempts_total counter\n");
-    for (int i = 0; i < ING_WH_COUNT; i++)
-        prom_line(out, "mcpq_webhook_attempts_total{outcome=\"%s\"} %llu\n", wh_names[i],
-                  atomic_load(&m->wh[i]));
-    prom_line(out,
-              "# HELP mcpq_webhook_attempt_seconds_total Time spent in webhook HTTP attempts.\n");
-    prom_line(out, "# TYPE mcpq_webhook_attempt_seconds_total counter\n");
-    prom_line(out, "mcpq_webhook_attempt_seconds_total %.6f\n",
-              (double)atomic_load(&m->wh_us) / 1e6);
+    render_webhooks(m, out);
     prom_line(out, "# HELP mcpq_inflight_calls tools/call requests waiting for a result.\n");
     prom_line(out, "# TYPE mcpq_inflight_calls gauge\n");
     prom_line(out, "mcpq_inflight_calls %zu\n", now->inflight);
     prom_head(out, "mcpq_notification_streams", "gauge",
               "Open notification streams (GET /mcp streams and subscriptions/listen).");
     prom_line(out, "mcpq_notification_streams %zu\n", now->listeners);
-    long long queued = atomic_load(&m->wh_queued), due = atomic_load(&m->wh_due);
-    if (queued >= 0) { /* left out until the dispatcher has looked once */
-        prom_head(out, "mcpq_webhook_queue_deliveries", "gauge",
-                  "Webhook deliveries waiting for an attempt (first or retry), fleet-wide, as "
-                  "this ingress's dispatcher last saw them.");
-        prom_line(out, "mcpq_webhook_queue_deliveries %lld\n", queued);
-        prom_head(out, "mcpq_webhook_queue_due_deliveries", "gauge",
-                  "Of those, deliveries whose attempt is due now (the dispatchers' backlog).");
-        prom_line(out, "mcpq_webhook_queue_due_deliveries %lld\n", due);
-    }
     render_oauth(m, out);
     otel_metrics_render(out); /* the span exporter's own series (otel.h) */
     prom_head(out, "mcpq_config_reload_total", "counter",
@@ -254,5 +384,5 @@ int ing_metrics_render(ing_metrics_t *m, util_buf_t *out, const ing_metrics_now_
     prom_line(out, "# TYPE mcpq_dependency_up gauge\n");
     prom_line(out, "mcpq_dependency_up{dependency=\"kafka\"} %d\n", now->kafka_up);
     prom_line(out, "mcpq_dependency_up{dependency=\"redis\"} %d\n", now->redis_up);
-    return prom_process(out, "ingress", m->start_ms);
+    return prom_process(out, "ingress", m->start_ms, MHD_get_version());
 }

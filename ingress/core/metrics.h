@@ -1,11 +1,21 @@
 /*
  * metrics.h - the ingress's Prometheus metrics (docs/operations.md "Metrics"): requests by MCP
  * method and HTTP status, request latency histograms, in-flight calls, published jobs and their
- * failures, tool call outcomes, webhook delivery attempts by outcome, open notification streams,
- * the webhook queue, OAuth key fetches and token introspection, config file reloads,
- * quarantined federated tools (pin.h), build info
- * and start time. Counters are lock-free atomics; every function is thread-safe.
+ * failures, tool call outcomes and end-to-end latency per tenant, result delivery latency,
+ * webhook delivery attempts by outcome and their latency, open notification streams, the
+ * webhook queue, task states, OAuth key fetches and token introspection, config file reloads,
+ * quarantined federated tools (pin.h), build info and the process_* series (prom.h).
+ * Durations are observed in microseconds into the histograms of prom.h (100 µs to 60 s).
+ * Counters are lock-free atomics; every function is thread-safe.
  * ing_metrics_render() writes the text exposition format.
+ *
+ * Tenant labels: the series of tools/call carry tenant="<id>" for at most tenants_max distinct
+ * tenant ids per process (MCPQ_METRICS_TENANTS_MAX), first come first served; later tenants are
+ * counted under tenant="_other", calls with no tenant under tenant="_none". Tenant ids come
+ * from the configured tenants only (a request gets a tenant once it authenticated), never a job,
+ * call or request id. The slot table is filled under a mutex the first time a tenant is seen
+ * and published by an atomic count (release); the hot path reads the count (acquire) and scans
+ * the published slots without a lock (at most tenants_max string compares).
  */
 #ifndef MCPQ_ING_METRICS_H
 #define MCPQ_ING_METRICS_H
@@ -67,22 +77,38 @@ typedef enum {
 
 typedef struct ing_metrics ing_metrics_t;
 
-ing_metrics_t *ing_metrics_new(void);
+/* tenants_max: distinct tenant label values kept (0: every call counts under "_other"). */
+ing_metrics_t *ing_metrics_new(size_t tenants_max);
 void ing_metrics_free(ing_metrics_t *m);
 
 ing_method_t ing_metrics_method(const char *rpc_method);
+/* One HTTP request answered (its response queued) duration_us after its first callback. */
 void ing_metrics_request(ing_metrics_t *m, ing_method_t method, int http_status,
-                         int64_t duration_ms);
-void ing_metrics_call(ing_metrics_t *m, ing_call_outcome_t outcome);
+                         int64_t duration_us);
+/* A tools/call of tenant (NULL or "": none) ended as outcome duration_us after its request
+ * arrived (mcpq_tool_calls_total{tenant,outcome}, mcpq_tool_call_duration_seconds{tenant});
+ * duration_us < 0: counted, not observed. */
+void ing_metrics_call(ing_metrics_t *m, const char *tenant, ing_call_outcome_t outcome,
+                      int64_t duration_us);
+/* A worker's result reached its response: from the record's finished_us (the worker's wall
+ * clock) to the response queued (this ingress's), clamped at 0; assumes NTP-synced clocks
+ * (mcpq_result_delivery_seconds). */
+void ing_metrics_result_delivery(ing_metrics_t *m, int64_t delivery_us);
 void ing_metrics_published(ing_metrics_t *m, int ok);
-/* One webhook HTTP attempt and how long it took. */
-void ing_metrics_webhook(ing_metrics_t *m, ing_metrics_wh_outcome_t outcome, int64_t duration_ms);
+/* One webhook HTTP attempt and how long it took, in µs (mcpq_webhook_attempts_total{outcome},
+ * mcpq_webhook_delivery_seconds{outcome}, mcpq_webhook_attempt_seconds_total). */
+void ing_metrics_webhook(ing_metrics_t *m, ing_metrics_wh_outcome_t outcome, int64_t duration_us);
 
 /* The webhook queue as the dispatcher last saw it (ingress/core/webhook.c, every
  * ING_METRICS_WH_QUEUE_MS on its own thread, never at scrape time): deliveries waiting in
  * {mcpq}:wh:due, and how many of them are due now. */
 void ing_metrics_webhook_queue(ing_metrics_t *m, long long queued, long long due);
 #define ING_METRICS_WH_QUEUE_MS 5000
+
+/* Tasks (tasks.h) as the webhook dispatcher last counted them, on the same thread and period:
+ * running (leased to a worker, {mcpq}:task:leases) and waiting (queued for a worker, the task
+ * queues); mcpq_tasks{state}. Left out of the exposition until first set. */
+void ing_metrics_tasks(ing_metrics_t *m, long long running, long long waiting);
 
 /* OAuth (ingress/core/oauth.c): one key fetch of an issuer ended (discovery and JWKS together),
  * the keys known now across issuers, one introspection lookup or request. */

@@ -743,6 +743,12 @@ const ing_app_t *ing_registry_app(const ing_registry_t *reg, const char *app_id)
     return NULL;
 }
 
+const ing_robot_t *ing_registry_robots(const ing_registry_t *reg, size_t *n)
+{
+    *n = reg->nrobots;
+    return reg->robots;
+}
+
 const ing_tenant_t *ing_registry_robot_owner(const ing_registry_t *reg, const char *robot)
 {
     ing_robot_t key = {.robot = robot};

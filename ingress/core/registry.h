@@ -160,6 +160,8 @@ const ing_app_t *ing_registry_app(const ing_registry_t *reg, const char *app_id)
  * robot is shared, any tenant's tasks may name it (docs/tools.md "Task mode, robots and
  * priorities"). */
 const ing_tenant_t *ing_registry_robot_owner(const ing_registry_t *reg, const char *robot);
+/* The robots tenants declare, sorted by id: *n of them (valid while reg is referenced). */
+const ing_robot_t *ing_registry_robots(const ing_registry_t *reg, size_t *n);
 /*
  * The active secrets of an app or a webhook (its config object o) at now_ms: "secret", then
  * "previous_secret" while "previous_secret_expires" has not passed (or when it is absent),

@@ -1,5 +1,6 @@
 #include "webhook.h"
 #include "rscript.h"
+#include "task.h"
 
 #include "err.h"
 #include "log.h"
@@ -45,12 +46,12 @@ typedef struct wh_xfer {
     char webhook[128];
     char event[32];
     char token[96];
-    trace_ctx_t trace; /* the task's trace with this attempt's span; trace_id "" if none */
+    trace_ctx_t trace;         /* the task's trace with this attempt's span; trace_id "" if none */
     char parent_span[TRACE_SPAN_HEX + 1]; /* the task's span (the creating call's) */
-    otel_span_t *span; /* this attempt's CLIENT span (otel.h); NULL when not exported */
-    char *url;         /* for the 410 mark only; never logged */
-    long long attempt; /* this attempt's number within its round (1-based) */
-    int64_t t0;
+    otel_span_t *span;         /* this attempt's CLIENT span (otel.h); NULL when not exported */
+    char *url;                 /* for the 410 mark only; never logged */
+    long long attempt;         /* this attempt's number within its round (1-based) */
+    int64_t t0_us;             /* util_mono_us() when the attempt started */
     ing_whrules_guard_t guard; /* the SSRF guard; its refused says why it refused */
     char retry_after[64];
     char snippet[SNIPPET_MAX + 1];
@@ -112,12 +113,14 @@ static void xfer_unlink(wh_xfer_t *x)
 
 /*
  * Records an outcome: status pending (delay_ms until the next attempt), delivered, failed
- * or disabled. counted: an HTTP attempt was made (attempts+1, a log entry).
+ * or disabled, after an attempt of us microseconds. counted: an HTTP attempt was made (attempts+1,
+ * a log entry).
  */
 static void record(ing_webhook_t *wh, const wh_xfer_t *x, const char *status, long http_status,
-                   const char *error, long long ms, long long delay_ms, int counted,
+                   const char *error, long long us, long long delay_ms, int counted,
                    const char *disable_url)
 {
+    long long ms = us / 1000; /* the attempt log keeps ms (webhooks.md) */
     char hs[24] = "", mss[24], ds[24], err[512];
     if (http_status > 0)
         snprintf(hs, sizeof(hs), "%ld", http_status);
@@ -145,7 +148,7 @@ static void record(ing_webhook_t *wh, const wh_xfer_t *x, const char *status, lo
                             : strcmp(status, "pending") == 0  ? ING_WH_RETRY
                             : strcmp(status, "disabled") == 0 ? ING_WH_DISABLED
                                                               : ING_WH_FAILED,
-                            ms);
+                            us);
     log_event(ok ? LOG_INFO : LOG_WARN, "webhook attempt", "tenant", x->tenant, "webhook",
               x->webhook, "delivery", x->id, "trace_id",
               x->trace.trace_id[0] ? x->trace.trace_id : NULL, "span_id",
@@ -284,7 +287,7 @@ static const char *start_post(ing_webhook_t *wh, wh_xfer_t *x, const char *url,
     curl_easy_setopt(e, CURLOPT_PRIVATE, x);
     if (curl_multi_add_handle(wh->multi, e) != CURLM_OK)
         return "cannot start the request";
-    x->t0 = util_mono_ms();
+    x->t0_us = util_mono_us();
     x->span = otel_span_start(&x->trace, x->parent_span, "POST", OTEL_KIND_CLIENT, 0);
     otel_span_http(x->span, "POST", url);
     otel_span_str(x->span, "mcpq.tenant", x->tenant);
@@ -421,17 +424,17 @@ static void finish(ing_webhook_t *wh, wh_xfer_t *x, CURLcode rc)
     long code = 0;
     curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &code);
     span_finish(x, code, rc);
-    long long ms = util_mono_ms() - x->t0;
+    long long us = util_mono_us() - x->t0_us;
     char err[ERR_MAX];
     if (x->guard.refused[0]) {
         snprintf(err, sizeof(err), "%s", x->guard.refused);
         code = 0;
     } else if (code >= 200 && code < 300) {
-        record(wh, x, "delivered", code, "", ms, 0, 1, NULL);
+        record(wh, x, "delivered", code, "", us, 0, 1, NULL);
         return;
     } else if (code == 410) {
         record(wh, x, "disabled", code,
-               "HTTP 410 Gone: the endpoint is disabled (a redelivery re-enables it)", ms, 0, 1,
+               "HTTP 410 Gone: the endpoint is disabled (a redelivery re-enables it)", us, 0, 1,
                x->url);
         return;
     } else if (code > 0) {
@@ -448,7 +451,7 @@ static void finish(ing_webhook_t *wh, wh_xfer_t *x, CURLcode rc)
     if ((code == 429 || code == 503) && x->retry_after[0])
         ra = ing_whrules_retry_after_ms(x->retry_after, util_now_ms());
     long long d = ing_whrules_next_delay_ms(&wh->sched, x->attempt, ra);
-    record(wh, x, d < 0 ? "failed" : "pending", code, err, ms, d, 1, NULL);
+    record(wh, x, d < 0 ? "failed" : "pending", code, err, us, d, 1, NULL);
 }
 
 static void reap(ing_webhook_t *wh)
@@ -488,6 +491,36 @@ static void queue_depth(ing_webhook_t *wh)
         freeReplyObject(due);
 }
 
+/* The task gauges for /metrics (metrics.h), sampled with the queue's depth: running tasks are
+ * the members of {mcpq}:task:leases, waiting ones those of the task queues of the robots the
+ * registry declares and of {mcpq}:tq:_any (tasks naming an undeclared, shared robot are not
+ * counted). One ZCARD per queue, never a scan. */
+static void task_counts(ing_webhook_t *wh)
+{
+    char err[256];
+    redisReply *r = kv_pool_command(wh->ctx->kv, err, sizeof(err), "ZCARD " NAMES_KEY_TASK_LEASES);
+    long long running = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1, waiting = 0;
+    if (r)
+        freeReplyObject(r);
+    ing_registry_t *reg = running >= 0 ? ing_ctx_registry(wh->ctx) : NULL;
+    size_t n = 0;
+    const ing_robot_t *robots = reg ? ing_registry_robots(reg, &n) : NULL;
+    for (size_t i = 0; running >= 0 && i <= n; i++) {
+        const char *robot = i < n ? robots[i].robot : TASK_ROBOT_ANY;
+        r = kv_pool_command(wh->ctx->kv, err, sizeof(err), "ZCARD %s%s", NAMES_KEY_TASK_QUEUE,
+                            robot);
+        if (!r || r->type != REDIS_REPLY_INTEGER)
+            running = -1; /* not this time */
+        else
+            waiting += r->integer;
+        if (r)
+            freeReplyObject(r);
+    }
+    ing_registry_unref(reg);
+    if (running >= 0)
+        ing_metrics_tasks(wh->ctx->metrics, running, waiting);
+}
+
 static void *wh_thread(void *arg)
 {
     ing_webhook_t *wh = arg;
@@ -499,6 +532,7 @@ static void *wh_thread(void *arg)
             break;
         if (!quiescing && now >= next_depth && wh->ctx->metrics) {
             queue_depth(wh);
+            task_counts(wh);
             next_depth = now + ING_METRICS_WH_QUEUE_MS;
         }
         if (!quiescing && now >= next_claim && wh->inflight < wh->max_inflight) {

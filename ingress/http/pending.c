@@ -649,10 +649,16 @@ static void cache_hints(cJSON *result, long long ttl_ms, int cache_public)
 }
 
 char *ing_pending_record_response(const ing_call_t *call, const char *record, size_t len,
-                                  ing_call_outcome_t *outcome)
+                                  ing_call_outcome_t *outcome, int64_t *finished_us)
 {
     *outcome = ING_CALL_FAILED;
     cJSON *rec = cJSON_ParseWithLength(record, len);
+    if (finished_us) {
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(rec, "finished_us");
+        *finished_us = cJSON_IsNumber(f) && f->valuedouble > 0 && f->valuedouble < 9e15
+                           ? (int64_t)f->valuedouble
+                           : 0;
+    }
     const char *status = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "status"));
     cJSON *result = cJSON_GetObjectItemCaseSensitive(rec, "result");
     char *out = NULL;
@@ -817,7 +823,7 @@ static void deliver(ing_pending_t *p, const char *job_id, const char *kind, cons
         while ((c = find_locked(p, job_id)) != NULL) {
             if (result) {
                 ing_call_outcome_t outcome;
-                char *resp = ing_pending_record_response(c, data, len, &outcome);
+                char *resp = ing_pending_record_response(c, data, len, &outcome, &c->finished_us);
                 complete_locked(p, c, resp, outcome, 0);
             } else
                 cancel_locked(p, c);
@@ -952,7 +958,7 @@ static void expire(ing_pending_t *p, redisContext **ctx)
             char *resp;
             ing_call_outcome_t outcome = ING_CALL_TIMEOUT;
             if (r && r->type == REDIS_REPLY_STRING)
-                resp = ing_pending_record_response(c, r->str, r->len, &outcome);
+                resp = ing_pending_record_response(c, r->str, r->len, &outcome, &c->finished_us);
             else
                 resp = error_response(c->id_json, RPC_REPLY_TIMEOUT, "Agent reply timeout");
             complete_locked(p, c, resp, outcome, !(r && r->type == REDIS_REPLY_STRING));

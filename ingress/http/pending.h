@@ -145,6 +145,8 @@ typedef struct ing_call {
     char *response;             /* malloc'd JSON-RPC response */
     ing_call_outcome_t outcome; /* what response says, for the log and metrics */
     int timed_out;
+    int64_t finished_us; /* the result record's finished_us (the worker's Unix µs when the
+                          * executor ended); 0: none (mcpq_result_delivery_seconds) */
 } ing_call_t;
 
 typedef struct ing_pending ing_pending_t;
@@ -235,8 +237,9 @@ void ing_pending_fail_all(ing_pending_t *p, const char *message);
  * modern, task_result, method_result and cache hints are used): the record's result, -32003
  * for a timeout, or its error (code and message as the worker wrote them). Under 2026-07-28
  * the result carries resultType, and a cacheable one ttlMs and cacheScope. The outcome is a
- * tool error only for a tools/call result with isError. Malloc'd; NULL on ENOMEM. */
+ * tool error only for a tools/call result with isError. *finished_us (when not NULL) gets
+ * the record's finished_us, 0 when it has none. Malloc'd; NULL on ENOMEM. */
 char *ing_pending_record_response(const ing_call_t *call, const char *record, size_t len,
-                                  ing_call_outcome_t *outcome);
+                                  ing_call_outcome_t *outcome, int64_t *finished_us);
 
 #endif

@@ -189,6 +189,8 @@ static cJSON *build_envelope(ing_mcp_t *m, const ing_tool_t *tool, const rpc_msg
     cJSON_AddStringToObject(e, "mode", tool->task_mode ? "task" : "sync");
     cJSON_AddNumberToObject(e, "timeout_ms", (double)timeout_ms);
     cJSON_AddNumberToObject(e, "created_ms", (double)now);
+    /* Built right before the publish: the worker's queue wait starts here (metrics.h). */
+    cJSON_AddNumberToObject(e, "sent_us", (double)util_now_us());
     cJSON_AddNumberToObject(e, "deadline_ms", (double)(now + timeout_ms));
     cJSON_AddStringToObject(e, "reply_to", ctx->reply_key);
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(msg->params, "_meta");
@@ -327,6 +329,13 @@ typedef struct tc {
     ing_call_t own_call; /* detached: the call that carries its job id and trace */
 } tc_t;
 
+/* Counts a call answered here, without a job's result (metrics.h). */
+static void tc_count(tc_t *tc, ing_call_outcome_t outcome)
+{
+    const ing_req_t *req = tc->m->req;
+    ing_metrics_call(tc->ctx->metrics, req->tenant, outcome, util_mono_us() - req->t0_us);
+}
+
 /* Answers the call with a JSON-RPC error (HTTP 200 unless status says otherwise). */
 static tc_status_t tc_error(tc_t *tc, int status, int code, const char *message)
 {
@@ -342,14 +351,14 @@ static tc_status_t tc_error(tc_t *tc, int status, int code, const char *message)
 /* Answers the call with a JSON-RPC error and counts it as failed. */
 static tc_status_t tc_failed(tc_t *tc, const char *message)
 {
-    ing_metrics_call(tc->ctx->metrics, ING_CALL_FAILED);
+    tc_count(tc, ING_CALL_FAILED);
     return tc_error(tc, 200, RPC_INTERNAL_ERROR, message);
 }
 
 /* Answers the call with result (consumed), counted as outcome. */
 static tc_status_t tc_result(tc_t *tc, ing_call_outcome_t outcome, cJSON *result)
 {
-    ing_metrics_call(tc->ctx->metrics, outcome);
+    tc_count(tc, outcome);
     ing_mcpreq_resp_result_obj(tc->m, tc->resp, tc->msg->id, result);
     return TC_ANSWERED;
 }
@@ -387,7 +396,7 @@ static tc_status_t tc_insufficient_scope(tc_t *tc, const char *scope)
 {
     static const char desc[] = "the access token lacks a scope this tool requires";
     ing_resp_t *resp = tc->resp;
-    ing_metrics_call(tc->ctx->metrics, ING_CALL_FAILED);
+    tc_count(tc, ING_CALL_FAILED);
     /* -32000: the code of the front door's 401 (mcp.c) */
     ing_mcpreq_resp_error(resp, 403, tc->msg->id, -32000, desc, NULL);
     if (ing_prm_challenge(tc->m->req, "insufficient_scope", scope, desc, resp->www_auth,
@@ -602,7 +611,7 @@ static tc_status_t tc_ready(tc_t *tc)
 static tc_status_t tc_replay(tc_t *tc, char *rec, size_t rec_len)
 {
     ing_call_outcome_t outcome;
-    char *out = ing_pending_record_response(tc->call, rec, rec_len, &outcome);
+    char *out = ing_pending_record_response(tc->call, rec, rec_len, &outcome, NULL);
     free(rec);
     log_event(LOG_INFO, "idempotent repeat answered from the stored response", "tenant",
               tc->tool->tenant, "tool", tc->tool->name, "job_id", tc->idem_id, (char *)NULL);

@@ -82,7 +82,7 @@ echo "ok - tour step 2: task $TASK ends in a task.completed delivery the receive
 STEP="tour 3: metrics"
 tour '### 3. Watch it in the metrics' >"$TMP/tour3.sh"
 out=$(bash -e "$TMP/tour3.sh") || fail "step 3 failed"
-grep -qx 'mcpq_tool_calls_total{outcome="ok"} 2' <<<"$out" || fail "step 3 printed: $out"
+grep -qx 'mcpq_tool_calls_total{tenant="demo",outcome="ok"} 2' <<<"$out" || fail "step 3 printed: $out"
 grep -qx 'mcpq_webhook_attempts_total{outcome="delivered"} 1' <<<"$out" || fail "step 3 printed: $out"
 echo "ok - tour step 3: /metrics counts 2 ok calls and 1 delivered webhook attempt"
 

@@ -2,9 +2,14 @@
 # End-to-end test of the metrics (docs/operations.md "Metrics"), run by ctest with MCPQ_BIN_DIR set:
 #   a stack from scripts/mcpq-local with --metrics-port (two workers with their own /metrics);
 #   tools/call ok, tool error and unknown tool; then
-#   - both /metrics pass `promtool check metrics` with no lint output at all;
+#   - every /metrics (the ingress, both workers, and an ingress with MCPQ_OPS_LISTEN on its
+#     operations port) passes `promtool check metrics` with no lint output at all;
 #   - the ingress's mcpq_http_requests_total{method="tools/call",status="200"} grew by the
-#     number of calls, mcpq_inflight_calls is back to 0, mcpq_tool_calls_total counted them;
+#     number of calls, mcpq_inflight_calls is back to 0, mcpq_tool_calls_total counted them
+#     under tenant="demo", and the histograms have the sub-millisecond buckets (le="0.0001"):
+#     tools/call end to end for tenant demo, result delivery of each job that reached a worker;
+#   - the workers observed each job's queue wait, execution and result write;
+#   - process_* values are above 0 and mcpq_build_info names the libraries, on every binary;
 #   - the workers' mcpq_worker_jobs_total{executor="builtin"} grew by the jobs that reached
 #     them (ok and tool_error), mcpq_worker_running_jobs is 0, and
 #     mcpq_worker_kafka_consumer_lag has one series per partition assigned to a worker;
@@ -70,9 +75,17 @@ scrape "$URL" "$TMP/ingress-0.prom"
 scrape "$W0" "$TMP/w0-0.prom"
 scrape "$W1" "$TMP/w1-0.prom"
 calls0=$(value "$TMP/ingress-0.prom" "$CALLS")
-ok0=$(value "$TMP/ingress-0.prom" 'mcpq_tool_calls_total{outcome="ok"}')
-terr0=$(value "$TMP/ingress-0.prom" 'mcpq_tool_calls_total{outcome="tool_error"}')
+ok0=$(value "$TMP/ingress-0.prom" 'mcpq_tool_calls_total{tenant="demo",outcome="ok"}')
+terr0=$(value "$TMP/ingress-0.prom" 'mcpq_tool_calls_total{tenant="demo",outcome="tool_error"}')
+TCD='mcpq_tool_call_duration_seconds_count{tenant="demo"}'
+tcd0=$(value "$TMP/ingress-0.prom" "$TCD")
+rd0=$(value "$TMP/ingress-0.prom" mcpq_result_delivery_seconds_count)
 jobs0=$(($(sum "$TMP/w0-0.prom" "$JOBS") + $(sum "$TMP/w1-0.prom" "$JOBS")))
+# workers FILE-PREFIX SERIES: the sum of SERIES over both workers' scrapes
+workers() { echo $(($(value "$TMP/w0$1.prom" "$2") + $(value "$TMP/w1$1.prom" "$2"))); }
+qw0=$(workers -0 mcpq_worker_queue_wait_seconds_count)
+rw0=$(workers -0 mcpq_worker_result_write_seconds_count)
+ex0=$(workers -0 'mcpq_worker_job_duration_seconds_count{executor="builtin"}')
 
 STEP="calls"
 for i in 1 2 3; do
@@ -90,15 +103,23 @@ scrape "$URL" "$TMP/ingress.prom"
 calls=$(value "$TMP/ingress.prom" "$CALLS")
 [ "$((calls - calls0))" = 5 ] || fail "$CALLS went from $calls0 to $calls, not +5"
 [ "$(value "$TMP/ingress.prom" mcpq_inflight_calls)" = 0 ] || fail "mcpq_inflight_calls is not 0"
-[ "$(($(value "$TMP/ingress.prom" 'mcpq_tool_calls_total{outcome="ok"}') - ok0))" = 3 ] ||
-    fail "mcpq_tool_calls_total{outcome=\"ok\"} did not grow by 3"
-[ "$(($(value "$TMP/ingress.prom" 'mcpq_tool_calls_total{outcome="tool_error"}') - terr0))" = 1 ] ||
-    fail "mcpq_tool_calls_total{outcome=\"tool_error\"} did not grow by 1"
+[ "$(($(value "$TMP/ingress.prom" 'mcpq_tool_calls_total{tenant="demo",outcome="ok"}') - ok0))" = 3 ] ||
+    fail "mcpq_tool_calls_total{tenant=\"demo\",outcome=\"ok\"} did not grow by 3"
+[ "$(($(value "$TMP/ingress.prom" 'mcpq_tool_calls_total{tenant="demo",outcome="tool_error"}') - terr0))" = 1 ] ||
+    fail "mcpq_tool_calls_total{tenant=\"demo\",outcome=\"tool_error\"} did not grow by 1"
 for m in mcpq_request_duration_seconds_bucket mcpq_notification_streams mcpq_webhook_attempts_total \
-    mcpq_build_info process_start_time_seconds 'mcpq_dependency_up{dependency="kafka"} 1'; do
-    grep -q "^$m" "$TMP/ingress.prom" || fail "no $m in the ingress's /metrics"
+    mcpq_build_info process_start_time_seconds 'mcpq_dependency_up{dependency="kafka"} 1' \
+    'mcpq_request_duration_seconds_bucket{method="tools/call",le="0.0001"}' \
+    'mcpq_tool_call_duration_seconds_bucket{tenant="demo",le="0.0001"}' \
+    'mcpq_result_delivery_seconds_bucket{le="0.0001"}'; do
+    grep -qF "$m" "$TMP/ingress.prom" || fail "no $m in the ingress's /metrics"
 done
-echo "ok - ingress: tools/call 200 +5, in flight 0, outcomes counted"
+tcd=$(value "$TMP/ingress.prom" "$TCD")
+# (the unknown tool is answered before it is a call: -32602, counted in no outcome)
+[ "$((tcd - tcd0))" = 4 ] || fail "$TCD went from $tcd0 to $tcd, not +4"
+rd=$(value "$TMP/ingress.prom" mcpq_result_delivery_seconds_count)
+[ "$((rd - rd0))" = 4 ] || fail "mcpq_result_delivery_seconds_count went from $rd0 to $rd, not +4 (the jobs that reached a worker)"
+echo "ok - ingress: tools/call 200 +5, in flight 0, outcomes and latency counted for tenant demo, 4 result deliveries observed"
 
 STEP="worker metrics"
 # A worker publishes its counters once per loop round and its lag every 2 s (statistics).
@@ -120,7 +141,51 @@ done
 okj=$(($(value "$TMP/w0.prom" 'mcpq_worker_jobs_total{executor="builtin",outcome="tool_error"}') +
     $(value "$TMP/w1.prom" 'mcpq_worker_jobs_total{executor="builtin",outcome="tool_error"}')))
 [ "$okj" -ge 1 ] || fail "no builtin tool_error job counted"
-echo "ok - workers: builtin jobs +4, running 0, $lags lag series for $assigned assigned partitions"
+qw=$(workers "" mcpq_worker_queue_wait_seconds_count)
+rw=$(workers "" mcpq_worker_result_write_seconds_count)
+ex=$(workers "" 'mcpq_worker_job_duration_seconds_count{executor="builtin"}')
+[ "$((qw - qw0))" = 4 ] || fail "queue wait observed $((qw - qw0)) times, not 4"
+[ "$((ex - ex0))" = 4 ] || fail "builtin execution observed $((ex - ex0)) times, not 4"
+[ "$((rw - rw0))" -ge 4 ] || fail "result write observed $((rw - rw0)) times, want 4 or more"
+for f in "$TMP/w0.prom" "$TMP/w1.prom"; do
+    grep -qF 'mcpq_worker_queue_wait_seconds_bucket{le="0.0001"}' "$f" ||
+        ! grep -q '^mcpq_worker_queue_wait_seconds_count' "$f" || fail "no sub-ms queue wait bucket in $f"
+done
+echo "ok - workers: builtin jobs +4, queue wait, execution and result write observed, running 0, $lags lag series for $assigned assigned partitions"
+
+STEP="process metrics"
+# positive FILE SERIES: the sample is a number above 0
+positive() { awk -v s="$2" '$1 == s { v = $2 } END { exit !(v + 0 > 0) }' "$1"; }
+for f in "$TMP/ingress.prom" "$TMP/w0.prom" "$TMP/w1.prom"; do
+    for m in process_cpu_seconds_total process_resident_memory_bytes process_virtual_memory_bytes \
+        process_open_fds process_max_fds process_start_time_seconds; do
+        positive "$f" "$m" || fail "$m is not above 0 in $(basename "$f")"
+    done
+    grep -qE '^mcpq_build_info\{version="[^"]+",binary="(ingress|worker)",librdkafka="[^"]+",libmicrohttpd="[^"]+",hiredis="[^"]+",openssl="[^"]+"\} 1$' "$f" ||
+        fail "mcpq_build_info in $(basename "$f") does not name every library"
+done
+echo "ok - process_* above 0 and mcpq_build_info with library versions on the ingress and both workers"
+
+STEP="an ingress with MCPQ_OPS_LISTEN"
+# A second ingress of the same stack (the environment the launcher gave ingress-0) whose
+# operations plane has a port of its own: /metrics is there, and 404 on the clients' port.
+OPS=$(free_port)
+while LIS=$(free_port) && [ "$LIS" = "$OPS" ]; do :; done
+ING0=$(cat "$TMP/state/ingress-0.pid")
+(
+    while IFS= read -r -d '' kv; do export "${kv?}"; done <"/proc/$ING0/environ"
+    export MCPQ_LISTEN=127.0.0.1:$LIS MCPQ_OPS_LISTEN=127.0.0.1:$OPS MCPQ_INSTANCE_ID=ingress-ops
+    unset MCPQ_CONFIG MCPQ_READY_FILE
+    exec setsid "$BIN_DIR/mcpq-ingress" >"$TMP/ingress-ops.out" 2>"$TMP/ingress-ops.err" </dev/null
+) &
+PIDS+=($!)
+ops_ready() { [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$OPS/readyz")" = 200 ]; }
+wait_for 60 ops_ready || fail "the ingress with MCPQ_OPS_LISTEN did not get ready"
+scrape "http://127.0.0.1:$OPS" "$TMP/ingress-ops.prom"
+code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$LIS/metrics")
+[ "$code" = 404 ] || fail "/metrics on the clients' port of the ingress with MCPQ_OPS_LISTEN answered $code"
+grep -q '^process_resident_memory_bytes ' "$TMP/ingress-ops.prom" || fail "no process_* on the ops port's /metrics"
+echo "ok - an ingress with MCPQ_OPS_LISTEN serves /metrics on its operations port only"
 
 STEP="worker probes"
 for u in "$W0" "$W1"; do
@@ -132,11 +197,11 @@ done
 echo "ok - worker /healthz and /readyz answer 200"
 
 STEP="promtool check metrics"
-for f in "$TMP/ingress.prom" "$TMP/w0.prom" "$TMP/w1.prom"; do
+for f in "$TMP/ingress.prom" "$TMP/w0.prom" "$TMP/w1.prom" "$TMP/ingress-ops.prom"; do
     out=$(promtool check metrics <"$f" 2>&1) || fail "promtool check metrics $(basename "$f"): $out"
     [ -z "$out" ] || fail "promtool check metrics $(basename "$f") has lint problems: $out"
 done
-echo "ok - promtool check metrics: ingress and both workers clean"
+echo "ok - promtool check metrics: ingress, both workers and the ops port clean"
 
 STEP="dashboard and alert rules"
 out=$(python3 "$REPO/scripts/check-metrics-refs.py" --metrics "$TMP/ingress.prom" "$TMP/w0.prom" \

@@ -263,7 +263,7 @@ static void init(void)
     atomic_init(&ctx.stopping, 0);
     snprintf(ctx.instance, sizeof(ctx.instance), "fuzz");
     snprintf(ctx.reply_key, sizeof(ctx.reply_key), NAMES_KEY_REPLY "fuzz");
-    ctx.metrics = ing_metrics_new();
+    ctx.metrics = ing_metrics_new(100);
     ctx.kvt = kv_target_new(&set, err, sizeof(err));
     ctx.kv = kv_pool_new(ctx.kvt, (int)set.redis_timeout_ms, (int)set.redis_pool_size);
     ctx.pending = ing_pending_new(ctx.kvt, (int)set.redis_timeout_ms, ctx.reply_key,

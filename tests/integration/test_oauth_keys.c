@@ -845,7 +845,7 @@ int main(void)
     snprintf(intro, sizeof(intro), "http://127.0.0.1:%d/introspect", port);
     fx_es256_new(&k1, "k1");
     fx_es256_new(&k2, "k2");
-    ing_metrics_t *m = ing_metrics_new();
+    ing_metrics_t *m = ing_metrics_new(100);
     t_http_rules();
     t_keys(m);
     t_max_age(m);

@@ -228,6 +228,8 @@ static int parse_job(wrk_envelope_t *env, char *errstr, size_t errstr_size)
         FAIL("deadline_ms is not a non-negative integer");
     if (get_int(root, "created_ms", &env->created_ms) < 0)
         FAIL("created_ms is not a non-negative integer");
+    if (get_int(root, "sent_us", &env->sent_us) < 0)
+        FAIL("sent_us is not a non-negative integer");
     if (get_int(root, "timeout_ms", &env->timeout_ms) < 0)
         FAIL("timeout_ms is not a non-negative integer");
     if (get_int(root, "result_ttl_s", &env->result_ttl_s) < 0 || env->result_ttl_s > 30LL * 86400)

@@ -62,6 +62,7 @@ typedef struct wrk_envelope {
                              * says what it can be asked (worker/core/ask.h); NULL: nothing */
     int64_t deadline_ms;    /* epoch ms; 0 when absent */
     int64_t created_ms;     /* 0 when absent */
+    int64_t sent_us;        /* epoch µs when the ingress handed it to Kafka; 0 when absent */
     int64_t timeout_ms;     /* 0 when absent */
     int64_t result_ttl_s;   /* how long the result record must be kept at least (an idempotent
                              * call, ingress/core/idem.h); 0 when absent */

@@ -51,7 +51,6 @@ static void job_trace(wrk_job_t *job, const char *header)
     trace_ctx_t in;
     const char *from = header && trace_parse(header, &in) == 0 ? header : job->env.traceparent;
     int have = from && trace_parse(from, &in) == 0;
-    job->picked_us = util_now_us();
     job->env.traceparent = NULL;
     job->traceparent[0] = '\0';
     snprintf(job->parent_span, sizeof(job->parent_span), "%s", have ? in.span_id : "");
@@ -65,15 +64,20 @@ static void job_trace(wrk_job_t *job, const char *header)
     job->env.traceparent = job->traceparent;
 }
 
-/* The job's spans once it runs here: "queue wait" (INTERNAL, from when the ingress built the
- * job to picked_us; assumes NTP-synced clocks, clamped at 0) and the job's own span (job.h). */
+/* The job's spans once it runs here: "queue wait" (INTERNAL, from when the ingress handed the
+ * job to Kafka, sent_us, else when it built it, created_ms, to picked_us; assumes NTP-synced
+ * clocks, clamped at 0) and the job's own span (job.h). */
 static void job_spans(wrk_job_t *job)
 {
     const wrk_envelope_t *env = &job->env;
     trace_ctx_t wait;
     if (job->span || !otel_enabled() || trace_child(&job->trace, &wait) < 0)
         return;
-    int64_t sent = env->created_ms > 0 ? env->created_ms * 1000 : job->picked_us;
+    if (job->picked_us <= 0)
+        job->picked_us = util_now_us();
+    int64_t sent = env->sent_us > 0      ? env->sent_us
+                   : env->created_ms > 0 ? env->created_ms * 1000
+                                         : job->picked_us;
     otel_span_t *w = otel_span_start(&wait, job->parent_span, "queue wait", OTEL_KIND_INTERNAL,
                                      sent < job->picked_us ? sent : job->picked_us);
     otel_span_str(w, "mcpq.job_id", env->job_id);
@@ -205,6 +209,8 @@ static void job_complete_data(wrk_job_t *job, wrk_status_t status, const cJSON *
         .attempt = 1,
         .started_ms = job->started_ms ? job->started_ms : util_now_ms(),
         .finished_ms = util_now_ms(),
+        .picked_us = job->picked_us,
+        .finished_us = util_now_us(),
         .never_ran = !job->tool_started, /* an idempotent repeat runs it (idem_claim.lua) */
     };
     job->status = status;
@@ -239,8 +245,10 @@ void wrk_job_fail(wrk_job_t *job, int code, const char *message)
 
 void wrk_job_fail_reason(wrk_job_t *job, int code, const char *message, const char *reason)
 {
-    if (!job->started_ms)
+    if (!job->started_ms) {
         job->started_ms = util_now_ms();
+        job->started_mono_us = util_mono_us();
+    }
     job_complete_data(job, WRK_STATUS_ERROR, NULL, code, message, reason);
 }
 
@@ -309,6 +317,7 @@ static void job_run(wrk_job_t *job)
               (char *)NULL);
     job->state = WRK_JOB_RUNNING;
     job->started_ms = util_now_ms();
+    job->started_mono_us = util_mono_us();
     if (job->deadline_ms <= job->started_ms) {
         job_complete(job, WRK_STATUS_TIMEOUT, NULL, WRK_ERR_TIMEOUT,
                      "Agent reply timeout: the deadline passed before the job started");

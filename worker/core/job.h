@@ -87,13 +87,12 @@ struct wrk_job {
     char traceparent[TRACE_PARENT_LEN + 1];
     /* Spans (otel.h, docs/operations.md "Traces (OpenTelemetry)"): the job's own span is
      * trace.span_id, "execute_tool <tool>" (CONSUMER), child of parent_span (the ingress's
-     * PRODUCER span), from picked_us until the job is freed; span is NULL when not exported.
+     * PRODUCER span), from picked_us (below) until the job is freed; span is NULL when not exported.
      * Executors' outbound requests and the result write are its children. */
     char parent_span[TRACE_SPAN_HEX + 1];
     /* The record's tracestate header when trace_state_ok (W3C: relayed unchanged next to the
      * traceparent of the executor's outbound requests); "" when none. */
     char tracestate[TRACE_STATE_MAX + 1];
-    int64_t picked_us; /* Unix µs when this worker parsed the record (the queue wait's end) */
     struct otel_span *span;
     struct otel_span *result_span; /* the Redis write of the result (worker.c) */
     char *body; /* the envelope as executors get it (wrk_envelope_for_executor) */
@@ -108,6 +107,8 @@ struct wrk_job {
     int executing;
     int64_t deadline_ms; /* epoch ms */
     int64_t started_ms;
+    int64_t started_mono_us; /* util_mono_us() when started_ms was set (the execution's start) */
+    int64_t picked_us;       /* Unix µs when this worker picked the job up (record, claim) */
     wrk_loop_timer_t deadline_timer;
     wrk_ask_q_t *ask_q; /* the open question to the client (ask.h), NULL when none */
     long long ask_n;    /* questions asked so far (the open one's number) */

@@ -44,6 +44,10 @@ char *wrk_record_build(const wrk_record_t *r, size_t *len)
          cJSON_AddNumberToObject(o, "attempt", r->attempt > 0 ? r->attempt : 1) &&
          cJSON_AddNumberToObject(o, "started_ms", (double)r->started_ms) &&
          cJSON_AddNumberToObject(o, "finished_ms", (double)r->finished_ms);
+    if (ok && r->finished_us > 0)
+        ok = cJSON_AddNumberToObject(o, "finished_us", (double)r->finished_us) != NULL;
+    if (ok && r->picked_us > 0)
+        ok = cJSON_AddNumberToObject(o, "picked_us", (double)r->picked_us) != NULL;
     if (ok && r->never_ran)
         ok = cJSON_AddFalseToObject(o, "ran") != NULL;
     if (ok)

@@ -26,17 +26,15 @@ static const char *const outcome_names[WRK_OUT_COUNT] = {"ok", "tool_error", "ti
 static const char *const redelivered_names[WRK_REDELIVERED_COUNT] = {"attached", "resent"};
 static const char *const rejected_names[WRK_REJECTED_COUNT] = {"signature"};
 
-/* Executor run times: builtin calls take microseconds, agents and long tools minutes. */
-static const double buckets_s[] = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-                                   1,     2.5,   5,    10,    30,   60,  300,  1800};
-#define NBUCKET (sizeof(buckets_s) / sizeof(buckets_s[0]))
+static const char *const task_state_names[WRK_TASK_COUNT] = {"complete", "terminated", "cancelled"};
 
 struct wrk_stats {
     int64_t start_ms;
     struct MHD_Daemon *daemon;
     atomic_ullong jobs[NEXEC][WRK_OUT_COUNT];
-    atomic_ullong hist[NEXEC][NBUCKET + 1];
-    atomic_ullong hist_sum_us[NEXEC];
+    prom_hist_t hist[NEXEC];
+    prom_hist_t queue_wait, result_write;
+    atomic_ullong tasks_finished[WRK_TASK_COUNT];
     atomic_ullong released;
     atomic_ullong redelivered[WRK_REDELIVERED_COUNT];
     atomic_ullong rejected[WRK_REJECTED_COUNT];
@@ -82,12 +80,28 @@ static size_t exec_index(const char *exec_type)
 }
 
 void wrk_stats_job(wrk_stats_t *m, const char *exec_type, wrk_outcome_t outcome,
-                   int64_t duration_ms)
+                   int64_t duration_us)
 {
     size_t e = exec_index(exec_type);
     atomic_fetch_add(&m->jobs[e][outcome], 1);
-    if (duration_ms >= 0)
-        prom_observe(buckets_s, NBUCKET, m->hist[e], &m->hist_sum_us[e], duration_ms);
+    if (duration_us >= 0)
+        prom_observe_us(&m->hist[e], duration_us);
+}
+
+void wrk_stats_queue_wait(wrk_stats_t *m, int64_t sent_us, int64_t picked_us)
+{
+    if (sent_us > 0)
+        prom_observe_us(&m->queue_wait, picked_us - sent_us); /* < 0 (clock skew): 0 */
+}
+
+void wrk_stats_result_write(wrk_stats_t *m, int64_t duration_us)
+{
+    prom_observe_us(&m->result_write, duration_us);
+}
+
+void wrk_stats_task_finished(wrk_stats_t *m, wrk_task_state_t state)
+{
+    atomic_fetch_add(&m->tasks_finished[state], 1);
 }
 
 void wrk_stats_released(wrk_stats_t *m)
@@ -156,24 +170,6 @@ int wrk_stats_ready(wrk_stats_t *m)
     return atomic_load(&m->kafka_up) && atomic_load(&m->redis_up) && !atomic_load(&m->stopping);
 }
 
-/* A label value as the exposition format wants it: \, " and newline escaped. */
-static void label_escape(const char *in, char *out, size_t size)
-{
-    size_t o = 0;
-    for (; *in && o + 3 < size; in++) {
-        if (*in == '\\' || *in == '"') {
-            out[o++] = '\\';
-            out[o++] = *in;
-        } else if (*in == '\n') {
-            out[o++] = '\\';
-            out[o++] = 'n';
-        } else {
-            out[o++] = *in;
-        }
-    }
-    out[o] = '\0';
-}
-
 /* The consumer group's series: partitions assigned and known, idle member, lag. */
 static void render_kafka(wrk_stats_t *m, util_buf_t *out)
 {
@@ -191,11 +187,28 @@ static void render_kafka(wrk_stats_t *m, util_buf_t *out)
               "Records behind the high watermark on each partition assigned to this worker.");
     pthread_mutex_lock(&m->lag_lock);
     char topic[2 * LAG_TOPIC_MAX];
-    label_escape(m->lag_topic, topic, sizeof(topic));
+    prom_label_escape(m->lag_topic, topic, sizeof(topic));
     for (size_t i = 0; i < m->nlag; i++)
         prom_line(out, "mcpq_worker_kafka_consumer_lag{topic=\"%s\",partition=\"%d\"} %lld\n",
                   topic, (int)m->lag_parts[i], (long long)m->lag_values[i]);
     pthread_mutex_unlock(&m->lag_lock);
+}
+
+/* Queue wait, result write and tasks finished. */
+static void render_latency(wrk_stats_t *m, util_buf_t *out)
+{
+    prom_head(out, "mcpq_worker_queue_wait_seconds", "histogram",
+              "From the ingress handing a job to Kafka (its sent_us) to this worker picking it "
+              "up (assumes NTP-synced clocks).");
+    prom_histogram(out, "mcpq_worker_queue_wait_seconds", "", &m->queue_wait);
+    prom_head(out, "mcpq_worker_result_write_seconds", "histogram",
+              "How long making a result record durable in Redis took (one write).");
+    prom_histogram(out, "mcpq_worker_result_write_seconds", "", &m->result_write);
+    prom_head(out, "mcpq_worker_tasks_finished_total", "counter",
+              "Tasks whose run on this worker ended, by the state it left them in.");
+    for (int i = 0; i < WRK_TASK_COUNT; i++)
+        prom_line(out, "mcpq_worker_tasks_finished_total{state=\"%s\"} %llu\n", task_state_names[i],
+                  atomic_load(&m->tasks_finished[i]));
 }
 
 int wrk_stats_render(wrk_stats_t *m, util_buf_t *out)
@@ -214,9 +227,13 @@ int wrk_stats_render(wrk_stats_t *m, util_buf_t *out)
         }
     prom_head(out, "mcpq_worker_job_duration_seconds", "histogram",
               "How long jobs ran in their executor, by executor type.");
-    for (size_t e = 0; e < NEXEC; e++)
-        prom_histogram(out, "mcpq_worker_job_duration_seconds", "executor", exec_names[e],
-                       buckets_s, NBUCKET, m->hist[e], &m->hist_sum_us[e]);
+    for (size_t e = 0; e < NEXEC; e++) {
+        char labels[64];
+        snprintf(labels, sizeof(labels), "executor=\"%s\"", exec_names[e]);
+        if (prom_hist_count(&m->hist[e])) /* the executors that ran here */
+            prom_histogram(out, "mcpq_worker_job_duration_seconds", labels, &m->hist[e]);
+    }
+    render_latency(m, out);
     prom_head(out, "mcpq_worker_running_jobs", "gauge", "Executors running now.");
     prom_line(out, "mcpq_worker_running_jobs %zu\n", atomic_load(&m->running));
     prom_head(out, "mcpq_worker_inflight_jobs", "gauge",
@@ -260,7 +277,7 @@ int wrk_stats_render(wrk_stats_t *m, util_buf_t *out)
     prom_head(out, "mcpq_worker_stopping", "gauge",
               "1 once the worker was told to stop (SIGTERM): it takes no new jobs.");
     prom_line(out, "mcpq_worker_stopping %d\n", atomic_load(&m->stopping));
-    return prom_process(out, "worker", m->start_ms);
+    return prom_process(out, "worker", m->start_ms, MHD_get_version());
 }
 
 /* ---- the HTTP server ---- */

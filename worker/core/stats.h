@@ -7,6 +7,10 @@
  *   mcpq_worker_jobs_total{executor,outcome}     jobs that ended, by executor type and outcome
  *                                                (ok, tool_error, timeout, error, cancelled)
  *   mcpq_worker_job_duration_seconds{executor}   histogram of executor run time
+ *   mcpq_worker_queue_wait_seconds               histogram: envelope sent_us to pick-up
+ *   mcpq_worker_result_write_seconds             histogram: one durable result write
+ *   mcpq_worker_tasks_finished_total{state}      task runs ended: complete, terminated,
+ *                                                cancelled
  *   mcpq_worker_running_jobs                     executors running now
  *   mcpq_worker_inflight_jobs                    jobs held (checking, running, writing)
  *   mcpq_worker_jobs_released_total              jobs let go without a result (shutdown):
@@ -28,7 +32,8 @@
  *                                                (MCPQ_WORKER_REDIS_LOST_LEAVE_MS)
  *   mcpq_worker_redis_lost_leaves_total          times it left the group for that
  *   mcpq_worker_stopping                         1 once SIGTERM arrived
- * plus mcpq_build_info and process_start_time_seconds (prom.h).
+ * plus mcpq_build_info, process_start_time_seconds and process_* (prom.h). Histograms are
+ * observed in µs into prom.h's one bucket table (100 µs to 60 s).
  *
  * /healthz answers 200 while the process runs; /readyz 200 while Kafka and Redis are
  * reachable and the worker is not stopping, else 503 with {"ready":false,...} saying which.
@@ -66,6 +71,14 @@ typedef enum {
 } wrk_rejected_t;
 
 /* What the loop thread publishes once per round. */
+/* The state a task run left its task in (mcpq_worker_tasks_finished_total). */
+typedef enum {
+    WRK_TASK_COMPLETE,
+    WRK_TASK_TERMINATED,
+    WRK_TASK_CANCELLED,
+    WRK_TASK_COUNT
+} wrk_task_state_t;
+
 typedef struct wrk_stats_gauges {
     size_t running;                                      /* executors running */
     size_t inflight;                                     /* jobs held */
@@ -89,10 +102,18 @@ void wrk_stats_free(wrk_stats_t *m);
  * NULL: none). 0, or MCPQ_EINVAL / MCPQ_EIO with errstr filled. */
 int wrk_stats_serve(wrk_stats_t *m, const char *listen, char *errstr, size_t errstr_size);
 
-/* A job ended; exec_type may be NULL (counted as "other"); duration_ms < 0: it never ran
- * (not in the histogram). */
+/* A job ended; exec_type may be NULL (counted as "other"); duration_us: its executor's run
+ * time, < 0: it never ran (not in the histogram). */
 void wrk_stats_job(wrk_stats_t *m, const char *exec_type, wrk_outcome_t outcome,
-                   int64_t duration_ms);
+                   int64_t duration_us);
+/* A job was picked up at picked_us (Unix µs, this host's clock) that the ingress sent at
+ * sent_us (the envelope's; its host's clock): the difference, clamped at 0, is the queue wait.
+ * sent_us <= 0 (an older ingress): not observed. */
+void wrk_stats_queue_wait(wrk_stats_t *m, int64_t sent_us, int64_t picked_us);
+/* A result record was made durable in Redis in duration_us. */
+void wrk_stats_result_write(wrk_stats_t *m, int64_t duration_us);
+/* A task run ended leaving its task in state. */
+void wrk_stats_task_finished(wrk_stats_t *m, wrk_task_state_t state);
 /* A job was let go without a result at shutdown (mcpq_worker_jobs_released_total). */
 void wrk_stats_released(wrk_stats_t *m);
 /* A record came again, handled as how (mcpq_worker_jobs_redelivered_total). */

@@ -114,6 +114,7 @@ void wrk_store_submit(wrk_store_t *st, wrk_store_req_t *req)
 {
     if (req->queued)
         return;
+    req->submitted_us = util_mono_us();
     req->next = NULL;
     req->queued = 1;
     if (st->tail)

@@ -82,6 +82,8 @@ struct wrk_store_req {
     const char *self; /* CHECK: this worker's id (ask_live leaves its own questions out) */
     int asked;        /* CHECK: 1 when {mcpq}:asked:<id> is set (an attempt asked its client) */
     int ask_live;     /* CHECK: 1 when {mcpq}:ask:<id> is kept alive by another worker */
+    int64_t submitted_us; /* util_mono_us() when wrk_store_submit() queued it (set there): a
+                           * WRITE's done callback times the durable write from it */
     /* private */
     int phase;         /* WRITE, CANCEL: 0 SET/GET pending, 1 XADD pending; 4 (all three):
                         * written, waiting for replicas (wrk_store_set_wait) */

@@ -179,8 +179,11 @@ static void test_group_early(void)
 /* The response to a record for call c, as text (malloc'd), and its outcome. */
 static char *answer(const ing_call_t *c, const char *rec, ing_call_outcome_t *outcome)
 {
-    char *out = ing_pending_record_response(c, rec, strlen(rec), outcome);
+    int64_t finished_us = -1;
+    char *out = ing_pending_record_response(c, rec, strlen(rec), outcome, &finished_us);
     CHECK(out != NULL);
+    const char *f = strstr(rec, "\"finished_us\":"); /* what the worker wrote, else 0 */
+    CHECK_INT_EQ(finished_us, f ? strtoll(f + 14, NULL, 10) : 0);
     return out;
 }
 
@@ -196,7 +199,7 @@ static void test_method_results(void)
     c.method_result = 1;
     char *out = answer(&c,
                        "{\"v\":1,\"job_id\":\"j1\",\"status\":\"ok\",\"result\":{\"messages\":[],"
-                       "\"isError\":true}}",
+                       "\"isError\":true},\"finished_us\":1796000000123456}",
                        &outcome);
     CHECK_STR_EQ(out,
                  "{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{\"messages\":[],\"isError\":true}}");

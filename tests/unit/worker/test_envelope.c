@@ -13,6 +13,7 @@ static const char good[] =
     "\"attachments\":[],\"task_id\":null,\"channel_id\":\"c_1\","
     "\"executor\":{\"type\":\"http\",\"url\":\"http://x\",\"secret\":\"whsec_AAE=\"},"
     "\"mode\":\"sync\",\"timeout_ms\":60000,\"created_ms\":1767225600000,"
+    "\"sent_us\":1767225600001234,"
     "\"deadline_ms\":1767225660000,\"reply_to\":\"" NAMES_KEY_REPLY "ingress-0-1a2b\","
     "\"progress_token\":\"abc\","
     "\"traceparent\":\"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\"}";
@@ -36,6 +37,7 @@ static void test_good(void)
     CHECK_STR_EQ(env.traceparent, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
     CHECK_INT_EQ(env.deadline_ms, 1767225660000LL);
     CHECK_INT_EQ(env.created_ms, 1767225600000LL);
+    CHECK_INT_EQ(env.sent_us, 1767225600001234LL);
     CHECK_INT_EQ(env.timeout_ms, 60000);
     CHECK(cJSON_IsObject(env.arguments));
 
@@ -116,6 +118,9 @@ static void test_bad(void)
         {"{\"v\":1,\"job_id\":\"j1\",\"tenant\":\"t\",\"tool\":\"x\",\"deadline_ms\":1.5,"
          "\"executor\":{\"type\":\"builtin\"}}",
          "deadline_ms", 1, 0},
+        {"{\"v\":1,\"job_id\":\"j1\",\"tenant\":\"t\",\"tool\":\"x\",\"sent_us\":-1,"
+         "\"executor\":{\"type\":\"builtin\"}}",
+         "sent_us", 1, 0},
         {"{\"v\":1,\"job_id\":\"j1\",\"tenant\":\"t\",\"tool\":\"x\",\"timeout_ms\":\"9\","
          "\"executor\":{\"type\":\"builtin\"}}",
          "timeout_ms", 1, 0},

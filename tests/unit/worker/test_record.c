@@ -17,13 +17,17 @@ static void test_ok(void)
                       .worker = "worker-0",
                       .attempt = 1,
                       .started_ms = 1767225600000LL,
-                      .finished_ms = 1767225600123LL};
+                      .finished_ms = 1767225600123LL,
+                      .picked_us = 1767225599999001LL,
+                      .finished_us = 1767225600123456LL};
     size_t len = 0;
     char *s = wrk_record_build(&r, &len);
+    /* Unix µs (16 digits) come out whole, not rounded to a double's shortest form. */
     CHECK_STR_EQ(s, "{\"v\":1,\"job_id\":\"j_1\",\"tenant\":\"acme\",\"tool\":\"echo\","
                     "\"status\":\"ok\",\"result\":{\"content\":[{\"type\":\"text\",\"text\":"
                     "\"hi\"}],\"isError\":false},\"worker\":\"worker-0\",\"attempt\":1,"
-                    "\"started_ms\":1767225600000,\"finished_ms\":1767225600123}");
+                    "\"started_ms\":1767225600000,\"finished_ms\":1767225600123,"
+                    "\"finished_us\":1767225600123456,\"picked_us\":1767225599999001}");
     CHECK_INT_EQ(len, strlen(s));
     free(s);
     /* The record borrowed the result: it is still whole. */

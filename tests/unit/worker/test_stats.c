@@ -24,9 +24,14 @@ static void test_counters(void)
 {
     wrk_stats_t *m = wrk_stats_new();
     CHECK(m != NULL);
-    wrk_stats_job(m, "builtin", WRK_OUT_OK, 3);
-    wrk_stats_job(m, "builtin", WRK_OUT_OK, 2000);
-    wrk_stats_job(m, "exec", WRK_OUT_TIMEOUT, 60000);
+    wrk_stats_job(m, "builtin", WRK_OUT_OK, 90); /* µs */
+    wrk_stats_job(m, "builtin", WRK_OUT_OK, 2000000);
+    wrk_stats_job(m, "exec", WRK_OUT_TIMEOUT, 60000000);
+    wrk_stats_queue_wait(m, 1000000, 1000250); /* 250 µs */
+    wrk_stats_queue_wait(m, 1000000, 999000);  /* clock skew: 0 */
+    wrk_stats_queue_wait(m, 0, 999000);        /* an older ingress: not observed */
+    wrk_stats_result_write(m, 1500);
+    wrk_stats_task_finished(m, WRK_TASK_TERMINATED);
     wrk_stats_job(m, "weird", WRK_OUT_ERROR, -1); /* never ran: not in the histogram */
     wrk_stats_released(m);
     wrk_stats_redelivered(m, WRK_REDELIVERED_RESENT);
@@ -51,7 +56,18 @@ static void test_counters(void)
     CHECK_CONTAINS(text, "mcpq_worker_jobs_total{executor=\"other\",outcome=\"error\"} 1\n");
     CHECK_CONTAINS(text, "mcpq_worker_jobs_total{executor=\"http\",outcome=\"ok\"} 0\n");
     CHECK_CONTAINS(
-        text, "mcpq_worker_job_duration_seconds_bucket{executor=\"builtin\",le=\"0.005\"} 1\n");
+        text, "mcpq_worker_job_duration_seconds_bucket{executor=\"builtin\",le=\"0.0001\"} 1\n");
+    CHECK_CONTAINS(text, "mcpq_worker_job_duration_seconds_sum{executor=\"builtin\"} 2.000090\n");
+    CHECK_CONTAINS(text, "mcpq_worker_queue_wait_seconds_bucket{le=\"0.0001\"} 1\n");
+    CHECK_CONTAINS(text, "mcpq_worker_queue_wait_seconds_bucket{le=\"0.00025\"} 2\n");
+    CHECK_CONTAINS(text, "mcpq_worker_queue_wait_seconds_sum 0.000250\n");
+    CHECK_CONTAINS(text, "mcpq_worker_queue_wait_seconds_count 2\n");
+    CHECK_CONTAINS(text, "mcpq_worker_result_write_seconds_bucket{le=\"0.001\"} 0\n");
+    CHECK_CONTAINS(text, "mcpq_worker_result_write_seconds_bucket{le=\"0.0025\"} 1\n");
+    CHECK_CONTAINS(text, "mcpq_worker_tasks_finished_total{state=\"terminated\"} 1\n");
+    CHECK_CONTAINS(text, "mcpq_worker_tasks_finished_total{state=\"complete\"} 0\n");
+    CHECK_CONTAINS(text, "process_resident_memory_bytes ");
+    CHECK_CONTAINS(text, ",binary=\"worker\",librdkafka=\"");
     CHECK_CONTAINS(text,
                    "mcpq_worker_job_duration_seconds_bucket{executor=\"builtin\",le=\"2.5\"} 2\n");
     CHECK_CONTAINS(text, "mcpq_worker_job_duration_seconds_count{executor=\"builtin\"} 2\n");
