@@ -862,6 +862,8 @@ static void access_log(ing_req_t *req, enum MHD_RequestTerminationCode toe)
         cJSON_AddStringToObject(f, "tenant", req->tenant);
     cJSON_AddStringToObject(f, "request_id", req->request_id);
     cJSON_AddStringToObject(f, "trace_id", ing_req_trace_id(req));
+    if (req->call.trace.trace_id[0]) /* the ingress's span of the call: its SERVER span (otel.h) */
+        cJSON_AddStringToObject(f, "span_id", req->call.trace.span_id);
     cJSON_AddStringToObject(f, "listener", req->planes == ING_PLANE_OPS ? "ops" : "clients");
     cJSON_AddStringToObject(f, "client", client);
     if (!req->status || toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)

@@ -10,9 +10,11 @@
  *     (whose span id is the parent-id the upstream received) and "result"; the tracestate
  *     reaches the upstream; attributes by name; children inside their parents in time; the
  *     queue wait starts when the ingress built the job;
+ *   - a client's unsampled traceparent records nothing and stays unsampled;
  *   - a failed call's spans carry error status and error.type;
  *   - an mcp executor's request to its upstream (/mcp) is a CLIENT span, its context sent;
  *   - a task's webhook delivery (/hook) is a CLIENT span of the task's trace;
+ *   - --print-config says whether export is on and where to;
  *   - every body decodes against the OTLP protobuf schema (tests/clients/otlp-check.mjs, when
  *     the client packages are installed);
  *   - collector down: calls still work and mcpq_otel_spans_dropped_total{reason="export_failed"}
@@ -40,12 +42,15 @@
 #define P "00f067aa0ba902b7"
 #define T3 "11112222333344445555666677778888"
 #define T4 "99998888777766665555444433332222"
+#define T5 "5555aaaa5555aaaa5555aaaa5555aaaa"
+#define T6 "6666bbbb6666bbbb6666bbbb6666bbbb"
 #define STATE "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE"
 #define PRIVATE "MCPQ_WEBHOOK_ALLOW_PRIVATE=1" /* the webhook receiver is on loopback */
 #define SECRET "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwTest0001"
 
 static fx_stack_t fx;
 static int srv_port;
+static char ilog[400], wlog[400]; /* the main ingress's and worker's logs */
 
 /* ---- the server: spans received, tool requests seen ---- */
 
@@ -443,6 +448,14 @@ static void check_tree(void)
     CHECK_STR_EQ(attr(client, "url.full"), full); /* no query: it may hold secrets */
     CHECK_STR_EQ(attr(result, "db.system.name"), "redis");
     TEST_PASS("the spans' attributes by name (MCP, messaging and HTTP conventions)");
+
+    /* the access line of the request names its SERVER span; the worker's job lines, its span */
+    char want[80];
+    snprintf(want, sizeof(want), "\"span_id\":\"%s\"", field(server, "spanId"));
+    CHECK(fx_log_count(ilog, "\"msg\":\"access\"", want) == 1);
+    snprintf(want, sizeof(want), "\"span_id\":\"%s\"", field(exec, "spanId"));
+    CHECK(fx_log_count(wlog, "\"msg\":\"job start\"", want) == 1);
+    TEST_PASS("the access line carries the SERVER span's id, the job's lines the job span's");
     cJSON_Delete(server);
     cJSON_Delete(producer);
     cJSON_Delete(wait);
@@ -510,6 +523,58 @@ static void check_webhook(void)
     TEST_PASS("a webhook delivery is a CLIENT span of the task's trace, its context sent along");
     cJSON_Delete(server);
     cJSON_Delete(post);
+}
+
+/* A client's unsampled traceparent (flags 00): with the default sampler (parentbased_always_on)
+ * nothing of its trace is recorded, and the tool still gets the trace with flags 00. Spans
+ * leave each process in the order they end, so once a later call's ingress and worker spans
+ * arrived, the unsampled call's would have too. */
+static void check_unsampled(int port)
+{
+    CHECK_INT_EQ(call(port, "web", "unsampled", "traceparent: 00-" T5 "-" P "-00", NULL), 200);
+    seen_t s = wait_seen("unsampled");
+    trace_ctx_t t;
+    CHECK_INT_EQ(trace_parse(s.traceparent, &t), 0);
+    CHECK_STR_EQ(t.trace_id, T5);
+    CHECK_INT_EQ(t.flags, 0);
+    CHECK_INT_EQ(call(port, "web", "sampled", "traceparent: 00-" T6 "-" P "-01", NULL), 200);
+    cJSON_Delete(span_named(T6, "tools/call web"));
+    cJSON_Delete(span_named(T6, "execute_tool web"));
+    pthread_mutex_lock(&mu);
+    const cJSON *sp;
+    cJSON_ArrayForEach(sp, spans) CHECK(strcmp(field(sp, "traceId"), T5) != 0);
+    pthread_mutex_unlock(&mu);
+    TEST_PASS("an unsampled client trace records nothing and stays unsampled downstream");
+}
+
+/* mcpq-worker --print-config with extra_env: its output into out. */
+static void print_config(const char *const extra_env[], char *out, size_t size)
+{
+    char bin[400], log[400];
+    static int n;
+    snprintf(bin, sizeof(bin), "%s/mcpq-worker", fx_bin_dir());
+    snprintf(log, sizeof(log), "%s/print-config-%d.log", fx.dir, n++);
+    const char *argv[] = {bin, "--print-config", NULL};
+    pid_t pid = fx_spawn(argv, extra_env, log);
+    CHECK(pid > 0);
+    CHECK_INT_EQ(fx_wait_exit(pid, 20000), 0);
+    fx_read_file(log, out, size);
+}
+
+/* --print-config says whether spans are exported and where to. */
+static void check_print_config(void)
+{
+    static char out[65536];
+    const char *on[] = {"MCPQ_KAFKA_BROKERS=127.0.0.1:1",
+                        "OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318", NULL};
+    print_config(on, out, sizeof(out));
+    CHECK_CONTAINS(out, "# trace export (OpenTelemetry): on, OTLP/HTTP JSON to "
+                        "http://collector:4318/v1/traces as mcpq-worker");
+    const char *off[] = {"MCPQ_KAFKA_BROKERS=127.0.0.1:1", "OTEL_EXPORTER_OTLP_ENDPOINT=",
+                         "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=", NULL};
+    print_config(off, out, sizeof(out));
+    CHECK_CONTAINS(out, "# trace export (OpenTelemetry): off");
+    TEST_PASS("--print-config says whether spans are exported and where to");
 }
 
 /* Every OTLP body received decodes against the OTLP protobuf schema (otlp-check.mjs). */
@@ -604,10 +669,11 @@ int main(void)
     const char *ienv[] = {endpoint, "OTEL_BSP_SCHEDULE_DELAY=100",
                           "MCPQ_WEBHOOK_RETRY_SCHEDULE=0,1,1", PRIVATE, NULL};
     int port = fx_free_port();
-    pid_t ing = fx_spawn_ingress(&fx, "ingress", port, cfg, ienv, NULL, 0);
+    pid_t ing = fx_spawn_ingress(&fx, "ingress", port, cfg, ienv, ilog, sizeof(ilog));
     CHECK(ing > 0);
     pid_t w = fx_spawn_worker(&fx, "w1", env);
     CHECK(w > 0);
+    snprintf(wlog, sizeof(wlog), "%s/w1.log", fx.dir);
 
     CHECK_INT_EQ(call(port, "web", "tree", "traceparent: 00-" T1 "-" P "-01",
                       "tracestate: " STATE),
@@ -620,6 +686,8 @@ int main(void)
     check_mcp();
     CHECK_INT_EQ(call(port, "job", "task", "traceparent: 00-" T3 "-" P "-01", NULL), 200);
     check_webhook();
+    check_unsampled(port);
+    check_print_config();
     check_degraded(cfg);
     metric_wait(port, "mcpq_otel_spans_exported_total", 2);
 
