@@ -145,8 +145,8 @@ static int config_sampler(otel_config_t *cfg, char *err, size_t errlen)
         char *end = NULL;
         double r = arg ? strtod(arg, &end) : 1.0;
         if (arg && (*end || !(r >= 0.0 && r <= 1.0))) {
-            snprintf(err, errlen, "OTEL_TRACES_SAMPLER_ARG must be a number in [0, 1], got \"%.64s\"",
-                     arg);
+            snprintf(err, errlen,
+                     "OTEL_TRACES_SAMPLER_ARG must be a number in [0, 1], got \"%.64s\"", arg);
             return MCPQ_EINVAL;
         }
         cfg->ratio = r;
@@ -211,12 +211,12 @@ int otel_config_load(otel_config_t *cfg, const char *default_service, char *err,
     memset(cfg, 0, sizeof(*cfg));
     int have = config_url(cfg);
     const char *exporter = env_nonempty("OTEL_TRACES_EXPORTER");
-    cfg->enabled = have && !env_true("OTEL_SDK_DISABLED") &&
-                   !(exporter && strcmp(exporter, "none") == 0);
+    cfg->enabled =
+        have && !env_true("OTEL_SDK_DISABLED") && !(exporter && strcmp(exporter, "none") == 0);
     if (cfg->enabled && strncasecmp(cfg->url, "http://", 7) != 0 &&
         strncasecmp(cfg->url, "https://", 8) != 0) {
-        snprintf(err, errlen, "the OTLP endpoint must be an http:// or https:// URL, got \"%.200s\"",
-                 cfg->url);
+        snprintf(err, errlen,
+                 "the OTLP endpoint must be an http:// or https:// URL, got \"%.200s\"", cfg->url);
         return MCPQ_EINVAL;
     }
     if (exporter && strcmp(exporter, "otlp") != 0 && strcmp(exporter, "none") != 0)
@@ -454,8 +454,8 @@ static cJSON *span_json(const otel_span_t *s)
     add_nanos(o, "endTimeUnixNano", s->end_us);
     cJSON *attrs = cJSON_AddArrayToObject(o, "attributes");
     for (int i = 0; i < s->nattrs; i++)
-        cJSON_AddItemToArray(attrs, attr_json(s->attrs[i].key, s->attrs[i].type, s->attrs[i].i,
-                                              s->attrs[i].s));
+        cJSON_AddItemToArray(
+            attrs, attr_json(s->attrs[i].key, s->attrs[i].type, s->attrs[i].i, s->attrs[i].s));
     cJSON *st = cJSON_AddObjectToObject(o, "status");
     if (s->status != OTEL_STATUS_UNSET)
         cJSON_AddNumberToObject(st, "code", s->status);
@@ -471,8 +471,8 @@ int otel_spans_json(otel_span_t *const *spans, size_t n, util_buf_t *out)
     cJSON_AddItemToArray(cJSON_AddArrayToObject(root, "resourceSpans"), rs);
     cJSON *rattrs = cJSON_AddArrayToObject(cJSON_AddObjectToObject(rs, "resource"), "attributes");
     for (int i = 0; i < ex.cfg.nresource; i++)
-        cJSON_AddItemToArray(
-            rattrs, attr_json(ex.cfg.resource[i].key, 's', 0, ex.cfg.resource[i].value));
+        cJSON_AddItemToArray(rattrs,
+                             attr_json(ex.cfg.resource[i].key, 's', 0, ex.cfg.resource[i].value));
     cJSON *ss = cJSON_CreateObject();
     cJSON_AddItemToArray(cJSON_AddArrayToObject(rs, "scopeSpans"), ss);
     cJSON *scope = cJSON_AddObjectToObject(ss, "scope");

@@ -85,8 +85,8 @@ typedef struct otel_config {
     int nresource;
     long queue_max, batch_max, delay_ms, timeout_ms;
     otel_sampler_t sampler;
-    int parent_based; /* parentbased_*: a span with a parent follows its sampled flag */
-    double ratio;     /* traceidratio's probability, 0..1 */
+    int parent_based;  /* parentbased_*: a span with a parent follows its sampled flag */
+    double ratio;      /* traceidratio's probability, 0..1 */
     char warning[256]; /* a start-up warning to log ("" when none) */
 } otel_config_t;
 

@@ -46,7 +46,7 @@ typedef struct wh_xfer {
     char webhook[128];
     char event[32];
     char token[96];
-    trace_ctx_t trace;         /* the task's trace with this attempt's span; trace_id "" if none */
+    trace_ctx_t trace; /* the task's trace with this attempt's span; trace_id "" if none */
     char parent_span[TRACE_SPAN_HEX + 1]; /* the task's span (the creating call's) */
     otel_span_t *span;         /* this attempt's CLIENT span (otel.h); NULL when not exported */
     char *url;                 /* for the 410 mark only; never logged */

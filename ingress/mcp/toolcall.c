@@ -97,7 +97,8 @@ static void call_trace(ing_mcp_t *m, const rpc_msg_t *msg, trace_ctx_t *t, const
         memset(t, 0, sizeof(*t)); /* no randomness: the call runs untraced */
         return;
     }
-    t->flags = (unsigned char)((t->flags & ~1u) | (otel_sample(have ? &in : NULL, t->trace_id) ? 1u : 0u));
+    t->flags =
+        (unsigned char)((t->flags & ~1u) | (otel_sample(have ? &in : NULL, t->trace_id) ? 1u : 0u));
 }
 
 /* The request's SERVER span (docs/operations.md, "Traces (OpenTelemetry)"), once per HTTP
@@ -120,15 +121,18 @@ static otel_span_t *call_span(ing_mcp_t *m, const rpc_msg_t *msg, const trace_ct
     int64_t start = util_now_us() - (req->t0_us ? util_mono_us() - req->t0_us : 0);
     otel_span_t *s = otel_span_start(t, parent, name, OTEL_KIND_SERVER, start);
     otel_span_str(s, "mcp.method.name", msg->method);
-    otel_span_str(s, call ? "gen_ai.tool.name" : prompt ? "gen_ai.prompt.name" : "mcpq.object",
+    otel_span_str(s,
+                  call     ? "gen_ai.tool.name"
+                  : prompt ? "gen_ai.prompt.name"
+                           : "mcpq.object",
                   tool);
     if (call)
         otel_span_str(s, "gen_ai.operation.name", "execute_tool");
     otel_span_str(s, "mcp.resource.uri", uri);
     if (msg->id)
-        otel_span_str(s, "jsonrpc.request.id", cJSON_IsString(msg->id)
-                                                   ? msg->id->valuestring
-                                                   : rpc_id_str(msg->id, id, sizeof(id)));
+        otel_span_str(s, "jsonrpc.request.id",
+                      cJSON_IsString(msg->id) ? msg->id->valuestring
+                                              : rpc_id_str(msg->id, id, sizeof(id)));
     otel_span_str(s, "mcp.protocol.version", m->version);
     if (m->has_session)
         otel_span_str(s, "mcp.session.id", m->session.id);
@@ -315,8 +319,8 @@ typedef struct tc {
     trace_ctx_t producer;
     char traceparent[TRACE_PARENT_LEN + 1];
     char server_tp[TRACE_PARENT_LEN + 1]; /* the call's trace (the SERVER span): a task's */
-    const cJSON *schema; /* the tool version's inputSchema */
-    const char *ikey;    /* arguments.idempotency_key, or NULL */
+    const cJSON *schema;                  /* the tool version's inputSchema */
+    const char *ikey;                     /* arguments.idempotency_key, or NULL */
     char idem_id[ING_JOB_ID_LEN];
     char owner[ING_OWNER_MAX]; /* the caller's principal (owner.h): its tasks and keys */
     long long timeout_ms;
@@ -475,8 +479,7 @@ static tc_status_t tc_tool(tc_t *tc)
     if (tc->call->trace.trace_id[0]) {
         trace_format(&tc->call->trace, tc->server_tp);
         tc->producer = tc->call->trace;
-        if (!tc->detached &&
-            call_span(tc->m, tc->msg, &tc->call->trace, parent, tc->tool->name) &&
+        if (!tc->detached && call_span(tc->m, tc->msg, &tc->call->trace, parent, tc->tool->name) &&
             trace_child(&tc->call->trace, &tc->producer) < 0)
             tc->producer = tc->call->trace;
         trace_format(&tc->producer, tc->traceparent);
@@ -705,8 +708,7 @@ static tc_status_t answer_task(tc_t *tc, const char *id, const ing_tasks_t *task
 
 /* Hands the job (payload) to Kafka under a PRODUCER span "send <topic>" (its context is what
  * the record carries); mq_producer_send's result. */
-static int tc_send(tc_t *tc, const char *job_id, const char *key, const char *payload,
-                   void *opaque)
+static int tc_send(tc_t *tc, const char *job_id, const char *key, const char *payload, void *opaque)
 {
     ing_ctx_t *ctx = tc->ctx;
     const char *topic = ctx->set->topic_jobs;

@@ -240,13 +240,11 @@ static const char *attr(const cJSON *span, const char *key)
     return "(absent)";
 }
 
-
 static const char *attr(const cJSON *span, const char *key);
 
 /* A copy of the span of trace_id named name (prefix match) whose attribute key is value (key
  * NULL: any), waiting up to 30 s; the caller frees it. */
-static cJSON *span_where(const char *trace_id, const char *name, const char *key,
-                         const char *value)
+static cJSON *span_where(const char *trace_id, const char *name, const char *key, const char *value)
 {
     for (long long until = fx_now_ms() + 30000; fx_now_ms() < until; fx_sleep_ms(100)) {
         cJSON *found = NULL;
@@ -304,25 +302,26 @@ static int status_code(const cJSON *span)
 static void write_config(const char *path)
 {
     char cfg[4096];
-    snprintf(cfg, sizeof(cfg),
-             "{\"tenants\":[{\"id\":\"ot\",\"api_keys\":[{\"id\":\"k\",\"key\":\"otel-key\"}],"
-             "\"webhooks\":[{\"id\":\"wh\",\"url\":\"http://127.0.0.1:%d/hook\",\"secret\":\"" SECRET
-             "\",\"events\":[\"task.completed\"]}]}],"
-             "\"servers\":[{\"tenant\":\"ot\",\"name\":\"default\"}],\"tools\":["
-             "{\"tenant\":\"ot\",\"server\":\"default\",\"name\":\"web\",\"published\":\"1\","
-             "\"versions\":[{\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},"
-             "\"executor\":{\"type\":\"http\",\"url\":\"http://127.0.0.1:%d/tool?k=secret\"}}]},"
-             "{\"tenant\":\"ot\",\"server\":\"default\",\"name\":\"bad\",\"published\":\"1\","
-             "\"versions\":[{\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},"
-             "\"executor\":{\"type\":\"http\",\"url\":\"http://127.0.0.1:%d/fail\"}}]},"
-             "{\"tenant\":\"ot\",\"server\":\"default\",\"name\":\"up\",\"published\":\"1\","
-             "\"versions\":[{\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},"
-             "\"executor\":{\"type\":\"mcp\",\"url\":\"http://127.0.0.1:%d/mcp\",\"tool\":"
-             "\"echo\"}}]},"
-             "{\"tenant\":\"ot\",\"server\":\"default\",\"name\":\"job\",\"published\":\"1\","
-             "\"versions\":[{\"version\":\"1\",\"mode\":\"task\",\"inputSchema\":{\"type\":"
-             "\"object\"},\"executor\":{\"type\":\"http\",\"url\":\"http://127.0.0.1:%d/tool\"}}]}]}",
-             srv_port, srv_port, srv_port, srv_port, srv_port);
+    snprintf(
+        cfg, sizeof(cfg),
+        "{\"tenants\":[{\"id\":\"ot\",\"api_keys\":[{\"id\":\"k\",\"key\":\"otel-key\"}],"
+        "\"webhooks\":[{\"id\":\"wh\",\"url\":\"http://127.0.0.1:%d/hook\",\"secret\":\"" SECRET
+        "\",\"events\":[\"task.completed\"]}]}],"
+        "\"servers\":[{\"tenant\":\"ot\",\"name\":\"default\"}],\"tools\":["
+        "{\"tenant\":\"ot\",\"server\":\"default\",\"name\":\"web\",\"published\":\"1\","
+        "\"versions\":[{\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},"
+        "\"executor\":{\"type\":\"http\",\"url\":\"http://127.0.0.1:%d/tool?k=secret\"}}]},"
+        "{\"tenant\":\"ot\",\"server\":\"default\",\"name\":\"bad\",\"published\":\"1\","
+        "\"versions\":[{\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},"
+        "\"executor\":{\"type\":\"http\",\"url\":\"http://127.0.0.1:%d/fail\"}}]},"
+        "{\"tenant\":\"ot\",\"server\":\"default\",\"name\":\"up\",\"published\":\"1\","
+        "\"versions\":[{\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},"
+        "\"executor\":{\"type\":\"mcp\",\"url\":\"http://127.0.0.1:%d/mcp\",\"tool\":"
+        "\"echo\"}}]},"
+        "{\"tenant\":\"ot\",\"server\":\"default\",\"name\":\"job\",\"published\":\"1\","
+        "\"versions\":[{\"version\":\"1\",\"mode\":\"task\",\"inputSchema\":{\"type\":"
+        "\"object\"},\"executor\":{\"type\":\"http\",\"url\":\"http://127.0.0.1:%d/tool\"}}]}]}",
+        srv_port, srv_port, srv_port, srv_port, srv_port);
     fx_write_file(path, cfg, 0600);
 }
 
@@ -337,7 +336,8 @@ static long call(int port, const char *tool, const char *text, const char *h1, c
              "{\"jsonrpc\":\"2.0\",\"id\":\"c-%s\",\"method\":\"tools/call\",\"params\":{\"name\":"
              "\"%s\",\"arguments\":{\"text\":\"%s\"}}}",
              text, tool, text);
-    const char *hdrs[] = {"Authorization: Bearer otel-key", "X-Request-Id: rq-otel-1", h1, h2, NULL};
+    const char *hdrs[] = {"Authorization: Bearer otel-key", "X-Request-Id: rq-otel-1", h1, h2,
+                          NULL};
     if (!h1)
         hdrs[2] = NULL;
     CHECK_INT_EQ(fx_http_post(url, hdrs, body, &r), 0);
@@ -600,8 +600,7 @@ static void check_proto(void)
 static void check_degraded(const char *cfg)
 {
     char down[128], slow[160];
-    snprintf(down, sizeof(down), "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:%d",
-             fx_free_port());
+    snprintf(down, sizeof(down), "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:%d", fx_free_port());
     int p1 = fx_free_port();
     const char *e1[] = {down, "OTEL_BSP_SCHEDULE_DELAY=100", "OTEL_EXPORTER_OTLP_TIMEOUT=2000",
                         PRIVATE, NULL};
@@ -675,8 +674,7 @@ int main(void)
     CHECK(w > 0);
     snprintf(wlog, sizeof(wlog), "%s/w1.log", fx.dir);
 
-    CHECK_INT_EQ(call(port, "web", "tree", "traceparent: 00-" T1 "-" P "-01",
-                      "tracestate: " STATE),
+    CHECK_INT_EQ(call(port, "web", "tree", "traceparent: 00-" T1 "-" P "-01", "tracestate: " STATE),
                  200);
     check_tree();
     CHECK_INT_EQ(call(port, "bad", "boom", "traceparent: 00-" T2 "-" P "-01", NULL), 200);

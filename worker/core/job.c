@@ -58,8 +58,9 @@ static void job_trace(wrk_job_t *job, const char *header)
         memset(&job->trace, 0, sizeof(job->trace));
         return;
     }
-    job->trace.flags = (unsigned char)((job->trace.flags & ~1u) |
-                                       (otel_sample(have ? &in : NULL, job->trace.trace_id) ? 1u : 0u));
+    job->trace.flags =
+        (unsigned char)((job->trace.flags & ~1u) |
+                        (otel_sample(have ? &in : NULL, job->trace.trace_id) ? 1u : 0u));
     trace_format(&job->trace, job->traceparent);
     job->env.traceparent = job->traceparent;
 }

@@ -87,8 +87,8 @@ struct wrk_job {
     char traceparent[TRACE_PARENT_LEN + 1];
     /* Spans (otel.h, docs/operations.md "Traces (OpenTelemetry)"): the job's own span is
      * trace.span_id, "execute_tool <tool>" (CONSUMER), child of parent_span (the ingress's
-     * PRODUCER span), from picked_us (below) until the job is freed; span is NULL when not exported.
-     * Executors' outbound requests and the result write are its children. */
+     * PRODUCER span), from picked_us (below) until the job is freed; span is NULL when not
+     * exported. Executors' outbound requests and the result write are its children. */
     char parent_span[TRACE_SPAN_HEX + 1];
     /* The record's tracestate header when trace_state_ok (W3C: relayed unchanged next to the
      * traceparent of the executor's outbound requests); "" when none. */

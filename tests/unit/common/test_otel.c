@@ -12,13 +12,22 @@
 #define T "4bf92f3577b34da6a3ce929d0e0e4736"
 #define P "00f067aa0ba902b7"
 
-static const char *const vars[] = {
-    "OTEL_EXPORTER_OTLP_ENDPOINT",    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_TRACES_EXPORTER",
-    "OTEL_SDK_DISABLED",              "OTEL_SERVICE_NAME",                  "OTEL_RESOURCE_ATTRIBUTES",
-    "OTEL_EXPORTER_OTLP_HEADERS",     "OTEL_EXPORTER_OTLP_TRACES_HEADERS",  "OTEL_TRACES_SAMPLER",
-    "OTEL_TRACES_SAMPLER_ARG",        "OTEL_BSP_MAX_QUEUE_SIZE",            "OTEL_BSP_SCHEDULE_DELAY",
-    "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "OTEL_EXPORTER_OTLP_TIMEOUT",         "OTEL_EXPORTER_OTLP_PROTOCOL",
-    NULL};
+static const char *const vars[] = {"OTEL_EXPORTER_OTLP_ENDPOINT",
+                                   "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                                   "OTEL_TRACES_EXPORTER",
+                                   "OTEL_SDK_DISABLED",
+                                   "OTEL_SERVICE_NAME",
+                                   "OTEL_RESOURCE_ATTRIBUTES",
+                                   "OTEL_EXPORTER_OTLP_HEADERS",
+                                   "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+                                   "OTEL_TRACES_SAMPLER",
+                                   "OTEL_TRACES_SAMPLER_ARG",
+                                   "OTEL_BSP_MAX_QUEUE_SIZE",
+                                   "OTEL_BSP_SCHEDULE_DELAY",
+                                   "OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
+                                   "OTEL_EXPORTER_OTLP_TIMEOUT",
+                                   "OTEL_EXPORTER_OTLP_PROTOCOL",
+                                   NULL};
 
 static void env_clear(void)
 {
@@ -72,7 +81,8 @@ static void config_cases(void)
     setenv("OTEL_SERVICE_NAME", "edge", 1);
     CHECK_INT_EQ(otel_config_load(&c, "mcpq-test", err, sizeof(err)), 0);
     CHECK_STR_EQ(c.resource[0].value, "edge");
-    TEST_PASS("headers and resource attributes: k=v lists, percent-decoded; OTEL_SERVICE_NAME wins");
+    TEST_PASS(
+        "headers and resource attributes: k=v lists, percent-decoded; OTEL_SERVICE_NAME wins");
 
     setenv("OTEL_BSP_MAX_QUEUE_SIZE", "ten", 1);
     CHECK_INT_EQ(otel_config_load(&c, "mcpq-test", err, sizeof(err)), MCPQ_EINVAL);
@@ -112,9 +122,15 @@ static void sampler_cases(void)
     setenv("OTEL_TRACES_SAMPLER", "traceidratio", 1);
     setenv("OTEL_TRACES_SAMPLER_ARG", "0.5", 1);
     CHECK_INT_EQ(otel_init("mcpq-test", err, sizeof(err)), 0);
-    CHECK_INT_EQ(otel_sample(NULL, "0000000000000000" "0000000000000001"), 1);
-    CHECK_INT_EQ(otel_sample(NULL, "0000000000000000" "ffffffffffffffff"), 0);
-    CHECK_INT_EQ(otel_sample(&off, "0000000000000000" "0000000000000001"), 1); /* not parentbased */
+    CHECK_INT_EQ(otel_sample(NULL, "0000000000000000"
+                                   "0000000000000001"),
+                 1);
+    CHECK_INT_EQ(otel_sample(NULL, "0000000000000000"
+                                   "ffffffffffffffff"),
+                 0);
+    CHECK_INT_EQ(otel_sample(&off, "0000000000000000"
+                                   "0000000000000001"),
+                 1); /* not parentbased */
     otel_shutdown();
     setenv("OTEL_TRACES_SAMPLER", "parentbased_always_off", 1);
     CHECK_INT_EQ(otel_init("mcpq-test", err, sizeof(err)), 0);
@@ -154,8 +170,8 @@ static void json_cases(void)
     CHECK_INT_EQ(otel_init("mcpq-test", err, sizeof(err)), 0);
     trace_ctx_t ctx;
     CHECK_INT_EQ(trace_parse("00-" T "-" P "-01", &ctx), 0);
-    otel_span_t *s = otel_span_start(&ctx, "1111111111111111", "tools/call echo",
-                                     OTEL_KIND_SERVER, 1700000000123456);
+    otel_span_t *s = otel_span_start(&ctx, "1111111111111111", "tools/call echo", OTEL_KIND_SERVER,
+                                     1700000000123456);
     CHECK(s != NULL);
     otel_span_str(s, "gen_ai.tool.name", "echo");
     otel_span_int(s, "jsonrpc.request.id", 7);
@@ -172,8 +188,9 @@ static void json_cases(void)
     cJSON *rattrs = cJSON_GetObjectItem(cJSON_GetObjectItem(rs, "resource"), "attributes");
     CHECK_STR_EQ(attr_value(rattrs, "service.name", "stringValue"), "svc");
     cJSON *ss = cJSON_GetArrayItem(cJSON_GetObjectItem(rs, "scopeSpans"), 0);
-    CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(ss, "scope"), "name")),
-                 "mcpq");
+    CHECK_STR_EQ(
+        cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(ss, "scope"), "name")),
+        "mcpq");
     cJSON *sp = cJSON_GetArrayItem(cJSON_GetObjectItem(ss, "spans"), 0);
     CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(sp, "traceId")), T);
     CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(sp, "spanId")), P);
