@@ -482,6 +482,18 @@ static void check_failed(void)
     cJSON_Delete(client);
 }
 
+/* client is a CLIENT span of trace_id answered 200, and s (what its receiver got) carries
+ * its context: the same trace, client's span id as parent-id. */
+static void check_received(const seen_t *s, const char *trace_id, const cJSON *client)
+{
+    trace_ctx_t t;
+    CHECK_INT_EQ(kind(client), 3);
+    CHECK_STR_EQ(attr(client, "http.response.status_code"), "200");
+    CHECK_INT_EQ(trace_parse(s->traceparent, &t), 0);
+    CHECK_STR_EQ(t.trace_id, trace_id);
+    CHECK_STR_EQ(t.span_id, field(client, "spanId"));
+}
+
 /* An mcp executor's call to its upstream: a CLIENT span "tools/call echo" of the job's span;
  * the upstream's tools/call names it as parent-id and gets the tracestate. */
 static void check_mcp(void)
@@ -490,13 +502,8 @@ static void check_mcp(void)
     cJSON *exec = span_named(T4, "execute_tool up");
     cJSON *up = span_named(T4, "tools/call echo");
     check_child(up, exec, 1);
-    CHECK_INT_EQ(kind(up), 3);
+    check_received(&s, T4, up);
     CHECK_STR_EQ(attr(up, "mcp.method.name"), "tools/call");
-    CHECK_STR_EQ(attr(up, "http.response.status_code"), "200");
-    trace_ctx_t t;
-    CHECK_INT_EQ(trace_parse(s.traceparent, &t), 0);
-    CHECK_STR_EQ(t.trace_id, T4);
-    CHECK_STR_EQ(t.span_id, field(up, "spanId"));
     CHECK_STR_EQ(s.tracestate, STATE);
     TEST_PASS("an mcp upstream's tools/call is a CLIENT span whose context the upstream gets");
     cJSON_Delete(exec);
@@ -512,14 +519,9 @@ static void check_webhook(void)
     cJSON *server = span_named(T3, "tools/call job");
     cJSON *post = span_where(T3, "POST", "mcpq.event", "task.completed");
     check_child(post, server, 0);
-    CHECK_INT_EQ(kind(post), 3);
-    CHECK_STR_EQ(attr(post, "http.response.status_code"), "200");
+    check_received(&hook, T3, post);
     CHECK_STR_EQ(attr(post, "mcpq.webhook"), "wh");
     CHECK_STR_EQ(attr(post, "mcpq.attempt"), "1");
-    trace_ctx_t t;
-    CHECK_INT_EQ(trace_parse(hook.traceparent, &t), 0);
-    CHECK_STR_EQ(t.trace_id, T3);
-    CHECK_STR_EQ(t.span_id, field(post, "spanId"));
     TEST_PASS("a webhook delivery is a CLIENT span of the task's trace, its context sent along");
     cJSON_Delete(server);
     cJSON_Delete(post);
