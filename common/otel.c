@@ -56,7 +56,7 @@ static void pct_decode(const char *s, size_t n, char *out, size_t size)
         n--;
     size_t o = 0;
     for (size_t i = 0; i < n && o + 1 < size; i++) {
-        if (s[i] == '%' && i + 2 < n + 0 && hexdigit(s[i + 1]) >= 0 && hexdigit(s[i + 2]) >= 0) {
+        if (s[i] == '%' && i + 2 < n && hexdigit(s[i + 1]) >= 0 && hexdigit(s[i + 2]) >= 0) {
             out[o++] = (char)(hexdigit(s[i + 1]) << 4 | hexdigit(s[i + 2]));
             i += 2;
         } else {

@@ -713,7 +713,7 @@ static int tc_send(tc_t *tc, const char *job_id, const char *key, const char *pa
     ing_ctx_t *ctx = tc->ctx;
     const char *topic = ctx->set->topic_jobs;
     otel_span_t *s = NULL;
-    if (tc->m->req->span && memcmp(&tc->producer, &tc->call->trace, sizeof(tc->producer)) != 0) {
+    if (tc->m->req->span && strcmp(tc->producer.span_id, tc->call->trace.span_id) != 0) {
         char name[OTEL_NAME_MAX];
         snprintf(name, sizeof(name), "send %s", topic);
         s = otel_span_start(&tc->producer, tc->call->trace.span_id, name, OTEL_KIND_PRODUCER, 0);
