@@ -102,7 +102,7 @@ static enum MHD_Result send_resp(ing_req_t *req, ing_resp_t *resp)
     MHD_destroy_response(r);
     if (ret == MHD_YES) {
         req->status = resp->status;
-        req->bytes = len;
+        req->bytes = strcmp(req->method, "HEAD") == 0 ? 0 : len; /* (HEAD: headers only) */
     }
     ing_metrics_request(req->ctx->metrics, req->metric, resp->status, util_mono_us() - req->t0_us);
     return ret;

@@ -10,8 +10,9 @@
  *     carry the same request_id and trace_id; the tool gets the header, an exec tool
  *     MCPQ_REQUEST_ID;
  *   - an id that is too long or holds a space is replaced by a new 32-hex id (so is none);
- *   - a 404, a route of the other listener and the ops /healthz get their header and line, the
- *     route a pattern (never the ids or the query of the target);
+ *   - a 404, a 405, a 413, a route of the other listener and the ops /healthz get their header
+ *     and line, the route a pattern (never the ids or the query of the target);
+ *   - an SSE answer carries the header, and its line counts the bytes of the frames sent;
  *   - a call whose client goes away before the answer is logged with status 0 and "aborted";
  *   - with MCPQ_ACCESS_LOG=0 the ingress writes no access line (but still returns the id).
  */
@@ -41,44 +42,94 @@ static int port, ops_port, srv_port;
 /* ---- the tool: the X-Request-Id of the last request it got ---- */
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static char tool_rid[256];
+static char tool_rid[256], up_rid[256]; /* the http tool's; the upstream's tools/call's */
 
-static enum MHD_Result on_tool(struct MHD_Connection *conn, const char *url, const char *method,
-                               const util_buf_t *b)
+static enum MHD_Result reply(struct MHD_Connection *conn, int status, const char *body)
 {
-    (void)url, (void)method, (void)b;
-    const char *rid = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
-    pthread_mutex_lock(&mu);
-    snprintf(tool_rid, sizeof(tool_rid), "%s", rid ? rid : "(none)");
-    pthread_mutex_unlock(&mu);
-    static const char body[] = "{\"ok\":true}";
     struct MHD_Response *r =
-        MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_PERSISTENT);
+        MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
     MHD_add_response_header(r, "Content-Type", "application/json");
-    enum MHD_Result ret = MHD_queue_response(conn, 200, r);
+    enum MHD_Result ret = MHD_queue_response(conn, (unsigned)status, r);
     MHD_destroy_response(r);
     return ret;
 }
 
+/* /mcp: the smallest legacy MCP server an mcp executor talks to (initialize, tools/call; any
+ * other request, server/discover included, is -32601). */
+static enum MHD_Result on_upstream(struct MHD_Connection *conn, const util_buf_t *b,
+                                   const char *rid)
+{
+    cJSON *j = cJSON_Parse(b->data ? b->data : "");
+    const char *m = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "method"));
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(j, "id");
+    char body[512];
+    if (!cJSON_IsNumber(id))
+        snprintf(body, sizeof(body), "%s", "");
+    else if (m && strcmp(m, "initialize") == 0)
+        snprintf(
+            body, sizeof(body),
+            "{\"jsonrpc\":\"2.0\",\"id\":%d,\"result\":{\"protocolVersion\":\"2025-06-18\","
+            "\"capabilities\":{\"tools\":{}},\"serverInfo\":{\"name\":\"up\",\"version\":\"1\"}}}",
+            id->valueint);
+    else if (m && strcmp(m, "tools/call") == 0)
+        snprintf(body, sizeof(body),
+                 "{\"jsonrpc\":\"2.0\",\"id\":%d,\"result\":{\"content\":[{\"type\":\"text\","
+                 "\"text\":\"up\"}]}}",
+                 id->valueint);
+    else
+        snprintf(body, sizeof(body),
+                 "{\"jsonrpc\":\"2.0\",\"id\":%d,\"error\":{\"code\":-32601,\"message\":\"no\"}}",
+                 id->valueint);
+    if (m && strcmp(m, "tools/call") == 0) {
+        pthread_mutex_lock(&mu);
+        snprintf(up_rid, sizeof(up_rid), "%s", rid ? rid : "(none)");
+        pthread_mutex_unlock(&mu);
+    }
+    cJSON_Delete(j);
+    return reply(conn, body[0] ? 200 : 202, body);
+}
+
+static enum MHD_Result on_tool(struct MHD_Connection *conn, const char *url, const char *method,
+                               const util_buf_t *b)
+{
+    (void)method;
+    const char *rid = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
+    if (strcmp(url, "/mcp") == 0)
+        return on_upstream(conn, b, rid);
+    pthread_mutex_lock(&mu);
+    snprintf(tool_rid, sizeof(tool_rid), "%s", rid ? rid : "(none)");
+    pthread_mutex_unlock(&mu);
+    return reply(conn, 200, "{\"ok\":true}");
+}
+
 static void write_config(const char *path)
 {
-    char cfg[4096];
+    char cfg[8192];
     snprintf(cfg, sizeof(cfg),
              "{\"tenants\":[{\"id\":\"al\",\"api_keys\":[{\"id\":\"k\",\"key\":\"al-key\"}]}],"
              "\"servers\":[{\"tenant\":\"al\",\"name\":\"default\"}],"
              "\"tools\":["
              "{\"tenant\":\"al\",\"server\":\"default\",\"name\":\"web\",\"published\":\"1\","
              "\"versions\":[{\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},"
-             "\"executor\":{\"type\":\"http\",\"url\":\"http://127.0.0.1:%d/tool\"}}]},"
+             "\"executor\":{\"type\":\"http\",\"url\":\"http://127.0.0.1:%d/tool\","
+             "\"headers\":{\"X-Request-Id\":\"configured\"}}}]},"
+             "{\"tenant\":\"al\",\"server\":\"default\",\"name\":\"up\",\"published\":\"1\","
+             "\"versions\":[{\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},"
+             "\"executor\":{\"type\":\"mcp\",\"url\":\"http://127.0.0.1:%d/mcp\",\"tool\":"
+             "\"echo\",\"headers\":{\"X-Request-Id\":\"configured\"}}}]},"
              "{\"tenant\":\"al\",\"server\":\"default\",\"name\":\"sh\",\"published\":\"1\","
              "\"versions\":[{\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},"
              "\"executor\":{\"type\":\"exec\",\"argv\":[\"sh\",\"-c\","
              "\"printf 'rid=%%s' \\\"$MCPQ_REQUEST_ID\\\"\"]}}]},"
+             "{\"tenant\":\"al\",\"server\":\"default\",\"name\":\"prog\",\"published\":\"1\","
+             "\"versions\":[{\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},"
+             "\"executor\":{\"type\":\"exec\",\"argv\":[\"sh\",\"-c\","
+             "\"echo 'progress 1 2 half' >&2; sleep 0.3; echo done\"]}}]},"
              "{\"tenant\":\"al\",\"server\":\"default\",\"name\":\"slow\",\"published\":\"1\","
              "\"versions\":[{\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},"
              "\"executor\":{\"type\":\"exec\",\"argv\":[\"sh\",\"-c\",\"sleep 3; echo late\"]}}]}"
              "]}",
-             srv_port);
+             srv_port, srv_port);
     fx_write_file(path, cfg, 0600);
 }
 
@@ -201,6 +252,9 @@ static void check_call(const char *ilog, const char *wlog)
     CHECK(num(a, "duration_us") > 0);
     CHECK_STR_EQ(str(a, "tenant"), "al");
     CHECK_STR_EQ(str(a, "trace_id"), T1);
+    CHECK_INT_EQ((long long)strlen(str(a, "span_id")),
+                 16); /* the ingress's span, not the client's */
+    CHECK(strcmp(str(a, "span_id"), P) != 0);
     CHECK_STR_EQ(str(a, "listener"), "clients");
     CHECK_STR_EQ(str(a, "client"), "127.0.0.1");
     CHECK(cJSON_GetObjectItemCaseSensitive(a, "aborted") == NULL);
@@ -215,6 +269,15 @@ static void check_call(const char *ilog, const char *wlog)
     pthread_mutex_unlock(&mu);
     TEST_PASS("the worker's lines about the job carry its request_id and trace_id; the tool "
               "gets X-Request-Id");
+
+    call(port, "up", "X-Request-Id: r-up", NULL, &r);
+    CHECK_INT_EQ(r.status, 200);
+    CHECK_CONTAINS(r.body, "\"up\"");
+    pthread_mutex_lock(&mu);
+    CHECK_STR_EQ(up_rid, "r-up");
+    pthread_mutex_unlock(&mu);
+    TEST_PASS("an mcp executor's tools/call to its upstream carries X-Request-Id (over the "
+              "configured one)");
 
     call(port, "sh", "X-Request-Id: r-exec.1", NULL, &r);
     CHECK_INT_EQ(r.status, 200);
@@ -254,6 +317,40 @@ static void check_generated(const char *ilog)
     call(port, "web", h, NULL, &r);
     CHECK_STR_EQ(r.request_id, longid);
     TEST_PASS("a 128-byte X-Request-Id is kept");
+}
+
+/* A call answered as an SSE stream (its progress came first): the header on the stream, the
+ * access line's bytes the frames the client received. */
+static void check_stream(const char *ilog)
+{
+    fx_stream_t st;
+    const char *hdrs[] = {KEY, "Accept: application/json, text/event-stream", "X-Request-Id: r-sse",
+                          NULL};
+    fx_stream_open(&st, port, "/mcp",
+                   "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
+                   "\"prog\",\"arguments\":{},\"_meta\":{\"progressToken\":\"p1\"}}}",
+                   hdrs);
+    CHECK(fx_stream_wait_done(&st, 20000));
+    pthread_mutex_lock(&st.lock);
+    size_t got = st.len;
+    int sse = strstr(st.ctype, "text/event-stream") != NULL;
+    int progress = strstr(st.buf, "notifications/progress") != NULL;
+    int done = strstr(st.buf, "done") != NULL;
+    char rid[160];
+    snprintf(rid, sizeof(rid), "%s", st.request_id);
+    pthread_mutex_unlock(&st.lock);
+    if (!sse || !progress || !done)
+        fx_stream_dump(&st, "the streamed call");
+    CHECK(sse && progress && done);
+    CHECK_STR_EQ(rid, "r-sse");
+    fx_stream_close(&st);
+    cJSON *a = access_line(ilog, "r-sse");
+    CHECK_INT_EQ((long long)num(a, "status"), 200);
+    CHECK_INT_EQ((long long)num(a, "bytes"), (long long)got);
+    CHECK(num(a, "duration_us") > 3e5); /* the tool's 0.3 s between its frames */
+    CHECK(cJSON_GetObjectItemCaseSensitive(a, "aborted") == NULL);
+    cJSON_Delete(a);
+    TEST_PASS("an SSE answer carries the request id; its line counts the frames' bytes");
 }
 
 /* A GET of path on port p with X-Request-Id rid: its status, and its access line. */
@@ -296,8 +393,29 @@ static void check_routes(const char *ilog)
     cJSON_Delete(a);
     CHECK(fx_log_count(ilog, "t_0123456789", "\"msg\":\"access\"") == 0);
     CHECK(fx_log_count(ilog, "x=secret", NULL) == 0);
-    TEST_PASS("a 404, another listener's route and the ops routes get the header and a line "
-              "naming the route's pattern");
+    fx_reply_t r; /* a method /mcp does not take: 405 */
+    const char *hdrs[] = {"X-Request-Id: g-405", NULL};
+    char url[96];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/mcp", port);
+    CHECK_INT_EQ(fx_http_request("PUT", url, hdrs, "{}", &r), 0);
+    CHECK_INT_EQ(r.status, 405);
+    CHECK_STR_EQ(r.request_id, "g-405");
+    a = access_line(ilog, "g-405");
+    CHECK_STR_EQ(str(a, "route"), "/mcp");
+    CHECK_STR_EQ(str(a, "method"), "PUT");
+    cJSON_Delete(a);
+    static char big[70000]; /* over MCPQ_PREAUTH_BODY_BYTES without a credential: 413 */
+    memset(big, 'x', sizeof(big) - 1);
+    const char *h413[] = {"X-Request-Id: g-413", NULL};
+    CHECK_INT_EQ(fx_http_request("POST", url, h413, big, &r), 0);
+    CHECK_INT_EQ(r.status, 413);
+    CHECK_STR_EQ(r.request_id, "g-413");
+    a = access_line(ilog, "g-413");
+    CHECK_INT_EQ((long long)num(a, "status"), 413);
+    cJSON_Delete(a);
+    TEST_PASS(
+        "a 404, a 405, a 413, another listener's route and the ops routes get the header and a "
+        "line naming the route's pattern");
 }
 
 /* A client that goes away: logged once its request ends; status 0 and "aborted" when nothing
@@ -379,6 +497,7 @@ int main(void)
     check_call(ilog, wlog);
     check_generated(ilog);
     check_routes(ilog);
+    check_stream(ilog);
     check_aborted(ilog);
 
     /* MCPQ_ACCESS_LOG=0: the id still comes back, no line is written (read once it stopped,

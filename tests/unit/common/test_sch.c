@@ -725,7 +725,7 @@ static const char *const job =
     "'channel_id':'c_1','session_id':'s_1','executor':{'type':'builtin','name':'echo'},"
     "'mode':'sync','timeout_ms':60000,'created_ms':1767225600000,"
     "'deadline_ms':1767225660000,'reply_to':'" NAMES_KEY_REPLY "ingress-0-1a2b',"
-    "'progress_token':'abc',"
+    "'progress_token':'abc','request_id':'r-1.x~!',"
     "'traceparent':'00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'}";
 
 static void test_job_and_request(void)
@@ -744,6 +744,9 @@ static void test_job_and_request(void)
     snprintf(buf, sizeof(buf), "%s", job);
     memcpy(strstr(buf, "'mode':'sync'"), "'mode':'sand'", 13);
     DOC_BAD("job.schema.json", buf, "$.mode: must be one of \"sync\", \"task\"");
+    snprintf(buf, sizeof(buf), "%s", job);
+    memcpy(strstr(buf, "'r-1.x~!'"), "'r 1.x~!'", 9);
+    DOC_BAD("job.schema.json", buf, "$.request_id: does not match the pattern \"^[!-~]{1,128}$\"");
     snprintf(buf, sizeof(buf), "%s", job);
     memcpy(strstr(buf, "'name':'echo'"), "'nome':'echo'", 13);
     DOC_BAD("job.schema.json", buf, "$.executor: missing required property \"name\"");

@@ -15,7 +15,7 @@ static const char good[] =
     "\"mode\":\"sync\",\"timeout_ms\":60000,\"created_ms\":1767225600000,"
     "\"sent_us\":1767225600001234,"
     "\"deadline_ms\":1767225660000,\"reply_to\":\"" NAMES_KEY_REPLY "ingress-0-1a2b\","
-    "\"progress_token\":\"abc\","
+    "\"progress_token\":\"abc\",\"request_id\":\"r-1.x~!\","
     "\"traceparent\":\"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\"}";
 
 static int parse(wrk_envelope_t *env, const char *s, char *err)
@@ -39,6 +39,7 @@ static void test_good(void)
     CHECK_INT_EQ(env.created_ms, 1767225600000LL);
     CHECK_INT_EQ(env.sent_us, 1767225600001234LL);
     CHECK_INT_EQ(env.timeout_ms, 60000);
+    CHECK_STR_EQ(env.request_id, "r-1.x~!");
     CHECK(cJSON_IsObject(env.arguments));
 
     size_t len = 0;
@@ -50,6 +51,7 @@ static void test_good(void)
     CHECK_CONTAINS(body, "\"arguments\":{\"text\":\"hi\"}");
     CHECK_CONTAINS(body, "\"tenant\":\"acme\"");
     CHECK_CONTAINS(body, "\"tool\":\"echo\"");
+    CHECK_CONTAINS(body, "\"request_id\":\"r-1.x~!\""); /* executors get it too */
     cJSON *back = cJSON_Parse(body);
     CHECK(back != NULL);
     cJSON_Delete(back);
@@ -65,8 +67,9 @@ static void test_minimal(void)
     char err[256] = "";
     const char *s = " {\"v\":1,\"job_id\":\"j1\",\"tenant\":\"t\",\"tool\":\"x\","
                     "\"executor\":{\"type\":\"builtin\",\"name\":\"echo\"},"
-                    "\"traceparent\":\"bogus\",\"reply_to\":null}\n";
+                    "\"traceparent\":\"bogus\",\"request_id\":\"has space\",\"reply_to\":null}\n";
     CHECK_INT_EQ(parse(&env, s, err), 0);
+    CHECK(env.request_id == NULL); /* an invalid request id is dropped, not fatal */
     CHECK(env.reply_to == NULL);
     CHECK(env.arguments == NULL);
     CHECK(env.traceparent == NULL); /* malformed trace context is dropped, not fatal */
@@ -127,6 +130,9 @@ static void test_bad(void)
         {"{\"v\":1,\"job_id\":\"j1\",\"tenant\":\"t\",\"tool\":\"x\",\"tool_version\":1,"
          "\"executor\":{\"type\":\"builtin\"}}",
          "tool_version", 1, 0},
+        {"{\"v\":1,\"job_id\":\"j1\",\"tenant\":\"t\",\"tool\":\"x\",\"request_id\":7,"
+         "\"executor\":{\"type\":\"builtin\"}}",
+         "request_id", 1, 0},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         wrk_envelope_t env;
