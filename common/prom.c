@@ -91,6 +91,19 @@ int prom_histogram(util_buf_t *out, const char *name, const char *labels, const 
     return prom_line(out, "%s_count%s%s%s %llu\n", name, lb, labels, rb, total);
 }
 
+int prom_histograms(util_buf_t *out, const char *name, const char *help, const char *label,
+                    const char *const *values, const prom_hist_t *hists, size_t n, int skip_empty)
+{
+    int rc = prom_head(out, name, "histogram", help);
+    for (size_t i = 0; rc >= 0 && i < n; i++) {
+        char labels[256];
+        snprintf(labels, sizeof(labels), "%s=\"%s\"", label, values[i]);
+        if (!skip_empty || prom_hist_count(&hists[i]))
+            rc = prom_histogram(out, name, labels, &hists[i]);
+    }
+    return rc;
+}
+
 /* utime, stime (clock ticks), vsize (bytes) and rss (pages) of /proc/self/stat. */
 static int read_stat(prom_proc_t *p)
 {

@@ -60,6 +60,12 @@ unsigned long long prom_hist_count(const prom_hist_t *h);
  * empty series checks prom_hist_count() first. */
 int prom_histogram(util_buf_t *out, const char *name, const char *labels, const prom_hist_t *h);
 
+/* Appends one series per value, name{label="values[i]"} of hists[i] (values: label values as
+ * they go in the text, already safe), and its HELP and TYPE lines first; with skip_empty the
+ * series without an observation are left out. */
+int prom_histograms(util_buf_t *out, const char *name, const char *help, const char *label,
+                    const char *const *values, const prom_hist_t *hists, size_t n, int skip_empty);
+
 /* What /proc/self says about this process (Linux). */
 typedef struct prom_proc {
     double cpu_seconds;       /* user + system CPU time (utime + stime of stat) */

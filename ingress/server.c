@@ -719,7 +719,6 @@ static void req_begin(ing_req_t *req, const char *method)
 {
     req->started = 1;
     req->method = method;
-    req->t0 = util_mono_ms();
     req->t0_us = util_mono_us();
     req->metric = ING_M_NONE;
     ing_req_id_assign(req);

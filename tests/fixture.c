@@ -151,6 +151,41 @@ int fx_need(const char *program)
     return -1;
 }
 
+int fx_promtool_check(const char *text)
+{
+    int ci = getenv("CI") && strcmp(getenv("CI"), "true") == 0;
+    if (fx_need("promtool") < 0) {
+        if (ci)
+            return -1;
+        fprintf(stderr, "fixture: promtool check metrics skipped (no promtool)\n");
+        return 0;
+    }
+    char path[] = "/tmp/mcpq-fx-metrics.XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return -1;
+    size_t len = strlen(text), off = 0;
+    while (off < len) {
+        ssize_t n = write(fd, text + off, len - off);
+        if (n <= 0)
+            break;
+        off += (size_t)n;
+    }
+    close(fd);
+    char cmd[128], out[4096] = "";
+    snprintf(cmd, sizeof(cmd), "promtool check metrics <%s 2>&1", path);
+    FILE *p = off == len ? popen(cmd, "r") : NULL;
+    size_t got = p ? fread(out, 1, sizeof(out) - 1, p) : 0;
+    out[got] = '\0';
+    int status = p ? pclose(p) : -1;
+    unlink(path);
+    if (status != 0 || got) {
+        fprintf(stderr, "fixture: promtool check metrics (exit %d): %s\n", status, out);
+        return -1;
+    }
+    return 0;
+}
+
 pid_t fx_spawn(const char *const argv[], const char *const extra_env[], const char *log_path)
 {
     if (!argv || !argv[0] || !log_path) {

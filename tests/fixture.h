@@ -76,6 +76,13 @@ void fx_stop(fx_stack_t *fx);
 int fx_need(const char *program);
 
 /*
+ * Runs `promtool check metrics` on text (a whole /metrics body): 0 when promtool accepts it
+ * with no lint output at all, else -1 with promtool's output on stderr. Without promtool:
+ * -1 (fx_need's message) under CI=true, else 0 with a note on stderr.
+ */
+int fx_promtool_check(const char *text);
+
+/*
  * fork+exec argv (argv[0] is looked up in PATH when it has no '/'; when it is not there,
  * fx_need's message and -1 at once) with the current
  * environment plus extra_env ("K=V" strings, NULL-terminated; may be NULL), stdin from

@@ -364,7 +364,6 @@ static void task_claim(wrk_worker_t *w)
         }
         free(env);
         job->task = 1;
-        job->picked_us = util_now_us();
         /* A task's timeout counts from its start, not its time in the queue (docs/protocol.md). */
         int64_t timeout = job->env.timeout_ms > 0 ? job->env.timeout_ms : w->s->default_timeout_ms;
         job->deadline_ms = (begin > 0 ? begin : util_now_ms()) + timeout;
@@ -729,7 +728,6 @@ static void on_record(const rd_kafka_message_t *msg, wrk_offsets_node_t *node, v
     }
     job->partition = msg->partition;
     job->offset = msg->offset;
-    job->picked_us = util_now_us();
     int rc = wrk_job_parse(job, msg->payload, msg->len, record_traceparent(msg, tp, sizeof(tp)),
                            errstr, sizeof(errstr));
     record_tracestate(msg, job);

@@ -45,7 +45,6 @@ struct ing_metrics {
     atomic_ullong published_ok, published_failed;
     atomic_ullong wh[ING_WH_COUNT];
     prom_hist_t wh_hist[ING_WH_COUNT];
-    atomic_ullong wh_us;                       /* time spent in webhook attempts */
     atomic_llong wh_queued, wh_due;            /* -1 until the dispatcher looked */
     atomic_llong tasks_running, tasks_waiting; /* -1 until the dispatcher looked */
     atomic_ullong oauth_fetch_ok, oauth_fetch_failed;
@@ -216,7 +215,6 @@ void ing_metrics_published(ing_metrics_t *m, int ok)
 void ing_metrics_webhook(ing_metrics_t *m, ing_metrics_wh_outcome_t outcome, int64_t duration_us)
 {
     atomic_fetch_add(&m->wh[outcome], 1);
-    atomic_fetch_add(&m->wh_us, (unsigned long long)(duration_us > 0 ? duration_us : 0));
     prom_observe_us(&m->wh_hist[outcome], duration_us);
 }
 
@@ -260,19 +258,9 @@ static void render_webhooks(ing_metrics_t *m, util_buf_t *out)
     for (int i = 0; i < ING_WH_COUNT; i++)
         prom_line(out, "mcpq_webhook_attempts_total{outcome=\"%s\"} %llu\n", wh_names[i],
                   atomic_load(&m->wh[i]));
-    prom_head(out, "mcpq_webhook_delivery_seconds", "histogram",
-              "How long one webhook HTTP attempt took, by outcome.");
-    for (int i = 0; i < ING_WH_COUNT; i++) {
-        char labels[64];
-        snprintf(labels, sizeof(labels), "outcome=\"%s\"", wh_names[i]);
-        prom_histogram(out, "mcpq_webhook_delivery_seconds", labels, &m->wh_hist[i]);
-    }
-    prom_line(out,
-              "# HELP mcpq_webhook_attempt_seconds_total Time spent in webhook HTTP attempts.\n");
-    prom_line(out, "# TYPE mcpq_webhook_attempt_seconds_total counter\n");
-    unsigned long long us = atomic_load(&m->wh_us);
-    prom_line(out, "mcpq_webhook_attempt_seconds_total %llu.%06llu\n", us / 1000000ull,
-              us % 1000000ull);
+    prom_histograms(out, "mcpq_webhook_delivery_seconds",
+                    "How long one webhook HTTP attempt took, by outcome.", "outcome", wh_names,
+                    m->wh_hist, ING_WH_COUNT, 0);
     long long queued = atomic_load(&m->wh_queued), due = atomic_load(&m->wh_due);
     if (queued >= 0) { /* left out until the dispatcher has looked once */
         prom_head(out, "mcpq_webhook_queue_deliveries", "gauge",
@@ -345,14 +333,10 @@ int ing_metrics_render(ing_metrics_t *m, util_buf_t *out, const ing_metrics_now_
             prom_line(out, "mcpq_http_requests_total{method=\"%s\",status=\"%s\"} %llu\n",
                       method_names[mi], st, v);
         }
-    prom_line(out, "# HELP mcpq_request_duration_seconds Time from request to response.\n");
-    prom_line(out, "# TYPE mcpq_request_duration_seconds histogram\n");
-    for (int mi = 0; mi < ING_M_COUNT; mi++) {
-        char labels[64];
-        snprintf(labels, sizeof(labels), "method=\"%s\"", method_names[mi]);
-        if (prom_hist_count(&m->hist[mi])) /* the methods this ingress answered */
-            prom_histogram(out, "mcpq_request_duration_seconds", labels, &m->hist[mi]);
-    }
+    prom_histograms(out, "mcpq_request_duration_seconds",
+                    "Time from request (its first callback) to response queued, by MCP method "
+                    "(the methods this ingress answered).",
+                    "method", method_names, m->hist, ING_M_COUNT, 1);
     render_calls(m, out);
     prom_line(out, "# HELP mcpq_jobs_published_total Jobs handed to Kafka.\n");
     prom_line(out, "# TYPE mcpq_jobs_published_total counter\n");

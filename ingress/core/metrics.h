@@ -96,7 +96,7 @@ void ing_metrics_call(ing_metrics_t *m, const char *tenant, ing_call_outcome_t o
 void ing_metrics_result_delivery(ing_metrics_t *m, int64_t delivery_us);
 void ing_metrics_published(ing_metrics_t *m, int ok);
 /* One webhook HTTP attempt and how long it took, in µs (mcpq_webhook_attempts_total{outcome},
- * mcpq_webhook_delivery_seconds{outcome}, mcpq_webhook_attempt_seconds_total). */
+ * mcpq_webhook_delivery_seconds{outcome}). */
 void ing_metrics_webhook(ing_metrics_t *m, ing_metrics_wh_outcome_t outcome, int64_t duration_us);
 
 /* The webhook queue as the dispatcher last saw it (ingress/core/webhook.c, every

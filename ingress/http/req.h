@@ -50,7 +50,6 @@ typedef struct ing_req {
     int busy;             /* the body would pass MCPQ_MAX_BODY_MEMORY_BYTES: answered 503 */
     int handled;          /* the request was dispatched */
     int has_call;         /* call is in use (a job was published) */
-    int64_t t0;
     int64_t t0_us;  /* util_mono_us() at the first access-handler call: the access log's start */
     int status;     /* the HTTP status queued (server.c); 0 while nothing was */
     uint64_t bytes; /* body bytes sent: the buffer's length, or the SSE frames read so far */

@@ -40,6 +40,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# need_promtool: returns when promtool is on PATH; without it fails under CI=true and otherwise
+# ends the test as skipped (promtool comes with Debian's prometheus package, scripts/deps.sh).
+need_promtool() {
+    command -v promtool >/dev/null && return 0
+    [ "${CI:-}" = true ] && fail "promtool is missing (scripts/deps.sh installs Debian's prometheus)"
+    echo "ok - skipped: no promtool (scripts/deps.sh installs Debian's prometheus)"
+    exit 0
+}
+
 free_port() {
     local p i
     for i in $(seq 1 100); do

@@ -13,11 +13,7 @@ set -euo pipefail
 STEP=start
 . "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/readme_lib.sh"
 
-if ! command -v promtool >/dev/null; then
-    [ "${CI:-}" = true ] && fail "promtool is missing (scripts/deps.sh installs Debian's prometheus)"
-    echo "ok - skipped: no promtool (scripts/deps.sh installs Debian's prometheus)"
-    exit 0
-fi
+need_promtool
 RULE=$REPO/deploy/kubernetes/base/prometheusrule.yaml
 TESTS=$REPO/tests/e2e/alerts.test.yaml
 

@@ -24,11 +24,7 @@ set -euo pipefail
 STEP=start
 . "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/readme_lib.sh"
 
-if ! command -v promtool >/dev/null; then
-    [ "${CI:-}" = true ] && fail "promtool is missing (scripts/deps.sh installs Debian's prometheus)"
-    echo "ok - skipped: no promtool (scripts/deps.sh installs Debian's prometheus)"
-    exit 0
-fi
+need_promtool
 
 KEY=demo-key # deploy/local/mcpq.json
 STEP="start the stack"
@@ -156,13 +152,21 @@ echo "ok - workers: builtin jobs +4, queue wait, execution and result write obse
 STEP="process metrics"
 # positive FILE SERIES: the sample is a number above 0
 positive() { awk -v s="$2" '$1 == s { v = $2 } END { exit !(v + 0 > 0) }' "$1"; }
-for f in "$TMP/ingress.prom" "$TMP/w0.prom" "$TMP/w1.prom"; do
+PROC_BAD=
+# process_ok URL NAME: a fresh scrape has every process_* above 0 (CPU time counts in clock
+# ticks, 10 ms: a process that just started may still show 0, so this is polled)
+process_ok() {
+    scrape "$1" "$TMP/$2-proc.prom"
     for m in process_cpu_seconds_total process_resident_memory_bytes process_virtual_memory_bytes \
         process_open_fds process_max_fds process_start_time_seconds; do
-        positive "$f" "$m" || fail "$m is not above 0 in $(basename "$f")"
+        positive "$TMP/$2-proc.prom" "$m" || { PROC_BAD="$m in $2"; return 1; }
     done
-    grep -qE '^mcpq_build_info\{version="[^"]+",binary="(ingress|worker)",librdkafka="[^"]+",libmicrohttpd="[^"]+",hiredis="[^"]+",openssl="[^"]+"\} 1$' "$f" ||
-        fail "mcpq_build_info in $(basename "$f") does not name every library"
+}
+for t in "$URL ingress" "$W0 w0" "$W1 w1"; do
+    set -- $t
+    wait_for 20 process_ok "$1" "$2" || fail "$PROC_BAD is not above 0"
+    grep -qE '^mcpq_build_info\{version="[^"]+",binary="(ingress|worker)",librdkafka="[^"]+",libmicrohttpd="[^"]+",hiredis="[^"]+",openssl="[^"]+"\} 1$' "$TMP/$2-proc.prom" ||
+        fail "mcpq_build_info of $2 does not name every library"
 done
 echo "ok - process_* above 0 and mcpq_build_info with library versions on the ingress and both workers"
 

@@ -159,6 +159,7 @@ static long long reloads(int port, const char *result)
     const char *body;
     char series[96];
     CHECK_INT_EQ(http_get(port, "/metrics", 0, &body), 200);
+    CHECK_INT_EQ(fx_promtool_check(body), 0);
     snprintf(series, sizeof(series), "mcpq_config_reload_total{result=\"%s\"} ", result);
     const char *at = strstr(body, series);
     return at ? strtoll(at + strlen(series), NULL, 10) : -1;

@@ -207,8 +207,10 @@ static void part_b_topics(void)
             snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", mport[i]);
             if (http_get(url, body, sizeof(body)) == 200 &&
                 strstr(body, "\nmcpq_worker_kafka_idle_member 1\n") &&
-                strstr(body, "\nmcpq_worker_kafka_topic_partitions 2\n"))
+                strstr(body, "\nmcpq_worker_kafka_topic_partitions 2\n")) {
+                CHECK_INT_EQ(fx_promtool_check(body), 0);
                 idle = i;
+            }
         }
     }
     CHECK(idle >= 0);

@@ -33,8 +33,8 @@ static fx_stack_t fx;
 static char config_path[300];
 
 typedef struct reply {
-    long status; /* 0: no HTTP answer (refused) */
-    char body[8192];
+    long status;        /* 0: no HTTP answer (refused) */
+    char body[1 << 17]; /* a whole /metrics */
     size_t len;
 } reply_t;
 
@@ -154,6 +154,7 @@ static void test_split(void)
     CHECK_CONTAINS(r.body, "\"t\""); /* the tenant list, through the ops port */
     CHECK_INT_EQ(http("127.0.0.1", ops, "/metrics", NULL, NULL, &r), 200);
     CHECK_CONTAINS(r.body, "mcpq_");
+    CHECK_INT_EQ(fx_promtool_check(r.body), 0);
     /* A POST of the admin API on the public port is refused before its body is read. */
     CHECK_INT_EQ(http("127.0.0.1", pub, "/admin/v1/tenants", "Authorization: Bearer " TOKEN,
                       "{\"id\":\"x\"}", &r),
@@ -179,6 +180,7 @@ static void test_single(void)
     CHECK_INT_EQ(http("127.0.0.1", pub, "/healthz", NULL, NULL, &r), 200);
     CHECK_INT_EQ(http("127.0.0.1", pub, "/readyz", NULL, NULL, &r), 200);
     CHECK_INT_EQ(http("127.0.0.1", pub, "/metrics", NULL, NULL, &r), 200);
+    CHECK_INT_EQ(fx_promtool_check(r.body), 0);
     CHECK_INT_EQ(
         http("127.0.0.1", pub, "/admin/v1/tenants", "Authorization: Bearer " TOKEN, NULL, &r), 200);
     CHECK(mcp_works("127.0.0.1", pub));

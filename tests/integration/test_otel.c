@@ -367,6 +367,7 @@ static long long metric(int port, const char *series)
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 10000L);
     CHECK_INT_EQ(curl_easy_perform(e), CURLE_OK);
     curl_easy_cleanup(e);
+    CHECK_INT_EQ(fx_promtool_check(b.data), 0); /* the exporter's series are valid exposition */
     char want[200];
     snprintf(want, sizeof(want), "\n%s ", series);
     const char *p = b.data ? strstr(b.data, want) : NULL;

@@ -216,6 +216,7 @@ static long long metric(const char *name)
     long status;
     cJSON_Delete(http("GET", "/metrics", 0, NULL, &status, text, sizeof(text)));
     CHECK_INT_EQ(status, 200);
+    CHECK_INT_EQ(fx_promtool_check(text), 0);
     char needle[128];
     snprintf(needle, sizeof(needle), "\n%s ", name);
     const char *p = strstr(text, needle);

@@ -714,6 +714,7 @@ static void test_metrics(void)
     static reply_t r;
     api(0, "/metrics", NULL, &r);
     CHECK_INT_EQ(r.status, 200);
+    CHECK_INT_EQ(fx_promtool_check(r.body), 0);
     /* This replica has, by now, delivered (sig, ...), scheduled a retry (r503), exhausted a
      * schedule (fail) and been told 410 (gone). */
     const char *outcomes[] = {"delivered", "retry", "failed", "disabled"};
@@ -727,7 +728,8 @@ static void test_metrics(void)
         CHECK(v >= 1);
     }
     CHECK(sample(r.body, "mcpq_webhook_attempts_total{outcome=\"retry\"}") >= 2);
-    CHECK(sample(r.body, "mcpq_webhook_attempt_seconds_total") > 0);
+    CHECK(sample(r.body, "mcpq_webhook_delivery_seconds_sum{outcome=\"delivered\"}") > 0);
+    CHECK(sample(r.body, "mcpq_webhook_delivery_seconds_count{outcome=\"retry\"}") >= 2);
     TEST_PASS("/metrics counts webhook attempts by outcome (delivered, retry, failed, disabled)");
 }
 

@@ -127,6 +127,7 @@ static long long worker_metric(const char *series)
     snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", metrics_port);
     char *text = http(url, NULL, 5000);
     CHECK(text != NULL);
+    CHECK_INT_EQ(fx_promtool_check(text), 0);
     long long v = -1;
     const char *p = strstr(text, series);
     if (p)

@@ -51,6 +51,7 @@ static void job_trace(wrk_job_t *job, const char *header)
     trace_ctx_t in;
     const char *from = header && trace_parse(header, &in) == 0 ? header : job->env.traceparent;
     int have = from && trace_parse(from, &in) == 0;
+    job->picked_us = util_now_us();
     job->env.traceparent = NULL;
     job->traceparent[0] = '\0';
     snprintf(job->parent_span, sizeof(job->parent_span), "%s", have ? in.span_id : "");
@@ -74,8 +75,6 @@ static void job_spans(wrk_job_t *job)
     trace_ctx_t wait;
     if (job->span || !otel_enabled() || trace_child(&job->trace, &wait) < 0)
         return;
-    if (job->picked_us <= 0)
-        job->picked_us = util_now_us();
     int64_t sent = env->sent_us > 0      ? env->sent_us
                    : env->created_ms > 0 ? env->created_ms * 1000
                                          : job->picked_us;

@@ -95,6 +95,7 @@ struct wrk_job {
     char tracestate[TRACE_STATE_MAX + 1];
     struct otel_span *span;
     struct otel_span *result_span; /* the Redis write of the result (worker.c) */
+    int64_t picked_us; /* Unix µs when this worker parsed the record (the queue wait's end) */
     char *body; /* the envelope as executors get it (wrk_envelope_for_executor) */
     size_t body_len;
     const wrk_executor_t *ex;
@@ -108,7 +109,6 @@ struct wrk_job {
     int64_t deadline_ms; /* epoch ms */
     int64_t started_ms;
     int64_t started_mono_us; /* util_mono_us() when started_ms was set (the execution's start) */
-    int64_t picked_us;       /* Unix µs when this worker picked the job up (record, claim) */
     wrk_loop_timer_t deadline_timer;
     wrk_ask_q_t *ask_q; /* the open question to the client (ask.h), NULL when none */
     long long ask_n;    /* questions asked so far (the open one's number) */

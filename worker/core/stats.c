@@ -225,14 +225,10 @@ int wrk_stats_render(wrk_stats_t *m, util_buf_t *out)
             prom_line(out, "mcpq_worker_jobs_total{executor=\"%s\",outcome=\"%s\"} %llu\n",
                       exec_names[e], outcome_names[o], v);
         }
-    prom_head(out, "mcpq_worker_job_duration_seconds", "histogram",
-              "How long jobs ran in their executor, by executor type.");
-    for (size_t e = 0; e < NEXEC; e++) {
-        char labels[64];
-        snprintf(labels, sizeof(labels), "executor=\"%s\"", exec_names[e]);
-        if (prom_hist_count(&m->hist[e])) /* the executors that ran here */
-            prom_histogram(out, "mcpq_worker_job_duration_seconds", labels, &m->hist[e]);
-    }
+    prom_histograms(out, "mcpq_worker_job_duration_seconds",
+                    "How long jobs ran in their executor, by executor type (the types that ran "
+                    "here).",
+                    "executor", exec_names, m->hist, NEXEC, 1);
     render_latency(m, out);
     prom_head(out, "mcpq_worker_running_jobs", "gauge", "Executors running now.");
     prom_line(out, "mcpq_worker_running_jobs %zu\n", atomic_load(&m->running));

@@ -140,7 +140,8 @@ static void test_latencies(void)
     CHECK_CONTAINS(text, "mcpq_webhook_delivery_seconds_count{outcome=\"retry\"} 1\n");
     CHECK_CONTAINS(text, "mcpq_webhook_delivery_seconds_count{outcome=\"failed\"} 0\n");
     CHECK(strstr(text, "mcpq_request_duration_seconds_count{method=\"initialize\"}") == NULL);
-    CHECK_CONTAINS(text, "mcpq_webhook_attempt_seconds_total 1.504000\n");
+    CHECK_CONTAINS(text, "mcpq_webhook_delivery_seconds_sum{outcome=\"retry\"} 1.500000\n");
+    CHECK(strstr(text, "mcpq_webhook_attempt_seconds_total") == NULL); /* replaced */
     CHECK_CONTAINS(text, "mcpq_tasks{state=\"running\"} 3\n");
     CHECK_CONTAINS(text, "mcpq_tasks{state=\"waiting\"} 7\n");
     CHECK_CONTAINS(text, "process_open_fds ");
