@@ -116,8 +116,8 @@ static otel_span_t *call_span(ing_mcp_t *m, const rpc_msg_t *msg, const trace_ct
     int prompt = strcmp(msg->method, "prompts/get") == 0;
     const char *uri = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg->params, "uri"));
     char name[OTEL_NAME_MAX], id[64];
-    snprintf(name, sizeof(name), "%s%s%s", msg->method, call || prompt ? " " : "",
-             call || prompt ? tool : "");
+    int target = (call || prompt) && tool && *tool;
+    snprintf(name, sizeof(name), "%s%s%s", msg->method, target ? " " : "", target ? tool : "");
     int64_t start = util_now_us() - (req->t0_us ? util_mono_us() - req->t0_us : 0);
     otel_span_t *s = otel_span_start(t, parent, name, OTEL_KIND_SERVER, start);
     otel_span_str(s, "mcp.method.name", msg->method);
@@ -142,6 +142,34 @@ static otel_span_t *call_span(ing_mcp_t *m, const rpc_msg_t *msg, const trace_ct
     otel_span_str(s, "network.protocol.name", "http");
     req->span = s;
     return s;
+}
+
+/* The code of a JSON-RPC error response (rpc_error_str's shape), else 0. */
+static long resp_error_code(const char *body)
+{
+    static const char key[] = "\"error\":{\"code\":";
+    const char *e = body ? strstr(body, key) : NULL;
+    const char *r = body ? strstr(body, "\"result\":") : NULL;
+    return e && (!r || e < r) ? strtol(e + sizeof(key) - 1, NULL, 10) : 0;
+}
+
+void ing_toolcall_span(ing_mcp_t *m, const rpc_msg_t *msg, const ing_resp_t *resp)
+{
+    ing_req_t *req = m->req;
+    if (req->span || req->call.trace.trace_id[0] || m->batch || msg->kind != RPC_REQUEST ||
+        !otel_enabled())
+        return;
+    trace_ctx_t t;
+    const char *state;
+    char parent[TRACE_SPAN_HEX + 1], type[24];
+    call_trace(m, msg, &t, &state, parent);
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg->params, "name"));
+    otel_span_t *s = t.trace_id[0] ? call_span(m, msg, &t, parent, name ? name : "") : NULL;
+    long code = s ? resp_error_code(resp->body) : 0;
+    if (code) {
+        snprintf(type, sizeof(type), "%ld", code);
+        otel_span_error(s, type, NULL);
+    }
 }
 
 /* The job envelope (schemas/job.schema.json); args and atts (resolved attachments, may be

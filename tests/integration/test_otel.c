@@ -14,6 +14,7 @@
  *   - a failed call's spans carry error status and error.type;
  *   - an mcp executor's request to its upstream (/mcp) is a CLIENT span, its context sent;
  *   - a task's webhook delivery (/hook) is a CLIENT span of the task's trace;
+ *   - requests answered without a job (tools/list, an unknown tool) have SERVER spans;
  *   - --print-config says whether export is on and where to;
  *   - every body decodes against the OTLP protobuf schema (tests/clients/otlp-check.mjs, when
  *     the client packages are installed);
@@ -44,6 +45,8 @@
 #define T4 "99998888777766665555444433332222"
 #define T5 "5555aaaa5555aaaa5555aaaa5555aaaa"
 #define T6 "6666bbbb6666bbbb6666bbbb6666bbbb"
+#define T7 "7777cccc7777cccc7777cccc7777cccc"
+#define T8 "8888dddd8888dddd8888dddd8888dddd"
 #define STATE "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE"
 #define PRIVATE "MCPQ_WEBHOOK_ALLOW_PRIVATE=1" /* the webhook receiver is on loopback */
 #define SECRET "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwTest0001"
@@ -564,6 +567,40 @@ static void print_config(const char *const extra_env[], char *out, size_t size)
     fx_read_file(log, out, size);
 }
 
+/* Requests answered without a job have SERVER spans too: tools/list, and a call of a tool that
+ * does not exist (error.type: its JSON-RPC code). */
+static void check_plain(int port)
+{
+    char url[96];
+    fx_reply_t r;
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/mcp", port);
+    const char *list[] = {"Authorization: Bearer otel-key", "traceparent: 00-" T7 "-" P "-01",
+                          NULL};
+    CHECK_INT_EQ(
+        fx_http_post(url, list, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/list\"}", &r), 0);
+    CHECK_INT_EQ(r.status, 200);
+    const char *nosuch[] = {"Authorization: Bearer otel-key", "traceparent: 00-" T8 "-" P "-01",
+                            NULL};
+    CHECK_INT_EQ(fx_http_post(url, nosuch,
+                              "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\",\"params\":"
+                              "{\"name\":\"nosuch\",\"arguments\":{}}}",
+                              &r),
+                 0);
+    CHECK(strstr(r.body, "\"error\"") != NULL);
+    cJSON *ls = span_named(T7, "tools/list");
+    CHECK_INT_EQ(kind(ls), 2);
+    CHECK_STR_EQ(field(ls, "parentSpanId"), P);
+    CHECK_STR_EQ(attr(ls, "mcp.method.name"), "tools/list");
+    CHECK_STR_EQ(attr(ls, "jsonrpc.request.id"), "5");
+    CHECK_INT_EQ(status_code(ls), 0);
+    cJSON *bad = span_named(T8, "tools/call nosuch");
+    CHECK_INT_EQ(status_code(bad), 2);
+    CHECK(strncmp(attr(bad, "error.type"), "-326", 4) == 0); /* -32602: invalid params */
+    TEST_PASS("requests answered without a job (tools/list, an unknown tool) have SERVER spans");
+    cJSON_Delete(ls);
+    cJSON_Delete(bad);
+}
+
 /* --print-config says whether spans are exported and where to. */
 static void check_print_config(void)
 {
@@ -688,6 +725,7 @@ int main(void)
     CHECK_INT_EQ(call(port, "job", "task", "traceparent: 00-" T3 "-" P "-01", NULL), 200);
     check_webhook();
     check_unsampled(port);
+    check_plain(port);
     check_print_config();
     check_degraded(cfg);
     metric_wait(port, "mcpq_otel_spans_exported_total", 2);
