@@ -1,5 +1,6 @@
 /* Tests common/otel.c: the OTEL_* environment, the sampler, the OTLP/HTTP JSON of a span (fixed
- * ids and times), the bounded queue (queue_full) and a failed export (export_failed). */
+ * ids and times), the HTTP client attributes, --print-config's line, the bounded queue
+ * (queue_full) and a failed export (export_failed). */
 #include "check.h"
 #include "err.h"
 #include "otel.h"
@@ -160,6 +161,48 @@ static const char *attr_value(const cJSON *attrs, const char *key, const char *t
     return "(absent)";
 }
 
+/* A span's attribute as text ("(absent)" when it has none). */
+static const char *attr_of(const otel_span_t *s, const char *key)
+{
+    static char buf[OTEL_VALUE_MAX];
+    for (int i = 0; i < s->nattrs; i++) {
+        if (strcmp(s->attrs[i].key, key) != 0)
+            continue;
+        if (s->attrs[i].type == 's')
+            return s->attrs[i].s;
+        snprintf(buf, sizeof(buf), "%lld", s->attrs[i].i);
+        return buf;
+    }
+    return "(absent)";
+}
+
+/* What otel_describe prints for the environment as it is. */
+static void describe(char *out, size_t size)
+{
+    FILE *f = fmemopen(out, size, "w");
+    CHECK(f != NULL);
+    otel_describe(f, "mcpq-test");
+    fclose(f);
+}
+
+static void describe_cases(void)
+{
+    char out[600];
+    env_clear();
+    describe(out, sizeof(out));
+    CHECK_STR_EQ(out, "# trace export (OpenTelemetry): off\n");
+    setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://c:4318/t", 1);
+    setenv("OTEL_SERVICE_NAME", "gw", 1);
+    describe(out, sizeof(out));
+    CHECK_STR_EQ(out,
+                 "# trace export (OpenTelemetry): on, OTLP/HTTP JSON to http://c:4318/t as gw\n");
+    setenv("OTEL_BSP_SCHEDULE_DELAY", "-1", 1);
+    describe(out, sizeof(out));
+    CHECK_CONTAINS(out, "invalid: OTEL_BSP_SCHEDULE_DELAY");
+    env_clear();
+    TEST_PASS("--print-config's line: off, on with where to, or why the environment is invalid");
+}
+
 static void json_cases(void)
 {
     char err[300];
@@ -224,8 +267,22 @@ static void json_cases(void)
     CHECK_STR_EQ(tp, "00-" T "-" P "-00");
     CHECK(otel_span_child("junk", "POST", OTEL_KIND_CLIENT, tp) == NULL);
     CHECK_STR_EQ(tp, "");
+    otel_span_t *h = otel_span_child("00-" T "-" P "-01", "POST", OTEL_KIND_CLIENT, tp);
+    otel_span_http(h, "POST", "https://user:pw@example.com:8443/hook/x?token=secret#frag");
+    CHECK_STR_EQ(attr_of(h, "url.full"), "https://example.com:8443/hook/x");
+    CHECK_STR_EQ(attr_of(h, "server.address"), "example.com");
+    CHECK_STR_EQ(attr_of(h, "server.port"), "8443");
+    CHECK_STR_EQ(attr_of(h, "http.request.method"), "POST");
+    otel_span_free(h);
+    h = otel_span_child("00-" T "-" P "-01", "POST", OTEL_KIND_CLIENT, tp);
+    otel_span_http(h, "POST", "http://plain.example/");
+    CHECK_STR_EQ(attr_of(h, "url.full"), "http://plain.example:80/");
+    otel_span_http(h, "POST", "not a url");
+    CHECK_STR_EQ(attr_of(h, "url.full"), "http://plain.example:80/"); /* left as it was */
+    otel_span_free(h);
     otel_shutdown();
     TEST_PASS("a span renders as OTLP JSON: hex ids, nanos as strings, kind and status numbers");
+    TEST_PASS("HTTP client attributes: url.full without user info, query or fragment");
 }
 
 static unsigned long long metric(const char *text, const char *series)
@@ -276,6 +333,7 @@ int main(void)
     config_cases();
     sampler_cases();
     json_cases();
+    describe_cases();
     queue_cases();
     curl_global_cleanup();
     return TEST_EXIT();
