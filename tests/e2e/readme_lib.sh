@@ -32,7 +32,7 @@ cleanup() {
         kill -KILL -- "-$p" 2>/dev/null || true
         wait "$p" 2>/dev/null || true
     done
-    if [ "${KEEP:-0}" = 1 ] || [ "$rc" != 0 ]; then
+    if [ "${KEEP:-0}" = 1 ] || { [ "$rc" != 0 ] && [ "$rc" != 77 ]; }; then # 77: skipped
         echo "# state kept in $TMP"
     else
         rm -rf "$TMP"
@@ -41,12 +41,13 @@ cleanup() {
 trap cleanup EXIT
 
 # need_promtool: returns when promtool is on PATH; without it fails under CI=true and otherwise
-# ends the test as skipped (promtool comes with Debian's prometheus package, scripts/deps.sh).
+# ends the test as skipped, exit 77 (promtool comes with Debian's prometheus package,
+# scripts/deps.sh).
 need_promtool() {
     command -v promtool >/dev/null && return 0
     [ "${CI:-}" = true ] && fail "promtool is missing (scripts/deps.sh installs Debian's prometheus)"
-    echo "ok - skipped: no promtool (scripts/deps.sh installs Debian's prometheus)"
-    exit 0
+    echo "ok - # SKIP no promtool (scripts/deps.sh installs Debian's prometheus)"
+    exit 77
 }
 
 free_port() {

@@ -8,7 +8,7 @@
 #   - a copy of the rules with a threshold changed makes `promtool test rules` fail (the tests
 #     can fail).
 # promtool comes with Debian's prometheus package (scripts/deps.sh); without it the test fails
-# under CI=true and is skipped otherwise.
+# under CI=true and is skipped (exit 77) otherwise.
 set -euo pipefail
 STEP=start
 . "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/readme_lib.sh"

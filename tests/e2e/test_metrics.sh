@@ -3,7 +3,8 @@
 #   a stack from scripts/mcpq-local with --metrics-port (two workers with their own /metrics);
 #   tools/call ok, tool error and unknown tool; then
 #   - every /metrics (the ingress, both workers, and an ingress with MCPQ_OPS_LISTEN on its
-#     operations port) passes `promtool check metrics` with no lint output at all;
+#     operations port) passes `promtool check metrics` with no lint output at all; that
+#     second ingress runs with MCPQ_METRICS_TENANTS_MAX=0 and counts its call as "_other";
 #   - the ingress's mcpq_http_requests_total{method="tools/call",status="200"} grew by the
 #     number of calls, mcpq_inflight_calls is back to 0, mcpq_tool_calls_total counted them
 #     under tenant="demo", and the histograms have the sub-millisecond buckets (le="0.0001"):
@@ -19,7 +20,7 @@
 #     (`promtool check rules` on them as recording rules), and every metric named by the
 #     dashboard or by deploy/kubernetes/base/prometheusrule.yaml is in the scrapes.
 # promtool comes with Debian's prometheus package (scripts/deps.sh); without it the test fails
-# under CI=true and is skipped otherwise. KEEP=1 keeps the state dir.
+# under CI=true and is skipped (exit 77) otherwise. KEEP=1 keeps the state dir.
 set -euo pipefail
 STEP=start
 . "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/readme_lib.sh"
@@ -173,23 +174,30 @@ echo "ok - process_* above 0 and mcpq_build_info with library versions on the in
 STEP="an ingress with MCPQ_OPS_LISTEN"
 # A second ingress of the same stack (the environment the launcher gave ingress-0) whose
 # operations plane has a port of its own: /metrics is there, and 404 on the clients' port.
+# It keeps no tenant label value (MCPQ_METRICS_TENANTS_MAX=0): its calls count as _other.
 OPS=$(free_port)
 while LIS=$(free_port) && [ "$LIS" = "$OPS" ]; do :; done
 ING0=$(cat "$TMP/state/ingress-0.pid")
 (
     while IFS= read -r -d '' kv; do export "${kv?}"; done <"/proc/$ING0/environ"
-    export MCPQ_LISTEN=127.0.0.1:$LIS MCPQ_OPS_LISTEN=127.0.0.1:$OPS MCPQ_INSTANCE_ID=ingress-ops
+    export MCPQ_LISTEN=127.0.0.1:$LIS MCPQ_OPS_LISTEN=127.0.0.1:$OPS MCPQ_INSTANCE_ID=ingress-ops \
+        MCPQ_METRICS_TENANTS_MAX=0
     unset MCPQ_CONFIG MCPQ_READY_FILE
     exec setsid "$BIN_DIR/mcpq-ingress" >"$TMP/ingress-ops.out" 2>"$TMP/ingress-ops.err" </dev/null
 ) &
 PIDS+=($!)
 ops_ready() { [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$OPS/readyz")" = 200 ]; }
 wait_for 60 ops_ready || fail "the ingress with MCPQ_OPS_LISTEN did not get ready"
+r=$(URL=http://127.0.0.1:$LIS rpc_call echo '{"text":"ops"}') || fail "curl failed"
+case $r in *'"isError":false'*) ;; *) fail "echo through the second ingress: $r" ;; esac
 scrape "http://127.0.0.1:$OPS" "$TMP/ingress-ops.prom"
+[ "$(value "$TMP/ingress-ops.prom" 'mcpq_tool_calls_total{tenant="_other",outcome="ok"}')" = 1 ] ||
+    fail "with MCPQ_METRICS_TENANTS_MAX=0 the call is not counted under tenant=\"_other\""
+! grep -q 'tenant="demo"' "$TMP/ingress-ops.prom" || fail "tenant=\"demo\" is a label despite MCPQ_METRICS_TENANTS_MAX=0"
 code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$LIS/metrics")
 [ "$code" = 404 ] || fail "/metrics on the clients' port of the ingress with MCPQ_OPS_LISTEN answered $code"
 grep -q '^process_resident_memory_bytes ' "$TMP/ingress-ops.prom" || fail "no process_* on the ops port's /metrics"
-echo "ok - an ingress with MCPQ_OPS_LISTEN serves /metrics on its operations port only"
+echo "ok - an ingress with MCPQ_OPS_LISTEN serves /metrics on its operations port only; with MCPQ_METRICS_TENANTS_MAX=0 its call counts under tenant=\"_other\""
 
 STEP="worker probes"
 for u in "$W0" "$W1"; do

@@ -77,20 +77,20 @@ static void test_sum_and_labels(void)
     prom_label_escape(NULL, out, sizeof(out));
     CHECK_STR_EQ(out, "");
 
-    /* A family: HELP and TYPE once, one series per value; skip_empty leaves out the idle. */
+    /* A family: HELP and TYPE once, one series per value; skip_empty leaves out the empty one. */
     prom_hist_t *hs = calloc(2, sizeof(*hs));
     prom_observe_us(&hs[1], 300);
-    const char *values[] = {"idle", "busy"};
+    const char *values[] = {"empty", "used"};
     util_buf_t b;
     util_buf_init(&b, (size_t)1 << 20);
     CHECK_INT_EQ(prom_histograms(&b, "z_seconds", "Help.", "kind", values, hs, 2, 1), 0);
     CHECK_CONTAINS(b.data, "# HELP z_seconds Help.\n# TYPE z_seconds histogram\n");
-    CHECK_CONTAINS(b.data, "z_seconds_bucket{kind=\"busy\",le=\"0.0005\"} 1\n");
-    CHECK(strstr(b.data, "kind=\"idle\"") == NULL);
+    CHECK_CONTAINS(b.data, "z_seconds_bucket{kind=\"used\",le=\"0.0005\"} 1\n");
+    CHECK(strstr(b.data, "kind=\"empty\"") == NULL);
     free(b.data);
     util_buf_init(&b, (size_t)1 << 20);
     CHECK_INT_EQ(prom_histograms(&b, "z_seconds", "Help.", "kind", values, hs, 2, 0), 0);
-    CHECK_CONTAINS(b.data, "z_seconds_count{kind=\"idle\"} 0\n");
+    CHECK_CONTAINS(b.data, "z_seconds_count{kind=\"empty\"} 0\n");
     free(b.data);
     free(hs);
     prom_label_escape("", out, sizeof(out));
