@@ -73,12 +73,7 @@ static int nseen;
 
 static enum MHD_Result answer(struct MHD_Connection *conn, int status, const char *body)
 {
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
-    MHD_add_response_header(r, "Content-Type", "application/json");
-    enum MHD_Result ret = MHD_queue_response(conn, (unsigned)status, r);
-    MHD_destroy_response(r);
-    return ret;
+    return fx_server_reply(conn, status, "application/json", body, NULL, NULL);
 }
 
 /* A 2025-11-25 upstream MCP server: initialize, notifications, tools/call answered "up". */
@@ -102,13 +97,7 @@ static enum MHD_Result mcp_answer(struct MHD_Connection *conn, const cJSON *j)
                  "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\","
                  "\"text\":\"up\"}]}}",
                  idj);
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
-    MHD_add_response_header(r, "Content-Type", "application/json");
-    MHD_add_response_header(r, "Mcp-Session-Id", "s-1");
-    enum MHD_Result ret = MHD_queue_response(conn, 200, r);
-    MHD_destroy_response(r);
-    return ret;
+    return fx_server_reply(conn, 200, "application/json", body, "Mcp-Session-Id", "s-1");
 }
 
 static const char *service_of(const cJSON *rs)
