@@ -10,6 +10,7 @@
 #include "jobsig.h"
 #include "kconf.h"
 #include "log.h"
+#include "otel.h"
 #include "mq.h"
 #include "process.h"
 #include "refresh.h"
@@ -152,6 +153,7 @@ static int settings_step(mcpq_settings_t *set, int argc, char **argv)
     if (rc == SETTINGS_PRINT) {
         settings_print(stdout, set, SET_INGRESS);
         mq_producer_conf_print(stdout, kc, set->kafka_brokers, (int)set->kafka_message_timeout_ms);
+        otel_describe(stdout, "mcpq-ingress");
     }
     kconf_free(kc); /* checked; read again where the producer is made */
     return rc == SETTINGS_PRINT ? 0 : GO_ON;
@@ -320,8 +322,17 @@ int main(int argc, char **argv)
     }
     curl_global_init(CURL_GLOBAL_DEFAULT); /* before any thread: webhook deliveries use curl */
     sigset_t sigs;
-    signals_block(&sigs);
+    signals_block(&sigs); /* before the span exporter's thread starts: it inherits the mask */
+    if (otel_init("mcpq-ingress", err, sizeof(err)) < 0) {
+        fprintf(stderr, "mcpq-ingress: %s\n", err);
+        ing_refresh_cleanup(&rf);
+        jobsig_keys_cleanup(&keys);
+        kv_target_free(kvt);
+        curl_global_cleanup();
+        return 2;
+    }
     code = serve(&set, kvt, &rf, &keys, &sigs);
+    otel_shutdown(); /* after the drain: the last calls' spans are sent */
     ing_refresh_cleanup(&rf);
     curl_global_cleanup();
     log_event(LOG_INFO, "stopped", (char *)NULL);

@@ -13,6 +13,7 @@
 #include "rpc.h"
 #include "listen.h"
 #include "log.h"
+#include "otel.h"
 #include "mcp.h"
 #include "oauth.h"
 #include "openapi.h"
@@ -141,6 +142,9 @@ static void call_outcome(ing_req_t *req, const ing_call_t *call, const char *res
     ing_metrics_call(req->ctx->metrics, req->tenant, outcome, us);
     if (call->finished_us > 0 && response) /* a worker's result is being handed over */
         ing_metrics_result_delivery(req->ctx->metrics, util_now_us() - call->finished_us);
+    if (outcome != ING_CALL_OK && outcome != ING_CALL_FAKE) /* MCP semconv: error.type */
+        otel_span_error(req->span, outcome == ING_CALL_TOOL_ERROR ? "tool_error" : names[outcome],
+                        outcome == ING_CALL_TOOL_ERROR ? "the tool answered isError: true" : NULL);
 }
 
 /* call_outcome() of every element of a batch that waited. */
@@ -857,7 +861,7 @@ static void access_log(ing_req_t *req, enum MHD_RequestTerminationCode toe)
         cJSON_AddStringToObject(f, "tenant", req->tenant);
     cJSON_AddStringToObject(f, "request_id", req->request_id);
     cJSON_AddStringToObject(f, "trace_id", ing_req_trace_id(req));
-    if (req->call.trace.trace_id[0]) /* the ingress's span of the call */
+    if (req->call.trace.trace_id[0]) /* the ingress's span of the call: its SERVER span (otel.h) */
         cJSON_AddStringToObject(f, "span_id", req->call.trace.span_id);
     cJSON_AddStringToObject(f, "listener", req->planes == ING_PLANE_OPS ? "ops" : "clients");
     cJSON_AddStringToObject(f, "client", client);
@@ -873,6 +877,15 @@ static void request_done(ing_req_t *req, enum MHD_RequestTerminationCode toe)
     if (!req->started)
         return; /* no request line was ever routed */
     access_log(req, toe);
+    if (req->span) { /* the request's SERVER span ends with its response (otel.h) */
+        otel_span_int(req->span, "http.response.status_code", req->status);
+        if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && req->span->status != OTEL_STATUS_ERROR)
+            otel_span_error(req->span, "aborted", "the response was not completed");
+        else if (req->status >= 500 && req->span->status != OTEL_STATUS_ERROR)
+            otel_span_error(req->span, "http_error", NULL);
+        otel_span_end(req->span, 0);
+        req->span = NULL;
+    }
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,

@@ -920,6 +920,21 @@ struct MHD_Daemon *fx_server_start(int port, fx_server_fn handler)
         MHD_OPTION_NOTIFY_COMPLETED, fx_on_done, NULL, MHD_OPTION_END);
 }
 
+enum MHD_Result fx_server_reply(struct MHD_Connection *conn, int status, const char *ctype,
+                                const char *body, const char *hname, const char *hvalue)
+{
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
+    if (!r)
+        return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", ctype);
+    if (hname)
+        MHD_add_response_header(r, hname, hvalue);
+    enum MHD_Result ret = MHD_queue_response(conn, (unsigned)status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
 void fx_sign_headers(const char *app, const char *secret, const char *uri, const char *body,
                      char h[4][200])
 {

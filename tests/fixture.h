@@ -278,6 +278,12 @@ typedef enum MHD_Result (*fx_server_fn)(struct MHD_Connection *conn, const char 
  * MHD_stop_daemon. NULL on failure. */
 struct MHD_Daemon *fx_server_start(int port, fx_server_fn handler);
 
+/* For a handler of fx_server_start: queues the answer status with body (copied) as
+ * Content-Type ctype, and the header hname: hvalue when hname is not NULL. libmicrohttpd's
+ * result. */
+enum MHD_Result fx_server_reply(struct MHD_Connection *conn, int status, const char *ctype,
+                                const char *body, const char *hname, const char *hvalue);
+
 /* The four headers of an HMAC-signed request (docs/authentication.md "Authentication", version 1)
  * of app with secret, for POST uri with body, dated now with a fresh nonce: "X-App-Id: ...",
  * "X-Timestamp: ...", "X-Nonce: ...", "X-Signature: ..." (no line ends). */

@@ -6,6 +6,7 @@
 #include "err.h"
 #include "jobsig.h"
 #include "log.h"
+#include "otel.h"
 #include "settings.h"
 #include "version.h"
 #include "worker.h"
@@ -85,6 +86,7 @@ static int kafka_props_check(const mcpq_settings_t *s, int print)
         settings_print(stdout, s, SET_WORKER);
         wrk_consumer_conf_print(
             stdout, s, s->worker_id && *s->worker_id ? s->worker_id : "worker-<host>-<pid>", kc);
+        otel_describe(stdout, "mcpq-worker");
     }
     kconf_free(kc);
     return 0;
@@ -162,6 +164,12 @@ int main(int argc, char **argv)
         jobsig_keys_cleanup(&keys);
         return 1;
     }
+    if (otel_init("mcpq-worker", errstr, sizeof(errstr)) < 0) {
+        fprintf(stderr, "mcpq-worker: %s\n", errstr);
+        curl_global_cleanup();
+        jobsig_keys_cleanup(&keys);
+        return 2;
+    }
     int exit_code = 1;
     wrk_worker_t *w = wrk_worker_new(&s, &keys, errstr, sizeof(errstr));
     if (!w) {
@@ -170,6 +178,7 @@ int main(int argc, char **argv)
         exit_code = wrk_worker_run(w);
         wrk_worker_free(w);
     }
+    otel_shutdown(); /* after the drain: the last jobs' spans are sent */
     curl_global_cleanup();
     jobsig_keys_cleanup(&keys);
     return exit_code;

@@ -10,6 +10,7 @@
 #include "httpexec.h"
 #include "job.h"
 #include "log.h"
+#include "otel.h"
 #include "loop.h"
 #include "mcpexec.h"
 #include "stats.h"
@@ -195,6 +196,14 @@ static void write_request(wrk_job_t *job, wrk_store_op_t op, size_t from)
     job->req.ttl_s = job->env.result_ttl_s;
     job->req.done = op == WRK_STORE_CANCEL ? on_cancel_written : on_written;
     job->req.arg = job;
+    trace_ctx_t t;
+    if (op == WRK_STORE_WRITE && job->span && !job->result_span &&
+        trace_child(&job->trace, &t) == 0) { /* "result": the record made durable (otel.h) */
+        job->result_span = otel_span_start(&t, job->trace.span_id, "result", OTEL_KIND_CLIENT, 0);
+        otel_span_str(job->result_span, "db.system.name", "redis");
+        otel_span_str(job->result_span, "mcpq.job_id", job->env.job_id);
+        otel_span_int(job->result_span, "mcpq.reply_streams", (long long)job->req.nstreams);
+    }
     wrk_store_submit(w->store, &job->req);
 }
 
@@ -221,6 +230,9 @@ static void on_written(wrk_store_req_t *req, const char *record, size_t len, voi
     if (req->op == WRK_STORE_WRITE)
         wrk_stats_result_write(w->metrics, util_mono_us() - req->submitted_us);
     int theirs = len != job->record_len || memcmp(record, job->record, len) != 0;
+    otel_span_bool(job->result_span, "mcpq.result.theirs", theirs);
+    otel_span_end(job->result_span, 0);
+    job->result_span = NULL;
     if (theirs && req->op == WRK_STORE_WRITE)
         log_event(LOG_INFO, "another worker wrote this job's result first; kept theirs", "job_id",
                   job->env.job_id, (char *)NULL);
@@ -620,6 +632,24 @@ static const char *record_traceparent(const rd_kafka_message_t *msg, char *buf, 
     return buf;
 }
 
+/* The record's tracestate header into job->tracestate when it may be relayed (trace.h). */
+static void record_tracestate(const rd_kafka_message_t *msg, wrk_job_t *job)
+{
+    rd_kafka_headers_t *hdrs = NULL;
+    const void *v = NULL;
+    size_t n = 0;
+    job->tracestate[0] = '\0';
+    if (rd_kafka_message_headers(msg, &hdrs) != RD_KAFKA_RESP_ERR_NO_ERROR ||
+        rd_kafka_header_get_last(hdrs, NAMES_HDR_TRACESTATE, &v, &n) !=
+            RD_KAFKA_RESP_ERR_NO_ERROR ||
+        !v || n >= sizeof(job->tracestate))
+        return;
+    memcpy(job->tracestate, v, n);
+    job->tracestate[n] = '\0';
+    if (!trace_state_ok(job->tracestate))
+        job->tracestate[0] = '\0';
+}
+
 /* The record's job id when it is a valid one, for the log line of a refused record: its
  * job_id header, else its key (a subscription's job is keyed by its resource, not its id:
  * docs/executors.md, "Resource subscriptions"). */
@@ -700,6 +730,7 @@ static void on_record(const rd_kafka_message_t *msg, wrk_offsets_node_t *node, v
     job->offset = msg->offset;
     int rc = wrk_job_parse(job, msg->payload, msg->len, record_traceparent(msg, tp, sizeof(tp)),
                            errstr, sizeof(errstr));
+    record_tracestate(msg, job);
     if (rc == 0) /* every record picked up, redeliveries too: they waited as long */
         wrk_stats_queue_wait(w->metrics, job->env.sent_us, job->picked_us);
     log_ctx_t saved;

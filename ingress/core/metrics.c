@@ -1,5 +1,7 @@
 #include "metrics.h"
 
+#include "otel.h"
+
 #include <microhttpd.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -350,6 +352,7 @@ int ing_metrics_render(ing_metrics_t *m, util_buf_t *out, const ing_metrics_now_
               "Open notification streams (GET /mcp streams and subscriptions/listen).");
     prom_line(out, "mcpq_notification_streams %zu\n", now->listeners);
     render_oauth(m, out);
+    otel_metrics_render(out); /* the span exporter's own series (otel.h) */
     prom_head(out, "mcpq_config_reload_total", "counter",
               "Changes of the config file (MCPQ_CONFIG_WATCH_MS) this replica saw, by what they "
               "came to: applied here, already applied (by another replica), or refused.");

@@ -4,6 +4,7 @@
 
 #include "err.h"
 #include "log.h"
+#include "otel.h"
 #include "trace.h"
 #include "whq.h"
 #include "whsig.h"
@@ -45,7 +46,9 @@ typedef struct wh_xfer {
     char webhook[128];
     char event[32];
     char token[96];
-    trace_ctx_t trace;         /* the task's trace with this attempt's span; trace_id "" if none */
+    trace_ctx_t trace; /* the task's trace with this attempt's span; trace_id "" if none */
+    char parent_span[TRACE_SPAN_HEX + 1]; /* the task's span (the creating call's) */
+    otel_span_t *span;         /* this attempt's CLIENT span (otel.h); NULL when not exported */
     char *url;                 /* for the 410 mark only; never logged */
     long long attempt;         /* this attempt's number within its round (1-based) */
     int64_t t0_us;             /* util_mono_us() when the attempt started */
@@ -91,6 +94,8 @@ static void xfer_free(wh_xfer_t *x)
     curl_slist_free_all(x->headers);
     free(x->body);
     free(x->url);
+    otel_span_error(x->span, "not_sent", "the attempt was not completed");
+    otel_span_end(x->span, 0);
     free(x);
 }
 
@@ -283,7 +288,35 @@ static const char *start_post(ing_webhook_t *wh, wh_xfer_t *x, const char *url,
     if (curl_multi_add_handle(wh->multi, e) != CURLM_OK)
         return "cannot start the request";
     x->t0_us = util_mono_us();
+    x->span = otel_span_start(&x->trace, x->parent_span, "POST", OTEL_KIND_CLIENT, 0);
+    otel_span_http(x->span, "POST", url);
+    otel_span_str(x->span, "mcpq.tenant", x->tenant);
+    otel_span_str(x->span, "mcpq.webhook", x->webhook);
+    otel_span_str(x->span, "mcpq.delivery", x->id);
+    otel_span_str(x->span, "mcpq.event", x->event);
+    otel_span_int(x->span, "mcpq.attempt", x->attempt);
     return NULL;
+}
+
+/* Ends the attempt's CLIENT span: the status code, an error from anything but a 2xx. */
+static void span_finish(wh_xfer_t *x, long code, CURLcode rc)
+{
+    char type[24];
+    if (!x->span)
+        return;
+    if (code > 0)
+        otel_span_int(x->span, "http.response.status_code", code);
+    if (x->guard.refused[0]) {
+        otel_span_error(x->span, "refused", x->guard.refused);
+    } else if (code > 0 && (code < 200 || code > 299)) {
+        snprintf(type, sizeof(type), "%ld", code);
+        otel_span_error(x->span, type, NULL);
+    } else if (code <= 0) {
+        otel_span_error(x->span, rc == CURLE_OPERATION_TIMEDOUT ? "timeout" : "connection_failed",
+                        x->errbuf[0] ? x->errbuf : curl_easy_strerror(rc));
+    }
+    otel_span_end(x->span, 0);
+    x->span = NULL;
 }
 
 /* Takes one claimed delivery (CLAIM_FIELDS reply strings): sends it, or records why it is
@@ -309,6 +342,8 @@ static void dispatch(ing_webhook_t *wh, const ing_registry_t *reg, redisReply **
     trace_ctx_t task_trace;
     if (trace_parse(f[9]->str, &task_trace) < 0 || trace_child(&task_trace, &x->trace) < 0)
         memset(&x->trace, 0, sizeof(x->trace));
+    else
+        snprintf(x->parent_span, sizeof(x->parent_span), "%s", task_trace.span_id);
     const cJSON *w = reg ? find_webhook(reg, x->tenant, x->webhook) : NULL;
     const char *url = w ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(w, "url")) : NULL;
     const char *secrets[2];
@@ -388,6 +423,7 @@ static void finish(ing_webhook_t *wh, wh_xfer_t *x, CURLcode rc)
 {
     long code = 0;
     curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &code);
+    span_finish(x, code, rc);
     long long us = util_mono_us() - x->t0_us;
     char err[ERR_MAX];
     if (x->guard.refused[0]) {

@@ -5,6 +5,7 @@
 #include "req.h"
 
 #include "log.h"
+#include "otel.h"
 #include "trace.h"
 
 #include <arpa/inet.h>
@@ -165,4 +166,6 @@ void ing_req_release(ing_req_t *req)
     free(req->uri);
     req->uri = NULL;
     util_buf_cleanup(&req->body);
+    otel_span_free(req->span); /* a synthetic request has no completion: its span is dropped */
+    req->span = NULL;
 }

@@ -54,6 +54,9 @@ typedef struct ing_req {
     int status;     /* the HTTP status queued (server.c); 0 while nothing was */
     uint64_t bytes; /* body bytes sent: the buffer's length, or the SSE frames read so far */
     char request_id[ING_REQ_ID_MAX + 1]; /* X-Request-Id: the client's when valid, else new */
+    /* The request's SERVER span (otel.h), started by the MCP method that names one
+     * (toolcall.c), ended by server.c when the response is complete; NULL when not exported. */
+    struct otel_span *span;
     ing_method_t metric;
     unsigned planes; /* the routes the listener it came in on serves (server.c "listeners") */
     int cors;        /* on the clients' plane: answers carry CORS headers (cors.h) */

@@ -619,7 +619,9 @@ static int post_message(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp)
     }
     if ((m->modern ? post_modern(m, msg, resp) : post_legacy(m, msg, resp)) < 0)
         return 0;
-    return dispatch(m, msg, resp);
+    int waits = dispatch(m, msg, resp);
+    ing_toolcall_span(m, msg, resp); /* a request answered without a job: its own span */
+    return waits;
 }
 
 /* 1 when root is a response to one of mcpq's requests, or a batch of responses holding one:

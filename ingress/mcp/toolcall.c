@@ -20,6 +20,7 @@
 #include "access.h"
 #include "prm.h"
 #include "tasks.h"
+#include "otel.h"
 #include "trace.h"
 
 #include <cjson/cJSON.h>
@@ -71,8 +72,10 @@ static cJSON *tool_arguments(const cJSON *args)
  * traceparent from the HTTP header, else from params._meta.traceparent, continued with the
  * ingress's own span as parent-id; a new trace when neither parses (an invalid one is ignored,
  * never an error). *state is the tracestate sent along with the traceparent used (the header, or
- * params._meta.tracestate) when it is sane, else NULL; borrowed from the request. */
-static void call_trace(ing_mcp_t *m, const rpc_msg_t *msg, trace_ctx_t *t, const char **state)
+ * params._meta.tracestate) when it is sane, else NULL; borrowed from the request. parent gets
+ * the client's parent-id ("" for a new trace). The sampled flag is the sampler's (otel.h). */
+static void call_trace(ing_mcp_t *m, const rpc_msg_t *msg, trace_ctx_t *t, const char **state,
+                       char parent[TRACE_SPAN_HEX + 1])
 {
     trace_ctx_t in;
     const cJSON *meta = ing_era_meta(msg);
@@ -89,8 +92,84 @@ static void call_trace(ing_mcp_t *m, const rpc_msg_t *msg, trace_ctx_t *t, const
         st = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "tracestate"));
     }
     *state = have && trace_state_ok(st) ? st : NULL;
-    if ((have ? trace_child(&in, t) : trace_new(t)) < 0)
+    snprintf(parent, TRACE_SPAN_HEX + 1, "%s", have ? in.span_id : "");
+    if ((have ? trace_child(&in, t) : trace_new(t)) < 0) {
         memset(t, 0, sizeof(*t)); /* no randomness: the call runs untraced */
+        return;
+    }
+    t->flags =
+        (unsigned char)((t->flags & ~1u) | (otel_sample(have ? &in : NULL, t->trace_id) ? 1u : 0u));
+}
+
+/* The request's SERVER span (docs/operations.md, "Traces (OpenTelemetry)"), once per HTTP
+ * request (a batch's first element that reaches a job), started when the request arrived and
+ * ended by server.c when the response is complete; NULL when not exported. Named as the MCP
+ * semantic conventions ask: "{mcp.method.name} {target}", the target being the tool or the
+ * prompt, never a resource's URI (high cardinality: an attribute). */
+static otel_span_t *call_span(ing_mcp_t *m, const rpc_msg_t *msg, const trace_ctx_t *t,
+                              const char *parent, const char *tool)
+{
+    ing_req_t *req = m->req;
+    if (req->span || !otel_enabled())
+        return NULL;
+    int call = strcmp(msg->method, "tools/call") == 0;
+    int prompt = strcmp(msg->method, "prompts/get") == 0;
+    const char *uri = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg->params, "uri"));
+    char name[OTEL_NAME_MAX], id[64];
+    int target = (call || prompt) && tool && *tool;
+    snprintf(name, sizeof(name), "%s%s%s", msg->method, target ? " " : "", target ? tool : "");
+    int64_t start = util_now_us() - (req->t0_us ? util_mono_us() - req->t0_us : 0);
+    otel_span_t *s = otel_span_start(t, parent, name, OTEL_KIND_SERVER, start);
+    otel_span_str(s, "mcp.method.name", msg->method);
+    otel_span_str(s,
+                  call     ? "gen_ai.tool.name"
+                  : prompt ? "gen_ai.prompt.name"
+                           : "mcpq.object",
+                  tool);
+    if (call)
+        otel_span_str(s, "gen_ai.operation.name", "execute_tool");
+    otel_span_str(s, "mcp.resource.uri", uri);
+    if (msg->id)
+        otel_span_str(s, "jsonrpc.request.id",
+                      cJSON_IsString(msg->id) ? msg->id->valuestring
+                                              : rpc_id_str(msg->id, id, sizeof(id)));
+    otel_span_str(s, "mcp.protocol.version", m->version);
+    if (m->has_session)
+        otel_span_str(s, "mcp.session.id", m->session.id);
+    otel_span_str(s, "mcpq.tenant", m->tenant ? m->tenant->id : NULL);
+    otel_span_str(s, "mcpq.request_id", req->request_id[0] ? req->request_id : NULL);
+    otel_span_str(s, "network.transport", "tcp");
+    otel_span_str(s, "network.protocol.name", "http");
+    req->span = s;
+    return s;
+}
+
+/* The code of a JSON-RPC error response (rpc_error_str's shape), else 0. */
+static long resp_error_code(const char *body)
+{
+    static const char key[] = "\"error\":{\"code\":";
+    const char *e = body ? strstr(body, key) : NULL;
+    const char *r = body ? strstr(body, "\"result\":") : NULL;
+    return e && (!r || e < r) ? strtol(e + sizeof(key) - 1, NULL, 10) : 0;
+}
+
+void ing_toolcall_span(ing_mcp_t *m, const rpc_msg_t *msg, const ing_resp_t *resp)
+{
+    ing_req_t *req = m->req;
+    if (req->span || req->call.trace.trace_id[0] || m->batch || msg->kind != RPC_REQUEST ||
+        !otel_enabled())
+        return;
+    trace_ctx_t t;
+    const char *state;
+    char parent[TRACE_SPAN_HEX + 1], type[24];
+    call_trace(m, msg, &t, &state, parent);
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg->params, "name"));
+    otel_span_t *s = t.trace_id[0] ? call_span(m, msg, &t, parent, name ? name : "") : NULL;
+    long code = s ? resp_error_code(resp->body) : 0;
+    if (code) {
+        snprintf(type, sizeof(type), "%ld", code);
+        otel_span_error(s, type, NULL);
+    }
 }
 
 /* The job envelope (schemas/job.schema.json); args and atts (resolved attachments, may be
@@ -263,9 +342,13 @@ typedef struct tc {
     const ing_tool_t *tool;
     ing_call_t *call;       /* the request's (or the batch element's) waiting call */
     const char *tracestate; /* borrowed from the request */
+    /* What the job carries (envelope and Kafka header): the PRODUCER span's context when the
+     * request's SERVER span is exported, else the call's trace (docs/operations.md). */
+    trace_ctx_t producer;
     char traceparent[TRACE_PARENT_LEN + 1];
-    const cJSON *schema; /* the tool version's inputSchema */
-    const char *ikey;    /* arguments.idempotency_key, or NULL */
+    char server_tp[TRACE_PARENT_LEN + 1]; /* the call's trace (the SERVER span): a task's */
+    const cJSON *schema;                  /* the tool version's inputSchema */
+    const char *ikey;                     /* arguments.idempotency_key, or NULL */
     char idem_id[ING_JOB_ID_LEN];
     char owner[ING_OWNER_MAX]; /* the caller's principal (owner.h): its tasks and keys */
     long long timeout_ms;
@@ -288,6 +371,11 @@ static void tc_count(tc_t *tc, ing_call_outcome_t outcome)
 /* Answers the call with a JSON-RPC error (HTTP 200 unless status says otherwise). */
 static tc_status_t tc_error(tc_t *tc, int status, int code, const char *message)
 {
+    if (tc->m->req->span) { /* error.type: the JSON-RPC error code (MCP semantic conventions) */
+        char type[16];
+        snprintf(type, sizeof(type), "%d", code);
+        otel_span_error(tc->m->req->span, type, message);
+    }
     ing_mcpreq_resp_error(tc->resp, status, tc->msg->id, code, message, NULL);
     return TC_ANSWERED;
 }
@@ -414,9 +502,15 @@ static tc_status_t tc_tool(tc_t *tc)
         return tc_error(tc, 200, RPC_INTERNAL_ERROR, "out of memory");
     /* From here on every line this thread logs for the call carries its trace (log.h); the
      * request handler clears the context when it returns. */
-    call_trace(tc->m, tc->msg, &tc->call->trace, &tc->tracestate);
+    char parent[TRACE_SPAN_HEX + 1];
+    call_trace(tc->m, tc->msg, &tc->call->trace, &tc->tracestate, parent);
     if (tc->call->trace.trace_id[0]) {
-        trace_format(&tc->call->trace, tc->traceparent);
+        trace_format(&tc->call->trace, tc->server_tp);
+        tc->producer = tc->call->trace;
+        if (!tc->detached && call_span(tc->m, tc->msg, &tc->call->trace, parent, tc->tool->name) &&
+            trace_child(&tc->call->trace, &tc->producer) < 0)
+            tc->producer = tc->call->trace;
+        trace_format(&tc->producer, tc->traceparent);
         log_ctx_set(tc->call->trace.trace_id, tc->call->trace.span_id);
     }
     if (tc->method == KINDS_METHOD_CALL) {
@@ -640,6 +734,34 @@ static tc_status_t answer_task(tc_t *tc, const char *id, const ing_tasks_t *task
     return tc_result(tc, ING_CALL_OK, result);
 }
 
+/* Hands the job (payload) to Kafka under a PRODUCER span "send <topic>" (its context is what
+ * the record carries); mq_producer_send's result. */
+static int tc_send(tc_t *tc, const char *job_id, const char *key, const char *payload, void *opaque)
+{
+    ing_ctx_t *ctx = tc->ctx;
+    const char *topic = ctx->set->topic_jobs;
+    otel_span_t *s = NULL;
+    if (tc->m->req->span && strcmp(tc->producer.span_id, tc->call->trace.span_id) != 0) {
+        char name[OTEL_NAME_MAX];
+        snprintf(name, sizeof(name), "send %s", topic);
+        s = otel_span_start(&tc->producer, tc->call->trace.span_id, name, OTEL_KIND_PRODUCER, 0);
+        otel_span_str(s, "messaging.system", "kafka");
+        otel_span_str(s, "messaging.operation.type", "send");
+        otel_span_str(s, "messaging.operation.name", "send");
+        otel_span_str(s, "messaging.destination.name", topic);
+        otel_span_str(s, "messaging.kafka.message.key", key ? key : job_id);
+        otel_span_int(s, "messaging.message.body.size", (long long)strlen(payload));
+        otel_span_str(s, "mcpq.job_id", job_id);
+    }
+    int rc = mq_producer_send(ctx->producer, topic, job_id, key, payload, strlen(payload),
+                              tc->traceparent[0] ? tc->traceparent : NULL, tc->tracestate, opaque);
+    if (rc < 0)
+        otel_span_error(s, rc == MCPQ_ETOOBIG ? "too_big" : "unavailable",
+                        "the job queue (Kafka) refused the job");
+    otel_span_end(s, 0);
+    return rc;
+}
+
 /* Sends task id's job (payload, its envelope) to Kafka; the delivery report knows it by
  * "t:<id>". 0 or an MCPQ_E* code. */
 static int task_send(tc_t *tc, const char *id, const char *payload)
@@ -648,10 +770,7 @@ static int task_send(tc_t *tc, const char *id, const char *payload)
     char *opaque = malloc(strlen(id) + 3);
     if (opaque)
         snprintf(opaque, strlen(id) + 3, "t:%s", id);
-    int rc = opaque ? mq_producer_send(ctx->producer, ctx->set->topic_jobs, id, NULL, payload,
-                                       strlen(payload), tc->traceparent[0] ? tc->traceparent : NULL,
-                                       tc->tracestate, opaque)
-                    : MCPQ_ENOMEM;
+    int rc = opaque ? tc_send(tc, id, NULL, payload, opaque) : MCPQ_ENOMEM;
     if (rc < 0) {
         free(opaque);
         ing_metrics_published(ctx->metrics, 0);
@@ -720,7 +839,7 @@ static int task_create(tc_t *tc, const char *id, const char *robot, long long pr
         .args_json = args_json ? args_json : "{}",
         .robot = robot,
         .env_json = tc->payload ? tc->payload : "",
-        .traceparent = tc->traceparent,
+        .traceparent = tc->server_tp,
         .owner = tc->owner,
         .surface = tc->as_task == ANSWER_EXT       ? "ext"
                    : tc->as_task == ANSWER_MCP2025 ? "mcp"
@@ -882,11 +1001,7 @@ static tc_status_t tc_publish_detached(tc_t *tc)
     char *opaque = malloc(size);
     if (opaque)
         snprintf(opaque, size, "d:%s", job_id);
-    int rc =
-        opaque ? mq_producer_send(ctx->producer, ctx->set->topic_jobs, job_id, tc->key, tc->payload,
-                                  strlen(tc->payload), tc->traceparent[0] ? tc->traceparent : NULL,
-                                  tc->tracestate, opaque)
-               : MCPQ_ENOMEM;
+    int rc = opaque ? tc_send(tc, job_id, tc->key, tc->payload, opaque) : MCPQ_ENOMEM;
     if (rc < 0) {
         free(opaque);
         ing_metrics_published(ctx->metrics, 0);
@@ -914,9 +1029,7 @@ static tc_status_t tc_publish(tc_t *tc)
         free(opaque);
         return tc_error(tc, 200, RPC_INTERNAL_ERROR, "internal error; try again");
     }
-    int rc = mq_producer_send(ctx->producer, ctx->set->topic_jobs, call->job_id, tc->key,
-                              tc->payload, strlen(tc->payload),
-                              tc->traceparent[0] ? tc->traceparent : NULL, tc->tracestate, opaque);
+    int rc = tc_send(tc, call->job_id, tc->key, tc->payload, opaque);
     if (rc < 0) {
         free(opaque);
         ing_mcpreq_dequeue(tc->m, call);

@@ -12,6 +12,15 @@
 /* tools/call (toolcall.c). 1 when the request waits for a worker (mcpreq.h), else 0 with
  * resp filled. */
 int ing_toolcall_run(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp);
+
+/* The SERVER span (otel.h; docs/operations.md, "Traces (OpenTelemetry)") of a request that was
+ * answered without a job (tools/list, initialize, a static resource, a call refused before its
+ * tool was found, ...), given its answer resp: in the client's trace, named "<method>" (or
+ * "<method> <name>" for a tool or prompt), error.type the JSON-RPC error code of an error
+ * answer; server.c ends it with the response. Nothing when the request has a span or a call's
+ * trace already, inside a batch, or when spans are not exported. */
+void ing_toolcall_span(ing_mcp_t *m, const rpc_msg_t *msg, const ing_resp_t *resp);
+
 /* resources/read, prompts/get, completion/complete, resources/subscribe or
  * resources/unsubscribe (msg->method) answered by a job: obj is the registry object of m's
  * server the caller found for it (a resource, a template whose uriTemplate matched with vars

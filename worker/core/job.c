@@ -4,6 +4,7 @@
 #include "err.h"
 #include "log.h"
 #include "mresult.h"
+#include "otel.h"
 #include "output.h"
 #include "util.h"
 
@@ -36,25 +37,78 @@ void wrk_job_free(wrk_job_t *job)
     free(job->record);
     free(job->body);
     free(job->req.durable);
+    otel_span_free(job->result_span); /* a write that never came back */
+    otel_span_end(job->span, 0);
     wrk_envelope_cleanup(&job->env);
     free(job);
 }
 
 /* The worker's span: a child of the header's traceparent, else of the envelope's, else a new
- * trace. An invalid one is ignored (W3C); without randomness the job runs untraced. */
+ * trace. An invalid one is ignored (W3C); without randomness the job runs untraced. The
+ * sampled flag is the sampler's (otel.h): with a parent-based one, the ingress's decision. */
 static void job_trace(wrk_job_t *job, const char *header)
 {
     trace_ctx_t in;
     const char *from = header && trace_parse(header, &in) == 0 ? header : job->env.traceparent;
+    int have = from && trace_parse(from, &in) == 0;
     job->picked_us = util_now_us();
     job->env.traceparent = NULL;
     job->traceparent[0] = '\0';
+    snprintf(job->parent_span, sizeof(job->parent_span), "%s", have ? in.span_id : "");
     if (trace_start(from, &job->trace) < 0) {
         memset(&job->trace, 0, sizeof(job->trace));
         return;
     }
+    job->trace.flags =
+        (unsigned char)((job->trace.flags & ~1u) |
+                        (otel_sample(have ? &in : NULL, job->trace.trace_id) ? 1u : 0u));
     trace_format(&job->trace, job->traceparent);
     job->env.traceparent = job->traceparent;
+}
+
+/* The job's spans once it runs here: "queue wait" (INTERNAL, from when the ingress handed the
+ * job to Kafka, sent_us, else when it built it, created_ms, to picked_us; assumes NTP-synced
+ * clocks, clamped at 0) and the job's own span (job.h). */
+static void job_spans(wrk_job_t *job)
+{
+    const wrk_envelope_t *env = &job->env;
+    trace_ctx_t wait;
+    if (job->span || !otel_enabled() || trace_child(&job->trace, &wait) < 0)
+        return;
+    int64_t sent = env->sent_us > 0      ? env->sent_us
+                   : env->created_ms > 0 ? env->created_ms * 1000
+                                         : job->picked_us;
+    otel_span_t *w = otel_span_start(&wait, job->parent_span, "queue wait", OTEL_KIND_INTERNAL,
+                                     sent < job->picked_us ? sent : job->picked_us);
+    otel_span_str(w, "mcpq.job_id", env->job_id);
+    otel_span_end(w, job->picked_us);
+    char name[OTEL_NAME_MAX];
+    int call = env->method_id == KINDS_METHOD_CALL;
+    if (call) /* GenAI conventions: "execute_tool {gen_ai.tool.name}"; another method: its name */
+        snprintf(name, sizeof(name), "execute_tool %s", env->tool ? env->tool : "");
+    else
+        snprintf(name, sizeof(name), "%s", env->method);
+    otel_span_t *s =
+        otel_span_start(&job->trace, job->parent_span, name, OTEL_KIND_CONSUMER, job->picked_us);
+    otel_span_str(s, "mcp.method.name", env->method);
+    otel_span_str(s, call ? "gen_ai.tool.name" : "mcpq.object", env->tool);
+    if (call)
+        otel_span_str(s, "gen_ai.operation.name", "execute_tool");
+    otel_span_str(s, "messaging.system", "kafka");
+    otel_span_str(s, "messaging.operation.type", "process");
+    otel_span_str(s, "messaging.destination.name", job->rt->settings->topic_jobs);
+    if (job->partition >= 0) {
+        char part[16];
+        snprintf(part, sizeof(part), "%d", (int)job->partition);
+        otel_span_str(s, "messaging.destination.partition.id", part);
+        otel_span_int(s, "messaging.kafka.offset", job->offset);
+    }
+    otel_span_str(s, "mcpq.job_id", env->job_id);
+    otel_span_str(s, "mcpq.tenant", env->tenant);
+    otel_span_str(s, "mcpq.executor", env->exec_type);
+    otel_span_str(s, "mcpq.request_id", env->request_id);
+    otel_span_str(s, "mcpq.worker", job->rt->worker_id);
+    job->span = s;
 }
 
 void wrk_job_log_enter(const wrk_job_t *job, log_ctx_t *saved)
@@ -162,6 +216,10 @@ static void job_complete_data(wrk_job_t *job, wrk_status_t status, const cJSON *
     job->status = status;
     const cJSON *is_err = result ? cJSON_GetObjectItemCaseSensitive(result, "isError") : NULL;
     job->is_error = cJSON_IsTrue(is_err);
+    if (status != WRK_STATUS_OK)
+        otel_span_error(job->span, wrk_record_status_name(status), message);
+    else if (job->is_error)
+        otel_span_error(job->span, "tool_error", "the tool answered isError: true");
     job->record = wrk_record_build(&r, &job->record_len);
     if (!job->record) {
         /* Without a record nothing can be written: treat it like an abort, so the job is
@@ -238,6 +296,7 @@ static void job_end_cancelled(wrk_job_t *job)
               "tool", job->env.tool, "status", "cancelled", "started",
               job->started_ms ? "true" : "false", "duration_ms", dur, "partition", part, "offset",
               off, (char *)NULL);
+    otel_span_error(job->span, "cancelled", "the caller cancelled the job");
     job->rt->on_finished(job, job->rt->arg);
 }
 
@@ -252,6 +311,7 @@ static void job_run(wrk_job_t *job)
     }
     snprintf(part, sizeof(part), "%d", (int)job->partition);
     snprintf(off, sizeof(off), "%lld", (long long)job->offset);
+    job_spans(job);
     log_event(LOG_INFO, "job start", "job_id", env->job_id, "tenant", env->tenant, "tool",
               env->tool, "executor", env->exec_type, "partition", part, "offset", off,
               (char *)NULL);

@@ -85,6 +85,16 @@ struct wrk_job {
      * (wrk_job_log_enter). */
     trace_ctx_t trace;
     char traceparent[TRACE_PARENT_LEN + 1];
+    /* Spans (otel.h, docs/operations.md "Traces (OpenTelemetry)"): the job's own span is
+     * trace.span_id, "execute_tool <tool>" (CONSUMER), child of parent_span (the ingress's
+     * PRODUCER span), from picked_us (below) until the job is freed; span is NULL when not
+     * exported. Executors' outbound requests and the result write are its children. */
+    char parent_span[TRACE_SPAN_HEX + 1];
+    /* The record's tracestate header when trace_state_ok (W3C: relayed unchanged next to the
+     * traceparent of the executor's outbound requests); "" when none. */
+    char tracestate[TRACE_STATE_MAX + 1];
+    struct otel_span *span;
+    struct otel_span *result_span; /* the Redis write of the result (worker.c) */
     int64_t picked_us; /* Unix µs when this worker parsed the record (the queue wait's end) */
     char *body;        /* the envelope as executors get it (wrk_envelope_for_executor) */
     size_t body_len;

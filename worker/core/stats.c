@@ -2,6 +2,7 @@
 
 #include "err.h"
 #include "log.h"
+#include "otel.h"
 #include "prom.h"
 
 #include <arpa/inet.h>
@@ -256,6 +257,7 @@ int wrk_stats_render(wrk_stats_t *m, util_buf_t *out)
               "Redis writes that did not go through and were queued again.");
     prom_line(out, "mcpq_worker_results_retried_total %llu\n", atomic_load(&m->results_retried));
     render_kafka(m, out);
+    otel_metrics_render(out); /* the span exporter's own series (otel.h) */
     prom_head(out, "mcpq_worker_dependency_up", "gauge", "1 while the dependency is reachable.");
     prom_line(out, "mcpq_worker_dependency_up{dependency=\"kafka\"} %d\n",
               atomic_load(&m->kafka_up));

@@ -37,6 +37,7 @@ struct wrk_httpexec_req {
     int stopped;   /* chunk asked to stop: the exchange is over for the caller */
     wrk_httpexec_done_fn done;
     void *arg;
+    otel_span_t *span; /* the request's CLIENT span (wrk_httpexec_req_span), NULL when none */
     wrk_httpexec_req_t *prev, *next;
 };
 
@@ -54,7 +55,41 @@ static void req_free(wrk_httpexec_t *h, wrk_httpexec_req_t *r)
         r->next->prev = r->prev;
     curl_slist_free_all(r->headers);
     util_buf_cleanup(&r->body);
+    otel_span_error(r->span, "cancelled", "the request was abandoned");
+    otel_span_end(r->span, 0);
     free(r);
+}
+
+void wrk_httpexec_req_span(wrk_httpexec_req_t *r, otel_span_t *span)
+{
+    if (!r) {
+        otel_span_error(span, "not_started", "the request could not be started");
+        otel_span_end(span, 0);
+        return;
+    }
+    otel_span_end(r->span, 0);
+    r->span = span;
+}
+
+/* Ends r's CLIENT span with the response's status (or the transfer's error). */
+static void req_span_end(wrk_httpexec_req_t *r, const wrk_httpexec_resp_t *resp)
+{
+    if (!r->span)
+        return;
+    if (resp->code != CURLE_OK) {
+        otel_span_error(r->span,
+                        resp->code == CURLE_OPERATION_TIMEDOUT ? "timeout" : "connection_failed",
+                        resp->error);
+    } else {
+        otel_span_int(r->span, "http.response.status_code", resp->status);
+        if (resp->status >= 400) {
+            char type[24];
+            snprintf(type, sizeof(type), "%ld", resp->status);
+            otel_span_error(r->span, type, NULL);
+        }
+    }
+    otel_span_end(r->span, 0);
+    r->span = NULL;
 }
 
 static void http_check_done(wrk_httpexec_t *h)
@@ -83,6 +118,7 @@ static void http_check_done(wrk_httpexec_t *h)
             resp.body = r->body.data;
             resp.len = r->body.len;
         }
+        req_span_end(r, &resp);
         if (r->done)
             r->done(&resp, r->arg);
         req_free(h, r);
@@ -338,7 +374,7 @@ static int header_reserved(const char *name)
 /* Builds the request headers into *list, signing body when the executor has a secret; a
  * message for the caller in why when the config is bad. */
 static int build_headers(wrk_job_t *job, const char *body, size_t len, struct curl_slist **list,
-                         const char **why)
+                         otel_span_t **span, const char **why)
 {
     const cJSON *ex = job->env.executor;
     *why = NULL;
@@ -370,8 +406,14 @@ static int build_headers(wrk_job_t *job, const char *body, size_t len, struct cu
             }
         }
     }
-    if (job->env.traceparent &&
-        wrk_httpexec_header_add(list, "traceparent", job->env.traceparent) < 0)
+    /* The request's CLIENT span, whose context the upstream receives (otel.h); without one, the
+     * job's own traceparent. */
+    char tp[TRACE_PARENT_LEN + 1];
+    *span = otel_span_child(job->env.traceparent, "POST", OTEL_KIND_CLIENT, tp);
+    if (tp[0] && wrk_httpexec_header_add(list, "traceparent", tp) < 0)
+        return MCPQ_ENOMEM;
+    if (tp[0] && job->tracestate[0] &&
+        wrk_httpexec_header_add(list, "tracestate", job->tracestate) < 0)
         return MCPQ_ENOMEM;
     if (job->env.request_id &&
         wrk_httpexec_header_add(list, "X-Request-Id", job->env.request_id) < 0)
@@ -422,13 +464,17 @@ wrk_httpexec_req_t *wrk_httpexec_post_job(wrk_job_t *job, const char *body, size
         return NULL;
     }
     struct curl_slist *headers = NULL;
-    if (build_headers(job, body, len, &headers, why) < 0) {
+    otel_span_t *span = NULL;
+    if (build_headers(job, body, len, &headers, &span, why) < 0) {
         curl_slist_free_all(headers);
+        otel_span_free(span);
         return NULL;
     }
+    otel_span_http(span, "POST", url->valuestring);
     wrk_httpexec_req_t *r =
         wrk_httpexec_post(job->rt->http, url->valuestring, headers, body, len,
                           wrk_job_remaining_ms(job) + HTTP_TIMEOUT_SLACK_MS, done, arg);
+    wrk_httpexec_req_span(r, span);
     if (!r)
         log_event(LOG_ERROR, "cannot start the HTTP request", "job_id", job->env.job_id,
                   (char *)NULL);

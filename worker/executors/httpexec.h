@@ -18,6 +18,7 @@
 #define MCPQ_WORKER_HTTP_H
 
 #include "loop.h"
+#include "otel.h"
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
@@ -110,6 +111,12 @@ cJSON *wrk_httpexec_failure(const wrk_job_t *job, const wrk_httpexec_resp_t *res
 
 /* Aborts a running request at once; its callback does not run. NULL is a no-op. */
 void wrk_httpexec_req_cancel(wrk_httpexec_t *h, wrk_httpexec_req_t *req);
+
+/* Gives the request r its CLIENT span (otel.h; owned by r from now on): ended when the
+ * response is complete (http.response.status_code, error status from 400 on or for a transfer
+ * error) or when r is cancelled. r NULL (the request could not start): the span ends as an
+ * error at once. span NULL: nothing. */
+void wrk_httpexec_req_span(wrk_httpexec_req_t *r, otel_span_t *span);
 
 /* Header helpers shared by executors. 1 when s is a header name: one or more token
  * characters (RFC 9110), else 0. */

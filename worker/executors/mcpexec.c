@@ -379,14 +379,30 @@ static void call_post(wrk_mcpup_call_t *c, const char *method, const char *name,
     snprintf(c->session, sizeof(c->session), "%s", up->modern ? "" : up->session);
     if (up->modern)
         wrk_mcpup_meta(params);
+    /* The request's CLIENT span "<method> <tool or prompt>" (MCP semantic conventions); the
+     * upstream receives its context (otel.h). */
+    char tp[TRACE_PARENT_LEN + 1], span_name[OTEL_NAME_MAX];
+    const char *target =
+        name ? name : cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params, "name"));
+    snprintf(span_name, sizeof(span_name), "%s%s%s", method, target ? " " : "",
+             target ? target : "");
     size_t len = 0;
     char *body = wrk_mcpup_body(c->id, method, params, &len);
+    otel_span_t *span = otel_span_child(job->env.traceparent, span_name, OTEL_KIND_CLIENT, tp);
+    otel_span_str(span, "mcp.method.name", method);
+    otel_span_http(span, "POST", up->url);
     struct curl_slist *h =
         wrk_mcpup_headers(up, up->modern, up->modern ? MCPW_MODERN_VERSION : up->version, method,
-                          name, c->session, job->env.traceparent, job->env.request_id);
+                          name, c->session, tp[0] ? tp : NULL, job->env.request_id);
+    if (h && tp[0] && job->tracestate[0] &&
+        wrk_httpexec_header_add(&h, "tracestate", job->tracestate) < 0) {
+        curl_slist_free_all(h);
+        h = NULL;
+    }
     if (!body || !h) {
         cJSON_free(body);
         curl_slist_free_all(h);
+        otel_span_free(span);
         call_end_error(c, -32603, "out of memory");
         return;
     }
@@ -396,6 +412,7 @@ static void call_post(wrk_mcpup_call_t *c, const char *method, const char *name,
     c->req = wrk_httpexec_stream(c->m->http, up->url, h, body, len,
                                  wrk_job_remaining_ms(job) + MCP_TIMEOUT_SLACK_MS, call_chunk,
                                  call_done, c);
+    wrk_httpexec_req_span(c->req, span);
     cJSON_free(body);
     if (!c->req)
         call_end_error(c, -32603, "cannot start the request to the upstream MCP server");
