@@ -186,14 +186,14 @@ async function loadRegistry() {
         el('th', {}, 'published version'), el('th', {}, ''))),
       el('tbody', {}, rows.map((t) => el('tr', { 'data-tool': t.name },
         el('td', {}, t.name), el('td', {}, t.kind || 'tool'),
-        el('td', { class: t.published ? 'state-published' : '' }, t.published ?? 'offline'),
+        el('td', { class: t.published ? 'state-published' : '' }, t.published ? t.publishedVersion : 'offline'),
         el('td', {}, el('button', { type: 'button', onclick: () => guard('versions', () => loadVersions(t.name)) },
           'Versions')))))));
   }
 }
 
-/** The version published before the current one, for a roll back: the one created just
- * before it (the admin API keeps no history of publications). */
+/** The version to roll back to: the one created just before the published one (the admin API
+ * keeps no history of publications; versions created together keep the list's order). */
 function previousVersion(versions, published) {
   const sorted = [...versions].sort((a, b) => String(a.createTime).localeCompare(String(b.createTime)));
   const i = sorted.findIndex((v) => v.version === published);
@@ -216,16 +216,17 @@ async function loadVersions(tool) {
   const versions = data.versions || [];
   $('versions').hidden = false;
   $('versions-title').textContent = `tool ${tool} (server ${t.server})`;
-  $('versions-state').textContent = t.published ? `published: version ${t.published}` : 'offline: no version is published';
-  const prev = t.published ? previousVersion(versions, t.published) : null;
+  const published = t.published ? t.publishedVersion : null;
+  $('versions-state').textContent = published ? `published: version ${published}` : 'offline: no version is published';
+  const prev = published ? previousVersion(versions, published) : null;
   const rb = $('rollback');
   rb.hidden = !prev;
   rb.onclick = prev ? () => guard('roll back', () => versionAction(tool, prev.version, 'publish',
-    `Roll back ${tool} from version ${t.published} to version ${prev.version}?`)) : null;
+    `Roll back ${tool} from version ${published} to version ${prev.version}?`)) : null;
   if (prev) rb.textContent = `Roll back to version ${prev.version}`;
   const body = clear($('versions-table').tBodies[0]);
   for (const v of versions) {
-    const live = v.version === t.published;
+    const live = v.version === published;
     body.append(el('tr', { 'data-version': v.version },
       el('td', {}, v.version), el('td', { class: 'description' }, v.description ?? ''),
       el('td', {}, when(v.createTime)),
@@ -234,7 +235,7 @@ async function loadVersions(tool) {
         ? el('button', { type: 'button', onclick: () => guard('offline', () => versionAction(tool, v.version, 'offline',
           `Take ${tool} offline (unpublish version ${v.version})? Clients will no longer see it.`)) }, 'Take offline')
         : el('button', { type: 'button', onclick: () => guard('publish', () => versionAction(tool, v.version, 'publish',
-          `Publish version ${v.version} of ${tool}?${t.published ? ` It replaces version ${t.published}.` : ''}`)) }, 'Publish'))));
+          `Publish version ${v.version} of ${tool}?${published ? ` It replaces version ${published}.` : ''}`)) }, 'Publish'))));
   }
 }
 
