@@ -28,29 +28,49 @@ void log_init(const char *component, const char *min_level);
 /* log_event(LOG_INFO, "tool call", "tenant", t, "tool", name, (char *)NULL); */
 void log_event(log_level_t level, const char *msg, ...) __attribute__((sentinel));
 
+/* A line whose fields are the members of the JSON object fields, kept with their types
+ * (numbers, booleans), in order; takes fields (freed here, may be NULL). */
+struct cJSON;
+void log_event_json(log_level_t level, const char *msg, struct cJSON *fields);
+
 /* A plain message, printf-style, with no extra fields. */
 void log_msgf(log_level_t level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* A thread's log context: the trace of the call it is handling ("" when none). */
+/* A thread's log context: the trace of the call it is handling and the id of the HTTP request
+ * it came in (X-Request-Id, docs/operations.md "Logs and tracing"); "" when none. A line
+ * written in a context with a request id carries "request_id" unless it passes its own. */
+#define LOG_REQUEST_ID_MAX 128
+
 typedef struct log_ctx {
     char trace_id[33];
     char span_id[17];
+    char request_id[LOG_REQUEST_ID_MAX + 1];
 } log_ctx_t;
 
-/* Sets this thread's context (copied; span_id may be NULL); NULL trace_id clears it. */
+/* 1 when id is a request id as mcpq keeps and passes it on: 1..LOG_REQUEST_ID_MAX bytes of
+ * printable ASCII without space (0x21-0x7e); 0 otherwise (NULL, empty, too long, a space, a
+ * control or non-ASCII byte). The one check of the ingress (X-Request-Id) and the worker (the
+ * envelope's request_id). */
+int log_request_id_valid(const char *id);
+
+/* Sets this thread's trace (copied; span_id may be NULL); NULL trace_id clears the trace. The
+ * request id is kept. */
 void log_ctx_set(const char *trace_id, const char *span_id);
-/* Clears this thread's context: its lines carry no trace. */
+/* Sets this thread's request id (copied, cut at 128 bytes); NULL or "" clears it. */
+void log_ctx_set_request(const char *request_id);
+/* Clears this thread's context: its lines carry no trace and no request id. */
 void log_ctx_clear(void);
-/* Saves this thread's context into *saved and sets a new one: for a callback nested inside
- * another call's handling; log_ctx_restore(saved) puts the outer one back. */
+/* Saves this thread's context into *saved and sets a new one (that trace, no request id): for
+ * a callback nested inside another call's handling; log_ctx_restore(saved) puts the outer one
+ * back. */
 void log_ctx_push(const char *trace_id, const char *span_id, log_ctx_t *saved);
 /* Sets this thread's context back to *saved (from log_ctx_push or log_ctx_get). */
 void log_ctx_restore(const log_ctx_t *saved);
 /* Copies this thread's context into *out (trace_id "" when none). */
 void log_ctx_get(log_ctx_t *out);
 
-/* Fills out with the trace of job id (a "job_id" or "task_id" field) and returns 1, or 0
- * when it knows none. Called on the logging thread; must not log. */
+/* Fills out with the trace (and request id) of job id (a "job_id" or "task_id" field) and returns
+ * 1, or 0 when it knows none. Called on the logging thread; must not log. */
 typedef int (*log_trace_fn)(const char *job_id, log_ctx_t *out, void *arg);
 /* Registers fn (with arg) as the process' one resolver, NULL for none; once, before any
  * thread exists. */

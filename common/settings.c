@@ -164,6 +164,9 @@ static const set_def_t defs[] = {
      "ingress replica name (default: host-pid-random)"},
     {"MCPQ_LOG_LEVEL", "log-level", T_STR, "info", 0, 0, ALL | SET_BROKER, S(log_level),
      "debug, info, warn or error"},
+    {"MCPQ_ACCESS_LOG", "access-log", T_INT, "1", 0, 1, ING, S(access_log),
+     "1: the ingress logs one JSON line per HTTP request when it ends, level info "
+     "(docs/operations.md, \"Access log\"); 0: none"},
     {"MCPQ_READY_FILE", "ready-file", T_STR, NULL, 0, 0, ALL | SET_BROKER, S(ready_file),
      "file written once the process is ready (the local launcher waits for it)"},
     {"MCPQ_METRICS_LISTEN", "metrics-listen", T_STR, "", 0, 0, WRK, S(metrics_listen),
@@ -243,8 +246,7 @@ static const set_def_t defs[] = {
     {"MCPQ_INPUT_MAX_BYTES", "input-max-bytes", T_INT, "1048576", 1024, 64LL << 20, ALL,
      S(input_max_bytes),
      "largest question a tool may ask and largest answer a client may give, in bytes of JSON"},
-    {"MCPQ_REQUEST_STATE_KEY", "request-state-key", T_SECRET, NULL, 0, 0, ING,
-     S(request_state_key),
+    {"MCPQ_REQUEST_STATE_KEY", "request-state-key", T_SECRET, NULL, 0, 0, ING, S(request_state_key),
      "key (32 to 1024 bytes) of the HMAC-SHA256 over the requestState of input-required "
      "results (multi round-trip requests); the same on every ingress (unset: the fleet shares "
      "a random key kept in Redis, docs/internals.md)"},

@@ -62,6 +62,7 @@ typedef struct mcpq_settings {
     const char *worker_id;
     const char *instance_id;
     const char *log_level;
+    long long access_log; /* ingress: 1 one access line per HTTP request (docs/operations.md) */
     const char *ready_file;
     const char *metrics_listen; /* worker: /metrics etc. (empty: off) */
     long long threads;

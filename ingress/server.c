@@ -97,8 +97,13 @@ static enum MHD_Result send_resp(ing_req_t *req, ing_resp_t *resp)
     cors_headers(req, r);
     if (req->ctx && atomic_load(&req->ctx->stopping))
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    MHD_add_response_header(r, "X-Request-Id", req->request_id);
     enum MHD_Result ret = MHD_queue_response(req->conn, (unsigned)resp->status, r);
     MHD_destroy_response(r);
+    if (ret == MHD_YES) {
+        req->status = resp->status;
+        req->bytes = len;
+    }
     int64_t ms = util_mono_ms() - req->t0;
     ing_metrics_request(req->ctx->metrics, req->metric, resp->status, ms);
     return ret;
@@ -179,6 +184,8 @@ static ssize_t read_stream(void *cls, uint64_t pos, char *buf, size_t max)
     (void)pos;
     ing_req_t *req = cls;
     ssize_t n = ing_pending_read(req->ctx->pending, &req->call, buf, max);
+    if (n > 0)
+        req->bytes += (uint64_t)n; /* the access log's bytes: the frames sent */
     if (n == MHD_CONTENT_READER_END_OF_STREAM && req->has_call) {
         if (req->batch)
             batch_outcomes(req);
@@ -203,8 +210,11 @@ static enum MHD_Result start_stream(ing_req_t *req)
     cors_headers(req, r);
     if (atomic_load(&req->ctx->stopping))
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    MHD_add_response_header(r, "X-Request-Id", req->request_id);
     enum MHD_Result ret = MHD_queue_response(req->conn, MHD_HTTP_OK, r);
     MHD_destroy_response(r);
+    if (ret == MHD_YES)
+        req->status = MHD_HTTP_OK;
     ing_metrics_request(req->ctx->metrics, req->metric, 200, util_mono_ms() - req->t0);
     return ret;
 }
@@ -377,6 +387,37 @@ static int route_matches(const struct route_row *row, const char *url)
     if (row->match == UNDER)
         return strncmp(url, row->path, n) == 0;
     return strncmp(url, row->path, n) == 0 && (url[n] == '\0' || url[n] == '/');
+}
+
+/* The route the access log names for a path below a row's path, where it is not the row's path
+ * and a star (the routes table above). */
+static const struct {
+    const char *path;
+    const char *under;
+} route_below[] = {{"/admin", "/admin/v1/*"}};
+
+/* The route the access log names for path (no query): the pattern of the row of routes that
+ * takes it (the row's path, else its path and a star, or route_below's), "/mcp" for the MCP
+ * endpoint and "/mcp/" and a star for a named server, else "-": never the path itself, which
+ * may hold ids. */
+static const char *route_pattern(const char *path, char *out, size_t size)
+{
+    for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+        const struct route_row *row = &routes[i];
+        if (!route_matches(row, path))
+            continue;
+        size_t n = strlen(row->path);
+        if (strcmp(path, row->path) == 0)
+            return row->path;
+        for (size_t j = 0; j < sizeof(route_below) / sizeof(route_below[0]); j++)
+            if (strcmp(row->path, route_below[j].path) == 0)
+                return route_below[j].under;
+        snprintf(out, size, "%s%s*", row->path, row->path[n - 1] == '/' ? "" : "/");
+        return out;
+    }
+    if (strcmp(path, "/mcp") == 0 || strcmp(path, "/mcp/") == 0)
+        return "/mcp";
+    return strncmp(path, "/mcp/", 5) == 0 ? "/mcp/*" : "-";
 }
 
 static enum MHD_Result route(ing_req_t *req, const char *url, const char *method)
@@ -669,6 +710,18 @@ static void *on_uri_ops(void *cls, const char *uri, struct MHD_Connection *conn)
     return req_new(cls, ING_PLANE_OPS, uri, conn);
 }
 
+/* The first access-handler call of a request: its method, clocks and request id. */
+static void req_begin(ing_req_t *req, const char *method)
+{
+    req->started = 1;
+    req->method = method;
+    req->t0 = util_mono_ms();
+    req->t0_us = util_mono_us();
+    req->metric = ING_M_NONE;
+    ing_req_id_assign(req);
+    log_ctx_set_request(req->request_id); /* the lines of this callback carry it too */
+}
+
 static enum MHD_Result handle_request(ing_ctx_t *ctx, unsigned planes, struct MHD_Connection *conn,
                                       const char *url, const char *method, const char *upload_data,
                                       size_t *upload_data_size, void **con_cls)
@@ -681,10 +734,7 @@ static enum MHD_Result handle_request(ing_ctx_t *ctx, unsigned planes, struct MH
     if (!req || !req->uri)
         return MHD_NO; /* out of memory: libmicrohttpd closes the connection */
     if (!req->started) {
-        req->started = 1;
-        req->method = method;
-        req->t0 = util_mono_ms();
-        req->metric = ING_M_NONE;
+        req_begin(req, method);
         int dirty = 0;
         MHD_get_connection_values_n(conn, MHD_HEADER_KIND, header_clean, &dirty);
         /* An encoded NUL in the target: libmicrohttpd's decoded url would end there, so the
@@ -749,12 +799,13 @@ static enum MHD_Result handle_request(ing_ctx_t *ctx, unsigned planes, struct MH
     return route(req, url, method);
 }
 
-/* Sets this thread's log context to the request's call (log.h): every line logged while
- * libmicrohttpd runs a callback for a call carries its trace. */
+/* Sets this thread's log context to the request (log.h): every line logged while
+ * libmicrohttpd runs a callback for it carries its request id and, for a call, its trace. */
 static void call_log_ctx(const ing_req_t *req)
 {
     const trace_ctx_t *t = req ? &req->call.trace : NULL;
     log_ctx_set(t && t->trace_id[0] ? t->trace_id : NULL, t ? t->span_id : NULL);
+    log_ctx_set_request(req ? req->request_id : NULL);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -783,6 +834,46 @@ static enum MHD_Result on_request_ops(void *cls, struct MHD_Connection *conn, co
     return ret;
 }
 
+/* The access log line of a request that ended (docs/operations.md, "Access log"): the status
+ * queued (0 when none was), and "aborted" when the client did not get the whole answer. */
+static void access_log(ing_req_t *req, enum MHD_RequestTerminationCode toe)
+{
+    if (!req->ctx->set->access_log)
+        return;
+    char path[256], rbuf[288], client[ING_PEER_LEN];
+    size_t plen = strcspn(req->uri, "?");
+    snprintf(path, sizeof(path), "%.*s", (int)(plen < sizeof(path) ? plen : sizeof(path) - 1),
+             req->uri);
+    int64_t us = util_mono_us() - req->t0_us;
+    ing_req_client(req, req->ctx->trusted, client, sizeof(client));
+    cJSON *f = cJSON_CreateObject();
+    if (!f)
+        return;
+    cJSON_AddStringToObject(f, "method", req->method ? req->method : "");
+    cJSON_AddStringToObject(f, "route", route_pattern(path, rbuf, sizeof(rbuf)));
+    cJSON_AddNumberToObject(f, "status", req->status);
+    cJSON_AddNumberToObject(f, "bytes", (double)req->bytes);
+    cJSON_AddNumberToObject(f, "duration_us", (double)(us > 0 ? us : 0));
+    if (req->tenant[0])
+        cJSON_AddStringToObject(f, "tenant", req->tenant);
+    cJSON_AddStringToObject(f, "request_id", req->request_id);
+    cJSON_AddStringToObject(f, "trace_id", ing_req_trace_id(req));
+    cJSON_AddStringToObject(f, "listener", req->planes == ING_PLANE_OPS ? "ops" : "clients");
+    cJSON_AddStringToObject(f, "client", client);
+    if (!req->status || toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        cJSON_AddBoolToObject(f, "aborted", 1);
+    log_event_json(LOG_INFO, "access", f);
+}
+
+/* The one place a request's end is handled, once, when libmicrohttpd reports it complete
+ * (however it ended): its access log line. */
+static void request_done(ing_req_t *req, enum MHD_RequestTerminationCode toe)
+{
+    if (!req->started)
+        return; /* no request line was ever routed */
+    access_log(req, toe);
+}
+
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
@@ -792,6 +883,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         return;
     (void)conn;
     call_log_ctx(req);
+    request_done(req, toe);
     gate_leave(req);
     if (req->batch) {
         ing_batch_free(req->batch, ctx->pending); /* its elements leave the table */

@@ -49,7 +49,7 @@ const char *fx_bin_dir(void)
 }
 
 /* The last FX_TAIL_BYTES of a log, on stderr, so a failed start says why. */
-static void fx_log_tail(const char *path)
+void fx_log_tail(const char *path)
 {
     char buf[FX_TAIL_BYTES + 1];
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -720,14 +720,22 @@ static size_t fx_on_header(char *p, size_t size, size_t n, void *arg)
     size_t k = size * n;
     fx_header_value(p, k, "Retry-After", r->retry_after, sizeof(r->retry_after));
     fx_header_value(p, k, "Mcp-Session-Id", r->session_id, sizeof(r->session_id));
+    fx_header_value(p, k, "X-Request-Id", r->request_id, sizeof(r->request_id));
     return k;
 }
 
 int fx_http_post(const char *url, const char *const headers[], const char *body, fx_reply_t *r)
 {
+    return fx_http_request("POST", url, headers, body, r);
+}
+
+int fx_http_request(const char *method, const char *url, const char *const headers[],
+                    const char *body, fx_reply_t *r)
+{
     memset(r, 0, sizeof(*r));
-    struct curl_slist *hl = curl_slist_append(NULL, "Content-Type: application/json");
-    hl = curl_slist_append(hl, "Accept: application/json");
+    struct curl_slist *hl = curl_slist_append(NULL, "Accept: application/json");
+    if (body)
+        hl = curl_slist_append(hl, "Content-Type: application/json");
     for (size_t i = 0; headers && headers[i]; i++)
         hl = curl_slist_append(hl, headers[i]);
     CURL *c = curl_easy_init();
@@ -737,7 +745,10 @@ int fx_http_post(const char *url, const char *const headers[], const char *body,
     }
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    if (body)
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    if (strcmp(method, body ? "POST" : "GET") != 0)
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, fx_on_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, fx_on_header);

@@ -200,6 +200,8 @@ int fx_log_line(const char *path, const char *a, const char *b, char *out, size_
 /* How many lines of the file at path hold a and b (b may be NULL); 0 when it cannot be read.
  * Lines up to 16 KiB. */
 int fx_log_count(const char *path, const char *a, const char *b);
+/* Prints the tail of the log at path on stderr (what a failing check shows). */
+void fx_log_tail(const char *path);
 
 /* An HTTP answer as fx_http_post() saw it (the body cut at 8 KiB). */
 typedef struct fx_reply {
@@ -208,6 +210,7 @@ typedef struct fx_reply {
     size_t len;
     char retry_after[32]; /* the Retry-After header's value; "" when absent */
     char session_id[128]; /* the Mcp-Session-Id header's value; "" when absent */
+    char request_id[160]; /* the X-Request-Id header's value; "" when absent */
     long long ms;         /* how long the exchange took */
 } fx_reply_t;
 
@@ -215,6 +218,9 @@ typedef struct fx_reply {
  * NULL-terminated "Name: value" strings) to url with a 10 s timeout. 0, or -1 when no
  * HTTP answer came (r->status 0). */
 int fx_http_post(const char *url, const char *const headers[], const char *body, fx_reply_t *r);
+/* fx_http_post() with another method: "GET" (body NULL, no Content-Type), "POST", "DELETE"... */
+int fx_http_request(const char *method, const char *url, const char *const headers[],
+                    const char *body, fx_reply_t *r);
 
 /* A long-lived HTTP exchange (a GET stream, a subscriptions/listen, or any request) read by a
  * thread of its own: what arrived so far is in buf (cut at 64 KiB), its status and

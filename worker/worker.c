@@ -95,10 +95,12 @@ static int trace_of_job(const char *job_id, log_ctx_t *out, void *arg)
     if (!pthread_equal(pthread_self(), w->loop_thread) || !w->buckets)
         return 0;
     const wrk_job_t *job = table_find(w, job_id);
-    if (!job || !job->trace.trace_id[0])
+    if (!job || (!job->trace.trace_id[0] && !job->env.request_id))
         return 0;
     snprintf(out->trace_id, sizeof(out->trace_id), "%s", job->trace.trace_id);
     snprintf(out->span_id, sizeof(out->span_id), "%s", job->trace.span_id);
+    snprintf(out->request_id, sizeof(out->request_id), "%s",
+             job->env.request_id ? job->env.request_id : "");
     return 1;
 }
 

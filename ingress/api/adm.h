@@ -13,6 +13,7 @@
  *   adm_versions.c  tool versions: adding, editing, publishing, taking offline, deleting
  *   adm_config.c    the whole configuration: export and apply; the config file's events
  *   adm_pin.c       approving federated tool definitions (:approve; pin.h)
+ *   adm_tasks.c     a tenant's tasks: listing, one with its history and deliveries, :cancel
  *
  * A resource handler runs on the registry state loaded for this attempt (a->st) and returns
  * DONE (answered, nothing to write) or COMMIT (answered; commit a->st). Not
@@ -203,6 +204,10 @@ int ing_adm_versions_publish_flag(adm_t *a, const cJSON *body, int *publish);
  * .../servers/{s}:approve of server (docs/security.md, "Pinned tool definitions"). */
 int ing_adm_pin_approve_tool(adm_t *a, const char *tenant, const char *field, const cJSON *tool);
 int ing_adm_pin_approve_server(adm_t *a, const char *tenant, const cJSON *server);
+
+/* adm_tasks.c: /tenants/{t}/tasks (GET) and .../tasks/{id} (GET) and .../tasks/{id}:cancel
+ * (POST), outside the read-modify-write loop (a->st is not loaded); answers, returns DONE. */
+int ing_adm_tasks(adm_t *a);
 
 /* adm_config.c: /config, GET (export without secrets) and PUT (apply; ?prune=true), on c. */
 int ing_adm_config_doc(adm_t *a, redisContext *c);

@@ -195,6 +195,13 @@ static int is_deliveries(const adm_t *a)
            strcmp(a->seg[2], "deliveries") == 0;
 }
 
+/* /tenants/{t}/tasks[/{id}[:cancel]]: the tenant's tasks (adm_tasks.c). */
+static int is_tasks(const adm_t *a)
+{
+    return (a->nseg == 3 || a->nseg == 4) && strcmp(a->seg[0], "tenants") == 0 &&
+           strcmp(a->seg[2], "tasks") == 0;
+}
+
 static void deliveries(adm_t *a)
 {
     if (a->nseg == 3 && a->verb)
@@ -296,6 +303,9 @@ void ing_admin_api(ing_req_t *req, const char *url, const char *method, ing_resp
     } else if (is_deliveries(&a)) {
         kv_pool_put(req->ctx->kv, c, 0); /* whapi takes its own */
         deliveries(&a);
+    } else if (is_tasks(&a)) {
+        kv_pool_put(req->ctx->kv, c, 0); /* tasks.h takes its own */
+        ing_adm_tasks(&a);
     } else {
         kv_pool_put(req->ctx->kv, c, transact(&a, c));
     }

@@ -12,6 +12,8 @@
  *   /admin/v1/tenants/{t}/webhooks[/{id}]                 GET POST | GET PATCH DELETE
  *   /admin/v1/tenants/{t}/deliveries                      GET (webhook deliveries)
  *   /admin/v1/tenants/{t}/deliveries/{id}:redeliver       POST
+ *   /admin/v1/tenants/{t}/tasks[/{id}]                    GET | GET (history, deliveries)
+ *   /admin/v1/tenants/{t}/tasks/{id}:cancel               POST
  *   /admin/v1/tenants/{t}/servers[/{name}]                GET POST | GET PATCH DELETE
  *   /admin/v1/tenants/{t}/tools[/{name}]                  GET POST | GET
  *   /admin/v1/tenants/{t}/tools/{name}:rename             POST {"name": new}

@@ -46,8 +46,6 @@ static int visible(void *door, const ing_tasks_t *task)
 
 static void list(ing_req_t *req, ing_door_t *door, const char *tenant, ing_resp_t *resp)
 {
-    static const char *const statuses[] = {"working", "input_required", "completed", "failed",
-                                           "cancelled"};
     const char *cursor = ing_req_arg(req, "cursor"), *status = ing_req_arg(req, "status");
     long long offset = 0;
     if (ing_tasks_cursor(cursor && *cursor ? cursor : NULL, &offset) < 0) {
@@ -56,10 +54,7 @@ static void list(ing_req_t *req, ing_door_t *door, const char *tenant, ing_resp_
     }
     if (status && !*status)
         status = NULL;
-    int known = !status;
-    for (size_t i = 0; status && i < sizeof(statuses) / sizeof(statuses[0]); i++)
-        known |= strcmp(status, statuses[i]) == 0;
-    if (!known) {
+    if (status && !ing_tasks_status_known(status)) {
         ing_api_error(resp, 400,
                       "status must be working, input_required, completed, failed or cancelled");
         return;

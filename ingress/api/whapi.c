@@ -38,8 +38,9 @@
 #define LIMIT_MAX 200
 #define SCAN_MAX 1000
 #define TASK_MAX 256
-#define NFIELDS 11 /* the fields a delivery shows */
-#define ROW 14     /* a listed delivery: NFIELDS, then owner, server and tool */
+#define TASK_SCAN_PAGES 5 /* a task's deliveries: among the tenant's newest 5 * SCAN_MAX */
+#define NFIELDS 11        /* the fields a delivery shows */
+#define ROW 14            /* a listed delivery: NFIELDS, then owner, server and tool */
 
 #define FIELDS                                                                                     \
     "'id', 'webhook', 'event', 'task', 'status', 'attempts', 'last_status', 'last_error', "        \
@@ -214,6 +215,23 @@ static const char *owner_filter(const ing_door_t *door, char *mine)
     return mine;
 }
 
+/* The list script's reply for argv (ARGV of whapi_list.lua), checked; NULL (logged) when
+ * Redis failed. */
+static redisReply *list_run(ing_req_t *req, const char *const argv[7])
+{
+    char err[256];
+    redisReply *r = rscript_pool_run(req->ctx->kv, rscript_get("whapi_list"), 0, 7, argv, NULL, err,
+                                     sizeof(err));
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 2 || (r->elements - 2) % ROW != 0) {
+        log_event(LOG_ERROR, "webhook deliveries: list failed", "tenant", argv[0], "error",
+                  r ? "unexpected reply" : err, (char *)NULL);
+        if (r)
+            freeReplyObject(r);
+        return NULL;
+    }
+    return r;
+}
+
 static void list(ing_req_t *req, const char *tenant, const ing_door_t *door, ing_resp_t *resp)
 {
     long long limit = LIMIT_DEFAULT;
@@ -222,22 +240,40 @@ static void list(ing_req_t *req, const char *tenant, const ing_door_t *door, ing
     ing_listing_query_t q; /* holds the filter's values task and status may point to */
     if (!list_args(req, &q, &limit, &task, &status, cs, cid, resp))
         return;
-    char lim[16], err[256], mine[ING_OWNER_MAX];
+    char lim[16], mine[ING_OWNER_MAX];
     snprintf(lim, sizeof(lim), "%lld", limit);
     const char *argv[] = {
         tenant, lim, cs, cid, task ? task : "", status ? status : "", owner_filter(door, mine)};
-    redisReply *r = rscript_pool_run(req->ctx->kv, rscript_get("whapi_list"), 0, 7, argv, NULL, err,
-                                     sizeof(err));
-    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 2 || (r->elements - 2) % ROW != 0) {
-        log_event(LOG_ERROR, "webhook deliveries: list failed", "tenant", tenant, "error",
-                  r ? "unexpected reply" : err, (char *)NULL);
-        if (r)
-            freeReplyObject(r);
+    redisReply *r = list_run(req, argv);
+    if (!r) {
         ing_api_error(resp, 503, "delivery store (Redis) unavailable; try again");
         return;
     }
     list_answer(r, door, resp);
     freeReplyObject(r);
+}
+
+cJSON *ing_whapi_task_deliveries(ing_req_t *req, const char *tenant, const char *task)
+{
+    char lim[16], cs[24] = "", cid[WHQ_ID_MAX + 1] = "";
+    cJSON *arr = cJSON_CreateArray();
+    snprintf(lim, sizeof(lim), "%d", LIMIT_MAX);
+    for (int page = 0; page < TASK_SCAN_PAGES && cJSON_GetArraySize(arr) < LIMIT_MAX; page++) {
+        const char *argv[] = {tenant, lim, cs, cid, task, "", ""};
+        redisReply *r = list_run(req, argv);
+        if (!r) {
+            cJSON_Delete(arr);
+            return NULL;
+        }
+        for (size_t i = 2; i + ROW <= r->elements && cJSON_GetArraySize(arr) < LIMIT_MAX; i += ROW)
+            cJSON_AddItemToArray(arr, delivery_json(&r->element[i]));
+        snprintf(cs, sizeof(cs), "%s", str_at(r->element, 0));
+        snprintf(cid, sizeof(cid), "%s", str_at(r->element, 1));
+        freeReplyObject(r);
+        if (!*cs || !*cid)
+            break; /* the end of the tenant's index */
+    }
+    return arr;
 }
 
 /* 1 when door's caller may see delivery id of tenant (owner.h; door NULL: the operator), 0

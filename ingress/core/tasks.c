@@ -318,6 +318,55 @@ cJSON *ing_tasks_mcp(const ing_tasks_t *task, int ext, long long retention_s)
     return t;
 }
 
+/* An event of a task's history at ms (a field's value), or NULL when the field is empty. */
+static cJSON *history_event(cJSON *arr, const ing_tasks_t *task, const char *field,
+                            const char *event)
+{
+    const char *v = ing_tasks_field(task, field);
+    if (!*v)
+        return NULL;
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddItemToObject(e, "at", iso_time(strtoll(v, NULL, 10)));
+    cJSON_AddStringToObject(e, "event", event);
+    cJSON_AddItemToArray(arr, e);
+    return e;
+}
+
+cJSON *ing_tasks_history(const ing_tasks_t *task)
+{
+    cJSON *arr = cJSON_CreateArray();
+    history_event(arr, task, "created_ms", "created");
+    cJSON *start = history_event(arr, task, "begin_ms", "started");
+    if (start) {
+        long long attempts = strtoll(ing_tasks_field(task, "attempts"), NULL, 10);
+        cJSON_AddNumberToObject(start, "attempt", (double)(attempts > 0 ? attempts : 1));
+        if (*ing_tasks_field(task, "worker"))
+            cJSON_AddStringToObject(start, "worker", ing_tasks_field(task, "worker"));
+    }
+    const char *state = ing_tasks_field(task, "state");
+    const char *fault = ing_tasks_field(task, "fault");
+    cJSON *end = terminal(state)
+                     ? history_event(arr, task, "end_ms", task_mcp_status(state, fault, 1))
+                     : NULL;
+    const char *msg = *ing_tasks_field(task, "error") ? ing_tasks_field(task, "error")
+                                                      : ing_tasks_field(task, "msg");
+    if (end && *msg)
+        cJSON_AddStringToObject(end, "message", msg);
+    if (end && *fault)
+        cJSON_AddNumberToObject(end, "fault", (double)strtol(fault, NULL, 10));
+    return arr;
+}
+
+int ing_tasks_status_known(const char *status)
+{
+    static const char *const statuses[] = {"working", "input_required", "completed", "failed",
+                                           "cancelled"};
+    for (size_t i = 0; status && i < sizeof(statuses) / sizeof(statuses[0]); i++)
+        if (strcmp(status, statuses[i]) == 0)
+            return 1;
+    return 0;
+}
+
 cJSON *ing_tasks_rest(const ing_tasks_t *task, int full, long long retention_s)
 {
     cJSON *t = ing_tasks_mcp(task, 1, retention_s);
@@ -378,12 +427,20 @@ cJSON *ing_tasks_page_kept(kv_pool_t *kv, const char *tenant, long long offset, 
                            const char *status, long long retention_s, ing_tasks_keep_fn keep,
                            void *arg)
 {
+    return ing_tasks_page_sized(kv, tenant, offset, rest, status, retention_s, keep, arg,
+                                ING_TASKS_PAGE);
+}
+
+cJSON *ing_tasks_page_sized(kv_pool_t *kv, const char *tenant, long long offset, int rest,
+                            const char *status, long long retention_s, ing_tasks_keep_fn keep,
+                            void *arg, int size)
+{
     cJSON *page = cJSON_CreateObject();
     cJSON *arr = cJSON_AddArrayToObject(page, "tasks");
     long long pos = offset, next = -1;
     while (next < 0) {
         int more = 0;
-        cJSON *ids = ing_tasks_list(kv, tenant, pos, ING_TASKS_PAGE, &more);
+        cJSON *ids = ing_tasks_list(kv, tenant, pos, size, &more);
         if (!ids)
             goto unavailable;
         int n = cJSON_GetArraySize(ids);
@@ -394,7 +451,7 @@ cJSON *ing_tasks_page_kept(kv_pool_t *kv, const char *tenant, long long offset, 
                 goto unavailable;
             }
             /* A full page: the next one starts after this task, if there is one. */
-            if (cJSON_GetArraySize(arr) == ING_TASKS_PAGE)
+            if (cJSON_GetArraySize(arr) == size)
                 next = i + 1 < n || more ? pos + i + 1 : 0;
         }
         cJSON_Delete(ids);

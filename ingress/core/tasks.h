@@ -83,6 +83,16 @@ int ing_tasks_input_open(const ing_tasks_t *task);
  * call a question once). 0 (also when no question is open), or MCPQ_EUNAVAIL. */
 int ing_tasks_input_replay(kv_pool_t *kv, const ing_tasks_t *task, const char *reply_key);
 
+/* The task's timeline from its hash (docs/api.md, "Administration"): [{"at": RFC 3339,
+ * "event": "created"}, {"event": "started", "attempt": n, "worker"} (the last attempt's start
+ * only: earlier attempts' begin_ms are not kept), {"event": completed | failed | cancelled,
+ * "message"?, "fault"?} once it ended]. Owned by the caller. */
+cJSON *ing_tasks_history(const ing_tasks_t *task);
+
+/* 1 when status is one a task shows (working, input_required, completed, failed, cancelled):
+ * what a listing may filter on. */
+int ing_tasks_status_known(const char *status);
+
 /* The REST API's task (docs/api.md, "Tasks"): ing_tasks_mcp(task, 1, retention_s) (the
  * DetailedTask: taskId, status, statusMessage, createdAt, lastUpdatedAt, ttlMs,
  * pollIntervalMs while it runs, `result` or `error` once terminal) plus `tool` and `server`.
@@ -111,6 +121,10 @@ typedef int (*ing_tasks_keep_fn)(void *arg, const ing_tasks_t *task);
 cJSON *ing_tasks_page_kept(kv_pool_t *kv, const char *tenant, long long offset, int rest,
                            const char *status, long long retention_s, ing_tasks_keep_fn keep,
                            void *arg);
+/* ing_tasks_page_kept with pages of size (1..ING_TASKS_PAGE) tasks at most. */
+cJSON *ing_tasks_page_sized(kv_pool_t *kv, const char *tenant, long long offset, int rest,
+                            const char *status, long long retention_s, ing_tasks_keep_fn keep,
+                            void *arg, int size);
 
 /* The task's CallToolResult once terminal (a copy; NULL before). */
 cJSON *ing_tasks_result(const ing_tasks_t *task);

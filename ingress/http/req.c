@@ -4,6 +4,9 @@
  */
 #include "req.h"
 
+#include "log.h"
+#include "trace.h"
+
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -116,6 +119,28 @@ void ing_req_client(const ing_req_t *req, const ing_peer_nets_t *trusted, char *
     if (trusted && ing_peer_nets_contains(trusted, peer))
         ing_req_header_each(req, add_xff, &b);
     ing_peer_client(peer, b.len && !b.overflow ? b.text : NULL, trusted, out, size);
+}
+
+void ing_req_id_assign(ing_req_t *req)
+{
+    const char *sent = ing_req_header(req, "X-Request-Id");
+    if (log_request_id_valid(sent)) {
+        snprintf(req->request_id, sizeof(req->request_id), "%s", sent);
+        return;
+    }
+    if (util_random_hex(req->request_id, 16) < 0) /* no randomness: still unique enough */
+        snprintf(req->request_id, sizeof(req->request_id), "%032llx",
+                 (unsigned long long)util_now_us());
+}
+
+const char *ing_req_trace_id(const ing_req_t *req)
+{
+    static _Thread_local trace_ctx_t from_header;
+    if (req->call.trace.trace_id[0])
+        return req->call.trace.trace_id;
+    if (trace_parse(ing_req_header(req, "traceparent"), &from_header) < 0)
+        return "";
+    return from_header.trace_id;
 }
 
 int ing_req_synthetic(ing_req_t *req, ing_ctx_t *ctx, const char *method, const char *uri,

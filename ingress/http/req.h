@@ -11,6 +11,7 @@
 #define MCPQ_ING_REQ_H
 
 #include "ctx.h"
+#include "log.h"
 #include "peer.h"
 #include "resp.h"
 
@@ -31,6 +32,9 @@ typedef struct ing_req_synth {
     const struct sockaddr *client; /* NULL: 127.0.0.1 */
 } ing_req_synth_t;
 
+/* The longest X-Request-Id kept (docs/operations.md "Logs and tracing"). */
+#define ING_REQ_ID_MAX LOG_REQUEST_ID_MAX
+
 /* One HTTP exchange. Handlers read it through the functions below, never through conn. */
 typedef struct ing_req {
     ing_ctx_t *ctx;
@@ -47,6 +51,10 @@ typedef struct ing_req {
     int handled;          /* the request was dispatched */
     int has_call;         /* call is in use (a job was published) */
     int64_t t0;
+    int64_t t0_us;  /* util_mono_us() at the first access-handler call: the access log's start */
+    int status;     /* the HTTP status queued (server.c); 0 while nothing was */
+    uint64_t bytes; /* body bytes sent: the buffer's length, or the SSE frames read so far */
+    char request_id[ING_REQ_ID_MAX + 1]; /* X-Request-Id: the client's when valid, else new */
     ing_method_t metric;
     unsigned planes; /* the routes the listener it came in on serves (server.c "listeners") */
     int cors;        /* on the clients' plane: answers carry CORS headers (cors.h) */
@@ -74,6 +82,17 @@ size_t ing_req_header_each(const ing_req_t *req,
 /* The client's address as text into out (ING_PEER_LEN bytes): the connection's peer, or the
  * right-most X-Forwarded-For entry not in trusted when the peer is a trusted proxy (peer.h). */
 void ing_req_client(const ing_req_t *req, const ing_peer_nets_t *trusted, char *out, size_t size);
+
+/* Sets req->request_id: the request's X-Request-Id header when log_request_id_valid (log.h),
+ * else a new
+ * id of 32 lowercase hex characters (RAND_bytes). Never fails: a load balancer's odd id is
+ * replaced, not refused (and not logged: it may hold anything). */
+void ing_req_id_assign(ing_req_t *req);
+
+/* The trace id the access log prints for req: its call's trace when it has one, else the
+ * trace id of a valid `traceparent` header, else "". The string is req's or this thread's
+ * (valid until the next call on the thread). */
+const char *ing_req_trace_id(const ing_req_t *req);
 
 /* Starts a synthetic request of ctx for a test: method and target (path and query, copied)
  * with the headers, arguments and client of synth (kept by reference) and body (copied;

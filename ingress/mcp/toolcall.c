@@ -150,6 +150,8 @@ static cJSON *build_envelope(ing_mcp_t *m, const ing_tool_t *tool, const rpc_msg
         cJSON_AddItemToObject(e, "progress_token", cJSON_Duplicate(tok, 1));
     if (traceparent[0])
         cJSON_AddStringToObject(e, "traceparent", traceparent);
+    if (m->req->request_id[0]) /* the HTTP request's X-Request-Id: the worker logs it */
+        cJSON_AddStringToObject(e, "request_id", m->req->request_id);
     /* Who may answer the job's questions, and what the client may be asked (docs/internals.md,
      * "Asking the client"). */
     char owner[ING_OWNER_MAX] = "";

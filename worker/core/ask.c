@@ -191,6 +191,7 @@ static void q_log_enter(const wrk_job_t *job, log_ctx_t *saved)
 {
     const char *t = job->trace.trace_id[0] ? job->trace.trace_id : NULL;
     log_ctx_push(t, t ? job->trace.span_id : NULL, saved);
+    log_ctx_set_request(job->env.request_id); /* (job.c's wrk_job_log_enter: ask.c is below it) */
 }
 
 static void q_unlink(wrk_ask_q_t *q)

@@ -1,6 +1,7 @@
 #include "envelope.h"
 
 #include "err.h"
+#include "log.h"
 #include "utf8.h"
 #include "util.h"
 
@@ -162,7 +163,8 @@ static int parse_client(wrk_envelope_t *env, char *errstr, size_t errstr_size)
     return 0;
 }
 
-/* tenant, tool, tool_version, mode, task_id, traceparent, owner, session_id and client. */
+/* tenant, tool, tool_version, mode, task_id, traceparent, request_id, owner, session_id and
+ * client. */
 static int parse_strings(wrk_envelope_t *env, char *errstr, size_t errstr_size)
 {
     const cJSON *root = env->root;
@@ -189,6 +191,10 @@ static int parse_strings(wrk_envelope_t *env, char *errstr, size_t errstr_size)
         FAIL("traceparent is not a string");
     if (tp && traceparent_valid(tp))
         env->traceparent = tp;
+    const char *rid = get_string(root, "request_id", &bad);
+    if (bad)
+        FAIL("request_id is not a string");
+    env->request_id = log_request_id_valid(rid) ? rid : NULL;
     env->owner = get_string(root, "owner", &bad);
     if (bad || (env->owner && strlen(env->owner) > WRK_OWNER_MAX))
         FAIL("owner is not a string of at most %d bytes", WRK_OWNER_MAX);

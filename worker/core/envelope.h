@@ -46,6 +46,8 @@ typedef struct wrk_envelope {
     const char *tool_version; /* NULL when absent */
     const char *traceparent;  /* NULL when absent or not W3C-shaped; the job may point it at
                                * its own span's (job.h), which executors then get */
+    const char *request_id;   /* the HTTP request's X-Request-Id; NULL when absent or invalid
+                               * (log.h log_request_id_valid: then ignored, as a traceparent) */
     const char *mode;         /* "task" for a task (docs/protocol.md); NULL or "sync" otherwise */
     const char *task_id;      /* the task's id when mode is "task" (a valid id), else NULL */
     const cJSON *arguments;   /* an object; NULL when absent */

@@ -60,6 +60,7 @@ void wrk_job_log_enter(const wrk_job_t *job, log_ctx_t *saved)
 {
     const char *t = job && job->trace.trace_id[0] ? job->trace.trace_id : NULL;
     log_ctx_push(t, t ? job->trace.span_id : NULL, saved);
+    log_ctx_set_request(job ? job->env.request_id : NULL);
 }
 
 void wrk_job_log_leave(const log_ctx_t *saved)

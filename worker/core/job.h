@@ -81,7 +81,8 @@ struct wrk_job {
     /* The job's trace (W3C): the worker's span, a child of the ingress's traceparent (the
      * Kafka header, else the envelope's) or a new trace; env.traceparent points at its
      * rendering, which executors pass on (http, mcp and agent requests, exec's TRACEPARENT).
-     * Every line logged for the job carries trace.trace_id (wrk_job_log_enter). */
+     * Every line logged for the job carries trace.trace_id and env.request_id
+     * (wrk_job_log_enter). */
     trace_ctx_t trace;
     char traceparent[TRACE_PARENT_LEN + 1];
     char *body; /* the envelope as executors get it (wrk_envelope_for_executor) */
@@ -130,7 +131,8 @@ void wrk_job_free(wrk_job_t *job);
 int wrk_job_parse(wrk_job_t *job, const char *buf, size_t len, const char *traceparent,
                   char *errstr, size_t errstr_size);
 
-/* While the loop thread works for job: this thread's log lines carry its trace (log.h).
+/* While the loop thread works for job: this thread's log lines carry its trace and request id
+ * (log.h).
  * Saves the outer context in *saved for wrk_job_log_leave. */
 void wrk_job_log_enter(const wrk_job_t *job, log_ctx_t *saved);
 /* Puts back the context wrk_job_log_enter saved. */

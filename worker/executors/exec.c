@@ -436,7 +436,7 @@ static const char *const env_inherited[] = {"LANG", "LC_ALL", "LC_CTYPE", "TZ"};
  * The child's environment (see exec.h), every string malloc'd; NULL with *why set when
  * executor.env or executor.env_pass is malformed (or NULL with *why NULL on ENOMEM). Later
  * steps win over earlier ones: the defaults, then the worker variables env_pass names, then
- * executor.env, then MCPQ_JOB_ID and TRACEPARENT, which the worker owns.
+ * executor.env, then MCPQ_JOB_ID, TRACEPARENT and MCPQ_REQUEST_ID, which the worker owns.
  */
 static char **build_env(const wrk_job_t *job, const char **why)
 {
@@ -470,8 +470,8 @@ static char **build_env(const wrk_job_t *job, const char **why)
             return NULL;
         }
     }
-    /* PATH, TMPDIR, HOME, LANG, MCPQ_JOB_ID, TRACEPARENT and the inherited ones. */
-    exec_env_t e = {.cap = n + 6 + sizeof(env_inherited) / sizeof(env_inherited[0])};
+    /* PATH, TMPDIR, HOME, LANG, MCPQ_JOB_ID, TRACEPARENT, MCPQ_REQUEST_ID, the inherited ones. */
+    exec_env_t e = {.cap = n + 7 + sizeof(env_inherited) / sizeof(env_inherited[0])};
     e.v = calloc(e.cap + 1, sizeof(*e.v));
     if (!e.v)
         return NULL;
@@ -497,6 +497,8 @@ static char **build_env(const wrk_job_t *job, const char **why)
     if (env_put(&e, "MCPQ_JOB_ID", job->env.job_id) < 0)
         goto oom;
     if (job->env.traceparent && env_put(&e, "TRACEPARENT", job->env.traceparent) < 0)
+        goto oom;
+    if (job->env.request_id && env_put(&e, "MCPQ_REQUEST_ID", job->env.request_id) < 0)
         goto oom;
     return e.v;
 oom:

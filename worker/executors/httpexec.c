@@ -15,7 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
-#define HTTP_TIMEOUT_SLACK_MS 500    /* the job's deadline timer fires first */
+#define HTTP_TIMEOUT_SLACK_MS 500 /* the job's deadline timer fires first */
 
 struct wrk_httpexec {
     wrk_loop_t *loop;
@@ -361,8 +361,9 @@ static int build_headers(wrk_job_t *job, const char *body, size_t len, struct cu
                 *why = "executor.headers holds an invalid header name or value";
                 return MCPQ_EINVAL;
             }
-            if (header_reserved(it->string))
-                continue;
+            if (header_reserved(it->string) ||
+                (job->env.request_id && strcasecmp(it->string, "X-Request-Id") == 0))
+                continue; /* (the job's X-Request-Id replaces the configured one) */
             if (wrk_httpexec_header_add(list, it->string, it->valuestring) < 0) {
                 *why = "executor.headers holds a header that is too long";
                 return MCPQ_EINVAL;
@@ -371,6 +372,9 @@ static int build_headers(wrk_job_t *job, const char *body, size_t len, struct cu
     }
     if (job->env.traceparent &&
         wrk_httpexec_header_add(list, "traceparent", job->env.traceparent) < 0)
+        return MCPQ_ENOMEM;
+    if (job->env.request_id &&
+        wrk_httpexec_header_add(list, "X-Request-Id", job->env.request_id) < 0)
         return MCPQ_ENOMEM;
     const cJSON *secret = cJSON_GetObjectItemCaseSensitive(ex, "secret");
     if (secret && !cJSON_IsNull(secret)) {

@@ -246,7 +246,7 @@ static void call_reply(cJSON *response, void *arg)
     wrk_mcpup_call_t *c = arg;
     if (c->up) {
         wrk_mcpup_send(c->up, response, NULL, NULL, c->session, c->job->env.traceparent,
-                       WRK_MCPUP_ANSWER_TIMEOUT_MS);
+                       c->job->env.request_id, WRK_MCPUP_ANSWER_TIMEOUT_MS);
         cJSON_Delete(response);
     } else if (c->scall) {
         wrk_stdiopool_respond(c->m->stdio, c->scall, response);
@@ -383,7 +383,7 @@ static void call_post(wrk_mcpup_call_t *c, const char *method, const char *name,
     char *body = wrk_mcpup_body(c->id, method, params, &len);
     struct curl_slist *h =
         wrk_mcpup_headers(up, up->modern, up->modern ? MCPW_MODERN_VERSION : up->version, method,
-                          name, c->session, job->env.traceparent);
+                          name, c->session, job->env.traceparent, job->env.request_id);
     if (!body || !h) {
         cJSON_free(body);
         curl_slist_free_all(h);
@@ -804,8 +804,8 @@ static void up_send(wrk_mcpexec_t *m, wrk_mcpup_t *up, const char *method, cJSON
     up->neg_id = notify ? -1 : ++m->next_id;
     size_t len = 0;
     char *body = wrk_mcpup_body(up->neg_id, method, params, &len);
-    struct curl_slist *h =
-        wrk_mcpup_headers(up, modern, version, method, NULL, in_session ? up->session : NULL, NULL);
+    struct curl_slist *h = wrk_mcpup_headers(up, modern, version, method, NULL,
+                                             in_session ? up->session : NULL, NULL, NULL);
     if (body && h) {
         up->req = wrk_httpexec_post(m->http, up->url, h, body, len, WRK_MCPUP_NEGOTIATE_TIMEOUT_MS,
                                     up_done, up);
@@ -956,7 +956,8 @@ static void send_cancelled(wrk_mcpup_call_t *c)
     cJSON_AddNumberToObject(p, "requestId", (double)c->id);
     cJSON_AddStringToObject(p, "reason", c->job->cancelled ? "cancelled by the caller" : "timeout");
     wrk_mcpup_fire(c->up, -1, "notifications/cancelled", NULL, p, c->session,
-                   c->job->env.traceparent, WRK_MCPUP_CANCEL_NOTE_TIMEOUT_MS);
+                   c->job->env.traceparent, c->job->env.request_id,
+                   WRK_MCPUP_CANCEL_NOTE_TIMEOUT_MS);
 }
 
 static void mcp_cancel(wrk_job_t *job, wrk_cancel_t how)

@@ -2,10 +2,11 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 struct curl_slist *wrk_mcpup_headers(const wrk_mcpup_t *up, int modern, const char *version,
                                      const char *method, const char *name, const char *session,
-                                     const char *traceparent)
+                                     const char *traceparent, const char *request_id)
 {
     struct curl_slist *l = curl_slist_append(NULL, "Expect:");
     if (!l)
@@ -23,9 +24,12 @@ struct curl_slist *wrk_mcpup_headers(const wrk_mcpup_t *up, int modern, const ch
         rc = wrk_httpexec_header_add(&l, "Mcp-Session-Id", session);
     if (!rc && traceparent)
         rc = wrk_httpexec_header_add(&l, "traceparent", traceparent);
+    if (!rc && request_id)
+        rc = wrk_httpexec_header_add(&l, "X-Request-Id", request_id);
     if (up->headers)
         for (const cJSON *it = up->headers->child; it && !rc; it = it->next)
-            if (!mcpw_header_reserved(it->string))
+            if (!mcpw_header_reserved(it->string) &&
+                (!request_id || strcasecmp(it->string, "X-Request-Id") != 0))
                 rc = wrk_httpexec_header_add(&l, it->string, it->valuestring);
     if (rc < 0) {
         curl_slist_free_all(l);
@@ -59,12 +63,13 @@ cJSON *wrk_mcpup_meta(cJSON *params)
 }
 
 void wrk_mcpup_send(wrk_mcpup_t *up, const cJSON *msg, const char *method, const char *name,
-                    const char *session, const char *traceparent, int64_t timeout_ms)
+                    const char *session, const char *traceparent, const char *request_id,
+                    int64_t timeout_ms)
 {
     char *body = cJSON_PrintUnformatted(msg);
     struct curl_slist *h =
         wrk_mcpup_headers(up, up->modern, up->modern ? MCPW_MODERN_VERSION : up->version, method,
-                          name, up->modern ? NULL : session, traceparent);
+                          name, up->modern ? NULL : session, traceparent, request_id);
     if (body && h) {
         wrk_httpexec_post(up->m->http, up->url, h, body, strlen(body), timeout_ms, NULL, NULL);
         h = NULL;
@@ -74,12 +79,13 @@ void wrk_mcpup_send(wrk_mcpup_t *up, const cJSON *msg, const char *method, const
 }
 
 void wrk_mcpup_fire(wrk_mcpup_t *up, long id, const char *method, const char *name, cJSON *params,
-                    const char *session, const char *traceparent, int64_t timeout_ms)
+                    const char *session, const char *traceparent, const char *request_id,
+                    int64_t timeout_ms)
 {
     if (up->modern)
         wrk_mcpup_meta(params);
     cJSON *msg = mcpw_request(id, method, params);
     if (msg)
-        wrk_mcpup_send(up, msg, method, name, session, traceparent, timeout_ms);
+        wrk_mcpup_send(up, msg, method, name, session, traceparent, request_id, timeout_ms);
     cJSON_Delete(msg);
 }

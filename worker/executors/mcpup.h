@@ -147,10 +147,11 @@ struct wrk_mcpup_ops {
 };
 
 /* Request headers for up; method/name for 2026-07-28 requests (modern), session for legacy
- * ones after initialize. NULL on ENOMEM. */
+ * ones after initialize; traceparent and X-Request-Id (request_id) of the job the request is
+ * for (NULL: none). NULL on ENOMEM. */
 struct curl_slist *wrk_mcpup_headers(const wrk_mcpup_t *up, int modern, const char *version,
                                      const char *method, const char *name, const char *session,
-                                     const char *traceparent);
+                                     const char *traceparent, const char *request_id);
 /* A JSON-RPC request body; params is taken over. NULL on ENOMEM. */
 char *wrk_mcpup_body(long id, const char *method, cJSON *params, size_t *len);
 /* params with the 2026-07-28 _meta envelope every request carries: the version, the
@@ -159,11 +160,13 @@ cJSON *wrk_mcpup_meta(cJSON *params);
 /* A JSON-RPC message (borrowed) POSTed to up that nobody waits for (best effort): an answer to
  * the upstream's request, a notification; legacy ones in session (may be NULL). */
 void wrk_mcpup_send(wrk_mcpup_t *up, const cJSON *msg, const char *method, const char *name,
-                    const char *session, const char *traceparent, int64_t timeout_ms);
+                    const char *session, const char *traceparent, const char *request_id,
+                    int64_t timeout_ms);
 /* A message to up that nobody waits for (best effort): a request of method with params
  * (taken over), or with id < 0 a notification; legacy ones in session (may be NULL), a
  * 2026-07-28 one with the _meta envelope and name as Mcp-Name. */
 void wrk_mcpup_fire(wrk_mcpup_t *up, long id, const char *method, const char *name, cJSON *params,
-                    const char *session, const char *traceparent, int64_t timeout_ms);
+                    const char *session, const char *traceparent, const char *request_id,
+                    int64_t timeout_ms);
 
 #endif

@@ -119,7 +119,7 @@ static void ev_resubscribe(wrk_mcpup_t *up, const cJSON *uris)
         cJSON *p = cJSON_CreateObject();
         cJSON_AddStringToObject(p, "uri", u->valuestring);
         wrk_mcpup_fire(up, ++up->m->next_id, "resources/subscribe", NULL, p, up->session, NULL,
-                       WRK_MCPUP_NEGOTIATE_TIMEOUT_MS);
+                       NULL, WRK_MCPUP_NEGOTIATE_TIMEOUT_MS);
     }
 }
 
@@ -153,14 +153,15 @@ static void ev_start(wrk_mcpup_t *up)
         cJSON_AddItemToObject(cJSON_AddObjectToObject(p, "notifications"), "resourceSubscriptions",
                               uris);
         body = wrk_mcpup_body(up->ev_id, "subscriptions/listen", p, &len);
-        h = wrk_mcpup_headers(up, 1, MCPW_MODERN_VERSION, "subscriptions/listen", NULL, NULL, NULL);
+        h = wrk_mcpup_headers(up, 1, MCPW_MODERN_VERSION, "subscriptions/listen", NULL, NULL, NULL,
+                              NULL);
     } else {
         up->ev_id = -1;
         if (strcmp(up->ev_session, up->session) != 0)
             ev_resubscribe(up, uris);
         cJSON_Delete(uris);
         snprintf(up->ev_session, sizeof(up->ev_session), "%s", up->session);
-        h = wrk_mcpup_headers(up, 0, up->version, NULL, NULL, up->session, NULL);
+        h = wrk_mcpup_headers(up, 0, up->version, NULL, NULL, up->session, NULL, NULL);
     }
     mcpw_reader_init(&up->ev_rd, up->ev_id, wrk_httpexec_max_output(m->http), ev_note, up);
     if (h && (body || !up->modern))

@@ -145,7 +145,8 @@ void wrk_uptask_cancel(wrk_mcpup_call_t *c)
     cJSON *p = cJSON_CreateObject();
     cJSON_AddStringToObject(p, "taskId", c->task_id);
     wrk_mcpup_fire(up, ++c->m->next_id, "tasks/cancel", c->task_id, p, c->session,
-                   c->job->env.traceparent, WRK_MCPUP_CANCEL_NOTE_TIMEOUT_MS);
+                   c->job->env.traceparent, c->job->env.request_id,
+                   WRK_MCPUP_CANCEL_NOTE_TIMEOUT_MS);
     log_event(LOG_INFO, "cancelling the upstream MCP server's task", "job_id", c->job->env.job_id,
               "upstream", up->host, "task_id", c->task_id, (char *)NULL);
 }
