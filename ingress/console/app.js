@@ -110,7 +110,7 @@ function confirmAction(text) {
 
 // ---- sign in and out, views ----------------------------------------------------------------
 
-const state = { tenant: null, view: 'registry', tasksToken: null, taskId: null, metricsTimer: null };
+const state = { tenant: null, view: 'registry', tasksToken: null, tasksGen: 0, taskId: null, metricsTimer: null };
 
 function showSignIn(msg) {
   $('nav').hidden = true;
@@ -149,6 +149,7 @@ async function loadTenants() {
 
 async function show(view) {
   state.view = view;
+  status('');
   for (const b of document.querySelectorAll('nav .tab')) {
     if (b.dataset.view === view) b.setAttribute('aria-current', 'page');
     else b.removeAttribute('aria-current');
@@ -241,18 +242,21 @@ async function loadVersions(tool) {
 
 // ---- tasks -----------------------------------------------------------------------------
 
+/** A page of tasks (the first one again when first): a listing started later (another filter)
+ * wins over one still waiting for its answer. */
 async function loadTasks(first) {
-  if (first) {
-    state.tasksToken = null;
-    clear($('tasks-table').tBodies[0]);
-    $('task-detail').hidden = true;
-  }
+  const gen = ++state.tasksGen;
   const q = new URLSearchParams({ pageSize: String(PAGE_SIZE) });
   const st = $('task-status').value;
   if (st) q.set('status', st);
-  if (state.tasksToken) q.set('pageToken', state.tasksToken);
+  if (!first && state.tasksToken) q.set('pageToken', state.tasksToken);
   const data = await api('GET', `${tenantPath()}/tasks?${q}`);
+  if (gen !== state.tasksGen) return;
   const body = $('tasks-table').tBodies[0];
+  if (first) {
+    clear(body);
+    $('task-detail').hidden = true;
+  }
   for (const t of data.tasks || []) {
     body.append(el('tr', { class: 'clickable', 'data-task': t.taskId, onclick: () => guard('task', () => loadTask(t.taskId)) },
       el('td', {}, el('code', {}, t.taskId)), el('td', {}, t.tool ?? ''),

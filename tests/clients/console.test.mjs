@@ -155,6 +155,7 @@ async function startTask(name) {
 }
 
 before(async () => {
+  rmSync(ARTIFACTS, { recursive: true, force: true }); // this run's screenshots only
   mkdirSync(ARTIFACTS, { recursive: true });
   receiver = http.createServer((req, res) => {
     let body = '';
@@ -236,7 +237,9 @@ test('the console drives the operator tasks in chromium, under its CSP', async (
     await page.fill('#token', TOKEN);
     await page.click('#signin-form button[type=submit]');
     await page.locator('#nav').waitFor({ state: 'visible', ...WAIT });
-    assert.equal(await page.locator('#tenant').inputValue(), TENANT);
+    await waitFor(async () => (await page.locator('#tenant').inputValue()) === TENANT, { timeoutMs: 5000 });
+    assert.equal(await page.locator('#tenant').inputValue(), TENANT,
+      `tenant select; status "${await page.locator('#status').textContent()}", options ${await page.locator('#tenant').innerHTML()}, API ${JSON.stringify(await admin('GET', ''))}`);
     await clean('sign in');
   });
 
