@@ -15,8 +15,8 @@
 
 /* The Content-Security-Policy of every console answer: nothing inline, nothing from another
  * origin, no framing, no <base>, no form posts. */
-#define ING_CONSOLE_CSP                                                                           \
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "                   \
+#define ING_CONSOLE_CSP                                                                            \
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "                    \
     "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 
 /* What index.html and the scripts write where a file names another with a version query

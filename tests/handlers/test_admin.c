@@ -716,9 +716,15 @@ static void test_cross_site(void)
         {"Origin", "http://127.0.0.1:9090", NULL, NULL},
     };
     for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
-        const char *hdrs[] = {"Authorization", "Bearer " HX_ADMIN_TOKEN, "Content-Type",
-                              "application/json", refused[i][0], refused[i][1], refused[i][2],
-                              refused[i][3], NULL};
+        const char *hdrs[] = {"Authorization",
+                              "Bearer " HX_ADMIN_TOKEN,
+                              "Content-Type",
+                              "application/json",
+                              refused[i][0],
+                              refused[i][1],
+                              refused[i][2],
+                              refused[i][3],
+                              NULL};
         hx_ex_t e;
         hx_ex_init(&h, &e, "POST", "/admin/v1/tenants", "{\"id\": \"csrf\"}", 0, hdrs);
         ing_admin_api(&e.req, "/admin/v1/tenants", "POST", &e.resp);
@@ -736,9 +742,17 @@ static void test_cross_site(void)
     };
     const char *methods[] = {"POST", "DELETE"};
     for (size_t i = 0; i < 2; i++) {
-        const char *hdrs[] = {"Authorization", "Bearer " HX_ADMIN_TOKEN, "Content-Type",
-                              "application/json", allowed[i][0], allowed[i][1], allowed[i][2],
-                              allowed[i][3], allowed[i][4], allowed[i][5], NULL};
+        const char *hdrs[] = {"Authorization",
+                              "Bearer " HX_ADMIN_TOKEN,
+                              "Content-Type",
+                              "application/json",
+                              allowed[i][0],
+                              allowed[i][1],
+                              allowed[i][2],
+                              allowed[i][3],
+                              allowed[i][4],
+                              allowed[i][5],
+                              NULL};
         const char *url = i == 0 ? "/admin/v1/tenants" : "/admin/v1/tenants/csrf";
         hx_ex_t e;
         hx_ex_init(&h, &e, methods[i], url, i == 0 ? "{\"id\": \"csrf\"}" : NULL, 0, hdrs);
@@ -747,8 +761,8 @@ static void test_cross_site(void)
         hx_ex_free(&e);
     }
     /* A read is never refused: it changes nothing, and the browser hides its answer. */
-    const char *hdrs[] = {"Authorization", "Bearer " HX_ADMIN_TOKEN, "Sec-Fetch-Site",
-                          "cross-site", NULL};
+    const char *hdrs[] = {"Authorization", "Bearer " HX_ADMIN_TOKEN, "Sec-Fetch-Site", "cross-site",
+                          NULL};
     hx_ex_t e;
     hx_ex_init(&h, &e, "GET", "/admin/v1/tenants", NULL, 0, hdrs);
     ing_admin_api(&e.req, "/admin/v1/tenants", "GET", &e.resp);

@@ -27,30 +27,6 @@ static const char csp[] = "default-src 'none'; script-src 'self'; style-src 'sel
 
 static hx_t h;
 
-static char *repo_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    CHECK(f != NULL);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    CHECK(buf != NULL);
-    CHECK_INT_EQ(fread(buf, 1, (size_t)n, f), n);
-    buf[n] = '\0';
-    fclose(f);
-    *len = (size_t)n;
-    return buf;
-}
-
-static const char *header(const ing_resp_t *resp, const char *name)
-{
-    for (size_t i = 0; i < resp->nheaders; i++)
-        if (strcmp(resp->headers[i].name, name) == 0)
-            return resp->headers[i].value;
-    return NULL;
-}
-
 static void get(hx_ex_t *e, const char *method, const char *url, const char *const hdrs[])
 {
     hx_ex_init(&h, e, method, url, NULL, 0, hdrs);
@@ -59,9 +35,9 @@ static void get(hx_ex_t *e, const char *method, const char *url, const char *con
 
 static void check_security(const ing_resp_t *resp)
 {
-    CHECK_STR_EQ(header(resp, "Content-Security-Policy"), csp);
-    CHECK_STR_EQ(header(resp, "X-Content-Type-Options"), "nosniff");
-    CHECK_STR_EQ(header(resp, "Referrer-Policy"), "no-referrer");
+    CHECK_STR_EQ(hx_resp_header(resp, "Content-Security-Policy"), csp);
+    CHECK_STR_EQ(hx_resp_header(resp, "X-Content-Type-Options"), "nosniff");
+    CHECK_STR_EQ(hx_resp_header(resp, "Referrer-Policy"), "no-referrer");
 }
 
 /* The body with every "?v=<12 hex>" put back as the version token: the repository's file. */
@@ -91,13 +67,13 @@ static char *unversion(const char *body)
 static void test_index(void)
 {
     size_t len;
-    char *want = repo_file("ingress/console/index.html", &len);
+    char *want = hx_repo_file("ingress/console/index.html", &len);
     hx_ex_t e;
     get(&e, "GET", "/console/", NULL);
     CHECK_INT_EQ(e.resp.status, 200);
     CHECK_STR_EQ(e.resp.content_type, "text/html; charset=utf-8");
     check_security(&e.resp);
-    CHECK_STR_EQ(header(&e.resp, "Cache-Control"), "no-store");
+    CHECK_STR_EQ(hx_resp_header(&e.resp, "Cache-Control"), "no-store");
     CHECK(strstr(e.resp.body, ING_CONSOLE_VERSION_TOKEN) == NULL);
     CHECK(strstr(e.resp.body, "app.js?v=") != NULL);
     char *back = unversion(e.resp.body);
@@ -118,13 +94,13 @@ static void test_index(void)
 static void test_asset(void)
 {
     size_t len;
-    char *want = repo_file("ingress/console/prom.js", &len);
+    char *want = hx_repo_file("ingress/console/prom.js", &len);
     hx_ex_t e;
     get(&e, "GET", "/console/prom.js", NULL);
     CHECK_INT_EQ(e.resp.status, 200);
     CHECK_STR_EQ(e.resp.content_type, "text/javascript; charset=utf-8");
     check_security(&e.resp);
-    CHECK_STR_EQ(header(&e.resp, "Cache-Control"), "public, max-age=31536000, immutable");
+    CHECK_STR_EQ(hx_resp_header(&e.resp, "Cache-Control"), "public, max-age=31536000, immutable");
     CHECK_STR_EQ(e.resp.body, want);
     CHECK_INT_EQ(strlen(e.resp.etag), 20);
 
@@ -166,7 +142,7 @@ static void test_other(void)
     hx_ex_t e;
     get(&e, "GET", "/console", NULL);
     CHECK_INT_EQ(e.resp.status, 308);
-    CHECK_STR_EQ(header(&e.resp, "Location"), "/console/");
+    CHECK_STR_EQ(hx_resp_header(&e.resp, "Location"), "/console/");
     check_security(&e.resp);
     hx_ex_free(&e);
 
@@ -192,7 +168,7 @@ static void test_other(void)
     h.set.admin_token = NULL;
     get(&e, "GET", "/console/", NULL);
     CHECK_INT_EQ(e.resp.status, 404);
-    CHECK(header(&e.resp, "Content-Security-Policy") == NULL);
+    CHECK(hx_resp_header(&e.resp, "Content-Security-Policy") == NULL);
     hx_ex_free(&e);
     h.set.admin_token = saved;
 }
