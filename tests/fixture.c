@@ -1110,6 +1110,7 @@ static size_t stream_header(char *p, size_t size, size_t n, void *arg)
         s->status = strtol(p + 9, NULL, 10);
     if (k > 13 && strncasecmp(p, "Content-Type:", 13) == 0)
         snprintf(s->ctype, sizeof(s->ctype), "%.*s", (int)(k - 13), p + 13);
+    fx_header_value(p, k, "X-Request-Id", s->request_id, sizeof(s->request_id));
     pthread_mutex_unlock(&s->lock);
     return k;
 }

@@ -235,6 +235,7 @@ typedef struct fx_stream {
     size_t len;
     long status;
     char ctype[64];
+    char request_id[160]; /* the X-Request-Id header's value; "" when absent */
     atomic_int stop, done;
 } fx_stream_t;
 

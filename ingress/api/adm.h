@@ -207,7 +207,7 @@ int ing_adm_pin_approve_server(adm_t *a, const char *tenant, const cJSON *server
 
 /* adm_tasks.c: /tenants/{t}/tasks (GET) and .../tasks/{id} (GET) and .../tasks/{id}:cancel
  * (POST), outside the read-modify-write loop (a->st is not loaded); answers, returns DONE. */
-int ing_adm_tasks(adm_t *a);
+int ing_adm_tasks_route(adm_t *a);
 
 /* adm_config.c: /config, GET (export without secrets) and PUT (apply; ?prune=true), on c. */
 int ing_adm_config_doc(adm_t *a, redisContext *c);

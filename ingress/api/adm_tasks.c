@@ -98,7 +98,7 @@ static int cancel(adm_t *a, const char *tenant, const char *id)
     return show(a, tenant, id);
 }
 
-int ing_adm_tasks(adm_t *a)
+int ing_adm_tasks_route(adm_t *a)
 {
     const char *tenant = a->seg[1];
     if (a->nseg == 3) {

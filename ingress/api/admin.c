@@ -305,7 +305,7 @@ void ing_admin_api(ing_req_t *req, const char *url, const char *method, ing_resp
         deliveries(&a);
     } else if (is_tasks(&a)) {
         kv_pool_put(req->ctx->kv, c, 0); /* tasks.h takes its own */
-        ing_adm_tasks(&a);
+        ing_adm_tasks_route(&a);
     } else {
         kv_pool_put(req->ctx->kv, c, transact(&a, c));
     }

@@ -406,6 +406,24 @@ const cJSON *hx_rpc_result(const hx_ex_t *e)
     return cJSON_GetObjectItemCaseSensitive(e->json, "result");
 }
 
+void hx_task_call(hx_t *h, const char *tool, const char *args, const char *const hdrs[], char *id,
+                  size_t size)
+{
+    char body[512];
+    snprintf(body, sizeof(body),
+             "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
+             "\"%s\",\"arguments\":%s}}",
+             tool, args);
+    hx_ex_t e;
+    hx_mcp(h, &e, NULL, body, hdrs);
+    CHECK(!e.parked);
+    const cJSON *sc = cJSON_GetObjectItemCaseSensitive(hx_rpc_result(&e), "structuredContent");
+    const char *tid = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(sc, "TaskId"));
+    CHECK(tid != NULL && strlen(tid) == 36);
+    snprintf(id, size, "%s", tid ? tid : "");
+    hx_ex_free(&e);
+}
+
 kv_pool_t *hx_dead_kv(hx_t *h, kv_target_t **t)
 {
     mcpq_settings_t s = h->set;

@@ -121,6 +121,10 @@ int hx_rpc_code(const hx_ex_t *e);
 const char *hx_rpc_message(const hx_ex_t *e);
 /* e's result object, or NULL. */
 const cJSON *hx_rpc_result(const hx_ex_t *e);
+/* tools/call of task-mode tool with arguments (a JSON object's text) on the default server as
+ * the caller of hdrs (NULL: the test key): the new task's id (36 characters) into id. */
+void hx_task_call(hx_t *h, const char *tool, const char *args, const char *const hdrs[], char *id,
+                  size_t size);
 
 /* A consumer of group (a group of its own, so a worker's consumption hides nothing) assigned to
  * every partition of the job topic from its start: for reading the envelopes the handlers

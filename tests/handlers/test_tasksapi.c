@@ -62,22 +62,12 @@ static void expect(const char *method, const char *url, const char *const hdrs[]
     hx_ex_free(&e);
 }
 
-/* tools/call of the task-mode tool report: the new task's id into id. */
+/* tools/call of the task-mode tool report with {"text": text}: the new task's id into id. */
 static void new_task(char *id, size_t size, const char *text)
 {
-    char body[300];
-    snprintf(body, sizeof(body),
-             "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
-             "\"report\",\"arguments\":{\"text\":\"%s\"}}}",
-             text);
-    hx_ex_t e;
-    hx_mcp(&h, &e, NULL, body, NULL);
-    CHECK(!e.parked);
-    const cJSON *sc = cJSON_GetObjectItemCaseSensitive(hx_rpc_result(&e), "structuredContent");
-    const char *tid = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(sc, "TaskId"));
-    CHECK(tid != NULL && strlen(tid) == 36);
-    snprintf(id, size, "%s", tid ? tid : "");
-    hx_ex_free(&e);
+    char args[200];
+    snprintf(args, sizeof(args), "{\"text\":\"%s\"}", text);
+    hx_task_call(&h, "report", args, NULL, id, size);
 }
 
 static const cJSON *item(const hx_ex_t *e, const char *k)

@@ -10,8 +10,9 @@
  *     carry the same request_id and trace_id; the tool gets the header, an exec tool
  *     MCPQ_REQUEST_ID;
  *   - an id that is too long or holds a space is replaced by a new 32-hex id (so is none);
- *   - a 404, a route of the other listener and the ops /healthz get their header and line, the
- *     route a pattern (never the ids or the query of the target);
+ *   - a 404, a 405, a 413, a route of the other listener and the ops /healthz get their header
+ *     and line, the route a pattern (never the ids or the query of the target);
+ *   - an SSE answer carries the header, and its line counts the bytes of the frames sent;
  *   - a call whose client goes away before the answer is logged with status 0 and "aborted";
  *   - with MCPQ_ACCESS_LOG=0 the ingress writes no access line (but still returns the id).
  */
@@ -74,6 +75,10 @@ static void write_config(const char *path)
              "\"versions\":[{\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},"
              "\"executor\":{\"type\":\"exec\",\"argv\":[\"sh\",\"-c\","
              "\"printf 'rid=%%s' \\\"$MCPQ_REQUEST_ID\\\"\"]}}]},"
+             "{\"tenant\":\"al\",\"server\":\"default\",\"name\":\"prog\",\"published\":\"1\","
+             "\"versions\":[{\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},"
+             "\"executor\":{\"type\":\"exec\",\"argv\":[\"sh\",\"-c\","
+             "\"echo 'progress 1 2 half' >&2; sleep 0.3; echo done\"]}}]},"
              "{\"tenant\":\"al\",\"server\":\"default\",\"name\":\"slow\",\"published\":\"1\","
              "\"versions\":[{\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},"
              "\"executor\":{\"type\":\"exec\",\"argv\":[\"sh\",\"-c\",\"sleep 3; echo late\"]}}]}"
@@ -256,6 +261,40 @@ static void check_generated(const char *ilog)
     TEST_PASS("a 128-byte X-Request-Id is kept");
 }
 
+/* A call answered as an SSE stream (its progress came first): the header on the stream, the
+ * access line's bytes the frames the client received. */
+static void check_stream(const char *ilog)
+{
+    fx_stream_t st;
+    const char *hdrs[] = {KEY, "Accept: application/json, text/event-stream", "X-Request-Id: r-sse",
+                          NULL};
+    fx_stream_open(&st, port, "/mcp",
+                   "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
+                   "\"prog\",\"arguments\":{},\"_meta\":{\"progressToken\":\"p1\"}}}",
+                   hdrs);
+    CHECK(fx_stream_wait_done(&st, 20000));
+    pthread_mutex_lock(&st.lock);
+    size_t got = st.len;
+    int sse = strstr(st.ctype, "text/event-stream") != NULL;
+    int progress = strstr(st.buf, "notifications/progress") != NULL;
+    int done = strstr(st.buf, "done") != NULL;
+    char rid[160];
+    snprintf(rid, sizeof(rid), "%s", st.request_id);
+    pthread_mutex_unlock(&st.lock);
+    if (!sse || !progress || !done)
+        fx_stream_dump(&st, "the streamed call");
+    CHECK(sse && progress && done);
+    CHECK_STR_EQ(rid, "r-sse");
+    fx_stream_close(&st);
+    cJSON *a = access_line(ilog, "r-sse");
+    CHECK_INT_EQ((long long)num(a, "status"), 200);
+    CHECK_INT_EQ((long long)num(a, "bytes"), (long long)got);
+    CHECK(num(a, "duration_us") > 3e5); /* the tool's 0.3 s between its frames */
+    CHECK(cJSON_GetObjectItemCaseSensitive(a, "aborted") == NULL);
+    cJSON_Delete(a);
+    TEST_PASS("an SSE answer carries the request id; its line counts the frames' bytes");
+}
+
 /* A GET of path on port p with X-Request-Id rid: its status, and its access line. */
 static cJSON *get(int p, const char *path, const char *rid, long want, const char *ilog)
 {
@@ -296,8 +335,29 @@ static void check_routes(const char *ilog)
     cJSON_Delete(a);
     CHECK(fx_log_count(ilog, "t_0123456789", "\"msg\":\"access\"") == 0);
     CHECK(fx_log_count(ilog, "x=secret", NULL) == 0);
-    TEST_PASS("a 404, another listener's route and the ops routes get the header and a line "
-              "naming the route's pattern");
+    fx_reply_t r; /* a method /mcp does not take: 405 */
+    const char *hdrs[] = {"X-Request-Id: g-405", NULL};
+    char url[96];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/mcp", port);
+    CHECK_INT_EQ(fx_http_request("PUT", url, hdrs, "{}", &r), 0);
+    CHECK_INT_EQ(r.status, 405);
+    CHECK_STR_EQ(r.request_id, "g-405");
+    a = access_line(ilog, "g-405");
+    CHECK_STR_EQ(str(a, "route"), "/mcp");
+    CHECK_STR_EQ(str(a, "method"), "PUT");
+    cJSON_Delete(a);
+    static char big[70000]; /* over MCPQ_PREAUTH_BODY_BYTES without a credential: 413 */
+    memset(big, 'x', sizeof(big) - 1);
+    const char *h413[] = {"X-Request-Id: g-413", NULL};
+    CHECK_INT_EQ(fx_http_request("POST", url, h413, big, &r), 0);
+    CHECK_INT_EQ(r.status, 413);
+    CHECK_STR_EQ(r.request_id, "g-413");
+    a = access_line(ilog, "g-413");
+    CHECK_INT_EQ((long long)num(a, "status"), 413);
+    cJSON_Delete(a);
+    TEST_PASS(
+        "a 404, a 405, a 413, another listener's route and the ops routes get the header and a "
+        "line naming the route's pattern");
 }
 
 /* A client that goes away: logged once its request ends; status 0 and "aborted" when nothing
@@ -379,6 +439,7 @@ int main(void)
     check_call(ilog, wlog);
     check_generated(ilog);
     check_routes(ilog);
+    check_stream(ilog);
     check_aborted(ilog);
 
     /* MCPQ_ACCESS_LOG=0: the id still comes back, no line is written (read once it stopped,

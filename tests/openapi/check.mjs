@@ -383,6 +383,36 @@ async function tasks() {
   await call('POST', `${T}/cancel`, { auth: 'app', expect: 409 });
   await call('POST', '/v1/tasks/00000000-0000-4000-8000-000000000000/cancel', { expect: 404 });
   console.log('ok - tasks over REST: read, result, list, cancel, 409, another tenant\'s 404, OAuth tokens as keys');
+  return a;
+}
+
+// The operator's view of the same tasks (docs/api.md "Administration"): listed in pages, one with
+// its history and deliveries, cancelled; another tenant's is 404 there.
+async function adminTasks(a) {
+  const AT = '/admin/v1/tenants/demo/tasks';
+  const first = (await call('GET', `${AT}?pageSize=1`, { expect: 200 })).json;
+  if (first?.tasks?.length !== 1 || !first.nextPageToken) fail(`GET ${AT}?pageSize=1: ${JSON.stringify(first)}`);
+  await call('GET', `${AT}?status=completed&pageToken=${first?.nextPageToken}`, { expect: 200 });
+  await call('GET', `${AT}?status=done`, { expect: 400 });
+  await call('GET', `${AT}?pageSize=51`, { expect: 400 });
+  await call('GET', AT, { auth: null, expect: 401 });
+  const one = await until('task a\'s delivery to be listed with it', async () => {
+    const r = await call('GET', `${AT}/${a}`, { expect: 200 });
+    return r.json?.deliveries?.length ? r.json : null;
+  });
+  const events = (one.history || []).map((e) => e.event).join(',');
+  if (one.status !== 'completed' || events !== 'created,started,completed' || one.deliveries[0].task !== a)
+    fail(`GET ${AT}/${a}: not the completed task with its history and delivery: ${JSON.stringify(one)}`);
+  await call('GET', `${AT}/00000000-0000-4000-8000-000000000000`, { expect: 404 });
+  await call('GET', `/admin/v1/tenants/other/tasks/${a}`, { expect: 404 });
+  const res = await toolCall('slowtask', { ms: 60000 });
+  const c = res.result?.structuredContent?.TaskId;
+  const cancelled = (await call('POST', `${AT}/${c}:cancel`, { expect: 200 })).json;
+  if (cancelled?.status !== 'cancelled' || cancelled.history?.at(-1)?.event !== 'cancelled')
+    fail(`POST ${AT}/${c}:cancel: ${JSON.stringify(cancelled)}`);
+  await call('POST', `${AT}/${c}:cancel`, { expect: 409 });
+  await call('POST', `${AT}/00000000-0000-4000-8000-000000000000:cancel`, { expect: 404 });
+  console.log('ok - the admin API\'s tasks: pages, one with history and deliveries, cancel, 409, 404');
 }
 
 async function admin(fileBytesProbe) {
@@ -587,7 +617,7 @@ try {
   await resourceMetadata();
   const fileId = await files();
   await webhooksAndChannels();
-  await tasks();
+  await adminTasks(await tasks());
   await admin(100);
   await undocumented({ file_id: fileId, tenant: 'demo', key_id: 'demo-k1', app_id: 'demo-app', webhook_id: 'hook',
     server: 'default', tool: 'echo', version: '1', delivery_id: 'msg_x', channel_id: 'c_x', task_id: 'x' });
