@@ -5,7 +5,7 @@
 // refused, sign in, the registry (a tool description holding <script> shown as text), publish
 // a new version (tools/list over /mcp then has it), roll back, take offline; find the failed
 // task in the failed filter and see why, its failed webhook delivery redelivered until
-// delivered; cancel a running task; the live charts drawn after some calls; sign out. Any
+// delivered; the tasks newest first in pages; cancel a running task; the live charts drawn after some calls; sign out. Any
 // console error or CSP violation fails the test. Screenshots of each step go to
 // <build>/artifacts/console/ (printed). Also prom.js (the /metrics parser and the quantiles).
 import { after, before, test } from 'node:test';
@@ -113,6 +113,7 @@ function config(receiverPort) {
         timeout_ms: 90000, mode: 'task',
       }]),
       tool('echo', '1', [{ version: '1', description: XSS, inputSchema: obj, executor: { type: 'builtin', name: 'echo' } }]),
+      tool('quick_task', '1', [{ version: '1', description: 'Echo as a task', inputSchema: obj, executor: { type: 'builtin', name: 'echo' }, mode: 'task' }]),
       tool('greet', '1', [{ version: '1', description: 'Greet someone', inputSchema: obj, executor: { type: 'builtin', name: 'echo' } }]),
     ],
   };
@@ -219,6 +220,8 @@ test('the console drives the operator tasks in chromium, under its CSP', async (
 
   // The failing task and the running one start now, so they have ended (or not) by the time the
   // operator looks.
+  const quick = [];
+  for (let i = 0; i < 21; i++) quick.push(await startTask('quick_task'));
   const failed = await startTask('nightly_export');
   const running = await startTask('slow_export');
 
@@ -337,6 +340,27 @@ test('the console drives the operator tasks in chromium, under its CSP', async (
     await page.locator(`#deliveries tr.attempts summary`).first().click();
     await shot('deliveries');
     await clean('tasks');
+  });
+
+  await t.test('tasks come newest first, 20 a page', async () => {
+    await page.click('nav .tab[data-view="tasks"]');
+    await page.selectOption('#task-status', '');
+    const rows = page.locator('#tasks-table tbody tr[data-task]');
+    await page.locator(`#tasks-table tr[data-task="${running}"]`).waitFor(WAIT);
+    assert.equal(await rows.count(), 20);
+    // (tasks created in the same millisecond may come in either order)
+    const created = () => rows.evaluateAll((trs) => trs.map((tr) => tr.cells[4].textContent));
+    const times = await created();
+    assert.deepEqual(times, [...times].sort().reverse(), 'the newest first');
+    await page.click('#tasks-more');
+    await page.locator(`#tasks-table tr[data-task="${quick[0]}"]`).waitFor(WAIT);
+    const all = await rows.evaluateAll((trs) => trs.map((tr) => tr.dataset.task));
+    assert.equal(all.length, 23);
+    assert.deepEqual([...all].sort(), [running, failed, ...quick].sort(), 'every task once');
+    const times2 = await created();
+    assert.deepEqual(times2, [...times2].sort().reverse(), 'the newest first over both pages');
+    assert.equal(await page.locator('#tasks-more').isHidden(), true, 'no page after the last');
+    await clean('paging');
   });
 
   await t.test('a running task is cancelled from the page', async () => {
