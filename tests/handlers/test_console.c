@@ -64,16 +64,22 @@ static char *unversion(const char *body)
     return out;
 }
 
+/* GET url: 200 of content type ctype with the console's headers and Cache-Control cache. */
+static void get_ok(hx_ex_t *e, const char *url, const char *ctype, const char *cache)
+{
+    get(e, "GET", url, NULL);
+    CHECK_INT_EQ(e->resp.status, 200);
+    CHECK_STR_EQ(e->resp.content_type, ctype);
+    check_security(&e->resp);
+    CHECK_STR_EQ(hx_resp_header(&e->resp, "Cache-Control"), cache);
+}
+
 static void test_index(void)
 {
     size_t len;
     char *want = hx_repo_file("ingress/console/index.html", &len);
     hx_ex_t e;
-    get(&e, "GET", "/console/", NULL);
-    CHECK_INT_EQ(e.resp.status, 200);
-    CHECK_STR_EQ(e.resp.content_type, "text/html; charset=utf-8");
-    check_security(&e.resp);
-    CHECK_STR_EQ(hx_resp_header(&e.resp, "Cache-Control"), "no-store");
+    get_ok(&e, "/console/", "text/html; charset=utf-8", "no-store");
     CHECK(strstr(e.resp.body, ING_CONSOLE_VERSION_TOKEN) == NULL);
     CHECK(strstr(e.resp.body, "app.js?v=") != NULL);
     char *back = unversion(e.resp.body);
@@ -96,11 +102,8 @@ static void test_asset(void)
     size_t len;
     char *want = hx_repo_file("ingress/console/prom.js", &len);
     hx_ex_t e;
-    get(&e, "GET", "/console/prom.js", NULL);
-    CHECK_INT_EQ(e.resp.status, 200);
-    CHECK_STR_EQ(e.resp.content_type, "text/javascript; charset=utf-8");
-    check_security(&e.resp);
-    CHECK_STR_EQ(hx_resp_header(&e.resp, "Cache-Control"), "public, max-age=31536000, immutable");
+    get_ok(&e, "/console/prom.js", "text/javascript; charset=utf-8",
+           "public, max-age=31536000, immutable");
     CHECK_STR_EQ(e.resp.body, want);
     CHECK_INT_EQ(strlen(e.resp.etag), 20);
 
@@ -127,11 +130,10 @@ static void test_asset(void)
     hx_ex_free(&a);
     hx_ex_free(&i);
 
-    get(&e2, "GET", "/console/app.css", NULL);
-    CHECK_STR_EQ(e2.resp.content_type, "text/css; charset=utf-8");
+    get_ok(&e2, "/console/app.css", "text/css; charset=utf-8",
+           "public, max-age=31536000, immutable");
     hx_ex_free(&e2);
-    get(&e2, "GET", "/console/favicon.svg", NULL);
-    CHECK_STR_EQ(e2.resp.content_type, "image/svg+xml");
+    get_ok(&e2, "/console/favicon.svg", "image/svg+xml", "public, max-age=31536000, immutable");
     hx_ex_free(&e2);
     hx_ex_free(&e);
     free(want);
