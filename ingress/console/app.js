@@ -131,7 +131,10 @@ function signOut(msg) {
 async function signIn(token) {
   sessionStorage.setItem(TOKEN_KEY, token);
   const ok = await guard('sign in', () => loadTenants());
-  if (!ok) return;
+  if (!ok) {
+    sessionStorage.removeItem(TOKEN_KEY); // kept only once it worked
+    return;
+  }
   $('signin').hidden = true;
   $('nav').hidden = false;
   status('');
