@@ -85,6 +85,13 @@ static unsigned char *versioned(const struct ing_console_embedded *f, size_t *le
     return out;
 }
 
+/* Answers 500 when memory ran out, dropping what resp held. */
+static void out_of_memory(ing_resp_t *resp)
+{
+    ing_resp_release(resp);
+    ing_api_error(resp, 500, "out of memory");
+}
+
 /* The headers of every console answer; -1 when out of memory. */
 static int security_headers(ing_resp_t *resp)
 {
@@ -100,15 +107,13 @@ static void serve(ing_req_t *req, ing_resp_t *resp, const struct ing_console_emb
     int index = strcmp(f->name, "index.html") == 0;
     if (ing_resp_header(resp, "Cache-Control",
                         index ? "no-store" : "public, max-age=31536000, immutable") < 0) {
-        ing_resp_release(resp);
-        ing_api_error(resp, 500, "out of memory");
+        out_of_memory(resp);
         return;
     }
     size_t len = 0;
     unsigned char *text = versioned(f, &len);
     if (!text) {
-        ing_resp_release(resp);
-        ing_api_error(resp, 500, "out of memory");
+        out_of_memory(resp);
         return;
     }
     ing_api_static(req, resp, text, len, content_type(f->name));
@@ -123,8 +128,7 @@ void ing_console_route(ing_req_t *req, const char *url, const char *method, ing_
         return;
     }
     if (security_headers(resp) < 0) {
-        ing_resp_release(resp);
-        ing_api_error(resp, 500, "out of memory");
+        out_of_memory(resp);
         return;
     }
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
@@ -134,8 +138,7 @@ void ing_console_route(ing_req_t *req, const char *url, const char *method, ing_
     }
     if (strcmp(url, "/console") == 0) {
         if (ing_resp_header(resp, "Location", "/console/") < 0) {
-            ing_resp_release(resp);
-            ing_api_error(resp, 500, "out of memory");
+            out_of_memory(resp);
             return;
         }
         resp->status = 308;
