@@ -102,7 +102,7 @@ static enum MHD_Result send_resp(ing_req_t *req, ing_resp_t *resp)
     MHD_destroy_response(r);
     if (ret == MHD_YES) {
         req->status = resp->status;
-        req->bytes = len;
+        req->bytes = strcmp(req->method, "HEAD") == 0 ? 0 : len; /* (HEAD: headers only) */
     }
     int64_t ms = util_mono_ms() - req->t0;
     ing_metrics_request(req->ctx->metrics, req->metric, resp->status, ms);
@@ -858,6 +858,8 @@ static void access_log(ing_req_t *req, enum MHD_RequestTerminationCode toe)
         cJSON_AddStringToObject(f, "tenant", req->tenant);
     cJSON_AddStringToObject(f, "request_id", req->request_id);
     cJSON_AddStringToObject(f, "trace_id", ing_req_trace_id(req));
+    if (req->call.trace.trace_id[0]) /* the ingress's span of the call */
+        cJSON_AddStringToObject(f, "span_id", req->call.trace.span_id);
     cJSON_AddStringToObject(f, "listener", req->planes == ING_PLANE_OPS ? "ops" : "clients");
     cJSON_AddStringToObject(f, "client", client);
     if (!req->status || toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)

@@ -3,6 +3,7 @@
 #include "names.h"
 #include "sig.h"
 
+#include <cjson/cJSON.h>
 #include <curl/curl.h>
 #include <openssl/core_names.h>
 #include <openssl/ec.h>
@@ -1210,4 +1211,19 @@ void fx_stream_dump(fx_stream_t *s, const char *what)
     pthread_mutex_lock(&s->lock);
     fprintf(stderr, "--- %s (status %ld) ---\n%s\n--- end ---\n", what, s->status, s->buf);
     pthread_mutex_unlock(&s->lock);
+}
+
+cJSON *fx_result_wait(redisContext *c, const char *job_id, int timeout_ms)
+{
+    long long end = fx_now_ms() + timeout_ms;
+    do {
+        redisReply *r = redisCommand(c, "GET " NAMES_KEY_RESULT "%s", job_id);
+        cJSON *rec = r && r->type == REDIS_REPLY_STRING ? cJSON_Parse(r->str) : NULL;
+        if (r)
+            freeReplyObject(r);
+        if (rec)
+            return rec;
+        fx_sleep_ms(50);
+    } while (fx_now_ms() < end);
+    return NULL;
 }

@@ -115,6 +115,13 @@ void fx_read_file(const char *path, char *out, size_t size);
 /* 1 while pid exists and is neither a zombie nor dead (/proc/<pid>/stat). */
 int fx_alive(pid_t pid);
 
+/* The result record of job_id ({mcpq}:result:<job_id>) read through c, polled every 50 ms up
+ * to timeout_ms: the parsed record (caller frees), or NULL when none came (or it is not
+ * JSON). */
+struct redisContext;
+struct cJSON;
+struct cJSON *fx_result_wait(struct redisContext *c, const char *job_id, int timeout_ms);
+
 /* Waits up to timeout_ms for path to exist and be non-empty: 0 or -1. */
 int fx_wait_file(const char *path, int timeout_ms);
 

@@ -65,7 +65,7 @@ static int show(adm_t *a, const char *tenant, const char *id)
     ing_tasks_t t;
     int rc = ing_tasks_get(ctx->kv, tenant, id, &t);
     if (rc == MCPQ_ENOTFOUND)
-        return ing_adm_fail(a, 404, "no task \"%s\" in tenant \"%s\"", id, tenant);
+        return ing_adm_fail(a, 404, "no task \"%s\" in tenant \"%.128s\"", id, tenant);
     if (rc < 0)
         return unavailable(a);
     cJSON *o = ing_tasks_rest(&t, 1, ctx->set->task_retention_s);
@@ -90,7 +90,7 @@ static int cancel(adm_t *a, const char *tenant, const char *id)
     if (rc == MCPQ_EINVAL)
         return ing_adm_fail(a, 409, "Cannot cancel task: already in a terminal status");
     if (rc == MCPQ_ENOTFOUND)
-        return ing_adm_fail(a, 404, "no task \"%s\" in tenant \"%s\"", id, tenant);
+        return ing_adm_fail(a, 404, "no task \"%s\" in tenant \"%.128s\"", id, tenant);
     if (rc < 0)
         return unavailable(a);
     log_event(LOG_INFO, "task cancelled", "tenant", tenant, "task_id", id, "by", "admin",
@@ -108,7 +108,7 @@ int ing_adm_tasks_route(adm_t *a)
     }
     const char *id = a->seg[3];
     if (!util_id_ok(id, strlen(id), TASK_ID_MAX, ""))
-        return ing_adm_fail(a, 404, "no task \"%.128s\" in tenant \"%s\"", id, tenant);
+        return ing_adm_fail(a, 404, "no task \"%.128s\" in tenant \"%.128s\"", id, tenant);
     if (a->verb && strcmp(a->verb, "cancel") != 0)
         return ing_adm_fail(a, 404, "no such admin resource (tasks take :cancel)");
     if (a->verb)

@@ -84,9 +84,8 @@ size_t ing_req_header_each(const ing_req_t *req,
 void ing_req_client(const ing_req_t *req, const ing_peer_nets_t *trusted, char *out, size_t size);
 
 /* Sets req->request_id: the request's X-Request-Id header when log_request_id_valid (log.h),
- * else a new
- * id of 32 lowercase hex characters (RAND_bytes). Never fails: a load balancer's odd id is
- * replaced, not refused (and not logged: it may hold anything). */
+ * else a new id of 32 lowercase hex characters (RAND_bytes). Never fails: a load balancer's
+ * odd id is replaced, not refused (and not logged: it may hold anything). */
 void ing_req_id_assign(ing_req_t *req);
 
 /* The trace id the access log prints for req: its call's trace when it has one, else the

@@ -257,6 +257,20 @@ static void test_errors(void)
     TEST_PASS("no token 401; wrong method 405 with Allow; unknown verb or task 404");
 }
 
+static void test_redis_down(void)
+{
+    CHECK_INT_EQ(fx_stop_pid(h.fx.redis_pid, 5000), 0);
+    h.fx.redis_pid = 0;
+    char url[200];
+    snprintf(url, sizeof(url), "/admin/v1/tenants/t/tasks/%s", task_b);
+    static const char msg[] = "(Redis) unavailable; try again"; /* (the registry's, first) */
+    hx_admin_expect(&h, "GET", "/admin/v1/tenants/t/tasks", NULL, NULL, 503, msg);
+    hx_admin_expect(&h, "GET", url, NULL, NULL, 503, msg);
+    snprintf(url, sizeof(url), "/admin/v1/tenants/t/tasks/%s:cancel", task_b);
+    hx_admin_expect(&h, "POST", url, NULL, NULL, 503, msg);
+    TEST_PASS("Redis down: 503");
+}
+
 int main(void)
 {
     hx_start(&h, config, NULL);
@@ -264,6 +278,7 @@ int main(void)
     test_cancel();
     test_history();
     test_errors();
+    test_redis_down();
     hx_stop(&h);
     return 0;
 }

@@ -42,35 +42,81 @@ static int port, ops_port, srv_port;
 /* ---- the tool: the X-Request-Id of the last request it got ---- */
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static char tool_rid[256];
+static char tool_rid[256], up_rid[256]; /* the http tool's; the upstream's tools/call's */
 
-static enum MHD_Result on_tool(struct MHD_Connection *conn, const char *url, const char *method,
-                               const util_buf_t *b)
+static enum MHD_Result reply(struct MHD_Connection *conn, int status, const char *body)
 {
-    (void)url, (void)method, (void)b;
-    const char *rid = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
-    pthread_mutex_lock(&mu);
-    snprintf(tool_rid, sizeof(tool_rid), "%s", rid ? rid : "(none)");
-    pthread_mutex_unlock(&mu);
-    static const char body[] = "{\"ok\":true}";
     struct MHD_Response *r =
-        MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_PERSISTENT);
+        MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
     MHD_add_response_header(r, "Content-Type", "application/json");
-    enum MHD_Result ret = MHD_queue_response(conn, 200, r);
+    enum MHD_Result ret = MHD_queue_response(conn, (unsigned)status, r);
     MHD_destroy_response(r);
     return ret;
 }
 
+/* /mcp: the smallest legacy MCP server an mcp executor talks to (initialize, tools/call; any
+ * other request, server/discover included, is -32601). */
+static enum MHD_Result on_upstream(struct MHD_Connection *conn, const util_buf_t *b,
+                                   const char *rid)
+{
+    cJSON *j = cJSON_Parse(b->data ? b->data : "");
+    const char *m = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "method"));
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(j, "id");
+    char body[512];
+    if (!cJSON_IsNumber(id))
+        snprintf(body, sizeof(body), "%s", "");
+    else if (m && strcmp(m, "initialize") == 0)
+        snprintf(
+            body, sizeof(body),
+            "{\"jsonrpc\":\"2.0\",\"id\":%d,\"result\":{\"protocolVersion\":\"2025-06-18\","
+            "\"capabilities\":{\"tools\":{}},\"serverInfo\":{\"name\":\"up\",\"version\":\"1\"}}}",
+            id->valueint);
+    else if (m && strcmp(m, "tools/call") == 0)
+        snprintf(body, sizeof(body),
+                 "{\"jsonrpc\":\"2.0\",\"id\":%d,\"result\":{\"content\":[{\"type\":\"text\","
+                 "\"text\":\"up\"}]}}",
+                 id->valueint);
+    else
+        snprintf(body, sizeof(body),
+                 "{\"jsonrpc\":\"2.0\",\"id\":%d,\"error\":{\"code\":-32601,\"message\":\"no\"}}",
+                 id->valueint);
+    if (m && strcmp(m, "tools/call") == 0) {
+        pthread_mutex_lock(&mu);
+        snprintf(up_rid, sizeof(up_rid), "%s", rid ? rid : "(none)");
+        pthread_mutex_unlock(&mu);
+    }
+    cJSON_Delete(j);
+    return reply(conn, body[0] ? 200 : 202, body);
+}
+
+static enum MHD_Result on_tool(struct MHD_Connection *conn, const char *url, const char *method,
+                               const util_buf_t *b)
+{
+    (void)method;
+    const char *rid = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
+    if (strcmp(url, "/mcp") == 0)
+        return on_upstream(conn, b, rid);
+    pthread_mutex_lock(&mu);
+    snprintf(tool_rid, sizeof(tool_rid), "%s", rid ? rid : "(none)");
+    pthread_mutex_unlock(&mu);
+    return reply(conn, 200, "{\"ok\":true}");
+}
+
 static void write_config(const char *path)
 {
-    char cfg[4096];
+    char cfg[8192];
     snprintf(cfg, sizeof(cfg),
              "{\"tenants\":[{\"id\":\"al\",\"api_keys\":[{\"id\":\"k\",\"key\":\"al-key\"}]}],"
              "\"servers\":[{\"tenant\":\"al\",\"name\":\"default\"}],"
              "\"tools\":["
              "{\"tenant\":\"al\",\"server\":\"default\",\"name\":\"web\",\"published\":\"1\","
              "\"versions\":[{\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},"
-             "\"executor\":{\"type\":\"http\",\"url\":\"http://127.0.0.1:%d/tool\"}}]},"
+             "\"executor\":{\"type\":\"http\",\"url\":\"http://127.0.0.1:%d/tool\","
+             "\"headers\":{\"X-Request-Id\":\"configured\"}}}]},"
+             "{\"tenant\":\"al\",\"server\":\"default\",\"name\":\"up\",\"published\":\"1\","
+             "\"versions\":[{\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},"
+             "\"executor\":{\"type\":\"mcp\",\"url\":\"http://127.0.0.1:%d/mcp\",\"tool\":"
+             "\"echo\",\"headers\":{\"X-Request-Id\":\"configured\"}}}]},"
              "{\"tenant\":\"al\",\"server\":\"default\",\"name\":\"sh\",\"published\":\"1\","
              "\"versions\":[{\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},"
              "\"executor\":{\"type\":\"exec\",\"argv\":[\"sh\",\"-c\","
@@ -83,7 +129,7 @@ static void write_config(const char *path)
              "\"versions\":[{\"version\":\"1\",\"inputSchema\":{\"type\":\"object\"},"
              "\"executor\":{\"type\":\"exec\",\"argv\":[\"sh\",\"-c\",\"sleep 3; echo late\"]}}]}"
              "]}",
-             srv_port);
+             srv_port, srv_port);
     fx_write_file(path, cfg, 0600);
 }
 
@@ -206,6 +252,9 @@ static void check_call(const char *ilog, const char *wlog)
     CHECK(num(a, "duration_us") > 0);
     CHECK_STR_EQ(str(a, "tenant"), "al");
     CHECK_STR_EQ(str(a, "trace_id"), T1);
+    CHECK_INT_EQ((long long)strlen(str(a, "span_id")),
+                 16); /* the ingress's span, not the client's */
+    CHECK(strcmp(str(a, "span_id"), P) != 0);
     CHECK_STR_EQ(str(a, "listener"), "clients");
     CHECK_STR_EQ(str(a, "client"), "127.0.0.1");
     CHECK(cJSON_GetObjectItemCaseSensitive(a, "aborted") == NULL);
@@ -220,6 +269,15 @@ static void check_call(const char *ilog, const char *wlog)
     pthread_mutex_unlock(&mu);
     TEST_PASS("the worker's lines about the job carry its request_id and trace_id; the tool "
               "gets X-Request-Id");
+
+    call(port, "up", "X-Request-Id: r-up", NULL, &r);
+    CHECK_INT_EQ(r.status, 200);
+    CHECK_CONTAINS(r.body, "\"up\"");
+    pthread_mutex_lock(&mu);
+    CHECK_STR_EQ(up_rid, "r-up");
+    pthread_mutex_unlock(&mu);
+    TEST_PASS("an mcp executor's tools/call to its upstream carries X-Request-Id (over the "
+              "configured one)");
 
     call(port, "sh", "X-Request-Id: r-exec.1", NULL, &r);
     CHECK_INT_EQ(r.status, 200);

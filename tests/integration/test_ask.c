@@ -136,27 +136,9 @@ static char *asker_executor(const char *const *questions, const char *pidfile, i
     return script_executor(ASKER, questions, pidfile, interactive);
 }
 
-static cJSON *wait_result(const char *job_id, int timeout_ms)
-{
-    long long end = fx_now_ms() + timeout_ms;
-    do {
-        redisReply *r = redisCommand(redis, "GET " NAMES_KEY_RESULT "%s", job_id);
-        CHECK(r != NULL);
-        if (r->type == REDIS_REPLY_STRING) {
-            cJSON *v = cJSON_Parse(r->str);
-            freeReplyObject(r);
-            CHECK(v != NULL);
-            return v;
-        }
-        freeReplyObject(r);
-        fx_sleep_ms(50);
-    } while (fx_now_ms() < end);
-    return NULL;
-}
-
 static cJSON *need_result(const char *job_id)
 {
-    cJSON *v = wait_result(job_id, 40000);
+    cJSON *v = fx_result_wait(redis, job_id, 40000);
     if (!v)
         fprintf(stderr, "no result for %s (logs in %s)\n", job_id, fx.dir);
     CHECK(v != NULL);
@@ -394,7 +376,7 @@ static void test_cancel_while_asking(void)
     cJSON_Delete(c);
     CHECK_INT_EQ(exists(NAMES_KEY_ASK, "ask-cancel"), 0);
     CHECK(kill(pid, 0) < 0 && errno == ESRCH);
-    CHECK(wait_result("ask-cancel", 500) == NULL);
+    CHECK(fx_result_wait(redis, "ask-cancel", 500) == NULL);
     TEST_PASS("cancelled while asking: the tool is killed, the question deleted, no result");
 }
 
@@ -629,7 +611,7 @@ static void test_redelivery(void)
            !fx_log_line(log, "another worker waits for its client", "ask-alive", NULL, 0))
         fx_sleep_ms(50);
     CHECK(fx_log_line(log, "another worker waits for its client", "ask-alive", NULL, 0));
-    CHECK(wait_result("ask-alive", 300) == NULL);
+    CHECK(fx_result_wait(redis, "ask-alive", 300) == NULL);
     CHECK(access(marker, F_OK) != 0);
     CHECK_INT_EQ(count_entries(REPLY, "ask-alive", "result"), 0);
     TEST_PASS("redelivered while another worker waits for the answer: not run, nothing written");

@@ -145,19 +145,11 @@ static void answer(const char *job_id, const char *key, const char *ans)
 
 static cJSON *wait_result(const char *job_id)
 {
-    char key[256];
-    snprintf(key, sizeof(key), NAMES_KEY_RESULT "%s", job_id);
-    for (long long end = fx_now_ms() + 40000; fx_now_ms() < end; fx_sleep_ms(50)) {
-        redisReply *r = redisCommand(rc, "GET %s", key);
-        CHECK(r != NULL);
-        cJSON *rec = r->type == REDIS_REPLY_STRING ? cJSON_Parse(r->str) : NULL;
-        freeReplyObject(r);
-        if (rec)
-            return rec;
-    }
-    fprintf(stderr, "no result for job %s in 40 s\n", job_id);
-    CHECK(0);
-    return NULL;
+    cJSON *rec = fx_result_wait(rc, job_id, 40000);
+    if (!rec)
+        fprintf(stderr, "no result for job %s in 40 s\n", job_id);
+    CHECK(rec != NULL);
+    return rec;
 }
 
 /* The result's first text (and whether it is an error). */

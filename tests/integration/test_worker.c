@@ -205,29 +205,9 @@ static redisReply *rcmd(const char *fmt, const char *arg)
     return r;
 }
 
-/* The result record of job_id, waiting up to timeout_ms; NULL when none came. */
-static cJSON *wait_result(const char *job_id, int timeout_ms)
-{
-    char key[256];
-    snprintf(key, sizeof(key), NAMES_KEY_RESULT "%s", job_id);
-    long long end = fx_now_ms() + timeout_ms;
-    do {
-        redisReply *r = rcmd("GET %s", key);
-        if (r->type == REDIS_REPLY_STRING) {
-            cJSON *v = cJSON_Parse(r->str);
-            freeReplyObject(r);
-            CHECK(v != NULL);
-            return v;
-        }
-        freeReplyObject(r);
-        fx_sleep_ms(50);
-    } while (fx_now_ms() < end);
-    return NULL;
-}
-
 static cJSON *need_result(const char *job_id, int timeout_ms)
 {
-    cJSON *v = wait_result(job_id, timeout_ms);
+    cJSON *v = fx_result_wait(redis, job_id, timeout_ms);
     if (!v)
         fprintf(stderr, "no result for %s within %d ms (logs in %s)\n", job_id, timeout_ms, fx.dir);
     CHECK(v != NULL);
@@ -761,7 +741,7 @@ static void test_restarts(void)
     produce_job("j_graceful", "g", exec, "{}", fx_now_ms() + 60000);
     CHECK_INT_EQ(wait_lines(counter, 1, 20000), 1);
     CHECK_INT_EQ(fx_stop_pid(b, 15000), 0);
-    cJSON *r = wait_result("j_graceful", 100);
+    cJSON *r = fx_result_wait(redis, "j_graceful", 100);
     CHECK(r != NULL);
     CHECK_STR_EQ(str_at(r, "result.content.0.text"), "finished");
     cJSON_Delete(r);
@@ -781,7 +761,7 @@ static void test_restarts(void)
     long long t0 = fx_now_ms();
     CHECK_INT_EQ(fx_stop_pid(c, 15000), 0);
     CHECK(fx_now_ms() - t0 < 3000);
-    CHECK(wait_result("j_abandon", 100) == NULL);
+    CHECK(fx_result_wait(redis, "j_abandon", 100) == NULL);
     TEST_PASS("SIGTERM past the grace period: exit 0 without a result");
 
     /* The next worker gets the abandoned job; the first graceful one does not run again. */
@@ -806,7 +786,7 @@ static void test_restarts(void)
     CHECK(kill(-d, SIGKILL) == 0);
     CHECK(fx_wait_exit(d, 5000) == 128 + SIGKILL);
     fx_sleep_ms(2500); /* the orphaned tool finishes, but nobody writes its result */
-    CHECK(wait_result("j_crash", 100) == NULL);
+    CHECK(fx_result_wait(redis, "j_crash", 100) == NULL);
     pid_t d2 = start_worker("w-d", NULL);
     expect_str("j_crash", 60000, "result.content.0.text", "survived", 0, -1);
     entries_t e;

@@ -132,8 +132,7 @@ int wrk_job_parse(wrk_job_t *job, const char *buf, size_t len, const char *trace
                   char *errstr, size_t errstr_size);
 
 /* While the loop thread works for job: this thread's log lines carry its trace and request id
- * (log.h).
- * Saves the outer context in *saved for wrk_job_log_leave. */
+ * (log.h). Saves the outer context in *saved for wrk_job_log_leave. */
 void wrk_job_log_enter(const wrk_job_t *job, log_ctx_t *saved);
 /* Puts back the context wrk_job_log_enter saved. */
 void wrk_job_log_leave(const log_ctx_t *saved);

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
-#define HTTP_TIMEOUT_SLACK_MS 500 /* the job's deadline timer fires first */
+#define HTTP_TIMEOUT_SLACK_MS 500    /* the job's deadline timer fires first */
 
 struct wrk_httpexec {
     wrk_loop_t *loop;
