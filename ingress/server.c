@@ -5,6 +5,7 @@
 #include "auth.h"
 #include "batch.h"
 #include "channels.h"
+#include "console.h"
 #include "cfg.h"
 #include "cors.h"
 #include "err.h"
@@ -254,7 +255,7 @@ static enum MHD_Result answer_call(ing_req_t *req)
 static const struct {
     const char *path;
     int prefix; /* 1: the path and everything under it ("/admin" and "/admin/...") */
-} ops_paths[] = {{"/healthz", 0}, {"/readyz", 0}, {"/metrics", 0}, {"/admin", 1}};
+} ops_paths[] = {{"/healthz", 0}, {"/readyz", 0}, {"/metrics", 0}, {"/admin", 1}, {"/console", 1}};
 
 static unsigned route_plane(const char *url)
 {
@@ -378,6 +379,7 @@ static const struct route_row {
     {"/v1/webhooks", TREE, 0, NULL, ing_whapi_route},     /* the tenant's deliveries (webhook.h) */
     {"/v1/tasks", TREE, 0, NULL, ing_tasksapi_route},     /* the tenant's tasks (tasksapi.h) */
     {"/admin", TREE, 0, NULL, ing_admin_api},             /* the operator API (admin.h) */
+    {"/console", TREE, 0, NULL, ing_console_route},       /* the operator console (console.h) */
     {"/v1/channels/", UNDER, 0, NULL, ing_channels_api},  /* agent replies (channels.h) */
     {"/openapi.json", EXACT, 0, NULL, ing_openapi_route}, /* the API's description (openapi.h) */
     {"/.well-known/oauth-protected-resource", TREE, 0, NULL, ing_prm_route}, /* (prm.h) */

@@ -78,6 +78,7 @@ snippets() { # base url
     printf '  Claude Code:   %s\n' "$(block sh '## Claude Code' "$at" | head -n 1)"
     printf '  VS Code (.vscode/mcp.json): %s\n' "$(block json '## VS Code' "$at" | tr '\n' ' ' | tr -s ' ' | sed 's/ $//')"
     printf '  Claude Desktop (mcp-remote): %s\n' "$(block json '## Claude Desktop' "$at" | tr '\n' ' ' | tr -s ' ' | sed 's/ $//')"
+    printf '  Operator console: %s/console/ (admin token %s; docs/console.md)\n' "$1" "${MCPQ_ADMIN_TOKEN:-demo-admin-token}"
     printf '  More clients: docs/clients.md. The two-minute tour: README.md (webhooks are printed here as "webhook ..." lines).\n'
 }
 announce() {

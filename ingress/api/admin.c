@@ -34,6 +34,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define TRIES 8
 
@@ -104,6 +105,33 @@ static int split_path(adm_t *a, const char *rest)
         }
     }
     return 0;
+}
+
+/*
+ * A browser's cross-site write (docs/console.md, "Security"): the operator token travels only
+ * in Authorization, which a page of another site cannot make a browser send, so this is
+ * defence in depth. A write (any method but GET and HEAD) is refused when the browser says it
+ * comes from another site (Sec-Fetch-Site: cross-site) or when its Origin is not the origin of
+ * the request's own Host ("null" included). Clients that are not browsers send neither header.
+ * Returns the reason, or NULL when the request may go on.
+ */
+static const char *cross_site_write(const ing_req_t *req, const char *method)
+{
+    if (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0)
+        return NULL;
+    const char *site = ing_req_header(req, "Sec-Fetch-Site");
+    if (site && strcasecmp(site, "cross-site") == 0)
+        return "cross-site write refused (Sec-Fetch-Site: cross-site)";
+    const char *origin = ing_req_header(req, "Origin");
+    if (!origin)
+        return NULL;
+    const char *host = ing_req_header(req, "Host");
+    const char *rest = strncasecmp(origin, "http://", 7) == 0    ? origin + 7
+                       : strncasecmp(origin, "https://", 8) == 0 ? origin + 8
+                                                                 : NULL;
+    if (!rest || !host || strcasecmp(rest, host) != 0)
+        return "cross-site write refused (Origin is not this host)";
+    return NULL;
 }
 
 /* 1 when the request carries the operator token, else answers. */
@@ -236,6 +264,11 @@ void ing_admin_api(ing_req_t *req, const char *url, const char *method, ing_resp
 {
     adm_t a = {.req = req, .resp = resp, .method = method};
     static const char base[] = "/admin/v1";
+    const char *cross = cross_site_write(req, method);
+    if (cross) {
+        ing_api_error(resp, 403, cross);
+        return;
+    }
     if (!operator_ok(req, resp))
         return;
     if (strncmp(url, base, sizeof(base) - 1) != 0 ||

@@ -5,8 +5,11 @@
 #include "api.h"
 
 #include "rpc.h"
+#include "util.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 void ing_api_error(ing_resp_t *resp, int status, const char *msg)
 {
@@ -82,4 +85,53 @@ const ing_tenant_t *ing_api_front(ing_req_t *req, ing_registry_t **reg, ing_resp
     const ing_tenant_t *t = ing_api_front_door(req, &door, resp);
     *reg = door.reg; /* the caller drops it */
     return t;
+}
+
+#define ETAG_HEX 20
+_Static_assert(ETAG_HEX < sizeof(((ing_resp_t *)0)->etag), "the ETag fits ing_resp_t");
+
+/* 1 when the If-None-Match list (quoted or weak etags, or *) names etag. */
+static int none_match(const char *inm, const char *etag)
+{
+    size_t n = strlen(etag);
+    for (const char *p = inm; p && *p;) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        if (*p == '*')
+            return 1;
+        if (strncmp(p, "W/", 2) == 0)
+            p += 2;
+        int q = *p == '"';
+        p += q;
+        size_t len = strcspn(p, q ? "\"" : ", ");
+        if (len == n && strncmp(p, etag, n) == 0)
+            return 1;
+        p += len;
+        p += *p == '"';
+    }
+    return 0;
+}
+
+void ing_api_static(ing_req_t *req, ing_resp_t *resp, const unsigned char *bytes, size_t len,
+                    const char *content_type)
+{
+    char sha[65];
+    util_sha256_hex(bytes, len, sha);
+    sha[ETAG_HEX] = '\0';
+    memcpy(resp->etag, sha, ETAG_HEX + 1); /* fits: ETag is 20 of its 24 bytes */
+    if (none_match(ing_req_header(req, "If-None-Match"), sha)) {
+        resp->status = 304;
+        return;
+    }
+    char *body = malloc(len + 1);
+    if (!body) {
+        ing_resp_release(resp);
+        ing_api_error(resp, 500, "out of memory");
+        return;
+    }
+    memcpy(body, bytes, len);
+    body[len] = '\0';
+    resp->status = 200;
+    resp->content_type = content_type;
+    resp->body = body;
 }

@@ -12,6 +12,7 @@
 #   tests/clients/run.sh upstreams     upstreams.test.mjs (server-everything, server-filesystem via SDK v1/v2)
 #   tests/clients/run.sh subs          subs.test.mjs     (resource subscriptions, list changes: SDK v1, v2)
 #   tests/clients/run.sh elicit        elicit.test.mjs   (tools asking the client mid-call: SDK v1, v2; faults)
+#   tests/clients/run.sh console       console.test.mjs  (the operator console in chromium, playwright-core)
 #
 # The binaries come from $MCPQ_BIN_DIR (default <repo>/build; ctest sets it to its build dir).
 # npm packages are installed (once per package-lock.json) by install.sh into
@@ -22,7 +23,7 @@ HERE=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 
 if [ $# -ne 1 ]; then
-    echo "usage: tests/clients/run.sh v1|v2|conformance|hostile|tasks|batch|oauth|eras|upstreams|subs|elicit" >&2
+    echo "usage: tests/clients/run.sh v1|v2|conformance|hostile|tasks|batch|oauth|eras|upstreams|subs|elicit|console" >&2
     exit 2
 fi
 
@@ -37,7 +38,7 @@ WORK=$("$HERE/install.sh")
 export MCPQ_CLIENTS_DEPS=$WORK
 
 case $1 in
-v1 | v2 | hostile | tasks | batch | oauth | eras | upstreams | subs | elicit)
+v1 | v2 | hostile | tasks | batch | oauth | eras | upstreams | subs | elicit | console)
     test_file=$HERE/sdk-$1.test.mjs
     [ "$1" = v1 ] || [ "$1" = v2 ] || test_file=$HERE/$1.test.mjs
     cd "$REPO"
@@ -48,7 +49,7 @@ conformance)
     exec bash "$HERE/conformance.sh"
     ;;
 *)
-    echo "clients: unknown group '$1' (v1, v2, conformance, hostile, tasks, batch, oauth, eras, upstreams, subs or elicit)" >&2
+    echo "clients: unknown group '$1' (v1, v2, conformance, hostile, tasks, batch, oauth, eras, upstreams, subs, elicit or console)" >&2
     exit 2
     ;;
 esac

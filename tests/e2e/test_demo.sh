@@ -42,6 +42,11 @@ grep -qF "claude mcp add --transport http mcpq $URL --header \"Authorization: Be
     fail "no Claude Code snippet for $URL: $(cat "$TMP/up.out")"
 grep -qF "\"type\": \"http\", \"url\": \"$URL\"" "$TMP/up.out" || fail "no VS Code snippet for $URL"
 grep -qF "\"mcp-remote\", \"$URL\"" "$TMP/up.out" || fail "no mcp-remote snippet for $URL"
+CONSOLE=http://127.0.0.1:$PORT/console/
+grep -qF "Operator console: $CONSOLE (admin token demo-admin-token" "$TMP/up.out" ||
+    fail "no operator console line for $CONSOLE: $(cat "$TMP/up.out")"
+curl -sfI "$CONSOLE" | grep -qi "^content-security-policy: default-src 'none'" ||
+    fail "$CONSOLE does not answer with the console's CSP"
 wait_for 30 grep -q "^webhook receiver: http://127.0.0.1:$DEMO_WEBHOOK_PORT/webhook" "$TMP/up.out" ||
     fail "the webhook receiver did not start"
 echo "ok - scripts/up.sh prints READY, the URL, the key and the client snippets for port $PORT"

@@ -451,3 +451,27 @@ redisReply *hx_redis(hx_t *h, const char *fmt, ...)
     redisFree(c);
     return r;
 }
+
+const char *hx_resp_header(const ing_resp_t *resp, const char *name)
+{
+    for (size_t i = 0; i < resp->nheaders; i++)
+        if (strcmp(resp->headers[i].name, name) == 0)
+            return resp->headers[i].value;
+    return NULL;
+}
+
+char *hx_repo_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    CHECK(buf != NULL);
+    CHECK_INT_EQ(fread(buf, 1, (size_t)n, f), n);
+    buf[n] = '\0';
+    fclose(f);
+    *len = (size_t)n;
+    return buf;
+}

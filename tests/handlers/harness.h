@@ -61,6 +61,11 @@ void hx_ex_parse(hx_ex_t *e);
  * as the request's arguments. */
 void hx_ex_query(hx_ex_t *e, char *path);
 void hx_ex_free(hx_ex_t *e);
+/* The value of the answer's further header name (ing_resp_header), or NULL. */
+const char *hx_resp_header(const ing_resp_t *resp, const char *name);
+/* A file of the repository (ctest runs in the source tree), NUL-terminated, *len bytes;
+ * malloc'd. Exits the test when it cannot be read. */
+char *hx_repo_file(const char *path, size_t *len);
 
 /* POST /mcp[/server] through ing_mcp_post with the test key (2025-06-18 headers and an
  * Accept of JSON and SSE unless headers name MCP-Protocol-Version or Accept); e is ready to

@@ -703,6 +703,73 @@ static void test_delete_tenant(void)
     hx_ex_free(&e);
 }
 
+/* An admin write with the browser's headers of another site is 403 (docs/console.md,
+ * "Security"), even with the operator token; the same write from the console's own origin, a
+ * read from anywhere and a client that sends no Origin go through. */
+static void test_cross_site(void)
+{
+    static const char *const refused[][4] = {
+        {"Sec-Fetch-Site", "cross-site", "Origin", "https://evil.example"},
+        {"Origin", "https://evil.example", "Host", "127.0.0.1:9090"},
+        {"Origin", "http://127.0.0.1:9091", "Host", "127.0.0.1:9090"},
+        {"Origin", "null", "Host", "127.0.0.1:9090"},
+        {"Origin", "http://127.0.0.1:9090", NULL, NULL},
+    };
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        const char *hdrs[] = {"Authorization",
+                              "Bearer " HX_ADMIN_TOKEN,
+                              "Content-Type",
+                              "application/json",
+                              refused[i][0],
+                              refused[i][1],
+                              refused[i][2],
+                              refused[i][3],
+                              NULL};
+        hx_ex_t e;
+        hx_ex_init(&h, &e, "POST", "/admin/v1/tenants", "{\"id\": \"csrf\"}", 0, hdrs);
+        ing_admin_api(&e.req, "/admin/v1/tenants", "POST", &e.resp);
+        hx_ex_parse(&e);
+        CHECK_INT_EQ(e.resp.status, 403);
+        CHECK_CONTAINS(hx_str(&e, "error"), "cross-site write refused");
+        hx_ex_free(&e);
+    }
+    expect("GET", "/admin/v1/tenants/csrf", NULL, NULL, 404, NULL); /* nothing was written */
+
+    static const char *const allowed[][6] = {
+        {"Sec-Fetch-Site", "same-origin", "Origin", "http://127.0.0.1:9090", "Host",
+         "127.0.0.1:9090"},
+        {"Sec-Fetch-Site", "none", NULL, NULL, NULL, NULL},
+    };
+    const char *methods[] = {"POST", "DELETE"};
+    for (size_t i = 0; i < 2; i++) {
+        const char *hdrs[] = {"Authorization",
+                              "Bearer " HX_ADMIN_TOKEN,
+                              "Content-Type",
+                              "application/json",
+                              allowed[i][0],
+                              allowed[i][1],
+                              allowed[i][2],
+                              allowed[i][3],
+                              allowed[i][4],
+                              allowed[i][5],
+                              NULL};
+        const char *url = i == 0 ? "/admin/v1/tenants" : "/admin/v1/tenants/csrf";
+        hx_ex_t e;
+        hx_ex_init(&h, &e, methods[i], url, i == 0 ? "{\"id\": \"csrf\"}" : NULL, 0, hdrs);
+        ing_admin_api(&e.req, url, methods[i], &e.resp);
+        CHECK_INT_EQ(e.resp.status, i == 0 ? 201 : 204);
+        hx_ex_free(&e);
+    }
+    /* A read is never refused: it changes nothing, and the browser hides its answer. */
+    const char *hdrs[] = {"Authorization", "Bearer " HX_ADMIN_TOKEN, "Sec-Fetch-Site", "cross-site",
+                          NULL};
+    hx_ex_t e;
+    hx_ex_init(&h, &e, "GET", "/admin/v1/tenants", NULL, 0, hdrs);
+    ing_admin_api(&e.req, "/admin/v1/tenants", "GET", &e.resp);
+    CHECK_INT_EQ(e.resp.status, 200);
+    hx_ex_free(&e);
+}
+
 /* Without Redis: 503. */
 static void test_redis_down(void)
 {
@@ -730,6 +797,7 @@ int main(void)
     test_deliveries();
     test_delete_tenant();
     test_auth_limit();
+    test_cross_site();
     test_redis_down();
     hx_stop(&h);
     return 0;

@@ -20,35 +20,10 @@ static const char config[] =
 
 static hx_t h;
 
-/* docs/openapi.json as the repository has it (ctest runs in the source tree). */
-static char *repo_doc(size_t *len)
-{
-    FILE *f = fopen("docs/openapi.json", "rb");
-    CHECK(f != NULL);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    CHECK(buf != NULL);
-    CHECK_INT_EQ(fread(buf, 1, (size_t)n, f), n);
-    buf[n] = '\0';
-    fclose(f);
-    *len = (size_t)n;
-    return buf;
-}
-
-static const char *header(const ing_resp_t *resp, const char *name)
-{
-    for (size_t i = 0; i < resp->nheaders; i++)
-        if (strcmp(resp->headers[i].name, name) == 0)
-            return resp->headers[i].value;
-    return NULL;
-}
-
 static void test_get(void)
 {
     size_t len;
-    char *want = repo_doc(&len);
+    char *want = hx_repo_file("docs/openapi.json", &len);
     hx_ex_t e;
     hx_ex_init(&h, &e, "GET", "/openapi.json", NULL, 0, NULL);
     ing_openapi_route(&e.req, "/openapi.json", "GET", &e.resp);
@@ -58,7 +33,7 @@ static void test_get(void)
     CHECK_INT_EQ(strlen(e.resp.body), len);
     CHECK(memcmp(e.resp.body, want, len) == 0);
     CHECK_INT_EQ(strlen(e.resp.etag), 20);
-    CHECK_STR_EQ(header(&e.resp, "Cache-Control"), "public, max-age=300");
+    CHECK_STR_EQ(hx_resp_header(&e.resp, "Cache-Control"), "public, max-age=300");
     hx_ex_parse(&e);
     CHECK_STR_EQ(hx_str(&e, "openapi"), "3.1.0");
 

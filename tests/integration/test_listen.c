@@ -1,9 +1,9 @@
 /*
  * The ingress's listeners (docs/operations.md "Listen addresses and the operations port") on a real
  * stack: redis-server, mcpq-devbroker and mcpq-ingress processes. What a client and an operator
- * see: a. MCPQ_OPS_LISTEN set: /healthz, /readyz, /metrics and /admin/v1/... are 404 on the public
- * port and 200 on the ops port; MCP (POST /mcp tools/list) works on the public port and is 404 on
- * the ops port, so is the clients' /v1 API; the ready file names both bound addresses; b.
+ * see: a. MCPQ_OPS_LISTEN set: /healthz, /readyz, /metrics, /console/ and /admin/v1/... are 404 on
+ * the public port and 200 on the ops port; MCP (POST /mcp tools/list) works on the public port and
+ * is 404 on the ops port, so is the clients' /v1 API; the ready file names both bound addresses; b.
  * MCPQ_OPS_LISTEN unset: everything on MCPQ_LISTEN as before (/healthz, /metrics, /mcp); c.
  * MCPQ_LISTEN=[::1]:port: answered over IPv6, refused over IPv4; the ready file says
  *      "[::1]:port";
@@ -144,7 +144,8 @@ static void test_split(void)
     snprintf(o, sizeof(o), "127.0.0.1:%d", ops);
     pid_t pid = ingress("split", pub, NULL, o);
     reply_t r;
-    static const char *const ops_paths[] = {"/healthz", "/readyz", "/metrics", "/admin/v1/tenants"};
+    static const char *const ops_paths[] = {"/healthz", "/readyz", "/metrics", "/console/",
+                                            "/admin/v1/tenants"};
     for (size_t i = 0; i < sizeof(ops_paths) / sizeof(ops_paths[0]); i++) {
         const char *auth =
             strncmp(ops_paths[i], "/admin", 6) == 0 ? "Authorization: Bearer " TOKEN : NULL;
@@ -168,8 +169,9 @@ static void test_split(void)
     snprintf(want, sizeof(want), "127.0.0.1:%d\n127.0.0.1:%d\n", pub, ops);
     CHECK_STR_EQ(ready, want);
     CHECK_INT_EQ(fx_stop_pid(pid, 10000), 0);
-    TEST_PASS("a: MCPQ_OPS_LISTEN set: probes, metrics and /admin only on the ops port (404 on "
-              "the public one); MCP only on the public port");
+    TEST_PASS(
+        "a: MCPQ_OPS_LISTEN set: probes, metrics, /console and /admin only on the ops port (404 on "
+        "the public one); MCP only on the public port");
 }
 
 static void test_single(void)
@@ -181,6 +183,8 @@ static void test_single(void)
     CHECK_INT_EQ(http("127.0.0.1", pub, "/readyz", NULL, NULL, &r), 200);
     CHECK_INT_EQ(http("127.0.0.1", pub, "/metrics", NULL, NULL, &r), 200);
     CHECK_INT_EQ(fx_promtool_check(r.body), 0);
+    CHECK_INT_EQ(http("127.0.0.1", pub, "/console/", NULL, NULL, &r), 200);
+    CHECK_CONTAINS(r.body, "<title>mcpq console</title>");
     CHECK_INT_EQ(
         http("127.0.0.1", pub, "/admin/v1/tenants", "Authorization: Bearer " TOKEN, NULL, &r), 200);
     CHECK(mcp_works("127.0.0.1", pub));

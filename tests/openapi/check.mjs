@@ -204,6 +204,25 @@ async function meta() {
   await call('GET', '/healthz', { expect: 200 });
   await call('GET', '/readyz', { expect: 200 });
   await call('GET', '/metrics', { expect: 200 });
+  await consoleFiles();
+}
+
+// The operator console's files (docs/console.md): the page, a script under the version the page
+// names, revalidation, an unknown file; the console's headers on each.
+async function consoleFiles() {
+  const csp = (r, what) => {
+    if (!/^default-src 'none';/.test(r.headers.get('content-security-policy') || '')) fail(`${what}: no console CSP`);
+  };
+  const index = await call('GET', '/console/', { expect: 200 });
+  csp(index, 'GET /console/');
+  if (index.headers.get('cache-control') !== 'no-store') fail('GET /console/: not Cache-Control no-store');
+  await call('GET', '/console/', { headers: { 'If-None-Match': index.headers.get('etag') }, expect: 304 });
+  const app = index.text.match(/src="(app\.js\?v=[0-9a-f]+)"/);
+  if (!app) fail('GET /console/: no app.js?v=<version> script');
+  const js = await call('GET', `/console/${app ? app[1] : 'app.js'}`, { expect: 200 });
+  csp(js, 'GET /console/app.js');
+  await call('GET', '/console/app.js', { headers: { 'If-None-Match': js.headers.get('etag') }, expect: 304 });
+  csp(await call('GET', '/console/no-such-file.js', { expect: 404 }), 'GET /console/no-such-file.js');
 }
 
 // The Protected Resource Metadata: the tenant "other" takes tokens (its issuer is the tool

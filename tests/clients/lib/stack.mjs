@@ -79,14 +79,15 @@ process.on('exit', () => {
 
 /**
  * @param {{env?: Record<string,string>, workers?: number, ingresses?: number, label?: string,
- *   config?: string, port?: number}} [opts] config: the config file (default
+ *   config?: string, port?: number, ops?: boolean}} [opts] config: the config file (default
  *   mcpq-clients.json); port: the first ingress's port (default: a free one; ingress i listens
- *   on port+i, whose URLs are `urls`); ingresses: replicas (default 1)
- * @returns {Promise<{url: string, baseUrl: string, port: number, stateDir: string,
+ *   on port+i, whose URLs are `urls`); ingresses: replicas (default 1); ops: the operations
+ *   plane on ports of its own (mcpq-local --ops-port; `opsUrl` is ingress 0's)
+ * @returns {Promise<{url: string, baseUrl: string, port: number, stateDir: string, opsUrl: string,
  *   urls: string[], stop(): Promise<void>, logs(): string, redis(...args: string[]): string,
  *   registrySet(field: string, doc: object|null): void}>}
  */
-export async function startStack({ env = {}, workers = 2, ingresses = 1, label = 'clients', config = CONFIG_PATH, port: wantPort } = {}) {
+export async function startStack({ env = {}, workers = 2, ingresses = 1, label = 'clients', config = CONFIG_PATH, port: wantPort, ops = false } = {}) {
   const launcher = path.join(REPO, 'scripts', 'mcpq-local');
   const binDir = path.resolve(REPO, process.env.MCPQ_BIN_DIR || 'build');
   const stateDir = mkdtempSync(path.join(process.env.TMPDIR || os.tmpdir(), `mcpq-${label}-`));
@@ -99,6 +100,12 @@ export async function startStack({ env = {}, workers = 2, ingresses = 1, label =
     '--config', config,
     '--state-dir', stateDir,
   ];
+  let opsPort = port;
+  if (ops) {
+    do opsPort = await freePorts(ingresses);
+    while (opsPort < port + ingresses && opsPort + ingresses > port);
+    args.push('--ops-port', String(opsPort));
+  }
   for (const [k, v] of Object.entries(env)) args.push('--env', `${k}=${v}`);
 
   const out = createWriteStream(path.join(stateDir, 'launcher.out'));
@@ -224,5 +231,6 @@ export async function startStack({ env = {}, workers = 2, ingresses = 1, label =
   }
 
   const urls = Array.from({ length: ingresses }, (_, i) => `http://127.0.0.1:${port + i}/mcp`);
-  return { url: `${baseUrl}/mcp`, baseUrl, urls, port, stateDir, stop, logs, redis, registrySet };
+  const opsUrl = `http://127.0.0.1:${opsPort}`;
+  return { url: `${baseUrl}/mcp`, baseUrl, opsUrl, urls, port, stateDir, stop, logs, redis, registrySet };
 }
