@@ -19,32 +19,32 @@
 #include <string.h>
 #include <time.h>
 
-int64_t util_now_ms(void)
+/* One clock reading in microseconds; the millisecond clocks are the same reading / 1000. */
+static int64_t clock_us(clockid_t id)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    clock_gettime(id, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int64_t util_now_ms(void)
+{
+    return clock_us(CLOCK_REALTIME) / 1000;
 }
 
 int64_t util_mono_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return clock_us(CLOCK_MONOTONIC) / 1000;
 }
 
 int64_t util_now_us(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    return clock_us(CLOCK_REALTIME);
 }
 
 int64_t util_mono_us(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    return clock_us(CLOCK_MONOTONIC);
 }
 
 struct timespec util_deadline_realtime(int timeout_ms)
