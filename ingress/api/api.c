@@ -90,7 +90,8 @@ const ing_tenant_t *ing_api_front(ing_req_t *req, ing_registry_t **reg, ing_resp
 #define ETAG_HEX 20
 _Static_assert(ETAG_HEX < sizeof(((ing_resp_t *)0)->etag), "the ETag fits ing_resp_t");
 
-/* 1 when the If-None-Match list (quoted or weak etags, or *) names etag. */
+/* 1 when the If-None-Match list (quoted or weak etags, or *) names etag. A quoted tag without
+ * its closing quote names none (it ends the list). */
 static int none_match(const char *inm, const char *etag)
 {
     size_t n = strlen(etag);
@@ -104,6 +105,8 @@ static int none_match(const char *inm, const char *etag)
         int q = *p == '"';
         p += q;
         size_t len = strcspn(p, q ? "\"" : ", ");
+        if (q && p[len] != '"')
+            return 0;
         if (len == n && strncmp(p, etag, n) == 0)
             return 1;
         p += len;

@@ -43,8 +43,9 @@ void ing_api_body(ing_resp_t *resp, int status, cJSON *o);
 /*
  * A document embedded in the binary (openapi.h, console.h), len bytes of text (no NUL inside):
  * its ETag (the SHA-256 of the bytes, cut to 20 hex digits) into resp->etag, then 304 with no
- * body when the request's If-None-Match names it (quoted, weak or *), else 200 with a copy of
- * the bytes as content_type. Headers the caller added to resp are kept. Out of memory: 500.
+ * body when the request's If-None-Match names it (quoted, weak, bare or *; a quoted tag missing
+ * its closing quote names nothing), else 200 with a copy of the bytes as content_type. Headers
+ * the caller added to resp are kept. Out of memory: 500.
  */
 void ing_api_static(ing_req_t *req, ing_resp_t *resp, const unsigned char *bytes, size_t len,
                     const char *content_type);

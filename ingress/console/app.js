@@ -3,7 +3,7 @@
 // that comes from the API goes into the page with textContent (never innerHTML): a tool
 // description holding <script> shows as text. No cookie: the admin token is kept in this tab's
 // sessionStorage and sent as Authorization: Bearer.
-import { bucketDelta, bucketsOf, histogramQuantile, parseProm, sumOf } from './prom.js?v=@CONSOLE_VERSION@';
+import { bucketDelta, bucketsOf, counterIncrease, histogramQuantile, parseProm, sumOf } from './prom.js?v=@CONSOLE_VERSION@';
 
 const TOKEN_KEY = 'mcpq.console.adminToken';
 const POLL_MS = 2000; // /metrics
@@ -394,8 +394,7 @@ async function scrape() {
   $('m-inflight').textContent = String(now.inflight);
   if (lastScrape) {
     const dt = (now.at - lastScrape.at) / 1000;
-    const dc = now.count - lastScrape.count;
-    const rate = dt > 0 && dc >= 0 ? dc / dt : NaN;
+    const rate = dt > 0 ? counterIncrease(lastScrape.count, now.count) / dt : NaN;
     const delta = bucketDelta(lastScrape.buckets, now.buckets);
     const q = (p) => (delta ? histogramQuantile(p, delta) * 1000 : NaN); // seconds to ms
     push('t', now.at);

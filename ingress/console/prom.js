@@ -53,7 +53,9 @@ function parseLabels(line, i) {
 
 /**
  * Parses a /metrics body: the samples, each {name, labels, value}. Comments (# HELP, # TYPE)
- * and blank lines are skipped; a malformed line throws an Error naming its line number.
+ * and blank lines are skipped; a timestamp after the value and an OpenMetrics exemplar
+ * (` # {labels} value [timestamp]`) are read past; a malformed line throws an Error naming its
+ * line number.
  */
 export function parseProm(text) {
   const samples = [];
@@ -67,7 +69,9 @@ export function parseProm(text) {
       let i = m[0].length;
       let labels = {};
       if (line[i] === '{') [labels, i] = parseLabels(line, i);
-      const rest = line.slice(i).trim().split(/[ \t]+/);
+      const after = line.slice(i);
+      const exemplar = after.search(/[ \t]#/); // after the labels: no '#' inside a value
+      const rest = (exemplar < 0 ? after : after.slice(0, exemplar)).trim().split(/[ \t]+/);
       if (rest.length < 1 || rest.length > 2 || rest[0] === '') throw new Error('expected a value');
       samples.push({ name: m[0], labels, value: parseValue(rest[0]) });
     } catch (e) {
@@ -104,17 +108,25 @@ export function bucketsOf(samples, name, want = {}) {
 }
 
 /**
- * The buckets of what was observed between two scrapes (now - before, per le), or null when a
- * counter went down (the process restarted) or the bucket sets differ.
+ * How much a counter grew between two scrapes: now - before, or now when it went down (the
+ * process restarted and counted now since its start, as PromQL's rate() reads a counter
+ * reset); never negative. NaN without a before.
+ */
+export function counterIncrease(before, now) {
+  if (typeof before !== 'number' || typeof now !== 'number') return NaN;
+  return now < before ? now : now - before;
+}
+
+/**
+ * The buckets of what was observed between two scrapes (now - before, per le). When a bucket
+ * went down the process restarted: what it counted since its start (now) is the delta, never a
+ * negative count. null without a before or when the bucket bounds differ.
  */
 export function bucketDelta(before, now) {
   if (!before || before.length !== now.length) return null;
-  const out = [];
-  for (let i = 0; i < now.length; i++) {
-    if (before[i].le !== now[i].le || now[i].count < before[i].count) return null;
-    out.push({ le: now[i].le, count: now[i].count - before[i].count });
-  }
-  return out;
+  if (before.some((b, i) => b.le !== now[i].le)) return null;
+  if (now.some((b, i) => b.count < before[i].count)) return now.map((b) => ({ le: b.le, count: b.count }));
+  return now.map((b, i) => ({ le: b.le, count: b.count - before[i].count }));
 }
 
 /**

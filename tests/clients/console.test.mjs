@@ -7,7 +7,8 @@
 // task in the failed filter and see why, its failed webhook delivery redelivered until
 // delivered; the tasks newest first in pages; cancel a running task; the live charts drawn after some calls; sign out. Any
 // console error or CSP violation fails the test. Screenshots of each step go to
-// <build>/artifacts/console/ (printed). Also prom.js (the /metrics parser and the quantiles).
+// <build>/artifacts/console/ (printed). prom.js (the /metrics parser and the quantiles) is
+// tests/e2e/console-prom.test.mjs, without a browser.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -18,7 +19,6 @@ import { chromium } from 'playwright-core';
 
 import { REPO, freePort, startStack } from './lib/stack.mjs';
 import { waitFor } from './lib/util.mjs';
-import { bucketDelta, bucketsOf, histogramQuantile, parseProm, sumOf } from '../../ingress/console/prom.js';
 
 const TOKEN = 'console-admin-token-5e1f';
 const KEY = 'ops-key-9a8b7c6d';
@@ -27,55 +27,6 @@ const XSS = 'Echo <script>window.__xss = 1</script><img src=x onerror="window.__
 const CHROMIUM = process.env.MCPQ_CHROMIUM || '/usr/bin/chromium';
 const ARTIFACTS = path.join(path.resolve(REPO, process.env.MCPQ_BIN_DIR || 'build'), 'artifacts', 'console');
 const WAIT = { timeout: 15_000 };
-
-// ---- prom.js ------------------------------------------------------------------------------
-
-test('prom.js parses the text format, escapes included, and computes quantiles as PromQL', () => {
-  const text = [
-    '# HELP m_seconds a histogram',
-    '# TYPE m_seconds histogram',
-    'm_seconds_bucket{method="tools/call",le="0.001"} 2',
-    'm_seconds_bucket{method="tools/call",le="0.01"} 6',
-    'm_seconds_bucket{method="tools/call",le="0.1"} 10',
-    'm_seconds_bucket{method="tools/call",le="+Inf"} 10',
-    'm_seconds_count{method="tools/call"} 10',
-    'm_seconds_bucket{method="other",le="0.001"} 100',
-    'm_seconds_bucket{method="other",le="0.01"} 100',
-    'm_seconds_bucket{method="other",le="0.1"} 100',
-    'm_seconds_bucket{method="other",le="+Inf"} 100',
-    'esc{a="x\\"y\\\\z\\nw",b="{,}"} -1.5e3 1700000000000',
-    'bare 3',
-    'inf_gauge +Inf',
-    '',
-  ].join('\n');
-  const s = parseProm(text);
-  const esc = s.find((x) => x.name === 'esc');
-  assert.deepEqual(esc.labels, { a: 'x"y\\z\nw', b: '{,}' });
-  assert.equal(esc.value, -1500);
-  assert.equal(sumOf(s, 'bare'), 3);
-  assert.equal(sumOf(s, 'inf_gauge'), Infinity);
-  const b = bucketsOf(s, 'm_seconds', { method: 'tools/call' });
-  assert.deepEqual(b.map((x) => x.le), [0.001, 0.01, 0.1, Infinity]);
-  // rank 5 of 10 falls in (0.001, 0.01] holding 4: 0.001 + 0.009 * (5 - 2) / 4
-  assert.ok(Math.abs(histogramQuantile(0.5, b) - 0.00775) < 1e-12);
-  // rank 1 in the first bucket: from 0 to 0.001, 1 of its 2
-  assert.ok(Math.abs(histogramQuantile(0.1, b) - 0.0005) < 1e-12);
-  // rank 9.9 in (0.01, 0.1] holding 4: 0.01 + 0.09 * 3.9 / 4
-  assert.ok(Math.abs(histogramQuantile(0.99, b) - 0.09775) < 1e-12);
-  // a rank in the +Inf bucket: the highest finite bound
-  const tail = [{ le: 0.1, count: 1 }, { le: Infinity, count: 10 }];
-  assert.equal(histogramQuantile(0.9, tail), 0.1);
-  assert.ok(Number.isNaN(histogramQuantile(0.5, [{ le: 1, count: 0 }, { le: Infinity, count: 0 }])));
-  // between two scrapes: what was observed in between; a counter reset gives none
-  const later = b.map((x, i) => ({ le: x.le, count: x.count + [0, 0, 4, 4][i] }));
-  const d = bucketDelta(b, later);
-  assert.deepEqual(d.map((x) => x.count), [0, 0, 4, 4]);
-  assert.ok(Math.abs(histogramQuantile(0.5, d) - 0.055) < 1e-12);
-  assert.equal(bucketDelta(later, b), null);
-  assert.throws(() => parseProm('x{a="unterminated} 1\n'), /line 1/);
-  assert.throws(() => parseProm('ok 1\nx{a="b" 1\n'), /line 2/);
-  assert.throws(() => parseProm('x{a="\\q"} 1\n'), /bad escape/);
-});
 
 // ---- the stack, the receiver, the browser ----------------------------------------------------------
 
@@ -230,19 +181,21 @@ test('the console drives the operator tasks in chromium, under its CSP', async (
     assert.equal(resp.status(), 200);
     assert.match(resp.headers()['content-security-policy'], /default-src 'none'.*script-src 'self'/);
     await page.locator('#token').waitFor(WAIT);
+    assert.equal(await page.locator('#nav').isHidden(), true, 'the tenant picker and tabs wait for a sign-in');
     allowed = /status of 401/;
     await page.fill('#token', 'not-the-token');
     await page.click('#signin-form button[type=submit]');
     await page.locator('#signin-msg', { hasText: 'refused (401' }).waitFor(WAIT);
     assert.equal(await page.evaluate(() => sessionStorage.length), 0);
+    assert.equal(await page.locator('#nav').isHidden(), true, 'no tabs after a refused token');
     await shot('signin-refused');
     allowed = null;
     await page.fill('#token', TOKEN);
     await page.click('#signin-form button[type=submit]');
+    // The tabs show once the tenants are in the picker (app.js signIn), never before.
     await page.locator('#nav').waitFor({ state: 'visible', ...WAIT });
-    await waitFor(async () => (await page.locator('#tenant').inputValue()) === TENANT, { timeoutMs: 5000 });
     assert.equal(await page.locator('#tenant').inputValue(), TENANT,
-      `tenant select; status "${await page.locator('#status').textContent()}", options ${await page.locator('#tenant').innerHTML()}, API ${JSON.stringify(await admin('GET', ''))}`);
+      `tenant select; status "${await page.locator('#status').textContent()}", options ${await page.locator('#tenant').innerHTML()}`);
     await clean('sign in');
   });
 
@@ -413,6 +366,7 @@ test('the console drives the operator tasks in chromium, under its CSP', async (
   await t.test('sign out returns to the form and forgets the token', async () => {
     await page.click('#signout');
     await page.locator('#signin').waitFor({ state: 'visible', ...WAIT });
+    assert.equal(await page.locator('#nav').isHidden(), true, 'no tabs once signed out');
     assert.equal(await page.evaluate(() => sessionStorage.length), 0);
     await page.reload();
     await page.locator('#token').waitFor({ state: 'visible', ...WAIT });

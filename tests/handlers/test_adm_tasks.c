@@ -88,6 +88,44 @@ static const cJSON *event(const hx_ex_t *e, int i, const char *name)
 
 static char task_a[64], task_b[64], task_slow[64], task_other[64];
 
+/* The count of tasks url lists (200), and that it is the last page. */
+static int listed_count(const char *url)
+{
+    hx_ex_t e;
+    CHECK_INT_EQ(hx_admin(&h, &e, "GET", url, NULL, NULL), 200);
+    int n = cJSON_GetArraySize(item(&e, "tasks"));
+    CHECK(cJSON_IsNull(item(&e, "nextPageToken")));
+    hx_ex_free(&e);
+    return n;
+}
+
+/* pageSize at its bounds and empty, an empty status or pageToken (the first page), a token
+ * past the end (an empty last page), and each malformed form of the two (400). */
+static void test_list_bounds(void)
+{
+    CHECK_INT_EQ(listed_count("/admin/v1/tenants/t/tasks?pageSize=50"), 2);
+    CHECK_INT_EQ(listed_count("/admin/v1/tenants/t/tasks?pageSize="), 2);
+    CHECK_INT_EQ(listed_count("/admin/v1/tenants/t/tasks?status=&pageToken="), 2);
+    CHECK_INT_EQ(listed_count("/admin/v1/tenants/t/tasks?pageToken=t2"), 0);
+    CHECK_INT_EQ(listed_count("/admin/v1/tenants/t/tasks?pageSize=1&pageToken=t1000"), 0);
+    static const char *const sizes[] = {"-1", "abc", "1.5", "2x", "%201", "99999999999999999999"};
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        char url[160];
+        snprintf(url, sizeof(url), "/admin/v1/tenants/t/tasks?pageSize=%s", sizes[i]);
+        hx_admin_expect(&h, "GET", url, NULL, NULL, 400,
+                        "pageSize must be an integer from 1 to 50");
+    }
+    static const char *const tokens[] = {"t", "t0",  "t-1",   "T1",
+                                         "1", "t1x", "t%201", "t99999999999999999999999"};
+    for (size_t i = 0; i < sizeof(tokens) / sizeof(tokens[0]); i++) {
+        char url[160];
+        snprintf(url, sizeof(url), "/admin/v1/tenants/t/tasks?pageToken=%s", tokens[i]);
+        hx_admin_expect(&h, "GET", url, NULL, NULL, 400, "pageToken is not one this API returned");
+    }
+    TEST_PASS("pageSize 1..50 (empty: the default); a malformed pageSize or pageToken is 400; a "
+              "token past the end an empty last page");
+}
+
 static void test_list(void)
 {
     new_task(task_a, sizeof(task_a), "report", "{\"text\":\"a\"}", NULL);
@@ -132,6 +170,7 @@ static void test_list(void)
     hx_admin_expect(&h, "GET", "/admin/v1/tenants/t/tasks?pageToken=x", NULL, NULL, 400,
                     "pageToken is not one this API returned");
     TEST_PASS("a tenant's tasks newest first, by status and in pages; another tenant's apart");
+    test_list_bounds();
 }
 
 static void test_cancel(void)
@@ -254,6 +293,17 @@ static void test_errors(void)
     hx_admin_expect(&h, "GET", "/admin/v1/tenants/t/tasks:x", NULL, NULL, 404, "(:x)");
     hx_admin_expect(&h, "GET", "/admin/v1/tenants/t/tasks/" NO_TASK, NULL, NULL, 404, "no task");
     hx_admin_expect(&h, "GET", "/admin/v1/tenants/t/tasks/a.b", NULL, NULL, 404, "no task");
+    CHECK_INT_EQ(hx_admin(&h, &e, "PUT", "/admin/v1/tenants/t/tasks/" NO_TASK, "{}", NULL), 405);
+    CHECK_STR_EQ(e.resp.allow, "GET");
+    hx_ex_free(&e);
+    char url[300], id[160];
+    memset(id, 'a', 129); /* one over the longest task id: no task, never looked up */
+    id[129] = '\0';
+    snprintf(url, sizeof(url), "/admin/v1/tenants/t/tasks/%s", id);
+    hx_admin_expect(&h, "GET", url, NULL, NULL, 404, "no task");
+    id[128] = '\0';
+    snprintf(url, sizeof(url), "/admin/v1/tenants/t/tasks/%s:cancel", id);
+    hx_admin_expect(&h, "POST", url, NULL, NULL, 404, "no task");
     TEST_PASS("no token 401; wrong method 405 with Allow; unknown verb or task 404");
 }
 

@@ -3,8 +3,9 @@
  * (tests/handlers/harness.h): the embedded files of ingress/console/ byte for byte (but for the
  * version put in their URLs), the security headers on every answer (the strict CSP, nosniff,
  * no-referrer), no-store on index.html and a long cache with ETag revalidation on the rest,
- * the redirect of /console, 404 for an unknown file, 405 for a write, nothing with
- * MCPQ_ADMIN_TOKEN unset, and no inline script or style in index.html.
+ * every form of If-None-Match, the redirect of /console, 404 for an unknown file, 405 with
+ * Allow for each write, HEAD as GET, nothing with MCPQ_ADMIN_TOKEN unset, and no inline script
+ * or style in index.html.
  */
 #include "check.h"
 #include "harness.h"
@@ -97,6 +98,54 @@ static void test_index(void)
     free(want);
 }
 
+/* GET /console/prom.js with If-None-Match inm: its status (304 without a body, else 200 with
+ * it), the console's headers and the ETag on both. */
+static int get_inm(const char *inm, const char *etag)
+{
+    const char *hdrs[] = {"If-None-Match", inm, NULL};
+    hx_ex_t e;
+    get(&e, "GET", "/console/prom.js", hdrs);
+    int status = e.resp.status;
+    CHECK(status == 304 ? e.resp.body == NULL : e.resp.body != NULL);
+    check_security(&e.resp);
+    CHECK_STR_EQ(e.resp.etag, etag);
+    hx_ex_free(&e);
+    return status;
+}
+
+/* Every form of If-None-Match naming etag (quoted, weak, bare, in a list, *) is a 304; one
+ * naming another tag, a prefix of it or a longer one, or a malformed one, the file (200). */
+static void inm_forms(const char *etag)
+{
+    static const struct {
+        const char *form; /* with %s for the etag */
+        int status;
+    } forms[] = {{"\"%s\"", 304},
+                 {"W/\"%s\"", 304},
+                 {"%s", 304},
+                 {"\"0000\", W/\"%s\"", 304},
+                 {"\"0000\",\"%s\"", 304},
+                 {"  \"%s\"  ", 304},
+                 {"*", 304},
+                 {"\"%.19s\"", 200},
+                 {"\"%sa\"", 200},
+                 {"\"0000\"", 200},
+                 {"", 200},
+                 {"W/", 200},
+                 {"\"%s", 200},
+                 {",,,", 200},
+                 {"W/\"\"", 200},
+                 {"\"\"", 200}};
+    for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+        char v[160];
+        snprintf(v, sizeof(v), forms[i].form, etag);
+        int status = get_inm(v, etag);
+        if (status != forms[i].status)
+            fprintf(stderr, "If-None-Match: %s\n", v);
+        CHECK_INT_EQ(status, forms[i].status);
+    }
+}
+
 static void test_asset(void)
 {
     size_t len;
@@ -116,6 +165,8 @@ static void test_asset(void)
     CHECK(e2.resp.body == NULL);
     check_security(&e2.resp);
     hx_ex_free(&e2);
+
+    inm_forms(e.resp.etag);
 
     /* app.js imports prom.js under the same version index.html names app.js with. */
     hx_ex_t a, i;
@@ -158,11 +209,36 @@ static void test_other(void)
         hx_ex_free(&e);
     }
 
-    hx_ex_init(&h, &e, "POST", "/console/", "{}", 0, NULL);
-    ing_console_route(&e.req, "/console/", "POST", &e.resp);
-    CHECK_INT_EQ(e.resp.status, 405);
-    CHECK_STR_EQ(e.resp.allow, "GET, HEAD");
+    const char *const writes[] = {"POST", "PUT", "DELETE", "PATCH"};
+    for (size_t k = 0; k < sizeof(writes) / sizeof(writes[0]); k++) {
+        hx_ex_init(&h, &e, writes[k], "/console/app.js", "{}", 0, NULL);
+        ing_console_route(&e.req, "/console/app.js", writes[k], &e.resp);
+        CHECK_INT_EQ(e.resp.status, 405);
+        CHECK_STR_EQ(e.resp.allow, "GET, HEAD");
+        check_security(&e.resp);
+        hx_ex_free(&e);
+    }
+
+    /* HEAD is answered as GET (the server sends the headers only): the redirect, a 404, and a
+     * revalidation. */
+    get(&e, "HEAD", "/console", NULL);
+    CHECK_INT_EQ(e.resp.status, 308);
+    CHECK_STR_EQ(hx_resp_header(&e.resp, "Location"), "/console/");
+    hx_ex_free(&e);
+    get(&e, "HEAD", "/console/nope.css", NULL);
+    CHECK_INT_EQ(e.resp.status, 404);
     check_security(&e.resp);
+    hx_ex_free(&e);
+    get(&e, "HEAD", "/console/", NULL);
+    CHECK_INT_EQ(e.resp.status, 200);
+    CHECK_STR_EQ(hx_resp_header(&e.resp, "Cache-Control"), "no-store");
+    const char *hdrs[] = {"If-None-Match", "*", NULL};
+    hx_ex_t e2;
+    get(&e2, "HEAD", "/console/", hdrs);
+    CHECK_INT_EQ(e2.resp.status, 304);
+    CHECK_STR_EQ(e2.resp.etag, e.resp.etag);
+    CHECK_STR_EQ(hx_resp_header(&e2.resp, "Cache-Control"), "no-store");
+    hx_ex_free(&e2);
     hx_ex_free(&e);
 
     /* No operator token configured: the console is off, as the admin API is. */

@@ -13,7 +13,9 @@
  *     another tenant's channel_id is -32602;
  *   - no reply before the deadline: -32003 "Agent reply timeout";
  *   - an agent that is down: an isError result with an error id, not naming it;
- *   - turns bounded by MCPQ_CHANNEL_MAX_TURNS and MCPQ_CHANNEL_MAX_BYTES (oldest dropped).
+ *   - turns bounded by MCPQ_CHANNEL_MAX_TURNS and MCPQ_CHANNEL_MAX_BYTES (oldest dropped);
+ *   - the agent's endpoint gets the call's X-Request-Id (the client's, or the one the ingress
+ *     made and answered with; docs/operations.md "Access log").
  */
 #include "check.h"
 #include "names.h"
@@ -48,6 +50,7 @@ static int ing_port, agent_port;
 typedef struct msg {
     char path[32];
     char sig[256];
+    char rid[160]; /* its X-Request-Id header */
     cJSON *body;
 } msg_t;
 
@@ -81,8 +84,10 @@ static enum MHD_Result on_agent(struct MHD_Connection *conn, const char *url, co
     if (nmsgs < MAXMSG) {
         msg_t *s = &msgs[nmsgs++];
         const char *v = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "webhook-signature");
+        const char *rid = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
         snprintf(s->path, sizeof(s->path), "%s", url);
         snprintf(s->sig, sizeof(s->sig), "%s", v ? v : "");
+        snprintf(s->rid, sizeof(s->rid), "%s", rid ? rid : "");
         s->body = m;
         m = NULL;
     }
@@ -133,6 +138,7 @@ typedef struct answer {
     char body[16384];
     size_t len;
     char sid[128];
+    char rid[160]; /* the answer's X-Request-Id */
 } answer_t;
 
 static size_t on_body(char *p, size_t size, size_t n, void *arg)
@@ -146,17 +152,25 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
     return len;
 }
 
+/* The value of header line p (len bytes) into out when it is header name (with its ':'). */
+static void header_value(const char *p, size_t len, const char *name, char *out, size_t size)
+{
+    size_t n = strlen(name);
+    if (len <= n || strncasecmp(p, name, n) != 0)
+        return;
+    snprintf(out, size, "%.*s", (int)(len - n), p + n);
+    char *s = out;
+    while (*s == ' ')
+        memmove(s, s + 1, strlen(s));
+    s[strcspn(s, "\r\n")] = '\0';
+}
+
 static size_t on_header(char *p, size_t size, size_t n, void *arg)
 {
     answer_t *a = arg;
     size_t len = size * n;
-    if (len > 16 && strncasecmp(p, "Mcp-Session-Id:", 15) == 0) {
-        snprintf(a->sid, sizeof(a->sid), "%.*s", (int)(len - 15), p + 15);
-        char *s = a->sid;
-        while (*s == ' ')
-            memmove(s, s + 1, strlen(s));
-        s[strcspn(s, "\r\n")] = '\0';
-    }
+    header_value(p, len, "Mcp-Session-Id:", a->sid, sizeof(a->sid));
+    header_value(p, len, "X-Request-Id:", a->rid, sizeof(a->rid));
     return len;
 }
 
@@ -186,11 +200,11 @@ static void post(const char *path, const char *const hdrs[], const char *body, a
 }
 
 /* tools/call of tool with arguments args (JSON text); sid: a legacy session (or NULL);
- * modern: 2026-07-28 headers. */
-static void call(const char *key, const char *tool, const char *args, const char *sid, int modern,
-                 answer_t *a)
+ * modern: 2026-07-28 headers; rid: the client's X-Request-Id (or NULL). */
+static void call_rid(const char *key, const char *tool, const char *args, const char *sid,
+                     int modern, const char *rid, answer_t *a)
 {
-    char body[4096], auth[128], sidh[200], name[128];
+    char body[4096], auth[128], sidh[200], name[128], ridh[200];
     snprintf(body, sizeof(body),
              "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"%s\","
              "\"arguments\":%s%s}}",
@@ -198,10 +212,22 @@ static void call(const char *key, const char *tool, const char *args, const char
     snprintf(auth, sizeof(auth), "Authorization: Bearer %s", key);
     snprintf(sidh, sizeof(sidh), "Mcp-Session-Id: %s", sid ? sid : "");
     snprintf(name, sizeof(name), "Mcp-Name: %s", tool);
-    const char *legacy[] = {auth, sid ? sidh : NULL, NULL};
+    snprintf(ridh, sizeof(ridh), "X-Request-Id: %s", rid ? rid : "");
+    const char *legacy[] = {auth, NULL, NULL, NULL}; /* (a NULL ends the list) */
+    const char **h = legacy + 1;
+    if (sid)
+        *h++ = sidh;
+    if (rid)
+        *h = ridh;
     const char *modern_h[] = {auth, "MCP-Protocol-Version: " NAMES_PROTO_MODERN,
                               "Mcp-Method: tools/call", name, NULL};
     post("/mcp", modern ? modern_h : legacy, body, a);
+}
+
+static void call(const char *key, const char *tool, const char *args, const char *sid, int modern,
+                 answer_t *a)
+{
+    call_rid(key, tool, args, sid, modern, NULL, a);
 }
 
 /* The first content block's text of a tools/call answer; "" when none. */
@@ -327,8 +353,8 @@ int main(void)
     CHECK(wrk > 0);
     snprintf(wlog, sizeof(wlog), "%s/w1.log", fx.dir);
 
-    /* 1. Synchronous agent. */
-    call("k1", "ask", "{\"q\":\"hello\"}", NULL, 0, &a);
+    /* 1. Synchronous agent (the client names its request). */
+    call_rid("k1", "ask", "{\"q\":\"hello\"}", NULL, 0, "agent-call.3f1c-0451", &a);
     CHECK_INT_EQ(a.status, 200);
     CHECK_STR_EQ(result_text(&a, text, sizeof(text), &is_err), "turns=0 q=hello");
     CHECK_INT_EQ(is_err, 0);
@@ -341,7 +367,10 @@ int main(void)
     CHECK_STR_EQ(jstr(m0, "tenant"), "t1");
     CHECK_STR_EQ(msgs[0].path, "/sync");
     CHECK(strncmp(msgs[0].sig, "v1,", 3) == 0);
+    CHECK_STR_EQ(a.rid, "agent-call.3f1c-0451");
+    CHECK_STR_EQ(msgs[0].rid, "agent-call.3f1c-0451");
     TEST_PASS("an agent answering 200 with an agent_reply: its text is the content");
+    TEST_PASS("the agent's endpoint gets the client's X-Request-Id");
 
     /* 2. Asynchronous agent, reply with the tenant's API key. */
     int k = agent_count();
@@ -397,6 +426,11 @@ int main(void)
     CHECK_STR_EQ(result_text(&a, text, sizeof(text), NULL), "turns=1 q=two");
     const cJSON *s1 = agent_msg(k), *s2 = agent_msg(k + 1);
     CHECK_STR_EQ(jstr(s1, "channel_id"), jstr(s2, "channel_id"));
+    /* no X-Request-Id from the client: the agent gets the one the ingress made and answered */
+    CHECK_INT_EQ((int)strlen(a.rid), 32);
+    CHECK_INT_EQ((int)strspn(a.rid, "0123456789abcdef"), 32);
+    CHECK_STR_EQ(msgs[k + 1].rid, a.rid);
+    CHECK(strcmp(msgs[k].rid, a.rid) != 0);
     const cJSON *turn = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(s2, "turns"), 0);
     const cJSON *tin = cJSON_GetObjectItemCaseSensitive(turn, "in");
     CHECK_STR_EQ(jstr(tin, "message_id"), jstr(s1, "message_id"));
