@@ -840,6 +840,7 @@ static int task_create(tc_t *tc, const char *id, const char *robot, long long pr
         .robot = robot,
         .env_json = tc->payload ? tc->payload : "",
         .traceparent = tc->server_tp,
+        .tracestate = tc->tracestate,
         .owner = tc->owner,
         .surface = tc->as_task == ANSWER_EXT       ? "ext"
                    : tc->as_task == ANSWER_MCP2025 ? "mcp"
