@@ -17,6 +17,8 @@
  *   - a task's webhook delivery (/hook) is a CLIENT span of the task's trace; the task's tool
  *     gets the client's tracestate (kept with the task through the task queue);
  *   - requests answered without a job (tools/list, an unknown tool) have SERVER spans;
+ *   - each element of a 2025-03-26 batch has its own SERVER span, each call's job its own
+ *     PRODUCER span under it;
  *   - --print-config says whether export is on and where to;
  *   - every body decodes against the OTLP protobuf schema (tests/clients/otlp-check.mjs, when
  *     the client packages are installed);
@@ -52,6 +54,7 @@
 #define T7 "7777cccc7777cccc7777cccc7777cccc"
 #define T8 "8888dddd8888dddd8888dddd8888dddd"
 #define T9 "9999eeee9999eeee9999eeee9999eeee"
+#define T10 "aaaa0000aaaa0000aaaa0000aaaa0000"
 #define STATE "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE"
 #define PRIVATE "MCPQ_WEBHOOK_ALLOW_PRIVATE=1" /* the webhook receiver is on loopback */
 #define SECRET "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwTest0001"
@@ -257,8 +260,9 @@ static const char *attr(const cJSON *span, const char *key)
 
 static const char *attr(const cJSON *span, const char *key);
 
-/* A copy of the span of trace_id named name (prefix match) whose attribute key is value (key
- * NULL: any), waiting up to 30 s; the caller frees it. */
+/* A copy of the span of trace_id named name (prefix match) whose attribute key (or, for
+ * "parentSpanId", that field) is value (key NULL: any), waiting up to 30 s; the caller frees
+ * it. */
 static cJSON *span_where(const char *trace_id, const char *name, const char *key, const char *value)
 {
     for (long long until = fx_now_ms() + 30000; fx_now_ms() < until; fx_sleep_ms(100)) {
@@ -269,7 +273,8 @@ static cJSON *span_where(const char *trace_id, const char *name, const char *key
         {
             if (!found && strcmp(field(s, "traceId"), trace_id) == 0 &&
                 strncmp(field(s, "name"), name, strlen(name)) == 0 &&
-                (!key || strcmp(attr(s, key), value) == 0))
+                (!key || strcmp(strcmp(key, "parentSpanId") == 0 ? field(s, key) : attr(s, key),
+                                value) == 0))
                 found = cJSON_Duplicate(s, 1);
         }
         pthread_mutex_unlock(&mu);
@@ -693,6 +698,47 @@ static void check_retry(const char *cfg)
     cJSON_Delete(server);
 }
 
+/* A 2025-03-26 batch of two tools/call and a tools/list: each element has a SERVER span of its
+ * own (children of the client's span), and each call's job is sent under its own element's:
+ * its PRODUCER span is that span's child. */
+static void check_batch(int port)
+{
+    char url[96];
+    fx_reply_t r;
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/mcp", port);
+    const char *body =
+        "[{\"jsonrpc\":\"2.0\",\"id\":\"b-1\",\"method\":\"tools/call\",\"params\":{\"name\":"
+        "\"web\",\"arguments\":{\"text\":\"batch1\"}}},{\"jsonrpc\":\"2.0\",\"id\":\"b-2\","
+        "\"method\":\"tools/call\",\"params\":{\"name\":\"web\",\"arguments\":{\"text\":"
+        "\"batch2\"}}},{\"jsonrpc\":\"2.0\",\"id\":\"b-3\",\"method\":\"tools/list\"}]";
+    const char *hdrs[] = {"Authorization: Bearer otel-key", "traceparent: 00-" T10 "-" P "-01",
+                          NULL};
+    CHECK_INT_EQ(fx_http_post(url, hdrs, body, &r), 0);
+    CHECK_INT_EQ(r.status, 200);
+    CHECK(strstr(r.body, "\"b-1\"") && strstr(r.body, "\"b-2\"") && strstr(r.body, "\"b-3\""));
+    cJSON *server[3];
+    static const char *const ids[] = {"b-1", "b-2", "b-3"};
+    for (int i = 0; i < 3; i++) {
+        server[i] =
+            span_where(T10, i < 2 ? "tools/call web" : "tools/list", "jsonrpc.request.id", ids[i]);
+        CHECK_INT_EQ(kind(server[i]), 2);
+        CHECK_STR_EQ(field(server[i], "parentSpanId"), P);
+        if (i < 2) /* the calls' end with the response; tools/list's when it was answered */
+            CHECK_STR_EQ(attr(server[i], "http.response.status_code"), "200");
+    }
+    CHECK(strcmp(field(server[0], "spanId"), field(server[1], "spanId")) != 0);
+    for (int i = 0; i < 2; i++) {
+        cJSON *send = span_where(T10, "send", "parentSpanId", field(server[i], "spanId"));
+        CHECK_INT_EQ(kind(send), 4);
+        cJSON_Delete(send);
+    }
+    wait_seen("batch1");
+    wait_seen("batch2");
+    TEST_PASS("a batch: each element its own SERVER span, each call's job sent under its own");
+    for (int i = 0; i < 3; i++)
+        cJSON_Delete(server[i]);
+}
+
 /* Collector down, tiny queue behind a slow collector, export off: calls answer either way. */
 static void check_degraded(const char *cfg)
 {
@@ -784,6 +830,7 @@ int main(void)
     check_webhook();
     check_unsampled(port);
     check_plain(port);
+    check_batch(port);
     check_print_config();
     check_degraded(cfg);
     check_retry(cfg);
