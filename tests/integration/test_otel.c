@@ -673,18 +673,28 @@ static void check_proto(void)
     TEST_PASS("every body decodes against the OTLP trace protobuf schema");
 }
 
+/* Another ingress (config cfg) on a free port (*port) exporting to this server's path, with
+ * one more OTEL_ variable (extra) and OTEL_SERVICE_NAME=service; its pid. */
+static pid_t spawn_exporting(const char *cfg, const char *path, const char *extra,
+                             const char *service, int *port)
+{
+    char endpoint[160], svc[96];
+    snprintf(endpoint, sizeof(endpoint), "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://127.0.0.1:%d%s",
+             srv_port, path);
+    snprintf(svc, sizeof(svc), "OTEL_SERVICE_NAME=%s", service);
+    *port = fx_free_port();
+    const char *env[] = {endpoint, extra, svc, PRIVATE, NULL};
+    pid_t pid = fx_spawn_ingress(&fx, service, *port, cfg, env, NULL, 0);
+    CHECK(pid > 0);
+    return pid;
+}
+
 /* A collector that answers 503 (Retry-After: 1) to the first batch and 200 after: the batch is
  * retried, its spans arrive, nothing is dropped. */
 static void check_retry(const char *cfg)
 {
-    char busy[160];
-    snprintf(busy, sizeof(busy), "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://127.0.0.1:%d/flaky",
-             srv_port);
-    int p = fx_free_port();
-    const char *env[] = {busy, "OTEL_BSP_SCHEDULE_DELAY=100", "OTEL_SERVICE_NAME=flaky", PRIVATE,
-                         NULL};
-    pid_t i = fx_spawn_ingress(&fx, "flaky", p, cfg, env, NULL, 0);
-    CHECK(i > 0);
+    int p;
+    pid_t i = spawn_exporting(cfg, "/flaky", "OTEL_BSP_SCHEDULE_DELAY=100", "flaky", &p);
     CHECK_INT_EQ(call(p, "web", "retried", "traceparent: 00-" T9 "-" P "-01", NULL), 200);
     cJSON *server = span_named(T9, "tools/call web");
     CHECK_STR_EQ(field(server, "service"), "flaky");
@@ -742,7 +752,7 @@ static void check_batch(int port)
 /* Collector down, tiny queue behind a slow collector, export off: calls answer either way. */
 static void check_degraded(const char *cfg)
 {
-    char down[128], slow[160];
+    char down[128];
     snprintf(down, sizeof(down), "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:%d", fx_free_port());
     int p1 = fx_free_port();
     const char *e1[] = {down, "OTEL_BSP_SCHEDULE_DELAY=100", "OTEL_EXPORTER_OTLP_TIMEOUT=2000",
@@ -755,13 +765,8 @@ static void check_degraded(const char *cfg)
     CHECK_INT_EQ(fx_stop_pid(i1, 15000), 0);
     TEST_PASS("collector down: the call answers, export_failed drops are counted");
 
-    snprintf(slow, sizeof(slow), "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://127.0.0.1:%d/slow",
-             srv_port);
-    int p2 = fx_free_port();
-    const char *e2[] = {slow, "OTEL_BSP_MAX_QUEUE_SIZE=2", "OTEL_SERVICE_NAME=tiny-queue", PRIVATE,
-                        NULL};
-    pid_t i2 = fx_spawn_ingress(&fx, "tiny", p2, cfg, e2, NULL, 0);
-    CHECK(i2 > 0);
+    int p2;
+    pid_t i2 = spawn_exporting(cfg, "/slow", "OTEL_BSP_MAX_QUEUE_SIZE=2", "tiny-queue", &p2);
     for (int i = 0; i < 6; i++) {
         char text[16];
         snprintf(text, sizeof(text), "burst%d", i);
