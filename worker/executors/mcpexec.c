@@ -679,6 +679,8 @@ static void up_ready(wrk_mcpexec_t *m, wrk_mcpup_t *up, const char *failure)
 {
     wrk_mcpup_call_t *c = up->waiters;
     up->waiters = NULL;
+    /* a later negotiation without a call (upnotify.c, a lost session) is in no trace */
+    up->neg_tp[0] = up->neg_ts[0] = '\0';
     if (failure) {
         up->state = WRK_MCPUP_NEW; /* the next call tries again */
         log_event(LOG_WARN, "upstream MCP handshake failed", "upstream", up->host, "error", failure,
