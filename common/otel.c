@@ -16,6 +16,8 @@
 
 #define OTEL_BODY_MAX (64u << 20) /* one batch's JSON */
 #define OTEL_WARN_EVERY_MS 60000  /* export failures: one warning a minute */
+#define OTEL_RETRIES 2            /* retries of a batch answered retryably (export_send) */
+#define OTEL_BACKOFF_MS 1000      /* the first retry's wait without Retry-After, doubling */
 
 /* The process's exporter (otel.h: one per process, like the log). */
 static struct {
@@ -499,16 +501,19 @@ static size_t discard_body(char *p, size_t size, size_t n, void *arg)
     return size * n;
 }
 
-/* POSTs body; 0, or -1 with why in err. */
-static int export_post(CURL *e, struct curl_slist *hdrs, const util_buf_t *body, char *err,
-                       size_t errlen)
+/* One POST of body with timeout_ms: 0, or -1 with why in err and, when the answer may be
+ * retried (the OTLP/HTTP specification's retryable answers: 429, 502, 503, 504; or the
+ * collector refused the connection), *retry_s set to the Retry-After seconds it sent (0:
+ * none), else *retry_s = -1. */
+static int export_post(CURL *e, struct curl_slist *hdrs, const util_buf_t *body, long timeout_ms,
+                       long *retry_s, char *err, size_t errlen)
 {
     char ebuf[CURL_ERROR_SIZE] = "";
     curl_easy_setopt(e, CURLOPT_URL, ex.cfg.url);
     curl_easy_setopt(e, CURLOPT_POSTFIELDS, body->data);
     curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body->len);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, ex.cfg.timeout_ms);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
@@ -520,17 +525,63 @@ static int export_post(CURL *e, struct curl_slist *hdrs, const util_buf_t *body,
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, ebuf);
     CURLcode cc = curl_easy_perform(e);
     long status = 0;
+    curl_off_t after = 0;
     curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_getinfo(e, CURLINFO_RETRY_AFTER, &after);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, NULL);
+    *retry_s = -1;
     if (cc != CURLE_OK) {
         snprintf(err, errlen, "%s", ebuf[0] ? ebuf : curl_easy_strerror(cc));
+        if (cc == CURLE_COULDNT_CONNECT)
+            *retry_s = 0;
         return -1;
     }
     if (status < 200 || status > 299) {
         snprintf(err, errlen, "the collector answered HTTP %ld", status);
+        if (status == 429 || status == 502 || status == 503 || status == 504)
+            *retry_s = after > 0 ? (long)(after > 3600 ? 3600 : after) : 0;
         return -1;
     }
     return 0;
+}
+
+/* Waits ms on the exporter's condition variable; returns early when the process stops. */
+static void export_wait(long ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&ex.mu);
+    while (!ex.stopping)
+        if (pthread_cond_timedwait(&ex.cv, &ex.mu, &until) == ETIMEDOUT)
+            break;
+    pthread_mutex_unlock(&ex.mu);
+}
+
+/* Sends body, retrying a retryable failure (export_post) at most OTEL_RETRIES times after the
+ * collector's Retry-After, else OTEL_BACKOFF_MS doubling; every attempt and wait within one
+ * export timeout from the first attempt: a wait that would end past it is not waited, the
+ * batch fails. 0, or -1 with the last failure in err. */
+static int export_send(CURL *e, struct curl_slist *hdrs, const util_buf_t *body, char *err,
+                       size_t errlen)
+{
+    int64_t deadline = util_mono_ms() + ex.cfg.timeout_ms;
+    long backoff = OTEL_BACKOFF_MS, retry_s;
+    for (int attempt = 0;; attempt++) {
+        long left = (long)(deadline - util_mono_ms());
+        if (export_post(e, hdrs, body, left > 1 ? left : 1, &retry_s, err, errlen) == 0)
+            return 0;
+        long wait = retry_s > 0 ? retry_s * 1000 : backoff;
+        if (retry_s < 0 || attempt == OTEL_RETRIES || util_mono_ms() + wait >= deadline)
+            return -1;
+        export_wait(wait);
+        backoff *= 2;
+    }
 }
 
 /* Exports batch[0..n) (and frees it): counted as exported or dropped. */
@@ -540,7 +591,7 @@ static void export_batch(CURL *e, struct curl_slist *hdrs, otel_span_t **batch, 
     char err[CURL_ERROR_SIZE + 64] = "out of memory";
     util_buf_init(&body, OTEL_BODY_MAX);
     int ok = e && otel_spans_json(batch, n, &body) == 0 &&
-             export_post(e, hdrs, &body, err, sizeof(err)) == 0;
+             export_send(e, hdrs, &body, err, sizeof(err)) == 0;
     util_buf_cleanup(&body);
     for (size_t i = 0; i < n; i++)
         free(batch[i]);

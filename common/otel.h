@@ -6,8 +6,11 @@
  * attributes and a status, and handed over with otel_span_end(), which puts it in a bounded
  * queue without blocking: a full queue drops the span and counts it (reason queue_full). One
  * exporter thread sends the queue in batches as one OTLP/HTTP JSON body each
- * (`POST <endpoint>/v1/traces`) with libcurl; a batch that fails (connection refused, a non-2xx
- * answer, a timeout) is dropped and counted (reason export_failed), with one warning a minute
+ * (`POST <endpoint>/v1/traces`) with libcurl. A batch the collector answers 429, 502, 503 or
+ * 504 (the OTLP/HTTP specification's retryable codes) or whose connection it refuses is sent
+ * again at most twice, after its Retry-After seconds or 1 s then 2 s, all within one export
+ * timeout from the first attempt; a batch that still fails, or fails otherwise (another non-2xx
+ * answer, a timeout), is dropped and counted (reason export_failed), with one warning a minute
  * at most. otel_metrics_render() writes the exporter's own series.
  *
  * The exporter reads the standard OpenTelemetry environment variables (not MCPQ_ settings;

@@ -13,6 +13,8 @@
  *                           tool itself returned an isError result),
  *                           traceparent (W3C, the creating call's trace at the ingress; ""
  *                           when none; webhook deliveries of the task carry its trace),
+ *                           tracestate (the client's W3C tracestate sent with that trace,
+ *                           relayed to the tool as a Kafka record's is; "" when none),
  *                           owner (the creator's principal, ingress/core/owner.h: who may
  *                           read and act on the task; absent in tasks made before it was
  *                           recorded)
@@ -77,11 +79,12 @@ int task_robot_ok(const char *robot);
  *
  * Arguments per script (all strings):
  *   CREATE    id tenant server tool version args_json robot priority env_json retention_s
- *             ttl_ms surface traceparent max_tasks("0" = no limit) owner
+ *             ttl_ms surface traceparent max_tasks("0" = no limit) owner tracestate
  *                                                    -> created_ms, 0 when the id exists, -1
  *             when the tenant has max_tasks tasks in retention (the quota, nothing created)
  *   ENQUEUE   id                                     -> 1 queued, 0 not waiting/queued already
- *   CLAIM     robot("" = any) worker lease_ms id_base -> nil, or [id, env, begin_ms, attempts]
+ *   CLAIM     robot("" = any) worker lease_ms id_base -> nil, or [id, env, begin_ms, attempts,
+ *                                                       tracestate]
  *   HEARTBEAT worker lease_ms id...                  -> leases extended
  *   PROGRESS  id worker message progress_json        -> 1 or 0
  *   FINISH    id worker state result_json reason retention_s id_base fault("" = none)

@@ -144,7 +144,8 @@ static void call_outcome(ing_req_t *req, const ing_call_t *call, const char *res
     if (call->finished_us > 0 && response) /* a worker's result is being handed over */
         ing_metrics_result_delivery(req->ctx->metrics, util_now_us() - call->finished_us);
     if (outcome != ING_CALL_OK && outcome != ING_CALL_FAKE) /* MCP semconv: error.type */
-        otel_span_error(req->span, outcome == ING_CALL_TOOL_ERROR ? "tool_error" : names[outcome],
+        otel_span_error(call->span ? call->span : req->span,
+                        outcome == ING_CALL_TOOL_ERROR ? "tool_error" : names[outcome],
                         outcome == ING_CALL_TOOL_ERROR ? "the tool answered isError: true" : NULL);
 }
 
@@ -872,6 +873,22 @@ static void access_log(ing_req_t *req, enum MHD_RequestTerminationCode toe)
     log_event_json(LOG_INFO, "access", f);
 }
 
+/* Ends a SERVER span of req (its own, or a batch element's) with its response (otel.h). */
+static void span_close(const ing_req_t *req, otel_span_t **span,
+                       enum MHD_RequestTerminationCode toe)
+{
+    otel_span_t *s = *span;
+    if (!s)
+        return;
+    otel_span_int(s, "http.response.status_code", req->status);
+    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && s->status != OTEL_STATUS_ERROR)
+        otel_span_error(s, "aborted", "the response was not completed");
+    else if (req->status >= 500 && s->status != OTEL_STATUS_ERROR)
+        otel_span_error(s, "http_error", NULL);
+    otel_span_end(s, 0);
+    *span = NULL;
+}
+
 /* The one place a request's end is handled, once, when libmicrohttpd reports it complete
  * (however it ended): its access log line. */
 static void request_done(ing_req_t *req, enum MHD_RequestTerminationCode toe)
@@ -879,15 +896,10 @@ static void request_done(ing_req_t *req, enum MHD_RequestTerminationCode toe)
     if (!req->started)
         return; /* no request line was ever routed */
     access_log(req, toe);
-    if (req->span) { /* the request's SERVER span ends with its response (otel.h) */
-        otel_span_int(req->span, "http.response.status_code", req->status);
-        if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && req->span->status != OTEL_STATUS_ERROR)
-            otel_span_error(req->span, "aborted", "the response was not completed");
-        else if (req->status >= 500 && req->span->status != OTEL_STATUS_ERROR)
-            otel_span_error(req->span, "http_error", NULL);
-        otel_span_end(req->span, 0);
-        req->span = NULL;
-    }
+    span_close(req, &req->span, toe);
+    for (size_t i = 0; req->batch && i < req->batch->n; i++) /* each element's own */
+        if (req->batch->calls[i])
+            span_close(req, &req->batch->calls[i]->span, toe);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,

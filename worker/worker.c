@@ -350,7 +350,8 @@ static void task_claim(wrk_worker_t *w)
         size_t len = 0;
         int64_t begin = 0;
         long attempt = 0;
-        if (wrk_handoff_claim(w->tasks, &env, &len, &begin, &attempt) <= 0)
+        char tracestate[TRACE_STATE_MAX + 1];
+        if (wrk_handoff_claim(w->tasks, &env, &len, &begin, &attempt, tracestate) <= 0)
             return;
         wrk_job_t *job = wrk_job_new(&w->rt);
         if (!job || wrk_job_parse(job, env, len, NULL, errstr, sizeof(errstr)) < 0 ||
@@ -364,6 +365,8 @@ static void task_claim(wrk_worker_t *w)
         }
         free(env);
         job->task = 1;
+        /* the client's tracestate, relayed as a Kafka record's (record_tracestate) */
+        memcpy(job->tracestate, tracestate, sizeof(job->tracestate));
         /* A task's timeout counts from its start, not its time in the queue (docs/protocol.md). */
         int64_t timeout = job->env.timeout_ms > 0 ? job->env.timeout_ms : w->s->default_timeout_ms;
         job->deadline_ms = (begin > 0 ? begin : util_now_ms()) + timeout;

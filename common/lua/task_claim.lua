@@ -3,7 +3,7 @@
 -- uses: lib_whq.lua lib_clock.lua lib_task.lua
 -- KEYS: none (built from the task id, as every task script's).
 -- ARGV[1] robot ("": the queue without one), [2] worker, [3] lease ms, [4] delivery id base.
--- Returns: nil, or {id, envelope JSON, begin_ms, attempts}.
+-- Returns: nil, or {id, envelope JSON, begin_ms, attempts, tracestate ("" none)}.
 
 local now = now_ms()
 local q = qkey(ARGV[1])
@@ -20,7 +20,8 @@ for i = 1, 50 do
     redis.call('HDEL', k, 'input', 'input_n')
     redis.call('ZADD', '@NAMES_KEY_TASK_LEASES@', now + tonumber(ARGV[3]), id)
     task_event(id, 'running', nil, ARGV[4], now)
-    return {id, redis.call('HGET', k, 'env'), tostring(now), tostring(att)}
+    return {id, redis.call('HGET', k, 'env'), tostring(now), tostring(att),
+      redis.call('HGET', k, 'tracestate') or ''}
   end
 end
 return nil

@@ -5,7 +5,7 @@
 -- ARGV[1] id, [2] tenant, [3] server, [4] tool, [5] version, [6] args JSON, [7] robot,
 -- [8] priority, [9] envelope JSON, [10] retention s, [11] ttl ms, [12] surface, [13] traceparent,
 -- [14] max_tasks ("0": no limit), [15] owner (the creator's principal, ingress/core/owner.h;
--- "" none).
+-- "" none), [16] tracestate (the client's W3C tracestate, relayed with the job; "" none).
 -- Returns: created_ms; 0 when the id exists; -1 when the tenant is at max_tasks (nothing created).
 
 local k = '@NAMES_KEY_TASK@' .. ARGV[1]
@@ -27,7 +27,7 @@ redis.call('HSET', k, 'id', ARGV[1], 'tenant', ARGV[2], 'server', ARGV[3],
   'tool', ARGV[4], 'version', ARGV[5], 'args', ARGV[6], 'robot', ARGV[7],
   'priority', ARGV[8], 'env', ARGV[9], 'state', 'waiting', 'created_ms', now,
   'updated_ms', now, 'attempts', 0, 'ttl_ms', ARGV[11], 'surface', ARGV[12],
-  'traceparent', ARGV[13] or '', 'owner', ARGV[15] or '')
+  'traceparent', ARGV[13] or '', 'tracestate', ARGV[16] or '', 'owner', ARGV[15] or '')
 redis.call('EXPIRE', k, ARGV[10])
 redis.call('ZADD', idx, now, ARGV[1])
 return now

@@ -59,10 +59,11 @@ int ing_tasks_create(kv_pool_t *kv, const ing_tasks_new_t *t, long long *created
                           t->surface,
                           t->traceparent ? t->traceparent : "",
                           max,
-                          t->owner ? t->owner : ""};
+                          t->owner ? t->owner : "",
+                          t->tracestate ? t->tracestate : ""};
     int waited = 1;
     redisReply *r =
-        run_wait(kv, TASK_SCRIPT_CREATE, 15, argv, t->wait_replicas, t->wait_timeout_ms, &waited);
+        run_wait(kv, TASK_SCRIPT_CREATE, 16, argv, t->wait_replicas, t->wait_timeout_ms, &waited);
     if (!r)
         return MCPQ_EUNAVAIL;
     int rc = r->type != REDIS_REPLY_INTEGER ? MCPQ_EUNAVAIL

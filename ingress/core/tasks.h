@@ -29,6 +29,7 @@ typedef struct ing_tasks_new {
     const char *args_json, *robot, *env_json, *surface;
     const char *traceparent; /* the creating call's (ingress span); NULL or "" for none */
     const char *owner;       /* the creator's principal (owner.h, ing_owner_of); NULL: none */
+    const char *tracestate;  /* the client's, sent with its traceparent; NULL or "" for none */
     long long priority, ttl_ms, retention_s;
     long long
         max_tasks; /* the tenant's quotas.tasks: tasks it may have in retention; 0: no limit */

@@ -1,6 +1,7 @@
 /* batch.c - a JSON-RPC batch being answered; see batch.h. */
 #include "batch.h"
 
+#include "otel.h"
 #include "rpc.h"
 
 #include <cjson/cJSON.h>
@@ -52,6 +53,7 @@ ing_call_t *ing_batch_call(ing_batch_t *b, size_t i)
 void ing_batch_call_drop(ing_batch_t *b, size_t i)
 {
     if (b->calls[i]) {
+        otel_span_end(b->calls[i]->span, 0); /* answered at once, or server.c did not end it */
         ing_pending_release(b->calls[i]);
         free(b->calls[i]);
         b->calls[i] = NULL;

@@ -118,6 +118,10 @@ typedef struct ing_call {
     int keepalive_ms;           /* > 0: its keep-alive interval instead of the table's */
     ing_call_input_fn on_input; /* the `input` entry hook (above); NULL: UNREACHABLE */
     void *input_arg;            /* the hook's, owned by the request (freed with it) */
+    /* A batch element's own SERVER span (otel.h; a single request's is ing_req_t's span):
+     * ended by server.c when the response is complete, or when the element is dropped
+     * (ing_batch_call_drop: answered at once); NULL when none. */
+    struct otel_span *span;
     /* streaming state, under the table lock */
     int want_stream;   /* an SSE response should start */
     int streaming;     /* the SSE response is queued; frames go to out */

@@ -345,7 +345,9 @@ static void batch_element(ing_mcp_t *m, const cJSON *item)
     else
         waits = dispatch(m, &msg, &one);
     if (!waits) {
-        ing_batch_call_drop(b, m->elem); /* made, but answered at once */
+        if (msg.kind == RPC_REQUEST)
+            ing_toolcall_span(m, &msg, &one); /* answered without a job: its own span */
+        ing_batch_call_drop(b, m->elem);      /* made, but answered at once (its span ends) */
         b->bodies[m->elem] = one.body;
     } else {
         free(one.body);

@@ -18,6 +18,7 @@
 #include "system.h"
 
 #include "access.h"
+#include "batch.h"
 #include "prm.h"
 #include "tasks.h"
 #include "otel.h"
@@ -101,16 +102,17 @@ static void call_trace(ing_mcp_t *m, const rpc_msg_t *msg, trace_ctx_t *t, const
         (unsigned char)((t->flags & ~1u) | (otel_sample(have ? &in : NULL, t->trace_id) ? 1u : 0u));
 }
 
-/* The request's SERVER span (docs/operations.md, "Traces (OpenTelemetry)"), once per HTTP
- * request (a batch's first element that reaches a job), started when the request arrived and
- * ended by server.c when the response is complete; NULL when not exported. Named as the MCP
- * semantic conventions ask: "{mcp.method.name} {target}", the target being the tool or the
- * prompt, never a resource's URI (high cardinality: an attribute). */
+/* The SERVER span of a request (docs/operations.md, "Traces (OpenTelemetry)") into *slot: the
+ * HTTP request's (req->span), or a batch element's own (its call's span); started when the
+ * request arrived and ended by server.c when the response is complete; NULL when not exported
+ * or *slot has one already. Named as the MCP semantic conventions ask: "{mcp.method.name}
+ * {target}", the target being the tool or the prompt, never a resource's URI (high
+ * cardinality: an attribute). */
 static otel_span_t *call_span(ing_mcp_t *m, const rpc_msg_t *msg, const trace_ctx_t *t,
-                              const char *parent, const char *tool)
+                              const char *parent, const char *tool, otel_span_t **slot)
 {
     ing_req_t *req = m->req;
-    if (req->span || !otel_enabled())
+    if (*slot || !otel_enabled())
         return NULL;
     int call = strcmp(msg->method, "tools/call") == 0;
     int prompt = strcmp(msg->method, "prompts/get") == 0;
@@ -140,7 +142,7 @@ static otel_span_t *call_span(ing_mcp_t *m, const rpc_msg_t *msg, const trace_ct
     otel_span_str(s, "mcpq.request_id", req->request_id[0] ? req->request_id : NULL);
     otel_span_str(s, "network.transport", "tcp");
     otel_span_str(s, "network.protocol.name", "http");
-    req->span = s;
+    *slot = s;
     return s;
 }
 
@@ -156,20 +158,25 @@ static long resp_error_code(const char *body)
 void ing_toolcall_span(ing_mcp_t *m, const rpc_msg_t *msg, const ing_resp_t *resp)
 {
     ing_req_t *req = m->req;
-    if (req->span || req->call.trace.trace_id[0] || m->batch || msg->kind != RPC_REQUEST ||
-        !otel_enabled())
+    const ing_call_t *elem = m->batch ? m->batch->calls[m->elem] : NULL;
+    if (msg->kind != RPC_REQUEST || !otel_enabled() ||
+        (m->batch ? elem && elem->trace.trace_id[0] : req->span || req->call.trace.trace_id[0]))
         return;
     trace_ctx_t t;
     const char *state;
     char parent[TRACE_SPAN_HEX + 1], type[24];
     call_trace(m, msg, &t, &state, parent);
     const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg->params, "name"));
-    otel_span_t *s = t.trace_id[0] ? call_span(m, msg, &t, parent, name ? name : "") : NULL;
+    otel_span_t *own = NULL; /* a batch element answered at once: its span ends now */
+    otel_span_t *s = t.trace_id[0] ? call_span(m, msg, &t, parent, name ? name : "",
+                                               m->batch ? &own : &req->span)
+                                   : NULL;
     long code = s ? resp_error_code(resp->body) : 0;
     if (code) {
         snprintf(type, sizeof(type), "%ld", code);
         otel_span_error(s, type, NULL);
     }
+    otel_span_end(own, 0);
 }
 
 /* The job envelope (schemas/job.schema.json); args and atts (resolved attachments, may be
@@ -368,13 +375,20 @@ static void tc_count(tc_t *tc, ing_call_outcome_t outcome)
     ing_metrics_call(tc->ctx->metrics, req->tenant, outcome, util_mono_us() - req->t0_us);
 }
 
+/* The call's SERVER span: a batch element's own, else the request's; NULL when none. */
+static otel_span_t *tc_span(const tc_t *tc)
+{
+    return tc->call && tc->call->span ? tc->call->span : tc->m->batch ? NULL : tc->m->req->span;
+}
+
 /* Answers the call with a JSON-RPC error (HTTP 200 unless status says otherwise). */
 static tc_status_t tc_error(tc_t *tc, int status, int code, const char *message)
 {
-    if (tc->m->req->span) { /* error.type: the JSON-RPC error code (MCP semantic conventions) */
+    otel_span_t *span = tc_span(tc);
+    if (span) { /* error.type: the JSON-RPC error code (MCP semantic conventions) */
         char type[16];
         snprintf(type, sizeof(type), "%d", code);
-        otel_span_error(tc->m->req->span, type, message);
+        otel_span_error(span, type, message);
     }
     ing_mcpreq_resp_error(tc->resp, status, tc->msg->id, code, message, NULL);
     return TC_ANSWERED;
@@ -507,7 +521,9 @@ static tc_status_t tc_tool(tc_t *tc)
     if (tc->call->trace.trace_id[0]) {
         trace_format(&tc->call->trace, tc->server_tp);
         tc->producer = tc->call->trace;
-        if (!tc->detached && call_span(tc->m, tc->msg, &tc->call->trace, parent, tc->tool->name) &&
+        if (!tc->detached &&
+            call_span(tc->m, tc->msg, &tc->call->trace, parent, tc->tool->name,
+                      tc->m->batch ? &tc->call->span : &tc->m->req->span) &&
             trace_child(&tc->call->trace, &tc->producer) < 0)
             tc->producer = tc->call->trace;
         trace_format(&tc->producer, tc->traceparent);
@@ -741,7 +757,7 @@ static int tc_send(tc_t *tc, const char *job_id, const char *key, const char *pa
     ing_ctx_t *ctx = tc->ctx;
     const char *topic = ctx->set->topic_jobs;
     otel_span_t *s = NULL;
-    if (tc->m->req->span && strcmp(tc->producer.span_id, tc->call->trace.span_id) != 0) {
+    if (tc_span(tc) && strcmp(tc->producer.span_id, tc->call->trace.span_id) != 0) {
         char name[OTEL_NAME_MAX];
         snprintf(name, sizeof(name), "send %s", topic);
         s = otel_span_start(&tc->producer, tc->call->trace.span_id, name, OTEL_KIND_PRODUCER, 0);
@@ -840,6 +856,7 @@ static int task_create(tc_t *tc, const char *id, const char *robot, long long pr
         .robot = robot,
         .env_json = tc->payload ? tc->payload : "",
         .traceparent = tc->server_tp,
+        .tracestate = tc->tracestate,
         .owner = tc->owner,
         .surface = tc->as_task == ANSWER_EXT       ? "ext"
                    : tc->as_task == ANSWER_MCP2025 ? "mcp"

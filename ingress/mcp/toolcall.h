@@ -17,8 +17,9 @@ int ing_toolcall_run(ing_mcp_t *m, const rpc_msg_t *msg, ing_resp_t *resp);
  * answered without a job (tools/list, initialize, a static resource, a call refused before its
  * tool was found, ...), given its answer resp: in the client's trace, named "<method>" (or
  * "<method> <name>" for a tool or prompt), error.type the JSON-RPC error code of an error
- * answer; server.c ends it with the response. Nothing when the request has a span or a call's
- * trace already, inside a batch, or when spans are not exported. */
+ * answer; server.c ends it with the response. A batch element's (m->batch) is its own span,
+ * ended at once: its answer is ready, to be sent in the batch's array. Nothing when the request
+ * (the batch element) has a span or a call's trace already, or when spans are not exported. */
 void ing_toolcall_span(ing_mcp_t *m, const rpc_msg_t *msg, const ing_resp_t *resp);
 
 /* resources/read, prompts/get, completion/complete, resources/subscribe or

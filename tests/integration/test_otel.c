@@ -12,15 +12,21 @@
  *     queue wait starts when the ingress built the job;
  *   - a client's unsampled traceparent records nothing and stays unsampled;
  *   - a failed call's spans carry error status and error.type;
- *   - an mcp executor's request to its upstream (/mcp) is a CLIENT span, its context sent;
- *   - a task's webhook delivery (/hook) is a CLIENT span of the task's trace;
+ *   - an mcp executor's request to its upstream (/mcp) is a CLIENT span, its context sent; so
+ *     are the session negotiation's initialize and notifications/initialized of the first call;
+ *   - a task's webhook delivery (/hook) is a CLIENT span of the task's trace; the task's tool
+ *     gets the client's tracestate (kept with the task through the task queue);
  *   - requests answered without a job (tools/list, an unknown tool) have SERVER spans;
+ *   - each element of a 2025-03-26 batch has its own SERVER span, each call's job its own
+ *     PRODUCER span under it;
  *   - --print-config says whether export is on and where to;
  *   - every body decodes against the OTLP protobuf schema (tests/clients/otlp-check.mjs, when
  *     the client packages are installed);
  *   - collector down: calls still work and mcpq_otel_spans_dropped_total{reason="export_failed"}
  *     grows; a queue of 2 behind a slow collector drops spans (queue_full) and calls still
- *     answer; export off (OTEL_SDK_DISABLED) sends nothing.
+ *     answer; export off (OTEL_SDK_DISABLED) sends nothing;
+ *   - a collector answering 503 with Retry-After once: the batch is sent again, its spans
+ *     arrive and nothing is counted dropped.
  */
 #include "check.h"
 #include "fixture.h"
@@ -47,6 +53,8 @@
 #define T6 "6666bbbb6666bbbb6666bbbb6666bbbb"
 #define T7 "7777cccc7777cccc7777cccc7777cccc"
 #define T8 "8888dddd8888dddd8888dddd8888dddd"
+#define T9 "9999eeee9999eeee9999eeee9999eeee"
+#define T10 "aaaa0000aaaa0000aaaa0000aaaa0000"
 #define STATE "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE"
 #define PRIVATE "MCPQ_WEBHOOK_ALLOW_PRIVATE=1" /* the webhook receiver is on loopback */
 #define SECRET "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwTest0001"
@@ -60,6 +68,7 @@ static char ilog[400], wlog[400]; /* the main ingress's and worker's logs */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static cJSON *spans; /* every span received, each with "service" (its resource's service.name) */
 static int bodies;   /* OTLP bodies received */
+static int flaky;    /* /flaky requests answered 503 so far */
 
 typedef struct seen {
     char path[32];
@@ -76,7 +85,8 @@ static enum MHD_Result answer(struct MHD_Connection *conn, int status, const cha
     return fx_server_reply(conn, status, "application/json", body, NULL, NULL);
 }
 
-/* A 2025-11-25 upstream MCP server: initialize, notifications, tools/call answered "up". */
+/* A 2025-11-25 upstream MCP server: server/discover unknown (-32601), so the worker initializes
+ * a session; initialize, notifications, tools/call answered "up". */
 static enum MHD_Result mcp_answer(struct MHD_Connection *conn, const cJSON *j)
 {
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(j, "id");
@@ -86,7 +96,12 @@ static enum MHD_Result mcp_answer(struct MHD_Connection *conn, const cJSON *j)
         return answer(conn, 202, "");
     if (cJSON_IsNumber(id))
         snprintf(idj, sizeof(idj), "%d", id->valueint);
-    if (m && strcmp(m, "initialize") == 0)
+    if (m && strcmp(m, "server/discover") == 0) /* a 2025-11-25 server does not know it */
+        snprintf(body, sizeof(body),
+                 "{\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":-32601,\"message\":"
+                 "\"Method not found\"}}",
+                 idj);
+    else if (m && strcmp(m, "initialize") == 0)
         snprintf(body, sizeof(body),
                  "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"protocolVersion\":\"2025-11-25\","
                  "\"capabilities\":{\"tools\":{}},\"serverInfo\":{\"name\":\"up\",\"version\":"
@@ -148,6 +163,15 @@ static enum MHD_Result on_req(struct MHD_Connection *conn, const char *url, cons
                               const util_buf_t *b)
 {
     (void)method;
+    if (strcmp(url, "/flaky") == 0) { /* a collector busy once: 503, Retry-After: 1 */
+        pthread_mutex_lock(&mu);
+        int busy = flaky++ == 0;
+        pthread_mutex_unlock(&mu);
+        if (busy)
+            return fx_server_reply(conn, 503, "application/json", "{}", "Retry-After", "1");
+        keep_body(b);
+        return answer(conn, 200, "{}");
+    }
     if (strcmp(url, "/v1/traces") == 0 || strcmp(url, "/slow") == 0) {
         if (strcmp(url, "/slow") == 0)
             sleep(3);
@@ -197,7 +221,9 @@ static seen_t wait_seen_at(const char *path, const char *text)
         }
         pthread_mutex_unlock(&mu);
     }
-    fprintf(stderr, "the tool never saw %s\n", text);
+    fprintf(stderr, "the tool never saw %s; it saw:\n", text);
+    for (int i = 0; i < nseen; i++)
+        fprintf(stderr, "  %s %s\n", seen[i].path, seen[i].text);
     exit(1);
 }
 
@@ -234,8 +260,9 @@ static const char *attr(const cJSON *span, const char *key)
 
 static const char *attr(const cJSON *span, const char *key);
 
-/* A copy of the span of trace_id named name (prefix match) whose attribute key is value (key
- * NULL: any), waiting up to 30 s; the caller frees it. */
+/* A copy of the span of trace_id named name (prefix match) whose attribute key (or, for
+ * "parentSpanId", that field) is value (key NULL: any), waiting up to 30 s; the caller frees
+ * it. */
 static cJSON *span_where(const char *trace_id, const char *name, const char *key, const char *value)
 {
     for (long long until = fx_now_ms() + 30000; fx_now_ms() < until; fx_sleep_ms(100)) {
@@ -246,7 +273,8 @@ static cJSON *span_where(const char *trace_id, const char *name, const char *key
         {
             if (!found && strcmp(field(s, "traceId"), trace_id) == 0 &&
                 strncmp(field(s, "name"), name, strlen(name)) == 0 &&
-                (!key || strcmp(attr(s, key), value) == 0))
+                (!key || strcmp(strcmp(key, "parentSpanId") == 0 ? field(s, key) : attr(s, key),
+                                value) == 0))
                 found = cJSON_Duplicate(s, 1);
         }
         pthread_mutex_unlock(&mu);
@@ -499,15 +527,35 @@ static void check_mcp(void)
     CHECK_STR_EQ(attr(up, "mcp.method.name"), "tools/call");
     CHECK_STR_EQ(s.tracestate, STATE);
     TEST_PASS("an mcp upstream's tools/call is a CLIENT span whose context the upstream gets");
+    /* The first call to the upstream negotiated its session: initialize and the
+     * notifications/initialized after it are CLIENT spans of that call's job, before its
+     * tools/call, and the upstream received their contexts. */
+    seen_t si = wait_seen_at("/mcp", "initialize");
+    seen_t sn = wait_seen_at("/mcp", "notifications/initialized");
+    cJSON *init = span_named(T4, "initialize");
+    cJSON *note = span_named(T4, "notifications/initialized");
+    check_child(init, exec, 1);
+    check_child(note, exec, 1);
+    check_received(&si, T4, init);
+    CHECK_STR_EQ(attr(init, "mcp.method.name"), "initialize");
+    CHECK_STR_EQ(si.tracestate, STATE);
+    CHECK_INT_EQ(trace_parse(sn.traceparent, &(trace_ctx_t){0}), 0);
+    CHECK_STR_EQ(attr(note, "http.response.status_code"), "202");
+    CHECK(nanos(init, "endTimeUnixNano") <= nanos(up, "startTimeUnixNano"));
+    TEST_PASS("the upstream's session negotiation (initialize) is CLIENT spans of the first call");
+    cJSON_Delete(init);
+    cJSON_Delete(note);
     cJSON_Delete(exec);
     cJSON_Delete(up);
 }
 
-/* A task's webhook delivery: a CLIENT span in the task's trace, child of the creating call's
- * SERVER span; the receiver's traceparent names it. */
+/* A task's tool gets the client's tracestate; its webhook delivery is a CLIENT span in the
+ * task's trace, child of the creating call's SERVER span; the receiver's traceparent names it. */
 static void check_webhook(void)
 {
-    wait_seen("task");
+    seen_t tool = wait_seen("task");
+    CHECK_STR_EQ(tool.tracestate, STATE); /* kept with the task, relayed when it is claimed */
+    TEST_PASS("a task-mode call's tracestate reaches its tool (stored with the task)");
     seen_t hook = wait_seen_at("/hook", "");
     cJSON *server = span_named(T3, "tools/call job");
     cJSON *post = span_where(T3, "POST", "mcpq.event", "task.completed");
@@ -625,10 +673,86 @@ static void check_proto(void)
     TEST_PASS("every body decodes against the OTLP trace protobuf schema");
 }
 
+/* Another ingress (config cfg) on a free port (*port) exporting to this server's path, with
+ * one more OTEL_ variable (extra) and OTEL_SERVICE_NAME=service; its pid. */
+static pid_t spawn_exporting(const char *cfg, const char *path, const char *extra,
+                             const char *service, int *port)
+{
+    char endpoint[160], svc[96];
+    snprintf(endpoint, sizeof(endpoint), "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://127.0.0.1:%d%s",
+             srv_port, path);
+    snprintf(svc, sizeof(svc), "OTEL_SERVICE_NAME=%s", service);
+    *port = fx_free_port();
+    const char *env[] = {endpoint, extra, svc, PRIVATE, NULL};
+    pid_t pid = fx_spawn_ingress(&fx, service, *port, cfg, env, NULL, 0);
+    CHECK(pid > 0);
+    return pid;
+}
+
+/* A collector that answers 503 (Retry-After: 1) to the first batch and 200 after: the batch is
+ * retried, its spans arrive, nothing is dropped. */
+static void check_retry(const char *cfg)
+{
+    int p;
+    pid_t i = spawn_exporting(cfg, "/flaky", "OTEL_BSP_SCHEDULE_DELAY=100", "flaky", &p);
+    CHECK_INT_EQ(call(p, "web", "retried", "traceparent: 00-" T9 "-" P "-01", NULL), 200);
+    cJSON *server = span_named(T9, "tools/call web");
+    CHECK_STR_EQ(field(server, "service"), "flaky");
+    metric_wait(p, "mcpq_otel_spans_exported_total", 1);
+    pthread_mutex_lock(&mu);
+    CHECK(flaky >= 2);
+    pthread_mutex_unlock(&mu);
+    CHECK_INT_EQ(metric(p, "mcpq_otel_spans_dropped_total{reason=\"export_failed\"}"), 0);
+    CHECK_INT_EQ(fx_stop_pid(i, 15000), 0);
+    TEST_PASS("a collector answering 503 + Retry-After once: the batch is retried, none dropped");
+    cJSON_Delete(server);
+}
+
+/* A 2025-03-26 batch of two tools/call and a tools/list: each element has a SERVER span of its
+ * own (children of the client's span), and each call's job is sent under its own element's:
+ * its PRODUCER span is that span's child. */
+static void check_batch(int port)
+{
+    char url[96];
+    fx_reply_t r;
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/mcp", port);
+    const char *body =
+        "[{\"jsonrpc\":\"2.0\",\"id\":\"b-1\",\"method\":\"tools/call\",\"params\":{\"name\":"
+        "\"web\",\"arguments\":{\"text\":\"batch1\"}}},{\"jsonrpc\":\"2.0\",\"id\":\"b-2\","
+        "\"method\":\"tools/call\",\"params\":{\"name\":\"web\",\"arguments\":{\"text\":"
+        "\"batch2\"}}},{\"jsonrpc\":\"2.0\",\"id\":\"b-3\",\"method\":\"tools/list\"}]";
+    const char *hdrs[] = {"Authorization: Bearer otel-key", "traceparent: 00-" T10 "-" P "-01",
+                          NULL};
+    CHECK_INT_EQ(fx_http_post(url, hdrs, body, &r), 0);
+    CHECK_INT_EQ(r.status, 200);
+    CHECK(strstr(r.body, "\"b-1\"") && strstr(r.body, "\"b-2\"") && strstr(r.body, "\"b-3\""));
+    cJSON *server[3];
+    static const char *const ids[] = {"b-1", "b-2", "b-3"};
+    for (int i = 0; i < 3; i++) {
+        server[i] =
+            span_where(T10, i < 2 ? "tools/call web" : "tools/list", "jsonrpc.request.id", ids[i]);
+        CHECK_INT_EQ(kind(server[i]), 2);
+        CHECK_STR_EQ(field(server[i], "parentSpanId"), P);
+        if (i < 2) /* the calls' end with the response; tools/list's when it was answered */
+            CHECK_STR_EQ(attr(server[i], "http.response.status_code"), "200");
+    }
+    CHECK(strcmp(field(server[0], "spanId"), field(server[1], "spanId")) != 0);
+    for (int i = 0; i < 2; i++) {
+        cJSON *send = span_where(T10, "send", "parentSpanId", field(server[i], "spanId"));
+        CHECK_INT_EQ(kind(send), 4);
+        cJSON_Delete(send);
+    }
+    wait_seen("batch1");
+    wait_seen("batch2");
+    TEST_PASS("a batch: each element its own SERVER span, each call's job sent under its own");
+    for (int i = 0; i < 3; i++)
+        cJSON_Delete(server[i]);
+}
+
 /* Collector down, tiny queue behind a slow collector, export off: calls answer either way. */
 static void check_degraded(const char *cfg)
 {
-    char down[128], slow[160];
+    char down[128];
     snprintf(down, sizeof(down), "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:%d", fx_free_port());
     int p1 = fx_free_port();
     const char *e1[] = {down, "OTEL_BSP_SCHEDULE_DELAY=100", "OTEL_EXPORTER_OTLP_TIMEOUT=2000",
@@ -641,13 +765,8 @@ static void check_degraded(const char *cfg)
     CHECK_INT_EQ(fx_stop_pid(i1, 15000), 0);
     TEST_PASS("collector down: the call answers, export_failed drops are counted");
 
-    snprintf(slow, sizeof(slow), "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://127.0.0.1:%d/slow",
-             srv_port);
-    int p2 = fx_free_port();
-    const char *e2[] = {slow, "OTEL_BSP_MAX_QUEUE_SIZE=2", "OTEL_SERVICE_NAME=tiny-queue", PRIVATE,
-                        NULL};
-    pid_t i2 = fx_spawn_ingress(&fx, "tiny", p2, cfg, e2, NULL, 0);
-    CHECK(i2 > 0);
+    int p2;
+    pid_t i2 = spawn_exporting(cfg, "/slow", "OTEL_BSP_MAX_QUEUE_SIZE=2", "tiny-queue", &p2);
     for (int i = 0; i < 6; i++) {
         char text[16];
         snprintf(text, sizeof(text), "burst%d", i);
@@ -711,12 +830,15 @@ int main(void)
     CHECK_INT_EQ(call(port, "up", "mcp", "traceparent: 00-" T4 "-" P "-01", "tracestate: " STATE),
                  200);
     check_mcp();
-    CHECK_INT_EQ(call(port, "job", "task", "traceparent: 00-" T3 "-" P "-01", NULL), 200);
+    CHECK_INT_EQ(call(port, "job", "task", "traceparent: 00-" T3 "-" P "-01", "tracestate: " STATE),
+                 200);
     check_webhook();
     check_unsampled(port);
     check_plain(port);
+    check_batch(port);
     check_print_config();
     check_degraded(cfg);
+    check_retry(cfg);
     metric_wait(port, "mcpq_otel_spans_exported_total", 2);
 
     CHECK_INT_EQ(fx_stop_pid(w, 15000), 0);

@@ -115,7 +115,21 @@ int wrk_handoff_enqueue(wrk_handoff_t *t, const char *task_id)
     return 0;
 }
 
-int wrk_handoff_claim(wrk_handoff_t *t, char **env, size_t *len, int64_t *begin_ms, long *attempt)
+/* The claimed task's tracestate (the reply's fifth element) into out when it may be relayed. */
+static void claim_tracestate(const redisReply *r, char out[TRACE_STATE_MAX + 1])
+{
+    out[0] = '\0';
+    if (r->elements < 5 || r->element[4]->type != REDIS_REPLY_STRING ||
+        r->element[4]->len > TRACE_STATE_MAX)
+        return;
+    memcpy(out, r->element[4]->str, r->element[4]->len);
+    out[r->element[4]->len] = '\0';
+    if (!trace_state_ok(out))
+        out[0] = '\0';
+}
+
+int wrk_handoff_claim(wrk_handoff_t *t, char **env, size_t *len, int64_t *begin_ms, long *attempt,
+                      char tracestate[TRACE_STATE_MAX + 1])
 {
     char base[20];
     const char *argv[] = {t->robot, t->worker_id, t->lease, id_base(base)};
@@ -123,7 +137,7 @@ int wrk_handoff_claim(wrk_handoff_t *t, char **env, size_t *len, int64_t *begin_
     if (!r)
         return MCPQ_EUNAVAIL;
     int rc = 0;
-    if (r->type == REDIS_REPLY_ARRAY && r->elements == 4 &&
+    if (r->type == REDIS_REPLY_ARRAY && r->elements >= 4 &&
         r->element[1]->type == REDIS_REPLY_STRING) {
         *env = malloc(r->element[1]->len + 1);
         if (*env) {
@@ -132,6 +146,7 @@ int wrk_handoff_claim(wrk_handoff_t *t, char **env, size_t *len, int64_t *begin_
             *len = r->element[1]->len;
             *begin_ms = r->element[2]->str ? strtoll(r->element[2]->str, NULL, 10) : 0;
             *attempt = r->element[3]->str ? strtol(r->element[3]->str, NULL, 10) : 1;
+            claim_tracestate(r, tracestate);
             rc = 1;
         } else {
             rc = MCPQ_ENOMEM;

@@ -25,6 +25,7 @@
 #include "kv.h"
 #include "settings.h"
 #include "task.h"
+#include "trace.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -44,8 +45,10 @@ size_t wrk_handoff_slots(const wrk_handoff_t *t);
 int wrk_handoff_enqueue(wrk_handoff_t *t, const char *task_id);
 
 /* Takes the next task of this worker's queue: 1 with *env (malloc'd envelope JSON, *len),
- * *begin_ms (epoch ms, Redis clock) and *attempt set; 0 when none waits; MCPQ_EUNAVAIL. */
-int wrk_handoff_claim(wrk_handoff_t *t, char **env, size_t *len, int64_t *begin_ms, long *attempt);
+ * *begin_ms (epoch ms, Redis clock), *attempt and tracestate (the client's W3C tracestate
+ * stored with the task when trace_state_ok, else "") set; 0 when none waits; MCPQ_EUNAVAIL. */
+int wrk_handoff_claim(wrk_handoff_t *t, char **env, size_t *len, int64_t *begin_ms, long *attempt,
+                      char tracestate[TRACE_STATE_MAX + 1]);
 
 /* Renews the leases of the running tasks ids[0..n) (best effort). */
 void wrk_handoff_heartbeat(wrk_handoff_t *t, const char *const *ids, size_t n);

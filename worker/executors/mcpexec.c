@@ -177,8 +177,13 @@ static void call_wait(wrk_mcpup_call_t *c)
     wrk_mcpup_t *up = c->up;
     c->next = up->waiters;
     up->waiters = c;
-    if (up->state == WRK_MCPUP_NEW)
-        up_negotiate(c->m, up);
+    if (up->state != WRK_MCPUP_NEW)
+        return;
+    /* the handshake's spans go in the trace of the call that started it (up_send) */
+    snprintf(up->neg_tp, sizeof(up->neg_tp), "%s",
+             c->job->env.traceparent ? c->job->env.traceparent : "");
+    snprintf(up->neg_ts, sizeof(up->neg_ts), "%s", c->job->tracestate);
+    up_negotiate(c->m, up);
 }
 
 /* A notification of the upstream on the call's stream, forwarded to the job's reply stream
@@ -674,6 +679,8 @@ static void up_ready(wrk_mcpexec_t *m, wrk_mcpup_t *up, const char *failure)
 {
     wrk_mcpup_call_t *c = up->waiters;
     up->waiters = NULL;
+    /* a later negotiation without a call (upnotify.c, a lost session) is in no trace */
+    up->neg_tp[0] = up->neg_ts[0] = '\0';
     if (failure) {
         up->state = WRK_MCPUP_NEW; /* the next call tries again */
         log_event(LOG_WARN, "upstream MCP handshake failed", "upstream", up->host, "error", failure,
@@ -821,13 +828,26 @@ static void up_send(wrk_mcpexec_t *m, wrk_mcpup_t *up, const char *method, cJSON
     up->neg_id = notify ? -1 : ++m->next_id;
     size_t len = 0;
     char *body = wrk_mcpup_body(up->neg_id, method, params, &len);
-    struct curl_slist *h = wrk_mcpup_headers(up, modern, version, method, NULL,
-                                             in_session ? up->session : NULL, NULL, NULL);
+    /* A CLIENT span named by the method (MCP semantic conventions: "initialize"), in the trace
+     * of the call that started the handshake: a trace shows why a first call is slower. */
+    char tp[TRACE_PARENT_LEN + 1];
+    otel_span_t *span =
+        otel_span_child(up->neg_tp[0] ? up->neg_tp : NULL, method, OTEL_KIND_CLIENT, tp);
+    otel_span_str(span, "mcp.method.name", method);
+    otel_span_http(span, "POST", up->url);
+    struct curl_slist *h =
+        wrk_mcpup_headers(up, modern, version, method, NULL, in_session ? up->session : NULL,
+                          tp[0] ? tp : NULL, NULL);
+    if (h && tp[0] && up->neg_ts[0] && wrk_httpexec_header_add(&h, "tracestate", up->neg_ts) < 0)
+        h = (curl_slist_free_all(h), NULL);
     if (body && h) {
         up->req = wrk_httpexec_post(m->http, up->url, h, body, len, WRK_MCPUP_NEGOTIATE_TIMEOUT_MS,
                                     up_done, up);
         h = NULL;
+        wrk_httpexec_req_span(up->req, span);
+        span = NULL;
     }
+    otel_span_free(span);
     cJSON_free(body);
     curl_slist_free_all(h);
     if (!up->req)

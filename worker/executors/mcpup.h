@@ -65,6 +65,12 @@ typedef struct wrk_mcpup {
     cJSON *task_tools; /* legacy: names of its tools whose taskSupport is required/optional */
     int tool_pages;
     long neg_id;
+    /* The trace of the call that started the handshake: each handshake request (server/discover,
+     * initialize, notifications/initialized, tools/list) is a CLIENT span in it, and the
+     * upstream receives that span's context and this tracestate. "" when none (cleared when
+     * the handshake ends: up_ready). */
+    char neg_tp[TRACE_PARENT_LEN + 1];
+    char neg_ts[TRACE_STATE_MAX + 1];
     wrk_httpexec_req_t *req;   /* the handshake request in flight */
     wrk_mcpup_call_t *waiters; /* calls waiting for the handshake */
     cJSON *info;               /* what the handshake told (wrk_mcpmethod_info), for mcpq/catalog */
