@@ -350,15 +350,17 @@ test('the console drives the operator tasks in chromium, under its CSP', async (
     const p99 = Number(await text('#m-p99'));
     assert.ok(p99 >= p50, `p99 ${p99} >= p50 ${p50}`);
     assert.match(await text('#m-inflight'), /^\d+$/);
-    // The rate's line is on its canvas: pixels of its colour (#1f4e79).
-    const inked = await page.evaluate(() => {
+    // The rate's line is on its canvas: pixels of its colour (#1f4e79). The line grows by one
+    // segment per scrape (every 2 s), so a slow stack (ASan) may need more scrapes to draw 20.
+    const ink = () => page.evaluate(() => {
       const c = document.getElementById('c-rate');
       const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
       let k = 0;
       for (let i = 0; i < d.length; i += 4) if (d[i] === 0x1f && d[i + 1] === 0x4e && d[i + 2] === 0x79) k++;
       return k;
     });
-    assert.ok(inked > 20, `the rate chart has a line (${inked} pixels)`);
+    const inked = await waitFor(async () => (await ink()) > 20, { timeoutMs: 20_000, intervalMs: 500 });
+    assert.ok(inked, `the rate chart has a line (${await ink()} pixels)`);
     await shot('metrics');
     await clean('metrics');
   });
