@@ -269,6 +269,7 @@ async function loadTasks(first) {
   if (!body.rows.length) body.append(el('tr', {}, el('td', { colspan: 5, class: 'note' }, 'no tasks')));
   state.tasksToken = data.nextPageToken || null;
   $('tasks-more').hidden = !state.tasksToken;
+  $('tasks-table').dataset.shows = st || 'all'; // which filter the rows answer (tests wait on it)
 }
 
 function json(v) {

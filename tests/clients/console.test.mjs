@@ -259,6 +259,7 @@ test('the console drives the operator tasks in chromium, under its CSP', async (
 
     await page.click('nav .tab[data-view="tasks"]');
     await page.selectOption('#task-status', 'failed');
+    await page.locator('#tasks-table[data-shows="failed"]').waitFor(WAIT); // not the unfiltered list the tab loaded
     const row = page.locator(`#tasks-table tr[data-task="${failed}"]`);
     await row.waitFor(WAIT);
     assert.match(await row.innerText(), /nightly_export\s+failed/);
@@ -298,6 +299,7 @@ test('the console drives the operator tasks in chromium, under its CSP', async (
   await t.test('tasks come newest first, 20 a page', async () => {
     await page.click('nav .tab[data-view="tasks"]');
     await page.selectOption('#task-status', '');
+    await page.locator('#tasks-table[data-shows="all"]').waitFor(WAIT);
     const rows = page.locator('#tasks-table tbody tr[data-task]');
     await page.locator(`#tasks-table tr[data-task="${running}"]`).waitFor(WAIT);
     assert.equal(await rows.count(), 20);
@@ -319,6 +321,7 @@ test('the console drives the operator tasks in chromium, under its CSP', async (
   await t.test('a running task is cancelled from the page', async () => {
     await page.click('nav .tab[data-view="tasks"]');
     await page.selectOption('#task-status', 'working');
+    await page.locator('#tasks-table[data-shows="working"]').waitFor(WAIT);
     const row = page.locator(`#tasks-table tr[data-task="${running}"]`);
     await row.waitFor(WAIT);
     await row.click();
