@@ -175,15 +175,18 @@ if ! command -v wrk >/dev/null; then
         die "wrk is missing: apt-get install -y wrk"
 fi
 
+# Every bench/<name>.c is the tool bench-<name> (CMakeLists.txt).
+BENCH_TARGETS=$(for f in "$ROOT"/bench/*.c; do printf 'bench-%s ' "$(basename "$f" .c)"; done)
 if [ "${BENCH_NO_BUILD:-}" != 1 ]; then
     say "building Release binaries in $BIN"
     cmake -S "$ROOT" -B "$BIN" -DCMAKE_BUILD_TYPE=Release >"$WORK/cmake.log" 2>&1 ||
         { tail -n 30 "$WORK/cmake.log" >&2; die "cmake configure failed (see $WORK/cmake.log)"; }
+    # shellcheck disable=SC2086 # BENCH_TARGETS is a list
     cmake --build "$BIN" -j "$(nproc)" --target mcpq-ingress mcpq-worker mcpq-devbroker \
-        bench-bare_responder bench-inflight bench-loadgen >>"$WORK/cmake.log" 2>&1 ||
+        $BENCH_TARGETS >>"$WORK/cmake.log" 2>&1 ||
         { tail -n 30 "$WORK/cmake.log" >&2; die "build failed (see $WORK/cmake.log)"; }
 fi
-for b in mcpq-ingress mcpq-worker mcpq-devbroker bench-bare_responder bench-inflight bench-loadgen; do
+for b in mcpq-ingress mcpq-worker mcpq-devbroker $BENCH_TARGETS; do
     [ -x "$BIN/$b" ] || die "$BIN/$b is missing"
 done
 
@@ -224,14 +227,15 @@ start_stack() {
     shift 2
     rm -rf "$state"
     start_server mcpq-local "$out" "$ROOT/scripts/mcpq-local" --port "$PORT" \
-        --config "$CONFIG" --state-dir "$state" --workers 2 --bin-dir "$BIN" "$@"
+        --config "$CONFIG" --state-dir "$state" --workers "${STACK_WORKERS:-2}" \
+        --bin-dir "${SBIN:-$BIN}" "$@"
     LAUNCHER_PID=$LAST_PID
     INGRESS_PID=$(cat "$state/ingress-0.pid")
     local f
     for f in "$state"/*.pid; do
         COMPONENT_PIDS+=("$(cat "$f")")
     done
-    note_cmd "scripts/mcpq-local --port $PORT --config bench/mcpq-bench.json --state-dir $(rel "$state") --workers 2 --bin-dir $(rel "$BIN") $*"
+    note_cmd "scripts/mcpq-local --port $PORT --config bench/mcpq-bench.json --state-dir $(rel "$state") --workers ${STACK_WORKERS:-2} --bin-dir $(rel "${SBIN:-$BIN}") $*"
 }
 
 # stop_stack: SIGTERM to the launcher, which stops its components (scripts/mcpq-local --help).
@@ -453,19 +457,118 @@ DOC_END
 # fsync_doc: puts fsync_section into an existing $DOC in place of the previous one (or before
 # "How the run works" when it has none).
 fsync_doc() {
-    local sec=$WORK/fsync-section.md
-    fsync_section >"$sec"
+    fsync_section | sed '1d;$d' >"$RES/sec-fsync.md" # section_doc adds the markers
+    section_doc fsync
+}
+
+# ------------------------------------------------------------------ before and after
+
+# The build every "before" figure is measured on: BENCH_BASE (a git revision; default the
+# commit before performance round two) is exported with `git archive` into
+# $WORK/base/src and built like $BIN into $WORK/base/cmake. base_build sets BASE_BIN; a
+# section runs the base stack with SBIN=$BASE_BIN (start_stack), the bench tools stay
+# $BIN's. BENCH_BASE=none skips every "before" run.
+BENCH_BASE=${BENCH_BASE:-55f213e}
+BASE_BIN=
+base_build() {
+    [ -n "$BASE_BIN" ] && return 0
+    [ "$BENCH_BASE" != none ] || return 1
+    local src=$WORK/base/src rev
+    rev=$(git -C "$ROOT" rev-parse --short "$BENCH_BASE^{commit}" 2>/dev/null) ||
+        die "BENCH_BASE=$BENCH_BASE is not a commit of this repository"
+    if [ "$(cat "$WORK/base/rev" 2>/dev/null)" != "$rev" ] || [ ! -x "$WORK/base/cmake/mcpq-ingress" ]; then
+        say "building the base ($rev) in $WORK/base/cmake"
+        rm -rf "$WORK/base"
+        mkdir -p "$src"
+        git -C "$ROOT" archive "$rev" | tar -x -C "$src"
+        cmake -S "$src" -B "$WORK/base/cmake" -DCMAKE_BUILD_TYPE=Release >"$WORK/base.log" 2>&1 &&
+            cmake --build "$WORK/base/cmake" -j "$(nproc)" --target mcpq-ingress mcpq-worker \
+                mcpq-devbroker >>"$WORK/base.log" 2>&1 ||
+            { tail -n 30 "$WORK/base.log" >&2; die "the base build failed (see $WORK/base.log)"; }
+        printf '%s\n' "$rev" >"$WORK/base/rev"
+    fi
+    BASE_BIN=$WORK/base/cmake
+    BASE_REV=$rev
+}
+
+# ratio NEW OLD [DECIMALS]: NEW / OLD as "1.23×" (or "n/a").
+ratio() { if ge "${2:-0}" 1e-12 && [ -n "${1:-}" ]; then printf '%s×' "$(calc "$1 / $2" "${3:-2}")"; else printf 'n/a'; fi; }
+
+# cpu_per_call state rate outfile [loadgen args]: CPU µs per tools/call of every stack
+# component (its pid files in state: ingress-0, worker-N, redis, devbroker) during an open
+# loop of echo at a fixed rate (DURATION s after a 2 s warm-up that is not counted). Writes
+# "<component>_us=...", "calls=", "total_us=", the loadgen's own lines and other_cpu_pct.
+cpu_per_call() {
+    local state=$1 rate=$2 out=$3 f n pid
+    shift 3
+    local lg=("$BIN/bench-loadgen" --url "$MCPQ_URL" --rate "$rate" --connections 256
+        --body "$ECHO_BODY" -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json'
+        -H "Accept: $ACCEPT_BOTH" --check-result "$@")
+    "${lg[@]}" --duration 2 --warmup 0 >/dev/null 2>&1 || true # warm-up
+    declare -A t0=()
+    for f in "$state"/*.pid; do t0[$(basename "$f" .pid)]=$(cpu_ticks "$(cat "$f")"); done
+    others_start
+    "${lg[@]}" --duration "$DURATION" --warmup 0 >"$out" 2>&1 || true
+    others_end "$out" >/dev/null
+    local calls total=0 us
+    calls=$(val "$out" recorded)
+    for f in "$state"/*.pid; do
+        n=$(basename "$f" .pid)
+        pid=$(cat "$f")
+        us=$(calc "($(cpu_ticks "$pid") - ${t0[$n]}) / $CLK_TCK * 1e6 / (${calls:-0} + 1e-9)" 1)
+        printf '%s_us=%s\n' "$n" "$us" >>"$out"
+        total=$(calc "$total + $us" 1)
+    done
+    printf 'calls=%s\ntotal_us=%s\n' "$calls" "$total" >>"$out"
+    note_cmd "$(rel "$BIN")/bench-loadgen --url $MCPQ_URL --rate $rate --duration $DURATION --connections 256 --body '$ECHO_BODY' ... --check-result $*   # CPU per call from /proc/<pid>/stat of each component"
+}
+
+# ------------------------------------------------------------------ sections of round two
+
+# Each bench/sec_<name>.sh defines sec_<name>: it measures (starting and stopping its own
+# stacks with start_stack/stop_stack), and writes its part of the doc to $RES/sec-<name>.md
+# (a "## ..." section) and the lines `make bench` prints at the end to $RES/sec-<name>.txt.
+# BENCH_ONLY=<name> runs only that section and puts it into an existing $DOC in place of its
+# previous text. SECTIONS is the order of the full run.
+SECTIONS=()
+for f in "$ROOT"/bench/sec_*.sh; do
+    # shellcheck source=/dev/null
+    . "$f"
+done
+# sec_order NAME...: the sections in the order they run (each file appends its name).
+section_doc() { # name: $RES/sec-<name>.md between markers, in place of the previous one
+    local name=$1 sec=$WORK/section-$1.md
+    {
+        printf '<!-- bench %s begin: bench/run.sh writes this section; BENCH_ONLY=%s runs only it -->\n' "$name" "$name"
+        cat "$RES/sec-$name.md"
+        printf '<!-- bench %s end -->\n' "$name"
+    } >"$sec"
     [ -f "$DOC" ] || die "$DOC is missing: run the whole bench first"
-    if grep -q '^<!-- bench fsync begin' "$DOC"; then
-        awk -v f="$sec" '/^<!-- bench fsync begin/ { while ((getline l < f) > 0) print l; skip = 1; next }
-            /^<!-- bench fsync end/ { skip = 0; next } !skip' "$DOC" >"$DOC.tmp"
+    if grep -q "^<!-- bench $name begin" "$DOC"; then
+        awk -v f="$sec" -v b="<!-- bench $name begin" -v e="<!-- bench $name end" \
+            'index($0, b) == 1 { while ((getline l < f) > 0) print l; skip = 1; next }
+            index($0, e) == 1 { skip = 0; next } !skip' "$DOC" >"$DOC.tmp"
     else
         awk -v f="$sec" '/^## How the run works/ && !done { while ((getline l < f) > 0) print l; print ""; done = 1 }
             { print }' "$DOC" >"$DOC.tmp"
     fi
     mv "$DOC.tmp" "$DOC"
-    say "wrote the appendfsync section of $DOC"
+    say "wrote the $name section of $DOC"
 }
+run_section() { # name
+    rm -f "$RES/sec-$1.md" "$RES/sec-$1.txt"
+    "sec_$1"
+    [ -s "$RES/sec-$1.md" ] || die "section $1 wrote no $RES/sec-$1.md"
+}
+if [ -n "${BENCH_ONLY:-}" ] && [ "$BENCH_ONLY" != fsync ]; then
+    printf '%s\n' "${SECTIONS[@]}" | grep -qx "$BENCH_ONLY" ||
+        die "BENCH_ONLY=$BENCH_ONLY: known are fsync ${SECTIONS[*]}"
+    run_section "$BENCH_ONLY"
+    stop_all
+    section_doc "$BENCH_ONLY"
+    cat "$RES/sec-$BENCH_ONLY.txt" 2>/dev/null || true
+    exit 0
+fi
 
 if [ "${BENCH_ONLY:-}" = fsync ]; then
     fsync_compare
@@ -474,7 +577,6 @@ if [ "${BENCH_ONLY:-}" = fsync ]; then
     fsync_cost
     exit 0
 fi
-[ -z "${BENCH_ONLY:-}" ] || die "BENCH_ONLY=$BENCH_ONLY: only fsync is known"
 LOADAVG_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 
 say "starting the bare libmicrohttpd responder on $BARE_PORT"
@@ -629,6 +731,12 @@ fi
 
 stop_stack
 fsync_compare
+
+# ------------------------------------------------------------------ 7. round two's sections
+
+for sec in "${SECTIONS[@]}"; do
+    run_section "$sec"
+done
 
 # ------------------------------------------------------------------ stop
 
@@ -916,6 +1024,11 @@ DOC_END
     fi
     fsync_section
     echo
+    for sec in "${SECTIONS[@]}"; do
+        printf '<!-- bench %s begin: bench/run.sh writes this section; BENCH_ONLY=%s runs only it -->\n' "$sec" "$sec"
+        cat "$RES/sec-$sec.md"
+        printf '<!-- bench %s end -->\n\n' "$sec"
+    done
     cat <<DOC_END
 ## How the run works
 
@@ -953,3 +1066,4 @@ printf 'tools/list: %s%% of the bare responder: %s\n' "$(calc "$LIST_RATIO*100" 
 printf 'tools/call echo: %sx the TS SDK: %s\n' "$ECHO_RATIO" "$(verdict $T3)"
 printf 'added latency at half load: %s ms: %s\n' "$ADDED" "$(verdict $T4)"
 fsync_cost
+for sec in "${SECTIONS[@]}"; do cat "$RES/sec-$sec.txt" 2>/dev/null || true; done
