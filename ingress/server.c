@@ -141,8 +141,8 @@ static void call_outcome(ing_req_t *req, const ing_call_t *call, const char *res
               call->job_id, "outcome", names[outcome], "duration_ms", ms, "stream",
               call->streaming ? "sse" : "json", (char *)NULL);
     ing_metrics_call(req->ctx->metrics, req->tenant, outcome, us);
-    if (call->finished_us > 0 && response) /* a worker's result is being handed over */
-        ing_metrics_result_delivery(req->ctx->metrics, util_now_us() - call->finished_us);
+    if (call->stamps.finished_us > 0 && response) /* a worker's result is being handed over */
+        ing_metrics_result_delivery(req->ctx->metrics, util_now_us() - call->stamps.finished_us);
     if (outcome != ING_CALL_OK && outcome != ING_CALL_FAKE) /* MCP semconv: error.type */
         otel_span_error(call->span ? call->span : req->span,
                         outcome == ING_CALL_TOOL_ERROR ? "tool_error" : names[outcome],
@@ -842,19 +842,45 @@ static enum MHD_Result on_request_ops(void *cls, struct MHD_Connection *conn, co
 
 /* The access log line of a request that ended (docs/operations.md, "Access log"): the status
  * queued (0 when none was), and "aborted" when the client did not get the whole answer. */
+/* The stages of a single tools/call a worker answered (stages.h), ended now: observed
+ * (mcpq_call_stage_seconds) and returned as the access log's stages_us object; NULL for any
+ * other request (a batch, a call answered without a worker's result). */
+static cJSON *call_stages(ing_req_t *req, int64_t duration_us)
+{
+    if (req->batch || !req->call.job_id[0])
+        return NULL;
+    ing_stamps_t st = req->call.stamps;
+    st.end_us = util_now_us();
+    st.start_us = st.end_us - duration_us; /* the request's start on the wall clock */
+    int64_t us[ING_STAGE_COUNT];
+    if (!ing_stages_split(&st, us))
+        return NULL;
+    cJSON *o = cJSON_CreateObject();
+    for (int i = 0; i < ING_STAGE_COUNT; i++) {
+        ing_metrics_stage(req->ctx->metrics, (ing_stage_t)i, us[i]);
+        cJSON_AddNumberToObject(o, ing_stages_names[i], (double)us[i]);
+    }
+    return o;
+}
+
 static void access_log(ing_req_t *req, enum MHD_RequestTerminationCode toe)
 {
-    if (!req->ctx->set->access_log)
+    int64_t us = util_mono_us() - req->t0_us;
+    cJSON *stages = call_stages(req, us > 0 ? us : 0);
+    if (!req->ctx->set->access_log) {
+        cJSON_Delete(stages);
         return;
+    }
     char path[256], rbuf[288], client[ING_PEER_LEN];
     size_t plen = strcspn(req->uri, "?");
     snprintf(path, sizeof(path), "%.*s", (int)(plen < sizeof(path) ? plen : sizeof(path) - 1),
              req->uri);
-    int64_t us = util_mono_us() - req->t0_us;
     ing_req_client(req, req->ctx->trusted, client, sizeof(client));
     cJSON *f = cJSON_CreateObject();
-    if (!f)
+    if (!f) {
+        cJSON_Delete(stages);
         return;
+    }
     cJSON_AddStringToObject(f, "method", req->method ? req->method : "");
     cJSON_AddStringToObject(f, "route", route_pattern(path, rbuf, sizeof(rbuf)));
     cJSON_AddNumberToObject(f, "status", req->status);
@@ -870,6 +896,8 @@ static void access_log(ing_req_t *req, enum MHD_RequestTerminationCode toe)
     cJSON_AddStringToObject(f, "client", client);
     if (!req->status || toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
         cJSON_AddBoolToObject(f, "aborted", 1);
+    if (stages)
+        cJSON_AddItemToObject(f, "stages_us", stages);
     log_event_json(LOG_INFO, "access", f);
 }
 

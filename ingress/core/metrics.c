@@ -42,6 +42,7 @@ struct ing_metrics {
     atomic_size_t ntenants; /* slots published (>= 2): written under tenant_lock, release */
     pthread_mutex_t tenant_lock;
     prom_hist_t delivery; /* result delivery */
+    prom_hist_t stage[ING_STAGE_COUNT];
     atomic_ullong published_ok, published_failed;
     atomic_ullong wh[ING_WH_COUNT];
     prom_hist_t wh_hist[ING_WH_COUNT];
@@ -207,6 +208,11 @@ void ing_metrics_result_delivery(ing_metrics_t *m, int64_t delivery_us)
     prom_observe_us(&m->delivery, delivery_us);
 }
 
+void ing_metrics_stage(ing_metrics_t *m, ing_stage_t stage, int64_t us)
+{
+    prom_observe_us(&m->stage[stage], us);
+}
+
 void ing_metrics_published(ing_metrics_t *m, int ok)
 {
     atomic_fetch_add(ok ? &m->published_ok : &m->published_failed, 1);
@@ -247,6 +253,10 @@ static void render_calls(ing_metrics_t *m, util_buf_t *out)
               "From a worker's end of a job (its finished_us) to the response queued at this "
               "ingress (assumes NTP-synced clocks).");
     prom_histogram(out, "mcpq_result_delivery_seconds", "", &m->delivery);
+    prom_histograms(out, "mcpq_call_stage_seconds",
+                    "Where the time of a tools/call a worker answered goes, by stage "
+                    "(docs/operations.md, Access log; cross-process stages assume synced clocks).",
+                    "stage", ing_stages_names, m->stage, ING_STAGE_COUNT, 0);
 }
 
 /* The webhook series: attempts by outcome, their latency, the queue. */

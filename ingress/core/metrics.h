@@ -1,7 +1,8 @@
 /*
  * metrics.h - the ingress's Prometheus metrics (docs/operations.md "Metrics"): requests by MCP
  * method and HTTP status, request latency histograms, in-flight calls, published jobs and their
- * failures, tool call outcomes and end-to-end latency per tenant, result delivery latency,
+ * failures, tool call outcomes and end-to-end latency per tenant, result delivery latency, the
+ * stages of a call (stages.h),
  * webhook delivery attempts by outcome and their latency, open notification streams, the
  * webhook queue, task states, OAuth key fetches and token introspection, config file reloads,
  * quarantined federated tools (pin.h), build info and the process_* series (prom.h).
@@ -21,6 +22,7 @@
 #define MCPQ_ING_METRICS_H
 
 #include "prom.h"
+#include "stages.h"
 #include "util.h"
 
 #include <stddef.h>
@@ -94,6 +96,9 @@ void ing_metrics_call(ing_metrics_t *m, const char *tenant, ing_call_outcome_t o
  * clock) to the response queued (this ingress's), clamped at 0; assumes NTP-synced clocks
  * (mcpq_result_delivery_seconds). */
 void ing_metrics_result_delivery(ing_metrics_t *m, int64_t delivery_us);
+/* One stage of a tools/call a worker answered took us µs (stages.h;
+ * mcpq_call_stage_seconds{stage}). */
+void ing_metrics_stage(ing_metrics_t *m, ing_stage_t stage, int64_t us);
 void ing_metrics_published(ing_metrics_t *m, int ok);
 /* One webhook HTTP attempt and how long it took, in µs (mcpq_webhook_attempts_total{outcome},
  * mcpq_webhook_delivery_seconds{outcome}). */

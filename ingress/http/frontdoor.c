@@ -143,7 +143,11 @@ ing_door_verdict_t ing_frontdoor_enter(ing_req_t *req, ing_door_kind_t kind, ing
                       "the admin API is off: start the ingress with MCPQ_ADMIN_TOKEN");
     if (!ing_auth_origin_ok(req, set->allowed_origins, set->allowed_hosts))
         return refuse(door, ING_DOOR_FORBIDDEN, 403, "Origin or Host not allowed");
-    return kind == ING_DOOR_OPERATOR ? enter_operator(req, door) : enter_tenant(req, door);
+    ing_door_verdict_t v =
+        kind == ING_DOOR_OPERATOR ? enter_operator(req, door) : enter_tenant(req, door);
+    if (v == ING_DOOR_IN) /* the http_auth stage's end (stages.h) */
+        req->call.stamps.door_us = util_now_us();
+    return v;
 }
 
 void ing_frontdoor_leave(ing_door_t *door)

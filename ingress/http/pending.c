@@ -242,6 +242,7 @@ static void complete_locked(ing_pending_t *p, ing_call_t *call, char *response,
                             ing_call_outcome_t outcome, int timed_out)
 {
     unlink_locked(p, call);
+    call->stamps.woke_us = util_now_us(); /* the wake stage's end (stages.h) */
     call->timed_out = timed_out;
     call->outcome = timed_out ? ING_CALL_TIMEOUT : outcome;
     call->done = 1;
@@ -606,6 +607,15 @@ void ing_pending_fail(ing_pending_t *p, const char *job_id, int code, const char
     pthread_mutex_unlock(&p->lock);
 }
 
+void ing_pending_acked(ing_pending_t *p, const char *job_id, int64_t acked_us)
+{
+    pthread_mutex_lock(&p->lock);
+    for (ing_call_t *c = p->buckets[bucket_of(job_id)]; c; c = c->next)
+        if (!c->stamps.acked_us && strcmp(c->job_id, job_id) == 0)
+            c->stamps.acked_us = acked_us;
+    pthread_mutex_unlock(&p->lock);
+}
+
 void ing_pending_fail_all(ing_pending_t *p, const char *message)
 {
     pthread_mutex_lock(&p->lock);
@@ -648,16 +658,23 @@ static void cache_hints(cJSON *result, long long ttl_ms, int cache_public)
     cJSON_AddStringToObject(result, "cacheScope", cache_public ? "public" : "private");
 }
 
+/* A record's Unix µs stamp name; 0 when absent or not a plausible one. */
+static int64_t stamp_of(const cJSON *rec, const char *name)
+{
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(rec, name);
+    return cJSON_IsNumber(f) && f->valuedouble > 0 && f->valuedouble < 9e15
+               ? (int64_t)f->valuedouble
+               : 0;
+}
+
 char *ing_pending_record_response(const ing_call_t *call, const char *record, size_t len,
-                                  ing_call_outcome_t *outcome, int64_t *finished_us)
+                                  ing_call_outcome_t *outcome, ing_stamps_t *stamps)
 {
     *outcome = ING_CALL_FAILED;
     cJSON *rec = cJSON_ParseWithLength(record, len);
-    if (finished_us) {
-        const cJSON *f = cJSON_GetObjectItemCaseSensitive(rec, "finished_us");
-        *finished_us = cJSON_IsNumber(f) && f->valuedouble > 0 && f->valuedouble < 9e15
-                           ? (int64_t)f->valuedouble
-                           : 0;
+    if (stamps) {
+        stamps->exec_us = stamp_of(rec, "exec_us");
+        stamps->finished_us = stamp_of(rec, "finished_us");
     }
     const char *status = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec, "status"));
     cJSON *result = cJSON_GetObjectItemCaseSensitive(rec, "result");
@@ -809,7 +826,7 @@ static void deliver_input(ing_pending_t *p, const char *job_id, const char *data
 /* One reply-stream entry for the calls of this replica waiting on the job: usually one, more
  * when repeats of an idempotent call wait on the same job (idem.h). */
 static void deliver(ing_pending_t *p, const char *job_id, const char *kind, const char *data,
-                    size_t len)
+                    size_t len, int64_t stored_us)
 {
     if (strcmp(kind, "input") == 0) {
         deliver_input(p, job_id, data, len);
@@ -823,7 +840,8 @@ static void deliver(ing_pending_t *p, const char *job_id, const char *kind, cons
         while ((c = find_locked(p, job_id)) != NULL) {
             if (result) {
                 ing_call_outcome_t outcome;
-                char *resp = ing_pending_record_response(c, data, len, &outcome, &c->finished_us);
+                char *resp = ing_pending_record_response(c, data, len, &outcome, &c->stamps);
+                c->stamps.stored_us = stored_us;
                 complete_locked(p, c, resp, outcome, 0);
             } else
                 cancel_locked(p, c);
@@ -922,10 +940,13 @@ static void handle_entries(ing_pending_t *p, const redisReply *r, char *last_id,
         const redisReply *job = field_of(e->element[1], "job");
         const redisReply *kind = field_of(e->element[1], "kind");
         const redisReply *data = field_of(e->element[1], "data");
+        const redisReply *stored = field_of(e->element[1], "stored_us"); /* a worker's stamp */
         if (!job || !kind || !data || job->type != REDIS_REPLY_STRING)
             continue;
+        long long su =
+            stored && stored->type == REDIS_REPLY_STRING ? strtoll(stored->str, NULL, 10) : 0;
         if (kind->type == REDIS_REPLY_STRING && data->type == REDIS_REPLY_STRING)
-            deliver(p, job->str, kind->str, data->str, data->len);
+            deliver(p, job->str, kind->str, data->str, data->len, su > 0 ? su : 0);
     }
 }
 
@@ -958,7 +979,7 @@ static void expire(ing_pending_t *p, redisContext **ctx)
             char *resp;
             ing_call_outcome_t outcome = ING_CALL_TIMEOUT;
             if (r && r->type == REDIS_REPLY_STRING)
-                resp = ing_pending_record_response(c, r->str, r->len, &outcome, &c->finished_us);
+                resp = ing_pending_record_response(c, r->str, r->len, &outcome, &c->stamps);
             else
                 resp = error_response(c->id_json, RPC_REPLY_TIMEOUT, "Agent reply timeout");
             complete_locked(p, c, resp, outcome, !(r && r->type == REDIS_REPLY_STRING));

@@ -56,6 +56,7 @@
 
 #include "kv.h"
 #include "metrics.h"
+#include "stages.h"
 #include "trace.h"
 #include "util.h"
 
@@ -149,8 +150,10 @@ typedef struct ing_call {
     char *response;             /* malloc'd JSON-RPC response */
     ing_call_outcome_t outcome; /* what response says, for the log and metrics */
     int timed_out;
-    int64_t finished_us; /* the result record's finished_us (the worker's Unix µs when the
-                          * executor ended); 0: none (mcpq_result_delivery_seconds) */
+    /* The stamps of its stages (stages.h): door_us and sent_us set by the HTTP thread before
+     * ing_pending_add; acked_us (ing_pending_acked), the worker's (its result) and woke_us
+     * under the lock; finished_us also feeds mcpq_result_delivery_seconds. */
+    ing_stamps_t stamps;
 } ing_call_t;
 
 typedef struct ing_pending ing_pending_t;
@@ -181,6 +184,9 @@ int ing_pending_park(ing_pending_t *p, ing_call_t *call);
  * to timeout_ms for a parked call (a group's: the batch) to wake, as a connection would be
  * resumed. 1 when it woke (then ing_pending_take says what to send), 0 on timeout. */
 int ing_pending_wait(ing_pending_t *p, ing_call_t *call, int timeout_ms);
+/* Kafka acknowledged the job of the waiting calls job_id at acked_us (Unix µs): the produce
+ * stage's end (stages.h), kept when the call has none yet. Nothing when none waits. */
+void ing_pending_acked(ing_pending_t *p, const char *job_id, int64_t acked_us);
 /* Completes a call by job id with a JSON-RPC error (e.g. Kafka refused the job). */
 void ing_pending_fail(ing_pending_t *p, const char *job_id, int code, const char *message);
 /* Removes a call that is still waiting (its request failed or its client went away).
@@ -241,9 +247,9 @@ void ing_pending_fail_all(ing_pending_t *p, const char *message);
  * modern, task_result, method_result and cache hints are used): the record's result, -32003
  * for a timeout, or its error (code and message as the worker wrote them). Under 2026-07-28
  * the result carries resultType, and a cacheable one ttlMs and cacheScope. The outcome is a
- * tool error only for a tools/call result with isError. *finished_us (when not NULL) gets
- * the record's finished_us, 0 when it has none. Malloc'd; NULL on ENOMEM. */
+ * tool error only for a tools/call result with isError. stamps (when not NULL) gets the
+ * record's exec_us and finished_us (stages.h), 0 when it has none. Malloc'd; NULL on ENOMEM. */
 char *ing_pending_record_response(const ing_call_t *call, const char *record, size_t len,
-                                  ing_call_outcome_t *outcome, int64_t *finished_us);
+                                  ing_call_outcome_t *outcome, ing_stamps_t *stamps);
 
 #endif

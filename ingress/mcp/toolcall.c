@@ -982,6 +982,9 @@ static tc_status_t tc_envelope(tc_t *tc)
     cJSON *env = build_envelope(tc->m, tc->tool, tc->msg, tc->own, tc->atts, call->job_id,
                                 tc->timeout_ms, tc->traceparent);
     tc->own = tc->atts = NULL; /* now owned by env */
+    /* the validate stage's end, the produce stage's start (stages.h) */
+    call->stamps.sent_us =
+        (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(env, "sent_us"));
     if (tc->detached) /* the worker answers nobody; its record expires (docs/protocol.md) */
         cJSON_DeleteItemFromObjectCaseSensitive(env, "reply_to");
     if (tc->ikey) /* the worker keeps the record as long as a repeat may replay */
@@ -1166,6 +1169,8 @@ void ing_toolcall_delivered(void *opaque, int err, void *arg)
     if (err == MCPQ_EUNAVAIL)
         ing_pending_fail(ctx->pending, job_id, RPC_INTERNAL_ERROR,
                          "job queue (Kafka) unavailable; try again");
+    else if (err == 0)
+        ing_pending_acked(ctx->pending, job_id, util_now_us()); /* the produce stage's end */
     free(job_id);
 }
 

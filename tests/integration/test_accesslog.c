@@ -14,6 +14,10 @@
  *     and line, the route a pattern (never the ids or the query of the target);
  *   - an SSE answer carries the header, and its line counts the bytes of the frames sent;
  *   - a call whose client goes away before the answer is logged with status 0 and "aborted";
+ *   - a tools/call a worker answered has stages_us: every stage of ingress/core/stages.h, none
+ *     negative, their sum within the call's duration_us (plus a clock allowance), the execute
+ *     stage holding the tool's own time; other requests have none; /metrics has
+ *     mcpq_call_stage_seconds for every stage, and promtool accepts it;
  *   - with MCPQ_ACCESS_LOG=0 the ingress writes no access line (but still returns the id).
  */
 #include "check.h"
@@ -246,6 +250,102 @@ static void check_lines_of(const char *path, const char *rid, const char *trace_
 }
 
 /* ---- the checks ---- */
+
+static const char *const stage_names[] = {"http_auth", "validate",     "produce", "queue",
+                                          "execute",   "result_write", "wake",    "respond"};
+#define NSTAGES (sizeof(stage_names) / sizeof(stage_names[0]))
+/* The cross-process stages compare the worker's clock with the ingress's; here both read one
+ * host's clock, so only rounding (µs) and a clamp at 0 could push the sum over duration_us. */
+#define STAGE_SKEW_US 1000
+
+/* The access line a's stages_us: every stage there, a number >= 0, their sum at most the
+ * line's duration_us (+ STAGE_SKEW_US); the execute stage's µs returned. */
+static double check_stage_fields(const cJSON *a)
+{
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(a, "stages_us");
+    if (!cJSON_IsObject(st)) {
+        char *t = cJSON_PrintUnformatted(a);
+        fprintf(stderr, "no stages_us object in %s\n", t ? t : "?");
+        free(t);
+        exit(1);
+    }
+    double sum = 0;
+    for (size_t i = 0; i < NSTAGES; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(st, stage_names[i]);
+        if (!cJSON_IsNumber(v) || v->valuedouble < 0) {
+            fprintf(stderr, "stages_us.%s is missing or negative\n", stage_names[i]);
+            exit(1);
+        }
+        sum += v->valuedouble;
+    }
+    CHECK_INT_EQ(cJSON_GetArraySize(st), (long long)NSTAGES);
+    double dur = num(a, "duration_us");
+    if (sum > dur + STAGE_SKEW_US) {
+        fprintf(stderr, "the stages add up to %.0f us, the call took %.0f us\n", sum, dur);
+        exit(1);
+    }
+    return num(st, "execute");
+}
+
+static size_t into_buf(char *p, size_t size, size_t n, void *arg)
+{
+    return util_buf_append(arg, p, size * n) < 0 ? 0 : size * n;
+}
+
+/* The ops listener's /metrics (caller frees). */
+static char *metrics_text(void)
+{
+    char url[96];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", ops_port);
+    util_buf_t b;
+    util_buf_init(&b, 8u << 20);
+    CURL *c = curl_easy_init();
+    CHECK(c != NULL);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, into_buf);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 15000L);
+    CHECK_INT_EQ(curl_easy_perform(c), CURLE_OK);
+    curl_easy_cleanup(c);
+    CHECK(util_buf_append(&b, "", 1) == 0);
+    return b.data;
+}
+
+/* Where the time of a call goes (stages.h): in the access line of calls a worker answered
+ * (one plain, one streamed whose tool takes 0.3 s), nowhere else; and on /metrics. */
+static void check_stages(const char *ilog)
+{
+    cJSON *a = access_line(ilog, "r-abc-123");
+    check_stage_fields(a);
+    cJSON_Delete(a);
+    a = access_line(ilog, "r-sse"); /* the tool's 0.3 s are its execute stage */
+    double exec_us = check_stage_fields(a);
+    if (exec_us < 3e5 || exec_us > num(a, "duration_us")) {
+        fprintf(stderr, "execute %.0f us: not the tool's 0.3 s\n", exec_us);
+        exit(1);
+    }
+    cJSON_Delete(a);
+    a = access_line(ilog, "g-404");
+    CHECK(cJSON_GetObjectItemCaseSensitive(a, "stages_us") == NULL);
+    cJSON_Delete(a);
+    TEST_PASS("a tools/call's access line has stages_us: every stage, none negative, their sum "
+              "within duration_us, the tool's time in execute; a 404's has none");
+
+    char *text = metrics_text();
+    for (size_t i = 0; i < NSTAGES; i++) {
+        char needle[128];
+        snprintf(needle, sizeof(needle), "\nmcpq_call_stage_seconds_count{stage=\"%s\"} ",
+                 stage_names[i]);
+        const char *p = strstr(text, needle);
+        if (!p || strtoll(p + strlen(needle), NULL, 10) < 2) {
+            fprintf(stderr, "/metrics: %s is missing or under 2\n", needle + 1);
+            exit(1);
+        }
+    }
+    CHECK_INT_EQ(fx_promtool_check(text), 0);
+    free(text);
+    TEST_PASS("/metrics has mcpq_call_stage_seconds{stage} of every stage; promtool accepts it");
+}
 
 static void check_call(const char *ilog, const char *wlog)
 {
@@ -505,6 +605,7 @@ int main(void)
     check_generated(ilog);
     check_routes(ilog);
     check_stream(ilog);
+    check_stages(ilog);
     check_aborted(ilog);
 
     /* MCPQ_ACCESS_LOG=0: the id still comes back, no line is written (read once it stopped,

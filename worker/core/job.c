@@ -210,6 +210,7 @@ static void job_complete_data(wrk_job_t *job, wrk_status_t status, const cJSON *
         .started_ms = job->started_ms ? job->started_ms : util_now_ms(),
         .finished_ms = util_now_ms(),
         .picked_us = job->picked_us,
+        .exec_us = job->tool_started ? job->exec_us : 0,
         .finished_us = util_now_us(),
         .never_ran = !job->tool_started, /* an idempotent repeat runs it (idem_claim.lua) */
     };
@@ -343,6 +344,7 @@ static void job_run(wrk_job_t *job)
     }
     job->executing = 1;
     job->tool_started = 1;
+    job->exec_us = util_now_us();
     job->rt->executing++;
     if (job->ex->start(job) < 0) {
         /* The executor logged why; nothing runs. */

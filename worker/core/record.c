@@ -48,6 +48,8 @@ char *wrk_record_build(const wrk_record_t *r, size_t *len)
         ok = cJSON_AddNumberToObject(o, "finished_us", (double)r->finished_us) != NULL;
     if (ok && r->picked_us > 0)
         ok = cJSON_AddNumberToObject(o, "picked_us", (double)r->picked_us) != NULL;
+    if (ok && r->exec_us > 0)
+        ok = cJSON_AddNumberToObject(o, "exec_us", (double)r->exec_us) != NULL;
     if (ok && r->never_ran)
         ok = cJSON_AddFalseToObject(o, "ran") != NULL;
     if (ok)

@@ -6,10 +6,12 @@
  *   {"v":1,"job_id","tenant","tool","status":"ok"|"timeout"|"error",
  *    "result":<CallToolResult> (ok) | "error":{"code","message","data"?:{"reason"}}
  *    (timeout, error),
- *    "worker","attempt","started_ms","finished_ms","finished_us"?,"picked_us"?}
+ *    "worker","attempt","started_ms","finished_ms","finished_us"?,"picked_us"?,"exec_us"?}
  *
- * picked_us and finished_us are Unix µs (job picked up by this worker, executor ended); the
- * ingress observes mcpq_result_delivery_seconds from finished_us. Either is left out when 0.
+ * picked_us, exec_us and finished_us are Unix µs (job picked up by this worker, executor
+ * started, executor ended: the ingress splits a call into stages with them, ingress/core/
+ * stages.h); it observes mcpq_result_delivery_seconds from finished_us. Each is left out
+ * when 0.
  *
  * Pure functions, thread-safe.
  */
@@ -35,7 +37,7 @@ typedef struct wrk_record {
     const char *worker;
     int attempt;
     int64_t started_ms, finished_ms;
-    int64_t picked_us, finished_us; /* Unix µs; 0: not written */
+    int64_t picked_us, exec_us, finished_us; /* Unix µs; 0: not written */
     int never_ran; /* the tool was never started (deadline passed in the queue, no executor, or
                     * it could not start): written as "ran": false */
 } wrk_record_t;

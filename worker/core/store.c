@@ -264,17 +264,27 @@ static int append_argv(wrk_store_t *st, cmd_kind_t kind, wrk_store_req_t *req, i
     return 0;
 }
 
-/* XADD one entry; the stream gets one EXPIRE per pipeline (or its own when slots run out). */
+/* XADD one entry (with the field stored_us when stored_us > 0: docs/internals.md, "Reply
+ * stream"); the stream gets one EXPIRE per pipeline (or its own when slots run out). */
 static int append_xadd(wrk_store_t *st, cmd_kind_t kind, wrk_store_req_t *req, const char *stream,
-                       const char *job_id, const char *entry_kind, const char *data, size_t len)
+                       const char *job_id, const char *entry_kind, const char *data, size_t len,
+                       int64_t stored_us)
 {
-    const char *argv[] = {"XADD", stream, "MAXLEN", "~",        WRK_REPLY_MAXLEN, "*",
-                          "job",  job_id, "kind",   entry_kind, "data",           data};
-    size_t lens[12];
-    for (int i = 0; i < 11; i++)
+    char su[24];
+    snprintf(su, sizeof(su), "%lld", (long long)stored_us);
+    const char *argv[] = {"XADD",      stream, "MAXLEN", "~",    WRK_REPLY_MAXLEN,
+                          "*",         "job",  job_id,   "kind", entry_kind,
+                          "stored_us", su,     "data",   data};
+    int argc = stored_us > 0 ? 14 : 12;
+    if (stored_us <= 0) { /* no stamp: the data field moves up */
+        argv[10] = "data";
+        argv[11] = data;
+    }
+    size_t lens[14];
+    for (int i = 0; i < argc - 1; i++)
         lens[i] = strlen(argv[i]);
-    lens[11] = len;
-    if (append_argv(st, kind, req, 12, argv, lens) < 0)
+    lens[argc - 1] = len;
+    if (append_argv(st, kind, req, argc, argv, lens) < 0)
         return MCPQ_ENOMEM;
     for (size_t i = 0; i < st->nexpire; i++)
         if (strcmp(st->expire_streams[i], stream) == 0)
@@ -419,7 +429,7 @@ static int append_notes(wrk_store_t *st, store_note_t **notes)
         int rc;
         if (n->kind) {
             rc = append_xadd(st, CMD_NOTE, NULL, n->stream, n->job_id, n->kind, n->data,
-                             n->data_len);
+                             n->data_len, 0);
         } else { /* wrk_store_publish */
             const char *argv[] = {"PUBLISH", n->stream, n->data};
             size_t lens[] = {7, strlen(n->stream), n->data_len};
@@ -524,6 +534,7 @@ static int round_one_reply(cmd_kind_t kind, wrk_store_req_t *r, const redisReply
         }
         if (rep->type == REDIS_REPLY_STRING && keep_durable(r, rep) < 0)
             return 0;
+        r->stored_us = util_now_us();
         r->phase = 1;
     } else if (rep->type == REDIS_REPLY_ERROR) {
         log_msgf(LOG_DEBUG, "reply stream entry refused: %s", rep->str);
@@ -578,7 +589,8 @@ static int append_round_two(wrk_store_t *st, wrk_store_req_t *batch, size_t *nwr
         const char *rec = durable_of(r, &len);
         const char *kind = r->op == WRK_STORE_CANCEL ? "cancelled" : "result";
         for (size_t i = 0; i < r->nstreams; i++)
-            if (append_xadd(st, CMD_XADD, r, r->streams[i], r->job_id, kind, rec, len) < 0)
+            if (append_xadd(st, CMD_XADD, r, r->streams[i], r->job_id, kind, rec, len,
+                            r->op == WRK_STORE_WRITE ? r->stored_us : 0) < 0)
                 return MCPQ_ENOMEM;
         if (r->nstreams == 0)
             r->phase = 3;

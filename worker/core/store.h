@@ -91,6 +91,8 @@ struct wrk_store_req {
     char *durable;     /* WRITE: another worker's record found by SET NX GET; CANCEL: the entry
                         * data (malloc'd) */
     size_t durable_len;
+    int64_t stored_us; /* WRITE: Unix µs when Redis acknowledged the SET (the result_write
+                        * stage's end); sent as the entry's stored_us field */
     wrk_store_req_t *next;
     int queued;
 };

@@ -179,11 +179,13 @@ static void test_group_early(void)
 /* The response to a record for call c, as text (malloc'd), and its outcome. */
 static char *answer(const ing_call_t *c, const char *rec, ing_call_outcome_t *outcome)
 {
-    int64_t finished_us = -1;
-    char *out = ing_pending_record_response(c, rec, strlen(rec), outcome, &finished_us);
+    ing_stamps_t st = {.finished_us = -1, .exec_us = -1};
+    char *out = ing_pending_record_response(c, rec, strlen(rec), outcome, &st);
     CHECK(out != NULL);
     const char *f = strstr(rec, "\"finished_us\":"); /* what the worker wrote, else 0 */
-    CHECK_INT_EQ(finished_us, f ? strtoll(f + 14, NULL, 10) : 0);
+    CHECK_INT_EQ(st.finished_us, f ? strtoll(f + 14, NULL, 10) : 0);
+    const char *x = strstr(rec, "\"exec_us\":");
+    CHECK_INT_EQ(st.exec_us, x ? strtoll(x + 10, NULL, 10) : 0);
     return out;
 }
 
@@ -199,7 +201,8 @@ static void test_method_results(void)
     c.method_result = 1;
     char *out = answer(&c,
                        "{\"v\":1,\"job_id\":\"j1\",\"status\":\"ok\",\"result\":{\"messages\":[],"
-                       "\"isError\":true},\"finished_us\":1796000000123456}",
+                       "\"isError\":true},\"exec_us\":1796000000000042,"
+                       "\"finished_us\":1796000000123456}",
                        &outcome);
     CHECK_STR_EQ(out,
                  "{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{\"messages\":[],\"isError\":true}}");

@@ -19,6 +19,7 @@ static void test_ok(void)
                       .started_ms = 1767225600000LL,
                       .finished_ms = 1767225600123LL,
                       .picked_us = 1767225599999001LL,
+                      .exec_us = 1767225600000021LL,
                       .finished_us = 1767225600123456LL};
     size_t len = 0;
     char *s = wrk_record_build(&r, &len);
@@ -27,7 +28,8 @@ static void test_ok(void)
                     "\"status\":\"ok\",\"result\":{\"content\":[{\"type\":\"text\",\"text\":"
                     "\"hi\"}],\"isError\":false},\"worker\":\"worker-0\",\"attempt\":1,"
                     "\"started_ms\":1767225600000,\"finished_ms\":1767225600123,"
-                    "\"finished_us\":1767225600123456,\"picked_us\":1767225599999001}");
+                    "\"finished_us\":1767225600123456,\"picked_us\":1767225599999001,"
+                    "\"exec_us\":1767225600000021}");
     CHECK_INT_EQ(len, strlen(s));
     free(s);
     /* The record borrowed the result: it is still whole. */
