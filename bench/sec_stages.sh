@@ -248,7 +248,8 @@ stages_analysis() {
     printf '  is there, so `queue` shrinks to about one broker round trip, whatever the fetch wait.\n'
     printf '  This run measures that round trip too: `produce` minus `linger.ms` is the producer'"'"'s own\n'
     printf '  round trip to the same broker. Added latency = every stage but `queue` and `execute` at\n'
-    printf '  its median + that round trip - the loopback floor:\n\n'
+    printf '  its median + that round trip - the loopback floor (measured at the half-load rate;\n'
+    printf '  at 100 req/s it is no higher):\n\n'
     printf '  | run | other stages (p50 sum) | + round trip | = added on a real Kafka |\n'
     printf '  |---|---|---|---|\n'
     for f in "$min" "$RES/stages-new-low.txt"; do

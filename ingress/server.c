@@ -840,12 +840,10 @@ static enum MHD_Result on_request_ops(void *cls, struct MHD_Connection *conn, co
     return ret;
 }
 
-/* The access log line of a request that ended (docs/operations.md, "Access log"): the status
- * queued (0 when none was), and "aborted" when the client did not get the whole answer. */
 /* The stages of a single tools/call a worker answered (stages.h), ended now: observed
- * (mcpq_call_stage_seconds) and returned as the access log's stages_us object; NULL for any
- * other request (a batch, a call answered without a worker's result). */
-static cJSON *call_stages(ing_req_t *req, int64_t duration_us)
+ * (mcpq_call_stage_seconds) and, with json, returned as the access log's stages_us object;
+ * NULL for any other request (a batch, a call answered without a worker's result). */
+static cJSON *call_stages(ing_req_t *req, int64_t duration_us, int json)
 {
     if (req->batch || !req->call.job_id[0])
         return NULL;
@@ -855,22 +853,24 @@ static cJSON *call_stages(ing_req_t *req, int64_t duration_us)
     int64_t us[ING_STAGE_COUNT];
     if (!ing_stages_split(&st, us))
         return NULL;
-    cJSON *o = cJSON_CreateObject();
+    cJSON *o = json ? cJSON_CreateObject() : NULL;
     for (int i = 0; i < ING_STAGE_COUNT; i++) {
         ing_metrics_stage(req->ctx->metrics, (ing_stage_t)i, us[i]);
-        cJSON_AddNumberToObject(o, ing_stages_names[i], (double)us[i]);
+        if (o)
+            cJSON_AddNumberToObject(o, ing_stages_names[i], (double)us[i]);
     }
     return o;
 }
 
+/* The access log line of a request that ended (docs/operations.md, "Access log"): the status
+ * queued (0 when none was), and "aborted" when the client did not get the whole answer;
+ * a tools/call a worker answered also gets stages_us (call_stages). */
 static void access_log(ing_req_t *req, enum MHD_RequestTerminationCode toe)
 {
     int64_t us = util_mono_us() - req->t0_us;
-    cJSON *stages = call_stages(req, us > 0 ? us : 0);
-    if (!req->ctx->set->access_log) {
-        cJSON_Delete(stages);
+    cJSON *stages = call_stages(req, us > 0 ? us : 0, req->ctx->set->access_log);
+    if (!req->ctx->set->access_log)
         return;
-    }
     char path[256], rbuf[288], client[ING_PEER_LEN];
     size_t plen = strcspn(req->uri, "?");
     snprintf(path, sizeof(path), "%.*s", (int)(plen < sizeof(path) ? plen : sizeof(path) - 1),
