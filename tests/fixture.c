@@ -800,6 +800,33 @@ int fx_http_request(const char *method, const char *url, const char *const heade
     return rc == CURLE_OK ? 0 : -1;
 }
 
+static size_t fx_into_buf(char *p, size_t size, size_t n, void *arg)
+{
+    return util_buf_append(arg, p, size * n) < 0 ? 0 : size * n;
+}
+
+char *fx_http_text(const char *url)
+{
+    util_buf_t b;
+    util_buf_init(&b, 8u << 20);
+    CURL *c = curl_easy_init();
+    if (!c)
+        return NULL;
+    long status = 0;
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, fx_into_buf);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 15000L);
+    CURLcode rc = curl_easy_perform(c);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_cleanup(c);
+    if (rc != CURLE_OK || status != 200 || util_buf_append(&b, "", 1) < 0) {
+        util_buf_cleanup(&b);
+        return NULL;
+    }
+    return b.data;
+}
+
 rd_kafka_t *fx_kafka_new(const fx_stack_t *fx, const char *group,
                          void (*dr_cb)(rd_kafka_t *, const rd_kafka_message_t *, void *))
 {

@@ -232,6 +232,10 @@ typedef struct fx_reply {
  * NULL-terminated "Name: value" strings) to url with a 10 s timeout. 0, or -1 when no
  * HTTP answer came (r->status 0). */
 int fx_http_post(const char *url, const char *const headers[], const char *body, fx_reply_t *r);
+/* A GET of url whose whole body (up to 8 MiB, NUL-terminated) is returned, malloc'd; NULL
+ * when the exchange failed or its status was not 200. For bodies past fx_reply_t's 8 KiB
+ * (/metrics). */
+char *fx_http_text(const char *url);
 /* fx_http_post() with another method: "GET" (body NULL, no Content-Type), "POST", "DELETE"... */
 int fx_http_request(const char *method, const char *url, const char *const headers[],
                     const char *body, fx_reply_t *r);

@@ -287,30 +287,6 @@ static double check_stage_fields(const cJSON *a)
     return num(st, "execute");
 }
 
-static size_t into_buf(char *p, size_t size, size_t n, void *arg)
-{
-    return util_buf_append(arg, p, size * n) < 0 ? 0 : size * n;
-}
-
-/* The ops listener's /metrics (caller frees). */
-static char *metrics_text(void)
-{
-    char url[96];
-    snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", ops_port);
-    util_buf_t b;
-    util_buf_init(&b, 8u << 20);
-    CURL *c = curl_easy_init();
-    CHECK(c != NULL);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, into_buf);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 15000L);
-    CHECK_INT_EQ(curl_easy_perform(c), CURLE_OK);
-    curl_easy_cleanup(c);
-    CHECK(util_buf_append(&b, "", 1) == 0);
-    return b.data;
-}
-
 /* Where the time of a call goes (stages.h): in the access line of calls a worker answered
  * (one plain, one streamed whose tool takes 0.3 s), nowhere else; and on /metrics. */
 static void check_stages(const char *ilog)
@@ -331,7 +307,10 @@ static void check_stages(const char *ilog)
     TEST_PASS("a tools/call's access line has stages_us: every stage, none negative, their sum "
               "within duration_us, the tool's time in execute; a 404's has none");
 
-    char *text = metrics_text();
+    char url[96];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", ops_port);
+    char *text = fx_http_text(url);
+    CHECK(text != NULL);
     for (size_t i = 0; i < NSTAGES; i++) {
         char needle[128];
         snprintf(needle, sizeof(needle), "\nmcpq_call_stage_seconds_count{stage=\"%s\"} ",

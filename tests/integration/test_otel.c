@@ -367,32 +367,19 @@ static long call(int port, const char *tool, const char *text, const char *h1, c
     return r.status;
 }
 
-static size_t keep_text(char *p, size_t size, size_t n, void *arg)
-{
-    util_buf_append(arg, p, size * n);
-    return size * n;
-}
-
 /* The value of series (exact line prefix) on the ingress's /metrics at port. */
 static long long metric(int port, const char *series)
 {
     char url[96];
     snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", port);
-    util_buf_t b;
-    util_buf_init(&b, 4 << 20);
-    CURL *e = curl_easy_init();
-    curl_easy_setopt(e, CURLOPT_URL, url);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, keep_text);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, &b);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 10000L);
-    CHECK_INT_EQ(curl_easy_perform(e), CURLE_OK);
-    curl_easy_cleanup(e);
-    CHECK_INT_EQ(fx_promtool_check(b.data), 0); /* the exporter's series are valid exposition */
+    char *text = fx_http_text(url);
+    CHECK(text != NULL);
+    CHECK_INT_EQ(fx_promtool_check(text), 0); /* the exporter's series are valid exposition */
     char want[200];
     snprintf(want, sizeof(want), "\n%s ", series);
-    const char *p = b.data ? strstr(b.data, want) : NULL;
+    const char *p = strstr(text, want);
     long long v = p ? strtoll(p + strlen(want), NULL, 10) : -1;
-    util_buf_cleanup(&b);
+    free(text);
     return v;
 }
 
