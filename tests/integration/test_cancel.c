@@ -131,11 +131,11 @@ static int count_entries(const char *job_id, const char *kind, char *data, size_
     if (r->type == REDIS_REPLY_ARRAY) {
         for (size_t i = 0; i < r->elements; i++) {
             redisReply *f = r->element[i]->element[1];
-            CHECK(f->elements == 6);
+            CHECK(f->elements == 6 || f->elements == 8); /* a result: with stored_us */
             if (strcmp(f->element[1]->str, job_id) != 0 || strcmp(f->element[3]->str, kind) != 0)
                 continue;
             if (n++ == 0 && data)
-                snprintf(data, size, "%s", f->element[5]->str);
+                snprintf(data, size, "%s", f->element[f->elements - 1]->str);
         }
     }
     freeReplyObject(r);

@@ -269,13 +269,21 @@ static void read_entries(const char *job_id, entries_t *e)
     CHECK(r->type == REDIS_REPLY_ARRAY);
     for (size_t i = 0; i < r->elements; i++) {
         redisReply *f = r->element[i]->element[1];
-        CHECK(f->elements == 6);
+        /* job, kind, [stored_us: a result this worker wrote, docs/internals.md], data */
+        int stamped = f->elements == 8;
+        CHECK(f->elements == 6 || stamped);
         CHECK_STR_EQ(f->element[0]->str, "job");
         CHECK_STR_EQ(f->element[2]->str, "kind");
-        CHECK_STR_EQ(f->element[4]->str, "data");
+        if (stamped)
+            CHECK_STR_EQ(f->element[4]->str, "stored_us");
+        CHECK_STR_EQ(f->element[f->elements - 2]->str, "data");
         if (strcmp(f->element[1]->str, job_id) != 0)
             continue;
         const char *kind = f->element[3]->str;
+        if (stamped) { /* a result (one sent again for a record found durable has none) */
+            CHECK_STR_EQ(kind, "result");
+            CHECK(strtoll(f->element[5]->str, NULL, 10) > 1700000000000000LL); /* Unix µs */
+        }
         if (strcmp(kind, "result") == 0)
             e->results++;
         else if (strcmp(kind, "progress") == 0)
@@ -284,7 +292,7 @@ static void read_entries(const char *job_id, entries_t *e)
             e->logs++;
         if (e->n < 32) {
             snprintf(e->kind[e->n], sizeof(e->kind[0]), "%s", kind);
-            snprintf(e->data[e->n], sizeof(e->data[0]), "%s", f->element[5]->str);
+            snprintf(e->data[e->n], sizeof(e->data[0]), "%s", f->element[f->elements - 1]->str);
             e->n++;
         }
     }
