@@ -145,8 +145,8 @@ stages_row() {
     for s in $STAGES_LIST; do
         cells+=" $(stages_num "$(val "$2" "${s}_p50")") / $(stages_num "$(val "$2" "${s}_p99")") |"
     done
-    printf '| %s | %s | %s |%s\n' "$1" "$(stages_num "$(val "$2" latency_p50_ms)")" \
-        "$(stages_num "$(val "$2" total_p50)")" "$cells"
+    printf '| %s | %s | %s | %s |%s\n' "$1" "$(stages_num "$(val "$2" latency_p50_ms)")" \
+        "$(stages_num "$(val "$2" total_p50)")" "$(stages_num "$(val "$2" max_queue)")" "$cells"
 }
 
 stages_doc() {
@@ -161,10 +161,13 @@ stages_doc() {
         printf 'answered call'"'"'s access line carries `stages_us` (docs/operations.md, "Access log"): the\n'
         printf 'table gives p50 / p99 of each stage over every call of the run, in ms. "e2e" is the\n'
         printf "client's p50 (from the request's due time); \"logged\" the p50 of the access lines'\n"
-        printf '`duration_us` (from the headers read to the response written).\n\n'
-        printf '| run | e2e p50 | logged p50 |'
+        printf '`duration_us` (from the headers read to the response written). "max queued" is the most\n'
+        printf 'requests the open loop held for want of a free connection: in the hundreds, the stack fell\n'
+        printf 'behind the rate (on this shared 2-core machine, when other work took the CPU) and every\n'
+        printf 'figure of that row holds queueing for the CPU.\n\n'
+        printf '| run | e2e p50 | logged p50 | max queued |'
         for f in $STAGES_LIST; do printf ' %s |' "$f"; done
-        printf '\n|---|---|---|'
+        printf '\n|---|---|---|---|'
         for f in $STAGES_LIST; do printf -- '---|'; done
         printf '\n'
         for w in $waits; do
@@ -252,11 +255,16 @@ stages_analysis() {
     printf '  at 100 req/s it is no higher):\n\n'
     printf '  | run | other stages (p50 sum) | + round trip | = added on a real Kafka |\n'
     printf '  |---|---|---|---|\n'
-    for f in "$min" "$RES/stages-new-low.txt"; do
+    for f in $(for w in $1; do printf '%s ' "$RES/stages-new-w$w.txt"; done) "$RES/stages-new-low.txt"; do
         [ -f "$f" ] || continue
         read -r s w p <<<"$(stages_paper "$f")"
         printf '  | %s | %s ms | %s ms | **%s ms** |\n' "$(val "$f" run_label)" "$s" "$w" "$p"
     done
     printf '\n  A real cluster replicates before it acknowledges (acks=all): add one follower fetch\n'
-    printf '  round trip to `produce` per call there, which this single-broker run cannot show.\n\n'
+    printf '  round trip to `produce` per call there, which this single-broker run cannot show.\n'
+    if ge "$STAGES_LINGER" 0.2; then
+        printf '  The linger is in every row: with `MCPQ_KAFKA_PROP_LINGER_MS=0.1` (docs/kafka.md,\n'
+        printf '  "Latency") each figure would be %s ms lower.\n' "$(calc "$STAGES_LINGER - 0.1" 1)"
+    fi
+    printf '\n'
 }
