@@ -24,8 +24,7 @@ char *wrk_record_build(const wrk_record_t *r, size_t *len)
     cJSON *o = cJSON_CreateObject();
     if (!o)
         return NULL;
-    int ok = jv_add_int(o, "v", 1) &&
-             cJSON_AddStringToObject(o, "job_id", r->job_id) &&
+    int ok = jv_add_int(o, "v", 1) && cJSON_AddStringToObject(o, "job_id", r->job_id) &&
              cJSON_AddStringToObject(o, "tenant", r->tenant ? r->tenant : "") &&
              cJSON_AddStringToObject(o, "tool", r->tool ? r->tool : "") &&
              cJSON_AddStringToObject(o, "status", wrk_record_status_name(r->status));
