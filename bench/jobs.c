@@ -17,9 +17,9 @@
  * --serve below). --rate R paces the jobs at R per second (0, the default: all at once).
  * Output: "key=value" lines (bench/sec_workers.sh reads them): jobs, sent, send_failures,
  * completed, errors (a result whose status is not ok or whose isError is true), duplicates,
- * produce_s, complete_s (first send to last result), jobs_per_s (completed / complete_s) and
- * latency_p50_ms/p99/max (send to result read). Exit status 0 when every job completed
- * without an error, 1 otherwise, 2 on a usage error.
+ * produce_s, complete_s (first send to last result), jobs_per_s (completed / complete_s),
+ * injector_cpu_s (its own CPU) and latency_p50_ms/p99/max (send to result read). Exit status
+ * 0 when every job completed without an error, 1 otherwise, 2 on a usage error.
  *
  * Server mode is the 100 ms tool's HTTP service:
  *
@@ -48,6 +48,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -193,9 +194,9 @@ static int serve(const opts_t *o)
                      MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME;
     struct MHD_Daemon *d = MHD_start_daemon(
         flags, 0, NULL, NULL, on_serve, &s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-        MHD_OPTION_NOTIFY_COMPLETED, on_serve_done, &s, MHD_OPTION_CONNECTION_LIMIT,
-        SERVE_CONN_MAX, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)8192,
-        MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096u, MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_COMPLETED, on_serve_done, &s, MHD_OPTION_CONNECTION_LIMIT, SERVE_CONN_MAX,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)8192, MHD_OPTION_CONNECTION_TIMEOUT, 120u,
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096u, MHD_OPTION_END);
     if (!d) {
         fprintf(stderr, "bench-jobs: cannot listen on 127.0.0.1:%ld\n", o->serve_port);
         return 1;
@@ -325,8 +326,7 @@ static int record_failed(const char *data, size_t len)
 {
     cJSON *rec = cJSON_ParseWithLength(data, len);
     const cJSON *res = cJSON_GetObjectItemCaseSensitive(rec, "result");
-    int failed = !rec ||
-                 !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(rec, "status")) ||
+    int failed = !rec || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(rec, "status")) ||
                  strcmp(cJSON_GetObjectItemCaseSensitive(rec, "status")->valuestring, "ok") != 0 ||
                  cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "isError"));
     cJSON_Delete(rec);
@@ -417,6 +417,11 @@ static void report(run_t *r, tally_t *t)
     printf("produce_s=%.3f\ncomplete_s=%.3f\njobs_per_s=%.1f\n",
            (double)(r->t_produced_us - r->t_first_us) / 1e6, complete_s,
            complete_s > 0 ? (double)t->completed / complete_s : 0.0);
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0) /* this injector's own CPU, both threads */
+        printf("injector_cpu_s=%.3f\n",
+               (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                   (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
     qsort(t->lat_us, (size_t)t->completed, sizeof(int64_t), cmp_i64);
     if (t->completed) {
         printf("latency_p50_ms=%.3f\nlatency_p99_ms=%.3f\nlatency_max_ms=%.3f\n",
@@ -455,8 +460,8 @@ static int signing_key(jobsig_key_t *key)
         return 0;
     size_t len = strlen(k);
     if (len < JOBSIG_KEY_MIN || len > JOBSIG_KEY_MAX) {
-        fprintf(stderr, "bench-jobs: MCPQ_JOB_SIGNING_KEY must be %d to %d bytes\n",
-                JOBSIG_KEY_MIN, JOBSIG_KEY_MAX);
+        fprintf(stderr, "bench-jobs: MCPQ_JOB_SIGNING_KEY must be %d to %d bytes\n", JOBSIG_KEY_MIN,
+                JOBSIG_KEY_MAX);
         return -1;
     }
     memcpy(key->bytes, k, len);
@@ -548,8 +553,8 @@ static int parse_opt(opts_t *o, const char *a, const char *v)
 
 int main(int argc, char **argv)
 {
-    opts_t o = {.tool = "echo", .topic = "mcpq.jobs", .n = 10000, .timeout_s = 120,
-                .delay_ms = 100};
+    opts_t o = {
+        .tool = "echo", .topic = "mcpq.jobs", .n = 10000, .timeout_s = 120, .delay_ms = 100};
     for (int i = 1; i < argc; i += 2)
         if (parse_opt(&o, argv[i], i + 1 < argc ? argv[i + 1] : NULL) < 0)
             return usage(argv[0]);

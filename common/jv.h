@@ -41,7 +41,8 @@ void jv_number_format(double d, char *buf, size_t size);
  * Adds member name = v to obj as digits cJSON prints verbatim (a raw item), in place of a
  * number item, which cJSON prints through sprintf("%1.15g"), a sscanf to check it and, for
  * 16 or more digits, sprintf("%1.17g") again: the worker prints a few timestamps per job
- * and that was most of the cost of its records (docs/benchmarks.md, "Workers at scale").
+ * and that was most of the cost of its records (the workers section of
+ * docs/benchmarks.md, bench/sec_workers.sh).
  * The text is the same number a number item gives. Only for an object that is printed, never
  * read back as a number. The new item, or NULL out of memory.
  */

@@ -84,8 +84,9 @@ void log_trace_resolver_set(log_trace_fn fn, void *arg)
 
 /* A line being written: in a stack buffer, moved to the heap when it outgrows it. Lines are
  * written straight as JSON text, never built as a cJSON tree first: a worker writes two per
- * job, and the tree's allocations were most of their cost (docs/benchmarks.md, "Workers at
- * scale"). The text is what cJSON_PrintUnformatted gave for the same members. */
+ * job, and the tree's allocations were most of their cost (the workers section of
+ * docs/benchmarks.md, bench/sec_workers.sh). The text is what cJSON_PrintUnformatted gave for the
+ * same members. */
 #define LINE_STACK 2048
 typedef struct line {
     char *p;

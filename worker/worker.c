@@ -1136,8 +1136,8 @@ fail:
 
 /* MCPQ_MAX_INFLIGHT_JOBS, lowered to what the descriptor limit allows: a job past it would
  * fail to connect or to spawn ("could not be reached") instead of waiting its turn in Kafka
- * (docs/configuration.md, docs/benchmarks.md "Workers at scale"). Logs a warning when it
- * lowers the setting. */
+ * (docs/configuration.md; the workers section of docs/benchmarks.md, bench/sec_workers.sh).
+ * Logs a warning when it lowers the setting. */
 static size_t jobs_max(const mcpq_settings_t *s)
 {
     size_t max = (size_t)s->max_inflight_jobs;

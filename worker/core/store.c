@@ -274,7 +274,7 @@ static char *resp_head(char *p, char c, size_t n)
 
 /* Appends the command as RESP (an array of bulk strings) formatted here, not by
  * redisAppendCommandArgv, whose sdscatfmt per argument was a tenth of a worker's instructions
- * per job (docs/benchmarks.md, "Workers at scale"). */
+ * per job (the workers section of docs/benchmarks.md, bench/sec_workers.sh). */
 static int append_argv(wrk_store_t *st, cmd_kind_t kind, wrk_store_req_t *req, int argc,
                        const char **argv, const size_t *lens)
 {

@@ -15,8 +15,8 @@
  *                      is ignored. A second call may escalate a graceful stop to ABORT.
  *   needs_body         1 when start reads job->body (the envelope as executors get it,
  *                      wrk_envelope_for_executor): job.c builds it only for those, so a
- *                      builtin job never prints the envelope again (docs/benchmarks.md,
- *                      "Workers at scale").
+ *                      builtin job never prints the envelope again (the workers
+ *                      section of docs/benchmarks.md, bench/sec_workers.sh).
  *
  * Types this worker does not run (anything unknown) get no table entry;
  * the job then answers with an isError result naming the type.
