@@ -60,7 +60,7 @@ static const char http_answer[] =
 
 typedef struct opts {
     const char *brokers, *redis, *tool, *url, *topic;
-    long n, rate, timeout_s, serve_port, delay_ms;
+    long long n, rate, timeout_s, serve_port, delay_ms;
 } opts_t;
 
 typedef struct run {
@@ -73,17 +73,6 @@ typedef struct run {
     atomic_int producing;
     int64_t t_first_us, t_produced_us;
 } run_t;
-
-static int parse_long(const char *s, long min, long max, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < min || v > max)
-        return -1;
-    *out = v;
-    return 0;
-}
 
 static void sleep_us(int64_t us)
 {
@@ -198,7 +187,7 @@ static int serve(const opts_t *o)
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)8192, MHD_OPTION_CONNECTION_TIMEOUT, 120u,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096u, MHD_OPTION_END);
     if (!d) {
-        fprintf(stderr, "bench-jobs: cannot listen on 127.0.0.1:%ld\n", o->serve_port);
+        fprintf(stderr, "bench-jobs: cannot listen on 127.0.0.1:%lld\n", o->serve_port);
         return 1;
     }
     pthread_t timer;
@@ -206,7 +195,7 @@ static int serve(const opts_t *o)
         MHD_stop_daemon(d);
         return 1;
     }
-    printf("READY http://127.0.0.1:%ld\n", o->serve_port);
+    printf("READY http://127.0.0.1:%lld\n", o->serve_port);
     fflush(stdout);
     int sig = 0;
     sigwait(&sigs, &sig);
@@ -350,9 +339,9 @@ static void on_entry(const run_t *r, tally_t *t, const redisReply *f)
             data = v->str, data_len = v->len;
     }
     size_t pl = strlen(r->prefix);
-    long i = -1;
+    long long i = -1;
     if (!job || !kind || strcmp(kind, "result") != 0 || strncmp(job, r->prefix, pl) != 0 ||
-        parse_long(job + pl, 0, r->o->n - 1, &i) < 0)
+        util_parse_ll(job + pl, 0, r->o->n - 1, &i) < 0)
         return; /* progress, logs, or not ours */
     if (t->seen[i]) {
         t->duplicates++;
@@ -408,7 +397,7 @@ static int cmp_i64(const void *a, const void *b)
 
 static void report(run_t *r, tally_t *t)
 {
-    long n = r->o->n, sent = atomic_load(&r->sent);
+    long n = (long)r->o->n, sent = atomic_load(&r->sent);
     double complete_s = t->completed ? (double)(t->t_last_us - r->t_first_us) / 1e6 : 0;
     printf("jobs=%ld\ntool=%s\nsent=%ld\nsend_failures=%ld\nnacked=%ld\n", n, r->o->tool, sent,
            atomic_load(&r->send_failures), atomic_load(&r->nack));
@@ -435,9 +424,9 @@ static redisContext *redis_open(const char *hostport)
 {
     char host[256];
     const char *colon = strrchr(hostport, ':');
-    long port = 0;
+    long long port = 0;
     if (!colon || (size_t)(colon - hostport) >= sizeof(host) ||
-        parse_long(colon + 1, 1, 65535, &port) < 0) {
+        util_parse_ll(colon + 1, 1, 65535, &port) < 0) {
         fprintf(stderr, "bench-jobs: --redis wants HOST:PORT\n");
         return NULL;
     }
@@ -537,15 +526,15 @@ static int parse_opt(opts_t *o, const char *a, const char *v)
     else if (strcmp(a, "--topic") == 0)
         o->topic = v;
     else if (strcmp(a, "-n") == 0)
-        return parse_long(v, 1, JOBS_MAX, &o->n);
+        return util_parse_ll(v, 1, JOBS_MAX, &o->n);
     else if (strcmp(a, "--rate") == 0)
-        return parse_long(v, 0, 10000000, &o->rate);
+        return util_parse_ll(v, 0, 10000000, &o->rate);
     else if (strcmp(a, "--timeout-s") == 0)
-        return parse_long(v, 1, 86400, &o->timeout_s);
+        return util_parse_ll(v, 1, 86400, &o->timeout_s);
     else if (strcmp(a, "--serve") == 0)
-        return parse_long(v, 1, 65535, &o->serve_port);
+        return util_parse_ll(v, 1, 65535, &o->serve_port);
     else if (strcmp(a, "--delay-ms") == 0)
-        return parse_long(v, 0, 600000, &o->delay_ms);
+        return util_parse_ll(v, 0, 600000, &o->delay_ms);
     else
         return -1;
     return 0;
