@@ -201,6 +201,15 @@ static int serve(const opts_t *o)
     sigwait(&sigs, &sig);
     atomic_store(&s.stop, 1);
     pthread_join(timer, NULL);
+    /* libmicrohttpd stops only a daemon without suspended connections: answer them now. */
+    pthread_mutex_lock(&s.mu);
+    for (waiter_t *w = s.head, *next; w; w = next) {
+        next = w->next; /* w is freed once its answer is sent */
+        w->state = 2;
+        MHD_resume_connection(w->conn);
+    }
+    s.head = s.tail = NULL;
+    pthread_mutex_unlock(&s.mu);
     MHD_stop_daemon(d);
     return 0;
 }
