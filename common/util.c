@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* One clock reading in microseconds; the millisecond clocks are the same reading / 1000. */
 static int64_t clock_us(clockid_t id)
@@ -200,14 +201,34 @@ int util_b64_decode(const char *s, size_t n, int flags, unsigned char *out, size
     return 0;
 }
 
+/* Random bytes for util_random_hex, drawn from RAND_bytes RANDOM_POOL bytes at a time: one
+ * RAND_bytes costs about as many instructions for 16 bytes as for 512 (the DRBG's locking and
+ * reseed checks), and the ingress draws four or five ids per tools/call (docs/benchmarks.md,
+ * section "throughput"). Per thread, so no lock; a pool filled in another process (before a
+ * fork) is never used, so a child never repeats its parent's ids; bytes are wiped once handed
+ * out. */
+#define RANDOM_POOL 512
+static _Thread_local struct {
+    unsigned char bytes[RANDOM_POOL];
+    size_t used; /* bytes handed out (RANDOM_POOL: empty) */
+    pid_t pid;   /* the process that filled it */
+} random_pool = {.used = RANDOM_POOL};
+
 int util_random_hex(char *out, size_t nbytes)
 {
-    unsigned char buf[64];
-    if (nbytes > sizeof(buf))
+    if (nbytes > 64)
         return MCPQ_EINVAL;
-    if (RAND_bytes(buf, (int)nbytes) != 1)
-        return MCPQ_EIO;
-    util_hex(buf, nbytes, out);
+    pid_t pid = getpid();
+    if (random_pool.pid != pid || random_pool.used + nbytes > RANDOM_POOL) {
+        if (RAND_bytes(random_pool.bytes, RANDOM_POOL) != 1)
+            return MCPQ_EIO;
+        random_pool.used = 0;
+        random_pool.pid = pid;
+    }
+    unsigned char *b = random_pool.bytes + random_pool.used;
+    util_hex(b, nbytes, out);
+    OPENSSL_cleanse(b, nbytes);
+    random_pool.used += nbytes;
     return 0;
 }
 

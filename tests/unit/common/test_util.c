@@ -1,11 +1,15 @@
-/* Tests common/util.c: base64 (both alphabets, the padding rules), listen addresses. */
+/* Tests common/util.c: base64 (both alphabets, the padding rules), listen addresses, random
+ * ids. */
 #include "check.h"
 #include "err.h"
 #include "util.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <string.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define B64URL(s, out, size, len)                                                                  \
     util_b64_decode(s, strlen(s), UTIL_B64_URL | UTIL_B64_NOPAD, out, size, len)
@@ -94,8 +98,50 @@ static void test_errf(void)
     TEST_PASS("util_errf");
 }
 
+/* util_random_hex: lowercase hex of the length asked, never the same id twice in a run longer
+ * than its pool, over 64 bytes refused; and a process forked after the parent drew ids (its
+ * pool half used) draws other ids than the parent's next ones. */
+static void test_random_hex(void)
+{
+    enum { N = 300 };
+    static char ids[N][33];
+    for (int i = 0; i < N; i++) {
+        CHECK_INT_EQ(util_random_hex(ids[i], 16), 0);
+        CHECK_INT_EQ((long long)strlen(ids[i]), 32);
+        CHECK_INT_EQ((long long)strspn(ids[i], "0123456789abcdef"), 32);
+        for (int j = 0; j < i; j++)
+            CHECK(strcmp(ids[i], ids[j]) != 0);
+    }
+    char big[130];
+    CHECK_INT_EQ(util_random_hex(big, 64), 0);
+    CHECK_INT_EQ((long long)strlen(big), 128);
+    CHECK_INT_EQ(util_random_hex(big, 65), MCPQ_EINVAL);
+
+    int fd[2];
+    CHECK_INT_EQ(pipe(fd), 0);
+    pid_t child = fork();
+    CHECK(child >= 0);
+    if (child == 0) {
+        char id[33] = "";
+        util_random_hex(id, 16);
+        ssize_t w = write(fd[1], id, 32);
+        _exit(w == 32 ? 0 : 1);
+    }
+    char mine[33], theirs[33] = "";
+    CHECK_INT_EQ(util_random_hex(mine, 16), 0);
+    CHECK_INT_EQ((long long)read(fd[0], theirs, 32), 32);
+    int status = 0;
+    CHECK_INT_EQ(waitpid(child, &status, 0), child);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK(strcmp(mine, theirs) != 0);
+    close(fd[0]);
+    close(fd[1]);
+    TEST_PASS("random hex ids, across a fork");
+}
+
 int main(void)
 {
+    test_random_hex();
     test_deadline();
     test_clocks_us();
     test_errf();
