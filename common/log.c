@@ -81,21 +81,28 @@ void log_trace_resolver_set(log_trace_fn fn, void *arg)
     log_resolver_arg = arg;
 }
 
-/* Adds the trace and request id of the line: the thread's context, else the resolver's for the
- * job it names; never over a trace_id or request_id the caller gave. */
+/* The context whose ids a line gets: the thread's, else the resolver's for the job the line
+ * names (job: its job_id, else its task_id; may be NULL), filled into *found; NULL for none. */
+static const log_ctx_t *line_ctx(const char *job, log_ctx_t *found)
+{
+    if (log_tls.trace_id[0] || log_tls.request_id[0])
+        return &log_tls;
+    memset(found, 0, sizeof(*found));
+    if (job && log_resolver && log_resolver(job, found, log_resolver_arg) &&
+        (found->trace_id[0] || found->request_id[0]))
+        return found;
+    return NULL;
+}
+
+/* Adds the trace and request id of the line (line_ctx), never over a trace_id or request_id
+ * the caller gave. */
 static void add_trace(cJSON *o)
 {
     log_ctx_t found;
-    const log_ctx_t *c = log_tls.trace_id[0] || log_tls.request_id[0] ? &log_tls : NULL;
-    if (!c && log_resolver) {
-        const char *job = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "job_id"));
-        if (!job)
-            job = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "task_id"));
-        memset(&found, 0, sizeof(found));
-        if (job && log_resolver(job, &found, log_resolver_arg) &&
-            (found.trace_id[0] || found.request_id[0]))
-            c = &found;
-    }
+    const char *job = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "job_id"));
+    if (!job)
+        job = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "task_id"));
+    const log_ctx_t *c = line_ctx(job, &found);
     if (!c)
         return;
     if (c->request_id[0] && !cJSON_GetObjectItemCaseSensitive(o, "request_id"))
@@ -107,74 +114,174 @@ static void add_trace(cJSON *o)
         cJSON_AddStringToObject(o, "span_id", c->span_id);
 }
 
-/* A line's object with its fixed head: ts, level, component, msg. NULL out of memory. */
-static cJSON *line_new(log_level_t level, const char *msg)
+/* A line is built as text: the head and the string fields of log_event and log_msgf without a
+ * cJSON object (several lines per tools/call at the default level: docs/benchmarks.md, section
+ * "throughput"); only log_event_json prints its typed fields with cJSON. The text is what cJSON
+ * prints for the same members: the same order, the same escapes (\" \\ \b \f \n \r \t,
+ * other bytes below 0x20 as \u00xx, the rest as they are), and the trace and request id
+ * members of add_trace (line_trace for log_event). */
+typedef struct {
+    char *data;
+    size_t len, cap;
+    int failed; /* out of memory or over LINE_MAX_BYTES: the line is dropped */
+} line_t;
+
+#define LINE_MAX_BYTES (1u << 20)
+
+static void line_put(line_t *l, const char *s, size_t n)
+{
+    if (l->failed)
+        return;
+    if (l->len + n + 2 > l->cap) { /* + 2: the newline and a NUL */
+        size_t cap = l->cap ? l->cap : 512;
+        while (cap < l->len + n + 2)
+            cap *= 2;
+        char *d = cap <= LINE_MAX_BYTES ? realloc(l->data, cap) : NULL;
+        if (!d) {
+            l->failed = 1;
+            return;
+        }
+        l->data = d;
+        l->cap = cap;
+    }
+    memcpy(l->data + l->len, s, n);
+    l->len += n;
+}
+
+static void line_str(line_t *l, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    line_put(l, "\"", 1);
+    const char *run = s;
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        line_put(l, run, (size_t)(s - run));
+        run = s + 1;
+        char esc[6] = {'\\', (char)c, 0, 0, 0, 0};
+        size_t n = 2;
+        switch (c) {
+        case '\b': esc[1] = 'b'; break;
+        case '\f': esc[1] = 'f'; break;
+        case '\n': esc[1] = 'n'; break;
+        case '\r': esc[1] = 'r'; break;
+        case '\t': esc[1] = 't'; break;
+        case '"': case '\\': break;
+        default:
+            memcpy(esc + 1, "u00", 3);
+            esc[4] = hex[c >> 4];
+            esc[5] = hex[c & 15];
+            n = 6;
+        }
+        line_put(l, esc, n);
+    }
+    line_put(l, run, (size_t)(s - run));
+    line_put(l, "\"", 1);
+}
+
+static void line_field(line_t *l, const char *k, const char *v)
+{
+    line_put(l, ",", 1);
+    line_str(l, k);
+    line_put(l, ":", 1);
+    line_str(l, v);
+}
+
+/* The first value of field k among the (key, value) pairs of ap, NULL when none. */
+static const char *field_of(va_list ap, const char *k)
+{
+    va_list aq;
+    va_copy(aq, ap);
+    const char *found = NULL, *key;
+    while (!found && (key = va_arg(aq, const char *))) {
+        const char *v = va_arg(aq, const char *);
+        if (v && strcmp(key, k) == 0)
+            found = v;
+    }
+    va_end(aq);
+    return found;
+}
+
+/* The trace and request id members add_trace would add to a line with the fields of ap. */
+static void line_trace(line_t *l, va_list ap)
+{
+    log_ctx_t found;
+    const char *job = field_of(ap, "job_id");
+    const log_ctx_t *c = line_ctx(job ? job : field_of(ap, "task_id"), &found);
+    if (!c)
+        return;
+    if (c->request_id[0] && !field_of(ap, "request_id"))
+        line_field(l, "request_id", c->request_id);
+    if (!c->trace_id[0] || field_of(ap, "trace_id"))
+        return;
+    line_field(l, "trace_id", c->trace_id);
+    if (c->span_id[0] && !field_of(ap, "span_id"))
+        line_field(l, "span_id", c->span_id);
+}
+
+/* The line's fixed head: {"ts":...,"level":...,"component":...,"msg":... */
+static void line_head(line_t *l, log_level_t level, const char *msg)
 {
     struct timeval tv;
     struct tm tm;
-    char ts[64];
-
+    char head[160];
     gettimeofday(&tv, NULL);
     gmtime_r(&tv.tv_sec, &tm);
-    snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(tv.tv_usec / 1000));
-
-    cJSON *o = cJSON_CreateObject();
-    if (!o)
-        return NULL;
-    cJSON_AddStringToObject(o, "ts", ts);
-    cJSON_AddStringToObject(o, "level", level_names[level]);
-    cJSON_AddStringToObject(o, "component", log_component);
-    cJSON_AddStringToObject(o, "msg", msg);
-    return o;
+    int n = snprintf(head, sizeof(head),
+                     "{\"ts\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03dZ\",\"level\":\"%s\",\"component\":",
+                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+                     tm.tm_sec, (int)(tv.tv_usec / 1000), level_names[level]);
+    line_put(l, head, n > 0 && (size_t)n < sizeof(head) ? (size_t)n : 0);
+    line_str(l, log_component);
+    line_put(l, ",\"msg\":", 7);
+    line_str(l, msg);
 }
 
-/* Adds the context's trace, writes o as one line and frees it. */
-static void line_write(cJSON *o)
+/* Closes the line, writes it and frees its text. */
+static void line_end(line_t *l)
 {
-    add_trace(o);
-    char *line = cJSON_PrintUnformatted(o);
-    cJSON_Delete(o);
-    if (!line)
-        return;
-    size_t n = strlen(line);
-    /* One write per line so concurrent threads never interleave within a line. */
-    char *buf = malloc(n + 2);
-    if (buf) {
-        memcpy(buf, line, n);
-        buf[n] = '\n';
-        ssize_t w = write(STDERR_FILENO, buf, n + 1);
+    line_put(l, "}\n", 2);
+    if (!l->failed) {
+        /* One write per line so concurrent threads never interleave within a line. */
+        ssize_t w = write(STDERR_FILENO, l->data, l->len);
         (void)w;
-        free(buf);
     }
-    cJSON_free(line);
+    free(l->data);
 }
 
 static void log_write(log_level_t level, const char *msg, va_list ap)
 {
-    cJSON *o = line_new(level, msg);
-    if (!o)
-        return;
-    for (;;) {
-        const char *k = va_arg(ap, const char *);
-        if (!k)
-            break;
-        const char *v = va_arg(ap, const char *);
+    line_t l = {0};
+    line_head(&l, level, msg);
+    va_list aq;
+    va_copy(aq, ap);
+    const char *k;
+    while ((k = va_arg(aq, const char *))) {
+        const char *v = va_arg(aq, const char *);
         if (v)
-            cJSON_AddStringToObject(o, k, v);
+            line_field(&l, k, v);
     }
-    line_write(o);
+    va_end(aq);
+    line_trace(&l, ap);
+    line_end(&l);
 }
 
 void log_event_json(log_level_t level, const char *msg, cJSON *fields)
 {
-    cJSON *o = level >= log_min ? line_new(level, msg) : NULL;
-    if (o) {
-        while (fields && fields->child) {
-            cJSON *item = cJSON_DetachItemViaPointer(fields, fields->child);
-            cJSON_AddItemToObject(o, item->string, item); /* copies the key, then frees it */
+    if (level >= log_min && (fields || (fields = cJSON_CreateObject()))) {
+        line_t l = {0};
+        line_head(&l, level, msg);
+        add_trace(fields); /* after the caller's members, as on a line of log_event */
+        char *text = cJSON_PrintUnformatted(fields);
+        size_t n = text ? strlen(text) : 0;
+        if (n > 2) { /* the members, without the braces */
+            line_put(&l, ",", 1);
+            line_put(&l, text + 1, n - 2);
         }
-        line_write(o);
+        l.failed |= !text;
+        cJSON_free(text);
+        line_end(&l);
     }
     cJSON_Delete(fields);
 }

@@ -133,6 +133,54 @@ static void check_json(void)
     TEST_PASS("log_event_json keeps numbers and booleans, honours the level");
 }
 
+/* The last line written to stderr as text, from its "level" member on (the time cut off). */
+static const char *last_raw(char *buf, size_t size)
+{
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    size_t n = fread(buf, 1, size - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    CHECK(n > 0 && buf[n - 1] == '\n');
+    buf[n - 1] = '\0';
+    char *line = strrchr(buf, '\n');
+    const char *level = strstr(line ? line + 1 : buf, "\"level\":");
+    CHECK(level != NULL);
+    return level;
+}
+
+/* log_event writes its line as text: byte for byte what the same fields make through cJSON
+ * (log_event_json), escapes, context and a line's own ids included. */
+static void check_text_line(void)
+{
+    static char a[65536], b[65536];
+    const char *odd = "q\"b\\s/\b\f\n\r\t\x01\x1f\x7f caf\xc3\xa9 \xff end";
+    log_ctx_set_request("r-2");
+    log_ctx_set("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7");
+    for (int own = 0; own < 2; own++) {
+        log_event(LOG_WARN, odd, "k\"ey", odd, "skipped", (char *)NULL, "span_id",
+                  own ? "s-own" : NULL, "empty", "", (char *)NULL);
+        char *text = strdup(last_raw(a, sizeof(a)));
+        cJSON *fields = cJSON_CreateObject();
+        cJSON_AddStringToObject(fields, "k\"ey", odd);
+        if (own)
+            cJSON_AddStringToObject(fields, "span_id", "s-own");
+        cJSON_AddStringToObject(fields, "empty", "");
+        log_event_json(LOG_WARN, odd, fields);
+        CHECK_STR_EQ(text, last_raw(b, sizeof(b)));
+        free(text);
+    }
+    log_ctx_clear();
+    log_event(LOG_INFO, "no context", "a", "1", (char *)NULL);
+    char *text = strdup(last_raw(a, sizeof(a)));
+    cJSON *fields = cJSON_CreateObject();
+    cJSON_AddStringToObject(fields, "a", "1");
+    log_event_json(LOG_INFO, "no context", fields);
+    CHECK_STR_EQ(text, last_raw(b, sizeof(b)));
+    free(text);
+    TEST_PASS("log_event's text lines are what cJSON prints for the same fields");
+}
+
 int main(void)
 {
     int fd = mkstemp(path);
@@ -145,6 +193,7 @@ int main(void)
     check_valid();
     check_context();
     check_json();
+    check_text_line();
     finished = 1;
     unlink(path);
     return 0;
