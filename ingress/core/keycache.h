@@ -1,6 +1,6 @@
 /* keycache.h: a small cache from a presented secret (an API key's value) to what it opened, so
  * that a request with a known key costs a keyed hash and a constant-time compare instead of a
- * SHA-256 of the key (docs/security.md, "API keys").
+ * SHA-256 of the key (docs/security.md, the front door).
  *
  * Direct-mapped: ING_KEYCACHE_SLOTS slots, the slot chosen by SipHash-2-4 of the value under a
  * random 128-bit key drawn when the cache is made, so a client cannot aim many values at one
