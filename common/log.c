@@ -1,4 +1,5 @@
 #include "log.h"
+#include "jprint.h"
 
 #include <cjson/cJSON.h>
 #include <stdarg.h>
@@ -114,78 +115,17 @@ static void add_trace(cJSON *o)
         cJSON_AddStringToObject(o, "span_id", c->span_id);
 }
 
-/* A line is built as text: the head and the string fields of log_event and log_msgf without a
- * cJSON object (several lines per tools/call at the default level: docs/benchmarks.md, section
- * "throughput"); only log_event_json prints its typed fields with cJSON. The text is what cJSON
- * prints for the same members: the same order, the same escapes (\" \\ \b \f \n \r \t,
- * other bytes below 0x20 as \u00xx, the rest as they are), and the trace and request id
- * members of add_trace (line_trace for log_event). */
-typedef struct {
-    char *data;
-    size_t len, cap;
-    int failed; /* out of memory or over LINE_MAX_BYTES: the line is dropped */
-} line_t;
-
-#define LINE_MAX_BYTES (1u << 20)
-
-static void line_put(line_t *l, const char *s, size_t n)
+/* A line is built as text (jprint.h): the head and the string fields of log_event and log_msgf
+ * without a cJSON object, the members of log_event_json spliced in (several lines per
+ * tools/call at the default level: docs/benchmarks.md, section "throughput"). The text is
+ * what cJSON prints for the same members, in the same order, with the trace and request id
+ * members of add_trace (line_trace for log_event). This appends one string member. */
+static void line_field(jprint_buf_t *l, const char *k, const char *v)
 {
-    if (l->failed)
-        return;
-    if (l->len + n + 2 > l->cap) { /* + 2: the newline and a NUL */
-        size_t cap = l->cap ? l->cap : 512;
-        while (cap < l->len + n + 2)
-            cap *= 2;
-        char *d = cap <= LINE_MAX_BYTES ? realloc(l->data, cap) : NULL;
-        if (!d) {
-            l->failed = 1;
-            return;
-        }
-        l->data = d;
-        l->cap = cap;
-    }
-    memcpy(l->data + l->len, s, n);
-    l->len += n;
-}
-
-static void line_str(line_t *l, const char *s)
-{
-    static const char hex[] = "0123456789abcdef";
-    line_put(l, "\"", 1);
-    const char *run = s;
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c >= 0x20 && c != '"' && c != '\\')
-            continue;
-        line_put(l, run, (size_t)(s - run));
-        run = s + 1;
-        char esc[6] = {'\\', (char)c, 0, 0, 0, 0};
-        size_t n = 2;
-        switch (c) {
-        case '\b': esc[1] = 'b'; break;
-        case '\f': esc[1] = 'f'; break;
-        case '\n': esc[1] = 'n'; break;
-        case '\r': esc[1] = 'r'; break;
-        case '\t': esc[1] = 't'; break;
-        case '"': case '\\': break;
-        default:
-            memcpy(esc + 1, "u00", 3);
-            esc[4] = hex[c >> 4];
-            esc[5] = hex[c & 15];
-            n = 6;
-        }
-        line_put(l, esc, n);
-    }
-    line_put(l, run, (size_t)(s - run));
-    line_put(l, "\"", 1);
-}
-
-static void line_field(line_t *l, const char *k, const char *v)
-{
-    line_put(l, ",", 1);
-    line_str(l, k);
-    line_put(l, ":", 1);
-    line_str(l, v);
+    jprint_put(l, ",", 1);
+    jprint_put_string(l, k);
+    jprint_put(l, ":", 1);
+    jprint_put_string(l, v);
 }
 
 /* The first value of field k among the (key, value) pairs of ap, NULL when none. */
@@ -204,7 +144,7 @@ static const char *field_of(va_list ap, const char *k)
 }
 
 /* The trace and request id members add_trace would add to a line with the fields of ap. */
-static void line_trace(line_t *l, va_list ap)
+static void line_trace(jprint_buf_t *l, va_list ap)
 {
     log_ctx_t found;
     const char *job = field_of(ap, "job_id");
@@ -220,39 +160,57 @@ static void line_trace(line_t *l, va_list ap)
         line_field(l, "span_id", c->span_id);
 }
 
-/* The line's fixed head: {"ts":...,"level":...,"component":...,"msg":... */
-static void line_head(line_t *l, log_level_t level, const char *msg)
+/* The line's fixed head: {"ts":...,"level":...,"component":...,"msg":... The date and time
+ * to the second are formatted once per second and thread (gmtime_r and snprintf cost more
+ * than the rest of a line). */
+static void line_head(jprint_buf_t *l, log_level_t level, const char *msg)
 {
+    static _Thread_local struct {
+        time_t sec;
+        char text[32]; /* "YYYY-MM-DDTHH:MM:SS" */
+        size_t len;
+    } second;
     struct timeval tv;
-    struct tm tm;
-    char head[160];
     gettimeofday(&tv, NULL);
-    gmtime_r(&tv.tv_sec, &tm);
-    int n = snprintf(head, sizeof(head),
-                     "{\"ts\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03dZ\",\"level\":\"%s\",\"component\":",
-                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                     tm.tm_sec, (int)(tv.tv_usec / 1000), level_names[level]);
-    line_put(l, head, n > 0 && (size_t)n < sizeof(head) ? (size_t)n : 0);
-    line_str(l, log_component);
-    line_put(l, ",\"msg\":", 7);
-    line_str(l, msg);
+    if (!second.len || second.sec != tv.tv_sec) {
+        struct tm tm;
+        gmtime_r(&tv.tv_sec, &tm);
+        int n = snprintf(second.text, sizeof(second.text), "%04d-%02d-%02dT%02d:%02d:%02d",
+                         tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+                         tm.tm_sec);
+        second.len = n > 0 && (size_t)n < sizeof(second.text) ? (size_t)n : 0;
+        second.sec = tv.tv_sec;
+    }
+    int ms = (int)(tv.tv_usec / 1000);
+    char frac[5] = {'.', (char)('0' + ms / 100), (char)('0' + ms / 10 % 10), (char)('0' + ms % 10),
+                    'Z'};
+    jprint_put(l, "{\"ts\":\"", 7);
+    jprint_put(l, second.text, second.len);
+    jprint_put(l, frac, sizeof(frac));
+    jprint_put(l, "\",\"level\":\"", 11);
+    jprint_put(l, level_names[level], strlen(level_names[level]));
+    jprint_put(l, "\",\"component\":", 14);
+    jprint_put_string(l, log_component);
+    jprint_put(l, ",\"msg\":", 7);
+    jprint_put_string(l, msg);
 }
 
 /* Closes the line, writes it and frees its text. */
-static void line_end(line_t *l)
+static void line_end(jprint_buf_t *l)
 {
-    line_put(l, "}\n", 2);
-    if (!l->failed) {
+    jprint_put(l, "}\n", 2);
+    char *text = jprint_buf_end(l);
+    if (text) {
         /* One write per line so concurrent threads never interleave within a line. */
-        ssize_t w = write(STDERR_FILENO, l->data, l->len);
+        ssize_t w = write(STDERR_FILENO, text, strlen(text));
         (void)w;
     }
-    free(l->data);
+    cJSON_free(text);
 }
 
 static void log_write(log_level_t level, const char *msg, va_list ap)
 {
-    line_t l = {0};
+    jprint_buf_t l = {0};
     line_head(&l, level, msg);
     va_list aq;
     va_copy(aq, ap);
@@ -270,17 +228,15 @@ static void log_write(log_level_t level, const char *msg, va_list ap)
 void log_event_json(log_level_t level, const char *msg, cJSON *fields)
 {
     if (level >= log_min && (fields || (fields = cJSON_CreateObject()))) {
-        line_t l = {0};
+        jprint_buf_t l = {0};
         line_head(&l, level, msg);
         add_trace(fields); /* after the caller's members, as on a line of log_event */
-        char *text = cJSON_PrintUnformatted(fields);
-        size_t n = text ? strlen(text) : 0;
-        if (n > 2) { /* the members, without the braces */
-            line_put(&l, ",", 1);
-            line_put(&l, text + 1, n - 2);
+        for (const cJSON *f = fields->child; f; f = f->next) {
+            jprint_put(&l, ",", 1);
+            jprint_put_string(&l, f->string);
+            jprint_put(&l, ":", 1);
+            jprint_put_item(&l, f);
         }
-        l.failed |= !text;
-        cJSON_free(text);
         line_end(&l);
     }
     cJSON_Delete(fields);
