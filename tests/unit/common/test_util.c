@@ -1,11 +1,14 @@
 /* Tests common/util.c: base64 (both alphabets, the padding rules), listen addresses, random
- * ids. */
+ * ids, HMAC-SHA256. */
 #include "check.h"
 #include "err.h"
 #include "util.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -139,8 +142,63 @@ static void test_random_hex(void)
     TEST_PASS("random hex ids, across a fork");
 }
 
+/* util_hmac_sha256_hex: RFC 4231 test cases 1 and 2, keys alternating (each thread keeps its
+ * last key), a key longer than the kept one, an empty key and message, and another thread. */
+static const char hmac_case2[] = "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843";
+
+static void hmac_check(const void *key, size_t keylen, const char *msg, size_t len)
+{
+    unsigned char md[32];
+    unsigned int n = 0;
+    char want[65], got[65];
+    HMAC(EVP_sha256(), key, (int)keylen, (const unsigned char *)msg, len, md, &n);
+    util_hex(md, n, want);
+    util_hmac_sha256_hex(key, keylen, msg, len, got);
+    CHECK_STR_EQ(got, want);
+}
+
+static void *hmac_thread(void *arg)
+{
+    char got[65];
+    (void)arg;
+    util_hmac_sha256_hex("Jefe", 4, "what do ya want for nothing?", 28, got);
+    return strcmp(got, hmac_case2) == 0 ? (void *)1 : NULL;
+}
+
+static void test_hmac(void)
+{
+    unsigned char k1[20];
+    memset(k1, 0x0b, sizeof(k1));
+    char got[65];
+    for (int i = 0; i < 3; i++) {
+        util_hmac_sha256_hex(k1, sizeof(k1), "Hi There", 8, got);
+        CHECK_STR_EQ(got, "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+        util_hmac_sha256_hex("Jefe", 4, "what do ya want for nothing?", 28, got);
+        CHECK_STR_EQ(got, hmac_case2);
+        util_hmac_sha256_hex("Jefe", 4, "what do ya want for nothing?", 28, got);
+        CHECK_STR_EQ(got, hmac_case2);
+        hmac_check("Jeff", 4, "what do ya want for nothing?", 28); /* same length, other key */
+    }
+    static char big[3000];
+    memset(big, 'k', sizeof(big));
+    for (int i = 0; i < 2; i++) {
+        hmac_check(big, sizeof(big), "m", 1);
+        hmac_check(big, 1024, "m", 1);
+        hmac_check(big, 1023, "m", 1);
+        hmac_check("", 0, "", 0);
+        hmac_check("Jefe", 4, big, sizeof(big));
+    }
+    pthread_t th;
+    void *ok = NULL;
+    CHECK_INT_EQ(pthread_create(&th, NULL, hmac_thread, NULL), 0);
+    CHECK_INT_EQ(pthread_join(th, &ok), 0);
+    CHECK(ok != NULL);
+    TEST_PASS("HMAC-SHA256: RFC 4231 vectors, alternating and long keys, threads");
+}
+
 int main(void)
 {
+    test_hmac();
     test_random_hex();
     test_deadline();
     test_clocks_us();
