@@ -186,6 +186,8 @@ tp_doc() {
 }
 
 tp_doc_text() {
+    local TP_LAST
+    TP_LAST=${TP_CONNS##* }
     cat <<DOC_END
 ## 5. Throughput against the TypeScript SDK and CPU per call
 
@@ -259,10 +261,50 @@ connections (1.56×) and 7.45k against 3.37k at 256 (2.16×). This section diffe
   run's exact SDK tuning is not recorded;
 - **the length**: ${TP_DURATION} s runs after 2 s of warm-up, median of $TP_ROUNDS interleaved rounds.
 
+### Where the ingress's CPU went, and what was cut
+
+Measured by hand on 2026-11-29 (not by this script: it takes a profile build of its own).
+\`perf record -g -p <ingress>\` at 2,000 calls/s: 57% of the ingress's samples are in the
+kernel (TCP, and 23% in scheduling: every call wakes the HTTP thread, librdkafka's broker
+thread and the reply reader), 23% in libc (malloc/free, printf, strlen), 5% in libcrypto,
+3.5% in libcjson. User-space cost is best counted in instructions, which the shared machine
+does not disturb: \`valgrind --tool=callgrind --instr-atstart=no\` on the Release ingress of
+a stack as above, 1,000 calls of echo at 100/s counted after a warm-up (\`callgrind_control
+-i on\`, \`-z\`, \`-d\`), all threads, divided by the calls (so it includes the idle
+threads' share):
+
+| step (cumulative) | instructions per call | vs base |
+|---|---|---|
+| base ($([ "$1" = 1 ] && printf '%s' "$BASE_REV" || printf 'BENCH_BASE')) | 466,845 | 1.00× |
+| API key cache: a SipHash and a constant-time compare instead of a SHA-256, twice per request (\`ingress/core/keycache.c\`) | 461,676 | 0.99× |
+| random ids from a per-thread pool of \`RAND_bytes\` (5 ids per call, each a DRBG call of ~6,800 instructions) and log lines written as text instead of a cJSON object per line (3 lines per call at \`info\`) | 402,174 | 0.86× |
+| \`common/jprint.c\`: the envelope, the woken call's result and the log lines printed without cJSON's \`sprintf("%1.15g")\` + \`sscanf\` per number (~4,500 instructions each, 10 per call) | 354,741 | 0.76× |
+| an HMAC-SHA256 context kept per thread for the job signature (the one-shot \`HMAC()\` fetched the algorithms each call) | 341,907 | 0.73× |
+
+What is left, per call: the reply reader 69k (parsing the result record with cJSON 34k),
+the envelope 62k (building the cJSON object 21k, printing it ~20k, the HMAC over its ~1 KiB
+25k), three log lines ~40k, the request's JSON parse and schema check ~22k, libmicrohttpd,
+librdkafka and the kernel. The wake-ups are the largest cost that does not show as
+instructions: at a modest rate every call wakes three threads of the ingress.
+
+**Kafka batching (a proposal to part stages, which owns the producer settings).** The same
+stack at 2,000 calls/s (8 s, 2 rounds each, by hand), CPU µs per call of each process, with
+the producer's \`linger.ms\` at its default 1 against 5 (\`MCPQ_KAFKA_PROP_LINGER_MS=5\`):
+the whole stack 347 and 396 µs at 1 against 258 and 303 µs at 5 (0.75×; the devbroker 81–103
+against 46–61 µs, the ingress 135–148 against 110–127 µs), but the median latency rises from
+6.3 to 9.5 ms. At 64 connections the rate is the connections over the latency, so a longer
+linger lowers it there; it helps only where the CPU is the bound (256 connections). The
+setting is per deployment: keep 1 for latency, 5 for CPU.
+
 At 64 connections the rate is connections divided by the round-trip time: the SDK answers
 in-process in well under a millisecond of its own time, while an mcpq call crosses Kafka and
 Redis, so at 64 connections mcpq's rate is bounded by its latency (section "stages") rather
 than by its CPU; at 256 connections the bound is the CPU per call above, shared with wrk on
-the same two cores.
+the same two cores. What stands in the way of 10×: in this run the SDK used
+$(tp_median ts "$TP_LAST" server_us_per_req) µs of CPU per request at $TP_LAST connections on its one
+thread, and the mcpq stack $(tp_median mcpq "$TP_LAST" server_us_per_req) µs over its five processes. Ten
+times the SDK's rate on two cores, wrk included, needs the whole stack to stay under about a
+fifth of the SDK's CPU per call (two cores against one, less wrk's share), and at 64
+connections a round trip through Kafka and Redis of a tenth of the SDK's latency.
 DOC_END
 }
