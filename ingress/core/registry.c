@@ -631,8 +631,7 @@ ing_registry_t *ing_registry_build(const char *const *fields, const size_t *lens
         goto nomem;
     atomic_init(&reg->refs, 1);
     reg->rev = rev;
-    if (!(reg->keycache = ing_keycache_new()))
-        goto nomem;
+    reg->keycache = ing_keycache_new(); /* NULL: every key value is hashed (keycache.h) */
     if (parse_docs(reg, fields, lens, n) < 0 || index_tenants(reg) < 0 ||
         index_credentials(reg) < 0 || index_oauth(reg) < 0)
         goto nomem;
