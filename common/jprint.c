@@ -32,15 +32,21 @@ void jprint_put(out_t *o, const char *s, size_t n)
     o->len += n;
 }
 
+/* Nonzero for the bytes that end a run of plain text: those JSON escapes (below 0x20, '"',
+ * '\\') and the NUL that ends the string. */
+static const unsigned char special[256] = {[0] = 2, [1 ... 0x1f] = 1, ['"'] = 1, ['\\'] = 1};
+
 void jprint_put_string(out_t *o, const char *s)
 {
     static const char hex[] = "0123456789abcdef";
     jprint_put(o, "\"", 1);
     const char *run = s ? s : "";
-    for (s = run; *s; s++) {
+    for (s = run;; s++) {
+        while (!special[(unsigned char)*s])
+            s++;
         unsigned char c = (unsigned char)*s;
-        if (c >= 0x20 && c != '"' && c != '\\')
-            continue;
+        if (!c)
+            break;
         jprint_put(o, run, (size_t)(s - run));
         run = s + 1;
         char esc[6] = {'\\', (char)c, '0', '0', 0, 0};
