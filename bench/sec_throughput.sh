@@ -277,8 +277,8 @@ threads' share):
 |---|---|---|
 | base ($([ "$1" = 1 ] && printf '%s' "$BASE_REV" || printf 'BENCH_BASE')) | 466,845 | 1.00× |
 | API key cache: a SipHash and a constant-time compare instead of a SHA-256, twice per request (\`ingress/core/keycache.c\`) | 461,676 | 0.99× |
-| random ids from a per-thread pool of \`RAND_bytes\` (5 ids per call, each a DRBG call of ~6,800 instructions) and log lines written as text instead of a cJSON object per line (3 lines per call at \`info\`) | 402,174 | 0.86× |
-| \`common/jprint.c\`: the envelope, the woken call's result and the log lines printed without cJSON's \`sprintf("%1.15g")\` + \`sscanf\` per number (~4,500 instructions each, 10 per call) | 354,741 | 0.76× |
+| random ids from a per-thread pool of \`RAND_bytes\` (5 ids per call, each a DRBG call of ~6,800 instructions) and log lines written as text instead of a cJSON object per line (3 lines per call at \`info\`; the log writer now in \`common/log.c\` is part workers', which made the same cut) | 402,174 | 0.86× |
+| \`common/jprint.c\`: the envelope and the woken call's result (and then the log lines) printed without cJSON's \`sprintf("%1.15g")\` + \`sscanf\` per number (~4,500 instructions each, 10 per call) | 354,741 | 0.76× |
 | an HMAC-SHA256 context kept per thread for the job signature (the one-shot \`HMAC()\` fetched the algorithms each call) | 341,907 | 0.73× |
 | strings scanned for escapes through a table in \`jprint\` | 335,214 | 0.72× |
 

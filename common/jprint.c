@@ -7,9 +7,13 @@
 #include <string.h>
 
 
-typedef jprint_buf_t out_t;
+typedef struct {
+    char *data;
+    size_t len, cap;
+    int failed; /* out of memory or past JPRINT_MAX_BYTES: everything later is dropped */
+} out_t;
 
-void jprint_put(out_t *o, const char *s, size_t n)
+static void jprint_put(out_t *o, const char *s, size_t n)
 {
     if (o->failed)
         return;
@@ -36,7 +40,7 @@ void jprint_put(out_t *o, const char *s, size_t n)
  * '\\') and the NUL that ends the string. */
 static const unsigned char special[256] = {[0] = 2, [1 ... 0x1f] = 1, ['"'] = 1, ['\\'] = 1};
 
-void jprint_put_string(out_t *o, const char *s)
+static void jprint_put_string(out_t *o, const char *s)
 {
     static const char hex[] = "0123456789abcdef";
     jprint_put(o, "\"", 1);
@@ -146,12 +150,8 @@ static void put_item(out_t *o, const cJSON *item, int depth)
     }
 }
 
-void jprint_put_item(out_t *o, const cJSON *item)
-{
-    put_item(o, item, 0);
-}
-
-char *jprint_buf_end(out_t *o)
+/* The text of o, NUL-terminated, or NULL (freed) when o failed. */
+static char *buf_end(out_t *o)
 {
     jprint_put(o, "", 0); /* room for the NUL */
     char *text = o->failed ? NULL : o->data;
@@ -169,5 +169,5 @@ char *jprint_unformatted(const cJSON *item)
         return NULL;
     out_t o = {0};
     put_item(&o, item, 0);
-    return jprint_buf_end(&o);
+    return buf_end(&o);
 }

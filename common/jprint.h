@@ -17,28 +17,6 @@
 /* The most text jprint_unformatted writes: a larger tree gives NULL. */
 #define JPRINT_MAX_BYTES ((size_t)256 << 20)
 
-/* A growing text: data (cJSON_malloc'd, NUL-terminated after jprint_buf_end), len bytes
- * used; failed once out of memory or past JPRINT_MAX_BYTES (everything put later is
- * dropped). Start from {0}. */
-typedef struct jprint_buf {
-    char *data;
-    size_t len, cap;
-    int failed;
-} jprint_buf_t;
-
-/* Appends n bytes of s as they are. */
-void jprint_put(jprint_buf_t *b, const char *s, size_t n);
-
-/* Appends s as a JSON string with cJSON's escapes (NULL as ""). */
-void jprint_put_string(jprint_buf_t *b, const char *s);
-
-/* Appends item as compact JSON text (b->failed when item holds an invalid item). */
-void jprint_put_item(jprint_buf_t *b, const cJSON *item);
-
-/* The text of b, NUL-terminated (the caller frees it with cJSON_free), or NULL (freed) when b
- * failed; b is empty afterwards. */
-char *jprint_buf_end(jprint_buf_t *b);
-
 /* item as compact JSON text, NUL-terminated, allocated with cJSON_malloc (free with
  * cJSON_free), or NULL when item is NULL, holds an invalid item (as cJSON), is out of memory
  * or its text would pass JPRINT_MAX_BYTES. */

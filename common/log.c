@@ -1,8 +1,8 @@
 #include "log.h"
-#include "jprint.h"
 
 #include <cjson/cJSON.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,160 +82,201 @@ void log_trace_resolver_set(log_trace_fn fn, void *arg)
     log_resolver_arg = arg;
 }
 
-/* The context whose ids a line gets: the thread's, else the resolver's for the job the line
- * names (job: its job_id, else its task_id; may be NULL), filled into *found; NULL for none. */
-static const log_ctx_t *line_ctx(const char *job, log_ctx_t *found)
-{
-    if (log_tls.trace_id[0] || log_tls.request_id[0])
-        return &log_tls;
-    memset(found, 0, sizeof(*found));
-    if (job && log_resolver && log_resolver(job, found, log_resolver_arg) &&
-        (found->trace_id[0] || found->request_id[0]))
-        return found;
-    return NULL;
-}
+/* A line being written: in a stack buffer, moved to the heap when it outgrows it. Lines are
+ * written straight as JSON text, never built as a cJSON tree first: a worker writes two per
+ * job, and the tree's allocations were most of their cost (the workers section of
+ * docs/benchmarks.md, bench/sec_workers.sh). The text is what cJSON_PrintUnformatted gave for the
+ * same members. */
+#define LINE_STACK 2048
+typedef struct line {
+    char *p;
+    size_t len, cap;
+    int oom;
+    /* What the fields gave: the trace tail (line_end) adds no member the caller gave. */
+    const char *job_id, *task_id;
+    int has_request_id, has_trace_id, has_span_id;
+    char stack[LINE_STACK]; /* last: line_head clears only what comes before it */
+} line_t;
 
-/* Adds the trace and request id of the line (line_ctx), never over a trace_id or request_id
- * the caller gave. */
-static void add_trace(cJSON *o)
+static void line_put(line_t *l, const char *s, size_t n)
 {
-    log_ctx_t found;
-    const char *job = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "job_id"));
-    if (!job)
-        job = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "task_id"));
-    const log_ctx_t *c = line_ctx(job, &found);
-    if (!c)
+    if (l->oom)
         return;
-    if (c->request_id[0] && !cJSON_GetObjectItemCaseSensitive(o, "request_id"))
-        cJSON_AddStringToObject(o, "request_id", c->request_id);
-    if (!c->trace_id[0] || cJSON_GetObjectItemCaseSensitive(o, "trace_id"))
-        return;
-    cJSON_AddStringToObject(o, "trace_id", c->trace_id);
-    if (c->span_id[0] && !cJSON_GetObjectItemCaseSensitive(o, "span_id"))
-        cJSON_AddStringToObject(o, "span_id", c->span_id);
-}
-
-/* A line is built as text (jprint.h): the head and the string fields of log_event and log_msgf
- * without a cJSON object, the members of log_event_json spliced in (several lines per
- * tools/call at the default level: docs/benchmarks.md, section "throughput"). The text is
- * what cJSON prints for the same members, in the same order, with the trace and request id
- * members of add_trace (line_trace for log_event). This appends one string member. */
-static void line_field(jprint_buf_t *l, const char *k, const char *v)
-{
-    jprint_put(l, ",", 1);
-    jprint_put_string(l, k);
-    jprint_put(l, ":", 1);
-    jprint_put_string(l, v);
-}
-
-/* The first value of field k among the (key, value) pairs of ap, NULL when none. */
-static const char *field_of(va_list ap, const char *k)
-{
-    va_list aq;
-    va_copy(aq, ap);
-    const char *found = NULL, *key;
-    while (!found && (key = va_arg(aq, const char *))) {
-        const char *v = va_arg(aq, const char *);
-        if (v && strcmp(key, k) == 0)
-            found = v;
+    if (l->len + n + 2 > l->cap) { /* room for the "\n" line_end adds */
+        size_t cap = l->cap * 2 > l->len + n + 2 ? l->cap * 2 : l->len + n + 2;
+        char *p = l->p == l->stack ? malloc(cap) : realloc(l->p, cap);
+        if (!p) {
+            l->oom = 1;
+            return;
+        }
+        if (l->p == l->stack)
+            memcpy(p, l->stack, l->len);
+        l->p = p;
+        l->cap = cap;
     }
-    va_end(aq);
-    return found;
+    memcpy(l->p + l->len, s, n);
+    l->len += n;
 }
 
-/* The trace and request id members add_trace would add to a line with the fields of ap. */
-static void line_trace(jprint_buf_t *l, va_list ap)
+/* s as a JSON string, escaped as cJSON escapes (NULL: ""). */
+static void line_str(line_t *l, const char *s)
 {
-    log_ctx_t found;
-    const char *job = field_of(ap, "job_id");
-    const log_ctx_t *c = line_ctx(job ? job : field_of(ap, "task_id"), &found);
-    if (!c)
-        return;
-    if (c->request_id[0] && !field_of(ap, "request_id"))
-        line_field(l, "request_id", c->request_id);
-    if (!c->trace_id[0] || field_of(ap, "trace_id"))
-        return;
-    line_field(l, "trace_id", c->trace_id);
-    if (c->span_id[0] && !field_of(ap, "span_id"))
-        line_field(l, "span_id", c->span_id);
+    static const char hex[] = "0123456789abcdef";
+    line_put(l, "\"", 1);
+    const char *run = s;
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c >= 32 && c != '"' && c != '\\')
+            continue;
+        line_put(l, run, (size_t)(s - run));
+        run = s + 1;
+        char esc[6] = {'\\', (char)c, 0};
+        size_t n = 2;
+        switch (c) {
+        case '"':
+        case '\\':
+            break;
+        case '\b':
+            esc[1] = 'b';
+            break;
+        case '\f':
+            esc[1] = 'f';
+            break;
+        case '\n':
+            esc[1] = 'n';
+            break;
+        case '\r':
+            esc[1] = 'r';
+            break;
+        case '\t':
+            esc[1] = 't';
+            break;
+        default:
+            memcpy(esc + 1, "u00", 3);
+            esc[4] = hex[c >> 4];
+            esc[5] = hex[c & 15];
+            n = 6;
+        }
+        line_put(l, esc, n);
+    }
+    if (run)
+        line_put(l, run, (size_t)(s - run));
+    line_put(l, "\"", 1);
 }
 
-/* The line's fixed head: {"ts":...,"level":...,"component":...,"msg":... The date and time
- * to the second are formatted once per second and thread (gmtime_r and snprintf cost more
- * than the rest of a line). */
-static void line_head(jprint_buf_t *l, log_level_t level, const char *msg)
+/* ,"key": then the value's text from the caller (line_str or printed JSON). */
+static void line_key(line_t *l, const char *key)
 {
-    static _Thread_local struct {
-        time_t sec;
-        char text[32]; /* "YYYY-MM-DDTHH:MM:SS" */
-        size_t len;
-    } second;
+    line_put(l, ",", 1);
+    line_str(l, key);
+    line_put(l, ":", 1);
+    if (strcmp(key, "request_id") == 0)
+        l->has_request_id = 1;
+    else if (strcmp(key, "trace_id") == 0)
+        l->has_trace_id = 1;
+    else if (strcmp(key, "span_id") == 0)
+        l->has_span_id = 1;
+}
+
+/* A string member; the first job_id and task_id are kept for the trace resolver. */
+static void line_field(line_t *l, const char *key, const char *value)
+{
+    line_key(l, key);
+    line_str(l, value);
+    if (!l->job_id && strcmp(key, "job_id") == 0)
+        l->job_id = value;
+    else if (!l->task_id && strcmp(key, "task_id") == 0)
+        l->task_id = value;
+}
+
+/* The line's fixed head: ts, level, component, msg. */
+static void line_head(line_t *l, log_level_t level, const char *msg)
+{
     struct timeval tv;
+    struct tm tm;
+    char ts[64];
+
+    memset(l, 0, offsetof(line_t, stack));
+    l->p = l->stack;
+    l->cap = sizeof(l->stack);
     gettimeofday(&tv, NULL);
-    if (!second.len || second.sec != tv.tv_sec) {
-        struct tm tm;
-        gmtime_r(&tv.tv_sec, &tm);
-        int n = snprintf(second.text, sizeof(second.text), "%04d-%02d-%02dT%02d:%02d:%02d",
-                         tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                         tm.tm_sec);
-        second.len = n > 0 && (size_t)n < sizeof(second.text) ? (size_t)n : 0;
-        second.sec = tv.tv_sec;
-    }
-    int ms = (int)(tv.tv_usec / 1000);
-    char frac[5] = {'.', (char)('0' + ms / 100), (char)('0' + ms / 10 % 10), (char)('0' + ms % 10),
-                    'Z'};
-    jprint_put(l, "{\"ts\":\"", 7);
-    jprint_put(l, second.text, second.len);
-    jprint_put(l, frac, sizeof(frac));
-    jprint_put(l, "\",\"level\":\"", 11);
-    jprint_put(l, level_names[level], strlen(level_names[level]));
-    jprint_put(l, "\",\"component\":", 14);
-    jprint_put_string(l, log_component);
-    jprint_put(l, ",\"msg\":", 7);
-    jprint_put_string(l, msg);
+    gmtime_r(&tv.tv_sec, &tm);
+    snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(tv.tv_usec / 1000));
+    line_put(l, "{\"ts\":", 6);
+    line_str(l, ts);
+    line_put(l, ",\"level\":", 9);
+    line_str(l, level_names[level]);
+    line_put(l, ",\"component\":", 13);
+    line_str(l, log_component);
+    line_put(l, ",\"msg\":", 7);
+    line_str(l, msg);
 }
 
-/* Closes the line, writes it and frees its text. */
-static void line_end(jprint_buf_t *l)
+/* Adds the trace and request id of the line: the thread's context, else the resolver's for the
+ * job it names; never over a trace_id or request_id the caller gave. Then writes the line with
+ * one write(), so concurrent threads never interleave within a line. */
+static void line_end(line_t *l)
 {
-    jprint_put(l, "}\n", 2);
-    char *text = jprint_buf_end(l);
-    if (text) {
-        /* One write per line so concurrent threads never interleave within a line. */
-        ssize_t w = write(STDERR_FILENO, text, strlen(text));
+    log_ctx_t found;
+    const log_ctx_t *c = log_tls.trace_id[0] || log_tls.request_id[0] ? &log_tls : NULL;
+    const char *job = l->job_id ? l->job_id : l->task_id;
+    if (!c && log_resolver && job) {
+        memset(&found, 0, sizeof(found));
+        if (log_resolver(job, &found, log_resolver_arg) &&
+            (found.trace_id[0] || found.request_id[0]))
+            c = &found;
+    }
+    if (c && c->request_id[0] && !l->has_request_id)
+        line_field(l, "request_id", c->request_id);
+    if (c && c->trace_id[0] && !l->has_trace_id) {
+        line_field(l, "trace_id", c->trace_id);
+        if (c->span_id[0] && !l->has_span_id)
+            line_field(l, "span_id", c->span_id);
+    }
+    line_put(l, "}", 1);
+    if (!l->oom) {
+        l->p[l->len++] = '\n';
+        ssize_t w = write(STDERR_FILENO, l->p, l->len);
         (void)w;
     }
-    cJSON_free(text);
+    if (l->p != l->stack)
+        free(l->p);
 }
 
 static void log_write(log_level_t level, const char *msg, va_list ap)
 {
-    jprint_buf_t l = {0};
+    line_t l;
     line_head(&l, level, msg);
-    va_list aq;
-    va_copy(aq, ap);
-    const char *k;
-    while ((k = va_arg(aq, const char *))) {
-        const char *v = va_arg(aq, const char *);
+    for (;;) {
+        const char *k = va_arg(ap, const char *);
+        if (!k)
+            break;
+        const char *v = va_arg(ap, const char *);
         if (v)
             line_field(&l, k, v);
     }
-    va_end(aq);
-    line_trace(&l, ap);
     line_end(&l);
 }
 
 void log_event_json(log_level_t level, const char *msg, cJSON *fields)
 {
-    if (level >= log_min && (fields || (fields = cJSON_CreateObject()))) {
-        jprint_buf_t l = {0};
+    if (level >= log_min) {
+        line_t l;
         line_head(&l, level, msg);
-        add_trace(fields); /* after the caller's members, as on a line of log_event */
-        for (const cJSON *f = fields->child; f; f = f->next) {
-            jprint_put(&l, ",", 1);
-            jprint_put_string(&l, f->string);
-            jprint_put(&l, ":", 1);
-            jprint_put_item(&l, f);
+        for (const cJSON *it = fields ? fields->child : NULL; it; it = it->next) {
+            if (cJSON_IsString(it)) {
+                line_field(&l, it->string, it->valuestring);
+                continue;
+            }
+            char *v = cJSON_PrintUnformatted(it);
+            if (!v) {
+                l.oom = 1;
+                break;
+            }
+            line_key(&l, it->string);
+            line_put(&l, v, strlen(v));
+            cJSON_free(v);
         }
         line_end(&l);
     }

@@ -255,13 +255,50 @@ static int cmd_push(wrk_store_t *st, cmd_kind_t kind, wrk_store_req_t *req)
     return 0;
 }
 
+/* "<c><n>\r\n" at p; returns the end. */
+static char *resp_head(char *p, char c, size_t n)
+{
+    char digits[24], *d = digits + sizeof(digits);
+    do {
+        *--d = (char)('0' + n % 10);
+        n /= 10;
+    } while (n);
+    *p++ = c;
+    size_t len = (size_t)(digits + sizeof(digits) - d);
+    memcpy(p, d, len);
+    p += len;
+    *p++ = '\r';
+    *p++ = '\n';
+    return p;
+}
+
+/* Appends the command as RESP (an array of bulk strings) formatted here, not by
+ * redisAppendCommandArgv, whose sdscatfmt per argument was a tenth of a worker's instructions
+ * per job (the workers section of docs/benchmarks.md, bench/sec_workers.sh). */
 static int append_argv(wrk_store_t *st, cmd_kind_t kind, wrk_store_req_t *req, int argc,
                        const char **argv, const size_t *lens)
 {
-    if (cmd_push(st, kind, req) < 0 ||
-        redisAppendCommandArgv(st->ctx, argc, argv, lens) != REDIS_OK)
+    char stack[2048], *buf = stack;
+    size_t need = 24;
+    for (int i = 0; i < argc; i++)
+        need += lens[i] + 24 + 4;
+    if (need > sizeof(stack) && !(buf = malloc(need)))
         return MCPQ_ENOMEM;
-    return 0;
+    char *p = resp_head(buf, '*', (size_t)argc);
+    for (int i = 0; i < argc; i++) {
+        p = resp_head(p, '$', lens[i]);
+        memcpy(p, argv[i], lens[i]);
+        p += lens[i];
+        *p++ = '\r';
+        *p++ = '\n';
+    }
+    int rc = cmd_push(st, kind, req) < 0 ||
+                     redisAppendFormattedCommand(st->ctx, buf, (size_t)(p - buf)) != REDIS_OK
+                 ? MCPQ_ENOMEM
+                 : 0;
+    if (buf != stack)
+        free(buf);
+    return rc;
 }
 
 /* XADD one entry; the stream gets one EXPIRE per pipeline (or its own when slots run out). */
