@@ -1,4 +1,5 @@
 #include "log.h"
+#include "jprint.h"
 
 #include <cjson/cJSON.h>
 #include <stdarg.h>
@@ -192,17 +193,33 @@ static void line_field(line_t *l, const char *key, const char *value)
 /* The line's fixed head: ts, level, component, msg. */
 static void line_head(line_t *l, log_level_t level, const char *msg)
 {
+    /* The date and time to the second, formatted once per second and thread: gmtime_r and
+     * snprintf cost more than the rest of a line (docs/benchmarks.md, section "throughput"). */
+    static _Thread_local struct {
+        time_t sec;
+        char text[48]; /* "YYYY-MM-DDTHH:MM:SS" (room for any int, as snprintf counts) */
+    } second;
     struct timeval tv;
-    struct tm tm;
     char ts[64];
 
     memset(l, 0, offsetof(line_t, stack));
     l->p = l->stack;
     l->cap = sizeof(l->stack);
     gettimeofday(&tv, NULL);
-    gmtime_r(&tv.tv_sec, &tm);
-    snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(tv.tv_usec / 1000));
+    if (!second.text[0] || second.sec != tv.tv_sec) {
+        struct tm tm;
+        gmtime_r(&tv.tv_sec, &tm);
+        snprintf(second.text, sizeof(second.text), "%04d-%02d-%02dT%02d:%02d:%02d",
+                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+        second.sec = tv.tv_sec;
+    }
+    int ms = (int)(tv.tv_usec / 1000);
+    size_t n = strlen(second.text);
+    memcpy(ts, second.text, n);
+    memcpy(ts + n, (char[5]){'.', (char)('0' + ms / 100), (char)('0' + ms / 10 % 10),
+                             (char)('0' + ms % 10), 'Z'},
+           5);
+    ts[n + 5] = '\0';
     line_put(l, "{\"ts\":", 6);
     line_str(l, ts);
     line_put(l, ",\"level\":", 9);
@@ -269,7 +286,7 @@ void log_event_json(log_level_t level, const char *msg, cJSON *fields)
                 line_field(&l, it->string, it->valuestring);
                 continue;
             }
-            char *v = cJSON_PrintUnformatted(it);
+            char *v = jprint_unformatted(it); /* cJSON's text, numbers without sscanf */
             if (!v) {
                 l.oom = 1;
                 break;

@@ -3,6 +3,7 @@
 #include "names.h"
 
 #include "err.h"
+#include "jprint.h"
 #include "rpc.h"
 #include "log.h"
 #include "notify.h"
@@ -675,7 +676,7 @@ char *ing_pending_record_response(const ing_call_t *call, const char *record, si
                            cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result, "isError"))
                        ? ING_CALL_TOOL_ERROR
                        : ING_CALL_OK;
-        char *rs = cJSON_PrintUnformatted(result);
+        char *rs = jprint_unformatted(result);
         if (rs) {
             size_t n = strlen(call->id_json) + strlen(rs) + 48;
             out = malloc(n);
