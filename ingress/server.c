@@ -284,7 +284,8 @@ static enum MHD_Result readyz(ing_req_t *req)
     ing_ctx_t *ctx = req->ctx;
     ing_registry_t *reg = ing_ctx_registry(ctx);
     int kafka = mq_producer_up(ctx->producer);
-    int redis = ing_pending_healthy(ctx->pending) && atomic_load(&ctx->redis_up);
+    int redis = ing_pending_healthy(ctx->pending) && atomic_load(&ctx->redis_up) &&
+                kv_pool_up(ctx->kv);
     /* Draining (SIGTERM): not ready whatever the rest says, so the load balancer stops
      * sending here while the calls already in flight finish. */
     int draining = atomic_load(&ctx->stopping);
