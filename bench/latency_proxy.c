@@ -288,8 +288,7 @@ static int parse_addr(const char *s, struct sockaddr_in *a)
     memset(a, 0, sizeof(*a));
     a->sin_family = AF_INET;
     a->sin_port = htons((uint16_t)port);
-    return *end || port < 0 || port > 65535 || inet_pton(AF_INET, host, &a->sin_addr) != 1 ? -1
-                                                                                           : 0;
+    return *end || port < 0 || port > 65535 || inet_pton(AF_INET, host, &a->sin_addr) != 1 ? -1 : 0;
 }
 
 static int open_listener(struct sockaddr_in *at)

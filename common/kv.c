@@ -600,14 +600,16 @@ struct kv_pool {
     int min_idle;
     int wait_ms;
     int stopping;
-    atomic_int up;         /* the keeper's view: Redis answered its last check */
-    pthread_cond_t more;   /* an idle connection came back or was made */
-    pthread_cond_t wake;   /* the keeper: a connection broke, the pool ran dry, or stop */
+    atomic_int up;       /* the keeper's view: Redis answered its last check */
+    pthread_cond_t more; /* an idle connection came back or was made */
+    pthread_cond_t wake; /* the keeper: a connection broke, the pool ran dry, or stop */
     pthread_t keeper;
-    char why[200];         /* why the pool is down (under lock) */
-    struct kv_sent *sent;  /* kv_pool_send's commands, oldest first, for the keeper */
+    char why[200];        /* why the pool is down (under lock) */
+    struct kv_sent *sent; /* kv_pool_send's commands, oldest first, for the keeper */
     struct kv_sent **sent_tail;
     int nsent;
+    atomic_ullong takes;  /* kv_pool_get that handed a context over */
+    atomic_ullong queued; /* kv_pool_send commands queued for the keeper */
 };
 
 /* One command of kv_pool_send, in the protocol's format. */
@@ -722,14 +724,25 @@ static redisContext *get_warm(kv_pool_t *pool, char *errstr, size_t errstr_size)
 
 redisContext *kv_pool_get(kv_pool_t *pool, char *errstr, size_t errstr_size)
 {
-    if (pool->warm)
-        return get_warm(pool, errstr, errstr_size);
-    pthread_mutex_lock(&pool->lock);
-    redisContext *c = take_idle(pool);
-    pthread_mutex_unlock(&pool->lock);
+    redisContext *c = NULL;
+    if (pool->warm) {
+        c = get_warm(pool, errstr, errstr_size);
+    } else {
+        pthread_mutex_lock(&pool->lock);
+        c = take_idle(pool);
+        pthread_mutex_unlock(&pool->lock);
+        if (!c)
+            c = kv_connect(pool->target, pool->timeout_ms, errstr, errstr_size);
+    }
     if (c)
-        return c;
-    return kv_connect(pool->target, pool->timeout_ms, errstr, errstr_size);
+        atomic_fetch_add(&pool->takes, 1);
+    return c;
+}
+
+void kv_pool_stats(kv_pool_t *pool, unsigned long long *takes, unsigned long long *queued)
+{
+    *takes = pool ? atomic_load(&pool->takes) : 0;
+    *queued = pool ? atomic_load(&pool->queued) : 0;
 }
 
 /* A connection that failed to reach Redis (lost, refused, timed out; not a failover's
@@ -944,6 +957,7 @@ int kv_pool_send(kv_pool_t *pool, int argc, const char **argv, const size_t *arg
         pool->nsent++;
         e = NULL;
         rc = 0;
+        atomic_fetch_add(&pool->queued, 1);
         pthread_cond_signal(&pool->wake);
     }
     pthread_mutex_unlock(&pool->lock);

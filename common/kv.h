@@ -153,6 +153,10 @@ int kv_pool_warm(kv_pool_t *pool, int min_idle, int wait_ms);
  */
 #define KV_POOL_SEND_MAX 65536
 int kv_pool_send(kv_pool_t *pool, int argc, const char **argv, const size_t *argvlen);
+/* Counters since kv_pool_new: takes, the contexts kv_pool_get handed over (each one at least
+ * one round trip its caller waited for; the keeper's own are not counted), and queued, the
+ * commands kv_pool_send queued for the keeper. NULL pool: 0. Thread-safe. */
+void kv_pool_stats(kv_pool_t *pool, unsigned long long *takes, unsigned long long *queued);
 /* 1 while Redis answers as the pool sees it (a warm pool: its keeper's last check and the
  * takers' commands since; a pool not kept warm: always 1). Thread-safe. */
 int kv_pool_up(kv_pool_t *pool);

@@ -36,7 +36,7 @@ static int port;
 static char sid_header[200];
 static atomic_int stopping;
 static atomic_int answered, hung; /* the clients' requests during the freeze */
-static atomic_int refused;         /* of which 503 "session store (Redis) unavailable" */
+static atomic_int refused;        /* of which 503 "session store (Redis) unavailable" */
 
 static void write_config(const char *path)
 {
@@ -170,13 +170,67 @@ static void test_freeze(void)
     CHECK(readyz_down);
     CHECK_INT_EQ(atomic_load(&hung), 0);
     CHECK(atomic_load(&refused) > 0);
-    TEST_PASS("Redis frozen (SIGSTOP) under session traffic: /healthz answers 200 within the Redis timeout, "
+    TEST_PASS("Redis frozen (SIGSTOP) under session traffic: /healthz answers 200 within the Redis "
+              "timeout, "
               "/readyz says redis false, session requests get an error, none hangs");
     CHECK_INT_EQ((int)call.r.status, 200);
     CHECK(strstr(call.r.body, "thawed") != NULL || strstr(call.r.body, "\"error\"") != NULL);
     if (!strstr(call.r.body, "thawed"))
         fprintf(stderr, "the call during the freeze: %s\n", call.r.body);
     TEST_PASS("a tools/call made while Redis is frozen is answered after it thaws");
+}
+
+typedef struct text {
+    char *data;
+    size_t len;
+} text_t;
+
+static size_t on_text(char *p, size_t size, size_t n, void *arg)
+{
+    text_t *t = arg;
+    char *grown = realloc(t->data, t->len + size * n + 1);
+    if (!grown)
+        return 0;
+    memcpy(grown + t->len, p, size * n);
+    t->data = grown;
+    t->len += size * n;
+    t->data[t->len] = '\0';
+    return size * n;
+}
+
+/* The value of one series of /metrics (-1 when absent); the page is larger than fx_reply_t's
+ * body. */
+static long long metric(const char *series)
+{
+    char url[96];
+    url_of(url, sizeof(url), "/metrics");
+    text_t t = {0};
+    CURL *c = curl_easy_init();
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_text);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &t);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
+    curl_easy_perform(c);
+    curl_easy_cleanup(c);
+    const char *p = t.data ? strstr(t.data, series) : NULL;
+    long long v = p ? strtoll(p + strlen(series), NULL, 10) : -1;
+    free(t.data);
+    return v;
+}
+
+/* A call of a client without the 2026-07-28 headers writes the cancel map (notifications/
+ * cancelled finds its job from any replica) through the pool's keeper: one write queued. */
+static void test_queued(void)
+{
+    static const char queued[] = "mcpq_redis_pool_commands_total{how=\"queued\"} ";
+    long long q0 = metric(queued);
+    call_t call;
+    echo_call(&call);
+    CHECK(strstr(call.r.body, "thawed") != NULL);
+    CHECK(q0 >= 0);
+    CHECK_INT_EQ((int)(metric(queued) - q0), 1);
+    TEST_PASS("a legacy tools/call queues its one Redis write (the cancel map) for the keeper "
+              "(mcpq_redis_pool_commands_total{how=\"queued\"} + 1)");
 }
 
 /* After the freeze the pool comes back by itself: /readyz 200 and the session works. */
@@ -209,6 +263,7 @@ int main(void)
     pid_t w = fx_spawn_worker(&fx, "worker", NULL);
     CHECK(ing > 0 && w > 0);
     CHECK_INT_EQ(open_session(), 0);
+    test_queued();
     test_freeze();
     test_thawed();
     fx_stop_pid(w, 10000);
