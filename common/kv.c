@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #define KV_MAX_SENTINELS 16
@@ -669,20 +668,6 @@ void kv_pool_free(kv_pool_t *pool)
     free(pool);
 }
 
-/* ms from now on CLOCK_REALTIME, for pthread_cond_timedwait. */
-static struct timespec deadline_in(int ms)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    t.tv_sec += ms / 1000;
-    t.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (t.tv_nsec >= 1000000000L) {
-        t.tv_sec++;
-        t.tv_nsec -= 1000000000L;
-    }
-    return t;
-}
-
 /* An idle context made since the last failover, or NULL; under pool->lock. */
 static redisContext *take_idle(kv_pool_t *pool)
 {
@@ -702,7 +687,7 @@ static redisContext *take_idle(kv_pool_t *pool)
 /* A warm pool's taker: an idle context, waiting at most wait_ms for one; never connects. */
 static redisContext *get_warm(kv_pool_t *pool, char *errstr, size_t errstr_size)
 {
-    struct timespec until = deadline_in(pool->wait_ms);
+    struct timespec until = util_deadline_realtime(pool->wait_ms);
     redisContext *c = NULL;
     pthread_mutex_lock(&pool->lock);
     while (!c && atomic_load(&pool->up)) {
@@ -796,17 +781,10 @@ int kv_pool_up(kv_pool_t *pool)
     return pool ? atomic_load(&pool->up) : 0;
 }
 
-/* The keeper's check: PING on an idle connection (one is made when there is none). 0 when
- * Redis answered, else MCPQ_EIO with why filled. */
-static int keeper_check(kv_pool_t *pool, char *why, size_t why_size)
+/* PING on c, which goes back to the pool (or is freed when it failed): 1 when Redis answered,
+ * else 0 with why filled. */
+static int keeper_ping(kv_pool_t *pool, redisContext *c, char *why, size_t why_size)
 {
-    pthread_mutex_lock(&pool->lock);
-    redisContext *c = take_idle(pool);
-    pthread_mutex_unlock(&pool->lock);
-    if (!c)
-        c = kv_connect(pool->target, pool->timeout_ms, why, why_size);
-    if (!c)
-        return MCPQ_EIO;
     redisReply *r = redisCommand(c, "PING");
     int ok = r && r->type == REDIS_REPLY_STATUS;
     if (!ok)
@@ -817,7 +795,21 @@ static int keeper_check(kv_pool_t *pool, char *why, size_t why_size)
     if (c->err)
         atomic_fetch_add(&pool->target->generation, 1);
     put_idle(pool, c, !ok);
-    return ok ? 0 : MCPQ_EIO;
+    return ok;
+}
+
+/* The keeper's check: PING on an idle connection, and when that fails (it may have been
+ * dropped while idle: a restarted Redis) once more on a new one. 0 when Redis answered, else
+ * MCPQ_EIO with why filled. */
+static int keeper_check(kv_pool_t *pool, char *why, size_t why_size)
+{
+    pthread_mutex_lock(&pool->lock);
+    redisContext *c = take_idle(pool);
+    pthread_mutex_unlock(&pool->lock);
+    if (c && keeper_ping(pool, c, why, why_size))
+        return 0;
+    c = kv_connect(pool->target, pool->timeout_ms, why, why_size);
+    return c && keeper_ping(pool, c, why, why_size) ? 0 : MCPQ_EIO;
 }
 
 /* The keeper tops the idle connections up to min_idle (never above max_idle). */
@@ -917,7 +909,7 @@ static void *keeper_thread(void *arg)
             keeper_fill(pool);
         keeper_flush(pool);
         int64_t left = next_check - util_mono_ms();
-        struct timespec until = deadline_in(left > 0 ? (int)left : 1);
+        struct timespec until = util_deadline_realtime(left > 0 ? (int)left : 1);
         pthread_mutex_lock(&pool->lock);
         if (!pool->stopping && !pool->sent)
             pthread_cond_timedwait(&pool->wake, &pool->lock, &until);
