@@ -4,7 +4,8 @@
 # round trip for the ingress only (scripts/mcpq-local --redis-port/--redis-via; the workers
 # reach Redis directly). Per stack: echo at a fixed rate (bench-loadgen, REDISLAT_RATE, 300/s)
 # with /healthz asked at 200/s by a second bench-loadgen meanwhile, the Redis commands per
-# call over that run (INFO commandstats delta / calls), then wrk at 64 connections.
+# call over that run (INFO commandstats delta / calls) and the ingress pool's own counters
+# (mcpq_redis_pool_commands_total), then wrk at 64 connections with /healthz asked again.
 SECTIONS+=(redislat)
 
 REDISLAT_DELAY_MS=${REDISLAT_DELAY_MS:-2}
@@ -78,8 +79,17 @@ redislat_run() {
         "$(val "$hz" latency_p50_ms)" "$(val "$hz" latency_p99_ms)" "$(val "$hz" latency_max_ms)" \
         "$(val "$hz" errors)" >>"$out"
     say "  /healthz meanwhile: p50 $(val "$out" healthz_p50_ms) ms, p99 $(val "$out" healthz_p99_ms) ms; Redis commands per call $(val "$out" cmds_per_call)"
+    # /healthz again while wrk keeps both HTTP threads busy (its 1 s warm-up not recorded).
+    "$BIN/bench-loadgen" --url "http://127.0.0.1:$PORT/healthz" --rate "$REDISLAT_HEALTHZ_RATE" \
+        --duration 5 --warmup 1 --connections 8 --get >"$hz.wrk" 2>&1 &
+    hzpid=$!
     WRK_WARMUP=1 WRK_DURATION=5 run_wrk "mcpq echo ($label)" "$MCPQ_URL" "$ACCEPT_JSON" \
         "$ECHO_BODY" 64 "$out.wrk"
+    wait "$hzpid" || true
+    printf 'healthz_wrk_p50_ms=%s\nhealthz_wrk_p99_ms=%s\nhealthz_wrk_max_ms=%s\n' \
+        "$(val "$hz.wrk" latency_p50_ms)" "$(val "$hz.wrk" latency_p99_ms)" \
+        "$(val "$hz.wrk" latency_max_ms)" >>"$out"
+    say "  /healthz during wrk: p50 $(val "$out" healthz_wrk_p50_ms) ms, p99 $(val "$out" healthz_wrk_p99_ms) ms"
     printf 'wrk_rps=%s\nwrk_p50_ms=%s\nwrk_p99_ms=%s\nwrk_errors=%s\n' "$(val "$out.wrk" rps)" \
         "$(val "$out.wrk" latency_p50_ms)" "$(val "$out.wrk" latency_p99_ms)" \
         "$(val "$out.wrk" errors)" >>"$out"
@@ -118,7 +128,7 @@ redislat_doc() {
     local af=$RES/redislat-after-$REDISLAT_DELAY_MS.txt
     {
         printf '## %s. Redis off the HTTP threads (redislat)\n\n' "${SECTION_NUMBER:-9}"
-        printf 'What a slow Redis does to `tools/call` and `/healthz`, before (base %s) and after, with the ingress reaching Redis directly and through `bench-latency_proxy` adding %s ms per round trip (%s ms each way; `scripts/mcpq-local --redis-port N --redis-via P`: only the ingress goes through it, the workers reach Redis directly). Per stack: `tools/call` echo at %s req/s (bench-loadgen, open loop, %s s) with `/healthz` asked at %s req/s by a second bench-loadgen during the same run, the Redis commands per call over that run (`INFO commandstats` delta / calls: every client of Redis, workers and background threads included), then wrk at 64 connections (5 s). Round trips a call makes on the HTTP threads, by step: docs/internals.md, "Redis round trips per call".\n\n' \
+        printf 'What a slow Redis does to `tools/call` and `/healthz`, before (base %s) and after, with the ingress reaching Redis directly and through `bench-latency_proxy` adding %s ms per round trip (%s ms each way; `scripts/mcpq-local --redis-port N --redis-via P`: only the ingress goes through it, the workers reach Redis directly). Per stack: `tools/call` echo at %s req/s (bench-loadgen, open loop, %s s) with `/healthz` asked at %s req/s by a second bench-loadgen during the same run, the Redis commands per call over that run (`INFO commandstats` delta / calls: every client of Redis, workers and background threads included), then wrk at 64 connections (5 s) with `/healthz` asked at the same rate again (the HTTP threads busy). Round trips a call makes on the HTTP threads, by step: docs/internals.md, "Redis round trips per call".\n\n' \
             "${BASE_REV:-$BENCH_BASE}" "$D" "$(calc "$D / 2" 1)" "$REDISLAT_RATE" "$DURATION" "$REDISLAT_HEALTHZ_RATE"
         printf '| figure | direct: before | after | after/before | +%s ms: before | after | after/before |\n|---|---|---|---|---|---|---|\n' "$D"
         redislat_row "echo p50 at $REDISLAT_RATE/s (ms)" latency_p50_ms
@@ -131,17 +141,20 @@ redislat_doc() {
         redislat_row "echo, wrk 64 connections (req/s)" wrk_rps
         redislat_row "echo, wrk 64 connections p50 (ms)" wrk_p50_ms
         redislat_row "echo, wrk 64 connections p99 (ms)" wrk_p99_ms
+        redislat_row "/healthz p50 during wrk (ms)" healthz_wrk_p50_ms
+        redislat_row "/healthz p99 during wrk (ms)" healthz_wrk_p99_ms
+        redislat_row "/healthz max during wrk (ms)" healthz_wrk_max_ms
         redislat_row "Redis commands per call, all clients" cmds_per_call
         redislat_row "of which SET per call (the legacy cancel map among them)" cmd_set
         redislat_row "ingress pool: round trips waited for per call (\`mcpq_redis_pool_commands_total{how=\"waited\"}\`; not counted before: 1 by docs/internals.md)" pool_waited_per_call
         redislat_row "ingress pool: writes queued for the keeper per call (\`{how=\"queued\"}\`)" pool_queued_per_call
-        printf '\nWhat it means: before, every call of a client without a 2026-07-28 header made one synchronous `SET` (the map that lets `notifications/cancelled` find the job) on a libmicrohttpd thread, so behind a Redis %s ms away each call held one of the two HTTP threads for a round trip, which caps throughput at about 2 / (round trip) and queues `/healthz` behind it. After, that `SET` is queued for the pool'"'"'s keeper thread, which pipelines what is queued: the call makes no Redis round trip on an HTTP thread (the same commands reach Redis, from another thread), and no HTTP thread connects to Redis (the keeper keeps `MCPQ_REDIS_POOL_MIN_IDLE` connections ready). The latency that remains behind the proxy is the reply reader'"'"'s `XREAD` (the wake-up) reaching Redis through the proxy too. A frozen Redis is tested, not benched: tests/integration/test_redis_freeze.c.\n' "$D"
+        printf '\nWhat it means: before, every call of a client without a 2026-07-28 header made one synchronous `SET` (the map that lets `notifications/cancelled` find the job) on a libmicrohttpd thread, so behind a Redis %s ms away each call held one of the two HTTP threads for a round trip, which caps throughput at about 2 / (round trip) and queues `/healthz` behind it (the rows "during wrk"). After, that `SET` is queued for the pool'"'"'s keeper thread, which pipelines what is queued: the call makes no Redis round trip on an HTTP thread (the same commands reach Redis, from another thread), and no HTTP thread connects to Redis (the keeper keeps `MCPQ_REDIS_POOL_MIN_IDLE` connections ready). The latency that remains behind the proxy is the reply reader'"'"'s `XREAD` (the wake-up) reaching Redis through the proxy too. A frozen Redis is tested, not benched: tests/integration/test_redis_freeze.c.\n' "$D"
     } >"$RES/sec-redislat.md"
     {
-        printf 'redislat: Redis +%s ms per round trip: echo wrk-64 %s -> %s req/s (%s), p50 at %s/s %s -> %s ms; /healthz p99 meanwhile %s -> %s ms\n' \
+        printf 'redislat: Redis +%s ms per round trip: echo wrk-64 %s -> %s req/s (%s), p50 at %s/s %s -> %s ms; /healthz p99 during wrk %s -> %s ms\n' \
             "$D" "$(val "$bf" wrk_rps)" "$(val "$af" wrk_rps)" "$(ratio "$(val "$af" wrk_rps)" "$(val "$bf" wrk_rps)")" \
             "$REDISLAT_RATE" "$(val "$bf" latency_p50_ms)" "$(val "$af" latency_p50_ms)" \
-            "$(val "$bf" healthz_p99_ms)" "$(val "$af" healthz_p99_ms)"
+            "$(val "$bf" healthz_wrk_p99_ms)" "$(val "$af" healthz_wrk_p99_ms)"
         printf 'redislat: Redis round trips per echo call on the HTTP threads 1 -> %s (1 write queued for the keeper instead: %s); Redis commands per call, all clients %s -> %s\n' \
             "$(val "$RES/redislat-after-0.txt" pool_waited_per_call)" "$(val "$RES/redislat-after-0.txt" pool_queued_per_call)" \
             "$(val "$RES/redislat-before-0.txt" cmds_per_call)" "$(val "$RES/redislat-after-0.txt" cmds_per_call)"
