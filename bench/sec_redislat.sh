@@ -118,7 +118,7 @@ redislat_row() {
     for d in 0 "$REDISLAT_DELAY_MS"; do
         b=$(val "$RES/redislat-before-$d.txt" "$2")
         a=$(val "$RES/redislat-after-$d.txt" "$2")
-        line+=" ${b:-n/a} | ${a:-n/a} | $(ratio "${a:-}" "${b:-}") |"
+        line+=" ${b:-n/a} | ${a:-n/a} | $(ratio "${a:-}" "${b:-}" 3) |"
     done
     printf '%s\n' "$line"
 }
