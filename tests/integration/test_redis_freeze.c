@@ -266,8 +266,8 @@ int main(void)
     test_queued();
     test_freeze();
     test_thawed();
-    fx_stop_pid(w, 10000);
-    fx_stop_pid(ing, 10000);
+    CHECK_INT_EQ(fx_stop_pid(w, 15000), 0);
+    CHECK_INT_EQ(fx_stop_pid(ing, 15000), 0); /* a clean stop: the keeper joined, nothing leaked */
     fx_stop(&fx);
     curl_global_cleanup();
     return TEST_EXIT();
