@@ -225,6 +225,14 @@ static const set_def_t defs[] = {
      "docs/reliability.md)"},
     {"MCPQ_REDIS_POOL_SIZE", "redis-pool-size", T_INT, "8", 1, 256, ING, S(redis_pool_size),
      "Redis connections the HTTP threads share"},
+    {"MCPQ_REDIS_POOL_MIN_IDLE", "redis-pool-min-idle", T_INT, "2", 1, 256, ING,
+     S(redis_pool_min_idle),
+     "idle Redis connections a background thread keeps ready (capped at MCPQ_REDIS_POOL_SIZE), so "
+     "an HTTP thread never connects (docs/redis.md, \"The connection pool\")"},
+    {"MCPQ_REDIS_POOL_WAIT_MS", "redis-pool-wait-ms", T_INT, "100", 0, 10000, ING,
+     S(redis_pool_wait_ms),
+     "longest an HTTP thread waits for an idle Redis connection; then what needed Redis fails as "
+     "when Redis is unreachable (503, or JSON-RPC -32603 for MCP)"},
     {"MCPQ_SESSION_TTL_S", "session-ttl-s", T_INT, "86400", 60, 30LL * 86400, ING, S(session_ttl_s),
      "idle lifetime of an Mcp-Session-Id"},
     {"MCPQ_CHANNEL_MAX_TURNS", "channel-max-turns", T_INT, "50", 1, 10000, WRK,

@@ -79,6 +79,8 @@ typedef struct mcpq_settings {
     long long kafka_fetch_wait_ms;
     long long redis_timeout_ms;
     long long redis_pool_size;
+    long long redis_pool_min_idle;
+    long long redis_pool_wait_ms;
     long long redis_wait_replicas; /* docs/redis.md: WAIT before offsets and task answers */
     long long redis_wait_timeout_ms;
     long long worker_redis_lost_leave_ms; /* docs/reliability.md: leave the group without Redis */

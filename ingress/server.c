@@ -284,7 +284,8 @@ static enum MHD_Result readyz(ing_req_t *req)
     ing_ctx_t *ctx = req->ctx;
     ing_registry_t *reg = ing_ctx_registry(ctx);
     int kafka = mq_producer_up(ctx->producer);
-    int redis = ing_pending_healthy(ctx->pending) && atomic_load(&ctx->redis_up);
+    int redis =
+        ing_pending_healthy(ctx->pending) && atomic_load(&ctx->redis_up) && kv_pool_up(ctx->kv);
     /* Draining (SIGTERM): not ready whatever the rest says, so the load balancer stops
      * sending here while the calls already in flight finish. */
     int draining = atomic_load(&ctx->stopping);
@@ -305,7 +306,8 @@ static enum MHD_Result metrics(ing_req_t *req)
     ing_metrics_now_t now = {.inflight = ing_pending_count(ctx->pending),
                              .listeners = ctx->listen ? ing_listen_count(ctx->listen) : 0,
                              .kafka_up = mq_producer_up(ctx->producer),
-                             .redis_up = ing_pending_healthy(ctx->pending)};
+                             .redis_up = ing_pending_healthy(ctx->pending) && kv_pool_up(ctx->kv)};
+    kv_pool_stats(ctx->kv, &now.redis_takes, &now.redis_queued);
     ing_registry_t *reg = ing_ctx_registry(ctx);
     now.quarantined = ing_registry_quarantined_count(reg);
     if (reg)

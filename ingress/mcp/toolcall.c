@@ -1000,13 +1000,12 @@ static void remember_request(tc_t *tc)
 {
     if (tc->m->modern)
         return;
-    char key[1200], ttl[24], err[128];
+    char key[1200], ttl[24];
     reqmap_key(tc->m, tc->call->id_json, key, sizeof(key));
     snprintf(ttl, sizeof(ttl), "%lld", tc->timeout_ms / 1000 + 60);
     const char *argv[] = {"SET", key, tc->call->job_id, "EX", ttl};
-    redisReply *r = kv_pool_commandargv(tc->ctx->kv, err, sizeof(err), 5, argv, NULL);
-    if (r)
-        freeReplyObject(r);
+    /* Queued for the pool's keeper: no round trip on this HTTP thread (docs/redis.md). */
+    kv_pool_send(tc->ctx->kv, 5, argv, NULL);
 }
 
 /* A detached job goes to Kafka and nobody waits for it; its delivery report knows it by
