@@ -81,7 +81,7 @@ typedef struct conn {
     enum outcome outcome;
     int retries;
     long ok_calls; /* JSON-RPC results (not isError) in its answer */
-    char *req; /* the request bytes; freed once sent */
+    char *req;     /* the request bytes; freed once sent */
     size_t req_len, sent;
     char *rbuf;
     size_t rlen, rcap;
@@ -107,7 +107,7 @@ typedef struct stats {
     long transient_retries;
     long counts[O_COUNT]; /* per connection */
     long calls_ok;        /* per call */
-    int64_t t_all_sent; /* when the last request was fully written */
+    int64_t t_all_sent;   /* when the last request was fully written */
     long rss_max_kb, rss_first_kb, rss_last_kb, hwm_kb;
     long threads_min, threads_max, samples;
     int proc_gone;
@@ -730,8 +730,8 @@ int main(int argc, char **argv)
             lat[nl++] = conns[i].t_done - conns[i].t_start;
     qsort(lat, nl, sizeof(*lat), cmp_i64);
 
-    printf("# bench-inflight: %ld x tools/call %s(ms=%ld) to %s, %ld per connection\n", o.n,
-           o.tool, o.ms, url, o.batch);
+    printf("# bench-inflight: %ld x tools/call %s(ms=%ld) to %s, %ld per connection\n", o.n, o.tool,
+           o.ms, url, o.batch);
     printf("n=%ld\n", o.n);
     printf("connections=%ld\n", o.nconns);
     printf("batch=%ld\n", o.batch);

@@ -889,8 +889,9 @@ static long rss_kb(void)
 }
 
 /* ing_pending_set_trim: returns freed heap to the system once the table shrank by trim_calls
- * from its peak, and once more when the last calls of such a burst ended (reader thread). The calls answered meanwhile freed their libmicrohttpd pools
- * and requests in the HTTP threads' arenas, where the pages would stay resident. */
+ * from its peak, and once more when the last calls of such a burst ended (reader thread). The calls
+ * answered meanwhile freed their libmicrohttpd pools and requests in the HTTP threads' arenas,
+ * where the pages would stay resident. */
 static void trim_tick(ing_pending_t *p)
 {
     if (!p->trim_calls)

@@ -26,8 +26,8 @@
 #include <unistd.h>
 
 #define KEY "in-key"
-#define BIG 20000  /* bytes of the big tool's text */
-#define BURST 12   /* calls of the trim check */
+#define BIG 20000 /* bytes of the big tool's text */
+#define BURST 12  /* calls of the trim check */
 
 static fx_stack_t fx;
 
@@ -171,8 +171,8 @@ static void burst(int port)
 {
     int fds[BURST];
     for (int i = 0; i < BURST; i++) {
-        fds[i] = send_post(port, "HTTP/1.1", "application/json", "",
-                           call_body("nap", "{\"ms\":1500}"));
+        fds[i] =
+            send_post(port, "HTTP/1.1", "application/json", "", call_body("nap", "{\"ms\":1500}"));
         CHECK(fds[i] >= 0);
     }
     for (int i = 0; i < BURST; i++) {
@@ -190,8 +190,7 @@ static void check_trim(const char *cfg)
     const char *on_env[] = {"MCPQ_MEMORY_TRIM_CALLS=5", "MCPQ_LOG_LEVEL=debug", NULL};
     const char *off_env[] = {"MCPQ_MEMORY_TRIM_CALLS=0", "MCPQ_LOG_LEVEL=debug", NULL};
     pid_t on = fx_spawn_ingress(&fx, "trim-on", on_port, cfg, on_env, on_log, sizeof(on_log));
-    pid_t off = fx_spawn_ingress(&fx, "trim-off", off_port, cfg, off_env, off_log,
-                                 sizeof(off_log));
+    pid_t off = fx_spawn_ingress(&fx, "trim-off", off_port, cfg, off_env, off_log, sizeof(off_log));
     CHECK(on > 0 && off > 0);
 
     burst(on_port);
