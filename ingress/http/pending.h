@@ -225,8 +225,8 @@ void ing_pending_set_kv(ing_pending_t *p, kv_pool_t *kv);
  * so that the pages of connections that were answered go back to the system instead of staying in
  * the HTTP threads' malloc arenas; it logs each at debug level ("memory returned to the system":
  * calls_waiting, rss_kb, took_us). A table that stays as large (steady traffic) is never
- * trimmed. A trim holds the arenas' locks for its duration (2-9 ms at 10,000 calls). 0 (the default
- * until set): never. Set once, before calls wait. */
+ * trimmed. A trim holds the arenas' locks for its duration (2-9 ms at 10,000 calls, 1-30 ms
+ * at 100,000). 0 (the default until set): never. Set once, before calls wait. */
 void ing_pending_set_trim(ing_pending_t *p, size_t calls);
 
 /* Graceful stop (drain.h): every call whose client was asked a question still open (its
