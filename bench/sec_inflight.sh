@@ -223,12 +223,14 @@ $(if_row "JSON-RPC batches of $IF_BATCH (2025-03-26), $IF_BIG_SLEEP_MS ms, $IF_S
   finished job's queued store request by walking its queue: with 50,000 sleeping jobs per
   worker the jobs ended at 50–300 per second instead of when their timers fired, and most of
   100,000 calls timed out (1,066 of 100,000 completed in a trial before the fix); it is O(1)
-  now (worker/core/store.c).
+  now (worker/core/store.c). (4) A waiting call frees its request body (it was kept, and
+  counted in \`MCPQ_MAX_BODY_MEMORY_BYTES\`, until the answer).
 - **Where the bytes go** (valgrind massif at 1,000 waiting SSE calls, libmicrohttpd 0.9.75;
   docs/operations.md, "Memory of waiting calls"): the connection pool 8,192 (resident in full
   once a stream started; only its ends while the call waits as JSON), the request with its
-  waiting entry 1,528, libmicrohttpd's connection 456, the request body 256, and for a stream
-  libmicrohttpd's response 440 (4,280 before), its headers 280 and the frames buffer 256.
+  waiting entry 1,528, libmicrohttpd's connection 456, and for a stream libmicrohttpd's
+  response 440 (4,280 before), its headers 280 and the frames buffer 256; the request body
+  (256 for a short call, a batch's whole body) is freed once the call waits (4).
   Per call with one connection each that is about $(val "$s" bytes_per_call) bytes as SSE and
   $(val "$j" bytes_per_call) as JSON.
 - **Why not $IF_TARGET_MIB MiB.** $IF_TARGET_MIB MiB at 10,000 calls leaves about 5 KiB per call after the

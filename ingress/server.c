@@ -809,7 +809,11 @@ static enum MHD_Result handle_request(ing_ctx_t *ctx, unsigned planes, struct MH
         if (gate_enter(req))
             return MHD_YES; /* routed when the token's keys or introspection are in */
     }
-    return route(req, url, method);
+    enum MHD_Result ret = route(req, url, method);
+    if (req->has_call) /* a call waits: its body was read (docs/operations.md, "Memory of
+                        * waiting calls"); it no longer counts in MCPQ_MAX_BODY_MEMORY_BYTES */
+        body_release(req);
+    return ret;
 }
 
 /* Sets this thread's log context to the request (log.h): every line logged while

@@ -8,6 +8,9 @@
  *     whole, after its keep-alive comment;
  *   - a tools/call with a 6,000-byte header (a large token) is still answered 200, as JSON and
  *     as SSE (the 8 KiB connection pool);
+ *   - a waiting call no longer holds its request body: with MCPQ_MAX_BODY_MEMORY_BYTES=1024 a
+ *     second 700-byte call is answered while a first one waits (it was 503 while the first
+ *     one's body counted until its answer);
  *   - after a burst of waiting calls is answered the ingress returns the freed memory to the
  *     system (MCPQ_MEMORY_TRIM_CALLS: a debug line "memory returned to the system" with
  *     calls_waiting 0 once the last calls ended), and with MCPQ_MEMORY_TRIM_CALLS=0 it never
@@ -183,6 +186,50 @@ static void burst(int port)
     }
 }
 
+static void check_body_budget(const char *cfg)
+{
+    char log[400], body[800], pad[601];
+    int bport = fx_free_port();
+    const char *env[] = {"MCPQ_MAX_BODY_MEMORY_BYTES=1024", NULL};
+    pid_t ing = fx_spawn_ingress(&fx, "budget", bport, cfg, env, log, sizeof(log));
+    CHECK(ing > 0);
+    memset(pad, 'p', 600);
+    pad[600] = '\0';
+    snprintf(body, sizeof(body),
+             "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":"
+             "\"nap\",\"arguments\":{\"ms\":%d,\"pad\":\"%s\"}}}",
+             3000, pad);
+    char wlog[400];
+    snprintf(wlog, sizeof(wlog), "%s/w1.log", fx.dir);
+    const char *start = "\"job start\"", *nap = "\"tool\":\"nap\"";
+    int started = fx_log_count(wlog, start, nap);
+    int first = send_post(bport, "HTTP/1.1", "application/json", "", body);
+    CHECK(first >= 0);
+    long long until = fx_now_ms() + 20000; /* the worker runs it: the ingress parked it */
+    while (fx_log_count(wlog, start, nap) == started && fx_now_ms() < until)
+        fx_sleep_ms(20);
+    CHECK_INT_EQ(fx_log_count(wlog, start, nap), started + 1);
+    snprintf(body, sizeof(body),
+             "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\",\"params\":{\"name\":"
+             "\"nap\",\"arguments\":{\"ms\":%d,\"pad\":\"%s\"}}}",
+             10, pad);
+    int second = send_post(bport, "HTTP/1.1", "application/json", "", body);
+    CHECK(second >= 0);
+    char *resp = read_all(second);
+    CHECK(resp != NULL);
+    if (strncmp(resp + 9, "200", 3) != 0)
+        fprintf(stderr, "second call: %.300s\n", resp);
+    CHECK(strncmp(resp + 9, "200", 3) == 0);
+    CHECK_CONTAINS(resp, "slept 10 ms");
+    free(resp);
+    resp = read_all(first);
+    CHECK(resp != NULL);
+    CHECK_CONTAINS(resp, "slept 3000 ms");
+    free(resp);
+    CHECK_INT_EQ(fx_stop_pid(ing, 15000), 0);
+    TEST_PASS("a waiting call's body no longer counts in MCPQ_MAX_BODY_MEMORY_BYTES");
+}
+
 static void check_trim(const char *cfg)
 {
     char on_log[400], off_log[400];
@@ -226,6 +273,7 @@ int main(void)
 
     check_sse_http10(port);
     check_big_header(port);
+    check_body_budget(cfg);
     check_trim(cfg);
 
     CHECK_INT_EQ(fx_stop_pid(w, 15000), 0);
