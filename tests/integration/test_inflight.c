@@ -107,6 +107,19 @@ static char *read_all(int fd)
     return buf;
 }
 
+/* Reads the answer on fd: it must be 200 and hold text (what names the call in a failure). */
+static void expect_answer(int fd, const char *what, const char *text)
+{
+    CHECK(fd >= 0);
+    char *resp = read_all(fd);
+    CHECK(resp != NULL);
+    if (strncmp(resp + 9, "200", 3) != 0)
+        fprintf(stderr, "%s: %.300s\n", what, resp);
+    CHECK(strncmp(resp + 9, "200", 3) == 0);
+    CHECK_CONTAINS(resp, text);
+    free(resp);
+}
+
 static const char *call_body(const char *tool, const char *args)
 {
     static char body[256];
@@ -154,17 +167,10 @@ static void check_big_header(int port)
     memset(big + 7, 'h', 6000);
     memcpy(big + 6007, "\r\n", 3);
     const char *accepts[] = {"application/json", "application/json, text/event-stream"};
-    for (size_t i = 0; i < 2; i++) {
-        int fd = send_post(port, "HTTP/1.1", accepts[i], big, call_body("nap", "{\"ms\":700}"));
-        CHECK(fd >= 0);
-        char *resp = read_all(fd);
-        CHECK(resp != NULL);
-        if (strncmp(resp + 9, "200", 3) != 0)
-            fprintf(stderr, "answer: %.300s\n", resp);
-        CHECK(strncmp(resp + 9, "200", 3) == 0);
-        CHECK_CONTAINS(resp, "slept 700 ms");
-        free(resp);
-    }
+    for (size_t i = 0; i < 2; i++)
+        expect_answer(
+            send_post(port, "HTTP/1.1", accepts[i], big, call_body("nap", "{\"ms\":700}")),
+            accepts[i], "slept 700 ms");
     free(big);
     TEST_PASS("a tools/call with a 6,000-byte header is answered, as JSON and as SSE");
 }
@@ -213,19 +219,9 @@ static void check_body_budget(const char *cfg)
              "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\",\"params\":{\"name\":"
              "\"nap\",\"arguments\":{\"ms\":%d,\"pad\":\"%s\"}}}",
              10, pad);
-    int second = send_post(bport, "HTTP/1.1", "application/json", "", body);
-    CHECK(second >= 0);
-    char *resp = read_all(second);
-    CHECK(resp != NULL);
-    if (strncmp(resp + 9, "200", 3) != 0)
-        fprintf(stderr, "second call: %.300s\n", resp);
-    CHECK(strncmp(resp + 9, "200", 3) == 0);
-    CHECK_CONTAINS(resp, "slept 10 ms");
-    free(resp);
-    resp = read_all(first);
-    CHECK(resp != NULL);
-    CHECK_CONTAINS(resp, "slept 3000 ms");
-    free(resp);
+    expect_answer(send_post(bport, "HTTP/1.1", "application/json", "", body), "second call",
+                  "slept 10 ms");
+    expect_answer(first, "first call", "slept 3000 ms");
     CHECK_INT_EQ(fx_stop_pid(ing, 15000), 0);
     TEST_PASS("a waiting call's body no longer counts in MCPQ_MAX_BODY_MEMORY_BYTES");
 }
