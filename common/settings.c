@@ -182,6 +182,11 @@ static const set_def_t defs[] = {
      S(max_connections), "concurrent HTTP connections"},
     {"MCPQ_CONN_MEMORY_LIMIT", "conn-memory-limit", T_INT, "8192", 4096, 1 << 20, ING,
      S(conn_memory_limit), "per-connection memory pool (headers) in bytes"},
+    {"MCPQ_MEMORY_TRIM_CALLS", "memory-trim-calls", T_INT, "1000", 0, 1000000, ING,
+     S(memory_trim_calls),
+     "once the waiting calls are this many fewer than their peak since the last trim, the "
+     "ingress returns the heap they freed to the system (malloc_trim, at most every 250 ms); "
+     "0: never"},
     {"MCPQ_CONN_TIMEOUT_S", "conn-timeout-s", T_INT, "120", 1, 86400, ING, S(conn_timeout_s),
      "idle connection timeout in seconds"},
     {"MCPQ_SSE_KEEPALIVE_MS", "sse-keepalive-ms", T_INT, "1000", 100, 600000, ING,

@@ -69,6 +69,7 @@ typedef struct mcpq_settings {
     long long threads;
     long long max_connections;
     long long conn_memory_limit;
+    long long memory_trim_calls;
     long long conn_timeout_s;
     long long sse_keepalive_ms;
     long long listen_keepalive_ms;

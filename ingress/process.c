@@ -73,6 +73,8 @@ static void open_services(ing_ctx_t *ctx, const mcpq_settings_t *set)
                                    (int)set->sse_keepalive_ms);
     if (ctx->pending && ctx->kv)
         ing_pending_set_kv(ctx->pending, ctx->kv);
+    if (ctx->pending)
+        ing_pending_set_trim(ctx->pending, (size_t)set->memory_trim_calls);
     ctx->rl = ctx->kv ? ing_ratelimit_new(ctx->kv, NULL, set->rate_limit_lease_ms, 0) : NULL;
     const char *rkey = set->request_state_key;
     ctx->rstate = ing_rstate_new(rkey, rkey ? strlen(rkey) : 0, ctx->kv);

@@ -116,6 +116,7 @@ void wrk_store_submit(wrk_store_t *st, wrk_store_req_t *req)
         return;
     req->submitted_us = util_mono_us();
     req->next = NULL;
+    req->prev = st->tail;
     req->queued = 1;
     if (st->tail)
         st->tail->next = req;
@@ -128,20 +129,16 @@ void wrk_store_forget(wrk_store_t *st, wrk_store_req_t *req)
 {
     if (!req->queued)
         return;
-    wrk_store_req_t *prev = NULL;
-    for (wrk_store_req_t *r = st->head; r; prev = r, r = r->next) {
-        if (r != req)
-            continue;
-        if (prev)
-            prev->next = r->next;
-        else
-            st->head = r->next;
-        if (st->tail == r)
-            st->tail = prev;
-        break;
-    }
+    if (req->prev)
+        req->prev->next = req->next;
+    else
+        st->head = req->next;
+    if (req->next)
+        req->next->prev = req->prev;
+    else
+        st->tail = req->prev;
     req->queued = 0;
-    req->next = NULL;
+    req->next = req->prev = NULL;
     free(req->durable);
     req->durable = NULL;
 }
@@ -347,7 +344,9 @@ static wrk_store_req_t *take_batch(wrk_store_t *st, size_t max)
     if (!last)
         return NULL;
     st->head = last->next;
-    if (!st->head)
+    if (st->head)
+        st->head->prev = NULL;
+    else
         st->tail = NULL;
     last->next = NULL;
     for (wrk_store_req_t *r = first; r; r = r->next)
@@ -361,11 +360,14 @@ static void requeue_front(wrk_store_t *st, wrk_store_req_t *list)
     wrk_store_req_t *last = NULL;
     for (wrk_store_req_t *r = list; r; r = r->next) {
         r->queued = 1;
+        r->prev = last;
         last = r;
     }
     if (!last)
         return;
     last->next = st->head;
+    if (st->head)
+        st->head->prev = last;
     st->head = list;
     if (!st->tail)
         st->tail = last;
