@@ -15,11 +15,24 @@
  * checked.
  *
  * A call counts as completed when the answer is HTTP 200 with a JSON-RPC "result" whose
- * isError is not true; anything else is a failure, counted by kind.
+ * isError is not true; anything else is a failure, counted by kind (a connection's kind; the
+ * calls of a batch whose answer lacks theirs count as failed_elements).
+ *
+ * With --batch B each connection carries one JSON-RPC batch of B tools/call (protocol version
+ * 2025-03-26, which has batches: docs/internals.md, "Batches"), so n calls wait on n / B
+ * connections; every element is a job of its own. With --sources S connection i is bound to
+ * the source address 127.0.0.1 + (i mod S) (127.0.0.1, 127.0.0.2, ...: all of 127.0.0.0/8 is
+ * loopback), so that more than one address's ephemeral port range (about 28,000) can reach
+ * the ingress's one port.
+ *
+ * An answer may be one JSON body (an object, or the array of a batch) or an SSE stream
+ * (chunked, `text/event-stream`: each `data:` line is one JSON-RPC message), which is what
+ * the ingress sends a client that accepts text/event-stream once a keep-alive or a progress
+ * frame went out; each JSON-RPC response in it counts.
  *
  *   bench-inflight --url http://127.0.0.1:8080/mcp --key KEY [-n 10000] [--tool sleep]
  *                  [--ms 5000] [--pid PID] [--max-connecting 1000] [--timeout-s S]
- *                  [--accept TYPES] [--protocol-version V]
+ *                  [--accept TYPES] [--protocol-version V] [--batch B] [--sources S]
  *
  * Output: human-readable "key=value" lines (run.sh greps them). Exit status 0 when every call
  * completed, 1 when some failed, 2 on a usage error.
@@ -67,7 +80,8 @@ typedef struct conn {
     enum cstate state;
     enum outcome outcome;
     int retries;
-    char *req; /* the request bytes; freed once sent */
+    long ok_calls; /* JSON-RPC results (not isError) in its answer */
+    char *req;     /* the request bytes; freed once sent */
     size_t req_len, sent;
     char *rbuf;
     size_t rlen, rcap;
@@ -83,13 +97,17 @@ typedef struct opts {
     const char *protocol_version;
     const char *accept;
     long n, ms, pid, max_connecting, timeout_s;
+    long batch;   /* calls per connection (1: a single call, else a JSON-RPC batch) */
+    long sources; /* source addresses 127.0.0.1 .. (round robin); 0: the kernel's choice */
+    long nconns;  /* n / batch */
 } opts_t;
 
 typedef struct stats {
     long started, connecting, sent, answered, inflight, peak_inflight;
     long transient_retries;
-    long counts[O_COUNT];
-    int64_t t_all_sent; /* when the last request was fully written */
+    long counts[O_COUNT]; /* per connection */
+    long calls_ok;        /* per call */
+    int64_t t_all_sent;   /* when the last request was fully written */
     long rss_max_kb, rss_first_kb, rss_last_kb, hwm_kb;
     long threads_min, threads_max, samples;
     int proc_gone;
@@ -144,13 +162,39 @@ static int parse_url(const char *url, opts_t *o)
     return inet_pton(AF_INET, ip, &o->addr.sin_addr) == 1 ? 0 : -1;
 }
 
+/* The body: one tools/call with id, or a batch of o->batch of them (ids id*batch ...). */
+static char *build_body(const opts_t *o, long id, int *len)
+{
+    size_t cap = (size_t)o->batch * 160 + 8, used = 0;
+    char *body = malloc(cap);
+    if (!body)
+        return NULL;
+    if (o->batch > 1)
+        body[used++] = '[';
+    for (long j = 0; j < o->batch; j++) {
+        int k = snprintf(body + used, cap - used,
+                         "%s{\"jsonrpc\":\"2.0\",\"id\":%ld,\"method\":\"tools/call\",\"params\":"
+                         "{\"name\":\"%s\",\"arguments\":{\"ms\":%ld}}}",
+                         j ? "," : "", o->batch > 1 ? id * o->batch + j : id, o->tool, o->ms);
+        if (k < 0 || (size_t)k >= cap - used) {
+            free(body);
+            return NULL;
+        }
+        used += (size_t)k;
+    }
+    if (o->batch > 1)
+        body[used++] = ']';
+    body[used] = '\0';
+    *len = (int)used;
+    return body;
+}
+
 static char *build_request(const opts_t *o, long id, size_t *len)
 {
-    char body[512];
-    int bl = snprintf(body, sizeof(body),
-                      "{\"jsonrpc\":\"2.0\",\"id\":%ld,\"method\":\"tools/call\",\"params\":"
-                      "{\"name\":\"%s\",\"arguments\":{\"ms\":%ld}}}",
-                      id, o->tool, o->ms);
+    int bl;
+    char *body = build_body(o, id, &bl);
+    if (!body)
+        return NULL;
     char pv[96] = "";
     if (o->protocol_version)
         snprintf(pv, sizeof(pv), "MCP-Protocol-Version: %s\r\n", o->protocol_version);
@@ -160,6 +204,7 @@ static char *build_request(const opts_t *o, long id, size_t *len)
                      "Content-Type: application/json\r\nAccept: %s\r\n%s"
                      "Connection: close\r\nContent-Length: %d\r\n\r\n%s",
                      o->path, o->host, o->key, o->accept, pv, bl, body);
+    free(body);
     if (n < 0)
         return NULL;
     *len = (size_t)n;
@@ -172,8 +217,72 @@ static void note_error(stats_t *st, const char *fmt, const char *detail)
         snprintf(st->first_error, sizeof(st->first_error), fmt, detail);
 }
 
-/* Parses a complete answer in c->rbuf; returns 1 when complete (c->outcome set), else 0. */
-static int check_answer(conn_t *c, int eof, stats_t *st)
+/* Counts the JSON-RPC results (not isError) in one message: an object or a batch's array. */
+static long count_results(const cJSON *doc)
+{
+    if (cJSON_IsArray(doc)) {
+        long n = 0;
+        const cJSON *item;
+        cJSON_ArrayForEach(item, doc) n += count_results(item);
+        return n;
+    }
+    const cJSON *result = cJSON_GetObjectItemCaseSensitive(doc, "result");
+    const cJSON *is_err = cJSON_GetObjectItemCaseSensitive(result, "isError");
+    return cJSON_IsObject(result) && !cJSON_IsTrue(is_err) ? 1 : 0;
+}
+
+/* Decodes a chunked body in place (b, *len); -1 when malformed or cut short. */
+static int dechunk(char *b, size_t *len)
+{
+    size_t in = 0, out = 0;
+    for (;;) {
+        char *le = memmem(b + in, *len - in, "\r\n", 2);
+        if (!le)
+            return -1;
+        long sz = strtol(b + in, NULL, 16);
+        size_t data = (size_t)(le - b) + 2;
+        if (sz < 0 || data + (size_t)sz > *len)
+            return -1;
+        if (sz == 0)
+            break;
+        memmove(b + out, b + data, (size_t)sz);
+        out += (size_t)sz;
+        in = data + (size_t)sz + 2;
+        if (in > *len)
+            return -1;
+    }
+    b[out] = '\0';
+    *len = out;
+    return 0;
+}
+
+/* The results in a body: JSON (an object or an array), or SSE whose `data:` lines each hold
+ * one JSON-RPC message. */
+static long body_results(char *body, size_t blen, int sse)
+{
+    if (!sse) {
+        cJSON *doc = cJSON_ParseWithLength(body, blen);
+        long n = count_results(doc);
+        cJSON_Delete(doc);
+        return n;
+    }
+    long n = 0;
+    for (char *line = body; line && line < body + blen;) {
+        char *nl = memchr(line, '\n', (size_t)(body + blen - line));
+        size_t ll = nl ? (size_t)(nl - line) : (size_t)(body + blen - line);
+        if (ll > 6 && strncmp(line, "data: ", 6) == 0) {
+            cJSON *doc = cJSON_ParseWithLength(line + 6, ll - 6);
+            n += count_results(doc);
+            cJSON_Delete(doc);
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+    return n;
+}
+
+/* Parses a complete answer in c->rbuf; returns 1 when complete (c->outcome and c->ok_calls
+ * set), else 0. A body without Content-Length (chunked: SSE) is complete at EOF. */
+static int check_answer(conn_t *c, int eof, long expect, stats_t *st)
 {
     char *hend = c->rbuf ? strstr(c->rbuf, "\r\n\r\n") : NULL;
     if (!hend) {
@@ -185,10 +294,15 @@ static int check_answer(conn_t *c, int eof, stats_t *st)
     }
     size_t hlen = (size_t)(hend - c->rbuf) + 4;
     long clen = -1;
+    int chunked = 0, sse = 0;
     for (char *line = strstr(c->rbuf, "\r\n"); line && line < hend; line = strstr(line, "\r\n")) {
         line += 2;
         if (strncasecmp(line, "Content-Length:", 15) == 0)
             clen = strtol(line + 15, NULL, 10);
+        else if (strncasecmp(line, "Transfer-Encoding: chunked", 26) == 0)
+            chunked = 1;
+        else if (strncasecmp(line, "Content-Type: text/event-stream", 31) == 0)
+            sse = 1;
     }
     int partial = clen >= 0 ? c->rlen < hlen + (size_t)clen : !eof; /* else read to EOF */
     if (partial) {
@@ -208,10 +322,13 @@ static int check_answer(conn_t *c, int eof, stats_t *st)
         return 1;
     }
     size_t blen = clen >= 0 ? (size_t)clen : c->rlen - hlen;
-    cJSON *doc = cJSON_ParseWithLength(c->rbuf + hlen, blen);
-    const cJSON *result = cJSON_GetObjectItemCaseSensitive(doc, "result");
-    const cJSON *is_err = cJSON_GetObjectItemCaseSensitive(result, "isError");
-    if (cJSON_IsObject(result) && !cJSON_IsTrue(is_err)) {
+    if (chunked && dechunk(c->rbuf + hlen, &blen) < 0) {
+        c->outcome = O_RESET;
+        note_error(st, "%s", "a chunked answer cut short");
+        return 1;
+    }
+    c->ok_calls = body_results(c->rbuf + hlen, blen, sse);
+    if (c->ok_calls == expect) {
         c->outcome = O_OK;
     } else {
         c->outcome = O_RPCERROR;
@@ -219,7 +336,6 @@ static int check_answer(conn_t *c, int eof, stats_t *st)
         snprintf(body, sizeof(body), "%.*s", (int)(blen < 150 ? blen : 150), c->rbuf + hlen);
         note_error(st, "JSON-RPC answer: %s", body);
     }
-    cJSON_Delete(doc);
     return 1;
 }
 
@@ -239,6 +355,7 @@ static void finish(conn_t *c, enum outcome oc, stats_t *st)
     c->state = C_DONE;
     c->t_done = now_us();
     st->counts[c->outcome]++;
+    st->calls_ok += c->ok_calls;
     free(c->req);
     c->req = NULL;
     free(c->rbuf);
@@ -274,7 +391,7 @@ static void do_send(conn_t *c, int ep, stats_t *st)
     epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
 }
 
-static void do_read(conn_t *c, stats_t *st)
+static void do_read(conn_t *c, long expect, stats_t *st)
 {
     for (;;) {
         if (c->rcap - c->rlen < 4096) {
@@ -295,14 +412,14 @@ static void do_read(conn_t *c, stats_t *st)
         ssize_t r = recv(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen - 1, 0);
         if (r < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                if (check_answer(c, 0, st))
+                if (check_answer(c, 0, expect, st))
                     finish(c, O_NONE, st);
                 return;
             }
             if (errno == EINTR)
                 continue;
             note_error(st, "recv: %s", strerror(errno));
-            if (!check_answer(c, 1, st))
+            if (!check_answer(c, 1, expect, st))
                 c->outcome = O_RESET;
             finish(c, O_NONE, st);
             return;
@@ -310,7 +427,7 @@ static void do_read(conn_t *c, stats_t *st)
         c->rlen += (size_t)r;
         c->rbuf[c->rlen] = '\0';
         if (r == 0) {
-            check_answer(c, 1, st);
+            check_answer(c, 1, expect, st);
             finish(c, O_NONE, st);
             return;
         }
@@ -331,6 +448,21 @@ static int do_connect(conn_t *c, int ep, const opts_t *o, stats_t *st)
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (o->sources > 0) {
+        /* The port is picked at connect() for the whole 4-tuple, not at bind(). */
+        setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
+        struct sockaddr_in src = {.sin_family = AF_INET};
+        src.sin_addr.s_addr = htonl(0x7f000001u + (uint32_t)((c->id - 1) % o->sources));
+        if (bind(fd, (struct sockaddr *)&src, sizeof(src)) < 0) {
+            int e = errno;
+            close(fd);
+            if (e == EADDRINUSE || e == EADDRNOTAVAIL)
+                return -1;
+            note_error(st, "bind: %s", strerror(e));
+            finish(c, O_CONNECT, st);
+            return 0;
+        }
+    }
     if (!c->req) {
         c->req = build_request(o, c->id, &c->req_len);
         if (!c->req) {
@@ -441,7 +573,8 @@ static void usage(const char *prog)
     fprintf(stderr,
             "usage: %s --url http://127.0.0.1:PORT/mcp --key KEY [-n N] [--tool NAME] [--ms MS]\n"
             "          [--pid INGRESS_PID] [--max-connecting N] [--timeout-s S]\n"
-            "          [--protocol-version V] [--accept 'application/json']\n",
+            "          [--protocol-version V] [--accept 'application/json'] [--batch B]\n"
+            "          [--sources S]\n",
             prog);
 }
 
@@ -451,7 +584,8 @@ int main(int argc, char **argv)
                 .tool = "sleep",
                 .n = 10000,
                 .ms = 5000,
-                .max_connecting = 1000};
+                .max_connecting = 1000,
+                .batch = 1};
     const char *url = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -477,6 +611,10 @@ int main(int argc, char **argv)
             bad = parse_long(v, 1, 1L << 30, &o.pid);
         else if (strcmp(a, "--max-connecting") == 0)
             bad = parse_long(v, 1, 1000000, &o.max_connecting);
+        else if (strcmp(a, "--batch") == 0)
+            bad = parse_long(v, 1, 1000, &o.batch);
+        else if (strcmp(a, "--sources") == 0)
+            bad = parse_long(v, 1, 1 << 24, &o.sources);
         else if (strcmp(a, "--timeout-s") == 0)
             bad = parse_long(v, 1, 86400, &o.timeout_s);
         else
@@ -488,10 +626,13 @@ int main(int argc, char **argv)
         i++;
     }
     if (!url || !o.key || parse_url(url, &o) < 0 || strlen(o.tool) > 64 || strlen(o.accept) > 200 ||
-        strpbrk(o.accept, "\r\n")) {
+        strpbrk(o.accept, "\r\n") || o.n % o.batch != 0) {
         usage(argv[0]);
         return 2;
     }
+    o.nconns = o.n / o.batch;
+    if (o.batch > 1 && !o.protocol_version)
+        o.protocol_version = "2025-03-26"; /* the version with batches */
     if (!o.timeout_s)
         o.timeout_s = o.ms / 1000 + 60;
     signal(SIGPIPE, SIG_IGN);
@@ -503,23 +644,23 @@ int main(int argc, char **argv)
         setrlimit(RLIMIT_NOFILE, &rl);
     }
     getrlimit(RLIMIT_NOFILE, &rl);
-    if (rl.rlim_cur != RLIM_INFINITY && (long)rl.rlim_cur < o.n + 16)
+    if (rl.rlim_cur != RLIM_INFINITY && (long)rl.rlim_cur < o.n / o.batch + 16)
         fprintf(stderr, "bench-inflight: warning: RLIMIT_NOFILE %ld < n + 16; raise ulimit -n\n",
                 (long)rl.rlim_cur);
 
-    conn_t *conns = calloc((size_t)o.n, sizeof(*conns));
-    long *queue = malloc((size_t)o.n * sizeof(*queue)); /* connections waiting to (re)start */
+    conn_t *conns = calloc((size_t)o.nconns, sizeof(*conns));
+    long *queue = malloc((size_t)o.nconns * sizeof(*queue)); /* connections waiting to (re)start */
     int ep = epoll_create1(EPOLL_CLOEXEC);
     if (!conns || !queue || ep < 0) {
         fprintf(stderr, "bench-inflight: out of memory\n");
         return 1;
     }
-    for (long i = 0; i < o.n; i++) {
+    for (long i = 0; i < o.nconns; i++) {
         conns[i].id = i + 1;
         conns[i].fd = -1;
         queue[i] = i;
     }
-    long qhead = 0, qtail = o.n; /* ring of indices: [qhead, qtail) mod n */
+    long qhead = 0, qtail = o.nconns; /* ring of indices: [qhead, qtail) mod n */
 
     stats_t st;
     memset(&st, 0, sizeof(st));
@@ -531,13 +672,13 @@ int main(int argc, char **argv)
     int64_t next_sample = t0 + SAMPLE_US, retry_at = 0;
     long done = 0;
     struct epoll_event evs[1024];
-    while (done < o.n) {
+    while (done < o.nconns) {
         int64_t now = now_us();
         if (now >= deadline)
             break;
         /* Start (or restart) queued connections, a bounded number of handshakes at a time. */
         while (qhead != qtail && st.connecting < o.max_connecting && now >= retry_at) {
-            conn_t *c = &conns[queue[qhead % o.n]];
+            conn_t *c = &conns[queue[qhead % o.nconns]];
             if (do_connect(c, ep, &o, &st) < 0) {
                 st.transient_retries++;
                 retry_at = now + 2000; /* the kernel is out of something: back off 2 ms */
@@ -561,9 +702,9 @@ int main(int argc, char **argv)
             else if (c->state == C_SENDING)
                 do_send(c, ep, &st);
             else if (c->state == C_READING)
-                do_read(c, &st);
+                do_read(c, o.batch, &st);
             if (c->state == C_NEW && before != C_NEW)
-                queue[qtail++ % o.n] = c - conns; /* a refused handshake: try again */
+                queue[qtail++ % o.nconns] = c - conns; /* a refused handshake: try again */
             if (c->state == C_DONE && before != C_DONE)
                 done++;
         }
@@ -576,29 +717,33 @@ int main(int argc, char **argv)
         }
     }
     int64_t t_end = now_us();
-    for (long i = 0; i < o.n; i++)
+    for (long i = 0; i < o.nconns; i++)
         if (conns[i].state != C_DONE)
             finish(&conns[i], O_TIMEOUT, &st);
     if (o.pid)
         sample_proc(o.pid, &st);
 
-    int64_t *lat = malloc((size_t)o.n * sizeof(*lat));
+    int64_t *lat = malloc((size_t)o.nconns * sizeof(*lat));
     size_t nl = 0;
-    for (long i = 0; i < o.n; i++)
+    for (long i = 0; i < o.nconns; i++)
         if (conns[i].outcome == O_OK)
             lat[nl++] = conns[i].t_done - conns[i].t_start;
     qsort(lat, nl, sizeof(*lat), cmp_i64);
 
-    printf("# bench-inflight: %ld x tools/call %s(ms=%ld) to %s\n", o.n, o.tool, o.ms, url);
+    printf("# bench-inflight: %ld x tools/call %s(ms=%ld) to %s, %ld per connection\n", o.n, o.tool,
+           o.ms, url, o.batch);
     printf("n=%ld\n", o.n);
-    printf("completed=%ld\n", st.counts[O_OK]);
-    printf("failed=%ld\n", o.n - st.counts[O_OK]);
+    printf("connections=%ld\n", o.nconns);
+    printf("batch=%ld\n", o.batch);
+    printf("sources=%ld\n", o.sources);
+    printf("completed=%ld\n", st.calls_ok);
+    printf("failed=%ld\n", o.n - st.calls_ok);
     for (int k = O_CONNECT; k < O_COUNT; k++)
         if (st.counts[k])
-            printf("failed_%s=%ld\n", outcome_names[k], st.counts[k]);
+            printf("failed_%s=%ld\n", outcome_names[k], st.counts[k]); /* connections */
     if (st.first_error[0])
         printf("first_error=%s\n", st.first_error);
-    printf("peak_inflight=%ld\n", st.peak_inflight);
+    printf("peak_inflight=%ld\n", st.peak_inflight * o.batch); /* calls */
     printf("all_sent_s=%.3f\n", st.sent ? (double)(st.t_all_sent - t0) / 1e6 : 0.0);
     printf("connect_retries=%ld\n", st.transient_retries);
     printf("wall_s=%.3f\n", (double)(t_end - t0) / 1e6);
@@ -623,5 +768,5 @@ int main(int argc, char **argv)
     free(queue);
     free(conns);
     close(ep);
-    return st.counts[O_OK] == o.n ? 0 : 1;
+    return st.calls_ok == o.n ? 0 : 1;
 }

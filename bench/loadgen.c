@@ -19,6 +19,8 @@
  *
  *   bench-loadgen --url http://127.0.0.1:8080/mcp --rate 5000 [--duration 10] [--warmup 2]
  *                 [--connections 64] --body JSON [-H "Name: value" ...] [--check-result]
+ *   --get instead of --body sends GET requests without a body (/healthz while calls run:
+ *   bench/sec_redislat.sh).
  *
  * Output: "key=value" lines (run.sh greps them); latencies in milliseconds.
  */
@@ -64,6 +66,7 @@ typedef struct opts {
     int nheaders;
     long rate, duration_s, warmup_s, connections;
     int check_result;
+    int get; /* --get: GET without a body */
 } opts_t;
 
 typedef struct run {
@@ -399,8 +402,9 @@ static double pct_ms(const int64_t *v, size_t n, double p)
 static void usage(const char *prog)
 {
     fprintf(stderr,
-            "usage: %s --url http://127.0.0.1:PORT/path --rate N --body JSON [--duration S]\n"
-            "          [--warmup S] [--connections N] [-H 'Name: value' ...] [--check-result]\n",
+            "usage: %s --url http://127.0.0.1:PORT/path --rate N (--body JSON | --get)\n"
+            "          [--duration S]"
+            " [--warmup S] [--connections N] [-H 'Name: value' ...] [--check-result]\n",
             prog);
 }
 
@@ -521,6 +525,10 @@ int main(int argc, char **argv)
             o.check_result = 1;
             continue;
         }
+        if (strcmp(a, "--get") == 0) {
+            o.get = 1;
+            continue;
+        }
         int bad = 0;
         if (!v)
             bad = 1; /* every remaining option takes a value */
@@ -546,7 +554,7 @@ int main(int argc, char **argv)
         }
         i++;
     }
-    if (!url || !o.rate || !o.body || parse_url(url, &o) < 0) {
+    if (!url || !o.rate || !(o.body || o.get) || parse_url(url, &o) < 0) {
         usage(argv[0]);
         return 2;
     }
@@ -564,7 +572,11 @@ int main(int argc, char **argv)
     hdrs[0] = '\0';
     for (int i = 0; i < o.nheaders; i++)
         hl += (size_t)snprintf(hdrs + hl, sizeof(hdrs) - hl, "%s\r\n", o.headers[i]);
-    int n = asprintf(&r.req, "POST %s HTTP/1.1\r\nHost: %s\r\n%sContent-Length: %zu\r\n\r\n%s",
+    int n;
+    if (o.get)
+        n = asprintf(&r.req, "GET %s HTTP/1.1\r\nHost: %s\r\n%s\r\n", o.path, o.host, hdrs);
+    else
+        n = asprintf(&r.req, "POST %s HTTP/1.1\r\nHost: %s\r\n%sContent-Length: %zu\r\n\r\n%s",
                      o.path, o.host, hdrs, strlen(o.body), o.body);
     if (n < 0)
         r.req = NULL;

@@ -896,7 +896,17 @@ Tests never assert on speed: these numbers are measured here and nowhere else.
 | TypeScript SDK | @modelcontextprotocol/sdk $SDK_VERSION on Node $(node --version) |
 | load tools | $WRK_VERSION; bench-loadgen and bench-inflight (bench/*.c) |
 
-## Targets
+## Targets of round two (issue 34)
+
+Each line is the summary its section below prints (\`make bench\` prints them too); the
+sections hold the tables, the before/after ratios against the build of git $BENCH_BASE (the
+commit before round two) and what the figures mean.
+
+\`\`\`
+$(for sec in "${SECTIONS[@]}"; do cat "$RES/sec-$sec.txt" 2>/dev/null || true; done)
+\`\`\`
+
+## Targets of round one (2026-11-23), measured again
 
 | target | measured | verdict |
 |---|---|---|

@@ -18,6 +18,28 @@ void jv_number_format(double d, char *buf, size_t size)
         snprintf(buf, size, "%.15g", d);
 }
 
+cJSON *jv_add_int(cJSON *obj, const char *name, int64_t v)
+{
+    char buf[24], *p = buf + sizeof(buf);
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    *--p = '\0';
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        *--p = '-';
+    return cJSON_AddRawToObject(obj, name, p);
+}
+
+cJSON *jv_add_number_ref(cJSON *obj, const char *name, const cJSON *n)
+{
+    double d = n->valuedouble;
+    if (jv_is_integral(n) && fabs(d) <= 9007199254740992.0 && !(d == 0 && signbit(d)))
+        return jv_add_int(obj, name, (int64_t)d);
+    return cJSON_AddItemReferenceToObject(obj, name, (cJSON *)n) ? obj->child->prev : NULL;
+}
+
 int jv_equal(const cJSON *a, const cJSON *b, int max_depth)
 {
     if (max_depth < 0)

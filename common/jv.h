@@ -38,6 +38,25 @@ uint64_t jv_hash(const cJSON *v, int max_depth);
 void jv_number_format(double d, char *buf, size_t size);
 
 /*
+ * Adds member name = v to obj as digits cJSON prints verbatim (a raw item), in place of a
+ * number item, which cJSON prints through sprintf("%1.15g"), a sscanf to check it and, for
+ * 16 or more digits, sprintf("%1.17g") again: the worker prints a few timestamps per job
+ * and that was most of the cost of its records (the workers section of
+ * docs/benchmarks.md, bench/sec_workers.sh).
+ * The text is the same number a number item gives. Only for an object that is printed, never
+ * read back as a number. The new item, or NULL out of memory.
+ */
+cJSON *jv_add_int(cJSON *obj, const char *name, int64_t v);
+
+/*
+ * Adds member name to obj standing for the number item n: digits (jv_add_int) when n is
+ * integral and at most 2^53 in magnitude (-0 excepted), else a reference to n (which obj
+ * then borrows).
+ * For a copy of a parsed document that is printed at once. The new item, or NULL.
+ */
+cJSON *jv_add_number_ref(cJSON *obj, const char *name, const cJSON *n);
+
+/*
  * Appends the compact JSON text of v (at most 120 characters, the longer ones clipped and
  * ending in "...") to the NUL-terminated string in buf (of size), clipped to fit; "?" when v
  * is NULL or cannot be printed.

@@ -594,7 +594,29 @@ struct kv_pool {
     int nidle;
     redisContext **idle;
     unsigned *idle_gen; /* the target's generation when each idle context was made */
+    /* Kept warm (kv_pool_warm): a keeper thread connects, the takers only wait. */
+    int warm;
+    int min_idle;
+    int wait_ms;
+    int stopping;
+    atomic_int up;       /* the keeper's view: Redis answered its last check */
+    pthread_cond_t more; /* an idle connection came back or was made */
+    pthread_cond_t wake; /* the keeper: a connection broke, the pool ran dry, or stop */
+    pthread_t keeper;
+    char why[200];        /* why the pool is down (under lock) */
+    struct kv_sent *sent; /* kv_pool_send's commands, oldest first, for the keeper */
+    struct kv_sent **sent_tail;
+    int nsent;
+    atomic_ullong takes;  /* kv_pool_get that handed a context over */
+    atomic_ullong queued; /* kv_pool_send commands queued for the keeper */
 };
+
+/* One command of kv_pool_send, in the protocol's format. */
+typedef struct kv_sent {
+    struct kv_sent *next;
+    size_t len;
+    char cmd[];
+} kv_sent_t;
 
 kv_pool_t *kv_pool_new(kv_target_t *t, int timeout_ms, int max_idle)
 {
@@ -610,6 +632,10 @@ kv_pool_t *kv_pool_new(kv_target_t *t, int timeout_ms, int max_idle)
         return NULL;
     }
     pthread_mutex_init(&pool->lock, NULL);
+    pthread_cond_init(&pool->more, NULL);
+    pthread_cond_init(&pool->wake, NULL);
+    atomic_init(&pool->up, 1);
+    pool->sent_tail = &pool->sent;
     pool->target = t;
     pool->timeout_ms = timeout_ms;
     pool->max_idle = max_idle;
@@ -620,19 +646,33 @@ void kv_pool_free(kv_pool_t *pool)
 {
     if (!pool)
         return;
+    if (pool->warm) {
+        pthread_mutex_lock(&pool->lock);
+        pool->stopping = 1;
+        pthread_cond_signal(&pool->wake);
+        pthread_mutex_unlock(&pool->lock);
+        pthread_join(pool->keeper, NULL);
+    }
     for (int i = 0; i < pool->nidle; i++)
         redisFree(pool->idle[i]);
+    while (pool->sent) {
+        kv_sent_t *next = pool->sent->next;
+        free(pool->sent);
+        pool->sent = next;
+    }
+    pthread_cond_destroy(&pool->more);
+    pthread_cond_destroy(&pool->wake);
     pthread_mutex_destroy(&pool->lock);
     free(pool->idle);
     free(pool->idle_gen);
     free(pool);
 }
 
-redisContext *kv_pool_get(kv_pool_t *pool, char *errstr, size_t errstr_size)
+/* An idle context made since the last failover, or NULL; under pool->lock. */
+static redisContext *take_idle(kv_pool_t *pool)
 {
     unsigned gen = atomic_load(&pool->target->generation);
     redisContext *c = NULL;
-    pthread_mutex_lock(&pool->lock);
     while (!c && pool->nidle > 0) {
         pool->nidle--;
         c = pool->idle[pool->nidle];
@@ -641,10 +681,85 @@ redisContext *kv_pool_get(kv_pool_t *pool, char *errstr, size_t errstr_size)
             c = NULL;
         }
     }
+    return c;
+}
+
+/* A warm pool's taker: an idle context, waiting at most wait_ms for one; never connects. */
+static redisContext *get_warm(kv_pool_t *pool, char *errstr, size_t errstr_size)
+{
+    struct timespec until = util_deadline_realtime(pool->wait_ms);
+    redisContext *c = NULL;
+    pthread_mutex_lock(&pool->lock);
+    while (!c && atomic_load(&pool->up)) {
+        c = take_idle(pool);
+        if (c)
+            break;
+        pthread_cond_signal(&pool->wake); /* ran dry: the keeper makes more */
+        if (pthread_cond_timedwait(&pool->more, &pool->lock, &until) != 0)
+            break;
+    }
+    if (!c && !atomic_load(&pool->up))
+        snprintf(errstr, errstr_size, "redis unavailable: %s", pool->why);
+    else if (!c)
+        snprintf(errstr, errstr_size, "redis: no idle connection within %d ms (pool busy)",
+                 pool->wait_ms);
     pthread_mutex_unlock(&pool->lock);
+    return c;
+}
+
+redisContext *kv_pool_get(kv_pool_t *pool, char *errstr, size_t errstr_size)
+{
+    redisContext *c = NULL;
+    if (pool->warm) {
+        c = get_warm(pool, errstr, errstr_size);
+    } else {
+        pthread_mutex_lock(&pool->lock);
+        c = take_idle(pool);
+        pthread_mutex_unlock(&pool->lock);
+        if (!c)
+            c = kv_connect(pool->target, pool->timeout_ms, errstr, errstr_size);
+    }
     if (c)
-        return c;
-    return kv_connect(pool->target, pool->timeout_ms, errstr, errstr_size);
+        atomic_fetch_add(&pool->takes, 1);
+    return c;
+}
+
+void kv_pool_stats(kv_pool_t *pool, unsigned long long *takes, unsigned long long *queued)
+{
+    *takes = pool ? atomic_load(&pool->takes) : 0;
+    *queued = pool ? atomic_load(&pool->queued) : 0;
+}
+
+/* A connection that failed to reach Redis (lost, refused, timed out; not a failover's
+ * redirection, which the next connection follows): a warm pool is down until its keeper
+ * has Redis answer again, so the other takers fail at once instead of each waiting its
+ * timeout. */
+static void note_broken(kv_pool_t *pool, const redisContext *ctx)
+{
+    if (!pool->warm || ctx->err == REDIS_ERR_OTHER)
+        return;
+    pthread_mutex_lock(&pool->lock);
+    if (atomic_exchange(&pool->up, 0))
+        snprintf(pool->why, sizeof(pool->why), "a command failed: %s", ctx->errstr);
+    pthread_cond_signal(&pool->wake);
+    pthread_mutex_unlock(&pool->lock);
+}
+
+/* Back to the idle list, or freed when broken, failed or the list is full. */
+static void put_idle(kv_pool_t *pool, redisContext *ctx, int broken)
+{
+    if (!broken && !ctx->err) {
+        pthread_mutex_lock(&pool->lock);
+        if (pool->nidle < pool->max_idle) {
+            pool->idle_gen[pool->nidle] = atomic_load(&pool->target->generation);
+            pool->idle[pool->nidle++] = ctx;
+            ctx = NULL;
+            pthread_cond_signal(&pool->more);
+        }
+        pthread_mutex_unlock(&pool->lock);
+    }
+    if (ctx)
+        redisFree(ctx);
 }
 
 void kv_pool_put(kv_pool_t *pool, redisContext *ctx, int broken)
@@ -654,19 +769,205 @@ void kv_pool_put(kv_pool_t *pool, redisContext *ctx, int broken)
     /* A connection that broke (lost, timed out, or marked by kv_ctx_failover) may mean the
      * master is gone or demoted: the idle ones made before are dropped too (kv_pool_get)
      * rather than each failing one request. */
-    if (ctx->err)
+    if (ctx->err) {
         atomic_fetch_add(&pool->target->generation, 1);
-    if (!broken && !ctx->err) {
-        pthread_mutex_lock(&pool->lock);
-        if (pool->nidle < pool->max_idle) {
-            pool->idle_gen[pool->nidle] = atomic_load(&pool->target->generation);
-            pool->idle[pool->nidle++] = ctx;
-            ctx = NULL;
-        }
-        pthread_mutex_unlock(&pool->lock);
+        note_broken(pool, ctx);
     }
-    if (ctx)
-        redisFree(ctx);
+    put_idle(pool, ctx, broken);
+}
+
+int kv_pool_up(kv_pool_t *pool)
+{
+    return pool ? atomic_load(&pool->up) : 0;
+}
+
+/* PING on c, which goes back to the pool (or is freed when it failed): 1 when Redis answered,
+ * else 0 with why filled. */
+static int keeper_ping(kv_pool_t *pool, redisContext *c, char *why, size_t why_size)
+{
+    redisReply *r = redisCommand(c, "PING");
+    int ok = r && r->type == REDIS_REPLY_STATUS;
+    if (!ok)
+        snprintf(why, why_size, "PING: %s", c->err ? c->errstr : "unexpected reply");
+    if (r)
+        freeReplyObject(r);
+    /* Put back by hand: kv_pool_put would mark the pool down, which is ours to say. */
+    if (c->err)
+        atomic_fetch_add(&pool->target->generation, 1);
+    put_idle(pool, c, !ok);
+    return ok;
+}
+
+/* The keeper's check: PING on an idle connection, and when that fails (it may have been
+ * dropped while idle: a restarted Redis) once more on a new one. 0 when Redis answered, else
+ * MCPQ_EIO with why filled. */
+static int keeper_check(kv_pool_t *pool, char *why, size_t why_size)
+{
+    pthread_mutex_lock(&pool->lock);
+    redisContext *c = take_idle(pool);
+    pthread_mutex_unlock(&pool->lock);
+    if (c && keeper_ping(pool, c, why, why_size))
+        return 0;
+    c = kv_connect(pool->target, pool->timeout_ms, why, why_size);
+    return c && keeper_ping(pool, c, why, why_size) ? 0 : MCPQ_EIO;
+}
+
+/* The keeper tops the idle connections up to min_idle (never above max_idle). */
+static void keeper_fill(kv_pool_t *pool)
+{
+    for (;;) {
+        pthread_mutex_lock(&pool->lock);
+        int need = pool->nidle < pool->min_idle && !pool->stopping && atomic_load(&pool->up);
+        pthread_mutex_unlock(&pool->lock);
+        if (!need)
+            return;
+        char why[200];
+        redisContext *c = kv_connect(pool->target, pool->timeout_ms, why, sizeof(why));
+        if (!c) {
+            pthread_mutex_lock(&pool->lock);
+            atomic_store(&pool->up, 0);
+            snprintf(pool->why, sizeof(pool->why), "%s", why);
+            pthread_mutex_unlock(&pool->lock);
+            return;
+        }
+        put_idle(pool, c, 0);
+    }
+}
+
+/* One check of the keeper: says up or down (logged when it changes). */
+static void keeper_round(kv_pool_t *pool, int *was_up)
+{
+    char why[200] = "";
+    int ok = keeper_check(pool, why, sizeof(why)) == 0;
+    pthread_mutex_lock(&pool->lock);
+    if (!ok)
+        snprintf(pool->why, sizeof(pool->why), "%s", why);
+    atomic_store(&pool->up, ok);
+    pthread_mutex_unlock(&pool->lock);
+    if (ok != *was_up)
+        log_event(ok ? LOG_INFO : LOG_WARN, ok ? "redis pool up" : "redis pool down", "redis",
+                  kv_target_describe(pool->target), "error", ok ? "" : why, (char *)NULL);
+    *was_up = ok;
+}
+
+/* The keeper sends what kv_pool_send queued, as one pipeline on one connection; the replies
+ * are read and dropped (an error reply is logged). Commands queued while Redis is down are
+ * dropped by kv_pool_send itself. */
+static void keeper_flush(kv_pool_t *pool)
+{
+    pthread_mutex_lock(&pool->lock);
+    kv_sent_t *list = pool->sent;
+    int n = pool->nsent;
+    pool->sent = NULL;
+    pool->sent_tail = &pool->sent;
+    pool->nsent = 0;
+    redisContext *c = list ? take_idle(pool) : NULL;
+    pthread_mutex_unlock(&pool->lock);
+    char why[200] = "";
+    if (list && !c)
+        c = kv_connect(pool->target, pool->timeout_ms, why, sizeof(why));
+    for (kv_sent_t *e = list; c && e; e = e->next)
+        redisAppendFormattedCommand(c, e->cmd, e->len);
+    for (int i = 0; c && !c->err && i < n; i++) {
+        void *reply = NULL;
+        if (redisGetReply(c, &reply) != REDIS_OK)
+            break;
+        const redisReply *r = reply;
+        /* A failover's redirection also tells the target, so the pool's idle connections
+         * made before are dropped (kv_ctx_failover). */
+        if (r->type == REDIS_REPLY_ERROR && !kv_ctx_failover(pool->target, c, r))
+            log_event(LOG_WARN, "redis: a queued command failed", "error", r->str, (char *)NULL);
+        freeReplyObject(reply);
+    }
+    if (list && (!c || c->err))
+        log_event(LOG_WARN, "redis: queued commands lost", "error", c ? c->errstr : why,
+                  (char *)NULL);
+    kv_pool_put(pool, c, 0);
+    while (list) {
+        kv_sent_t *next = list->next;
+        free(list);
+        list = next;
+    }
+}
+
+/* The keeper: checks Redis every KV_POOL_CHECK_MS (at once after a taker saw a connection
+ * fail) and tops the idle list up whenever a taker ran dry. */
+static void *keeper_thread(void *arg)
+{
+    kv_pool_t *pool = arg;
+    int was_up = 1;
+    int64_t next_check = 0;
+    pthread_mutex_lock(&pool->lock);
+    while (!pool->stopping) {
+        pthread_mutex_unlock(&pool->lock);
+        int64_t now = util_mono_ms();
+        if (now >= next_check || !atomic_load(&pool->up)) {
+            keeper_round(pool, &was_up);
+            next_check = util_mono_ms() + KV_POOL_CHECK_MS;
+        }
+        if (atomic_load(&pool->up))
+            keeper_fill(pool);
+        keeper_flush(pool);
+        int64_t left = next_check - util_mono_ms();
+        struct timespec until = util_deadline_realtime(left > 0 ? (int)left : 1);
+        pthread_mutex_lock(&pool->lock);
+        if (!pool->stopping && !pool->sent)
+            pthread_cond_timedwait(&pool->wake, &pool->lock, &until);
+    }
+    pthread_mutex_unlock(&pool->lock);
+    keeper_flush(pool);
+    return NULL;
+}
+
+int kv_pool_send(kv_pool_t *pool, int argc, const char **argv, const size_t *argvlen)
+{
+    char err[256];
+    if (!pool->warm) { /* no keeper: the command runs here */
+        redisReply *r = kv_pool_commandargv(pool, err, sizeof(err), argc, argv, argvlen);
+        if (r)
+            freeReplyObject(r);
+        return r ? 0 : MCPQ_EUNAVAIL;
+    }
+    if (!atomic_load(&pool->up))
+        return MCPQ_EUNAVAIL;
+    char *cmd = NULL;
+    int len = redisFormatCommandArgv(&cmd, argc, argv, argvlen);
+    kv_sent_t *e = len >= 0 ? malloc(sizeof(*e) + (size_t)len) : NULL;
+    if (!e) {
+        redisFreeCommand(cmd);
+        return MCPQ_ENOMEM;
+    }
+    e->next = NULL;
+    e->len = (size_t)len;
+    memcpy(e->cmd, cmd, (size_t)len);
+    redisFreeCommand(cmd);
+    int rc = MCPQ_EUNAVAIL;
+    pthread_mutex_lock(&pool->lock);
+    if (pool->nsent < KV_POOL_SEND_MAX) {
+        *pool->sent_tail = e;
+        pool->sent_tail = &e->next;
+        pool->nsent++;
+        e = NULL;
+        rc = 0;
+        atomic_fetch_add(&pool->queued, 1);
+        pthread_cond_signal(&pool->wake);
+    }
+    pthread_mutex_unlock(&pool->lock);
+    free(e);
+    return rc;
+}
+
+int kv_pool_warm(kv_pool_t *pool, int min_idle, int wait_ms)
+{
+    pool->min_idle = min_idle < pool->max_idle ? min_idle : pool->max_idle;
+    pool->wait_ms = wait_ms;
+    keeper_fill(pool);
+    pool->warm = 1;
+    if (pthread_create(&pool->keeper, NULL, keeper_thread, pool) != 0) {
+        pool->warm = 0;
+        return MCPQ_ENOMEM;
+    }
+    return 0;
 }
 
 /* The reply of one attempt, the connection back in the pool. *retry is set when the server

@@ -121,10 +121,45 @@ kv_pool_t *kv_pool_new(kv_target_t *t, int timeout_ms, int max_idle);
 /* Closes the idle connections and frees the pool; every context got from it must have been
  * put back. NULL is a no-op. */
 void kv_pool_free(kv_pool_t *pool);
-/* An idle context or a new connection; NULL (errstr filled) when Redis is unreachable. */
+/*
+ * An idle context, or NULL (errstr filled) when Redis is unreachable. A pool that is not
+ * kept warm connects when it has no idle context; a warm one (kv_pool_warm) never does: it
+ * waits at most its wait_ms for a context to come back or be made by its keeper, and fails
+ * at once while the keeper says Redis is down ("redis unavailable: <why>").
+ */
 redisContext *kv_pool_get(kv_pool_t *pool, char *errstr, size_t errstr_size);
-/* Returns ctx to the pool; broken != 0 (or ctx->err) frees it instead. ctx may be NULL. */
+/* Returns ctx to the pool; broken != 0 (or ctx->err) frees it instead. ctx may be NULL.
+ * A warm pool whose context failed to reach Redis (not a failover's redirection) is down
+ * from then on until its keeper's next check has Redis answer. */
 void kv_pool_put(kv_pool_t *pool, redisContext *ctx, int broken);
+
+/*
+ * Keeps the pool warm so that no taker ever connects (docs/redis.md, "The connection pool"):
+ * connects min_idle connections now (capped at max_idle), then starts a keeper thread that
+ * PINGs Redis every KV_POOL_CHECK_MS (at once after a taker's connection failed), tops the
+ * idle connections up to min_idle whenever a taker found none, and reconnects after errors,
+ * through kv_connect (TLS, Sentinel, Cluster as it does). kv_pool_free stops the thread. Call
+ * once, before the pool is shared. 0 or MCPQ_ENOMEM (no thread). Redis being down now is
+ * not an error: the pool starts down and comes up when the keeper reaches Redis.
+ */
+#define KV_POOL_CHECK_MS 250
+int kv_pool_warm(kv_pool_t *pool, int min_idle, int wait_ms);
+/*
+ * Queues one write whose reply nobody needs (argc binary-safe arguments, copied): a warm
+ * pool's keeper sends what is queued as one pipeline, so the caller makes no round trip;
+ * a pool not kept warm runs it at once. For best-effort writes only: the command is lost
+ * when Redis is down (MCPQ_EUNAVAIL now, or logged by the keeper) or KV_POOL_SEND_MAX
+ * commands wait already (MCPQ_EUNAVAIL). 0 when queued (or run). Thread-safe.
+ */
+#define KV_POOL_SEND_MAX 65536
+int kv_pool_send(kv_pool_t *pool, int argc, const char **argv, const size_t *argvlen);
+/* Counters since kv_pool_new: takes, the contexts kv_pool_get handed over (each one at least
+ * one round trip its caller waited for; the keeper's own are not counted), and queued, the
+ * commands kv_pool_send queued for the keeper. NULL pool: 0. Thread-safe. */
+void kv_pool_stats(kv_pool_t *pool, unsigned long long *takes, unsigned long long *queued);
+/* 1 while Redis answers as the pool sees it (a warm pool: its keeper's last check and the
+ * takers' commands since; a pool not kept warm: always 1). Thread-safe. */
+int kv_pool_up(kv_pool_t *pool);
 
 /*
  * Runs one command on a pooled connection: the reply (caller frees with freeReplyObject)

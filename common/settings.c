@@ -182,6 +182,11 @@ static const set_def_t defs[] = {
      S(max_connections), "concurrent HTTP connections"},
     {"MCPQ_CONN_MEMORY_LIMIT", "conn-memory-limit", T_INT, "8192", 4096, 1 << 20, ING,
      S(conn_memory_limit), "per-connection memory pool (headers) in bytes"},
+    {"MCPQ_MEMORY_TRIM_CALLS", "memory-trim-calls", T_INT, "1000", 0, 1000000, ING,
+     S(memory_trim_calls),
+     "once the waiting calls are this many fewer than their peak since the last trim, the "
+     "ingress returns the heap they freed to the system (malloc_trim, at most every 250 ms); "
+     "0: never"},
     {"MCPQ_CONN_TIMEOUT_S", "conn-timeout-s", T_INT, "120", 1, 86400, ING, S(conn_timeout_s),
      "idle connection timeout in seconds"},
     {"MCPQ_SSE_KEEPALIVE_MS", "sse-keepalive-ms", T_INT, "1000", 100, 600000, ING,
@@ -225,6 +230,14 @@ static const set_def_t defs[] = {
      "docs/reliability.md)"},
     {"MCPQ_REDIS_POOL_SIZE", "redis-pool-size", T_INT, "8", 1, 256, ING, S(redis_pool_size),
      "Redis connections the HTTP threads share"},
+    {"MCPQ_REDIS_POOL_MIN_IDLE", "redis-pool-min-idle", T_INT, "2", 1, 256, ING,
+     S(redis_pool_min_idle),
+     "idle Redis connections a background thread keeps ready (capped at MCPQ_REDIS_POOL_SIZE), so "
+     "an HTTP thread never connects (docs/redis.md, \"The connection pool\")"},
+    {"MCPQ_REDIS_POOL_WAIT_MS", "redis-pool-wait-ms", T_INT, "100", 0, 10000, ING,
+     S(redis_pool_wait_ms),
+     "longest an HTTP thread waits for an idle Redis connection; then what needed Redis fails as "
+     "when Redis is unreachable (503, or JSON-RPC -32603 for MCP)"},
     {"MCPQ_SESSION_TTL_S", "session-ttl-s", T_INT, "86400", 60, 30LL * 86400, ING, S(session_ttl_s),
      "idle lifetime of an Mcp-Session-Id"},
     {"MCPQ_CHANNEL_MAX_TURNS", "channel-max-turns", T_INT, "50", 1, 10000, WRK,
@@ -241,7 +254,9 @@ static const set_def_t defs[] = {
     {"MCPQ_MAX_OUTPUT_BYTES", "max-output-bytes", T_INT, "4194304", 1024, 256LL << 20, WRK,
      S(max_output_bytes), "executor output limit (stdout, HTTP body)"},
     {"MCPQ_MAX_INFLIGHT_JOBS", "max-inflight-jobs", T_INT, "20000", 1, 1000000, WRK,
-     S(max_inflight_jobs), "jobs one worker runs at once (then it pauses consuming)"},
+     S(max_inflight_jobs),
+     "jobs one worker runs at once (then it pauses consuming); lowered, with a warning, to "
+     "(open-file limit - 256) / 4 when that is less"},
     {"MCPQ_INPUT_TIMEOUT_MS", "input-timeout-ms", T_INT, "300000", 1000, 86400000, ALL,
      S(input_timeout_ms),
      "how long a tool's question to the client (elicitation, sampling, roots) waits for the "

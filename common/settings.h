@@ -69,6 +69,7 @@ typedef struct mcpq_settings {
     long long threads;
     long long max_connections;
     long long conn_memory_limit;
+    long long memory_trim_calls;
     long long conn_timeout_s;
     long long sse_keepalive_ms;
     long long listen_keepalive_ms;
@@ -79,6 +80,8 @@ typedef struct mcpq_settings {
     long long kafka_fetch_wait_ms;
     long long redis_timeout_ms;
     long long redis_pool_size;
+    long long redis_pool_min_idle;
+    long long redis_pool_wait_ms;
     long long redis_wait_replicas; /* docs/redis.md: WAIT before offsets and task answers */
     long long redis_wait_timeout_ms;
     long long worker_redis_lost_leave_ms; /* docs/reliability.md: leave the group without Redis */

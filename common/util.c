@@ -12,12 +12,15 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
+#include <openssl/params.h>
 #include <openssl/sha.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* One clock reading in microseconds; the millisecond clocks are the same reading / 1000. */
 static int64_t clock_us(clockid_t id)
@@ -200,14 +203,34 @@ int util_b64_decode(const char *s, size_t n, int flags, unsigned char *out, size
     return 0;
 }
 
+/* Random bytes for util_random_hex, drawn from RAND_bytes RANDOM_POOL bytes at a time: one
+ * RAND_bytes costs about as many instructions for 16 bytes as for 512 (the DRBG's locking and
+ * reseed checks), and the ingress draws four or five ids per tools/call (docs/benchmarks.md,
+ * section "throughput"). Per thread, so no lock; a pool filled in another process (before a
+ * fork) is never used, so a child never repeats its parent's ids; bytes are wiped once handed
+ * out. */
+#define RANDOM_POOL 512
+static _Thread_local struct {
+    unsigned char bytes[RANDOM_POOL];
+    size_t used; /* bytes handed out (RANDOM_POOL: empty) */
+    pid_t pid;   /* the process that filled it */
+} random_pool = {.used = RANDOM_POOL};
+
 int util_random_hex(char *out, size_t nbytes)
 {
-    unsigned char buf[64];
-    if (nbytes > sizeof(buf))
+    if (nbytes > 64)
         return MCPQ_EINVAL;
-    if (RAND_bytes(buf, (int)nbytes) != 1)
-        return MCPQ_EIO;
-    util_hex(buf, nbytes, out);
+    pid_t pid = getpid();
+    if (random_pool.pid != pid || random_pool.used + nbytes > RANDOM_POOL) {
+        if (RAND_bytes(random_pool.bytes, RANDOM_POOL) != 1)
+            return MCPQ_EIO;
+        random_pool.used = 0;
+        random_pool.pid = pid;
+    }
+    unsigned char *b = random_pool.bytes + random_pool.used;
+    util_hex(b, nbytes, out);
+    OPENSSL_cleanse(b, nbytes);
+    random_pool.used += nbytes;
     return 0;
 }
 
@@ -218,12 +241,84 @@ void util_sha256_hex(const void *data, size_t len, char out[65])
     util_hex(md, sizeof(md), out);
 }
 
+/* HMAC-SHA256 through a context kept per thread (freed when the thread ends): OpenSSL's
+ * one-shot HMAC() fetches the algorithms and builds a context on every call, which cost as
+ * much as hashing a 1 KiB job envelope (docs/benchmarks.md, section "throughput"). The
+ * context remembers the last key (up to HMAC_KEPT_KEY bytes, wiped when replaced or freed):
+ * the same key again, as for every job the ingress signs, only restarts it. */
+#define HMAC_KEPT_KEY 1024
+typedef struct {
+    EVP_MAC_CTX *ctx;
+    int keyed;     /* key[0..keylen) is the context's key */
+    size_t keylen;
+    unsigned char key[HMAC_KEPT_KEY];
+} hmac_tls_t;
+
+static pthread_key_t hmac_key;
+static pthread_once_t hmac_once = PTHREAD_ONCE_INIT;
+static int hmac_key_ok;
+
+static void hmac_tls_free(void *p)
+{
+    hmac_tls_t *t = p;
+    EVP_MAC_CTX_free(t->ctx);
+    OPENSSL_cleanse(t, sizeof(*t));
+    free(t);
+}
+
+static void hmac_key_init(void)
+{
+    hmac_key_ok = pthread_key_create(&hmac_key, hmac_tls_free) == 0;
+}
+
+/* This thread's context, made on first use; NULL when OpenSSL or memory fails. */
+static hmac_tls_t *hmac_tls(void)
+{
+    pthread_once(&hmac_once, hmac_key_init);
+    if (!hmac_key_ok)
+        return NULL;
+    hmac_tls_t *t = pthread_getspecific(hmac_key);
+    if (t)
+        return t;
+    EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+    OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string("digest", (char *)"SHA256", 0),
+                           OSSL_PARAM_construct_end()};
+    t = calloc(1, sizeof(*t));
+    if (t && mac)
+        t->ctx = EVP_MAC_CTX_new(mac);
+    EVP_MAC_free(mac);
+    if (!t || !t->ctx || !EVP_MAC_CTX_set_params(t->ctx, params) ||
+        pthread_setspecific(hmac_key, t) != 0) {
+        if (t)
+            hmac_tls_free(t);
+        return NULL;
+    }
+    return t;
+}
+
 void util_hmac_sha256_hex(const void *key, size_t keylen, const void *data, size_t len,
                           char out[65])
 {
     unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen = 0;
-    HMAC(EVP_sha256(), key, (int)keylen, data, len, md, &mdlen);
+    size_t mdlen = 0;
+    hmac_tls_t *t = hmac_tls();
+    int same = t && t->keyed && t->keylen == keylen && CRYPTO_memcmp(t->key, key, keylen) == 0;
+    if (t && EVP_MAC_init(t->ctx, same ? NULL : key, same ? 0 : keylen, NULL) &&
+        EVP_MAC_update(t->ctx, data, len) && EVP_MAC_final(t->ctx, md, &mdlen, sizeof(md))) {
+        if (!same) {
+            OPENSSL_cleanse(t->key, sizeof(t->key));
+            t->keyed = keylen <= sizeof(t->key);
+            t->keylen = t->keyed ? keylen : 0;
+            if (t->keyed)
+                memcpy(t->key, key, keylen);
+        }
+    } else { /* no context: the one-shot way */
+        unsigned int n = 0;
+        if (t)
+            t->keyed = 0;
+        HMAC(EVP_sha256(), key, (int)keylen, data, len, md, &n);
+        mdlen = n;
+    }
     util_hex(md, mdlen, out);
 }
 

@@ -56,7 +56,10 @@ void util_b64url_encode(const unsigned char *in, size_t n, char *out);
 int util_b64_decode(const char *s, size_t n, int flags, unsigned char *out, size_t size,
                     size_t *len);
 
-/* Writes 2*nbytes lowercase hex characters of cryptographic randomness plus a NUL. */
+/* Writes 2*nbytes lowercase hex characters of cryptographic randomness plus a NUL; nbytes at
+ * most 64 (MCPQ_EINVAL), MCPQ_EIO when OpenSSL's generator fails. The bytes come from
+ * RAND_bytes through a per-thread pool (util.c): thread-safe, and a process never repeats the
+ * ids of the process it was forked from. */
 int util_random_hex(char *out, size_t nbytes);
 
 /* hex(SHA-256(data)) into out[65]. */

@@ -63,10 +63,18 @@ static void open_services(ing_ctx_t *ctx, const mcpq_settings_t *set)
 {
     ctx->metrics = ing_metrics_new((size_t)set->metrics_tenants_max);
     ctx->kv = kv_pool_new(ctx->kvt, (int)set->redis_timeout_ms, (int)set->redis_pool_size);
+    /* No HTTP thread connects to Redis: a keeper thread does (docs/redis.md). */
+    if (ctx->kv &&
+        kv_pool_warm(ctx->kv, (int)set->redis_pool_min_idle, (int)set->redis_pool_wait_ms) < 0) {
+        kv_pool_free(ctx->kv);
+        ctx->kv = NULL;
+    }
     ctx->pending = ing_pending_new(ctx->kvt, (int)set->redis_timeout_ms, ctx->reply_key,
                                    (int)set->sse_keepalive_ms);
     if (ctx->pending && ctx->kv)
         ing_pending_set_kv(ctx->pending, ctx->kv);
+    if (ctx->pending)
+        ing_pending_set_trim(ctx->pending, (size_t)set->memory_trim_calls);
     ctx->rl = ctx->kv ? ing_ratelimit_new(ctx->kv, NULL, set->rate_limit_lease_ms, 0) : NULL;
     const char *rkey = set->request_state_key;
     ctx->rstate = ing_rstate_new(rkey, rkey ? strlen(rkey) : 0, ctx->kv);

@@ -203,12 +203,19 @@ static ssize_t read_stream(void *cls, uint64_t pos, char *buf, size_t max)
     return n;
 }
 
+/* The block size of an SSE response. libmicrohttpd 0.9.75 allocates it (zeroed) with every
+ * callback response, but a chunked (HTTP/1.1) stream is written through the connection's own
+ * write buffer, so only an HTTP/1.0 client's stream passes through it, in pieces of this size.
+ * 4096 cost 4 KiB per waiting SSE call (docs/operations.md,
+ * "Memory of waiting calls"). */
+#define SSE_BLOCK_SIZE 256
+
 /* Queues the SSE response of a call (docs/protocol.md, "Requests and responses"): its frames follow
  * as they arrive. */
 static enum MHD_Result start_stream(ing_req_t *req)
 {
     struct MHD_Response *r =
-        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, read_stream, req, NULL);
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, SSE_BLOCK_SIZE, read_stream, req, NULL);
     if (!r)
         return MHD_NO;
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
@@ -284,7 +291,8 @@ static enum MHD_Result readyz(ing_req_t *req)
     ing_ctx_t *ctx = req->ctx;
     ing_registry_t *reg = ing_ctx_registry(ctx);
     int kafka = mq_producer_up(ctx->producer);
-    int redis = ing_pending_healthy(ctx->pending) && atomic_load(&ctx->redis_up);
+    int redis =
+        ing_pending_healthy(ctx->pending) && atomic_load(&ctx->redis_up) && kv_pool_up(ctx->kv);
     /* Draining (SIGTERM): not ready whatever the rest says, so the load balancer stops
      * sending here while the calls already in flight finish. */
     int draining = atomic_load(&ctx->stopping);
@@ -305,7 +313,8 @@ static enum MHD_Result metrics(ing_req_t *req)
     ing_metrics_now_t now = {.inflight = ing_pending_count(ctx->pending),
                              .listeners = ctx->listen ? ing_listen_count(ctx->listen) : 0,
                              .kafka_up = mq_producer_up(ctx->producer),
-                             .redis_up = ing_pending_healthy(ctx->pending)};
+                             .redis_up = ing_pending_healthy(ctx->pending) && kv_pool_up(ctx->kv)};
+    kv_pool_stats(ctx->kv, &now.redis_takes, &now.redis_queued);
     ing_registry_t *reg = ing_ctx_registry(ctx);
     now.quarantined = ing_registry_quarantined_count(reg);
     if (reg)
@@ -802,7 +811,11 @@ static enum MHD_Result handle_request(ing_ctx_t *ctx, unsigned planes, struct MH
         if (gate_enter(req))
             return MHD_YES; /* routed when the token's keys or introspection are in */
     }
-    return route(req, url, method);
+    enum MHD_Result ret = route(req, url, method);
+    if (req->has_call) /* a call waits: its body was read (docs/operations.md, "Memory of
+                        * waiting calls"); it no longer counts in MCPQ_MAX_BODY_MEMORY_BYTES */
+        body_release(req);
+    return ret;
 }
 
 /* Sets this thread's log context to the request (log.h): every line logged while

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -33,6 +34,10 @@
 #define ABORT_WAIT_MS 3000 /* after aborting: how long to wait for children to go */
 #define WORKER_ID_MAX 256
 #define CANCEL_CHECK_MS 1000 /* EXISTS {mcpq}:cancel:<id> of every running job this often */
+/* Descriptors one job may hold (an exec child's three pipes and pidfd; an HTTP transfer one
+ * socket), and those kept for Kafka, Redis, the metrics server and the stdio pools. */
+#define FDS_PER_JOB 4
+#define FD_RESERVE 256
 
 struct wrk_worker {
     const mcpq_settings_t *s;
@@ -64,6 +69,7 @@ struct wrk_worker {
     /* Jobs in flight by job_id (chained hash). */
     wrk_job_t **buckets;
     size_t nbuckets, njobs;
+    size_t max_jobs; /* jobs run at once (jobs_max) */
     /* Shutdown. */
     int stopping, aborted, exit_code;
     int64_t stop_at, abort_until;
@@ -1128,11 +1134,37 @@ fail:
 
 /* ---- the loop ---- */
 
+/* MCPQ_MAX_INFLIGHT_JOBS, lowered to what the descriptor limit allows: a job past it would
+ * fail to connect or to spawn ("could not be reached") instead of waiting its turn in Kafka
+ * (docs/configuration.md; the workers section of docs/benchmarks.md, bench/sec_workers.sh).
+ * Logs a warning when it lowers the setting. */
+static size_t jobs_max(const mcpq_settings_t *s)
+{
+    size_t max = (size_t)s->max_inflight_jobs;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        return max;
+    size_t cap = rl.rlim_cur > FD_RESERVE + FDS_PER_JOB
+                     ? (size_t)(rl.rlim_cur - FD_RESERVE) / FDS_PER_JOB
+                     : 1;
+    if (cap >= max)
+        return max;
+    char want[24], got[24], fds[24];
+    snprintf(want, sizeof(want), "%zu", max);
+    snprintf(got, sizeof(got), "%zu", cap);
+    snprintf(fds, sizeof(fds), "%llu", (unsigned long long)rl.rlim_cur);
+    log_event(LOG_WARN,
+              "max_inflight_jobs lowered to what the open-file limit allows (raise ulimit -n "
+              "or LimitNOFILE to run more jobs at once)",
+              "max_inflight_jobs", want, "effective", got, "open_file_limit", fds, (char *)NULL);
+    return cap;
+}
+
 static void capacity_check(wrk_worker_t *w)
 {
     if (w->stopping)
         return;
-    size_t max = (size_t)w->s->max_inflight_jobs;
+    size_t max = w->max_jobs;
     size_t low = max - max / 10;
     if (low >= max)
         low = max - 1;
@@ -1170,7 +1202,8 @@ static int stop_done(wrk_worker_t *w)
 int wrk_worker_run(wrk_worker_t *w)
 {
     char maxs[24];
-    snprintf(maxs, sizeof(maxs), "%lld", w->s->max_inflight_jobs);
+    w->max_jobs = jobs_max(w->s);
+    snprintf(maxs, sizeof(maxs), "%zu", w->max_jobs);
     log_event(LOG_INFO, "worker started", "worker", w->worker_id, "topic", w->s->topic_jobs,
               "group", w->s->group_id, "robot_id", w->s->robot_id, "max_inflight_jobs", maxs,
               "job_signatures", w->keys->n ? "checked" : "off", (char *)NULL);
@@ -1185,7 +1218,7 @@ int wrk_worker_run(wrk_worker_t *w)
             begin_stop(w, "event loop failure");
         }
         if (w->kafka_more && !w->stopping) {
-            size_t max = (size_t)w->s->max_inflight_jobs;
+            size_t max = w->max_jobs;
             int budget = w->njobs >= max
                              ? 16
                              : (int)(max - w->njobs < POLL_BUDGET ? max - w->njobs : POLL_BUDGET);

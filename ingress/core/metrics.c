@@ -378,5 +378,11 @@ int ing_metrics_render(ing_metrics_t *m, util_buf_t *out, const ing_metrics_now_
     prom_line(out, "# TYPE mcpq_dependency_up gauge\n");
     prom_line(out, "mcpq_dependency_up{dependency=\"kafka\"} %d\n", now->kafka_up);
     prom_line(out, "mcpq_dependency_up{dependency=\"redis\"} %d\n", now->redis_up);
+    prom_head(out, "mcpq_redis_pool_commands_total", "counter",
+              "Redis work of the shared connection pool: waited, a connection taken by a thread "
+              "that waits for its answer (the HTTP threads and the services on them; at least "
+              "one round trip each); queued, a write handed to the pool's keeper thread.");
+    prom_line(out, "mcpq_redis_pool_commands_total{how=\"waited\"} %llu\n", now->redis_takes);
+    prom_line(out, "mcpq_redis_pool_commands_total{how=\"queued\"} %llu\n", now->redis_queued);
     return prom_process(out, "ingress", m->start_ms, MHD_get_version());
 }

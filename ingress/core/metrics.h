@@ -135,6 +135,7 @@ typedef struct ing_metrics_now {
     size_t quarantined; /* tools quarantined in the current registry snapshot (pin.h) */
     size_t listeners;   /* open notification streams (listen.h) */
     int kafka_up, redis_up;
+    unsigned long long redis_takes, redis_queued; /* the Redis pool's counters (kv_pool_stats) */
 } ing_metrics_now_t;
 
 /* Appends the exposition text. */

@@ -3,6 +3,7 @@
 
 #include "cfgkinds.h"
 #include "err.h"
+#include "keycache.h"
 #include "log.h"
 #include "pin.h"
 #include "util.h"
@@ -30,6 +31,7 @@ struct ing_registry {
     size_t nquarantined; /* tools whose "quarantine" hides them (pin.h) */
     ing_apikey_t *keys;
     size_t nkeys;
+    ing_keycache_t *keycache; /* key values seen → keys[] (ing_registry_auth_key_value) */
     ing_app_t *apps;
     size_t napps;
     ing_robot_t *robots; /* sorted by robot id */
@@ -629,6 +631,7 @@ ing_registry_t *ing_registry_build(const char *const *fields, const size_t *lens
         goto nomem;
     atomic_init(&reg->refs, 1);
     reg->rev = rev;
+    reg->keycache = ing_keycache_new(); /* NULL: every key value is hashed (keycache.h) */
     if (parse_docs(reg, fields, lens, n) < 0 || index_tenants(reg) < 0 ||
         index_credentials(reg) < 0 || index_oauth(reg) < 0)
         goto nomem;
@@ -710,6 +713,7 @@ void ing_registry_unref(ing_registry_t *reg)
     free(reg->tools);
     free(reg->tenants);
     free(reg->keys);
+    ing_keycache_free(reg->keycache);
     free(reg->apps);
     free(reg->robots);
     free(reg->oauth);
@@ -733,6 +737,20 @@ const ing_apikey_t *ing_registry_auth_key(const ing_registry_t *reg, const unsig
             found = &reg->keys[i];
     }
     return found;
+}
+
+const ing_apikey_t *ing_registry_auth_key_value(const ing_registry_t *reg, const char *key,
+                                                size_t len)
+{
+    const ing_apikey_t *k = ing_keycache_get(reg->keycache, key, len);
+    if (k)
+        return k;
+    unsigned char sha[32];
+    if (!EVP_Digest(key, len, sha, NULL, EVP_sha256(), NULL))
+        return NULL;
+    k = ing_registry_auth_key(reg, sha);
+    ing_keycache_put(reg->keycache, key, len, k); /* only a key that opened something */
+    return k;
 }
 
 const ing_app_t *ing_registry_app(const ing_registry_t *reg, const char *app_id)

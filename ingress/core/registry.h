@@ -152,6 +152,13 @@ void ing_registry_unref(ing_registry_t *reg);
 /* The API key that hashes to sha256 (32 bytes), compared in constant time, or NULL. */
 const ing_apikey_t *ing_registry_auth_key(const ing_registry_t *reg, const unsigned char *sha);
 
+/* The API key whose value is key (len bytes), or NULL: ing_registry_auth_key of its SHA-256,
+ * except that a value which opened a key before in this snapshot is found in the snapshot's
+ * cache (keycache.h: a keyed hash and a constant-time compare of the value; a wrong value is
+ * never cached). A new snapshot starts with an empty cache. Thread-safe. */
+const ing_apikey_t *ing_registry_auth_key_value(const ing_registry_t *reg, const char *key,
+                                                size_t len);
+
 /* The app app_id (app ids are unique across tenants, cfg.c checks) with a non-empty
  * secret, or NULL. */
 const ing_app_t *ing_registry_app(const ing_registry_t *reg, const char *app_id);

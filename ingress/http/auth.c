@@ -13,7 +13,6 @@
 #include "sig.h"
 #include "util.h"
 
-#include <openssl/sha.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -169,9 +168,7 @@ static const char *bearer(const ing_req_t *req, const char **why)
 /* The registry's API key whose value is key, or NULL. */
 static const ing_apikey_t *key_of(const ing_registry_t *reg, const char *key)
 {
-    unsigned char sha[SHA256_DIGEST_LENGTH];
-    SHA256((const unsigned char *)key, strlen(key), sha);
-    return reg ? ing_registry_auth_key(reg, sha) : NULL;
+    return reg ? ing_registry_auth_key_value(reg, key, strlen(key)) : NULL;
 }
 
 /* The registry's API key named by Authorization: Bearer or X-Api-Key, or NULL with *why set. */

@@ -3,6 +3,7 @@
 #include "names.h"
 
 #include "err.h"
+#include "jprint.h"
 #include "rpc.h"
 #include "log.h"
 #include "notify.h"
@@ -13,6 +14,7 @@
 #include <assert.h>
 #include <time.h>
 #include <cjson/cJSON.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -23,6 +25,7 @@
 #define NBUCKETS 16384
 #define READ_BLOCK_MS 50
 #define KEEPALIVE_TICK_MS 200
+#define TRIM_EVERY_MS 250 /* at most one malloc_trim this often */
 #define CANCEL_TTL_S 86400
 #define SSE_MAX_BACKLOG ((size_t)8 << 20) /* per call: frames a slow client has not read */
 
@@ -55,6 +58,10 @@ struct ing_pending {
     atomic_int stop;
     atomic_int healthy;
     atomic_llong down_since_mono; /* when the reader last lost a working connection; 0: never */
+    size_t trim_calls;            /* ing_pending_set_trim; 0: never */
+    size_t trim_high;             /* the most calls waiting since the last trim (reader's) */
+    int trim_burst;               /* trim_calls were waiting since the table was last empty */
+    int64_t next_trim_mono;
 };
 
 /* How long a call waits for the reader to reconnect before it is refused (a failover or a
@@ -692,7 +699,7 @@ char *ing_pending_record_response(const ing_call_t *call, const char *record, si
                            cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result, "isError"))
                        ? ING_CALL_TOOL_ERROR
                        : ING_CALL_OK;
-        char *rs = cJSON_PrintUnformatted(result);
+        char *rs = jprint_unformatted(result);
         if (rs) {
             size_t n = strlen(call->id_json) + strlen(rs) + 48;
             out = malloc(n);
@@ -882,6 +889,57 @@ static void keepalive_tick(ing_pending_t *p)
     pthread_mutex_unlock(&p->lock);
 }
 
+void ing_pending_set_trim(ing_pending_t *p, size_t calls)
+{
+    p->trim_calls = calls;
+}
+
+/* The process's resident set in KiB (/proc/self/statm), 0 when unknown. */
+static long rss_kb(void)
+{
+    long pages = 0, rss = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &rss) != 2)
+            rss = 0;
+        fclose(f);
+    }
+    return rss * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* ing_pending_set_trim: returns freed heap to the system once the table shrank by trim_calls
+ * from its peak, and once more when the last calls of such a burst ended (reader thread). The calls
+ * answered meanwhile freed their libmicrohttpd pools and requests in the HTTP threads' arenas,
+ * where the pages would stay resident. */
+static void trim_tick(ing_pending_t *p)
+{
+    if (!p->trim_calls)
+        return;
+    pthread_mutex_lock(&p->lock);
+    size_t count = p->count;
+    pthread_mutex_unlock(&p->lock);
+    if (count > p->trim_high)
+        p->trim_high = count;
+    if (count >= p->trim_calls)
+        p->trim_burst = 1;
+    int64_t now = util_mono_ms();
+    int drained = count == 0 && p->trim_high > 0 && p->trim_burst; /* a burst's last calls */
+    if ((p->trim_high - count < p->trim_calls && !drained) || now < p->next_trim_mono)
+        return;
+    int64_t t0 = util_mono_us();
+    malloc_trim(0);
+    char waiting[24], rss[24], took[24];
+    snprintf(waiting, sizeof(waiting), "%zu", count);
+    snprintf(rss, sizeof(rss), "%ld", rss_kb());
+    snprintf(took, sizeof(took), "%lld", (long long)(util_mono_us() - t0));
+    log_event(LOG_DEBUG, "memory returned to the system", "calls_waiting", waiting, "rss_kb", rss,
+              "took_us", took, (char *)NULL);
+    p->trim_high = count;
+    if (count == 0)
+        p->trim_burst = 0;
+    p->next_trim_mono = now + TRIM_EVERY_MS;
+}
+
 /* Publishes queued cancellations (reader thread). Kept queued while Redis is down. */
 static void publish_cancels(ing_pending_t *p, redisContext **ctx)
 {
@@ -1047,6 +1105,7 @@ static void *reader_thread(void *arg)
         expire(p, &ctx);
         keepalive_tick(p);
         publish_cancels(p, &ctx);
+        trim_tick(p);
     }
     redisFree(ctx);
     return NULL;

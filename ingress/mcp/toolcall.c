@@ -7,6 +7,7 @@
 #include "err.h"
 #include "idem.h"
 #include "jobargs.h"
+#include "jprint.h"
 #include "mcpask.h"
 #include "mrtr.h"
 #include "owner.h"
@@ -831,7 +832,7 @@ static char *task_envelope(tc_t *tc, const char *id)
     cJSON_ReplaceItemInObjectCaseSensitive(env, "task_id", cJSON_CreateString(id));
     cJSON_DeleteItemFromObjectCaseSensitive(env, "reply_to");
     cJSON_ReplaceItemInObjectCaseSensitive(env, "mode", cJSON_CreateString("task"));
-    tc->payload = cJSON_PrintUnformatted(env);
+    tc->payload = jprint_unformatted(env);
     char *args_json = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(env, "arguments"));
     cJSON_Delete(env);
     return args_json;
@@ -989,7 +990,7 @@ static tc_status_t tc_envelope(tc_t *tc)
         cJSON_DeleteItemFromObjectCaseSensitive(env, "reply_to");
     if (tc->ikey) /* the worker keeps the record as long as a repeat may replay */
         cJSON_AddNumberToObject(env, "result_ttl_s", (double)tc->ctx->set->idempotency_ttl_s);
-    tc->payload = cJSON_PrintUnformatted(env);
+    tc->payload = jprint_unformatted(env);
     cJSON_Delete(env);
     if (!tc->payload)
         return tc_error(tc, 200, RPC_INTERNAL_ERROR, "out of memory");
@@ -1002,13 +1003,12 @@ static void remember_request(tc_t *tc)
 {
     if (tc->m->modern)
         return;
-    char key[1200], ttl[24], err[128];
+    char key[1200], ttl[24];
     reqmap_key(tc->m, tc->call->id_json, key, sizeof(key));
     snprintf(ttl, sizeof(ttl), "%lld", tc->timeout_ms / 1000 + 60);
     const char *argv[] = {"SET", key, tc->call->job_id, "EX", ttl};
-    redisReply *r = kv_pool_commandargv(tc->ctx->kv, err, sizeof(err), 5, argv, NULL);
-    if (r)
-        freeReplyObject(r);
+    /* Queued for the pool's keeper: no round trip on this HTTP thread (docs/redis.md). */
+    kv_pool_send(tc->ctx->kv, 5, argv, NULL);
 }
 
 /* A detached job goes to Kafka and nobody waits for it; its delivery report knows it by

@@ -7,7 +7,8 @@
 #   restarted under the same name; a call in flight on a killed worker still completes with
 #   exactly one result; with --redis-persist --redis-fsync always, kill -9 of redis gets it
 #   restarted on the same port with every result written before, and calls work after it;
-#   SIGTERM stops everything with exit 0 within 20 s.
+#   SIGTERM stops everything with exit 0 within 20 s; --redis-port and --redis-via put the
+#   ingress (only) behind bench-latency_proxy.
 # KEEP=1 keeps the state dirs.
 set -euo pipefail
 
@@ -372,5 +373,33 @@ done
 no_group_left "$LPID"
 LPID=
 ok "SIGTERM: exit 0 in $((SECONDS - start_s)) s, no process left"
+
+STEP=redis-via
+# --redis-port N --redis-via P: redis on N, the ingress through a proxy on P (bench/sec_redislat.sh
+# puts bench-latency_proxy there), the workers direct.
+PORT=$(free_port_base) || fail "no free port"
+RPORT=$(free_port_base) || fail "no free port"
+VIA=$((RPORT + 1))
+"$BIN_DIR/bench-latency_proxy" --listen "127.0.0.1:$VIA" --to "127.0.0.1:$RPORT" --delay-ms 1 \
+    >"$TMP/proxy.out" 2>&1 &
+PROXY=$!
+STATE=$TMP/state-via
+start_launcher --port "$PORT" --workers 1 --config "$CONFIG" --state-dir "$STATE" \
+    --redis-port "$RPORT" --redis-via "$VIA"
+wait_ready 120 || fail "no READY line within 120 s"
+URL=http://127.0.0.1:$PORT
+grep -q "redis ready on 127.0.0.1:$RPORT" "$TMP/launcher.err" || fail "redis is not on --redis-port $RPORT"
+env_of() { tr '\0' '\n' <"/proc/$(cat "$STATE/$1.pid")/environ" | sed -n 's/^MCPQ_REDIS_URL=//p'; }
+[ "$(env_of ingress-0)" = "redis://127.0.0.1:$VIA/0" ] || fail "ingress-0's MCPQ_REDIS_URL: $(env_of ingress-0)"
+[ "$(env_of worker-0)" = "redis://127.0.0.1:$RPORT/0" ] || fail "worker-0's MCPQ_REDIS_URL: $(env_of worker-0)"
+resp=$(rpc_call echo '{"text":"through-the-proxy"}') || fail "curl failed"
+assert_result "$resp" "echo with the ingress behind the proxy"
+case $resp in *through-the-proxy*) ;; *) fail "echo result lacks the text: $resp" ;; esac
+kill -TERM "$LPID"
+wait_exit 20 || fail "the launcher did not exit within 20 s of SIGTERM"
+LPID=
+kill -TERM "$PROXY"
+wait "$PROXY" || fail "bench-latency_proxy exited with $? on SIGTERM"
+ok "--redis-port $RPORT --redis-via $VIA: the ingress reaches redis through the proxy, the worker directly; echo answered"
 
 echo "# all launcher tests passed"

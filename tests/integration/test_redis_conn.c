@@ -184,6 +184,11 @@ static int run_task(int port)
                     &st);
     const char *id =
         path_str(cJSON_GetObjectItemCaseSensitive(j, "result"), "structuredContent", "TaskId");
+    if (st != 200 || !id) {
+        char *dump = j ? cJSON_PrintUnformatted(j) : NULL;
+        fprintf(stderr, "task_job: status %ld, %s\n", st, dump ? dump : "(none)");
+        free(dump);
+    }
     CHECK(st == 200 && id != NULL);
     char body[512];
     snprintf(body, sizeof(body),

@@ -1,6 +1,7 @@
 #include "envelope.h"
 
 #include "err.h"
+#include "jv.h"
 #include "log.h"
 #include "utf8.h"
 #include "util.h"
@@ -310,8 +311,10 @@ char *wrk_envelope_for_executor(const wrk_envelope_t *env, size_t *len)
         if (it->string &&
             (strcmp(it->string, "executor") == 0 || strcmp(it->string, "traceparent") == 0))
             continue;
-        /* References: the copy borrows the members and frees none of them. */
-        if (!cJSON_AddItemReferenceToObject(copy, it->string, (cJSON *)it))
+        /* References: the copy borrows the members and frees none of them; numbers are
+         * printed from their digits (jv.h). */
+        if (cJSON_IsNumber(it) ? !jv_add_number_ref(copy, it->string, it)
+                               : !cJSON_AddItemReferenceToObject(copy, it->string, (cJSON *)it))
             goto out;
     }
     if (env->traceparent && !cJSON_AddStringToObject(copy, "traceparent", env->traceparent))

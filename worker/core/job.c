@@ -332,8 +332,7 @@ static void job_run(wrk_job_t *job)
                    0);
         return;
     }
-    job->body = wrk_envelope_for_executor(env, &job->body_len);
-    if (!job->body) {
+    if (job->ex->needs_body && !(job->body = wrk_envelope_for_executor(env, &job->body_len))) {
         job_complete(job, WRK_STATUS_ERROR, NULL, WRK_ERR_INTERNAL, "out of memory");
         return;
     }

@@ -97,7 +97,8 @@ struct wrk_job {
     struct otel_span *result_span; /* the Redis write of the result (worker.c) */
     int64_t picked_us; /* Unix µs when this worker parsed the record (the queue wait's end) */
     int64_t exec_us;   /* Unix µs when the executor was started (the execute stage's start) */
-    char *body;        /* the envelope as executors get it (wrk_envelope_for_executor) */
+    char *body;        /* the envelope as executors get it (wrk_envelope_for_executor); NULL
+                        * unless the executor needs_body (executor.h) */
     size_t body_len;
     const wrk_executor_t *ex;
     void *ex_state;      /* the executor's */

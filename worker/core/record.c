@@ -1,5 +1,6 @@
 #include "record.h"
 
+#include "jv.h"
 #include "utf8.h"
 
 #include <stdlib.h>
@@ -23,8 +24,7 @@ char *wrk_record_build(const wrk_record_t *r, size_t *len)
     cJSON *o = cJSON_CreateObject();
     if (!o)
         return NULL;
-    int ok = cJSON_AddNumberToObject(o, "v", 1) &&
-             cJSON_AddStringToObject(o, "job_id", r->job_id) &&
+    int ok = jv_add_int(o, "v", 1) && cJSON_AddStringToObject(o, "job_id", r->job_id) &&
              cJSON_AddStringToObject(o, "tenant", r->tenant ? r->tenant : "") &&
              cJSON_AddStringToObject(o, "tool", r->tool ? r->tool : "") &&
              cJSON_AddStringToObject(o, "status", wrk_record_status_name(r->status));
@@ -33,7 +33,7 @@ char *wrk_record_build(const wrk_record_t *r, size_t *len)
         ok = cJSON_AddItemReferenceToObject(o, "result", (cJSON *)r->result);
     } else if (ok) {
         cJSON *err = cJSON_AddObjectToObject(o, "error");
-        ok = err && cJSON_AddNumberToObject(err, "code", r->err_code) &&
+        ok = err && jv_add_int(err, "code", r->err_code) &&
              cJSON_AddStringToObject(err, "message", r->err_msg ? r->err_msg : "");
         if (ok && r->err_reason) {
             cJSON *data = cJSON_AddObjectToObject(err, "data");
@@ -41,15 +41,14 @@ char *wrk_record_build(const wrk_record_t *r, size_t *len)
         }
     }
     ok = ok && cJSON_AddStringToObject(o, "worker", r->worker ? r->worker : "") &&
-         cJSON_AddNumberToObject(o, "attempt", r->attempt > 0 ? r->attempt : 1) &&
-         cJSON_AddNumberToObject(o, "started_ms", (double)r->started_ms) &&
-         cJSON_AddNumberToObject(o, "finished_ms", (double)r->finished_ms);
+         jv_add_int(o, "attempt", r->attempt > 0 ? r->attempt : 1) &&
+         jv_add_int(o, "started_ms", r->started_ms) && jv_add_int(o, "finished_ms", r->finished_ms);
     if (ok && r->finished_us > 0)
-        ok = cJSON_AddNumberToObject(o, "finished_us", (double)r->finished_us) != NULL;
+        ok = jv_add_int(o, "finished_us", r->finished_us) != NULL;
     if (ok && r->picked_us > 0)
-        ok = cJSON_AddNumberToObject(o, "picked_us", (double)r->picked_us) != NULL;
+        ok = jv_add_int(o, "picked_us", r->picked_us) != NULL;
     if (ok && r->exec_us > 0)
-        ok = cJSON_AddNumberToObject(o, "exec_us", (double)r->exec_us) != NULL;
+        ok = jv_add_int(o, "exec_us", r->exec_us) != NULL;
     if (ok && r->never_ran)
         ok = cJSON_AddFalseToObject(o, "ran") != NULL;
     if (ok)

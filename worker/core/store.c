@@ -116,6 +116,7 @@ void wrk_store_submit(wrk_store_t *st, wrk_store_req_t *req)
         return;
     req->submitted_us = util_mono_us();
     req->next = NULL;
+    req->prev = st->tail;
     req->queued = 1;
     if (st->tail)
         st->tail->next = req;
@@ -128,20 +129,16 @@ void wrk_store_forget(wrk_store_t *st, wrk_store_req_t *req)
 {
     if (!req->queued)
         return;
-    wrk_store_req_t *prev = NULL;
-    for (wrk_store_req_t *r = st->head; r; prev = r, r = r->next) {
-        if (r != req)
-            continue;
-        if (prev)
-            prev->next = r->next;
-        else
-            st->head = r->next;
-        if (st->tail == r)
-            st->tail = prev;
-        break;
-    }
+    if (req->prev)
+        req->prev->next = req->next;
+    else
+        st->head = req->next;
+    if (req->next)
+        req->next->prev = req->prev;
+    else
+        st->tail = req->prev;
     req->queued = 0;
-    req->next = NULL;
+    req->next = req->prev = NULL;
     free(req->durable);
     req->durable = NULL;
 }
@@ -255,13 +252,50 @@ static int cmd_push(wrk_store_t *st, cmd_kind_t kind, wrk_store_req_t *req)
     return 0;
 }
 
+/* "<c><n>\r\n" at p; returns the end. */
+static char *resp_head(char *p, char c, size_t n)
+{
+    char digits[24], *d = digits + sizeof(digits);
+    do {
+        *--d = (char)('0' + n % 10);
+        n /= 10;
+    } while (n);
+    *p++ = c;
+    size_t len = (size_t)(digits + sizeof(digits) - d);
+    memcpy(p, d, len);
+    p += len;
+    *p++ = '\r';
+    *p++ = '\n';
+    return p;
+}
+
+/* Appends the command as RESP (an array of bulk strings) formatted here, not by
+ * redisAppendCommandArgv, whose sdscatfmt per argument was a tenth of a worker's instructions
+ * per job (the workers section of docs/benchmarks.md, bench/sec_workers.sh). */
 static int append_argv(wrk_store_t *st, cmd_kind_t kind, wrk_store_req_t *req, int argc,
                        const char **argv, const size_t *lens)
 {
-    if (cmd_push(st, kind, req) < 0 ||
-        redisAppendCommandArgv(st->ctx, argc, argv, lens) != REDIS_OK)
+    char stack[2048], *buf = stack;
+    size_t need = 24;
+    for (int i = 0; i < argc; i++)
+        need += lens[i] + 24 + 4;
+    if (need > sizeof(stack) && !(buf = malloc(need)))
         return MCPQ_ENOMEM;
-    return 0;
+    char *p = resp_head(buf, '*', (size_t)argc);
+    for (int i = 0; i < argc; i++) {
+        p = resp_head(p, '$', lens[i]);
+        memcpy(p, argv[i], lens[i]);
+        p += lens[i];
+        *p++ = '\r';
+        *p++ = '\n';
+    }
+    int rc = cmd_push(st, kind, req) < 0 ||
+                     redisAppendFormattedCommand(st->ctx, buf, (size_t)(p - buf)) != REDIS_OK
+                 ? MCPQ_ENOMEM
+                 : 0;
+    if (buf != stack)
+        free(buf);
+    return rc;
 }
 
 /* XADD one entry (with the field stored_us when stored_us > 0: docs/internals.md, "Reply
@@ -320,7 +354,9 @@ static wrk_store_req_t *take_batch(wrk_store_t *st, size_t max)
     if (!last)
         return NULL;
     st->head = last->next;
-    if (!st->head)
+    if (st->head)
+        st->head->prev = NULL;
+    else
         st->tail = NULL;
     last->next = NULL;
     for (wrk_store_req_t *r = first; r; r = r->next)
@@ -334,11 +370,14 @@ static void requeue_front(wrk_store_t *st, wrk_store_req_t *list)
     wrk_store_req_t *last = NULL;
     for (wrk_store_req_t *r = list; r; r = r->next) {
         r->queued = 1;
+        r->prev = last;
         last = r;
     }
     if (!last)
         return;
     last->next = st->head;
+    if (st->head)
+        st->head->prev = last;
     st->head = list;
     if (!st->tail)
         st->tail = last;

@@ -94,6 +94,8 @@ struct wrk_store_req {
     int64_t stored_us; /* WRITE: Unix µs when Redis acknowledged the SET (the result_write
                         * stage's end); sent as the entry's stored_us field */
     wrk_store_req_t *next;
+    wrk_store_req_t *prev; /* while queued: so wrk_store_forget unlinks it at once (a worker
+                            * holding 50,000 sleeping jobs forgets one probe per job) */
     int queued;
 };
 

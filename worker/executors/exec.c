@@ -725,5 +725,6 @@ static void exec_cancel(wrk_job_t *job, wrk_cancel_t how)
 const wrk_executor_t wrk_exec_executor = {
     .type = "exec",
     .start = exec_start,
+    .needs_body = 1,
     .cancel = exec_cancel,
 };

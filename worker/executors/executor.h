@@ -13,6 +13,10 @@
  *                      executor still calls wrk_job_finish() once it has released what it
  *                      holds (a child reaped, a transfer removed); the result it passes then
  *                      is ignored. A second call may escalate a graceful stop to ABORT.
+ *   needs_body         1 when start reads job->body (the envelope as executors get it,
+ *                      wrk_envelope_for_executor): job.c builds it only for those, so a
+ *                      builtin job never prints the envelope again (the workers
+ *                      section of docs/benchmarks.md, bench/sec_workers.sh).
  *
  * Types this worker does not run (anything unknown) get no table entry;
  * the job then answers with an isError result naming the type.
@@ -35,6 +39,7 @@ typedef struct wrk_executor {
     const char *type;
     int (*start)(wrk_job_t *job);
     void (*cancel)(wrk_job_t *job, wrk_cancel_t how);
+    int needs_body;
 } wrk_executor_t;
 
 extern const wrk_executor_t wrk_builtin_executor;

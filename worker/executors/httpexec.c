@@ -664,5 +664,6 @@ static void http_cancel(wrk_job_t *job, wrk_cancel_t how)
 const wrk_executor_t wrk_httpexec_executor = {
     .type = "http",
     .start = http_start,
+    .needs_body = 1,
     .cancel = http_cancel,
 };

@@ -133,6 +133,63 @@ static void check_json(void)
     TEST_PASS("log_event_json keeps numbers and booleans, honours the level");
 }
 
+/* The last line as written (without its newline; static buffer). */
+static const char *last_raw(void)
+{
+    static char buf[65536];
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    CHECK(n > 0 && buf[n - 1] == '\n');
+    buf[n - 1] = '\0';
+    char *line = strrchr(buf, '\n');
+    return line ? line + 1 : buf;
+}
+
+/* A line is the text cJSON_PrintUnformatted gives for the same members: every escape, a
+ * value longer than the writer's stack buffer, and the trace tail. */
+static void check_text(void)
+{
+    static char big[6000];
+    memset(big, 'x', sizeof(big) - 1);
+    const char *odd = "q\"b\\s/\b\f\n\r\t\x01\x1f\x7f caf\xc3\xa9 \xe2\x82\xac";
+    log_ctx_set("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7");
+    log_ctx_set_request("r-3");
+    log_event(LOG_WARN, "odd \"msg\"\n", "k\"ey", odd, "skipped", (const char *)NULL, "big", big,
+              "job_id", "j_1", (char *)NULL);
+    const char *raw = last_raw();
+    cJSON *got = cJSON_Parse(raw);
+    CHECK(got != NULL);
+    cJSON *want = cJSON_CreateObject();
+    cJSON_AddStringToObject(want, "ts", field(got, "ts"));
+    cJSON_AddStringToObject(want, "level", "warn");
+    cJSON_AddStringToObject(want, "component", "test");
+    cJSON_AddStringToObject(want, "msg", "odd \"msg\"\n");
+    cJSON_AddStringToObject(want, "k\"ey", odd);
+    cJSON_AddStringToObject(want, "big", big);
+    cJSON_AddStringToObject(want, "job_id", "j_1");
+    cJSON_AddStringToObject(want, "request_id", "r-3");
+    cJSON_AddStringToObject(want, "trace_id", "4bf92f3577b34da6a3ce929d0e0e4736");
+    cJSON_AddStringToObject(want, "span_id", "00f067aa0ba902b7");
+    char *text = cJSON_PrintUnformatted(want);
+    CHECK_STR_EQ(raw, text);
+    free(text);
+    cJSON_Delete(want);
+    cJSON_Delete(got);
+
+    cJSON *f = cJSON_CreateObject();
+    cJSON_AddNumberToObject(f, "n", 1.5);
+    cJSON_AddItemToObject(f, "o", cJSON_Parse("{\"a\":[1,\"\\u0001\"]}"));
+    cJSON_AddStringToObject(f, "trace_id", "mine");
+    log_event_json(LOG_ERROR, "typed", f);
+    CHECK_STR_EQ(strstr(last_raw(), ",\"level\""),
+                 ",\"level\":\"error\",\"component\":\"test\",\"msg\":\"typed\",\"n\":1.5,"
+                 "\"o\":{\"a\":[1,\"\\u0001\"]},\"trace_id\":\"mine\",\"request_id\":\"r-3\"}");
+    log_ctx_clear();
+    TEST_PASS("lines are cJSON's text: escapes, long values, typed fields, the trace tail");
+}
+
 int main(void)
 {
     int fd = mkstemp(path);
@@ -145,6 +202,7 @@ int main(void)
     check_valid();
     check_context();
     check_json();
+    check_text();
     finished = 1;
     unlink(path);
     return 0;

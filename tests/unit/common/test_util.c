@@ -1,11 +1,18 @@
-/* Tests common/util.c: base64 (both alphabets, the padding rules), listen addresses. */
+/* Tests common/util.c: base64 (both alphabets, the padding rules), listen addresses, random
+ * ids, HMAC-SHA256. */
 #include "check.h"
 #include "err.h"
 #include "util.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <pthread.h>
+#include <string.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define B64URL(s, out, size, len)                                                                  \
     util_b64_decode(s, strlen(s), UTIL_B64_URL | UTIL_B64_NOPAD, out, size, len)
@@ -94,8 +101,105 @@ static void test_errf(void)
     TEST_PASS("util_errf");
 }
 
+/* util_random_hex: lowercase hex of the length asked, never the same id twice in a run longer
+ * than its pool, over 64 bytes refused; and a process forked after the parent drew ids (its
+ * pool half used) draws other ids than the parent's next ones. */
+static void test_random_hex(void)
+{
+    enum { N = 300 };
+    static char ids[N][33];
+    for (int i = 0; i < N; i++) {
+        CHECK_INT_EQ(util_random_hex(ids[i], 16), 0);
+        CHECK_INT_EQ((long long)strlen(ids[i]), 32);
+        CHECK_INT_EQ((long long)strspn(ids[i], "0123456789abcdef"), 32);
+        for (int j = 0; j < i; j++)
+            CHECK(strcmp(ids[i], ids[j]) != 0);
+    }
+    char big[130];
+    CHECK_INT_EQ(util_random_hex(big, 64), 0);
+    CHECK_INT_EQ((long long)strlen(big), 128);
+    CHECK_INT_EQ(util_random_hex(big, 65), MCPQ_EINVAL);
+
+    int fd[2];
+    CHECK_INT_EQ(pipe(fd), 0);
+    pid_t child = fork();
+    CHECK(child >= 0);
+    if (child == 0) {
+        char id[33] = "";
+        util_random_hex(id, 16);
+        ssize_t w = write(fd[1], id, 32);
+        _exit(w == 32 ? 0 : 1);
+    }
+    char mine[33], theirs[33] = "";
+    CHECK_INT_EQ(util_random_hex(mine, 16), 0);
+    CHECK_INT_EQ((long long)read(fd[0], theirs, 32), 32);
+    int status = 0;
+    CHECK_INT_EQ(waitpid(child, &status, 0), child);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK(strcmp(mine, theirs) != 0);
+    close(fd[0]);
+    close(fd[1]);
+    TEST_PASS("random hex ids, across a fork");
+}
+
+/* util_hmac_sha256_hex: RFC 4231 test cases 1 and 2, keys alternating (each thread keeps its
+ * last key), a key longer than the kept one, an empty key and message, and another thread. */
+static const char hmac_case2[] = "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843";
+
+static void hmac_check(const void *key, size_t keylen, const char *msg, size_t len)
+{
+    unsigned char md[32];
+    unsigned int n = 0;
+    char want[65], got[65];
+    HMAC(EVP_sha256(), key, (int)keylen, (const unsigned char *)msg, len, md, &n);
+    util_hex(md, n, want);
+    util_hmac_sha256_hex(key, keylen, msg, len, got);
+    CHECK_STR_EQ(got, want);
+}
+
+static void *hmac_thread(void *arg)
+{
+    char got[65];
+    (void)arg;
+    util_hmac_sha256_hex("Jefe", 4, "what do ya want for nothing?", 28, got);
+    return strcmp(got, hmac_case2) == 0 ? (void *)1 : NULL;
+}
+
+static void test_hmac(void)
+{
+    unsigned char k1[20];
+    memset(k1, 0x0b, sizeof(k1));
+    char got[65];
+    for (int i = 0; i < 3; i++) {
+        util_hmac_sha256_hex(k1, sizeof(k1), "Hi There", 8, got);
+        CHECK_STR_EQ(got, "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+        util_hmac_sha256_hex("Jefe", 4, "what do ya want for nothing?", 28, got);
+        CHECK_STR_EQ(got, hmac_case2);
+        util_hmac_sha256_hex("Jefe", 4, "what do ya want for nothing?", 28, got);
+        CHECK_STR_EQ(got, hmac_case2);
+        hmac_check("Jeff", 4, "what do ya want for nothing?", 28); /* same length, other key */
+    }
+    static char big[3000];
+    memset(big, 'k', sizeof(big));
+    for (int i = 0; i < 2; i++) {
+        hmac_check(big, sizeof(big), "m", 1);
+        hmac_check(big, 1024, "m", 1);
+        hmac_check(big, 1023, "m", 1);
+        hmac_check("", 0, "", 0);
+        hmac_check("Jefe", 4, big, sizeof(big));
+    }
+    pthread_t th;
+    void *ok = NULL;
+    CHECK_INT_EQ(pthread_create(&th, NULL, hmac_thread, NULL), 0);
+    CHECK_INT_EQ(pthread_join(th, &ok), 0);
+    CHECK(ok != NULL);
+    TEST_PASS("HMAC-SHA256: RFC 4231 vectors, alternating and long keys, threads");
+}
+
 int main(void)
 {
+    test_hmac();
+    test_random_hex();
     test_deadline();
     test_clocks_us();
     test_errf();

@@ -52,6 +52,10 @@ static void test_good(void)
     CHECK_CONTAINS(body, "\"tenant\":\"acme\"");
     CHECK_CONTAINS(body, "\"tool\":\"echo\"");
     CHECK_CONTAINS(body, "\"request_id\":\"r-1.x~!\""); /* executors get it too */
+    /* Numbers as their digits (jv_add_number_ref), the same values as in the record. */
+    CHECK_CONTAINS(body, "\"call_id\":7,");
+    CHECK_CONTAINS(body, "\"timeout_ms\":60000,\"created_ms\":1767225600000,"
+                         "\"sent_us\":1767225600001234,\"deadline_ms\":1767225660000,");
     cJSON *back = cJSON_Parse(body);
     CHECK(back != NULL);
     cJSON_Delete(back);
@@ -311,12 +315,37 @@ static void test_caller(void)
     TEST_PASS("owner, session_id and client parse; a malformed client is refused");
 }
 
+/* The executor's copy keeps every number's value: integers as digits, others as cJSON
+ * prints them. */
+static void test_body_numbers(void)
+{
+    wrk_envelope_t env;
+    char err[256] = "";
+    const char *s = "{\"v\":1,\"job_id\":\"j1\",\"tenant\":\"t\",\"tool\":\"x\","
+                    "\"executor\":{\"type\":\"http\",\"url\":\"http://x\"},\"call_id\":1.5,"
+                    "\"big\":1e300,\"neg\":-42,\"edge\":9007199254740992,\"over\":9007199254740994,"
+                    "\"round_us\":1767225600000000}";
+    CHECK_INT_EQ(parse(&env, s, err), 0);
+    size_t len = 0;
+    char *body = wrk_envelope_for_executor(&env, &len);
+    CHECK_CONTAINS(body, "\"call_id\":1.5,\"big\":1e+300,\"neg\":-42,"
+                         "\"edge\":9007199254740992,\"over\":9007199254740994,"
+                         "\"round_us\":1767225600000000}");
+    cJSON *back = cJSON_Parse(body);
+    CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(back, "over")) == 9007199254740994.0);
+    cJSON_Delete(back);
+    free(body);
+    wrk_envelope_cleanup(&env);
+    TEST_PASS("the executor copy prints integers as digits and keeps other numbers");
+}
+
 int main(void)
 {
     test_caller();
     test_methods();
     test_good();
     test_minimal();
+    test_body_numbers();
     test_bad();
     test_hostile_bytes();
     test_ids();

@@ -38,6 +38,30 @@ static void test_ok(void)
     TEST_PASS("ok record");
 }
 
+/* Timestamps are printed as their digits, a round one too (a cJSON number item prints
+ * 1767225600000000 as 1.7672256e+15). */
+static void test_round_timestamps(void)
+{
+    wrk_record_t r = {.job_id = "j_3",
+                      .status = WRK_STATUS_ERROR,
+                      .err_msg = "x",
+                      .worker = "w",
+                      .started_ms = 1767225600000LL,
+                      .finished_ms = 1767225600000LL,
+                      .picked_us = 1767225600000000LL,
+                      .finished_us = 1767225600120000LL};
+    size_t len;
+    char *s = wrk_record_build(&r, &len);
+    CHECK_CONTAINS(s, "\"started_ms\":1767225600000,\"finished_ms\":1767225600000,"
+                      "\"finished_us\":1767225600120000,\"picked_us\":1767225600000000}");
+    cJSON *back = cJSON_Parse(s);
+    CHECK_INT_EQ((long long)cJSON_GetNumberValue(cJSON_GetObjectItem(back, "picked_us")),
+                 1767225600000000LL);
+    cJSON_Delete(back);
+    free(s);
+    TEST_PASS("round timestamps come out as digits");
+}
+
 static void test_errors(void)
 {
     wrk_record_t r = {.job_id = "j_2",
@@ -116,6 +140,7 @@ static void test_cancelled(void)
 int main(void)
 {
     test_ok();
+    test_round_timestamps();
     test_errors();
     test_cancelled();
     return 0;
