@@ -98,7 +98,7 @@ stages_run() {
 stages_added() { calc "$(val "$1" latency_p50_ms) - ${3:-$(val "$1" execute_p50)} - $2" 3; }
 
 sec_stages() {
-    local waits=${BENCH_STAGES_WAITS:-5 1} w b label bin f
+    local waits=${BENCH_STAGES_WAITS:-5 1} w
     STAGES_IDLE=${BENCH_STAGES_IDLE:-5}
     local def_wait=${waits%% *}
     if [ -n "${ECHO_MCPQ_RPS:-}" ]; then
@@ -117,17 +117,24 @@ sec_stages() {
     [ "$STAGES_RATE" -ge 1 ] || STAGES_RATE=1
 
     base_build || true
+    STAGES_BASE_RATE=
+    if [ -n "$BASE_BIN" ]; then # the base at half of its own peak (at the new build's rate too)
+        SBIN=$BASE_BIN start_stack "$WORK/state-stages" "$WORK/launcher-stages.out"
+        check_answer "mcpq tools/call echo (base)" "$MCPQ_URL" "$ACCEPT_JSON" "$ECHO_BODY"
+        WRK_WARMUP=2 WRK_DURATION=5 run_wrk "stages: base $BASE_REV echo peak" "$MCPQ_URL" \
+            "$ACCEPT_JSON" "$ECHO_BODY" 256 "$RES/stages-base-peak.txt"
+        stop_stack
+        STAGES_BASE_RATE=$(calc "$(val "$RES/stages-base-peak.txt" rps) / 2" 0)
+        [ "$STAGES_BASE_RATE" -ge 1 ] || STAGES_BASE_RATE=1
+    fi
     for w in $waits; do
-        for b in new base; do
-            bin=$BIN
-            label="new build"
-            if [ "$b" = base ]; then
-                [ -n "$BASE_BIN" ] || continue
-                bin=$BASE_BIN
-                label="base $BASE_REV"
-            fi
-            stages_run "$label, fetch wait $w ms" "$bin" "$w" "$RES/stages-$b-w$w.txt" "$STAGES_RATE"
-        done
+        stages_run "new build, fetch wait $w ms" "$BIN" "$w" "$RES/stages-new-w$w.txt" "$STAGES_RATE"
+        if [ -n "$BASE_BIN" ]; then
+            stages_run "base $BASE_REV, fetch wait $w ms" "$BASE_BIN" "$w" \
+                "$RES/stages-base-w$w.txt" "$STAGES_BASE_RATE"
+            stages_run "base $BASE_REV, fetch wait $w ms" "$BASE_BIN" "$w" \
+                "$RES/stages-basenew-w$w.txt" "$STAGES_RATE"
+        fi
     done
     # unloaded: the stages without queueing for the CPU, at the minimum fetch wait
     stages_run "new build, fetch wait ${waits##* } ms" "$BIN" "${waits##* }" "$RES/stages-new-low.txt" 100
@@ -154,9 +161,11 @@ stages_doc() {
     floor=$(val "$RES/stages-bare.txt" latency_p50_ms)
     {
         printf '## 8. Where the time of a call goes, and the added latency\n\n'
-        printf 'bench/sec_stages.sh. Echo at **%s req/s**, half of the peak (%s req/s, %s), on a\n' \
+        printf 'bench/sec_stages.sh. Echo at **%s req/s**, half of the peak (%s req/s, %s); the base\n' \
             "$STAGES_RATE" "$STAGES_PEAK" "$STAGES_PEAK_FROM"
-        printf 'fresh stack per row (2 workers, `scripts/mcpq-local`, the devbroker), bench-loadgen open\n'
+        printf 'build at half of its own peak (%s req/s: wrk at 256 connections for 5 s) and at the new\n' \
+            "$(stages_num "$(val "$RES/stages-base-peak.txt" rps)")"
+        printf "build's rate. Each row: a fresh stack (2 workers, \`scripts/mcpq-local\`, the devbroker), bench-loadgen open\n"
         printf 'loop on 256 connections for %s s after a 2 s warm-up, Accept: application/json. Each\n' "$DURATION"
         printf 'answered call'"'"'s access line carries `stages_us` (docs/operations.md, "Access log"): the\n'
         printf 'table gives p50 / p99 of each stage over every call of the run, in ms. "e2e" is the\n'
@@ -171,16 +180,18 @@ stages_doc() {
         for f in $STAGES_LIST; do printf -- '---|'; done
         printf '\n'
         for w in $waits; do
-            stages_row "new, fetch wait $w ms" "$RES/stages-new-w$w.txt"
-            [ -f "$RES/stages-base-w$w.txt" ] && stages_row "base $BASE_REV, fetch wait $w ms" "$RES/stages-base-w$w.txt"
+            for f in new base basenew; do
+                [ -f "$RES/stages-$f-w$w.txt" ] && stages_row "$(val "$RES/stages-$f-w$w.txt" run_label)" "$RES/stages-$f-w$w.txt"
+            done
         done
-        stages_row "new, fetch wait ${waits##* } ms, **100 req/s**" "$RES/stages-new-low.txt"
+        stages_row "$(val "$RES/stages-new-low.txt" run_label)" "$RES/stages-new-low.txt"
         printf '\nThe base build (%s) stamps no stages (its access line has no `stages_us`): only its\n' "${BASE_REV:-n/a}"
         printf 'end-to-end figure can be compared.\n\n'
         printf '### Added latency\n\n'
         printf 'Median end-to-end latency minus the tool'"'"'s own execution (the `execute` p50; the base\n'
         printf 'does not stamp it: 0 is taken, echo'"'"'s is a few µs) minus the loopback floor: the bare\n'
         printf 'libmicrohttpd responder at the same rate, p50 **%s ms**. Target: under 2 ms.\n\n' "$(stages_num "$floor")"
+        printf 'The base is taken at half of its own peak (the target'"'"'s load for that build).\n\n'
         printf '| fetch wait | new: added | base: added | new / base | new: CPU µs per call (ingress, workers, redis, devbroker) | new: idle stack CPU (%% of a core; devbroker) | base: idle |\n'
         printf '|---|---|---|---|---|---|---|\n'
         for w in $waits; do
