@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 typedef struct {
     char *data;
     size_t len, cap;
@@ -40,10 +39,10 @@ static void jprint_put(out_t *o, const char *s, size_t n)
  * '\\') and the NUL that ends the string. */
 static const unsigned char special[256] = {[0] = 2, [1 ... 0x1f] = 1, ['"'] = 1, ['\\'] = 1};
 
-static void jprint_put_string(out_t *o, const char *s)
+void jprint_string(const char *s, jprint_put_fn put, void *ctx)
 {
     static const char hex[] = "0123456789abcdef";
-    jprint_put(o, "\"", 1);
+    put(ctx, "\"", 1);
     const char *run = s ? s : "";
     for (s = run;; s++) {
         while (!special[(unsigned char)*s])
@@ -51,28 +50,49 @@ static void jprint_put_string(out_t *o, const char *s)
         unsigned char c = (unsigned char)*s;
         if (!c)
             break;
-        jprint_put(o, run, (size_t)(s - run));
+        put(ctx, run, (size_t)(s - run));
         run = s + 1;
         char esc[6] = {'\\', (char)c, '0', '0', 0, 0};
         size_t n = 2;
         switch (c) {
-        case '\b': esc[1] = 'b'; break;
-        case '\f': esc[1] = 'f'; break;
-        case '\n': esc[1] = 'n'; break;
-        case '\r': esc[1] = 'r'; break;
-        case '\t': esc[1] = 't'; break;
+        case '\b':
+            esc[1] = 'b';
+            break;
+        case '\f':
+            esc[1] = 'f';
+            break;
+        case '\n':
+            esc[1] = 'n';
+            break;
+        case '\r':
+            esc[1] = 'r';
+            break;
+        case '\t':
+            esc[1] = 't';
+            break;
         case '"':
-        case '\\': break;
+        case '\\':
+            break;
         default:
             esc[1] = 'u';
             esc[4] = hex[c >> 4];
             esc[5] = hex[c & 15];
             n = 6;
         }
-        jprint_put(o, esc, n);
+        put(ctx, esc, n);
     }
-    jprint_put(o, run, (size_t)(s - run));
-    jprint_put(o, "\"", 1);
+    put(ctx, run, (size_t)(s - run));
+    put(ctx, "\"", 1);
+}
+
+static void put_cb(void *ctx, const char *s, size_t n)
+{
+    jprint_put(ctx, s, n);
+}
+
+static void jprint_put_string(out_t *o, const char *s)
+{
+    jprint_string(s, put_cb, o);
 }
 
 /* cJSON's test of a number read back: equal within the larger one's DBL_EPSILON. */
@@ -133,20 +153,35 @@ static void put_item(out_t *o, const cJSON *item, int depth)
         return;
     }
     switch (item->type & 0xFF) {
-    case cJSON_NULL: jprint_put(o, "null", 4); break;
-    case cJSON_False: jprint_put(o, "false", 5); break;
-    case cJSON_True: jprint_put(o, "true", 4); break;
-    case cJSON_Number: put_number(o, item->valuedouble); break;
-    case cJSON_String: jprint_put_string(o, item->valuestring); break;
+    case cJSON_NULL:
+        jprint_put(o, "null", 4);
+        break;
+    case cJSON_False:
+        jprint_put(o, "false", 5);
+        break;
+    case cJSON_True:
+        jprint_put(o, "true", 4);
+        break;
+    case cJSON_Number:
+        put_number(o, item->valuedouble);
+        break;
+    case cJSON_String:
+        jprint_put_string(o, item->valuestring);
+        break;
     case cJSON_Raw:
         if (item->valuestring)
             jprint_put(o, item->valuestring, strlen(item->valuestring));
         else
             o->failed = 1;
         break;
-    case cJSON_Array: put_children(o, item, 0, depth); break;
-    case cJSON_Object: put_children(o, item, 1, depth); break;
-    default: o->failed = 1;
+    case cJSON_Array:
+        put_children(o, item, 0, depth);
+        break;
+    case cJSON_Object:
+        put_children(o, item, 1, depth);
+        break;
+    default:
+        o->failed = 1;
     }
 }
 

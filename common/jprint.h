@@ -22,4 +22,11 @@
  * or its text would pass JPRINT_MAX_BYTES. */
 char *jprint_unformatted(const cJSON *item);
 
+/* Where jprint_string writes: n bytes of s (not NUL-terminated) appended to ctx. */
+typedef void (*jprint_put_fn)(void *ctx, const char *s, size_t n);
+
+/* s (NULL: "") as a JSON string with cJSON's escapes, in pieces through put(ctx, ...): the one
+ * string escaper of the tree (common/log.c writes its lines with it). */
+void jprint_string(const char *s, jprint_put_fn put, void *ctx);
+
 #endif

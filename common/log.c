@@ -119,50 +119,15 @@ static void line_put(line_t *l, const char *s, size_t n)
     l->len += n;
 }
 
+static void line_put_cb(void *ctx, const char *s, size_t n)
+{
+    line_put(ctx, s, n);
+}
+
 /* s as a JSON string, escaped as cJSON escapes (NULL: ""). */
 static void line_str(line_t *l, const char *s)
 {
-    static const char hex[] = "0123456789abcdef";
-    line_put(l, "\"", 1);
-    const char *run = s;
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c >= 32 && c != '"' && c != '\\')
-            continue;
-        line_put(l, run, (size_t)(s - run));
-        run = s + 1;
-        char esc[6] = {'\\', (char)c, 0};
-        size_t n = 2;
-        switch (c) {
-        case '"':
-        case '\\':
-            break;
-        case '\b':
-            esc[1] = 'b';
-            break;
-        case '\f':
-            esc[1] = 'f';
-            break;
-        case '\n':
-            esc[1] = 'n';
-            break;
-        case '\r':
-            esc[1] = 'r';
-            break;
-        case '\t':
-            esc[1] = 't';
-            break;
-        default:
-            memcpy(esc + 1, "u00", 3);
-            esc[4] = hex[c >> 4];
-            esc[5] = hex[c & 15];
-            n = 6;
-        }
-        line_put(l, esc, n);
-    }
-    if (run)
-        line_put(l, run, (size_t)(s - run));
-    line_put(l, "\"", 1);
+    jprint_string(s, line_put_cb, l);
 }
 
 /* ,"key": then the value's text from the caller (line_str or printed JSON). */
@@ -216,8 +181,9 @@ static void line_head(line_t *l, log_level_t level, const char *msg)
     int ms = (int)(tv.tv_usec / 1000);
     size_t n = strlen(second.text);
     memcpy(ts, second.text, n);
-    memcpy(ts + n, (char[5]){'.', (char)('0' + ms / 100), (char)('0' + ms / 10 % 10),
-                             (char)('0' + ms % 10), 'Z'},
+    memcpy(ts + n,
+           (char[5]){'.', (char)('0' + ms / 100), (char)('0' + ms / 10 % 10), (char)('0' + ms % 10),
+                     'Z'},
            5);
     ts[n + 5] = '\0';
     line_put(l, "{\"ts\":", 6);

@@ -62,8 +62,7 @@ static void *poll_thread(void *arg)
 #define PRODUCER_BASE(client_id)                                                                   \
     {                                                                                              \
         {"client.id", client_id, "default"}, {"linger.ms", "1", "default"},                        \
-            {"socket.nagle.disable", "true", "default"},                                           \
-            {"socket.timeout.ms", "3000", "default"},                                              \
+            {"socket.nagle.disable", "true", "default"}, {"socket.timeout.ms", "3000", "default"}, \
             {"reconnect.backoff.max.ms", "1000", "default"},                                       \
             {"queue.buffering.max.messages", "1000000", "default"},                                \
             {"message.max.bytes", "16777216", "default"},                                          \

@@ -249,7 +249,7 @@ void util_sha256_hex(const void *data, size_t len, char out[65])
 #define HMAC_KEPT_KEY 1024
 typedef struct {
     EVP_MAC_CTX *ctx;
-    int keyed;     /* key[0..keylen) is the context's key */
+    int keyed; /* key[0..keylen) is the context's key */
     size_t keylen;
     unsigned char key[HMAC_KEPT_KEY];
 } hmac_tls_t;
