@@ -535,7 +535,16 @@ for f in "$ROOT"/bench/sec_*.sh; do
     # shellcheck source=/dev/null
     . "$f"
 done
-# sec_order NAME...: the sections in the order they run (each file appends its name).
+# The order of the doc's numbered sections (5. throughput ... 9. redislat); a section file
+# not named here runs last.
+ordered=()
+for sec in throughput inflight workers stages redislat; do
+    printf '%s\n' "${SECTIONS[@]}" | grep -qx "$sec" && ordered+=("$sec")
+done
+for sec in "${SECTIONS[@]}"; do
+    printf '%s\n' "${ordered[@]}" | grep -qx "$sec" || ordered+=("$sec")
+done
+SECTIONS=("${ordered[@]}")
 section_doc() { # name: $RES/sec-<name>.md between markers, in place of the previous one
     local name=$1 sec=$WORK/section-$1.md
     {

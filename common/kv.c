@@ -609,6 +609,10 @@ struct kv_pool {
     int nsent;
     atomic_ullong takes;  /* kv_pool_get that handed a context over */
     atomic_ullong queued; /* kv_pool_send commands queued for the keeper */
+    /* kv_pool_sync: commands queued so far, and of those the ones the keeper is done with
+     * (answered or dropped), both under lock; done_cond is signalled when done grows. */
+    unsigned long long seq_queued, seq_done;
+    pthread_cond_t done_cond;
 };
 
 /* One command of kv_pool_send, in the protocol's format. */
@@ -634,6 +638,7 @@ kv_pool_t *kv_pool_new(kv_target_t *t, int timeout_ms, int max_idle)
     pthread_mutex_init(&pool->lock, NULL);
     pthread_cond_init(&pool->more, NULL);
     pthread_cond_init(&pool->wake, NULL);
+    pthread_cond_init(&pool->done_cond, NULL);
     atomic_init(&pool->up, 1);
     pool->sent_tail = &pool->sent;
     pool->target = t;
@@ -662,6 +667,7 @@ void kv_pool_free(kv_pool_t *pool)
     }
     pthread_cond_destroy(&pool->more);
     pthread_cond_destroy(&pool->wake);
+    pthread_cond_destroy(&pool->done_cond);
     pthread_mutex_destroy(&pool->lock);
     free(pool->idle);
     free(pool->idle_gen);
@@ -861,6 +867,7 @@ static void keeper_flush(kv_pool_t *pool)
     pool->sent = NULL;
     pool->sent_tail = &pool->sent;
     pool->nsent = 0;
+    unsigned long long upto = pool->seq_queued;
     redisContext *c = list ? take_idle(pool) : NULL;
     pthread_mutex_unlock(&pool->lock);
     char why[200] = "";
@@ -888,6 +895,12 @@ static void keeper_flush(kv_pool_t *pool)
         free(list);
         list = next;
     }
+    pthread_mutex_lock(&pool->lock);
+    if (upto > pool->seq_done) {
+        pool->seq_done = upto;
+        pthread_cond_broadcast(&pool->done_cond);
+    }
+    pthread_mutex_unlock(&pool->lock);
 }
 
 /* The keeper: checks Redis every KV_POOL_CHECK_MS (at once after a taker saw a connection
@@ -949,11 +962,30 @@ int kv_pool_send(kv_pool_t *pool, int argc, const char **argv, const size_t *arg
         pool->nsent++;
         e = NULL;
         rc = 0;
+        pool->seq_queued++;
         atomic_fetch_add(&pool->queued, 1);
         pthread_cond_signal(&pool->wake);
     }
     pthread_mutex_unlock(&pool->lock);
     free(e);
+    return rc;
+}
+
+int kv_pool_sync(kv_pool_t *pool, int wait_ms)
+{
+    if (!pool || !pool->warm)
+        return 0;
+    struct timespec until = util_deadline_realtime(wait_ms);
+    int rc = 0;
+    pthread_mutex_lock(&pool->lock);
+    unsigned long long target = pool->seq_queued;
+    while (pool->seq_done < target && rc == 0) {
+        pthread_cond_signal(&pool->wake);
+        if (pthread_cond_timedwait(&pool->done_cond, &pool->lock, &until) != 0 &&
+            pool->seq_done < target)
+            rc = MCPQ_ETIMEDOUT;
+    }
+    pthread_mutex_unlock(&pool->lock);
     return rc;
 }
 

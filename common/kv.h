@@ -153,6 +153,13 @@ int kv_pool_warm(kv_pool_t *pool, int min_idle, int wait_ms);
  */
 #define KV_POOL_SEND_MAX 65536
 int kv_pool_send(kv_pool_t *pool, int argc, const char **argv, const size_t *argvlen);
+/*
+ * Waits until every command kv_pool_send queued before this call has been sent and answered
+ * (or dropped), at most wait_ms, so that a read made next sees what those writes wrote (the
+ * cancel of a call whose request map is still queued: ingress/mcp/toolcall.c). 0, or
+ * MCPQ_ETIMEDOUT. A pool not kept warm (its sends run at once) or NULL: 0 at once.
+ */
+int kv_pool_sync(kv_pool_t *pool, int wait_ms);
 /* Counters since kv_pool_new: takes, the contexts kv_pool_get handed over (each one at least
  * one round trip its caller waited for; the keeper's own are not counted), and queued, the
  * commands kv_pool_send queued for the keeper. NULL pool: 0. Thread-safe. */

@@ -48,6 +48,9 @@ static cJSON *tool_error_result(const char *text)
     return o;
 }
 
+/* The longest a notifications/cancelled waits for queued request-map writes (kv_pool_sync). */
+#define CANCEL_SYNC_MS 500
+
 /* Where notifications/cancelled finds a legacy call's job: per session, else per tenant and
  * caller (owner.h), so a request id reaches only the caller's own calls. */
 static void reqmap_key(const ing_mcp_t *m, const char *id_json, char *out, size_t size)
@@ -1184,6 +1187,11 @@ void ing_toolcall_cancelled(ing_mcp_t *m, const rpc_msg_t *msg)
     char id_json[300], key[1200], err[128];
     rpc_id_str(rid, id_json, sizeof(id_json));
     reqmap_key(m, id_json, key, sizeof(key));
+    /* The map of a call made just before may still be in the pool's queue (remember_request
+     * queues it): let it reach Redis first. A map written by another replica's keeper is
+     * a few milliseconds behind its call at most (docs/internals.md). */
+    if (kv_pool_sync(m->req->ctx->kv, CANCEL_SYNC_MS) < 0)
+        log_event(LOG_WARN, "request map writes still queued at a cancel", (char *)NULL);
     const char *argv[] = {"GET", key};
     redisReply *r = kv_pool_commandargv(m->req->ctx->kv, err, sizeof(err), 2, argv, NULL);
     if (!r || r->type != REDIS_REPLY_STRING) {

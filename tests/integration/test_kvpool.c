@@ -5,7 +5,8 @@
  *   - takers beyond the idle ones are served by connections the keeper makes;
  *   - Redis stopped (SIGSTOP): the command running then fails, the next ones fail at once with
  *     "redis unavailable" and kv_pool_up says 0; after SIGCONT the pool comes up by itself;
- *   - kv_pool_send's writes reach Redis without the caller waiting for them;
+ *   - kv_pool_send's writes reach Redis without the caller waiting for them, and after
+ *     kv_pool_sync a read sees every write queued before it (a cancel right after its call);
  *   - a pool started while Redis is down is down, and comes up when Redis does.
  */
 #include "check.h"
@@ -111,6 +112,28 @@ static void test_send(kv_pool_t *pool)
     TEST_PASS("kv_pool_send: the queued SET reaches Redis");
 }
 
+/* A write queued and read back at once, 300 times: after kv_pool_sync the read always sees it
+ * (without the sync the GET usually overtakes the keeper). */
+static void test_sync(kv_pool_t *pool)
+{
+    char err[256], val[32];
+    int seen = 0;
+    for (int i = 0; i < 300; i++) {
+        snprintf(val, sizeof(val), "v%d", i);
+        const char *argv[] = {"SET", NAMES_KEY_RESULT "kvpool-sync", val};
+        CHECK_INT_EQ(kv_pool_send(pool, 3, argv, NULL), 0);
+        CHECK_INT_EQ(kv_pool_sync(pool, 5000), 0);
+        redisReply *r =
+            kv_pool_command(pool, err, sizeof(err), "GET %s", NAMES_KEY_RESULT "kvpool-sync");
+        seen += r && r->type == REDIS_REPLY_STRING && strcmp(r->str, val) == 0;
+        if (r)
+            freeReplyObject(r);
+    }
+    CHECK_INT_EQ(seen, 300);
+    CHECK_INT_EQ(kv_pool_sync(NULL, 10), 0);
+    TEST_PASS("kv_pool_sync: a read after it sees every write queued before it (300 of 300)");
+}
+
 /* A pool whose Redis is not there yet: down, then up once it answers. */
 static void test_late_redis(kv_target_t *t)
 {
@@ -144,6 +167,7 @@ int main(void)
     test_warm(pool);
     test_frozen(pool);
     test_send(pool);
+    test_sync(pool);
     kv_pool_free(pool);
     test_late_redis(t);
     kv_target_free(t);
