@@ -131,8 +131,10 @@ void ing_process_close(ing_ctx_t *ctx)
     ing_listen_free(ctx->listen); /* after the refresh thread and HTTP, its only callers */
     ing_oauth_free(ctx->oauth);   /* likewise; wakes any request still parked on it */
     ing_files_free(ctx->files);
-    ing_pending_free(ctx->pending);
+    /* The producer first: its flush runs the last delivery reports, which reach the calls
+     * in the waiting table (ing_toolcall_delivered -> ing_pending_acked/_fail). */
     mq_producer_free(ctx->producer, 2000);
+    ing_pending_free(ctx->pending);
     ing_ratelimit_free(ctx->rl);
     ing_rstate_free(ctx->rstate);
     ing_ratelimit_free(ctx->authfail.rl);
