@@ -139,10 +139,13 @@ sec_stages() {
     # unloaded: the stages without queueing for the CPU, at the minimum fetch wait
     stages_run "new build, fetch wait ${waits##* } ms" "$BIN" "${waits##* }" "$RES/stages-new-low.txt" 100
     say "stages: bare responder (loopback floor) at $STAGES_RATE req/s"
-    start_server bare "$WORK/bare-stages.out" "$BIN/bench-bare_responder" --port "$BARE_PORT" --threads 2
-    local bare_pid=$LAST_PID
+    local bare_pid=
+    if ! port_in_use "$BARE_PORT"; then # the full run's responder is still up: use it
+        start_server bare "$WORK/bare-stages.out" "$BIN/bench-bare_responder" --port "$BARE_PORT" --threads 2
+        bare_pid=$LAST_PID
+    fi
     run_loadgen "bare responder (HTTP floor)" "$BARE_URL" "$ACCEPT_JSON" "$STAGES_RATE" "$RES/stages-bare.txt"
-    stop_pid "$bare_pid" bare 10
+    [ -z "$bare_pid" ] || stop_pid "$bare_pid" bare 10
     stages_doc "$waits" "$def_wait"
 }
 

@@ -255,8 +255,8 @@ static const set_def_t defs[] = {
      S(max_output_bytes), "executor output limit (stdout, HTTP body)"},
     {"MCPQ_MAX_INFLIGHT_JOBS", "max-inflight-jobs", T_INT, "20000", 1, 1000000, WRK,
      S(max_inflight_jobs),
-     "jobs one worker runs at once (then it pauses consuming); lowered, with a warning, to "
-     "(open-file limit - 256) / 4 when that is less"},
+     "jobs one worker runs at once (then it pauses consuming); those of executors other than "
+     "builtin, with a warning, at most (open-file limit - 256) / 4"},
     {"MCPQ_INPUT_TIMEOUT_MS", "input-timeout-ms", T_INT, "300000", 1000, 86400000, ALL,
      S(input_timeout_ms),
      "how long a tool's question to the client (elicitation, sampling, roots) waits for the "

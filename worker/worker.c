@@ -69,7 +69,9 @@ struct wrk_worker {
     /* Jobs in flight by job_id (chained hash). */
     wrk_job_t **buckets;
     size_t nbuckets, njobs;
-    size_t max_jobs; /* jobs run at once (jobs_max) */
+    size_t max_jobs; /* MCPQ_MAX_INFLIGHT_JOBS: jobs run at once */
+    size_t fd_jobs;     /* jobs in flight that hold descriptors (holds_fds) */
+    size_t max_fd_jobs; /* and at most (fd_jobs_max) */
     /* Shutdown. */
     int stopping, aborted, exit_code;
     int64_t stop_at, abort_until;
@@ -130,6 +132,14 @@ static void table_grow(wrk_worker_t *w)
     w->nbuckets = n;
 }
 
+/* 1 for a job whose executor holds descriptors while it runs (every type but builtin: a
+ * socket, an exec child's pipes, an upstream's connection); a builtin job (echo, sleep) holds
+ * none, so any number of them up to MCPQ_MAX_INFLIGHT_JOBS may wait at once. */
+static int holds_fds(const wrk_job_t *job)
+{
+    return !job->env.exec_type || strcmp(job->env.exec_type, "builtin") != 0;
+}
+
 static void table_add(wrk_worker_t *w, wrk_job_t *job)
 {
     if (w->njobs >= w->nbuckets)
@@ -138,6 +148,7 @@ static void table_add(wrk_worker_t *w, wrk_job_t *job)
     job->hnext = w->buckets[k];
     w->buckets[k] = job;
     w->njobs++;
+    w->fd_jobs += (size_t)holds_fds(job);
 }
 
 static void table_remove(wrk_worker_t *w, wrk_job_t *job)
@@ -147,6 +158,7 @@ static void table_remove(wrk_worker_t *w, wrk_job_t *job)
         if (*pp == job) {
             *pp = job->hnext;
             w->njobs--;
+            w->fd_jobs -= (size_t)holds_fds(job);
             return;
         }
     }
@@ -1134,11 +1146,12 @@ fail:
 
 /* ---- the loop ---- */
 
-/* MCPQ_MAX_INFLIGHT_JOBS, lowered to what the descriptor limit allows: a job past it would
- * fail to connect or to spawn ("could not be reached") instead of waiting its turn in Kafka
- * (docs/configuration.md; the workers section of docs/benchmarks.md, bench/sec_workers.sh).
- * Logs a warning when it lowers the setting. */
-static size_t jobs_max(const mcpq_settings_t *s)
+/* How many jobs that hold descriptors (holds_fds) run at once: MCPQ_MAX_INFLIGHT_JOBS, lowered
+ * to what the descriptor limit allows, since such a job past it would fail to connect or to
+ * spawn ("could not be reached") instead of waiting its turn in Kafka (docs/configuration.md;
+ * the workers section of docs/benchmarks.md, bench/sec_workers.sh). Builtin jobs do not
+ * count against it. Logs a warning when it lowers the setting. */
+static size_t fd_jobs_max(const mcpq_settings_t *s)
 {
     size_t max = (size_t)s->max_inflight_jobs;
     struct rlimit rl;
@@ -1154,8 +1167,8 @@ static size_t jobs_max(const mcpq_settings_t *s)
     snprintf(got, sizeof(got), "%zu", cap);
     snprintf(fds, sizeof(fds), "%llu", (unsigned long long)rl.rlim_cur);
     log_event(LOG_WARN,
-              "max_inflight_jobs lowered to what the open-file limit allows (raise ulimit -n "
-              "or LimitNOFILE to run more jobs at once)",
+              "jobs that hold descriptors (every executor but builtin) limited to what the "
+              "open-file limit allows (raise ulimit -n or LimitNOFILE to run more at once)",
               "max_inflight_jobs", want, "effective", got, "open_file_limit", fds, (char *)NULL);
     return cap;
 }
@@ -1164,15 +1177,18 @@ static void capacity_check(wrk_worker_t *w)
 {
     if (w->stopping)
         return;
-    size_t max = w->max_jobs;
-    size_t low = max - max / 10;
+    size_t max = w->max_jobs, fmax = w->max_fd_jobs;
+    size_t low = max - max / 10, flow = fmax - fmax / 10;
     if (low >= max)
         low = max - 1;
+    if (flow >= fmax)
+        flow = fmax - 1;
     int paused = wrk_consumer_paused(w->consumer);
-    if (!paused && w->njobs >= max) {
-        log_msgf(LOG_DEBUG, "%zu jobs in flight: pausing consumption", w->njobs);
+    if (!paused && (w->njobs >= max || w->fd_jobs >= fmax)) {
+        log_msgf(LOG_DEBUG, "%zu jobs in flight (%zu holding descriptors): pausing consumption",
+                 w->njobs, w->fd_jobs);
         wrk_consumer_pause(w->consumer, 1);
-    } else if (paused && w->njobs <= low) {
+    } else if (paused && w->njobs <= low && w->fd_jobs <= flow) {
         log_msgf(LOG_DEBUG, "%zu jobs in flight: resuming consumption", w->njobs);
         wrk_consumer_pause(w->consumer, 0);
         w->kafka_more = 1;
@@ -1202,10 +1218,11 @@ static int stop_done(wrk_worker_t *w)
 int wrk_worker_run(wrk_worker_t *w)
 {
     char maxs[24];
-    w->max_jobs = jobs_max(w->s);
-    snprintf(maxs, sizeof(maxs), "%zu", w->max_jobs);
+    w->max_jobs = (size_t)w->s->max_inflight_jobs;
+    w->max_fd_jobs = fd_jobs_max(w->s);
+    snprintf(maxs, sizeof(maxs), "%zu", w->max_fd_jobs);
     log_event(LOG_INFO, "worker started", "worker", w->worker_id, "topic", w->s->topic_jobs,
-              "group", w->s->group_id, "robot_id", w->s->robot_id, "max_inflight_jobs", maxs,
+              "group", w->s->group_id, "robot_id", w->s->robot_id, "max_jobs_holding_fds", maxs,
               "job_signatures", w->keys->n ? "checked" : "off", (char *)NULL);
     int store_more = 0;
     w->loop_thread = pthread_self();
@@ -1218,10 +1235,11 @@ int wrk_worker_run(wrk_worker_t *w)
             begin_stop(w, "event loop failure");
         }
         if (w->kafka_more && !w->stopping) {
-            size_t max = w->max_jobs;
-            int budget = w->njobs >= max
-                             ? 16
-                             : (int)(max - w->njobs < POLL_BUDGET ? max - w->njobs : POLL_BUDGET);
+            size_t room = w->max_jobs > w->njobs ? w->max_jobs - w->njobs : 0;
+            size_t froom = w->max_fd_jobs > w->fd_jobs ? w->max_fd_jobs - w->fd_jobs : 0;
+            if (froom < room)
+                room = froom; /* the next jobs may all hold descriptors */
+            int budget = room == 0 ? 16 : (int)(room < POLL_BUDGET ? room : POLL_BUDGET);
             w->kafka_more = wrk_consumer_poll(w->consumer, budget);
         }
         store_more = wrk_store_flush(w->store);

@@ -38,8 +38,8 @@ grep -qx "errors=0" "$TMP/jobs.out" || fail "jobs failed: $(tr '\n' ' ' <"$TMP/j
 echo "ok - $JOBS http jobs completed under a 512 open-file limit"
 
 STEP="the worker's warning"
-grep -q '"msg":"max_inflight_jobs lowered to what the open-file limit allows.*"max_inflight_jobs":"20000","effective":"64","open_file_limit":"512"' \
-    "$TMP/state/worker-0.log" || fail "no warning that max_inflight_jobs was lowered to 64"
-grep -q '"msg":"worker started".*"max_inflight_jobs":"64"' "$TMP/state/worker-0.log" ||
-    fail "the worker's start line does not give the effective max_inflight_jobs"
-echo "ok - the worker lowered max_inflight_jobs to 64 and said so"
+grep -q '"msg":"jobs that hold descriptors (every executor but builtin) limited to what the open-file limit allows.*"max_inflight_jobs":"20000","effective":"64","open_file_limit":"512"' \
+    "$TMP/state/worker-0.log" || fail "no warning that jobs holding descriptors were limited to 64"
+grep -q '"msg":"worker started".*"max_jobs_holding_fds":"64"' "$TMP/state/worker-0.log" ||
+    fail "the worker's start line does not give the effective limit"
+echo "ok - the worker limited the jobs that hold descriptors to 64 and said so"
