@@ -104,8 +104,7 @@ int prom_histograms(util_buf_t *out, const char *name, const char *help, const c
     return rc;
 }
 
-/* utime, stime (clock ticks), vsize (bytes) and rss (pages) of /proc/self/stat. */
-static int read_stat(prom_proc_t *p)
+int prom_proc_stat(prom_proc_t *p)
 {
     FILE *f = fopen("/proc/self/stat", "r");
     if (!f)
@@ -134,7 +133,7 @@ static int read_stat(prom_proc_t *p)
 int prom_proc_read(prom_proc_t *p)
 {
     memset(p, 0, sizeof(*p));
-    if (read_stat(p) < 0)
+    if (prom_proc_stat(p) < 0)
         return MCPQ_EIO;
     DIR *d = opendir("/proc/self/fd");
     if (!d)

@@ -75,6 +75,10 @@ typedef struct prom_proc {
     long long max_fds;        /* RLIMIT_NOFILE soft limit (-1: unlimited) */
 } prom_proc_t;
 
+/* Fills cpu_seconds, rss and vsize of p from /proc/self/stat alone (cheap: no walk of the
+ * descriptors); the other members are left as they are. 0, or MCPQ_EIO. */
+int prom_proc_stat(prom_proc_t *p);
+
 /* Fills p from /proc/self/stat, /proc/self/fd and getrlimit. 0, or MCPQ_EIO when /proc is not
  * readable (p zeroed). */
 int prom_proc_read(prom_proc_t *p);

@@ -7,6 +7,7 @@
 #include "rpc.h"
 #include "log.h"
 #include "notify.h"
+#include "prom.h"
 #include "kv.h"
 #include "tasks.h"
 #include "util.h"
@@ -894,19 +895,6 @@ void ing_pending_set_trim(ing_pending_t *p, size_t calls)
     p->trim_calls = calls;
 }
 
-/* The process's resident set in KiB (/proc/self/statm), 0 when unknown. */
-static long rss_kb(void)
-{
-    long pages = 0, rss = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-    if (f) {
-        if (fscanf(f, "%ld %ld", &pages, &rss) != 2)
-            rss = 0;
-        fclose(f);
-    }
-    return rss * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
 /* ing_pending_set_trim: returns freed heap to the system once the table shrank by trim_calls
  * from its peak, and once more when the last calls of such a burst ended (reader thread). The calls
  * answered meanwhile freed their libmicrohttpd pools and requests in the HTTP threads' arenas,
@@ -930,7 +918,9 @@ static void trim_tick(ing_pending_t *p)
     malloc_trim(0);
     char waiting[24], rss[24], took[24];
     snprintf(waiting, sizeof(waiting), "%zu", count);
-    snprintf(rss, sizeof(rss), "%ld", rss_kb());
+    prom_proc_t proc = {0};
+    prom_proc_stat(&proc); /* rss stays 0 when /proc is not readable */
+    snprintf(rss, sizeof(rss), "%llu", proc.rss / 1024);
     snprintf(took, sizeof(took), "%lld", (long long)(util_mono_us() - t0));
     log_event(LOG_DEBUG, "memory returned to the system", "calls_waiting", waiting, "rss_kb", rss,
               "took_us", took, (char *)NULL);
